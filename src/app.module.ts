@@ -1,0 +1,44 @@
+/** The root module: configuration, infrastructure, the request pipeline and the domain modules. */
+import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { LoggerModule } from 'nestjs-pino';
+import { AuthModule } from './auth/auth.module';
+import { CredentialMiddleware } from './auth/credential.middleware';
+import { EnvelopeExceptionFilter } from './common/exception.filter';
+import { loggerParams } from './common/request-logging';
+import { AppConfig } from './config/app-config';
+import { ConfigModule } from './config/config.module';
+import { dataSourceOptions } from './database/data-source-options';
+import { HealthController } from './health/health.controller';
+import { KeysModule } from './keys/keys.module';
+import { RateLimitMiddleware } from './rate-limit/rate-limit.middleware';
+import { RateLimitModule } from './rate-limit/rate-limit.module';
+import { RedisModule } from './redis/redis.module';
+import { TenantsModule } from './tenants/tenants.module';
+
+@Module({})
+export class AppModule implements NestModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggerModule.forRoot(loggerParams(config)),
+        TypeOrmModule.forRoot(dataSourceOptions(config)),
+        RedisModule,
+        AuthModule,
+        RateLimitModule,
+        KeysModule,
+        TenantsModule,
+      ],
+      controllers: [HealthController],
+      providers: [{ provide: APP_FILTER, useClass: EnvelopeExceptionFilter }],
+    };
+  }
+
+  /** Pipeline order (ARCHITECTURE): credentials → rate limit → guards → pipes → controller. */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(CredentialMiddleware, RateLimitMiddleware).forRoutes({ path: '{*path}', method: RequestMethod.ALL });
+  }
+}

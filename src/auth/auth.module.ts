@@ -1,0 +1,25 @@
+/**
+ * Authentication and authorisation: the bearer strategy, the credential middleware and the
+ * global guards. Other modules use the decorators in decorators.ts and the checks in
+ * permissions.ts; the OAuth module plugs its token resolver in under OAUTH_TOKEN_RESOLVER.
+ */
+import { Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { PassportModule } from '@nestjs/passport';
+import { KeysModule } from '../keys/keys.module';
+import { BearerStrategy } from './bearer.strategy';
+import { CredentialMiddleware } from './credential.middleware';
+import { BearerGuard, ContentTypeGuard, PermissionGuard } from './guards';
+
+@Module({
+  imports: [PassportModule, KeysModule],
+  providers: [
+    BearerStrategy,
+    CredentialMiddleware,
+    { provide: APP_GUARD, useClass: BearerGuard },
+    { provide: APP_GUARD, useClass: PermissionGuard },
+    { provide: APP_GUARD, useClass: ContentTypeGuard },
+  ],
+  exports: [CredentialMiddleware],
+})
+export class AuthModule {}

@@ -1,0 +1,40 @@
+/** Route metadata read by the bearer and permission guards, and the Principal parameter. */
+import { createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import type { Access } from '../keys/api-key.entity';
+import type { Principal } from './principal';
+
+export const PUBLIC_ROUTE = 'svc:public';
+export const BOOTSTRAP_ROUTE = 'svc:bootstrap';
+export const REQUIREMENT = 'svc:requirement';
+export const ACCEPTS = 'svc:accepts';
+
+/** No bearer token needed. */
+export const Public = () => SetMetadata(PUBLIC_ROUTE, true);
+
+/** Reachable without a token only while the server has no keys (SPEC 4.5 bootstrap). */
+export const AllowBootstrap = () => SetMetadata(BOOTSTRAP_ROUTE, true);
+
+/** Body media types a route takes instead of JSON (form posts, blob uploads). `*` takes any. */
+export const Accepts = (...types: string[]) => SetMetadata(ACCEPTS, types);
+
+export type Requirement =
+  | { admin: true; rootTenant?: boolean }
+  | { type: string; access: Access }
+  | { extension: string; access: Access }
+  | { edge: string; access: Access }
+  | { scope: string };
+
+/**
+ * A permission every caller of the route must hold, checked by PermissionGuard before the
+ * handler runs. Checks that depend on the request's data (the item's type, say) are made in
+ * services through the same functions in permissions.ts.
+ */
+export const Requires = (requirement: Requirement) => SetMetadata(REQUIREMENT, requirement);
+
+export interface AuthedRequest {
+  principal?: Principal;
+  authError?: 'unauthorized' | 'expired_token';
+}
+
+/** The caller. On a bootstrap route it is undefined while bootstrap is open. */
+export const Caller = createParamDecorator((_: unknown, ctx: ExecutionContext) => ctx.switchToHttp().getRequest<AuthedRequest>().principal);

@@ -1,0 +1,73 @@
+/**
+ * The guards of the request pipeline, in order: bearer (is there a caller?), permission
+ * (may it call this route?), content type (is the body something this route reads?).
+ */
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Request } from 'express';
+import { ApiError } from '../common/api-error';
+import { ACCEPTS, AuthedRequest, BOOTSTRAP_ROUTE, PUBLIC_ROUTE, REQUIREMENT, Requirement } from './decorators';
+import { canEdgeType, canExtension, canType, hasScope, isAdmin } from './permissions';
+
+function meta<T>(reflector: Reflector, key: string, ctx: ExecutionContext): T | undefined {
+  return reflector.getAllAndOverride<T>(key, [ctx.getHandler(), ctx.getClass()]);
+}
+
+@Injectable()
+export class BearerGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
+  canActivate(ctx: ExecutionContext): boolean {
+    if (meta<boolean>(this.reflector, PUBLIC_ROUTE, ctx)) return true;
+    const req = ctx.switchToHttp().getRequest<Request & AuthedRequest>();
+    if (req.principal) return true;
+    if (!req.authError && !req.headers.authorization && meta<boolean>(this.reflector, BOOTSTRAP_ROUTE, ctx)) return true;
+    throw req.authError === 'expired_token'
+      ? ApiError.unauthorized('The access token has expired', 'expired_token')
+      : ApiError.unauthorized();
+  }
+}
+
+@Injectable()
+export class PermissionGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
+  canActivate(ctx: ExecutionContext): boolean {
+    const requirement = meta<Requirement>(this.reflector, REQUIREMENT, ctx);
+    const principal = ctx.switchToHttp().getRequest<AuthedRequest>().principal;
+    if (!requirement || !principal) return true; // public and bootstrap routes decide for themselves
+    let ok: boolean;
+    if ('admin' in requirement) ok = isAdmin(principal) && (!requirement.rootTenant || principal.isRootTenant);
+    else if ('type' in requirement) ok = canType(principal, requirement.type, requirement.access);
+    else if ('extension' in requirement) ok = canExtension(principal, requirement.extension, requirement.access);
+    else if ('edge' in requirement) ok = canEdgeType(principal, requirement.edge, requirement.access);
+    else ok = hasScope(principal, requirement.scope);
+    if (!ok) throw ApiError.forbidden(describe(requirement));
+    return true;
+  }
+}
+
+function describe(r: Requirement): string {
+  if ('admin' in r) return r.rootTenant ? 'This needs an admin key of the root tenant' : 'This needs an admin credential';
+  if ('scope' in r) return `This needs an admin credential or the ${r.scope} scope`;
+  const [what, name] = 'type' in r ? ['type', r.type] : 'extension' in r ? ['extension namespace', r.extension] : ['edge type', r.edge];
+  return `This needs ${r.access} permission on ${what} ${name}`;
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+@Injectable()
+export class ContentTypeGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
+  canActivate(ctx: ExecutionContext): boolean {
+    const req = ctx.switchToHttp().getRequest<Request>();
+    const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+    if (!BODY_METHODS.has(req.method) || !hasBody) return true;
+    const accepted = meta<string[]>(this.reflector, ACCEPTS, ctx) ?? ['application/json', '+json'];
+    if (accepted.includes('*') || req.is(accepted)) return true;
+    throw new ApiError(415, 'invalid_request', `Content-Type must be ${accepted.join(' or ')}`, {
+      content_type: req.headers['content-type'] ?? null,
+    });
+  }
+}

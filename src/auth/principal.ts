@@ -1,0 +1,34 @@
+/**
+ * Who is calling. The bearer guard turns every kind of credential into a Principal, and
+ * everything after the guard sees only this, so API keys and OAuth tokens obey one rule set.
+ */
+import type { PermissionMap, Role, Tier } from '../keys/api-key.entity';
+
+export interface Principal {
+  tenantId: string;
+  /** API key id or OAuth grant/token id: the rate-limit bucket and the "originating credential". */
+  credentialId: string;
+  kind: 'api_key' | 'oauth';
+  role: Role;
+  isRootTenant: boolean;
+  /** Stamped on every item this credential writes. */
+  source: string;
+  defaultTier: Tier;
+  typePerms: PermissionMap;
+  extensionPerms: PermissionMap;
+  edgePerms: PermissionMap;
+  /** OAuth scopes as granted; undefined for API keys. */
+  scopes?: string[];
+}
+
+/** What a bearer token resolved to: a principal, or the reason it did not. */
+export type Resolution = { principal: Principal } | { error: 'unauthorized' | 'expired_token' };
+
+/**
+ * Extension point for the OAuth issue: a provider under this token resolves `svc_at_` tokens.
+ * Until one is registered, such tokens are simply unknown (401).
+ */
+export const OAUTH_TOKEN_RESOLVER = Symbol('OAUTH_TOKEN_RESOLVER');
+export interface OAuthTokenResolver {
+  resolve(token: string): Promise<Resolution>;
+}

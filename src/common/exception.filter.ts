@@ -1,0 +1,65 @@
+/**
+ * Maps every thrown thing to the SPEC 2.9 envelope: ApiError as is, Nest's HttpExceptions
+ * (unknown routes and the like) by status, body-parser failures (malformed JSON, oversized
+ * bodies) by their `type`, and anything else to a 500 that leaks nothing but a request id.
+ */
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { ApiError, ErrorCode } from './api-error';
+
+const CODE_BY_STATUS: Record<number, ErrorCode> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'not_found',
+  409: 'conflict',
+  413: 'invalid_request',
+  415: 'invalid_request',
+  429: 'rate_limited',
+};
+
+export function toApiError(err: unknown, requestId: string | undefined): ApiError {
+  if (err instanceof ApiError) return err;
+  const bodyParserType = (err as { type?: unknown })?.type;
+  if (bodyParserType === 'entity.parse.failed') {
+    return new ApiError(400, 'invalid_request', 'The request body is not valid JSON');
+  }
+  if (bodyParserType === 'entity.too.large') {
+    const limit = (err as { limit?: number }).limit;
+    return new ApiError(413, 'invalid_request', 'The request body is too large', limit ? { limit_bytes: limit } : undefined);
+  }
+  if (typeof bodyParserType === 'string' && bodyParserType.startsWith('encoding.') || bodyParserType === 'charset.unsupported') {
+    return new ApiError(415, 'invalid_request', 'Unsupported request body encoding');
+  }
+  if (err instanceof HttpException) {
+    const status = err.getStatus();
+    const code = CODE_BY_STATUS[status];
+    if (code) {
+      const message = status === 404 ? 'No such route' : err.message;
+      return new ApiError(status, code, message);
+    }
+  }
+  return new ApiError(500, 'internal_error', 'Something went wrong on our side', requestId ? { request_id: requestId } : undefined);
+}
+
+@Catch()
+export class EnvelopeExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Errors');
+
+  catch(err: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const req = ctx.getRequest<Request & { id?: string }>();
+    const res = ctx.getResponse<Response>();
+    const requestId = req?.id ? String(req.id) : undefined;
+    const apiError = toApiError(err, requestId);
+    if (apiError.status >= 500) {
+      this.logger.error({ err, requestId }, 'unhandled error');
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.status(apiError.status).json(apiError.toEnvelope());
+  }
+}

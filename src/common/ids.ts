@@ -1,0 +1,18 @@
+/** Resource ids are random UUIDs: never guessable, never sequential. */
+import { Injectable, PipeTransform } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { ApiError } from './api-error';
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const newId = (): string => randomUUID();
+export const isId = (value: string): boolean => UUID_RE.test(value);
+
+/** Path parameter pipe: a malformed id is 400 `invalid_id` rather than a pointless lookup. */
+@Injectable()
+export class ParseIdPipe implements PipeTransform<string, string> {
+  transform(value: string): string {
+    if (!isId(value)) throw ApiError.badRequest('invalid_id', `"${value.slice(0, 64)}" is not a valid id`);
+    return value.toLowerCase();
+  }
+}

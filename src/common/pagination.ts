@@ -1,0 +1,35 @@
+/** Keyset pagination: opaque cursors over (created_at, id), and the shared query DTO. */
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { validationError } from './validation';
+
+export class PageQuery {
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100)
+  limit?: number;
+
+  @ApiPropertyOptional({ description: 'Opaque cursor from a previous page\'s next_cursor' })
+  @IsOptional() @IsString()
+  cursor?: string;
+}
+
+export interface Position {
+  createdAt: string;
+  id: string;
+}
+
+export function encodeCursor(p: Position): string {
+  return Buffer.from(JSON.stringify([p.createdAt, p.id])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string | undefined): Position | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof createdAt === 'string' && typeof id === 'string' && !Number.isNaN(Date.parse(createdAt))) return { createdAt, id };
+  } catch {
+    // fall through
+  }
+  throw validationError([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
+}

@@ -1,0 +1,54 @@
+/**
+ * The one matcher for dotted names against patterns, used by permissions, item filters,
+ * webhook type filters and OAuth scopes.
+ *
+ *   `*`          matches every name
+ *   `a.b.*`      matches `a.b` itself and every name below it (`a.b.c`, `a.b.c.d`)
+ *   `a.b`        matches exactly `a.b`
+ */
+export const NAME_SEGMENT = '[a-z0-9][a-z0-9_-]*';
+export const DOTTED_NAME_RE = new RegExp(`^${NAME_SEGMENT}(\\.${NAME_SEGMENT})*$`);
+export const PATTERN_RE = new RegExp(`^(\\*|${NAME_SEGMENT}(\\.${NAME_SEGMENT})*(\\.\\*)?)$`);
+
+export function isDottedName(name: string): boolean {
+  return name.length <= 200 && DOTTED_NAME_RE.test(name);
+}
+
+export function isPattern(pattern: string): boolean {
+  return pattern.length <= 200 && PATTERN_RE.test(pattern);
+}
+
+export function matchesPattern(pattern: string, name: string): boolean {
+  if (pattern === '*') return true;
+  if (pattern.endsWith('.*')) {
+    const base = pattern.slice(0, -2);
+    return name === base || name.startsWith(base + '.');
+  }
+  return pattern === name;
+}
+
+/**
+ * How specific a pattern is: exact names beat wildcards, longer prefixes beat shorter ones.
+ * Used so that `{"*": "read", "core.note": "write"}` means what it reads as.
+ */
+export function specificity(pattern: string): number {
+  if (pattern === '*') return 0;
+  const segments = pattern.split('.').length;
+  return pattern.endsWith('.*') ? segments * 2 - 1 : segments * 2;
+}
+
+/** The pattern in `patterns` that best matches `name`, or undefined. */
+export function bestMatch(patterns: Iterable<string>, name: string): string | undefined {
+  let best: string | undefined;
+  for (const p of patterns) {
+    if (matchesPattern(p, name) && (best === undefined || specificity(p) > specificity(best))) best = p;
+  }
+  return best;
+}
+
+/** SQL LIKE-free translation for filters: returns [exact, prefix] for a pattern. */
+export function patternToSql(pattern: string): { exact?: string; prefix?: string; all?: true } {
+  if (pattern === '*') return { all: true };
+  if (pattern.endsWith('.*')) return { exact: pattern.slice(0, -2), prefix: pattern.slice(0, -1) };
+  return { exact: pattern };
+}

@@ -1,0 +1,47 @@
+/** Owns how the service talks to PostgreSQL: connection options, migrations, database creation. */
+import { Client } from 'pg';
+import type { DataSourceOptions } from 'typeorm';
+import type { AppConfig } from '../config/app-config';
+import { entities } from './entities';
+import { migrations } from './migrations';
+import { StartupError, redactUrl } from '../common/startup-error';
+
+export function dataSourceOptions(config: AppConfig): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url: config.DATABASE_URL,
+    entities,
+    migrations,
+    migrationsRun: config.MIGRATIONS_RUN,
+    migrationsTransactionMode: 'each',
+    synchronize: false,
+    logging: false,
+    extra: { max: 20, connectionTimeoutMillis: 5000 },
+  };
+}
+
+/** Creates the database named in the URL when it does not exist yet. */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  url.pathname = '/postgres';
+  const client = new Client({ connectionString: url.toString(), connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new StartupError(
+      `cannot reach PostgreSQL at ${redactUrl(databaseUrl)} (${(err as Error).message || (err as { code?: string }).code}); ` +
+        `start it (pg_ctlcluster <version> main start) or set DATABASE_URL`,
+    );
+  }
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!rowCount) {
+      await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04') throw err; // created by a concurrent starter
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}

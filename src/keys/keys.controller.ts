@@ -1,0 +1,69 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { AllowBootstrap, Caller, Requires } from '../auth/decorators';
+import type { Principal } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { ParseIdPipe } from '../common/ids';
+import { PageQuery } from '../common/pagination';
+import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiKeyList, ApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
+import { KeysService } from './keys.service';
+
+@ApiTags('keys')
+@ApiBearerAuth()
+@Controller('keys')
+export class KeysController {
+  constructor(private readonly keys: KeysService) {}
+
+  @Post()
+  @AllowBootstrap()
+  @ApiOperation({
+    summary: 'Create an API key',
+    description:
+      'Needs an admin key, except on a server with no keys at all: then it needs no auth, creates the root tenant and returns its first admin key (bootstrap, closed forever afterwards). The plaintext `key` appears only in this response.',
+  })
+  @ApiCreatedResponse({ type: ApiKeyResponse })
+  @ApiErrors(400, 401, 403, 409, 429)
+  create(@Caller() caller: Principal | undefined, @Body() dto: CreateKeyDto): Promise<ApiKeyResponse> {
+    if (!caller) return this.keys.bootstrap(dto);
+    if (caller.role !== 'admin') throw ApiError.forbidden('Only admin credentials can create keys');
+    return this.keys.create(caller.tenantId, dto);
+  }
+
+  @Get()
+  @Requires({ admin: true })
+  @ApiOperation({ summary: 'List the tenant\'s keys (admin), newest first; plaintext never included' })
+  @ApiOkResponse({ type: ApiKeyList })
+  @ApiErrors(400, 401, 403, 429)
+  list(@Caller() caller: Principal, @Query() page: PageQuery): Promise<ApiKeyList> {
+    return this.keys.list(caller.tenantId, page.limit, page.cursor);
+  }
+
+  @Get(':id')
+  @Requires({ admin: true })
+  @ApiOperation({ summary: 'Retrieve a key (admin)' })
+  @ApiOkResponse({ type: ApiKeyResponse })
+  @ApiErrors(400, 401, 403, 404, 429)
+  get(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<ApiKeyResponse> {
+    return this.keys.get(caller.tenantId, id);
+  }
+
+  @Patch(':id')
+  @Requires({ admin: true })
+  @ApiOperation({ summary: 'Update a key\'s label, role, default tier or permission maps (admin); effective on the next request' })
+  @ApiOkResponse({ type: ApiKeyResponse })
+  @ApiErrors(400, 401, 403, 404, 409, 429)
+  update(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Body() dto: UpdateKeyDto): Promise<ApiKeyResponse> {
+    return this.keys.update(caller, id, dto);
+  }
+
+  @Delete(':id')
+  @HttpCode(200)
+  @Requires({ admin: true })
+  @ApiOperation({ summary: 'Revoke a key (admin); its next use gets 401. Rotation is revoke plus create.' })
+  @ApiOkResponse({ type: ApiKeyResponse })
+  @ApiErrors(400, 401, 403, 404, 409, 429)
+  revoke(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<ApiKeyResponse> {
+    return this.keys.revoke(caller.tenantId, id);
+  }
+}

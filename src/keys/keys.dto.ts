@@ -1,0 +1,66 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsPermissionMap } from '../common/validation';
+import type { PermissionMap, Role, Tier } from './api-key.entity';
+
+import type { ApiPropertyOptions } from '@nestjs/swagger';
+
+const PERMISSION_MAP_DOC: ApiPropertyOptions = {
+  type: 'object',
+  additionalProperties: { type: 'string', enum: ['read', 'write'] },
+  example: { 'core.note': 'write', 'core.*': 'read' },
+};
+
+export class UpdateKeyDto {
+  @ApiPropertyOptional({ maxLength: 200 })
+  @IsOptional() @IsString() @MaxLength(200)
+  label?: string;
+
+  @ApiPropertyOptional({ enum: ['admin', 'member'], default: 'member' })
+  @IsOptional() @IsIn(['admin', 'member'])
+  role?: Role;
+
+  @ApiPropertyOptional({ enum: ['library', 'feed'], default: 'library' })
+  @IsOptional() @IsIn(['library', 'feed'])
+  default_tier?: Tier;
+
+  @ApiPropertyOptional({ ...PERMISSION_MAP_DOC, description: 'Type pattern to access; most specific pattern wins' })
+  @IsOptional() @IsPermissionMap()
+  type_permissions?: PermissionMap;
+
+  @ApiPropertyOptional({ ...PERMISSION_MAP_DOC, description: 'Extension namespace pattern to access' })
+  @IsOptional() @IsPermissionMap()
+  extension_permissions?: PermissionMap;
+
+  @ApiPropertyOptional({ ...PERMISSION_MAP_DOC, description: 'Edge type pattern to access' })
+  @IsOptional() @IsPermissionMap()
+  edge_permissions?: PermissionMap;
+}
+
+export class CreateKeyDto extends UpdateKeyDto {
+  @ApiPropertyOptional({ description: 'Stamped on every item the key writes; unique per tenant; generated when omitted', maxLength: 100 })
+  @IsOptional() @Matches(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, { message: 'must be 1-100 letters, digits, ".", "_", ":" or "-"' })
+  source?: string;
+}
+
+export class ApiKeyResponse {
+  @ApiProperty() id: string;
+  @ApiProperty() tenant_id: string;
+  @ApiPropertyOptional({ description: 'Plaintext key; only in the creation response' }) key?: string;
+  @ApiProperty({ description: 'First characters of the key, to tell keys apart' }) key_hint: string;
+  @ApiProperty() label: string;
+  @ApiProperty({ enum: ['admin', 'member'] }) role: Role;
+  @ApiProperty() source: string;
+  @ApiProperty({ enum: ['library', 'feed'] }) default_tier: Tier;
+  @ApiProperty(PERMISSION_MAP_DOC) type_permissions: PermissionMap;
+  @ApiProperty(PERMISSION_MAP_DOC) extension_permissions: PermissionMap;
+  @ApiProperty(PERMISSION_MAP_DOC) edge_permissions: PermissionMap;
+  @ApiProperty() created_at: string;
+  @ApiProperty() updated_at: string;
+  @ApiProperty({ nullable: true, type: String }) revoked_at: string | null;
+}
+
+export class ApiKeyList {
+  @ApiProperty({ type: [ApiKeyResponse] }) keys: ApiKeyResponse[];
+  @ApiProperty({ nullable: true, type: String }) next_cursor: string | null;
+}

@@ -1,0 +1,12 @@
+/** API keys: the `/keys` routes, key resolution for the bearer guard, and the key cache. */
+import { Module } from '@nestjs/common';
+import { KeyCache } from './key-cache';
+import { KeysController } from './keys.controller';
+import { KeysService } from './keys.service';
+
+@Module({
+  controllers: [KeysController],
+  providers: [KeysService, KeyCache],
+  exports: [KeysService],
+})
+export class KeysModule {}

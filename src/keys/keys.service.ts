@@ -1,0 +1,228 @@
+/**
+ * Owns API keys: bootstrap of the root tenant's first key, creation, listing, update and
+ * revocation, and the resolution of `svc_k1_` bearer tokens into Principals (cached, with
+ * invalidation across instances). Plaintext keys exist only in the creation response.
+ */
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { ApiError } from '../common/api-error';
+import { newId } from '../common/ids';
+import { decodeCursor, encodeCursor } from '../common/pagination';
+import type { Principal, Resolution } from '../auth/principal';
+import { TenantEntity } from '../tenants/tenant.entity';
+import { ApiKeyEntity } from './api-key.entity';
+import { KeyCache } from './key-cache';
+import { ApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
+import { API_KEY_PREFIX, digestsEqual, generateApiKey, hashSecret, keyHint } from './key-secrets';
+
+const UNIQUE_VIOLATION = '23505';
+const BOOTSTRAP_LOCK = 727_001; // pg_advisory_xact_lock id serialising bootstrap attempts
+
+export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyResponse {
+  return {
+    id: k.id,
+    tenant_id: k.tenantId,
+    ...(plaintext ? { key: plaintext } : {}),
+    key_hint: k.keyHint,
+    label: k.label,
+    role: k.role,
+    source: k.source,
+    default_tier: k.defaultTier,
+    type_permissions: k.typePermissions,
+    extension_permissions: k.extensionPermissions,
+    edge_permissions: k.edgePermissions,
+    created_at: k.createdAt.toISOString(),
+    updated_at: k.updatedAt.toISOString(),
+    revoked_at: k.revokedAt ? k.revokedAt.toISOString() : null,
+  };
+}
+
+@Injectable()
+export class KeysService {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly cache: KeyCache,
+  ) {}
+
+  /** Resolves a bearer token of the API-key kind. */
+  async resolve(token: string): Promise<Resolution> {
+    if (!token.startsWith(API_KEY_PREFIX)) return { error: 'unauthorized' };
+    const hash = hashSecret(token);
+    let principal = this.cache.get(hash);
+    if (principal === undefined) {
+      const rows: Array<ApiKeyEntity & { is_root: boolean; key_hash: string }> = await this.db.query(
+        `SELECT k.tenant_id, k.id, k.role, k.source, k.default_tier, k.type_permissions, k.extension_permissions,
+                k.edge_permissions, k.key_hash, k.revoked_at, t.is_root
+           FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+          WHERE k.key_hash = $1`,
+        [hash],
+      );
+      const row = rows[0] as unknown as Record<string, any> | undefined;
+      principal =
+        row && !row.revoked_at && digestsEqual(row.key_hash, hash)
+          ? {
+              tenantId: row.tenant_id,
+              credentialId: row.id,
+              kind: 'api_key',
+              role: row.role,
+              isRootTenant: row.is_root,
+              source: row.source,
+              defaultTier: row.default_tier,
+              typePerms: row.type_permissions,
+              extensionPerms: row.extension_permissions,
+              edgePerms: row.edge_permissions,
+            }
+          : null;
+      // Unknown hashes are not cached: a flood of random tokens must not evict real keys.
+      if (row) this.cache.set(hash, principal);
+    }
+    return principal ? { principal } : { error: 'unauthorized' };
+  }
+
+  /**
+   * The first key of an empty server: creates the root tenant and an admin key. Serialised by
+   * an advisory lock, so of two concurrent attempts exactly one succeeds; closed forever once
+   * any key row exists (revoked rows included).
+   */
+  async bootstrap(dto: CreateKeyDto): Promise<ApiKeyResponse> {
+    const created = await this.db.transaction(async (m) => {
+      await m.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK]);
+      const [{ exists }] = await m.query('SELECT EXISTS (SELECT 1 FROM api_keys) AS exists');
+      if (exists) return undefined;
+      const tenant = m.create(TenantEntity, { id: newId(), name: 'root', isRoot: true });
+      await m.insert(TenantEntity, tenant);
+      return this.insert(m, tenant.id, { ...dto, role: 'admin' });
+    });
+    if (!created) throw ApiError.unauthorized('Bootstrap is closed: this server already has keys; use an admin key');
+    return created;
+  }
+
+  async create(tenantId: string, dto: CreateKeyDto): Promise<ApiKeyResponse> {
+    return this.db.transaction((m) => this.insert(m, tenantId, dto));
+  }
+
+  /** Inserts a key inside the caller's transaction; used by tenant provisioning too. */
+  async insert(m: EntityManager, tenantId: string, dto: CreateKeyDto): Promise<ApiKeyResponse> {
+    const plaintext = generateApiKey();
+    const now = new Date();
+    const key = m.create(ApiKeyEntity, {
+      tenantId,
+      id: newId(),
+      label: dto.label ?? '',
+      role: dto.role ?? 'member',
+      source: dto.source ?? `key_${newId().replace(/-/g, '').slice(0, 16)}`,
+      defaultTier: dto.default_tier ?? 'library',
+      typePermissions: dto.type_permissions ?? {},
+      extensionPermissions: dto.extension_permissions ?? {},
+      edgePermissions: dto.edge_permissions ?? {},
+      keyHash: hashSecret(plaintext),
+      keyHint: keyHint(plaintext),
+      createdAt: now,
+      updatedAt: now,
+      revokedAt: null,
+    });
+    try {
+      // A savepoint keeps the caller's transaction usable when the insert is refused.
+      await m.query('SAVEPOINT key_insert');
+      await m.insert(ApiKeyEntity, key);
+      await m.query('RELEASE SAVEPOINT key_insert');
+    } catch (err) {
+      if ((err as { code?: string }).code === UNIQUE_VIOLATION) {
+        throw ApiError.conflict('duplicate_source', `Another active key of this tenant already has source "${key.source}"`, {
+          source: key.source,
+        });
+      }
+      throw err;
+    }
+    return toKeyResponse(key, plaintext);
+  }
+
+  async list(tenantId: string, limit = 50, cursor?: string): Promise<{ keys: ApiKeyResponse[]; next_cursor: string | null }> {
+    const after = decodeCursor(cursor);
+    const qb = this.db
+      .getRepository(ApiKeyEntity)
+      .createQueryBuilder('k')
+      .where('k.tenant_id = :tenantId', { tenantId })
+      .orderBy('k.created_at', 'DESC')
+      .addOrderBy('k.id', 'DESC')
+      .limit(limit + 1);
+    if (after) qb.andWhere('(k.created_at, k.id) < (:ca, :id)', { ca: after.createdAt, id: after.id });
+    const rows = await qb.getMany();
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      keys: page.map((k) => toKeyResponse(k)),
+      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt.toISOString(), id: last.id }) : null,
+    };
+  }
+
+  async get(tenantId: string, id: string): Promise<ApiKeyResponse> {
+    return toKeyResponse(await this.find(this.db.manager, tenantId, id));
+  }
+
+  async update(principal: Principal, id: string, dto: UpdateKeyDto): Promise<ApiKeyResponse> {
+    const { key, hash } = await this.db.transaction(async (m) => {
+      await this.lockTenantKeys(m, principal.tenantId);
+      const key = await this.find(m, principal.tenantId, id);
+      if (key.revokedAt) throw ApiError.conflict('conflict', 'A revoked key cannot be changed; create a new one');
+      if (dto.role === 'member' && key.role === 'admin') await this.assertAnotherAdmin(m, principal.tenantId, id);
+      const patch: Partial<ApiKeyEntity> = {
+        ...(dto.label !== undefined && { label: dto.label }),
+        ...(dto.role !== undefined && { role: dto.role }),
+        ...(dto.default_tier !== undefined && { defaultTier: dto.default_tier }),
+        ...(dto.type_permissions !== undefined && { typePermissions: dto.type_permissions }),
+        ...(dto.extension_permissions !== undefined && { extensionPermissions: dto.extension_permissions }),
+        ...(dto.edge_permissions !== undefined && { edgePermissions: dto.edge_permissions }),
+        updatedAt: new Date(),
+      };
+      await m.update(ApiKeyEntity, { tenantId: principal.tenantId, id }, patch);
+      return { key: Object.assign(key, patch), hash: key.keyHash };
+    });
+    await this.cache.invalidate(hash);
+    return toKeyResponse(key);
+  }
+
+  /** Revokes a key; the next request with it, on any instance, gets 401. Idempotent. */
+  async revoke(tenantId: string, id: string): Promise<ApiKeyResponse> {
+    const key = await this.db.transaction(async (m) => {
+      await this.lockTenantKeys(m, tenantId);
+      const key = await this.find(m, tenantId, id);
+      if (key.revokedAt) return key;
+      if (key.role === 'admin') await this.assertAnotherAdmin(m, tenantId, id);
+      key.revokedAt = new Date();
+      key.updatedAt = key.revokedAt;
+      await m.update(ApiKeyEntity, { tenantId, id }, { revokedAt: key.revokedAt, updatedAt: key.updatedAt });
+      return key;
+    });
+    await this.cache.invalidate(key.keyHash);
+    return toKeyResponse(key);
+  }
+
+  /** Serialises key changes within a tenant, so the last-admin rule holds under concurrency. */
+  private async lockTenantKeys(m: EntityManager, tenantId: string): Promise<void> {
+    await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`keys:${tenantId}`]);
+  }
+
+  private async find(m: EntityManager, tenantId: string, id: string): Promise<ApiKeyEntity> {
+    const key = await m
+      .getRepository(ApiKeyEntity)
+      .createQueryBuilder('k')
+      .addSelect('k.keyHash')
+      .where('k.tenant_id = :tenantId AND k.id = :id', { tenantId, id })
+      .getOne();
+    if (!key) throw ApiError.notFound('not_found', 'No such key');
+    return key;
+  }
+
+  /** A tenant must keep one active admin key, or nobody could ever manage it again. */
+  private async assertAnotherAdmin(m: EntityManager, tenantId: string, exceptId: string): Promise<void> {
+    const rows = await m.query(
+      `SELECT id FROM api_keys WHERE tenant_id = $1 AND role = 'admin' AND revoked_at IS NULL AND id <> $2 LIMIT 1`,
+      [tenantId, exceptId],
+    );
+    if (rows.length === 0) {
+      throw ApiError.conflict('conflict', 'This is the tenant\'s last active admin key; create another admin key first');
+    }
+  }
+}

@@ -1,0 +1,28 @@
+/** Documents a route's error responses, all in the SPEC 2.9 envelope. */
+import { applyDecorators } from '@nestjs/common';
+import { ApiProperty, ApiPropertyOptional, ApiResponse } from '@nestjs/swagger';
+
+class ErrorBody {
+  @ApiProperty({ description: 'Stable, machine-readable code (SPEC part 7)' }) code: string;
+  @ApiProperty({ description: 'Human-readable; wording may change' }) message: string;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) details?: Record<string, unknown>;
+}
+
+export class ErrorEnvelopeDto {
+  @ApiProperty({ type: ErrorBody }) error: ErrorBody;
+}
+
+const DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request (validation_error, invalid_id, invalid_request, ...)',
+  401: 'Missing, invalid or revoked bearer token (unauthorized)',
+  403: 'The credential lacks a permission (forbidden, ...)',
+  404: 'Not found, or invisible to this credential',
+  409: 'Conflict with the current state',
+  413: 'Request body too large',
+  415: 'Unsupported content type',
+  429: 'Rate limited (rate_limited); see Retry-After',
+  503: 'A dependency is down',
+};
+
+export const ApiErrors = (...statuses: number[]) =>
+  applyDecorators(...statuses.map((status) => ApiResponse({ status, description: DESCRIPTIONS[status] ?? 'Error', type: ErrorEnvelopeDto })));

@@ -1,0 +1,66 @@
+/**
+ * Per-credential, per-path-segment rate limits in Redis (shared by every instance), with the
+ * X-RateLimit-* headers on every response and 429 `rate_limited` + Retry-After past the limit.
+ * Should Redis fail, an in-memory limiter of the same size stands in rather than letting
+ * everything through or failing every request.
+ */
+import { Inject, Injectable, NestMiddleware } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
+import Redis from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import type { AuthedRequest } from '../auth/decorators';
+import { ApiError } from '../common/api-error';
+import { AppConfig } from '../config/app-config';
+import { REDIS } from '../redis/redis.module';
+import { bucketFor } from './rate-limit.policy';
+
+const WINDOW_SECONDS = 60;
+
+@Injectable()
+export class RateLimitMiddleware implements NestMiddleware {
+  private readonly limiters = new Map<number, RateLimiterRedis>();
+
+  constructor(
+    private readonly config: AppConfig,
+    @Inject(REDIS) private readonly redis: Redis,
+  ) {}
+
+  private limiter(points: number): RateLimiterRedis {
+    let limiter = this.limiters.get(points);
+    if (!limiter) {
+      limiter = new RateLimiterRedis({
+        storeClient: this.redis,
+        keyPrefix: `${this.config.REDIS_PREFIX}rl:${points}`,
+        points,
+        duration: WINDOW_SECONDS,
+        insuranceLimiter: new RateLimiterMemory({ points, duration: WINDOW_SECONDS }),
+      });
+      this.limiters.set(points, limiter);
+    }
+    return limiter;
+  }
+
+  async use(req: Request & AuthedRequest, res: Response, next: NextFunction): Promise<void> {
+    if (!this.config.RATE_LIMIT_ENABLED) return next();
+    const { bucket, limit } = bucketFor(req.method, req.path, this.config.RATE_LIMIT_REQUESTS);
+    const caller = req.principal ? `k:${req.principal.credentialId}` : `ip:${req.ip}`;
+    const setHeaders = (r: RateLimiterRes) => {
+      res.setHeader('X-RateLimit-Limit', String(limit));
+      res.setHeader('X-RateLimit-Remaining', String(Math.max(0, r.remainingPoints)));
+      res.setHeader('X-RateLimit-Reset', String(Math.ceil((Date.now() + r.msBeforeNext) / 1000)));
+    };
+    try {
+      setHeaders(await this.limiter(limit).consume(`${caller}:${bucket}`));
+      next();
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) return next(rejection);
+      setHeaders(rejection);
+      const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+      res.setHeader('Retry-After', String(retryAfter));
+      next(new ApiError(429, 'rate_limited', `Rate limit of ${limit} requests per minute exceeded; retry in ${retryAfter}s`, {
+        limit,
+        retry_after: retryAfter,
+      }));
+    }
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Owns the Redis connections: one for commands (rate limits, queues, caches) and one for
+ * pub/sub subscriptions, which Redis requires to be separate. Keys and channels are prefixed
+ * with REDIS_PREFIX so several deployments (or test runs) can share one server.
+ */
+import { Global, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
+import Redis from 'ioredis';
+import { AppConfig } from '../config/app-config';
+
+export const REDIS = Symbol('REDIS');
+
+@Injectable()
+export class RedisPubSub implements OnApplicationShutdown {
+  private subscriber?: Redis;
+  private readonly handlers = new Map<string, Array<(message: string) => void>>();
+
+  constructor(
+    private readonly config: AppConfig,
+    @Inject(REDIS) private readonly redis: Redis,
+  ) {}
+
+  channel(name: string): string {
+    return `${this.config.REDIS_PREFIX}${name}`;
+  }
+
+  async publish(name: string, message: string): Promise<void> {
+    await this.redis.publish(this.channel(name), message);
+  }
+
+  async subscribe(name: string, handler: (message: string) => void): Promise<void> {
+    const channel = this.channel(name);
+    if (!this.subscriber) {
+      this.subscriber = this.redis.duplicate();
+      this.subscriber.on('message', (ch: string, msg: string) => this.handlers.get(ch)?.forEach((h) => h(msg)));
+    }
+    const list = this.handlers.get(channel) ?? [];
+    list.push(handler);
+    this.handlers.set(channel, list);
+    if (list.length === 1) await this.subscriber.subscribe(channel);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.subscriber?.disconnect();
+  }
+}
+
+@Global()
+@Module({
+  providers: [
+    {
+      provide: REDIS,
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) =>
+        new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false }),
+    },
+    RedisPubSub,
+  ],
+  exports: [REDIS, RedisPubSub],
+})
+export class RedisModule implements OnApplicationShutdown {
+  constructor(@Inject(REDIS) private readonly redis: Redis) {}
+
+  onApplicationShutdown(): void {
+    this.redis.disconnect();
+  }
+}

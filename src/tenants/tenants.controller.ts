@@ -1,0 +1,22 @@
+import { Body, Controller, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Requires } from '../auth/decorators';
+import { ApiErrors } from '../openapi/api-errors.decorator';
+import { CreatedTenantResponse, CreateTenantDto } from './tenants.dto';
+import { TenantsService } from './tenants.service';
+
+@ApiTags('tenants')
+@ApiBearerAuth()
+@Controller('tenants')
+export class TenantsController {
+  constructor(private readonly tenants: TenantsService) {}
+
+  @Post()
+  @Requires({ admin: true, rootTenant: true })
+  @ApiOperation({ summary: 'Create a tenant and its first admin key (admin key of the root tenant)' })
+  @ApiCreatedResponse({ type: CreatedTenantResponse })
+  @ApiErrors(400, 401, 403, 429)
+  create(@Body() dto: CreateTenantDto): Promise<CreatedTenantResponse> {
+    return this.tenants.create(dto.name);
+  }
+}

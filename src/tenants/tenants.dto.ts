@@ -1,0 +1,20 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { IsString, Length } from 'class-validator';
+import { ApiKeyResponse } from '../keys/keys.dto';
+
+export class CreateTenantDto {
+  @ApiProperty({ minLength: 1, maxLength: 200 })
+  @IsString() @Length(1, 200)
+  name: string;
+}
+
+export class TenantResponse {
+  @ApiProperty() id: string;
+  @ApiProperty() name: string;
+  @ApiProperty() created_at: string;
+}
+
+export class CreatedTenantResponse {
+  @ApiProperty({ type: TenantResponse }) tenant: TenantResponse;
+  @ApiProperty({ type: ApiKeyResponse, description: 'The new tenant\'s first admin key, plaintext included once' }) admin_key: ApiKeyResponse;
+}

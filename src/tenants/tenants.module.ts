@@ -1,0 +1,12 @@
+/** Tenants: `POST /tenants` provisioning (tenant row plus first admin key). */
+import { Module } from '@nestjs/common';
+import { KeysModule } from '../keys/keys.module';
+import { TenantsController } from './tenants.controller';
+import { TenantsService } from './tenants.service';
+
+@Module({
+  imports: [KeysModule],
+  controllers: [TenantsController],
+  providers: [TenantsService],
+})
+export class TenantsModule {}
