@@ -4,14 +4,17 @@
  * and the API reference. main.ts and the e2e tests both start the service through here.
  */
 import { NestFactory } from '@nestjs/core';
+import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage } from 'node:http';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import Redis from 'ioredis';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
+import type { BodyErrorCarrier } from './auth/guards';
 import { redactUrl, StartupError } from './common/startup-error';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
-import { ensureDatabase } from './database/data-source-options';
+import { ensureDatabase, runMigrations } from './database/data-source-options';
 import { mountOpenApi } from './openapi/openapi';
 
 async function checkRedis(url: string): Promise<void> {
@@ -29,9 +32,38 @@ async function checkRedis(url: string): Promise<void> {
   }
 }
 
+/**
+ * A body the parsers refuse (malformed JSON, too large, bad charset) is not answered here but
+ * kept on the request and thrown by ContentTypeGuard: the response then goes through request
+ * logging, credentials and rate limiting like any other (X-Request-Id, X-RateLimit-*) and
+ * the request counts against its caller's limit.
+ */
+function deferBodyErrors(err: unknown, req: Request & BodyErrorCarrier, _res: Response, next: NextFunction): void {
+  const type = (err as { type?: unknown } | undefined)?.type;
+  const status = Number((err as { status?: unknown } | undefined)?.status);
+  if (typeof type === 'string' && status >= 400 && status < 500) {
+    req.bodyError = err;
+    return next();
+  }
+  next(err);
+}
+
+/** Routes that read their request body as a raw stream: `/blobs` (any case, as Express routes it). */
+const RAW_BODY_PATH = /^\/blobs(?:[/?]|$)/i;
+
+/**
+ * A body parser's `type` test: the usual media types, except on raw-body routes, where a
+ * parser would consume (and buffer) the upload before the controller could stream it, e.g.
+ * a blob uploaded as application/json.
+ */
+function parsedUnlessRaw(types: string[]): (req: IncomingMessage) => boolean {
+  return (req) => !RAW_BODY_PATH.test(req.url ?? '') && Boolean((req as Request).is(types));
+}
+
 export async function createApp(config: AppConfig): Promise<NestExpressApplication> {
   await ensureDatabase(config.DATABASE_URL);
   await checkRedis(config.REDIS_URL);
+  if (config.MIGRATIONS_RUN) await runMigrations(config);
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
     bodyParser: false,
     bufferLogs: true,
@@ -41,8 +73,9 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.enableShutdownHooks();
   app.set('trust proxy', config.trustProxy);
   app.disable('x-powered-by');
-  app.useBodyParser('json', { limit: config.JSON_BODY_LIMIT, type: ['application/json', 'application/*+json'] });
-  app.useBodyParser('urlencoded', { limit: config.JSON_BODY_LIMIT, extended: false });
+  app.useBodyParser('json', { limit: config.JSON_BODY_LIMIT, type: parsedUnlessRaw(['application/json', 'application/*+json']) });
+  app.useBodyParser('urlencoded', { limit: config.JSON_BODY_LIMIT, extended: false, type: parsedUnlessRaw(['application/x-www-form-urlencoded']) });
+  app.use(deferBodyErrors);
   app.useGlobalPipes(createValidationPipe());
   mountOpenApi(app, config);
   await app.init();

@@ -11,11 +11,17 @@ import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { dataSourceOptions } from './database/data-source-options';
 import { HealthController } from './health/health.controller';
+import { IdempotencyModule } from './idempotency/idempotency.module';
 import { KeysModule } from './keys/keys.module';
 import { RateLimitMiddleware } from './rate-limit/rate-limit.middleware';
+import { OpenApiModule } from './openapi/openapi.module';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { RedisModule } from './redis/redis.module';
 import { TenantsModule } from './tenants/tenants.module';
+import { ItemsModule } from './items/items.module';
+import { TypesModule } from './types/types.module';
+import { EdgesModule } from './edges/edges.module';
+import { BlobsModule } from './blobs/blobs.module';
 
 @Module({})
 export class AppModule implements NestModule {
@@ -29,8 +35,14 @@ export class AppModule implements NestModule {
         RedisModule,
         AuthModule,
         RateLimitModule,
+        OpenApiModule,
         KeysModule,
         TenantsModule,
+        IdempotencyModule,
+        TypesModule,
+        ItemsModule,
+        EdgesModule,
+        BlobsModule,
       ],
       controllers: [HealthController],
       providers: [{ provide: APP_FILTER, useClass: EnvelopeExceptionFilter }],

@@ -13,13 +13,18 @@ import type { Principal } from './principal';
 @Injectable()
 export class CredentialMiddleware implements NestMiddleware {
   use(req: Request & AuthedRequest, res: Response, next: NextFunction): void {
-    if (req.headers.authorization === undefined) return next();
+    const authorization = req.headers.authorization;
+    if (authorization === undefined) return next();
+    // Only the Authorization header is a credential (SPEC 5.1). passport-http-bearer also reads
+    // `access_token` from the body and the query: that would accept a token from the URL next to
+    // a non-Bearer header, and refuse a valid header when a JSON body has an `access_token` field.
+    const headersOnly = { headers: { authorization } } as unknown as Request;
     passport.authenticate('bearer', { session: false }, (err: unknown, principal: Principal | false) => {
       if (err instanceof AuthenticationFailure) req.authError = err.reason;
       else if (err) return next(err);
       else if (principal) req.principal = principal;
       else req.authError = 'unauthorized'; // malformed Authorization header
       next();
-    })(req, res, next);
+    })(headersOnly, res, next);
   }
 }

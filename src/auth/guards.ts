@@ -1,6 +1,6 @@
 /**
  * The guards of the request pipeline, in order: bearer (is there a caller?), permission
- * (may it call this route?), content type (is the body something this route reads?).
+ * (may it call this route?), content type (did the body parse, and is it something this route reads?).
  */
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
@@ -56,12 +56,18 @@ function describe(r: Requirement): string {
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
+/** A body-parser failure, set aside by app.factory.ts so that it is answered here. */
+export interface BodyErrorCarrier {
+  bodyError?: unknown;
+}
+
 @Injectable()
 export class ContentTypeGuard implements CanActivate {
   constructor(private readonly reflector: Reflector) {}
 
   canActivate(ctx: ExecutionContext): boolean {
-    const req = ctx.switchToHttp().getRequest<Request>();
+    const req = ctx.switchToHttp().getRequest<Request & BodyErrorCarrier>();
+    if (req.bodyError) throw req.bodyError; // mapped to 400/413/415 by the exception filter
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
     if (!BODY_METHODS.has(req.method) || !hasBody) return true;
     const accepted = meta<string[]>(this.reflector, ACCEPTS, ctx) ?? ['application/json', '+json'];

@@ -33,8 +33,10 @@ export function matchesPattern(pattern: string, name: string): boolean {
  */
 export function specificity(pattern: string): number {
   if (pattern === '*') return 0;
-  const segments = pattern.split('.').length;
-  return pattern.endsWith('.*') ? segments * 2 - 1 : segments * 2;
+  const wildcard = pattern.endsWith('.*');
+  // Count the named segments only, so `a.b.*` (which also matches `a.b`) ranks below `a.b`.
+  const segments = (wildcard ? pattern.slice(0, -2) : pattern).split('.').length;
+  return wildcard ? segments * 2 - 1 : segments * 2;
 }
 
 /** The pattern in `patterns` that best matches `name`, or undefined. */

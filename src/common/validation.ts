@@ -3,7 +3,7 @@
  * every bad field) and the reusable decorators the DTOs share.
  */
 import { ValidationError, ValidationPipe } from '@nestjs/common';
-import { registerDecorator, ValidationOptions } from 'class-validator';
+import { registerDecorator, ValidateIf, ValidationOptions } from 'class-validator';
 import { ApiError } from './api-error';
 import { isPattern } from './type-pattern';
 
@@ -40,6 +40,12 @@ export function createValidationPipe(): ValidationPipe {
     exceptionFactory: (errors) => validationError(flatten(errors)),
   });
 }
+
+/**
+ * Like `@IsOptional()`, but only an absent field is skipped: an explicit `null` is validated
+ * (and so refused) instead of reaching a NOT NULL column as a 500.
+ */
+export const IsOptionalNonNull = () => ValidateIf((_object, value) => value !== undefined);
 
 /** A map of name pattern (`*`, `a.b`, `a.b.*`) to `read` | `write`. */
 export function IsPermissionMap(options?: ValidationOptions) {

@@ -61,6 +61,23 @@ export class AppConfig {
   @int() @IsInt() @Min(0) @Max(3600)
   KEY_CACHE_TTL_SECONDS = 60;
 
+  /** How long an Idempotency-Key's first response is replayed to retries (src/idempotency). */
+  @int() @IsInt() @Min(1) @Max(720)
+  IDEMPOTENCY_TTL_HOURS = 24;
+
+  /** Largest blob upload in bytes (default 25 MiB); larger gets 413 `blob_too_large`. */
+  @int() @IsInt() @Min(1) @Max(Number.MAX_SAFE_INTEGER)
+  BLOB_MAX_BYTES = 26_214_400;
+
+  /** Where blob content lives: files under BLOB_DIR, or rows in PostgreSQL (`blob_chunks`). */
+  @IsIn(['disk', 'postgres'])
+  BLOB_STORAGE: 'disk' | 'postgres' = 'disk';
+
+  /** Disk blob store root (`<dir>/<tenant>/<hash[0:2]>/<hash>`); uploads are staged in
+   *  `<dir>/.staging` with either backend, so it must be writable. */
+  @IsString()
+  BLOB_DIR = './data/blobs';
+
   get baseUrl(): string {
     return (this.SVC_BASE_URL ?? `http://localhost:${this.PORT}`).replace(/\/+$/, '');
   }
@@ -93,7 +110,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const errors = validateSync(config, { skipMissingProperties: false });
   if (errors.length > 0) {
     const first = errors[0];
-    const why = Object.values(first.constraints ?? {})[0] ?? 'is invalid';
+    // The type check speaks first: "PORT=x must be an integer", not "must not be greater than".
+    const constraints = first.constraints ?? {};
+    const why = constraints.isInt ?? constraints.isBoolean ?? constraints.isIn ?? Object.values(constraints)[0] ?? 'is invalid';
     const shown = why.startsWith(first.property) ? why.slice(first.property.length).trim() : why;
     throw new ConfigError(`invalid configuration: ${first.property}=${JSON.stringify(env[first.property] ?? '')} ${shown}`);
   }

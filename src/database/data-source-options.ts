@@ -1,6 +1,6 @@
 /** Owns how the service talks to PostgreSQL: connection options, migrations, database creation. */
 import { Client } from 'pg';
-import type { DataSourceOptions } from 'typeorm';
+import { DataSource, DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { entities } from './entities';
 import { migrations } from './migrations';
@@ -12,7 +12,8 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
     url: config.DATABASE_URL,
     entities,
     migrations,
-    migrationsRun: config.MIGRATIONS_RUN,
+    // Migrations are run by runMigrations() below, under a lock, never by TypeORM at connect.
+    migrationsRun: false,
     migrationsTransactionMode: 'each',
     synchronize: false,
     logging: false,
@@ -43,5 +44,26 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
     }
   } finally {
     await client.end();
+  }
+}
+
+const MIGRATION_LOCK = 727_002;
+
+/**
+ * Applies pending migrations while holding a session advisory lock, so instances starting
+ * together run them once (TypeORM itself does not lock its migrations table).
+ */
+export async function runMigrations(config: AppConfig): Promise<void> {
+  const ds = new DataSource({ ...dataSourceOptions(config), extra: { max: 2 } });
+  await ds.initialize();
+  const lock = ds.createQueryRunner();
+  try {
+    await lock.connect();
+    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await ds.runMigrations({ transaction: 'each' });
+  } finally {
+    await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await lock.release();
+    await ds.destroy();
   }
 }

@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { ParseIdPipe } from '../common/ids';
 import { PageQuery } from '../common/pagination';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiKeyList, ApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
 import { KeysService } from './keys.service';
@@ -17,6 +18,7 @@ export class KeysController {
 
   @Post()
   @AllowBootstrap()
+  @Idempotent()
   @ApiOperation({
     summary: 'Create an API key',
     description:

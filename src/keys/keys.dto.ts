@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { IsPermissionMap } from '../common/validation';
+import { IsIn, IsString, Matches, MaxLength } from 'class-validator';
+import { IsOptionalNonNull, IsPermissionMap } from '../common/validation';
 import type { PermissionMap, Role, Tier } from './api-key.entity';
 
 import type { ApiPropertyOptions } from '@nestjs/swagger';
@@ -13,33 +13,33 @@ const PERMISSION_MAP_DOC: ApiPropertyOptions = {
 
 export class UpdateKeyDto {
   @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptional() @IsString() @MaxLength(200)
+  @IsOptionalNonNull() @IsString() @MaxLength(200)
   label?: string;
 
   @ApiPropertyOptional({ enum: ['admin', 'member'], default: 'member' })
-  @IsOptional() @IsIn(['admin', 'member'])
+  @IsOptionalNonNull() @IsIn(['admin', 'member'])
   role?: Role;
 
   @ApiPropertyOptional({ enum: ['library', 'feed'], default: 'library' })
-  @IsOptional() @IsIn(['library', 'feed'])
+  @IsOptionalNonNull() @IsIn(['library', 'feed'])
   default_tier?: Tier;
 
   @ApiPropertyOptional({ ...PERMISSION_MAP_DOC, description: 'Type pattern to access; most specific pattern wins' })
-  @IsOptional() @IsPermissionMap()
+  @IsOptionalNonNull() @IsPermissionMap()
   type_permissions?: PermissionMap;
 
   @ApiPropertyOptional({ ...PERMISSION_MAP_DOC, description: 'Extension namespace pattern to access' })
-  @IsOptional() @IsPermissionMap()
+  @IsOptionalNonNull() @IsPermissionMap()
   extension_permissions?: PermissionMap;
 
   @ApiPropertyOptional({ ...PERMISSION_MAP_DOC, description: 'Edge type pattern to access' })
-  @IsOptional() @IsPermissionMap()
+  @IsOptionalNonNull() @IsPermissionMap()
   edge_permissions?: PermissionMap;
 }
 
 export class CreateKeyDto extends UpdateKeyDto {
   @ApiPropertyOptional({ description: 'Stamped on every item the key writes; unique per tenant; generated when omitted', maxLength: 100 })
-  @IsOptional() @Matches(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, { message: 'must be 1-100 letters, digits, ".", "_", ":" or "-"' })
+  @IsOptionalNonNull() @Matches(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, { message: 'must be 1-100 letters, digits, ".", "_", ":" or "-"' })
   source?: string;
 }
 

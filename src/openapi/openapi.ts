@@ -1,11 +1,11 @@
 /**
- * Owns the machine-readable interface description: `GET /openapi.json` (OpenAPI 3.1.0,
- * info.version 4.2.0) and the browsable reference at `/docs`, whose assets come from the
- * swagger-ui-dist package inside the service (no CDN).
+ * Builds the machine-readable interface description (OpenAPI 3.1.0, info.version 4.2.0) from
+ * the controllers' decorators. OpenApiController serves it.
  */
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { AppConfig } from '../config/app-config';
+import { OpenApiDocument } from './openapi.controller';
 
 export const API_VERSION = '4.2.0';
 
@@ -25,10 +25,5 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
 }
 
 export function mountOpenApi(app: INestApplication, config: AppConfig): void {
-  const document = buildOpenApiDocument(app, config);
-  SwaggerModule.setup('docs', app, document, {
-    jsonDocumentUrl: 'openapi.json',
-    raw: ['json'],
-    customSiteTitle: 'Structured Data Service API',
-  });
+  app.get(OpenApiDocument).document = buildOpenApiDocument(app, config);
 }

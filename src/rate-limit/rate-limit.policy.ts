@@ -9,7 +9,8 @@
  */
 export const TIGHT_LIMIT = 30;
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-const TOKEN_PATHS = /^\/auth\/(token|oauth2\/token|device\/token)\/?$/;
+// Case-insensitive like Express routing, so `/AUTH/TOKEN` cannot dodge the tight cap.
+const TOKEN_PATHS = /^\/auth\/(token|oauth2\/token|device\/token)\/?$/i;
 
 export interface BucketRule {
   bucket: string;

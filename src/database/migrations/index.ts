@@ -1,4 +1,8 @@
 /** Every migration, in order. Listed explicitly so the same list serves src (tests) and dist. */
 import { TenantsAndKeys1732300000000 } from './1732300000000-tenants-and-keys';
+import { TypesAndItems1732300000100 } from './1732300000100-types-and-items';
+import { Edges1732300000200 } from './1732300000200-edges';
+import { Blobs1732300000300 } from './1732300000300-blobs';
+import { Idempotency1732300000400 } from './1732300000400-idempotency';
 
-export const migrations = [TenantsAndKeys1732300000000];
+export const migrations = [TenantsAndKeys1732300000000, TypesAndItems1732300000100, Edges1732300000200, Blobs1732300000300, Idempotency1732300000400];

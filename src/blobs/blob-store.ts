@@ -1,0 +1,38 @@
+/**
+ * The contract every blob content store meets (disk and PostgreSQL today; an S3-compatible
+ * store would be a third implementation of these four members and nothing else).
+ *
+ * Content is addressed by (tenant id, SHA-256 hex), so it is immutable: writing the same
+ * address twice writes the same bytes, and a store may skip the second write. Stores hold
+ * bytes only; the `blobs` metadata table (owned by BlobsService) says which blobs exist, so
+ * a store need not be transactional with it. The service writes content before metadata,
+ * hence a metadata row always points at complete content.
+ */
+import type { Readable } from 'node:stream';
+
+export const BLOB_STORE = Symbol('BLOB_STORE');
+
+export interface BlobStore {
+  /** Stores the content of `file`, a complete staged upload whose SHA-256 is `hash`.
+   *  Atomic: a concurrent or later `open` sees all of it or nothing. May move `file` away;
+   *  the caller removes it afterwards if it is still there. */
+  put(tenantId: string, hash: string, file: string): Promise<void>;
+
+  /** The content as a stream, never buffered whole. Resolves only once the content is known
+   *  to exist, so a caller can still answer with an error status before sending headers;
+   *  rejects with BlobContentMissing when it does not. */
+  open(tenantId: string, hash: string): Promise<Readable>;
+
+  /** Whether the content is present (used to re-store content lost behind a metadata row). */
+  has(tenantId: string, hash: string): Promise<boolean>;
+
+  /** Deletes the content; a no-op when absent. Not reachable over HTTP yet: the hook for
+   *  tenant deletion and garbage collection. */
+  remove(tenantId: string, hash: string): Promise<void>;
+}
+
+export class BlobContentMissing extends Error {
+  constructor(tenantId: string, hash: string) {
+    super(`blob content ${hash} of tenant ${tenantId} is missing from the store`);
+  }
+}

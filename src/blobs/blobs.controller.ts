@@ -1,0 +1,146 @@
+import { Controller, Get, Head, Param, Post, Req, Res } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiBody,
+  ApiConsumes,
+  ApiCreatedResponse,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProduces,
+  ApiResponse,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { pipeline } from 'node:stream/promises';
+import { Accepts, Caller } from '../auth/decorators';
+import { isAdmin } from '../auth/permissions';
+import type { Principal } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ParseBlobHashPipe } from './blob-hash';
+import { uploadMediaType } from './blob-media-type';
+import { BlobResponse } from './blobs.dto';
+import { BlobsService } from './blobs.service';
+import { closeAfterResponse } from './lingering-close';
+
+const HASH_PARAM = { name: 'hash', description: 'SHA-256 of the content: 64 lowercase hex digits, optionally prefixed "sha256:"' };
+
+const CONTENT_HEADERS = {
+  'Content-Type': { description: 'The Content-Type given at upload', schema: { type: 'string' } },
+  'Content-Length': { description: 'Size in bytes', schema: { type: 'integer' } },
+  ETag: { description: 'The quoted hash; content never changes, so If-None-Match gets 304', schema: { type: 'string' } },
+  'Cache-Control': { description: 'private, max-age=31536000, immutable', schema: { type: 'string' } },
+  'X-Content-Type-Options': { description: 'nosniff', schema: { type: 'string' } },
+} as const;
+
+/** Uploading needs an admin, or write access to at least one type (someone who can make items). */
+function mayUpload(p: Principal): boolean {
+  return isAdmin(p) || Object.values(p.typePerms).includes('write');
+}
+
+function declaredLength(req: Request): number | undefined {
+  const header = req.headers['content-length'];
+  return header !== undefined && /^\d+$/.test(header) ? Number(header) : undefined;
+}
+
+@ApiTags('blobs')
+@ApiBearerAuth()
+@Controller('blobs')
+export class BlobsController {
+  constructor(private readonly blobs: BlobsService) {}
+
+  @Post()
+  @Accepts('*')
+  @ApiOperation({
+    summary: 'Upload a blob',
+    description:
+      'The raw request body is the content, of any Content-Type (stored and sent back on download; default application/octet-stream). ' +
+      'It is streamed, never buffered whole, and named by its SHA-256. Content is stored once per tenant: uploading bytes the tenant ' +
+      'already has returns 200 with the existing record. Bodies over BLOB_MAX_BYTES get 413 blob_too_large and the connection is closed. ' +
+      'Needs an admin credential or write permission on at least one type. Items refer to the blob as "sha256:<hash>" (the `ref` field).',
+  })
+  @ApiConsumes('application/octet-stream', '*/*')
+  @ApiBody({ schema: { type: 'string', format: 'binary' } })
+  @ApiCreatedResponse({ type: BlobResponse, description: 'Stored' })
+  @ApiOkResponse({ type: BlobResponse, description: 'The tenant already had these bytes; nothing new was stored' })
+  @ApiErrors(400, 401, 403, 413, 429)
+  async upload(@Caller() caller: Principal, @Req() req: Request, @Res() res: Response): Promise<void> {
+    if (!mayUpload(caller)) throw ApiError.forbidden('Uploading blobs needs an admin credential or write permission on a type');
+    const contentType = uploadMediaType(req.headers['content-type']);
+    try {
+      const { blob, created } = await this.blobs.upload(caller.tenantId, req, contentType, declaredLength(req));
+      res.status(created ? 201 : 200).json(blob);
+    } catch (err) {
+      // The rest of the body is unread: answer, then end the connection (see lingering-close.ts).
+      if (err instanceof ApiError && err.code === 'blob_too_large') closeAfterResponse(req, res);
+      throw err;
+    }
+  }
+
+  // Declared before the GET route: Express would otherwise answer HEAD with the GET handler.
+  @Head(':hash')
+  @ApiOperation({ summary: 'Blob headers only: Content-Type, Content-Length, ETag, caching' })
+  @ApiHeader({ name: 'If-None-Match', required: false })
+  @ApiResponse({ status: 200, description: 'The blob exists', headers: CONTENT_HEADERS })
+  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)' })
+  @ApiErrors(400, 401, 404, 429)
+  async head(@Caller() caller: Principal, @Param('hash', ParseBlobHashPipe) hash: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const blob = await this.blobs.get(caller.tenantId, hash);
+    if (setContentHeaders(req, res, blob)) res.end();
+  }
+
+  @Get(':hash')
+  @ApiOperation({ summary: 'Download a blob', description: 'Streams the bytes with the Content-Type given at upload.' })
+  @ApiProduces('*/*')
+  @ApiHeader({ name: 'If-None-Match', required: false })
+  @ApiResponse({ status: 200, description: 'The content', headers: CONTENT_HEADERS, schema: { type: 'string', format: 'binary' } })
+  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)' })
+  @ApiErrors(400, 401, 404, 429)
+  async download(
+    @Caller() caller: Principal,
+    @Param('hash', ParseBlobHashPipe) hash: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const { blob, content } = await this.blobs.open(caller.tenantId, hash);
+    if (!setContentHeaders(req, res, blob)) {
+      content.destroy();
+      return;
+    }
+    try {
+      await pipeline(content, res);
+    } catch {
+      // The client went away, or the store failed mid-stream: the headers are out, so the
+      // only honest signal left is a cut connection (pipeline has destroyed both streams).
+    }
+  }
+
+  @Get(':hash/metadata')
+  @ApiOperation({ summary: 'Blob metadata: hash, ref, size, content type, creation time' })
+  @ApiOkResponse({ type: BlobResponse })
+  @ApiErrors(400, 401, 404, 429)
+  metadata(@Caller() caller: Principal, @Param('hash', ParseBlobHashPipe) hash: string): Promise<BlobResponse> {
+    return this.blobs.get(caller.tenantId, hash);
+  }
+}
+
+/**
+ * Sets the download headers. Returns false when the client's copy is current (304 sent).
+ * `Content-Security-Policy: sandbox` keeps an uploaded HTML or SVG file from running script
+ * with the API's origin should a browser open it.
+ */
+function setContentHeaders(req: Request, res: Response, blob: BlobResponse): boolean {
+  res.setHeader('ETag', `"${blob.hash}"`);
+  res.setHeader('Cache-Control', 'private, max-age=31536000, immutable');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
+  if (req.fresh) {
+    res.status(304).end();
+    return false;
+  }
+  res.setHeader('Content-Type', blob.content_type);
+  res.setHeader('Content-Length', String(blob.size));
+  res.status(200);
+  return true;
+}

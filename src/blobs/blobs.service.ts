@@ -1,0 +1,171 @@
+/**
+ * Owns blob metadata (`blobs` table) and the upload flow: stage the body while hashing it,
+ * de-duplicate per tenant, hand new content to the BlobStore, then record it. Also answers
+ * the items module's "which of these blob references does this tenant lack?".
+ *
+ * Upload steps:
+ *   1. reject a declared Content-Length over BLOB_MAX_BYTES before reading anything (413);
+ *   2. stream the body into `<BLOB_DIR>/.staging/<uuid>` through SHA-256, stopping past the limit;
+ *   3. if the tenant already has the hash (and the store has the bytes): 200 with that record;
+ *   4. store the content, then INSERT the metadata row (ON CONFLICT DO NOTHING: a concurrent
+ *      upload of the same bytes may win; either way the result is one row and one copy);
+ *   5. remove the staging file, whatever happened.
+ */
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { DataSource } from 'typeorm';
+import { ApiError } from '../common/api-error';
+import { AppConfig } from '../config/app-config';
+import { blobRef, parseBlobHash } from './blob-hash';
+import { BLOB_STORE, BlobStore } from './blob-store';
+import { BlobResponse } from './blobs.dto';
+import { stageUpload, UploadAborted, UploadTooLarge } from './upload-staging';
+
+/** Staging files older than this at start-up belong to uploads that died with a process. */
+const STALE_STAGING_MS = 60 * 60 * 1000;
+
+interface BlobRow {
+  hash: string;
+  size: string;
+  content_type: string;
+  created_at: Date;
+}
+
+const COLUMNS = 'hash, size, content_type, created_at';
+
+function toResponse(row: BlobRow): BlobResponse {
+  return {
+    hash: row.hash,
+    ref: blobRef(row.hash),
+    size: Number(row.size),
+    content_type: row.content_type,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export function blobTooLarge(maxBytes: number): ApiError {
+  return new ApiError(413, 'blob_too_large', `Blobs may be at most ${maxBytes} bytes`, { max_bytes: maxBytes });
+}
+
+export const blobNotFound = (): ApiError => ApiError.notFound('blob_not_found', 'No such blob');
+
+@Injectable()
+export class BlobsService implements OnModuleInit {
+  private readonly logger = new Logger(BlobsService.name);
+  private readonly stagingDir: string;
+  readonly maxBytes: number;
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    @Inject(BLOB_STORE) private readonly store: BlobStore,
+    config: AppConfig,
+  ) {
+    // Under BLOB_DIR, so the disk store can rename a staged file into place.
+    this.stagingDir = join(resolve(config.BLOB_DIR), '.staging');
+    this.maxBytes = config.BLOB_MAX_BYTES;
+  }
+
+  /** Sweeps staging files left by a crashed process. Creates nothing: an instance that never
+   *  receives an upload leaves no trace on disk. */
+  async onModuleInit(): Promise<void> {
+    const names = await readdir(this.stagingDir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return [];
+      throw err;
+    });
+    const cutoff = Date.now() - STALE_STAGING_MS;
+    for (const name of names) {
+      const file = join(this.stagingDir, name);
+      const info = await stat(file).catch(() => undefined);
+      if (info && info.mtimeMs < cutoff) await rm(file, { force: true });
+    }
+  }
+
+  /**
+   * Stores an upload for the tenant. `created` is false when the tenant already had these
+   * bytes; the existing record (with its original content type) is returned then.
+   */
+  async upload(
+    tenantId: string,
+    body: Readable,
+    contentType: string,
+    declaredLength: number | undefined,
+  ): Promise<{ blob: BlobResponse; created: boolean }> {
+    if (declaredLength !== undefined && declaredLength > this.maxBytes) throw blobTooLarge(this.maxBytes);
+    await mkdir(this.stagingDir, { recursive: true });
+    const staged = join(this.stagingDir, randomUUID());
+    try {
+      let hash: string;
+      let size: number;
+      try {
+        ({ hash, size } = await stageUpload(body, staged, this.maxBytes));
+      } catch (err) {
+        if (err instanceof UploadTooLarge) throw blobTooLarge(this.maxBytes);
+        if (err instanceof UploadAborted) throw ApiError.badRequest('invalid_request', 'The upload was interrupted');
+        throw err;
+      }
+      const existing = await this.find(tenantId, hash);
+      if (existing) {
+        // Self-healing: content lost behind a metadata row is stored again from this upload.
+        if (!(await this.store.has(tenantId, hash))) await this.store.put(tenantId, hash, staged);
+        return { blob: toResponse(existing), created: false };
+      }
+      await this.store.put(tenantId, hash, staged);
+      const inserted: BlobRow[] = await this.db.query(
+        `INSERT INTO blobs (tenant_id, hash, size, content_type, created_at) VALUES ($1, $2, $3, $4, now())
+         ON CONFLICT (tenant_id, hash) DO NOTHING RETURNING ${COLUMNS}`,
+        [tenantId, hash, size, contentType],
+      );
+      if (inserted.length > 0) return { blob: toResponse(inserted[0]), created: true };
+      const winner = await this.find(tenantId, hash);
+      if (!winner) throw new Error(`blob ${hash} vanished right after a conflicting insert`);
+      return { blob: toResponse(winner), created: false };
+    } finally {
+      await rm(staged, { force: true }).catch((err) => this.logger.warn({ err, staged }, 'could not remove a staging file'));
+    }
+  }
+
+  /** The metadata record, or 404 `blob_not_found` (also for another tenant's blob). */
+  async get(tenantId: string, hash: string): Promise<BlobResponse> {
+    const row = await this.find(tenantId, hash);
+    if (!row) throw blobNotFound();
+    return toResponse(row);
+  }
+
+  /** The record and a stream of the bytes; nothing is sent yet, so errors can still be 404s. */
+  async open(tenantId: string, hash: string): Promise<{ blob: BlobResponse; content: Readable }> {
+    const blob = await this.get(tenantId, hash);
+    // A BlobContentMissing here (metadata without content) is a storage fault: a 500.
+    const content = await this.store.open(tenantId, hash);
+    return { blob, content };
+  }
+
+  /**
+   * Of `refs` (`sha256:<hex>` or bare hex), those the tenant has no blob for, as given and
+   * without repeats. A malformed reference is always missing. One query, none for no refs.
+   */
+  async findMissing(tenantId: string, refs: string[]): Promise<string[]> {
+    const unique = [...new Set(refs)];
+    const wanted = [...new Set(unique.map(parseBlobHash).filter((h): h is string => h !== undefined))];
+    const found = new Set<string>();
+    if (wanted.length > 0) {
+      const rows: Array<{ hash: string }> = await this.db.query('SELECT hash FROM blobs WHERE tenant_id = $1 AND hash = ANY($2::text[])', [
+        tenantId,
+        wanted,
+      ]);
+      for (const r of rows) found.add(r.hash);
+    }
+    return unique.filter((ref) => {
+      const hash = parseBlobHash(ref);
+      return hash === undefined || !found.has(hash);
+    });
+  }
+
+  private async find(tenantId: string, hash: string): Promise<BlobRow | undefined> {
+    const rows: BlobRow[] = await this.db.query(`SELECT ${COLUMNS} FROM blobs WHERE tenant_id = $1 AND hash = $2`, [tenantId, hash]);
+    return rows[0];
+  }
+}

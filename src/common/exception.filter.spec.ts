@@ -1,0 +1,57 @@
+import { BadRequestException, HttpException, MethodNotAllowedException, NotFoundException } from '@nestjs/common';
+import { ApiError } from './api-error';
+import { toApiError } from './exception.filter';
+
+/** Errors shaped like the ones body-parser (http-errors) raises. */
+function bodyParserError(type: string, status: number, extra: Record<string, unknown> = {}): Error {
+  return Object.assign(new Error('raw parser message'), { type, status, statusCode: status, expose: true, ...extra });
+}
+
+describe('toApiError', () => {
+  it('passes ApiErrors through unchanged', () => {
+    const e = ApiError.conflict('duplicate_source', 'taken', { source: 'x' });
+    expect(toApiError(e, 'rid')).toBe(e);
+  });
+
+  it('maps malformed JSON to 400 invalid_request', () => {
+    const e = toApiError(Object.assign(new SyntaxError('Unexpected token'), { type: 'entity.parse.failed', status: 400 }), 'rid');
+    expect(e.status).toBe(400);
+    expect(e.code).toBe('invalid_request');
+  });
+
+  it('maps an oversized body to 413 invalid_request with the limit', () => {
+    const e = toApiError(bodyParserError('entity.too.large', 413, { limit: 1024, length: 5000 }), 'rid');
+    expect(e.status).toBe(413);
+    expect(e.code).toBe('invalid_request');
+    expect(e.details).toEqual({ limit_bytes: 1024 });
+  });
+
+  it.each(['encoding.unsupported', 'charset.unsupported'])('maps %s to 415 invalid_request', (type) => {
+    const e = toApiError(bodyParserError(type, 415), 'rid');
+    expect(e.status).toBe(415);
+    expect(e.code).toBe('invalid_request');
+  });
+
+  it('maps Nest HttpExceptions by status', () => {
+    const notFound = toApiError(new NotFoundException('Cannot GET /nope'), 'rid');
+    expect(notFound.status).toBe(404);
+    expect(notFound.code).toBe('not_found');
+    expect(notFound.toEnvelope()).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
+    expect(toApiError(new MethodNotAllowedException(), 'rid').code).toBe('not_found');
+    const bad = toApiError(new BadRequestException('nope'), 'rid');
+    expect([bad.status, bad.code]).toEqual([400, 'invalid_request']);
+    expect(toApiError(new HttpException('slow down', 429), 'rid').code).toBe('rate_limited');
+  });
+
+  it('turns anything else into a 500 internal_error that leaks nothing but the request id', () => {
+    const secret = 'password authentication failed for user "svc" at 10.0.0.5';
+    for (const thrown of [new Error(secret), new TypeError(secret), secret, { message: secret }, undefined, new HttpException(secret, 418)]) {
+      const e = toApiError(thrown, 'req-123');
+      expect(e.status).toBe(500);
+      expect(e.code).toBe('internal_error');
+      expect(JSON.stringify(e.toEnvelope())).not.toContain('password');
+      expect(e.details).toEqual({ request_id: 'req-123' });
+    }
+    expect(toApiError(new Error(secret), undefined).details).toBeUndefined();
+  });
+});

@@ -1,0 +1,74 @@
+import { ConfigError, loadConfig } from './app-config';
+
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults to an empty environment', () => {
+    const c = loadConfig({});
+    expect(c.PORT).toBe(3000);
+    expect(c.HOST).toBe('0.0.0.0');
+    expect(c.DATABASE_URL).toBe('postgres://postgres@127.0.0.1:5432/svc');
+    expect(c.REDIS_URL).toBe('redis://127.0.0.1:6379');
+    expect(c.MIGRATIONS_RUN).toBe(true);
+    expect(c.RATE_LIMIT_ENABLED).toBe(true);
+    expect(c.RATE_LIMIT_REQUESTS).toBeGreaterThanOrEqual(1);
+    expect(c.SVC_BASE_URL).toBeUndefined();
+    expect(c.baseUrl).toBe('http://localhost:3000');
+    expect(c.trustProxy).toBe(false);
+    expect(c.isProduction).toBe(false);
+  });
+
+  it('treats empty strings as unset', () => {
+    expect(loadConfig({ PORT: '', RATE_LIMIT_ENABLED: '' }).PORT).toBe(3000);
+  });
+
+  it('reads and converts values', () => {
+    const c = loadConfig({
+      PORT: '8080',
+      MIGRATIONS_RUN: 'false',
+      RATE_LIMIT_ENABLED: '0',
+      RATE_LIMIT_REQUESTS: '42',
+      SVC_BASE_URL: 'https://api.example.com/',
+      TRUST_PROXY: 'true',
+    });
+    expect(c.PORT).toBe(8080);
+    expect(c.MIGRATIONS_RUN).toBe(false);
+    expect(c.RATE_LIMIT_ENABLED).toBe(false);
+    expect(c.RATE_LIMIT_REQUESTS).toBe(42);
+    expect(c.baseUrl).toBe('https://api.example.com');
+    expect(c.trustProxy).toBe(true);
+    expect(loadConfig({ PORT: '4000' }).baseUrl).toBe('http://localhost:4000');
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8' }).trustProxy).toBe('loopback, 10.0.0.0/8');
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '-1'],
+    ['DATABASE_URL', 'mysql://localhost/svc'],
+    ['DATABASE_URL', 'postgres://localhost'],
+    ['REDIS_URL', 'http://localhost:6379'],
+    ['RATE_LIMIT_ENABLED', 'maybe'],
+    ['RATE_LIMIT_REQUESTS', '0'],
+    ['MIGRATIONS_RUN', 'sometimes'],
+    ['NODE_ENV', 'staging'],
+    ['JSON_BODY_LIMIT', 'lots'],
+  ])('%s=%p is a ConfigError naming the variable', (name, value) => {
+    const err = configError({ [name]: value });
+    expect(err.message).toContain(name);
+    expect(err.message).not.toContain('\n');
+  });
+
+  it('ignores variables it does not own', () => {
+    expect(() => loadConfig({ SOMETHING_ELSE: '???' })).not.toThrow();
+  });
+});

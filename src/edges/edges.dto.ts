@@ -1,0 +1,120 @@
+/** Request bodies, query parameters and response shapes of the edge routes. */
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
+import { PageQuery } from '../common/pagination';
+import { isDottedName, isPattern } from '../common/type-pattern';
+
+export const CARDINALITIES = ['one', 'many'] as const;
+export type Cardinality = (typeof CARDINALITIES)[number];
+export const DIRECTIONS = ['outgoing', 'incoming', 'both'] as const;
+export type Direction = (typeof DIRECTIONS)[number];
+
+const IsDottedName = () =>
+  ValidateBy({
+    name: 'isDottedName',
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && isDottedName(v),
+      defaultMessage: () => 'must be a dotted lowercase name such as "acme.depends_on"',
+    },
+  });
+
+const IsPatternList = () =>
+  ValidateBy({
+    name: 'isPatternList',
+    validator: {
+      validate: (v: unknown) => Array.isArray(v) && v.every((p) => typeof p === 'string' && isPattern(p)),
+      defaultMessage: () => 'must list type names or patterns such as "core.note", "core.*" or "*"',
+    },
+  });
+
+const IsPatternOrName = () =>
+  ValidateBy({
+    name: 'isPatternOrName',
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && isPattern(v),
+      defaultMessage: () => 'must be an edge type name or a pattern such as "acme.*" or "*"',
+    },
+  });
+
+export class CreateEdgeTypeDto {
+  @ApiProperty({ example: 'acme.depends_on', description: 'Dotted lowercase name, unique in the tenant' })
+  @IsString() @MaxLength(200) @IsDottedName()
+  name: string;
+
+  @ApiProperty({ type: [String], example: ['core.task', 'acme.*'], description: 'Type patterns a source item must match (any of them)' })
+  @IsArray() @ArrayNotEmpty() @ArrayMaxSize(50) @IsPatternList()
+  source_types: string[];
+
+  @ApiProperty({ type: [String], example: ['core.task'], description: 'Type patterns a target item must match (any of them)' })
+  @IsArray() @ArrayNotEmpty() @ArrayMaxSize(50) @IsPatternList()
+  target_types: string[];
+
+  @ApiPropertyOptional({ enum: CARDINALITIES, default: 'many', description: '`one`: an item has at most one outgoing edge of this type' })
+  @IsOptional() @IsIn(CARDINALITIES)
+  cardinality?: Cardinality;
+
+  @ApiPropertyOptional({ default: false, description: 'When true, an edge that would close a cycle (self-loops included) is refused with 400 edge_cycle' })
+  @IsOptional() @IsBoolean()
+  acyclic?: boolean;
+
+  @ApiPropertyOptional({ maxLength: 1000 })
+  @IsOptional() @IsString() @MaxLength(1000)
+  description?: string;
+}
+
+export class EdgeTypeResponse {
+  @ApiProperty({ example: 'acme.depends_on' }) name: string;
+  @ApiProperty({ type: [String] }) source_types: string[];
+  @ApiProperty({ type: [String] }) target_types: string[];
+  @ApiProperty({ enum: CARDINALITIES }) cardinality: Cardinality;
+  @ApiProperty() acyclic: boolean;
+  @ApiProperty({ type: String, nullable: true }) description: string | null;
+  @ApiProperty() created_at: string;
+}
+
+export class EdgeTypeList {
+  @ApiProperty({ type: [EdgeTypeResponse] }) edge_types: EdgeTypeResponse[];
+}
+
+export class CreateEdgeDto {
+  @ApiProperty({ example: 'acme.depends_on', description: 'Edge type name' })
+  @IsString() @MaxLength(200) @IsDottedName()
+  type: string;
+
+  @ApiProperty({ description: 'Id of the item the edge starts from' })
+  @IsString() @MaxLength(100)
+  source_id: string;
+
+  @ApiProperty({ description: 'Id of the item the edge points to' })
+  @IsString() @MaxLength(100)
+  target_id: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Free-form JSON object stored with the edge', default: {} })
+  @IsOptional() @IsObject()
+  properties?: Record<string, unknown>;
+}
+
+export class EdgeResponse {
+  @ApiProperty() id: string;
+  @ApiProperty({ example: 'acme.depends_on' }) type: string;
+  @ApiProperty() source_id: string;
+  @ApiProperty() target_id: string;
+  @ApiProperty({ type: 'object', additionalProperties: true }) properties: Record<string, unknown>;
+  @ApiProperty() created_at: string;
+}
+
+export class EdgeList {
+  @ApiProperty({ type: [EdgeResponse] }) edges: EdgeResponse[];
+  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last page' })
+  next_cursor: string | null;
+}
+
+export class ItemEdgesQuery extends PageQuery {
+  @ApiPropertyOptional({ enum: DIRECTIONS, default: 'both', description: '`outgoing`: the item is the source; `incoming`: the item is the target' })
+  @IsOptional() @IsIn(DIRECTIONS)
+  direction?: Direction;
+
+  @ApiPropertyOptional({ description: 'Edge type name or pattern (`acme.*`, `*`)', example: 'acme.depends_on' })
+  @IsOptional() @IsPatternOrName()
+  type?: string;
+}

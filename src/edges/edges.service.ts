@@ -1,0 +1,345 @@
+/**
+ * Owns edges: typed, directed links between two items of one tenant. Creating one runs, in
+ * order: the edge-type write gate (403), the edge type's existence (404), both items'
+ * existence and visibility (404 `item_not_found`), the source item-type write gate (403), the
+ * edge type's source/target patterns (400 `type`), then, under an advisory lock where the
+ * check needs one, duplicate (400 `duplicate`), cardinality (400 `cardinality`) and cycle
+ * (400 `edge_cycle`). The items module uses `outgoingFor` to fill `Item.edges` and
+ * `createMany` to create an item's edges in the item's own transaction.
+ */
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { canEdgeType, canType, isAdmin } from '../auth/permissions';
+import type { Principal } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { isId, newId } from '../common/ids';
+import { decodeCursor, encodeCursor } from '../common/pagination';
+import { isDottedName, patternToSql } from '../common/type-pattern';
+import { validationError } from '../common/validation';
+import { TypesService } from '../types/types.service';
+import {
+  assertEdgeWrite,
+  assertSourceWrite,
+  canSeeEdge,
+  EDGE_COLUMNS,
+  edgeErrors,
+  EdgeRow,
+  EdgeTypeRow,
+  EdgeWithEnds,
+  endAllowed,
+  ItemRef,
+  lockKey,
+  toEdgeResponse,
+} from './edge-rules';
+import { EdgeTypesService } from './edge-types.service';
+import { CreateEdgeDto, EdgeList, EdgeResponse, ItemEdgesQuery } from './edges.dto';
+
+const FOREIGN_KEY_VIOLATION = '23503';
+/** Most edges one POST /items may carry in its `edges` field. */
+export const MAX_EDGES_PER_ITEM_WRITE = 1000;
+
+/** An edge joined with the types of its two items (alias e for edges). */
+const EDGE_WITH_ENDS = `
+  SELECT e.id, e.edge_type, e.source_id, e.target_id, e.properties, e.created_at, s.type AS source_type, t.type AS target_type
+    FROM edges e
+    JOIN items s ON s.tenant_id = e.tenant_id AND s.id = e.source_id
+    JOIN items t ON t.tenant_id = e.tenant_id AND t.id = e.target_id`;
+
+function bodyId(field: string, value: string): string {
+  if (!isId(value)) throw ApiError.badRequest('invalid_id', `${field} "${String(value).slice(0, 64)}" is not a valid id`, { field });
+  return value.toLowerCase();
+}
+
+@Injectable()
+export class EdgesService {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly edgeTypes: EdgeTypesService,
+    private readonly types: TypesService,
+  ) {}
+
+  /** POST /edges. */
+  async create(p: Principal, dto: CreateEdgeDto): Promise<EdgeResponse> {
+    const sourceId = bodyId('source_id', dto.source_id);
+    const targetId = bodyId('target_id', dto.target_id);
+    assertEdgeWrite(p, dto.type);
+    return this.db.transaction(async (m) => {
+      const et = (await this.edgeTypes.forWrite(m, p.tenantId, [dto.type])).get(dto.type);
+      if (!et) throw edgeErrors.typeNotFound(dto.type);
+      const items = await this.itemRefs(m, p, [sourceId, targetId]);
+      const source = this.visible(items, sourceId, 'source_id');
+      const target = this.visible(items, targetId, 'target_id');
+      assertSourceWrite(p, source.type);
+      const [created] = await this.link(m, p, et, source, [target], dto.properties ?? {}, 'reject');
+      return created;
+    });
+  }
+
+  /** GET /edges/{id}: 404 `edge_not_found` unless the caller may see the edge type and both items. */
+  async get(p: Principal, id: string): Promise<EdgeResponse> {
+    const rows: EdgeWithEnds[] = await this.db.query(`${EDGE_WITH_ENDS} WHERE e.tenant_id = $1 AND e.id = $2`, [p.tenantId, id]);
+    const edge = rows[0];
+    if (!edge || !canSeeEdge(p, edge)) throw edgeErrors.edgeNotFound(id);
+    return toEdgeResponse(edge);
+  }
+
+  /** DELETE /edges/{id}: the same dual gate as creation; returns the deleted edge. */
+  async remove(p: Principal, id: string): Promise<EdgeResponse> {
+    return this.db.transaction(async (m) => {
+      const rows: EdgeWithEnds[] = await m.query(`${EDGE_WITH_ENDS} WHERE e.tenant_id = $1 AND e.id = $2 FOR UPDATE OF e`, [p.tenantId, id]);
+      const edge = rows[0];
+      if (!edge || !canSeeEdge(p, edge)) throw edgeErrors.edgeNotFound(id);
+      assertEdgeWrite(p, edge.edge_type);
+      assertSourceWrite(p, edge.source_type);
+      await m.query(`DELETE FROM edges WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
+      return toEdgeResponse(edge);
+    });
+  }
+
+  /**
+   * GET /items/{id}/edges: the item's edges in one direction or both, newest first, narrowed
+   * in SQL to edge types the caller may read and to edges whose other item it can see.
+   */
+  async listForItem(p: Principal, itemId: string, q: ItemEdgesQuery): Promise<EdgeList> {
+    const [item]: ItemRef[] = await this.db.query(`SELECT id, type FROM items WHERE tenant_id = $1 AND id = $2`, [p.tenantId, itemId]);
+    if (!item || !canType(p, item.type, 'read')) throw edgeErrors.itemNotFound(itemId, 'id');
+    const after = decodeCursor(q.cursor);
+    if (after && !isId(after.id)) throw validationError([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
+    const limit = q.limit ?? 50;
+    const direction = q.direction ?? 'both';
+
+    const params: unknown[] = [p.tenantId, itemId];
+    const param = (v: unknown) => `$${params.push(v)}`;
+    const where = ['e.tenant_id = $1'];
+    if (direction === 'outgoing') where.push('e.source_id = $2');
+    else if (direction === 'incoming') where.push('e.target_id = $2');
+    else where.push('(e.source_id = $2 OR e.target_id = $2)');
+    if (q.type !== undefined) {
+      const t = patternToSql(q.type);
+      if (!t.all) where.push(t.prefix ? `(e.edge_type = ${param(t.exact)} OR starts_with(e.edge_type, ${param(t.prefix)}))` : `e.edge_type = ${param(t.exact)}`);
+    }
+    if (!isAdmin(p)) {
+      const [edgeTypes, itemTypes] = await Promise.all([this.edgeTypes.readableNames(p), this.types.permittedTypeNames(p, 'read')]);
+      where.push(`e.edge_type = ANY(${param(edgeTypes ?? [])}::text[])`, `o.type = ANY(${param(itemTypes ?? [])}::text[])`);
+    }
+    if (after) where.push(`(e.created_at, e.id) < (${param(after.createdAt)}::timestamptz, ${param(after.id)}::uuid)`);
+    const rows: EdgeRow[] = await this.db.query(
+      `SELECT ${EDGE_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
+         FROM edges e
+         JOIN items o ON o.tenant_id = e.tenant_id AND o.id = CASE WHEN e.source_id = $2 THEN e.target_id ELSE e.source_id END
+        WHERE ${where.join(' AND ')}
+        ORDER BY e.created_at DESC, e.id DESC
+        LIMIT ${param(limit + 1)}`,
+      params,
+    );
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      edges: page.map(toEdgeResponse),
+      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.created_at.toISOString(), id: last.id }) : null,
+    };
+  }
+
+  /**
+   * `Item.edges` for a batch of items the caller can see, in one query: outgoing edges grouped
+   * by edge type, target ids in creation order, keeping only edge types the caller may read
+   * and targets it can see. Every requested id is in the map (with `{}` when it has none).
+   */
+  async outgoingFor(p: Principal, itemIds: string[], m: EntityManager = this.db.manager): Promise<Map<string, Record<string, string[]>>> {
+    const out = new Map<string, Record<string, string[]>>(itemIds.map((id) => [id, {}]));
+    if (!itemIds.length) return out;
+    const rows: Array<{ source_id: string; edge_type: string; target_id: string; target_type: string }> = await m.query(
+      `SELECT e.source_id, e.edge_type, e.target_id, t.type AS target_type
+         FROM edges e
+         JOIN items t ON t.tenant_id = e.tenant_id AND t.id = e.target_id
+        WHERE e.tenant_id = $1 AND e.source_id = ANY($2::uuid[])
+        ORDER BY e.created_at, e.id`,
+      [p.tenantId, itemIds],
+    );
+    for (const r of rows) {
+      if (!canEdgeType(p, r.edge_type, 'read') || !canType(p, r.target_type, 'read')) continue;
+      const grouped = out.get(r.source_id) ?? {};
+      (grouped[r.edge_type] ??= []).push(r.target_id);
+      out.set(r.source_id, grouped);
+    }
+    return out;
+  }
+
+  /**
+   * Creates outgoing edges of a just-written item inside the caller's transaction `m`, with
+   * every check POST /edges makes. `edges` is the `edges` field of an item write:
+   * `{"<edge type>": ["<target id>", ...]}`. Additive and idempotent, so that re-sending an
+   * upsert works: edges that already exist are kept and skipped, nothing is removed. A target
+   * listed twice under one type is 400 `duplicate`. Returns the edges it created.
+   */
+  async createMany(m: EntityManager, p: Principal, source: ItemRef, edges: Record<string, string[]>): Promise<EdgeResponse[]> {
+    const wanted = this.parseEdgesField(edges);
+    if (!wanted.size) return [];
+    const names = [...wanted.keys()].sort(); // one lock order for every writer
+    for (const name of names) assertEdgeWrite(p, name);
+    const types = await this.edgeTypes.forWrite(m, p.tenantId, names);
+    for (const name of names) if (!types.has(name)) throw edgeErrors.typeNotFound(name);
+    assertSourceWrite(p, source.type);
+    const targetIds = [...new Set([...wanted.values()].flatMap((w) => w.map((x) => x.id)))];
+    const items = await this.itemRefs(m, p, targetIds.filter((id) => id !== source.id));
+    items.set(source.id, source);
+    const created: EdgeResponse[] = [];
+    for (const name of names) {
+      const targets = wanted.get(name)!.map((x) => this.visible(items, x.id, x.field));
+      created.push(...(await this.link(m, p, types.get(name)!, source, targets, {}, 'skip')));
+    }
+    return created;
+  }
+
+  /**
+   * Links `source` to each of `targets` with edges of type `et`, after the type constraint,
+   * duplicate, cardinality and cycle checks. `reject`: an existing edge is 400 `duplicate`
+   * (POST /edges); `skip`: it is left alone (item writes).
+   */
+  private async link(
+    m: EntityManager,
+    p: Principal,
+    et: EdgeTypeRow,
+    source: ItemRef,
+    targets: ItemRef[],
+    properties: Record<string, unknown>,
+    onExisting: 'reject' | 'skip',
+  ): Promise<EdgeResponse[]> {
+    if (!endAllowed(et, 'source', source.type)) throw edgeErrors.typeViolation(et, 'source', source);
+    for (const t of targets) if (!endAllowed(et, 'target', t.type)) throw edgeErrors.typeViolation(et, 'target', t);
+    const seen = new Set<string>();
+    for (const t of targets) {
+      if (seen.has(t.id)) throw edgeErrors.duplicate(et.name, source.id, t.id);
+      seen.add(t.id);
+    }
+
+    // Serialise the checks below against concurrent writers of the same type (or source).
+    const key = lockKey(p.tenantId, et, source.id);
+    if (key) await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
+
+    const targetIds = targets.map((t) => t.id);
+    const existing: Array<{ id: string; target_id: string }> = await m.query(
+      `SELECT id, target_id FROM edges
+        WHERE tenant_id = $1 AND edge_type = $2 AND source_id = $3 AND ($4::boolean OR target_id = ANY($5::uuid[]))`,
+      [p.tenantId, et.name, source.id, et.cardinality === 'one', targetIds],
+    );
+    const existingTargets = new Map(existing.map((e) => [e.target_id, e.id]));
+    const duplicate = targetIds.find((id) => existingTargets.has(id));
+    if (duplicate && onExisting === 'reject') throw edgeErrors.duplicate(et.name, source.id, duplicate, existingTargets.get(duplicate));
+    if (et.cardinality === 'one' && new Set([...existingTargets.keys(), ...targetIds]).size > 1) throw edgeErrors.cardinality(et, source.id);
+    const fresh = targetIds.filter((id) => !existingTargets.has(id));
+    if (!fresh.length) return [];
+    if (et.acyclic) await this.assertNoCycle(m, p.tenantId, et.name, source.id, fresh);
+
+    // Creation times a millisecond apart keep a batch in request order wherever edges are
+    // ordered by (created_at, id), and stay exact in millisecond-precision cursors.
+    const now = Date.now();
+    let rows: EdgeRow[];
+    try {
+      rows = await m.query(
+        `INSERT INTO edges (tenant_id, id, edge_type, source_id, target_id, properties, created_by, created_at)
+         SELECT $1, u.id, $2, $3, u.target_id, $4, $5, u.created_at
+           FROM unnest($6::uuid[], $7::uuid[], $8::timestamptz[]) AS u(id, target_id, created_at)
+         ON CONFLICT (tenant_id, edge_type, source_id, target_id) DO NOTHING
+         RETURNING ${EDGE_COLUMNS}`,
+        [
+          p.tenantId,
+          et.name,
+          source.id,
+          properties,
+          p.credentialId,
+          fresh.map(() => newId()),
+          fresh,
+          fresh.map((_, i) => new Date(now + i).toISOString()),
+        ],
+      );
+    } catch (err) {
+      throw this.foreignKeyError(err, et.name, source.id) ?? err;
+    }
+    if (rows.length < fresh.length && onExisting === 'reject') {
+      // Lost a race with an identical insert (types without a lock rely on the constraint).
+      const missing = fresh.find((id) => !rows.some((r) => r.target_id === id))!;
+      const [winner] = await m.query(`SELECT id FROM edges WHERE tenant_id = $1 AND edge_type = $2 AND source_id = $3 AND target_id = $4`, [
+        p.tenantId,
+        et.name,
+        source.id,
+        missing,
+      ]);
+      throw edgeErrors.duplicate(et.name, source.id, missing, winner?.id);
+    }
+    const order = new Map(fresh.map((id, i) => [id, i]));
+    return rows.sort((a, b) => order.get(a.target_id)! - order.get(b.target_id)!).map(toEdgeResponse);
+  }
+
+  /**
+   * 400 `edge_cycle` when any of `targets` already reaches `sourceId` through edges of the
+   * same type (a self-loop is the zero-length case). The walk covers every edge of the type
+   * in the tenant, whatever the caller may see: acyclicity is a property of the whole graph.
+   */
+  private async assertNoCycle(m: EntityManager, tenantId: string, edgeType: string, sourceId: string, targets: string[]): Promise<void> {
+    const selfLoop = targets.find((t) => t === sourceId);
+    if (selfLoop) throw edgeErrors.cycle(edgeType, sourceId, selfLoop);
+    const rows: Array<{ origin: string }> = await m.query(
+      `WITH RECURSIVE reach(origin, id) AS (
+         SELECT t, t FROM unnest($4::uuid[]) AS t
+         UNION
+         SELECT r.origin, e.target_id
+           FROM reach r
+           JOIN edges e ON e.tenant_id = $1 AND e.edge_type = $2 AND e.source_id = r.id
+       )
+       SELECT origin FROM reach WHERE id = $3 LIMIT 1`,
+      [tenantId, edgeType, sourceId, targets],
+    );
+    if (rows[0]) throw edgeErrors.cycle(edgeType, sourceId, rows[0].origin);
+  }
+
+  /** Items by id, tenant-scoped; the caller decides what "missing" means. */
+  private async itemRefs(m: EntityManager, p: Principal, ids: string[]): Promise<Map<string, ItemRef>> {
+    if (!ids.length) return new Map();
+    const rows: ItemRef[] = await m.query(`SELECT id, type FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [p.tenantId, [...new Set(ids)]]);
+    return new Map(rows.filter((r) => canType(p, r.type, 'read')).map((r) => [r.id, r]));
+  }
+
+  /** The item, or 404 `item_not_found` when it is missing or invisible to the caller. */
+  private visible(items: Map<string, ItemRef>, id: string, field: string): ItemRef {
+    const item = items.get(id);
+    if (!item) throw edgeErrors.itemNotFound(id, field);
+    return item;
+  }
+
+  /** Checks the shape of an item write's `edges` field and normalises its ids. */
+  private parseEdgesField(edges: unknown): Map<string, Array<{ id: string; field: string }>> {
+    const out = new Map<string, Array<{ id: string; field: string }>>();
+    if (edges === undefined || edges === null) return out;
+    const shapeError = (field: string, message: string) => validationError([{ field, message }]);
+    if (typeof edges !== 'object' || Array.isArray(edges)) throw shapeError('edges', 'must map edge type names to arrays of item ids');
+    let total = 0;
+    for (const [name, targets] of Object.entries(edges as Record<string, unknown>)) {
+      if (!isDottedName(name)) throw shapeError(`edges.${name}`, 'is not an edge type name');
+      if (!Array.isArray(targets)) throw shapeError(`edges.${name}`, 'must be an array of item ids');
+      total += targets.length;
+      if (total > MAX_EDGES_PER_ITEM_WRITE) throw shapeError('edges', `may hold at most ${MAX_EDGES_PER_ITEM_WRITE} edges`);
+      if (!targets.length) continue;
+      out.set(
+        name,
+        targets.map((id, i) => {
+          const field = `edges.${name}[${i}]`;
+          if (typeof id !== 'string') throw ApiError.badRequest('invalid_id', `${field} is not a valid id`, { field });
+          return { id: bodyId(field, id), field };
+        }),
+      );
+    }
+    return out;
+  }
+
+  /** An insert refused by a foreign key: the edge type or an item vanished meanwhile. */
+  private foreignKeyError(err: unknown, edgeType: string, sourceId: string): ApiError | undefined {
+    const e = err as { code?: string; constraint?: string; detail?: string };
+    if (e.code !== FOREIGN_KEY_VIOLATION) return undefined;
+    if (e.constraint === 'edges_type_fk') return edgeErrors.typeNotFound(edgeType);
+    if (e.constraint === 'edges_source_fk') return edgeErrors.itemNotFound(sourceId, 'source_id');
+    const id = /\(tenant_id, target_id\)=\([^,]+, ([0-9a-f-]+)\)/.exec(e.detail ?? '')?.[1] ?? 'unknown';
+    return edgeErrors.itemNotFound(id, 'target_id');
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * The pure rules of idempotency keys: what a valid `Idempotency-Key` header is, who it
+ * belongs to, and the fingerprint that tells a retry from a different request under one key.
+ */
+import { createHash } from 'node:crypto';
+import type { Principal } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { validationError } from '../common/validation';
+import { IDEMPOTENCY_KEY_HEADER } from './idempotent.decorator';
+
+const KEY_RE = /^[\x21-\x7e]{1,255}$/;
+
+/** Keys are per credential, as in Stripe; requests without a caller (the bootstrap POST /keys) share one owner. */
+export interface KeyOwner {
+  tenantId: string;
+  credentialId: string;
+}
+
+export const BOOTSTRAP_OWNER: KeyOwner = { tenantId: '00000000-0000-0000-0000-000000000000', credentialId: 'bootstrap' };
+
+export function ownerOf(principal: Principal | undefined): KeyOwner {
+  return principal ? { tenantId: principal.tenantId, credentialId: principal.credentialId } : BOOTSTRAP_OWNER;
+}
+
+/** The header's value, checked: 1-255 visible ASCII characters (a repeated header arrives joined by ", " and fails). */
+export function parseIdempotencyKey(value: string | string[]): string {
+  if (typeof value === 'string' && KEY_RE.test(value)) return value;
+  throw validationError([{ field: IDEMPOTENCY_KEY_HEADER, message: 'must be 1-255 visible ASCII characters (no spaces)' }], 'The Idempotency-Key header is invalid');
+}
+
+/** JSON with object keys sorted at every level, so `{a,b}` and `{b,a}` are one body. */
+export function canonicalJson(value: unknown): string {
+  if (value === undefined) return '';
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    const sorted: Record<string, unknown> = {};
+    for (const k of Object.keys(v as object).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    return sorted;
+  });
+}
+
+/** SHA-256 of method, full URL (path and query) and canonical body. */
+export function requestFingerprint(method: string, originalUrl: string, body: unknown): string {
+  return createHash('sha256').update(`${method.toUpperCase()}\n${originalUrl}\n${canonicalJson(body)}`).digest('hex');
+}
+
+/** The stored form of the key: its SHA-256, so the table never holds what unlocks the stored responses. */
+export function keyDigest(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function keyConflict(key: string, message: string): ApiError {
+  return ApiError.conflict('conflict', message, { idempotency_key: key });
+}

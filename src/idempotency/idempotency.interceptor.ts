@@ -1,0 +1,125 @@
+/**
+ * Runs `@Idempotent()` routes at most once per `Idempotency-Key` (as Stripe's API does). It acts
+ * only on decorated routes whose request carries the header, after the guards (so auth and
+ * permission failures are never kept) and around the pipes and handler (so a validation error
+ * is kept and replayed like any other 4xx). The steps:
+ *
+ * 1. Check the header (400 `validation_error` naming `Idempotency-Key`).
+ * 2. Claim (owner, key) in Postgres for this request's fingerprint (method, URL, canonical body).
+ * 3. Claimed: run the handler; keep its status and body, a 4xx error envelope included. 5xx
+ *    and 429 are not kept: the claim is released, so a retry runs again.
+ * 4. Not claimed: another fingerprint is 409 `conflict`; a completed row is replayed (status,
+ *    body, `Idempotent-Replayed: true`); a row still in progress is polled until it completes
+ *    (then replayed) or released (then claimed), and after WAIT_MS is 409 `conflict`.
+ *
+ * Only status and body are replayed, not other headers the handler set. Routes must return
+ * JSON-serialisable values; a streamed response is sent but not kept.
+ */
+import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor, StreamableFile } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Request, Response } from 'express';
+import { from, lastValueFrom, Observable } from 'rxjs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { AuthedRequest } from '../auth/decorators';
+import { toApiError } from '../common/exception.filter';
+import { IDEMPOTENT_REPLAYED_HEADER, IDEMPOTENT_ROUTE } from './idempotent.decorator';
+import { keyConflict, keyDigest, KeyOwner, ownerOf, parseIdempotencyKey, requestFingerprint } from './idempotency-key';
+import { Claim, IdempotencyStore, StoredKey } from './idempotency.store';
+import { openResponse, sealResponse } from './response-seal';
+
+/** How long a retry waits for a concurrent request with its key before answering 409. */
+const WAIT_MS = 10_000;
+const FIRST_POLL_MS = 20;
+const MAX_POLL_MS = 250;
+
+/** Kept responses are final outcomes; these are worth retrying, so they are not kept. */
+const keeps = (status: number) => status < 500 && status !== 429;
+
+interface Attempt {
+  key: string;
+  digest: string;
+  owner: KeyOwner;
+}
+
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  private readonly logger = new Logger('Idempotency');
+
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly store: IdempotencyStore,
+  ) {}
+
+  intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (ctx.getType() !== 'http') return next.handle();
+    if (!this.reflector.getAllAndOverride<boolean>(IDEMPOTENT_ROUTE, [ctx.getHandler(), ctx.getClass()])) return next.handle();
+    const req = ctx.switchToHttp().getRequest<Request & AuthedRequest>();
+    const header = req.headers['idempotency-key'];
+    if (header === undefined) return next.handle();
+    return from(this.run(req, ctx.switchToHttp().getResponse<Response>(), header, next));
+  }
+
+  private async run(req: Request & AuthedRequest, res: Response, header: string | string[], next: CallHandler): Promise<unknown> {
+    const key = parseIdempotencyKey(header);
+    const attempt: Attempt = { key, digest: keyDigest(key), owner: ownerOf(req.principal) };
+    const fingerprint = requestFingerprint(req.method, req.originalUrl, req.body);
+    const deadline = Date.now() + WAIT_MS;
+    for (let poll = FIRST_POLL_MS; ; poll = Math.min(poll * 2, MAX_POLL_MS)) {
+      const claim = await this.store.claim(attempt.owner, attempt.digest, fingerprint);
+      if (claim) return this.execute(attempt, claim, res, next);
+      const row = await this.store.find(attempt.owner, attempt.digest);
+      if (row && row.fingerprint !== fingerprint) {
+        throw keyConflict(key, 'This Idempotency-Key was already used with a different request (method, path or body)');
+      }
+      if (row?.state === 'completed') return this.replay(attempt, row, res);
+      if (Date.now() >= deadline) {
+        throw keyConflict(key, 'A request with this Idempotency-Key is still in progress; retry later');
+      }
+      if (row) await sleep(poll); // in progress: wait; gone (released or expired): claim again at once
+    }
+  }
+
+  private async execute(attempt: Attempt, claim: Claim, res: Response, next: CallHandler): Promise<unknown> {
+    let body: unknown;
+    try {
+      body = await lastValueFrom(next.handle(), { defaultValue: undefined });
+    } catch (err) {
+      const error = toApiError(err, undefined);
+      // The filter sends exactly this envelope with this status for the error.
+      await (keeps(error.status)
+        ? this.keep(attempt, claim, error.status, error.toEnvelope())
+        : this.store.release(attempt.owner, attempt.digest, claim)
+      ).catch((storeErr: unknown) => this.logger.error({ err: storeErr }, 'idempotency key could not be finished'));
+      throw err;
+    }
+    try {
+      // Nest set the route's status before the interceptors ran; a handler may have changed it since.
+      if (body instanceof StreamableFile || !keeps(res.statusCode)) await this.store.release(attempt.owner, attempt.digest, claim);
+      else await this.keep(attempt, claim, res.statusCode, body);
+    } catch (err) {
+      // The work is done, so its response still goes out. The claim stays in progress: retries
+      // get 409 until the lease runs out rather than running the work twice at once.
+      this.logger.error({ err }, 'idempotency key could not be completed');
+    }
+    return body;
+  }
+
+  /**
+   * Keeps the response as Express would send it (JSON text). For POST /keys that includes the
+   * plaintext `key` (and for POST /webhooks the `secret`): Stripe replays those too, so a client
+   * whose first response was lost still gets its key. They are stored sealed (response-seal.ts).
+   */
+  private async keep(attempt: Attempt, claim: Claim, status: number, body: unknown): Promise<void> {
+    const json = body === undefined ? '' : JSON.stringify(body);
+    const sealed = sealResponse(attempt.key, attempt.owner, attempt.digest, status, json ?? '');
+    await this.store.complete(attempt.owner, attempt.digest, claim, status, sealed);
+  }
+
+  private replay(attempt: Attempt, row: StoredKey, res: Response): unknown {
+    const status = row.responseStatus as number;
+    const json = openResponse(attempt.key, attempt.owner, attempt.digest, status, row.responseBody as Buffer);
+    res.status(status);
+    res.setHeader(IDEMPOTENT_REPLAYED_HEADER, 'true');
+    return json === '' ? undefined : JSON.parse(json);
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The idempotency_keys table: claims, completions, lookups and expiry. Postgres is the source
+ * of truth, so a key behaves the same whichever instance a retry reaches. A row whose
+ * expires_at has passed counts as absent everywhere and is replaced by the next claim.
+ */
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import type { KeyOwner } from './idempotency-key';
+
+/**
+ * How long a claim may stay in progress before a retry may take it over. It only matters when
+ * the instance running the first request died; a live request finishes long before (and the
+ * retry of a vanished one would run again under a new key anyway).
+ */
+export const CLAIM_LEASE_SECONDS = 300;
+
+export interface StoredKey {
+  fingerprint: string;
+  state: 'in_progress' | 'completed';
+  responseStatus: number | null;
+  responseBody: Buffer | null;
+}
+
+/** Identifies one claim, so a claim that was taken over is never completed or released by its first holder. */
+export type Claim = string;
+
+@Injectable()
+export class IdempotencyStore {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * Claims the key for a request with this fingerprint: inserts the row, or replaces one that
+   * expired or whose same-fingerprint claim outlived the lease. Undefined when a live row exists.
+   */
+  async claim(owner: KeyOwner, keyHash: string, fingerprint: string): Promise<Claim | undefined> {
+    const rows: Array<{ claim: string }> = await this.db.query(
+      `INSERT INTO idempotency_keys AS k (tenant_id, credential_id, key_hash, fingerprint, state, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, 'in_progress', clock_timestamp(), clock_timestamp() + make_interval(hours => $5))
+       ON CONFLICT (tenant_id, credential_id, key_hash) DO UPDATE
+          SET fingerprint = EXCLUDED.fingerprint, state = 'in_progress', response_status = NULL, response_body = NULL,
+              created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+        WHERE k.expires_at <= clock_timestamp()
+           OR (k.state = 'in_progress' AND k.fingerprint = EXCLUDED.fingerprint
+               AND k.created_at <= clock_timestamp() - make_interval(secs => $6))
+       RETURNING k.created_at::text AS claim`,
+      [owner.tenantId, owner.credentialId, keyHash, fingerprint, this.config.IDEMPOTENCY_TTL_HOURS, CLAIM_LEASE_SECONDS],
+    );
+    return rows[0]?.claim;
+  }
+
+  /** The live (unexpired) row of a key. */
+  async find(owner: KeyOwner, keyHash: string): Promise<StoredKey | undefined> {
+    const rows: Array<{ fingerprint: string; state: StoredKey['state']; response_status: number | null; response_body: Buffer | null }> =
+      await this.db.query(
+        `SELECT fingerprint, state, response_status, response_body FROM idempotency_keys
+          WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND expires_at > clock_timestamp()`,
+        [owner.tenantId, owner.credentialId, keyHash],
+      );
+    const row = rows[0];
+    return row && { fingerprint: row.fingerprint, state: row.state, responseStatus: row.response_status, responseBody: row.response_body };
+  }
+
+  /** Keeps the response of a claimed request. */
+  async complete(owner: KeyOwner, keyHash: string, claim: Claim, status: number, sealedBody: Buffer): Promise<void> {
+    await this.db.query(
+      `UPDATE idempotency_keys SET state = 'completed', response_status = $5, response_body = $6
+        WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND state = 'in_progress' AND created_at = $4::timestamptz`,
+      [owner.tenantId, owner.credentialId, keyHash, claim, status, sealedBody],
+    );
+  }
+
+  /** Gives a claim up (the request failed in a way worth retrying), so the next retry runs again. */
+  async release(owner: KeyOwner, keyHash: string, claim: Claim): Promise<void> {
+    await this.db.query(
+      `DELETE FROM idempotency_keys
+        WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND state = 'in_progress' AND created_at = $4::timestamptz`,
+      [owner.tenantId, owner.credentialId, keyHash, claim],
+    );
+  }
+
+  /** Deletes up to `limit` expired rows; returns how many went. */
+  async purgeExpired(limit: number): Promise<number> {
+    // TypeORM answers a DELETE with [rows, rowCount].
+    const [, count]: [unknown[], number] = await this.db.query(
+      `DELETE FROM idempotency_keys WHERE ctid IN (
+         SELECT ctid FROM idempotency_keys WHERE expires_at <= clock_timestamp() LIMIT $1)`,
+      [limit],
+    );
+    return count;
+  }
+}

@@ -1,0 +1,26 @@
+/**
+ * `@Idempotent()` marks a route whose retries, sent with the same `Idempotency-Key` header,
+ * return the first response instead of running again (IdempotencyInterceptor does the work).
+ * It also documents the header in the OpenAPI description of the route.
+ */
+import { applyDecorators, SetMetadata } from '@nestjs/common';
+import { ApiHeader } from '@nestjs/swagger';
+
+export const IDEMPOTENT_ROUTE = 'svc:idempotent';
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
+
+export const Idempotent = () =>
+  applyDecorators(
+    SetMetadata(IDEMPOTENT_ROUTE, true),
+    ApiHeader({
+      name: IDEMPOTENCY_KEY_HEADER,
+      required: false,
+      description:
+        'Makes the request safe to retry: for 24 hours (IDEMPOTENCY_TTL_HOURS), a request from the same credential with the same key ' +
+        'returns the first response (status and body) with `Idempotent-Replayed: true` instead of running again. The same key with a ' +
+        'different method, path or body is 409 `conflict`; a retry while the first request still runs waits for it. 5xx and 429 ' +
+        'responses are not kept, so their retry runs again. 1-255 visible ASCII characters; use a random UUID.',
+      schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]{1,255}$' },
+    }),
+  );

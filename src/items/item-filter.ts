@@ -1,0 +1,104 @@
+/**
+ * The item filter shared by `GET /items`, `GET /search` and bulk actions: one parser for the
+ * query parameters and one SQL builder, so the three surfaces select exactly alike.
+ *
+ * Edge clauses (repeatable, AND):
+ *   edge=<edge type>:<item id>     items with an outgoing edge of that type to the item
+ *   backref=<edge type>:<item id>  items the given item points to with that type
+ * `*` as the edge type matches any type.
+ */
+import { ApiError } from '../common/api-error';
+import { isId } from '../common/ids';
+import { isDottedName, isPattern, patternToSql } from '../common/type-pattern';
+import type { Tier } from '../keys/api-key.entity';
+import { ItemState, STATES } from './lifecycle';
+
+export interface EdgeClause {
+  edgeType: string; // name or '*'
+  itemId: string;
+}
+
+export interface ItemFilter {
+  type?: string;
+  state?: ItemState | 'all';
+  tier?: Tier | 'all';
+  tags?: string[];
+  source?: string;
+  since?: string;
+  until?: string;
+  edges?: EdgeClause[];
+  backrefs?: EdgeClause[];
+  /** Set by the service from the caller's permissions; undefined = no narrowing. */
+  permittedTypes?: string[];
+}
+
+export function parseEdgeClauses(field: string, raw: string | string[] | undefined): EdgeClause[] {
+  if (raw === undefined) return [];
+  const values = Array.isArray(raw) ? raw : [raw];
+  return values.map((v) => {
+    const i = v.lastIndexOf(':');
+    const edgeType = v.slice(0, i);
+    const itemId = v.slice(i + 1);
+    if (i < 1 || !(edgeType === '*' || isDottedName(edgeType)) || !isId(itemId)) {
+      throw ApiError.badRequest('validation_error', `${field} must look like <edge type>:<item id>`, {
+        fields: [{ field, message: 'must look like <edge type>:<item id>' }],
+      });
+    }
+    return { edgeType, itemId: itemId.toLowerCase() };
+  });
+}
+
+export function parseTags(raw: string | undefined): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const tags = raw.split(',').map((t) => t.trim()).filter(Boolean);
+  return tags.length ? tags : undefined;
+}
+
+/** Validates a type pattern given as a filter. */
+export function assertTypePattern(pattern: string | undefined): void {
+  if (pattern !== undefined && !isPattern(pattern)) {
+    throw ApiError.badRequest('validation_error', 'type must be a type name or pattern', {
+      fields: [{ field: 'type', message: 'must be a type name or a pattern such as core.* or *' }],
+    });
+  }
+}
+
+/**
+ * Appends the WHERE conditions for `f` (alias `i` for items) to `params`. The tenant is always
+ * the first condition.
+ */
+export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], alias = 'i'): string {
+  const p = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const where = [`${alias}.tenant_id = ${p(tenantId)}`];
+  if (f.permittedTypes !== undefined) where.push(`${alias}.type = ANY(${p(f.permittedTypes)}::text[])`);
+  if (f.type !== undefined) {
+    const t = patternToSql(f.type);
+    if (!t.all) where.push(t.prefix ? `(${alias}.type = ${p(t.exact)} OR starts_with(${alias}.type, ${p(t.prefix)}))` : `${alias}.type = ${p(t.exact)}`);
+  }
+  const state = f.state ?? 'active';
+  if (state !== 'all') {
+    if (!STATES.includes(state)) throw ApiError.badRequest('validation_error', 'bad state', { fields: [{ field: 'state', message: 'unknown state' }] });
+    where.push(`${alias}.state = ${p(state)}`);
+  }
+  if (f.tier && f.tier !== 'all') where.push(`${alias}.tier = ${p(f.tier)}`);
+  if (f.tags?.length) where.push(`${alias}.tags @> ${p(f.tags)}::text[]`);
+  if (f.source !== undefined) where.push(`${alias}.source = ${p(f.source)}`);
+  if (f.since !== undefined) where.push(`${alias}."timestamp" >= ${p(f.since)}`);
+  if (f.until !== undefined) where.push(`${alias}."timestamp" < ${p(f.until)}`);
+  for (const e of f.edges ?? []) {
+    const typeCond = e.edgeType === '*' ? '' : ` AND e.edge_type = ${p(e.edgeType)}`;
+    where.push(
+      `EXISTS (SELECT 1 FROM edges e WHERE e.tenant_id = ${alias}.tenant_id AND e.source_id = ${alias}.id AND e.target_id = ${p(e.itemId)}${typeCond})`,
+    );
+  }
+  for (const b of f.backrefs ?? []) {
+    const typeCond = b.edgeType === '*' ? '' : ` AND e.edge_type = ${p(b.edgeType)}`;
+    where.push(
+      `EXISTS (SELECT 1 FROM edges e WHERE e.tenant_id = ${alias}.tenant_id AND e.target_id = ${alias}.id AND e.source_id = ${p(b.itemId)}${typeCond})`,
+    );
+  }
+  return where.join(' AND ');
+}

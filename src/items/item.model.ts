@@ -1,0 +1,88 @@
+/** The stored item row, its public JSON shape, and the permission-aware serializer. */
+import { canExtension, canMetadata } from '../auth/permissions';
+import type { Principal } from '../auth/principal';
+import type { Tier } from '../keys/api-key.entity';
+import type { ItemState } from './lifecycle';
+
+export interface ItemRow {
+  tenant_id: string;
+  id: string;
+  type: string;
+  properties: Record<string, unknown>;
+  state: ItemState;
+  version: number;
+  schema_version: number;
+  source: string;
+  source_id: string | null;
+  timestamp: Date | string;
+  tier: Tier;
+  device: string | null;
+  capture_latitude: number | null;
+  capture_longitude: number | null;
+  tags: string[];
+  extensions: Record<string, Record<string, unknown>>;
+  created_at: Date | string;
+  updated_at: Date | string;
+}
+
+export const ITEM_COLUMNS =
+  'tenant_id, id, type, properties, state, version, schema_version, source, source_id, "timestamp", tier, device, ' +
+  'capture_latitude, capture_longitude, tags, extensions, created_at, updated_at';
+
+/** Outgoing edges grouped by edge type: `{ "<edge type>": ["<target id>", ...] }`. */
+export type ItemEdges = Record<string, string[]>;
+
+export interface Item {
+  id: string;
+  type: string;
+  properties: Record<string, unknown>;
+  state: ItemState;
+  version: number;
+  schema_version: number;
+  source: string;
+  source_id: string | null;
+  timestamp: string;
+  created_at: string;
+  updated_at: string;
+  tier: Tier;
+  tenant_id: string;
+  device: string | null;
+  capture_latitude: number | null;
+  capture_longitude: number | null;
+  edges: ItemEdges;
+  extensions: Record<string, Record<string, unknown>>;
+  tags?: string[];
+}
+
+const iso = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
+
+/** Readable extension namespaces only; tags only when the credential may read metadata. */
+export function visibleExtensions(p: Principal, extensions: ItemRow['extensions']): ItemRow['extensions'] {
+  const out: ItemRow['extensions'] = {};
+  for (const [ns, value] of Object.entries(extensions ?? {})) if (canExtension(p, ns, 'read')) out[ns] = value;
+  return out;
+}
+
+export function toItem(p: Principal, r: ItemRow, edges: ItemEdges = {}): Item {
+  return {
+    id: r.id,
+    type: r.type,
+    properties: r.properties,
+    state: r.state,
+    version: r.version,
+    schema_version: r.schema_version,
+    source: r.source,
+    source_id: r.source_id,
+    timestamp: iso(r.timestamp),
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+    tier: r.tier,
+    tenant_id: r.tenant_id,
+    device: r.device,
+    capture_latitude: r.capture_latitude,
+    capture_longitude: r.capture_longitude,
+    edges,
+    extensions: visibleExtensions(p, r.extensions),
+    ...(canMetadata(p, 'read') ? { tags: r.tags } : {}),
+  };
+}

@@ -1,0 +1,105 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { Caller } from '../auth/decorators';
+import type { Principal } from '../auth/principal';
+import { ParseIdPipe } from '../common/ids';
+import { ApiErrors } from '../openapi/api-errors.decorator';
+import {
+  BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemResponse, ItemVersionList, ListItemsQuery,
+  MetadataPatchDto, PatchItemDto, VersionsQuery,
+} from './items.dto';
+import type { Item } from './item.model';
+import { ItemsService } from './items.service';
+
+@ApiTags('items')
+@ApiBearerAuth()
+@Controller('items')
+export class ItemsController {
+  constructor(private readonly items: ItemsService) {}
+
+  @Post()
+  @ApiOperation({
+    summary: 'Create an item, or update it through its natural key',
+    description:
+      '201 when created. When `source_id` is given and this credential\'s source already has an item with it, that item is updated (properties and given fields replaced) and the response is 200. `source` is stamped from the credential; a client-sent one is ignored.',
+  })
+  @ApiCreatedResponse({ type: ItemResponse })
+  @ApiOkResponse({ type: ItemResponse, description: 'Updated through the natural key' })
+  @ApiErrors(400, 401, 403, 409, 429)
+  async create(@Caller() caller: Principal, @Body() dto: CreateItemDto, @Res({ passthrough: true }) res: Response): Promise<Item> {
+    const { item, created } = await this.items.create(caller, dto);
+    res.status(created ? 201 : 200);
+    return item;
+  }
+
+  @Post('bulk')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Write up to 1000 items; one result per item (`create_only` reports taken natural keys as duplicate_source)' })
+  @ApiOkResponse({ type: BulkItemsResponse })
+  @ApiErrors(400, 401, 429)
+  bulk(@Caller() caller: Principal, @Body() dto: BulkItemsDto): Promise<BulkItemsResponse> {
+    return this.items.bulk(caller, dto);
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List items, newest first, with filters and cursor pagination (default state active, all tiers)' })
+  @ApiOkResponse({ type: ItemList })
+  @ApiErrors(400, 401, 403, 429)
+  list(@Caller() caller: Principal, @Query() q: ListItemsQuery): Promise<ItemList> {
+    return this.items.list(caller, q);
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'Retrieve an item (404 also when its type is not readable by the caller)' })
+  @ApiOkResponse({ type: ItemResponse })
+  @ApiErrors(400, 401, 404, 429)
+  get(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<Item> {
+    return this.items.get(caller, id);
+  }
+
+  @Patch(':id')
+  @ApiOperation({
+    summary: 'Change an item (optimistic concurrency on `version`)',
+    description:
+      '`properties` and `extensions` merge shallowly (null removes a key). A stale `version` is 409 version_conflict with {current, ancestor, conflicting_fields, merge_policy}, except when only tags, tier or state change: the server merges those (tags as adds/removes relative to the ancestor).',
+  })
+  @ApiOkResponse({ type: ItemResponse })
+  @ApiErrors(400, 401, 403, 404, 409, 429)
+  patch(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Body() dto: PatchItemDto): Promise<Item> {
+    return this.items.patch(caller, id, dto);
+  }
+
+  @Delete(':id')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Move an item to the trash' })
+  @ApiOkResponse({ type: ItemResponse })
+  @ApiErrors(400, 401, 403, 404, 429)
+  trash(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<Item> {
+    return this.items.trash(caller, id);
+  }
+
+  @Get(':id/versions')
+  @ApiOperation({ summary: 'Revision history, newest first' })
+  @ApiOkResponse({ type: ItemVersionList })
+  @ApiErrors(400, 401, 404, 429)
+  versions(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Query() q: VersionsQuery): Promise<ItemVersionList> {
+    return this.items.versions(caller, id, q);
+  }
+
+  @Get(':id/metadata')
+  @ApiOperation({ summary: 'Tags and readable extensions of an item' })
+  @ApiOkResponse({ type: ItemMetadata })
+  @ApiErrors(400, 401, 403, 404, 429)
+  metadata(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<ItemMetadata> {
+    return this.items.metadata(caller, id);
+  }
+
+  @Patch(':id/metadata')
+  @ApiOperation({ summary: 'Change tags (replace, add, remove) and extension namespaces without a version check' })
+  @ApiOkResponse({ type: ItemMetadata })
+  @ApiErrors(400, 401, 403, 404, 429)
+  patchMetadata(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Body() dto: MetadataPatchDto): Promise<ItemMetadata> {
+    return this.items.patchMetadata(caller, id, dto);
+  }
+}

@@ -1,0 +1,252 @@
+import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize, IsArray, IsIn, IsInt, IsISO8601, IsNumber, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min,
+  ValidateBy,
+} from 'class-validator';
+import { STATES, ItemState } from './lifecycle';
+import type { Tier } from '../keys/api-key.entity';
+
+export const MAX_TAGS = 100;
+const TAG_RE = /^[^,\s][^,]{0,99}$/u;
+
+const IsTagList = () =>
+  ValidateBy({
+    name: 'isTagList',
+    validator: {
+      validate: (v: unknown) => Array.isArray(v) && v.length <= MAX_TAGS && v.every((t) => typeof t === 'string' && TAG_RE.test(t) && t.trim() === t),
+      defaultMessage: () => `must be an array of at most ${MAX_TAGS} tags, each 1-100 characters without commas or surrounding spaces`,
+    },
+  });
+
+const IsObjectMap = (what: string) =>
+  ValidateBy({
+    name: 'isObjectMap',
+    validator: {
+      validate: (v: unknown) =>
+        v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v as object).every((x) => x === null || (typeof x === 'object' && !Array.isArray(x))),
+      defaultMessage: () => `must map each ${what} to an object (or null to remove it)`,
+    },
+  });
+
+const IsEdgeMap = () =>
+  ValidateBy({
+    name: 'isEdgeMap',
+    validator: {
+      validate: (v: unknown) =>
+        v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v as object).every((ids) => Array.isArray(ids) && ids.length <= 1000 && ids.every((id) => typeof id === 'string')),
+      defaultMessage: () => 'must map each edge type to an array of target item ids',
+    },
+  });
+
+const TAGS_DOC: ApiPropertyOptions = { type: [String], maxItems: MAX_TAGS, example: ['reading', 'work'] };
+const EXT_DOC: ApiPropertyOptions = { type: 'object', additionalProperties: { type: 'object' }, description: 'Extension namespace → object, gated by extension_permissions' };
+
+/** Fields shared by create and the writable subset of patch. */
+class ItemWritableFields {
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
+  @IsOptional() @IsObject()
+  properties?: Record<string, unknown>;
+
+  @ApiPropertyOptional(TAGS_DOC)
+  @IsOptional() @IsTagList()
+  tags?: string[];
+
+  @ApiPropertyOptional({ enum: ['library', 'feed'], description: 'Defaults to the key\'s default_tier' })
+  @IsOptional() @IsIn(['library', 'feed'])
+  tier?: Tier;
+
+  @ApiPropertyOptional({ enum: STATES })
+  @IsOptional() @IsIn(STATES)
+  state?: ItemState;
+
+  @ApiPropertyOptional({ format: 'date-time' })
+  @IsOptional() @IsISO8601({ strict: true })
+  timestamp?: string;
+
+  @ApiPropertyOptional({ maxLength: 200, nullable: true, type: String })
+  @IsOptional() @IsString() @MaxLength(200)
+  device?: string;
+
+  @ApiPropertyOptional({ minimum: -90, maximum: 90 })
+  @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(-90) @Max(90)
+  capture_latitude?: number;
+
+  @ApiPropertyOptional({ minimum: -180, maximum: 180 })
+  @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(-180) @Max(180)
+  capture_longitude?: number;
+
+  @ApiPropertyOptional(EXT_DOC)
+  @IsOptional() @IsObjectMap('extension namespace')
+  extensions?: Record<string, Record<string, unknown> | null>;
+}
+
+export class CreateItemDto extends ItemWritableFields {
+  @ApiProperty({ example: 'core.note' })
+  @IsString() @Length(1, 200)
+  type: string;
+
+  @ApiPropertyOptional({ description: 'With the key\'s source, the natural key: posting it again updates the item (200)', maxLength: 500 })
+  @IsOptional() @IsString() @Length(1, 500)
+  source_id?: string;
+
+  @ApiPropertyOptional({ description: 'Ignored: the source is stamped from the credential' })
+  @IsOptional()
+  source?: unknown;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } }, description: 'Outgoing edges to create: edge type → target item ids' })
+  @IsOptional() @IsEdgeMap()
+  edges?: Record<string, string[]>;
+}
+
+export class PatchItemDto extends ItemWritableFields {
+  @ApiProperty({ description: 'The version the change is based on (optimistic concurrency)' })
+  @IsInt() @Min(1)
+  version: number;
+}
+
+export class BulkItemsDto {
+  @ApiProperty({ enum: ['create_only', 'upsert'] })
+  @IsIn(['create_only', 'upsert'])
+  mode: 'create_only' | 'upsert';
+
+  @ApiProperty({ type: 'array', items: { type: 'object' }, maxItems: 1000, description: 'Item bodies as for POST /items' })
+  @IsArray() @ArrayMaxSize(1000)
+  items: unknown[];
+}
+
+export class MetadataPatchDto {
+  @ApiPropertyOptional({ ...TAGS_DOC, description: 'Replaces the tags' } as ApiPropertyOptions)
+  @IsOptional() @IsTagList()
+  tags?: string[];
+
+  @ApiPropertyOptional({ ...TAGS_DOC, description: 'Tags to add' } as ApiPropertyOptions)
+  @IsOptional() @IsTagList()
+  add_tags?: string[];
+
+  @ApiPropertyOptional({ ...TAGS_DOC, description: 'Tags to remove' } as ApiPropertyOptions)
+  @IsOptional() @IsTagList()
+  remove_tags?: string[];
+
+  @ApiPropertyOptional(EXT_DOC)
+  @IsOptional() @IsObjectMap('extension namespace')
+  extensions?: Record<string, Record<string, unknown> | null>;
+}
+
+export class ListItemsQuery {
+  @ApiPropertyOptional({ description: 'Type name or pattern (`core.*`, `*`)' })
+  @IsOptional() @IsString()
+  type?: string;
+
+  @ApiPropertyOptional({ enum: [...STATES, 'all'], default: 'active' })
+  @IsOptional() @IsIn([...STATES, 'all'])
+  state?: ItemState | 'all';
+
+  @ApiPropertyOptional({ enum: ['library', 'feed', 'all'], default: 'all' })
+  @IsOptional() @IsIn(['library', 'feed', 'all'])
+  tier?: Tier | 'all';
+
+  @ApiPropertyOptional({ description: 'Comma-separated; items must carry all of them' })
+  @IsOptional() @IsString()
+  tags?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional() @IsString()
+  source?: string;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'timestamp >= since' })
+  @IsOptional() @IsISO8601({ strict: true })
+  since?: string;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'timestamp < until' })
+  @IsOptional() @IsISO8601({ strict: true })
+  until?: string;
+
+  @ApiPropertyOptional({ description: '`<edge type>:<item id>`: items with an outgoing edge of that type to the item; repeatable', type: [String] })
+  @IsOptional() @Matches(/^.+:.+$/, { each: true })
+  edge?: string | string[];
+
+  @ApiPropertyOptional({ description: '`<edge type>:<item id>`: items that item points to with that type; repeatable', type: [String] })
+  @IsOptional() @Matches(/^.+:.+$/, { each: true })
+  backref?: string | string[];
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100)
+  limit?: number;
+
+  @ApiPropertyOptional()
+  @IsOptional() @IsString()
+  cursor?: string;
+}
+
+export class VersionsQuery {
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100)
+  limit?: number;
+
+  @ApiPropertyOptional({ description: 'Only versions older than this one' })
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1)
+  before?: number;
+}
+
+export class ItemResponse {
+  @ApiProperty() id: string;
+  @ApiProperty() type: string;
+  @ApiProperty({ type: 'object', additionalProperties: true }) properties: Record<string, unknown>;
+  @ApiProperty({ enum: STATES }) state: ItemState;
+  @ApiProperty() version: number;
+  @ApiProperty() schema_version: number;
+  @ApiProperty() source: string;
+  @ApiProperty({ type: String, nullable: true }) source_id: string | null;
+  @ApiProperty({ format: 'date-time' }) timestamp: string;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ format: 'date-time' }) updated_at: string;
+  @ApiProperty({ enum: ['library', 'feed'] }) tier: Tier;
+  @ApiProperty() tenant_id: string;
+  @ApiProperty({ type: String, nullable: true }) device: string | null;
+  @ApiProperty({ type: Number, nullable: true }) capture_latitude: number | null;
+  @ApiProperty({ type: Number, nullable: true }) capture_longitude: number | null;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } }, description: 'Outgoing edges by edge type' })
+  edges: Record<string, string[]>;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'object' } }) extensions: Record<string, Record<string, unknown>>;
+  @ApiPropertyOptional({ type: [String], description: 'Absent for OAuth tokens without metadata:read' }) tags?: string[];
+}
+
+export class ItemList {
+  @ApiProperty({ type: [ItemResponse] }) items: ItemResponse[];
+  @ApiProperty({ type: String, nullable: true }) next_cursor: string | null;
+}
+
+export class ItemVersion {
+  @ApiProperty() version: number;
+  @ApiProperty({ type: ItemResponse }) item: ItemResponse;
+  @ApiProperty({ description: 'Id of the credential that made the change' }) changed_by: string;
+  @ApiProperty() created_at: string;
+}
+
+export class ItemVersionList {
+  @ApiProperty({ type: [ItemVersion] }) versions: ItemVersion[];
+}
+
+class BulkItemError {
+  @ApiProperty() code: string;
+  @ApiProperty() message: string;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) details?: Record<string, unknown>;
+}
+
+export class BulkItemResult {
+  @ApiProperty() index: number;
+  @ApiProperty({ enum: ['created', 'updated', 'error'] }) status: 'created' | 'updated' | 'error';
+  @ApiPropertyOptional() id?: string;
+  @ApiPropertyOptional({ type: BulkItemError }) error?: BulkItemError;
+}
+
+export class BulkItemsResponse {
+  @ApiProperty({ type: [BulkItemResult] }) results: BulkItemResult[];
+}
+
+export class ItemMetadata {
+  @ApiProperty() item_id: string;
+  @ApiProperty({ type: [String] }) tags: string[];
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'object' } }) extensions: Record<string, Record<string, unknown>>;
+}

@@ -1,0 +1,427 @@
+/**
+ * Owns items: create and natural-key upsert, bulk writes, reads and listing, PATCH with
+ * optimistic concurrency and conflict details, the lifecycle, metadata (tags and extensions)
+ * and the revision history. Every statement is scoped by tenant_id; every rule about who may
+ * see or change what goes through auth/permissions.ts.
+ */
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { plainToInstance } from 'class-transformer';
+import { validate as classValidate } from 'class-validator';
+import { isDeepStrictEqual } from 'node:util';
+import { DataSource, EntityManager } from 'typeorm';
+import { canEdgeType, canExtension, canMetadata, canType } from '../auth/permissions';
+import type { Principal } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { newId } from '../common/ids';
+import { decodeCursor, encodeCursor } from '../common/pagination';
+import { isDottedName } from '../common/type-pattern';
+import { FieldIssue, validationError } from '../common/validation';
+import { ResolvedType, TypesService } from '../types/types.service';
+import { propertyIssues } from '../types/type-schema';
+import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
+import { Item, ITEM_COLUMNS, ItemRow, toItem } from './item.model';
+import { assertTypePattern, EdgeClause, ItemFilter, itemWhere, parseEdgeClauses, parseTags } from './item-filter';
+import {
+  BulkItemResult, BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemVersionList, ListItemsQuery,
+  MetadataPatchDto, PatchItemDto, VersionsQuery,
+} from './items.dto';
+import { assertInitialState, assertTransition } from './lifecycle';
+
+type Extensions = Record<string, Record<string, unknown> | null>;
+
+const notFound = () => ApiError.notFound('item_not_found', 'No such item');
+
+/** Applies an extensions patch: a namespace set to null is removed. */
+function mergeExtensions(current: ItemRow['extensions'], patch: Extensions | undefined): ItemRow['extensions'] {
+  if (!patch) return current;
+  const out = { ...current };
+  for (const [ns, value] of Object.entries(patch)) {
+    if (value === null) delete out[ns];
+    else out[ns] = value;
+  }
+  return out;
+}
+
+/** Shallow merge of properties: a key set to null is removed. */
+function mergeProperties(current: Record<string, unknown>, patch: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (!patch) return current;
+  const out = { ...current };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
+
+@Injectable()
+export class ItemsService {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly types: TypesService,
+  ) {}
+
+  // ---------------------------------------------------------------- writes
+
+  async create(p: Principal, dto: CreateItemDto): Promise<{ item: Item; created: boolean }> {
+    const { row, created } = await this.db.transaction((m) => this.write(m, p, dto, 'upsert'));
+    return { item: await this.present(p, row), created };
+  }
+
+  async bulk(p: Principal, dto: BulkItemsDto): Promise<BulkItemsResponse> {
+    const results: BulkItemResult[] = [];
+    await this.db.transaction(async (m) => {
+      for (const [index, raw] of dto.items.entries()) {
+        try {
+          const body = await this.parseItemBody(raw);
+          await m.query('SAVEPOINT bulk_item');
+          const { row, created } = await this.write(m, p, body, dto.mode);
+          await m.query('RELEASE SAVEPOINT bulk_item');
+          results.push({ index, status: created ? 'created' : 'updated', id: row.id });
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          await m.query('ROLLBACK TO SAVEPOINT bulk_item').catch(() => undefined);
+          results.push({ index, status: 'error', error: err.toEnvelope().error });
+        }
+      }
+    });
+    return { results };
+  }
+
+  /** Validates one element of a bulk request as POST /items would validate its body. */
+  private async parseItemBody(raw: unknown): Promise<CreateItemDto> {
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+      throw validationError([{ field: '(item)', message: 'must be an object' }]);
+    }
+    const dto = plainToInstance(CreateItemDto, raw);
+    const errors = await classValidate(dto, { whitelist: true, forbidNonWhitelisted: true });
+    if (errors.length) {
+      throw validationError(errors.map((e) => ({ field: e.property, message: Object.values(e.constraints ?? {}).join('; ') || 'is invalid' })));
+    }
+    return dto;
+  }
+
+  /** Create, or update through the natural key (source, source_id). */
+  private async write(m: EntityManager, p: Principal, dto: CreateItemDto, mode: 'create_only' | 'upsert'): Promise<{ row: ItemRow; created: boolean }> {
+    const type = await this.writableType(m, p, dto.type);
+    this.assertMetadataWrite(p, dto.tags, dto.extensions);
+    const properties = dto.properties ?? {};
+    this.validateProperties(type, properties);
+    if (dto.source_id !== undefined) {
+      const existing = await this.lockByNaturalKey(m, p, dto.source_id);
+      if (existing) return { row: await this.upsertExisting(m, p, existing, dto, type, mode), created: false };
+    }
+    const state = dto.state ?? 'active';
+    assertInitialState(state);
+    const now = new Date();
+    const rows: ItemRow[] = await m.query(
+      `INSERT INTO items (tenant_id, id, type, properties, state, version, schema_version, source, source_id, "timestamp", tier,
+                          device, capture_latitude, capture_longitude, tags, extensions, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)
+       ON CONFLICT (tenant_id, source, source_id) WHERE source_id IS NOT NULL DO NOTHING
+       RETURNING ${ITEM_COLUMNS}`,
+      [
+        p.tenantId, newId(), type.name, properties, state, type.version, p.source, dto.source_id ?? null, dto.timestamp ?? now,
+        dto.tier ?? p.defaultTier, dto.device ?? null, dto.capture_latitude ?? null, dto.capture_longitude ?? null,
+        dto.tags ?? [], mergeExtensions({}, dto.extensions), now,
+      ],
+    );
+    if (rows.length === 0) {
+      // Lost a race for the natural key: the other writer committed first, so update it.
+      const existing = await this.lockByNaturalKey(m, p, dto.source_id!);
+      if (!existing) throw new Error('natural key conflict without a row');
+      return { row: await this.upsertExisting(m, p, existing, dto, type, mode), created: false };
+    }
+    await this.recordVersion(m, p, rows[0]);
+    return { row: rows[0], created: true };
+  }
+
+  private async upsertExisting(
+    m: EntityManager, p: Principal, existing: ItemRow, dto: CreateItemDto, type: ResolvedType, mode: 'create_only' | 'upsert',
+  ): Promise<ItemRow> {
+    if (mode === 'create_only') {
+      throw ApiError.conflict('duplicate_source', `An item with source_id "${dto.source_id}" already exists for this source`, {
+        id: existing.id,
+        source: existing.source,
+        source_id: existing.source_id,
+      });
+    }
+    if (existing.type !== type.name) {
+      throw ApiError.conflict('conflict', `The natural key belongs to an item of type ${existing.type}`, { id: existing.id, type: existing.type });
+    }
+    if (dto.state !== undefined) assertTransition(existing.state, dto.state);
+    const next = {
+      properties: dto.properties ?? existing.properties,
+      tags: dto.tags ?? existing.tags,
+      tier: dto.tier ?? existing.tier,
+      state: dto.state ?? existing.state,
+      timestamp: dto.timestamp ? new Date(dto.timestamp).toISOString() : new Date(existing.timestamp).toISOString(),
+      device: dto.device ?? existing.device,
+      capture_latitude: dto.capture_latitude ?? existing.capture_latitude,
+      capture_longitude: dto.capture_longitude ?? existing.capture_longitude,
+      extensions: mergeExtensions(existing.extensions, dto.extensions),
+    };
+    const unchanged = Object.entries(next).every(([k, v]) =>
+      isDeepStrictEqual(k === 'timestamp' ? new Date(existing.timestamp).toISOString() : (existing as unknown as Record<string, unknown>)[k], v),
+    );
+    if (unchanged) return existing; // an idempotent re-sync does not grow the history
+    return this.update(m, p, existing, { ...next, schema_version: type.version });
+  }
+
+  async patch(p: Principal, id: string, dto: PatchItemDto): Promise<Item> {
+    const row = await this.db.transaction(async (m) => {
+      const current = await this.lockVisible(m, p, id);
+      if (!canType(p, current.type, 'write')) throw this.typeNotPermitted(current.type);
+      const { version, ...changes } = dto;
+      const touched = touchedFields(changes);
+      if (touched.length === 0) return current;
+      this.assertMetadataWrite(p, changes.tags, changes.extensions);
+      let tags = changes.tags;
+      if (version !== current.version) {
+        const ancestor = version < current.version ? await this.snapshot(m, p.tenantId, id, version) : undefined;
+        if (!ancestor || !onlyAutoMerged(touched)) {
+          const type = await this.types.forWrite(p.tenantId, current.type, m);
+          throw ApiError.conflict('version_conflict', `The item is at version ${current.version}, not ${version}`, {
+            current: await this.present(p, current),
+            ancestor: ancestor ? toItem(p, ancestor) : null,
+            conflicting_fields: ancestor ? conflictingFields(touched, ancestor, current) : touched,
+            merge_policy: type?.mergePolicy ?? {},
+          });
+        }
+        if (tags !== undefined) tags = mergeTags(ancestor.tags, tags, current.tags);
+      }
+      if (changes.state !== undefined) assertTransition(current.state, changes.state);
+      const properties = mergeProperties(current.properties, changes.properties);
+      let schemaVersion = current.schema_version;
+      if (changes.properties !== undefined) {
+        const type = await this.types.forWrite(p.tenantId, current.type, m);
+        if (!type) throw ApiError.badRequest('invalid_type', `Type ${current.type} no longer exists`);
+        this.validateProperties(type, properties);
+        schemaVersion = type.version;
+      }
+      return this.update(m, p, current, {
+        properties,
+        tags: tags ?? current.tags,
+        tier: changes.tier ?? current.tier,
+        state: changes.state ?? current.state,
+        timestamp: changes.timestamp ?? current.timestamp,
+        device: changes.device !== undefined ? changes.device : current.device,
+        capture_latitude: changes.capture_latitude !== undefined ? changes.capture_latitude : current.capture_latitude,
+        capture_longitude: changes.capture_longitude !== undefined ? changes.capture_longitude : current.capture_longitude,
+        extensions: mergeExtensions(current.extensions, changes.extensions),
+        schema_version: schemaVersion,
+      });
+    });
+    return this.present(p, row);
+  }
+
+  /** DELETE /items/{id}: moves the item to trash (idempotent). */
+  async trash(p: Principal, id: string): Promise<Item> {
+    const row = await this.db.transaction(async (m) => {
+      const current = await this.lockVisible(m, p, id);
+      if (!canType(p, current.type, 'write')) throw this.typeNotPermitted(current.type);
+      if (current.state === 'trashed') return current;
+      assertTransition(current.state, 'trashed');
+      return this.update(m, p, current, { state: 'trashed' });
+    });
+    return this.present(p, row);
+  }
+
+  async patchMetadata(p: Principal, id: string, dto: MetadataPatchDto): Promise<ItemMetadata> {
+    const row = await this.db.transaction(async (m) => {
+      const current = await this.lockVisible(m, p, id);
+      const touchesTags = dto.tags !== undefined || dto.add_tags !== undefined || dto.remove_tags !== undefined;
+      if (touchesTags) {
+        if (p.kind === 'api_key' && !canType(p, current.type, 'write')) throw this.typeNotPermitted(current.type);
+        this.assertMetadataWrite(p, [], undefined);
+      }
+      this.assertMetadataWrite(p, undefined, dto.extensions);
+      let tags = dto.tags ?? current.tags;
+      if (dto.add_tags) tags = [...tags, ...dto.add_tags.filter((t) => !tags.includes(t))];
+      if (dto.remove_tags) tags = tags.filter((t) => !dto.remove_tags!.includes(t));
+      const extensions = mergeExtensions(current.extensions, dto.extensions);
+      if (isDeepStrictEqual(tags, current.tags) && isDeepStrictEqual(extensions, current.extensions)) return current;
+      return this.update(m, p, current, { tags, extensions });
+    });
+    return this.metadataOf(p, row);
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  async get(p: Principal, id: string): Promise<Item> {
+    const rows: ItemRow[] = await this.db.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
+    const row = rows[0];
+    if (!row || !canType(p, row.type, 'read')) throw notFound();
+    return this.present(p, row);
+  }
+
+  async metadata(p: Principal, id: string): Promise<ItemMetadata> {
+    const rows: ItemRow[] = await this.db.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
+    if (!rows[0] || !canType(p, rows[0].type, 'read')) throw notFound();
+    return this.metadataOf(p, rows[0]);
+  }
+
+  private metadataOf(p: Principal, row: ItemRow): ItemMetadata {
+    if (!canMetadata(p, 'read')) throw ApiError.forbidden('Reading tags needs the metadata:read scope');
+    const item = toItem(p, row);
+    return { item_id: row.id, tags: row.tags, extensions: item.extensions };
+  }
+
+  /** The item filter of GET /items (also used by search and bulk actions). */
+  async filterFor(p: Principal, q: Omit<ListItemsQuery, 'limit' | 'cursor'>, access: 'read' | 'write' = 'read'): Promise<ItemFilter> {
+    assertTypePattern(q.type);
+    const edges = parseEdgeClauses('edge', q.edge);
+    const backrefs = parseEdgeClauses('backref', q.backref);
+    this.assertEdgeClausesReadable(p, [...edges, ...backrefs]);
+    return {
+      type: q.type,
+      state: q.state,
+      tier: q.tier,
+      tags: parseTags(q.tags),
+      source: q.source,
+      since: q.since,
+      until: q.until,
+      edges,
+      backrefs,
+      permittedTypes: await this.types.permittedTypeNames(p, access),
+    };
+  }
+
+  async list(p: Principal, q: ListItemsQuery): Promise<ItemList> {
+    const filter = await this.filterFor(p, q);
+    const limit = q.limit ?? 50;
+    const params: unknown[] = [];
+    let where = itemWhere(p.tenantId, filter, params);
+    const after = decodeCursor(q.cursor);
+    if (after) {
+      params.push(after.createdAt, after.id);
+      where += ` AND (i.created_at, i.id) < ($${params.length - 1}, $${params.length})`;
+    }
+    params.push(limit + 1);
+    const rows: ItemRow[] = await this.db.query(
+      `SELECT ${ITEM_COLUMNS} FROM items i WHERE ${where} ORDER BY i.created_at DESC, i.id DESC LIMIT $${params.length}`,
+      params,
+    );
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: await this.presentMany(p, page),
+      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: new Date(last.created_at).toISOString(), id: last.id }) : null,
+    };
+  }
+
+  async versions(p: Principal, id: string, q: VersionsQuery): Promise<ItemVersionList> {
+    await this.get(p, id); // visibility
+    const rows: Array<{ version: number; snapshot: ItemRow; changed_by: string; created_at: Date }> = await this.db.query(
+      `SELECT version, snapshot, changed_by, created_at FROM item_versions
+        WHERE tenant_id = $1 AND item_id = $2 AND ($3::int IS NULL OR version < $3)
+        ORDER BY version DESC LIMIT $4`,
+      [p.tenantId, id, q.before ?? null, q.limit ?? 50],
+    );
+    return {
+      versions: rows.map((r) => ({
+        version: r.version,
+        item: toItem(p, r.snapshot),
+        changed_by: r.changed_by,
+        created_at: r.created_at.toISOString(),
+      })),
+    };
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private async writableType(m: EntityManager, p: Principal, name: string): Promise<ResolvedType> {
+    const type = await this.types.forWrite(p.tenantId, name, m);
+    if (!type) throw ApiError.badRequest('invalid_type', `Unknown type "${name}"`, { type: name });
+    if (!canType(p, name, 'write')) throw this.typeNotPermitted(name);
+    return type;
+  }
+
+  private typeNotPermitted(type: string): ApiError {
+    return new ApiError(403, 'type_not_permitted', `This credential may not write items of type ${type}`, { type });
+  }
+
+  private validateProperties(type: ResolvedType, properties: Record<string, unknown>): void {
+    if (type.validate(properties)) return;
+    const { missing, invalid } = propertyIssues(type.validate.errors ?? []);
+    if (missing.length) {
+      throw ApiError.badRequest('missing_required_field', `Missing required properties: ${missing.join(', ')}`, {
+        fields: missing.map((field) => ({ field: `properties.${field}`, message: 'is required' })),
+      });
+    }
+    throw ApiError.badRequest('invalid_properties', `The properties do not match type ${type.name}`, {
+      fields: invalid.map((i): FieldIssue => ({ field: `properties.${i.field}`, message: i.message })),
+    });
+  }
+
+  private assertMetadataWrite(p: Principal, tags: string[] | undefined, extensions: Extensions | undefined): void {
+    if (tags !== undefined && !canMetadata(p, 'write')) throw ApiError.forbidden('Writing tags needs the metadata:write scope');
+    for (const ns of Object.keys(extensions ?? {})) {
+      if (!isDottedName(ns)) throw validationError([{ field: `extensions.${ns}`, message: 'namespace must be a dotted lowercase name' }]);
+      if (!canExtension(p, ns, 'write')) {
+        throw new ApiError(403, 'forbidden', `This credential may not write extension namespace ${ns}`, { namespace: ns });
+      }
+    }
+  }
+
+  private assertEdgeClausesReadable(p: Principal, clauses: EdgeClause[]): void {
+    for (const c of clauses) {
+      if (!canEdgeType(p, c.edgeType, 'read')) {
+        throw new ApiError(403, 'forbidden', `This credential may not read edges of type ${c.edgeType}`, { edge_type: c.edgeType });
+      }
+    }
+  }
+
+  /** Locks an item the caller can see (404 otherwise, including when its type is unreadable). */
+  private async lockVisible(m: EntityManager, p: Principal, id: string): Promise<ItemRow> {
+    const rows: ItemRow[] = await m.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [p.tenantId, id]);
+    if (!rows[0] || !canType(p, rows[0].type, 'read')) throw notFound();
+    return rows[0];
+  }
+
+  private async lockByNaturalKey(m: EntityManager, p: Principal, sourceId: string): Promise<ItemRow | undefined> {
+    const rows: ItemRow[] = await m.query(
+      `SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND source = $2 AND source_id = $3 FOR UPDATE`,
+      [p.tenantId, p.source, sourceId],
+    );
+    return rows[0];
+  }
+
+  private async snapshot(m: EntityManager, tenantId: string, id: string, version: number): Promise<ItemRow | undefined> {
+    const rows: Array<{ snapshot: ItemRow }> = await m.query(
+      `SELECT snapshot FROM item_versions WHERE tenant_id = $1 AND item_id = $2 AND version = $3`,
+      [tenantId, id, version],
+    );
+    return rows[0]?.snapshot;
+  }
+
+  /** Writes the changed columns, bumps the version and records the new revision. */
+  private async update(m: EntityManager, p: Principal, current: ItemRow, changes: Partial<ItemRow>): Promise<ItemRow> {
+    const columns = Object.keys(changes);
+    const sets = columns.map((c, i) => `${c === 'timestamp' ? '"timestamp"' : c} = $${i + 3}`);
+    // TypeORM answers UPDATE ... RETURNING with [rows, affected].
+    const [rows]: [ItemRow[], number] = await m.query(
+      `UPDATE items SET ${sets.join(', ')}, version = version + 1, updated_at = now()
+        WHERE tenant_id = $1 AND id = $2 RETURNING ${ITEM_COLUMNS}`,
+      [current.tenant_id, current.id, ...columns.map((c) => (changes as Record<string, unknown>)[c])],
+    );
+    await this.recordVersion(m, p, rows[0]);
+    return rows[0];
+  }
+
+  private async recordVersion(m: EntityManager, p: Principal, row: ItemRow): Promise<void> {
+    await m.query(
+      `INSERT INTO item_versions (tenant_id, item_id, version, snapshot, changed_by, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+      [row.tenant_id, row.id, row.version, row, p.credentialId, row.updated_at],
+    );
+  }
+
+  private async present(p: Principal, row: ItemRow): Promise<Item> {
+    return (await this.presentMany(p, [row]))[0];
+  }
+
+  /** Items as the caller may see them, with their outgoing edges. */
+  async presentMany(p: Principal, rows: ItemRow[]): Promise<Item[]> {
+    return rows.map((r) => toItem(p, r));
+  }
+}

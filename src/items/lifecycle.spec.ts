@@ -1,0 +1,68 @@
+import { ApiError } from '../common/api-error';
+import { assertInitialState, assertTransition, canTransition, INITIAL_STATES, ItemState, STATES } from './lifecycle';
+
+/** The table in lifecycle.ts's header comment, written out independently: [from, to, allowed]. */
+const TABLE: Array<[ItemState, ItemState, boolean]> = [
+  ['active', 'active', true],
+  ['active', 'archived', true],
+  ['active', 'trashed', true],
+  ['active', 'revoked', true],
+  ['archived', 'active', true],
+  ['archived', 'archived', true],
+  ['archived', 'trashed', true],
+  ['archived', 'revoked', true],
+  ['trashed', 'active', true],
+  ['trashed', 'archived', false], // SPEC 3.1: always rejected
+  ['trashed', 'trashed', true],
+  ['trashed', 'revoked', false],
+  ['revoked', 'active', false],
+  ['revoked', 'archived', false],
+  ['revoked', 'trashed', true],
+  ['revoked', 'revoked', true],
+];
+
+function thrown(fn: () => void): ApiError | undefined {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+  return undefined;
+}
+
+describe('item lifecycle', () => {
+  it('the table covers all 16 pairs of the four states', () => {
+    expect(STATES).toEqual(['active', 'archived', 'trashed', 'revoked']);
+    const pairs = new Set(TABLE.map(([f, t]) => `${f}>${t}`));
+    expect(pairs.size).toBe(16);
+  });
+
+  it.each(TABLE)('canTransition(%s, %s) is %s', (from, to, allowed) => {
+    expect(canTransition(from, to)).toBe(allowed);
+  });
+
+  it.each(TABLE)('assertTransition(%s, %s): allowed=%s, otherwise 400 invalid_transition', (from, to, allowed) => {
+    const err = thrown(() => assertTransition(from, to));
+    if (allowed) {
+      expect(err).toBeUndefined();
+    } else {
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err!.status).toBe(400);
+      expect(err!.code).toBe('invalid_transition');
+      expect(err!.details).toEqual({ from, to });
+    }
+  });
+
+  it('new items start active or archived only', () => {
+    expect([...INITIAL_STATES].sort()).toEqual(['active', 'archived']);
+    expect(thrown(() => assertInitialState('active'))).toBeUndefined();
+    expect(thrown(() => assertInitialState('archived'))).toBeUndefined();
+    for (const state of ['trashed', 'revoked'] as const) {
+      const err = thrown(() => assertInitialState(state));
+      expect(err?.status).toBe(400);
+      expect(err?.code).toBe('invalid_transition');
+      expect(err?.details).toEqual({ from: null, to: state });
+    }
+  });
+});

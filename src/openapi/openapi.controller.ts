@@ -1,0 +1,68 @@
+/**
+ * Serves the interface description and the browsable reference through the normal request
+ * pipeline (request id, rate-limit headers, logs): `GET /openapi.json` and `GET /docs`, whose
+ * Swagger UI assets come from the swagger-ui-dist package inside the service, never a CDN.
+ */
+import { Controller, Get, Header, Injectable, NotFoundException, Param, Res } from '@nestjs/common';
+import { ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags, OpenAPIObject } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { getAbsoluteFSPath } from 'swagger-ui-dist';
+import { Public } from '../auth/decorators';
+
+/** Filled in by app.factory.ts once every module is registered. */
+@Injectable()
+export class OpenApiDocument {
+  document: OpenAPIObject;
+}
+
+const ASSETS = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'favicon-32x32.png', 'favicon-16x16.png']);
+
+const PAGE = `<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Structured Data Service API</title>
+  <link rel="stylesheet" href="/docs/swagger-ui.css">
+  <link rel="icon" type="image/png" href="/docs/favicon-32x32.png">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/docs/swagger-ui-bundle.js"></script>
+  <script src="/docs/init.js"></script>
+</body>
+</html>`;
+
+const INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true, persistAuthorization: false });`;
+
+@ApiTags('meta')
+@Controller()
+@Public()
+export class OpenApiController {
+  constructor(private readonly holder: OpenApiDocument) {}
+
+  @Get('openapi.json')
+  @ApiOperation({ summary: 'This document (OpenAPI 3.1.0)' })
+  @ApiOkResponse({ description: 'The OpenAPI document' })
+  openapi(): OpenAPIObject {
+    return this.holder.document;
+  }
+
+  @Get('docs')
+  @Header('Content-Type', 'text/html; charset=utf-8')
+  @ApiOperation({ summary: 'Browsable API reference (Swagger UI, served locally)' })
+  @ApiOkResponse({ description: 'HTML page' })
+  docs(): string {
+    return PAGE;
+  }
+
+  @Get('docs/:asset')
+  @ApiExcludeEndpoint()
+  asset(@Param('asset') asset: string, @Res() res: Response): void {
+    if (asset === 'init.js') {
+      res.type('application/javascript').send(INIT);
+      return;
+    }
+    if (!ASSETS.has(asset)) throw new NotFoundException();
+    res.sendFile(asset, { root: getAbsoluteFSPath(), maxAge: '1d' });
+  }
+}

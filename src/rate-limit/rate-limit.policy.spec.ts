@@ -1,0 +1,32 @@
+import { bucketFor, TIGHT_LIMIT } from './rate-limit.policy';
+
+describe('bucketFor', () => {
+  it('segments by the first path component, reads and writes apart', () => {
+    expect(bucketFor('POST', '/items', 100)).toEqual({ bucket: 'items:w', limit: 100 });
+    expect(bucketFor('GET', '/items/abc/versions', 100)).toEqual({ bucket: 'items:r', limit: 200 });
+    expect(bucketFor('PATCH', '/items/abc', 100).bucket).toBe('items:w');
+    expect(bucketFor('DELETE', '/items/abc', 100).bucket).toBe('items:w');
+    expect(bucketFor('POST', '/edges', 100).bucket).toBe('edges:w');
+    expect(bucketFor('GET', '/', 100)).toEqual({ bucket: 'root:r', limit: 200 });
+  });
+
+  it('gives GET, HEAD and OPTIONS twice the base limit', () => {
+    for (const method of ['GET', 'HEAD', 'OPTIONS', 'get']) expect(bucketFor(method, '/search', 7).limit).toBe(14);
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) expect(bucketFor(method, '/search', 7).limit).toBe(7);
+  });
+
+  it('caps /keys at the tight limit whatever the base, and keeps smaller bases', () => {
+    expect(bucketFor('POST', '/keys', 1000)).toEqual({ bucket: 'keys:w', limit: TIGHT_LIMIT });
+    expect(bucketFor('GET', '/keys/abc', 1000)).toEqual({ bucket: 'keys:r', limit: TIGHT_LIMIT * 2 });
+    expect(bucketFor('POST', '/keys', 5).limit).toBe(5);
+    expect(bucketFor('POST', '/KEYS', 1000)).toEqual({ bucket: 'keys:w', limit: TIGHT_LIMIT });
+  });
+
+  it('puts every token endpoint in one tight bucket, apart from the rest of /auth', () => {
+    for (const path of ['/auth/token', '/auth/oauth2/token', '/auth/device/token', '/auth/token/', '/AUTH/TOKEN', '/auth/OAuth2/Token']) {
+      expect(bucketFor('POST', path, 1000)).toEqual({ bucket: 'auth-token:w', limit: TIGHT_LIMIT });
+    }
+    expect(bucketFor('GET', '/auth/authorize', 1000)).toEqual({ bucket: 'auth:r', limit: 2000 });
+    expect(bucketFor('POST', '/auth/tokens', 1000)).toEqual({ bucket: 'auth:w', limit: 1000 });
+  });
+});

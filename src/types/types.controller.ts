@@ -1,0 +1,60 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Caller, Requires } from '../auth/decorators';
+import type { Principal } from '../auth/principal';
+import { ApiErrors } from '../openapi/api-errors.decorator';
+import { CreateTypeDto, TypeList, TypeNameQuery, TypeResponse, UpdateTypeDto } from './types.dto';
+import { TypesService } from './types.service';
+
+const TYPE_WRITE = { scope: 'metadata.types:write' } as const;
+
+@ApiTags('types')
+@ApiBearerAuth()
+@Controller('types')
+export class TypesController {
+  constructor(private readonly types: TypesService) {}
+
+  @Post()
+  @Requires(TYPE_WRITE)
+  @ApiOperation({ summary: 'Create a tenant type (admin key or OAuth scope metadata.types:write)' })
+  @ApiCreatedResponse({ type: TypeResponse })
+  @ApiErrors(400, 401, 403, 404, 409, 429)
+  create(@Caller() caller: Principal, @Body() dto: CreateTypeDto): Promise<TypeResponse> {
+    return this.types.create(caller, dto);
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List the core types and the tenant\'s own types that the caller may read' })
+  @ApiOkResponse({ type: TypeList })
+  @ApiErrors(400, 401, 429)
+  async list(@Caller() caller: Principal, @Query() q: TypeNameQuery): Promise<TypeList> {
+    return { types: await this.types.list(caller, q.kind) };
+  }
+
+  @Get(':name')
+  @ApiOperation({ summary: 'Retrieve a type' })
+  @ApiOkResponse({ type: TypeResponse })
+  @ApiErrors(401, 404, 429)
+  get(@Caller() caller: Principal, @Param('name') name: string): Promise<TypeResponse> {
+    return this.types.get(caller, name);
+  }
+
+  @Patch(':name')
+  @Requires(TYPE_WRITE)
+  @ApiOperation({ summary: 'Change a tenant type\'s schema or merge policy; only while it has no items and no subtypes' })
+  @ApiOkResponse({ type: TypeResponse })
+  @ApiErrors(400, 401, 403, 404, 409, 429)
+  update(@Caller() caller: Principal, @Param('name') name: string, @Body() dto: UpdateTypeDto): Promise<TypeResponse> {
+    return this.types.update(caller, name, dto);
+  }
+
+  @Delete(':name')
+  @HttpCode(200)
+  @Requires(TYPE_WRITE)
+  @ApiOperation({ summary: 'Delete a tenant type; only while it has no items and no subtypes' })
+  @ApiOkResponse({ type: TypeResponse })
+  @ApiErrors(401, 403, 404, 409, 429)
+  remove(@Caller() caller: Principal, @Param('name') name: string): Promise<TypeResponse> {
+    return this.types.remove(caller, name);
+  }
+}

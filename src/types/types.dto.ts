@@ -1,0 +1,70 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
+import { isDottedName } from '../common/type-pattern';
+import { MERGE_POLICIES, MergePolicy } from './type-schema';
+
+const IsMergePolicyMap = () =>
+  ValidateBy({
+    name: 'isMergePolicyMap',
+    validator: {
+      validate: (v: unknown) =>
+        v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v as object).every((p) => (MERGE_POLICIES as readonly string[]).includes(p)),
+      defaultMessage: () => `must map property names to one of ${MERGE_POLICIES.join(', ')}`,
+    },
+  });
+
+const IsDottedName = () =>
+  ValidateBy({
+    name: 'isDottedName',
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && isDottedName(v),
+      defaultMessage: () => 'must be a dotted lowercase name such as "acme.recipe"',
+    },
+  });
+
+export class UpdateTypeDto {
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'JSON Schema of `properties`; a property may carry `"searchable": false`' })
+  @IsOptional() @IsObject()
+  schema?: Record<string, unknown>;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string', enum: [...MERGE_POLICIES] }, description: 'Per-property conflict policy (default manual)' })
+  @IsOptional() @IsMergePolicyMap()
+  merge_policy?: Record<string, MergePolicy>;
+}
+
+export class CreateTypeDto extends UpdateTypeDto {
+  @ApiProperty({ example: 'acme.recipe' })
+  @IsString() @MaxLength(200) @IsDottedName()
+  name: string;
+
+  @ApiPropertyOptional({ example: 'core.note' })
+  @IsOptional() @IsString() @IsDottedName()
+  parent?: string;
+
+  @ApiProperty({ type: 'object', additionalProperties: true })
+  @IsObject()
+  declare schema: Record<string, unknown>;
+}
+
+export class TypeResponse {
+  @ApiProperty() name: string;
+  @ApiProperty({ type: String, nullable: true }) parent: string | null;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The schema as submitted' }) schema: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The schema items are validated against (parent merged in)' })
+  resolved_schema: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } }) merge_policy: Record<string, MergePolicy>;
+  @ApiProperty() core: boolean;
+  @ApiProperty({ description: 'Bumped on every schema change; items record it as schema_version' }) version: number;
+  @ApiProperty() created_at: string;
+  @ApiProperty() updated_at: string;
+}
+
+export class TypeList {
+  @ApiProperty({ type: [TypeResponse] }) types: TypeResponse[];
+}
+
+export class TypeNameQuery {
+  @IsOptional() @IsIn(['all', 'core', 'tenant'])
+  @ApiPropertyOptional({ enum: ['all', 'core', 'tenant'], default: 'all' })
+  kind?: 'all' | 'core' | 'tenant';
+}

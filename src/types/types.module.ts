@@ -1,0 +1,7 @@
+/** Item types: `/types` routes, core type seeds (migration), schema inheritance and validators. */
+import { Module } from '@nestjs/common';
+import { TypesController } from './types.controller';
+import { TypesService } from './types.service';
+
+@Module({ controllers: [TypesController], providers: [TypesService], exports: [TypesService] })
+export class TypesModule {}

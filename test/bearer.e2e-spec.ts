@@ -1,0 +1,73 @@
+/** SPEC 5.1: every request but health, docs and bootstrap needs `Authorization: Bearer <token>`. */
+import { randomBytes } from 'node:crypto';
+import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
+import { expectError } from './support/envelope';
+
+describe('bearer authentication', () => {
+  let t: TestApp;
+  let admin: string;
+
+  beforeAll(async () => {
+    t = await startApp();
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(() => t.close());
+
+  it('accepts a valid API key, with the scheme in any case', async () => {
+    await t.http.get('/keys').set(bearer(admin)).expect(200);
+    await t.http.get('/keys').set('Authorization', `bearer ${admin}`).expect(200);
+  });
+
+  it.each([
+    ['missing', undefined],
+    ['empty', ''],
+    ['another scheme', 'Basic dXNlcjpwYXNz'],
+    ['scheme only', 'Bearer'],
+    ['scheme and blank', 'Bearer '],
+    ['three parts', 'Bearer svc_k1_a b'],
+    ['unknown API key', `Bearer svc_k1_${randomBytes(32).toString('base64url')}`],
+    ['unknown prefix', `Bearer sk_live_${randomBytes(16).toString('hex')}`],
+    ['refresh-token kind', `Bearer svc_rt_${randomBytes(16).toString('hex')}`],
+    ['OAuth access token with no resolver registered', `Bearer svc_at_${randomBytes(16).toString('hex')}`],
+  ])('%s → 401 unauthorized', async (_, authorization) => {
+    const req = t.http.get('/keys');
+    if (authorization !== undefined) req.set('Authorization', authorization);
+    expectError(await req, 401, 'unauthorized');
+  });
+
+  it('the plaintext key with one character changed is unauthorized', async () => {
+    const last = admin.slice(-1) === 'A' ? 'B' : 'A';
+    expectError(await t.http.get('/keys').set(bearer(admin.slice(0, -1) + last)), 401, 'unauthorized');
+  });
+
+  it('a revoked key is unauthorized on its very next request', async () => {
+    const key = await createKey(t, admin, { label: 'short-lived', role: 'admin' });
+    await t.http.get('/keys').set(bearer(key.key)).expect(200); // now cached in process
+    await t.http.delete(`/keys/${key.id}`).set(bearer(admin)).expect(200);
+    expectError(await t.http.get('/keys').set(bearer(key.key)), 401, 'unauthorized');
+    expectError(await t.http.post('/keys').set(bearer(key.key)).send({}), 401, 'unauthorized');
+  });
+
+  it('only the Authorization header carries a token: never the query string or the body', async () => {
+    const keyId = (await t.http.get('/keys').set(bearer(admin))).body.keys[0].id;
+    // Without a header, a token in the query is not a credential.
+    expectError(await t.http.get(`/keys/${keyId}`).query({ access_token: admin }), 401, 'unauthorized');
+    // Nor next to a header of another scheme.
+    expectError(await t.http.get(`/keys/${keyId}`).set('Authorization', 'Basic eDp5').query({ access_token: admin }), 401, 'unauthorized');
+    expectError(
+      await t.http.patch(`/keys/${keyId}`).set('Authorization', 'Basic eDp5').send({ label: 'x', access_token: admin }),
+      401,
+      'unauthorized',
+    );
+    // And a body field that happens to be called access_token does not void a valid header:
+    // the request reaches validation (which refuses the unknown field) instead of a 401.
+    const res = await t.http.patch(`/keys/${keyId}`).set(bearer(admin)).send({ label: 'x', access_token: 'something' });
+    expectError(res, 400, 'validation_error');
+  });
+
+  it('public routes need no token, and ignore a bad one', async () => {
+    await t.http.get('/health').expect(200);
+    await t.http.get('/health').set(bearer('svc_k1_not-a-key')).expect(200);
+    await t.http.get('/openapi.json').expect(200);
+  });
+});

@@ -1,0 +1,424 @@
+/**
+ * Blobs over real HTTP, once per storage backend: upload (streamed, content-addressed,
+ * de-duplicated per tenant), download/HEAD/metadata, the size limit (declared and mid-stream),
+ * permissions and tenant isolation. Storage is checked directly (SQL and the blob directory).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { BlobsService } from '../src/blobs/blobs.service';
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { expectError } from './support/envelope';
+
+const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+const MiB = 1024 * 1024;
+
+interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/**
+ * A plain node:http request, for what supertest hides: exact response bytes, uploads without
+ * Content-Type, and chunked uploads (a Readable body is sent without Content-Length).
+ */
+function raw(
+  t: TestApp,
+  method: string,
+  path: string,
+  opts: { key?: string; headers?: Record<string, string>; body?: Buffer | Readable } = {},
+): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { ...(opts.key ? bearer(opts.key) : {}), ...opts.headers };
+    if (Buffer.isBuffer(opts.body) && headers['Content-Length'] === undefined) headers['Content-Length'] = String(opts.body.length);
+    const req = http.request(new URL(path, t.url), { method, headers, agent: false });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    if (opts.body instanceof Readable) opts.body.pipe(req);
+    else req.end(opts.body);
+  });
+}
+
+/** `total` bytes in 64 KiB pieces, produced on demand (so sent chunked, never held whole). */
+function generated(total: number, seed = 7): Readable {
+  let sent = 0;
+  return new Readable({
+    read() {
+      if (sent >= total) return void this.push(null);
+      const n = Math.min(64 * 1024, total - sent);
+      const piece = Buffer.alloc(n);
+      for (let i = 0; i < n; i++) piece[i] = (sent + i + seed) % 251;
+      sent += n;
+      this.push(piece);
+    },
+  });
+}
+
+function generatedHash(total: number, seed = 7): string {
+  const h = createHash('sha256');
+  const piece = Buffer.alloc(64 * 1024);
+  for (let sent = 0; sent < total; sent += piece.length) {
+    const n = Math.min(piece.length, total - sent);
+    for (let i = 0; i < n; i++) piece[i] = (sent + i + seed) % 251;
+    h.update(piece.subarray(0, n));
+  }
+  return h.digest('hex');
+}
+
+function rawError(res: RawResponse, status: number, code: string): Record<string, any> {
+  expect(res.status).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  const body = JSON.parse(res.body.toString('utf8'));
+  expect(body.error.code).toBe(code);
+  return body.error;
+}
+
+/** Every file below `dir`, as paths relative to it. */
+async function filesUnder(dir: string, prefix = ''): Promise<string[]> {
+  if (!existsSync(dir)) return [];
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) out.push(...(await filesUnder(join(dir, entry.name), rel)));
+    else out.push(rel);
+  }
+  return out;
+}
+
+describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => {
+  let t: TestApp;
+  let blobDir: string;
+  let admin: { key: string; tenantId: string };
+
+  const upload = (key: string, body: Buffer, contentType = 'application/octet-stream') =>
+    t.http.post('/blobs').set(bearer(key)).set('Content-Type', contentType).send(body);
+
+  const storedFiles = async () => (await filesUnder(blobDir)).filter((f) => !f.startsWith('.staging/'));
+  const stagingFiles = () => filesUnder(join(blobDir, '.staging'));
+  const chunkRows = async (tenantId: string, hash: string) =>
+    Number((await t.sql<{ n: string }>('SELECT count(*) AS n FROM blob_chunks WHERE tenant_id = $1 AND hash = $2', [tenantId, hash]))[0].n);
+  const metadataRows = async (hash: string) =>
+    t.sql<{ tenant_id: string }>('SELECT tenant_id FROM blobs WHERE hash = $1 ORDER BY tenant_id', [hash]);
+
+  /** The content is stored exactly once for the tenant, in the configured backend only. */
+  async function expectStoredOnce(tenantId: string, hash: string, bytes?: Buffer): Promise<void> {
+    expect((await metadataRows(hash)).filter((r) => r.tenant_id === tenantId)).toHaveLength(1);
+    const files = (await storedFiles()).filter((f) => f.startsWith(`${tenantId}/`) && f.endsWith(hash));
+    if (storage === 'disk') {
+      expect(files).toEqual([`${tenantId}/${hash.slice(0, 2)}/${hash}`]);
+      if (bytes) expect((await readFile(join(blobDir, files[0]))).equals(bytes)).toBe(true);
+    } else {
+      expect(files).toEqual([]);
+      expect(await chunkRows(tenantId, hash)).toBeGreaterThan(0);
+    }
+  }
+
+  beforeAll(async () => {
+    blobDir = await mkdtemp(join(tmpdir(), `svc-blobs-${storage}-`));
+    t = await startApp({ BLOB_STORAGE: storage, BLOB_DIR: blobDir });
+    admin = await bootstrapAdmin(t);
+  });
+  afterAll(async () => {
+    await t.close();
+    await rm(blobDir, { recursive: true, force: true });
+  });
+
+  describe('upload and download', () => {
+    const png = randomBytes(3000);
+    const hash = sha256(png);
+
+    it('stores new bytes: 201 with the SHA-256 of the body', async () => {
+      const res = await upload(admin.key, png, 'image/png').expect(201);
+      expect(res.body).toEqual({ hash, ref: `sha256:${hash}`, size: png.length, content_type: 'image/png', created_at: expect.stringMatching(RFC3339) });
+      await expectStoredOnce(admin.tenantId, hash, png);
+      expect(await stagingFiles()).toEqual([]);
+    });
+
+    it('de-duplicates: the same bytes again give 200 with the first record, stored once', async () => {
+      const first = await t.http.get(`/blobs/${hash}/metadata`).set(bearer(admin.key)).expect(200);
+      const before = await storedFiles();
+      const chunksBefore = await chunkRows(admin.tenantId, hash);
+      const res = await upload(admin.key, png, 'application/x-other').expect(200);
+      expect(res.body).toEqual(first.body);
+      expect(res.body.content_type).toBe('image/png');
+      await expectStoredOnce(admin.tenantId, hash, png);
+      expect(await storedFiles()).toEqual(before);
+      expect(await chunkRows(admin.tenantId, hash)).toBe(chunksBefore);
+      expect(await stagingFiles()).toEqual([]);
+    });
+
+    it('downloads the identical bytes with the stored type, length and caching headers', async () => {
+      const res = await raw(t, 'GET', `/blobs/${hash}`, { key: admin.key });
+      expect(res.status).toBe(200);
+      expect(res.body.equals(png)).toBe(true);
+      expect(res.headers['content-type']).toBe('image/png');
+      expect(res.headers['content-length']).toBe(String(png.length));
+      expect(res.headers.etag).toBe(`"${hash}"`);
+      expect(res.headers['cache-control']).toBe('private, max-age=31536000, immutable');
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+    });
+
+    it('accepts the sha256: prefix in paths', async () => {
+      const res = await raw(t, 'GET', `/blobs/sha256:${hash}`, { key: admin.key });
+      expect(res.status).toBe(200);
+      expect(res.body.equals(png)).toBe(true);
+      await t.http.get(`/blobs/sha256:${hash}/metadata`).set(bearer(admin.key)).expect(200);
+    });
+
+    it('answers HEAD with the same headers and no body', async () => {
+      const res = await raw(t, 'HEAD', `/blobs/${hash}`, { key: admin.key });
+      expect(res.status).toBe(200);
+      expect(res.body.length).toBe(0);
+      expect(res.headers['content-type']).toBe('image/png');
+      expect(res.headers['content-length']).toBe(String(png.length));
+      expect(res.headers.etag).toBe(`"${hash}"`);
+      expect(res.headers['cache-control']).toBe('private, max-age=31536000, immutable');
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+    });
+
+    it('returns the metadata record', async () => {
+      const res = await t.http.get(`/blobs/${hash}/metadata`).set(bearer(admin.key)).expect(200);
+      expect(res.body).toEqual({ hash, ref: `sha256:${hash}`, size: png.length, content_type: 'image/png', created_at: expect.stringMatching(RFC3339) });
+    });
+
+    it('answers a matching If-None-Match with 304 and no body', async () => {
+      const res = await raw(t, 'GET', `/blobs/${hash}`, { key: admin.key, headers: { 'If-None-Match': `"${hash}"` } });
+      expect(res.status).toBe(304);
+      expect(res.body.length).toBe(0);
+      expect(res.headers.etag).toBe(`"${hash}"`);
+    });
+
+    it('stores a JSON-typed upload verbatim instead of parsing it', async () => {
+      const json = Buffer.from('{ "b": 1,\n   "a": [1, 2, {"x": null}] }  ');
+      const res = await upload(admin.key, json, 'application/json').expect(201);
+      expect(res.body.hash).toBe(sha256(json));
+      expect(res.body.size).toBe(json.length);
+      expect(res.body.content_type).toBe('application/json');
+      const got = await raw(t, 'GET', `/blobs/${res.body.hash}`, { key: admin.key });
+      expect(got.body.equals(json)).toBe(true);
+      expect(got.headers['content-type']).toBe('application/json');
+      // Express routes paths case-insensitively; the body parser exclusion does too.
+      const upper = Buffer.from('{"upper": true}');
+      const viaUpper = await raw(t, 'POST', '/BLOBS', { key: admin.key, body: upper, headers: { 'Content-Type': 'application/json' } });
+      expect(viaUpper.status).toBe(201);
+      expect(JSON.parse(viaUpper.body.toString()).hash).toBe(sha256(upper));
+    });
+
+    it('also takes malformed JSON and form bodies as plain bytes', async () => {
+      const notJson = Buffer.from('{"unterminated": ');
+      const res = await upload(admin.key, notJson, 'application/json').expect(201);
+      expect(res.body.hash).toBe(sha256(notJson));
+      const form = Buffer.from('a=1&b=2');
+      const formRes = await upload(admin.key, form, 'application/x-www-form-urlencoded').expect(201);
+      expect(formRes.body.hash).toBe(sha256(form));
+      expect((await raw(t, 'GET', `/blobs/${formRes.body.hash}`, { key: admin.key })).body.equals(form)).toBe(true);
+    });
+
+    it('defaults the content type to application/octet-stream', async () => {
+      const bytes = randomBytes(100);
+      const res = await raw(t, 'POST', '/blobs', { key: admin.key, body: bytes });
+      expect(res.status).toBe(201);
+      expect(JSON.parse(res.body.toString()).content_type).toBe('application/octet-stream');
+      const got = await raw(t, 'GET', `/blobs/${sha256(bytes)}`, { key: admin.key });
+      expect(got.headers['content-type']).toBe('application/octet-stream');
+    });
+
+    it('stores and serves an empty blob', async () => {
+      const empty = Buffer.alloc(0);
+      const res = await raw(t, 'POST', '/blobs', { key: admin.key, body: empty, headers: { 'Content-Type': 'text/plain' } });
+      expect(res.status).toBe(201);
+      expect(JSON.parse(res.body.toString())).toMatchObject({ hash: sha256(empty), size: 0 });
+      await expectStoredOnce(admin.tenantId, sha256(empty), empty);
+      const got = await raw(t, 'GET', `/blobs/${sha256(empty)}`, { key: admin.key });
+      expect(got.status).toBe(200);
+      expect(got.headers['content-length']).toBe('0');
+      expect(got.body.length).toBe(0);
+    });
+
+    it('rejects a malformed Content-Type with 400 invalid_request', async () => {
+      const res = await raw(t, 'POST', '/blobs', { key: admin.key, body: Buffer.from('x'), headers: { 'Content-Type': 'not a media type' } });
+      rawError(res, 400, 'invalid_request');
+    });
+
+    it('streams a multi-MiB chunked upload and download', async () => {
+      const size = 5 * MiB + 123;
+      const expected = generatedHash(size);
+      const res = await raw(t, 'POST', '/blobs', { key: admin.key, body: generated(size), headers: { 'Content-Type': 'video/mp4' } });
+      expect(res.status).toBe(201);
+      expect(JSON.parse(res.body.toString())).toMatchObject({ hash: expected, size, content_type: 'video/mp4' });
+      await expectStoredOnce(admin.tenantId, expected);
+      if (storage === 'postgres') expect(await chunkRows(admin.tenantId, expected)).toBe(6); // 1 MiB chunks
+      const got = await raw(t, 'GET', `/blobs/${expected}`, { key: admin.key });
+      expect(got.status).toBe(200);
+      expect(got.headers['content-length']).toBe(String(size));
+      expect(got.body.length).toBe(size);
+      expect(sha256(got.body)).toBe(expected);
+      expect(await stagingFiles()).toEqual([]);
+    });
+  });
+
+  describe('errors', () => {
+    const unknown = sha256('never uploaded');
+
+    it('404 blob_not_found for an unknown hash', async () => {
+      expectError(await t.http.get(`/blobs/${unknown}`).set(bearer(admin.key)), 404, 'blob_not_found');
+      expectError(await t.http.get(`/blobs/${unknown}/metadata`).set(bearer(admin.key)), 404, 'blob_not_found');
+      expect((await raw(t, 'HEAD', `/blobs/${unknown}`, { key: admin.key })).status).toBe(404);
+    });
+
+    it.each([
+      ['not hex', 'zz'],
+      ['too short', 'ab'.repeat(31)],
+      ['upper case', 'AB'.repeat(32)],
+      ['another algorithm', `md5:${'ab'.repeat(32)}`],
+      ['too long', 'ab'.repeat(33)],
+    ])('400 invalid_id for a malformed hash (%s)', async (_, bad) => {
+      expectError(await t.http.get(`/blobs/${bad}`).set(bearer(admin.key)), 400, 'invalid_id');
+      expectError(await t.http.get(`/blobs/${bad}/metadata`).set(bearer(admin.key)), 400, 'invalid_id');
+      expect((await raw(t, 'HEAD', `/blobs/${bad}`, { key: admin.key })).status).toBe(400);
+    });
+
+    it('401 without a valid credential', async () => {
+      expectError(await t.http.post('/blobs').set('Content-Type', 'text/plain').send('hello'), 401, 'unauthorized');
+      expectError(await t.http.get(`/blobs/${unknown}`), 401, 'unauthorized');
+      expectError(await t.http.get(`/blobs/${unknown}/metadata`).set(bearer('svc_k1_nope')), 401, 'unauthorized');
+    });
+  });
+
+  describe('permissions and tenants', () => {
+    const shared = randomBytes(2048);
+    const hash = sha256(shared);
+
+    beforeAll(async () => {
+      await upload(admin.key, shared, 'image/jpeg').expect(201);
+    });
+
+    it('403 forbidden for a member without write on any type; reading still works', async () => {
+      const reader = await createKey(t, admin.key, { role: 'member', type_permissions: { '*': 'read' } });
+      const nobody = await createKey(t, admin.key, { role: 'member' });
+      for (const k of [reader.key, nobody.key]) {
+        expectError(await upload(k, randomBytes(10)), 403, 'forbidden');
+        await t.http.get(`/blobs/${hash}/metadata`).set(bearer(k)).expect(200);
+        const got = await raw(t, 'GET', `/blobs/${hash}`, { key: k });
+        expect(got.body.equals(shared)).toBe(true);
+      }
+    });
+
+    it('a member with write on some type can upload', async () => {
+      const writer = await createKey(t, admin.key, { role: 'member', type_permissions: { 'core.note': 'write' } });
+      const bytes = randomBytes(64);
+      const res = await upload(writer.key, bytes).expect(201);
+      expect(res.body.hash).toBe(sha256(bytes));
+      await upload(writer.key, shared).expect(200); // the tenant's copy, de-duplicated across keys
+    });
+
+    it('hides a blob from another tenant, which stores its own copy of the same bytes', async () => {
+      const other = await createTenant(t, admin.key, 'blob-tenant-b');
+      expectError(await t.http.get(`/blobs/${hash}`).set(bearer(other.key)), 404, 'blob_not_found');
+      expectError(await t.http.get(`/blobs/${hash}/metadata`).set(bearer(other.key)), 404, 'blob_not_found');
+      expect((await raw(t, 'HEAD', `/blobs/${hash}`, { key: other.key })).status).toBe(404);
+
+      const res = await upload(other.key, shared, 'application/octet-stream').expect(201);
+      expect(res.body).toMatchObject({ hash, size: shared.length, content_type: 'application/octet-stream' });
+      expect((await metadataRows(hash)).map((r) => r.tenant_id).sort()).toEqual([admin.tenantId, other.tenantId].sort());
+      await expectStoredOnce(admin.tenantId, hash, shared);
+      await expectStoredOnce(other.tenantId, hash, shared);
+      const got = await raw(t, 'GET', `/blobs/${hash}`, { key: other.key });
+      expect(got.body.equals(shared)).toBe(true);
+      expect(got.headers['content-type']).toBe('application/octet-stream');
+      // The first tenant's record is untouched.
+      const mine = await t.http.get(`/blobs/${hash}/metadata`).set(bearer(admin.key)).expect(200);
+      expect(mine.body.content_type).toBe('image/jpeg');
+    });
+  });
+
+  describe('findMissing (used by items for sha256: references)', () => {
+    it('returns the references the tenant has no blob for, as given', async () => {
+      const bytes = randomBytes(32);
+      await upload(admin.key, bytes).expect(201);
+      const have = sha256(bytes);
+      const lack = sha256('absent');
+      const blobs = t.app.get(BlobsService);
+      expect(await blobs.findMissing(admin.tenantId, [])).toEqual([]);
+      expect(await blobs.findMissing(admin.tenantId, [`sha256:${have}`, have])).toEqual([]);
+      expect(await blobs.findMissing(admin.tenantId, [`sha256:${have}`, `sha256:${lack}`, `sha256:${lack}`, 'sha256:bogus'])).toEqual([
+        `sha256:${lack}`,
+        'sha256:bogus',
+      ]);
+      const other = await createTenant(t, admin.key, 'find-missing-b');
+      expect(await blobs.findMissing(other.tenantId, [`sha256:${have}`])).toEqual([`sha256:${have}`]);
+    });
+  });
+
+  describe(`with BLOB_MAX_BYTES=1024`, () => {
+    let small: TestApp;
+    let smallDir: string;
+    let key: string;
+
+    beforeAll(async () => {
+      smallDir = await mkdtemp(join(tmpdir(), `svc-blobs-small-${storage}-`));
+      small = await startApp({ BLOB_STORAGE: storage, BLOB_DIR: smallDir, BLOB_MAX_BYTES: '1024' });
+      key = (await bootstrapAdmin(small)).key;
+    });
+    afterAll(async () => {
+      await small.close();
+      await rm(smallDir, { recursive: true, force: true });
+    });
+
+    async function expectNothingStored(): Promise<void> {
+      expect(await filesUnder(smallDir)).toEqual([]);
+      expect(await small.sql('SELECT 1 FROM blobs')).toEqual([]);
+      expect(await small.sql('SELECT 1 FROM blob_chunks')).toEqual([]);
+    }
+
+    it('accepts exactly the limit', async () => {
+      const bytes = randomBytes(1024);
+      const res = await raw(small, 'POST', '/blobs', { key, body: bytes });
+      expect(res.status).toBe(201);
+      await small.sql('DELETE FROM blobs');
+      await small.sql('DELETE FROM blob_chunks');
+      await rm(smallDir, { recursive: true, force: true });
+    });
+
+    it('413 blob_too_large when Content-Length is over the limit', async () => {
+      const res = await raw(small, 'POST', '/blobs', { key, body: randomBytes(1025) });
+      const error = rawError(res, 413, 'blob_too_large');
+      expect(error.details).toEqual({ max_bytes: 1024 });
+      expect(res.headers.connection).toBe('close');
+      await expectNothingStored();
+    });
+
+    it('413 blob_too_large when a chunked upload passes the limit mid-stream, leaving nothing behind', async () => {
+      const res = await raw(small, 'POST', '/blobs', { key, body: generated(5 * MiB) });
+      rawError(res, 413, 'blob_too_large');
+      expect(res.headers.connection).toBe('close');
+      await expectNothingStored();
+    });
+
+    it('413 reaches the client reliably while it is still uploading', async () => {
+      for (let i = 0; i < 10; i++) {
+        rawError(await raw(small, 'POST', '/blobs', { key, body: generated(2 * MiB, i) }), 413, 'blob_too_large');
+      }
+      await expectNothingStored();
+    });
+  });
+
+  it('documents every blob route in /openapi.json', async () => {
+    const doc = (await t.http.get('/openapi.json').expect(200)).body;
+    expect(Object.keys(doc.paths['/blobs'])).toContain('post');
+    expect(Object.keys(doc.paths['/blobs/{hash}']).sort()).toEqual(expect.arrayContaining(['get', 'head']));
+    expect(Object.keys(doc.paths['/blobs/{hash}/metadata'])).toContain('get');
+    expect(Object.keys(doc.paths['/blobs'].post.responses)).toEqual(expect.arrayContaining(['200', '201', '403', '413']));
+  });
+});

@@ -1,0 +1,86 @@
+/** The error envelope (SPEC 2.9, part 7) for failures outside any one resource's rules. */
+import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
+import { badFields, expectError } from './support/envelope';
+
+describe('error envelope', () => {
+  let t: TestApp;
+  let admin: string;
+
+  beforeAll(async () => {
+    t = await startApp({ JSON_BODY_LIMIT: '1kb' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(() => t.close());
+
+  it('unknown routes are 404 not_found, with or without credentials, for any method', async () => {
+    expectError(await t.http.get('/no-such-route'), 404, 'not_found');
+    expectError(await t.http.get('/no-such-route/deeper').set(bearer(admin)), 404, 'not_found');
+    expectError(await t.http.post('/no-such-route').send({ a: 1 }), 404, 'not_found');
+    expectError(await t.http.put('/keys').set(bearer(admin)).send({}), 404, 'not_found');
+  });
+
+  it('malformed JSON is 400 invalid_request and still carries a request id', async () => {
+    const res = await t.http.post('/keys').set(bearer(admin)).set('Content-Type', 'application/json').send('{"label": ');
+    expectError(res, 400, 'invalid_request');
+    expect(res.headers['x-request-id']).toEqual(expect.any(String));
+  });
+
+  it('a body that is not JSON is 415 invalid_request', async () => {
+    const res = await t.http.post('/keys').set(bearer(admin)).set('Content-Type', 'text/plain').send('label=x');
+    expectError(res, 415, 'invalid_request');
+    const form = await t.http.patch(`/keys/${(await t.http.get('/keys').set(bearer(admin))).body.keys[0].id}`)
+      .set(bearer(admin)).type('form').send({ label: 'x' });
+    expectError(form, 415, 'invalid_request');
+  });
+
+  it('an oversized body is 413 invalid_request', async () => {
+    const res = await t.http.post('/keys').set(bearer(admin)).send({ label: 'x'.repeat(4096) });
+    expectError(res, 413, 'invalid_request');
+    expect(res.headers['x-request-id']).toEqual(expect.any(String));
+    expect(await t.sql('SELECT 1 FROM api_keys')).toHaveLength(1); // nothing was created
+  });
+
+  it('a validation failure is 400 validation_error listing every bad field', async () => {
+    const res = await t.http.post('/keys').set(bearer(admin)).send({
+      role: 'boss',
+      type_permissions: { 'Bad Pattern!': 'x' },
+      extension_permissions: { 'acme.*': 'admin' },
+      edge_permissions: ['links_to'],
+      default_tier: 'gold',
+      label: 42,
+      source: 'has spaces',
+      nickname: 'unknown field',
+    });
+    expect(badFields(res).sort()).toEqual(
+      ['default_tier', 'edge_permissions', 'extension_permissions', 'label', 'nickname', 'role', 'source', 'type_permissions'].sort(),
+    );
+  });
+
+  it('bad query parameters are 400 validation_error naming them', async () => {
+    expect(badFields(await t.http.get('/keys?limit=0').set(bearer(admin)))).toEqual(['limit']);
+    expect(badFields(await t.http.get('/keys?limit=abc').set(bearer(admin)))).toEqual(['limit']);
+    expect(badFields(await t.http.get('/keys?limit=101').set(bearer(admin)))).toEqual(['limit']);
+    expect(badFields(await t.http.get('/keys?colour=red').set(bearer(admin)))).toEqual(['colour']);
+  });
+
+  it('an invalid id in the path is 400 invalid_id', async () => {
+    expectError(await t.http.get('/keys/not-an-id').set(bearer(admin)), 400, 'invalid_id');
+    expectError(await t.http.get('/keys/1').set(bearer(admin)), 400, 'invalid_id');
+    expectError(await t.http.patch('/keys/123e4567-e89b-12d3-a456-42661417400Z').set(bearer(admin)).send({ label: 'x' }), 400, 'invalid_id');
+    expectError(await t.http.delete('/keys/%27%3B%20DROP%20TABLE').set(bearer(admin)), 400, 'invalid_id');
+  });
+
+  it('a well-formed id that does not exist is 404 not_found', async () => {
+    expectError(await t.http.get('/keys/00000000-0000-4000-8000-000000000000').set(bearer(admin)), 404, 'not_found');
+  });
+
+  it('every response carries X-Request-Id; a sane client-sent one is kept, a hostile one replaced', async () => {
+    const kept = await t.http.get('/keys').set(bearer(admin)).set('X-Request-Id', 'client-req-42');
+    expect(kept.headers['x-request-id']).toBe('client-req-42');
+    const replaced = await t.http.get('/nope').set('X-Request-Id', 'bad id with spaces <script>');
+    expect(replaced.headers['x-request-id']).toMatch(/^[A-Za-z0-9._-]+$/);
+    const a = await t.http.get('/health');
+    const b = await t.http.get('/health');
+    expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id']);
+  });
+});

@@ -1,0 +1,248 @@
+/**
+ * Idempotency keys (src/idempotency) through real HTTP on POST /keys, the decorated route that
+ * exists on every server: replays, conflicts, concurrency, kept errors, per-credential keys,
+ * header checks and expiry. SQL is used only to count rows and to age or stage rows.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Response } from 'supertest';
+import { keyDigest, requestFingerprint } from '../src/idempotency/idempotency-key';
+import { sealResponse } from '../src/idempotency/response-seal';
+import { badFields, expectError } from './support/envelope';
+import { bearer, createKey, startApp, TestApp } from './support/app';
+
+const IDEM = 'Idempotency-Key';
+const replayed = (res: Response) => res.headers['idempotent-replayed'] === 'true';
+
+describe('idempotency keys', () => {
+  let t: TestApp;
+  let admin: { key: string; id: string; tenantId: string };
+  const post = (body: object, key?: string, token: string | undefined = admin.key) => {
+    let req = t.http.post('/keys');
+    if (token) req = req.set(bearer(token));
+    if (key !== undefined) req = req.set(IDEM, key);
+    return req.send(body);
+  };
+  const keysLabelled = async (label: string) =>
+    Number((await t.sql<{ n: string }>('SELECT count(*) AS n FROM api_keys WHERE label = $1', [label]))[0].n);
+
+  beforeAll(async () => (t = await startApp()));
+  afterAll(() => t.close());
+
+  it('replays the bootstrap POST /keys, plaintext key included, to an unauthenticated retry', async () => {
+    const idem = randomUUID();
+    const first = await t.http.post('/keys').set(IDEM, idem).send({ label: 'root admin' });
+    expect(first.status).toBe(201);
+    expect(first.body.key).toMatch(/^svc_k1_/);
+    expect(replayed(first)).toBe(false);
+
+    const retry = await t.http.post('/keys').set(IDEM, idem).send({ label: 'root admin' });
+    expect(retry.status).toBe(201);
+    expect(retry.body).toEqual(first.body);
+    expect(replayed(retry)).toBe(true);
+    admin = { key: first.body.key, id: first.body.id, tenantId: first.body.tenant_id };
+
+    const list = await t.http.get('/keys').set(bearer(admin.key)).expect(200);
+    expect(list.body.keys.map((k: { id: string }) => k.id)).toEqual([admin.id]);
+
+    const other = await t.http.post('/keys').set(IDEM, idem).send({ label: 'someone else' });
+    expect(expectError(other, 409, 'conflict').details).toEqual({ idempotency_key: idem });
+    expectError(await t.http.post('/keys').send({ label: 'root admin' }), 401, 'unauthorized');
+  });
+
+  it('returns the first response to a retry with the same key and body, and creates one key', async () => {
+    const idem = randomUUID();
+    const body = { label: 'retry-once', role: 'member', type_permissions: { 'core.*': 'read' } };
+    const first = await post(body, idem);
+    expect(first.status).toBe(201);
+    expect(replayed(first)).toBe(false);
+
+    // Same body with its keys in another order is the same request.
+    const retry = await post({ type_permissions: { 'core.*': 'read' }, role: 'member', label: 'retry-once' }, idem);
+    expect(retry.status).toBe(201);
+    expect(retry.text).toBe(first.text);
+    expect(retry.body.id).toBe(first.body.id);
+    expect(retry.body.key).toBe(first.body.key);
+    expect(replayed(retry)).toBe(true);
+    expect(await keysLabelled('retry-once')).toBe(1);
+  });
+
+  it('refuses the same key with a different body with 409 conflict', async () => {
+    const idem = randomUUID();
+    await post({ label: 'conflict-a' }, idem).expect(201);
+    const res = await post({ label: 'conflict-b' }, idem);
+    expect(expectError(res, 409, 'conflict').details).toEqual({ idempotency_key: idem });
+    expect(await keysLabelled('conflict-b')).toBe(0);
+  });
+
+  it('runs concurrent requests with one key once and gives them all the same response', async () => {
+    const idem = randomUUID();
+    const responses = await Promise.all(Array.from({ length: 5 }, () => post({ label: 'concurrent' }, idem)));
+    for (const res of responses) {
+      expect(res.status).toBe(201);
+      expect(res.body).toEqual(responses[0].body);
+    }
+    expect(responses.filter((r) => !replayed(r))).toHaveLength(1);
+    expect(await keysLabelled('concurrent')).toBe(1);
+  });
+
+  it('keeps and replays a validation_error', async () => {
+    const idem = randomUUID();
+    const first = await post({ label: 'invalid', role: 'boss' }, idem);
+    expect(badFields(first)).toEqual(['role']);
+    const retry = await post({ label: 'invalid', role: 'boss' }, idem);
+    expect(retry.status).toBe(400);
+    expect(retry.body).toEqual(first.body);
+    expect(replayed(retry)).toBe(true);
+  });
+
+  it('keeps and replays a 409 duplicate_source even after the conflict is gone', async () => {
+    const holder = await createKey(t, admin.key, { label: 'source holder', source: 'dup.source' });
+    const idem = randomUUID();
+    const body = { label: 'duplicate', source: 'dup.source' };
+    const first = await post(body, idem);
+    expectError(first, 409, 'duplicate_source');
+
+    await t.http.delete(`/keys/${holder.id}`).set(bearer(admin.key)).expect(200);
+    const retry = await post(body, idem);
+    expectError(retry, 409, 'duplicate_source');
+    expect(retry.body).toEqual(first.body);
+    expect(replayed(retry)).toBe(true);
+    expect(await keysLabelled('duplicate')).toBe(0);
+
+    // A new key is a new request: the source is free now.
+    await post(body, randomUUID()).expect(201);
+    expect(await keysLabelled('duplicate')).toBe(1);
+  });
+
+  it('keeps keys per credential: two admins using one key string each get their own result', async () => {
+    const second = await createKey(t, admin.key, { label: 'second admin', role: 'admin' });
+    const idem = 'shared-key-string';
+    const a = await post({ label: 'per-credential' }, idem, admin.key);
+    const b = await post({ label: 'per-credential' }, idem, second.key);
+    expect(a.status).toBe(201);
+    expect(b.status).toBe(201);
+    expect(replayed(a) || replayed(b)).toBe(false);
+    expect(a.body.id).not.toBe(b.body.id);
+    expect(await keysLabelled('per-credential')).toBe(2);
+    const again = await post({ label: 'per-credential' }, idem, second.key);
+    expect(again.body.id).toBe(b.body.id);
+    expect(replayed(again)).toBe(true);
+  });
+
+  it('rejects a malformed Idempotency-Key header with 400 validation_error naming it', async () => {
+    for (const bad of ['', 'has space', 'x'.repeat(256)]) {
+      const res = await post({ label: 'bad-header' }, bad);
+      expect(badFields(res)).toEqual([IDEM]);
+    }
+    expect(await keysLabelled('bad-header')).toBe(0);
+    await post({ label: 'long-header' }, 'x'.repeat(255)).expect(201);
+  });
+
+  it('behaves normally without the header', async () => {
+    const a = await post({ label: 'no-header' }).expect(201);
+    const b = await post({ label: 'no-header' }).expect(201);
+    expect(a.body.id).not.toBe(b.body.id);
+    expect(replayed(a) || replayed(b)).toBe(false);
+    expect(await keysLabelled('no-header')).toBe(2);
+  });
+
+  it('runs the request again once the key has expired', async () => {
+    const idem = randomUUID();
+    const first = await post({ label: 'expiring' }, idem).expect(201);
+    const where = 'tenant_id = $1 AND credential_id = $2 AND key_hash = $3';
+    const params = [admin.tenantId, admin.id, keyDigest(idem)];
+    const [row] = await t.sql<{ ttl_hours: number }>(
+      `SELECT extract(epoch FROM expires_at - created_at) / 3600 AS ttl_hours FROM idempotency_keys WHERE ${where}`,
+      params,
+    );
+    expect(Number(row.ttl_hours)).toBeCloseTo(24, 3);
+
+    await t.sql(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE ${where}`, params);
+    const again = await post({ label: 'expiring' }, idem);
+    expect(again.status).toBe(201);
+    expect(again.body.id).not.toBe(first.body.id);
+    expect(replayed(again)).toBe(false);
+    expect(await keysLabelled('expiring')).toBe(2);
+    const rows = await t.sql(`SELECT 1 FROM idempotency_keys WHERE ${where}`, params);
+    expect(rows).toHaveLength(1);
+  });
+
+  it('stores neither the key string nor the response in readable form', async () => {
+    const idem = `readable-${randomUUID()}`;
+    const res = await post({ label: 'sealed' }, idem).expect(201);
+    const rows = await t.sql<{ n: string }>(
+      `SELECT count(*) AS n FROM idempotency_keys
+        WHERE key_hash = $1 OR position(convert_to($2, 'UTF8') IN response_body) > 0 OR position(convert_to($3, 'UTF8') IN response_body) > 0`,
+      [idem, res.body.key, res.body.id],
+    );
+    expect(Number(rows[0].n)).toBe(0);
+  });
+
+  it('documents the header on the decorated route', async () => {
+    const doc = await t.http.get('/openapi.json').expect(200);
+    const params: Array<{ name: string; in: string }> = doc.body.paths['/keys'].post.parameters ?? [];
+    expect(params).toContainEqual(expect.objectContaining({ name: IDEM, in: 'header', required: false }));
+    expect(doc.body.paths['/keys'].get.parameters ?? []).not.toContainEqual(expect.objectContaining({ name: IDEM }));
+  });
+
+  describe('a retry that finds the key in progress', () => {
+    const stage = async (idem: string, body: object, age = '0 seconds') => {
+      await t.sql(
+        `INSERT INTO idempotency_keys (tenant_id, credential_id, key_hash, fingerprint, state, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, 'in_progress', now() - $5::interval, now() + interval '1 hour')`,
+        [admin.tenantId, admin.id, keyDigest(idem), requestFingerprint('POST', '/keys', body), age],
+      );
+    };
+    const where = 'tenant_id = $1 AND credential_id = $2 AND key_hash = $3';
+
+    it('waits for it to complete and replays its response', async () => {
+      const idem = randomUUID();
+      const body = { label: 'waiting' };
+      await stage(idem, body);
+      const pending = post(body, idem).then((r) => r);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const digest = keyDigest(idem);
+      const sealed = sealResponse(idem, { tenantId: admin.tenantId, credentialId: admin.id }, digest, 201, '{"done":true}');
+      await t.sql(`UPDATE idempotency_keys SET state = 'completed', response_status = 201, response_body = $4 WHERE ${where}`, [
+        admin.tenantId,
+        admin.id,
+        digest,
+        sealed,
+      ]);
+      const res = await pending;
+      expect(res.status).toBe(201);
+      expect(res.body).toEqual({ done: true });
+      expect(replayed(res)).toBe(true);
+      expect(await keysLabelled('waiting')).toBe(0);
+    });
+
+    it('runs the request itself when the other one gives the key up', async () => {
+      const idem = randomUUID();
+      const body = { label: 'released' };
+      await stage(idem, body);
+      const pending = post(body, idem).then((r) => r);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await t.sql(`DELETE FROM idempotency_keys WHERE ${where}`, [admin.tenantId, admin.id, keyDigest(idem)]);
+      const res = await pending;
+      expect(res.status).toBe(201);
+      expect(replayed(res)).toBe(false);
+      expect(await keysLabelled('released')).toBe(1);
+    });
+
+    it('takes over a claim abandoned past its lease', async () => {
+      const idem = randomUUID();
+      const body = { label: 'abandoned' };
+      await stage(idem, body, '1 hour');
+      const res = await post(body, idem);
+      expect(res.status).toBe(201);
+      expect(replayed(res)).toBe(false);
+      expect(await keysLabelled('abandoned')).toBe(1);
+    });
+
+    it('refuses a different body at once', async () => {
+      const idem = randomUUID();
+      await stage(idem, { label: 'first body' });
+      expectError(await post({ label: 'second body' }, idem), 409, 'conflict');
+    });
+  });
+});

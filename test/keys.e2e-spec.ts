@@ -1,0 +1,275 @@
+/** SPEC 2.7 and 4.5, CONTRACT "Tenants and keys": the /keys surface within one tenant. */
+import { createHash } from 'node:crypto';
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { badFields, expectError } from './support/envelope';
+import { expectKeyBody } from './support/keys';
+
+describe('keys', () => {
+  let t: TestApp;
+  let admin: { key: string; id: string; tenantId: string };
+
+  beforeAll(async () => {
+    t = await startApp();
+    admin = await bootstrapAdmin(t);
+  });
+  afterAll(() => t.close());
+
+  describe('creation', () => {
+    it('returns 201 with every SPEC 2.7 field and the plaintext key once', async () => {
+      const body = {
+        label: 'ingest bot',
+        role: 'member',
+        source: 'ingest.bot-1',
+        default_tier: 'feed',
+        type_permissions: { 'core.note': 'write', 'core.*': 'read' },
+        extension_permissions: { 'acme.*': 'write' },
+        edge_permissions: { links_to: 'read' },
+      };
+      const res = await t.http.post('/keys').set(bearer(admin.key)).send(body).expect(201);
+      expectKeyBody(res.body, true);
+      expect(res.body).toMatchObject({ ...body, tenant_id: admin.tenantId, revoked_at: null });
+      await t.http.get('/health').set(bearer(res.body.key)).expect(200);
+    });
+
+    it('applies defaults: member, library tier, empty maps, a generated unique source', async () => {
+      const a = await createKey(t, admin.key, {});
+      const b = await createKey(t, admin.key, {});
+      expect(a).toMatchObject({ role: 'member', default_tier: 'library', type_permissions: {}, extension_permissions: {}, edge_permissions: {} });
+      expect(a.source).toEqual(expect.any(String));
+      expect(a.source.length).toBeGreaterThan(0);
+      expect(a.source).not.toBe(b.source);
+      expect(a.id).not.toBe(b.id);
+      expect(a.key).not.toBe(b.key);
+    });
+
+    it('validates permission maps', async () => {
+      for (const [field, value] of [
+        ['type_permissions', { '*': 'admin' }],
+        ['type_permissions', { 'Core.Note': 'read' }],
+        ['type_permissions', { 'core.*.x': 'read' }],
+        ['type_permissions', 'core.note'],
+        ['type_permissions', ['core.note']],
+        ['extension_permissions', { acme: true }],
+        ['edge_permissions', { 'links to': 'write' }],
+      ] as const) {
+        expect(badFields(await t.http.post('/keys').set(bearer(admin.key)).send({ [field]: value }))).toEqual([field]);
+      }
+      const anyKey = (await t.http.get('/keys').set(bearer(admin.key))).body.keys[0];
+      // null is not "absent": it is refused rather than stored (or failing as a 500).
+      for (const field of ['label', 'role', 'default_tier', 'type_permissions', 'extension_permissions', 'edge_permissions']) {
+        expect(badFields(await t.http.patch(`/keys/${anyKey.id}`).set(bearer(admin.key)).send({ [field]: null }))).toEqual([field]);
+      }
+      expect(badFields(await t.http.post('/keys').set(bearer(admin.key)).send({ source: null, label: null })).sort()).toEqual(['label', 'source']);
+      expect(badFields(await t.http.patch(`/keys/${anyKey.id}`).set(bearer(admin.key)).send({ edge_permissions: { x: 'delete' } }))).toEqual([
+        'edge_permissions',
+      ]);
+    });
+  });
+
+  describe('secrecy', () => {
+    it('the plaintext appears only in the creation response', async () => {
+      const created = await createKey(t, admin.key, { label: 'secret holder' });
+      const secret = created.key as string;
+      const responses = [
+        await t.http.get('/keys').set(bearer(admin.key)).expect(200),
+        await t.http.get(`/keys/${created.id}`).set(bearer(admin.key)).expect(200),
+        await t.http.patch(`/keys/${created.id}`).set(bearer(admin.key)).send({ label: 'renamed' }).expect(200),
+        await t.http.delete(`/keys/${created.id}`).set(bearer(admin.key)).expect(200),
+      ];
+      for (const res of responses) expect(res.text).not.toContain(secret.slice('svc_k1_'.length));
+      for (const k of responses[0].body.keys) expectKeyBody(k, false);
+      for (const res of responses.slice(1)) expectKeyBody(res.body, false);
+      expect(responses[0].body.keys.map((k: { id: string }) => k.id)).toContain(created.id);
+    });
+
+    it('the database holds a SHA-256 hash of the key, never the plaintext', async () => {
+      const created = await createKey(t, admin.key, { label: 'hashed' });
+      const secret = created.key as string;
+      const rows = await t.sql<Record<string, unknown>>('SELECT * FROM api_keys WHERE id = $1', [created.id]);
+      expect(rows).toHaveLength(1);
+      const stored = JSON.stringify(rows[0]);
+      expect(stored).not.toContain(secret.slice('svc_k1_'.length, 'svc_k1_'.length + 12));
+      expect(Object.values(rows[0])).toContain(createHash('sha256').update(secret).digest('hex'));
+      // Nothing else in the database holds it either.
+      const dump = await t.sql<{ t: string }>(
+        `SELECT string_agg(row_to_json(x)::text, '') AS t FROM (SELECT * FROM api_keys) x`,
+      );
+      expect(dump[0].t).not.toContain(secret);
+    });
+  });
+
+  describe('members', () => {
+    let member: Record<string, any>;
+    beforeAll(async () => {
+      member = await createKey(t, admin.key, { label: 'member', type_permissions: { '*': 'write' } });
+    });
+
+    it('cannot manage keys: 403 forbidden on every /keys route', async () => {
+      const m = bearer(member.key);
+      expectError(await t.http.get('/keys').set(m), 403, 'forbidden');
+      expectError(await t.http.get(`/keys/${admin.id}`).set(m), 403, 'forbidden');
+      expectError(await t.http.get(`/keys/${member.id}`).set(m), 403, 'forbidden');
+      expectError(await t.http.post('/keys').set(m).send({ label: 'escalate', role: 'admin' }), 403, 'forbidden');
+      expectError(await t.http.patch(`/keys/${member.id}`).set(m).send({ role: 'admin' }), 403, 'forbidden');
+      expectError(await t.http.delete(`/keys/${admin.id}`).set(m), 403, 'forbidden');
+      const rows = await t.sql<{ role: string; revoked_at: Date | null }>('SELECT role, revoked_at FROM api_keys WHERE id = ANY($1)', [
+        [admin.id, member.id],
+      ]);
+      expect(rows).toEqual(expect.arrayContaining([{ role: 'admin', revoked_at: null }, { role: 'member', revoked_at: null }]));
+    });
+  });
+
+  describe('update', () => {
+    it('changes label, role, tier and maps, effective on the next request', async () => {
+      const k = await createKey(t, admin.key, { label: 'before' });
+      expectError(await t.http.get('/keys').set(bearer(k.key)), 403, 'forbidden'); // resolved and cached as member
+      const patch = {
+        label: 'after',
+        role: 'admin',
+        default_tier: 'feed',
+        type_permissions: { 'acme.*': 'write' },
+        extension_permissions: { geo: 'read' },
+        edge_permissions: { '*': 'read' },
+      };
+      const res = await t.http.patch(`/keys/${k.id}`).set(bearer(admin.key)).send(patch).expect(200);
+      expectKeyBody(res.body, false);
+      expect(res.body).toMatchObject({ ...patch, id: k.id, source: k.source });
+      expect(Date.parse(res.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(k.updated_at));
+      await t.http.get('/keys').set(bearer(k.key)).expect(200); // now an admin
+      expect((await t.http.get(`/keys/${k.id}`).set(bearer(admin.key)).expect(200)).body).toMatchObject(patch);
+
+      await t.http.patch(`/keys/${k.id}`).set(bearer(admin.key)).send({ role: 'member' }).expect(200);
+      expectError(await t.http.get('/keys').set(bearer(k.key)), 403, 'forbidden'); // demoted at once
+      // A partial update leaves the other fields alone.
+      const after = (await t.http.patch(`/keys/${k.id}`).set(bearer(admin.key)).send({ label: 'only label' }).expect(200)).body;
+      expect(after).toMatchObject({ ...patch, label: 'only label', role: 'member' });
+    });
+
+    it('refuses to change the source (400 validation_error) or a revoked key (409 conflict)', async () => {
+      const k = await createKey(t, admin.key, { source: 'fixed-source' });
+      expect(badFields(await t.http.patch(`/keys/${k.id}`).set(bearer(admin.key)).send({ source: 'other' }))).toEqual(['source']);
+      expect(badFields(await t.http.patch(`/keys/${k.id}`).set(bearer(admin.key)).send({ key: 'svc_k1_x', id: k.id })).sort()).toEqual([
+        'id',
+        'key',
+      ]);
+      await t.http.delete(`/keys/${k.id}`).set(bearer(admin.key)).expect(200);
+      expectError(await t.http.patch(`/keys/${k.id}`).set(bearer(admin.key)).send({ label: 'zombie' }), 409, 'conflict');
+    });
+  });
+
+  describe('revocation', () => {
+    it('returns the revoked key, takes effect on the next request and is idempotent', async () => {
+      const k = await createKey(t, admin.key, { role: 'admin' });
+      await t.http.get('/keys').set(bearer(k.key)).expect(200);
+      const revoked = (await t.http.delete(`/keys/${k.id}`).set(bearer(admin.key)).expect(200)).body;
+      expectKeyBody(revoked, false);
+      expect(revoked.id).toBe(k.id);
+      expect(revoked.revoked_at).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+      expectError(await t.http.get('/keys').set(bearer(k.key)), 401, 'unauthorized');
+      const again = (await t.http.delete(`/keys/${k.id}`).set(bearer(admin.key)).expect(200)).body;
+      expect(again.revoked_at).toBe(revoked.revoked_at);
+      expect((await t.http.get(`/keys/${k.id}`).set(bearer(admin.key)).expect(200)).body.revoked_at).toBe(revoked.revoked_at);
+    });
+
+    it('a key can revoke itself when another admin remains', async () => {
+      const k = await createKey(t, admin.key, { role: 'admin' });
+      await t.http.delete(`/keys/${k.id}`).set(bearer(k.key)).expect(200);
+      expectError(await t.http.get('/keys').set(bearer(k.key)), 401, 'unauthorized');
+    });
+  });
+
+  describe('source uniqueness', () => {
+    it('a taken source in the tenant is 409 duplicate_source; free again after the holder is revoked', async () => {
+      const holder = await createKey(t, admin.key, { source: 'crm-sync' });
+      const dup = await t.http.post('/keys').set(bearer(admin.key)).send({ source: 'crm-sync' });
+      expectError(dup, 409, 'duplicate_source');
+      // Rotation: revoke, then create a replacement with the same source.
+      await t.http.delete(`/keys/${holder.id}`).set(bearer(admin.key)).expect(200);
+      const replacement = await createKey(t, admin.key, { source: 'crm-sync' });
+      expect(replacement.source).toBe('crm-sync');
+      expectError(await t.http.post('/keys').set(bearer(admin.key)).send({ source: 'crm-sync' }), 409, 'duplicate_source');
+    });
+
+    it('the same source is fine in another tenant', async () => {
+      await createKey(t, admin.key, { source: 'shared-name' });
+      const other = await createTenant(t, admin.key, 'source-tenant');
+      const there = await createKey(t, other.key, { source: 'shared-name' });
+      expect(there).toMatchObject({ source: 'shared-name', tenant_id: other.tenantId });
+    });
+  });
+
+  describe('last admin', () => {
+    it('revoking or demoting the tenant\'s last active admin is 409 conflict', async () => {
+      const tenant = await createTenant(t, admin.key, 'lonely');
+      const first = (await t.http.get('/keys').set(bearer(tenant.key)).expect(200)).body.keys[0];
+      expectError(await t.http.delete(`/keys/${first.id}`).set(bearer(tenant.key)), 409, 'conflict');
+      expectError(await t.http.patch(`/keys/${first.id}`).set(bearer(tenant.key)).send({ role: 'member' }), 409, 'conflict');
+      // A member key does not count as an admin.
+      await createKey(t, tenant.key, { role: 'member' });
+      expectError(await t.http.delete(`/keys/${first.id}`).set(bearer(tenant.key)), 409, 'conflict');
+      // Nor does a revoked admin.
+      const second = await createKey(t, tenant.key, { role: 'admin' });
+      await t.http.delete(`/keys/${second.id}`).set(bearer(tenant.key)).expect(200);
+      expectError(await t.http.patch(`/keys/${first.id}`).set(bearer(tenant.key)).send({ role: 'member' }), 409, 'conflict');
+      // With another active admin it is allowed, and the key still works.
+      const third = await createKey(t, tenant.key, { role: 'admin' });
+      await t.http.patch(`/keys/${first.id}`).set(bearer(tenant.key)).send({ role: 'member' }).expect(200);
+      expectError(await t.http.delete(`/keys/${third.id}`).set(bearer(third.key)), 409, 'conflict');
+      await t.http.get('/keys').set(bearer(third.key)).expect(200);
+    });
+
+    it('holds under concurrent revocation of the last two admins', async () => {
+      const tenant = await createTenant(t, admin.key, 'racing');
+      const first = (await t.http.get('/keys').set(bearer(tenant.key)).expect(200)).body.keys[0];
+      const second = await createKey(t, tenant.key, { role: 'admin' });
+      const results = await Promise.all([
+        t.http.delete(`/keys/${first.id}`).set(bearer(second.key)),
+        t.http.delete(`/keys/${second.id}`).set(bearer(tenant.key)),
+      ]);
+      expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
+      const active = await t.sql(`SELECT 1 FROM api_keys WHERE tenant_id = $1 AND role = 'admin' AND revoked_at IS NULL`, [tenant.tenantId]);
+      expect(active).toHaveLength(1);
+    });
+  });
+
+  describe('listing', () => {
+    it('pages with limit and cursor, newest first, without overlap, ending with next_cursor null', async () => {
+      const tenant = await createTenant(t, admin.key, 'paging');
+      const created = [];
+      for (let i = 0; i < 6; i++) created.push(await createKey(t, tenant.key, { label: `k${i}` }));
+      const all = (await t.http.get('/keys').set(bearer(tenant.key)).expect(200)).body;
+      expect(all.keys).toHaveLength(7); // six plus the tenant's first admin key
+      expect(all.next_cursor).toBeNull();
+
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      const sizes: number[] = [];
+      do {
+        const res: { body: { keys: Array<{ id: string }>; next_cursor: string | null } } = await t.http
+          .get('/keys')
+          .query({ limit: 3, ...(cursor ? { cursor } : {}) })
+          .set(bearer(tenant.key))
+          .expect(200);
+        sizes.push(res.body.keys.length);
+        seen.push(...res.body.keys.map((k) => k.id));
+        cursor = res.body.next_cursor;
+        expect(cursor === null || typeof cursor === 'string').toBe(true);
+      } while (cursor);
+      expect(sizes).toEqual([3, 3, 1]);
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen).toEqual(all.keys.map((k: { id: string }) => k.id));
+      // Newest first.
+      expect(seen.slice(0, 6)).toEqual(created.map((k) => k.id).reverse());
+
+      const exact = await t.http.get('/keys').query({ limit: 7 }).set(bearer(tenant.key)).expect(200);
+      expect(exact.body.keys).toHaveLength(7);
+      expect(exact.body.next_cursor).toBeNull();
+    });
+
+    it('a cursor it did not issue is 400 validation_error', async () => {
+      for (const cursor of ['garbage', Buffer.from('["not a date","x"]').toString('base64url'), Buffer.from('{}').toString('base64url')]) {
+        expect(badFields(await t.http.get('/keys').query({ cursor }).set(bearer(admin.key)))).toEqual(['cursor']);
+      }
+    });
+  });
+});

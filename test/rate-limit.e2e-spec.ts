@@ -1,0 +1,157 @@
+/** SPEC 8.1: per-credential, per-path-segment rolling windows in Redis, with headers on every response. */
+import type { Response } from 'supertest';
+import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
+import { expectError } from './support/envelope';
+
+function expectLimitHeaders(res: Response, limit: number): { remaining: number; reset: number } {
+  expect(res.headers['x-ratelimit-limit']).toBe(String(limit));
+  expect(res.headers['x-ratelimit-remaining']).toMatch(/^\d+$/);
+  expect(res.headers['x-ratelimit-reset']).toMatch(/^\d+$/);
+  const remaining = Number(res.headers['x-ratelimit-remaining']);
+  const reset = Number(res.headers['x-ratelimit-reset']);
+  expect(remaining).toBeLessThanOrEqual(limit);
+  // A Unix timestamp (seconds) within the next window.
+  const now = Date.now() / 1000;
+  expect(reset).toBeGreaterThanOrEqual(Math.floor(now) - 1);
+  expect(reset).toBeLessThanOrEqual(Math.ceil(now) + 61);
+  return { remaining, reset };
+}
+
+function expectRateLimited(res: Response, limit: number): void {
+  expectError(res, 429, 'rate_limited');
+  expectLimitHeaders(res, limit);
+  expect(res.headers['x-ratelimit-remaining']).toBe('0');
+  expect(res.headers['retry-after']).toMatch(/^\d+$/);
+  const retryAfter = Number(res.headers['retry-after']);
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+}
+
+describe('rate limits', () => {
+  describe('with RATE_LIMIT_REQUESTS=5', () => {
+    let t: TestApp;
+    let admin: string;
+    beforeAll(async () => {
+      t = await startApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5' });
+      admin = (await bootstrapAdmin(t)).key;
+    });
+    afterAll(() => t.close());
+
+    it('every response carries the headers: success, 401 and 404', async () => {
+      expectLimitHeaders(await t.http.get('/keys').set(bearer(admin)).expect(200), 10);
+      expectLimitHeaders(expectStatus(await t.http.get('/keys').set(bearer('svc_k1_nope')), 401), 10);
+      expectLimitHeaders(expectStatus(await t.http.get('/keys'), 401), 10);
+      expectLimitHeaders(expectStatus(await t.http.get('/no-such-route').set(bearer(admin)), 404), 10);
+      expectLimitHeaders(expectStatus(await t.http.post('/keys').set(bearer(admin)).set('Content-Type', 'application/json').send('{'), 400), 5);
+      expectLimitHeaders(await t.http.get('/health').expect(200), 10);
+    });
+
+    it('past the limit: 429 rate_limited with Retry-After; another key of the tenant is unaffected', async () => {
+      const k1 = await createKey(t, admin, { label: 'k1' });
+      const k2 = await createKey(t, admin, { label: 'k2' });
+      // POST /tenants is a write (limit 5) that a member is refused; refused requests count too.
+      const remaining: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await t.http.post('/tenants').set(bearer(k1.key)).send({ name: 'x' });
+        expectError(res, 403, 'forbidden');
+        remaining.push(expectLimitHeaders(res, 5).remaining);
+      }
+      expect(remaining).toEqual([4, 3, 2, 1, 0]);
+      expectRateLimited(await t.http.post('/tenants').set(bearer(k1.key)).send({ name: 'x' }), 5);
+      expectRateLimited(await t.http.post('/tenants').set(bearer(k1.key)).send({ name: 'x' }), 5);
+
+      // Same tenant, other key: its own bucket.
+      const other = await t.http.post('/tenants').set(bearer(k2.key)).send({ name: 'x' });
+      expectError(other, 403, 'forbidden');
+      expect(expectLimitHeaders(other, 5).remaining).toBe(4);
+      // Same key, other path segment: its own bucket.
+      const elsewhere = await t.http.get('/health').set(bearer(k1.key)).expect(200);
+      expect(expectLimitHeaders(elsewhere, 10).remaining).toBe(9);
+    });
+
+    it('GET gets twice the write limit', async () => {
+      const k = await createKey(t, admin, { label: 'reader' });
+      for (let i = 0; i < 10; i++) await t.http.get('/no-such-thing').set(bearer(k.key)).expect(404);
+      expectRateLimited(await t.http.get('/no-such-thing').set(bearer(k.key)), 10);
+      // The write limit of the same segment is half that.
+      expectLimitHeaders(await t.http.post('/no-such-thing').set(bearer(k.key)).send({}), 5);
+    });
+
+    it('unauthenticated requests share one bucket per client IP, whatever token they carry', async () => {
+      const body = { name: 'guess' };
+      for (let i = 0; i < 5; i++) expectError(await t.http.post('/tenants').set(bearer(`svc_k1_guess${i}`)).send(body), 401, 'unauthorized');
+      expectRateLimited(await t.http.post('/tenants').send(body), 5);
+      expectRateLimited(await t.http.post('/tenants').set(bearer('svc_k1_guess99')).send(body), 5);
+      // A valid key from the same address has its own bucket.
+      const res = await t.http.post('/tenants').set(bearer(admin)).send({ name: 'legit' }).expect(201);
+      expect(expectLimitHeaders(res, 5).remaining).toBe(4);
+    });
+  });
+
+  it('/keys is capped at 30 writes (60 reads) per window even when the default is larger', async () => {
+    const t = await startApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '100' });
+    try {
+      const admin = (await bootstrapAdmin(t)).key;
+      expectLimitHeaders(await t.http.get('/keys').set(bearer(admin)).expect(200), 60);
+      expectLimitHeaders(await t.http.get('/health').set(bearer(admin)).expect(200), 200);
+      for (let i = 0; i < 30; i++) {
+        const res = await t.http.post('/keys').set(bearer(admin)).send({ role: 'not-a-role' });
+        expectError(res, 400, 'validation_error');
+        expectLimitHeaders(res, 30);
+      }
+      expectRateLimited(await t.http.post('/keys').set(bearer(admin)).send({ label: 'the 31st' }), 30);
+      // Other writes of the same key keep the configured default.
+      const tenants = await t.http.post('/tenants').set(bearer(admin)).send({ name: 'still fine' }).expect(201);
+      expectLimitHeaders(tenants, 100);
+    } finally {
+      await t.close();
+    }
+  });
+
+  describe('client address behind a proxy', () => {
+    let trusting: TestApp;
+    let direct: TestApp;
+    beforeAll(async () => {
+      [trusting, direct] = await Promise.all([
+        startApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '3', TRUST_PROXY: 'true' }),
+        startApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '3' }),
+      ]);
+    });
+    afterAll(() => Promise.all([trusting?.close(), direct?.close()]));
+
+    it('with TRUST_PROXY=true, X-Forwarded-For addresses get separate buckets', async () => {
+      for (let i = 0; i < 6; i++) await trusting.http.get('/health').set('X-Forwarded-For', '203.0.113.1').expect(200);
+      expectRateLimited(await trusting.http.get('/health').set('X-Forwarded-For', '203.0.113.1'), 6);
+      const other = await trusting.http.get('/health').set('X-Forwarded-For', '203.0.113.2').expect(200);
+      expect(expectLimitHeaders(other, 6).remaining).toBe(5);
+    });
+
+    it('without it, X-Forwarded-For is ignored: every value shares the socket address\'s bucket', async () => {
+      for (let i = 0; i < 6; i++) await direct.http.get('/health').set('X-Forwarded-For', `203.0.113.${10 + i}`).expect(200);
+      expectRateLimited(await direct.http.get('/health').set('X-Forwarded-For', '203.0.113.99'), 6);
+      expectRateLimited(await direct.http.get('/health'), 6);
+    });
+  });
+
+  it('RATE_LIMIT_ENABLED=false sends no limit headers and never answers 429', async () => {
+    const t = await startApp({ RATE_LIMIT_ENABLED: 'false', RATE_LIMIT_REQUESTS: '1' });
+    try {
+      const admin = (await bootstrapAdmin(t)).key;
+      for (let i = 0; i < 35; i++) {
+        const res = await t.http.post('/keys').set(bearer(admin)).send({ role: 'x' });
+        expectError(res, 400, 'validation_error');
+        expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+        expect(res.headers['x-ratelimit-remaining']).toBeUndefined();
+        expect(res.headers['x-ratelimit-reset']).toBeUndefined();
+      }
+      for (let i = 0; i < 5; i++) await t.http.get('/health').expect(200);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+function expectStatus(res: Response, status: number): Response {
+  expect(res.status).toBe(status);
+  return res;
+}

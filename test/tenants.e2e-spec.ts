@@ -1,0 +1,101 @@
+/** CONTRACT "Tenants and keys": POST /tenants, and tenant isolation of the /keys surface. */
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { badFields, expectError } from './support/envelope';
+import { expectKeyBody } from './support/keys';
+
+describe('tenants', () => {
+  let t: TestApp;
+  let root: { key: string; id: string; tenantId: string };
+
+  beforeAll(async () => {
+    t = await startApp();
+    root = await bootstrapAdmin(t);
+  });
+  afterAll(() => t.close());
+
+  describe('POST /tenants', () => {
+    it('by the root tenant\'s admin: 201 with the tenant and its first admin key', async () => {
+      const res = await t.http.post('/tenants').set(bearer(root.key)).send({ name: 'Acme Corp' }).expect(201);
+      expect(Object.keys(res.body).sort()).toEqual(['admin_key', 'tenant']);
+      expect(res.body.tenant).toEqual({ id: expect.any(String), name: 'Acme Corp', created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T[\d:.]+Z$/) });
+      expect(res.body.tenant.id).not.toBe(root.tenantId);
+      expectKeyBody(res.body.admin_key, true);
+      expect(res.body.admin_key).toMatchObject({ role: 'admin', tenant_id: res.body.tenant.id, revoked_at: null });
+      // The new key manages its own tenant only.
+      const list = await t.http.get('/keys').set(bearer(res.body.admin_key.key)).expect(200);
+      expect(list.body.keys.map((k: { id: string }) => k.id)).toEqual([res.body.admin_key.id]);
+      const row = await t.sql<{ is_root: boolean }>('SELECT is_root FROM tenants WHERE id = $1', [res.body.tenant.id]);
+      expect(row).toEqual([{ is_root: false }]);
+    });
+
+    it('by anyone else: 403 forbidden (or 401 without a key), and nothing is created', async () => {
+      const other = await createTenant(t, root.key, 'not root');
+      const rootMember = await createKey(t, root.key, { role: 'member', type_permissions: { '*': 'write' } });
+      const otherMember = await createKey(t, other.key, { role: 'member' });
+      const before = (await t.sql('SELECT 1 FROM tenants')).length;
+      expectError(await t.http.post('/tenants').set(bearer(other.key)).send({ name: 'x' }), 403, 'forbidden');
+      expectError(await t.http.post('/tenants').set(bearer(rootMember.key)).send({ name: 'x' }), 403, 'forbidden');
+      expectError(await t.http.post('/tenants').set(bearer(otherMember.key)).send({ name: 'x' }), 403, 'forbidden');
+      expectError(await t.http.post('/tenants').send({ name: 'x' }), 401, 'unauthorized');
+      expect(await t.sql('SELECT 1 FROM tenants')).toHaveLength(before);
+    });
+
+    it('validates the name', async () => {
+      expect(badFields(await t.http.post('/tenants').set(bearer(root.key)).send({}))).toEqual(['name']);
+      expect(badFields(await t.http.post('/tenants').set(bearer(root.key)).send({ name: '' }))).toEqual(['name']);
+      expect(badFields(await t.http.post('/tenants').set(bearer(root.key)).send({ name: 7, plan: 'gold' })).sort()).toEqual(['name', 'plan']);
+    });
+  });
+
+  describe('isolation of keys', () => {
+    let a: { key: string; tenantId: string };
+    let b: { key: string; tenantId: string };
+    let aKeys: Array<Record<string, any>>;
+
+    beforeAll(async () => {
+      a = await createTenant(t, root.key, 'tenant-a');
+      b = await createTenant(t, root.key, 'tenant-b');
+      aKeys = [await createKey(t, a.key, { label: 'a member', source: 'a-src' }), await createKey(t, a.key, { label: 'a admin', role: 'admin' })];
+    });
+
+    it('another tenant\'s admin gets 404 on GET, PATCH and DELETE of its key ids, and changes nothing', async () => {
+      for (const k of aKeys) {
+        expectError(await t.http.get(`/keys/${k.id}`).set(bearer(b.key)), 404, 'not_found');
+        expectError(await t.http.patch(`/keys/${k.id}`).set(bearer(b.key)).send({ label: 'pwned', role: 'admin' }), 404, 'not_found');
+        expectError(await t.http.delete(`/keys/${k.id}`).set(bearer(b.key)), 404, 'not_found');
+        // The root tenant's admin is no exception: tenants are isolated from each other.
+        expectError(await t.http.get(`/keys/${k.id}`).set(bearer(root.key)), 404, 'not_found');
+        expectError(await t.http.delete(`/keys/${k.id}`).set(bearer(root.key)), 404, 'not_found');
+      }
+      const rows = await t.sql<{ label: string; revoked_at: Date | null }>(
+        'SELECT label, revoked_at FROM api_keys WHERE id = ANY($1) ORDER BY label',
+        [aKeys.map((k) => k.id)],
+      );
+      expect(rows).toEqual([
+        { label: 'a admin', revoked_at: null },
+        { label: 'a member', revoked_at: null },
+      ]);
+      // The keys still work.
+      await t.http.get('/keys').set(bearer(aKeys[1].key)).expect(200);
+    });
+
+    it('lists never show another tenant\'s keys', async () => {
+      const listB = (await t.http.get('/keys').query({ limit: 100 }).set(bearer(b.key)).expect(200)).body.keys;
+      expect(listB.every((k: { tenant_id: string }) => k.tenant_id === b.tenantId)).toBe(true);
+      expect(listB).toHaveLength(1);
+      const listA = (await t.http.get('/keys').query({ limit: 100 }).set(bearer(a.key)).expect(200)).body.keys;
+      expect(listA).toHaveLength(3); // its first admin key plus the two created above
+      expect(listA.every((k: { tenant_id: string }) => k.tenant_id === a.tenantId)).toBe(true);
+      expect(listA.map((k: { id: string }) => k.id)).toEqual(expect.arrayContaining(aKeys.map((k) => k.id)));
+      const listRoot = (await t.http.get('/keys').query({ limit: 100 }).set(bearer(root.key)).expect(200)).body.keys;
+      expect(listRoot.every((k: { tenant_id: string }) => k.tenant_id === root.tenantId)).toBe(true);
+    });
+
+    it('a key created by a tenant\'s admin belongs to that tenant, whatever the body says', async () => {
+      const res = await t.http.post('/keys').set(bearer(b.key)).send({ label: 'mine', tenant_id: a.tenantId });
+      expect(badFields(res)).toEqual(['tenant_id']);
+      const created = await createKey(t, b.key, { label: 'mine' });
+      expect(created.tenant_id).toBe(b.tenantId);
+    });
+  });
+});
