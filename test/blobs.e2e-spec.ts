@@ -13,6 +13,7 @@ import { Readable } from 'node:stream';
 import { BlobsService } from '../src/blobs/blobs.service';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
+import { waitFor } from './support/wait';
 
 const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -103,6 +104,11 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
 
   const upload = (key: string, body: Buffer, contentType = 'application/octet-stream') =>
     t.http.post('/blobs').set(bearer(key)).set('Content-Type', contentType).send(body);
+  /** For JSON and form types: supertest would serialise a Buffer body itself. */
+  const rawUpload = async (key: string, body: Buffer, contentType: string) => {
+    const res = await raw(t, 'POST', '/blobs', { key, body, headers: { 'Content-Type': contentType } });
+    return { status: res.status, body: JSON.parse(res.body.toString('utf8')) };
+  };
 
   const storedFiles = async () => (await filesUnder(blobDir)).filter((f) => !f.startsWith('.staging/'));
   const stagingFiles = () => filesUnder(join(blobDir, '.staging'));
@@ -201,7 +207,8 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
 
     it('stores a JSON-typed upload verbatim instead of parsing it', async () => {
       const json = Buffer.from('{ "b": 1,\n   "a": [1, 2, {"x": null}] }  ');
-      const res = await upload(admin.key, json, 'application/json').expect(201);
+      const res = await rawUpload(admin.key, json, 'application/json');
+      expect(res.status).toBe(201);
       expect(res.body.hash).toBe(sha256(json));
       expect(res.body.size).toBe(json.length);
       expect(res.body.content_type).toBe('application/json');
@@ -217,10 +224,12 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
 
     it('also takes malformed JSON and form bodies as plain bytes', async () => {
       const notJson = Buffer.from('{"unterminated": ');
-      const res = await upload(admin.key, notJson, 'application/json').expect(201);
+      const res = await rawUpload(admin.key, notJson, 'application/json');
+      expect(res.status).toBe(201);
       expect(res.body.hash).toBe(sha256(notJson));
       const form = Buffer.from('a=1&b=2');
-      const formRes = await upload(admin.key, form, 'application/x-www-form-urlencoded').expect(201);
+      const formRes = await rawUpload(admin.key, form, 'application/x-www-form-urlencoded');
+      expect(formRes.status).toBe(201);
       expect(formRes.body.hash).toBe(sha256(form));
       expect((await raw(t, 'GET', `/blobs/${formRes.body.hash}`, { key: admin.key })).body.equals(form)).toBe(true);
     });
@@ -265,6 +274,30 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       expect(got.body.length).toBe(size);
       expect(sha256(got.body)).toBe(expected);
       expect(await stagingFiles()).toEqual([]);
+    });
+    it('stores one copy when the same new bytes are uploaded concurrently', async () => {
+      const bytes = randomBytes(300 * 1024);
+      const results = await Promise.all(Array.from({ length: 6 }, () => raw(t, 'POST', '/blobs', { key: admin.key, body: bytes })));
+      expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 201]);
+      const records = results.map((r) => JSON.parse(r.body.toString()));
+      for (const r of records) expect(r).toEqual(records[0]);
+      await expectStoredOnce(admin.tenantId, sha256(bytes), bytes);
+      if (storage === 'postgres') expect(await chunkRows(admin.tenantId, sha256(bytes))).toBe(1);
+      expect(await stagingFiles()).toEqual([]);
+    });
+
+    it('cleans up after a client that disconnects mid-upload', async () => {
+      const rowsBefore = await t.sql('SELECT hash FROM blobs');
+      const filesBefore = await storedFiles();
+      const req = http.request(new URL('/blobs', t.url), { method: 'POST', headers: bearer(admin.key), agent: false });
+      req.on('error', () => undefined);
+      req.write(randomBytes(200 * 1024));
+      await waitFor(async () => (await stagingFiles()).length > 0, 'the upload to be staged');
+      req.destroy();
+      await waitFor(async () => (await stagingFiles()).length === 0, 'the staging file to be removed');
+      expect(await t.sql('SELECT hash FROM blobs')).toEqual(rowsBefore);
+      expect(await storedFiles()).toEqual(filesBefore);
+      await upload(admin.key, randomBytes(10)).expect(201); // and the service carries on
     });
   });
 

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
 import { keyDigest, requestFingerprint } from '../src/idempotency/idempotency-key';
+import { IdempotencyJanitor } from '../src/idempotency/idempotency.janitor';
 import { sealResponse } from '../src/idempotency/response-seal';
 import { badFields, expectError } from './support/envelope';
 import { bearer, createKey, startApp, TestApp } from './support/app';
@@ -165,6 +166,19 @@ describe('idempotency keys', () => {
     expect(await keysLabelled('expiring')).toBe(2);
     const rows = await t.sql(`SELECT 1 FROM idempotency_keys WHERE ${where}`, params);
     expect(rows).toHaveLength(1);
+  });
+
+  it('sweeps expired rows away and leaves live ones', async () => {
+    const live = randomUUID();
+    const old = randomUUID();
+    await post({ label: 'sweep-live' }, live).expect(201);
+    await post({ label: 'sweep-old' }, old).expect(201);
+    await t.sql(`UPDATE idempotency_keys SET expires_at = now() - interval '1 minute' WHERE key_hash = $1`, [keyDigest(old)]);
+    expect(await t.app.get(IdempotencyJanitor).sweep()).toBeGreaterThanOrEqual(1);
+    const left = await t.sql<{ key_hash: string }>('SELECT key_hash FROM idempotency_keys WHERE key_hash = ANY($1)', [
+      [keyDigest(live), keyDigest(old)],
+    ]);
+    expect(left.map((r) => r.key_hash)).toEqual([keyDigest(live)]);
   });
 
   it('stores neither the key string nor the response in readable form', async () => {

@@ -7,7 +7,7 @@ import {
   ApiHeader,
   ApiOkResponse,
   ApiOperation,
-  ApiProduces,
+  ApiParam,
   ApiResponse,
   ApiTags,
 } from '@nestjs/swagger';
@@ -26,8 +26,8 @@ import { closeAfterResponse } from './lingering-close';
 
 const HASH_PARAM = { name: 'hash', description: 'SHA-256 of the content: 64 lowercase hex digits, optionally prefixed "sha256:"' };
 
+// Content-Type is described by the response's media type (OpenAPI ignores it as a header).
 const CONTENT_HEADERS = {
-  'Content-Type': { description: 'The Content-Type given at upload', schema: { type: 'string' } },
   'Content-Length': { description: 'Size in bytes', schema: { type: 'integer' } },
   ETag: { description: 'The quoted hash; content never changes, so If-None-Match gets 304', schema: { type: 'string' } },
   'Cache-Control': { description: 'private, max-age=31536000, immutable', schema: { type: 'string' } },
@@ -81,6 +81,7 @@ export class BlobsController {
   // Declared before the GET route: Express would otherwise answer HEAD with the GET handler.
   @Head(':hash')
   @ApiOperation({ summary: 'Blob headers only: Content-Type, Content-Length, ETag, caching' })
+  @ApiParam(HASH_PARAM)
   @ApiHeader({ name: 'If-None-Match', required: false })
   @ApiResponse({ status: 200, description: 'The blob exists', headers: CONTENT_HEADERS })
   @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)' })
@@ -92,9 +93,14 @@ export class BlobsController {
 
   @Get(':hash')
   @ApiOperation({ summary: 'Download a blob', description: 'Streams the bytes with the Content-Type given at upload.' })
-  @ApiProduces('*/*')
+  @ApiParam(HASH_PARAM)
   @ApiHeader({ name: 'If-None-Match', required: false })
-  @ApiResponse({ status: 200, description: 'The content', headers: CONTENT_HEADERS, schema: { type: 'string', format: 'binary' } })
+  @ApiResponse({
+    status: 200,
+    description: 'The content, with the Content-Type given at upload',
+    headers: CONTENT_HEADERS,
+    content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+  })
   @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)' })
   @ApiErrors(400, 401, 404, 429)
   async download(
@@ -118,6 +124,7 @@ export class BlobsController {
 
   @Get(':hash/metadata')
   @ApiOperation({ summary: 'Blob metadata: hash, ref, size, content type, creation time' })
+  @ApiParam(HASH_PARAM)
   @ApiOkResponse({ type: BlobResponse })
   @ApiErrors(400, 401, 404, 429)
   metadata(@Caller() caller: Principal, @Param('hash', ParseBlobHashPipe) hash: string): Promise<BlobResponse> {

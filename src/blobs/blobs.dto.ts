@@ -7,12 +7,12 @@ export class BlobResponse {
   @ApiProperty({ description: 'The value items use to refer to this blob', example: 'sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08' })
   ref: string;
 
-  @ApiProperty({ description: 'Size in bytes' })
+  @ApiProperty({ type: 'integer', description: 'Size in bytes' })
   size: number;
 
   @ApiProperty({ description: 'Content-Type given at the first upload of these bytes', example: 'image/png' })
   content_type: string;
 
-  @ApiProperty({ description: 'When this tenant first stored these bytes' })
+  @ApiProperty({ format: 'date-time', description: 'When this tenant first stored these bytes' })
   created_at: string;
 }

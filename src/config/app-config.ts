@@ -61,6 +61,11 @@ export class AppConfig {
   @int() @IsInt() @Min(0) @Max(3600)
   KEY_CACHE_TTL_SECONDS = 60;
 
+  /** Search recency boost (src/search): an item's boost halves every this many days of its
+   *  `timestamp`'s age, from 2x down to 1x; 0 turns the boost off. */
+  @int() @IsInt() @Min(0) @Max(36500)
+  SEARCH_RECENCY_HALF_LIFE_DAYS = 30;
+
   /** How long an Idempotency-Key's first response is replayed to retries (src/idempotency). */
   @int() @IsInt() @Min(1) @Max(720)
   IDEMPOTENCY_TTL_HOURS = 24;

@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import {
   BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemResponse, ItemVersionList, ListItemsQuery,
@@ -19,6 +20,7 @@ export class ItemsController {
   constructor(private readonly items: ItemsService) {}
 
   @Post()
+  @Idempotent()
   @ApiOperation({
     summary: 'Create an item, or update it through its natural key',
     description:
@@ -35,9 +37,10 @@ export class ItemsController {
 
   @Post('bulk')
   @HttpCode(200)
+  @Idempotent()
   @ApiOperation({ summary: 'Write up to 1000 items; one result per item (`create_only` reports taken natural keys as duplicate_source)' })
   @ApiOkResponse({ type: BulkItemsResponse })
-  @ApiErrors(400, 401, 429)
+  @ApiErrors(400, 401, 409, 429)
   bulk(@Caller() caller: Principal, @Body() dto: BulkItemsDto): Promise<BulkItemsResponse> {
     return this.items.bulk(caller, dto);
   }

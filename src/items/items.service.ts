@@ -13,7 +13,9 @@ import { DataSource, EntityManager } from 'typeorm';
 import { canEdgeType, canExtension, canMetadata, canType } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
-import { newId } from '../common/ids';
+import { BlobsService } from '../blobs/blobs.service';
+import { EdgesService } from '../edges/edges.service';
+import { isId, newId } from '../common/ids';
 import { decodeCursor, encodeCursor } from '../common/pagination';
 import { isDottedName } from '../common/type-pattern';
 import { FieldIssue, validationError } from '../common/validation';
@@ -29,6 +31,15 @@ import {
 import { assertInitialState, assertTransition } from './lifecycle';
 
 type Extensions = Record<string, Record<string, unknown> | null>;
+
+const BLOB_REF_RE = /^sha256:[0-9a-f]{64}$/;
+
+/** Blob references (`sha256:<hex>` strings) anywhere in a properties object, with their paths. */
+export function blobReferences(value: unknown, path = ''): Array<{ path: string; ref: string }> {
+  if (typeof value === 'string') return BLOB_REF_RE.test(value) ? [{ path, ref: value }] : [];
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([k, v]) => blobReferences(v, path ? `${path}.${k}` : k));
+}
 
 const notFound = () => ApiError.notFound('item_not_found', 'No such item');
 
@@ -59,6 +70,8 @@ export class ItemsService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly types: TypesService,
+    private readonly edges: EdgesService,
+    private readonly blobs: BlobsService,
   ) {}
 
   // ---------------------------------------------------------------- writes
@@ -72,15 +85,18 @@ export class ItemsService {
     const results: BulkItemResult[] = [];
     await this.db.transaction(async (m) => {
       for (const [index, raw] of dto.items.entries()) {
+        let savepoint = false;
         try {
           const body = await this.parseItemBody(raw);
           await m.query('SAVEPOINT bulk_item');
+          savepoint = true;
           const { row, created } = await this.write(m, p, body, dto.mode);
           await m.query('RELEASE SAVEPOINT bulk_item');
           results.push({ index, status: created ? 'created' : 'updated', id: row.id });
         } catch (err) {
           if (!(err instanceof ApiError)) throw err;
-          await m.query('ROLLBACK TO SAVEPOINT bulk_item').catch(() => undefined);
+          // Only when one was taken: ROLLBACK TO a missing savepoint is an error that aborts the whole transaction.
+          if (savepoint) await m.query('ROLLBACK TO SAVEPOINT bulk_item');
           results.push({ index, status: 'error', error: err.toEnvelope().error });
         }
       }
@@ -107,6 +123,7 @@ export class ItemsService {
     this.assertMetadataWrite(p, dto.tags, dto.extensions);
     const properties = dto.properties ?? {};
     this.validateProperties(type, properties);
+    await this.assertBlobsExist(p, properties);
     if (dto.source_id !== undefined) {
       const existing = await this.lockByNaturalKey(m, p, dto.source_id);
       if (existing) return { row: await this.upsertExisting(m, p, existing, dto, type, mode), created: false };
@@ -133,6 +150,7 @@ export class ItemsService {
       return { row: await this.upsertExisting(m, p, existing, dto, type, mode), created: false };
     }
     await this.recordVersion(m, p, rows[0]);
+    if (dto.edges) await this.edges.createMany(m, p, rows[0], dto.edges);
     return { row: rows[0], created: true };
   }
 
@@ -164,6 +182,8 @@ export class ItemsService {
     const unchanged = Object.entries(next).every(([k, v]) =>
       isDeepStrictEqual(k === 'timestamp' ? new Date(existing.timestamp).toISOString() : (existing as unknown as Record<string, unknown>)[k], v),
     );
+    // Edges of an upsert are additive: ones that already exist are kept as they are.
+    if (dto.edges) await this.edges.createMany(m, p, existing, dto.edges);
     if (unchanged) return existing; // an idempotent re-sync does not grow the history
     return this.update(m, p, existing, { ...next, schema_version: type.version });
   }
@@ -197,6 +217,7 @@ export class ItemsService {
         const type = await this.types.forWrite(p.tenantId, current.type, m);
         if (!type) throw ApiError.badRequest('invalid_type', `Type ${current.type} no longer exists`);
         this.validateProperties(type, properties);
+        await this.assertBlobsExist(p, changes.properties);
         schemaVersion = type.version;
       }
       return this.update(m, p, current, {
@@ -294,6 +315,10 @@ export class ItemsService {
     let where = itemWhere(p.tenantId, filter, params);
     const after = decodeCursor(q.cursor);
     if (after) {
+      // decodeCursor only checks the shape; a forged id or date would otherwise reach SQL as a 500.
+      if (!isId(after.id) || !/^\d{4}-/.test(after.createdAt) || new Date(after.createdAt).toISOString() !== after.createdAt) {
+        throw validationError([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
+      }
       params.push(after.createdAt, after.id);
       where += ` AND (i.created_at, i.id) < ($${params.length - 1}, $${params.length})`;
     }
@@ -352,6 +377,15 @@ export class ItemsService {
     throw ApiError.badRequest('invalid_properties', `The properties do not match type ${type.name}`, {
       fields: invalid.map((i): FieldIssue => ({ field: `properties.${i.field}`, message: i.message })),
     });
+  }
+
+  /** Every `sha256:<hex>` string in the properties must name a blob of this tenant. */
+  private async assertBlobsExist(p: Principal, properties: Record<string, unknown>): Promise<void> {
+    const refs = blobReferences(properties);
+    if (!refs.length) return;
+    const missing = new Set(await this.blobs.findMissing(p.tenantId, refs.map((r) => r.ref)));
+    const fields = refs.filter((r) => missing.has(r.ref)).map((r) => ({ field: `properties.${r.path}`, message: `refers to blob ${r.ref}, which does not exist` }));
+    if (fields.length) throw validationError(fields, 'The properties refer to blobs that do not exist');
   }
 
   private assertMetadataWrite(p: Principal, tags: string[] | undefined, extensions: Extensions | undefined): void {
@@ -422,6 +456,7 @@ export class ItemsService {
 
   /** Items as the caller may see them, with their outgoing edges. */
   async presentMany(p: Principal, rows: ItemRow[]): Promise<Item[]> {
-    return rows.map((r) => toItem(p, r));
+    const edges = await this.edges.outgoingFor(p, rows.map((r) => r.id));
+    return rows.map((r) => toItem(p, r, edges.get(r.id)));
   }
 }

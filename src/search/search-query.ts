@@ -1,0 +1,130 @@
+/**
+ * The search query language, in one place for `GET /search` and for the free-text
+ * `filter.filter` of bulk actions, so both select exactly alike.
+ *
+ * Syntax is websearch_to_tsquery's: words are ANDed, `"quoted phrases"` match in order, `or`
+ * between two terms is OR, `-term` / `-"phrase"` excludes. On top of it the last word, when
+ * it is a plain word (letters and digits, outside quotes, not negated, not `or`), matches as
+ * a prefix, so "hel" finds "hello" while the user is still typing. websearch_to_tsquery has
+ * no prefix syntax, so its output is rewritten with ts_rewrite: the lexeme of that word is
+ * replaced by the same lexeme with `:*`. The rewrite works on the tsquery websearch built,
+ * so `or` and phrase structure are never re-parsed here; if the word did not become that
+ * lexeme, the rewrite changes nothing and the query is websearch's own.
+ *
+ * User text only ever reaches SQL as bind parameters.
+ */
+
+/**
+ * The text search configuration of the stored vectors (migration 1732300000500, which explains
+ * the choice). Queries must use the same one.
+ */
+export const SEARCH_CONFIG = 'simple';
+
+export const MAX_QUERY_LENGTH = 1000;
+/** How many words of a query the trigram fallback looks at. */
+const MAX_FALLBACK_WORDS = 8;
+
+interface Term {
+  text: string;
+  quoted: boolean;
+  negated: boolean;
+}
+
+export interface ParsedSearch {
+  /** The query as given (trimmed), for websearch_to_tsquery. */
+  text: string;
+  /** The last plain word, matched as a prefix. */
+  prefix?: string;
+  /** Words that should appear (not negated, not operators): the trigram fallback's input. */
+  positive: string[];
+  /** The excluded words and phrases, as a websearch query matching any of them; '' if none. */
+  excluded: string;
+}
+
+const PLAIN_WORD = /^[\p{L}\p{N}]+$/u;
+const HAS_WORD_CHAR = /[\p{L}\p{N}]/u;
+
+/** Splits a query the way websearch_to_tsquery reads it: terms, quotes, `-` and `or`. */
+function terms(text: string): Array<Term | 'or'> {
+  const out: Array<Term | 'or'> = [];
+  let i = 0;
+  let negated = false;
+  while (i < text.length) {
+    const c = text[i];
+    if (/\s/u.test(c)) {
+      i++;
+    } else if (c === '-') {
+      negated = true;
+      i++;
+    } else if (c === '"') {
+      const end = text.indexOf('"', i + 1);
+      const stop = end === -1 ? text.length : end;
+      out.push({ text: text.slice(i + 1, stop), quoted: true, negated });
+      negated = false;
+      i = stop + 1;
+    } else {
+      let j = i;
+      while (j < text.length && !/\s/u.test(text[j]) && text[j] !== '"') j++;
+      const word = text.slice(i, j);
+      const previous = out[out.length - 1];
+      // `or` is an operator between two operands; at the start or the end it is a word.
+      if (!negated && word.toLowerCase() === 'or' && previous !== undefined && previous !== 'or' && /\S/u.test(text.slice(j))) {
+        out.push('or');
+      } else {
+        out.push({ text: word, quoted: false, negated });
+      }
+      negated = false;
+      i = j;
+    }
+  }
+  return out;
+}
+
+export function parseSearch(q: string): ParsedSearch {
+  const text = q.trim();
+  const list = terms(text);
+  const last = list[list.length - 1];
+  const prefix =
+    last !== undefined && last !== 'or' && !last.quoted && !last.negated && PLAIN_WORD.test(last.text) && last.text.toLowerCase() !== 'or'
+      ? last.text
+      : undefined;
+  const operands = list.filter((t): t is Term => t !== 'or');
+  const positive = operands
+    .filter((t) => !t.negated)
+    .flatMap((t) => t.text.split(/\s+/u))
+    .filter((w) => HAS_WORD_CHAR.test(w))
+    .slice(0, MAX_FALLBACK_WORDS);
+  const excluded = operands
+    .filter((t) => t.negated && HAS_WORD_CHAR.test(t.text))
+    .map((t) => `"${t.text}"`)
+    .join(' or ');
+  return { text, prefix, positive, excluded };
+}
+
+/** Appends `value` to `params` and returns its placeholder. */
+function bind(params: unknown[], value: unknown): string {
+  params.push(value);
+  return `$${params.length}`;
+}
+
+/** SQL of the tsquery for `q` (its parameters appended to `params`). */
+export function tsquerySql(q: ParsedSearch | string, params: unknown[]): string {
+  const parsed = typeof q === 'string' ? parseSearch(q) : q;
+  const base = `websearch_to_tsquery('${SEARCH_CONFIG}', ${bind(params, parsed.text)})`;
+  if (parsed.prefix === undefined) return base;
+  const word = bind(params, parsed.prefix);
+  return (
+    `ts_rewrite(${base}, to_tsquery('${SEARCH_CONFIG}', quote_literal(${word}::text)), ` +
+    `to_tsquery('${SEARCH_CONFIG}', quote_literal(${word}::text) || ':*'))`
+  );
+}
+
+/**
+ * A SQL condition: the item (alias `alias`) matches the free-text query `q`, with the same
+ * engine as `GET /search` (phrases, `or`, exclusion, prefix of the last word). Parameters are
+ * appended to `params`. Used by bulk actions for `filter.filter`. It does not include the
+ * typo-tolerant fallback, which only applies to interactive search.
+ */
+export function matchClause(q: string, params: unknown[], alias = 'i'): string {
+  return `${alias}.search_vector @@ ${tsquerySql(q, params)}`;
+}

@@ -1,0 +1,53 @@
+import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
+import { Transform, Type } from 'class-transformer';
+import { IsInt, IsNotEmpty, IsString, Max, MaxLength, Min } from 'class-validator';
+import { ItemResponse, ListItemsQuery } from '../items/items.dto';
+import { MAX_QUERY_LENGTH } from './search-query';
+
+/** `GET /search`: the query text, paging, and every filter of `GET /items` except its cursor. */
+export class SearchQuery extends OmitType(ListItemsQuery, ['limit', 'cursor'] as const) {
+  @ApiProperty({
+    description:
+      'Search text (websearch syntax): words are ANDed, `"a phrase"` matches in order, `or` between terms, `-word` excludes; ' +
+      'the last plain word also matches as a prefix. When nothing matches, titles and names similar to the words are returned instead.',
+    minLength: 1,
+    maxLength: MAX_QUERY_LENGTH,
+    example: 'pasta "tomato sauce" -meat',
+  })
+  @Transform(({ value }) => (typeof value === 'string' ? value.trim() : value))
+  @IsString() @IsNotEmpty() @MaxLength(MAX_QUERY_LENGTH)
+  q: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
+  @Type(() => Number) @IsInt() @Min(1) @Max(100)
+  limit: number = 20;
+
+  @ApiPropertyOptional({ minimum: 0, maximum: 10000, default: 0 })
+  @Type(() => Number) @IsInt() @Min(0) @Max(10000)
+  offset: number = 0;
+}
+
+export class SearchMetadata {
+  @ApiProperty() item_id: string;
+  @ApiPropertyOptional({ type: [String], description: 'Absent for OAuth tokens without metadata:read' }) tags?: string[];
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'object' }, description: 'Only the namespaces the caller may read' })
+  extensions: Record<string, Record<string, unknown>>;
+}
+
+export class SearchResult {
+  @ApiProperty({ type: ItemResponse }) item: ItemResponse;
+  @ApiProperty({ type: SearchMetadata }) metadata: SearchMetadata;
+  @ApiProperty({
+    description:
+      'Relevance (0-1): text rank, times a recency boost by the item `timestamp`. Comparable within one query; not across queries or index rebuilds.',
+  })
+  relevance_score: number;
+  @ApiProperty({ description: 'Up to two fragments around the matches; item text HTML-escaped, matches in `<mark>`…`</mark>`, no other markup' })
+  snippet_html: string;
+  @ApiProperty({ description: 'The same fragments as plain text' })
+  snippet: string;
+}
+
+export class SearchResponse {
+  @ApiProperty({ type: [SearchResult] }) results: SearchResult[];
+}

@@ -1,0 +1,42 @@
+/**
+ * Snippets. ts_headline marks matches with two private-use characters (the document it reads
+ * has them removed first, see item_search_document), and this turns its output into the two
+ * forms a result carries: `snippet`, plain text, and `snippet_html`, where everything from
+ * the item is HTML-escaped and the only markup is `<mark>` around matches. ts_headline's own
+ * StartSel/StopSel would put markup next to unescaped item text, so it is never used for HTML.
+ */
+export const MATCH_START = '\uE000';
+export const MATCH_STOP = '\uE001';
+
+/** ts_headline options: up to two fragments of 15-35 words around the best matches. */
+export const HEADLINE_OPTIONS =
+  `StartSel=${MATCH_START}, StopSel=${MATCH_STOP}, MaxWords=35, MinWords=15, ShortWord=3, ` +
+  `MaxFragments=2, FragmentDelimiter=" … "`;
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+}
+
+const MARKERS = new RegExp(`[${MATCH_START}${MATCH_STOP}]`, 'gu');
+
+/** Plain and HTML snippets from ts_headline output. */
+export function renderSnippet(headline: string | null | undefined): { snippet: string; snippet_html: string } {
+  const text = (headline ?? '').replace(/\s+/gu, ' ').trim();
+  let html = '';
+  let open = false;
+  for (const part of text.split(/([\uE000\uE001])/u)) {
+    if (part === MATCH_START) {
+      if (!open) html += '<mark>';
+      open = true;
+    } else if (part === MATCH_STOP) {
+      if (open) html += '</mark>';
+      open = false;
+    } else {
+      html += escapeHtml(part);
+    }
+  }
+  if (open) html += '</mark>';
+  return { snippet: text.replace(MARKERS, ''), snippet_html: html };
+}

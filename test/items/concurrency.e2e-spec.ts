@@ -1,0 +1,233 @@
+/**
+ * Optimistic concurrency over HTTP: PATCH with the current version, stale PATCHes (409
+ * version_conflict with current/ancestor/conflicting_fields/merge_policy, or a server-side
+ * merge for tags/tier/state), racing PATCHes, and the revision history.
+ */
+import { bootstrapAdmin, startApp, TestApp } from '../support/app';
+import { Api, api, createItem, expectError, expectStatus, ITEM_FIELDS } from './helpers';
+
+describe('items: versions and conflicts', () => {
+  let t: TestApp;
+  let admin: Api;
+  let adminKeyId: string;
+
+  beforeAll(async () => {
+    t = await startApp();
+    const boot = await bootstrapAdmin(t);
+    adminKeyId = boot.id;
+    admin = api(t, boot.key);
+    const ty = await admin.post('/types', {
+      name: 'acme.doc',
+      schema: { properties: { title: { type: 'string' }, body: { type: 'string' }, summary: { type: 'string' } } },
+      merge_policy: { title: 'server_wins', body: 'client_wins' },
+    });
+    expectStatus(ty, 201);
+  });
+  afterAll(() => t?.close());
+
+  const doc = (props: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ type: 'acme.doc', properties: props, ...extra });
+
+  describe('PATCH with the current version', () => {
+    it('→ 200, version + 1, properties merged shallowly (null removes a key)', async () => {
+      const item = await createItem(admin, doc({ title: 'a', body: 'b', summary: 's' }));
+      const res = await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'a2', summary: null } });
+      expectStatus(res, 200);
+      expect(res.body).toMatchObject({ id: item.id, version: 2, properties: { title: 'a2', body: 'b' } });
+      expect(res.body.properties).not.toHaveProperty('summary');
+      expect(Object.keys(res.body).sort()).toEqual(ITEM_FIELDS);
+      expect(Date.parse(res.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(item.updated_at));
+      expect(res.body.created_at).toBe(item.created_at);
+    });
+
+    it('tags, tier, timestamp and extensions are replaced as sent', async () => {
+      const item = await createItem(admin, doc({ title: 'a' }, { tags: ['x'], extensions: { 'acme.one': { a: 1 }, 'acme.two': { b: 2 } } }));
+      const res = await admin.patch(`/items/${item.id}`, {
+        version: 1,
+        tags: ['y', 'z'],
+        tier: 'feed',
+        timestamp: '2020-01-01T00:00:00Z',
+        extensions: { 'acme.one': null, 'acme.three': { c: 3 } },
+      });
+      expectStatus(res, 200);
+      expect(res.body).toMatchObject({
+        version: 2,
+        tags: ['y', 'z'],
+        tier: 'feed',
+        timestamp: '2020-01-01T00:00:00.000Z',
+        extensions: { 'acme.two': { b: 2 }, 'acme.three': { c: 3 } },
+      });
+      expect(res.body.extensions).not.toHaveProperty('acme.one');
+    });
+
+    it('properties are validated after the merge', async () => {
+      const item = await createItem(admin, { type: 'core.bookmark', properties: { url: 'https://example.com' } });
+      expectError(await admin.patch(`/items/${item.id}`, { version: 1, properties: { url: null } }), 400, 'missing_required_field');
+      const bad = await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 7 } });
+      expectError(bad, 400, 'invalid_properties');
+      expect(bad.body.error.details.fields.map((f: any) => f.field)).toEqual(['properties.title']);
+      expect((await admin.get(`/items/${item.id}`)).body.version).toBe(1);
+    });
+
+    it('a missing or invalid version, or an unknown field → 400 validation_error', async () => {
+      const item = await createItem(admin, doc({ title: 'a' }));
+      for (const body of [{ properties: { title: 'x' } }, { version: 0, tags: [] }, { version: '1', tags: [] }, { version: 1.5, tags: [] }, { version: 1, type: 'core.note' }]) {
+        expectError(await admin.patch(`/items/${item.id}`, body), 400, 'validation_error');
+      }
+    });
+  });
+
+  describe('stale version', () => {
+    it('touching properties → 409 version_conflict with current, ancestor, conflicting_fields and merge_policy', async () => {
+      const item = await createItem(admin, doc({ title: 'base', body: 'base body', summary: 'sum' }));
+      const server = await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'server title' } });
+      expectStatus(server, 200);
+
+      const res = await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'client title', body: 'client body' } });
+      expectError(res, 409, 'version_conflict');
+      const d = res.body.error.details;
+      expect(Object.keys(d).sort()).toEqual(['ancestor', 'conflicting_fields', 'current', 'merge_policy']);
+      expect(d.current).toEqual(server.body);
+      expect(d.current.version).toBe(2);
+      expect(d.ancestor).toMatchObject({ id: item.id, version: 1, properties: { title: 'base', body: 'base body', summary: 'sum' } });
+      expect(Object.keys(d.ancestor).sort()).toEqual(ITEM_FIELDS);
+      expect(d.conflicting_fields).toEqual(['properties.title']);
+      expect(d.merge_policy).toEqual({ title: 'server_wins', body: 'client_wins', summary: 'manual' });
+
+      expect((await admin.get(`/items/${item.id}`)).body).toEqual(server.body);
+    });
+
+    it('core types report their per-field merge policy (default manual)', async () => {
+      const item = await createItem(admin, { type: 'core.note', properties: { title: 't' } });
+      await admin.patch(`/items/${item.id}`, { version: 1, properties: { body: 'b' } });
+      const res = await admin.patch(`/items/${item.id}`, { version: 1, properties: { body: 'mine' } });
+      expectError(res, 409, 'version_conflict');
+      expect(res.body.error.details.merge_policy).toEqual({ title: 'manual', body: 'manual' });
+      expect(res.body.error.details.conflicting_fields).toEqual(['properties.body']);
+    });
+
+    it('conflicting_fields lists only fields changed on both sides (possibly none)', async () => {
+      const item = await createItem(admin, doc({ title: 't', body: 'b' }, { extensions: { 'acme.x': { n: 1 } } }));
+      await admin.patch(`/items/${item.id}`, { version: 1, properties: { body: 'server' }, extensions: { 'acme.x': { n: 2 } }, tags: ['s'] });
+
+      const disjoint = await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'client' } });
+      expectError(disjoint, 409, 'version_conflict');
+      expect(disjoint.body.error.details.conflicting_fields).toEqual([]);
+
+      const mixed = await admin.patch(`/items/${item.id}`, {
+        version: 1,
+        properties: { title: 'c', body: 'c' },
+        extensions: { 'acme.x': { n: 3 }, 'acme.y': { m: 1 } },
+        tags: ['c'],
+      });
+      expectError(mixed, 409, 'version_conflict');
+      expect([...mixed.body.error.details.conflicting_fields].sort()).toEqual(['extensions.acme.x', 'properties.body', 'tags']);
+    });
+
+    it('a version from the future → 409 version_conflict without an ancestor', async () => {
+      const item = await createItem(admin, doc({ title: 't' }));
+      for (const body of [{ version: 5, properties: { title: 'x' } }, { version: 5, tags: ['x'] }]) {
+        const res = await admin.patch(`/items/${item.id}`, body);
+        expectError(res, 409, 'version_conflict');
+        expect(res.body.error.details.current.version).toBe(1);
+        expect(res.body.error.details.ancestor).toBeNull();
+      }
+    });
+
+    it('timestamp and extensions are not auto-merged', async () => {
+      const item = await createItem(admin, doc({ title: 't' }));
+      await admin.patch(`/items/${item.id}`, { version: 1, tags: ['bump'] });
+      expectError(await admin.patch(`/items/${item.id}`, { version: 1, timestamp: '2020-01-01T00:00:00Z' }), 409, 'version_conflict');
+      expectError(await admin.patch(`/items/${item.id}`, { version: 1, extensions: { 'acme.z': { a: 1 } } }), 409, 'version_conflict');
+      expectError(await admin.patch(`/items/${item.id}`, { version: 1, tags: ['x'], properties: { title: 'u' } }), 409, 'version_conflict');
+    });
+
+    it('touching only tags → 200, merged as adds/removes relative to the ancestor', async () => {
+      const item = await createItem(admin, doc({ title: 't' }, { tags: ['a', 'b'] }));
+      const other = await admin.patch(`/items/${item.id}`, { version: 1, tags: ['a', 'b', 'c'] });
+      expect(other.body.tags).toEqual(['a', 'b', 'c']);
+      const stale = await admin.patch(`/items/${item.id}`, { version: 1, tags: ['a'] }); // removes b
+      expectStatus(stale, 200);
+      expect(stale.body.tags).toEqual(['a', 'c']);
+      expect(stale.body.version).toBe(3);
+
+      const staleAdd = await admin.patch(`/items/${item.id}`, { version: 2, tags: ['a', 'b', 'c', 'd'] }); // adds d
+      expectStatus(staleAdd, 200);
+      expect([...staleAdd.body.tags].sort()).toEqual(['a', 'c', 'd']); // b stays removed
+    });
+
+    it('touching only tier and state → 200 with the client values', async () => {
+      const item = await createItem(admin, doc({ title: 't' }, { tags: ['k'] }));
+      await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'server' } });
+      const res = await admin.patch(`/items/${item.id}`, { version: 1, tier: 'feed', state: 'archived', tags: ['k', 'n'] });
+      expectStatus(res, 200);
+      expect(res.body).toMatchObject({ version: 3, tier: 'feed', state: 'archived', tags: ['k', 'n'], properties: { title: 'server' } });
+    });
+
+    it('two concurrent PATCHes from the same version touching properties → one 200 and one 409', async () => {
+      for (let round = 0; round < 3; round++) {
+        const item = await createItem(admin, doc({ title: 'race' }));
+        const [a, b] = await Promise.all([
+          admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'A' } }),
+          admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'B' } }),
+        ]);
+        expect([a.status, b.status].sort()).toEqual([200, 409]);
+        const [winner, loser] = a.status === 200 ? [a, b] : [b, a];
+        expect(loser.body.error.code).toBe('version_conflict');
+        expect(loser.body.error.details.current).toEqual(winner.body);
+        expect(loser.body.error.details.conflicting_fields).toEqual(['properties.title']);
+        const final = await admin.get(`/items/${item.id}`);
+        expect(final.body).toMatchObject({ version: 2, properties: { title: winner.body.properties.title } });
+      }
+    });
+
+    it('five concurrent PATCHes from the same version → exactly one wins', async () => {
+      const item = await createItem(admin, doc({ title: 'race' }));
+      const results = await Promise.all(Array.from({ length: 5 }, (_, i) => admin.patch(`/items/${item.id}`, { version: 1, properties: { body: `b${i}` } })));
+      expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409]);
+      expect((await admin.get(`/items/${item.id}`)).body.version).toBe(2);
+      expect((await admin.get(`/items/${item.id}/versions`)).body.versions).toHaveLength(2);
+    });
+
+    it('concurrent stale tag-only PATCHes all merge', async () => {
+      const item = await createItem(admin, doc({ title: 't' }, { tags: ['base'] }));
+      const results = await Promise.all(['p', 'q', 'r', 's'].map((tag) => admin.patch(`/items/${item.id}`, { version: 1, tags: ['base', tag] })));
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      const final = await admin.get(`/items/${item.id}`);
+      expect(final.body.version).toBe(5);
+      expect([...final.body.tags].sort()).toEqual(['base', 'p', 'q', 'r', 's']);
+    });
+  });
+
+  describe('GET /items/{id}/versions', () => {
+    it('lists every revision newest first, each with its version and snapshot', async () => {
+      const item = await createItem(admin, doc({ title: 'v1' }));
+      await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'v2' } });
+      await admin.patch(`/items/${item.id}`, { version: 2, tags: ['t3'] });
+      await admin.delete(`/items/${item.id}`);
+      const res = await admin.get(`/items/${item.id}/versions`);
+      expectStatus(res, 200);
+      const versions = res.body.versions;
+      expect(versions.map((v: any) => v.version)).toEqual([4, 3, 2, 1]);
+      expect(versions.map((v: any) => v.item.version)).toEqual([4, 3, 2, 1]);
+      expect(versions.map((v: any) => v.item.properties.title)).toEqual(['v2', 'v2', 'v2', 'v1']);
+      expect(versions.map((v: any) => v.item.state)).toEqual(['trashed', 'active', 'active', 'active']);
+      expect(versions.map((v: any) => v.item.tags)).toEqual([['t3'], ['t3'], [], []]);
+      for (const v of versions) {
+        expect(v.changed_by).toBe(adminKeyId);
+        expect(v.item.id).toBe(item.id);
+        expect(typeof v.created_at).toBe('string');
+      }
+      expect(versions[3].item).toEqual(item);
+    });
+
+    it('limit and before page through the history', async () => {
+      const item = await createItem(admin, doc({ title: 'p0' }));
+      for (let v = 1; v <= 5; v++) await admin.patch(`/items/${item.id}`, { version: v, properties: { title: `p${v}` } });
+      const first = await admin.get(`/items/${item.id}/versions`, { limit: 2 });
+      expect(first.body.versions.map((v: any) => v.version)).toEqual([6, 5]);
+      const next = await admin.get(`/items/${item.id}/versions`, { limit: 2, before: 5 });
+      expect(next.body.versions.map((v: any) => v.version)).toEqual([4, 3]);
+      expectError(await admin.get(`/items/${item.id}/versions`, { limit: 0 }), 400, 'validation_error');
+    });
+  });
+});

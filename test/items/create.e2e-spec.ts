@@ -1,0 +1,372 @@
+/**
+ * Item writes over HTTP: POST /items (fields, stamping, validation, natural-key upsert incl.
+ * concurrent upserts), POST /items/bulk, DELETE, and id validation.
+ */
+import { randomUUID } from 'node:crypto';
+import { bootstrapAdmin, createKey, startApp, TestApp } from '../support/app';
+import { Api, api, createItem, expectError, expectStatus, ITEM_FIELDS, note, RFC3339 } from './helpers';
+
+describe('items: create, upsert, bulk, delete', () => {
+  let t: TestApp;
+  let adminKey: string;
+  let tenantId: string;
+  let admin: Api;
+  let adminSource: string;
+
+  beforeAll(async () => {
+    t = await startApp();
+    const boot = await bootstrapAdmin(t);
+    adminKey = boot.key;
+    tenantId = boot.tenantId;
+    admin = api(t, adminKey);
+    adminSource = (await admin.get('/keys')).body.keys[0].source;
+  });
+  afterAll(() => t?.close());
+
+  describe('POST /items', () => {
+    it('201 with every SPEC 2.1 field plus tags, as sent', async () => {
+      const body = {
+        type: 'core.bookmark',
+        properties: { url: 'https://example.com/a', title: 'Example' },
+        source_id: 'bm-1',
+        tags: ['reading', 'work'],
+        tier: 'feed',
+        state: 'archived',
+        timestamp: '2024-03-01T10:00:00.000Z',
+        device: 'phone-1',
+        capture_latitude: 52.52,
+        capture_longitude: 13.405,
+        extensions: { 'acme.geo': { accuracy: 5 } },
+      };
+      const res = await admin.post('/items', body);
+      expectStatus(res, 201);
+      expect(Object.keys(res.body).sort()).toEqual(ITEM_FIELDS);
+      expect(res.body).toMatchObject({
+        type: 'core.bookmark',
+        properties: body.properties,
+        state: 'archived',
+        version: 1,
+        schema_version: 1,
+        source: adminSource,
+        source_id: 'bm-1',
+        timestamp: '2024-03-01T10:00:00.000Z',
+        tier: 'feed',
+        tenant_id: tenantId,
+        device: 'phone-1',
+        capture_latitude: 52.52,
+        capture_longitude: 13.405,
+        edges: {},
+        extensions: { 'acme.geo': { accuracy: 5 } },
+        tags: ['reading', 'work'],
+      });
+      expect(res.body.id).toMatch(/^[0-9a-f-]{36}$/);
+      for (const f of ['timestamp', 'created_at', 'updated_at']) expect(res.body[f]).toMatch(RFC3339);
+
+      const got = await admin.get(`/items/${res.body.id}`);
+      expectStatus(got, 200);
+      expect(got.body).toEqual(res.body);
+    });
+
+    it('defaults: state active, version 1, null optional fields, no tags, timestamp = creation time', async () => {
+      const before = Date.now();
+      const item = await createItem(admin, note('plain'));
+      expect(item).toMatchObject({ state: 'active', version: 1, source_id: null, device: null, capture_latitude: null, capture_longitude: null, tags: [], extensions: {} });
+      const ts = Date.parse(item.timestamp);
+      expect(ts).toBeGreaterThanOrEqual(before - 5000);
+      expect(ts).toBeLessThanOrEqual(Date.now() + 5000);
+    });
+
+    it('source is stamped from the key; a client-sent source is ignored', async () => {
+      const key = await createKey(t, adminKey, { role: 'member', source: 'importer.one', type_permissions: { '*': 'write' } });
+      const c = api(t, key.key);
+      const res = await c.post('/items', { ...note('stamped'), source: 'forged.source', source_id: 's-1' });
+      expectStatus(res, 201);
+      expect(res.body.source).toBe('importer.one');
+      expect((await admin.get('/items', { source: 'forged.source' })).body.items).toEqual([]);
+      const listed = await admin.get('/items', { source: 'importer.one' });
+      expect(listed.body.items.map((i: any) => i.id)).toEqual([res.body.id]);
+    });
+
+    it("the key's default_tier applies when no tier is sent; a per-item tier overrides it", async () => {
+      const feedKey = api(t, (await createKey(t, adminKey, { role: 'member', default_tier: 'feed', type_permissions: { '*': 'write' } })).key);
+      expect((await createItem(feedKey, note('defaulted'))).tier).toBe('feed');
+      expect((await createItem(feedKey, note('overridden', { tier: 'library' }))).tier).toBe('library');
+      const libraryKey = api(t, (await createKey(t, adminKey, { role: 'member', type_permissions: { '*': 'write' } })).key);
+      expect((await createItem(libraryKey, note('lib'))).tier).toBe('library');
+      expect((await createItem(libraryKey, note('feed', { tier: 'feed' }))).tier).toBe('feed');
+    });
+
+    it('invalid properties → 400 invalid_properties naming each bad field as properties.<name>', async () => {
+      const res = await admin.post('/items', { type: 'core.task', properties: { title: 5, status: 'nope', priority: 9 } });
+      expectError(res, 400, 'invalid_properties');
+      expect(res.body.error.details.fields.map((f: any) => f.field).sort()).toEqual(['properties.priority', 'properties.status', 'properties.title']);
+      for (const f of res.body.error.details.fields) expect(typeof f.message).toBe('string');
+
+      const url = await admin.post('/items', { type: 'core.bookmark', properties: { url: 'not a url' } });
+      expectError(url, 400, 'invalid_properties');
+      expect(url.body.error.details.fields.map((f: any) => f.field)).toEqual(['properties.url']);
+    });
+
+    it('a missing required property → 400 missing_required_field', async () => {
+      const res = await admin.post('/items', { type: 'core.bookmark', properties: { title: 'no url' } });
+      expectError(res, 400, 'missing_required_field');
+      expect(res.body.error.details.fields.map((f: any) => f.field)).toEqual(['properties.url']);
+      expectError(await admin.post('/items', { type: 'core.bookmark' }), 400, 'missing_required_field');
+    });
+
+    it('core types allow other properties', async () => {
+      const item = await createItem(admin, { type: 'core.note', properties: { title: 't', extra: { any: [1, 2] } } });
+      expect(item.properties).toEqual({ title: 't', extra: { any: [1, 2] } });
+    });
+
+    it('an unknown type → 400 invalid_type', async () => {
+      expectError(await admin.post('/items', { type: 'acme.unknown', properties: {} }), 400, 'invalid_type');
+      expectError(await admin.post('/items', { type: 'core.nope', properties: {} }), 400, 'invalid_type');
+    });
+
+    it('starting trashed or revoked → 400 invalid_transition', async () => {
+      expectError(await admin.post('/items', note('t', { state: 'trashed' })), 400, 'invalid_transition');
+      expectError(await admin.post('/items', note('r', { state: 'revoked' })), 400, 'invalid_transition');
+      expectError(await admin.post('/items', note('r', { state: 'trashed', source_id: 'never-created' })), 400, 'invalid_transition');
+      expect((await t.sql(`SELECT count(*)::int AS n FROM items WHERE source_id = 'never-created'`))[0]).toEqual({ n: 0 });
+    });
+
+    it.each<[string, Record<string, unknown>]>([
+      ['missing type', { properties: {} }],
+      ['properties not an object', { type: 'core.note', properties: 'x' }],
+      ['bad tier', note('x', { tier: 'gold' })],
+      ['bad state', note('x', { state: 'deleted' })],
+      ['tags not strings', note('x', { tags: [1] })],
+      ['tag with a comma', note('x', { tags: ['a,b'] })],
+      ['bad timestamp', note('x', { timestamp: 'yesterday' })],
+      ['latitude out of range', note('x', { capture_latitude: 91 })],
+      ['extension namespace not an object', note('x', { extensions: { acme: 5 } })],
+      ['unknown field', note('x', { colour: 'red' })],
+    ])('%s → 400 validation_error', async (_, body) => {
+      expectError(await admin.post('/items', body), 400, 'validation_error');
+    });
+  });
+
+  describe('ids', () => {
+    it('a malformed id → 400 invalid_id on every item route', async () => {
+      for (const res of [
+        await admin.get('/items/not-an-id'),
+        await admin.patch('/items/not-an-id', { version: 1, tags: [] }),
+        await admin.delete('/items/123'),
+        await admin.get('/items/xyz/versions'),
+        await admin.get('/items/xyz/metadata'),
+        await admin.patch('/items/xyz/metadata', { tags: [] }),
+      ]) {
+        expectError(res, 400, 'invalid_id');
+      }
+    });
+
+    it('an unknown id → 404 item_not_found', async () => {
+      const id = randomUUID();
+      expectError(await admin.get(`/items/${id}`), 404, 'item_not_found');
+      expectError(await admin.patch(`/items/${id}`, { version: 1, tags: [] }), 404, 'item_not_found');
+      expectError(await admin.delete(`/items/${id}`), 404, 'item_not_found');
+      expectError(await admin.get(`/items/${id}/versions`), 404, 'item_not_found');
+      expectError(await admin.get(`/items/${id}/metadata`), 404, 'item_not_found');
+    });
+
+    it('ids are accepted case-insensitively', async () => {
+      const item = await createItem(admin, note('upper'));
+      expectStatus(await admin.get(`/items/${item.id.toUpperCase()}`), 200);
+    });
+  });
+
+  describe('natural key (source, source_id)', () => {
+    it('POST with an existing source_id → 200, same id, version + 1, properties replaced', async () => {
+      const first = await admin.post('/items', { type: 'core.note', source_id: 'nk-1', properties: { title: 'one', body: 'first body' }, tags: ['x'] });
+      expectStatus(first, 201);
+      const second = await admin.post('/items', { type: 'core.note', source_id: 'nk-1', properties: { title: 'two' } });
+      expectStatus(second, 200);
+      expect(second.body.id).toBe(first.body.id);
+      expect(second.body.version).toBe(2);
+      expect(second.body.properties).toEqual({ title: 'two' });
+      expect(second.body.tags).toEqual(['x']); // not sent: kept
+      expect(second.body.created_at).toBe(first.body.created_at);
+      const rows = await t.sql(`SELECT count(*)::int AS n FROM items WHERE source_id = 'nk-1'`);
+      expect(rows[0]).toEqual({ n: 1 });
+    });
+
+    it('an identical re-post → 200 without a version bump or a new revision', async () => {
+      const body = { type: 'core.note', source_id: 'nk-same', properties: { title: 'same' }, tags: ['a'], device: 'd' };
+      const first = await admin.post('/items', body);
+      expectStatus(first, 201);
+      const again = await admin.post('/items', body);
+      expectStatus(again, 200);
+      expect(again.body.id).toBe(first.body.id);
+      expect(again.body.version).toBe(1);
+      expect(again.body.updated_at).toBe(first.body.updated_at);
+      expect((await admin.get(`/items/${first.body.id}/versions`)).body.versions).toHaveLength(1);
+    });
+
+    it('the same source_id from a different key (another source) creates a separate item', async () => {
+      const other = api(t, (await createKey(t, adminKey, { role: 'admin', source: 'second.source' })).key);
+      const mine = await admin.post('/items', { ...note('mine'), source_id: 'shared-id' });
+      const theirs = await other.post('/items', { ...note('theirs'), source_id: 'shared-id' });
+      expectStatus(mine, 201);
+      expectStatus(theirs, 201);
+      expect(theirs.body.id).not.toBe(mine.body.id);
+      expect(theirs.body.source).toBe('second.source');
+      expect((await admin.get(`/items/${mine.body.id}`)).body.properties.title).toBe('mine');
+    });
+
+    it('a natural key held by an item of another type → 409 conflict, item untouched', async () => {
+      const first = await createItem(admin, { ...note('typed'), source_id: 'nk-typed' });
+      expectError(await admin.post('/items', { type: 'core.bookmark', source_id: 'nk-typed', properties: { url: 'https://x.test' } }), 409, 'conflict');
+      expect((await admin.get(`/items/${first.id}`)).body).toMatchObject({ type: 'core.note', version: 1 });
+    });
+
+    it('a re-post may move the state along an allowed edge only', async () => {
+      const first = await createItem(admin, { ...note('moving'), source_id: 'nk-state' });
+      const archived = await admin.post('/items', { ...note('moving'), source_id: 'nk-state', state: 'archived' });
+      expectStatus(archived, 200);
+      expect(archived.body.state).toBe('archived');
+      await admin.delete(`/items/${first.id}`);
+      expectError(await admin.post('/items', { ...note('moving'), source_id: 'nk-state', state: 'archived' }), 400, 'invalid_transition');
+    });
+
+    it('concurrent identical POSTs of one natural key → one row; one 201, the rest 200', async () => {
+      const body = { ...note('race'), source_id: 'nk-race' };
+      const results = await Promise.all(Array.from({ length: 5 }, () => admin.post('/items', body)));
+      const statuses = results.map((r) => r.status).sort();
+      expect(statuses).toEqual([200, 200, 200, 200, 201]);
+      expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
+      const rows = await t.sql(`SELECT count(*)::int AS n FROM items WHERE source_id = 'nk-race'`);
+      expect(rows[0]).toEqual({ n: 1 });
+      expect((await admin.get(`/items/${results[0].body.id}`)).body.version).toBe(1);
+    });
+
+    it('concurrent differing POSTs of one natural key → one row, every write recorded as a version', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => admin.post('/items', { type: 'core.note', source_id: 'nk-race-2', properties: { title: `v${i}` } })),
+      );
+      expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 201]);
+      expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
+      expect((await t.sql(`SELECT count(*)::int AS n FROM items WHERE source_id = 'nk-race-2'`))[0]).toEqual({ n: 1 });
+      const final = await admin.get(`/items/${results[0].body.id}`);
+      expect(final.body.version).toBe(5);
+      expect(results.map((r) => r.body.version).sort()).toEqual([1, 2, 3, 4, 5]);
+      const versions = await admin.get(`/items/${results[0].body.id}/versions`);
+      expect(versions.body.versions.map((v: any) => v.version)).toEqual([5, 4, 3, 2, 1]);
+    });
+  });
+
+  describe('POST /items/bulk', () => {
+    it('create_only: a taken natural key is a per-item duplicate_source; the others are created', async () => {
+      const existing = await createItem(admin, { ...note('taken'), source_id: 'bulk-taken' });
+      const res = await admin.post('/items/bulk', {
+        mode: 'create_only',
+        items: [
+          { ...note('b1'), source_id: 'bulk-1' },
+          { ...note('dup'), source_id: 'bulk-taken' },
+          note('b3'),
+        ],
+      });
+      expectStatus(res, 200);
+      const [r0, r1, r2] = res.body.results;
+      expect(res.body.results).toHaveLength(3);
+      expect(r0).toMatchObject({ index: 0, status: 'created', id: expect.any(String) });
+      expect(r1).toMatchObject({ index: 1, status: 'error', error: { code: 'duplicate_source', message: expect.any(String) } });
+      expect(r2).toMatchObject({ index: 2, status: 'created', id: expect.any(String) });
+      expect((await admin.get(`/items/${existing.id}`)).body).toMatchObject({ version: 1, properties: { title: 'taken' } });
+      expect((await admin.get(`/items/${r0.id}`)).body.properties.title).toBe('b1');
+      expect((await admin.get(`/items/${r2.id}`)).body.properties.title).toBe('b3');
+    });
+
+    it('upsert: a taken natural key is updated', async () => {
+      const existing = await createItem(admin, { ...note('old'), source_id: 'bulk-up' });
+      const res = await admin.post('/items/bulk', {
+        mode: 'upsert',
+        items: [{ ...note('new'), source_id: 'bulk-up' }, { ...note('fresh'), source_id: 'bulk-up-2' }],
+      });
+      expectStatus(res, 200);
+      expect(res.body.results).toEqual([
+        { index: 0, status: 'updated', id: existing.id },
+        { index: 1, status: 'created', id: expect.any(String) },
+      ]);
+      expect((await admin.get(`/items/${existing.id}`)).body).toMatchObject({ version: 2, properties: { title: 'new' } });
+    });
+
+    it('per-item errors (shape, type, properties, state) do not sink the batch, wherever they are', async () => {
+      const res = await admin.post('/items/bulk', {
+        mode: 'upsert',
+        items: [
+          { type: 'core.note', properties: 'not an object' },
+          note('ok-1', { source_id: 'bulk-mixed-1' }),
+          { type: 'acme.nope', properties: {} },
+          { type: 'core.bookmark', properties: {} },
+          { type: 'core.task', properties: { title: 1 } },
+          note('bad state', { state: 'revoked' }),
+          'not an object',
+          note('ok-2', { source_id: 'bulk-mixed-2' }),
+          { ...note('x'), unknown_field: 1 },
+        ],
+      });
+      expectStatus(res, 200);
+      const codes = res.body.results.map((r: any) => (r.status === 'error' ? r.error.code : r.status));
+      expect(codes).toEqual([
+        'validation_error',
+        'created',
+        'invalid_type',
+        'missing_required_field',
+        'invalid_properties',
+        'invalid_transition',
+        'validation_error',
+        'created',
+        'validation_error',
+      ]);
+      expect(res.body.results.map((r: any) => r.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+      for (const i of [1, 7]) expectStatus(await admin.get(`/items/${res.body.results[i].id}`), 200);
+      const rows = await t.sql(`SELECT count(*)::int AS n FROM items WHERE source_id IN ('bulk-mixed-1', 'bulk-mixed-2')`);
+      expect(rows[0]).toEqual({ n: 2 });
+    });
+
+    it('the same natural key twice in one batch: created, then updated', async () => {
+      const res = await admin.post('/items/bulk', {
+        mode: 'upsert',
+        items: [note('first', { source_id: 'bulk-twice' }), note('second', { source_id: 'bulk-twice' })],
+      });
+      expectStatus(res, 200);
+      expect(res.body.results.map((r: any) => r.status)).toEqual(['created', 'updated']);
+      expect(res.body.results[0].id).toBe(res.body.results[1].id);
+      const dup = await admin.post('/items/bulk', {
+        mode: 'create_only',
+        items: [note('first', { source_id: 'bulk-twice-c' }), note('second', { source_id: 'bulk-twice-c' })],
+      });
+      expect(dup.body.results.map((r: any) => r.status === 'error' ? r.error.code : r.status)).toEqual(['created', 'duplicate_source']);
+    });
+
+    it('more than 1000 items, a bad mode or no items array → 400 validation_error', async () => {
+      const items = Array.from({ length: 1001 }, (_, i) => note(`n${i}`));
+      expectError(await admin.post('/items/bulk', { mode: 'upsert', items }), 400, 'validation_error');
+      expectError(await admin.post('/items/bulk', { mode: 'merge', items: [note('x')] }), 400, 'validation_error');
+      expectError(await admin.post('/items/bulk', { mode: 'upsert' }), 400, 'validation_error');
+      expectError(await admin.post('/items/bulk', { items: [note('x')] }), 400, 'validation_error');
+    });
+
+    it('exactly 1000 items are accepted', async () => {
+      const items = Array.from({ length: 1000 }, (_, i) => note(`k${i}`, { source_id: `bulk-k-${i}` }));
+      const res = await admin.post('/items/bulk', { mode: 'create_only', items });
+      expectStatus(res, 200);
+      expect(res.body.results).toHaveLength(1000);
+      expect(res.body.results.every((r: any) => r.status === 'created')).toBe(true);
+    });
+  });
+
+  describe('DELETE /items/{id}', () => {
+    it('→ 200 with the item trashed; repeating it is harmless', async () => {
+      const item = await createItem(admin, note('bin me'));
+      const res = await admin.delete(`/items/${item.id}`);
+      expectStatus(res, 200);
+      expect(res.body).toMatchObject({ id: item.id, state: 'trashed', version: 2 });
+      const again = await admin.delete(`/items/${item.id}`);
+      expectStatus(again, 200);
+      expect(again.body).toMatchObject({ state: 'trashed', version: 2 });
+      expect((await admin.get(`/items/${item.id}`)).body.state).toBe('trashed');
+    });
+  });
+});

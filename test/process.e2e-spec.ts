@@ -1,0 +1,188 @@
+/**
+ * The service as a process (`node dist/src/main.js`, what `npm start` runs): start-up failures
+ * are one line on stderr, the database is created and migrated at start, and the structured
+ * logs on stdout never contain a credential.
+ */
+import { Client } from 'pg';
+import { clearRedisPrefix, dropDatabase, PG_SERVER, REDIS_URL, uniqueName } from './support/app';
+import { ensureBuilt, freePort, runService, Service, waitHealthy } from './support/process';
+import { waitFor } from './support/wait';
+
+jest.setTimeout(60_000);
+
+async function pgQuery<T = Record<string, unknown>>(database: string, text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new Client({ connectionString: `${PG_SERVER}/${database}` });
+  await client.connect();
+  try {
+    return (await client.query(text, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+describe('the service process', () => {
+  const services: Service[] = [];
+  const databases: string[] = [];
+  const prefixes: string[] = [];
+
+  function env(overrides: Record<string, string> = {}): Record<string, string> {
+    const db = uniqueName('svc_proc');
+    const prefix = `${uniqueName('svcp')}:`;
+    databases.push(db);
+    prefixes.push(prefix);
+    return {
+      NODE_ENV: 'test',
+      DATABASE_URL: `${PG_SERVER}/${db}`,
+      REDIS_URL,
+      REDIS_PREFIX: prefix,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      RATE_LIMIT_ENABLED: 'false',
+      ...overrides,
+    };
+  }
+
+  function start(e: Record<string, string>): Service {
+    const s = runService(e);
+    services.push(s);
+    return s;
+  }
+
+  /** Runs a start that must fail; returns its exit code and stderr lines. */
+  async function failedStart(e: Record<string, string>): Promise<{ code: number | null; lines: string[] }> {
+    const s = start({ PORT: String(await freePort()), ...e });
+    const { code } = await s.exited;
+    return { code, lines: s.stderr().split('\n').filter((l) => l.trim() !== '') };
+  }
+
+  beforeAll(() => ensureBuilt(), 180_000);
+
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    for (const db of databases) await dropDatabase(db);
+    for (const prefix of prefixes) await clearRedisPrefix(prefix);
+  });
+
+  describe('start-up failures: non-zero exit, one stderr line naming the problem, no stack trace', () => {
+    type Failure = { code: number | null; lines: string[] };
+    const cases: Record<string, Record<string, string>> = {
+      port: { PORT: 'abc' },
+      rateLimit: { RATE_LIMIT_ENABLED: 'perhaps' },
+      postgres: { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/svc_unreachable' },
+      postgresPassword: { DATABASE_URL: 'postgres://svc:hunter2secret@127.0.0.1:1/svc' },
+      redis: { REDIS_URL: 'redis://127.0.0.1:1' },
+    };
+    const results: Record<string, Failure> = {};
+
+    // The processes are independent: start them together to keep the file quick.
+    beforeAll(async () => {
+      await Promise.all(
+        Object.entries(cases).map(async ([name, overrides]) => {
+          results[name] = await failedStart(env(overrides));
+        }),
+      );
+    }, 60_000);
+
+    const expectOneLine = (r: Failure) => {
+      expect(r.code).not.toBe(0);
+      expect(r.code).not.toBeNull();
+      expect(r.lines).toHaveLength(1);
+      expect(r.lines[0]).not.toMatch(/^\s+at /);
+      return r.lines[0];
+    };
+
+    it('an invalid PORT', () => {
+      expect(expectOneLine(results.port)).toContain('PORT');
+    });
+
+    it('an invalid RATE_LIMIT_ENABLED', () => {
+      expect(expectOneLine(results.rateLimit)).toContain('RATE_LIMIT_ENABLED');
+    });
+
+    it('PostgreSQL unreachable', () => {
+      expect(expectOneLine(results.postgres)).toContain('postgres://postgres@127.0.0.1:1/svc_unreachable');
+    });
+
+    it('a password in an unreachable DATABASE_URL is not printed', () => {
+      const line = expectOneLine(results.postgresPassword);
+      expect(line).toContain('127.0.0.1:1');
+      expect(line).not.toContain('hunter2secret');
+    });
+
+    it('Redis unreachable', () => {
+      expect(expectOneLine(results.redis)).toContain('redis://127.0.0.1:1');
+    });
+  });
+
+  it('creates a missing database, runs the migrations, and logs JSON lines without credentials', async () => {
+    const e = env({ PORT: String(await freePort()) });
+    const db = new URL(e.DATABASE_URL).pathname.slice(1);
+    expect(await pgQuery('postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [db])).toHaveLength(0);
+    const s = start(e);
+    const base = `http://127.0.0.1:${e.PORT}`;
+    await waitHealthy(s, base);
+
+    expect(await pgQuery('postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [db])).toHaveLength(1);
+    const tables = (await pgQuery<{ tablename: string }>(db, `SELECT tablename FROM pg_tables WHERE schemaname = 'public'`)).map((r) => r.tablename);
+    expect(tables).toEqual(expect.arrayContaining(['tenants', 'api_keys', 'migrations']));
+
+    // Credentials in every place a client might put them.
+    const created = await fetch(`${base}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"label":"logged"}' });
+    expect(created.status).toBe(201);
+    const { key, id } = (await created.json()) as { key: string; id: string };
+    const requestIds: string[] = [];
+    for (const [path, headers] of [
+      ['/keys', { authorization: `Bearer ${key}` }],
+      [`/keys/${id}?access_token=${encodeURIComponent(key)}`, {}],
+      [`/keys/${id}?access_token=${encodeURIComponent(key)}`, { authorization: `Bearer ${key}` }],
+      ['/no-such-route', { authorization: `Bearer ${key}`, cookie: `session=${key}` }],
+    ] as Array<[string, Record<string, string>]>) {
+      const res = await fetch(base + path, { headers });
+      await res.arrayBuffer();
+      requestIds.push(res.headers.get('x-request-id')!);
+    }
+    expect(requestIds.every((r) => typeof r === 'string' && r.length > 0)).toBe(true);
+
+    // Every request is logged once it completes; wait for the last one, then stop the process.
+    await waitForOutput(s, requestIds[requestIds.length - 1]);
+    await s.stop();
+
+    const lines = s.stdout().split('\n').filter((l) => l.trim() !== '');
+    expect(lines.length).toBeGreaterThan(0);
+    const records = lines.map((l) => {
+      try {
+        return JSON.parse(l) as Record<string, any>;
+      } catch {
+        throw new Error(`not a JSON log line: ${l}`);
+      }
+    });
+    for (const r of records) {
+      expect(typeof r.level).toBe('number');
+      expect(typeof r.time).toBe('number');
+    }
+    const requestLogs = records.filter((r) => r.req);
+    for (const rid of requestIds) expect(requestLogs.map((r) => r.req.id)).toContain(rid);
+
+    const everything = s.stdout() + s.stderr();
+    const secret = key.slice('svc_k1_'.length);
+    expect(everything).not.toContain(secret);
+    expect(everything).not.toContain(encodeURIComponent(key));
+    expect(everything).not.toContain(secret.slice(0, 16));
+  });
+
+  it('MIGRATIONS_RUN=false leaves a new database without the schema', async () => {
+    const e = env({ PORT: String(await freePort()), MIGRATIONS_RUN: 'false' });
+    const db = new URL(e.DATABASE_URL).pathname.slice(1);
+    const s = start(e);
+    await waitHealthy(s, `http://127.0.0.1:${e.PORT}`);
+    expect(await pgQuery('postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [db])).toHaveLength(1);
+    const tables = (await pgQuery<{ tablename: string }>(db, `SELECT tablename FROM pg_tables WHERE schemaname = 'public'`)).map((r) => r.tablename);
+    expect(tables).not.toContain('api_keys');
+    expect(tables).not.toContain('tenants');
+    await s.stop();
+  });
+});
+
+async function waitForOutput(s: Service, needle: string): Promise<void> {
+  await waitFor(() => s.stdout().includes(needle), `"${needle}" in the service's stdout`, 10_000);
+}
