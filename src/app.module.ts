@@ -22,6 +22,7 @@ import { ItemsModule } from './items/items.module';
 import { TypesModule } from './types/types.module';
 import { EdgesModule } from './edges/edges.module';
 import { BlobsModule } from './blobs/blobs.module';
+import { SearchModule } from './search/search.module';
 
 @Module({})
 export class AppModule implements NestModule {
@@ -43,6 +44,7 @@ export class AppModule implements NestModule {
         ItemsModule,
         EdgesModule,
         BlobsModule,
+        SearchModule,
       ],
       controllers: [HealthController],
       providers: [{ provide: APP_FILTER, useClass: EnvelopeExceptionFilter }],

@@ -191,6 +191,19 @@ describe('types', () => {
       expectStatus(await admin.post('/items', { type: 'acme.link', properties: { url: 'https://example.com', rating: 3 } }), 201);
     });
 
+    it('inheritance chains: a grandchild keeps the grandparent properties and required fields', async () => {
+      expectStatus(await admin.post('/types', { name: 'acme.ref', parent: 'core.bookmark', schema: { properties: { doi: { type: 'string' } } } }), 201);
+      const res = await admin.post('/types', { name: 'acme.ref.paper', parent: 'acme.ref', schema: { properties: { pages: { type: 'integer' } } } });
+      expectStatus(res, 201);
+      expect(Object.keys(res.body.resolved_schema.properties).sort()).toEqual(['body', 'description', 'doi', 'pages', 'title', 'url']);
+      expectError(await admin.post('/items', { type: 'acme.ref.paper', properties: { pages: 3 } }), 400, 'missing_required_field');
+      expectError(
+        await admin.post('/types', { name: 'acme.ref.bad', parent: 'acme.ref', schema: { properties: { url: { type: 'integer' } } } }),
+        400,
+        'inheritance_violation',
+      );
+    });
+
     it('merge policies are inherited and may be overridden', async () => {
       await admin.post('/types', { name: 'acme.base', schema: { properties: { a: { type: 'string' }, b: { type: 'string' } } }, merge_policy: { a: 'union', b: 'server_wins' } });
       const res = await admin.post('/types', { name: 'acme.base.child', parent: 'acme.base', schema: { properties: { c: { type: 'string' } } }, merge_policy: { b: 'client_wins' } });

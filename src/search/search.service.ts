@@ -26,10 +26,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { ITEM_COLUMNS, ItemRow } from '../items/item.model';
-import { itemWhere } from '../items/item-filter';
+import { ItemFilter, itemWhere } from '../items/item-filter';
 import { ItemsService } from '../items/items.service';
 import { matchClause, ParsedSearch, parseSearch, SEARCH_CONFIG, tsquerySql } from './search-query';
 import { SearchQuery, SearchResponse } from './search.dto';
@@ -84,7 +85,7 @@ export class SearchService {
   /** The SQL of one page: `text` is full-text search, `similar` the trigram fallback. */
   private async run(
     p: Principal,
-    filter: Awaited<ReturnType<ItemsService['filterFor']>>,
+    filter: ItemFilter,
     parsed: ParsedSearch,
     mode: 'text' | 'similar',
     limit: number,
@@ -117,9 +118,13 @@ export class SearchService {
       // Highlight the title's words that resemble a query word.
       headlineQuery = `(SELECT coalesce(string_agg(quote_literal(t.word), ' | '), '')::tsquery
                           FROM unnest(tsvector_to_array(to_tsvector('${SEARCH_CONFIG}', i.search_title))) AS t(word)
-                         WHERE t.word ~ '^[[:alnum:]]+$' AND similarity(t.word, ANY(${bind(parsed.positive)}::text[])) >= 0.25)`;
+                         WHERE t.word ~ '^[[:alnum:]]+$'
+                           AND EXISTS (SELECT 1 FROM unnest(${bind(parsed.positive)}::text[]) AS q(word)
+                                        WHERE similarity(t.word, lower(q.word)) >= 0.25))`;
     }
     const score = `${rank} * ${this.recencyBoost(bind)}`;
+    // Tags appear in snippets only for callers who may read them.
+    const tags = canMetadata(p, 'read') ? 'i.tags' : `'{}'::text[]`;
     const sql = `
       WITH hits AS (
         SELECT i.id, (${score})::float8 AS score
@@ -129,7 +134,7 @@ export class SearchService {
          LIMIT ${bind(limit)} OFFSET ${bind(offset)}
       )
       SELECT ${ITEM_COLUMNS_I}, h.score,
-             ts_headline('${SEARCH_CONFIG}', item_search_document(i.tenant_id, i.type, i.properties, i.tags),
+             ts_headline('${SEARCH_CONFIG}', item_search_document(i.tenant_id, i.type, i.properties, ${tags}),
                          ${headlineQuery}, ${bind(HEADLINE_OPTIONS)}) AS headline
         FROM hits h
         JOIN items i ON i.tenant_id = ${tenant} AND i.id = h.id
@@ -138,7 +143,7 @@ export class SearchService {
   }
 
   /** Whether the text query matches anything (an empty page past the end is not "no match"). */
-  private async anyTextMatch(p: Principal, filter: Awaited<ReturnType<ItemsService['filterFor']>>, parsed: ParsedSearch): Promise<boolean> {
+  private async anyTextMatch(p: Principal, filter: ItemFilter, parsed: ParsedSearch): Promise<boolean> {
     const params: unknown[] = [];
     const where = itemWhere(p.tenantId, filter, params);
     const rows: unknown[] = await this.db.query(

@@ -76,6 +76,11 @@ describe('items: create, upsert, bulk, delete', () => {
       expect(ts).toBeLessThanOrEqual(Date.now() + 5000);
     });
 
+    it('timestamps with an offset are stored and returned in UTC', async () => {
+      const item = await createItem(admin, note('tz', { timestamp: '2024-03-01T11:00:00+01:00' }));
+      expect(item.timestamp).toBe('2024-03-01T10:00:00.000Z');
+    });
+
     it('source is stamped from the key; a client-sent source is ignored', async () => {
       const key = await createKey(t, adminKey, { role: 'member', source: 'importer.one', type_permissions: { '*': 'write' } });
       const c = api(t, key.key);

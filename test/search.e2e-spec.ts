@@ -1,0 +1,405 @@
+/**
+ * GET /search over real HTTP against real PostgreSQL: what is found (title, body, nested
+ * strings, tags; never a `searchable: false` field), ranking (weights, recency), the query
+ * language (phrase, or, exclusion, prefix, typo fallback), snippets (no markup from items),
+ * filters and permissions, tenant isolation, validation and stable paging. Items are written
+ * through POST /items, PATCH and POST /items/bulk, so the index is checked on every write path.
+ * Each block works in its own tenant so result sets are exact.
+ */
+import { bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { Api, api, createItem, expectError, expectStatus, note } from './items/helpers';
+
+type Result = {
+  item: Record<string, any>;
+  metadata: { item_id: string; tags?: string[]; extensions: Record<string, unknown> };
+  relevance_score: number;
+  snippet_html: string;
+  snippet: string;
+};
+
+async function search(c: Api, q: string | undefined, extra: Record<string, string | number> = {}): Promise<Result[]> {
+  const res = await c.get('/search', { ...(q === undefined ? {} : { q }), ...extra });
+  expectStatus(res, 200);
+  return res.body.results;
+}
+
+const ids = (results: Result[]) => results.map((r) => r.item.id);
+const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000).toISOString();
+
+describe('search', () => {
+  let t: TestApp;
+  let rootKey: string;
+  let seq = 0;
+
+  async function freshTenant(): Promise<{ c: Api; key: string; tenantId: string }> {
+    const { key, tenantId } = await createTenant(t, rootKey, `search-${seq++}`);
+    return { c: api(t, key), key, tenantId };
+  }
+
+  beforeAll(async () => {
+    t = await startApp();
+    rootKey = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(() => t?.close());
+
+  describe('what is searched', () => {
+    let c: Api;
+    const made: Record<string, string> = {};
+
+    beforeAll(async () => {
+      ({ c } = await freshTenant());
+      expectStatus(
+        await c.post('/types', {
+          name: 'acme.vault',
+          schema: {
+            properties: {
+              title: { type: 'string' },
+              secret: { type: 'string', searchable: false },
+              meta: { type: 'object', properties: { pin: { type: 'string', searchable: false }, label: { type: 'string' } } },
+            },
+          },
+        }),
+        201,
+      );
+      made.title = (await createItem(c, note('Zephyr quartz almanac'))).id;
+      made.body = (await createItem(c, { type: 'core.note', properties: { title: 't', body: 'spread some marmalade on toast' } })).id;
+      made.nested = (await createItem(c, {
+        type: 'core.note',
+        properties: { title: 'n', details: { colours: [{ name: 'vermilion' }, 'ochre'] } },
+      })).id;
+      made.tag = (await createItem(c, note('tagged', { tags: ['xylophone'] }))).id;
+      made.vault = (await createItem(c, {
+        type: 'acme.vault',
+        properties: { title: 'strongbox holder', secret: 'sesquipedalian', meta: { pin: 'obfuscatedpin', label: 'brasslabel' } },
+      })).id;
+    });
+
+    it.each([
+      ['a title word', 'zephyr', 'title'],
+      ['a body word', 'marmalade', 'body'],
+      ['a string nested in objects and arrays', 'vermilion', 'nested'],
+      ['another nested string', 'ochre', 'nested'],
+      ['a tag', 'xylophone', 'tag'],
+      ['a searchable nested field of a type with unsearchable ones', 'brasslabel', 'vault'],
+    ])('finds %s', async (_what, q, name) => {
+      expect(ids(await search(c, q))).toEqual([made[name]]);
+    });
+
+    it('returns the SPEC 2.3 entry shape', async () => {
+      const [r] = await search(c, 'xylophone');
+      expect(Object.keys(r).sort()).toEqual(['item', 'metadata', 'relevance_score', 'snippet', 'snippet_html']);
+      expect(r.item).toMatchObject({ id: made.tag, type: 'core.note', properties: { title: 'tagged' }, tags: ['xylophone'] });
+      expect(r.metadata).toEqual({ item_id: made.tag, tags: ['xylophone'], extensions: {} });
+      expect(typeof r.relevance_score).toBe('number');
+      expect(r.relevance_score).toBeGreaterThan(0);
+      expect(r.snippet).toContain('xylophone');
+      expect(r.snippet_html).toContain('<mark>xylophone</mark>');
+    });
+
+    it('never finds a field whose schema says searchable: false, at any depth, nor shows it in snippets', async () => {
+      for (const q of ['sesquipedalian', 'obfuscatedpin', 'sesqui', 'sesquipedalian strongbox']) {
+        expect(ids(await search(c, q))).toEqual([]);
+      }
+      const [hit] = await search(c, 'strongbox');
+      expect(hit.item.id).toBe(made.vault);
+      expect(hit.snippet).not.toContain('sesquipedalian');
+      expect(hit.snippet).not.toContain('obfuscatedpin');
+    });
+
+    it('follows PATCH: new words are found, replaced ones no longer', async () => {
+      const item = await createItem(c, note('pangolin'));
+      expect(ids(await search(c, 'pangolin'))).toEqual([item.id]);
+      expectStatus(await c.patch(`/items/${item.id}`, { version: 1, properties: { title: 'armadillo' }, tags: ['burrow'] }), 200);
+      expect(ids(await search(c, 'pangolin'))).toEqual([]);
+      expect(ids(await search(c, 'armadillo'))).toEqual([item.id]);
+      expect(ids(await search(c, 'burrow'))).toEqual([item.id]);
+    });
+
+    it('follows a natural-key upsert', async () => {
+      const first = await createItem(c, note('capybara', { source_id: 'ext-1' }));
+      const res = await c.post('/items', note('tapir', { source_id: 'ext-1' }));
+      expectStatus(res, 200);
+      expect(ids(await search(c, 'capybara'))).toEqual([]);
+      expect(ids(await search(c, 'tapir'))).toEqual([first.id]);
+    });
+  });
+
+  describe('query language and ranking', () => {
+    let c: Api;
+    const made: Record<string, string> = {};
+    const ts = daysAgo(3);
+
+    beforeAll(async () => {
+      ({ c } = await freshTenant());
+      const mk = async (name: string, properties: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+        (made[name] = (await createItem(c, { type: 'core.note', properties, timestamp: ts, ...extra })).id);
+      await mk('inTitle', { title: 'pelican report', body: 'nothing here' });
+      await mk('inBody', { title: 'a report', body: 'we saw a pelican by the sea' });
+      await mk('redApple', { title: 'fruit: red apple with green leaves' });
+      await mk('greenApple', { title: 'fruit: green apple, red ribbon' });
+      await mk('kumquat', { title: 'kumquat basket fruit' });
+      await mk('durian', { title: 'durian basket fruit' });
+      await mk('hello', { title: 'Hello world' });
+    });
+
+    it('ranks a title match above a body match', async () => {
+      const results = await search(c, 'pelican');
+      expect(ids(results)).toEqual([made.inTitle, made.inBody]);
+      expect(results[0].relevance_score).toBeGreaterThan(results[1].relevance_score);
+    });
+
+    it('matches quoted phrases in order', async () => {
+      expect(ids(await search(c, '"red apple"'))).toEqual([made.redApple]);
+      expect(ids(await search(c, '"apple red"'))).toEqual([]);
+    });
+
+    it('supports or', async () => {
+      expect(ids(await search(c, 'kumquat or durian')).sort()).toEqual([made.kumquat, made.durian].sort());
+    });
+
+    it('supports -exclusion of words and phrases', async () => {
+      expect(ids(await search(c, 'basket -durian'))).toEqual([made.kumquat]);
+      expect(ids(await search(c, 'fruit -"red apple" -basket'))).toEqual([made.greenApple]);
+    });
+
+    it('matches the last word as a prefix', async () => {
+      expect(ids(await search(c, 'hel'))).toEqual([made.hello]);
+      expect(ids(await search(c, 'world hel'))).toEqual([made.hello]);
+      expect(ids(await search(c, 'kumq or duri')).sort()).toEqual([made.kumquat, made.durian].sort());
+      // Only the last word: "hel world" needs the whole word "hel".
+      expect(ids(await search(c, 'hel world'))).toEqual([]);
+      // Not inside quotes, nor after a minus (which then excludes only the whole word).
+      expect(ids(await search(c, '"hello wor"'))).toEqual([]);
+      expect(ids(await search(c, 'basket -dur')).sort()).toEqual([made.kumquat, made.durian].sort());
+    });
+
+    it('highlights prefix matches', async () => {
+      const [r] = await search(c, 'hel');
+      expect(r.snippet_html).toContain('<mark>Hello</mark>');
+    });
+
+    it('falls back to similar titles when nothing matches (typos)', async () => {
+      const results = await search(c, 'helo wrold');
+      expect(ids(results)[0]).toBe(made.hello);
+      expect(results[0].relevance_score).toBeGreaterThan(0);
+      expect(ids(await search(c, 'pelicna'))).toContain(made.inTitle);
+      // The fallback honours exclusions too.
+      expect(ids(await search(c, 'helo -world'))).not.toContain(made.hello);
+    });
+
+    it('a query that matches nothing, even loosely, returns no results', async () => {
+      expect(await search(c, 'qqqzzzxxx')).toEqual([]);
+    });
+  });
+
+  describe('snippets', () => {
+    let c: Api;
+
+    beforeAll(async () => {
+      ({ c } = await freshTenant());
+      await createItem(c, {
+        type: 'core.note',
+        properties: {
+          title: '<script>alert(1)</script> hello',
+          body: 'hello <img src=x onerror=alert(1)> & "quotes" \'single\' <b>bold</b> \uE000fake\uE001 mark',
+        },
+        tags: ['<i>tag</i>'],
+      });
+    });
+
+    it('carry no markup from item content, only <mark> around matches', async () => {
+      for (const q of ['hello', 'alert', 'img', 'fake', 'mark', 'bold']) {
+        const [r] = await search(c, q);
+        expect(r).toBeDefined();
+        expect(r.snippet_html).not.toMatch(/<script/i);
+        expect(r.snippet_html.replace(/<\/?mark>/g, '')).not.toMatch(/[<>]/);
+        const tags = r.snippet_html.match(/<[^>]*>/g) ?? [];
+        for (const tag of tags) expect(['<mark>', '</mark>']).toContain(tag);
+        expect(r.snippet).not.toMatch(/[\uE000\uE001]/);
+        expect(r.snippet_html).not.toMatch(/[\uE000\uE001]/);
+      }
+      const [r] = await search(c, 'hello');
+      expect(r.snippet_html).toContain('<mark>hello</mark>');
+      expect(r.snippet).toContain('hello');
+      expect(r.snippet).not.toContain('<mark>');
+    });
+  });
+
+  describe('filters and permissions', () => {
+    let c: Api;
+    let key: string;
+    const made: Record<string, string> = {};
+
+    beforeAll(async () => {
+      ({ c, key } = await freshTenant());
+      const other = await createKey(t, key, { label: 'feeder', role: 'admin', source: 'feeder', default_tier: 'feed' });
+      const feeder = api(t, other.key);
+      made.note = (await createItem(c, note('gazebo note', { tags: ['garden', 'wood'], tier: 'library' }))).id;
+      made.bookmark = (await createItem(c, {
+        type: 'core.bookmark',
+        properties: { url: 'https://example.com', title: 'gazebo bookmark' },
+        tags: ['garden'],
+        tier: 'library',
+      })).id;
+      made.feed = (await createItem(feeder, note('gazebo from the feed', { tags: ['wood'] }))).id;
+      made.archived = (await createItem(c, note('gazebo archived'))).id;
+      expectStatus(await c.patch(`/items/${made.archived}`, { version: 1, state: 'archived' }), 200);
+      made.trashed = (await createItem(c, note('gazebo trashed'))).id;
+      expectStatus(await c.delete(`/items/${made.trashed}`), 200);
+    });
+
+    const expectSet = async (query: Record<string, string>, names: string[]) => {
+      expect(ids(await search(c, 'gazebo', query)).sort()).toEqual(names.map((n) => made[n]).sort());
+    };
+
+    it('default: active items of every type and tier', () => expectSet({}, ['note', 'bookmark', 'feed']));
+    it('type', () => expectSet({ type: 'core.bookmark' }, ['bookmark']));
+    it('type pattern', () => expectSet({ type: 'core.*' }, ['note', 'bookmark', 'feed']));
+    it('tags (AND)', () => expectSet({ tags: 'garden,wood' }, ['note']));
+    it('tags (one)', () => expectSet({ tags: 'wood' }, ['note', 'feed']));
+    it('state', () => expectSet({ state: 'archived' }, ['archived']));
+    it('state trashed', () => expectSet({ state: 'trashed' }, ['trashed']));
+    it('state all', () => expectSet({ state: 'all' }, ['note', 'bookmark', 'feed', 'archived', 'trashed']));
+    it('tier', () => expectSet({ tier: 'feed' }, ['feed']));
+    it('source', () => expectSet({ source: 'feeder' }, ['feed']));
+    it('tier and type together', () => expectSet({ tier: 'library', type: 'core.note' }, ['note']));
+
+    it('rejects a bad filter like GET /items does', async () => {
+      expectError(await c.get('/search', { q: 'gazebo', state: 'gone' }), 400, 'validation_error');
+      expectError(await c.get('/search', { q: 'gazebo', type: 'Not A Pattern' }), 400, 'validation_error');
+      expectError(await c.get('/search', { q: 'gazebo', bogus: '1' }), 400, 'validation_error');
+    });
+
+    it('a member never gets items of a type it may not read', async () => {
+      const member = await createKey(t, key, { label: 'notes only', role: 'member', type_permissions: { 'core.note': 'read' } });
+      const m = api(t, member.key);
+      expect(ids(await search(m, 'gazebo')).sort()).toEqual([made.note, made.feed].sort());
+      expect(ids(await search(m, 'gazebo', { type: 'core.bookmark' }))).toEqual([]);
+      expect(ids(await search(m, 'gazebo bookmark'))).toEqual([]);
+      // Not through the typo fallback either.
+      expect(ids(await search(m, 'gazebbo bookmarc'))).not.toContain(made.bookmark);
+    });
+
+    it('another tenant sees none of these items, and this one none of its', async () => {
+      const other = await freshTenant();
+      const mine = await createItem(other.c, note('gazebo elsewhere'));
+      expect(ids(await search(other.c, 'gazebo'))).toEqual([mine.id]);
+      expect(ids(await search(other.c, 'gazebbo'))).toEqual([mine.id]);
+      expect(ids(await search(c, 'elsewhere'))).toEqual([]);
+    });
+
+    it('needs a bearer token', async () => {
+      expectError(await t.http.get('/search').query({ q: 'gazebo' }), 401, 'unauthorized');
+    });
+  });
+
+  describe('validation', () => {
+    let c: Api;
+    beforeAll(async () => {
+      ({ c } = await freshTenant());
+    });
+
+    it.each([
+      ['missing q', {}],
+      ['empty q', { q: '' }],
+      ['blank q', { q: '   ' }],
+      ['limit 0', { q: 'x', limit: 0 }],
+      ['limit 101', { q: 'x', limit: 101 }],
+      ['limit not a number', { q: 'x', limit: 'ten' }],
+      ['offset -1', { q: 'x', offset: -1 }],
+      ['offset 10001', { q: 'x', offset: 10001 }],
+    ])('%s → 400 validation_error', async (_what, query) => {
+      expectError(await c.get('/search', query as Record<string, string | number>), 400, 'validation_error');
+    });
+
+    it('accepts the bounds', async () => {
+      for (const query of [{ limit: 1 }, { limit: 100 }, { offset: 0 }, { offset: 10000 }]) {
+        expectStatus(await c.get('/search', { q: 'x', ...query }), 200);
+      }
+    });
+
+    it('survives query syntax that is not words', async () => {
+      for (const q of ['"', '-', 'or', '!!!', '"unclosed phrase', ':* & | !', "it's", '\\', '-"x" or']) {
+        expectStatus(await c.get('/search', { q }), 200);
+      }
+    });
+  });
+
+  describe('paging', () => {
+    let c: Api;
+    let all: string[];
+
+    beforeAll(async () => {
+      ({ c } = await freshTenant());
+      const timestamp = daysAgo(1);
+      const res = await c.post('/items/bulk', {
+        mode: 'create_only',
+        items: Array.from({ length: 25 }, (_, n) => note(`identical walrus ${n % 2 ? 'odd' : 'even'}`, { timestamp })),
+      });
+      expectStatus(res, 200);
+      all = res.body.results.map((r: { id: string }) => r.id);
+    });
+
+    it('limit/offset pages of equal scores neither overlap nor skip, and repeat exactly', async () => {
+      const pages = [];
+      for (const offset of [0, 10, 20]) pages.push(ids(await search(c, 'walrus', { limit: 10, offset })));
+      expect(pages.map((p) => p.length)).toEqual([10, 10, 5]);
+      const seen = pages.flat();
+      expect(new Set(seen).size).toBe(25);
+      expect([...seen].sort()).toEqual([...all].sort());
+      expect(ids(await search(c, 'walrus', { limit: 10, offset: 10 }))).toEqual(pages[1]);
+      const scores = (await search(c, 'walrus', { limit: 100 })).map((r) => r.relevance_score);
+      expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    });
+
+    it('a page past the end is empty, not a typo fallback', async () => {
+      expect(await search(c, 'walrus', { offset: 30 })).toEqual([]);
+    });
+  });
+
+  describe('recency', () => {
+    it('with equal text, the item with the newer timestamp ranks first', async () => {
+      const { c } = await freshTenant();
+      // Created newest-first, so creation order cannot explain the result.
+      const fresh = await createItem(c, note('narwhal sighting', { timestamp: daysAgo(1) }));
+      const old = await createItem(c, note('narwhal sighting', { timestamp: daysAgo(400) }));
+      const middle = await createItem(c, note('narwhal sighting', { timestamp: daysAgo(45) }));
+      const results = await search(c, 'narwhal');
+      expect(ids(results)).toEqual([fresh.id, middle.id, old.id]);
+      expect(results[0].relevance_score).toBeGreaterThan(results[1].relevance_score);
+      expect(results[1].relevance_score).toBeGreaterThan(results[2].relevance_score);
+    });
+
+    it('a much better match still beats a newer weak one', async () => {
+      const { c } = await freshTenant();
+      const strong = await createItem(c, note('okapi okapi okapi', { timestamp: daysAgo(365) }));
+      const weak = await createItem(c, { type: 'core.note', properties: { title: 'misc', body: 'one okapi' }, timestamp: daysAgo(0) });
+      expect(ids(await search(c, 'okapi'))).toEqual([strong.id, weak.id]);
+    });
+
+    it('SEARCH_RECENCY_HALF_LIFE_DAYS=0 turns it off', async () => {
+      const t0 = await startApp({ SEARCH_RECENCY_HALF_LIFE_DAYS: '0' });
+      try {
+        const c0 = api(t0, (await bootstrapAdmin(t0)).key);
+        const fresh = await createItem(c0, note('narwhal sighting', { timestamp: daysAgo(1) }));
+        const old = await createItem(c0, note('narwhal sighting', { timestamp: daysAgo(400) }));
+        const results = await search(c0, 'narwhal');
+        expect(results).toHaveLength(2);
+        expect(results[0].relevance_score).toBe(results[1].relevance_score);
+        // Equal scores fall back to id order.
+        expect(ids(results)).toEqual([fresh.id, old.id].sort());
+      } finally {
+        await t0.close();
+      }
+    });
+  });
+
+  it('is in the OpenAPI document with its parameters', async () => {
+    const doc = (await t.http.get('/openapi.json').expect(200)).body;
+    const op = doc.paths['/search']?.get;
+    expect(op).toBeDefined();
+    const names = op.parameters.map((p: { name: string }) => p.name);
+    expect(names).toEqual(expect.arrayContaining(['q', 'limit', 'offset', 'type', 'state', 'tier', 'tags', 'source']));
+    expect(op.responses['200']).toBeDefined();
+  });
+});
