@@ -66,14 +66,16 @@ export class BlobsController {
   @ApiOkResponse({ type: BlobResponse, description: 'The tenant already had these bytes; nothing new was stored' })
   @ApiErrors(400, 401, 403, 413, 429)
   async upload(@Caller() caller: Principal, @Req() req: Request, @Res() res: Response): Promise<void> {
-    if (!mayUpload(caller)) throw ApiError.forbidden('Uploading blobs needs an admin credential or write permission on a type');
-    const contentType = uploadMediaType(req.headers['content-type']);
     try {
+      if (!mayUpload(caller)) throw ApiError.forbidden('Uploading blobs needs an admin credential or write permission on a type');
+      const contentType = uploadMediaType(req.headers['content-type']);
       const { blob, created } = await this.blobs.upload(caller.tenantId, req, contentType, declaredLength(req));
       res.status(created ? 201 : 200).json(blob);
     } catch (err) {
-      // The rest of the body is unread: answer, then end the connection (see lingering-close.ts).
-      if (err instanceof ApiError && err.code === 'blob_too_large') closeAfterResponse(req, res);
+      // A refused body is not read to its end (it may be huge): answer, then end the
+      // connection (lingering-close.ts). A small one already received whole needs no close.
+      const tooLarge = err instanceof ApiError && err.code === 'blob_too_large';
+      if (tooLarge || !req.complete) closeAfterResponse(req, res);
       throw err;
     }
   }

@@ -57,7 +57,7 @@ export const blobNotFound = (): ApiError => ApiError.notFound('blob_not_found', 
 export class BlobsService implements OnModuleInit {
   private readonly logger = new Logger(BlobsService.name);
   private readonly stagingDir: string;
-  readonly maxBytes: number;
+  private readonly maxBytes: number;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
