@@ -108,10 +108,11 @@ describe('types', () => {
       expectError(await admin.get('/types/acme.badschema'), 404, 'type_not_found');
     });
 
-    it('a missing schema → 400 (invalid_schema or validation_error: the schema is required)', async () => {
+    it('a missing schema → 400 validation_error naming schema', async () => {
       const res = await admin.post('/types', { name: 'acme.noschema' });
       expect(res.status).toBe(400);
-      expect(['invalid_schema', 'validation_error']).toContain(res.body.error.code);
+      expect(res.body.error.code).toBe('validation_error');
+      expect(res.body.error.details.fields.map((f: { field: string }) => f.field)).toContain('schema');
     });
 
     it('searchable: false is accepted as an annotation', async () => {

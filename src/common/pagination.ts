@@ -2,6 +2,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { isId } from './ids';
 import { validationError } from './validation';
 
 export class PageQuery {
@@ -27,7 +28,10 @@ export function decodeCursor(cursor: string | undefined): Position | undefined {
   if (cursor === undefined) return undefined;
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof createdAt === 'string' && typeof id === 'string' && !Number.isNaN(Date.parse(createdAt))) return { createdAt, id };
+    // Only what encodeCursor makes passes: a forged id or date must not reach SQL.
+    if (typeof createdAt === 'string' && typeof id === 'string' && isId(id) && /^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(createdAt) && new Date(createdAt).toISOString() === createdAt) {
+      return { createdAt, id };
+    }
   } catch {
     // fall through
   }

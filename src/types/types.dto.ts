@@ -32,7 +32,7 @@ export class UpdateTypeDto {
   merge_policy?: Record<string, MergePolicy>;
 }
 
-export class CreateTypeDto extends UpdateTypeDto {
+export class CreateTypeDto {
   @ApiProperty({ example: 'acme.recipe' })
   @IsString() @MaxLength(200) @IsDottedName()
   name: string;
@@ -41,9 +41,13 @@ export class CreateTypeDto extends UpdateTypeDto {
   @IsOptional() @IsString() @IsDottedName()
   parent?: string;
 
-  @ApiProperty({ type: 'object', additionalProperties: true })
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema of `properties`; a property may carry `"searchable": false`' })
   @IsObject()
-  declare schema: Record<string, unknown>;
+  schema: Record<string, unknown>;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string', enum: [...MERGE_POLICIES] }, description: 'Per-property conflict policy (default manual)' })
+  @IsOptional() @IsMergePolicyMap()
+  merge_policy?: Record<string, MergePolicy>;
 }
 
 export class TypeResponse {

@@ -208,6 +208,14 @@ describe('items: create, upsert, bulk, delete', () => {
       expect((await admin.get(`/items/${first.body.id}/versions`)).body.versions).toHaveLength(1);
     });
 
+    it('a re-post without properties keeps them and changes only the given fields', async () => {
+      const first = await admin.post('/items', { type: 'core.bookmark', source_id: 'nk-keep', properties: { url: 'https://example.com/k' } });
+      expectStatus(first, 201);
+      const again = await admin.post('/items', { type: 'core.bookmark', source_id: 'nk-keep', tags: ['later'] });
+      expectStatus(again, 200);
+      expect(again.body).toMatchObject({ id: first.body.id, version: 2, properties: { url: 'https://example.com/k' }, tags: ['later'] });
+    });
+
     it('the same source_id from a different key (another source) creates a separate item', async () => {
       const other = api(t, (await createKey(t, adminKey, { role: 'admin', source: 'second.source' })).key);
       const mine = await admin.post('/items', { ...note('mine'), source_id: 'shared-id' });

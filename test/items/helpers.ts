@@ -21,7 +21,7 @@ export function expectStatus(res: Response, status: number): void {
 }
 
 export interface Api {
-  get(path: string, query?: Record<string, string | number>): Promise<Response>;
+  get(path: string, query?: Record<string, string | number | undefined>): Promise<Response>;
   post(path: string, body?: unknown): Promise<Response>;
   patch(path: string, body?: unknown): Promise<Response>;
   delete(path: string): Promise<Response>;
