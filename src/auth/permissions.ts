@@ -4,10 +4,10 @@
  * OAuth tokens arrive here already translated into the same maps (plus scopes for metadata).
  */
 import type { Access, PermissionMap } from '../keys/api-key.entity';
-import { bestMatch } from '../common/type-pattern';
+import { bestMatch, TypeRef } from '../common/type-pattern';
 import type { Principal } from './principal';
 
-function allows(map: PermissionMap, name: string, access: Access): boolean {
+function allows(map: PermissionMap, name: string | TypeRef, access: Access): boolean {
   const pattern = bestMatch(Object.keys(map), name);
   if (pattern === undefined) return false;
   const granted = map[pattern];
@@ -18,7 +18,8 @@ export function isAdmin(p: Principal): boolean {
   return p.role === 'admin';
 }
 
-export function canType(p: Principal, type: string, access: Access): boolean {
+/** `type` is a TypeRef wherever an item's type is checked, so `parent.*` grants cover subtypes. */
+export function canType(p: Principal, type: string | TypeRef, access: Access): boolean {
   return isAdmin(p) || allows(p.typePerms, type, access);
 }
 

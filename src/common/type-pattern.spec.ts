@@ -76,3 +76,26 @@ describe('type patterns', () => {
     expect(patternToSql('core.*')).toEqual({ exact: 'core', prefix: 'core.' });
   });
 });
+
+describe('patterns over a type lineage (SPEC 5.4: parent.* covers subtypes)', () => {
+  const recipe = { name: 'acme.recipe', ancestors: ['core.note'] };
+  const deep = { name: 'acme.quick', ancestors: ['acme.recipe', 'core.note'] };
+
+  it('`parent.*` covers subtypes whatever their names', () => {
+    expect(matchesPattern('core.note.*', recipe)).toBe(true);
+    expect(matchesPattern('core.note.*', deep)).toBe(true);
+    expect(matchesPattern('core.*', deep)).toBe(true);
+    expect(matchesPattern('acme.recipe.*', deep)).toBe(true);
+  });
+
+  it('an exact name still matches only that type', () => {
+    expect(matchesPattern('core.note', recipe)).toBe(false);
+    expect(matchesPattern('acme.recipe', recipe)).toBe(true);
+    expect(matchesPattern('core.bookmark.*', recipe)).toBe(false);
+  });
+
+  it('the most specific pattern decides over a lineage too', () => {
+    expect(bestMatch(['*', 'core.note.*', 'acme.recipe'], recipe)).toBe('acme.recipe');
+    expect(bestMatch(['*', 'core.note.*'], deep)).toBe('core.note.*');
+  });
+});

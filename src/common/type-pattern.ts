@@ -3,9 +3,17 @@
  * webhook type filters and OAuth scopes.
  *
  *   `*`          matches every name
- *   `a.b.*`      matches `a.b` itself and every name below it (`a.b.c`, `a.b.c.d`)
+ *   `a.b.*`      matches `a.b` itself and every name below it (`a.b.c`, `a.b.c.d`), and, for
+ *                item types, every subtype of those whatever its name (SPEC 5.4: `parent.*`
+ *                covers the type and its subtypes), through the type's `ancestors`
  *   `a.b`        matches exactly `a.b`
  */
+
+/** An item type as patterns see it: its name and its parent chain, nearest first. */
+export interface TypeRef {
+  name: string;
+  ancestors: readonly string[];
+}
 export const NAME_SEGMENT = '[a-z0-9][a-z0-9_-]*';
 export const DOTTED_NAME_RE = new RegExp(`^${NAME_SEGMENT}(\\.${NAME_SEGMENT})*$`);
 export const PATTERN_RE = new RegExp(`^(\\*|${NAME_SEGMENT}(\\.${NAME_SEGMENT})*(\\.\\*)?)$`);
@@ -18,13 +26,15 @@ export function isPattern(pattern: string): boolean {
   return pattern.length <= 200 && PATTERN_RE.test(pattern);
 }
 
-export function matchesPattern(pattern: string, name: string): boolean {
+export function matchesPattern(pattern: string, name: string | TypeRef): boolean {
   if (pattern === '*') return true;
+  const ref = typeof name === 'string' ? { name, ancestors: [] } : name;
   if (pattern.endsWith('.*')) {
     const base = pattern.slice(0, -2);
-    return name === base || name.startsWith(base + '.');
+    const under = (n: string) => n === base || n.startsWith(base + '.');
+    return under(ref.name) || ref.ancestors.some(under);
   }
-  return pattern === name;
+  return pattern === ref.name;
 }
 
 /**
@@ -40,7 +50,7 @@ export function specificity(pattern: string): number {
 }
 
 /** The pattern in `patterns` that best matches `name`, or undefined. */
-export function bestMatch(patterns: Iterable<string>, name: string): string | undefined {
+export function bestMatch(patterns: Iterable<string>, name: string | TypeRef): string | undefined {
   let best: string | undefined;
   for (const p of patterns) {
     if (matchesPattern(p, name) && (best === undefined || specificity(p) > specificity(best))) best = p;
@@ -48,7 +58,7 @@ export function bestMatch(patterns: Iterable<string>, name: string): string | un
   return best;
 }
 
-/** SQL LIKE-free translation for filters: returns [exact, prefix] for a pattern. */
+/** A name pattern as SQL conditions (for names without lineage, such as edge types). */
 export function patternToSql(pattern: string): { exact?: string; prefix?: string; all?: true } {
   if (pattern === '*') return { all: true };
   if (pattern.endsWith('.*')) return { exact: pattern.slice(0, -2), prefix: pattern.slice(0, -1) };

@@ -1,6 +1,7 @@
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { assertEdgeWrite, assertSourceWrite, canSeeEdge, endAllowed, lockKey } from './edge-rules';
+import { TypeCatalog } from '../types/types.service';
 
 const member = (typePerms: Principal['typePerms'], edgePerms: Principal['edgePerms']): Principal => ({
   tenantId: 't1',
@@ -34,10 +35,17 @@ describe('edge rules', () => {
   });
 
   it('needs read on the edge type and both item types to see an edge', () => {
-    const p = member({ 'core.note': 'read' }, { 'x.*': 'read' });
-    expect(canSeeEdge(p, { edge_type: 'x.rel', source_type: 'core.note', target_type: 'core.note' })).toBe(true);
-    expect(canSeeEdge(p, { edge_type: 'y.rel', source_type: 'core.note', target_type: 'core.note' })).toBe(false);
-    expect(canSeeEdge(p, { edge_type: 'x.rel', source_type: 'core.note', target_type: 'core.bookmark' })).toBe(false);
+    const p = member({ 'core.note.*': 'read' }, { 'x.*': 'read' });
+    const types = new TypeCatalog([
+      { name: 'core.note', parent: null },
+      { name: 'core.bookmark', parent: null },
+      { name: 'acme.recipe', parent: 'core.note' },
+    ]);
+    expect(canSeeEdge(p, { edge_type: 'x.rel', source_type: 'core.note', target_type: 'core.note' }, types)).toBe(true);
+    expect(canSeeEdge(p, { edge_type: 'y.rel', source_type: 'core.note', target_type: 'core.note' }, types)).toBe(false);
+    expect(canSeeEdge(p, { edge_type: 'x.rel', source_type: 'core.note', target_type: 'core.bookmark' }, types)).toBe(false);
+    // A subtype of core.note is covered by `core.note.*` whatever its own name.
+    expect(canSeeEdge(p, { edge_type: 'x.rel', source_type: 'acme.recipe', target_type: 'core.note' }, types)).toBe(true);
   });
 
   it('gates mutations on both edge-type write and source item-type write', () => {
@@ -52,8 +60,8 @@ describe('edge rules', () => {
     const p = member({ 'core.note': 'write', 'core.task': 'read' }, { 'x.rel': 'write', 'x.ro': 'read' });
     expect(code(() => assertEdgeWrite(p, 'x.rel'))).toBeUndefined();
     expect(code(() => assertEdgeWrite(p, 'x.ro'))).toEqual([403, 'edge_permission_denied', 'edge_type_write']);
-    expect(code(() => assertSourceWrite(p, 'core.note'))).toBeUndefined();
-    expect(code(() => assertSourceWrite(p, 'core.task'))).toEqual([403, 'edge_permission_denied', 'item_type_write']);
+    expect(code(() => assertSourceWrite(p, { name: 'core.note', ancestors: [] }))).toBeUndefined();
+    expect(code(() => assertSourceWrite(p, { name: 'core.task', ancestors: [] }))).toEqual([403, 'edge_permission_denied', 'item_type_write']);
     expect(code(() => assertEdgeWrite({ ...p, role: 'admin' }, 'anything'))).toBeUndefined();
   });
 });

@@ -6,7 +6,8 @@
 import { canEdgeType, canType } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
-import { matchesPattern } from '../common/type-pattern';
+import { matchesPattern, TypeRef } from '../common/type-pattern';
+import type { TypeCatalog } from '../types/types.service';
 import type { Cardinality, EdgeResponse, EdgeTypeResponse } from './edges.dto';
 
 export interface EdgeTypeRow {
@@ -67,14 +68,14 @@ export function toEdgeResponse(r: EdgeRow): EdgeResponse {
 }
 
 /** Whether an item of `itemType` may sit at that end of an edge of type `et`. */
-export function endAllowed(et: Pick<EdgeTypeRow, 'source_types' | 'target_types'>, end: 'source' | 'target', itemType: string): boolean {
+export function endAllowed(et: Pick<EdgeTypeRow, 'source_types' | 'target_types'>, end: 'source' | 'target', itemType: string | TypeRef): boolean {
   const patterns = end === 'source' ? et.source_types : et.target_types;
   return patterns.some((pattern) => matchesPattern(pattern, itemType));
 }
 
 /** Reading an edge needs read on its edge type and on the types of both of its items. */
-export function canSeeEdge(p: Principal, e: Pick<EdgeWithEnds, 'edge_type' | 'source_type' | 'target_type'>): boolean {
-  return canEdgeType(p, e.edge_type, 'read') && canType(p, e.source_type, 'read') && canType(p, e.target_type, 'read');
+export function canSeeEdge(p: Principal, e: Pick<EdgeWithEnds, 'edge_type' | 'source_type' | 'target_type'>, types: TypeCatalog): boolean {
+  return canEdgeType(p, e.edge_type, 'read') && canType(p, types.ref(e.source_type), 'read') && canType(p, types.ref(e.target_type), 'read');
 }
 
 /**
@@ -92,11 +93,11 @@ export function assertEdgeWrite(p: Principal, edgeType: string): void {
 }
 
 /** Second half of the dual gate: write on the type of the edge's source item. */
-export function assertSourceWrite(p: Principal, sourceType: string): void {
+export function assertSourceWrite(p: Principal, sourceType: TypeRef): void {
   if (!canType(p, sourceType, 'write')) {
-    throw new ApiError(403, 'edge_permission_denied', `This credential lacks write permission on item type ${sourceType}`, {
+    throw new ApiError(403, 'edge_permission_denied', `This credential lacks write permission on item type ${sourceType.name}`, {
       missing: 'item_type_write',
-      item_type: sourceType,
+      item_type: sourceType.name,
     });
   }
 }

@@ -17,7 +17,7 @@ import { isId, newId } from '../common/ids';
 import { decodeCursor, encodeCursor } from '../common/pagination';
 import { isDottedName, patternToSql } from '../common/type-pattern';
 import { validationError } from '../common/validation';
-import { TypesService } from '../types/types.service';
+import { TypeCatalog, TypesService } from '../types/types.service';
 import {
   assertEdgeWrite,
   assertSourceWrite,
@@ -64,14 +64,15 @@ export class EdgesService {
     const sourceId = bodyId('source_id', dto.source_id);
     const targetId = bodyId('target_id', dto.target_id);
     assertEdgeWrite(p, dto.type);
+    const types = await this.types.catalog(p.tenantId);
     return this.db.transaction(async (m) => {
       const et = (await this.edgeTypes.forWrite(m, p.tenantId, [dto.type])).get(dto.type);
       if (!et) throw edgeErrors.typeNotFound(dto.type);
-      const items = await this.itemRefs(m, p, [sourceId, targetId]);
+      const items = await this.itemRefs(m, p, [sourceId, targetId], types);
       const source = this.visible(items, sourceId, 'source_id');
       const target = this.visible(items, targetId, 'target_id');
-      assertSourceWrite(p, source.type);
-      const [created] = await this.link(m, p, et, source, [target], dto.properties ?? {}, 'reject');
+      assertSourceWrite(p, types.ref(source.type));
+      const [created] = await this.link(m, p, et, source, [target], dto.properties ?? {}, 'reject', types);
       return created;
     });
   }
@@ -80,18 +81,19 @@ export class EdgesService {
   async get(p: Principal, id: string): Promise<EdgeResponse> {
     const rows: EdgeWithEnds[] = await this.db.query(`${EDGE_WITH_ENDS} WHERE e.tenant_id = $1 AND e.id = $2`, [p.tenantId, id]);
     const edge = rows[0];
-    if (!edge || !canSeeEdge(p, edge)) throw edgeErrors.edgeNotFound(id);
+    if (!edge || !canSeeEdge(p, edge, await this.types.catalog(p.tenantId))) throw edgeErrors.edgeNotFound(id);
     return toEdgeResponse(edge);
   }
 
   /** DELETE /edges/{id}: the same dual gate as creation; returns the deleted edge. */
   async remove(p: Principal, id: string): Promise<EdgeResponse> {
+    const types = await this.types.catalog(p.tenantId);
     return this.db.transaction(async (m) => {
       const rows: EdgeWithEnds[] = await m.query(`${EDGE_WITH_ENDS} WHERE e.tenant_id = $1 AND e.id = $2 FOR UPDATE OF e`, [p.tenantId, id]);
       const edge = rows[0];
-      if (!edge || !canSeeEdge(p, edge)) throw edgeErrors.edgeNotFound(id);
+      if (!edge || !canSeeEdge(p, edge, types)) throw edgeErrors.edgeNotFound(id);
       assertEdgeWrite(p, edge.edge_type);
-      assertSourceWrite(p, edge.source_type);
+      assertSourceWrite(p, types.ref(edge.source_type));
       await m.query(`DELETE FROM edges WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
       return toEdgeResponse(edge);
     });
@@ -103,7 +105,7 @@ export class EdgesService {
    */
   async listForItem(p: Principal, itemId: string, q: ItemEdgesQuery): Promise<EdgeList> {
     const [item]: ItemRef[] = await this.db.query(`SELECT id, type FROM items WHERE tenant_id = $1 AND id = $2`, [p.tenantId, itemId]);
-    if (!item || !canType(p, item.type, 'read')) throw edgeErrors.itemNotFound(itemId, 'id');
+    if (!item || !(await this.types.can(p, item.type, 'read'))) throw edgeErrors.itemNotFound(itemId, 'id');
     const after = decodeCursor(q.cursor);
     if (after && !isId(after.id)) throw validationError([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
     const limit = q.limit ?? 50;
@@ -157,8 +159,9 @@ export class EdgesService {
         ORDER BY e.created_at, e.id`,
       [p.tenantId, itemIds],
     );
+    const types = await this.types.catalog(p.tenantId);
     for (const r of rows) {
-      if (!canEdgeType(p, r.edge_type, 'read') || !canType(p, r.target_type, 'read')) continue;
+      if (!canEdgeType(p, r.edge_type, 'read') || !canType(p, types.ref(r.target_type), 'read')) continue;
       const grouped = out.get(r.source_id) ?? {};
       (grouped[r.edge_type] ??= []).push(r.target_id);
       out.set(r.source_id, grouped);
@@ -180,14 +183,15 @@ export class EdgesService {
     for (const name of names) assertEdgeWrite(p, name);
     const types = await this.edgeTypes.forWrite(m, p.tenantId, names);
     for (const name of names) if (!types.has(name)) throw edgeErrors.typeNotFound(name);
-    assertSourceWrite(p, source.type);
+    const catalog = await this.types.catalog(p.tenantId);
+    assertSourceWrite(p, catalog.ref(source.type));
     const targetIds = [...new Set([...wanted.values()].flatMap((w) => w.map((x) => x.id)))];
-    const items = await this.itemRefs(m, p, targetIds.filter((id) => id !== source.id));
+    const items = await this.itemRefs(m, p, targetIds.filter((id) => id !== source.id), catalog);
     items.set(source.id, source);
     const created: EdgeResponse[] = [];
     for (const name of names) {
       const targets = wanted.get(name)!.map((x) => this.visible(items, x.id, x.field));
-      created.push(...(await this.link(m, p, types.get(name)!, source, targets, {}, 'skip')));
+      created.push(...(await this.link(m, p, types.get(name)!, source, targets, {}, 'skip', catalog)));
     }
     return created;
   }
@@ -205,9 +209,10 @@ export class EdgesService {
     targets: ItemRef[],
     properties: Record<string, unknown>,
     onExisting: 'reject' | 'skip',
+    types: TypeCatalog,
   ): Promise<EdgeResponse[]> {
-    if (!endAllowed(et, 'source', source.type)) throw edgeErrors.typeViolation(et, 'source', source);
-    for (const t of targets) if (!endAllowed(et, 'target', t.type)) throw edgeErrors.typeViolation(et, 'target', t);
+    if (!endAllowed(et, 'source', types.ref(source.type))) throw edgeErrors.typeViolation(et, 'source', source);
+    for (const t of targets) if (!endAllowed(et, 'target', types.ref(t.type))) throw edgeErrors.typeViolation(et, 'target', t);
     const seen = new Set<string>();
     for (const t of targets) {
       if (seen.has(t.id)) throw edgeErrors.duplicate(et.name, source.id, t.id);
@@ -295,10 +300,10 @@ export class EdgesService {
   }
 
   /** Items by id, tenant-scoped; the caller decides what "missing" means. */
-  private async itemRefs(m: EntityManager, p: Principal, ids: string[]): Promise<Map<string, ItemRef>> {
+  private async itemRefs(m: EntityManager, p: Principal, ids: string[], types: TypeCatalog): Promise<Map<string, ItemRef>> {
     if (!ids.length) return new Map();
     const rows: ItemRef[] = await m.query(`SELECT id, type FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [p.tenantId, [...new Set(ids)]]);
-    return new Map(rows.filter((r) => canType(p, r.type, 'read')).map((r) => [r.id, r]));
+    return new Map(rows.filter((r) => canType(p, types.ref(r.type), 'read')).map((r) => [r.id, r]));
   }
 
   /** The item, or 404 `item_not_found` when it is missing or invisible to the caller. */

@@ -9,7 +9,7 @@
  */
 import { ApiError } from '../common/api-error';
 import { isId } from '../common/ids';
-import { isDottedName, isPattern, patternToSql } from '../common/type-pattern';
+import { isDottedName, isPattern } from '../common/type-pattern';
 import type { Tier } from '../keys/api-key.entity';
 import { ItemState, STATES } from './lifecycle';
 
@@ -19,7 +19,8 @@ export interface EdgeClause {
 }
 
 export interface ItemFilter {
-  type?: string;
+  /** The types a `type` pattern covers, subtypes included (resolved against the catalog). */
+  types?: string[];
   state?: ItemState | 'all';
   tier?: Tier | 'all';
   tags?: string[];
@@ -74,10 +75,7 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   };
   const where = [`${alias}.tenant_id = ${p(tenantId)}`];
   if (f.permittedTypes !== undefined) where.push(`${alias}.type = ANY(${p(f.permittedTypes)}::text[])`);
-  if (f.type !== undefined) {
-    const t = patternToSql(f.type);
-    if (!t.all) where.push(t.prefix ? `(${alias}.type = ${p(t.exact)} OR starts_with(${alias}.type, ${p(t.prefix)}))` : `${alias}.type = ${p(t.exact)}`);
-  }
+  if (f.types !== undefined) where.push(`${alias}.type = ANY(${p(f.types)}::text[])`);
   const state = f.state ?? 'active';
   if (state !== 'all') {
     if (!STATES.includes(state)) throw ApiError.badRequest('validation_error', 'bad state', { fields: [{ field: 'state', message: 'unknown state' }] });

@@ -4,6 +4,7 @@ import {
   ArrayMaxSize, IsArray, IsIn, IsInt, IsISO8601, IsNumber, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min,
   ValidateBy,
 } from 'class-validator';
+import { IsOptionalNonNull } from '../common/validation';
 import { STATES, ItemState } from './lifecycle';
 import type { Tier } from '../keys/api-key.entity';
 
@@ -45,23 +46,23 @@ const EXT_DOC: ApiPropertyOptions = { type: 'object', additionalProperties: { ty
 /** Fields shared by create and the writable subset of patch. */
 class ItemWritableFields {
   @ApiPropertyOptional({ type: 'object', additionalProperties: true })
-  @IsOptional() @IsObject()
+  @IsOptionalNonNull() @IsObject()
   properties?: Record<string, unknown>;
 
   @ApiPropertyOptional(TAGS_DOC)
-  @IsOptional() @IsTagList()
+  @IsOptionalNonNull() @IsTagList()
   tags?: string[];
 
   @ApiPropertyOptional({ enum: ['library', 'feed'], description: 'Defaults to the key\'s default_tier' })
-  @IsOptional() @IsIn(['library', 'feed'])
+  @IsOptionalNonNull() @IsIn(['library', 'feed'])
   tier?: Tier;
 
   @ApiPropertyOptional({ enum: STATES })
-  @IsOptional() @IsIn(STATES)
+  @IsOptionalNonNull() @IsIn(STATES)
   state?: ItemState;
 
   @ApiPropertyOptional({ format: 'date-time' })
-  @IsOptional() @IsISO8601({ strict: true })
+  @IsOptionalNonNull() @IsISO8601({ strict: true })
   timestamp?: string;
 
   @ApiPropertyOptional({ maxLength: 200, nullable: true, type: String })
@@ -77,7 +78,7 @@ class ItemWritableFields {
   capture_longitude?: number;
 
   @ApiPropertyOptional(EXT_DOC)
-  @IsOptional() @IsObjectMap('extension namespace')
+  @IsOptionalNonNull() @IsObjectMap('extension namespace')
   extensions?: Record<string, Record<string, unknown> | null>;
 }
 
@@ -87,7 +88,7 @@ export class CreateItemDto extends ItemWritableFields {
   type: string;
 
   @ApiPropertyOptional({ description: 'With the key\'s source, the natural key: posting it again updates the item (200)', maxLength: 500 })
-  @IsOptional() @IsString() @Length(1, 500)
+  @IsOptionalNonNull() @IsString() @Length(1, 500)
   source_id?: string;
 
   @ApiPropertyOptional({ description: 'Ignored: the source is stamped from the credential' })
@@ -95,7 +96,7 @@ export class CreateItemDto extends ItemWritableFields {
   source?: unknown;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } }, description: 'Outgoing edges to create: edge type → target item ids' })
-  @IsOptional() @IsEdgeMap()
+  @IsOptionalNonNull() @IsEdgeMap()
   edges?: Record<string, string[]>;
 }
 
@@ -117,19 +118,19 @@ export class BulkItemsDto {
 
 export class MetadataPatchDto {
   @ApiPropertyOptional({ ...TAGS_DOC, description: 'Replaces the tags' } as ApiPropertyOptions)
-  @IsOptional() @IsTagList()
+  @IsOptionalNonNull() @IsTagList()
   tags?: string[];
 
   @ApiPropertyOptional({ ...TAGS_DOC, description: 'Tags to add' } as ApiPropertyOptions)
-  @IsOptional() @IsTagList()
+  @IsOptionalNonNull() @IsTagList()
   add_tags?: string[];
 
   @ApiPropertyOptional({ ...TAGS_DOC, description: 'Tags to remove' } as ApiPropertyOptions)
-  @IsOptional() @IsTagList()
+  @IsOptionalNonNull() @IsTagList()
   remove_tags?: string[];
 
   @ApiPropertyOptional(EXT_DOC)
-  @IsOptional() @IsObjectMap('extension namespace')
+  @IsOptionalNonNull() @IsObjectMap('extension namespace')
   extensions?: Record<string, Record<string, unknown> | null>;
 }
 

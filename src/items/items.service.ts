@@ -10,7 +10,7 @@ import { plainToInstance } from 'class-transformer';
 import { validate as classValidate } from 'class-validator';
 import { isDeepStrictEqual } from 'node:util';
 import { DataSource, EntityManager } from 'typeorm';
-import { canEdgeType, canExtension, canMetadata, canType } from '../auth/permissions';
+import { canEdgeType, canExtension, canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { BlobsService } from '../blobs/blobs.service';
@@ -195,7 +195,7 @@ export class ItemsService {
   async patch(p: Principal, id: string, dto: PatchItemDto): Promise<Item> {
     const row = await this.db.transaction(async (m) => {
       const current = await this.lockVisible(m, p, id);
-      if (!canType(p, current.type, 'write')) throw this.typeNotPermitted(current.type);
+      if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
       const { version, ...changes } = dto;
       const touched = touchedFields(changes);
       if (touched.length === 0) return current;
@@ -244,7 +244,7 @@ export class ItemsService {
   async trash(p: Principal, id: string): Promise<Item> {
     const row = await this.db.transaction(async (m) => {
       const current = await this.lockVisible(m, p, id);
-      if (!canType(p, current.type, 'write')) throw this.typeNotPermitted(current.type);
+      if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
       if (current.state === 'trashed') return current;
       assertTransition(current.state, 'trashed');
       return this.update(m, p, current, { state: 'trashed' });
@@ -257,7 +257,7 @@ export class ItemsService {
       const current = await this.lockVisible(m, p, id);
       const touchesTags = dto.tags !== undefined || dto.add_tags !== undefined || dto.remove_tags !== undefined;
       if (touchesTags) {
-        if (p.kind === 'api_key' && !canType(p, current.type, 'write')) throw this.typeNotPermitted(current.type);
+        if (p.kind === 'api_key' && !(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
         this.assertMetadataWrite(p, [], undefined);
       }
       this.assertMetadataWrite(p, undefined, dto.extensions);
@@ -276,13 +276,13 @@ export class ItemsService {
   async get(p: Principal, id: string): Promise<Item> {
     const rows: ItemRow[] = await this.db.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
     const row = rows[0];
-    if (!row || !canType(p, row.type, 'read')) throw notFound();
+    if (!row || !(await this.types.can(p, row.type, 'read'))) throw notFound();
     return this.present(p, row);
   }
 
   async metadata(p: Principal, id: string): Promise<ItemMetadata> {
     const rows: ItemRow[] = await this.db.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
-    if (!rows[0] || !canType(p, rows[0].type, 'read')) throw notFound();
+    if (!rows[0] || !(await this.types.can(p, rows[0].type, 'read'))) throw notFound();
     return this.metadataOf(p, rows[0]);
   }
 
@@ -299,7 +299,7 @@ export class ItemsService {
     const backrefs = parseEdgeClauses('backref', q.backref);
     this.assertEdgeClausesReadable(p, [...edges, ...backrefs]);
     return {
-      type: q.type,
+      types: q.type === undefined || q.type === '*' ? undefined : (await this.types.catalog(p.tenantId)).matching(q.type),
       state: q.state,
       tier: q.tier,
       tags: parseTags(q.tags),
@@ -358,7 +358,7 @@ export class ItemsService {
   private async writableType(m: EntityManager, p: Principal, name: string): Promise<ResolvedType> {
     const type = await this.types.forWrite(p.tenantId, name, m);
     if (!type) throw ApiError.badRequest('invalid_type', `Unknown type "${name}"`, { type: name });
-    if (!canType(p, name, 'write')) throw this.typeNotPermitted(name);
+    if (!(await this.types.can(p, name, 'write'))) throw this.typeNotPermitted(name);
     return type;
   }
 
@@ -409,7 +409,7 @@ export class ItemsService {
   /** Locks an item the caller can see (404 otherwise, including when its type is unreadable). */
   private async lockVisible(m: EntityManager, p: Principal, id: string): Promise<ItemRow> {
     const rows: ItemRow[] = await m.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [p.tenantId, id]);
-    if (!rows[0] || !canType(p, rows[0].type, 'read')) throw notFound();
+    if (!rows[0] || !(await this.types.can(p, rows[0].type, 'read'))) throw notFound();
     return rows[0];
   }
 

@@ -14,6 +14,8 @@ const MAX_ENTRIES = 10_000;
 @Injectable()
 export class KeyCache implements OnModuleInit {
   private readonly entries = new Map<string, { principal: Principal | null; expires: number }>();
+  /** Bumped by every invalidation, local or from another instance (see `set`). */
+  private invalidations = 0;
 
   constructor(
     private readonly config: AppConfig,
@@ -21,7 +23,12 @@ export class KeyCache implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    await this.pubsub.subscribe(CHANNEL, (hash) => this.entries.delete(hash));
+    await this.pubsub.subscribe(CHANNEL, (hash) => this.drop(hash));
+  }
+
+  /** Read before loading a key from the database, and pass to `set`. */
+  get epoch(): number {
+    return this.invalidations;
   }
 
   get(hash: string): Principal | null | undefined {
@@ -34,16 +41,26 @@ export class KeyCache implements OnModuleInit {
     return hit.principal;
   }
 
-  set(hash: string, principal: Principal | null): void {
+  /**
+   * Caches what was read from the database at `epoch`. Should any invalidation have come in
+   * since, the row may predate a revocation that committed meanwhile, and caching it would
+   * undo that revocation for a whole TTL: it is not cached (the next request will).
+   */
+  set(hash: string, principal: Principal | null, epoch: number = this.invalidations): void {
     const ttl = this.config.KEY_CACHE_TTL_SECONDS * 1000;
-    if (ttl === 0) return;
+    if (ttl === 0 || epoch !== this.invalidations) return;
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
     this.entries.set(hash, { principal, expires: Date.now() + ttl });
   }
 
   /** Drops the entry here at once and on every other instance. */
   async invalidate(hash: string): Promise<void> {
-    this.entries.delete(hash);
+    this.drop(hash);
     await this.pubsub.publish(CHANNEL, hash);
+  }
+
+  private drop(hash: string): void {
+    this.invalidations++;
+    this.entries.delete(hash);
   }
 }

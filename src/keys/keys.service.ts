@@ -51,6 +51,7 @@ export class KeysService {
     const hash = hashSecret(token);
     let principal = this.cache.get(hash);
     if (principal === undefined) {
+      const epoch = this.cache.epoch;
       const rows: Array<ApiKeyEntity & { is_root: boolean; key_hash: string }> = await this.db.query(
         `SELECT k.tenant_id, k.id, k.role, k.source, k.default_tier, k.type_permissions, k.extension_permissions,
                 k.edge_permissions, k.key_hash, k.revoked_at, t.is_root
@@ -75,7 +76,7 @@ export class KeysService {
             }
           : null;
       // Unknown hashes are not cached: a flood of random tokens must not evict real keys.
-      if (row) this.cache.set(hash, principal);
+      if (row) this.cache.set(hash, principal, epoch);
     }
     return principal ? { principal } : { error: 'unauthorized' };
   }

@@ -39,6 +39,8 @@ export interface ParsedSearch {
   positive: string[];
   /** The excluded words and phrases, as a websearch query matching any of them; '' if none. */
   excluded: string;
+  /** Whether the query asks for an exact phrase (then no fuzzy fallback applies). */
+  phrase: boolean;
 }
 
 const PLAIN_WORD = /^[\p{L}\p{N}]+$/u;
@@ -98,7 +100,8 @@ export function parseSearch(q: string): ParsedSearch {
     .filter((t) => t.negated && HAS_WORD_CHAR.test(t.text))
     .map((t) => `"${t.text}"`)
     .join(' or ');
-  return { text, prefix, positive, excluded };
+  const phrase = operands.some((t) => t.quoted && !t.negated);
+  return { text, prefix, positive, excluded, phrase };
 }
 
 /** Appends `value` to `params` and returns its placeholder. */

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
 import { isDottedName } from '../common/type-pattern';
+import { IsOptionalNonNull } from '../common/validation';
 import { MERGE_POLICIES, MergePolicy } from './type-schema';
 
 const IsMergePolicyMap = () =>
@@ -24,11 +25,11 @@ const IsDottedName = () =>
 
 export class UpdateTypeDto {
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'JSON Schema of `properties`; a property may carry `"searchable": false`' })
-  @IsOptional() @IsObject()
+  @IsOptionalNonNull() @IsObject()
   schema?: Record<string, unknown>;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string', enum: [...MERGE_POLICIES] }, description: 'Per-property conflict policy (default manual)' })
-  @IsOptional() @IsMergePolicyMap()
+  @IsOptionalNonNull() @IsMergePolicyMap()
   merge_policy?: Record<string, MergePolicy>;
 }
 
@@ -38,7 +39,7 @@ export class CreateTypeDto {
   name: string;
 
   @ApiPropertyOptional({ example: 'core.note' })
-  @IsOptional() @IsString() @IsDottedName()
+  @IsOptionalNonNull() @IsString() @IsDottedName()
   parent?: string;
 
   @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema of `properties`; a property may carry `"searchable": false`' })
@@ -46,7 +47,7 @@ export class CreateTypeDto {
   schema: Record<string, unknown>;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string', enum: [...MERGE_POLICIES] }, description: 'Per-property conflict policy (default manual)' })
-  @IsOptional() @IsMergePolicyMap()
+  @IsOptionalNonNull() @IsMergePolicyMap()
   merge_policy?: Record<string, MergePolicy>;
 }
 

@@ -2,13 +2,15 @@
  * Owns item types: the seeded core types (immutable) and each tenant's own, with schema
  * inheritance, merge policies and the validators items are checked against.
  */
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { ValidateFunction } from 'ajv';
 import { DataSource, EntityManager } from 'typeorm';
 import { canType } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { matchesPattern, TypeRef } from '../common/type-pattern';
+import { RedisPubSub } from '../redis/redis.module';
 import { CreateTypeDto, TypeResponse, UpdateTypeDto } from './types.dto';
 import { assertValidSchema, JsonSchema, MergePolicy, resolveMergePolicy, resolveSubtypeSchema, validatorFor } from './type-schema';
 
@@ -36,6 +38,40 @@ export interface ResolvedType {
   validate: ValidateFunction;
 }
 
+/**
+ * The tenant's types (core ones included) with their parent chains, so that patterns and
+ * permissions can see subtypes. Lookups are synchronous once the catalog is loaded.
+ */
+export class TypeCatalog {
+  private readonly refs = new Map<string, TypeRef>();
+
+  constructor(rows: Array<{ name: string; parent: string | null }>) {
+    const parents = new Map(rows.map((r) => [r.name, r.parent]));
+    for (const { name } of rows) {
+      const ancestors: string[] = [];
+      for (let up = parents.get(name); up && !ancestors.includes(up); up = parents.get(up)) ancestors.push(up);
+      this.refs.set(name, { name, ancestors });
+    }
+  }
+
+  /** The type as patterns see it; an unknown name has no ancestors. */
+  ref(name: string): TypeRef {
+    return this.refs.get(name) ?? { name, ancestors: [] };
+  }
+
+  names(): string[] {
+    return [...this.refs.keys()];
+  }
+
+  /** Names of the types a pattern covers, subtypes included. */
+  matching(pattern: string): string[] {
+    return [...this.refs.values()].filter((r) => matchesPattern(pattern, r)).map((r) => r.name);
+  }
+}
+
+const CATALOG_CHANNEL = 'types:changed';
+const CATALOG_TTL_MS = 60_000;
+
 const COLUMNS = 'tenant_id, name, parent, schema, resolved_schema, merge_policy, core, version, created_at, updated_at';
 
 function toResponse(r: TypeRow): TypeResponse {
@@ -53,8 +89,46 @@ function toResponse(r: TypeRow): TypeResponse {
 }
 
 @Injectable()
-export class TypesService {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+export class TypesService implements OnModuleInit {
+  private readonly catalogs = new Map<string, { catalog: Promise<TypeCatalog>; expires: number }>();
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly pubsub: RedisPubSub,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.pubsub.subscribe(CATALOG_CHANNEL, (tenantId) => this.catalogs.delete(tenantId));
+  }
+
+  /**
+   * The tenant's type catalog, cached per instance. A type's parent never changes, so the
+   * cache only goes stale when types are added or removed; those changes invalidate it on
+   * every instance through Redis, and the TTL bounds a lost message.
+   */
+  catalog(tenantId: string): Promise<TypeCatalog> {
+    const hit = this.catalogs.get(tenantId);
+    if (hit && hit.expires > Date.now()) return hit.catalog;
+    const catalog = this.rows(tenantId).then((rows) => new TypeCatalog(rows));
+    catalog.catch(() => this.catalogs.delete(tenantId));
+    this.catalogs.set(tenantId, { catalog, expires: Date.now() + CATALOG_TTL_MS });
+    return catalog;
+  }
+
+  /** An item type as the permission check needs it. */
+  async ref(tenantId: string, name: string): Promise<TypeRef> {
+    return (await this.catalog(tenantId)).ref(name);
+  }
+
+  /** canType with the type's lineage: `parent.*` grants cover subtypes whatever their names. */
+  async can(p: Principal, typeName: string, access: 'read' | 'write'): Promise<boolean> {
+    return p.role === 'admin' || canType(p, await this.ref(p.tenantId, typeName), access);
+  }
+
+  private async changed(tenantId: string): Promise<void> {
+    this.catalogs.delete(tenantId);
+    await this.pubsub.publish(CATALOG_CHANNEL, tenantId);
+  }
 
   private async rows(tenantId: string, m: EntityManager = this.db.manager): Promise<TypeRow[]> {
     return m.query(`SELECT ${COLUMNS} FROM item_types WHERE tenant_id IN ($1, $2) ORDER BY core DESC, name`, [tenantId, CORE_TENANT]);
@@ -70,14 +144,14 @@ export class TypesService {
   }
 
   async list(p: Principal, kind: 'all' | 'core' | 'tenant' = 'all'): Promise<TypeResponse[]> {
-    return (await this.rows(p.tenantId))
-      .filter((r) => canType(p, r.name, 'read') && (kind === 'all' || (kind === 'core') === r.core))
-      .map(toResponse);
+    const rows = await this.rows(p.tenantId);
+    const catalog = new TypeCatalog(rows);
+    return rows.filter((r) => canType(p, catalog.ref(r.name), 'read') && (kind === 'all' || (kind === 'core') === r.core)).map(toResponse);
   }
 
   async get(p: Principal, name: string): Promise<TypeResponse> {
     const r = await this.row(p.tenantId, name);
-    if (!r || !canType(p, name, 'read')) throw ApiError.notFound('type_not_found', `No type named "${name}"`);
+    if (!r || !(await this.can(p, name, 'read'))) throw ApiError.notFound('type_not_found', `No type named "${name}"`);
     return toResponse(r);
   }
 
@@ -86,7 +160,7 @@ export class TypesService {
       throw new ApiError(403, 'core_type_immutable', 'The core namespace is reserved for built-in types');
     }
     assertValidSchema(dto.schema);
-    return this.db.transaction(async (m) => {
+    const created = await this.db.transaction(async (m) => {
       // Serialise type changes per tenant so parent checks and in-use checks cannot race.
       await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`types:${p.tenantId}`]);
       if (await this.row(p.tenantId, dto.name, m)) {
@@ -101,6 +175,8 @@ export class TypesService {
       );
       return toResponse(row);
     });
+    await this.changed(p.tenantId);
+    return created;
   }
 
   async update(p: Principal, name: string, dto: UpdateTypeDto): Promise<TypeResponse> {
@@ -121,12 +197,14 @@ export class TypesService {
   }
 
   async remove(p: Principal, name: string): Promise<TypeResponse> {
-    return this.db.transaction(async (m) => {
+    const removed = await this.db.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`types:${p.tenantId}`]);
       const current = await this.mutable(p, name, m);
       await m.query('DELETE FROM item_types WHERE tenant_id = $1 AND name = $2', [p.tenantId, name]);
       return toResponse(current);
     });
+    await this.changed(p.tenantId);
+    return removed;
   }
 
   /** The type for an item write, or undefined when the tenant has no such type. */
@@ -149,12 +227,13 @@ export class TypesService {
    */
   async permittedTypeNames(p: Principal, access: 'read' | 'write'): Promise<string[] | undefined> {
     if (p.role === 'admin') return undefined;
-    return (await this.rows(p.tenantId)).map((r) => r.name).filter((name) => canType(p, name, access));
+    const catalog = await this.catalog(p.tenantId);
+    return catalog.names().filter((name) => canType(p, catalog.ref(name), access));
   }
 
   private async mutable(p: Principal, name: string, m: EntityManager): Promise<TypeRow> {
     const current = await this.row(p.tenantId, name, m);
-    if (!current || !canType(p, name, 'read')) throw ApiError.notFound('type_not_found', `No type named "${name}"`);
+    if (!current || !(await this.can(p, name, 'read'))) throw ApiError.notFound('type_not_found', `No type named "${name}"`);
     if (current.core) throw new ApiError(403, 'core_type_immutable', 'Core types cannot be changed or deleted');
     const [{ items, subtypes }] = await m.query(
       `SELECT EXISTS (SELECT 1 FROM items WHERE tenant_id = $1 AND type = $2) AS items,

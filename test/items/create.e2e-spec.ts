@@ -124,6 +124,17 @@ describe('items: create, upsert, bulk, delete', () => {
       expect(item.properties).toEqual({ title: 't', extra: { any: [1, 2] } });
     });
 
+    it('null where a value is required → 400 validation_error, never a 500', async () => {
+      for (const field of ['properties', 'tags', 'tier', 'state', 'timestamp', 'extensions', 'source_id']) {
+        const res = await admin.post('/items', { type: 'core.note', properties: { title: 'n' }, [field]: null });
+        expectError(res, 400, 'validation_error');
+      }
+      const created = await admin.post('/items', { type: 'core.note', properties: { title: 'n' } });
+      for (const field of ['properties', 'tags', 'tier', 'state', 'timestamp', 'extensions']) {
+        expectError(await admin.patch(`/items/${created.body.id}`, { version: 1, [field]: null }), 400, 'validation_error');
+      }
+    });
+
     it('an unknown type → 400 invalid_type', async () => {
       expectError(await admin.post('/items', { type: 'acme.unknown', properties: {} }), 400, 'invalid_type');
       expectError(await admin.post('/items', { type: 'core.nope', properties: {} }), 400, 'invalid_type');

@@ -1,0 +1,116 @@
+/**
+ * The SQL of one search page, as a pure function of its inputs, so that the service and the
+ * benchmark (bench/search.ts, which runs it straight through `pg` as the baseline) execute the
+ * very same statement. See search.service.ts for the steps and the scoring.
+ */
+import { ITEM_COLUMNS } from '../items/item.model';
+import { ItemFilter, itemWhere } from '../items/item-filter';
+import { ParsedSearch, SEARCH_CONFIG, tsquerySql } from './search-query';
+import { HEADLINE_OPTIONS } from './snippet';
+
+export interface SearchStatementInput {
+  tenantId: string;
+  filter: ItemFilter;
+  parsed: ParsedSearch;
+  /** `text`: full-text search; `similar`: the trigram fallback over titles and names. */
+  mode: 'text' | 'similar';
+  limit: number;
+  offset: number;
+  /** SEARCH_RECENCY_HALF_LIFE_DAYS; 0 = no recency boost. */
+  halfLifeDays: number;
+  /** Whether tags may appear in snippets (the caller may read metadata). */
+  showTags: boolean;
+}
+
+export interface Statement {
+  sql: string;
+  params: unknown[];
+}
+
+/** ITEM_COLUMNS qualified with the items alias `i`. */
+const ITEM_COLUMNS_I = ITEM_COLUMNS.split(',')
+  .map((c) => `i.${c.trim()}`)
+  .join(', ');
+
+/** Fewest letters and digits a query needs before the trigram fallback is worth running. */
+const FALLBACK_MIN_CHARS = 3;
+
+/** Whether the trigram fallback applies to this query at all. */
+export function fallbackApplies(parsed: ParsedSearch): boolean {
+  return !parsed.phrase && parsed.positive.join('').replace(/[^\p{L}\p{N}]/gu, '').length >= FALLBACK_MIN_CHARS;
+}
+
+/**
+ * Rank every match, keep the page, and only then cut snippets (ts_headline) for the page's
+ * rows: the CTE's LIMIT runs before the headline, which would cost ~10x the search if it ran
+ * on every match. Only ids and scores go through the sort.
+ */
+export function searchStatement(input: SearchStatementInput): Statement {
+  const { parsed } = input;
+  const params: unknown[] = [];
+  const bind = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const tenant = bind(input.tenantId);
+  const where = [itemWhere(input.tenantId, input.filter, params)];
+  let rank: string;
+  let headlineQuery: string;
+  if (input.mode === 'text') {
+    const tsq = tsquerySql(parsed, params);
+    where.push(`i.search_vector @@ ${tsq}`);
+    rank = `ts_rank_cd(i.search_vector, ${tsq}, 32)`;
+    headlineQuery = tsq;
+  } else {
+    const whole = bind(parsed.positive.join(' '));
+    // Any query word close to a word of the title (word_similarity >= 0.6), or the whole query
+    // close to the whole title (similarity >= 0.3): both operators use the trigram index.
+    const near = parsed.positive.map((w) => `${bind(w)} <% i.search_title`);
+    where.push(`(i.search_title % ${whole} OR ${near.join(' OR ')})`);
+    if (parsed.excluded) where.push(`NOT (i.search_vector @@ websearch_to_tsquery('${SEARCH_CONFIG}', ${bind(parsed.excluded)}))`);
+    rank = `greatest(similarity(i.search_title, ${whole}), word_similarity(${whole}, i.search_title))`;
+    // Highlight the title's words that resemble a query word.
+    headlineQuery = `(SELECT coalesce(string_agg(quote_literal(t.word), ' | '), '')::tsquery
+                        FROM unnest(tsvector_to_array(to_tsvector('${SEARCH_CONFIG}', i.search_title))) AS t(word)
+                       WHERE t.word ~ '^[[:alnum:]]+$'
+                         AND EXISTS (SELECT 1 FROM unnest(${bind(parsed.positive)}::text[]) AS q(word)
+                                      WHERE similarity(t.word, lower(q.word)) >= 0.25))`;
+  }
+  const score = `${rank} * ${recencyBoost(input.halfLifeDays, bind)}`;
+  const tags = input.showTags ? 'i.tags' : `'{}'::text[]`;
+  const sql = `
+    WITH hits AS (
+      SELECT i.id, (${score})::float8 AS score
+        FROM items i
+       WHERE ${where.join(' AND ')}
+       ORDER BY score DESC, i.id
+       LIMIT ${bind(input.limit)} OFFSET ${bind(input.offset)}
+    )
+    SELECT ${ITEM_COLUMNS_I}, h.score,
+           ts_headline('${SEARCH_CONFIG}', item_search_document(i.tenant_id, i.type, i.properties, ${tags}),
+                       ${headlineQuery}, ${bind(HEADLINE_OPTIONS)}) AS headline
+      FROM hits h
+      JOIN items i ON i.tenant_id = ${tenant} AND i.id = h.id
+     ORDER BY h.score DESC, h.id`;
+  return { sql, params };
+}
+
+/** Whether the text query matches anything at all (an empty page past the end is not "no match"). */
+export function anyMatchStatement(tenantId: string, filter: ItemFilter, parsed: ParsedSearch): Statement {
+  const params: unknown[] = [];
+  const where = itemWhere(tenantId, filter, params);
+  return { sql: `SELECT 1 FROM items i WHERE ${where} AND i.search_vector @@ ${tsquerySql(parsed, params)} LIMIT 1`, params };
+}
+
+/**
+ * The recency factor: 0.5 + 0.5 * 0.5^(age / half-life), by the item `timestamp`, with the
+ * clock truncated to the hour so scores hold still while a client pages; '1' when off.
+ */
+function recencyBoost(halfLifeDays: number, bind: (v: unknown) => string): string {
+  if (halfLifeDays <= 0) return '1';
+  const halfLifeSeconds = bind(halfLifeDays * 86400);
+  return (
+    `(0.5 + 0.5 * power(0.5, greatest(0, extract(epoch FROM date_trunc('hour', now()) - i."timestamp"))::float8 ` +
+    `/ ${halfLifeSeconds}::float8))`
+  );
+}

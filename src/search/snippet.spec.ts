@@ -1,0 +1,21 @@
+import { escapeHtml, MATCH_START as S, MATCH_STOP as E, renderSnippet } from './snippet';
+
+describe('snippets', () => {
+  it('escapes everything from the item and marks only the matches', () => {
+    const out = renderSnippet(`<script>alert(1)</script> ${S}hello${E} & "x" 'y' <img src=x onerror=alert(1)>`);
+    expect(out.snippet_html).toBe(
+      '&lt;script&gt;alert(1)&lt;/script&gt; <mark>hello</mark> &amp; &quot;x&quot; &#39;y&#39; &lt;img src=x onerror=alert(1)&gt;',
+    );
+    expect(out.snippet).toBe(`<script>alert(1)</script> hello & "x" 'y' <img src=x onerror=alert(1)>`);
+  });
+
+  it('collapses whitespace and copes with unbalanced or empty input', () => {
+    expect(renderSnippet(`a \n\t ${S}b`)).toEqual({ snippet: 'a b', snippet_html: 'a <mark>b</mark>' });
+    expect(renderSnippet(`${E}a${E}`)).toEqual({ snippet: 'a', snippet_html: 'a' });
+    expect(renderSnippet(null)).toEqual({ snippet: '', snippet_html: '' });
+  });
+
+  it('escapeHtml covers the five special characters', () => {
+    expect(escapeHtml(`&<>"'`)).toBe('&amp;&lt;&gt;&quot;&#39;');
+  });
+});
