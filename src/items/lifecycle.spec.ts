@@ -1,25 +1,8 @@
 import { ApiError } from '../common/api-error';
+import { LIFECYCLE_TABLE } from '../../test/support/lifecycle-table';
 import { assertInitialState, assertTransition, canTransition, INITIAL_STATES, ItemState, STATES } from './lifecycle';
 
-/** The table in lifecycle.ts's header comment, written out independently: [from, to, allowed]. */
-const TABLE: Array<[ItemState, ItemState, boolean]> = [
-  ['active', 'active', true],
-  ['active', 'archived', true],
-  ['active', 'trashed', true],
-  ['active', 'revoked', true],
-  ['archived', 'active', true],
-  ['archived', 'archived', true],
-  ['archived', 'trashed', true],
-  ['archived', 'revoked', true],
-  ['trashed', 'active', true],
-  ['trashed', 'archived', false], // SPEC 3.1: always rejected
-  ['trashed', 'trashed', true],
-  ['trashed', 'revoked', false],
-  ['revoked', 'active', false],
-  ['revoked', 'archived', false],
-  ['revoked', 'trashed', true],
-  ['revoked', 'revoked', true],
-];
+const TABLE = LIFECYCLE_TABLE;
 
 function thrown(fn: () => void): ApiError | undefined {
   try {

@@ -3,29 +3,10 @@
  * PATCH {version, state}, initial states on create, and DELETE (to trashed).
  */
 import { bootstrapAdmin, startApp, TestApp } from '../support/app';
+import { LIFECYCLE_TABLE, State } from '../support/lifecycle-table';
 import { Api, api, createItem, expectError, expectStatus, note } from './helpers';
 
-type State = 'active' | 'archived' | 'trashed' | 'revoked';
-
-/** [from, to, allowed]; same-state is an allowed no-op; trashed → archived is SPEC 3.1's rejected move. */
-const CELLS: Array<[State, State, boolean]> = [
-  ['active', 'active', true],
-  ['active', 'archived', true],
-  ['active', 'trashed', true],
-  ['active', 'revoked', true],
-  ['archived', 'active', true],
-  ['archived', 'archived', true],
-  ['archived', 'trashed', true],
-  ['archived', 'revoked', true],
-  ['trashed', 'active', true],
-  ['trashed', 'archived', false],
-  ['trashed', 'trashed', true],
-  ['trashed', 'revoked', false],
-  ['revoked', 'active', false],
-  ['revoked', 'archived', false],
-  ['revoked', 'trashed', true],
-  ['revoked', 'revoked', true],
-];
+const CELLS = LIFECYCLE_TABLE;
 
 describe('items: lifecycle', () => {
   let t: TestApp;
