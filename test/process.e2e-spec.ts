@@ -67,7 +67,6 @@ describe('the service process', () => {
     type Failure = { code: number | null; lines: string[] };
     const cases: Record<string, Record<string, string>> = {
       port: { PORT: 'abc' },
-      rateLimit: { RATE_LIMIT_ENABLED: 'perhaps' },
       postgres: { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/svc_unreachable' },
       postgresPassword: { DATABASE_URL: 'postgres://svc:hunter2secret@127.0.0.1:1/svc' },
       redis: { REDIS_URL: 'redis://127.0.0.1:1' },
@@ -93,10 +92,6 @@ describe('the service process', () => {
 
     it('an invalid PORT', () => {
       expect(expectOneLine(results.port)).toContain('PORT');
-    });
-
-    it('an invalid RATE_LIMIT_ENABLED', () => {
-      expect(expectOneLine(results.rateLimit)).toContain('RATE_LIMIT_ENABLED');
     });
 
     it('PostgreSQL unreachable', () => {

@@ -12,7 +12,7 @@ function expectLimitHeaders(res: Response, limit: number): { remaining: number; 
   expect(remaining).toBeLessThanOrEqual(limit);
   // A Unix timestamp (seconds) within the next window.
   const now = Date.now() / 1000;
-  expect(reset).toBeGreaterThanOrEqual(Math.floor(now) - 1);
+  expect(reset).toBeGreaterThanOrEqual(Math.floor(now) - 5); // allows for a slow, loaded test machine
   expect(reset).toBeLessThanOrEqual(Math.ceil(now) + 61);
   return { remaining, reset };
 }
