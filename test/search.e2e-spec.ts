@@ -97,7 +97,7 @@ describe('search', () => {
     });
 
     it('never finds a field whose schema says searchable: false, at any depth, nor shows it in snippets', async () => {
-      for (const q of ['sesquipedalian', 'obfuscatedpin', 'sesqui', 'sesquipedalian strongbox']) {
+      for (const q of ['sesquipedalian', 'obfuscatedpin', 'sesqui', '"sesquipedalian"', 'sesquipedalian or obfuscatedpin']) {
         expect(ids(await search(c, q))).toEqual([]);
       }
       const [hit] = await search(c, 'strongbox');
@@ -136,10 +136,11 @@ describe('search', () => {
       await mk('inTitle', { title: 'pelican report', body: 'nothing here' });
       await mk('inBody', { title: 'a report', body: 'we saw a pelican by the sea' });
       await mk('redApple', { title: 'fruit: red apple with green leaves' });
-      await mk('greenApple', { title: 'fruit: green apple, red ribbon' });
+      await mk('greenApple', { title: 'fruit: green apple with a red ribbon' });
       await mk('kumquat', { title: 'kumquat basket fruit' });
       await mk('durian', { title: 'durian basket fruit' });
       await mk('hello', { title: 'Hello world' });
+      await mk('kangaroo', { title: 'marsupial', body: 'kangaroo jumping' });
     });
 
     it('ranks a title match above a body match', async () => {
@@ -148,9 +149,10 @@ describe('search', () => {
       expect(results[0].relevance_score).toBeGreaterThan(results[1].relevance_score);
     });
 
-    it('matches quoted phrases in order', async () => {
+    it('matches quoted phrases in order (and a phrase gets no fuzzy fallback)', async () => {
       expect(ids(await search(c, '"red apple"'))).toEqual([made.redApple]);
       expect(ids(await search(c, '"apple red"'))).toEqual([]);
+      expect(ids(await search(c, '"apple with a red"'))).toEqual([made.greenApple]);
     });
 
     it('supports or', async () => {
@@ -165,9 +167,12 @@ describe('search', () => {
     it('matches the last word as a prefix', async () => {
       expect(ids(await search(c, 'hel'))).toEqual([made.hello]);
       expect(ids(await search(c, 'world hel'))).toEqual([made.hello]);
-      expect(ids(await search(c, 'kumq or duri')).sort()).toEqual([made.kumquat, made.durian].sort());
-      // Only the last word: "hel world" needs the whole word "hel".
-      expect(ids(await search(c, 'hel world'))).toEqual([]);
+      expect(ids(await search(c, 'kumquat or duri')).sort()).toEqual([made.kumquat, made.durian].sort());
+      expect(ids(await search(c, 'kumq or durian'))).toEqual([made.durian]);
+      // Only the last word: "kang jumping" needs the whole word "kang" (a body word, so the
+      // title-only typo fallback cannot step in).
+      expect(ids(await search(c, 'jumping kang'))).toEqual([made.kangaroo]);
+      expect(ids(await search(c, 'kang jumping'))).toEqual([]);
       // Not inside quotes, nor after a minus (which then excludes only the whole word).
       expect(ids(await search(c, '"hello wor"'))).toEqual([]);
       expect(ids(await search(c, 'basket -dur')).sort()).toEqual([made.kumquat, made.durian].sort());
@@ -264,6 +269,14 @@ describe('search', () => {
     it('source', () => expectSet({ source: 'feeder' }, ['feed']));
     it('tier and type together', () => expectSet({ tier: 'library', type: 'core.note' }, ['note']));
 
+    it('edge and backref clauses', async () => {
+      expectStatus(await c.post('/edge-types', { name: 'acme.links', source_types: ['*'], target_types: ['*'] }), 201);
+      expectStatus(await c.post('/edges', { type: 'acme.links', source_id: made.note, target_id: made.bookmark }), 201);
+      expect(ids(await search(c, 'gazebo', { edge: `acme.links:${made.bookmark}` }))).toEqual([made.note]);
+      expect(ids(await search(c, 'gazebo', { backref: `acme.links:${made.note}` }))).toEqual([made.bookmark]);
+      expect(ids(await search(c, 'gazebo', { edge: `*:${made.note}` }))).toEqual([]);
+    });
+
     it('rejects a bad filter like GET /items does', async () => {
       expectError(await c.get('/search', { q: 'gazebo', state: 'gone' }), 400, 'validation_error');
       expectError(await c.get('/search', { q: 'gazebo', type: 'Not A Pattern' }), 400, 'validation_error');
@@ -275,8 +288,9 @@ describe('search', () => {
       const m = api(t, member.key);
       expect(ids(await search(m, 'gazebo')).sort()).toEqual([made.note, made.feed].sort());
       expect(ids(await search(m, 'gazebo', { type: 'core.bookmark' }))).toEqual([]);
-      expect(ids(await search(m, 'gazebo bookmark'))).toEqual([]);
-      // Not through the typo fallback either.
+      // Not when the text matches only it (the fallback then offers the readable look-alikes),
+      // nor through the typo fallback.
+      expect(ids(await search(m, 'gazebo bookmark'))).not.toContain(made.bookmark);
       expect(ids(await search(m, 'gazebbo bookmarc'))).not.toContain(made.bookmark);
     });
 
@@ -313,7 +327,7 @@ describe('search', () => {
     });
 
     it('accepts the bounds', async () => {
-      for (const query of [{ limit: 1 }, { limit: 100 }, { offset: 0 }, { offset: 10000 }]) {
+      for (const query of [{ limit: 1 }, { limit: 100 }, { offset: 0 }, { offset: 10000 }] as Array<Record<string, number>>) {
         expectStatus(await c.get('/search', { q: 'x', ...query }), 200);
       }
     });
@@ -368,6 +382,15 @@ describe('search', () => {
       expect(ids(results)).toEqual([fresh.id, middle.id, old.id]);
       expect(results[0].relevance_score).toBeGreaterThan(results[1].relevance_score);
       expect(results[1].relevance_score).toBeGreaterThan(results[2].relevance_score);
+    });
+
+    it('copes with extreme timestamps', async () => {
+      const { c } = await freshTenant();
+      const ancient = await createItem(c, note('sundial', { timestamp: '1000-01-01T00:00:00.000Z' }));
+      const future = await createItem(c, note('sundial', { timestamp: '9999-12-31T00:00:00.000Z' }));
+      const results = await search(c, 'sundial');
+      expect(ids(results)).toEqual([future.id, ancient.id]);
+      expect(results.every((r) => Number.isFinite(r.relevance_score) && r.relevance_score > 0)).toBe(true);
     });
 
     it('a much better match still beats a newer weak one', async () => {

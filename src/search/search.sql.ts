@@ -63,10 +63,12 @@ export function searchStatement(input: SearchStatementInput): Statement {
     headlineQuery = tsq;
   } else {
     const whole = bind(parsed.positive.join(' '));
-    // Any query word close to a word of the title (word_similarity >= 0.6), or the whole query
-    // close to the whole title (similarity >= 0.3): both operators use the trigram index.
+    // Any query word close to some stretch of the title: word_similarity >= 0.6 (pg_trgm's
+    // word_similarity_threshold), through the trigram index. Whole-title similarity (`%`) is
+    // not used to select: a short query shares a few trigrams with a great many long titles,
+    // so its index scan hands back thousands of candidates to recheck.
     const near = parsed.positive.map((w) => `${bind(w)} <% i.search_title`);
-    where.push(`(i.search_title % ${whole} OR ${near.join(' OR ')})`);
+    where.push(`(${near.join(' OR ')})`);
     if (parsed.excluded) where.push(`NOT (i.search_vector @@ websearch_to_tsquery('${SEARCH_CONFIG}', ${bind(parsed.excluded)}))`);
     rank = `greatest(similarity(i.search_title, ${whole}), word_similarity(${whole}, i.search_title))`;
     // Highlight the title's words that resemble a query word.
@@ -103,14 +105,15 @@ export function anyMatchStatement(tenantId: string, filter: ItemFilter, parsed: 
 }
 
 /**
- * The recency factor: 0.5 + 0.5 * 0.5^(age / half-life), by the item `timestamp`, with the
- * clock truncated to the hour so scores hold still while a client pages; '1' when off.
+ * The recency factor 0.5 + 0.5 * 0.5^(age / half-life) by the item `timestamp`, written as
+ * 0.5 + 0.5 * exp(-ln 2 * age / half-life) in float8 arithmetic (extract() would compute in
+ * numeric, several times slower per row). The clock is read once per statement (an InitPlan)
+ * and truncated to the hour, so scores hold still while a client pages. '1' when off.
  */
 function recencyBoost(halfLifeDays: number, bind: (v: unknown) => string): string {
   if (halfLifeDays <= 0) return '1';
-  const halfLifeSeconds = bind(halfLifeDays * 86400);
-  return (
-    `(0.5 + 0.5 * power(0.5, greatest(0, extract(epoch FROM date_trunc('hour', now()) - i."timestamp"))::float8 ` +
-    `/ ${halfLifeSeconds}::float8))`
-  );
+  const perSecond = bind(Math.LN2 / (halfLifeDays * 86400));
+  const clock = `(SELECT date_part('epoch', date_trunc('hour', now())))`;
+  // greatest(-700, ...): exp() raises an underflow error below about -745 (timestamps centuries old).
+  return `(0.5 + 0.5 * exp(greatest(-700, least(0, date_part('epoch', i."timestamp") - ${clock}) * ${perSecond}::float8)))`;
 }

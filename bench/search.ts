@@ -1,0 +1,435 @@
+/**
+ * `npm run bench:search`: GET /search under load, against the same SQL run straight through
+ * `pg` in the same run, on loopback only.
+ *
+ *   1. Seeds BENCH_ITEMS (default 100k) items of varied text into their own database
+ *      (BENCH_DATABASE_URL, default .../svc_bench_search): titles, bodies, descriptions, names
+ *      and tags drawn from a Zipf-distributed vocabulary, timestamps over two years, four
+ *      core types. Rows go in with bulk INSERTs in batches, so the search trigger indexes them
+ *      as it does any write. A database already seeded is reused (the bench key is kept in
+ *      a bench_meta table), so only the first run pays for seeding.
+ *   2. Starts the service (createApp, the same path as main.ts) in a child process listening
+ *      on 127.0.0.1, so the load generator does not share its event loop.
+ *   3. For each kind of query (one word, two words, a quoted phrase, a misspelt word that
+ *      takes the trigram fallback, and a very common word as the stress case; see querySets),
+ *      runs autocannon at 10 connections for BENCH_DURATION
+ *      seconds (default 10) against GET /search, then the SQL the service runs for the same
+ *      queries (search.sql.ts, the very function the service calls, plus the edge lookup of
+ *      the items page) from 10 concurrent `pg` clients for the same time, and prints p50/p99
+ *      latency, requests/s and service/raw.
+ *
+ * Logs and rate limits are off in the service (LOG_LEVEL=silent, RATE_LIMIT_ENABLED=false).
+ * `--queries` prints the query sets of a seeded database. Not a test: nothing is asserted.
+ */
+import 'reflect-metadata';
+import autocannon from 'autocannon';
+import { ChildProcess, fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { Client, Pool } from 'pg';
+import { createApp } from '../src/app.factory';
+import { loadConfig } from '../src/config/app-config';
+import { ItemFilter, itemWhere } from '../src/items/item-filter';
+import { parseSearch, tsquerySql } from '../src/search/search-query';
+import { fallbackApplies, searchStatement } from '../src/search/search.sql';
+
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_search';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ITEMS = Number(process.env.BENCH_ITEMS ?? 100_000);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const CONNECTIONS = 10;
+const HALF_LIFE_DAYS = 30;
+const BATCH = 1000;
+
+// ------------------------------------------------------------------ the service, in a child
+
+function serviceEnv(): Record<string, string> {
+  return {
+    DATABASE_URL,
+    REDIS_URL,
+    REDIS_PREFIX: 'svc_bench_search:',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_ENABLED: 'false',
+    SEARCH_RECENCY_HALF_LIFE_DAYS: String(HALF_LIFE_DAYS),
+  };
+}
+
+/** Child mode: start the app, report its port, run until killed. */
+async function serve(): Promise<void> {
+  const app = await createApp(loadConfig({ ...process.env, ...serviceEnv() }));
+  await app.listen(0, '127.0.0.1');
+  process.send!({ port: (app.getHttpServer().address() as { port: number }).port });
+}
+
+function startService(): Promise<{ child: ChildProcess; url: string }> {
+  const child = fork(__filename, ['--serve'], {
+    execArgv: [...process.execArgv, ...(process.execArgv.some((a) => a.includes('ts-node')) ? [] : ['-r', 'ts-node/register/transpile-only'])],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: { port: number }) => resolve({ child, url: `http://127.0.0.1:${m.port}` }));
+    child.once('exit', (code) => reject(new Error(`service exited with ${code}`)));
+  });
+}
+
+// ------------------------------------------------------------------ text generation
+
+/** mulberry32: a small deterministic PRNG, so every run seeds and queries alike. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The commonest English words, at the top of the frequency ranking. */
+const COMMON = (
+  'the of and to in is was for that on with as by at from it his an were are which this be or has had not but ' +
+  'their have one new first after also two they who its been more other all time year can into out only over ' +
+  'about some would when there city team world state people work use may during between many under high could ' +
+  'since such where through most school part known these both three later well system game company university ' +
+  'country government family group season music found book film life public local water power house market ' +
+  'health project report design history river station garden travel recipe kitchen meeting budget review plan ' +
+  'note idea draft letter photo video paper research data model network server search index query result page'
+).split(' ');
+const FIRST = 'Ada Ben Chloe Dmitri Elena Farah Gus Hana Ivan Jun Kemal Lena Marco Nia Omar Priya Quinn Rosa Sven Tomas'.split(' ');
+const LAST = 'Ahmed Berg Costa Dubois Eriksen Fischer Garcia Haddad Ito Jensen Kowalski Lopez Moreau Novak Okafor Park'.split(' ');
+const TAGS = Array.from({ length: 40 }, (_, i) => ['work', 'home', 'idea', 'todo', 'read', 'travel', 'food', 'music'][i % 8] + (i < 8 ? '' : `-${i}`));
+
+/**
+ * The corpus: 50,000 word types, the common English words first and then real English words
+ * (an-array-of-english-words, shuffled with a fixed seed), drawn with Zipf's law (s = 1.07, as
+ * measured for English). Heaps' law puts the vocabulary of ~10M words of real text at 50-100k
+ * types, so a much smaller vocabulary would make every word, and so every query, match
+ * unrealistically many items; real words keep prefix and trigram statistics (which decide the
+ * cost of the prefix match and of the typo fallback) close to those of real text.
+ */
+const VOCAB_SIZE = 50_000;
+const ZIPF_S = 1.07;
+/** Bump when the generated corpus changes: a seeded database of another version is reseeded. */
+const CORPUS_VERSION = 3;
+
+function vocabulary(): string[] {
+  const rnd = prng(7);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const english = (require('an-array-of-english-words') as string[]).filter((w) => /^[a-z]{3,12}$/.test(w));
+  for (let i = english.length - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    [english[i], english[j]] = [english[j], english[i]];
+  }
+  const words = new Set(COMMON);
+  for (const w of english) {
+    if (words.size >= VOCAB_SIZE) break;
+    words.add(w);
+  }
+  return [...words];
+}
+
+const VOCAB = vocabulary();
+/** Zipf cumulative weights over VOCAB's ranks. */
+const CUMULATIVE = (() => {
+  const w = VOCAB.map((_, r) => 1 / Math.pow(r + 2.7, ZIPF_S));
+  const total = w.reduce((a, b) => a + b, 0);
+  let acc = 0;
+  return w.map((x) => (acc += x / total));
+})();
+
+function word(rnd: () => number): string {
+  const x = rnd();
+  let lo = 0;
+  let hi = CUMULATIVE.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (CUMULATIVE[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return VOCAB[lo];
+}
+
+function sentence(rnd: () => number, min = 6, max = 18): string {
+  const n = min + Math.floor(rnd() * (max - min + 1));
+  const words = Array.from({ length: n }, () => word(rnd));
+  words[0] = words[0][0].toUpperCase() + words[0].slice(1);
+  return words.join(' ') + '.';
+}
+
+const paragraph = (rnd: () => number, min: number, max: number) =>
+  Array.from({ length: min + Math.floor(rnd() * (max - min + 1)) }, () => sentence(rnd)).join(' ');
+const title = (rnd: () => number) => sentence(rnd, 3, 8).slice(0, -1);
+const pick = <T>(rnd: () => number, list: T[]) => list[Math.floor(rnd() * list.length)];
+
+function item(rnd: () => number): { id: string; type: string; properties: Record<string, unknown>; ts: string; tier: string; tags: string[] } {
+  const kind = rnd();
+  let type: string;
+  let properties: Record<string, unknown>;
+  if (kind < 0.5) {
+    type = 'core.note';
+    properties = { title: title(rnd), body: paragraph(rnd, 2, 8) };
+  } else if (kind < 0.7) {
+    type = 'core.bookmark';
+    properties = { url: `https://example.com/${word(rnd)}/${Math.floor(rnd() * 1e6)}`, title: title(rnd), description: paragraph(rnd, 1, 2) };
+  } else if (kind < 0.9) {
+    type = 'core.task';
+    properties = { title: title(rnd), description: paragraph(rnd, 1, 3), status: pick(rnd, ['open', 'in_progress', 'done']), priority: Math.floor(rnd() * 6) };
+  } else {
+    type = 'core.contact';
+    properties = { name: `${pick(rnd, FIRST)} ${pick(rnd, LAST)}`, organization: title(rnd), notes: paragraph(rnd, 1, 3) };
+  }
+  const tags = [...new Set(Array.from({ length: Math.floor(rnd() * 4) }, () => pick(rnd, TAGS)))];
+  const ts = new Date(Date.now() - Math.floor(rnd() * 730 * 86_400_000)).toISOString();
+  return { id: randomUUID(), type, properties, ts, tier: rnd() < 0.8 ? 'library' : 'feed', tags };
+}
+
+// ------------------------------------------------------------------ seeding
+
+async function ensureDatabase(): Promise<void> {
+  const url = new URL(DATABASE_URL);
+  const name = url.pathname.slice(1);
+  url.pathname = '/postgres';
+  const c = new Client({ connectionString: url.toString() });
+  await c.connect();
+  try {
+    const { rowCount } = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!rowCount) await c.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+  } finally {
+    await c.end();
+  }
+}
+
+/** The bench key and its tenant: bootstrapped on the first run, then read back. */
+async function benchKey(pool: Pool, url: string): Promise<{ key: string; tenantId: string; source: string }> {
+  await pool.query(`CREATE TABLE IF NOT EXISTS bench_meta (name text PRIMARY KEY, value jsonb NOT NULL)`);
+  const { rows } = await pool.query(`SELECT value FROM bench_meta WHERE name = 'key'`);
+  if (rows[0]) return rows[0].value;
+  const res = await fetch(`${url}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ label: 'bench' }) });
+  if (res.status !== 201) throw new Error(`bootstrap failed (${res.status}); drop the bench database and run again`);
+  const body = (await res.json()) as { key: string; tenant_id: string; source: string };
+  const value = { key: body.key, tenantId: body.tenant_id, source: body.source };
+  await pool.query(`INSERT INTO bench_meta (name, value) VALUES ('key', $1)`, [value]);
+  return value;
+}
+
+async function seed(pool: Pool, tenantId: string, source: string): Promise<void> {
+  const version = (await pool.query(`SELECT value FROM bench_meta WHERE name = 'corpus'`)).rows[0]?.value;
+  if (version !== CORPUS_VERSION) {
+    await pool.query('TRUNCATE items CASCADE');
+    await pool.query(`INSERT INTO bench_meta (name, value) VALUES ('corpus', $1) ON CONFLICT (name) DO UPDATE SET value = $1`, [CORPUS_VERSION]);
+  }
+  const { rows } = await pool.query(`SELECT count(*)::int AS n FROM items WHERE tenant_id = $1`, [tenantId]);
+  let have: number = rows[0].n;
+  if (have >= ITEMS) {
+    console.log(`reusing ${have} seeded items`);
+    return;
+  }
+  const started = Date.now();
+  console.log(`seeding ${ITEMS - have} items ...`);
+  const insert = async (batchNo: number, size: number) => {
+    const rnd = prng(1000 + batchNo);
+    const batch = Array.from({ length: size }, () => item(rnd));
+    await pool.query(
+      `INSERT INTO items (tenant_id, id, type, properties, state, version, schema_version, source, source_id, "timestamp", tier,
+                          tags, extensions, created_at, updated_at)
+       SELECT $1, r.id, r.type, r.properties, 'active', 1, 1, $2, NULL, r.ts, r.tier, r.tags, '{}', r.ts, r.ts
+         FROM jsonb_to_recordset($3::jsonb) AS r(id uuid, type text, properties jsonb, ts timestamptz, tier text, tags text[])`,
+      [tenantId, source, JSON.stringify(batch)],
+    );
+  };
+  // Two writers: the trigger's work (walking properties, building the vector) is per row.
+  while (have < ITEMS) {
+    const jobs = [];
+    for (let w = 0; w < 2 && have < ITEMS; w++) {
+      const size = Math.min(BATCH, ITEMS - have);
+      jobs.push(insert(Math.floor(have / BATCH), size));
+      have += size;
+    }
+    await Promise.all(jobs);
+    if ((have / BATCH) % 10 === 0) process.stdout.write(`  ${have}\r`);
+  }
+  process.stdout.write('\n');
+  await pool.query('VACUUM ANALYZE items');
+  console.log(`seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+// ------------------------------------------------------------------ queries
+
+/**
+ * What users search for, drawn from 150 seeded items (so that queries have something to find):
+ * a content word (not among the 200 commonest), two content words of one item, two adjacent
+ * words of an item's body as a quoted phrase, a title word with two letters swapped (so the
+ * text search finds nothing and the trigram fallback runs), and, as the stress case, one of the
+ * commonest words, which matches a large share of all items.
+ */
+async function querySets(pool: Pool, tenantId: string): Promise<Record<string, string[]>> {
+  const rnd = prng(99);
+  const rank = new Map(VOCAB.map((w, r) => [w, r]));
+  const words = (s: unknown) => (typeof s === 'string' ? s.toLowerCase().split(/[^a-z]+/).filter(Boolean) : []);
+  const content = (w: string) => (rank.get(w) ?? 0) >= 200;
+  const { rows } = await pool.query(`SELECT properties FROM items WHERE tenant_id = $1 ORDER BY md5(id::text) LIMIT 150`, [tenantId]);
+  const texts = rows.map((r: { properties: Record<string, unknown> }) => ({
+    title: words(r.properties.title ?? r.properties.name),
+    body: words(r.properties.body ?? r.properties.description ?? r.properties.notes),
+  }));
+  const oneWord: string[] = [];
+  const twoWords: string[] = [];
+  const phrase: string[] = [];
+  const typo: string[] = [];
+  for (const t of texts) {
+    const all = [...t.title, ...t.body].filter(content);
+    if (all.length) oneWord.push(pick(rnd, all));
+    if (all.length >= 2) twoWords.push(`${all[0]} ${all[all.length - 1]}`);
+    if (t.body.length >= 2) {
+      const i = Math.floor(rnd() * (t.body.length - 1));
+      phrase.push(`"${t.body[i]} ${t.body[i + 1]}"`);
+    }
+    const long = t.title.filter((w) => w.length >= 6 && content(w));
+    if (long.length) {
+      const w = pick(rnd, long);
+      const i = 1 + Math.floor(rnd() * (w.length - 3));
+      const misspelt = w.slice(0, i) + w[i + 1] + w[i] + w.slice(i + 2);
+      if (!rank.has(misspelt) && !VOCAB.some((v) => v.startsWith(misspelt))) typo.push(misspelt);
+    }
+  }
+  const common = Array.from({ length: 50 }, () => VOCAB[20 + Math.floor(rnd() * 180)]);
+  const cap = (list: string[]) => list.slice(0, 50);
+  return { 'one word': cap(oneWord), 'two words': cap(twoWords), phrase: cap(phrase), 'typo (fallback)': cap(typo), 'common word (stress)': common };
+}
+
+interface Stats {
+  p50: number;
+  p99: number;
+  rps: number;
+  errors: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN;
+}
+
+async function viaService(url: string, key: string, queries: string[]): Promise<Stats> {
+  let n = 0;
+  const result = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: DURATION,
+    headers: { authorization: `Bearer ${key}` },
+    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/search?q=${encodeURIComponent(queries[n++ % queries.length])}` }) }],
+  });
+  return { p50: result.latency.p50, p99: result.latency.p99, rps: result.requests.average, errors: result.non2xx + result.errors };
+}
+
+/**
+ * The outgoing-edges lookup ItemsService.presentMany makes for every page of items (a copy of
+ * EdgesService.outgoingFor's statement): the service runs it after the search statement, so
+ * the baseline does too.
+ */
+const EDGES_SQL = `SELECT e.source_id, e.edge_type, e.target_id, t.type AS target_type
+                     FROM edges e
+                     JOIN items t ON t.tenant_id = e.tenant_id AND t.id = e.target_id
+                    WHERE e.tenant_id = $1 AND e.source_id = ANY($2::uuid[])
+                    ORDER BY e.created_at, e.id`;
+
+/** The service's SQL for the same queries, straight through pg, 10 at a time. */
+async function viaPg(pool: Pool, tenantId: string, queries: string[]): Promise<Stats> {
+  // What ItemsService.filterFor gives an admin with no filter parameters.
+  const filter: ItemFilter = { edges: [], backrefs: [] };
+  const latencies: number[] = [];
+  let errors = 0;
+  let n = 0;
+  const deadline = Date.now() + DURATION * 1000;
+  const worker = async () => {
+    while (Date.now() < deadline) {
+      const parsed = parseSearch(queries[n++ % queries.length]);
+      const input = { tenantId, filter, parsed, limit: 20, offset: 0, halfLifeDays: HALF_LIFE_DAYS, showTags: true };
+      const t0 = process.hrtime.bigint();
+      try {
+        const text = searchStatement({ ...input, mode: 'text' });
+        let { rows } = await pool.query(text.sql, text.params);
+        if (rows.length === 0 && fallbackApplies(parsed)) {
+          const similar = searchStatement({ ...input, mode: 'similar' });
+          ({ rows } = await pool.query(similar.sql, similar.params));
+        }
+        if (rows.length) await pool.query(EDGES_SQL, [tenantId, rows.map((r: { id: string }) => r.id)]);
+      } catch {
+        errors++;
+      }
+      latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+  };
+  const started = Date.now();
+  await Promise.all(Array.from({ length: CONNECTIONS }, worker));
+  const seconds = (Date.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), rps: latencies.length / seconds, errors };
+}
+
+/** How many items the first ten queries of a set match, on average (for context). */
+async function matchCounts(pool: Pool, tenantId: string, queries: string[]): Promise<number> {
+  let total = 0;
+  const sample = queries.slice(0, 10);
+  for (const q of sample) {
+    const params: unknown[] = [];
+    const where = itemWhere(tenantId, { edges: [], backrefs: [] }, params);
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM items i WHERE ${where} AND i.search_vector @@ ${tsquerySql(q, params)}`, params);
+    total += rows[0].n;
+  }
+  return Math.round(total / sample.length);
+}
+
+async function main(): Promise<void> {
+  await ensureDatabase();
+  const { child, url } = await startService();
+  const pool = new Pool({ connectionString: DATABASE_URL, max: CONNECTIONS });
+  try {
+    const { key, tenantId, source } = await benchKey(pool, url);
+    await seed(pool, tenantId, source);
+    const fmt = (s: Stats) => `p50 ${s.p50.toFixed(1).padStart(6)} ms  p99 ${s.p99.toFixed(1).padStart(6)} ms  ${s.rps.toFixed(0).padStart(5)} req/s`;
+    console.log(`\n${CONNECTIONS} connections, ${DURATION} s each, ${ITEMS} items, limit 20 (node ${process.version})\n`);
+    for (const [kind, queries] of Object.entries(await querySets(pool, tenantId))) {
+      const matches = await matchCounts(pool, tenantId, queries);
+      // Warm both paths briefly so neither pays for cold caches.
+      for (const q of queries.slice(0, 5)) await fetch(`${url}/search?q=${encodeURIComponent(q)}`, { headers: { authorization: `Bearer ${key}` } });
+      const service = await viaService(url, key, queries);
+      const raw = await viaPg(pool, tenantId, queries);
+      console.log(`${kind}  (~${matches} matches per query)`);
+      console.log(`  GET /search  ${fmt(service)}${service.errors ? `  ${service.errors} errors` : ''}`);
+      console.log(`  raw SQL      ${fmt(raw)}${raw.errors ? `  ${raw.errors} errors` : ''}`);
+      console.log(`  service/raw  ${(service.rps / raw.rps).toFixed(2)}x throughput, p99 ${(service.p99 / raw.p99).toFixed(2)}x\n`);
+    }
+  } finally {
+    await pool.end();
+    child.kill('SIGTERM');
+  }
+}
+
+/** `--queries`: print the query sets of an already seeded database, and nothing else. */
+async function printQueries(): Promise<void> {
+  const pool = new Pool({ connectionString: DATABASE_URL, max: 1 });
+  try {
+    const { rows } = await pool.query(`SELECT value FROM bench_meta WHERE name = 'key'`);
+    console.log(JSON.stringify(await querySets(pool, rows[0].value.tenantId), null, 1));
+  } finally {
+    await pool.end();
+  }
+}
+
+if (process.argv.includes('--queries')) {
+  printQueries().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+} else if (process.argv.includes('--serve')) {
+  serve().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+} else {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
