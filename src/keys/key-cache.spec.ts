@@ -1,67 +1,74 @@
+/**
+ * KeyCache against a real Redis (a key prefix of its own): two caches stand for two
+ * instances of the service sharing one Redis.
+ */
+import { randomBytes } from 'node:crypto';
+import Redis from 'ioredis';
 import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
-import type { RedisPubSub } from '../redis/redis.module';
 import { KeyCache } from './key-cache';
 
-/** An in-memory stand-in for Redis pub/sub: publishing reaches every subscribed cache. */
-class FakePubSub {
-  private readonly handlers: Array<(m: string) => void> = [];
-  async subscribe(_channel: string, handler: (m: string) => void): Promise<void> {
-    this.handlers.push(handler);
-  }
-  async publish(_channel: string, message: string): Promise<void> {
-    for (const h of this.handlers) h(message);
-  }
-}
-
 const principal = { tenantId: 't', credentialId: 'k', role: 'admin' } as Principal;
-
-async function makeCaches(ttlSeconds = 60): Promise<[KeyCache, KeyCache]> {
-  const config = Object.assign(new AppConfig(), { KEY_CACHE_TTL_SECONDS: ttlSeconds });
-  const bus = new FakePubSub() as unknown as RedisPubSub;
-  const a = new KeyCache(config, bus);
-  const b = new KeyCache(config, bus);
-  await a.onModuleInit();
-  await b.onModuleInit();
-  return [a, b];
-}
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 describe('KeyCache', () => {
-  it('caches and invalidates on every instance', async () => {
-    const [a, b] = await makeCaches();
-    a.set('h1', principal);
-    b.set('h1', principal);
-    expect(a.get('h1')).toBe(principal);
-    expect(b.get('h1')).toBe(principal);
-    await a.invalidate('h1');
-    expect(a.get('h1')).toBeUndefined();
-    expect(b.get('h1')).toBeUndefined();
+  let redis: Redis;
+  let prefix: string;
+  let a: KeyCache;
+  let b: KeyCache;
+
+  beforeAll(() => {
+    redis = new Redis(REDIS_URL);
+  });
+  afterAll(() => redis.disconnect());
+
+  beforeEach(() => {
+    prefix = `svct_${randomBytes(6).toString('hex')}:`;
+    const config = Object.assign(new AppConfig(), { KEY_CACHE_TTL_SECONDS: 60, REDIS_PREFIX: prefix });
+    a = new KeyCache(config, redis);
+    b = new KeyCache(config, redis);
+  });
+  afterEach(async () => {
+    await redis.del(`${prefix}keys:generation`);
   });
 
-  it('caches negative results (revoked keys) as null', async () => {
-    const [a] = await makeCaches();
-    a.set('h1', null);
-    expect(a.get('h1')).toBeNull();
+  it('serves a cached entry while the generation holds', async () => {
+    const g = await a.generation();
+    a.set('h1', principal, g);
+    expect(a.get('h1', await a.generation())).toBe(principal);
   });
 
-  it('does not cache a row read before an invalidation that arrived while it was read', async () => {
-    const [a, b] = await makeCaches();
-    const epochA = a.epoch;
-    const epochB = b.epoch;
-    // ... the SELECT is in flight on both instances when the key is revoked ...
+  it('caches revoked keys as null', async () => {
+    const g = await a.generation();
+    a.set('h1', null, g);
+    expect(a.get('h1', await a.generation())).toBeNull();
+  });
+
+  it('an invalidation on one instance holds on the other at its very next lookup', async () => {
+    b.set('h1', principal, await b.generation());
     await a.invalidate('h1');
-    a.set('h1', principal, epochA);
-    b.set('h1', principal, epochB);
-    expect(a.get('h1')).toBeUndefined();
-    expect(b.get('h1')).toBeUndefined();
-    // A read that starts afterwards is cached again.
-    a.set('h1', null, a.epoch);
-    expect(a.get('h1')).toBeNull();
+    expect(b.get('h1', await b.generation())).toBeUndefined();
+  });
+
+  it('does not serve a row read under a generation that a change has since moved past', async () => {
+    const before = await a.generation(); // the SELECT starts ...
+    await b.invalidate('h1'); // ... a revocation commits elsewhere ...
+    a.set('h1', principal, before); // ... and the stale row lands in the cache
+    expect(a.get('h1', await a.generation())).toBeUndefined();
+  });
+
+  it('neither serves nor stores entries when the generation is unknown (Redis unavailable)', async () => {
+    a.set('h1', principal, undefined);
+    expect(a.get('h1', await a.generation())).toBeUndefined();
+    a.set('h2', principal, await a.generation());
+    expect(a.get('h2', undefined)).toBeUndefined();
   });
 
   it('caches nothing with a TTL of 0', async () => {
-    const [a] = await makeCaches(0);
-    a.set('h1', principal);
-    expect(a.get('h1')).toBeUndefined();
+    const config = Object.assign(new AppConfig(), { KEY_CACHE_TTL_SECONDS: 0, REDIS_PREFIX: prefix });
+    const c = new KeyCache(config, redis);
+    const g = await c.generation();
+    c.set('h1', principal, g);
+    expect(c.get('h1', g)).toBeUndefined();
   });
 });

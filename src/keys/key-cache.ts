@@ -1,66 +1,70 @@
 /**
  * In-process cache of resolved API keys, keyed by key hash, so the hot path does not hit the
- * database for credentials. Revocation and updates invalidate every instance at once through
- * Redis pub/sub; the TTL bounds staleness should a message ever be lost.
+ * database for credentials.
+ *
+ * A revocation or change must hold on every instance from the very next request, which
+ * pub/sub cannot promise (its message races that request). So every key change bumps one
+ * deployment-wide generation counter in Redis before the change is acknowledged, every
+ * lookup reads the counter (one Redis GET, far cheaper than the key query), and a cached entry
+ * counts only while the generation it was read under is still the current one. An entry read
+ * while a change committed carries the older generation and is dropped at the next lookup.
+ * When Redis cannot answer, nothing is served from or put into the cache.
  */
-import { Injectable, OnModuleInit } from '@nestjs/common';
-import { AppConfig } from '../config/app-config';
-import { RedisPubSub } from '../redis/redis.module';
+import { Inject, Injectable } from '@nestjs/common';
+import Redis from 'ioredis';
 import type { Principal } from '../auth/principal';
+import { AppConfig } from '../config/app-config';
+import { REDIS } from '../redis/redis.module';
 
-const CHANNEL = 'keys:invalidate';
 const MAX_ENTRIES = 10_000;
+const GENERATION_TIMEOUT_MS = 500;
 
 @Injectable()
-export class KeyCache implements OnModuleInit {
-  private readonly entries = new Map<string, { principal: Principal | null; expires: number }>();
-  /** Bumped by every invalidation, local or from another instance (see `set`). */
-  private invalidations = 0;
+export class KeyCache {
+  private readonly entries = new Map<string, { principal: Principal | null; generation: string; expires: number }>();
+  private readonly counter: string;
 
   constructor(
     private readonly config: AppConfig,
-    private readonly pubsub: RedisPubSub,
-  ) {}
-
-  async onModuleInit(): Promise<void> {
-    await this.pubsub.subscribe(CHANNEL, (hash) => this.drop(hash));
+    @Inject(REDIS) private readonly redis: Redis,
+  ) {
+    this.counter = `${config.REDIS_PREFIX}keys:generation`;
   }
 
-  /** Read before loading a key from the database, and pass to `set`. */
-  get epoch(): number {
-    return this.invalidations;
+  /** The current generation of key changes, or undefined when Redis does not answer in time. */
+  async generation(): Promise<string | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), GENERATION_TIMEOUT_MS)));
+    try {
+      return await Promise.race([this.redis.get(this.counter).then((v) => v ?? '0'), timeout]);
+    } catch {
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
-  get(hash: string): Principal | null | undefined {
+  get(hash: string, generation: string | undefined): Principal | null | undefined {
     const hit = this.entries.get(hash);
     if (!hit) return undefined;
-    if (hit.expires < Date.now()) {
+    if (generation === undefined || hit.generation !== generation || hit.expires < Date.now()) {
       this.entries.delete(hash);
       return undefined;
     }
     return hit.principal;
   }
 
-  /**
-   * Caches what was read from the database at `epoch`. Should any invalidation have come in
-   * since, the row may predate a revocation that committed meanwhile, and caching it would
-   * undo that revocation for a whole TTL: it is not cached (the next request will).
-   */
-  set(hash: string, principal: Principal | null, epoch: number = this.invalidations): void {
+  /** Caches what was read from the database under `generation` (read before the query). */
+  set(hash: string, principal: Principal | null, generation: string | undefined): void {
     const ttl = this.config.KEY_CACHE_TTL_SECONDS * 1000;
-    if (ttl === 0 || epoch !== this.invalidations) return;
+    if (ttl === 0 || generation === undefined) return;
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
-    this.entries.set(hash, { principal, expires: Date.now() + ttl });
+    this.entries.set(hash, { principal, generation, expires: Date.now() + ttl });
   }
 
-  /** Drops the entry here at once and on every other instance. */
+  /** Call after a key change commits and before it is acknowledged: every instance re-reads. */
   async invalidate(hash: string): Promise<void> {
-    this.drop(hash);
-    await this.pubsub.publish(CHANNEL, hash);
-  }
-
-  private drop(hash: string): void {
-    this.invalidations++;
     this.entries.delete(hash);
+    await this.redis.incr(this.counter);
   }
 }

@@ -49,9 +49,9 @@ export class KeysService {
   async resolve(token: string): Promise<Resolution> {
     if (!token.startsWith(API_KEY_PREFIX)) return { error: 'unauthorized' };
     const hash = hashSecret(token);
-    let principal = this.cache.get(hash);
+    const generation = await this.cache.generation();
+    let principal = this.cache.get(hash, generation);
     if (principal === undefined) {
-      const epoch = this.cache.epoch;
       const rows: Array<ApiKeyEntity & { is_root: boolean; key_hash: string }> = await this.db.query(
         `SELECT k.tenant_id, k.id, k.role, k.source, k.default_tier, k.type_permissions, k.extension_permissions,
                 k.edge_permissions, k.key_hash, k.revoked_at, t.is_root
@@ -76,7 +76,7 @@ export class KeysService {
             }
           : null;
       // Unknown hashes are not cached: a flood of random tokens must not evict real keys.
-      if (row) this.cache.set(hash, principal, epoch);
+      if (row) this.cache.set(hash, principal, generation);
     }
     return principal ? { principal } : { error: 'unauthorized' };
   }
