@@ -6,6 +6,7 @@ import type { Response } from 'express';
 import Redis from 'ioredis';
 import { DataSource } from 'typeorm';
 import { Public } from '../auth/decorators';
+import { withinTimeout } from '../common/timeout';
 import { REDIS } from '../redis/redis.module';
 
 class HealthChecks {
@@ -20,16 +21,8 @@ class HealthResponse {
 const CHECK_TIMEOUT_MS = 2000;
 
 async function probe(check: () => Promise<unknown>): Promise<'up' | 'down'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS)));
-  try {
-    await Promise.race([check(), timeout]);
-    return 'up';
-  } catch {
-    return 'down';
-  } finally {
-    clearTimeout(timer);
-  }
+  const ok = await withinTimeout(check().then(() => true), CHECK_TIMEOUT_MS);
+  return ok ? 'up' : 'down';
 }
 
 @ApiTags('health')

@@ -13,6 +13,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
 import type { Principal } from '../auth/principal';
+import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { REDIS } from '../redis/redis.module';
 
@@ -32,16 +33,8 @@ export class KeyCache {
   }
 
   /** The current generation of key changes, or undefined when Redis does not answer in time. */
-  async generation(): Promise<string | undefined> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), GENERATION_TIMEOUT_MS)));
-    try {
-      return await Promise.race([this.redis.get(this.counter).then((v) => v ?? '0'), timeout]);
-    } catch {
-      return undefined;
-    } finally {
-      clearTimeout(timer);
-    }
+  generation(): Promise<string | undefined> {
+    return withinTimeout(this.redis.get(this.counter).then((v) => v ?? '0'), GENERATION_TIMEOUT_MS);
   }
 
   get(hash: string, generation: string | undefined): Principal | null | undefined {
