@@ -3,9 +3,9 @@
  * every bad field) and the reusable decorators the DTOs share.
  */
 import { ValidationError, ValidationPipe } from '@nestjs/common';
-import { registerDecorator, ValidateIf, ValidationOptions } from 'class-validator';
+import { registerDecorator, ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
 import { ApiError } from './api-error';
-import { isPattern } from './type-pattern';
+import { isDottedName, isPattern } from './type-pattern';
 
 export interface FieldIssue {
   field: string;
@@ -67,3 +67,13 @@ export function IsPermissionMap(options?: ValidationOptions) {
       },
     });
 }
+
+/** A dotted lowercase name: a type, an edge type, an extension namespace. */
+export const IsDottedName = () =>
+  ValidateBy({
+    name: 'isDottedName',
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && isDottedName(v),
+      defaultMessage: () => 'must be a dotted lowercase name such as "acme.recipe"',
+    },
+  });

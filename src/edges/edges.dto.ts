@@ -2,21 +2,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { isDottedName, isPattern } from '../common/type-pattern';
+import { isPattern } from '../common/type-pattern';
+import { IsDottedName } from '../common/validation';
 
 export const CARDINALITIES = ['one', 'many'] as const;
 export type Cardinality = (typeof CARDINALITIES)[number];
 export const DIRECTIONS = ['outgoing', 'incoming', 'both'] as const;
 export type Direction = (typeof DIRECTIONS)[number];
-
-const IsDottedName = () =>
-  ValidateBy({
-    name: 'isDottedName',
-    validator: {
-      validate: (v: unknown) => typeof v === 'string' && isDottedName(v),
-      defaultMessage: () => 'must be a dotted lowercase name such as "acme.depends_on"',
-    },
-  });
 
 const IsPatternList = () =>
   ValidateBy({

@@ -1,7 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
-import { isDottedName } from '../common/type-pattern';
-import { IsOptionalNonNull } from '../common/validation';
+import { IsDottedName, IsOptionalNonNull } from '../common/validation';
 import { MERGE_POLICIES, MergePolicy } from './type-schema';
 
 const IsMergePolicyMap = () =>
@@ -11,15 +10,6 @@ const IsMergePolicyMap = () =>
       validate: (v: unknown) =>
         v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v as object).every((p) => (MERGE_POLICIES as readonly string[]).includes(p)),
       defaultMessage: () => `must map property names to one of ${MERGE_POLICIES.join(', ')}`,
-    },
-  });
-
-const IsDottedName = () =>
-  ValidateBy({
-    name: 'isDottedName',
-    validator: {
-      validate: (v: unknown) => typeof v === 'string' && isDottedName(v),
-      defaultMessage: () => 'must be a dotted lowercase name such as "acme.recipe"',
     },
   });
 
