@@ -14,8 +14,8 @@
  *      takes the trigram fallback, and a very common word as the stress case; see querySets),
  *      runs autocannon at 10 connections for BENCH_DURATION
  *      seconds (default 10) against GET /search, then the SQL the service runs for the same
- *      queries (search.sql.ts, the very function the service calls, plus the edge lookup of
- *      the items page) from 10 concurrent `pg` clients for the same time, and prints p50/p99
+ *      queries (search.sql.ts, the very function the service calls, which also brings the
+ *      page's outgoing edges) from 10 concurrent `pg` clients for the same time, and prints p50/p99
  *      latency, requests/s and service/raw.
  *
  * Logs and rate limits are off in the service (LOG_LEVEL=silent, RATE_LIMIT_ENABLED=false).
@@ -322,17 +322,6 @@ async function viaService(url: string, key: string, queries: string[]): Promise<
   return { p50: result.latency.p50, p99: result.latency.p99, rps: result.requests.average, errors: result.non2xx + result.errors };
 }
 
-/**
- * The outgoing-edges lookup ItemsService.presentMany makes for every page of items (a copy of
- * EdgesService.outgoingFor's statement): the service runs it after the search statement, so
- * the baseline does too.
- */
-const EDGES_SQL = `SELECT e.source_id, e.edge_type, e.target_id, t.type AS target_type
-                     FROM edges e
-                     JOIN items t ON t.tenant_id = e.tenant_id AND t.id = e.target_id
-                    WHERE e.tenant_id = $1 AND e.source_id = ANY($2::uuid[])
-                    ORDER BY e.created_at, e.id`;
-
 /** The service's SQL for the same queries, straight through pg, 10 at a time. */
 async function viaPg(pool: Pool, tenantId: string, queries: string[]): Promise<Stats> {
   // What ItemsService.filterFor gives an admin with no filter parameters.
@@ -353,7 +342,6 @@ async function viaPg(pool: Pool, tenantId: string, queries: string[]): Promise<S
           const similar = searchStatement({ ...input, mode: 'similar' });
           ({ rows } = await pool.query(similar.sql, similar.params));
         }
-        if (rows.length) await pool.query(EDGES_SQL, [tenantId, rows.map((r: { id: string }) => r.id)]);
       } catch {
         errors++;
       }

@@ -275,6 +275,13 @@ describe('search', () => {
       expect(ids(await search(c, 'gazebo', { edge: `acme.links:${made.bookmark}` }))).toEqual([made.note]);
       expect(ids(await search(c, 'gazebo', { backref: `acme.links:${made.note}` }))).toEqual([made.bookmark]);
       expect(ids(await search(c, 'gazebo', { edge: `*:${made.note}` }))).toEqual([]);
+      // Results carry their outgoing edges, as GET /items/:id renders them.
+      const [hit] = await search(c, 'gazebo', { edge: `acme.links:${made.bookmark}` });
+      expect(hit.item.edges).toEqual({ 'acme.links': [made.bookmark] });
+      expect(hit.item.edges).toEqual((await c.get(`/items/${made.note}`)).body.edges);
+      // Also on the typo fallback's page.
+      const fallback = (await search(c, 'gazebbo')).find((r) => r.item.id === made.note);
+      expect(fallback?.item.edges).toEqual({ 'acme.links': [made.bookmark] });
     });
 
     it('rejects a bad filter like GET /items does', async () => {
@@ -288,6 +295,9 @@ describe('search', () => {
       const m = api(t, member.key);
       expect(ids(await search(m, 'gazebo')).sort()).toEqual([made.note, made.feed].sort());
       expect(ids(await search(m, 'gazebo', { type: 'core.bookmark' }))).toEqual([]);
+      // Edges to what it may not read are left out, as on GET /items/:id.
+      const hit = (await search(m, 'gazebo')).find((r) => r.item.id === made.note);
+      expect(hit?.item.edges).toEqual((await m.get(`/items/${made.note}`)).body.edges);
       // Not when the text matches only it (the fallback then offers the readable look-alikes),
       // nor through the typo fallback.
       expect(ids(await search(m, 'gazebo bookmark'))).not.toContain(made.bookmark);

@@ -146,3 +146,19 @@ export const edgeErrors = {
       target_id: targetId,
     }),
 };
+
+/** One outgoing edge as outgoingEdgesSql returns it: `[edge_type, target_id, target_type]`. */
+export type FetchedOutgoingEdge = [string, string, string];
+
+/**
+ * A correlated subquery over the item alias `i` and the tenant parameter `tenant`: the item's
+ * outgoing edges as a JSON array of `[edge_type, target_id, target_type]` in creation order (the
+ * order `outgoingFor` reads them in), for `outgoingFromFetched`. Lets a page's own statement
+ * bring its items' edges instead of a second round trip.
+ */
+export function outgoingEdgesSql(tenant: string): string {
+  return `(SELECT json_agg(json_build_array(e.edge_type, e.target_id, t.type) ORDER BY e.created_at, e.id)
+             FROM edges e
+             JOIN items t ON t.tenant_id = e.tenant_id AND t.id = e.target_id
+            WHERE e.tenant_id = ${tenant} AND e.source_id = i.id)`;
+}

@@ -14,6 +14,7 @@ import { canEdgeType, canExtension, canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { BlobsService } from '../blobs/blobs.service';
+import type { FetchedOutgoingEdge } from '../edges/edge-rules';
 import { EdgesService } from '../edges/edges.service';
 import { newId } from '../common/ids';
 import { decodeCursor, encodeCursor } from '../common/pagination';
@@ -457,6 +458,12 @@ export class ItemsService {
   /** Items as the caller may see them, with their outgoing edges. */
   async presentMany(p: Principal, rows: ItemRow[]): Promise<Item[]> {
     const edges = await this.edges.outgoingFor(p, rows.map((r) => r.id));
+    return rows.map((r) => toItem(p, r, edges.get(r.id)));
+  }
+
+  /** `presentMany` for rows whose statement also selected `outgoingEdgesSql` as `outgoing`: no second query. */
+  async presentWithFetchedEdges(p: Principal, rows: Array<ItemRow & { outgoing: FetchedOutgoingEdge[] | null }>): Promise<Item[]> {
+    const edges = await this.edges.outgoingFromFetched(p, rows);
     return rows.map((r) => toItem(p, r, edges.get(r.id)));
   }
 }

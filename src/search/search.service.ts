@@ -13,7 +13,8 @@
  *      trigram-similar to the query words (pg_trgm), so "helo wrold" still finds "Hello world";
  *      any word may match there, exclusions still apply, and a query with a quoted phrase,
  *      which asks for exact text, gets no fallback;
- *   5. items rendered as GET /items renders them (visibility of extensions and tags).
+ *   5. items rendered as GET /items renders them (visibility of extensions and tags, and
+ *      their outgoing edges, which the page's statement brings along: no second query).
  *
  * Score: ts_rank_cd (cover density, weights A 1.0 / B 0.4 / C 0.2 / D 0.1, normalised to
  * rank/(rank+1)) times a recency boost by the item's `timestamp` (the time the content is
@@ -31,6 +32,7 @@ import { DataSource } from 'typeorm';
 import { canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
+import type { FetchedOutgoingEdge } from '../edges/edge-rules';
 import type { ItemRow } from '../items/item.model';
 import type { ItemFilter } from '../items/item-filter';
 import { ItemsService } from '../items/items.service';
@@ -41,7 +43,7 @@ import { renderSnippet } from './snippet';
 
 export { matchClause } from './search-query';
 
-type HitRow = ItemRow & { score: number; headline: string | null };
+type HitRow = ItemRow & { score: number; headline: string | null; outgoing: FetchedOutgoingEdge[] | null };
 
 @Injectable()
 export class SearchService {
@@ -82,7 +84,7 @@ export class SearchService {
       rows = await page('similar');
     }
 
-    const items = await this.items.presentMany(p, rows);
+    const items = await this.items.presentWithFetchedEdges(p, rows);
     return {
       results: items.map((item, n) => ({
         item,

@@ -3,6 +3,7 @@
  * benchmark (bench/search.ts, which runs it straight through `pg` as the baseline) execute the
  * very same statement. See search.service.ts for the steps and the scoring.
  */
+import { outgoingEdgesSql } from '../edges/edge-rules';
 import { ITEM_COLUMNS } from '../items/item.model';
 import { ItemFilter, itemWhere } from '../items/item-filter';
 import { ParsedSearch, SEARCH_CONFIG, tsquerySql } from './search-query';
@@ -43,7 +44,9 @@ export function fallbackApplies(parsed: ParsedSearch): boolean {
 /**
  * Rank every match, keep the page, and only then cut snippets (ts_headline) for the page's
  * rows: the CTE's LIMIT runs before the headline, which would cost ~10x the search if it ran
- * on every match. Only ids and scores go through the sort.
+ * on every match. Only ids and scores go through the sort. The page's outgoing edges come in
+ * the same statement (`outgoing`, see outgoingEdgesSql), which saves GET /items' separate edge
+ * lookup its round trip.
  */
 export function searchStatement(input: SearchStatementInput): Statement {
   const { parsed } = input;
@@ -90,7 +93,8 @@ export function searchStatement(input: SearchStatementInput): Statement {
     )
     SELECT ${ITEM_COLUMNS_I}, h.score,
            ts_headline('${SEARCH_CONFIG}', item_search_document(i.tenant_id, i.type, i.properties, ${tags}),
-                       ${headlineQuery}, ${bind(HEADLINE_OPTIONS)}) AS headline
+                       ${headlineQuery}, ${bind(HEADLINE_OPTIONS)}) AS headline,
+           ${outgoingEdgesSql(tenant)} AS outgoing
       FROM hits h
       JOIN items i ON i.tenant_id = ${tenant} AND i.id = h.id
      ORDER BY h.score DESC, h.id`;
