@@ -1,4 +1,4 @@
-import { ApiError } from '../common/api-error';
+import { thrownApiError } from '../../test/support/thrown';
 import { ParseBlobHashPipe, parseBlobHash } from './blob-hash';
 
 const hex = 'a'.repeat(64);
@@ -16,13 +16,8 @@ describe('blob hashes', () => {
   it('the path pipe answers 400 invalid_id', () => {
     const pipe = new ParseBlobHashPipe();
     expect(pipe.transform(`sha256:${hex}`)).toBe(hex);
-    try {
-      pipe.transform('nope');
-      throw new Error('no error');
-    } catch (err) {
-      expect(err).toBeInstanceOf(ApiError);
-      expect((err as ApiError).status).toBe(400);
-      expect((err as ApiError).code).toBe('invalid_id');
-    }
+    const err = thrownApiError(() => pipe.transform('nope'));
+    expect(err?.status).toBe(400);
+    expect(err?.code).toBe('invalid_id');
   });
 });

@@ -1,5 +1,5 @@
+import { thrownApiError } from '../../test/support/thrown';
 import type { Principal } from '../auth/principal';
-import { ApiError } from '../common/api-error';
 import { assertEdgeWrite, assertSourceWrite, canSeeEdge, endAllowed, lockKey } from './edge-rules';
 import { TypeCatalog } from '../types/types.service';
 
@@ -50,12 +50,8 @@ describe('edge rules', () => {
 
   it('gates mutations on both edge-type write and source item-type write', () => {
     const code = (fn: () => void) => {
-      try {
-        fn();
-        return undefined;
-      } catch (err) {
-        return err instanceof ApiError ? [err.status, err.code, err.details?.missing] : err;
-      }
+      const err = thrownApiError(fn);
+      return err && [err.status, err.code, err.details?.missing];
     };
     const p = member({ 'core.note': 'write', 'core.task': 'read' }, { 'x.rel': 'write', 'x.ro': 'read' });
     expect(code(() => assertEdgeWrite(p, 'x.rel'))).toBeUndefined();

@@ -1,3 +1,4 @@
+import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
 import { canonicalJson, parseIdempotencyKey, requestFingerprint } from './idempotency-key';
 import { openResponse, sealResponse } from './response-seal';
@@ -7,15 +8,10 @@ describe('idempotency key rules', () => {
     expect(parseIdempotencyKey('a')).toBe('a');
     expect(parseIdempotencyKey('~'.repeat(255))).toBe('~'.repeat(255));
     for (const bad of ['', ' ', 'a b', 'x'.repeat(256), 'é', 'tab\there', ['a', 'b']]) {
-      let error: unknown;
-      try {
-        parseIdempotencyKey(bad);
-      } catch (err) {
-        error = err;
-      }
+      const error = thrownApiError(() => parseIdempotencyKey(bad));
       expect(error).toBeInstanceOf(ApiError);
-      expect((error as ApiError).code).toBe('validation_error');
-      expect((error as ApiError).details).toEqual({ fields: [expect.objectContaining({ field: 'Idempotency-Key' })] });
+      expect(error?.code).toBe('validation_error');
+      expect(error?.details).toEqual({ fields: [expect.objectContaining({ field: 'Idempotency-Key' })] });
     }
   });
 

@@ -1,18 +1,9 @@
+import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
 import { LIFECYCLE_TABLE } from '../../test/support/lifecycle-table';
 import { assertInitialState, assertTransition, canTransition, INITIAL_STATES, ItemState, STATES } from './lifecycle';
 
 const TABLE = LIFECYCLE_TABLE;
-
-function thrown(fn: () => void): ApiError | undefined {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  return undefined;
-}
 
 describe('item lifecycle', () => {
   it('the table covers all 16 pairs of the four states', () => {
@@ -26,7 +17,7 @@ describe('item lifecycle', () => {
   });
 
   it.each(TABLE)('assertTransition(%s, %s): allowed=%s, otherwise 400 invalid_transition', (from, to, allowed) => {
-    const err = thrown(() => assertTransition(from, to));
+    const err = thrownApiError(() => assertTransition(from, to));
     if (allowed) {
       expect(err).toBeUndefined();
     } else {
@@ -39,10 +30,10 @@ describe('item lifecycle', () => {
 
   it('new items start active or archived only', () => {
     expect([...INITIAL_STATES].sort()).toEqual(['active', 'archived']);
-    expect(thrown(() => assertInitialState('active'))).toBeUndefined();
-    expect(thrown(() => assertInitialState('archived'))).toBeUndefined();
+    expect(thrownApiError(() => assertInitialState('active'))).toBeUndefined();
+    expect(thrownApiError(() => assertInitialState('archived'))).toBeUndefined();
     for (const state of ['trashed', 'revoked'] as const) {
-      const err = thrown(() => assertInitialState(state));
+      const err = thrownApiError(() => assertInitialState(state));
       expect(err?.status).toBe(400);
       expect(err?.code).toBe('invalid_transition');
       expect(err?.details).toEqual({ from: null, to: state });

@@ -1,15 +1,6 @@
+import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
 import { assertValidSchema, JsonSchema, propertyIssues, resolveMergePolicy, resolveSubtypeSchema, validatorFor } from './type-schema';
-
-function thrown(fn: () => unknown): ApiError | undefined {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  return undefined;
-}
 
 const str = { type: 'string' };
 let cacheSeq = 0;
@@ -29,7 +20,7 @@ describe('type schemas', () => {
       ['formats', { properties: { url: { type: 'string', format: 'uri' }, at: { type: 'string', format: 'date-time' } } }],
       ['additionalProperties false', { type: 'object', properties: { a: str }, additionalProperties: false }],
     ])('accepts %s', (_, schema) => {
-      expect(thrown(() => assertValidSchema(schema))).toBeUndefined();
+      expect(thrownApiError(() => assertValidSchema(schema))).toBeUndefined();
     });
 
     it.each<[string, unknown]>([
@@ -46,7 +37,7 @@ describe('type schemas', () => {
       ['a negative minLength', { properties: { a: { type: 'string', minLength: -1 } } }],
       ['an uncompilable $ref', { properties: { a: { $ref: '#/definitions/missing' } } }],
     ])('rejects %s with 400 invalid_schema', (_, schema) => {
-      const err = thrown(() => assertValidSchema(schema));
+      const err = thrownApiError(() => assertValidSchema(schema));
       expect(err).toBeInstanceOf(ApiError);
       expect(err!.status).toBe(400);
       expect(err!.code).toBe('invalid_schema');
@@ -94,7 +85,7 @@ describe('type schemas', () => {
       ['widening a property type', { properties: { title: { type: ['string', 'null'] } } }, 'title'],
       ['widening an enum', { properties: { status: { type: 'string', enum: ['open', 'done', 'reopened'] } } }, 'status'],
     ])('rejects %s with 400 inheritance_violation naming the field', (_, child, field) => {
-      const err = thrown(() => resolveSubtypeSchema(parent, child));
+      const err = thrownApiError(() => resolveSubtypeSchema(parent, child));
       expect(err?.status).toBe(400);
       expect(err?.code).toBe('inheritance_violation');
       expect((err?.details?.fields as Array<{ field: string }>).map((f) => f.field)).toContain(field);
@@ -102,8 +93,8 @@ describe('type schemas', () => {
 
     it('a parent without additional properties admits no new child properties', () => {
       const closed = { ...parent, additionalProperties: false };
-      expect(thrown(() => resolveSubtypeSchema(closed, { properties: { extra: str } }))?.code).toBe('inheritance_violation');
-      expect(thrown(() => resolveSubtypeSchema(closed, { properties: { title: { type: 'string', maxLength: 3 } } }))).toBeUndefined();
+      expect(thrownApiError(() => resolveSubtypeSchema(closed, { properties: { extra: str } }))?.code).toBe('inheritance_violation');
+      expect(thrownApiError(() => resolveSubtypeSchema(closed, { properties: { title: { type: 'string', maxLength: 3 } } }))).toBeUndefined();
     });
 
     it('resolved schemas validate items: parent-required enforced for the subtype', () => {

@@ -10,10 +10,7 @@ export const ITEM_FIELDS = [
 
 export const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
-/** Asserts an error envelope; the failure diff shows the whole body. */
-export function expectError(res: Response, status: number, code: string): void {
-  expect({ status: res.status, body: res.body }).toMatchObject({ status, body: { error: { code, message: expect.any(String) } } });
-}
+export { expectError } from '../support/envelope';
 
 /** Asserts a status; the failure diff shows the whole body. */
 export function expectStatus(res: Response, status: number): void {
