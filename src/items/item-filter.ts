@@ -7,7 +7,7 @@
  *   backref=<edge type>:<item id>  items the given item points to with that type
  * `*` as the edge type matches any type.
  */
-import { ApiError } from '../common/api-error';
+import { validationError } from '../common/validation';
 import { isId } from '../common/ids';
 import { isDottedName, isPattern } from '../common/type-pattern';
 import type { Tier } from '../keys/api-key.entity';
@@ -41,9 +41,7 @@ export function parseEdgeClauses(field: string, raw: string | string[] | undefin
     const edgeType = v.slice(0, i);
     const itemId = v.slice(i + 1);
     if (i < 1 || !(edgeType === '*' || isDottedName(edgeType)) || !isId(itemId)) {
-      throw ApiError.badRequest('validation_error', `${field} must look like <edge type>:<item id>`, {
-        fields: [{ field, message: 'must look like <edge type>:<item id>' }],
-      });
+      throw validationError([{ field, message: 'must look like <edge type>:<item id>' }]);
     }
     return { edgeType, itemId: itemId.toLowerCase() };
   });
@@ -58,9 +56,7 @@ export function parseTags(raw: string | undefined): string[] | undefined {
 /** Validates a type pattern given as a filter. */
 export function assertTypePattern(pattern: string | undefined): void {
   if (pattern !== undefined && !isPattern(pattern)) {
-    throw ApiError.badRequest('validation_error', 'type must be a type name or pattern', {
-      fields: [{ field: 'type', message: 'must be a type name or a pattern such as core.* or *' }],
-    });
+    throw validationError([{ field: 'type', message: 'must be a type name or a pattern such as core.* or *' }]);
   }
 }
 
@@ -78,7 +74,7 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   if (f.types !== undefined) where.push(`${alias}.type = ANY(${p(f.types)}::text[])`);
   const state = f.state ?? 'active';
   if (state !== 'all') {
-    if (!STATES.includes(state)) throw ApiError.badRequest('validation_error', 'bad state', { fields: [{ field: 'state', message: 'unknown state' }] });
+    if (!STATES.includes(state)) throw validationError([{ field: 'state', message: 'unknown state' }]);
     where.push(`${alias}.state = ${p(state)}`);
   }
   if (f.tier && f.tier !== 'all') where.push(`${alias}.tier = ${p(f.tier)}`);

@@ -275,16 +275,11 @@ export class ItemsService {
   // ---------------------------------------------------------------- reads
 
   async get(p: Principal, id: string): Promise<Item> {
-    const rows: ItemRow[] = await this.db.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
-    const row = rows[0];
-    if (!row || !(await this.types.can(p, row.type, 'read'))) throw notFound();
-    return this.present(p, row);
+    return this.present(p, await this.findVisible(this.db.manager, p, id));
   }
 
   async metadata(p: Principal, id: string): Promise<ItemMetadata> {
-    const rows: ItemRow[] = await this.db.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
-    if (!rows[0] || !(await this.types.can(p, rows[0].type, 'read'))) throw notFound();
-    return this.metadataOf(p, rows[0]);
+    return this.metadataOf(p, await this.findVisible(this.db.manager, p, id));
   }
 
   private metadataOf(p: Principal, row: ItemRow): ItemMetadata {
@@ -337,7 +332,7 @@ export class ItemsService {
   }
 
   async versions(p: Principal, id: string, q: VersionsQuery): Promise<ItemVersionList> {
-    await this.get(p, id); // visibility
+    await this.findVisible(this.db.manager, p, id);
     const rows: Array<{ version: number; snapshot: ItemRow; changed_by: string; created_at: Date }> = await this.db.query(
       `SELECT version, snapshot, changed_by, created_at FROM item_versions
         WHERE tenant_id = $1 AND item_id = $2 AND ($3::int IS NULL OR version < $3)
@@ -408,8 +403,13 @@ export class ItemsService {
   }
 
   /** Locks an item the caller can see (404 otherwise, including when its type is unreadable). */
-  private async lockVisible(m: EntityManager, p: Principal, id: string): Promise<ItemRow> {
-    const rows: ItemRow[] = await m.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [p.tenantId, id]);
+  private lockVisible(m: EntityManager, p: Principal, id: string): Promise<ItemRow> {
+    return this.findVisible(m, p, id, ' FOR UPDATE');
+  }
+
+  /** An item the caller can see; 404 item_not_found also when its type is unreadable. */
+  private async findVisible(m: EntityManager, p: Principal, id: string, lock: '' | ' FOR UPDATE' = ''): Promise<ItemRow> {
+    const rows: ItemRow[] = await m.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2${lock}`, [p.tenantId, id]);
     if (!rows[0] || !(await this.types.can(p, rows[0].type, 'read'))) throw notFound();
     return rows[0];
   }
