@@ -71,4 +71,25 @@ describe('KeyCache', () => {
     c.set('h1', principal, g);
     expect(c.get('h1', g)).toBeUndefined();
   });
+
+  it('concurrent lookups share reads, and none shares a read sent before it asked', async () => {
+    const get = jest.spyOn(redis, 'get');
+    try {
+      const first = a.generation();
+      const during = Array.from({ length: 10 }, () => a.generation());
+      expect(get).toHaveBeenCalledTimes(1); // the others wait for the next read
+      const values = await Promise.all([first, ...during]);
+      expect(get).toHaveBeenCalledTimes(2);
+      expect(new Set(values.slice(1)).size).toBe(1);
+
+      // A change acknowledged while a read is on the wire is seen by every later caller.
+      const stale = a.generation();
+      await b.invalidate('h1');
+      const after = await a.generation();
+      expect(after).not.toBe(values[0]);
+      expect(Number(after)).toBeGreaterThanOrEqual(Number(await stale));
+    } finally {
+      get.mockRestore();
+    }
+  });
 });

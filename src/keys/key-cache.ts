@@ -5,8 +5,8 @@
  * A revocation or change must hold on every instance from the very next request, which
  * pub/sub cannot promise (its message races that request). So every key change bumps one
  * deployment-wide generation counter in Redis before the change is acknowledged, every
- * lookup reads the counter (one Redis GET, far cheaper than the key query), and a cached entry
- * counts only while the generation it was read under is still the current one. An entry read
+ * lookup reads the counter (a Redis GET, shared by concurrent lookups, far cheaper than the
+ * key query), and a cached entry counts only while the generation it was read under is still the current one. An entry read
  * while a change committed carries the older generation and is dropped at the next lookup.
  * When Redis cannot answer, nothing is served from or put into the cache.
  */
@@ -24,6 +24,9 @@ const GENERATION_TIMEOUT_MS = 500;
 export class KeyCache {
   private readonly entries = new Map<string, { principal: Principal | null; generation: string; expires: number }>();
   private readonly counter: string;
+  /** The generation read now on the wire, and the one that callers arriving meanwhile share. */
+  private inFlight?: Promise<string | undefined>;
+  private queued?: Promise<string | undefined>;
 
   constructor(
     private readonly config: AppConfig,
@@ -32,9 +35,33 @@ export class KeyCache {
     this.counter = `${config.REDIS_PREFIX}keys:generation`;
   }
 
-  /** The current generation of key changes, or undefined when Redis does not answer in time. */
+  /**
+   * The current generation of key changes, or undefined when Redis does not answer in time.
+   *
+   * Concurrent callers share reads, so a busy instance sends one GET per Redis round trip
+   * rather than one per request. A caller may only share a read sent after it asked: a read
+   * already on the wire may have been answered before a revocation that this caller has seen
+   * acknowledged. So callers arriving while a read is in flight all wait for the next one,
+   * which goes out as soon as the current one is answered.
+   */
   generation(): Promise<string | undefined> {
-    return withinTimeout(this.redis.get(this.counter).then((v) => v ?? '0'), GENERATION_TIMEOUT_MS);
+    if (this.inFlight === undefined) return this.read();
+    this.queued ??= this.inFlight.then(() => {
+      this.queued = undefined;
+      return this.read();
+    });
+    return this.queued;
+  }
+
+  private read(): Promise<string | undefined> {
+    const read: Promise<string | undefined> = withinTimeout(
+      this.redis.get(this.counter).then((v) => v ?? '0'),
+      GENERATION_TIMEOUT_MS,
+    ).finally(() => {
+      if (this.inFlight === read) this.inFlight = undefined;
+    });
+    this.inFlight = read;
+    return read;
   }
 
   get(hash: string, generation: string | undefined): Principal | null | undefined {

@@ -82,7 +82,11 @@ export function searchStatement(input: SearchStatementInput): Statement {
                                       WHERE similarity(t.word, lower(q.word)) >= 0.25))`;
   }
   const score = `${rank} * ${recencyBoost(input.halfLifeDays, bind)}`;
-  const tags = input.showTags ? 'i.tags' : `'{}'::text[]`;
+  // The stored document (migration 1732300000600), with the tags after it when the caller may
+  // read them; the match markers are taken out of tags as the document has them taken out.
+  const document = input.showTags
+    ? `concat_ws(' · ', nullif(i.search_document, ''), nullif(translate(array_to_string(i.tags, ' '), U&'\\E000\\E001', ''), ''))`
+    : 'i.search_document';
   const sql = `
     WITH hits AS (
       SELECT i.id, (${score})::float8 AS score
@@ -92,8 +96,7 @@ export function searchStatement(input: SearchStatementInput): Statement {
        LIMIT ${bind(input.limit)} OFFSET ${bind(input.offset)}
     )
     SELECT ${ITEM_COLUMNS_I}, h.score,
-           ts_headline('${SEARCH_CONFIG}', item_search_document(i.tenant_id, i.type, i.properties, ${tags}),
-                       ${headlineQuery}, ${bind(HEADLINE_OPTIONS)}) AS headline,
+           ts_headline('${SEARCH_CONFIG}', ${document}, ${headlineQuery}, ${bind(HEADLINE_OPTIONS)}) AS headline,
            ${outgoingEdgesSql(tenant)} AS outgoing
       FROM hits h
       JOIN items i ON i.tenant_id = ${tenant} AND i.id = h.id

@@ -1,6 +1,6 @@
 /**
  * Snippets. ts_headline marks matches with two private-use characters (the document it reads
- * has them removed first, see item_search_document), and this turns its output into the two
+ * has them removed first, see migration 1732300000600), and this turns its output into the two
  * forms a result carries: `snippet`, plain text, and `snippet_html`, where everything from
  * the item is HTML-escaped and the only markup is `<mark>` around matches. ts_headline's own
  * StartSel/StopSel would put markup next to unescaped item text, so it is never used for HTML.
