@@ -29,7 +29,7 @@ import { Client, Pool } from 'pg';
 import { createApp } from '../src/app.factory';
 import { loadConfig } from '../src/config/app-config';
 import { ItemFilter, itemWhere } from '../src/items/item-filter';
-import { parseSearch, tsquerySql } from '../src/search/search-query';
+import { matchClause, parseSearch } from '../src/search/search-query';
 import { fallbackApplies, searchStatement } from '../src/search/search.sql';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_search';
@@ -362,7 +362,7 @@ async function matchCounts(pool: Pool, tenantId: string, queries: string[]): Pro
   for (const q of sample) {
     const params: unknown[] = [];
     const where = itemWhere(tenantId, { edges: [], backrefs: [] }, params);
-    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM items i WHERE ${where} AND i.search_vector @@ ${tsquerySql(q, params)}`, params);
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM items i WHERE ${where} AND ${matchClause(q, params)}`, params);
     total += rows[0].n;
   }
   return Math.round(total / sample.length);

@@ -30,8 +30,9 @@ describe('migrations', () => {
   });
   afterAll(() => dropDatabase(name));
 
-  it('search storage upgrades items written before it, and reverts', async () => {
-    ds = await open(migrations.slice(0, -1));
+  it('search storage upgrades items written before it, common grams follow writes, and both revert', async () => {
+    const storage = migrations.findIndex((m) => m.name === 'SearchStorage1732300000600');
+    ds = await open(migrations.slice(0, storage));
     await ds.runMigrations({ transaction: 'each' });
     await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'm')`, [TENANT]);
     await ds.query(
@@ -55,11 +56,17 @@ describe('migrations', () => {
     // Kept in the row; lz4 where the server was built with it (Debian's and the official images' are).
     expect(column).toEqual({ attstorage: 'm', attcompression: 'l' });
 
+    // Common grams (migration 0700): adjacent common words of the stored vector.
+    await ds.query(`UPDATE items SET properties = $2 WHERE id = $1`, [ITEM, { title: 'out of the blue', body: 'and then' }]);
+    const [grams] = await ds.query(`SELECT search_grams::text AS grams FROM items WHERE id = $1`, [ITEM]);
+    expect(grams.grams).toBe(`'and then' 'of the' 'out of'`);
+
     // New writes keep the document in step.
     await ds.query(`UPDATE items SET properties = $2 WHERE id = $1`, [ITEM, { title: 'Night ferry' }]);
     expect((await ds.query(`SELECT search_document FROM items WHERE id = $1`, [ITEM]))[0].search_document).toBe('Night ferry');
 
-    await ds.undoLastMigration({ transaction: 'each' });
+    await ds.undoLastMigration({ transaction: 'each' }); // common grams
+    await ds.undoLastMigration({ transaction: 'each' }); // search storage
     const columns = await ds.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'items' AND column_name = 'search_document'`);
     expect(columns).toHaveLength(0);
     // The trigger of the earlier migration works again on its own.

@@ -155,6 +155,21 @@ describe('search', () => {
       expect(ids(await search(c, '"apple with a red"'))).toEqual([made.greenApple]);
     });
 
+    it('matches phrases of common words exactly (common grams), on every write path', async () => {
+      const hamlet = (await createItem(c, { type: 'core.note', properties: { title: 'whether to be or not to be' }, timestamp: ts })).id;
+      // Every word of the phrases below, never in their order (title end and body start are adjacent).
+      const shuffled = (await createItem(c, { type: 'core.note', properties: { title: 'be to not or', body: 'see' }, timestamp: ts })).id;
+      expect(ids(await search(c, '"to be or not to be"'))).toEqual([hamlet]);
+      expect(ids(await search(c, '"not to"'))).toEqual([hamlet]);
+      expect(ids(await search(c, '"be to"'))).toEqual([shuffled]);
+      expect(ids(await search(c, '"whether to be"'))).toEqual([hamlet]);
+      expect(ids(await search(c, '"to be" or "be to"')).sort()).toEqual([hamlet, shuffled].sort());
+      expect(ids(await search(c, 'whether -"be to"'))).toEqual([hamlet]);
+      expectStatus(await c.patch(`/items/${shuffled}`, { version: 1, properties: { title: 'to be seen' } }), 200);
+      expect(ids(await search(c, '"to be"')).sort()).toEqual([hamlet, shuffled].sort());
+      expect(ids(await search(c, '"be to"'))).toEqual([]);
+    });
+
     it('supports or', async () => {
       expect(ids(await search(c, 'kumquat or durian')).sort()).toEqual([made.kumquat, made.durian].sort());
     });

@@ -1,3 +1,5 @@
+import { COMMON_WORDS_0700 } from '../database/migrations/1732300000700-search-common-grams';
+import { COMMON_WORDS } from './common-words';
 import { matchClause, parseSearch, tsquerySql } from './search-query';
 
 describe('search query', () => {
@@ -62,5 +64,31 @@ describe('search query', () => {
     const params: unknown[] = [];
     expect(matchClause('hello wor', params, 'x')).toBe(`x.search_vector @@ ${tsquerySql('hello wor', [])}`);
     expect(params).toEqual(['hello wor', 'wor']);
+  });
+
+  it.each([
+    ['"to be or not to be"', ['to be', 'be or', 'or not', 'not to']],
+    ['"In The" dusk', ['in the']],
+    ['"whether to be"', ['to be']],
+    ['"the the" "the the"', ['the the']],
+    ['"red apple"', []], // no common pair
+    ['in the', []], // not a phrase
+    ['-"in the" dusk', []], // an excluded phrase is not required
+    ['"in the" or dusk', []], // `or` may make the phrase optional
+    ['"in-the"', []], // not plain words: the parser splits it otherwise
+    ["\"don't be\"", []],
+  ])('requires the common grams of %s: %j', (q, grams) => {
+    expect(parseSearch(q).grams).toEqual(grams);
+  });
+
+  it('puts common grams in front of the phrase check, as one bound tsquery', () => {
+    const params: unknown[] = [];
+    const sql = matchClause('"of the" dusk', params);
+    expect(sql).toMatch(/^i\.search_grams @@ \$3::tsquery AND i\.search_vector @@ /);
+    expect(params).toEqual(['"of the" dusk', 'dusk', `'of the'`]);
+  });
+
+  it('uses the common words that migration 1732300000700 indexed', () => {
+    expect(new Set(COMMON_WORDS_0700.split(' '))).toEqual(COMMON_WORDS);
   });
 });

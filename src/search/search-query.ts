@@ -13,6 +13,7 @@
  *
  * User text only ever reaches SQL as bind parameters.
  */
+import { COMMON_WORDS } from './common-words';
 
 /**
  * The text search configuration of the stored vectors (migration 1732300000500, which explains
@@ -41,6 +42,12 @@ export interface ParsedSearch {
   excluded: string;
   /** Whether the query asks for an exact phrase (then no fuzzy fallback applies). */
   phrase: boolean;
+  /**
+   * Common grams ('in the') that every match must hold: the adjacent common-word pairs of the
+   * quoted phrases the query requires (not negated, and no `or` in the query, which could make
+   * a phrase optional). Empty for most queries.
+   */
+  grams: string[];
 }
 
 const PLAIN_WORD = /^[\p{L}\p{N}]+$/u;
@@ -101,7 +108,22 @@ export function parseSearch(q: string): ParsedSearch {
     .map((t) => `"${t.text}"`)
     .join(' or ');
   const phrase = operands.some((t) => t.quoted && !t.negated);
-  return { text, prefix, positive, excluded, phrase };
+  const required = list.includes('or') ? [] : operands.filter((t) => t.quoted && !t.negated);
+  return { text, prefix, positive, excluded, phrase, grams: [...new Set(required.flatMap((t) => commonGrams(t.text)))] };
+}
+
+const PLAIN_PHRASE = /^[\p{L}\p{N}]+(\s+[\p{L}\p{N}]+)+$/u;
+
+/**
+ * The common grams of one phrase, as migration 1732300000700 indexes them. Only for phrases of
+ * plain words, which the parser splits exactly at the spaces; any other phrase gets none, and
+ * is then matched without the gram shortcut (never the other way round, which could lose hits).
+ */
+function commonGrams(phrase: string): string[] {
+  const text = phrase.trim().toLowerCase();
+  if (!PLAIN_PHRASE.test(text)) return [];
+  const words = text.split(/\s+/u);
+  return words.slice(1).flatMap((w, i) => (COMMON_WORDS.has(words[i]) && COMMON_WORDS.has(w) ? [`${words[i]} ${w}`] : []));
 }
 
 /** Appends `value` to `params` and returns its placeholder. */
@@ -123,11 +145,26 @@ export function tsquerySql(q: ParsedSearch | string, params: unknown[]): string 
 }
 
 /**
- * A SQL condition: the item (alias `alias`) matches the free-text query `q`, with the same
- * engine as `GET /search` (phrases, `or`, exclusion, prefix of the last word). Parameters are
- * appended to `params`. Used by bulk actions for `filter.filter`. It does not include the
- * typo-tolerant fallback, which only applies to interactive search.
+ * A SQL condition: the item (alias `alias`) matches the free-text query `q` (phrases, `or`,
+ * exclusion, prefix of the last word), plus the tsquery itself for ranking and snippets.
+ * Parameters are appended to `params`. A phrase of common words first narrows to the items
+ * holding its common grams (an index of its own), then the vector confirms the exact phrase.
+ */
+export function textMatch(q: ParsedSearch | string, params: unknown[], alias = 'i'): { condition: string; tsquery: string } {
+  const parsed = typeof q === 'string' ? parseSearch(q) : q;
+  const tsquery = tsquerySql(parsed, params);
+  let condition = `${alias}.search_vector @@ ${tsquery}`;
+  if (parsed.grams.length > 0) {
+    // The grams come from COMMON_WORDS (letters only), so quoting them as lexemes is safe.
+    condition = `${alias}.search_grams @@ ${bind(params, parsed.grams.map((g) => `'${g}'`).join(' & '))}::tsquery AND ${condition}`;
+  }
+  return { condition, tsquery };
+}
+
+/**
+ * The free-text condition of bulk actions' `filter.filter`: the same engine as `GET /search`,
+ * without the typo-tolerant fallback, which only applies to interactive search.
  */
 export function matchClause(q: string, params: unknown[], alias = 'i'): string {
-  return `${alias}.search_vector @@ ${tsquerySql(q, params)}`;
+  return textMatch(q, params, alias).condition;
 }

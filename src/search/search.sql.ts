@@ -6,7 +6,7 @@
 import { outgoingEdgesSql } from '../edges/edge-rules';
 import { ITEM_COLUMNS } from '../items/item.model';
 import { ItemFilter, itemWhere } from '../items/item-filter';
-import { ParsedSearch, SEARCH_CONFIG, tsquerySql } from './search-query';
+import { ParsedSearch, SEARCH_CONFIG, textMatch } from './search-query';
 import { HEADLINE_OPTIONS } from './snippet';
 
 export interface SearchStatementInput {
@@ -60,10 +60,10 @@ export function searchStatement(input: SearchStatementInput): Statement {
   let rank: string;
   let headlineQuery: string;
   if (input.mode === 'text') {
-    const tsq = tsquerySql(parsed, params);
-    where.push(`i.search_vector @@ ${tsq}`);
-    rank = `ts_rank_cd(i.search_vector, ${tsq}, 32)`;
-    headlineQuery = tsq;
+    const match = textMatch(parsed, params);
+    where.push(match.condition);
+    rank = `ts_rank_cd(i.search_vector, ${match.tsquery}, 32)`;
+    headlineQuery = match.tsquery;
   } else {
     const whole = bind(parsed.positive.join(' '));
     // Any query word close to some stretch of the title: word_similarity >= 0.6 (pg_trgm's
@@ -108,7 +108,7 @@ export function searchStatement(input: SearchStatementInput): Statement {
 export function anyMatchStatement(tenantId: string, filter: ItemFilter, parsed: ParsedSearch): Statement {
   const params: unknown[] = [];
   const where = itemWhere(tenantId, filter, params);
-  return { sql: `SELECT 1 FROM items i WHERE ${where} AND i.search_vector @@ ${tsquerySql(parsed, params)} LIMIT 1`, params };
+  return { sql: `SELECT 1 FROM items i WHERE ${where} AND ${textMatch(parsed, params).condition} LIMIT 1`, params };
 }
 
 /**

@@ -6,5 +6,15 @@ import { Blobs1732300000300 } from './1732300000300-blobs';
 import { Idempotency1732300000400 } from './1732300000400-idempotency';
 import { Search1732300000500 } from './1732300000500-search';
 import { SearchStorage1732300000600 } from './1732300000600-search-storage';
+import { SearchCommonGrams1732300000700 } from './1732300000700-search-common-grams';
 
-export const migrations = [TenantsAndKeys1732300000000, TypesAndItems1732300000100, Edges1732300000200, Blobs1732300000300, Idempotency1732300000400, Search1732300000500, SearchStorage1732300000600];
+export const migrations = [
+  TenantsAndKeys1732300000000,
+  TypesAndItems1732300000100,
+  Edges1732300000200,
+  Blobs1732300000300,
+  Idempotency1732300000400,
+  Search1732300000500,
+  SearchStorage1732300000600,
+  SearchCommonGrams1732300000700,
+];
