@@ -1,6 +1,55 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
+ * The two item_search_* functions as this migration defines them; migration 1732300000600
+ * replaces them and restores these on revert.
+ */
+export const ITEM_SEARCH_INDEX_0500 = `
+      CREATE FUNCTION item_search_index(p_tenant uuid, p_type text, p_properties jsonb, p_tags text[],
+                                        OUT vector tsvector, OUT title text)
+      LANGUAGE plpgsql STABLE PARALLEL SAFE AS $fn$
+      DECLARE
+        sch jsonb;
+      BEGIN
+        SELECT t.resolved_schema INTO sch FROM item_types t
+         WHERE t.tenant_id IN (p_tenant, '00000000-0000-0000-0000-000000000000') AND t.name = p_type
+         ORDER BY t.tenant_id = p_tenant DESC LIMIT 1;
+        SELECT setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'A'), ''), 10000)), 'A')
+            || setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'B'), '')
+                                                   || ' ' || array_to_string(coalesce(p_tags, '{}'), ' '), 20000)), 'B')
+            || setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'C'), ''), 100000)), 'C')
+            || setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'D'), ''), 100000)), 'D'),
+               left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'A'), ''), 1000)
+          INTO vector, title
+          FROM item_search_strings(coalesce(sch, '{}'), p_properties) s;
+      END
+      $fn$`;
+
+export const ITEM_SEARCH_DOCUMENT_0500 = `
+      CREATE FUNCTION item_search_document(p_tenant uuid, p_type text, p_properties jsonb, p_tags text[])
+      RETURNS text
+      LANGUAGE plpgsql STABLE PARALLEL SAFE AS $fn$
+      DECLARE
+        sch jsonb;
+        doc text;
+      BEGIN
+        SELECT t.resolved_schema INTO sch FROM item_types t
+         WHERE t.tenant_id IN (p_tenant, '00000000-0000-0000-0000-000000000000') AND t.name = p_type
+         ORDER BY t.tenant_id = p_tenant DESC LIMIT 1;
+        SELECT translate(concat_ws(' · ',
+                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'A'), 2000),
+                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'B'), 5000),
+                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'C'), 30000),
+                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'D'), 10000),
+                 nullif(array_to_string(coalesce(p_tags, '{}'), ' '), '')),
+               U&'\\E000\\E001', '')
+          INTO doc
+          FROM item_search_strings(coalesce(sch, '{}'), p_properties) s;
+        RETURN doc;
+      END
+      $fn$`;
+
+/**
  * Full-text search (src/search). Each item carries `search_vector`, a weighted tsvector, and
  * `search_title`, its title/name text for the typo-tolerant trigram fallback. A BEFORE INSERT
  * OR UPDATE trigger keeps both in step with `properties`, `tags` and `type` inside the writing
@@ -89,53 +138,12 @@ export class Search1732300000500 implements MigrationInterface {
     // tenant's own type, or a core type). PL/pgSQL rather than SQL because it keeps its
     // statements' plans for the session: a SQL function is planned again on every call,
     // which made each write ~1.5 ms slower.
-    await q.query(`
-      CREATE FUNCTION item_search_index(p_tenant uuid, p_type text, p_properties jsonb, p_tags text[],
-                                        OUT vector tsvector, OUT title text)
-      LANGUAGE plpgsql STABLE PARALLEL SAFE AS $fn$
-      DECLARE
-        sch jsonb;
-      BEGIN
-        SELECT t.resolved_schema INTO sch FROM item_types t
-         WHERE t.tenant_id IN (p_tenant, '00000000-0000-0000-0000-000000000000') AND t.name = p_type
-         ORDER BY t.tenant_id = p_tenant DESC LIMIT 1;
-        SELECT setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'A'), ''), 10000)), 'A')
-            || setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'B'), '')
-                                                   || ' ' || array_to_string(coalesce(p_tags, '{}'), ' '), 20000)), 'B')
-            || setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'C'), ''), 100000)), 'C')
-            || setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'D'), ''), 100000)), 'D'),
-               left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'A'), ''), 1000)
-          INTO vector, title
-          FROM item_search_strings(coalesce(sch, '{}'), p_properties) s;
-      END
-      $fn$`);
+    await q.query(ITEM_SEARCH_INDEX_0500);
 
     // The text ts_headline cuts snippets from (only for the page being returned): the same
     // strings, most important first, with the private-use characters U+E000/U+E001 removed
     // because the search service uses them to mark matches.
-    await q.query(`
-      CREATE FUNCTION item_search_document(p_tenant uuid, p_type text, p_properties jsonb, p_tags text[])
-      RETURNS text
-      LANGUAGE plpgsql STABLE PARALLEL SAFE AS $fn$
-      DECLARE
-        sch jsonb;
-        doc text;
-      BEGIN
-        SELECT t.resolved_schema INTO sch FROM item_types t
-         WHERE t.tenant_id IN (p_tenant, '00000000-0000-0000-0000-000000000000') AND t.name = p_type
-         ORDER BY t.tenant_id = p_tenant DESC LIMIT 1;
-        SELECT translate(concat_ws(' · ',
-                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'A'), 2000),
-                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'B'), 5000),
-                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'C'), 30000),
-                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'D'), 10000),
-                 nullif(array_to_string(coalesce(p_tags, '{}'), ' '), '')),
-               U&'\\E000\\E001', '')
-          INTO doc
-          FROM item_search_strings(coalesce(sch, '{}'), p_properties) s;
-        RETURN doc;
-      END
-      $fn$`);
+    await q.query(ITEM_SEARCH_DOCUMENT_0500);
 
     await q.query(`
       CREATE FUNCTION items_search_refresh() RETURNS trigger

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { ITEM_SEARCH_DOCUMENT_0500, ITEM_SEARCH_INDEX_0500 } from './1732300000500-search';
 
 /**
  * Search storage, after profiling GET /search on 100k items (bench/search.ts):
@@ -69,49 +70,8 @@ export class SearchStorage1732300000600 implements MigrationInterface {
 
   async down(q: QueryRunner): Promise<void> {
     await q.query(`DROP FUNCTION item_search_index(uuid, text, jsonb, text[])`);
-    await q.query(`
-      CREATE FUNCTION item_search_index(p_tenant uuid, p_type text, p_properties jsonb, p_tags text[],
-                                        OUT vector tsvector, OUT title text)
-      LANGUAGE plpgsql STABLE PARALLEL SAFE AS $fn$
-      DECLARE
-        sch jsonb;
-      BEGIN
-        SELECT t.resolved_schema INTO sch FROM item_types t
-         WHERE t.tenant_id IN (p_tenant, '00000000-0000-0000-0000-000000000000') AND t.name = p_type
-         ORDER BY t.tenant_id = p_tenant DESC LIMIT 1;
-        SELECT setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'A'), ''), 10000)), 'A')
-            || setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'B'), '')
-                                                   || ' ' || array_to_string(coalesce(p_tags, '{}'), ' '), 20000)), 'B')
-            || setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'C'), ''), 100000)), 'C')
-            || setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'D'), ''), 100000)), 'D'),
-               left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'A'), ''), 1000)
-          INTO vector, title
-          FROM item_search_strings(coalesce(sch, '{}'), p_properties) s;
-      END
-      $fn$`);
-    await q.query(`
-      CREATE FUNCTION item_search_document(p_tenant uuid, p_type text, p_properties jsonb, p_tags text[])
-      RETURNS text
-      LANGUAGE plpgsql STABLE PARALLEL SAFE AS $fn$
-      DECLARE
-        sch jsonb;
-        doc text;
-      BEGIN
-        SELECT t.resolved_schema INTO sch FROM item_types t
-         WHERE t.tenant_id IN (p_tenant, '00000000-0000-0000-0000-000000000000') AND t.name = p_type
-         ORDER BY t.tenant_id = p_tenant DESC LIMIT 1;
-        SELECT translate(concat_ws(' · ',
-                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'A'), 2000),
-                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'B'), 5000),
-                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'C'), 30000),
-                 left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'D'), 10000),
-                 nullif(array_to_string(coalesce(p_tags, '{}'), ' '), '')),
-               U&'\\E000\\E001', '')
-          INTO doc
-          FROM item_search_strings(coalesce(sch, '{}'), p_properties) s;
-        RETURN doc;
-      END
-      $fn$`);
+    await q.query(ITEM_SEARCH_INDEX_0500);
+    await q.query(ITEM_SEARCH_DOCUMENT_0500);
     await this.refreshFunctions(q, ['search_vector', 'search_title'], 'x.vector, x.title');
     await q.query(`ALTER TABLE items DROP COLUMN search_document`);
     await q.query(`ALTER TABLE items ALTER COLUMN search_vector SET STORAGE EXTENDED, ALTER COLUMN search_vector SET COMPRESSION DEFAULT`);
