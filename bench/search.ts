@@ -12,11 +12,11 @@
  *      on 127.0.0.1, so the load generator does not share its event loop.
  *   3. For each kind of query (one word, two words, a quoted phrase, a misspelt word that
  *      takes the trigram fallback, and a very common word as the stress case; see querySets),
- *      runs autocannon at 10 connections for BENCH_DURATION
- *      seconds (default 10) against GET /search, then the SQL the service runs for the same
- *      queries (search.sql.ts, the very function the service calls, which also brings the
- *      page's outgoing edges) from 10 concurrent `pg` clients for the same time, and prints p50/p99
- *      latency, requests/s and service/raw.
+ *      runs autocannon at 10 connections for BENCH_DURATION seconds (default 10) against
+ *      GET /search, then the SQL the service runs for the same queries (search.sql.ts, the very
+ *      function the service calls, which also brings the page's outgoing edges) from 10
+ *      concurrent `pg` clients for the same time, and prints p50/p99 latency, requests/s and
+ *      service/raw. Each path first runs unmeasured for BENCH_WARMUP seconds (default 3).
  *
  * Logs and rate limits are off in the service (LOG_LEVEL=silent, RATE_LIMIT_ENABLED=false).
  * `--queries` prints the query sets of a seeded database. Not a test: nothing is asserted.
@@ -36,6 +36,7 @@ const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 100_000);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const CONNECTIONS = 10;
 const HALF_LIFE_DAYS = 30;
 const BATCH = 1000;
@@ -310,12 +311,12 @@ function percentile(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN;
 }
 
-async function viaService(url: string, key: string, queries: string[]): Promise<Stats> {
+async function viaService(url: string, key: string, queries: string[], duration = DURATION): Promise<Stats> {
   let n = 0;
   const result = await autocannon({
     url,
     connections: CONNECTIONS,
-    duration: DURATION,
+    duration,
     headers: { authorization: `Bearer ${key}` },
     requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/search?q=${encodeURIComponent(queries[n++ % queries.length])}` }) }],
   });
@@ -323,13 +324,13 @@ async function viaService(url: string, key: string, queries: string[]): Promise<
 }
 
 /** The service's SQL for the same queries, straight through pg, 10 at a time. */
-async function viaPg(pool: Pool, tenantId: string, queries: string[]): Promise<Stats> {
+async function viaPg(pool: Pool, tenantId: string, queries: string[], duration = DURATION): Promise<Stats> {
   // What ItemsService.filterFor gives an admin with no filter parameters.
   const filter: ItemFilter = { edges: [], backrefs: [] };
   const latencies: number[] = [];
   let errors = 0;
   let n = 0;
-  const deadline = Date.now() + DURATION * 1000;
+  const deadline = Date.now() + duration * 1000;
   const worker = async () => {
     while (Date.now() < deadline) {
       const parsed = parseSearch(queries[n++ % queries.length]);
@@ -362,7 +363,7 @@ async function matchCounts(pool: Pool, tenantId: string, queries: string[]): Pro
   for (const q of sample) {
     const params: unknown[] = [];
     const where = itemWhere(tenantId, { edges: [], backrefs: [] }, params);
-    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM items i WHERE ${where} AND ${matchClause(q, params)}`, params);
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM items i WHERE ${where} AND ${matchClause(q, tenantId, params)}`, params);
     total += rows[0].n;
   }
   return Math.round(total / sample.length);
@@ -379,8 +380,12 @@ async function main(): Promise<void> {
     console.log(`\n${CONNECTIONS} connections, ${DURATION} s each, ${ITEMS} items, limit 20 (node ${process.version})\n`);
     for (const [kind, queries] of Object.entries(await querySets(pool, tenantId))) {
       const matches = await matchCounts(pool, tenantId, queries);
-      // Warm both paths briefly so neither pays for cold caches.
-      for (const q of queries.slice(0, 5)) await fetch(`${url}/search?q=${encodeURIComponent(q)}`, { headers: { authorization: `Bearer ${key}` } });
+      // Run both paths unmeasured first, so that neither pays for cold caches and the service's
+      // code is measured once V8 has optimised it (it keeps getting faster for ~20 s after start).
+      if (WARMUP > 0) {
+        await viaService(url, key, queries, WARMUP);
+        await viaPg(pool, tenantId, queries, WARMUP);
+      }
       const service = await viaService(url, key, queries);
       const raw = await viaPg(pool, tenantId, queries);
       console.log(`${kind}  (~${matches} matches per query)`);

@@ -1,13 +1,16 @@
 /**
- * Migrations against a real, empty database: every one applies, every one reverts, and the
+ * Migrations against a real, empty database: every one applies, every one reverts, the
  * search-storage migration upgrades items written before it (their snippet text is filled in
- * and their vectors move to the new storage).
+ * and their vectors move to the new storage), and the tenant-scoped text index keeps tenants
+ * apart even when they share a tag.
  */
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '../src/config/app-config';
 import { dataSourceOptions, ensureDatabase } from '../src/database/data-source-options';
 import { migrations } from '../src/database/migrations';
+import { parseSearch } from '../src/search/search-query';
+import { searchStatement } from '../src/search/search.sql';
 import { dropDatabase, PG_SERVER, uniqueName } from './support/app';
 
 const TENANT = '11111111-1111-4111-8111-111111111111';
@@ -65,6 +68,7 @@ describe('migrations', () => {
     await ds.query(`UPDATE items SET properties = $2 WHERE id = $1`, [ITEM, { title: 'Night ferry' }]);
     expect((await ds.query(`SELECT search_document FROM items WHERE id = $1`, [ITEM]))[0].search_document).toBe('Night ferry');
 
+    await ds.undoLastMigration({ transaction: 'each' }); // tenant-scoped index
     await ds.undoLastMigration({ transaction: 'each' }); // common grams
     await ds.undoLastMigration({ transaction: 'each' }); // search storage
     const columns = await ds.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'items' AND column_name = 'search_document'`);
@@ -76,6 +80,66 @@ describe('migrations', () => {
       [ITEM],
     );
     expect(after).toEqual({ indexed: true, doc: 'Morning tide · red' });
+  });
+
+  it('the tenant-scoped text index finds through the index, keeps tenants that share a tag apart, and reverts', async () => {
+    const other = '33333333-3333-4333-8333-333333333333';
+    ds = await open(migrations);
+    await ds.runMigrations({ transaction: 'each' });
+    await ds.query(`DELETE FROM tenants`);
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'a'), ($2, 'b')`, [TENANT, other]);
+    // Every tenant in one bucket, as if their tags collided, before anything is indexed.
+    await ds.query(`CREATE OR REPLACE FUNCTION item_search_scope(p_tenant uuid) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT 'same' $$`);
+    const insert = (tenant: string, id: string, properties: object) =>
+      ds!.query(
+        `INSERT INTO items (tenant_id, id, type, properties, state, source, "timestamp", tier, tags, created_at, updated_at)
+         VALUES ($1, $2, 'core.note', $3, 'active', 's', now(), 'library', '{}', now(), now())`,
+        [tenant, id, properties],
+      );
+    await insert(TENANT, ITEM, { title: 'Harbour lights', body: 'out of the blue' });
+    await insert(other, '44444444-4444-4444-8444-444444444444', { title: 'Harbour fog', body: 'out of the mist' });
+    // Enough other items that the planner prefers the text index to reading the tenant's rows.
+    await ds.query(
+      `INSERT INTO items (tenant_id, id, type, properties, state, source, "timestamp", tier, tags, created_at, updated_at)
+       SELECT t, gen_random_uuid(), 'core.note', jsonb_build_object('title', 'filler ' || n), 'active', 's', now(), 'library', '{}', now(), now()
+         FROM unnest($1::uuid[]) AS t, generate_series(1, 2000) AS n`,
+      [[TENANT, other]],
+    );
+    await ds.query(`ANALYZE items`);
+    const ids = async (tenant: string, q: string) => {
+      const s = searchStatement({
+        tenantId: tenant,
+        filter: { edges: [], backrefs: [] },
+        parsed: parseSearch(q),
+        mode: 'text',
+        limit: 20,
+        offset: 0,
+        halfLifeDays: 0,
+        showTags: false,
+      });
+      const plan = (await ds!.query(`EXPLAIN ${s.sql}`, s.params)).map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
+      return { ids: (await ds!.query(s.sql, s.params)).map((r: { id: string }) => r.id), plan };
+    };
+    await ds.query(`SET enable_seqscan = off`);
+    for (const q of ['lights', 'harbour', 'harb', '"out of the"', 'harbour -"of the mist"']) {
+      const own = await ids(TENANT, q);
+      expect({ q, ids: own.ids }).toEqual({ q, ids: [ITEM] });
+      expect(own.plan).toMatch(/Index Scan on items_search(_grams)?_scoped/);
+    }
+    expect((await ids(other, 'lights')).ids).toEqual([]);
+    // An excluded phrase under `or` cannot be widened for the index: the exact test alone decides
+    // (here every item of the tenant matches, the one with the word first).
+    const widened = await ids(TENANT, 'lights or -"of the mist"');
+    expect(widened.ids).toHaveLength(20);
+    expect(widened.ids[0]).toBe(ITEM);
+    expect(await ds.query(`SELECT count(*)::int AS n FROM items WHERE id = ANY ($1) AND tenant_id = $2`, [widened.ids, TENANT])).toEqual([{ n: 20 }]);
+    expect(widened.plan).not.toMatch(/Index Scan on items_search(_grams)?_scoped/);
+    await ds.query(`RESET enable_seqscan`);
+
+    await ds.undoLastMigration({ transaction: 'each' });
+    const indexes = await ds.query(`SELECT indexname FROM pg_indexes WHERE tablename = 'items' AND indexname LIKE 'items_search%' ORDER BY 1`);
+    expect(indexes.map((r: { indexname: string }) => r.indexname)).toEqual(['items_search', 'items_search_grams', 'items_search_title_trgm']);
+    expect(await ds.query(`SELECT proname FROM pg_proc WHERE proname LIKE 'item_search_scope%'`)).toEqual([]);
   });
 
   it('every migration reverts, down to an empty schema, and applies again', async () => {

@@ -60,10 +60,39 @@ describe('search query', () => {
     expect(tsquerySql('a b', [])).toContain('ts_rewrite(');
   });
 
-  it('matchClause is the same engine against an alias', () => {
+  it('matchClause searches the tenant-scoped index, then tests the item\'s own vector', () => {
     const params: unknown[] = [];
-    expect(matchClause('hello wor', params, 'x')).toBe(`x.search_vector @@ ${tsquerySql('hello wor', [])}`);
-    expect(params).toEqual(['hello wor', 'wor']);
+    const tsquery = tsquerySql('hello wor', []);
+    const scoped = `item_search_scoped_query($3::uuid, ${tsquery})`;
+    expect(matchClause('hello wor', 'tenant-1', params, 'x')).toBe(
+      `(item_search_scoped(x.tenant_id, x.search_vector) @@ ${scoped} OR ${scoped} IS NULL) AND x.search_vector @@ ${tsquery}`,
+    );
+    expect(params).toEqual(['hello wor', 'wor', 'tenant-1']);
+  });
+
+  it.each([
+    ['cat dog', 'cat dog'],
+    ['"red apple" pie', '"red apple" pie'],
+    ['cat -dog', 'cat'],
+    ['-"red apple" pie tar', 'pie tar'],
+    ['"red apple" -pie', '"red apple"'],
+    ['cat or -dog', 'cat or -dog'], // with `or`, an exclusion may be what matches
+    ['-cat -dog', undefined], // nothing required: no index
+  ])('searches the index for %s with %j', (q, indexText) => {
+    expect(parseSearch(q).indexText).toEqual(indexText);
+  });
+
+  it('skips the index when a query only excludes', () => {
+    const params: unknown[] = [];
+    expect(matchClause('-cat', 'tenant-1', params)).toBe(`i.search_vector @@ websearch_to_tsquery('simple', $1)`);
+  });
+
+  it('searches the index with the required part only when the query excludes something', () => {
+    const params: unknown[] = [];
+    const sql = matchClause('pie -"red apple"', 't', params);
+    expect(sql).toContain(`item_search_scoped_query($3::uuid, websearch_to_tsquery('simple', $2))`);
+    expect(sql).toMatch(/AND i\.search_vector @@ websearch_to_tsquery\('simple', \$1\)$/);
+    expect(params).toEqual(['pie -"red apple"', 'pie', 't']);
   });
 
   it.each([
@@ -81,11 +110,12 @@ describe('search query', () => {
     expect(parseSearch(q).grams).toEqual(grams);
   });
 
-  it('puts common grams in front of the phrase check, as one bound tsquery', () => {
+  it('searches the scoped grams index instead of the vector one when a phrase has common grams', () => {
     const params: unknown[] = [];
-    const sql = matchClause('"of the" dusk', params);
-    expect(sql).toMatch(/^i\.search_grams @@ \$3::tsquery AND i\.search_vector @@ /);
-    expect(params).toEqual(['"of the" dusk', 'dusk', `'of the'`]);
+    const sql = matchClause('"of the" dusk', 't', params);
+    expect(sql).toMatch(/^\(item_search_scoped\(i\.tenant_id, i\.search_grams\) @@ item_search_scoped_query\(\$4::uuid, \$3::tsquery\) OR /);
+    expect(sql).not.toContain('i.search_vector) @@');
+    expect(params).toEqual(['"of the" dusk', 'dusk', `'of the'`, 't']);
   });
 
   it('uses the common words that migration 1732300000700 indexed', () => {

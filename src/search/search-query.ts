@@ -48,6 +48,13 @@ export interface ParsedSearch {
    * a phrase optional). Empty for most queries.
    */
   grams: string[];
+  /**
+   * The query the tenant-scoped index is searched with: the query itself or, when it excludes
+   * something and has no `or`, only what it requires (an excluded phrase would keep the index
+   * from being used; the exact test applies the exclusion anyway). Undefined when nothing is
+   * required (a query of exclusions only).
+   */
+  indexText?: string;
 }
 
 const PLAIN_WORD = /^[\p{L}\p{N}]+$/u;
@@ -108,8 +115,18 @@ export function parseSearch(q: string): ParsedSearch {
     .map((t) => `"${t.text}"`)
     .join(' or ');
   const phrase = operands.some((t) => t.quoted && !t.negated);
-  const required = list.includes('or') ? [] : operands.filter((t) => t.quoted && !t.negated);
-  return { text, prefix, positive, excluded, phrase, grams: [...new Set(required.flatMap((t) => commonGrams(t.text)))] };
+  const hasOr = list.includes('or');
+  const required = hasOr ? [] : operands.filter((t) => t.quoted && !t.negated);
+  const kept = hasOr ? operands : operands.filter((t) => !t.negated);
+  return {
+    text,
+    prefix,
+    positive,
+    excluded,
+    phrase,
+    grams: [...new Set(required.flatMap((t) => commonGrams(t.text)))],
+    indexText: kept.length === 0 ? undefined : kept.length === operands.length ? text : kept.map((t) => (t.quoted ? `"${t.text}"` : t.text)).join(' '),
+  };
 }
 
 const PLAIN_PHRASE = /^[\p{L}\p{N}]+(\s+[\p{L}\p{N}]+)+$/u;
@@ -145,26 +162,47 @@ export function tsquerySql(q: ParsedSearch | string, params: unknown[]): string 
 }
 
 /**
- * A SQL condition: the item (alias `alias`) matches the free-text query `q` (phrases, `or`,
- * exclusion, prefix of the last word), plus the tsquery itself for ranking and snippets.
- * Parameters are appended to `params`. A phrase of common words first narrows to the items
- * holding its common grams (an index of its own), then the vector confirms the exact phrase.
+ * A SQL condition: the item (alias `alias`) of tenant `tenantId` matches the free-text query
+ * `q` (phrases, `or`, exclusion, prefix of the last word), plus the tsquery itself for ranking
+ * and snippets. Parameters are appended to `params`.
+ *
+ * Items are found through the tenant-scoped index (migration 1732300000800): its lexemes carry
+ * the tenant's tag, so the posting lists it reads hold that tenant's items only, and the query
+ * is tagged alike. The tag is a hash bucket, not an identity, so the exact test on the item's
+ * own vector follows it (and also settles phrases, which the index only narrows). A phrase of
+ * common words is looked up by its common grams instead (their own tenant-scoped index).
  */
-export function textMatch(q: ParsedSearch | string, params: unknown[], alias = 'i'): { condition: string; tsquery: string } {
+export function textMatch(
+  q: ParsedSearch | string,
+  tenantId: string,
+  params: unknown[],
+  alias = 'i',
+): { condition: string; tsquery: string } {
   const parsed = typeof q === 'string' ? parseSearch(q) : q;
   const tsquery = tsquerySql(parsed, params);
-  let condition = `${alias}.search_vector @@ ${tsquery}`;
+  const conditions = [`${alias}.search_vector @@ ${tsquery}`];
+  const scoped = (column: string, query: string) => {
+    const indexed = `item_search_scoped_query(${bind(params, tenantId)}::uuid, ${query})`;
+    // NULL: the query cannot be widened for the index (see the migration); the planner folds
+    // the OR away either way, since both operands are constant for one statement.
+    return `(item_search_scoped(${alias}.tenant_id, ${alias}.${column}) @@ ${indexed} OR ${indexed} IS NULL)`;
+  };
   if (parsed.grams.length > 0) {
-    // The grams come from COMMON_WORDS (letters only), so quoting them as lexemes is safe.
-    condition = `${alias}.search_grams @@ ${bind(params, parsed.grams.map((g) => `'${g}'`).join(' & '))}::tsquery AND ${condition}`;
+    // The grams come from COMMON_WORDS (letters only), so quoting them as lexemes is safe. They
+    // are the selective part of such a query: its words are common, and reading their postings
+    // from the vector index as well would cost more than testing the candidates' vectors.
+    conditions.unshift(scoped('search_grams', `${bind(params, parsed.grams.map((g) => `'${g}'`).join(' & '))}::tsquery`));
+  } else if (parsed.indexText !== undefined) {
+    const indexQuery = parsed.indexText === parsed.text ? tsquery : tsquerySql({ ...parsed, text: parsed.indexText }, params);
+    conditions.unshift(scoped('search_vector', indexQuery));
   }
-  return { condition, tsquery };
+  return { condition: conditions.join(' AND '), tsquery };
 }
 
 /**
  * The free-text condition of bulk actions' `filter.filter`: the same engine as `GET /search`,
  * without the typo-tolerant fallback, which only applies to interactive search.
  */
-export function matchClause(q: string, params: unknown[], alias = 'i'): string {
-  return textMatch(q, params, alias).condition;
+export function matchClause(q: string, tenantId: string, params: unknown[], alias = 'i'): string {
+  return textMatch(q, tenantId, params, alias).condition;
 }

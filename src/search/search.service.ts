@@ -57,8 +57,8 @@ export class SearchService {
    * The free-text condition of bulk actions' `filter.filter`: the same engine as `q` here
    * (websearch syntax, prefix of the last word), without the interactive typo fallback.
    */
-  matchClause(q: string, params: unknown[], alias = 'i'): string {
-    return matchClause(q, params, alias);
+  matchClause(q: string, tenantId: string, params: unknown[], alias = 'i'): string {
+    return matchClause(q, tenantId, params, alias);
   }
 
   async search(p: Principal, query: SearchQuery): Promise<SearchResponse> {

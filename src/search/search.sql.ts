@@ -60,7 +60,7 @@ export function searchStatement(input: SearchStatementInput): Statement {
   let rank: string;
   let headlineQuery: string;
   if (input.mode === 'text') {
-    const match = textMatch(parsed, params);
+    const match = textMatch(parsed, input.tenantId, params);
     where.push(match.condition);
     rank = `ts_rank_cd(i.search_vector, ${match.tsquery}, 32)`;
     headlineQuery = match.tsquery;
@@ -108,7 +108,7 @@ export function searchStatement(input: SearchStatementInput): Statement {
 export function anyMatchStatement(tenantId: string, filter: ItemFilter, parsed: ParsedSearch): Statement {
   const params: unknown[] = [];
   const where = itemWhere(tenantId, filter, params);
-  return { sql: `SELECT 1 FROM items i WHERE ${where} AND ${textMatch(parsed, params).condition} LIMIT 1`, params };
+  return { sql: `SELECT 1 FROM items i WHERE ${where} AND ${textMatch(parsed, tenantId, params).condition} LIMIT 1`, params };
 }
 
 /**

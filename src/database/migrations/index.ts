@@ -7,6 +7,7 @@ import { Idempotency1732300000400 } from './1732300000400-idempotency';
 import { Search1732300000500 } from './1732300000500-search';
 import { SearchStorage1732300000600 } from './1732300000600-search-storage';
 import { SearchCommonGrams1732300000700 } from './1732300000700-search-common-grams';
+import { SearchTenantScopedIndex1732300000800 } from './1732300000800-search-tenant-scoped-index';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -17,4 +18,5 @@ export const migrations = [
   Search1732300000500,
   SearchStorage1732300000600,
   SearchCommonGrams1732300000700,
+  SearchTenantScopedIndex1732300000800,
 ];
