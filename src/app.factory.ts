@@ -73,6 +73,9 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   app.enableShutdownHooks();
   app.set('trust proxy', config.trustProxy);
   app.disable('x-powered-by');
+  // Express would hash every response body (SHA-1) into a weak ETag: per-caller JSON that no
+  // client revalidates (the API defines no conditional requests) and ~3% of a search's CPU.
+  app.set('etag', false);
   app.useBodyParser('json', { limit: config.JSON_BODY_LIMIT, type: parsedUnlessRaw(['application/json', 'application/*+json']) });
   app.useBodyParser('urlencoded', { limit: config.JSON_BODY_LIMIT, extended: false, type: parsedUnlessRaw(['application/x-www-form-urlencoded']) });
   app.use(deferBodyErrors);

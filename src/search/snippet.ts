@@ -19,24 +19,30 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
 
-const MARKERS = new RegExp(`[${MATCH_START}${MATCH_STOP}]`, 'gu');
+const MARKERS = new RegExp(`[${MATCH_START}${MATCH_STOP}]`, 'g');
+const HTML_TOKENS = new RegExp(`[${MATCH_START}${MATCH_STOP}&<>"']`, 'g');
 
-/** Plain and HTML snippets from ts_headline output. */
+/**
+ * Plain and HTML snippets from ts_headline output. One replace pass per form (this runs for
+ * every result of every page): markers open and close <mark> (a stray or repeated marker
+ * adds nothing), and everything else that is special in HTML is escaped.
+ */
 export function renderSnippet(headline: string | null | undefined): { snippet: string; snippet_html: string } {
-  const text = (headline ?? '').replace(/\s+/gu, ' ').trim();
-  let html = '';
+  const text = (headline ?? '').replace(/\s+/g, ' ').trim();
   let open = false;
-  for (const part of text.split(/([\uE000\uE001])/u)) {
-    if (part === MATCH_START) {
-      if (!open) html += '<mark>';
+  let html = text.replace(HTML_TOKENS, (c) => {
+    if (c === MATCH_START) {
+      if (open) return '';
       open = true;
-    } else if (part === MATCH_STOP) {
-      if (open) html += '</mark>';
-      open = false;
-    } else {
-      html += escapeHtml(part);
+      return '<mark>';
     }
-  }
+    if (c === MATCH_STOP) {
+      if (!open) return '';
+      open = false;
+      return '</mark>';
+    }
+    return ESCAPES[c];
+  });
   if (open) html += '</mark>';
   return { snippet: text.replace(MARKERS, ''), snippet_html: html };
 }
