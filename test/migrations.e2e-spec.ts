@@ -136,6 +136,25 @@ describe('migrations', () => {
     expect(widened.plan).not.toMatch(/Index Scan on items_search(_grams)?_scoped/);
     await ds.query(`RESET enable_seqscan`);
 
+    // Lexemes with quotes, backslashes and hyphens, URLs, phrases under `or`: each document
+    // matches its query exactly, and the tagged index query finds it too (the index may find
+    // more, never less), or is NULL (skip the index) for an excluded phrase.
+    const cases = await ds.query(
+      `SELECT d.doc, d.q, to_tsvector('simple', d.doc) @@ websearch_to_tsquery('simple', d.q) AS exact,
+              item_search_scoped($1, to_tsvector('simple', d.doc)) @@ item_search_scoped_query($1, websearch_to_tsquery('simple', d.q)) AS scoped
+         FROM (VALUES ($$it's a b\\c$$, $$"it's" b\\c$$), ('x-ray o''brien', 'x-ray or brien'), ('see http://a.example/p?q=1', 'a.example/p?q=1'),
+                      ('foo bar', '"bar foo" or foo'), ('tag <b>bold</b>', 'bold -"tag b"'), ('plain words', 'plain -other')) AS d(doc, q)`,
+      [TENANT],
+    );
+    expect(cases.map((c: { q: string; exact: boolean; scoped: boolean | null }) => [c.q, c.exact, c.scoped])).toEqual([
+      [`"it's" b\\c`, true, true],
+      ['x-ray or brien', true, true],
+      ['a.example/p?q=1', true, true],
+      ['"bar foo" or foo', true, true],
+      ['bold -"tag b"', true, null],
+      ['plain -other', true, true],
+    ]);
+
     await ds.undoLastMigration({ transaction: 'each' });
     const indexes = await ds.query(`SELECT indexname FROM pg_indexes WHERE tablename = 'items' AND indexname LIKE 'items_search%' ORDER BY 1`);
     expect(indexes.map((r: { indexname: string }) => r.indexname)).toEqual(['items_search', 'items_search_grams', 'items_search_title_trgm']);
