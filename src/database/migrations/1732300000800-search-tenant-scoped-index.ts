@@ -10,9 +10,11 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * intersection was most of the index time (1.0-1.2 ms of a one-word query, 0.4 ms of a
  * two-word one, against 0.04-0.5 ms here), and it grows with the tenant.
  *
- * - `item_search_scope(tenant)`: the tag, six hex digits of md5(tenant id). It is a bucket,
- *   not an identity: two tenants that share a tag share posting lists, which costs speed and
- *   never correctness, because every query also tests `tenant_id` and the item's own vector.
+ * - `item_search_scope(tenant)`: the tag, six hex digits of the uuid's own hash function
+ *   (uuid_hash_extended, which hash partitioning relies on staying the same across versions;
+ *   md5 would fail on servers in FIPS mode). It is a bucket, not an identity: two tenants that
+ *   share a tag share posting lists, which costs speed and never correctness, because every
+ *   query also tests `tenant_id` and the item's own vector.
  * - `item_search_scoped(tenant, vector)`: the vector's lexemes with the tag in front, without
  *   positions or weights (GIN indexes lexemes only). Only the indexes compute it.
  * - `item_search_scoped_query(tenant, query)`: a query for that index that matches at least
@@ -29,7 +31,7 @@ export class SearchTenantScopedIndex1732300000800 implements MigrationInterface 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`
       CREATE FUNCTION item_search_scope(p_tenant uuid) RETURNS text
-      LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$ SELECT left(md5(p_tenant::text), 6) $fn$`);
+      LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$ SELECT lpad(to_hex(uuid_hash_extended(p_tenant, 0) & 16777215), 6, '0') $fn$`);
     // One expression without a sub-select, so that PostgreSQL inlines it (every write computes
     // it twice): ~15 µs per item, against ~50 µs for an unnest() sub-select, which a SQL function
     // cannot be inlined with. Lexemes never contain control characters (the parser reads them as
