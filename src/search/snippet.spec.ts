@@ -1,4 +1,4 @@
-import { escapeHtml, MATCH_START as S, MATCH_STOP as E, renderSnippet } from './snippet';
+import { MATCH_START as S, MATCH_STOP as E, renderSnippet } from './snippet';
 
 describe('snippets', () => {
   it('escapes everything from the item and marks only the matches', () => {
@@ -15,7 +15,7 @@ describe('snippets', () => {
     expect(renderSnippet(null)).toEqual({ snippet: '', snippet_html: '' });
   });
 
-  it('escapeHtml covers the five special characters', () => {
-    expect(escapeHtml(`&<>"'`)).toBe('&amp;&lt;&gt;&quot;&#39;');
+  it('escapes the five special characters', () => {
+    expect(renderSnippet(`&<>"'`).snippet_html).toBe('&amp;&lt;&gt;&quot;&#39;');
   });
 });

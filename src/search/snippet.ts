@@ -15,10 +15,6 @@ export const HEADLINE_OPTIONS =
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
-}
-
 const MARKERS = new RegExp(`[${MATCH_START}${MATCH_STOP}]`, 'g');
 const HTML_TOKENS = new RegExp(`[${MATCH_START}${MATCH_STOP}&<>"']`, 'g');
 
