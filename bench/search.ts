@@ -12,11 +12,12 @@
  *      on 127.0.0.1, so the load generator does not share its event loop.
  *   3. For each kind of query (one word, two words, a quoted phrase, a misspelt word that
  *      takes the trigram fallback, and a very common word as the stress case; see querySets),
- *      runs autocannon at 10 connections for BENCH_DURATION seconds (default 10) against
- *      GET /search, then the SQL the service runs for the same queries (search.sql.ts, the very
- *      function the service calls, which also brings the page's outgoing edges) from 10
- *      concurrent `pg` clients for the same time, and prints p50/p99 latency, requests/s and
- *      service/raw. Each path first runs unmeasured for BENCH_WARMUP seconds (default 3).
+ *      runs autocannon at 10 connections against GET /search, and the SQL the service runs for
+ *      the same queries (search.sql.ts, the very function the service calls, which also brings
+ *      the page's outgoing edges) from 10 concurrent `pg` clients, BENCH_DURATION seconds each
+ *      (default 10) in BENCH_ROUNDS alternating rounds (default 5), and prints p50/p99 latency
+ *      over all rounds (one percentile function for both paths), requests/s and service/raw.
+ *      Each path first runs unmeasured for BENCH_WARMUP seconds (default 3).
  *
  * Logs and rate limits are off in the service (LOG_LEVEL=silent, RATE_LIMIT_ENABLED=false).
  * `--queries` prints the query sets of a seeded database. Not a test: nothing is asserted.
@@ -37,6 +38,7 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 100_000);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+const ROUNDS = Math.max(1, Math.floor(Number(process.env.BENCH_ROUNDS ?? 5)));
 const CONNECTIONS = 10;
 const HALF_LIFE_DAYS = 30;
 const BATCH = 1000;
@@ -300,6 +302,13 @@ async function querySets(pool: Pool, tenantId: string): Promise<Record<string, s
   return { 'one word': cap(oneWord), 'two words': cap(twoWords), phrase: cap(phrase), 'typo (fallback)': cap(typo), 'common word (stress)': common };
 }
 
+/** What one measured stretch of one path gave: every request's latency, and the time it took. */
+interface Sample {
+  latencies: number[];
+  seconds: number;
+  errors: number;
+}
+
 interface Stats {
   p50: number;
   p99: number;
@@ -311,20 +320,38 @@ function percentile(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN;
 }
 
-async function viaService(url: string, key: string, queries: string[], duration = DURATION): Promise<Stats> {
+/** Both paths' samples pooled the same way: one percentile function over every latency. */
+function stats(samples: Sample[]): Stats {
+  const latencies = samples.flatMap((s) => s.latencies).sort((a, b) => a - b);
+  const seconds = samples.reduce((t, s) => t + s.seconds, 0);
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), rps: latencies.length / seconds, errors: samples.reduce((t, s) => t + s.errors, 0) };
+}
+
+function viaService(url: string, key: string, queries: string[], duration: number): Promise<Sample> {
   let n = 0;
-  const result = await autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration,
-    headers: { authorization: `Bearer ${key}` },
-    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/search?q=${encodeURIComponent(queries[n++ % queries.length])}` }) }],
+  const latencies: number[] = [];
+  let errors = 0;
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url,
+        connections: CONNECTIONS,
+        duration,
+        headers: { authorization: `Bearer ${key}` },
+        requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/search?q=${encodeURIComponent(queries[n++ % queries.length])}` }) }],
+      },
+      (err, result) => (err ? reject(err) : resolve({ latencies, seconds: result.duration, errors: errors + result.errors })),
+    );
+    // responseTime is in ms with sub-ms precision, as the raw path's latencies are.
+    instance.on('response', (_client, status: number, _bytes: number, responseTime: number) => {
+      if (status >= 200 && status < 300) latencies.push(responseTime);
+      else errors++;
+    });
   });
-  return { p50: result.latency.p50, p99: result.latency.p99, rps: result.requests.average, errors: result.non2xx + result.errors };
 }
 
 /** The service's SQL for the same queries, straight through pg, 10 at a time. */
-async function viaPg(pool: Pool, tenantId: string, queries: string[], duration = DURATION): Promise<Stats> {
+async function viaPg(pool: Pool, tenantId: string, queries: string[], duration: number): Promise<Sample> {
   // What ItemsService.filterFor gives an admin with no filter parameters.
   const filter: ItemFilter = { edges: [], backrefs: [] };
   const latencies: number[] = [];
@@ -343,17 +370,15 @@ async function viaPg(pool: Pool, tenantId: string, queries: string[], duration =
           const similar = searchStatement({ ...input, mode: 'similar' });
           ({ rows } = await pool.query(similar.sql, similar.params));
         }
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
       } catch {
         errors++;
       }
-      latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
     }
   };
   const started = Date.now();
   await Promise.all(Array.from({ length: CONNECTIONS }, worker));
-  const seconds = (Date.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), rps: latencies.length / seconds, errors };
+  return { latencies, seconds: (Date.now() - started) / 1000, errors };
 }
 
 /** How many items the first ten queries of a set match, on average (for context). */
@@ -377,7 +402,7 @@ async function main(): Promise<void> {
     const { key, tenantId, source } = await benchKey(pool, url);
     await seed(pool, tenantId, source);
     const fmt = (s: Stats) => `p50 ${s.p50.toFixed(1).padStart(6)} ms  p99 ${s.p99.toFixed(1).padStart(6)} ms  ${s.rps.toFixed(0).padStart(5)} req/s`;
-    console.log(`\n${CONNECTIONS} connections, ${DURATION} s each, ${ITEMS} items, limit 20 (node ${process.version})\n`);
+    console.log(`\n${CONNECTIONS} connections, ${DURATION} s per path in ${ROUNDS} alternating rounds, ${ITEMS} items, limit 20 (node ${process.version})\n`);
     for (const [kind, queries] of Object.entries(await querySets(pool, tenantId))) {
       const matches = await matchCounts(pool, tenantId, queries);
       // Run both paths unmeasured first, so that neither pays for cold caches and the service's
@@ -386,8 +411,16 @@ async function main(): Promise<void> {
         await viaService(url, key, queries, WARMUP);
         await viaPg(pool, tenantId, queries, WARMUP);
       }
-      const service = await viaService(url, key, queries);
-      const raw = await viaPg(pool, tenantId, queries);
+      // Then in alternating rounds: this machine's speed drifts by 10-20% over a minute, which
+      // would otherwise land on whichever path ran second.
+      const serviceSamples: Sample[] = [];
+      const rawSamples: Sample[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        serviceSamples.push(await viaService(url, key, queries, DURATION / ROUNDS));
+        rawSamples.push(await viaPg(pool, tenantId, queries, DURATION / ROUNDS));
+      }
+      const service = stats(serviceSamples);
+      const raw = stats(rawSamples);
       console.log(`${kind}  (~${matches} matches per query)`);
       console.log(`  GET /search  ${fmt(service)}${service.errors ? `  ${service.errors} errors` : ''}`);
       console.log(`  raw SQL      ${fmt(raw)}${raw.errors ? `  ${raw.errors} errors` : ''}`);

@@ -136,14 +136,17 @@ describe('migrations', () => {
     expect(widened.plan).not.toMatch(/Index Scan on items_search(_grams)?_scoped/);
     await ds.query(`RESET enable_seqscan`);
 
-    // Lexemes with quotes, backslashes and hyphens, URLs, phrases under `or`: each document
-    // matches its query exactly, and the tagged index query finds it too (the index may find
-    // more, never less), or is NULL (skip the index) for an excluded phrase.
+    // Lexemes with quotes, backslashes and hyphens, URLs, phrases under `or`: the tagged index
+    // query finds what the exact test finds (it may find more only where phrase operators
+    // become AND), or is NULL (skip the index) for an excluded phrase. Without phrase operators
+    // it finds nothing more, which lets the statement skip the exact test for those queries.
     const cases = await ds.query(
       `SELECT d.doc, d.q, to_tsvector('simple', d.doc) @@ websearch_to_tsquery('simple', d.q) AS exact,
               item_search_scoped($1, to_tsvector('simple', d.doc)) @@ item_search_scoped_query($1, websearch_to_tsquery('simple', d.q)) AS scoped
          FROM (VALUES ($$it's a b\\c$$, $$"it's" b\\c$$), ('x-ray o''brien', 'x-ray or brien'), ('see http://a.example/p?q=1', 'a.example/p?q=1'),
-                      ('foo bar', '"bar foo" or foo'), ('tag <b>bold</b>', 'bold -"tag b"'), ('plain words', 'plain -other')) AS d(doc, q)`,
+                      ('foo bar', '"bar foo" or foo'), ('tag <b>bold</b>', 'bold -"tag b"'), ('plain words', 'plain -other'),
+                      ('bar foo', '"foo bar"'), ('x ray', 'x-ray'), ($$o'brien$$, 'obrien'), ('plain words', 'plain -words'),
+                      ($$it's$$, $$it's or isn't$$), ('see http://a.example/p?q=1', 'b.example or plain')) AS d(doc, q)`,
       [TENANT],
     );
     expect(cases.map((c: { q: string; exact: boolean; scoped: boolean | null }) => [c.q, c.exact, c.scoped])).toEqual([
@@ -153,6 +156,12 @@ describe('migrations', () => {
       ['"bar foo" or foo', true, true],
       ['bold -"tag b"', true, null],
       ['plain -other', true, true],
+      ['"foo bar"', false, true], // the phrase is AND in the index; the exact test settles it
+      ['x-ray', false, false],
+      ['obrien', false, false],
+      ['plain -words', false, false],
+      [`it's or isn't`, true, true],
+      ['b.example or plain', false, false],
     ]);
 
     await ds.undoLastMigration({ transaction: 'each' });

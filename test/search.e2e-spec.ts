@@ -177,6 +177,10 @@ describe('search', () => {
     it('supports -exclusion of words and phrases', async () => {
       expect(ids(await search(c, 'basket -durian'))).toEqual([made.kumquat]);
       expect(ids(await search(c, 'fruit -"red apple" -basket'))).toEqual([made.greenApple]);
+      // Under `or`, an excluded phrase matches every item without it: all but the red apple.
+      const either = ids(await search(c, 'kumquat or -"red apple"', { limit: '100' }));
+      expect(either).toEqual(expect.arrayContaining(Object.values(made).filter((id) => id !== made.redApple)));
+      expect(either).not.toContain(made.redApple);
     });
 
     it('matches the last word as a prefix', async () => {

@@ -60,12 +60,13 @@ describe('search query', () => {
     expect(tsquerySql('a b', [])).toContain('ts_rewrite(');
   });
 
-  it('matchClause searches the tenant-scoped index, then tests the item\'s own vector', () => {
+  it('matchClause searches the tenant-scoped index, and tests the item\'s own vector where the index query is wider', () => {
     const params: unknown[] = [];
     const tsquery = tsquerySql('hello wor', []);
     const scoped = `item_search_scoped_query($3::uuid, ${tsquery})`;
     expect(matchClause('hello wor', 'tenant-1', params, 'x')).toBe(
-      `(item_search_scoped(x.tenant_id, x.search_vector) @@ ${scoped} OR ${scoped} IS NULL) AND x.search_vector @@ ${tsquery}`,
+      `(item_search_scoped(x.tenant_id, x.search_vector) @@ ${scoped} OR ${scoped} IS NULL) ` +
+        `AND (${tsquery}::text !~ '<(-|[0-9]+)>|!\\(' OR x.search_vector @@ ${tsquery})`,
     );
     expect(params).toEqual(['hello wor', 'wor', 'tenant-1']);
   });

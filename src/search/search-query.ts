@@ -168,9 +168,11 @@ export function tsquerySql(q: ParsedSearch | string, params: unknown[]): string 
  *
  * Items are found through the tenant-scoped index (migration 1732300000800): its lexemes carry
  * the tenant's tag, so the posting lists it reads hold that tenant's items only, and the query
- * is tagged alike. The tag is a hash bucket, not an identity, so the exact test on the item's
- * own vector follows it (and also settles phrases, which the index only narrows). A phrase of
- * common words is looked up by its common grams instead (their own tenant-scoped index).
+ * is tagged alike. The tag is a hash bucket, not an identity: the caller's statement must also
+ * test `tenant_id` (itemWhere does). Where the index query is wider than the query (phrases,
+ * which the index only narrows, exclusions left out of it), the exact test on the item's own
+ * vector follows. A phrase of common words is looked up by its common grams instead (their own
+ * tenant-scoped index).
  */
 export function textMatch(
   q: ParsedSearch | string,
@@ -180,24 +182,40 @@ export function textMatch(
 ): { condition: string; tsquery: string } {
   const parsed = typeof q === 'string' ? parseSearch(q) : q;
   const tsquery = tsquerySql(parsed, params);
-  const conditions = [`${alias}.search_vector @@ ${tsquery}`];
+  const exact = `${alias}.search_vector @@ ${tsquery}`;
   const scoped = (column: string, query: string) => {
     const indexed = `item_search_scoped_query(${bind(params, tenantId)}::uuid, ${query})`;
     // NULL: the query cannot be widened for the index (see the migration); the planner folds
     // the OR away either way, since both operands are constant for one statement.
     return `(item_search_scoped(${alias}.tenant_id, ${alias}.${column}) @@ ${indexed} OR ${indexed} IS NULL)`;
   };
+  let condition: string;
   if (parsed.grams.length > 0) {
     // The grams come from COMMON_WORDS (letters only), so quoting them as lexemes is safe. They
     // are the selective part of such a query: its words are common, and reading their postings
     // from the vector index as well would cost more than testing the candidates' vectors.
-    conditions.unshift(scoped('search_grams', `${bind(params, parsed.grams.map((g) => `'${g}'`).join(' & '))}::tsquery`));
+    condition = `${scoped('search_grams', `${bind(params, parsed.grams.map((g) => `'${g}'`).join(' & '))}::tsquery`)} AND ${exact}`;
+  } else if (parsed.indexText === parsed.text) {
+    // The whole query is in the index. For &, |, ! of lexemes and prefixes the tagged index
+    // answers it exactly (with the caller's tenant_id test), so the exact test is kept only for
+    // what the index query widens: phrase operators and excluded groups. The test on the
+    // query's text is constant for a statement, so the planner folds it away, and with it the
+    // exact test or the OR around it.
+    condition = `${scoped('search_vector', tsquery)} AND (${tsquery}::text !~ '${WIDENED_IN_INDEX}' OR ${exact})`;
   } else if (parsed.indexText !== undefined) {
-    const indexQuery = parsed.indexText === parsed.text ? tsquery : tsquerySql({ ...parsed, text: parsed.indexText }, params);
-    conditions.unshift(scoped('search_vector', indexQuery));
+    condition = `${scoped('search_vector', tsquerySql({ ...parsed, text: parsed.indexText }, params))} AND ${exact}`;
+  } else {
+    condition = exact;
   }
-  return { condition: conditions.join(' AND '), tsquery };
+  return { condition, tsquery };
 }
+
+/**
+ * What item_search_scoped_query widens (migration 1732300000800) in a tsquery's text form:
+ * phrase operators, and a negated group, for which it returns NULL. Lexemes are quoted in that
+ * form, so one holding these characters can only make the exact test run when it need not.
+ */
+const WIDENED_IN_INDEX = '<(-|[0-9]+)>|!\\(';
 
 /**
  * The free-text condition of bulk actions' `filter.filter`: the same engine as `GET /search`,
