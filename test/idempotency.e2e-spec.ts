@@ -147,6 +147,16 @@ describe('idempotency keys', () => {
     expect(await keysLabelled('no-header')).toBe(2);
   });
 
+  it('leaves routes it does not decorate alone, even with a header', async () => {
+    const created = await post({ label: 'undecorated' }).expect(201);
+    // PATCH /keys/:id is not idempotent by key: both run, and the header is not checked.
+    for (const label of ['renamed-1', 'renamed-2']) {
+      const res = await t.http.patch(`/keys/${created.body.id}`).set(bearer(admin.key)).set(IDEM, 'has space').send({ label }).expect(200);
+      expect(res.body.label).toBe(label);
+      expect(replayed(res)).toBe(false);
+    }
+  });
+
   it('runs the request again once the key has expired', async () => {
     const idem = randomUUID();
     const first = await post({ label: 'expiring' }, idem).expect(201);

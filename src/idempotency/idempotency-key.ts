@@ -6,7 +6,9 @@ import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { validationError } from '../common/validation';
-import { IDEMPOTENCY_KEY_HEADER } from './idempotent.decorator';
+
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 
 const KEY_RE = /^[\x21-\x7e]{1,255}$/;
 

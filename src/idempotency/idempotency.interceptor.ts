@@ -1,8 +1,8 @@
 /**
- * Runs `@Idempotent()` routes at most once per `Idempotency-Key` (as Stripe's API does). It acts
- * only on decorated routes whose request carries the header, after the guards (so auth and
- * permission failures are never kept) and around the pipes and handler (so a validation error
- * is kept and replayed like any other 4xx). The steps:
+ * Runs `@Idempotent()` routes, the only ones the decorator puts it on, at most once per
+ * `Idempotency-Key` (as Stripe's API does). It acts when the request carries the header, after
+ * the guards (so auth and permission failures are never kept) and around the pipes and handler
+ * (so a validation error is kept and replayed like any other 4xx). The steps:
  *
  * 1. Check the header (400 `validation_error` naming `Idempotency-Key`).
  * 2. Claim (owner, key) in Postgres for this request's fingerprint (method, URL, canonical body).
@@ -16,14 +16,20 @@
  * JSON-serialisable values; a streamed response is sent but not kept.
  */
 import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor, StreamableFile } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
 import { from, lastValueFrom, Observable } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AuthedRequest } from '../auth/decorators';
 import { toApiError } from '../common/exception.filter';
-import { IDEMPOTENT_REPLAYED_HEADER, IDEMPOTENT_ROUTE } from './idempotent.decorator';
-import { keyConflict, keyDigest, KeyOwner, ownerOf, parseIdempotencyKey, requestFingerprint } from './idempotency-key';
+import {
+  IDEMPOTENT_REPLAYED_HEADER,
+  keyConflict,
+  keyDigest,
+  KeyOwner,
+  ownerOf,
+  parseIdempotencyKey,
+  requestFingerprint,
+} from './idempotency-key';
 import { Claim, IdempotencyStore, StoredKey } from './idempotency.store';
 import { openResponse, sealResponse } from './response-seal';
 
@@ -45,14 +51,10 @@ interface Attempt {
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
 
-  constructor(
-    private readonly reflector: Reflector,
-    private readonly store: IdempotencyStore,
-  ) {}
+  constructor(private readonly store: IdempotencyStore) {}
 
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (ctx.getType() !== 'http') return next.handle();
-    if (!this.reflector.getAllAndOverride<boolean>(IDEMPOTENT_ROUTE, [ctx.getHandler(), ctx.getClass()])) return next.handle();
     const req = ctx.switchToHttp().getRequest<Request & AuthedRequest>();
     const header = req.headers['idempotency-key'];
     if (header === undefined) return next.handle();

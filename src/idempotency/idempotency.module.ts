@@ -1,15 +1,15 @@
 /**
  * Idempotency keys: `@Idempotent()` routes (idempotent.decorator.ts) replay their first
- * response to retries carrying the same `Idempotency-Key`. The interceptor is global but acts
- * only on decorated routes.
+ * response to retries carrying the same `Idempotency-Key`. Global, so that the interceptor
+ * the decorator puts on a route finds its store from any module.
  */
-import { Module } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
-import { IdempotencyInterceptor } from './idempotency.interceptor';
+import { Global, Module } from '@nestjs/common';
 import { IdempotencyJanitor } from './idempotency.janitor';
 import { IdempotencyStore } from './idempotency.store';
 
+@Global()
 @Module({
-  providers: [IdempotencyStore, IdempotencyJanitor, { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor }],
+  providers: [IdempotencyStore, IdempotencyJanitor],
+  exports: [IdempotencyStore],
 })
 export class IdempotencyModule {}
