@@ -6,8 +6,9 @@
  * pub/sub cannot promise (its message races that request). So every key change bumps one
  * deployment-wide generation counter in Redis before the change is acknowledged, every
  * lookup reads the counter (a Redis GET, shared by concurrent lookups, far cheaper than the
- * key query), and a cached entry counts only while the generation it was read under is still the current one. An entry read
- * while a change committed carries the older generation and is dropped at the next lookup.
+ * key query), and a cached entry counts only while the generation it was read under is still
+ * the current one. An entry read while a change committed carries the older generation and is
+ * dropped at the next lookup.
  * When Redis cannot answer, nothing is served from or put into the cache.
  */
 import { Inject, Injectable } from '@nestjs/common';
