@@ -32,6 +32,7 @@ import { loadConfig } from '../src/config/app-config';
 import { ItemFilter, itemWhere } from '../src/items/item-filter';
 import { matchClause, parseSearch } from '../src/search/search-query';
 import { fallbackApplies, searchStatement } from '../src/search/search.sql';
+import { SearchStatements } from '../src/search/search-statements';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_search';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -350,8 +351,11 @@ function viaService(url: string, key: string, queries: string[], duration: numbe
   });
 }
 
-/** The service's SQL for the same queries, straight through pg, 10 at a time. */
-async function viaPg(pool: Pool, tenantId: string, queries: string[], duration: number): Promise<Sample> {
+/**
+ * The service's SQL for the same queries, straight through pg, 10 at a time, prepared and
+ * planned as the service runs it (SearchStatements, a pool of its own, the service's class).
+ */
+async function viaPg(statements: SearchStatements, tenantId: string, queries: string[], duration: number): Promise<Sample> {
   // What ItemsService.filterFor gives an admin with no filter parameters.
   const filter: ItemFilter = { edges: [], backrefs: [] };
   const latencies: number[] = [];
@@ -364,12 +368,8 @@ async function viaPg(pool: Pool, tenantId: string, queries: string[], duration: 
       const input = { tenantId, filter, parsed, limit: 20, offset: 0, halfLifeDays: HALF_LIFE_DAYS, showTags: true };
       const t0 = process.hrtime.bigint();
       try {
-        const text = searchStatement({ ...input, mode: 'text' });
-        let { rows } = await pool.query(text.sql, text.params);
-        if (rows.length === 0 && fallbackApplies(parsed)) {
-          const similar = searchStatement({ ...input, mode: 'similar' });
-          ({ rows } = await pool.query(similar.sql, similar.params));
-        }
+        const rows = await statements.query(searchStatement({ ...input, mode: 'text' }));
+        if (rows.length === 0 && fallbackApplies(parsed)) await statements.query(searchStatement({ ...input, mode: 'similar' }));
         latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
       } catch {
         errors++;
@@ -397,6 +397,7 @@ async function main(): Promise<void> {
   await ensureDatabase();
   const { child, url } = await startService();
   const pool = new Pool({ connectionString: DATABASE_URL, max: CONNECTIONS });
+  const statements = new SearchStatements(DATABASE_URL, CONNECTIONS);
   try {
     const { key, tenantId, source } = await benchKey(pool, url);
     await seed(pool, tenantId, source);
@@ -408,7 +409,7 @@ async function main(): Promise<void> {
       // code is measured once V8 has optimised it (it keeps getting faster for ~20 s after start).
       if (WARMUP > 0) {
         await viaService(url, key, queries, WARMUP);
-        await viaPg(pool, tenantId, queries, WARMUP);
+        await viaPg(statements, tenantId, queries, WARMUP);
       }
       // Then in alternating rounds: this machine's speed drifts by 10-20% over a minute, which
       // would otherwise land on whichever path ran second.
@@ -416,7 +417,7 @@ async function main(): Promise<void> {
       const rawSamples: Sample[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         serviceSamples.push(await viaService(url, key, queries, DURATION / ROUNDS));
-        rawSamples.push(await viaPg(pool, tenantId, queries, DURATION / ROUNDS));
+        rawSamples.push(await viaPg(statements, tenantId, queries, DURATION / ROUNDS));
       }
       const service = stats(serviceSamples);
       const raw = stats(rawSamples);
@@ -426,7 +427,7 @@ async function main(): Promise<void> {
       console.log(`  service/raw  ${(service.rps / raw.rps).toFixed(2)}x throughput, p99 ${(service.p99 / raw.p99).toFixed(2)}x\n`);
     }
   } finally {
-    await pool.end();
+    await Promise.all([pool.end(), statements.end()]);
     child.kill('SIGTERM');
   }
 }

@@ -12,6 +12,11 @@
  * lexeme, the rewrite changes nothing and the query is websearch's own.
  *
  * User text only ever reaches SQL as bind parameters.
+ *
+ * Every query-derived value is a scalar sub-select, `(SELECT ...)`, which PostgreSQL evaluates
+ * once per execution (an InitPlan). So the statements have a good generic plan: prepared once
+ * and run with new parameters (search-statements.ts), they neither re-parse the query per row
+ * nor depend on the planner folding the query to a constant.
  */
 import { COMMON_WORDS } from './common-words';
 
@@ -50,9 +55,10 @@ export interface ParsedSearch {
   grams: string[];
   /**
    * The query the tenant-scoped index is searched with: the query itself or, when it excludes
-   * something and has no `or`, only what it requires (an excluded phrase would keep the index
-   * from being used; the exact test applies the exclusion anyway). Undefined when nothing is
-   * required (a query of exclusions only).
+   * something and has no `or`, only what it requires (the exact test applies the exclusion).
+   * Undefined when the index cannot narrow the search: a query of exclusions only, or one with
+   * an exclusion under `or` ('a or -b' matches every item without b; GIN would read the whole
+   * index, every tenant's part of it, and an excluded phrase has no index form at all).
    */
   indexText?: string;
 }
@@ -117,7 +123,7 @@ export function parseSearch(q: string): ParsedSearch {
   const phrase = operands.some((t) => t.quoted && !t.negated);
   const hasOr = list.includes('or');
   const required = hasOr ? [] : operands.filter((t) => t.quoted && !t.negated);
-  const kept = hasOr ? operands : operands.filter((t) => !t.negated);
+  const kept = hasOr ? (operands.some((t) => t.negated) ? [] : operands) : operands.filter((t) => !t.negated);
   return {
     text,
     prefix,
@@ -149,15 +155,15 @@ function bind(params: unknown[], value: unknown): string {
   return `$${params.length}`;
 }
 
-/** SQL of the tsquery for `q` (its parameters appended to `params`). */
+/** SQL of the tsquery for `q`, a scalar sub-select (its parameters appended to `params`). */
 export function tsquerySql(q: ParsedSearch | string, params: unknown[]): string {
   const parsed = typeof q === 'string' ? parseSearch(q) : q;
   const base = `websearch_to_tsquery('${SEARCH_CONFIG}', ${bind(params, parsed.text)})`;
-  if (parsed.prefix === undefined) return base;
+  if (parsed.prefix === undefined) return `(SELECT ${base})`;
   const word = bind(params, parsed.prefix);
   return (
-    `ts_rewrite(${base}, to_tsquery('${SEARCH_CONFIG}', quote_literal(${word}::text)), ` +
-    `to_tsquery('${SEARCH_CONFIG}', quote_literal(${word}::text) || ':*'))`
+    `(SELECT ts_rewrite(${base}, to_tsquery('${SEARCH_CONFIG}', quote_literal(${word}::text)), ` +
+    `to_tsquery('${SEARCH_CONFIG}', quote_literal(${word}::text) || ':*')))`
   );
 }
 
@@ -172,7 +178,8 @@ export function tsquerySql(q: ParsedSearch | string, params: unknown[]): string 
  * test `tenant_id` (itemWhere does). Where the index query is wider than the query (phrases,
  * which the index only narrows, exclusions left out of it), the exact test on the item's own
  * vector follows. A phrase of common words is looked up by its common grams instead (their own
- * tenant-scoped index).
+ * tenant-scoped index). item_search_scoped_query returns NULL only for a negated group, which
+ * never reaches it: indexText holds no exclusion.
  */
 export function textMatch(
   q: ParsedSearch | string,
@@ -184,10 +191,7 @@ export function textMatch(
   const tsquery = tsquerySql(parsed, params);
   const exact = `${alias}.search_vector @@ ${tsquery}`;
   const scoped = (column: string, query: string) => {
-    const indexed = `item_search_scoped_query(${bind(params, tenantId)}::uuid, ${query})`;
-    // NULL: the query cannot be widened for the index (see the migration); the planner folds
-    // the OR away either way, since both operands are constant for one statement.
-    return `(item_search_scoped(${alias}.tenant_id, ${alias}.${column}) @@ ${indexed} OR ${indexed} IS NULL)`;
+    return `item_search_scoped(${alias}.tenant_id, ${alias}.${column}) @@ (SELECT item_search_scoped_query(${bind(params, tenantId)}::uuid, ${query}))`;
   };
   let condition: string;
   if (parsed.grams.length > 0) {
@@ -196,12 +200,11 @@ export function textMatch(
     // from the vector index as well would cost more than testing the candidates' vectors.
     condition = `${scoped('search_grams', `${bind(params, parsed.grams.map((g) => `'${g}'`).join(' & '))}::tsquery`)} AND ${exact}`;
   } else if (parsed.indexText === parsed.text) {
-    // The whole query is in the index. For &, |, ! of lexemes and prefixes the tagged index
-    // answers it exactly (with the caller's tenant_id test), so the exact test is kept only for
-    // what the index query widens: phrase operators and excluded groups. The test on the
-    // query's text is constant for a statement, so the planner folds it away, and with it the
-    // exact test or the OR around it.
-    condition = `${scoped('search_vector', tsquery)} AND (${tsquery}::text !~ '${WIDENED_IN_INDEX}' OR ${exact})`;
+    // The whole query is in the index. For &, | of lexemes and prefixes the tagged index
+    // answers it exactly (with the caller's tenant_id test), so the exact test runs only for
+    // what the index query widens, phrase operators. Whether the query has any is settled once
+    // per execution (an InitPlan), so for the others each row costs one test of a boolean.
+    condition = `${scoped('search_vector', tsquery)} AND ((SELECT ${tsquery}::text !~ '${WIDENED_IN_INDEX}') OR ${exact})`;
   } else if (parsed.indexText !== undefined) {
     condition = `${scoped('search_vector', tsquerySql({ ...parsed, text: parsed.indexText }, params))} AND ${exact}`;
   } else {
@@ -212,10 +215,10 @@ export function textMatch(
 
 /**
  * What item_search_scoped_query widens (migration 1732300000800) in a tsquery's text form:
- * phrase operators, and a negated group, for which it returns NULL. Lexemes are quoted in that
- * form, so one holding these characters can only make the exact test run when it need not.
+ * phrase operators. Lexemes are quoted in that form, so one holding these characters can only
+ * make the exact test run when it need not.
  */
-const WIDENED_IN_INDEX = '<(-|[0-9]+)>|!\\(';
+const WIDENED_IN_INDEX = '<(-|[0-9]+)>';
 
 /**
  * The free-text condition of bulk actions' `filter.filter`: the same engine as `GET /search`,

@@ -6,9 +6,19 @@
  * their free-text `filter.filter`.
  */
 import { Module } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
 import { ItemsModule } from '../items/items.module';
 import { SearchController } from './search.controller';
 import { SearchService } from './search.service';
+import { SearchStatements } from './search-statements';
 
-@Module({ imports: [ItemsModule], controllers: [SearchController], providers: [SearchService], exports: [SearchService] })
+@Module({
+  imports: [ItemsModule],
+  controllers: [SearchController],
+  providers: [
+    SearchService,
+    { provide: SearchStatements, useFactory: (config: AppConfig) => new SearchStatements(config.DATABASE_URL), inject: [AppConfig] },
+  ],
+  exports: [SearchService],
+})
 export class SearchModule {}

@@ -8,7 +8,7 @@
  *   2. the tsquery (search-query.ts: websearch syntax plus a prefix match of the last word);
  *   3. one statement (search.sql.ts): rank every match, keep the requested page, and only
  *      then cut snippets with ts_headline for those rows (a headline per match would cost
- *      ~10x the search itself);
+ *      ~10x the search itself); prepared and generically planned (search-statements.ts);
  *   4. if the text matches nothing at all, the same page over titles and names that are
  *      trigram-similar to the query words (pg_trgm), so "helo wrold" still finds "Hello world";
  *      any word may match there, exclusions still apply, and a query with a quoted phrase,
@@ -27,8 +27,6 @@
  * Order: score desc, then id, so limit/offset pages never overlap or skip.
  */
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
@@ -37,8 +35,9 @@ import type { ItemRow } from '../items/item.model';
 import type { ItemFilter } from '../items/item-filter';
 import { ItemsService } from '../items/items.service';
 import { matchClause, ParsedSearch, parseSearch } from './search-query';
-import { anyMatchStatement, fallbackApplies, searchStatement, Statement } from './search.sql';
+import { anyMatchStatement, fallbackApplies, searchStatement } from './search.sql';
 import { SearchQuery, SearchResponse } from './search.dto';
+import { SearchStatements } from './search-statements';
 import { renderSnippet } from './snippet';
 
 export { matchClause } from './search-query';
@@ -48,7 +47,7 @@ type HitRow = ItemRow & { score: number; headline: string | null; outgoing: Fetc
 @Injectable()
 export class SearchService {
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly statements: SearchStatements,
     private readonly items: ItemsService,
     private readonly config: AppConfig,
   ) {}
@@ -66,7 +65,7 @@ export class SearchService {
     const filter = await this.items.filterFor(p, filters);
     const parsed = parseSearch(q);
     const page = (mode: 'text' | 'similar') =>
-      this.query<HitRow>(
+      this.statements.query<HitRow>(
         searchStatement({
           tenantId: p.tenantId,
           filter,
@@ -96,10 +95,6 @@ export class SearchService {
   }
 
   private async anyTextMatch(p: Principal, filter: ItemFilter, parsed: ParsedSearch): Promise<boolean> {
-    return (await this.query(anyMatchStatement(p.tenantId, filter, parsed))).length > 0;
-  }
-
-  private query<T>(s: Statement): Promise<T[]> {
-    return this.db.query(s.sql, s.params);
+    return (await this.statements.query(anyMatchStatement(p.tenantId, filter, parsed))).length > 0;
   }
 }

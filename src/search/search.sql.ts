@@ -72,7 +72,7 @@ export function searchStatement(input: SearchStatementInput): Statement {
     // so its index scan hands back thousands of candidates to recheck.
     const near = parsed.positive.map((w) => `${bind(w)} <% i.search_title`);
     where.push(`(${near.join(' OR ')})`);
-    if (parsed.excluded) where.push(`NOT (i.search_vector @@ websearch_to_tsquery('${SEARCH_CONFIG}', ${bind(parsed.excluded)}))`);
+    if (parsed.excluded) where.push(`NOT (i.search_vector @@ (SELECT websearch_to_tsquery('${SEARCH_CONFIG}', ${bind(parsed.excluded)})))`);
     rank = `greatest(similarity(i.search_title, ${whole}), word_similarity(${whole}, i.search_title))`;
     // Highlight the title's words that resemble a query word.
     headlineQuery = `(SELECT coalesce(string_agg(quote_literal(t.word), ' | '), '')::tsquery
