@@ -123,7 +123,8 @@ export function parseSearch(q: string): ParsedSearch {
   const phrase = operands.some((t) => t.quoted && !t.negated);
   const hasOr = list.includes('or');
   const required = hasOr ? [] : operands.filter((t) => t.quoted && !t.negated);
-  const kept = hasOr ? (operands.some((t) => t.negated) ? [] : operands) : operands.filter((t) => !t.negated);
+  // Under `or`, an exclusion may be what matches ('a or -b'): then the index is not searched.
+  const kept = hasOr && operands.some((t) => t.negated) ? [] : operands.filter((t) => !t.negated);
   return {
     text,
     prefix,
@@ -190,9 +191,8 @@ export function textMatch(
   const parsed = typeof q === 'string' ? parseSearch(q) : q;
   const tsquery = tsquerySql(parsed, params);
   const exact = `${alias}.search_vector @@ ${tsquery}`;
-  const scoped = (column: string, query: string) => {
-    return `item_search_scoped(${alias}.tenant_id, ${alias}.${column}) @@ (SELECT item_search_scoped_query(${bind(params, tenantId)}::uuid, ${query}))`;
-  };
+  const scoped = (column: string, query: string) =>
+    `item_search_scoped(${alias}.tenant_id, ${alias}.${column}) @@ (SELECT item_search_scoped_query(${bind(params, tenantId)}::uuid, ${query}))`;
   let condition: string;
   if (parsed.grams.length > 0) {
     // The grams come from COMMON_WORDS (letters only), so quoting them as lexemes is safe. They
