@@ -8,8 +8,9 @@
  *      core types. Rows go in with bulk INSERTs in batches, so the search trigger indexes them
  *      as it does any write. A database already seeded is reused (the bench key is kept in
  *      a bench_meta table), so only the first run pays for seeding.
- *   2. Starts the service (createApp, the same path as main.ts) in a child process listening
- *      on 127.0.0.1, so the load generator does not share its event loop.
+ *   2. Starts the service as `npm start` does (the compiled dist/src/main.js; the script builds
+ *      first) in a child process on 127.0.0.1, so the load generator does not share its event
+ *      loop and the code measured is the code deployed.
  *   3. For each kind of query (one word, two words, a quoted phrase, a misspelt word that
  *      takes the trigram fallback, and a very common word as the stress case; see querySets),
  *      runs autocannon at 10 connections against GET /search, and the SQL the service runs for
@@ -25,10 +26,9 @@
 import 'reflect-metadata';
 import autocannon from 'autocannon';
 import { ChildProcess, fork } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { Client, Pool } from 'pg';
-import { createApp } from '../src/app.factory';
-import { loadConfig } from '../src/config/app-config';
 import { ItemFilter, itemWhere } from '../src/items/item-filter';
 import { matchClause, parseSearch } from '../src/search/search-query';
 import { fallbackApplies, searchStatement } from '../src/search/search.sql';
@@ -41,6 +41,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const ROUNDS = Math.max(1, Math.floor(Number(process.env.BENCH_ROUNDS ?? 5)));
 const CONNECTIONS = 10;
+/** Queries per set (the common-word stress set has 50): enough that one heavy draw does not make the tail. */
+const QUERIES_PER_SET = 200;
 const HALF_LIFE_DAYS = 30;
 const BATCH = 1000;
 
@@ -51,7 +53,6 @@ function serviceEnv(): Record<string, string> {
     DATABASE_URL,
     REDIS_URL,
     REDIS_PREFIX: 'svc_bench_search:',
-    PORT: '0',
     HOST: '127.0.0.1',
     LOG_LEVEL: 'silent',
     RATE_LIMIT_ENABLED: 'false',
@@ -59,22 +60,34 @@ function serviceEnv(): Record<string, string> {
   };
 }
 
-/** Child mode: start the app, report its port, run until killed. */
-async function serve(): Promise<void> {
-  const app = await createApp(loadConfig({ ...process.env, ...serviceEnv() }));
-  await app.listen(0, '127.0.0.1');
-  process.send!({ port: (app.getHttpServer().address() as { port: number }).port });
+/** A port free on loopback right now, for the service to listen on. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }
 
-function startService(): Promise<{ child: ChildProcess; url: string }> {
-  const child = fork(__filename, ['--serve'], {
-    execArgv: [...process.execArgv, ...(process.execArgv.some((a) => a.includes('ts-node')) ? [] : ['-r', 'ts-node/register/transpile-only'])],
+async function startService(): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child = fork(join(__dirname, '..', 'dist', 'src', 'main.js'), [], {
+    execArgv: [],
+    env: { ...process.env, ...serviceEnv(), PORT: String(port) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  return new Promise((resolve, reject) => {
-    child.once('message', (m: { port: number }) => resolve({ child, url: `http://127.0.0.1:${m.port}` }));
-    child.once('exit', (code) => reject(new Error(`service exited with ${code}`)));
-  });
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`service exited with ${code}`))));
+  const up = (async () => {
+    for (;;) {
+      const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+      if (ok) return { child, url };
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  return Promise.race([up, exited]);
 }
 
 // ------------------------------------------------------------------ text generation
@@ -116,7 +129,7 @@ const TAGS = Array.from({ length: 40 }, (_, i) => ['work', 'home', 'idea', 'todo
 const VOCAB_SIZE = 50_000;
 const ZIPF_S = 1.07;
 /** Bump when the generated corpus changes: a seeded database of another version is reseeded. */
-const CORPUS_VERSION = 3;
+const CORPUS_VERSION = 4;
 
 function vocabulary(): string[] {
   const rnd = prng(7);
@@ -167,6 +180,15 @@ const paragraph = (rnd: () => number, min: number, max: number) =>
 const title = (rnd: () => number) => sentence(rnd, 3, 8).slice(0, -1);
 const pick = <T>(rnd: () => number, list: T[]) => list[Math.floor(rnd() * list.length)];
 
+/** A version-4 UUID from the PRNG, so that a reseeded database holds the same ids (and querySets picks the same items). */
+function uuid(rnd: () => number): string {
+  const hex = Array.from({ length: 32 }, () => Math.floor(rnd() * 16).toString(16));
+  hex[12] = '4';
+  hex[16] = '89ab'[Math.floor(rnd() * 4)];
+  const h = hex.join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
 function item(rnd: () => number): { id: string; type: string; properties: Record<string, unknown>; ts: string; tier: string; tags: string[] } {
   const kind = rnd();
   let type: string;
@@ -186,7 +208,7 @@ function item(rnd: () => number): { id: string; type: string; properties: Record
   }
   const tags = [...new Set(Array.from({ length: Math.floor(rnd() * 4) }, () => pick(rnd, TAGS)))];
   const ts = new Date(Date.now() - Math.floor(rnd() * 730 * 86_400_000)).toISOString();
-  return { id: randomUUID(), type, properties, ts, tier: rnd() < 0.8 ? 'library' : 'feed', tags };
+  return { id: uuid(rnd), type, properties, ts, tier: rnd() < 0.8 ? 'library' : 'feed', tags };
 }
 
 // ------------------------------------------------------------------ seeding
@@ -262,7 +284,7 @@ async function seed(pool: Pool, tenantId: string, source: string): Promise<void>
 // ------------------------------------------------------------------ queries
 
 /**
- * What users search for, drawn from 150 seeded items (so that queries have something to find):
+ * What users search for, drawn from 600 seeded items (so that queries have something to find):
  * a content word (not among the 200 commonest), two content words of one item, two adjacent
  * words of an item's body as a quoted phrase, a title word with two letters swapped (so the
  * text search finds nothing and the trigram fallback runs), and, as the stress case, one of the
@@ -273,7 +295,7 @@ async function querySets(pool: Pool, tenantId: string): Promise<Record<string, s
   const rank = new Map(VOCAB.map((w, r) => [w, r]));
   const words = (s: unknown) => (typeof s === 'string' ? s.toLowerCase().split(/[^a-z]+/).filter(Boolean) : []);
   const content = (w: string) => (rank.get(w) ?? 0) >= 200;
-  const { rows } = await pool.query(`SELECT properties FROM items WHERE tenant_id = $1 ORDER BY md5(id::text) LIMIT 150`, [tenantId]);
+  const { rows } = await pool.query(`SELECT properties FROM items WHERE tenant_id = $1 ORDER BY md5(id::text) LIMIT 600`, [tenantId]);
   const texts = rows.map((r: { properties: Record<string, unknown> }) => ({
     title: words(r.properties.title ?? r.properties.name),
     body: words(r.properties.body ?? r.properties.description ?? r.properties.notes),
@@ -299,7 +321,7 @@ async function querySets(pool: Pool, tenantId: string): Promise<Record<string, s
     }
   }
   const common = Array.from({ length: 50 }, () => VOCAB[20 + Math.floor(rnd() * 180)]);
-  const cap = (list: string[]) => list.slice(0, 50);
+  const cap = (list: string[]) => list.slice(0, QUERIES_PER_SET);
   return { 'one word': cap(oneWord), 'two words': cap(twoWords), phrase: cap(phrase), 'typo (fallback)': cap(typo), 'common word (stress)': common };
 }
 
@@ -445,11 +467,6 @@ async function printQueries(): Promise<void> {
 
 if (process.argv.includes('--queries')) {
   printQueries().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-} else if (process.argv.includes('--serve')) {
-  serve().catch((err) => {
     console.error(err);
     process.exit(1);
   });

@@ -1,7 +1,7 @@
 /**
  * SearchStatements against a real PostgreSQL: its sessions plan generically, a statement
- * shape is prepared once per connection and runs with each call's parameters, and the shapes
- * a connection prepares are bounded.
+ * shape is prepared once per connection and runs with each call's parameters, the shapes
+ * a connection prepares are bounded, and so are the searches running at once.
  */
 import { SearchStatements } from '../src/search/search-statements';
 import { PG_SERVER } from './support/app';
@@ -34,5 +34,21 @@ describe('SearchStatements', () => {
     const names = await prepared();
     expect(names.length).toBeGreaterThan(20);
     expect(names.length).toBeLessThanOrEqual(32);
+  });
+
+  it('runs at most its pool size of statements at once, and queues the others', async () => {
+    const two = new SearchStatements(`${PG_SERVER}/postgres`, 2);
+    try {
+      // Each statement sleeps first, then counts the search sessions busy with a statement.
+      const sql = `SELECT pg_sleep(0.1),
+                          (SELECT count(*)::int FROM pg_stat_activity
+                            WHERE datname = current_database() AND application_name = 'svc-search' AND state = 'active') AS active`;
+      const rows = (await Promise.all(Array.from({ length: 8 }, () => two.query<{ active: number }>({ sql, params: [] })))).flat();
+      expect(rows).toHaveLength(8);
+      expect(Math.max(...rows.map((r) => r.active))).toBeLessThanOrEqual(2);
+      expect(Math.max(...rows.map((r) => r.active))).toBeGreaterThanOrEqual(1);
+    } finally {
+      await two.end();
+    }
   });
 });

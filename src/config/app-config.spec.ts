@@ -24,6 +24,7 @@ describe('loadConfig', () => {
     expect(c.baseUrl).toBe('http://localhost:3000');
     expect(c.trustProxy).toBe(false);
     expect(c.isProduction).toBe(false);
+    expect(c.SEARCH_DB_POOL_SIZE).toBe(4);
   });
 
   it('treats empty strings as unset', () => {
@@ -62,6 +63,8 @@ describe('loadConfig', () => {
     ['MIGRATIONS_RUN', 'sometimes'],
     ['NODE_ENV', 'staging'],
     ['JSON_BODY_LIMIT', 'lots'],
+    ['SEARCH_DB_POOL_SIZE', '0'],
+    ['SEARCH_DB_POOL_SIZE', '101'],
   ])('%s=%p is a ConfigError naming the variable', (name, value) => {
     const err = configError({ [name]: value });
     expect(err.message).toContain(name);

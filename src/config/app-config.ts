@@ -66,6 +66,11 @@ export class AppConfig {
   @int() @IsInt() @Min(0) @Max(36500)
   SEARCH_RECENCY_HALF_LIFE_DAYS = 30;
 
+  /** Connections of the search pool (src/search): searches that PostgreSQL runs at once per
+   *  process; more wait their turn. Searches are CPU-bound there, so about twice its cores. */
+  @int() @IsInt() @Min(1) @Max(100)
+  SEARCH_DB_POOL_SIZE = 4;
+
   /** How long an Idempotency-Key's first response is replayed to retries (src/idempotency). */
   @int() @IsInt() @Min(1) @Max(720)
   IDEMPOTENCY_TTL_HOURS = 24;

@@ -17,7 +17,7 @@ import { SearchStatements } from './search-statements';
   controllers: [SearchController],
   providers: [
     SearchService,
-    { provide: SearchStatements, useFactory: (config: AppConfig) => new SearchStatements(config.DATABASE_URL), inject: [AppConfig] },
+    { provide: SearchStatements, useFactory: (config: AppConfig) => new SearchStatements(config.DATABASE_URL, config.SEARCH_DB_POOL_SIZE), inject: [AppConfig] },
   ],
   exports: [SearchService],
 })
