@@ -31,9 +31,8 @@ export class SearchStatements implements OnModuleDestroy {
   /**
    * `max`: the pool's size (SEARCH_DB_POOL_SIZE). Searches are CPU-bound in PostgreSQL, and
    * beyond its cores more at once only share them: every search in flight then takes as long
-   * as the slowest, while a short queue here serves them in turn. Measured on the benchmark's
-   * phrase queries (2 cores): p99 40-54 ms with 3-4 connections, 68-72 ms with 10, at the
-   * same throughput.
+   * as the slowest, while a short queue here serves them in turn (README, "Searches queue in
+   * the service", has the measurements).
    */
   constructor(databaseUrl: string, max: number) {
     this.pool = new Pool({
