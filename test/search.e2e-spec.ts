@@ -6,6 +6,7 @@
  * through POST /items, PATCH and POST /items/bulk, so the index is checked on every write path.
  * Each block works in its own tenant so result sets are exact.
  */
+import { HEADLINE_SOURCE_CHARS } from '../src/search/snippet';
 import { bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { Api, api, createItem, expectError, expectStatus, note } from './items/helpers';
 
@@ -249,6 +250,17 @@ describe('search', () => {
       expect(r.snippet_html).toContain('<mark>hello</mark>');
       expect(r.snippet).toContain('hello');
       expect(r.snippet).not.toContain('<mark>');
+    });
+
+    it('are cut from the first HEADLINE_SOURCE_CHARS characters of a long text, which is still searched whole', async () => {
+      const filler = 'lorem ipsum dolor sit amet '.repeat(Math.ceil(HEADLINE_SOURCE_CHARS / 27));
+      await createItem(c, { type: 'core.note', properties: { title: 'Long read', body: `quokka early. ${filler} wombat late.` } });
+      const [early] = await search(c, 'quokka');
+      expect(early.snippet_html).toContain('<mark>quokka</mark>');
+      const [late] = await search(c, 'wombat');
+      expect(late.item.properties.title).toBe('Long read');
+      expect(late.snippet).toMatch(/^Long read/);
+      expect(late.snippet_html).not.toContain('<mark>');
     });
   });
 

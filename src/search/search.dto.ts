@@ -42,7 +42,11 @@ export class SearchResult {
       'Relevance (0-1): text rank, times a recency boost by the item `timestamp`. Comparable within one query; not across queries or index rebuilds.',
   })
   relevance_score: number;
-  @ApiProperty({ description: 'Up to two fragments around the matches; item text HTML-escaped, matches in `<mark>`…`</mark>`, no other markup' })
+  @ApiProperty({
+    description:
+      'Up to two fragments around the matches; item text HTML-escaped, matches in `<mark>`…`</mark>`, no other markup. ' +
+      'Cut from the first 20,000 characters of the item text: a match further in gives the opening, unmarked.',
+  })
   snippet_html: string;
   @ApiProperty({ description: 'The same fragments as plain text' })
   snippet: string;

@@ -7,7 +7,7 @@ import { outgoingEdgesSql } from '../edges/edge-rules';
 import { ITEM_COLUMNS } from '../items/item.model';
 import { ItemFilter, itemWhere } from '../items/item-filter';
 import { ParsedSearch, SEARCH_CONFIG, textMatch } from './search-query';
-import { HEADLINE_OPTIONS } from './snippet';
+import { HEADLINE_OPTIONS, HEADLINE_SOURCE_CHARS } from './snippet';
 
 export interface SearchStatementInput {
   tenantId: string;
@@ -96,7 +96,7 @@ export function searchStatement(input: SearchStatementInput): Statement {
        LIMIT ${bind(input.limit)} OFFSET ${bind(input.offset)}
     )
     SELECT ${ITEM_COLUMNS_I}, h.score,
-           ts_headline('${SEARCH_CONFIG}', ${document}, ${headlineQuery}, ${bind(HEADLINE_OPTIONS)}) AS headline,
+           ts_headline('${SEARCH_CONFIG}', left(${document}, ${HEADLINE_SOURCE_CHARS}), ${headlineQuery}, ${bind(HEADLINE_OPTIONS)}) AS headline,
            ${outgoingEdgesSql(tenant)} AS outgoing
       FROM hits h
       JOIN items i ON i.tenant_id = ${tenant} AND i.id = h.id
