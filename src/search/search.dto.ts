@@ -3,6 +3,7 @@ import { Transform, Type } from 'class-transformer';
 import { IsInt, IsNotEmpty, IsString, Max, MaxLength, Min } from 'class-validator';
 import { ItemResponse, ListItemsQuery } from '../items/items.dto';
 import { MAX_QUERY_LENGTH } from './search-query';
+import { HEADLINE_SOURCE_CHARS } from './snippet';
 
 /** `GET /search`: the query text, paging, and every filter of `GET /items` except its cursor. */
 export class SearchQuery extends OmitType(ListItemsQuery, ['limit', 'cursor'] as const) {
@@ -45,7 +46,7 @@ export class SearchResult {
   @ApiProperty({
     description:
       'Up to two fragments around the matches; item text HTML-escaped, matches in `<mark>`…`</mark>`, no other markup. ' +
-      'Cut from the first 20,000 characters of the item text: a match further in gives the opening, unmarked.',
+      `Cut from the first ${HEADLINE_SOURCE_CHARS.toLocaleString('en-US')} characters of the item text: a match further in gives the opening, unmarked.`,
   })
   snippet_html: string;
   @ApiProperty({ description: 'The same fragments as plain text' })
