@@ -17,7 +17,10 @@
  *      the same queries (search.sql.ts, the very function the service calls, which also brings
  *      the page's outgoing edges) from 10 concurrent `pg` clients, BENCH_DURATION seconds each
  *      (default 10) in BENCH_ROUNDS alternating rounds (default 5), and prints p50/p99 latency
- *      over all rounds (one percentile function for both paths), requests/s and service/raw.
+ *      over all rounds (one percentile function for both paths), requests/s and service/raw,
+ *      and where each path's CPU went per request (from /proc, so on Linux): the service's
+ *      process, the PostgreSQL backends of the bench database, and this process (the load
+ *      generator, or the raw path's pg client).
  *      Each path first runs unmeasured for BENCH_WARMUP seconds (default 3), and the service
  *      also runs every set that long once before the first is measured.
  *
@@ -26,7 +29,8 @@
  */
 import 'reflect-metadata';
 import autocannon from 'autocannon';
-import { ChildProcess, fork } from 'node:child_process';
+import { ChildProcess, execSync, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Client, Pool } from 'pg';
@@ -282,6 +286,56 @@ async function seed(pool: Pool, tenantId: string, source: string): Promise<void>
   console.log(`seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
+// ------------------------------------------------------------------ CPU per process
+
+/** Clock ticks per second of /proc's CPU times. */
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execSync('getconf CLK_TCK', { stdio: ['ignore', 'pipe', 'ignore'] }).toString()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** A process's CPU time so far (user + system) in ms, from /proc (Linux); 0 if unreadable. */
+function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+interface CpuMark {
+  service: number;
+  bench: number;
+  /** CPU so far of each PostgreSQL backend connected to the bench database, by pid. */
+  backends: Map<number, number>;
+}
+
+async function cpuMark(pool: Pool, servicePid: number): Promise<CpuMark> {
+  const { rows } = await pool.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+  return {
+    service: cpuMs(servicePid),
+    bench: cpuMs(process.pid),
+    backends: new Map((rows as Array<{ pid: number }>).map(({ pid }) => [pid, cpuMs(pid)])),
+  };
+}
+
+/** CPU ms spent between two marks by the service, this process and PostgreSQL (a backend new since `a` counts whole). */
+function cpuSince(a: CpuMark, b: CpuMark): Cpu {
+  let postgres = 0;
+  for (const [pid, ms] of b.backends) postgres += ms - (a.backends.get(pid) ?? 0);
+  return { service: b.service - a.service, bench: b.bench - a.bench, postgres };
+}
+
+interface Cpu {
+  service: number;
+  bench: number;
+  postgres: number;
+}
+
 // ------------------------------------------------------------------ queries
 
 /**
@@ -444,16 +498,30 @@ async function main(): Promise<void> {
       // would otherwise land on whichever path ran second.
       const serviceSamples: Sample[] = [];
       const rawSamples: Sample[] = [];
+      const serviceCpu: Cpu = { service: 0, bench: 0, postgres: 0 };
+      const rawCpu: Cpu = { service: 0, bench: 0, postgres: 0 };
+      const measure = async (cpu: Cpu, run: () => Promise<Sample>): Promise<Sample> => {
+        const before = await cpuMark(pool, child.pid!);
+        const sample = await run();
+        const spent = cpuSince(before, await cpuMark(pool, child.pid!));
+        for (const k of ['service', 'bench', 'postgres'] as const) cpu[k] += spent[k];
+        return sample;
+      };
       for (let round = 0; round < ROUNDS; round++) {
-        serviceSamples.push(await viaService(url, key, queries, DURATION / ROUNDS));
-        rawSamples.push(await viaPg(statements, tenantId, queries, DURATION / ROUNDS));
+        serviceSamples.push(await measure(serviceCpu, () => viaService(url, key, queries, DURATION / ROUNDS)));
+        rawSamples.push(await measure(rawCpu, () => viaPg(statements, tenantId, queries, DURATION / ROUNDS)));
       }
       const service = stats(serviceSamples);
       const raw = stats(rawSamples);
       console.log(`${kind}  (~${matches} matches per query)`);
       console.log(`  GET /search  ${fmt(service)}${service.errors ? `  ${service.errors} errors` : ''}`);
       console.log(`  raw SQL      ${fmt(raw)}${raw.errors ? `  ${raw.errors} errors` : ''}`);
-      console.log(`  service/raw  ${(service.rps / raw.rps).toFixed(2)}x throughput, p99 ${(service.p99 / raw.p99).toFixed(2)}x\n`);
+      console.log(`  service/raw  ${(service.rps / raw.rps).toFixed(2)}x throughput, p99 ${(service.p99 / raw.p99).toFixed(2)}x`);
+      const per = (ms: number, samples: Sample[]) => (ms / samples.reduce((n, x) => n + x.latencies.length, 0)).toFixed(2);
+      console.log(
+        `  CPU ms/request  GET /search: service ${per(serviceCpu.service, serviceSamples)}, PostgreSQL ${per(serviceCpu.postgres, serviceSamples)}, ` +
+          `load generator ${per(serviceCpu.bench, serviceSamples)}; raw SQL: PostgreSQL ${per(rawCpu.postgres, rawSamples)}, pg client ${per(rawCpu.bench, rawSamples)}\n`,
+      );
     }
   } finally {
     await Promise.all([pool.end(), statements.end()]);
