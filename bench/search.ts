@@ -300,11 +300,18 @@ const CLOCK_TICKS = (() => {
 /** A process's CPU time so far (user + system) in ms, from /proc (Linux); 0 if unreadable. */
 function cpuMs(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
   } catch {
     return 0;
   }
+}
+
+interface Cpu {
+  service: number;
+  bench: number;
+  postgres: number;
 }
 
 interface CpuMark {
@@ -328,12 +335,6 @@ function cpuSince(a: CpuMark, b: CpuMark): Cpu {
   let postgres = 0;
   for (const [pid, ms] of b.backends) postgres += ms - (a.backends.get(pid) ?? 0);
   return { service: b.service - a.service, bench: b.bench - a.bench, postgres };
-}
-
-interface Cpu {
-  service: number;
-  bench: number;
-  postgres: number;
 }
 
 // ------------------------------------------------------------------ queries
