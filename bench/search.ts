@@ -45,6 +45,8 @@ const ITEMS = Number(process.env.BENCH_ITEMS ?? 100_000);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const ROUNDS = Math.max(1, Math.floor(Number(process.env.BENCH_ROUNDS ?? 5)));
+/** BENCH_SETS: the query sets to run, by name, comma-separated ("two words,phrase"); default all. */
+const ONLY = process.env.BENCH_SETS?.split(',').map((s) => s.trim());
 const CONNECTIONS = 10;
 /** Queries per set (the common-word stress set has 50): enough that one heavy draw does not make the tail. */
 const QUERIES_PER_SET = 200;
@@ -484,7 +486,7 @@ async function main(): Promise<void> {
       `\n${CONNECTIONS} connections, ${DURATION} s per path in ${ROUNDS} alternating rounds, ${ITEMS} items, limit 20, ` +
         `SEARCH_DB_POOL_SIZE ${process.env.SEARCH_DB_POOL_SIZE ?? 'default'} (node ${process.version})\n`,
     );
-    const sets = await querySets(pool, tenantId);
+    const sets = Object.fromEntries(Object.entries(await querySets(pool, tenantId)).filter(([name]) => !ONLY || ONLY.includes(name)));
     // V8 keeps optimising the service's code for ~20 s after it starts: warm it on every set
     // first, so that the set measured first does not pay for that.
     if (WARMUP > 0) for (const queries of Object.values(sets)) await viaService(url, key, queries, WARMUP);

@@ -11,6 +11,7 @@ import Redis from 'ioredis';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import type { BodyErrorCarrier } from './auth/guards';
+import { createLogger, requestLogging } from './common/request-logging';
 import { redactUrl, StartupError } from './common/startup-error';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
@@ -64,7 +65,8 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   await ensureDatabase(config.DATABASE_URL);
   await checkRedis(config.REDIS_URL);
   if (config.MIGRATIONS_RUN) await runMigrations(config);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
+  const logger = createLogger(config);
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, logger), {
     bodyParser: false,
     bufferLogs: true,
     abortOnError: false,
@@ -76,6 +78,7 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   // Express would hash every response body (SHA-1) into a weak ETag: per-caller JSON that no
   // client revalidates (the API defines no conditional requests) and ~3% of a search's CPU.
   app.set('etag', false);
+  app.use(requestLogging(logger));
   app.useBodyParser('json', { limit: config.JSON_BODY_LIMIT, type: parsedUnlessRaw(['application/json', 'application/*+json']) });
   app.useBodyParser('urlencoded', { limit: config.JSON_BODY_LIMIT, extended: false, type: parsedUnlessRaw(['application/x-www-form-urlencoded']) });
   app.use(deferBodyErrors);

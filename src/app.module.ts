@@ -3,6 +3,7 @@ import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } 
 import { APP_FILTER } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
+import type { Logger } from 'pino';
 import { AuthModule } from './auth/auth.module';
 import { CredentialMiddleware } from './auth/credential.middleware';
 import { EnvelopeExceptionFilter } from './common/exception.filter';
@@ -26,12 +27,12 @@ import { SearchModule } from './search/search.module';
 
 @Module({})
 export class AppModule implements NestModule {
-  static forRoot(config: AppConfig): DynamicModule {
+  static forRoot(config: AppConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
-        LoggerModule.forRoot(loggerParams(config)),
+        LoggerModule.forRoot(loggerParams(logger)),
         TypeOrmModule.forRoot(dataSourceOptions(config)),
         RedisModule,
         AuthModule,

@@ -157,6 +157,13 @@ describe('the service process', () => {
     }
     const requestLogs = records.filter((r) => r.req);
     for (const rid of requestIds) expect(requestLogs.map((r) => r.req.id)).toContain(rid);
+    // One line per request, at info for 2xx and warn for 4xx, with its outcome and duration.
+    const lineOf = (rid: string) => requestLogs.filter((r) => r.req.id === rid);
+    expect(lineOf(requestIds[0])).toEqual([
+      expect.objectContaining({ level: 30, msg: 'request completed', req: expect.objectContaining({ method: 'GET', url: '/keys' }), res: { statusCode: 200 }, responseTime: expect.any(Number) }),
+    ]);
+    expect(lineOf(requestIds[3])).toEqual([expect.objectContaining({ level: 40, res: { statusCode: 404 } })]);
+    expect(records.some((r) => r.context === 'NestApplication')).toBe(true);
 
     const everything = s.stdout() + s.stderr();
     const secret = key.slice('svc_k1_'.length);

@@ -1,11 +1,21 @@
 /**
- * Structured request logs (pino): one line per request with a request id that is also
- * returned as X-Request-Id. Credentials never reach the log: auth headers and cookies are
- * redacted and secret-looking query parameters are masked.
+ * Logs (pino): the root logger, Nest's own logs through nestjs-pino, and one line per request
+ * with a request id that is also returned as X-Request-Id. Credentials never reach the log:
+ * the request line carries no headers, auth headers and cookies are redacted should anything
+ * log them, and secret-looking query parameters are masked.
+ *
+ * The request line is written here rather than by pino-http (nestjs-pino's default
+ * middleware). pino-http builds two child loggers and three listeners per request even at
+ * `silent`, and nestjs-pino then runs every request in an AsyncLocalStorage, which puts hooks
+ * on every promise the process creates. Together that was a quarter of the service's CPU on a
+ * small search (README, "Logs"). Here a request costs its id, and its line only when the level
+ * would print it. Logs written during a request do not carry its id by themselves; the one
+ * that needs it, the unexpected error's, names it (exception.filter.ts).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { Params } from 'nestjs-pino';
+import pino, { Level, Logger } from 'pino';
 import type { AppConfig } from '../config/app-config';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,100}$/;
@@ -19,31 +29,61 @@ export function maskQuery(url: string): string {
   return `${url.slice(0, q)}?${params.toString()}`;
 }
 
-export function loggerParams(config: AppConfig): Params {
-  return {
-    pinoHttp: {
-      level: config.LOG_LEVEL,
-      genReqId: (req: IncomingMessage, res: ServerResponse) => {
-        const incoming = req.headers['x-request-id'];
-        const id = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]'],
-        censor: '[redacted]',
-      },
-      serializers: {
-        req: (req: { id: string; method: string; url: string; headers: Record<string, unknown>; remoteAddress?: string }) => ({
-          id: req.id,
-          method: req.method,
-          url: maskQuery(req.url),
-          remoteAddress: req.remoteAddress,
-        }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) =>
-        err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+export function createLogger(config: Pick<AppConfig, 'LOG_LEVEL'>): Logger {
+  return pino({
+    level: config.LOG_LEVEL,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]'],
+      censor: '[redacted]',
     },
+  });
+}
+
+/**
+ * nestjs-pino's parameters: Nest's logs go through `logger`, and its request middleware is
+ * mounted on no route (requestLogging takes its place).
+ */
+export function loggerParams(logger: Logger): Params {
+  return { pinoHttp: { logger }, forRoutes: [] };
+}
+
+/** The caller's X-Request-Id when it is sane, else a new one. */
+function requestId(req: Request): string {
+  const incoming = req.headers['x-request-id'];
+  return typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
+}
+
+function levelOf(res: Response): Level {
+  return res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
+}
+
+/**
+ * Express middleware, first in the chain: sets `req.id` and X-Request-Id, and logs the request
+ * once its response is sent (or abandoned: "request aborted", at `warn` at least), at `info`,
+ * `warn` for 4xx, `error` for 5xx.
+ */
+export function requestLogging(logger: Logger): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const id = requestId(req);
+    req.id = id;
+    res.setHeader('X-Request-Id', id);
+    if (logger.isLevelEnabled('error')) {
+      const started = performance.now();
+      const remoteAddress = req.socket.remoteAddress;
+      res.once('close', () => {
+        const finished = res.writableFinished;
+        const level = finished || levelOf(res) === 'error' ? levelOf(res) : 'warn';
+        if (!logger.isLevelEnabled(level)) return;
+        logger[level](
+          {
+            req: { id, method: req.method, url: maskQuery(req.originalUrl), remoteAddress },
+            res: { statusCode: res.statusCode },
+            responseTime: Math.round(performance.now() - started),
+          },
+          finished ? 'request completed' : 'request aborted',
+        );
+      });
+    }
+    next();
   };
 }
