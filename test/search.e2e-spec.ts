@@ -168,6 +168,12 @@ describe('search', () => {
       // test settles it); the same words in another order are no match.
       expect(ids(await search(c, '"whether to"'))).toEqual([hamlet]);
       expect(ids(await search(c, '"to whether"'))).toEqual([]);
+      // A stop word beside a frequent word ('first', 'time') is a gram too.
+      const first = (await createItem(c, { type: 'core.note', properties: { title: 'the first of its kind' }, timestamp: ts })).id;
+      const apart = (await createItem(c, { type: 'core.note', properties: { title: 'of all kinds, the first' }, timestamp: ts })).id;
+      expect(ids(await search(c, '"first of"'))).toEqual([first]);
+      expect(ids(await search(c, '"of the first"'))).toEqual([]);
+      expect(ids(await search(c, '"the first"')).sort()).toEqual([first, apart].sort());
       expect(ids(await search(c, '"to be" or "be to"')).sort()).toEqual([hamlet, shuffled].sort());
       expect(ids(await search(c, 'whether -"be to"'))).toEqual([hamlet]);
       expectStatus(await c.patch(`/items/${shuffled}`, { version: 1, properties: { title: 'to be seen' } }), 200);

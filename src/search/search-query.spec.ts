@@ -1,4 +1,5 @@
 import { COMMON_WORDS_0700 } from '../database/migrations/1732300000700-search-common-grams';
+import { FREQUENT_WORDS_0900 } from '../database/migrations/1732300000900-search-frequent-word-grams';
 import { COMMON_WORDS } from './common-words';
 import { matchClause, parseSearch, tsquerySql } from './search-query';
 
@@ -118,7 +119,7 @@ describe('search query', () => {
     expect(params).toEqual(['"of the" dusk', 'dusk', `'of the'`, 't']);
   });
 
-  it('uses the common words that migration 1732300000700 indexed', () => {
-    expect(new Set(COMMON_WORDS_0700.split(' '))).toEqual(COMMON_WORDS);
+  it('uses the common words that migrations 1732300000700 and 1732300000900 indexed', () => {
+    expect(new Set(`${COMMON_WORDS_0700} ${FREQUENT_WORDS_0900}`.split(' '))).toEqual(COMMON_WORDS);
   });
 });

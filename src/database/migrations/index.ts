@@ -8,6 +8,7 @@ import { Search1732300000500 } from './1732300000500-search';
 import { SearchStorage1732300000600 } from './1732300000600-search-storage';
 import { SearchCommonGrams1732300000700 } from './1732300000700-search-common-grams';
 import { SearchTenantScopedIndex1732300000800 } from './1732300000800-search-tenant-scoped-index';
+import { SearchFrequentWordGrams1732300000900 } from './1732300000900-search-frequent-word-grams';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -19,4 +20,5 @@ export const migrations = [
   SearchStorage1732300000600,
   SearchCommonGrams1732300000700,
   SearchTenantScopedIndex1732300000800,
+  SearchFrequentWordGrams1732300000900,
 ];
