@@ -7,7 +7,7 @@
  * The request line is written here rather than by pino-http (nestjs-pino's default
  * middleware). pino-http builds two child loggers and three listeners per request even at
  * `silent`, and nestjs-pino then runs every request in an AsyncLocalStorage, which puts hooks
- * on every promise the process creates. Together that was a quarter of the service's CPU on a
+ * on every promise the process creates. Together that was 15-25% of the service's CPU on a
  * small search (README, "Logs"). Here a request costs its id, and its line only when the level
  * would print it. Logs written during a request do not carry its id by themselves; the one
  * that needs it, the unexpected error's, names it (exception.filter.ts).
