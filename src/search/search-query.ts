@@ -139,9 +139,10 @@ export function parseSearch(q: string): ParsedSearch {
 const PLAIN_PHRASE = /^[\p{L}\p{N}]+(\s+[\p{L}\p{N}]+)+$/u;
 
 /**
- * The common grams of one phrase, as migration 1732300000700 indexes them. Only for phrases of
- * plain words, which the parser splits exactly at the spaces; any other phrase gets none, and
- * is then matched without the gram shortcut (never the other way round, which could lose hits).
+ * The common grams of one phrase, as migrations 1732300000700 and 1732300000900 index them.
+ * Only for phrases of plain words, which the parser splits exactly at the spaces; any other
+ * phrase gets none, and is then matched without the gram shortcut (never the other way round,
+ * which could lose hits).
  */
 function commonGrams(phrase: string): string[] {
   const text = phrase.trim().toLowerCase();
