@@ -72,7 +72,8 @@ export function requestLogging(logger: Logger): RequestHandler {
       const remoteAddress = req.socket.remoteAddress;
       res.once('close', () => {
         const finished = res.writableFinished;
-        const level = finished || levelOf(res) === 'error' ? levelOf(res) : 'warn';
+        const byStatus = levelOf(res);
+        const level = finished || byStatus === 'error' ? byStatus : 'warn';
         if (!logger.isLevelEnabled(level)) return;
         logger[level](
           {

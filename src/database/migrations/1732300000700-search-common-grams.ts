@@ -23,13 +23,13 @@ export const COMMON_WORDS_0700 =
   'there when where why how all any both each few more most other some such no nor not only own ' +
   'same so than too very s t can will just don should now';
 
-export class SearchCommonGrams1732300000700 implements MigrationInterface {
-  name = 'SearchCommonGrams1732300000700';
-
-  async up(q: QueryRunner): Promise<void> {
-    const list = `'{${COMMON_WORDS_0700.split(' ').join(',')}}'::text[]`;
-    await q.query(`
-      CREATE FUNCTION item_search_grams(p_vector tsvector) RETURNS tsvector
+/**
+ * What follows `CREATE FUNCTION item_search_grams(p_vector tsvector)`: the grams of a vector
+ * over a space-separated word list. Migration 1732300000900 redefines the function with it.
+ */
+export function itemSearchGramsBody(words: string): string {
+  const list = `'{${words.split(' ').join(',')}}'::text[]`;
+  return `RETURNS tsvector
       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
         WITH common AS (
           SELECT u.lexeme, p.pos
@@ -38,7 +38,14 @@ export class SearchCommonGrams1732300000700 implements MigrationInterface {
         )
         SELECT coalesce(array_to_tsvector(array_agg(DISTINCT a.lexeme || ' ' || b.lexeme)), ''::tsvector)
           FROM common a JOIN common b ON b.pos = a.pos + 1
-      $fn$`);
+      $fn$`;
+}
+
+export class SearchCommonGrams1732300000700 implements MigrationInterface {
+  name = 'SearchCommonGrams1732300000700';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`CREATE FUNCTION item_search_grams(p_vector tsvector) ${itemSearchGramsBody(COMMON_WORDS_0700)}`);
     await q.query(`ALTER TABLE items ADD COLUMN search_grams tsvector GENERATED ALWAYS AS (item_search_grams(search_vector)) STORED`);
     await q.query(`CREATE INDEX items_search_grams ON items USING gin (tenant_id, search_grams)`);
   }

@@ -1,5 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { COMMON_WORDS_0700 } from './1732300000700-search-common-grams';
+import { COMMON_WORDS_0700, itemSearchGramsBody } from './1732300000700-search-common-grams';
 
 /**
  * Common grams also for the most frequent English words (src/search/common-words.ts says why):
@@ -27,25 +27,9 @@ export const FREQUENT_WORDS_0900 =
   'known found well got without within around another every never always often however although ' +
   'though upon yet ever';
 
-/** The grams function over `words`, as migration 1732300000700 first defined it. */
-function gramsFunction(words: string): string {
-  const list = `'{${words.split(' ').join(',')}}'::text[]`;
-  return `
-    CREATE OR REPLACE FUNCTION item_search_grams(p_vector tsvector) RETURNS tsvector
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
-      WITH common AS (
-        SELECT u.lexeme, p.pos
-          FROM unnest(p_vector) AS u(lexeme, positions, weights), unnest(u.positions) AS p(pos)
-         WHERE u.lexeme = ANY (${list})
-      )
-      SELECT coalesce(array_to_tsvector(array_agg(DISTINCT a.lexeme || ' ' || b.lexeme)), ''::tsvector)
-        FROM common a JOIN common b ON b.pos = a.pos + 1
-    $fn$`;
-}
-
 async function rebuildGrams(q: QueryRunner, words: string): Promise<void> {
   await q.query(`ALTER TABLE items DROP COLUMN search_grams`); // drops items_search_grams_scoped with it
-  await q.query(gramsFunction(words));
+  await q.query(`CREATE OR REPLACE FUNCTION item_search_grams(p_vector tsvector) ${itemSearchGramsBody(words)}`);
   await q.query(`ALTER TABLE items ADD COLUMN search_grams tsvector GENERATED ALWAYS AS (item_search_grams(search_vector)) STORED`);
   await q.query(`CREATE INDEX items_search_grams_scoped ON items USING gin (item_search_scoped(tenant_id, search_grams))`);
   await q.query(`ANALYZE items`);
