@@ -1,11 +1,10 @@
 /** The root module: configuration, infrastructure, the request pipeline and the domain modules. */
-import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { AuthModule } from './auth/auth.module';
-import { CredentialMiddleware } from './auth/credential.middleware';
 import { EnvelopeExceptionFilter } from './common/exception.filter';
 import { loggerParams } from './common/request-logging';
 import { AppConfig } from './config/app-config';
@@ -14,7 +13,6 @@ import { dataSourceOptions } from './database/data-source-options';
 import { HealthController } from './health/health.controller';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { KeysModule } from './keys/keys.module';
-import { RateLimitMiddleware } from './rate-limit/rate-limit.middleware';
 import { OpenApiModule } from './openapi/openapi.module';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { RedisModule } from './redis/redis.module';
@@ -26,7 +24,7 @@ import { BlobsModule } from './blobs/blobs.module';
 import { SearchModule } from './search/search.module';
 
 @Module({})
-export class AppModule implements NestModule {
+export class AppModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
@@ -50,10 +48,5 @@ export class AppModule implements NestModule {
       controllers: [HealthController],
       providers: [{ provide: APP_FILTER, useClass: EnvelopeExceptionFilter }],
     };
-  }
-
-  /** Pipeline order (ARCHITECTURE): credentials → rate limit → guards → pipes → controller. */
-  configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(CredentialMiddleware, RateLimitMiddleware).forRoutes({ path: '{*path}', method: RequestMethod.ALL });
   }
 }

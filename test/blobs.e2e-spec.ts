@@ -255,9 +255,11 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       expect(got.body.length).toBe(0);
     });
 
-    it('rejects a malformed Content-Type with 400 invalid_request', async () => {
+    it('rejects a malformed Content-Type with 415 invalid_request (the HTTP layer answers it, as for any route)', async () => {
+      const before = await t.sql('SELECT hash FROM blobs');
       const res = await raw(t, 'POST', '/blobs', { key: admin.key, body: Buffer.from('x'), headers: { 'Content-Type': 'not a media type' } });
-      rawError(res, 400, 'invalid_request');
+      rawError(res, 415, 'invalid_request');
+      expect(await t.sql('SELECT hash FROM blobs')).toEqual(before);
     });
 
     it('streams a multi-MiB chunked upload and download', async () => {

@@ -25,12 +25,19 @@ describe('error envelope', () => {
     expect(res.headers['x-request-id']).toEqual(expect.any(String));
   });
 
+  it('a refused body from a caller without credentials is 401: credentials are checked first', async () => {
+    expectError(await t.http.post('/tenants').set('Content-Type', 'application/json').send('{"name": '), 401, 'unauthorized');
+    expectError(await t.http.post('/tenants').send({ name: 'x'.repeat(4096) }), 401, 'unauthorized');
+  });
+
   it('a body that is not JSON is 415 invalid_request', async () => {
     const res = await t.http.post('/keys').set(bearer(admin)).set('Content-Type', 'text/plain').send('label=x');
     expectError(res, 415, 'invalid_request');
     const form = await t.http.patch(`/keys/${(await t.http.get('/keys').set(bearer(admin))).body.keys[0].id}`)
       .set(bearer(admin)).type('form').send({ label: 'x' });
     expectError(form, 415, 'invalid_request');
+    const malformed = await t.http.post('/keys').set(bearer(admin)).set('Content-Type', 'not a media type').send('{}');
+    expectError(malformed, 415, 'invalid_request');
   });
 
   it('an oversized body is 413 invalid_request', async () => {
@@ -61,6 +68,16 @@ describe('error envelope', () => {
     expect(badFields(await t.http.get('/keys?limit=abc').set(bearer(admin)))).toEqual(['limit']);
     expect(badFields(await t.http.get('/keys?limit=101').set(bearer(admin)))).toEqual(['limit']);
     expect(badFields(await t.http.get('/keys?colour=red').set(bearer(admin)))).toEqual(['colour']);
+  });
+
+  it('a path that is not validly percent-encoded is 400 invalid_request with a request id', async () => {
+    const res = await t.http.get('/keys/%E0%A4%A').set(bearer(admin));
+    expectError(res, 400, 'invalid_request');
+    expect(res.headers['x-request-id']).toEqual(expect.any(String));
+  });
+
+  it('routes match in any case and with a trailing slash', async () => {
+    expect((await t.http.get('/KEYS/').set(bearer(admin))).status).toBe(200);
   });
 
   it('an invalid id in the path is 400 invalid_id', async () => {

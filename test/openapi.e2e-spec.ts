@@ -1,36 +1,40 @@
 /** CONTRACT: GET /openapi.json (OpenAPI 3.1.0, info.version 4.2.0) lists every route; /docs works offline. */
 import { startApp, TestApp } from './support/app';
 
-interface ExpressLayer {
-  route?: { path: string | string[]; methods: Record<string, boolean> };
-  /** The mount path of app.use() middleware (Express 5). */
-  rawPath?: string;
+/**
+ * Every (path, methods) the running Fastify instance routes, from its route tree
+ * (printRoutes with full segments: one line per node, four columns of tree drawing per level).
+ */
+function routeTable(t: TestApp): Array<{ path: string; methods: string[] }> {
+  const tree = t.app.getHttpAdapter().getInstance().printRoutes({ commonPrefix: false });
+  const stack: string[] = [];
+  const out: Array<{ path: string; methods: string[] }> = [];
+  for (const line of tree.split('\n')) {
+    const m = /^([│├└─\s]*)(\S+)(?: \(([^)]*)\))?$/.exec(line);
+    if (!m) continue;
+    const depth = m[1].length / 4 - 1; // top-level nodes are drawn one level in
+    stack.length = depth;
+    stack.push(m[2]);
+    if (m[3]) out.push({ path: stack.join(''), methods: m[3].split(',').map((x) => x.trim().toLowerCase()) });
+  }
+  return out;
 }
 
-function expressStack(t: TestApp): ExpressLayer[] {
-  return (t.app.getHttpAdapter().getInstance() as { router: { stack: ExpressLayer[] } }).router.stack;
-}
-
-/** Sub-applications mounted with app.use('/prefix', ...) (an OAuth provider, say): their prefixes. */
+/** Sub-applications mounted at a prefix (an OAuth provider, say: a `/prefix/*` route): their prefixes. */
 function mountedPrefixes(t: TestApp): string[] {
-  return expressStack(t)
-    .filter((l) => !l.route && typeof l.rawPath === 'string' && l.rawPath !== '/' && !l.rawPath.startsWith('/docs'))
-    .map((l) => l.rawPath!);
+  return routeTable(t)
+    .filter((r) => r.path.endsWith('/*') && !r.path.startsWith('/docs'))
+    .map((r) => r.path.slice(0, -2));
 }
 
-/** Every (method, path) the running Express app routes to a handler, in OpenAPI path syntax. */
+/** Every (method, path) the running app routes to a handler, in OpenAPI path syntax. */
 function registeredRoutes(t: TestApp): Array<{ method: string; path: string }> {
   const out: Array<{ method: string; path: string }> = [];
-  for (const layer of expressStack(t)) {
-    if (!layer.route) continue; // app.use() middleware
-    const methods = Object.keys(layer.route.methods).filter((m) => layer.route!.methods[m] && m !== '_all');
-    // Middleware bound to every method (`all`) is pipeline plumbing, not an endpoint.
-    if (methods.length > 10 || layer.route.methods._all) continue;
-    for (const raw of ([] as string[]).concat(layer.route.path)) {
-      if (raw === '/openapi.json' || raw === '/docs' || raw.startsWith('/docs/')) continue;
-      const path = raw.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-      for (const method of methods) out.push({ method, path });
-    }
+  for (const { path: raw, methods } of routeTable(t)) {
+    if (raw.endsWith('/*') || raw === '/openapi.json' || raw === '/docs' || raw.startsWith('/docs/')) continue;
+    const path = raw.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    // HEAD beside GET is Fastify's automatic sibling route (exposeHeadRoutes), not an endpoint of its own.
+    for (const method of methods) if (!(method === 'head' && methods.includes('get'))) out.push({ method, path });
   }
   return out;
 }

@@ -44,6 +44,7 @@ describe('rate limits', () => {
       expectLimitHeaders(expectStatus(await t.http.get('/no-such-route').set(bearer(admin)), 404), 10);
       expectLimitHeaders(expectStatus(await t.http.post('/keys').set(bearer(admin)).set('Content-Type', 'application/json').send('{'), 400), 5);
       expectLimitHeaders(await t.http.get('/health').expect(200), 10);
+      expectLimitHeaders(await t.http.get('/openapi.json').expect(200), 10);
     });
 
     it('past the limit: 429 rate_limited with Retry-After; another key of the tenant is unaffected', async () => {

@@ -1,5 +1,5 @@
 /**
- * Authentication and authorisation: the bearer strategy, the credential middleware and the
+ * Authentication and authorisation: the bearer strategy, the credential hook and the
  * global guards. Other modules use the decorators in decorators.ts and the checks in
  * permissions.ts; the OAuth module plugs its token resolver in under OAUTH_TOKEN_RESOLVER.
  */
@@ -8,18 +8,18 @@ import { APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
 import { KeysModule } from '../keys/keys.module';
 import { BearerStrategy } from './bearer.strategy';
-import { CredentialMiddleware } from './credential.middleware';
+import { CredentialHook } from './credential.hook';
 import { BearerGuard, ContentTypeGuard, PermissionGuard } from './guards';
 
 @Module({
   imports: [PassportModule, KeysModule],
   providers: [
     BearerStrategy,
-    CredentialMiddleware,
+    CredentialHook,
     { provide: APP_GUARD, useClass: BearerGuard },
     { provide: APP_GUARD, useClass: PermissionGuard },
     { provide: APP_GUARD, useClass: ContentTypeGuard },
   ],
-  exports: [CredentialMiddleware],
+  exports: [CredentialHook],
 })
 export class AuthModule {}

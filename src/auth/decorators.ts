@@ -36,5 +36,10 @@ export interface AuthedRequest {
   authError?: 'unauthorized' | 'expired_token';
 }
 
+declare module 'fastify' {
+  // Set by CredentialHook, read by the guards and @Caller().
+  interface FastifyRequest extends AuthedRequest {}
+}
+
 /** The caller. On a bootstrap route it is undefined while bootstrap is open. */
 export const Caller = createParamDecorator((_: unknown, ctx: ExecutionContext) => ctx.switchToHttp().getRequest<AuthedRequest>().principal);

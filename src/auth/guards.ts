@@ -4,9 +4,10 @@
  */
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { Request } from 'express';
+import type { FastifyRequest } from 'fastify';
+import typeis from 'type-is';
 import { ApiError } from '../common/api-error';
-import { ACCEPTS, AuthedRequest, BOOTSTRAP_ROUTE, PUBLIC_ROUTE, REQUIREMENT, Requirement } from './decorators';
+import { ACCEPTS, BOOTSTRAP_ROUTE, PUBLIC_ROUTE, REQUIREMENT, Requirement } from './decorators';
 import { canEdgeType, canExtension, canType, hasScope, isAdmin } from './permissions';
 
 function meta<T>(reflector: Reflector, key: string, ctx: ExecutionContext): T | undefined {
@@ -19,7 +20,7 @@ export class BearerGuard implements CanActivate {
 
   canActivate(ctx: ExecutionContext): boolean {
     if (meta<boolean>(this.reflector, PUBLIC_ROUTE, ctx)) return true;
-    const req = ctx.switchToHttp().getRequest<Request & AuthedRequest>();
+    const req = ctx.switchToHttp().getRequest<FastifyRequest>();
     if (req.principal) return true;
     if (!req.authError && !req.headers.authorization && meta<boolean>(this.reflector, BOOTSTRAP_ROUTE, ctx)) return true;
     throw req.authError === 'expired_token'
@@ -34,7 +35,7 @@ export class PermissionGuard implements CanActivate {
 
   canActivate(ctx: ExecutionContext): boolean {
     const requirement = meta<Requirement>(this.reflector, REQUIREMENT, ctx);
-    const principal = ctx.switchToHttp().getRequest<AuthedRequest>().principal;
+    const principal = ctx.switchToHttp().getRequest<FastifyRequest>().principal;
     if (!requirement || !principal) return true; // public and bootstrap routes decide for themselves
     let ok: boolean;
     if ('admin' in requirement) ok = isAdmin(principal) && (!requirement.rootTenant || principal.isRootTenant);
@@ -56,22 +57,18 @@ function describe(r: Requirement): string {
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
-/** A body-parser failure, set aside by app.factory.ts so that it is answered here. */
-export interface BodyErrorCarrier {
-  bodyError?: unknown;
-}
-
 @Injectable()
 export class ContentTypeGuard implements CanActivate {
   constructor(private readonly reflector: Reflector) {}
 
   canActivate(ctx: ExecutionContext): boolean {
-    const req = ctx.switchToHttp().getRequest<Request & BodyErrorCarrier>();
-    if (req.bodyError) throw req.bodyError; // mapped to 400/413/415 by the exception filter
+    const req = ctx.switchToHttp().getRequest<FastifyRequest>();
+    // Set aside by body-parsing.ts to be answered here; mapped to 400/413/415 by the exception filter.
+    if (req.bodyError) throw req.bodyError;
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
     if (!BODY_METHODS.has(req.method) || !hasBody) return true;
     const accepted = meta<string[]>(this.reflector, ACCEPTS, ctx) ?? ['application/json', '+json'];
-    if (accepted.includes('*') || req.is(accepted)) return true;
+    if (accepted.includes('*') || typeis(req.raw, accepted)) return true;
     throw new ApiError(415, 'invalid_request', `Content-Type must be ${accepted.join(' or ')}`, {
       content_type: req.headers['content-type'] ?? null,
     });

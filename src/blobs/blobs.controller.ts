@@ -11,12 +11,13 @@ import {
   ApiResponse,
   ApiTags,
 } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
-import { pipeline } from 'node:stream/promises';
-import { Accepts, Caller } from '../auth/decorators';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import fresh from 'fresh';
+import { Caller } from '../auth/decorators';
 import { isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { StreamedBody } from '../common/body-parsing';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ParseBlobHashPipe } from './blob-hash';
 import { uploadMediaType } from './blob-media-type';
@@ -39,7 +40,7 @@ function mayUpload(p: Principal): boolean {
   return isAdmin(p) || Object.values(p.typePerms).includes('write');
 }
 
-function declaredLength(req: Request): number | undefined {
+function declaredLength(req: FastifyRequest): number | undefined {
   const header = req.headers['content-length'];
   return header !== undefined && /^\d+$/.test(header) ? Number(header) : undefined;
 }
@@ -51,7 +52,7 @@ export class BlobsController {
   constructor(private readonly blobs: BlobsService) {}
 
   @Post()
-  @Accepts('*')
+  @StreamedBody()
   @ApiOperation({
     summary: 'Upload a blob',
     description:
@@ -65,22 +66,22 @@ export class BlobsController {
   @ApiCreatedResponse({ type: BlobResponse, description: 'Stored' })
   @ApiOkResponse({ type: BlobResponse, description: 'The tenant already had these bytes; nothing new was stored' })
   @ApiErrors(400, 401, 403, 413, 429)
-  async upload(@Caller() caller: Principal, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async upload(@Caller() caller: Principal, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     try {
       if (!mayUpload(caller)) throw ApiError.forbidden('Uploading blobs needs an admin credential or write permission on a type');
       const contentType = uploadMediaType(req.headers['content-type']);
-      const { blob, created } = await this.blobs.upload(caller.tenantId, req, contentType, declaredLength(req));
-      res.status(created ? 201 : 200).json(blob);
+      const { blob, created } = await this.blobs.upload(caller.tenantId, req.raw, contentType, declaredLength(req));
+      await reply.status(created ? 201 : 200).send(blob);
     } catch (err) {
       // A refused body is not read to its end (it may be huge): answer, then end the
       // connection (lingering-close.ts). A small one already received whole needs no close.
       const tooLarge = err instanceof ApiError && err.code === 'blob_too_large';
-      if (tooLarge || !req.complete) closeAfterResponse(req, res);
+      if (tooLarge || !req.raw.complete) closeAfterResponse(req.raw, reply);
       throw err;
     }
   }
 
-  // Declared before the GET route: Express would otherwise answer HEAD with the GET handler.
+  // Declared before the GET route, which would otherwise get a HEAD route of Fastify's making.
   @Head(':hash')
   @ApiOperation({ summary: 'Blob headers only: Content-Type, Content-Length, ETag, caching' })
   @ApiParam(HASH_PARAM)
@@ -88,9 +89,14 @@ export class BlobsController {
   @ApiResponse({ status: 200, description: 'The blob exists', headers: CONTENT_HEADERS })
   @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)' })
   @ApiErrors(400, 401, 404, 429)
-  async head(@Caller() caller: Principal, @Param('hash', ParseBlobHashPipe) hash: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async head(
+    @Caller() caller: Principal,
+    @Param('hash', ParseBlobHashPipe) hash: string,
+    @Req() req: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     const blob = await this.blobs.get(caller.tenantId, hash);
-    if (setContentHeaders(req, res, blob)) res.end();
+    if (setContentHeaders(req, reply, blob)) await reply.send();
   }
 
   @Get(':hash')
@@ -108,20 +114,17 @@ export class BlobsController {
   async download(
     @Caller() caller: Principal,
     @Param('hash', ParseBlobHashPipe) hash: string,
-    @Req() req: Request,
-    @Res() res: Response,
+    @Req() req: FastifyRequest,
+    @Res() reply: FastifyReply,
   ): Promise<void> {
     const { blob, content } = await this.blobs.open(caller.tenantId, hash);
-    if (!setContentHeaders(req, res, blob)) {
+    if (!setContentHeaders(req, reply, blob)) {
       content.destroy();
       return;
     }
-    try {
-      await pipeline(content, res);
-    } catch {
-      // The client went away, or the store failed mid-stream: the headers are out, so the
-      // only honest signal left is a cut connection (pipeline has destroyed both streams).
-    }
+    // Should the client go away or the store fail mid-stream, Fastify destroys both streams:
+    // the headers are out, so a cut connection is the only honest signal left.
+    await reply.send(content);
   }
 
   @Get(':hash/metadata')
@@ -136,20 +139,23 @@ export class BlobsController {
 
 /**
  * Sets the download headers. Returns false when the client's copy is current (304 sent).
+ * Content-Length is the blob's size on HEAD too, where no body follows.
  * `Content-Security-Policy: sandbox` keeps an uploaded HTML or SVG file from running script
  * with the API's origin should a browser open it.
  */
-function setContentHeaders(req: Request, res: Response, blob: BlobResponse): boolean {
-  res.setHeader('ETag', `"${blob.hash}"`);
-  res.setHeader('Cache-Control', 'private, max-age=31536000, immutable');
-  res.setHeader('X-Content-Type-Options', 'nosniff');
-  res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
-  if (req.fresh) {
-    res.status(304).end();
+function setContentHeaders(req: FastifyRequest, reply: FastifyReply, blob: BlobResponse): boolean {
+  const headers = {
+    ETag: `"${blob.hash}"`,
+    'Cache-Control': 'private, max-age=31536000, immutable',
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Security-Policy': "default-src 'none'; sandbox",
+  };
+  reply.headers(headers);
+  if (fresh(req.headers, { etag: headers.ETag })) {
+    void reply.status(304).send();
     return false;
   }
-  res.setHeader('Content-Type', blob.content_type);
-  res.setHeader('Content-Length', String(blob.size));
-  res.status(200);
+  reply.headers({ 'Content-Type': blob.content_type, 'Content-Length': String(blob.size) });
+  reply.status(200);
   return true;
 }

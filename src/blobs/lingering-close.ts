@@ -11,13 +11,14 @@
  * `socket.destroySoon()` for that close, so this replaces it on this one socket. Should a
  * future Node not call it, the behaviour falls back to Node's immediate close.
  */
-import type { Request, Response } from 'express';
+import type { FastifyReply } from 'fastify';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 
 const LINGER_MS = 2000;
 
-export function closeAfterResponse(req: Request, res: Response, lingerMs = LINGER_MS): void {
-  res.setHeader('Connection', 'close');
+export function closeAfterResponse(req: IncomingMessage, reply: FastifyReply, lingerMs = LINGER_MS): void {
+  reply.header('Connection', 'close');
   const socket = req.socket as Socket & { destroySoon?: () => void };
   socket.destroySoon = function lingeringClose(this: Socket): void {
     this.end();

@@ -1,10 +1,11 @@
 /**
  * Maps every thrown thing to the SPEC 2.9 envelope: ApiError as is, Nest's HttpExceptions
- * (unknown routes and the like) by status, body-parser failures (malformed JSON, oversized
- * bodies) by their `type`, and anything else to a 500 that leaks nothing but a request id.
+ * (unknown routes, and Fastify's own 4xx errors, which Nest wraps in them) by status,
+ * body-parser failures (malformed JSON, oversized bodies) by their `type`, and anything else
+ * to a 500 that leaks nothing but a request id.
  */
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ErrorCode } from './api-error';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -49,17 +50,17 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
 
   catch(err: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
-    const req = ctx.getRequest<Request & { id?: string }>();
-    const res = ctx.getResponse<Response>();
+    const req = ctx.getRequest<FastifyRequest | undefined>();
+    const reply = ctx.getResponse<FastifyReply>();
     const requestId = req?.id ? String(req.id) : undefined;
     const apiError = toApiError(err, requestId);
     if (apiError.status >= 500) {
       this.logger.error({ err, requestId }, 'unhandled error');
     }
-    if (res.headersSent) {
-      res.destroy();
+    if (reply.raw.headersSent) {
+      reply.raw.destroy();
       return;
     }
-    res.status(apiError.status).json(apiError.toEnvelope());
+    reply.status(apiError.status).send(apiError.toEnvelope());
   }
 }

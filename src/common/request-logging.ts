@@ -12,8 +12,9 @@
  * would print it. Logs written during a request do not carry its id by themselves; the one
  * that needs it, the unexpected error's, names it (exception.filter.ts).
  */
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { FastifyReply, onRequestHookHandler } from 'fastify';
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Params } from 'nestjs-pino';
 import pino, { Level, Logger } from 'pino';
 import type { AppConfig } from '../config/app-config';
@@ -47,29 +48,29 @@ export function loggerParams(logger: Logger): Params {
   return { pinoHttp: { logger }, forRoutes: [] };
 }
 
-/** The caller's X-Request-Id when it is sane, else a new one. */
-function requestId(req: Request): string {
+/** The caller's X-Request-Id when it is sane, else a new one: fastify's `genReqId`, so `request.id`. */
+export function requestId(req: IncomingMessage): string {
   const incoming = req.headers['x-request-id'];
   return typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
 }
 
-function levelOf(res: Response): Level {
+function levelOf(res: FastifyReply['raw']): Level {
   return res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
 }
 
 /**
- * Express middleware, first in the chain: sets `req.id` and X-Request-Id, and logs the request
- * once its response is sent (or abandoned: "request aborted", at `warn` at least), at `info`,
- * `warn` for 4xx, `error` for 5xx.
+ * The first request hook: returns the request id as X-Request-Id, and logs the request once
+ * its response is sent (or abandoned: "request aborted", at `warn` at least), at `info`, `warn`
+ * for 4xx, `error` for 5xx.
  */
-export function requestLogging(logger: Logger): RequestHandler {
-  return (req: Request, res: Response, next: NextFunction) => {
-    const id = requestId(req);
-    req.id = id;
-    res.setHeader('X-Request-Id', id);
+export function requestLogging(logger: Logger): onRequestHookHandler {
+  return (req, reply, done) => {
+    const id = req.id;
+    reply.header('X-Request-Id', id);
     if (logger.isLevelEnabled('error')) {
       const started = performance.now();
       const remoteAddress = req.socket.remoteAddress;
+      const res = reply.raw;
       res.once('close', () => {
         const finished = res.writableFinished;
         const byStatus = levelOf(res);
@@ -77,7 +78,7 @@ export function requestLogging(logger: Logger): RequestHandler {
         if (!logger.isLevelEnabled(level)) return;
         logger[level](
           {
-            req: { id, method: req.method, url: maskQuery(req.originalUrl), remoteAddress },
+            req: { id, method: req.method, url: maskQuery(req.url), remoteAddress },
             res: { statusCode: res.statusCode },
             responseTime: Math.round(performance.now() - started),
           },
@@ -85,6 +86,6 @@ export function requestLogging(logger: Logger): RequestHandler {
         );
       });
     }
-    next();
+    done();
   };
 }

@@ -47,7 +47,9 @@ describe('loadConfig', () => {
     expect(c.baseUrl).toBe('https://api.example.com');
     expect(c.trustProxy).toBe(true);
     expect(loadConfig({ PORT: '4000' }).baseUrl).toBe('http://localhost:4000');
-    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    // A hop count trusts that many proxies nearest the service, and no further hop.
+    const twoHops = loadConfig({ TRUST_PROXY: '2' }).trustProxy as (address: string, hop: number) => boolean;
+    expect([0, 1, 2].map((hop) => twoHops('10.0.0.1', hop))).toEqual([true, true, false]);
     expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8' }).trustProxy).toBe('loopback, 10.0.0.0/8');
   });
 

@@ -45,7 +45,7 @@ export class AppConfig {
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
-  /** Express "trust proxy": false, true, a hop count, or a comma list of addresses/subnets. */
+  /** Whose X-Forwarded-For to believe: false, true, a hop count, or a comma list of addresses/subnets. */
   @IsString()
   TRUST_PROXY = 'false';
 
@@ -96,12 +96,18 @@ export class AppConfig {
     return this.NODE_ENV === 'production';
   }
 
-  /** The value Express's `trust proxy` setting takes. */
-  get trustProxy(): boolean | number | string {
+  /**
+   * Fastify's `trustProxy` for TRUST_PROXY. A hop count becomes a function, because Fastify
+   * trusts no hop at all for a number, where a count of n means the n nearest proxies.
+   */
+  get trustProxy(): boolean | string | ((address: string, hop: number) => boolean) {
     const v = this.TRUST_PROXY.trim().toLowerCase();
     if (v === 'true') return true;
     if (v === 'false' || v === '') return false;
-    if (/^\d+$/.test(v)) return Number(v);
+    if (/^\d+$/.test(v)) {
+      const hops = Number(v);
+      return (_address, hop) => hop < hops;
+    }
     return this.TRUST_PROXY;
   }
 }

@@ -2,7 +2,7 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import Redis from 'ioredis';
 import { DataSource } from 'typeorm';
 import { Public } from '../auth/decorators';
@@ -38,7 +38,7 @@ export class HealthController {
   @ApiOperation({ summary: 'Service and dependency health (no auth)' })
   @ApiOkResponse({ type: HealthResponse })
   @ApiServiceUnavailableResponse({ type: HealthResponse, description: 'A dependency is down' })
-  async health(@Res({ passthrough: true }) res: Response): Promise<HealthResponse> {
+  async health(@Res({ passthrough: true }) res: FastifyReply): Promise<HealthResponse> {
     const [database, redis] = await Promise.all([probe(() => this.db.query('SELECT 1')), probe(() => this.redis.ping())]);
     const ok = database === 'up' && redis === 'up';
     res.status(ok ? 200 : 503);

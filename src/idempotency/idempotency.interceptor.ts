@@ -16,10 +16,9 @@
  * JSON-serialisable values; a streamed response is sent but not kept.
  */
 import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor, StreamableFile } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AuthedRequest } from '../auth/decorators';
 import { toApiError } from '../common/exception.filter';
 import {
   IDEMPOTENT_REPLAYED_HEADER,
@@ -55,16 +54,16 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (ctx.getType() !== 'http') return next.handle();
-    const req = ctx.switchToHttp().getRequest<Request & AuthedRequest>();
+    const req = ctx.switchToHttp().getRequest<FastifyRequest>();
     const header = req.headers['idempotency-key'];
     if (header === undefined) return next.handle();
-    return from(this.run(req, ctx.switchToHttp().getResponse<Response>(), header, next));
+    return from(this.run(req, ctx.switchToHttp().getResponse<FastifyReply>(), header, next));
   }
 
-  private async run(req: Request & AuthedRequest, res: Response, header: string | string[], next: CallHandler): Promise<unknown> {
+  private async run(req: FastifyRequest, res: FastifyReply, header: string | string[], next: CallHandler): Promise<unknown> {
     const key = parseIdempotencyKey(header);
     const attempt: Attempt = { key, digest: keyDigest(key), owner: ownerOf(req.principal) };
-    const fingerprint = requestFingerprint(req.method, req.originalUrl, req.body);
+    const fingerprint = requestFingerprint(req.method, req.url, req.body);
     const deadline = Date.now() + WAIT_MS;
     for (let poll = FIRST_POLL_MS; ; poll = Math.min(poll * 2, MAX_POLL_MS)) {
       const claim = await this.store.claim(attempt.owner, attempt.digest, fingerprint);
@@ -81,7 +80,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
   }
 
-  private async execute(attempt: Attempt, claim: Claim, res: Response, next: CallHandler): Promise<unknown> {
+  private async execute(attempt: Attempt, claim: Claim, res: FastifyReply, next: CallHandler): Promise<unknown> {
     let body: unknown;
     try {
       body = await lastValueFrom(next.handle(), { defaultValue: undefined });
@@ -107,7 +106,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /**
-   * Keeps the response as Express would send it (JSON text). For POST /keys that includes the
+   * Keeps the response as it is sent (JSON text). For POST /keys that includes the
    * plaintext `key` (and for POST /webhooks the `secret`): Stripe replays those too, so a client
    * whose first response was lost still gets its key. They are stored sealed (response-seal.ts).
    */
@@ -117,11 +116,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
     await this.store.complete(attempt.owner, attempt.digest, claim, status, sealed);
   }
 
-  private replay(attempt: Attempt, row: StoredKey, res: Response): unknown {
+  private replay(attempt: Attempt, row: StoredKey, res: FastifyReply): unknown {
     const status = row.responseStatus as number;
     const json = openResponse(attempt.key, attempt.owner, attempt.digest, status, row.responseBody as Buffer);
     res.status(status);
-    res.setHeader(IDEMPOTENT_REPLAYED_HEADER, 'true');
+    res.header(IDEMPOTENT_REPLAYED_HEADER, 'true');
     return json === '' ? undefined : JSON.parse(json);
   }
 }

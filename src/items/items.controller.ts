@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
@@ -29,7 +29,7 @@ export class ItemsController {
   @ApiCreatedResponse({ type: ItemResponse })
   @ApiOkResponse({ type: ItemResponse, description: 'Updated through the natural key' })
   @ApiErrors(400, 401, 403, 409, 429)
-  async create(@Caller() caller: Principal, @Body() dto: CreateItemDto, @Res({ passthrough: true }) res: Response): Promise<Item> {
+  async create(@Caller() caller: Principal, @Body() dto: CreateItemDto, @Res({ passthrough: true }) res: FastifyReply): Promise<Item> {
     const { item, created } = await this.items.create(caller, dto);
     res.status(created ? 201 : 200);
     return item;

@@ -5,7 +5,9 @@
  */
 import { Controller, Get, Header, Injectable, NotFoundException, Param, Res } from '@nestjs/common';
 import { ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags, OpenAPIObject } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { Public } from '../auth/decorators';
 
@@ -15,7 +17,13 @@ export class OpenApiDocument {
   document: OpenAPIObject;
 }
 
-const ASSETS = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'favicon-32x32.png', 'favicon-16x16.png']);
+/** The Swagger UI files served, by their media type. */
+const ASSETS = new Map([
+  ['swagger-ui.css', 'text/css; charset=utf-8'],
+  ['swagger-ui-bundle.js', 'application/javascript; charset=utf-8'],
+  ['favicon-32x32.png', 'image/png'],
+  ['favicon-16x16.png', 'image/png'],
+]);
 
 const PAGE = `<!DOCTYPE html>
 <html lang="en">
@@ -57,12 +65,13 @@ export class OpenApiController {
 
   @Get('docs/:asset')
   @ApiExcludeEndpoint()
-  asset(@Param('asset') asset: string, @Res() res: Response): void {
+  async asset(@Param('asset') asset: string, @Res() reply: FastifyReply): Promise<void> {
     if (asset === 'init.js') {
-      res.type('application/javascript').send(INIT);
+      await reply.type('application/javascript; charset=utf-8').send(INIT);
       return;
     }
-    if (!ASSETS.has(asset)) throw new NotFoundException();
-    res.sendFile(asset, { root: getAbsoluteFSPath(), maxAge: '1d' });
+    const type = ASSETS.get(asset);
+    if (!type) throw new NotFoundException();
+    await reply.type(type).header('Cache-Control', 'public, max-age=86400').send(createReadStream(join(getAbsoluteFSPath(), asset)));
   }
 }

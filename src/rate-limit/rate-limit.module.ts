@@ -1,6 +1,6 @@
-/** Rate limiting (SPEC 8.1): the middleware that runs right after credential resolution. */
+/** Rate limiting (SPEC 8.1): the request hook that runs right after credential resolution. */
 import { Module } from '@nestjs/common';
-import { RateLimitMiddleware } from './rate-limit.middleware';
+import { RateLimitHook } from './rate-limit.hook';
 
-@Module({ providers: [RateLimitMiddleware], exports: [RateLimitMiddleware] })
+@Module({ providers: [RateLimitHook], exports: [RateLimitHook] })
 export class RateLimitModule {}

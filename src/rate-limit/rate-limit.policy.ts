@@ -9,7 +9,7 @@
  */
 export const TIGHT_LIMIT = 30;
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-// Case-insensitive like Express routing, so `/AUTH/TOKEN` cannot dodge the tight cap.
+// Case-insensitive like the routing (app.factory.ts), so `/AUTH/TOKEN` cannot dodge the tight cap.
 const TOKEN_PATHS = /^\/auth\/(token|oauth2\/token|device\/token)\/?$/i;
 
 export interface BucketRule {

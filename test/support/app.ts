@@ -4,7 +4,7 @@
  * prefix, and tears both down afterwards. Tests talk to it over HTTP with supertest.
  */
 import { randomBytes } from 'node:crypto';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import request from 'supertest';
@@ -16,7 +16,7 @@ export const PG_SERVER = process.env.TEST_PG_SERVER ?? 'postgres://postgres@127.
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export interface TestApp {
-  app: NestExpressApplication;
+  app: NestFastifyApplication;
   config: AppConfig;
   url: string;
   databaseUrl: string;

@@ -4,11 +4,10 @@
  * Should Redis fail, an in-memory limiter of the same size stands in rather than letting
  * everything through or failing every request.
  */
-import { Inject, Injectable, NestMiddleware } from '@nestjs/common';
-import type { NextFunction, Request, Response } from 'express';
+import { Inject, Injectable } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import Redis from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import type { AuthedRequest } from '../auth/decorators';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { REDIS } from '../redis/redis.module';
@@ -17,7 +16,7 @@ import { bucketFor } from './rate-limit.policy';
 const WINDOW_SECONDS = 60;
 
 @Injectable()
-export class RateLimitMiddleware implements NestMiddleware {
+export class RateLimitHook {
   private readonly limiters = new Map<number, RateLimiterRedis>();
 
   constructor(
@@ -40,27 +39,28 @@ export class RateLimitMiddleware implements NestMiddleware {
     return limiter;
   }
 
-  async use(req: Request & AuthedRequest, res: Response, next: NextFunction): Promise<void> {
-    if (!this.config.RATE_LIMIT_ENABLED) return next();
-    const { bucket, limit } = bucketFor(req.method, req.path, this.config.RATE_LIMIT_REQUESTS);
+  /** A fastify onRequest hook, after CredentialHook. */
+  readonly onRequest = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (!this.config.RATE_LIMIT_ENABLED) return;
+    const path = req.url.split('?', 1)[0];
+    const { bucket, limit } = bucketFor(req.method, path, this.config.RATE_LIMIT_REQUESTS);
     const caller = req.principal ? `k:${req.principal.credentialId}` : `ip:${req.ip}`;
     const setHeaders = (r: RateLimiterRes) => {
-      res.setHeader('X-RateLimit-Limit', String(limit));
-      res.setHeader('X-RateLimit-Remaining', String(Math.max(0, r.remainingPoints)));
-      res.setHeader('X-RateLimit-Reset', String(Math.ceil((Date.now() + r.msBeforeNext) / 1000)));
+      reply.header('X-RateLimit-Limit', String(limit));
+      reply.header('X-RateLimit-Remaining', String(Math.max(0, r.remainingPoints)));
+      reply.header('X-RateLimit-Reset', String(Math.ceil((Date.now() + r.msBeforeNext) / 1000)));
     };
     try {
       setHeaders(await this.limiter(limit).consume(`${caller}:${bucket}`));
-      next();
     } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) return next(rejection);
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
       setHeaders(rejection);
       const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-      res.setHeader('Retry-After', String(retryAfter));
-      next(new ApiError(429, 'rate_limited', `Rate limit of ${limit} requests per minute exceeded; retry in ${retryAfter}s`, {
+      reply.header('Retry-After', String(retryAfter));
+      throw new ApiError(429, 'rate_limited', `Rate limit of ${limit} requests per minute exceeded; retry in ${retryAfter}s`, {
         limit,
         retry_after: retryAfter,
-      }));
+      });
     }
-  }
+  };
 }
