@@ -4,15 +4,22 @@
  *
  * A revocation or change must hold on every instance from the very next request, which
  * pub/sub cannot promise (its message races that request). So every key change bumps one
- * deployment-wide generation counter in Redis before the change is acknowledged, every
- * lookup reads the counter (a Redis GET, shared by concurrent lookups, far cheaper than the
- * key query), and a cached entry counts only while the generation it was read under is still
- * the current one. An entry read while a change committed carries the older generation and is
- * dropped at the next lookup.
+ * deployment-wide generation counter in Redis, and a cached entry counts only while the
+ * generation it was read under is still the current one. An entry read while a change
+ * committed carries the older generation and is dropped at the next lookup.
+ *
+ * Lookups share reads of the counter: a lookup may use a read sent at most
+ * GENERATION_WINDOW_MS before it began, and a change, after bumping the counter, waits that
+ * long (and a margin) before it is acknowledged. A request that arrives after the
+ * acknowledgement therefore uses a read sent after the bump, on every instance, while a busy
+ * instance reads the counter once per window rather than once per request (README,
+ * "Scale-out notes"). Each instance compares its own monotonic clock with itself
+ * only, so clock skew between machines does not matter.
  * When Redis cannot answer, nothing is served from or put into the cache.
  */
 import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
@@ -20,14 +27,19 @@ import { REDIS } from '../redis/redis.module';
 
 const MAX_ENTRIES = 10_000;
 const GENERATION_TIMEOUT_MS = 500;
+/** How old a read of the counter a lookup may use; key changes take this much longer. */
+export const GENERATION_WINDOW_MS = 50;
+/** Added to a change's wait, for timer granularity (the clocks' drift over 50 ms is far below it). */
+const WAIT_MARGIN_MS = 5;
 
 @Injectable()
 export class KeyCache {
   private readonly entries = new Map<string, { principal: Principal | null; generation: string; expires: number }>();
   private readonly counter: string;
-  /** The generation read now on the wire, and the one that callers arriving meanwhile share. */
-  private inFlight?: Promise<string | undefined>;
-  private queued?: Promise<string | undefined>;
+  /** The newest read of the counter (resolved or still on the wire), and when it was sent. */
+  private newest?: { sentAt: number; value: Promise<string | undefined> };
+  /** Monotonic milliseconds (a test stands in its own clock). */
+  now: () => number = () => performance.now();
 
   constructor(
     private readonly config: AppConfig,
@@ -36,33 +48,14 @@ export class KeyCache {
     this.counter = `${config.REDIS_PREFIX}keys:generation`;
   }
 
-  /**
-   * The current generation of key changes, or undefined when Redis does not answer in time.
-   *
-   * Concurrent callers share reads, so a busy instance sends one GET per Redis round trip
-   * rather than one per request. A caller may only share a read sent after it asked: a read
-   * already on the wire may have been answered before a revocation that this caller has seen
-   * acknowledged. So callers arriving while a read is in flight all wait for the next one,
-   * which goes out as soon as the current one is answered.
-   */
+  /** The current generation of key changes, or undefined when Redis does not answer in time. */
   generation(): Promise<string | undefined> {
-    if (this.inFlight === undefined) return this.read();
-    this.queued ??= this.inFlight.then(() => {
-      this.queued = undefined;
-      return this.read();
-    });
-    return this.queued;
-  }
-
-  private read(): Promise<string | undefined> {
-    const read: Promise<string | undefined> = withinTimeout(
-      this.redis.get(this.counter).then((v) => v ?? '0'),
-      GENERATION_TIMEOUT_MS,
-    ).finally(() => {
-      if (this.inFlight === read) this.inFlight = undefined;
-    });
-    this.inFlight = read;
-    return read;
+    const now = this.now();
+    if (this.newest === undefined || now - this.newest.sentAt > GENERATION_WINDOW_MS) {
+      const value = withinTimeout(this.redis.get(this.counter).then((v) => v ?? '0'), GENERATION_TIMEOUT_MS);
+      this.newest = { sentAt: now, value };
+    }
+    return this.newest.value;
   }
 
   get(hash: string, generation: string | undefined): Principal | null | undefined {
@@ -83,9 +76,13 @@ export class KeyCache {
     this.entries.set(hash, { principal, generation, expires: Date.now() + ttl });
   }
 
-  /** Call after a key change commits and before it is acknowledged: every instance re-reads. */
+  /**
+   * Call after a key change commits and before it is acknowledged: resolves once every lookup
+   * that begins afterwards, on any instance, sees the new generation.
+   */
   async invalidate(hash: string): Promise<void> {
     this.entries.delete(hash);
     await this.redis.incr(this.counter);
+    await sleep(GENERATION_WINDOW_MS + WAIT_MARGIN_MS);
   }
 }
