@@ -1,4 +1,4 @@
-/** The root module: configuration, infrastructure, the request pipeline and the domain modules. */
+/** The root module: configuration, infrastructure, the exception filter and the domain modules. */
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
