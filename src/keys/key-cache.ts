@@ -13,8 +13,8 @@
  * long (and a margin) before it is acknowledged. A request that arrives after the
  * acknowledgement therefore uses a read sent after the bump, on every instance, while a busy
  * instance reads the counter once per window rather than once per request (README,
- * "Scale-out notes"). Each instance compares its own monotonic clock with itself
- * only, so clock skew between machines does not matter.
+ * "Scale-out notes"). Each instance compares its own monotonic clock with itself only, so
+ * clock skew between machines does not matter.
  * When Redis cannot answer, nothing is served from or put into the cache.
  */
 import { Inject, Injectable } from '@nestjs/common';
