@@ -12,14 +12,13 @@
  */
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import Redis from 'ioredis';
 import { Logger } from 'nestjs-pino';
+import type { Logger as PinoLogger } from 'pino';
 import { AppModule } from './app.module';
 import { CredentialHook } from './auth/credential.hook';
-import { ApiError } from './common/api-error';
 import { registerBodyParsers } from './common/body-parsing';
-import { toApiError } from './common/exception.filter';
+import { clientErrorHandler, frameworkErrors, requireHost } from './common/protocol-errors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
 import { redactUrl, StartupError } from './common/startup-error';
 import { createValidationPipe } from './common/validation';
@@ -49,19 +48,16 @@ async function checkRedis(url: string): Promise<void> {
  */
 const MAX_PARAM_LENGTH = 16 * 1024;
 
-function adapter(config: AppConfig): FastifyAdapter {
+function adapter(config: AppConfig, logger: PinoLogger): FastifyAdapter {
   return new FastifyAdapter({
     trustProxy: config.trustProxy,
     genReqId: requestId,
     requestIdHeader: false,
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
-    // A URL the router cannot decode is answered before any hook runs, and past the exception
-    // filter: this gives it the envelope and its request id.
-    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-      const apiError =
-        error.statusCode === 400 ? new ApiError(400, 'invalid_request', 'The URL is not validly percent-encoded') : toApiError(error, request.id);
-      void reply.header('X-Request-Id', request.id).status(apiError.status).send(apiError.toEnvelope());
-    },
+    // Refusals below Nest, in the envelope too (protocol-errors.ts).
+    frameworkErrors,
+    clientErrorHandler: clientErrorHandler(logger),
+    http: { requireHostHeader: false },
   });
 }
 
@@ -70,7 +66,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   await checkRedis(config.REDIS_URL);
   if (config.MIGRATIONS_RUN) await runMigrations(config);
   const logger = createLogger(config);
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, logger), adapter(config), {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, logger), adapter(config, logger), {
     bodyParser: false,
     bufferLogs: true,
     abortOnError: false,
@@ -81,6 +77,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   // rate limit. Unknown routes and unparsable bodies pass through these too.
   const http = app.getHttpAdapter().getInstance();
   http.addHook('onRequest', requestLogging(logger));
+  http.addHook('onRequest', requireHost);
   http.addHook('onRequest', app.get(CredentialHook).onRequest);
   http.addHook('onRequest', app.get(RateLimitHook).onRequest);
   registerBodyParsers(http, config.JSON_BODY_LIMIT);

@@ -9,7 +9,7 @@ import { PassportModule } from '@nestjs/passport';
 import { KeysModule } from '../keys/keys.module';
 import { BearerStrategy } from './bearer.strategy';
 import { CredentialHook } from './credential.hook';
-import { BearerGuard, ContentTypeGuard, PermissionGuard } from './guards';
+import { BearerGuard, InputGuard, PermissionGuard } from './guards';
 
 @Module({
   imports: [PassportModule, KeysModule],
@@ -18,7 +18,7 @@ import { BearerGuard, ContentTypeGuard, PermissionGuard } from './guards';
     CredentialHook,
     { provide: APP_GUARD, useClass: BearerGuard },
     { provide: APP_GUARD, useClass: PermissionGuard },
-    { provide: APP_GUARD, useClass: ContentTypeGuard },
+    { provide: APP_GUARD, useClass: InputGuard },
   ],
   exports: [CredentialHook],
 })

@@ -1,12 +1,15 @@
 /**
  * The guards of the request pipeline, in order: bearer (is there a caller?), permission
- * (may it call this route?), content type (did the body parse, and is it something this route reads?).
+ * (may it call this route?), input (does the request pass the input policy, did its body
+ * parse, and is it something this route reads?).
  */
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import typeis from 'type-is';
 import { ApiError } from '../common/api-error';
+import { inputIssues } from '../common/input-policy';
+import { validationError } from '../common/validation';
 import { ACCEPTS, BOOTSTRAP_ROUTE, PUBLIC_ROUTE, REQUIREMENT, Requirement } from './decorators';
 import { canEdgeType, canExtension, canType, hasScope, isAdmin } from './permissions';
 
@@ -58,12 +61,15 @@ function describe(r: Requirement): string {
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 @Injectable()
-export class ContentTypeGuard implements CanActivate {
+export class InputGuard implements CanActivate {
   constructor(private readonly reflector: Reflector) {}
 
   canActivate(ctx: ExecutionContext): boolean {
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
-    // Set aside by body-parsing.ts to be answered here; mapped to 400/413/415 by the exception filter.
+    // Path parameters and the query string pass the same text policy as bodies (input-policy.ts).
+    const issues = [...inputIssues(req.params), ...inputIssues(req.query)];
+    if (issues.length) throw validationError(issues, 'The URL is not acceptable input');
+    // Set aside by body-parsing.ts to be answered here, after the caller is known.
     if (req.bodyError) throw req.bodyError;
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
     if (!BODY_METHODS.has(req.method) || !hasBody) return true;

@@ -1,13 +1,14 @@
 /**
  * Request bodies: JSON and urlencoded forms are read by body-parser from fastify's content-type
  * parsers, so its limit (JSON_BODY_LIMIT), charset checks and Content-Encoding inflation apply;
- * every other media type is left unread, for a route that takes it or for ContentTypeGuard's 415.
+ * every other media type is left unread, for a route that takes it or for InputGuard's 415.
+ * A parsed body then passes the input policy (input-policy.ts: no NUL, no unpaired surrogate,
+ * at most 64 levels deep).
  *
- * A body the parsers refuse (malformed JSON, too large, bad charset or encoding) is not answered
- * here: fastify would answer it before any guard runs, so a caller without credentials would
- * learn about its body before being told it is not authenticated. It is kept on the request and
- * thrown by ContentTypeGuard after the bearer and permission guards (the exception filter maps
- * body-parser's error types to the envelope).
+ * A body refused here (malformed JSON, too large, bad charset or encoding, against the policy)
+ * is not answered here: fastify would answer it before any guard runs, so a caller without
+ * credentials would learn about its body before being told it is not authenticated. Its
+ * ApiError is kept on the request and thrown by InputGuard after the bearer and permission guards.
  *
  * A route marked @StreamedBody() reads the raw request stream itself, whatever its media type
  * (a blob uploaded as application/json is stored, not parsed).
@@ -18,20 +19,51 @@ import bodyParser from 'body-parser';
 import type { FastifyInstance } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import { Accepts } from '../auth/decorators';
+import { ApiError } from './api-error';
+import { inputIssues } from './input-policy';
+import { validationError } from './validation';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** A body-parser failure, thrown by ContentTypeGuard. */
-    bodyError?: unknown;
+    /** Why the body was refused, thrown by InputGuard. */
+    bodyError?: ApiError;
   }
   interface FastifyContextConfig {
     /** Set by @StreamedBody(): the handler reads `request.raw`. */
     streamedBody?: boolean;
+    /** Set by @PerElementBody(): the text policy for this array's elements is the handler's. */
+    perElement?: string;
   }
 }
 
 /** The handler reads the raw request body as a stream, of any media type. */
 export const StreamedBody = () => applyDecorators(Accepts('*'), RouteConfig({ streamedBody: true }));
+
+/**
+ * The text policy is left to the handler for the elements of the body's top-level array
+ * `field` (POST /items/bulk reports a bad element as that element's error and writes the
+ * others). Nesting depth is still checked for the whole body here.
+ */
+export const PerElementBody = (field: string) => RouteConfig({ perElement: field });
+
+/** body-parser's refusals (http-errors with a `type`) in the envelope. */
+export function bodyParserError(err: unknown): ApiError {
+  const { type, status, limit } = err as { type?: string; status?: number; limit?: number };
+  if (type === 'entity.parse.failed') return new ApiError(400, 'invalid_request', 'The request body is not valid JSON');
+  if (type === 'entity.too.large') {
+    return new ApiError(413, 'invalid_request', 'The request body is too large', limit ? { limit_bytes: limit } : undefined);
+  }
+  if (type === 'encoding.unsupported') {
+    return new ApiError(415, 'invalid_request', 'Unsupported Content-Encoding: use gzip, deflate, br or identity');
+  }
+  if (type === 'charset.unsupported') return new ApiError(415, 'invalid_request', 'Unsupported charset: use utf-8');
+  if (status === 400) {
+    // raw-body's inflation and stream errors: bytes that are not what Content-Encoding says, a
+    // body shorter than Content-Length, a client that stopped sending.
+    return new ApiError(400, 'invalid_request', 'The request body could not be read: it does not match its Content-Encoding or Content-Length');
+  }
+  return new ApiError(400, 'invalid_request', 'The request body could not be read');
+}
 
 type Reader = (req: IncomingMessage, res: undefined, next: (err?: unknown) => void) => void;
 
@@ -50,8 +82,13 @@ export function registerBodyParsers(app: FastifyInstance, limit: string): void {
       if (request.routeOptions.config.streamedBody) return done(null, undefined);
       const raw = request.raw as IncomingMessage & { body?: unknown };
       read(raw, undefined, (err) => {
-        if (err) request.bodyError = err;
-        done(null, err ? undefined : raw.body);
+        if (err) {
+          request.bodyError = bodyParserError(err);
+          return done(null, undefined);
+        }
+        const issues = inputIssues(raw.body, '', { perElement: request.routeOptions.config.perElement });
+        if (issues.length) request.bodyError = validationError(issues, 'The request body is not acceptable input');
+        done(null, issues.length ? undefined : raw.body);
       });
     });
   }

@@ -2,34 +2,10 @@ import { BadRequestException, HttpException, MethodNotAllowedException, NotFound
 import { ApiError } from './api-error';
 import { toApiError } from './exception.filter';
 
-/** Errors shaped like the ones body-parser (http-errors) raises. */
-function bodyParserError(type: string, status: number, extra: Record<string, unknown> = {}): Error {
-  return Object.assign(new Error('raw parser message'), { type, status, statusCode: status, expose: true, ...extra });
-}
-
 describe('toApiError', () => {
   it('passes ApiErrors through unchanged', () => {
     const e = ApiError.conflict('duplicate_source', 'taken', { source: 'x' });
     expect(toApiError(e, 'rid')).toBe(e);
-  });
-
-  it('maps malformed JSON to 400 invalid_request', () => {
-    const e = toApiError(Object.assign(new SyntaxError('Unexpected token'), { type: 'entity.parse.failed', status: 400 }), 'rid');
-    expect(e.status).toBe(400);
-    expect(e.code).toBe('invalid_request');
-  });
-
-  it('maps an oversized body to 413 invalid_request with the limit', () => {
-    const e = toApiError(bodyParserError('entity.too.large', 413, { limit: 1024, length: 5000 }), 'rid');
-    expect(e.status).toBe(413);
-    expect(e.code).toBe('invalid_request');
-    expect(e.details).toEqual({ limit_bytes: 1024 });
-  });
-
-  it.each(['encoding.unsupported', 'charset.unsupported'])('maps %s to 415 invalid_request', (type) => {
-    const e = toApiError(bodyParserError(type, 415), 'rid');
-    expect(e.status).toBe(415);
-    expect(e.code).toBe('invalid_request');
   });
 
   it('maps Nest HttpExceptions by status', () => {

@@ -1,8 +1,7 @@
 /**
  * Maps every thrown thing to the SPEC 2.9 envelope: ApiError as is, Nest's HttpExceptions
- * (unknown routes, and Fastify's own 4xx errors, which Nest wraps in them) by status,
- * body-parser failures (malformed JSON, oversized bodies) by their `type`, and anything else
- * to a 500 that leaks nothing but a request id.
+ * (unknown routes, and Fastify's own 4xx errors, which Nest wraps in them) by status, and
+ * anything else to a 500 that leaks nothing but a request id.
  */
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -22,17 +21,6 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
 
 export function toApiError(err: unknown, requestId: string | undefined): ApiError {
   if (err instanceof ApiError) return err;
-  const bodyParserType = (err as { type?: unknown })?.type;
-  if (bodyParserType === 'entity.parse.failed') {
-    return new ApiError(400, 'invalid_request', 'The request body is not valid JSON');
-  }
-  if (bodyParserType === 'entity.too.large') {
-    const limit = (err as { limit?: number }).limit;
-    return new ApiError(413, 'invalid_request', 'The request body is too large', limit ? { limit_bytes: limit } : undefined);
-  }
-  if (typeof bodyParserType === 'string' && bodyParserType.startsWith('encoding.') || bodyParserType === 'charset.unsupported') {
-    return new ApiError(415, 'invalid_request', 'Unsupported request body encoding');
-  }
   if (err instanceof HttpException) {
     const status = err.getStatus();
     const code = CODE_BY_STATUS[status];

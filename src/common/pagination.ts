@@ -1,13 +1,12 @@
 /** Keyset pagination: opaque cursors over (created_at, id), and the shared query DTO. */
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { IsOptional, IsString } from 'class-validator';
 import { isId } from './ids';
-import { validationError } from './validation';
+import { IsQueryInt, validationError } from './validation';
 
 export class PageQuery {
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
-  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100)
+  @IsOptional() @IsQueryInt(1, 100)
   limit?: number;
 
   @ApiPropertyOptional({ description: 'Opaque cursor from a previous page\'s next_cursor' })

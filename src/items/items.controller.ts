@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags
 import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
+import { PerElementBody } from '../common/body-parsing';
 import { ParseIdPipe } from '../common/ids';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
@@ -38,6 +39,7 @@ export class ItemsController {
   @Post('bulk')
   @HttpCode(200)
   @Idempotent()
+  @PerElementBody('items')
   @ApiOperation({ summary: 'Write up to 1000 items; one result per item (`create_only` reports taken natural keys as duplicate_source)' })
   @ApiOkResponse({ type: BulkItemsResponse })
   @ApiErrors(400, 401, 409, 429)

@@ -1,10 +1,9 @@
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import {
-  ArrayMaxSize, IsArray, IsIn, IsInt, IsISO8601, IsNumber, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min,
+  ArrayMaxSize, IsArray, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min,
   ValidateBy,
 } from 'class-validator';
-import { IsOptionalNonNull } from '../common/validation';
+import { IsOptionalNonNull, IsRfc3339, IsQueryInt, MAX_INT4 } from '../common/validation';
 import { STATES, ItemState } from './lifecycle';
 import type { Tier } from '../keys/api-key.entity';
 
@@ -62,7 +61,7 @@ class ItemWritableFields {
   state?: ItemState;
 
   @ApiPropertyOptional({ format: 'date-time' })
-  @IsOptionalNonNull() @IsISO8601({ strict: true })
+  @IsOptionalNonNull() @IsRfc3339()
   timestamp?: string;
 
   @ApiPropertyOptional({ maxLength: 200, nullable: true, type: String })
@@ -102,7 +101,7 @@ export class CreateItemDto extends ItemWritableFields {
 
 export class PatchItemDto extends ItemWritableFields {
   @ApiProperty({ description: 'The version the change is based on (optimistic concurrency)' })
-  @IsInt() @Min(1)
+  @IsInt() @Min(1) @Max(MAX_INT4)
   version: number;
 }
 
@@ -156,11 +155,11 @@ export class ListItemsQuery {
   source?: string;
 
   @ApiPropertyOptional({ format: 'date-time', description: 'timestamp >= since' })
-  @IsOptional() @IsISO8601({ strict: true })
+  @IsOptional() @IsRfc3339()
   since?: string;
 
   @ApiPropertyOptional({ format: 'date-time', description: 'timestamp < until' })
-  @IsOptional() @IsISO8601({ strict: true })
+  @IsOptional() @IsRfc3339()
   until?: string;
 
   @ApiPropertyOptional({ description: '`<edge type>:<item id>`: items with an outgoing edge of that type to the item; repeatable', type: [String] })
@@ -172,7 +171,7 @@ export class ListItemsQuery {
   backref?: string | string[];
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
-  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100)
+  @IsOptional() @IsQueryInt(1, 100)
   limit?: number;
 
   @ApiPropertyOptional()
@@ -182,11 +181,11 @@ export class ListItemsQuery {
 
 export class VersionsQuery {
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
-  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100)
+  @IsOptional() @IsQueryInt(1, 100)
   limit?: number;
 
   @ApiPropertyOptional({ description: 'Only versions older than this one' })
-  @IsOptional() @Type(() => Number) @IsInt() @Min(1)
+  @IsOptional() @IsQueryInt(1, MAX_INT4)
   before?: number;
 }
 

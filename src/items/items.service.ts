@@ -17,6 +17,7 @@ import { BlobsService } from '../blobs/blobs.service';
 import type { FetchedOutgoingEdge } from '../edges/edge-rules';
 import { EdgesService } from '../edges/edges.service';
 import { newId } from '../common/ids';
+import { inputIssues } from '../common/input-policy';
 import { decodeCursor, encodeCursor } from '../common/pagination';
 import { isDottedName } from '../common/type-pattern';
 import { FieldIssue, validationError } from '../common/validation';
@@ -105,11 +106,16 @@ export class ItemsService {
     return { results };
   }
 
-  /** Validates one element of a bulk request as POST /items would validate its body. */
+  /**
+   * Validates one element of a bulk request as POST /items would validate its body, the input
+   * policy included (the route leaves it to each element: @PerElementBody).
+   */
   private async parseItemBody(raw: unknown): Promise<CreateItemDto> {
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
       throw validationError([{ field: '(item)', message: 'must be an object' }]);
     }
+    const issues = inputIssues(raw);
+    if (issues.length) throw validationError(issues);
     const dto = plainToInstance(CreateItemDto, raw);
     const errors = await classValidate(dto, { whitelist: true, forbidNonWhitelisted: true });
     if (errors.length) {

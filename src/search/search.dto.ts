@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
-import { Transform, Type } from 'class-transformer';
-import { IsInt, IsNotEmpty, IsString, Max, MaxLength, Min } from 'class-validator';
+import { Transform } from 'class-transformer';
+import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
 import { ItemResponse, ListItemsQuery } from '../items/items.dto';
+import { IsQueryInt } from '../common/validation';
 import { MAX_QUERY_LENGTH } from './search-query';
 import { HEADLINE_SOURCE_CHARS } from './snippet';
 
@@ -20,11 +21,11 @@ export class SearchQuery extends OmitType(ListItemsQuery, ['limit', 'cursor'] as
   q: string;
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
-  @Type(() => Number) @IsInt() @Min(1) @Max(100)
+  @IsQueryInt(1, 100)
   limit: number = 20;
 
   @ApiPropertyOptional({ minimum: 0, maximum: 10000, default: 0 })
-  @Type(() => Number) @IsInt() @Min(0) @Max(10000)
+  @IsQueryInt(0, 10000)
   offset: number = 0;
 }
 

@@ -1,0 +1,47 @@
+import { inputIssues, MAX_JSON_DEPTH, textIssue } from './input-policy';
+
+function nested(depth: number): unknown {
+  let v: unknown = 'leaf';
+  for (let i = 0; i < depth; i++) v = i % 2 ? [v] : { a: v };
+  return v;
+}
+
+describe('input policy', () => {
+  it('accepts ordinary Unicode, including astral characters and controls other than NUL', () => {
+    expect(textIssue('héllo 😀 \u200f\u202e\t\u0001')).toBeUndefined();
+    expect(inputIssues({ 'ключ': ['😀', { x: 'ok' }], n: 1, b: true, z: null })).toEqual([]);
+  });
+
+  it('refuses NUL and unpaired surrogates in values and keys, naming the field', () => {
+    expect(inputIssues({ properties: { title: 'a\u0000b' } })).toEqual([{ field: 'properties.title', message: expect.stringContaining('NUL') }]);
+    expect(inputIssues({ tags: ['ok', '\ud800'] })).toEqual([{ field: 'tags.1', message: expect.stringContaining('surrogate') }]);
+    expect(inputIssues({ p: { ['k\u0000']: 1 } })[0].field).toBe('p."k\\u0000"');
+    expect(inputIssues({ p: { ['\udc00']: 1 } })[0].message).toContain('key');
+    expect(inputIssues('\u0000')).toEqual([{ field: '(body)', message: expect.any(String) }]);
+  });
+
+  it('prefixes a path when given one (query and path parameters)', () => {
+    expect(inputIssues({ since: 'x\u0000' }, 'query')[0].field).toBe('query.since');
+  });
+
+  it(`allows ${MAX_JSON_DEPTH} levels of nesting and refuses the next, without recursing further`, () => {
+    expect(inputIssues(nested(MAX_JSON_DEPTH))).toEqual([]);
+    expect(inputIssues(nested(MAX_JSON_DEPTH + 1))).toEqual([{ field: expect.any(String), message: expect.stringContaining(String(MAX_JSON_DEPTH)) }]);
+    // Built by hand: JSON.parse copes with this depth, recursion would not.
+    const deep = JSON.parse('['.repeat(100_000) + ']'.repeat(100_000));
+    expect(inputIssues(deep)).toHaveLength(1);
+  });
+
+  it('leaves the text of a per-element array to the handler, but still bounds its depth', () => {
+    const body = { mode: 'upsert', items: [{ title: '\u0000' }, { ok: 1 }] };
+    expect(inputIssues(body, '', { perElement: 'items' })).toEqual([]);
+    expect(inputIssues(body)).toHaveLength(1);
+    expect(inputIssues({ mode: '\u0000', items: [] }, '', { perElement: 'items' })).toHaveLength(1);
+    expect(inputIssues({ items: [nested(MAX_JSON_DEPTH)] }, '', { perElement: 'items' })).toHaveLength(1);
+  });
+
+  it('stops collecting after a bounded number of issues', () => {
+    const many = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`f${i}`, '\u0000']));
+    expect(inputIssues(many).length).toBeLessThanOrEqual(20);
+  });
+});

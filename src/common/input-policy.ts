@@ -1,0 +1,68 @@
+/**
+ * The input policy: what text and structure the service accepts at all, whatever the route.
+ * Applied where input enters (body parsing, InputGuard for query and path), never per route.
+ *
+ * - NUL (U+0000) and unpaired UTF-16 surrogates are refused, in values and in object keys.
+ *   PostgreSQL's `text` and `jsonb` cannot hold either, and quietly stripping or replacing them
+ *   would make what a client reads back differ from what it wrote (a hash or signature over
+ *   the value would no longer match), so the honest answer is a 400 naming the field.
+ * - JSON bodies nest at most MAX_JSON_DEPTH levels: every later step (validation, jsonb
+ *   encoding, JSON.stringify) recurses, and a few thousand levels overflow the stack.
+ */
+import type { FieldIssue } from './validation';
+
+export const MAX_JSON_DEPTH = 64;
+
+/** Stop collecting after this many: a body full of NULs needs one example per field, not all. */
+const MAX_ISSUES = 20;
+
+export function textIssue(text: string): string | undefined {
+  if (text.includes('\u0000')) return 'must not contain the NUL character (U+0000)';
+  if (!text.isWellFormed()) return 'must be valid Unicode (it contains an unpaired UTF-16 surrogate)';
+  return undefined;
+}
+
+const join = (path: string, key: string | number) => (path ? `${path}.${key}` : String(key));
+
+export interface InputScan {
+  /** Skip the text checks inside these top-level arrays' elements (checked per element later). */
+  perElement?: string;
+}
+
+/**
+ * The policy's complaints about a parsed JSON value (or a query/params object), with dotted
+ * paths (`properties.title`, `items.3.tags.0`); empty when the value is acceptable. Depth is
+ * always checked; text is not checked inside `perElement` arrays.
+ */
+export function inputIssues(value: unknown, path = '', scan: InputScan = {}): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  const visit = (v: unknown, at: string, depth: number, checkText: boolean): void => {
+    if (issues.length >= MAX_ISSUES) return;
+    if (typeof v === 'string') {
+      const problem = checkText ? textIssue(v) : undefined;
+      if (problem) issues.push({ field: at || '(body)', message: problem });
+      return;
+    }
+    if (v === null || typeof v !== 'object') return;
+    if (depth >= MAX_JSON_DEPTH) {
+      issues.push({ field: at || '(body)', message: `nests deeper than ${MAX_JSON_DEPTH} levels` });
+      return;
+    }
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => visit(x, join(at, i), depth + 1, checkText));
+      return;
+    }
+    for (const [key, x] of Object.entries(v)) {
+      const problem = checkText ? textIssue(key) : undefined;
+      const field = join(at, problem ? JSON.stringify(key) : key);
+      if (problem) issues.push({ field, message: `has a key that ${problem}` });
+      if (depth === 0 && key === scan.perElement && Array.isArray(x)) {
+        x.forEach((element, i) => visit(element, join(field, i), depth + 2, false));
+      } else {
+        visit(x, field, depth + 1, checkText);
+      }
+    }
+  };
+  visit(value, path, 0, true);
+  return issues;
+}

@@ -1,0 +1,54 @@
+/**
+ * The envelope for requests refused by the HTTP layer, before Nest (or routing) sees them:
+ * - Node's parser (`clientError`): a malformed request line or header, an unknown method,
+ *   conflicting Content-Length and Transfer-Encoding, headers past the size limit (431), a
+ *   request that took too long to arrive (408). No request object exists yet, so the response
+ *   carries a fresh X-Request-Id that the log line names too.
+ * - Fastify's router (`frameworkErrors`): a URL that is not validly percent-encoded.
+ * - An HTTP/1.1 request without a Host header (Node's own answer would be an empty 400).
+ */
+import type { FastifyError, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { ApiError } from './api-error';
+import { toApiError } from './exception.filter';
+
+function refusal(code: string | undefined): ApiError {
+  if (code === 'HPE_HEADER_OVERFLOW') return new ApiError(431, 'invalid_request', 'The request headers are too large');
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new ApiError(408, 'invalid_request', 'The request did not arrive in time');
+  return new ApiError(400, 'invalid_request', 'The request is not valid HTTP/1.1');
+}
+
+export function clientErrorHandler(logger: Logger) {
+  return (err: Error & { code?: string }, socket: Socket): void => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    const apiError = refusal(err.code);
+    const id = randomUUID();
+    logger.warn({ req: { id, remoteAddress: socket.remoteAddress }, res: { statusCode: apiError.status }, parserError: err.code }, 'request refused by the HTTP parser');
+    if (socket.writable) {
+      const body = JSON.stringify(apiError.toEnvelope());
+      socket.write(
+        `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy();
+  };
+}
+
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const apiError =
+    error.statusCode === 400 ? new ApiError(400, 'invalid_request', 'The URL is not validly percent-encoded') : toApiError(error, request.id);
+  void reply.header('X-Request-Id', request.id).status(apiError.status).send(apiError.toEnvelope());
+}
+
+/** HTTP/1.1 requires Host (RFC 9112 3.2); Node's check is turned off so the refusal can be ours. */
+export const requireHost: onRequestHookHandler = (request, reply, done) => {
+  if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+    void reply.status(400).send(new ApiError(400, 'invalid_request', 'An HTTP/1.1 request needs a Host header').toEnvelope());
+    return;
+  }
+  done();
+};

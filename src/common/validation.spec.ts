@@ -1,0 +1,47 @@
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { IsQueryInt, isRfc3339 } from './validation';
+
+describe('isRfc3339', () => {
+  it.each(['2026-01-02T03:04:05Z', '2026-01-02t03:04:05z', '2026-01-02T03:04:05.123456+02:00', '2024-02-29T23:59:59-11:30'])('accepts %s', (v) => {
+    expect(isRfc3339(v)).toBe(true);
+  });
+
+  it.each([
+    '2026-01-02T03:04:05', // no zone
+    '2026-01-02',
+    '2026-01-02 03:04:05Z',
+    '2026-02-30T00:00:00Z',
+    '2025-02-29T00:00:00Z',
+    '2026-13-01T00:00:00Z',
+    '2026-01-01T24:00:00Z',
+    '2026-01-01T00:00:00+24:00',
+    '0000-01-01T00:00:00Z',
+    '+02026-01-01T00:00:00Z',
+    ' 2026-01-02T03:04:05Z',
+    1767323045,
+  ])('refuses %p', (v) => {
+    expect(isRfc3339(v)).toBe(false);
+  });
+});
+
+describe('IsQueryInt', () => {
+  class Q {
+    @IsQueryInt(0, 100)
+    n: unknown;
+  }
+  const check = (n: string) => {
+    const q = plainToInstance(Q, { n });
+    return validateSync(q).length ? 'refused' : q.n;
+  };
+
+  it('turns plain decimal digits into a number', () => {
+    expect(check('0')).toBe(0);
+    expect(check('42')).toBe(42);
+    expect(check('007')).toBe(7);
+  });
+
+  it.each(['0x10', ' 5', '5 ', '1e3', '+5', '-5', '5.0', '', '٣', '101', '9'.repeat(30)])('refuses %p', (n) => {
+    expect(check(n)).toBe('refused');
+  });
+});

@@ -1,0 +1,199 @@
+/**
+ * The input policy (src/common/input-policy.ts) and the envelope below Nest, one regression
+ * test per class of hostile input that once produced a 500 or a bare platform error: NUL
+ * characters, unpaired surrogates, deep nesting, bodies that do not match their
+ * Content-Encoding, requests the HTTP parser refuses, and lenient number and time parsing.
+ * Each refusal leaves nothing written.
+ */
+import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
+import { badFields, expectError } from './support/envelope';
+
+/** Sends raw bytes and returns the raw response: for what no HTTP client would send. */
+function rawRequest(url: string, bytes: string): Promise<{ status: number; headers: string; body: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(bytes));
+    let data = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk) => {
+      data += chunk;
+      const end = data.indexOf('\r\n\r\n');
+      const length = /content-length: *(\d+)/i.exec(data.slice(0, end));
+      if (end >= 0 && length && data.length >= end + 4 + Number(length[1])) socket.destroy();
+    });
+    socket.on('close', () => {
+      const end = data.indexOf('\r\n\r\n');
+      resolve({ status: Number(data.slice(9, 12)), headers: data.slice(0, end), body: data.slice(end + 4) });
+    });
+    socket.on('error', reject);
+  });
+}
+
+function nestedJson(depth: number): string {
+  return '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+}
+
+describe('hostile input (e2e)', () => {
+  let t: TestApp;
+  let admin: string;
+  let itemId: string;
+
+  const post = (path: string, body: unknown) => t.http.post(path).set(bearer(admin)).send(body as object);
+  const count = async (table: string) => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${table}`))[0].n);
+
+  beforeAll(async () => {
+    t = await startApp();
+    admin = (await bootstrapAdmin(t)).key;
+    itemId = (await post('/items', { type: 'core.note', properties: { title: 'kept' } }).expect(201)).body.id;
+  });
+  afterAll(() => t.close());
+
+  describe.each([
+    ['NUL', 'a\u0000b', 'NUL'],
+    ['an unpaired surrogate', 'a\ud800b', 'surrogate'],
+  ])('%s in a write body is 400 validation_error naming the field, and nothing is written', (_name, bad, word) => {
+    it.each([
+      ['/items', { type: 'core.note', properties: { title: bad } }, 'properties.title'],
+      ['/items', { type: 'core.note', tags: ['ok', bad] }, 'tags.1'],
+      ['/keys', { label: bad }, 'label'],
+      ['/tenants', { name: bad }, 'name'],
+      ['/types', { name: 'acme.thing', schema: { type: 'object', properties: { t: { type: 'string', description: bad } } } }, 'schema.properties.t.description'],
+      ['/edge-types', { name: 'acme.link', description: bad }, 'description'],
+      ['/edges', { type: bad, source_id: 'x', target_id: 'y' }, 'type'],
+    ])('POST %s', async (path, body, field) => {
+      const before = await Promise.all(['items', 'api_keys', 'tenants', 'item_types', 'edge_types', 'edges'].map(count));
+      const res = await post(path, body);
+      expect(badFields(res)).toEqual([field]);
+      expect(res.body.error.details.fields[0].message).toContain(word);
+      expect(await Promise.all(['items', 'api_keys', 'tenants', 'item_types', 'edge_types', 'edges'].map(count))).toEqual(before);
+    });
+
+    it('in an object key, PATCH bodies and metadata', async () => {
+      const key = await post('/items', { type: 'core.note', properties: { [`ti${bad}tle`]: 'x' } });
+      expect(badFields(key)).toEqual([`properties.${JSON.stringify(`ti${bad}tle`)}`]);
+      const patch = await t.http.patch(`/items/${itemId}`).set(bearer(admin)).send({ version: 1, properties: { title: bad } });
+      expect(badFields(patch)).toEqual(['properties.title']);
+      const meta = await t.http.patch(`/items/${itemId}/metadata`).set(bearer(admin)).send({ add_tags: [bad] });
+      expect(badFields(meta)).toEqual(['add_tags.0']);
+      const item = (await t.http.get(`/items/${itemId}`).set(bearer(admin)).expect(200)).body;
+      expect([item.version, item.properties.title, item.tags]).toEqual([1, 'kept', []]);
+    });
+  });
+
+  it('in POST /items/bulk a bad element is that element\'s error and the others are written', async () => {
+    const before = await count('items');
+    const res = await post('/items/bulk', {
+      mode: 'upsert',
+      items: [
+        { type: 'core.note', properties: { title: 'first' } },
+        { type: 'core.note', properties: { title: 'nul\u0000' } },
+        { type: 'core.note', properties: { ['\udc00']: 'surrogate key' } },
+        { type: 'core.note', properties: { title: 'last' } },
+      ],
+    }).expect(200);
+    expect(res.body.results.map((r: { status: string }) => r.status)).toEqual(['created', 'error', 'error', 'created']);
+    expect(res.body.results[1].error).toMatchObject({ code: 'validation_error', details: { fields: [{ field: 'properties.title' }] } });
+    expect(res.body.results[2].error.code).toBe('validation_error');
+    expect(await count('items')).toBe(before + 2);
+    // Outside the elements the body itself is checked.
+    expect(badFields(await post('/items/bulk', { mode: 'upsert\u0000', items: [] }))).toEqual(['mode']);
+  });
+
+  it('%00 and unpaired surrogates in query parameters and path segments are 400 validation_error', async () => {
+    const get = (path: string) => t.http.get(path).set(bearer(admin));
+    expect(badFields(await get('/search?q=a%00b'))).toEqual(['q']);
+    expect(badFields(await get('/items?source=a%00b'))).toEqual(['source']);
+    expect(badFields(await get('/items?tags=x,%00'))).toEqual(['tags']);
+    expect(badFields(await get('/types/acme.a%00b'))).toEqual(['name']);
+    expect(badFields(await get('/edge-types/a%00'))).toEqual(['name']);
+    expect(badFields(await get(`/items/${itemId}%00`))).toEqual(['id']);
+    expect(badFields(await get('/items?a%00=1'))).toEqual(['"a\\u0000"']);
+    // Invalid UTF-8 in the path is refused by the router (it cannot be decoded at all).
+    expectError(await get('/types/%ED%A0%80'), 400, 'invalid_request');
+  });
+
+  it(`nesting deeper than 64 levels is 400 validation_error, at any depth up to the body limit`, async () => {
+    const send = (json: string) => t.http.post('/items').set(bearer(admin)).set('Content-Type', 'application/json').send(json);
+    const ok = await send(`{"type":"core.note","properties":{"x":${nestedJson(62)}}}`);
+    expect(ok.status).toBe(201);
+    const before = await count('items');
+    for (const depth of [63, 5000, 100_000]) {
+      const res = await send(`{"type":"core.note","properties":{"x":${nestedJson(depth)}}}`);
+      expect(badFields(res)[0]).toMatch(/^properties\.x(\.a)+$/);
+      expect(res.body.error.details.fields[0].message).toContain('64');
+    }
+    const arrays = await send(`{"type":"core.note","properties":{"x":${'['.repeat(10_000)}${']'.repeat(10_000)}}}`);
+    expect(badFields(arrays)).toHaveLength(1);
+    expect(await count('items')).toBe(before);
+    const bulk = await t.http.post('/items/bulk').set(bearer(admin)).set('Content-Type', 'application/json')
+      .send(`{"mode":"upsert","items":[{"type":"core.note","properties":{"x":${nestedJson(5000)}}}]}`);
+    expect(badFields(bulk)).toHaveLength(1);
+  });
+
+  it('a body that does not match its Content-Encoding is 400 invalid_request; an unknown encoding is 415', async () => {
+    const json = JSON.stringify({ type: 'core.note', properties: { title: 'encoded' } });
+    const before = await count('items');
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const res = await t.http.post('/items').set(bearer(admin)).set('Content-Type', 'application/json').set('Content-Encoding', encoding).send(json);
+      expectError(res, 400, 'invalid_request');
+      expect(res.headers['x-request-id']).toEqual(expect.any(String));
+    }
+    // Binary bodies through fetch: supertest would serialise a Buffer as JSON.
+    const gzipped = (body: Buffer) =>
+      fetch(`${t.url}/items`, { method: 'POST', body, headers: { ...bearer(admin), 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' } });
+    const truncated = await gzipped(gzipSync(json).subarray(0, 20));
+    expect([truncated.status, ((await truncated.json()) as { error: { code: string } }).error.code]).toEqual([400, 'invalid_request']);
+    expectError(
+      await t.http.post('/items').set(bearer(admin)).set('Content-Type', 'application/json').set('Content-Encoding', 'zstd').send(json),
+      415,
+      'invalid_request',
+    );
+    expect(await count('items')).toBe(before);
+    expect((await gzipped(gzipSync(json))).status).toBe(201); // a correct one is read
+  });
+
+  it.each([
+    ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
+    ['an unknown method', 'FROB /health HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+    ['Content-Length with Transfer-Encoding', 'POST /items HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
+    ['a NUL in a header value', 'GET /health HTTP/1.1\r\nHost: x\r\nX-Test: a\u0000b\r\n\r\n', 400],
+    ['headers past the size limit', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    ['an HTTP/1.1 request without Host', 'GET /health HTTP/1.1\r\nConnection: close\r\n\r\n', 400],
+  ])('%s is answered in the envelope with a request id', async (_name, bytes, status) => {
+    const res = await rawRequest(t.url, bytes);
+    expect(res.status).toBe(status);
+    expect(res.headers).toMatch(/^content-type: application\/json/im);
+    expect(res.headers).toMatch(/^x-request-id: \S+/im);
+    expect(JSON.parse(res.body)).toEqual({ error: { code: 'invalid_request', message: expect.any(String) } });
+  });
+
+  it.each([
+    ['/items?limit=0x10', 'limit'],
+    ['/items?limit=%205', 'limit'],
+    ['/items?limit=5.0', 'limit'],
+    ['/items?limit=%2B5', 'limit'],
+    ['/search?q=a&offset=1e3', 'offset'],
+    ['/search?q=a&limit=', 'limit'],
+    ['/keys?limit=1e1', 'limit'],
+    ['/items?since=2024-01-01T00:00:00', 'since'],
+    ['/items?until=2024-01-01', 'until'],
+    ['/items?since=2024-02-30T00:00:00Z', 'since'],
+  ])('lenient query values are refused: %s', async (path, field) => {
+    expect(badFields(await t.http.get(path).set(bearer(admin)))).toEqual([field]);
+  });
+
+  it('strict values still work, and a body timestamp needs a zone too', async () => {
+    await t.http.get('/items?limit=5&since=2024-01-01T00:00:00%2B02:00').set(bearer(admin)).expect(200);
+    await t.http.get('/search?q=kept&limit=5&offset=0').set(bearer(admin)).expect(200);
+    expect(badFields(await post('/items', { type: 'core.note', timestamp: '2024-01-01T00:00:00' }))).toEqual(['timestamp']);
+    expect(badFields(await t.http.patch(`/items/${itemId}`).set(bearer(admin)).send({ version: 2 ** 31 }))).toEqual(['version']);
+    expect(badFields(await t.http.get(`/items/${itemId}/versions?before=99999999999`).set(bearer(admin)))).toEqual(['before']);
+  });
+
+  it('a refused body or URL from a caller without credentials is still 401 first', async () => {
+    expectError(await t.http.post('/items').send({ type: 'core.note', properties: { title: '\u0000' } }), 401, 'unauthorized');
+    expectError(await t.http.get('/search?q=%00'), 401, 'unauthorized');
+  });
+});
