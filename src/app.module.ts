@@ -22,6 +22,11 @@ import { TypesModule } from './types/types.module';
 import { EdgesModule } from './edges/edges.module';
 import { BlobsModule } from './blobs/blobs.module';
 import { SearchModule } from './search/search.module';
+import { CryptoModule } from './crypto/crypto.module';
+import { JobsModule } from './jobs/jobs.module';
+import { OutboxModule } from './events/outbox.module';
+import { EventsModule } from './events/events.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({})
 export class AppModule {
@@ -33,6 +38,9 @@ export class AppModule {
         LoggerModule.forRoot(loggerParams(logger)),
         TypeOrmModule.forRoot(dataSourceOptions(config)),
         RedisModule,
+        CryptoModule,
+        JobsModule,
+        OutboxModule,
         AuthModule,
         RateLimitModule,
         OpenApiModule,
@@ -44,6 +52,8 @@ export class AppModule {
         EdgesModule,
         BlobsModule,
         SearchModule,
+        WebhooksModule,
+        EventsModule,
       ],
       controllers: [HealthController],
       providers: [{ provide: APP_FILTER, useClass: EnvelopeExceptionFilter }],

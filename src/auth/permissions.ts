@@ -18,6 +18,14 @@ export function isAdmin(p: Principal): boolean {
   return p.role === 'admin';
 }
 
+/**
+ * The same credential seeing the whole tenant: for what the service records on its own
+ * account (an event's full subject), never for answering the caller.
+ */
+export function tenantWide(p: Principal): Principal {
+  return { ...p, role: 'admin' };
+}
+
 /** `type` is a TypeRef wherever an item's type is checked, so `parent.*` grants cover subtypes. */
 export function canType(p: Principal, type: string | TypeRef, access: Access): boolean {
   return isAdmin(p) || allows(p.typePerms, type, access);

@@ -88,12 +88,56 @@ export class AppConfig {
   @IsString()
   BLOB_DIR = './data/blobs';
 
+  /** Delays between a webhook delivery's attempts (src/webhooks): after the first attempt
+   *  fails, one more attempt per entry; after the last the delivery is `failed`. */
+  @Matches(/^\s*\d+(ms|s|m|h|d)\s*(,\s*\d+(ms|s|m|h|d)\s*){0,19}$/, { message: 'must be a comma list of durations such as 30s,2m,1h' })
+  WEBHOOK_RETRY_SCHEDULE = '30s,2m,10m,1h,6h,24h,72h';
+
+  /** Whether webhooks may target private, loopback or link-local addresses and plain http
+   *  (local development). Off by default in production. */
+  @IsOptional() @bool() @IsBoolean()
+  WEBHOOK_ALLOW_PRIVATE_TARGETS?: boolean;
+
+  /** How long a webhook receiver has to answer one attempt. */
+  @int() @IsInt() @Min(100) @Max(120_000)
+  WEBHOOK_TIMEOUT_MS = 10_000;
+
+  /** How often each instance looks for deliveries that are due but not queued (after a Redis
+   *  loss or a crash): the delay a lost retry can suffer beyond its schedule. */
+  @Matches(/^\d+(ms|s|m)$/, { message: 'must be a duration such as 10s' })
+  WEBHOOK_SWEEP_INTERVAL = '10s';
+
+  /** Days events stay in the outbox for `Last-Event-ID` replay (src/events). */
+  @int() @IsInt() @Min(1) @Max(365)
+  EVENT_RETENTION_DAYS = 7;
+
+  /** Seconds between heartbeat comments on an open event stream. */
+  @int() @IsInt() @Min(1) @Max(300)
+  EVENTS_HEARTBEAT_SECONDS = 15;
+
+  /** 32 bytes, base64 or hex: the key that encrypts webhook secrets (src/crypto). Required in
+   *  production; elsewhere one is generated and kept in the database when unset. */
+  @IsOptional() @Matches(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/, { message: 'must be 32 bytes as 64 hex digits or base64' })
+  SVC_ENCRYPTION_KEY?: string;
+
   get baseUrl(): string {
     return (this.SVC_BASE_URL ?? `http://localhost:${this.PORT}`).replace(/\/+$/, '');
   }
 
   get isProduction(): boolean {
     return this.NODE_ENV === 'production';
+  }
+
+  get allowPrivateWebhookTargets(): boolean {
+    return this.WEBHOOK_ALLOW_PRIVATE_TARGETS ?? !this.isProduction;
+  }
+
+  get webhookRetryDelaysMs(): number[] {
+    return this.WEBHOOK_RETRY_SCHEDULE.split(',').map((d) => durationMs(d.trim()));
+  }
+
+  get webhookSweepIntervalMs(): number {
+    return durationMs(this.WEBHOOK_SWEEP_INTERVAL);
   }
 
   /**
@@ -112,11 +156,19 @@ export class AppConfig {
   }
 }
 
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `30s`, `2m`, `500ms` → milliseconds (the format is checked by the decorators above). */
+export function durationMs(text: string): number {
+  const [, n, unit] = /^(\d+)(ms|s|m|h|d)$/.exec(text)!;
+  return Number(n) * UNIT_MS[unit];
+}
+
 export class ConfigError extends Error {}
 
 /** Builds the config from an environment; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
-  const known = Object.keys(new AppConfig()).concat(['SVC_BASE_URL']);
+  const known = Object.keys(new AppConfig()).concat(['SVC_BASE_URL', 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 'SVC_ENCRYPTION_KEY']);
   const raw: Record<string, unknown> = {};
   for (const name of known) {
     const value = env[name];
@@ -124,6 +176,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   }
   const config = Object.assign(new AppConfig(), plainToInstance(AppConfig, raw, { exposeDefaultValues: true }));
   const errors = validateSync(config, { skipMissingProperties: false });
+  if (!errors.length && config.isProduction && !config.SVC_ENCRYPTION_KEY) {
+    throw new ConfigError('invalid configuration: SVC_ENCRYPTION_KEY is required when NODE_ENV=production');
+  }
   if (errors.length > 0) {
     const first = errors[0];
     // The type check speaks first: "PORT=x must be an integer", not "must not be greater than".

@@ -17,6 +17,7 @@ import { isId, newId } from '../common/ids';
 import { decodeCursor, encodeCursor } from '../common/pagination';
 import { isDottedName, patternToSql } from '../common/type-pattern';
 import { validationError } from '../common/validation';
+import { Outbox } from '../events/outbox';
 import { TypeCatalog, TypesService } from '../types/types.service';
 import {
   assertEdgeWrite,
@@ -65,6 +66,7 @@ export class EdgesService {
     @InjectDataSource() private readonly db: DataSource,
     private readonly edgeTypes: EdgeTypesService,
     private readonly types: TypesService,
+    private readonly outbox: Outbox,
   ) {}
 
   /** POST /edges. */
@@ -103,7 +105,9 @@ export class EdgesService {
       assertEdgeWrite(p, edge.edge_type);
       assertSourceWrite(p, types.ref(edge.source_type));
       await m.query(`DELETE FROM edges WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
-      return toEdgeResponse(edge);
+      const deleted = toEdgeResponse(edge);
+      await this.outbox.record(m, p, 'edge.deleted', { edge_type: edge.edge_type, source_type: edge.source_type, target_type: edge.target_type }, { edge: deleted });
+      return deleted;
     });
   }
 
@@ -303,7 +307,12 @@ export class EdgesService {
       throw edgeErrors.duplicate(et.name, source.id, missing, winner?.id);
     }
     const order = new Map(fresh.map((id, i) => [id, i]));
-    return rows.sort((a, b) => order.get(a.target_id)! - order.get(b.target_id)!).map(toEdgeResponse);
+    const created = rows.sort((a, b) => order.get(a.target_id)! - order.get(b.target_id)!).map(toEdgeResponse);
+    const targetType = new Map(targets.map((t) => [t.id, t.type]));
+    for (const edge of created) {
+      await this.outbox.record(m, p, 'edge.created', { edge_type: et.name, source_type: source.type, target_type: targetType.get(edge.target_id)! }, { edge });
+    }
+    return created;
   }
 
   /**

@@ -10,12 +10,13 @@ import { plainToInstance } from 'class-transformer';
 import { validate as classValidate } from 'class-validator';
 import { isDeepStrictEqual } from 'node:util';
 import { DataSource, EntityManager } from 'typeorm';
-import { canEdgeType, canExtension, canMetadata } from '../auth/permissions';
+import { canEdgeType, canExtension, canMetadata, tenantWide } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { BlobsService } from '../blobs/blobs.service';
 import type { FetchedOutgoingEdge } from '../edges/edge-rules';
 import { EdgesService } from '../edges/edges.service';
+import { Outbox } from '../events/outbox';
 import { newId } from '../common/ids';
 import { inputIssues } from '../common/input-policy';
 import { decodeCursor, encodeCursor } from '../common/pagination';
@@ -74,6 +75,7 @@ export class ItemsService {
     private readonly types: TypesService,
     private readonly edges: EdgesService,
     private readonly blobs: BlobsService,
+    private readonly outbox: Outbox,
   ) {}
 
   // ---------------------------------------------------------------- writes
@@ -156,7 +158,7 @@ export class ItemsService {
       if (!existing) throw new Error('natural key conflict without a row');
       return { row: await this.upsertExisting(m, p, existing, dto, type, mode), created: false };
     }
-    await this.recordVersion(m, p, rows[0]);
+    await this.recordChange(m, p, rows[0]);
     if (dto.edges) await this.edges.createMany(m, p, rows[0], dto.edges);
     return { row: rows[0], created: true };
   }
@@ -446,15 +448,24 @@ export class ItemsService {
         WHERE tenant_id = $1 AND id = $2 RETURNING ${ITEM_COLUMNS}`,
       [current.tenant_id, current.id, ...columns.map((c) => (changes as Record<string, unknown>)[c])],
     );
-    await this.recordVersion(m, p, rows[0]);
+    await this.recordChange(m, p, rows[0], current);
     return rows[0];
   }
 
-  private async recordVersion(m: EntityManager, p: Principal, row: ItemRow): Promise<void> {
+  /**
+   * What every change of an item leaves behind, in its transaction: the revision, and the
+   * event (`item.created`; `item.state_changed` when the state moved, else `item.updated`),
+   * whose item carries every extension and tag: each receiver gets its own view of it.
+   */
+  private async recordChange(m: EntityManager, p: Principal, row: ItemRow, before?: ItemRow): Promise<void> {
     await m.query(
       `INSERT INTO item_versions (tenant_id, item_id, version, snapshot, changed_by, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
       [row.tenant_id, row.id, row.version, row, p.credentialId, row.updated_at],
     );
+    const name = !before ? 'item.created' : before.state !== row.state ? 'item.state_changed' : 'item.updated';
+    const everything = tenantWide(p);
+    const edges = await this.edges.outgoingFor(everything, [row.id], m);
+    await this.outbox.record(m, p, name, { item_type: row.type }, { item: toItem(everything, row, edges.get(row.id)) });
   }
 
   private async present(p: Principal, row: ItemRow): Promise<Item> {

@@ -7,7 +7,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../common/api-error';
-import { newId } from '../common/ids';
+import { isId, newId } from '../common/ids';
 import { decodeCursor, encodeCursor } from '../common/pagination';
 import type { Principal, Resolution } from '../auth/principal';
 import { TenantEntity } from '../tenants/tenant.entity';
@@ -38,6 +38,26 @@ export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyRespon
   };
 }
 
+const PRINCIPAL_SELECT = `
+  SELECT k.tenant_id, k.id, k.role, k.source, k.default_tier, k.type_permissions, k.extension_permissions,
+         k.edge_permissions, k.key_hash, k.revoked_at, t.is_root
+    FROM api_keys k JOIN tenants t ON t.id = k.tenant_id`;
+
+function toPrincipal(row: Record<string, any>): Principal {
+  return {
+    tenantId: row.tenant_id,
+    credentialId: row.id,
+    kind: 'api_key',
+    role: row.role,
+    isRootTenant: row.is_root,
+    source: row.source,
+    defaultTier: row.default_tier,
+    typePerms: row.type_permissions,
+    extensionPerms: row.extension_permissions,
+    edgePerms: row.edge_permissions,
+  };
+}
+
 @Injectable()
 export class KeysService {
   constructor(
@@ -49,36 +69,38 @@ export class KeysService {
   async resolve(token: string): Promise<Resolution> {
     if (!token.startsWith(API_KEY_PREFIX)) return { error: 'unauthorized' };
     const hash = hashSecret(token);
-    const generation = await this.cache.generation();
-    let principal = this.cache.get(hash, generation);
-    if (principal === undefined) {
-      const rows: Array<ApiKeyEntity & { is_root: boolean; key_hash: string }> = await this.db.query(
-        `SELECT k.tenant_id, k.id, k.role, k.source, k.default_tier, k.type_permissions, k.extension_permissions,
-                k.edge_permissions, k.key_hash, k.revoked_at, t.is_root
-           FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-          WHERE k.key_hash = $1`,
-        [hash],
-      );
-      const row = rows[0] as unknown as Record<string, any> | undefined;
-      principal =
-        row && !row.revoked_at && digestsEqual(row.key_hash, hash)
-          ? {
-              tenantId: row.tenant_id,
-              credentialId: row.id,
-              kind: 'api_key',
-              role: row.role,
-              isRootTenant: row.is_root,
-              source: row.source,
-              defaultTier: row.default_tier,
-              typePerms: row.type_permissions,
-              extensionPerms: row.extension_permissions,
-              edgePerms: row.edge_permissions,
-            }
-          : null;
-      // Unknown hashes are not cached: a flood of random tokens must not evict real keys.
-      if (row) this.cache.set(hash, principal, generation);
-    }
+    const principal = await this.cached(hash, async () => {
+      const [row] = await this.db.query(`${PRINCIPAL_SELECT} WHERE k.key_hash = $1`, [hash]);
+      return row && !row.revoked_at && digestsEqual(row.key_hash, hash) ? toPrincipal(row) : row ? null : undefined;
+    });
     return principal ? { principal } : { error: 'unauthorized' };
+  }
+
+  /**
+   * The principal of a key by its id as it is now, or null once it is revoked or gone: for
+   * work done later on a credential's behalf (webhook fan-out, event streams), so a key
+   * revoked or narrowed since stops receiving. Cached like `resolve`.
+   */
+  async principalById(tenantId: string, id: string): Promise<Principal | null> {
+    if (!isId(id)) return null;
+    const principal = await this.cached(`id:${tenantId}:${id}`, async () => {
+      const [row] = await this.db.query(`${PRINCIPAL_SELECT} WHERE k.tenant_id = $1 AND k.id = $2`, [tenantId, id]);
+      return row ? (row.revoked_at ? null : toPrincipal(row)) : undefined;
+    });
+    return principal ?? null;
+  }
+
+  /**
+   * A cached lookup under the current key generation. `load` answers undefined for a row that
+   * does not exist: unknown hashes are not cached, so a flood of random tokens cannot evict real keys.
+   */
+  private async cached(cacheKey: string, load: () => Promise<Principal | null | undefined>): Promise<Principal | null | undefined> {
+    const generation = await this.cache.generation();
+    const hit = this.cache.get(cacheKey, generation);
+    if (hit !== undefined) return hit;
+    const principal = await load();
+    if (principal !== undefined) this.cache.set(cacheKey, principal, generation);
+    return principal;
   }
 
   /**

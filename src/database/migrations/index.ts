@@ -9,6 +9,7 @@ import { SearchStorage1732300000600 } from './1732300000600-search-storage';
 import { SearchCommonGrams1732300000700 } from './1732300000700-search-common-grams';
 import { SearchTenantScopedIndex1732300000800 } from './1732300000800-search-tenant-scoped-index';
 import { SearchFrequentWordGrams1732300000900 } from './1732300000900-search-frequent-word-grams';
+import { EventsAndWebhooks1732300001000 } from './1732300001000-events-and-webhooks';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -21,4 +22,5 @@ export const migrations = [
   SearchCommonGrams1732300000700,
   SearchTenantScopedIndex1732300000800,
   SearchFrequentWordGrams1732300000900,
+  EventsAndWebhooks1732300001000,
 ];

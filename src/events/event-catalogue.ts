@@ -1,0 +1,81 @@
+/**
+ * The event catalogue: every event name, what its body carries, and who may receive it.
+ * One place decides both for webhooks and for the event stream:
+ * - `audience` says what a reader must be able to read (the item's type; for an edge, the
+ *   edge type and both items' types), checked with the credential's permissions at fan-out;
+ * - `renderBody` is the exact JSON a receiver gets, with the extension namespaces (and, for
+ *   OAuth tokens without `metadata:read`, the tags) it may not read left out.
+ */
+import { canEdgeType, canExtension, canMetadata, canType } from '../auth/permissions';
+import type { Principal } from '../auth/principal';
+import { matchesPattern } from '../common/type-pattern';
+import type { Item } from '../items/item.model';
+import type { TypeCatalog } from '../types/types.service';
+
+export const EVENT_NAMES = [
+  'item.created',
+  'item.updated',
+  'item.state_changed',
+  'item.deleted',
+  'edge.created',
+  'edge.deleted',
+] as const;
+export type EventName = (typeof EVENT_NAMES)[number];
+
+export type Audience = { item_type: string } | { edge_type: string; source_type: string; target_type: string };
+
+export interface EdgeEventBody {
+  id: string;
+  type: string;
+  source_id: string;
+  target_id: string;
+  properties: Record<string, unknown>;
+  created_at: string;
+}
+
+/** What the outbox stores: the full subject; each receiver gets its own view of it. */
+export type EventSubject = { item: Item } | { edge: EdgeEventBody };
+
+export interface StoredEvent {
+  tenant_id: string;
+  id: string;
+  seq: string;
+  name: EventName;
+  audience: Audience;
+  payload: EventSubject;
+  created_at: string;
+}
+
+/** An events row as StoredEvent (seq as text: a bigint). */
+export const EVENT_COLUMNS = `tenant_id, id, seq::text AS seq, name, audience, payload,
+  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at`;
+
+/** The names a registration's `events` patterns select (`*`, `item.*`, `edge.created`). */
+export function isEventPattern(pattern: string): boolean {
+  return EVENT_NAMES.some((name) => matchesPattern(pattern, name));
+}
+
+/** Whether a subscription (its `events` and `type_filter`) selects this event. */
+export function selects(events: readonly string[], typeFilter: readonly string[] | null, e: StoredEvent, types: TypeCatalog): boolean {
+  if (!events.some((pattern) => matchesPattern(pattern, e.name))) return false;
+  if (!typeFilter?.length || !('item_type' in e.audience)) return true; // type_filter limits item events only
+  const ref = types.ref(e.audience.item_type);
+  return typeFilter.some((pattern) => matchesPattern(pattern, ref));
+}
+
+/** Whether this credential may read what the event is about. */
+export function mayReceive(p: Principal, e: StoredEvent, types: TypeCatalog): boolean {
+  const a = e.audience;
+  if ('item_type' in a) return canType(p, types.ref(a.item_type), 'read');
+  return canEdgeType(p, a.edge_type, 'read') && canType(p, types.ref(a.source_type), 'read') && canType(p, types.ref(a.target_type), 'read');
+}
+
+/** The body a receiver with this principal gets: `{event, item}` or `{event, edge}`, as JSON text. */
+export function renderBody(p: Principal, e: StoredEvent): string {
+  if ('edge' in e.payload) return JSON.stringify({ event: e.name, edge: e.payload.edge });
+  const { tags, extensions, ...item } = e.payload.item;
+  const visible: Item = { ...item, extensions: {} };
+  for (const [ns, value] of Object.entries(extensions)) if (canExtension(p, ns, 'read')) visible.extensions[ns] = value;
+  if (canMetadata(p, 'read')) visible.tags = tags;
+  return JSON.stringify({ event: e.name, item: visible });
+}

@@ -1,0 +1,174 @@
+/**
+ * Server-sent events (`GET /events`): every instance subscribes to the relay's Redis channel
+ * and writes each event to its own open streams of that tenant, filtered like webhooks
+ * (`events`, `type_filter`) and by what the stream's credential may read now; a credential
+ * revoked since is disconnected at the next check (every CREDENTIAL_CHECK_MS).
+ *
+ * Resuming: with `Last-Event-ID` the stream first replays the tenant's later events from the
+ * outbox (kept EVENT_RETENTION_DAYS), while live events wait, then goes live without gaps or
+ * repeats. An id the outbox no longer has (too old, or unknown) is answered with a
+ * `stream.reset` event before going live, so the client knows to resynchronise.
+ */
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { FastifyReply } from 'fastify';
+import { DataSource } from 'typeorm';
+import type { Principal } from '../auth/principal';
+import { isId } from '../common/ids';
+import { AppConfig } from '../config/app-config';
+import { KeysService } from '../keys/keys.service';
+import { RedisPubSub } from '../redis/redis.module';
+import { TypesService } from '../types/types.service';
+import { EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from './event-catalogue';
+
+const CHANNEL = 'events';
+const REPLAY_PAGE = 500;
+const CREDENTIAL_CHECK_MS = 2000;
+/** A client this far behind is disconnected; it can resume with Last-Event-ID. */
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+const SEEN_IDS = 2000;
+
+export interface StreamFilter {
+  events: string[];
+  typeFilter: string[] | null;
+}
+
+interface Subscriber {
+  principal: Principal;
+  filter: StreamFilter;
+  reply: FastifyReply;
+  /** Live events held back while the replay runs. */
+  held: StoredEvent[] | null;
+  /** Ids written lately: an event can arrive both by replay and live, or twice live. */
+  seen: Set<string>;
+}
+
+@Injectable()
+export class EventStream implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Events');
+  private readonly subscribers = new Set<Subscriber>();
+  private timers: NodeJS.Timeout[] = [];
+  /** Live events are handled one after another, so each stream sees them in arrival order. */
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+    private readonly pubsub: RedisPubSub,
+    private readonly keys: KeysService,
+    private readonly types: TypesService,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.pubsub.subscribe(CHANNEL, (message) => {
+      const events = JSON.parse(message) as StoredEvent[];
+      this.chain = this.chain.then(() => this.dispatch(events)).catch((err: unknown) => this.logger.warn({ err }, 'event stream dispatch failed'));
+    });
+    const heartbeat = setInterval(() => this.subscribers.forEach((s) => this.write(s, ': heartbeat\n\n')), this.config.EVENTS_HEARTBEAT_SECONDS * 1000);
+    const credentials = setInterval(() => void this.recheckCredentials(), CREDENTIAL_CHECK_MS);
+    this.timers = [heartbeat, credentials];
+    this.timers.forEach((t) => t.unref());
+  }
+
+  /** Before the HTTP server closes, which would otherwise wait for every open stream. */
+  beforeApplicationShutdown(): void {
+    this.timers.forEach(clearInterval);
+    for (const s of this.subscribers) this.close(s);
+  }
+
+  /** Called by the relay with each dispatched batch. */
+  async publish(events: StoredEvent[]): Promise<void> {
+    await this.pubsub.publish(CHANNEL, JSON.stringify(events));
+  }
+
+  /** Takes over the response: headers, replay after `lastEventId`, then live events until the client leaves. */
+  async open(principal: Principal, filter: StreamFilter, lastEventId: string | undefined, reply: FastifyReply): Promise<void> {
+    const sub: Subscriber = { principal, filter, reply, held: lastEventId ? [] : null, seen: new Set() };
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      ...(reply.getHeaders() as Record<string, string>),
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
+    reply.raw.on('close', () => this.subscribers.delete(sub));
+    this.subscribers.add(sub);
+    this.write(sub, 'retry: 3000\n\n');
+    if (lastEventId === undefined) return;
+    try {
+      await this.replay(sub, lastEventId);
+    } finally {
+      const held = sub.held ?? [];
+      sub.held = null;
+      await this.send(sub, held);
+    }
+  }
+
+  private async replay(sub: Subscriber, lastEventId: string): Promise<void> {
+    const tenantId = sub.principal.tenantId;
+    const [from] = isId(lastEventId)
+      ? await this.db.query(`SELECT seq::text AS seq FROM events WHERE tenant_id = $1 AND id = $2`, [tenantId, lastEventId])
+      : [];
+    if (!from) {
+      const reason = { reason: 'last_event_id_unknown', message: 'Events after this id are no longer kept (or it was never issued); resynchronise, then follow the live stream' };
+      this.write(sub, `event: stream.reset\ndata: ${JSON.stringify(reason)}\n\n`);
+      return;
+    }
+    for (let after: string = from.seq; ; ) {
+      const page: StoredEvent[] = await this.db.query(
+        `SELECT ${EVENT_COLUMNS} FROM events
+          WHERE tenant_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT ${REPLAY_PAGE}`,
+        [tenantId, after],
+      );
+      await this.send(sub, page);
+      if (page.length < REPLAY_PAGE || !this.subscribers.has(sub)) return;
+      after = page[page.length - 1].seq;
+    }
+  }
+
+  private async dispatch(events: StoredEvent[]): Promise<void> {
+    for (const sub of this.subscribers) {
+      const mine = events.filter((e) => e.tenant_id === sub.principal.tenantId);
+      if (!mine.length) continue;
+      if (sub.held) sub.held.push(...mine);
+      else await this.send(sub, mine);
+    }
+  }
+
+  private async send(sub: Subscriber, events: StoredEvent[]): Promise<void> {
+    if (!events.length) return;
+    const types = await this.types.catalog(sub.principal.tenantId);
+    for (const e of events) {
+      if (sub.seen.has(e.id) || !selects(sub.filter.events, sub.filter.typeFilter, e, types) || !mayReceive(sub.principal, e, types)) continue;
+      sub.seen.add(e.id);
+      if (sub.seen.size > SEEN_IDS) sub.seen.delete(sub.seen.values().next().value!);
+      this.write(sub, `id: ${e.id}\nevent: ${e.name}\ndata: ${renderBody(sub.principal, e)}\n\n`);
+    }
+  }
+
+  private write(sub: Subscriber, text: string): void {
+    const res = sub.reply.raw;
+    if (res.destroyed || res.writableEnded) return;
+    if (res.writableLength > MAX_BUFFERED_BYTES) return this.close(sub);
+    res.write(text);
+  }
+
+  /** A revoked credential's streams end; a narrowed one's get only what it may still read. */
+  private async recheckCredentials(): Promise<void> {
+    for (const sub of this.subscribers) {
+      try {
+        const now = await this.keys.principalById(sub.principal.tenantId, sub.principal.credentialId);
+        if (now) sub.principal = now;
+        else this.close(sub);
+      } catch {
+        // the next check decides; a database hiccup must not drop every stream
+      }
+    }
+  }
+
+  private close(sub: Subscriber): void {
+    this.subscribers.delete(sub);
+    sub.reply.raw.end();
+  }
+}

@@ -1,0 +1,62 @@
+import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiProduces, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { IsOptional, IsString, MaxLength } from 'class-validator';
+import type { FastifyReply } from 'fastify';
+import { Caller } from '../auth/decorators';
+import type { Principal } from '../auth/principal';
+import { isPattern } from '../common/type-pattern';
+import { FieldIssue, validationError } from '../common/validation';
+import { ApiErrors } from '../openapi/api-errors.decorator';
+import { EVENT_NAMES, isEventPattern } from './event-catalogue';
+import { EventStream, StreamFilter } from './event-stream';
+
+export class EventStreamQuery {
+  @ApiPropertyOptional({ description: `Comma list of event names or patterns (${EVENT_NAMES.join(', ')}); default \`*\``, example: 'item.*,edge.created' })
+  @IsOptional() @IsString() @MaxLength(2000)
+  events?: string;
+
+  @ApiPropertyOptional({ description: 'Comma list of type patterns limiting item events', example: 'core.note,acme.*' })
+  @IsOptional() @IsString() @MaxLength(2000)
+  type_filter?: string;
+}
+
+function parseFilter(q: EventStreamQuery): StreamFilter {
+  const list = (v: string | undefined) => v?.split(',').map((s) => s.trim()).filter(Boolean);
+  const events = list(q.events) ?? ['*'];
+  const typeFilter = list(q.type_filter) ?? null;
+  const issues: FieldIssue[] = [];
+  if (!events.length || !events.every((p) => isPattern(p) && isEventPattern(p))) {
+    issues.push({ field: 'events', message: `must list event names (${EVENT_NAMES.join(', ')}), patterns such as "item.*", or "*"` });
+  }
+  if (typeFilter && !typeFilter.every(isPattern)) issues.push({ field: 'type_filter', message: 'must list type names or patterns such as "acme.*"' });
+  if (issues.length) throw validationError(issues);
+  return { events, typeFilter };
+}
+
+@ApiTags('events')
+@ApiBearerAuth()
+@Controller('events')
+export class EventsController {
+  constructor(private readonly stream: EventStream) {}
+
+  @Get()
+  @ApiOperation({
+    summary: 'Server-sent event stream of the tenant\'s events',
+    description:
+      'Each event: `id:` (send it back as Last-Event-ID to resume), `event:` the event name, `data:` the same JSON body a webhook gets. ' +
+      'Filtered by `events`, `type_filter` and what the credential may read. A comment line every 15 s keeps the connection alive. ' +
+      'After an unknown or expired Last-Event-ID the stream starts with a `stream.reset` event. A revoked credential\'s stream is closed.',
+  })
+  @ApiProduces('text/event-stream')
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event id' })
+  @ApiOkResponse({ description: 'text/event-stream' })
+  @ApiErrors(400, 401, 429)
+  async open(
+    @Caller() caller: Principal,
+    @Query() q: EventStreamQuery,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    await this.stream.open(caller, parseFilter(q), lastEventId || undefined, reply);
+  }
+}

@@ -1,0 +1,20 @@
+/**
+ * Events: the relay that moves committed outbox events (outbox.ts, in OutboxModule) to webhook
+ * deliveries and to the server-sent event stream `GET /events` on every instance, and the
+ * retention janitor. The event names and who may receive what are in event-catalogue.ts.
+ */
+import { Module } from '@nestjs/common';
+import { KeysModule } from '../keys/keys.module';
+import { TypesModule } from '../types/types.module';
+import { WebhooksModule } from '../webhooks/webhooks.module';
+import { EventRelay } from './event-relay';
+import { EventStream } from './event-stream';
+import { EventsJanitor } from './events-janitor';
+import { EventsController } from './events.controller';
+
+@Module({
+  imports: [WebhooksModule, KeysModule, TypesModule],
+  controllers: [EventsController],
+  providers: [EventRelay, EventStream, EventsJanitor],
+})
+export class EventsModule {}

@@ -1,0 +1,44 @@
+/**
+ * Webhook secrets and signatures. One secret serves two verifier families:
+ * - SPEC 6.2 `X-Svc-Signature: t=<unix>,v1=<hex>`: HMAC-SHA256 keyed with the secret's text over
+ *   `<t>.<raw body>`; the same scheme as Stripe's, so `stripe.webhooks.constructEvent` verifies it.
+ * - Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`):
+ *   HMAC-SHA256 over `<id>.<t>.<raw body>` keyed with the base64 part of a `whsec_` secret
+ *   (a secret of another form is used as raw bytes, the libraries' `format: "raw"`).
+ * Every attempt is signed afresh, so a retry carries its own timestamp.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+
+export const SECRET_PREFIX = 'whsec_';
+
+/** The associated data that binds a sealed secret to its webhook. */
+export const secretAad = (tenantId: string, webhookId: string) => `webhook:${tenantId}:${webhookId}`;
+
+export function generateSecret(): string {
+  return SECRET_PREFIX + randomBytes(32).toString('base64');
+}
+
+function standardKey(secret: string): Buffer {
+  const b64 = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : undefined;
+  if (b64 !== undefined && /^[A-Za-z0-9+/]+={0,2}$/.test(b64)) return Buffer.from(b64, 'base64');
+  return Buffer.from(secret, 'utf8');
+}
+
+export interface SignedHeaders {
+  'X-Svc-Signature': string;
+  'webhook-id': string;
+  'webhook-timestamp': string;
+  'webhook-signature': string;
+}
+
+export function signDelivery(secret: string, eventId: string, body: string, unixSeconds: number): SignedHeaders {
+  const t = String(unixSeconds);
+  const svc = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
+  const standard = createHmac('sha256', standardKey(secret)).update(`${eventId}.${t}.${body}`).digest('base64');
+  return {
+    'X-Svc-Signature': `t=${t},v1=${svc}`,
+    'webhook-id': eventId,
+    'webhook-timestamp': t,
+    'webhook-signature': `v1,${standard}`,
+  };
+}

@@ -1,0 +1,19 @@
+import { isPublicAddress, urlProblem } from './target-policy';
+
+describe('webhook target policy', () => {
+  it.each(['93.184.216.34', '8.8.8.8', '2606:4700::1111'])('treats %s as public', (a) => expect(isPublicAddress(a)).toBe(true));
+
+  it.each([
+    '127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
+    '255.255.255.255', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1',
+  ])('treats %s as not public', (a) => expect(isPublicAddress(a)).toBe(false));
+
+  it('wants https unless private targets are allowed, and no credentials in the URL', () => {
+    expect(urlProblem('https://example.com/hook', false)).toBeUndefined();
+    expect(urlProblem('http://example.com/hook', false)).toMatch(/https/);
+    expect(urlProblem('http://127.0.0.1:9/hook', true)).toBeUndefined();
+    expect(urlProblem('ftp://example.com/', true)).toMatch(/https/);
+    expect(urlProblem('not a url', true)).toMatch(/absolute/);
+    expect(urlProblem('https://user:pw@example.com/', true)).toMatch(/credentials/);
+  });
+});

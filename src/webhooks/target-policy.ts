@@ -1,0 +1,69 @@
+/**
+ * Where webhooks may send (SSRF): HTTPS to public addresses. Unless private targets are
+ * allowed (WEBHOOK_ALLOW_PRIVATE_TARGETS, the default outside production), plain http and any
+ * address that is not public unicast (private, loopback, link-local and so cloud metadata,
+ * carrier-grade NAT, unique-local, multicast, reserved…) are refused. The check runs on every
+ * address a name resolves to, at registration and again at each delivery, inside the
+ * connection's own DNS lookup (`guardedLookup`), so a name that re-resolves to a private
+ * address later (DNS rebinding) is caught where it would be used. Redirects are not followed.
+ */
+import ipaddr from 'ipaddr.js';
+import { lookup as dnsLookup, LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+
+export function isPublicAddress(address: string): boolean {
+  let parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  return parsed.range() === 'unicast';
+}
+
+/** Why a URL may not be a webhook target (syntax and scheme only), or undefined. */
+export function urlProblem(text: string, allowPrivate: boolean): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return 'must be an absolute http(s) URL';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an https URL';
+  if (url.protocol === 'http:' && !allowPrivate) return 'must be an https URL (plain http is for local development only)';
+  if (url.username || url.password) return 'must not carry credentials';
+  if (text.length > 2048) return 'must be at most 2048 characters';
+  return undefined;
+}
+
+function hostOf(url: URL): string {
+  return url.hostname.replace(/^\[|\]$/g, '');
+}
+
+export class TargetRefused extends Error {}
+
+/** Resolves the URL's host and refuses it when any address is not public (unless allowed). */
+export async function assertTargetAddress(text: string, allowPrivate: boolean): Promise<void> {
+  const host = hostOf(new URL(text));
+  const addresses = isIP(host) ? [host] : (await lookupAll(host)).map((a) => a.address);
+  if (allowPrivate) return;
+  const blocked = addresses.find((a) => !isPublicAddress(a));
+  if (blocked) throw new TargetRefused(`resolves to ${blocked}, which is not a public address`);
+}
+
+function lookupAll(host: string): Promise<LookupAddress[]> {
+  return new Promise((resolve, reject) =>
+    dnsLookup(host, { all: true }, (err, addresses) => (err ? reject(new TargetRefused(`does not resolve (${err.code ?? err.message})`)) : resolve(addresses))),
+  );
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** A `lookup` for http.request that refuses non-public addresses at connection time. */
+export function guardedLookup(allowPrivate: boolean) {
+  return (hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, []);
+      const blocked = allowPrivate ? undefined : addresses.find((a) => !isPublicAddress(a.address));
+      if (blocked) return callback(new TargetRefused(`${hostname} resolves to ${blocked.address}, which is not a public address`), []);
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
+}

@@ -1,0 +1,87 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Caller, Requires } from '../auth/decorators';
+import type { Principal } from '../auth/principal';
+import { ParseIdPipe } from '../common/ids';
+import { PageQuery } from '../common/pagination';
+import { Idempotent } from '../idempotency/idempotent.decorator';
+import { ApiErrors } from '../openapi/api-errors.decorator';
+import {
+  CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, UpdateWebhookDto, WebhookList, WebhookResponse,
+} from './webhooks.dto';
+import { WebhooksService } from './webhooks.service';
+
+@ApiTags('webhooks')
+@ApiBearerAuth()
+@Controller('webhooks')
+export class WebhooksController {
+  constructor(private readonly webhooks: WebhooksService) {}
+
+  @Post()
+  @Idempotent()
+  @ApiOperation({
+    summary: 'Register a webhook',
+    description:
+      'Any credential may register one; it receives the selected events about what that credential may read. The `secret` (generated when omitted) appears only in this response.',
+  })
+  @ApiCreatedResponse({ type: WebhookResponse })
+  @ApiErrors(400, 401, 429)
+  create(@Caller() caller: Principal, @Body() dto: CreateWebhookDto): Promise<WebhookResponse> {
+    return this.webhooks.create(caller, dto);
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List webhooks, newest first: an admin sees the tenant\'s, other credentials those they registered' })
+  @ApiOkResponse({ type: WebhookList })
+  @ApiErrors(400, 401, 429)
+  list(@Caller() caller: Principal, @Query() page: PageQuery): Promise<WebhookList> {
+    return this.webhooks.list(caller, page);
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'Retrieve a webhook (never its secret)' })
+  @ApiOkResponse({ type: WebhookResponse })
+  @ApiErrors(400, 401, 404, 429)
+  get(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<WebhookResponse> {
+    return this.webhooks.get(caller, id);
+  }
+
+  @Patch(':id')
+  @ApiOperation({ summary: 'Change url, events, type_filter (null clears it) or disabled' })
+  @ApiOkResponse({ type: WebhookResponse })
+  @ApiErrors(400, 401, 404, 429)
+  update(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Body() dto: UpdateWebhookDto): Promise<WebhookResponse> {
+    return this.webhooks.update(caller, id, dto);
+  }
+
+  @Delete(':id')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Remove a webhook and its delivery history; answers the removed webhook' })
+  @ApiOkResponse({ type: WebhookResponse })
+  @ApiErrors(400, 401, 404, 429)
+  remove(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<WebhookResponse> {
+    return this.webhooks.remove(caller, id);
+  }
+
+  @Get(':id/deliveries')
+  @ApiOperation({ summary: 'Deliveries of a webhook, newest first, with every attempt\'s status code, duration and error; filter by `status`' })
+  @ApiOkResponse({ type: DeliveryList })
+  @ApiErrors(400, 401, 404, 429)
+  deliveries(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Query() q: DeliveriesQuery): Promise<DeliveryList> {
+    return this.webhooks.deliveries(caller, id, q);
+  }
+
+  @Post(':id/deliveries/:delivery_id/retry')
+  @HttpCode(202)
+  @Requires({ admin: true })
+  @ApiOperation({ summary: 'Attempt a delivery again now, whatever its state (admin); a failed delivery that fails again stays failed' })
+  @ApiAcceptedResponse({ type: DeliveryResponse })
+  @ApiErrors(400, 401, 403, 404, 429)
+  retry(
+    @Caller() caller: Principal,
+    @Param('id', ParseIdPipe) id: string,
+    @Param('delivery_id', ParseIdPipe) deliveryId: string,
+  ): Promise<DeliveryResponse> {
+    return this.webhooks.retry(caller, id, deliveryId);
+  }
+}

@@ -1,0 +1,121 @@
+import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy } from 'class-validator';
+import { PageQuery } from '../common/pagination';
+import { isPattern } from '../common/type-pattern';
+import { IsOptionalNonNull } from '../common/validation';
+import { EVENT_NAMES, isEventPattern } from '../events/event-catalogue';
+
+const IsEventPatterns = () =>
+  ValidateBy({
+    name: 'isEventPatterns',
+    validator: {
+      validate: (v: unknown) => Array.isArray(v) && v.every((p) => typeof p === 'string' && isPattern(p) && isEventPattern(p)),
+      defaultMessage: () => `must list event names (${EVENT_NAMES.join(', ')}), patterns such as "item.*", or "*"`,
+    },
+  });
+
+const IsTypePatterns = () =>
+  ValidateBy({
+    name: 'isTypePatterns',
+    validator: {
+      validate: (v: unknown) => Array.isArray(v) && v.every((p) => typeof p === 'string' && isPattern(p)),
+      defaultMessage: () => 'must list type names or patterns such as "core.note", "acme.*" or "*"',
+    },
+  });
+
+const EVENTS_DOC: ApiPropertyOptions = { type: [String], example: ['item.created', 'edge.*'], description: `Event names or patterns: ${EVENT_NAMES.join(', ')}; \`*\` for all` };
+const TYPE_FILTER_DOC: ApiPropertyOptions = { type: [String], nullable: true, example: ['core.note', 'acme.*'], description: 'Limits item events to these type patterns (subtypes included under `parent.*`); null or absent: every type' };
+
+export class CreateWebhookDto {
+  @ApiProperty({ example: 'https://example.com/hooks/svc', description: 'HTTPS target (plain http and private addresses only when WEBHOOK_ALLOW_PRIVATE_TARGETS)' })
+  @IsString() @MaxLength(2048)
+  url: string;
+
+  @ApiProperty(EVENTS_DOC)
+  @IsArray() @ArrayNotEmpty() @ArrayMaxSize(50) @IsEventPatterns()
+  events: string[];
+
+  @ApiPropertyOptional(TYPE_FILTER_DOC)
+  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsTypePatterns()
+  type_filter?: string[] | null;
+
+  @ApiPropertyOptional({ description: 'Signing secret, 16-256 printable characters without spaces; generated (`whsec_…`) when omitted. Returned only in this response.' })
+  @IsOptionalNonNull() @IsString() @Matches(/^[\x21-\x7e]{16,256}$/, { message: 'must be 16-256 printable ASCII characters without spaces' })
+  secret?: string;
+
+  @ApiPropertyOptional({ default: false, description: 'Registered but receives nothing' })
+  @IsOptionalNonNull() @IsBoolean()
+  disabled?: boolean;
+}
+
+export class UpdateWebhookDto {
+  @ApiPropertyOptional()
+  @IsOptionalNonNull() @IsString() @MaxLength(2048)
+  url?: string;
+
+  @ApiPropertyOptional(EVENTS_DOC)
+  @IsOptionalNonNull() @IsArray() @ArrayNotEmpty() @ArrayMaxSize(50) @IsEventPatterns()
+  events?: string[];
+
+  @ApiPropertyOptional(TYPE_FILTER_DOC)
+  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsTypePatterns()
+  type_filter?: string[] | null;
+
+  @ApiPropertyOptional()
+  @IsOptionalNonNull() @IsBoolean()
+  disabled?: boolean;
+}
+
+export class WebhookResponse {
+  @ApiProperty() id: string;
+  @ApiProperty() url: string;
+  @ApiProperty({ type: [String] }) events: string[];
+  @ApiProperty({ type: [String], nullable: true }) type_filter: string[] | null;
+  @ApiProperty() disabled: boolean;
+  @ApiPropertyOptional({ description: 'Only in the creation response' }) secret?: string;
+  @ApiProperty({ description: 'The credential that registered it; deliveries are what it may read' }) credential_id: string;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ format: 'date-time' }) updated_at: string;
+}
+
+export class WebhookList {
+  @ApiProperty({ type: [WebhookResponse] }) webhooks: WebhookResponse[];
+  @ApiProperty({ type: String, nullable: true }) next_cursor: string | null;
+}
+
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export class DeliveriesQuery extends PageQuery {
+  @ApiPropertyOptional({ enum: DELIVERY_STATUSES })
+  @IsOptional() @IsIn(DELIVERY_STATUSES)
+  status?: DeliveryStatus;
+}
+
+export class DeliveryAttempt {
+  @ApiProperty() attempt: number;
+  @ApiProperty({ description: 'The X-Svc-Delivery-Id it was sent with' }) id: string;
+  @ApiProperty({ type: Number, nullable: true, description: 'The receiver\'s HTTP status; null when none came back' }) status_code: number | null;
+  @ApiProperty() duration_ms: number;
+  @ApiProperty({ type: String, nullable: true }) error: string | null;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+}
+
+export class DeliveryResponse {
+  @ApiProperty() id: string;
+  @ApiProperty() webhook_id: string;
+  @ApiProperty() event: string;
+  @ApiProperty({ description: 'X-Svc-Event-Id: the same on every attempt' }) event_id: string;
+  @ApiProperty({ enum: DELIVERY_STATUSES }) status: DeliveryStatus;
+  @ApiProperty({ description: 'Attempts made so far' }) attempts: number;
+  @ApiProperty({ type: String, nullable: true, format: 'date-time' }) next_attempt_at: string | null;
+  @ApiProperty({ type: Number, nullable: true }) last_status_code: number | null;
+  @ApiProperty({ type: String, nullable: true }) last_error: string | null;
+  @ApiProperty({ type: [DeliveryAttempt] }) attempt_log: DeliveryAttempt[];
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+}
+
+export class DeliveryList {
+  @ApiProperty({ type: [DeliveryResponse] }) deliveries: DeliveryResponse[];
+  @ApiProperty({ type: String, nullable: true }) next_cursor: string | null;
+}

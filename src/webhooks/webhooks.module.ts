@@ -1,0 +1,21 @@
+/**
+ * Webhooks: registrations (`/webhooks`), fan-out of outbox events to per-webhook deliveries,
+ * signed delivery with retries on Bull and a sweeper beneath it, and the delivery log.
+ * Exports the fan-out, which the events relay runs for each batch of committed events.
+ */
+import { Module } from '@nestjs/common';
+import { KeysModule } from '../keys/keys.module';
+import { TypesModule } from '../types/types.module';
+import { WebhookDeliveryProcessor, WebhookDispatcher } from './webhook-dispatcher';
+import { WebhookFanout } from './webhook-fanout';
+import { WebhookSweeper } from './webhook-sweeper';
+import { WebhooksController } from './webhooks.controller';
+import { WebhooksService } from './webhooks.service';
+
+@Module({
+  imports: [KeysModule, TypesModule],
+  controllers: [WebhooksController],
+  providers: [WebhooksService, WebhookDispatcher, WebhookDeliveryProcessor, WebhookFanout, WebhookSweeper],
+  exports: [WebhookFanout, WebhookDispatcher],
+})
+export class WebhooksModule {}

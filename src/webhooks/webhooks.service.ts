@@ -1,0 +1,227 @@
+/**
+ * Owns webhook registrations and the reading side of their deliveries. A webhook belongs to
+ * the credential that registered it: that credential (or an admin of the tenant) sees and
+ * changes it, and it receives only what that credential may read (webhook-fanout.ts). Every
+ * statement is scoped by tenant_id; the secret is stored sealed (crypto/secret-box.ts) and
+ * returned only once, on creation.
+ */
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { isAdmin } from '../auth/permissions';
+import type { Principal } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { newId } from '../common/ids';
+import { decodeCursor, encodeCursor, PageQuery } from '../common/pagination';
+import { validationError } from '../common/validation';
+import { AppConfig } from '../config/app-config';
+import { SecretBox } from '../crypto/secret-box';
+import { generateSecret, secretAad } from './signature';
+import { assertTargetAddress, TargetRefused, urlProblem } from './target-policy';
+import { WebhookDispatcher } from './webhook-dispatcher';
+import {
+  CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, UpdateWebhookDto, WebhookList, WebhookResponse,
+} from './webhooks.dto';
+
+export interface WebhookRow {
+  tenant_id: string;
+  id: string;
+  url: string;
+  events: string[];
+  type_filter: string[] | null;
+  disabled: boolean;
+  secret_sealed: string;
+  credential_id: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const WEBHOOK_COLUMNS = 'tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, created_at, updated_at';
+
+const notFound = () => ApiError.notFound('webhook_not_found', 'No such webhook');
+
+function toResponse(r: WebhookRow, secret?: string): WebhookResponse {
+  return {
+    id: r.id,
+    url: r.url,
+    events: r.events,
+    type_filter: r.type_filter,
+    disabled: r.disabled,
+    ...(secret ? { secret } : {}),
+    credential_id: r.credential_id,
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+  };
+}
+
+interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  event: string;
+  event_id: string;
+  status: DeliveryResponse['status'];
+  attempts: number;
+  next_attempt_at: Date | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Date;
+  attempt_log: DeliveryResponse['attempt_log'];
+}
+
+function toDelivery(r: DeliveryRow): DeliveryResponse {
+  return {
+    id: r.id,
+    webhook_id: r.webhook_id,
+    event: r.event,
+    event_id: r.event_id,
+    status: r.status,
+    attempts: r.attempts,
+    next_attempt_at: r.status === 'pending' && r.next_attempt_at ? r.next_attempt_at.toISOString() : null,
+    last_status_code: r.last_status_code,
+    last_error: r.last_error,
+    attempt_log: r.attempt_log,
+    created_at: r.created_at.toISOString(),
+  };
+}
+
+@Injectable()
+export class WebhooksService {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly config: AppConfig,
+    private readonly secrets: SecretBox,
+    private readonly dispatcher: WebhookDispatcher,
+  ) {}
+
+  async create(p: Principal, dto: CreateWebhookDto): Promise<WebhookResponse> {
+    await this.assertTarget(dto.url);
+    const id = newId();
+    const secret = dto.secret ?? generateSecret();
+    const [row]: WebhookRow[] = await this.db.query(
+      `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${WEBHOOK_COLUMNS}`,
+      [p.tenantId, id, dto.url, dto.events, dto.type_filter?.length ? dto.type_filter : null, dto.disabled ?? false,
+        await this.secrets.seal(secret, secretAad(p.tenantId, id)), p.credentialId],
+    );
+    return toResponse(row, secret);
+  }
+
+  async list(p: Principal, page: PageQuery): Promise<WebhookList> {
+    const limit = page.limit ?? 50;
+    const after = decodeCursor(page.cursor);
+    const rows: WebhookRow[] = await this.db.query(
+      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks
+        WHERE tenant_id = $1 AND ($2::text IS NULL OR credential_id = $2)
+          AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
+        ORDER BY created_at DESC, id DESC LIMIT $5`,
+      [p.tenantId, this.ownerFilter(p), after?.createdAt ?? null, after?.id ?? null, limit + 1],
+    );
+    const pageRows = rows.slice(0, limit);
+    const last = pageRows[pageRows.length - 1];
+    return {
+      webhooks: pageRows.map((r) => toResponse(r)),
+      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.created_at.toISOString(), id: last.id }) : null,
+    };
+  }
+
+  async get(p: Principal, id: string): Promise<WebhookResponse> {
+    return toResponse(await this.find(p, id));
+  }
+
+  async update(p: Principal, id: string, dto: UpdateWebhookDto): Promise<WebhookResponse> {
+    if (dto.url !== undefined) await this.assertTarget(dto.url);
+    const current = await this.find(p, id);
+    const [[row]]: [WebhookRow[], number] = await this.db.query(
+      `UPDATE webhooks SET url = $3, events = $4, type_filter = $5, disabled = $6, updated_at = now()
+        WHERE tenant_id = $1 AND id = $2 RETURNING ${WEBHOOK_COLUMNS}`,
+      [
+        p.tenantId,
+        current.id,
+        dto.url ?? current.url,
+        dto.events ?? current.events,
+        dto.type_filter === undefined ? current.type_filter : dto.type_filter?.length ? dto.type_filter : null,
+        dto.disabled ?? current.disabled,
+      ],
+    );
+    if (!row) throw notFound();
+    return toResponse(row);
+  }
+
+  /** Removes the webhook with its deliveries; answers what it was. */
+  async remove(p: Principal, id: string): Promise<WebhookResponse> {
+    const current = await this.find(p, id);
+    await this.db.query(`DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2`, [p.tenantId, current.id]);
+    return toResponse(current);
+  }
+
+  async deliveries(p: Principal, webhookId: string, q: DeliveriesQuery): Promise<DeliveryList> {
+    const webhook = await this.find(p, webhookId);
+    const limit = q.limit ?? 50;
+    const after = decodeCursor(q.cursor);
+    const rows = await this.deliveryRows(
+      `d.tenant_id = $1 AND d.webhook_id = $2 AND ($3::text IS NULL OR d.status = $3)
+       AND ($4::timestamptz IS NULL OR (d.created_at, d.id) < ($4, $5::uuid))
+       ORDER BY d.created_at DESC, d.id DESC LIMIT $6`,
+      [p.tenantId, webhook.id, q.status ?? null, after?.createdAt ?? null, after?.id ?? null, limit + 1],
+    );
+    const pageRows = rows.slice(0, limit);
+    const last = pageRows[pageRows.length - 1];
+    return {
+      deliveries: pageRows.map(toDelivery),
+      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.created_at.toISOString(), id: last.id }) : null,
+    };
+  }
+
+  /** Admin: makes a delivery due now, whatever its state, and attempts it at once. */
+  async retry(p: Principal, webhookId: string, deliveryId: string): Promise<DeliveryResponse> {
+    const webhook = await this.find(p, webhookId);
+    const [, updated]: [unknown, number] = await this.db.query(
+      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), lease_until = NULL, updated_at = now()
+        WHERE tenant_id = $1 AND webhook_id = $2 AND id = $3`,
+      [p.tenantId, webhook.id, deliveryId],
+    );
+    if (!updated) throw ApiError.notFound('not_found', 'No such delivery of this webhook');
+    this.dispatcher.attemptSoon({ tenantId: p.tenantId, deliveryId, webhookId: webhook.id });
+    const [row] = await this.deliveryRows(`d.tenant_id = $1 AND d.id = $2`, [p.tenantId, deliveryId]);
+    return toDelivery(row);
+  }
+
+  private deliveryRows(where: string, params: unknown[]): Promise<DeliveryRow[]> {
+    return this.db.query(
+      `SELECT d.id, d.webhook_id, d.event, d.event_id, d.status, d.attempts, d.next_attempt_at, d.last_status_code, d.last_error, d.created_at,
+              COALESCE((SELECT json_agg(json_build_object('attempt', a.attempt, 'id', a.id, 'status_code', a.status_code,
+                                                          'duration_ms', a.duration_ms, 'error', a.error,
+                                                          'created_at', to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                                        ORDER BY a.attempt)
+                          FROM webhook_delivery_attempts a WHERE a.tenant_id = d.tenant_id AND a.delivery_id = d.id), '[]') AS attempt_log
+         FROM webhook_deliveries d WHERE ${where}`,
+      params,
+    );
+  }
+
+  /** Admins see the tenant's webhooks; other credentials those they registered. */
+  private ownerFilter(p: Principal): string | null {
+    return isAdmin(p) ? null : p.credentialId;
+  }
+
+  private async find(p: Principal, id: string): Promise<WebhookRow> {
+    const [row]: WebhookRow[] = await this.db.query(
+      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE tenant_id = $1 AND id = $2 AND ($3::text IS NULL OR credential_id = $3)`,
+      [p.tenantId, id, this.ownerFilter(p)],
+    );
+    if (!row) throw notFound();
+    return row;
+  }
+
+  private async assertTarget(url: string): Promise<void> {
+    const allowPrivate = this.config.allowPrivateWebhookTargets;
+    const problem = urlProblem(url, allowPrivate);
+    if (problem) throw validationError([{ field: 'url', message: problem }]);
+    try {
+      await assertTargetAddress(url, allowPrivate);
+    } catch (err) {
+      if (err instanceof TargetRefused) throw validationError([{ field: 'url', message: err.message }]);
+      throw err;
+    }
+  }
+}

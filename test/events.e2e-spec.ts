@@ -1,0 +1,114 @@
+/**
+ * The server-sent event stream (`GET /events`) with two instances on one database and Redis:
+ * events written on one reach streams on the other, filtered by the query and by what the
+ * credential may read; Last-Event-ID resumes without gaps or repeats; an unknown id gets
+ * `stream.reset`; heartbeats; a revoked key's stream is closed. Also: the outbox holds one
+ * event per change, with the credential that caused it.
+ */
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { badFields, expectError } from './support/envelope';
+import { SseClient } from './support/sse';
+import { waitFor } from './support/wait';
+
+describe('event stream (e2e, two instances)', () => {
+  let a: TestApp;
+  let b: TestApp;
+  let admin: string;
+  const streams: SseClient[] = [];
+
+  const open = async (app: TestApp, key: string, query = '', headers: Record<string, string> = {}) => {
+    const s = await SseClient.open(`${app.url}/events${query}`, { ...bearer(key), ...headers });
+    streams.push(s);
+    return s;
+  };
+  const note = (title: string, key = admin) => a.http.post('/items').set(bearer(key)).send({ type: 'core.note', properties: { title } }).expect(201);
+  const titles = (s: SseClient) => s.named().filter((e) => e.body.item).map((e) => e.body.item.properties.title);
+
+  beforeAll(async () => {
+    a = await startApp({ EVENTS_HEARTBEAT_SECONDS: '1' });
+    b = await startApp({ DATABASE_URL: a.databaseUrl, REDIS_PREFIX: a.config.REDIS_PREFIX, EVENTS_HEARTBEAT_SECONDS: '1' });
+    admin = (await bootstrapAdmin(a)).key;
+  });
+  afterAll(async () => {
+    streams.forEach((s) => s.close());
+    await b?.app.close();
+    await a?.close();
+    await b?.close();
+  });
+
+  it('needs a credential and valid filters', async () => {
+    expectError(await b.http.get('/events'), 401, 'unauthorized');
+    expect(badFields(await b.http.get('/events?events=item.exploded').set(bearer(admin)))).toEqual(['events']);
+    expect(badFields(await b.http.get('/events?type_filter=Bad!').set(bearer(admin)))).toEqual(['type_filter']);
+  });
+
+  it('delivers events written on one instance to a stream on the other, with heartbeats', async () => {
+    const s = await open(b, admin);
+    expect(s.status).toBe(200);
+    expect(s.contentType).toMatch(/^text\/event-stream/);
+    const item = (await note('across')).body;
+    await waitFor(() => titles(s).includes('across'), 'the event on the other instance');
+    const [e] = s.named();
+    expect(e).toMatchObject({ event: 'item.created', id: expect.any(String), body: { event: 'item.created', item: { id: item.id } } });
+    await a.http.patch(`/items/${item.id}`).set(bearer(admin)).send({ version: 1, properties: { title: 'changed' } }).expect(200);
+    await a.http.delete(`/items/${item.id}`).set(bearer(admin)).expect(200);
+    await waitFor(() => s.named().length === 3, 'the update and the state change');
+    expect(s.named().map((x) => x.event)).toEqual(['item.created', 'item.updated', 'item.state_changed']);
+    expect(s.named()[2].body.item.state).toBe('trashed');
+    await waitFor(() => s.comments.includes('heartbeat'), 'a heartbeat');
+    s.close();
+  });
+
+  it('filters by events and type_filter, and by what the credential may read', async () => {
+    const member = (await createKey(a, admin, { label: 'sse-member', type_permissions: { 'core.note': 'read' } })).key;
+    const notesOnly = await open(b, member);
+    const tasksOnly = await open(b, admin, '?events=item.created&type_filter=core.task');
+    const other = await open(b, (await createTenant(a, admin, 'sse-other')).key);
+    await a.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title: 'task' } }).expect(201);
+    await note('visible');
+    await waitFor(() => titles(notesOnly).includes('visible') && titles(tasksOnly).includes('task'), 'both streams');
+    await note('last');
+    await waitFor(() => titles(notesOnly).includes('last'), 'the last event');
+    expect(titles(notesOnly)).toEqual(['visible', 'last']);
+    expect(titles(tasksOnly)).toEqual(['task']);
+    expect(other.named()).toEqual([]);
+  });
+
+  it('resumes after Last-Event-ID on either instance without gaps or repeats; an unknown id gets stream.reset', async () => {
+    const first = await open(a, admin);
+    await note('r1');
+    await waitFor(() => titles(first).includes('r1'), 'r1');
+    const lastId = first.named().at(-1)!.id!;
+    first.close();
+    await note('r2');
+    await note('r3');
+    const resumed = await open(b, admin, '', { 'Last-Event-ID': lastId });
+    await note('r4');
+    await waitFor(() => titles(resumed).includes('r4'), 'r4 live');
+    expect(titles(resumed)).toEqual(['r2', 'r3', 'r4']);
+
+    const reset = await open(b, admin, '', { 'Last-Event-ID': '00000000-0000-4000-8000-000000000000' });
+    await note('after-reset');
+    await waitFor(() => titles(reset).includes('after-reset'), 'live after reset');
+    expect(reset.named()[0]).toMatchObject({ event: 'stream.reset', body: { reason: 'last_event_id_unknown' } });
+  });
+
+  it('closes a revoked key\'s stream', async () => {
+    const k = await createKey(a, admin, { label: 'revoked-stream', type_permissions: { '*': 'read' } });
+    const s = await open(b, k.key);
+    await note('before-revoke');
+    await waitFor(() => titles(s).includes('before-revoke'), 'an event before revocation');
+    await a.http.delete(`/keys/${k.id}`).set(bearer(admin)).expect(200);
+    await waitFor(() => s.closed, 'the stream to close');
+  });
+
+  it('records one outbox event per change, naming the credential that caused it', async () => {
+    const writer = await createKey(a, admin, { label: 'writer', type_permissions: { '*': 'write' } });
+    const item = (await note('audited', writer.key)).body;
+    const rows = await a.sql<{ name: string; credential_id: string }>(
+      `SELECT name, credential_id FROM events WHERE payload->'item'->>'id' = $1 ORDER BY seq`,
+      [item.id],
+    );
+    expect(rows).toEqual([{ name: 'item.created', credential_id: writer.id }]);
+  });
+});

@@ -1,0 +1,278 @@
+/**
+ * Webhooks end to end, with a real receiver on 127.0.0.1: registration rules, signed deliveries
+ * checked with the receivers' own verifier libraries (stripe, standardwebhooks), retries on a
+ * short schedule, failure and manual retry, who receives what, nothing for a rolled-back
+ * change, a Redis loss, and a hanging receiver that does not hold up another webhook.
+ */
+import { createHmac } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import Stripe from 'stripe';
+import { bearer, bootstrapAdmin, clearRedisPrefix, createKey, createTenant, startApp, TestApp } from './support/app';
+import { badFields, expectError } from './support/envelope';
+import { Receiver } from './support/receiver';
+import { waitFor } from './support/wait';
+
+describe('webhooks (e2e)', () => {
+  let t: TestApp;
+  let admin: string;
+  let receiver: Receiver;
+  let base: string;
+  let path = 0;
+
+  const post = (key: string, url: string, body: unknown) => t.http.post(url).set(bearer(key)).send(body as object);
+  const get = (key: string, url: string) => t.http.get(url).set(bearer(key));
+
+  /** Registers a webhook at a fresh receiver path; returns it with its path. */
+  async function register(key: string, body: Record<string, unknown> = {}) {
+    const hookPath = `/hook-${++path}`;
+    const res = await post(key, '/webhooks', { url: `${base}${hookPath}`, events: ['*'], ...body });
+    if (res.status !== 201) throw new Error(`webhook registration failed: ${res.status} ${res.text}`);
+    return { ...res.body, path: hookPath } as { id: string; secret: string; path: string };
+  }
+
+  const note = (key = admin, extra: Record<string, unknown> = {}) => post(key, '/items', { type: 'core.note', properties: { title: 'n' }, ...extra });
+
+  beforeAll(async () => {
+    receiver = new Receiver();
+    base = await receiver.start();
+    t = await startApp({ WEBHOOK_RETRY_SCHEDULE: '1s,1s', WEBHOOK_SWEEP_INTERVAL: '500ms', WEBHOOK_TIMEOUT_MS: '1000' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.stop();
+  });
+  beforeEach(() => {
+    receiver.respond = () => 200;
+  });
+
+  describe('registration', () => {
+    it('creates with a generated whsec_ secret shown once, stored encrypted', async () => {
+      const hook = await register(admin);
+      expect(hook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{40,}={0,2}$/);
+      const fetched = (await get(admin, `/webhooks/${hook.id}`).expect(200)).body;
+      expect(fetched).not.toHaveProperty('secret');
+      expect(fetched).toMatchObject({ id: hook.id, events: ['*'], type_filter: null, disabled: false });
+      const [row] = await t.sql<{ secret_sealed: string }>(`SELECT secret_sealed FROM webhooks WHERE id = $1`, [hook.id]);
+      expect(row.secret_sealed).not.toContain(hook.secret.slice(6, 20));
+      expect(JSON.stringify(await t.sql('SELECT * FROM webhooks'))).not.toContain(hook.secret);
+    });
+
+    it('validates every field, naming it', async () => {
+      expect(badFields(await post(admin, '/webhooks', { url: 'ftp://x', events: ['*'] }))).toEqual(['url']);
+      expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['item.exploded'] }))).toEqual(['events']);
+      expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: [] }))).toEqual(['events']);
+      expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['*'], type_filter: ['Bad!'] }))).toEqual(['type_filter']);
+      expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['*'], secret: 'short' }))).toEqual(['secret']);
+      expect(badFields(await post(admin, '/webhooks', { url: 'https://no-such-host.invalid/x', events: ['*'] }))).toEqual(['url']);
+    });
+
+    it('lists with cursor pagination, updates, deletes; members see only their own; other tenants get 404', async () => {
+      const member = (await createKey(t, admin, { label: 'm', type_permissions: { '*': 'read' } })).key;
+      const mine = await register(member);
+      const list = async (key: string, limit: number) => {
+        const ids: string[] = [];
+        for (let cursor: string | null = null, i = 0; i < 50; i++) {
+          const page: any = (await get(key, `/webhooks?limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`).expect(200)).body;
+          ids.push(...page.webhooks.map((w: { id: string }) => w.id));
+          if (!(cursor = page.next_cursor)) break;
+        }
+        return ids;
+      };
+      expect(await list(member, 1)).toEqual([mine.id]);
+      const all = await list(admin, 2);
+      expect(all).toContain(mine.id);
+      expect(all.length).toBeGreaterThan(1);
+      const adminHook = all.find((id) => id !== mine.id)!;
+      expectError(await get(member, `/webhooks/${adminHook}`), 404, 'webhook_not_found');
+      const other = (await createTenant(t, admin, 'other-webhooks')).key;
+      expectError(await get(other, `/webhooks/${mine.id}`), 404, 'webhook_not_found');
+      expectError(await t.http.patch(`/webhooks/${mine.id}`).set(bearer(other)).send({ disabled: true }), 404, 'webhook_not_found');
+      expectError(await t.http.delete(`/webhooks/${mine.id}`).set(bearer(other)), 404, 'webhook_not_found');
+
+      const patched = (await t.http.patch(`/webhooks/${mine.id}`).set(bearer(member)).send({ events: ['item.*'], type_filter: ['core.*'], disabled: true }).expect(200)).body;
+      expect(patched).toMatchObject({ events: ['item.*'], type_filter: ['core.*'], disabled: true });
+      expect((await t.http.patch(`/webhooks/${mine.id}`).set(bearer(admin)).send({ type_filter: null }).expect(200)).body.type_filter).toBeNull();
+      await t.http.delete(`/webhooks/${mine.id}`).set(bearer(member)).expect(200);
+      expectError(await get(admin, `/webhooks/${mine.id}`), 404, 'webhook_not_found');
+    });
+  });
+
+  describe('delivery', () => {
+    it('POSTs {event, item} with the five headers; both verifier libraries accept the signature', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      const item = (await note(admin, { properties: { title: 'signed' } }).expect(201)).body;
+      const [req] = await waitFor(() => receiver.at(hook.path).length > 0 && receiver.at(hook.path), 'the delivery');
+      expect(req.headers['content-type']).toBe('application/json');
+      expect(req.headers['x-svc-event']).toBe('item.created');
+      expect(req.headers['x-svc-event-id']).toEqual(expect.any(String));
+      expect(req.headers['x-svc-delivery-id']).toEqual(expect.any(String));
+      const body = JSON.parse(req.body);
+      expect(body).toEqual({ event: 'item.created', item: expect.objectContaining({ id: item.id, version: 1, properties: { title: 'signed' } }) });
+
+      const header = String(req.headers['x-svc-signature']);
+      const [, t0, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header)!;
+      expect(createHmac('sha256', hook.secret).update(`${t0}.${req.body}`).digest('hex')).toBe(v1);
+      expect(Math.abs(Date.now() / 1000 - Number(t0))).toBeLessThan(300);
+      const stripe = new Stripe('sk_test_unused');
+      expect(stripe.webhooks.constructEvent(req.body, header, hook.secret)).toMatchObject({ event: 'item.created' });
+      expect(() => stripe.webhooks.constructEvent(req.body.replace('signed', 'forged'), header, hook.secret)).toThrow();
+      const standard = new Webhook(hook.secret);
+      expect(standard.verify(req.body, req.headers as Record<string, string>)).toMatchObject({ event: 'item.created' });
+      expect(req.headers['webhook-id']).toBe(req.headers['x-svc-event-id']);
+    });
+
+    it('retries non-2xx on the schedule with the same event id, a new delivery id and a fresh signature', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      receiver.respond = (r) => (r.path === hook.path && receiver.at(hook.path).length === 1 ? 500 : 200);
+      await note().expect(201);
+      const [first, second] = await waitFor(() => receiver.at(hook.path).length >= 2 && receiver.at(hook.path), 'the retry');
+      expect(second.headers['x-svc-event-id']).toBe(first.headers['x-svc-event-id']);
+      expect(second.headers['x-svc-delivery-id']).not.toBe(first.headers['x-svc-delivery-id']);
+      expect(second.body).toBe(first.body);
+      new Webhook(hook.secret).verify(second.body, second.headers as Record<string, string>);
+      const delivery = await waitFor(async () => {
+        const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
+        return d?.status === 'succeeded' && d;
+      }, 'the delivery to succeed');
+      expect(delivery).toMatchObject({ event: 'item.created', attempts: 2, last_status_code: 200, next_attempt_at: null });
+      expect(delivery.attempt_log.map((a: { status_code: number }) => a.status_code)).toEqual([500, 200]);
+      expect(delivery.attempt_log[0]).toMatchObject({ attempt: 1, id: first.headers['x-svc-delivery-id'], error: expect.any(String), duration_ms: expect.any(Number) });
+    });
+
+    it('marks a delivery failed after the last retry, lists it by status, and an admin can retry it', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      const member = (await createKey(t, admin, { label: 'retry-member', type_permissions: { '*': 'write' } })).key;
+      receiver.respond = (r) => (r.path === hook.path ? 503 : 200);
+      await note().expect(201);
+      const failed = await waitFor(async () => {
+        const list = (await get(admin, `/webhooks/${hook.id}/deliveries?status=failed`).expect(200)).body.deliveries;
+        return list.length === 1 && list[0];
+      }, 'the delivery to fail');
+      expect(failed).toMatchObject({ status: 'failed', attempts: 3, last_status_code: 503 });
+      expect((await get(admin, `/webhooks/${hook.id}/deliveries?status=pending`).expect(200)).body.deliveries).toEqual([]);
+      expect(badFields(await get(admin, `/webhooks/${hook.id}/deliveries?status=lost`))).toEqual(['status']);
+
+      expectError(await post(member, `/webhooks/${hook.id}/deliveries/${failed.id}/retry`, {}), 403, 'forbidden');
+      receiver.respond = () => 200;
+      const retried = (await post(admin, `/webhooks/${hook.id}/deliveries/${failed.id}/retry`, {}).expect(202)).body;
+      expect(retried.id).toBe(failed.id);
+      const done = await waitFor(async () => {
+        const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
+        return d.status === 'succeeded' && d;
+      }, 'the manual retry');
+      expect(done.attempts).toBe(4);
+      expect(receiver.at(hook.path)).toHaveLength(4);
+      expectError(await post(admin, `/webhooks/${hook.id}/deliveries/${hook.id}/retry`, {}), 404, 'not_found');
+    });
+
+    it('selects by events and type_filter (subtypes under parent.*), and a disabled webhook gets nothing', async () => {
+      await post(admin, '/types', { name: 'acme.doc', schema: { type: 'object' } }).expect(201);
+      await post(admin, '/types', { name: 'acme.doc.memo', parent: 'acme.doc', schema: { type: 'object' } }).expect(201);
+      const typed = await register(admin, { events: ['item.*'], type_filter: ['acme.doc.*'] });
+      const edgesOnly = await register(admin, { events: ['edge.created'] });
+      const disabled = await register(admin, { disabled: true });
+      const memo = (await post(admin, '/items', { type: 'acme.doc.memo', properties: {} }).expect(201)).body;
+      await note().expect(201);
+      await post(admin, '/edge-types', { name: 'acme.cites', source_types: ['*'], target_types: ['*'] }).expect(201);
+      const other = (await note().expect(201)).body;
+      await post(admin, '/edges', { type: 'acme.cites', source_id: memo.id, target_id: other.id }).expect(201);
+      await waitFor(() => receiver.at(edgesOnly.path).length === 1, 'the edge event');
+      await waitFor(() => receiver.at(typed.path).length === 1, 'the typed event');
+      // Everything above was relayed in commit order before the edge event; give the relay one more pass.
+      await note().expect(201);
+      await waitFor(async () => (await t.sql(`SELECT 1 FROM events WHERE dispatched_at IS NULL`)).length === 0, 'the relay');
+      expect(receiver.at(typed.path).map((r) => JSON.parse(r.body).item.type)).toEqual(['acme.doc.memo']);
+      expect(JSON.parse(receiver.at(edgesOnly.path)[0].body)).toMatchObject({ event: 'edge.created', edge: { type: 'acme.cites', source_id: memo.id } });
+      expect(receiver.at(disabled.path)).toHaveLength(0);
+    });
+
+    it('sends only what the registering credential may read, as of delivery, with unreadable extensions left out', async () => {
+      const member = await createKey(t, admin, {
+        label: 'reader',
+        type_permissions: { 'core.note': 'read' },
+        extension_permissions: { 'pub.*': 'read' },
+      });
+      const hook = await register(member.key, { events: ['item.created'] });
+      await post(admin, '/items', { type: 'core.task', properties: { title: 'hidden' } }).expect(201);
+      await note(admin, { extensions: { 'pub.info': { a: 1 }, 'secret.stuff': { b: 2 } } }).expect(201);
+      const [req] = await waitFor(() => receiver.at(hook.path).length === 1 && receiver.at(hook.path), 'the readable event');
+      expect(JSON.parse(req.body).item).toMatchObject({ type: 'core.note', extensions: { 'pub.info': { a: 1 } } });
+      expect(req.body).not.toContain('secret.stuff');
+      await t.http.delete(`/keys/${member.id}`).set(bearer(admin)).expect(200);
+      await note().expect(201);
+      await waitFor(async () => (await t.sql(`SELECT 1 FROM events WHERE dispatched_at IS NULL`)).length === 0, 'the relay');
+      expect(receiver.at(hook.path)).toHaveLength(1); // revoked: nothing more, not even the core.task event
+    });
+
+    it('emits nothing for a change that rolled back', async () => {
+      const hook = await register(admin);
+      const before = await t.sql<{ n: string }>(`SELECT count(*) AS n FROM events`);
+      // The item is inserted, then its edge to a missing item fails: the transaction rolls back.
+      const res = await note(admin, { edges: { 'acme.cites': ['00000000-0000-4000-8000-000000000000'] } });
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      const bulk = await post(admin, '/items/bulk', { mode: 'create_only', items: [{ type: 'core.note', source_id: 'dup' }, { type: 'core.note', source_id: 'dup' }] }).expect(200);
+      expect(bulk.body.results.map((r: { status: string }) => r.status)).toEqual(['created', 'error']);
+      await waitFor(async () => (await t.sql(`SELECT 1 FROM events WHERE dispatched_at IS NULL`)).length === 0, 'the relay');
+      const after = await t.sql<{ n: string }>(`SELECT count(*) AS n FROM events`);
+      expect(Number(after[0].n)).toBe(Number(before[0].n) + 1); // the bulk's created item only
+      await waitFor(() => receiver.at(hook.path).length === 1, 'the one delivery');
+      expect(JSON.parse(receiver.at(hook.path)[0].body).item.source_id).toBe('dup');
+    });
+
+    it('loses nothing when Redis forgets the retry queue: the sweeper finds due deliveries in the table', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      receiver.respond = (r) => (r.path === hook.path && receiver.at(hook.path).length === 1 ? 500 : 200);
+      await note().expect(201);
+      await waitFor(() => receiver.at(hook.path).length === 1, 'the first attempt');
+      await waitFor(async () => (await t.sql(`SELECT 1 FROM webhook_deliveries d WHERE webhook_id = $1 AND attempts = 1`, [hook.id])).length === 1, 'the failure recorded');
+      await clearRedisPrefix(t.config.REDIS_PREFIX); // the delayed Bull job is gone
+      await waitFor(() => receiver.at(hook.path).length === 2, 'the swept retry');
+      const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
+      await waitFor(async () => (await get(admin, `/webhooks/${hook.id}/deliveries`)).body.deliveries[0].status === 'succeeded', 'success');
+      expect(d.event_id).toBe(receiver.at(hook.path)[1].headers['x-svc-event-id']);
+    });
+
+    it('a receiver that never answers does not hold up another webhook', async () => {
+      const stuck = await register(admin, { events: ['item.created'] });
+      const fine = await register(admin, { events: ['item.created'] });
+      receiver.respond = (r) => (r.path === stuck.path ? 'hang' : 200);
+      for (let i = 0; i < 20; i++) await note().expect(201);
+      await waitFor(() => receiver.at(fine.path).length === 20, 'all 20 deliveries to the healthy webhook');
+      // The stuck one was sent at most its concurrency limit of attempts at once.
+      expect(receiver.at(stuck.path).length).toBeGreaterThan(0);
+      expect(receiver.maxOpen.get(stuck.path)).toBeLessThanOrEqual(8);
+    });
+  });
+});
+
+describe('webhook targets with private targets off', () => {
+  let t: TestApp;
+  let admin: string;
+
+  beforeAll(async () => {
+    t = await startApp({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(() => t.close());
+
+  it.each([
+    'https://127.0.0.1/x',
+    'https://10.1.2.3/x',
+    'https://192.168.0.1/x',
+    'https://169.254.169.254/latest/meta-data',
+    'https://[::1]/x',
+    'https://[::ffff:127.0.0.1]/x',
+    'https://[fd00::1]/x',
+    'https://100.64.0.1/x',
+    'https://0.0.0.0/x',
+    'https://localhost/x', // a name that resolves to loopback
+    'http://93.184.216.34/x', // plain http
+  ])('refuses %s', async (url) => {
+    expect(badFields(await t.http.post('/webhooks').set(bearer(admin)).send({ url, events: ['*'] }))).toEqual(['url']);
+  });
+
+  it('accepts a public https address (registration does not connect)', async () => {
+    await t.http.post('/webhooks').set(bearer(admin)).send({ url: 'https://93.184.216.34/hooks', events: ['*'] }).expect(201);
+  });
+});
