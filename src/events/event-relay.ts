@@ -11,8 +11,7 @@
  * POLL_MS regardless (events committed by an instance that died before relaying them).
  */
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { BookkeepingDb } from '../database/bookkeeping-db';
 import { WebhookDispatcher } from '../webhooks/webhook-dispatcher';
 import { WebhookFanout } from '../webhooks/webhook-fanout';
 import { EVENT_COLUMNS, StoredEvent } from './event-catalogue';
@@ -31,7 +30,7 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
   private stopped = false;
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly db: BookkeepingDb,
     private readonly outbox: Outbox,
     private readonly fanout: WebhookFanout,
     private readonly dispatcher: WebhookDispatcher,
@@ -73,20 +72,20 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
   private async drain(): Promise<void> {
     for (;;) {
       this.again = false;
-      const { events, deliveries } = await this.db.transaction(async (m) => {
-        const batch: StoredEvent[] = await m.query(
+      const { events, deliveries } = await this.db.transaction(async (sql) => {
+        const batch = await sql<StoredEvent>(
           `SELECT ${EVENT_COLUMNS} FROM events WHERE dispatched_at IS NULL ORDER BY seq LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
         );
         if (!batch.length) return { events: batch, deliveries: [] };
-        const planned = await this.fanout.plan(m, batch);
-        await m.query(`UPDATE events SET dispatched_at = now() WHERE (tenant_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))`, [
+        const planned = await this.fanout.plan(sql, batch, this.dispatcher.leaseMs);
+        await sql(`UPDATE events SET dispatched_at = now() WHERE (tenant_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))`, [
           batch.map((e) => e.tenant_id),
           batch.map((e) => e.id),
         ]);
         return { events: batch, deliveries: planned };
       });
       if (!events.length) return;
-      for (const d of deliveries) this.dispatcher.attemptSoon(d);
+      this.dispatcher.deliver(deliveries);
       await this.stream.publish(events);
       if (events.length < BATCH && !this.again) return;
     }

@@ -5,7 +5,6 @@
  */
 import { BullModule } from '@nestjs/bull';
 import { Global, Module } from '@nestjs/common';
-import Redis, { RedisOptions } from 'ioredis';
 import { AppConfig } from '../config/app-config';
 import { QUEUES } from './job-catalogue';
 
@@ -16,16 +15,10 @@ const queues = BullModule.registerQueue(...Object.values(QUEUES).map((name) => (
   imports: [
     BullModule.forRootAsync({
       inject: [AppConfig],
-      useFactory: (config: AppConfig) => ({
-        prefix: `${config.REDIS_PREFIX}bull`,
-        // Bull's blocking and subscriber connections must retry forever; its command
-        // connection fails fast so a Redis outage cannot stall the code that enqueues.
-        createClient: (type: string, options?: RedisOptions) =>
-          new Redis(config.REDIS_URL, {
-            ...options,
-            ...(type === 'client' ? { maxRetriesPerRequest: 2 } : { maxRetriesPerRequest: null, enableReadyCheck: false }),
-          }),
-      }),
+      // Bull makes (and on shutdown closes) its own connections from the URL; enqueueing code
+      // bounds its waits itself (webhook-dispatcher.ts), since Bull's command connection
+      // queues commands while Redis is away.
+      useFactory: (config: AppConfig) => ({ url: config.REDIS_URL, prefix: `${config.REDIS_PREFIX}bull` }),
     }),
     queues,
   ],

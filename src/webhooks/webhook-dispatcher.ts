@@ -1,10 +1,12 @@
 /**
- * Attempts webhook deliveries (SPEC 6.1-6.3). An attempt claims its delivery row with a lease
- * (so the relay's first attempt, a Bull retry and a sweeper on any instance never send the same
- * attempt twice at once), POSTs the stored body with fresh signatures, records the outcome, and
- * on failure schedules the next attempt on WEBHOOK_RETRY_SCHEDULE as a Bull delayed job; after
- * the last one the delivery is `failed`. The row is the truth: a job Redis lost is found again
- * by the sweeper (webhook-sweeper.ts).
+ * Attempts webhook deliveries (SPEC 6.1-6.3). Every attempt runs under a lease on its delivery
+ * row, so the relay's first attempt, a Bull retry and a sweeper on any instance never send the
+ * same attempt twice at once: first attempts come leased from the fan-out; any other attempt
+ * claims its row first. An attempt POSTs the stored body with fresh signatures, then its
+ * outcome is recorded (batched with others that finish at the same moment) and, on failure,
+ * the next attempt is scheduled on WEBHOOK_RETRY_SCHEDULE as a Bull delayed job; after the
+ * last one the delivery is `failed`. The row is the truth: a job Redis lost is found again by
+ * the sweeper (webhook-sweeper.ts).
  *
  * A slow or dead receiver holds at most PER_WEBHOOK_CONCURRENCY attempts at a time; the rest of
  * its attempts wait in this process (or, past a bound, in the table for the sweeper), so it
@@ -12,16 +14,15 @@
  */
 import { InjectQueue, Process, Processor } from '@nestjs/bull';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Job, Queue } from 'bull';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
-import { DataSource } from 'typeorm';
 import { newId } from '../common/ids';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
+import { BookkeepingDb } from '../database/bookkeeping-db';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
 import { secretAad, signDelivery } from './signature';
 import { guardedLookup, isPublicAddress } from './target-policy';
@@ -29,18 +30,24 @@ import { guardedLookup, isPublicAddress } from './target-policy';
 const PER_WEBHOOK_CONCURRENCY = 8;
 /** Attempts of one webhook waiting in memory; beyond, the sweeper picks them from the table. */
 const MAX_WAITING_PER_WEBHOOK = 1000;
+/** Lease time beyond the receiver's timeout: a margin for queueing and recording. */
+const LEASE_MARGIN_MS = 30_000;
 const MAX_ERROR_LENGTH = 500;
 const USER_AGENT = 'svc-webhooks/4.2.0';
 
 export type DeliveryRef = JobPayloads['webhook.deliver'];
 
-interface Claimed {
+/** A delivery leased to this process, with everything its attempt needs. */
+export interface Prepared extends DeliveryRef {
   event: string;
-  event_id: string;
+  eventId: string;
   body: string;
+  /** Attempts made before this one. */
   attempts: number;
   url: string;
-  secret_sealed: string;
+  secretSealed: string;
+  /** When the lease ends (ms since the epoch). */
+  leaseUntil: number;
 }
 
 interface Outcome {
@@ -48,6 +55,17 @@ interface Outcome {
   error: string | null;
   durationMs: number;
 }
+
+interface Recorded {
+  ref: DeliveryRef;
+  attempt: number;
+  attemptId: string;
+  outcome: Outcome;
+  status: 'succeeded' | 'pending' | 'failed';
+  delayMs: number;
+}
+
+type Waiting = Recorded & { resolve: () => void; reject: (err: unknown) => void };
 
 /** Runs at most `limit` tasks per key at once; the rest wait their turn. */
 class KeyedLimiter {
@@ -85,86 +103,157 @@ export class WebhookDispatcher implements OnApplicationShutdown {
     'http:': new http.Agent({ keepAlive: true, maxSockets: PER_WEBHOOK_CONCURRENCY * 4 }),
     'https:': new https.Agent({ keepAlive: true, maxSockets: PER_WEBHOOK_CONCURRENCY * 4 }),
   };
+  /** Opened secrets by sealed text: a webhook's secret is decrypted once, not per attempt. */
+  private readonly secretCache = new Map<string, string>();
+  private pending: Waiting[] = [];
+  private flushing?: Promise<void>;
   private stopped = false;
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly db: BookkeepingDb,
     private readonly config: AppConfig,
     private readonly secrets: SecretBox,
     @InjectQueue(QUEUES.webhooks) private readonly queue: Queue<JobPayloads['webhook.deliver']>,
   ) {}
 
-  onApplicationShutdown(): void {
+  get leaseMs(): number {
+    return this.config.WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
+    await this.flushing;
     this.agents['http:'].destroy();
     this.agents['https:'].destroy();
   }
 
+  /** First attempts, leased by the fan-out: sent as soon as each webhook has a free slot. */
+  deliver(prepared: Prepared[]): void {
+    for (const p of prepared) this.queueAttempt(p, () => this.attemptPrepared(p));
+  }
+
   /**
-   * Attempts the delivery in the background, as soon as its webhook has a free slot; false when
-   * the webhook's waiting line is full (the delivery stays due in the table for the sweeper).
+   * Any later attempt (a retry, the sweeper, an admin's retry): claims the row when its
+   * webhook has a free slot. False when the webhook's waiting line is full (the delivery
+   * stays due in the table for the sweeper).
    */
   attemptSoon(ref: DeliveryRef): boolean {
+    return this.queueAttempt(ref, () => this.claimAndAttempt(ref));
+  }
+
+  private queueAttempt(ref: DeliveryRef, attempt: () => Promise<void>): boolean {
     if (this.stopped || this.inFlight.has(ref.deliveryId)) return true;
     if (this.limiter.waiting(ref.webhookId) >= MAX_WAITING_PER_WEBHOOK) return false;
     this.inFlight.add(ref.deliveryId);
     void this.limiter
-      .run(ref.webhookId, () => this.attempt(ref))
+      .run(ref.webhookId, attempt)
       .catch((err: unknown) => this.logger.error({ err, deliveryId: ref.deliveryId }, 'webhook attempt failed unexpectedly'))
       .finally(() => this.inFlight.delete(ref.deliveryId));
     return true;
   }
 
-  /** One attempt, if the delivery is due and nobody else holds it. */
-  async attempt(ref: DeliveryRef): Promise<void> {
+  private async claimAndAttempt(ref: DeliveryRef): Promise<void> {
     if (this.stopped) return;
-    const leaseMs = this.config.WEBHOOK_TIMEOUT_MS + 30_000;
-    const [[claimed]]: [Claimed[], number] = await this.db.query(
+    const [claimed] = await this.db.query<Omit<Prepared, keyof DeliveryRef | 'leaseUntil'>>(
       `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
          FROM webhooks w
         WHERE d.tenant_id = $1 AND d.id = $2 AND d.status = 'pending' AND d.next_attempt_at <= now() + interval '1 second'
           AND (d.lease_until IS NULL OR d.lease_until < now())
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
-        RETURNING d.event, d.event_id, d.body, d.attempts, w.url, w.secret_sealed`,
-      [ref.tenantId, ref.deliveryId, leaseMs],
+        RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, w.url, w.secret_sealed AS "secretSealed"`,
+      [ref.tenantId, ref.deliveryId, this.leaseMs],
     );
-    if (!claimed) return;
-    const secret = await this.secrets.open(claimed.secret_sealed, secretAad(ref.tenantId, ref.webhookId));
-    const attemptId = newId();
-    const outcome = await this.send(claimed, secret, attemptId);
-    await this.record(ref, claimed.attempts + 1, attemptId, outcome);
+    if (claimed) await this.attemptPrepared({ ...ref, ...claimed, leaseUntil: Date.now() + this.leaseMs });
   }
 
-  private async record(ref: DeliveryRef, attempt: number, attemptId: string, o: Outcome): Promise<void> {
-    const ok = o.statusCode !== null && o.statusCode >= 200 && o.statusCode < 300;
+  private async attemptPrepared(d: Prepared): Promise<void> {
+    // A lease that could run out before the attempt ends is left to lapse: the sweeper takes
+    // the delivery then, rather than two processes sending it at once.
+    if (this.stopped || Date.now() + this.config.WEBHOOK_TIMEOUT_MS + 1000 > d.leaseUntil) return;
+    const attemptId = newId();
+    const outcome = await this.send(d, await this.secretOf(d), attemptId);
+    const attempt = d.attempts + 1;
+    const ok = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
     const delays = this.config.webhookRetryDelaysMs;
-    const delay = ok || attempt > delays.length ? undefined : delays[attempt - 1];
-    const status = ok ? 'succeeded' : delay === undefined ? 'failed' : 'pending';
+    const delayMs = ok || attempt > delays.length ? 0 : delays[attempt - 1];
+    const status = ok ? 'succeeded' : attempt > delays.length ? 'failed' : 'pending';
+    await this.record({ ref: { tenantId: d.tenantId, deliveryId: d.deliveryId, webhookId: d.webhookId }, attempt, attemptId, outcome, status, delayMs });
+  }
+
+  private async secretOf(d: Prepared): Promise<string> {
+    let secret = this.secretCache.get(d.secretSealed);
+    if (secret === undefined) {
+      secret = await this.secrets.open(d.secretSealed, secretAad(d.tenantId, d.webhookId));
+      if (this.secretCache.size > 10_000) this.secretCache.clear();
+      this.secretCache.set(d.secretSealed, secret);
+    }
+    return secret;
+  }
+
+  /**
+   * Group commit: outcomes that finish while a write is in flight are written together by the
+   * next one. Resolves once this outcome is written.
+   */
+  private record(r: Recorded): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ ...r, resolve, reject });
+      this.flushing ??= this.flush().finally(() => (this.flushing = undefined));
+    });
+  }
+
+  private async flush(): Promise<void> {
+    while (this.pending.length) {
+      const batch = this.pending;
+      this.pending = [];
+      try {
+        await this.write(batch);
+        batch.forEach((r) => r.resolve());
+      } catch (err) {
+        batch.forEach((r) => r.reject(err));
+      }
+    }
+  }
+
+  private async write(batch: Recorded[]): Promise<void> {
+    const column = <T>(f: (r: Recorded) => T) => batch.map(f);
     await this.db.query(
-      `WITH logged AS (
-         INSERT INTO webhook_delivery_attempts (tenant_id, delivery_id, attempt, id, status_code, duration_ms, error)
-         VALUES ($1, $2, $3, $4, $5, $6, $7))
-       UPDATE webhook_deliveries
-          SET status = $8, attempts = $3, last_status_code = $5, last_error = $7, lease_until = NULL, updated_at = now(),
-              next_attempt_at = CASE WHEN $8 = 'pending' THEN now() + make_interval(secs => $9::float8 / 1000) END
-        WHERE tenant_id = $1 AND id = $2`,
-      [ref.tenantId, ref.deliveryId, attempt, attemptId, o.statusCode, o.durationMs, o.error, status, delay ?? 0],
+      `UPDATE webhook_deliveries d
+          SET status = o.status, attempts = o.attempt, last_status_code = o.status_code, last_error = o.error,
+              lease_until = NULL, updated_at = now(),
+              next_attempt_at = CASE WHEN o.status = 'pending' THEN now() + make_interval(secs => o.delay_ms / 1000) END,
+              attempt_log = d.attempt_log || jsonb_build_array(jsonb_build_object(
+                'attempt', o.attempt, 'id', o.id, 'status_code', o.status_code, 'duration_ms', o.duration_ms, 'error', o.error,
+                'created_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+         FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::uuid[], $5::int[], $6::int[], $7::text[], $8::text[], $9::float8[])
+              AS o(tenant_id, delivery_id, attempt, id, status_code, duration_ms, error, status, delay_ms)
+        WHERE d.tenant_id = o.tenant_id AND d.id = o.delivery_id`,
+      [
+        column((r) => r.ref.tenantId),
+        column((r) => r.ref.deliveryId),
+        column((r) => r.attempt),
+        column((r) => r.attemptId),
+        column((r) => r.outcome.statusCode),
+        column((r) => r.outcome.durationMs),
+        column((r) => r.outcome.error),
+        column((r) => r.status),
+        column((r) => r.delayMs),
+      ],
     );
-    if (delay !== undefined) await this.scheduleRetry(ref, attempt, delay);
+    await Promise.all(batch.filter((r) => r.status === 'pending').map((r) => this.scheduleRetry(r)));
   }
 
   /** A Bull delayed job for the next attempt; when Redis cannot take it, the sweeper will. */
-  private async scheduleRetry(ref: DeliveryRef, attempt: number, delayMs: number): Promise<void> {
-    const job = this.queue.add('webhook.deliver', ref, {
-      delay: delayMs,
-      jobId: `${ref.deliveryId}:${attempt}`,
+  private async scheduleRetry(r: Recorded): Promise<void> {
+    const job = this.queue.add('webhook.deliver', r.ref, {
+      delay: r.delayMs,
+      jobId: `${r.ref.deliveryId}:${r.attempt}`,
       removeOnComplete: true,
       removeOnFail: 1000,
     });
-    if (!(await withinTimeout(job, 2000))) this.logger.warn({ deliveryId: ref.deliveryId }, 'retry not queued (Redis); the sweeper will pick it up');
+    if (!(await withinTimeout(job, 2000))) this.logger.warn({ deliveryId: r.ref.deliveryId }, 'retry not queued (Redis); the sweeper will pick it up');
   }
 
-  private send(d: Claimed, secret: string, attemptId: string): Promise<Outcome> {
+  private send(d: Prepared, secret: string, attemptId: string): Promise<Outcome> {
     const started = performance.now();
     const done = (statusCode: number | null, error: string | null): Outcome => ({
       statusCode,
@@ -181,9 +270,9 @@ export class WebhookDispatcher implements OnApplicationShutdown {
       'Content-Length': String(Buffer.byteLength(d.body)),
       'User-Agent': USER_AGENT,
       'X-Svc-Event': d.event,
-      'X-Svc-Event-Id': d.event_id,
+      'X-Svc-Event-Id': d.eventId,
       'X-Svc-Delivery-Id': attemptId,
-      ...signDelivery(secret, d.event_id, d.body, Math.floor(Date.now() / 1000)),
+      ...signDelivery(secret, d.eventId, d.body, Math.floor(Date.now() / 1000)),
     };
     const transport = url.protocol === 'https:' ? https : http;
     return new Promise((resolve) => {

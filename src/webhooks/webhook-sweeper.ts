@@ -5,9 +5,8 @@
  * with a crashed process, and attempts a saturated webhook could not queue in memory.
  */
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { BookkeepingDb } from '../database/bookkeeping-db';
 import { DeliveryRef, WebhookDispatcher } from './webhook-dispatcher';
 
 const BATCH = 500;
@@ -19,7 +18,7 @@ export class WebhookSweeper implements OnApplicationBootstrap, OnApplicationShut
   private running = false;
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly db: BookkeepingDb,
     private readonly config: AppConfig,
     private readonly dispatcher: WebhookDispatcher,
   ) {}
@@ -37,7 +36,7 @@ export class WebhookSweeper implements OnApplicationBootstrap, OnApplicationShut
     if (this.running) return 0;
     this.running = true;
     try {
-      const due: Array<{ tenant_id: string; id: string; webhook_id: string }> = await this.db.query(
+      const due = await this.db.query<{ tenant_id: string; id: string; webhook_id: string }>(
         `SELECT d.tenant_id, d.id, d.webhook_id FROM webhook_deliveries d
            JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
           WHERE d.status = 'pending' AND d.next_attempt_at <= now() - make_interval(secs => $1::float8 / 1000)

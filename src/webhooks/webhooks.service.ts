@@ -188,12 +188,7 @@ export class WebhooksService {
 
   private deliveryRows(where: string, params: unknown[]): Promise<DeliveryRow[]> {
     return this.db.query(
-      `SELECT d.id, d.webhook_id, d.event, d.event_id, d.status, d.attempts, d.next_attempt_at, d.last_status_code, d.last_error, d.created_at,
-              COALESCE((SELECT json_agg(json_build_object('attempt', a.attempt, 'id', a.id, 'status_code', a.status_code,
-                                                          'duration_ms', a.duration_ms, 'error', a.error,
-                                                          'created_at', to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-                                        ORDER BY a.attempt)
-                          FROM webhook_delivery_attempts a WHERE a.tenant_id = d.tenant_id AND a.delivery_id = d.id), '[]') AS attempt_log
+      `SELECT d.id, d.webhook_id, d.event, d.event_id, d.status, d.attempts, d.next_attempt_at, d.last_status_code, d.last_error, d.attempt_log, d.created_at
          FROM webhook_deliveries d WHERE ${where}`,
       params,
     );

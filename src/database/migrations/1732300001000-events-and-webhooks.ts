@@ -9,7 +9,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * - webhooks: registrations; the secret is stored encrypted (secret_sealed).
  * - webhook_deliveries: one row per (event, webhook), the truth about what is owed to whom;
  *   Bull only schedules retries, so a lost Redis loses nothing. `body` is the exact text sent.
- * - webhook_delivery_attempts: every attempt's outcome.
+ *   `attempt_log` holds every attempt's outcome (a bounded list: the schedule's length plus
+ *   manual retries), so recording an attempt writes one row, not two.
  * - service_keys: the generated encryption key when SVC_ENCRYPTION_KEY is unset (not in production).
  */
 export class EventsAndWebhooks1732300001000 implements MigrationInterface {
@@ -62,6 +63,7 @@ export class EventsAndWebhooks1732300001000 implements MigrationInterface {
         lease_until timestamptz,
         last_status_code integer,
         last_error text,
+        attempt_log jsonb NOT NULL DEFAULT '[]',
         created_at timestamptz NOT NULL DEFAULT now(),
         updated_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (tenant_id, id),
@@ -69,22 +71,9 @@ export class EventsAndWebhooks1732300001000 implements MigrationInterface {
       )`);
     await q.query(`CREATE INDEX webhook_deliveries_list ON webhook_deliveries (tenant_id, webhook_id, created_at DESC, id DESC)`);
     await q.query(`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'`);
-    await q.query(`
-      CREATE TABLE webhook_delivery_attempts (
-        tenant_id uuid NOT NULL,
-        delivery_id uuid NOT NULL,
-        attempt integer NOT NULL,
-        id uuid NOT NULL,
-        status_code integer,
-        duration_ms integer NOT NULL,
-        error text,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (tenant_id, delivery_id, attempt),
-        FOREIGN KEY (tenant_id, delivery_id) REFERENCES webhook_deliveries (tenant_id, id) ON DELETE CASCADE
-      )`);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`DROP TABLE webhook_delivery_attempts, webhook_deliveries, webhooks, events, service_keys`);
+    await q.query(`DROP TABLE webhook_deliveries, webhooks, events, service_keys`);
   }
 }

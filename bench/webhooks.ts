@@ -1,0 +1,182 @@
+/**
+ * `npm run bench:webhooks`: the cost and speed of events, on loopback only.
+ *
+ *   1. Starts the compiled service (dist/src/main.js, as `npm start` runs it) in a child
+ *      process against a fresh database (BENCH_DATABASE_URL, default .../svc_bench_webhooks),
+ *      and a webhook receiver in this process on 127.0.0.1 that answers 200 at once.
+ *   2. Registers 10 webhooks for every event, then alternates BENCH_ROUNDS rounds (default 3)
+ *      of POST /items under autocannon at 10 connections for BENCH_DURATION seconds (default
+ *      10): once with the webhooks disabled ("none": nothing is delivered) and once enabled.
+ *      Between rounds it waits until every delivery owed has arrived.
+ *   3. Prints the write path's requests/s in both modes and their ratio; deliveries/s (all
+ *      deliveries of an enabled round over the time from its first to its last arrival); and
+ *      the time from the write to the first attempt's arrival at the receiver (p50/p99), measured
+ *      from the item's `created_at` (the transaction's start, so a slight overestimate).
+ *
+ * Logs and rate limits are off in the service. Not a test: nothing is asserted.
+ */
+import autocannon from 'autocannon';
+import { ChildProcess, fork } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Client } from 'pg';
+
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_webhooks';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const ROUNDS = Math.max(1, Math.floor(Number(process.env.BENCH_ROUNDS ?? 3)));
+const WEBHOOKS = 10;
+const CONNECTIONS = 10;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function freshDatabase(): Promise<void> {
+  const url = new URL(DATABASE_URL);
+  const name = url.pathname.slice(1);
+  url.pathname = '/postgres';
+  const admin = new Client({ connectionString: url.toString() });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  await admin.end();
+}
+
+async function startService(): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child = fork(join(__dirname, '..', 'dist', 'src', 'main.js'), [], {
+    execArgv: [],
+    env: {
+      ...process.env,
+      DATABASE_URL,
+      REDIS_URL,
+      REDIS_PREFIX: 'svc_bench_webhooks:',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'silent',
+      RATE_LIMIT_ENABLED: 'false',
+    },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`service exited with ${code}`))));
+  const up = (async () => {
+    for (;;) {
+      if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) return { child, url };
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  return Promise.race([up, exited]);
+}
+
+/** Counts deliveries and, per event, the delay from the item's creation to its first arrival. */
+class Receiver {
+  count = 0;
+  firstAt = 0;
+  lastAt = 0;
+  readonly firstAttemptMs: number[] = [];
+  private readonly seen = new Set<string>();
+
+  async start(): Promise<string> {
+    const server = createHttpServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const now = Date.now();
+        this.count++;
+        this.firstAt ||= now;
+        this.lastAt = now;
+        const eventId = String(req.headers['x-svc-event-id']);
+        if (!this.seen.has(eventId)) {
+          this.seen.add(eventId);
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          if (body.event === 'item.created') this.firstAttemptMs.push(now - Date.parse(body.item.created_at));
+        }
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    server.unref();
+    return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  }
+
+  reset(): void {
+    this.count = this.firstAt = this.lastAt = 0;
+  }
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+};
+
+async function writeLoad(url: string, key: string): Promise<{ rps: number; written: number }> {
+  const result = await autocannon({
+    url: `${url}/items`,
+    method: 'POST',
+    connections: CONNECTIONS,
+    duration: DURATION,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'core.note', properties: { title: 'bench', body: 'a note written under load' } }),
+  });
+  return { rps: result.requests.average, written: result['2xx'] };
+}
+
+async function main(): Promise<void> {
+  await freshDatabase();
+  const receiver = new Receiver();
+  const target = await receiver.start();
+  const { child, url } = await startService();
+  try {
+    const { key } = (await (await fetch(`${url}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { key: string };
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body ?? {}) });
+      return (await res.json()) as { id: string };
+    };
+    const hooks: string[] = [];
+    for (let i = 0; i < WEBHOOKS; i++) hooks.push((await call('POST', '/webhooks', { url: `${target}/hook-${i}`, events: ['*'], disabled: true })).id);
+    const setDisabled = (disabled: boolean) => Promise.all(hooks.map((id) => call('PATCH', `/webhooks/${id}`, { disabled })));
+
+    await writeLoad(url, key); // warm-up, webhooks disabled
+    const none: number[] = [];
+    const subscribed: number[] = [];
+    const deliveryRates: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      none.push((await writeLoad(url, key)).rps);
+      await setDisabled(false);
+      receiver.reset();
+      const { rps, written } = await writeLoad(url, key);
+      subscribed.push(rps);
+      const owed = written * WEBHOOKS;
+      const deadline = Date.now() + 300_000;
+      while (receiver.count < owed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      deliveryRates.push(receiver.count / ((receiver.lastAt - receiver.firstAt) / 1000));
+      console.log(
+        `round ${round + 1}: writes/s none ${none[round].toFixed(0)}, with ${WEBHOOKS} webhooks ${rps.toFixed(0)}; ` +
+          `${receiver.count}/${owed} deliveries at ${deliveryRates[round].toFixed(0)}/s`,
+      );
+      await setDisabled(true);
+    }
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    console.log(`\nwrite path, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${DURATION} s`);
+    console.log(`  POST /items req/s: none ${mean(none).toFixed(0)}, with ${WEBHOOKS} webhooks ${mean(subscribed).toFixed(0)}; ratio ${(mean(subscribed) / mean(none)).toFixed(2)}`);
+    console.log(`  deliveries/s: ${deliveryRates.map((r) => r.toFixed(0)).join(', ')}`);
+    console.log(
+      `  write to first attempt (ms, ${receiver.firstAttemptMs.length} events): p50 ${percentile(receiver.firstAttemptMs, 50)}, p99 ${percentile(receiver.firstAttemptMs, 99)}`,
+    );
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
