@@ -29,15 +29,15 @@
  */
 import 'reflect-metadata';
 import autocannon from 'autocannon';
-import { ChildProcess, execSync, fork } from 'node:child_process';
+import { execSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Client, Pool } from 'pg';
 import { ItemFilter, itemWhere } from '../src/items/item-filter';
 import { matchClause, parseSearch } from '../src/search/search-query';
 import { fallbackApplies, searchStatement } from '../src/search/search.sql';
 import { SearchStatements } from '../src/search/search-statements';
+import { startService } from './service';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_search';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -65,36 +65,6 @@ function serviceEnv(): Record<string, string> {
     RATE_LIMIT_ENABLED: 'false',
     SEARCH_RECENCY_HALF_LIFE_DAYS: String(HALF_LIFE_DAYS),
   };
-}
-
-/** A port free on loopback right now, for the service to listen on. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startService(): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
-  const child = fork(join(__dirname, '..', 'dist', 'src', 'main.js'), [], {
-    execArgv: [],
-    env: { ...process.env, ...serviceEnv(), PORT: String(port) },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`service exited with ${code}`))));
-  const up = (async () => {
-    for (;;) {
-      const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
-      if (ok) return { child, url };
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
-  return Promise.race([up, exited]);
 }
 
 // ------------------------------------------------------------------ text generation
@@ -475,7 +445,7 @@ async function matchCounts(pool: Pool, tenantId: string, queries: string[]): Pro
 
 async function main(): Promise<void> {
   await ensureDatabase();
-  const { child, url } = await startService();
+  const { child, url } = await startService(serviceEnv());
   const pool = new Pool({ connectionString: DATABASE_URL, max: CONNECTIONS });
   const statements = new SearchStatements(DATABASE_URL, CONNECTIONS);
   try {

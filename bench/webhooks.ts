@@ -16,11 +16,9 @@
  * Logs and rate limits are off in the service. Not a test: nothing is asserted.
  */
 import autocannon from 'autocannon';
-import { ChildProcess, fork } from 'node:child_process';
-import { createServer as createHttpServer } from 'node:http';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { createServer } from 'node:http';
 import { Client } from 'pg';
+import { startService } from './service';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_webhooks';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -28,16 +26,6 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const ROUNDS = Math.max(1, Math.floor(Number(process.env.BENCH_ROUNDS ?? 3)));
 const WEBHOOKS = 10;
 const CONNECTIONS = 10;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function freshDatabase(): Promise<void> {
   const url = new URL(DATABASE_URL);
@@ -49,33 +37,6 @@ async function freshDatabase(): Promise<void> {
   await admin.end();
 }
 
-async function startService(): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
-  const child = fork(join(__dirname, '..', 'dist', 'src', 'main.js'), [], {
-    execArgv: [],
-    env: {
-      ...process.env,
-      DATABASE_URL,
-      REDIS_URL,
-      REDIS_PREFIX: 'svc_bench_webhooks:',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: 'silent',
-      RATE_LIMIT_ENABLED: 'false',
-    },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`service exited with ${code}`))));
-  const up = (async () => {
-    for (;;) {
-      if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) return { child, url };
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
-  return Promise.race([up, exited]);
-}
-
 /** Counts deliveries and, per event, the delay from the item's creation to its first arrival. */
 class Receiver {
   count = 0;
@@ -85,7 +46,7 @@ class Receiver {
   private readonly seen = new Set<string>();
 
   async start(): Promise<string> {
-    const server = createHttpServer((req, res) => {
+    const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -133,7 +94,13 @@ async function main(): Promise<void> {
   await freshDatabase();
   const receiver = new Receiver();
   const target = await receiver.start();
-  const { child, url } = await startService();
+  const { child, url } = await startService({
+    DATABASE_URL,
+    REDIS_URL,
+    REDIS_PREFIX: 'svc_bench_webhooks:',
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_ENABLED: 'false',
+  });
   try {
     const { key } = (await (await fetch(`${url}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { key: string };
     const call = async (method: string, path: string, body?: unknown) => {

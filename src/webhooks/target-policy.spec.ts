@@ -1,4 +1,4 @@
-import { isPublicAddress, urlProblem } from './target-policy';
+import { guardedLookup, isPublicAddress, TargetRefused, urlProblem } from './target-policy';
 
 describe('webhook target policy', () => {
   it.each(['93.184.216.34', '8.8.8.8', '2606:4700::1111'])('treats %s as public', (a) => expect(isPublicAddress(a)).toBe(true));
@@ -15,5 +15,12 @@ describe('webhook target policy', () => {
     expect(urlProblem('ftp://example.com/', true)).toMatch(/https/);
     expect(urlProblem('not a url', true)).toMatch(/absolute/);
     expect(urlProblem('https://user:pw@example.com/', true)).toMatch(/credentials/);
+  });
+
+  it('refuses at connection time a name that resolves to a private address (DNS rebinding)', async () => {
+    const lookup = (allowPrivate: boolean) =>
+      new Promise<unknown>((resolve) => guardedLookup(allowPrivate)('localhost', {}, (err, address) => resolve(err ?? address)));
+    expect(await lookup(false)).toBeInstanceOf(TargetRefused);
+    expect(await lookup(true)).toMatch(/^(127\.0\.0\.1|::1)$/);
   });
 });
