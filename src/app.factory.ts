@@ -18,7 +18,7 @@ import type { Logger as PinoLogger } from 'pino';
 import { AppModule } from './app.module';
 import { CredentialHook } from './auth/credential.hook';
 import { registerBodyParsers } from './common/body-parsing';
-import { clientErrorHandler, frameworkErrors, requireHost } from './common/protocol-errors';
+import { clientErrorHandler, frameworkErrors, refuseUnsupported, requireHost } from './common/protocol-errors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
 import { redactUrl, StartupError } from './common/startup-error';
 import { createValidationPipe } from './common/validation';
@@ -83,6 +83,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   registerBodyParsers(http, config.JSON_BODY_LIMIT);
   app.useGlobalPipes(createValidationPipe());
   mountOpenApi(app, config);
+  refuseUnsupported(app.getHttpServer());
   await app.init();
   return app;
 }

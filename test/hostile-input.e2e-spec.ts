@@ -161,12 +161,21 @@ describe('hostile input (e2e)', () => {
     ['a NUL in a header value', 'GET /health HTTP/1.1\r\nHost: x\r\nX-Test: a\u0000b\r\n\r\n', 400],
     ['headers past the size limit', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
     ['an HTTP/1.1 request without Host', 'GET /health HTTP/1.1\r\nConnection: close\r\n\r\n', 400],
+    ['an Expect other than 100-continue', 'GET /health HTTP/1.1\r\nHost: x\r\nExpect: fancy\r\nConnection: close\r\n\r\n', 417],
+    ['CONNECT', 'CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n', 400],
   ])('%s is answered in the envelope with a request id', async (_name, bytes, status) => {
     const res = await rawRequest(t.url, bytes);
     expect(res.status).toBe(status);
     expect(res.headers).toMatch(/^content-type: application\/json/im);
     expect(res.headers).toMatch(/^x-request-id: \S+/im);
     expect(JSON.parse(res.body)).toEqual({ error: { code: 'invalid_request', message: expect.any(String) } });
+  });
+
+  it('a refused HEAD request gets the envelope\'s headers but no body', async () => {
+    const res = await rawRequest(t.url, `HEAD /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(res.status).toBe(431);
+    expect(res.headers).toMatch(/^content-length: \d+/im);
+    expect(res.body).toBe('');
   });
 
   it.each([
@@ -180,14 +189,30 @@ describe('hostile input (e2e)', () => {
     ['/items?since=2024-01-01T00:00:00', 'since'],
     ['/items?until=2024-01-01', 'until'],
     ['/items?since=2024-02-30T00:00:00Z', 'since'],
-  ])('lenient query values are refused: %s', async (path, field) => {
+    ['/items?until=2020-06-15T12:00:00-23:59', 'until'],
+    ['/search?q=a&since=0001-01-01T00:00:00%2B14:00', 'since'],
+    ['/types?prototype=1', 'prototype'],
+    ['/items?toString=1', 'toString'],
+  ])('lenient or unstorable query values are refused: %s', async (path, field) => {
     expect(badFields(await t.http.get(path).set(bearer(admin)))).toEqual([field]);
+  });
+
+  it('prototype-shaped keys are refused, not silently dropped', async () => {
+    const raw = (path: string, json: string) => t.http.post(path).set(bearer(admin)).set('Content-Type', 'application/json').send(json);
+    expect(badFields(await raw('/tenants', '{"name":"x","toString":"y"}'))).toEqual(['toString']);
+    expect(badFields(await raw('/items', '{"type":"core.note","extensions":{"__proto__":{"a":1}}}'))).toEqual(['extensions.__proto__']);
+    expect(badFields(await raw('/keys', '{"type_permissions":{"prototype":"read"}}'))).toEqual(['type_permissions.prototype']);
+    expect(badFields(await raw('/items', '{"type":"core.note","properties":{"constructor":"x"}}'))).toEqual(['properties.constructor']);
+    expect(badFields(await raw('/edge-types', '{"name":"a.b","source_types":["*"],"target_types":["*"],"acyclic":null}'))).toEqual(['acyclic']);
+    expectError(await raw('/types', '{"name":"acme.old","schema":{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}}'), 400, 'invalid_schema');
   });
 
   it('strict values still work, and a body timestamp needs a zone too', async () => {
     await t.http.get('/items?limit=5&since=2024-01-01T00:00:00%2B02:00').set(bearer(admin)).expect(200);
     await t.http.get('/search?q=kept&limit=5&offset=0').set(bearer(admin)).expect(200);
     expect(badFields(await post('/items', { type: 'core.note', timestamp: '2024-01-01T00:00:00' }))).toEqual(['timestamp']);
+    expect(badFields(await post('/items', { type: 'core.note', timestamp: '2020-01-01T00:00:00+16:00' }))).toEqual(['timestamp']);
+    expect(badFields(await post('/items', { type: 'core.note', timestamp: '9999-12-31T23:59:59-14:00' }))).toEqual(['timestamp']);
     expect(badFields(await t.http.patch(`/items/${itemId}`).set(bearer(admin)).send({ version: 2 ** 31 }))).toEqual(['version']);
     expect(badFields(await t.http.get(`/items/${itemId}/versions?before=99999999999`).set(bearer(admin)))).toEqual(['before']);
   });

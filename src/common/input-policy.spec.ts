@@ -20,6 +20,13 @@ describe('input policy', () => {
     expect(inputIssues('\u0000')).toEqual([{ field: '(body)', message: expect.any(String) }]);
   });
 
+  it('refuses prototype-shaped keys anywhere, and Object.prototype member names at the top', () => {
+    expect(inputIssues(JSON.parse('{"properties":{"__proto__":{"x":1}}}'))).toEqual([{ field: 'properties.__proto__', message: expect.stringContaining('reserved') }]);
+    expect(inputIssues({ a: { b: { constructor: 1, prototype: 2 } } }).map((i) => i.field)).toEqual(['a.b.constructor', 'a.b.prototype']);
+    expect(inputIssues({ toString: 'x', name: 'ok' }).map((i) => i.field)).toEqual(['toString']);
+    expect(inputIssues({ properties: { toString: 'fine as data' } })).toEqual([]);
+  });
+
   it('prefixes a path when given one (query and path parameters)', () => {
     expect(inputIssues({ since: 'x\u0000' }, 'query')[0].field).toBe('query.since');
   });

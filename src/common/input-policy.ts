@@ -8,6 +8,10 @@
  *   the value would no longer match), so the honest answer is a 400 naming the field.
  * - JSON bodies nest at most MAX_JSON_DEPTH levels: every later step (validation, jsonb
  *   encoding, JSON.stringify) recurses, and a few thousand levels overflow the stack.
+ * - The keys `__proto__`, `constructor` and `prototype` are refused at any depth, and at the top
+ *   of a body or query string so is every other member name of Object.prototype (`toString`,
+ *   `valueOf`, …): the transformation and validation libraries treat those names as their own,
+ *   so such a field would be dropped or pass unchecked rather than be stored or refused.
  */
 import type { FieldIssue } from './validation';
 
@@ -23,6 +27,16 @@ export function textIssue(text: string): string | undefined {
 }
 
 const join = (path: string, key: string | number) => (path ? `${path}.${key}` : String(key));
+
+const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+const OBJECT_MEMBERS = new Set([...Object.getOwnPropertyNames(Object.prototype), 'prototype']);
+
+function keyIssue(key: string, depth: number): string | undefined {
+  const text = textIssue(key);
+  if (text) return `has a key that ${text}`;
+  if (RESERVED_KEYS.has(key) || (depth === 0 && OBJECT_MEMBERS.has(key))) return 'is a reserved name, not accepted as a field';
+  return undefined;
+}
 
 export interface InputScan {
   /** Skip the text checks inside these top-level arrays' elements (checked per element later). */
@@ -53,9 +67,9 @@ export function inputIssues(value: unknown, path = '', scan: InputScan = {}): Fi
       return;
     }
     for (const [key, x] of Object.entries(v)) {
-      const problem = checkText ? textIssue(key) : undefined;
-      const field = join(at, problem ? JSON.stringify(key) : key);
-      if (problem) issues.push({ field, message: `has a key that ${problem}` });
+      const problem = checkText ? keyIssue(key, depth) : undefined;
+      const field = join(at, problem && textIssue(key) ? JSON.stringify(key) : key);
+      if (problem) issues.push({ field, message: problem });
       if (depth === 0 && key === scan.perElement && Array.isArray(x)) {
         x.forEach((element, i) => visit(element, join(field, i), depth + 2, false));
       } else {

@@ -5,12 +5,15 @@
  *   request that took too long to arrive (408). No request object exists yet, so the response
  *   carries a fresh X-Request-Id that the log line names too.
  * - Fastify's router (`frameworkErrors`): a URL that is not validly percent-encoded.
- * - An HTTP/1.1 request without a Host header (Node's own answer would be an empty 400).
+ * - An HTTP/1.1 request without a Host header (Node's own answer would be an empty 400), an
+ *   `Expect` other than `100-continue` (Node's: a bare 417), and `CONNECT` (Node's: a closed
+ *   connection), answered on the server itself (`refuseUnsupported`).
  */
 import type { FastifyError, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { IncomingMessage, Server, ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ApiError } from './api-error';
 import { toApiError } from './exception.filter';
@@ -21,21 +24,45 @@ function refusal(code: string | undefined): ApiError {
   return new ApiError(400, 'invalid_request', 'The request is not valid HTTP/1.1');
 }
 
+/** Writes the envelope as a whole response on a bare socket and closes it (no body for HEAD). */
+function answerOnSocket(socket: Duplex, apiError: ApiError, id: string, head: boolean): void {
+  if (socket.writable) {
+    const body = JSON.stringify(apiError.toEnvelope());
+    socket.write(
+      `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\nConnection: close\r\n\r\n${head ? '' : body}`,
+    );
+  }
+  socket.destroy();
+}
+
 export function clientErrorHandler(logger: Logger) {
-  return (err: Error & { code?: string }, socket: Socket): void => {
+  return (err: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void => {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const apiError = refusal(err.code);
     const id = randomUUID();
     logger.warn({ req: { id, remoteAddress: socket.remoteAddress }, res: { statusCode: apiError.status }, parserError: err.code }, 'request refused by the HTTP parser');
-    if (socket.writable) {
-      const body = JSON.stringify(apiError.toEnvelope());
-      socket.write(
-        `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`,
-      );
-    }
-    socket.destroy();
+    const head = Buffer.isBuffer(err.rawPacket) && err.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
+    answerOnSocket(socket, apiError, id, head);
   };
+}
+
+/** What Node would answer by itself, in the envelope: an unknown `Expect`, and `CONNECT`. */
+export function refuseUnsupported(server: Server): void {
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const apiError = new ApiError(417, 'invalid_request', 'Only "Expect: 100-continue" is supported');
+    const body = JSON.stringify(apiError.toEnvelope());
+    res.writeHead(417, {
+      'Content-Type': 'application/json',
+      'Content-Length': Buffer.byteLength(body),
+      'X-Request-Id': randomUUID(),
+      Connection: 'close',
+    });
+    res.end(req.method === 'HEAD' ? undefined : body);
+  });
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    answerOnSocket(socket, new ApiError(400, 'invalid_request', 'CONNECT is not supported: this is not a proxy'), randomUUID(), false);
+  });
 }
 
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {

@@ -100,16 +100,28 @@ export const MAX_INT4 = 2_147_483_647;
 
 const RFC3339_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
 
-/** An RFC 3339 date-time: a zone (`Z` or `±hh:mm`) is required, and every field in range. */
+/**
+ * An RFC 3339 date-time: a zone (`Z` or `±hh:mm`) is required, and every field in range. Two
+ * narrowings: offsets up to ±15:59 (no zone is further out; PostgreSQL refuses more), and
+ * instants between years 1 and 9999 once the offset is applied (so they store, and read back,
+ * as RFC 3339). A leap second (`:60`) is refused: neither JavaScript nor PostgreSQL keep one.
+ */
 export function isRfc3339(value: unknown): boolean {
   if (typeof value !== 'string') return false;
   const m = RFC3339_RE.exec(value);
   if (!m) return false;
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  const zoneOk = m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59);
-  return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 && minute <= 59 && second <= 59 && zoneOk;
+  const zoneOk = m[9] === undefined || (Number(m[9]) <= 15 && Number(m[10]) <= 59);
+  if (!(year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 && minute <= 59 && second <= 59 && zoneOk)) {
+    return false;
+  }
+  const instant = Date.parse(value);
+  return instant >= MIN_INSTANT && instant <= MAX_INSTANT;
 }
+
+const MIN_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+const MAX_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
 
 export const IsRfc3339 = () =>
   ValidateBy({

@@ -3,7 +3,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { isPattern } from '../common/type-pattern';
-import { IsDottedName } from '../common/validation';
+import { IsDottedName, IsOptionalNonNull } from '../common/validation';
 
 export const CARDINALITIES = ['one', 'many'] as const;
 export type Cardinality = (typeof CARDINALITIES)[number];
@@ -42,15 +42,15 @@ export class CreateEdgeTypeDto {
   target_types: string[];
 
   @ApiPropertyOptional({ enum: CARDINALITIES, default: 'many', description: '`one`: an item has at most one outgoing edge of this type' })
-  @IsOptional() @IsIn(CARDINALITIES)
+  @IsOptionalNonNull() @IsIn(CARDINALITIES)
   cardinality?: Cardinality;
 
   @ApiPropertyOptional({ default: false, description: 'When true, an edge that would close a cycle (self-loops included) is refused with 400 edge_cycle' })
-  @IsOptional() @IsBoolean()
+  @IsOptionalNonNull() @IsBoolean()
   acyclic?: boolean;
 
   @ApiPropertyOptional({ maxLength: 1000 })
-  @IsOptional() @IsString() @MaxLength(1000)
+  @IsOptionalNonNull() @IsString() @MaxLength(1000)
   description?: string;
 }
 
@@ -82,7 +82,7 @@ export class CreateEdgeDto {
   target_id: string;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Free-form JSON object stored with the edge', default: {} })
-  @IsOptional() @IsObject()
+  @IsOptionalNonNull() @IsObject()
   properties?: Record<string, unknown>;
 }
 

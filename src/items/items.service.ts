@@ -464,8 +464,9 @@ export class ItemsService {
     );
     const name = !before ? 'item.created' : before.state !== row.state ? 'item.state_changed' : 'item.updated';
     const everything = tenantWide(p);
-    const edges = await this.edges.outgoingFor(everything, [row.id], m);
-    await this.outbox.record(m, p, name, { item_type: row.type }, { item: toItem(everything, row, edges.get(row.id)) });
+    // A new item has no edges yet (an item write creates its `edges` after this): no query.
+    const edges = before ? (await this.edges.outgoingFor(everything, [row.id], m)).get(row.id) : {};
+    await this.outbox.record(m, p, name, { item_type: row.type }, { item: toItem(everything, row, edges) });
   }
 
   private async present(p: Principal, row: ItemRow): Promise<Item> {

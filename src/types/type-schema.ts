@@ -11,7 +11,9 @@ export type JsonSchema = Record<string, any>;
 export const MERGE_POLICIES = ['manual', 'client_wins', 'server_wins', 'union'] as const;
 export type MergePolicy = (typeof MERGE_POLICIES)[number];
 
-const ajv = new Ajv({ allErrors: true, strict: false, validateSchema: true });
+// Not strict: tenant schemas may carry keywords and formats ajv does not know (they are ignored);
+// and no logger, so ajv's warnings about them do not reach the console past LOG_LEVEL.
+const ajv = new Ajv({ allErrors: true, strict: false, logger: false, validateSchema: true });
 addFormats(ajv);
 // Our own annotations inside a property schema.
 ajv.addKeyword({ keyword: 'searchable', schemaType: 'boolean' });
@@ -31,6 +33,9 @@ export function assertValidSchema(schema: unknown): asserts schema is JsonSchema
     if (prop && typeof prop === 'object' && 'searchable' in prop && typeof prop.searchable !== 'boolean') {
       fail(`schema.properties.${name}.searchable must be a boolean`);
     }
+  }
+  if (s.$schema !== undefined && !ajv.getSchema(String(s.$schema))) {
+    fail('schema.$schema names a JSON Schema dialect this service does not know; omit it (draft-07 is assumed)');
   }
   if (!ajv.validateSchema(s)) {
     fail('schema is not a valid JSON Schema', { errors: (ajv.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message })) });
