@@ -18,7 +18,7 @@ export function freePort(): Promise<number> {
 export async function startService(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const child = fork(join(__dirname, '..', 'dist', 'src', 'main.js'), [], {
-    execArgv: [],
+    execArgv: process.env.BENCH_SERVICE_NODE_OPTIONS ? process.env.BENCH_SERVICE_NODE_OPTIONS.split(' ') : [],
     env: { ...process.env, HOST: '127.0.0.1', ...env, PORT: String(port) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
