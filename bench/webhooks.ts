@@ -3,7 +3,8 @@
  *
  *   1. Starts the compiled service (dist/src/main.js, as `npm start` runs it) in a child
  *      process against a fresh database (BENCH_DATABASE_URL, default .../svc_bench_webhooks),
- *      and a webhook receiver in this process on 127.0.0.1 that answers 200 at once.
+ *      and a webhook receiver on 127.0.0.1 that answers 200 at once, in a child process of its
+ *      own so it does not slow the load generator's event loop.
  *   2. Registers 10 webhooks for every event, then alternates BENCH_ROUNDS rounds (default 3)
  *      of POST /items under autocannon at 10 connections for BENCH_DURATION seconds (default
  *      10): once with the webhooks disabled ("none": nothing is delivered) and once enabled.
@@ -16,6 +17,7 @@
  * Logs and rate limits are off in the service. Not a test: nothing is asserted.
  */
 import autocannon from 'autocannon';
+import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { Client } from 'pg';
 import { startService } from './service';
@@ -37,8 +39,15 @@ async function freshDatabase(): Promise<void> {
   await admin.end();
 }
 
+interface ReceiverStats {
+  count: number;
+  firstAt: number;
+  lastAt: number;
+  firstAttemptMs: number[];
+}
+
 /** Counts deliveries and, per event, the delay from the item's creation to its first arrival. */
-class Receiver {
+class Receiver implements ReceiverStats {
   count = 0;
   firstAt = 0;
   lastAt = 0;
@@ -73,6 +82,37 @@ class Receiver {
   }
 }
 
+/** The receiver's child process: answers `stats` and `reset` messages from the parent. */
+async function receiverChild(): Promise<void> {
+  const receiver = new Receiver();
+  const url = await receiver.start();
+  process.on('message', (msg: string) => {
+    if (msg === 'reset') receiver.reset();
+    const { count, firstAt, lastAt, firstAttemptMs } = receiver;
+    process.send!({ url, stats: { count, firstAt, lastAt, firstAttemptMs } });
+  });
+  process.send!({ url });
+}
+
+/** The parent's handle on the receiver child. */
+class RemoteReceiver {
+  private readonly child = fork(__filename, ['--receiver'], { execArgv: ['-r', 'ts-node/register/transpile-only'] });
+
+  url(): Promise<string> {
+    return new Promise((resolve) => this.child.once('message', (m: { url: string }) => resolve(m.url)));
+  }
+
+  ask(msg: 'stats' | 'reset'): Promise<ReceiverStats> {
+    const answer = new Promise<ReceiverStats>((resolve) => this.child.once('message', (m: { stats: ReceiverStats }) => resolve(m.stats)));
+    this.child.send(msg);
+    return answer;
+  }
+
+  stop(): void {
+    this.child.kill();
+  }
+}
+
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
@@ -92,8 +132,8 @@ async function writeLoad(url: string, key: string): Promise<{ rps: number; writt
 
 async function main(): Promise<void> {
   await freshDatabase();
-  const receiver = new Receiver();
-  const target = await receiver.start();
+  const receiver = new RemoteReceiver();
+  const target = await receiver.url();
   const { child, url } = await startService({
     DATABASE_URL,
     REDIS_URL,
@@ -118,16 +158,20 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       none.push((await writeLoad(url, key)).rps);
       await setDisabled(false);
-      receiver.reset();
+      await receiver.ask('reset');
       const { rps, written } = await writeLoad(url, key);
       subscribed.push(rps);
       const owed = written * WEBHOOKS;
       const deadline = Date.now() + 300_000;
-      while (receiver.count < owed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      deliveryRates.push(receiver.count / ((receiver.lastAt - receiver.firstAt) / 1000));
+      let stats = await receiver.ask('stats');
+      while (stats.count < owed && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        stats = await receiver.ask('stats');
+      }
+      deliveryRates.push(stats.count / ((stats.lastAt - stats.firstAt) / 1000));
       console.log(
         `round ${round + 1}: writes/s none ${none[round].toFixed(0)}, with ${WEBHOOKS} webhooks ${rps.toFixed(0)}; ` +
-          `${receiver.count}/${owed} deliveries at ${deliveryRates[round].toFixed(0)}/s`,
+          `${stats.count}/${owed} deliveries at ${deliveryRates[round].toFixed(0)}/s`,
       );
       await setDisabled(true);
     }
@@ -135,15 +179,15 @@ async function main(): Promise<void> {
     console.log(`\nwrite path, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${DURATION} s`);
     console.log(`  POST /items req/s: none ${mean(none).toFixed(0)}, with ${WEBHOOKS} webhooks ${mean(subscribed).toFixed(0)}; ratio ${(mean(subscribed) / mean(none)).toFixed(2)}`);
     console.log(`  deliveries/s: ${deliveryRates.map((r) => r.toFixed(0)).join(', ')}`);
-    console.log(
-      `  write to first attempt (ms, ${receiver.firstAttemptMs.length} events): p50 ${percentile(receiver.firstAttemptMs, 50)}, p99 ${percentile(receiver.firstAttemptMs, 99)}`,
-    );
+    const { firstAttemptMs } = await receiver.ask('stats');
+    console.log(`  write to first attempt (ms, ${firstAttemptMs.length} events): p50 ${percentile(firstAttemptMs, 50)}, p99 ${percentile(firstAttemptMs, 99)}`);
   } finally {
     child.kill('SIGTERM');
+    receiver.stop();
   }
 }
 
-main().catch((err) => {
+(process.argv.includes('--receiver') ? receiverChild() : main()).catch((err) => {
   console.error(err);
   process.exit(1);
 });
