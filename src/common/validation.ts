@@ -69,6 +69,16 @@ export function IsPermissionMap(options?: ValidationOptions) {
     });
 }
 
+/** A list of type names or patterns (`core.note`, `core.*`, `*`). */
+export const IsPatternList = () =>
+  ValidateBy({
+    name: 'isPatternList',
+    validator: {
+      validate: (v: unknown) => Array.isArray(v) && v.every((p) => typeof p === 'string' && isPattern(p)),
+      defaultMessage: () => 'must list type names or patterns such as "core.note", "core.*" or "*"',
+    },
+  });
+
 /** A dotted lowercase name: a type, an edge type, an extension namespace. */
 export const IsDottedName = () =>
   ValidateBy({

@@ -3,21 +3,12 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { isPattern } from '../common/type-pattern';
-import { IsDottedName, IsOptionalNonNull } from '../common/validation';
+import { IsDottedName, IsOptionalNonNull, IsPatternList } from '../common/validation';
 
 export const CARDINALITIES = ['one', 'many'] as const;
 export type Cardinality = (typeof CARDINALITIES)[number];
 export const DIRECTIONS = ['outgoing', 'incoming', 'both'] as const;
 export type Direction = (typeof DIRECTIONS)[number];
-
-const IsPatternList = () =>
-  ValidateBy({
-    name: 'isPatternList',
-    validator: {
-      validate: (v: unknown) => Array.isArray(v) && v.every((p) => typeof p === 'string' && isPattern(p)),
-      defaultMessage: () => 'must list type names or patterns such as "core.note", "core.*" or "*"',
-    },
-  });
 
 const IsPatternOrName = () =>
   ValidateBy({

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/sw
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { isPattern } from '../common/type-pattern';
-import { IsOptionalNonNull } from '../common/validation';
+import { IsOptionalNonNull, IsPatternList } from '../common/validation';
 import { EVENT_NAMES, isEventPattern } from '../events/event-catalogue';
 
 const IsEventPatterns = () =>
@@ -11,15 +11,6 @@ const IsEventPatterns = () =>
     validator: {
       validate: (v: unknown) => Array.isArray(v) && v.every((p) => typeof p === 'string' && isPattern(p) && isEventPattern(p)),
       defaultMessage: () => `must list event names (${EVENT_NAMES.join(', ')}), patterns such as "item.*", or "*"`,
-    },
-  });
-
-const IsTypePatterns = () =>
-  ValidateBy({
-    name: 'isTypePatterns',
-    validator: {
-      validate: (v: unknown) => Array.isArray(v) && v.every((p) => typeof p === 'string' && isPattern(p)),
-      defaultMessage: () => 'must list type names or patterns such as "core.note", "acme.*" or "*"',
     },
   });
 
@@ -36,7 +27,7 @@ export class CreateWebhookDto {
   events: string[];
 
   @ApiPropertyOptional(TYPE_FILTER_DOC)
-  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsTypePatterns()
+  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsPatternList()
   type_filter?: string[] | null;
 
   @ApiPropertyOptional({ description: 'Signing secret, 16-256 printable characters without spaces; generated (`whsec_…`) when omitted. Returned only in this response.' })
@@ -58,7 +49,7 @@ export class UpdateWebhookDto {
   events?: string[];
 
   @ApiPropertyOptional(TYPE_FILTER_DOC)
-  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsTypePatterns()
+  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsPatternList()
   type_filter?: string[] | null;
 
   @ApiPropertyOptional()

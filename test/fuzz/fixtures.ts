@@ -13,37 +13,28 @@ export interface Secret {
   value: string;
 }
 
+/** One tenant's seeded objects, by kind. */
+interface TenantObjects {
+  keyIds: string[];
+  itemIds: string[];
+  edgeIds: string[];
+  hashes: string[];
+  types: string[];
+  edgeTypes: string[];
+  tags: string[];
+  sources: string[];
+  words: string[];
+}
+
 export interface Fixtures {
   base: string;
   keys: { adminA: string; memberA: string; adminB: string };
   /** Ids of keys the fuzzer authenticates with: never revoked or changed by it. */
   ownKeyIds: string[];
   /** Tenant A's objects (targets for ordinary, successful requests). */
-  a: {
-    keyIds: string[];
-    sacrificialKeyIds: string[];
-    itemIds: string[];
-    edgeIds: string[];
-    hashes: string[];
-    types: string[];
-    edgeTypes: string[];
-    tags: string[];
-    sources: string[];
-    words: string[];
-  };
+  a: TenantObjects & { sacrificialKeyIds: string[] };
   /** Tenant B's objects, by kind: the fuzzer aims at them as tenant A. */
-  b: {
-    tenantId: string;
-    keyIds: string[];
-    itemIds: string[];
-    edgeIds: string[];
-    hashes: string[];
-    types: string[];
-    edgeTypes: string[];
-    tags: string[];
-    sources: string[];
-    words: string[];
-  };
+  b: TenantObjects & { tenantId: string };
   /** Everything of B that must never appear in a response to A or to nobody. */
   secrets: Secret[];
   /** Snapshot of B's items (as B sees them) to prove after the run that A changed nothing. */
