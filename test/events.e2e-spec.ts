@@ -36,6 +36,11 @@ describe('event stream (e2e, two instances)', () => {
     await b?.close();
   });
 
+  it('answers HEAD with the stream\'s headers and ends', async () => {
+    const res = await b.http.head('/events').set(bearer(admin)).expect(200);
+    expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
+  });
+
   it('needs a credential and valid filters', async () => {
     expectError(await b.http.get('/events'), 401, 'unauthorized');
     expect(badFields(await b.http.get('/events?events=item.exploded').set(bearer(admin)))).toEqual(['events']);

@@ -92,6 +92,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       Connection: 'keep-alive',
       'X-Accel-Buffering': 'no',
     });
+    if (reply.request.method === 'HEAD') return void reply.raw.end(); // the headers, no stream
     reply.raw.on('close', () => this.subscribers.delete(sub));
     this.subscribers.add(sub);
     this.write(sub, 'retry: 3000\n\n');
