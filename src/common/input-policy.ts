@@ -31,12 +31,7 @@ const join = (path: string, key: string | number) => (path ? `${path}.${key}` : 
 const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 const OBJECT_MEMBERS = new Set([...Object.getOwnPropertyNames(Object.prototype), 'prototype']);
 
-function keyIssue(key: string, depth: number): string | undefined {
-  const text = textIssue(key);
-  if (text) return `has a key that ${text}`;
-  if (RESERVED_KEYS.has(key) || (depth === 0 && OBJECT_MEMBERS.has(key))) return 'is a reserved name, not accepted as a field';
-  return undefined;
-}
+const isReservedKey = (key: string, depth: number) => RESERVED_KEYS.has(key) || (depth === 0 && OBJECT_MEMBERS.has(key));
 
 export interface InputScan {
   /** Skip the text checks inside these top-level arrays' elements (checked per element later). */
@@ -67,9 +62,11 @@ export function inputIssues(value: unknown, path = '', scan: InputScan = {}): Fi
       return;
     }
     for (const [key, x] of Object.entries(v)) {
-      const problem = checkText ? keyIssue(key, depth) : undefined;
-      const field = join(at, problem && textIssue(key) ? JSON.stringify(key) : key);
-      if (problem) issues.push({ field, message: problem });
+      const text = checkText ? textIssue(key) : undefined;
+      // A key that is not valid text is named quoted (JSON-escaped), here and below it.
+      const field = join(at, text ? JSON.stringify(key) : key);
+      if (text) issues.push({ field, message: `has a key that ${text}` });
+      else if (checkText && isReservedKey(key, depth)) issues.push({ field, message: 'is a reserved name, not accepted as a field' });
       if (depth === 0 && key === scan.perElement && Array.isArray(x)) {
         x.forEach((element, i) => visit(element, join(field, i), depth + 2, false));
       } else {

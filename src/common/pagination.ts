@@ -23,6 +23,21 @@ export function encodeCursor(p: Position): string {
   return Buffer.from(JSON.stringify([p.createdAt, p.id])).toString('base64url');
 }
 
+/**
+ * Splits rows fetched with LIMIT `limit + 1` (newest first) into the page and the cursor of the
+ * next one, null on the last page.
+ */
+export function pageOf<T extends { id: string }>(
+  rows: T[],
+  limit: number,
+  createdAt: (row: T) => Date | string,
+): { page: T[]; next_cursor: string | null } {
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const next_cursor = rows.length > limit && last ? encodeCursor({ createdAt: new Date(createdAt(last)).toISOString(), id: last.id }) : null;
+  return { page, next_cursor };
+}
+
 export function decodeCursor(cursor: string | undefined): Position | undefined {
   if (cursor === undefined) return undefined;
   try {

@@ -14,7 +14,7 @@ import { canEdgeType, canType, isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isId, newId } from '../common/ids';
-import { decodeCursor, encodeCursor } from '../common/pagination';
+import { decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName, patternToSql } from '../common/type-pattern';
 import { validationError } from '../common/validation';
 import { Outbox } from '../events/outbox';
@@ -146,12 +146,8 @@ export class EdgesService {
         LIMIT ${param(limit + 1)}`,
       params,
     );
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      edges: page.map(toEdgeResponse),
-      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.created_at.toISOString(), id: last.id }) : null,
-    };
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    return { edges: page.map(toEdgeResponse), next_cursor };
   }
 
   /**

@@ -19,7 +19,7 @@ import { EdgesService } from '../edges/edges.service';
 import { Outbox } from '../events/outbox';
 import { newId } from '../common/ids';
 import { inputIssues } from '../common/input-policy';
-import { decodeCursor, encodeCursor } from '../common/pagination';
+import { decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName } from '../common/type-pattern';
 import { FieldIssue, validationError } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
@@ -331,12 +331,8 @@ export class ItemsService {
       `SELECT ${ITEM_COLUMNS} FROM items i WHERE ${where} ORDER BY i.created_at DESC, i.id DESC LIMIT $${params.length}`,
       params,
     );
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      items: await this.presentMany(p, page),
-      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: new Date(last.created_at).toISOString(), id: last.id }) : null,
-    };
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    return { items: await this.presentMany(p, page), next_cursor };
   }
 
   async versions(p: Principal, id: string, q: VersionsQuery): Promise<ItemVersionList> {

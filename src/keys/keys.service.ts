@@ -8,7 +8,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../common/api-error';
 import { isId, newId } from '../common/ids';
-import { decodeCursor, encodeCursor } from '../common/pagination';
+import { decodeCursor, pageOf } from '../common/pagination';
 import type { Principal, Resolution } from '../auth/principal';
 import { TenantEntity } from '../tenants/tenant.entity';
 import { ApiKeyEntity } from './api-key.entity';
@@ -172,12 +172,8 @@ export class KeysService {
       .limit(limit + 1);
     if (after) qb.andWhere('(k.created_at, k.id) < (:ca, :id)', { ca: after.createdAt, id: after.id });
     const rows = await qb.getMany();
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      keys: page.map((k) => toKeyResponse(k)),
-      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt.toISOString(), id: last.id }) : null,
-    };
+    const { page, next_cursor } = pageOf(rows, limit, (k) => k.createdAt);
+    return { keys: page.map((k) => toKeyResponse(k)), next_cursor };
   }
 
   async get(tenantId: string, id: string): Promise<ApiKeyResponse> {

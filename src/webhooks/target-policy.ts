@@ -28,7 +28,6 @@ export function urlProblem(text: string, allowPrivate: boolean): string | undefi
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an https URL';
   if (url.protocol === 'http:' && !allowPrivate) return 'must be an https URL (plain http is for local development only)';
   if (url.username || url.password) return 'must not carry credentials';
-  if (text.length > 2048) return 'must be at most 2048 characters';
   return undefined;
 }
 

@@ -108,13 +108,17 @@ export class WebhookDispatcher implements OnApplicationShutdown {
   private pending: Waiting[] = [];
   private flushing?: Promise<void>;
   private stopped = false;
+  /** WEBHOOK_RETRY_SCHEDULE in milliseconds, parsed once. */
+  private readonly retryDelaysMs: number[];
 
   constructor(
     private readonly db: BookkeepingDb,
     private readonly config: AppConfig,
     private readonly secrets: SecretBox,
     @InjectQueue(QUEUES.webhooks) private readonly queue: Queue<JobPayloads['webhook.deliver']>,
-  ) {}
+  ) {
+    this.retryDelaysMs = config.webhookRetryDelaysMs;
+  }
 
   get leaseMs(): number {
     return this.config.WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS;
@@ -174,7 +178,7 @@ export class WebhookDispatcher implements OnApplicationShutdown {
     const outcome = await this.send(d, await this.secretOf(d), attemptId);
     const attempt = d.attempts + 1;
     const ok = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
-    const delays = this.config.webhookRetryDelaysMs;
+    const delays = this.retryDelaysMs;
     const delayMs = ok || attempt > delays.length ? 0 : delays[attempt - 1];
     const status = ok ? 'succeeded' : attempt > delays.length ? 'failed' : 'pending';
     await this.record({ ref: { tenantId: d.tenantId, deliveryId: d.deliveryId, webhookId: d.webhookId }, attempt, attemptId, outcome, status, delayMs });

@@ -12,7 +12,7 @@ import { isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
-import { decodeCursor, encodeCursor, PageQuery } from '../common/pagination';
+import { decodeCursor, PageQuery, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
@@ -116,12 +116,8 @@ export class WebhooksService {
         ORDER BY created_at DESC, id DESC LIMIT $5`,
       [p.tenantId, this.ownerFilter(p), after?.createdAt ?? null, after?.id ?? null, limit + 1],
     );
-    const pageRows = rows.slice(0, limit);
-    const last = pageRows[pageRows.length - 1];
-    return {
-      webhooks: pageRows.map((r) => toResponse(r)),
-      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.created_at.toISOString(), id: last.id }) : null,
-    };
+    const { page: webhooks, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    return { webhooks: webhooks.map((r) => toResponse(r)), next_cursor };
   }
 
   async get(p: Principal, id: string): Promise<WebhookResponse> {
@@ -164,12 +160,8 @@ export class WebhooksService {
        ORDER BY d.created_at DESC, d.id DESC LIMIT $6`,
       [p.tenantId, webhook.id, q.status ?? null, after?.createdAt ?? null, after?.id ?? null, limit + 1],
     );
-    const pageRows = rows.slice(0, limit);
-    const last = pageRows[pageRows.length - 1];
-    return {
-      deliveries: pageRows.map(toDelivery),
-      next_cursor: rows.length > limit && last ? encodeCursor({ createdAt: last.created_at.toISOString(), id: last.id }) : null,
-    };
+    const { page: deliveries, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    return { deliveries: deliveries.map(toDelivery), next_cursor };
   }
 
   /** Admin: makes a delivery due now, whatever its state, and attempts it at once. */
