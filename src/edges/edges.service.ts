@@ -17,7 +17,7 @@ import { isId, newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName, patternToSql } from '../common/type-pattern';
 import { validationError } from '../common/validation';
-import { Outbox } from '../events/outbox';
+import { Outbox, RecordedEvent } from '../events/outbox';
 import { TypeCatalog, TypesService } from '../types/types.service';
 import {
   assertEdgeWrite,
@@ -109,6 +109,34 @@ export class EdgesService {
       await this.outbox.record(m, p, 'edge.deleted', { edge_type: edge.edge_type, source_type: edge.source_type, target_type: edge.target_type }, { edge: deleted });
       return deleted;
     });
+  }
+
+  /**
+   * Deletes every edge from or to the given items (a purge, which has already checked its
+   * rights over them) inside the caller's transaction, with an `edge.deleted` event each
+   * when `emit` is set.
+   */
+  async removeTouching(m: EntityManager, p: Principal, itemIds: string[], emit: boolean): Promise<void> {
+    const removed: EdgeWithEnds[] = await m.query(
+      `WITH gone AS (
+         DELETE FROM edges WHERE tenant_id = $1 AND (source_id = ANY($2::uuid[]) OR target_id = ANY($2::uuid[]))
+         RETURNING id, edge_type, source_id, target_id, properties, created_at, tenant_id)
+       SELECT g.id, g.edge_type, g.source_id, g.target_id, g.properties, g.created_at, s.type AS source_type, t.type AS target_type
+         FROM gone g
+         JOIN items s ON s.tenant_id = g.tenant_id AND s.id = g.source_id
+         JOIN items t ON t.tenant_id = g.tenant_id AND t.id = g.target_id`,
+      [p.tenantId, itemIds],
+    );
+    if (!emit) return;
+    await this.outbox.recordMany(
+      m,
+      p,
+      removed.map((edge): RecordedEvent => ({
+        name: 'edge.deleted',
+        audience: { edge_type: edge.edge_type, source_type: edge.source_type, target_type: edge.target_type },
+        payload: { edge: toEdgeResponse(edge) },
+      })),
+    );
   }
 
   /**

@@ -16,6 +16,12 @@ import type { Audience, EventName, EventSubject } from './event-catalogue';
 
 const PENDING = 'svc:eventsRecorded';
 
+export interface RecordedEvent {
+  name: EventName;
+  audience: Audience;
+  payload: EventSubject;
+}
+
 @Injectable()
 export class Outbox implements OnModuleInit, EntitySubscriberInterface {
   private readonly listeners: Array<() => void> = [];
@@ -32,14 +38,17 @@ export class Outbox implements OnModuleInit, EntitySubscriberInterface {
   }
 
   async record(m: EntityManager, p: Principal, name: EventName, audience: Audience, payload: EventSubject): Promise<void> {
-    await m.query(`INSERT INTO events (tenant_id, id, name, credential_id, audience, payload) VALUES ($1, $2, $3, $4, $5, $6)`, [
-      p.tenantId,
-      newId(),
-      name,
-      p.credentialId,
-      audience,
-      payload,
-    ]);
+    await this.recordMany(m, p, [{ name, audience, payload }]);
+  }
+
+  /** `record` for a batch of changes (bulk actions): one statement. */
+  async recordMany(m: EntityManager, p: Principal, events: RecordedEvent[]): Promise<void> {
+    if (!events.length) return;
+    await m.query(
+      `INSERT INTO events (tenant_id, id, name, credential_id, audience, payload)
+       SELECT $1, e.id, e.name, $2, e.audience, e.payload FROM unnest($3::uuid[], $4::text[], $5::jsonb[], $6::json[]) AS e(id, name, audience, payload)`,
+      [p.tenantId, p.credentialId, events.map(() => newId()), events.map((e) => e.name), events.map((e) => e.audience), events.map((e) => e.payload)],
+    );
     if (m.queryRunner) m.queryRunner.data[PENDING] = true;
   }
 

@@ -10,22 +10,22 @@ import { plainToInstance } from 'class-transformer';
 import { validate as classValidate } from 'class-validator';
 import { isDeepStrictEqual } from 'node:util';
 import { DataSource, EntityManager } from 'typeorm';
-import { canEdgeType, canExtension, canMetadata, tenantWide } from '../auth/permissions';
+import { canEdgeType, canExtension, canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { BlobsService } from '../blobs/blobs.service';
 import type { FetchedOutgoingEdge } from '../edges/edge-rules';
 import { EdgesService } from '../edges/edges.service';
-import { Outbox } from '../events/outbox';
 import { newId } from '../common/ids';
 import { inputIssues } from '../common/input-policy';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName } from '../common/type-pattern';
-import { FieldIssue, validationError } from '../common/validation';
+import { validationError } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
-import { propertyIssues } from '../types/type-schema';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
+import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError } from './item-changes';
 import { Item, ITEM_COLUMNS, ItemRow, toItem } from './item.model';
+import { ItemWriter } from './item-writer';
 import { assertTypePattern, EdgeClause, ItemFilter, itemWhere, parseEdgeClauses, parseTags } from './item-filter';
 import {
   BulkItemResult, BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemVersionList, ListItemsQuery,
@@ -33,40 +33,7 @@ import {
 } from './items.dto';
 import { assertInitialState, assertTransition } from './lifecycle';
 
-type Extensions = Record<string, Record<string, unknown> | null>;
-
-const BLOB_REF_RE = /^sha256:[0-9a-f]{64}$/;
-
-/** Blob references (`sha256:<hex>` strings) anywhere in a properties object, with their paths. */
-export function blobReferences(value: unknown, path = ''): Array<{ path: string; ref: string }> {
-  if (typeof value === 'string') return BLOB_REF_RE.test(value) ? [{ path, ref: value }] : [];
-  if (value === null || typeof value !== 'object') return [];
-  return Object.entries(value).flatMap(([k, v]) => blobReferences(v, path ? `${path}.${k}` : k));
-}
-
 const notFound = () => ApiError.notFound('item_not_found', 'No such item');
-
-/** Applies an extensions patch: a namespace set to null is removed. */
-function mergeExtensions(current: ItemRow['extensions'], patch: Extensions | undefined): ItemRow['extensions'] {
-  if (!patch) return current;
-  const out = { ...current };
-  for (const [ns, value] of Object.entries(patch)) {
-    if (value === null) delete out[ns];
-    else out[ns] = value;
-  }
-  return out;
-}
-
-/** Shallow merge of properties: a key set to null is removed. */
-function mergeProperties(current: Record<string, unknown>, patch: Record<string, unknown> | undefined): Record<string, unknown> {
-  if (!patch) return current;
-  const out = { ...current };
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === null) delete out[k];
-    else out[k] = v;
-  }
-  return out;
-}
 
 @Injectable()
 export class ItemsService {
@@ -75,7 +42,7 @@ export class ItemsService {
     private readonly types: TypesService,
     private readonly edges: EdgesService,
     private readonly blobs: BlobsService,
-    private readonly outbox: Outbox,
+    private readonly writer: ItemWriter,
   ) {}
 
   // ---------------------------------------------------------------- writes
@@ -158,7 +125,7 @@ export class ItemsService {
       if (!existing) throw new Error('natural key conflict without a row');
       return { row: await this.upsertExisting(m, p, existing, dto, type, mode), created: false };
     }
-    await this.recordChange(m, p, rows[0]);
+    await this.writer.created(m, p, rows[0]);
     if (dto.edges) await this.edges.createMany(m, p, rows[0], dto.edges);
     return { row: rows[0], created: true };
   }
@@ -198,7 +165,7 @@ export class ItemsService {
     // Edges of an upsert are additive: ones that already exist are kept as they are.
     if (dto.edges) await this.edges.createMany(m, p, existing, dto.edges);
     if (unchanged) return existing; // an idempotent re-sync does not grow the history
-    return this.update(m, p, existing, { ...next, schema_version: type.version });
+    return this.writer.update(m, p, existing, { ...next, schema_version: type.version });
   }
 
   async patch(p: Principal, id: string, dto: PatchItemDto): Promise<Item> {
@@ -233,7 +200,7 @@ export class ItemsService {
         await this.assertBlobsExist(p, changes.properties);
         schemaVersion = type.version;
       }
-      return this.update(m, p, current, {
+      return this.writer.update(m, p, current, {
         properties,
         tags: tags ?? current.tags,
         tier: changes.tier ?? current.tier,
@@ -256,7 +223,7 @@ export class ItemsService {
       if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
       if (current.state === 'trashed') return current;
       assertTransition(current.state, 'trashed');
-      return this.update(m, p, current, { state: 'trashed' });
+      return this.writer.update(m, p, current, { state: 'trashed' });
     });
     return this.present(p, row);
   }
@@ -270,12 +237,10 @@ export class ItemsService {
         this.assertMetadataWrite(p, [], undefined);
       }
       this.assertMetadataWrite(p, undefined, dto.extensions);
-      let tags = dto.tags ?? current.tags;
-      if (dto.add_tags) tags = [...tags, ...dto.add_tags.filter((t) => !tags.includes(t))];
-      if (dto.remove_tags) tags = tags.filter((t) => !dto.remove_tags!.includes(t));
+      const tags = changeTags(dto.tags ?? current.tags, dto.add_tags, dto.remove_tags);
       const extensions = mergeExtensions(current.extensions, dto.extensions);
       if (isDeepStrictEqual(tags, current.tags) && isDeepStrictEqual(extensions, current.extensions)) return current;
-      return this.update(m, p, current, { tags, extensions });
+      return this.writer.update(m, p, current, { tags, extensions });
     });
     return this.metadataOf(p, row);
   }
@@ -367,16 +332,8 @@ export class ItemsService {
   }
 
   private validateProperties(type: ResolvedType, properties: Record<string, unknown>): void {
-    if (type.validate(properties)) return;
-    const { missing, invalid } = propertyIssues(type.validate.errors ?? []);
-    if (missing.length) {
-      throw ApiError.badRequest('missing_required_field', `Missing required properties: ${missing.join(', ')}`, {
-        fields: missing.map((field) => ({ field: `properties.${field}`, message: 'is required' })),
-      });
-    }
-    throw ApiError.badRequest('invalid_properties', `The properties do not match type ${type.name}`, {
-      fields: invalid.map((i): FieldIssue => ({ field: `properties.${i.field}`, message: i.message })),
-    });
+    const error = propertiesError(type, properties);
+    if (error) throw error;
   }
 
   /** Every `sha256:<hex>` string in the properties must name a blob of this tenant. */
@@ -388,7 +345,7 @@ export class ItemsService {
     if (fields.length) throw validationError(fields, 'The properties refer to blobs that do not exist');
   }
 
-  private assertMetadataWrite(p: Principal, tags: string[] | undefined, extensions: Extensions | undefined): void {
+  private assertMetadataWrite(p: Principal, tags: string[] | undefined, extensions: ExtensionsPatch | undefined): void {
     if (tags !== undefined && !canMetadata(p, 'write')) throw ApiError.forbidden('Writing tags needs the metadata:write scope');
     for (const ns of Object.keys(extensions ?? {})) {
       if (!isDottedName(ns)) throw validationError([{ field: `extensions.${ns}`, message: 'namespace must be a dotted lowercase name' }]);
@@ -432,37 +389,6 @@ export class ItemsService {
       [tenantId, id, version],
     );
     return rows[0]?.snapshot;
-  }
-
-  /** Writes the changed columns, bumps the version and records the new revision. */
-  private async update(m: EntityManager, p: Principal, current: ItemRow, changes: Partial<ItemRow>): Promise<ItemRow> {
-    const columns = Object.keys(changes);
-    const sets = columns.map((c, i) => `${c === 'timestamp' ? '"timestamp"' : c} = $${i + 3}`);
-    // TypeORM answers UPDATE ... RETURNING with [rows, affected].
-    const [rows]: [ItemRow[], number] = await m.query(
-      `UPDATE items SET ${sets.join(', ')}, version = version + 1, updated_at = now()
-        WHERE tenant_id = $1 AND id = $2 RETURNING ${ITEM_COLUMNS}`,
-      [current.tenant_id, current.id, ...columns.map((c) => (changes as Record<string, unknown>)[c])],
-    );
-    await this.recordChange(m, p, rows[0], current);
-    return rows[0];
-  }
-
-  /**
-   * What every change of an item leaves behind, in its transaction: the revision, and the
-   * event (`item.created`; `item.state_changed` when the state moved, else `item.updated`),
-   * whose item carries every extension and tag: each receiver gets its own view of it.
-   */
-  private async recordChange(m: EntityManager, p: Principal, row: ItemRow, before?: ItemRow): Promise<void> {
-    await m.query(
-      `INSERT INTO item_versions (tenant_id, item_id, version, snapshot, changed_by, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-      [row.tenant_id, row.id, row.version, row, p.credentialId, row.updated_at],
-    );
-    const name = !before ? 'item.created' : before.state !== row.state ? 'item.state_changed' : 'item.updated';
-    const everything = tenantWide(p);
-    // A new item has no edges yet (an item write creates its `edges` after this): no query.
-    const edges = before ? (await this.edges.outgoingFor(everything, [row.id], m)).get(row.id) : {};
-    await this.outbox.record(m, p, name, { item_type: row.type }, { item: toItem(everything, row, edges) });
   }
 
   private async present(p: Principal, row: ItemRow): Promise<Item> {

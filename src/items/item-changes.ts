@@ -1,0 +1,66 @@
+/**
+ * The rules for computing an item's next values, as pure functions: one definition each,
+ * used by single writes (items.service.ts) and bulk actions (src/bulk) alike.
+ */
+import { ApiError } from '../common/api-error';
+import type { FieldIssue } from '../common/validation';
+import type { ResolvedType } from '../types/types.service';
+import { propertyIssues } from '../types/type-schema';
+import type { ItemRow } from './item.model';
+
+export type ExtensionsPatch = Record<string, Record<string, unknown> | null>;
+
+const BLOB_REF_RE = /^sha256:[0-9a-f]{64}$/;
+
+/** Blob references (`sha256:<hex>` strings) anywhere in a properties object, with their paths. */
+export function blobReferences(value: unknown, path = ''): Array<{ path: string; ref: string }> {
+  if (typeof value === 'string') return BLOB_REF_RE.test(value) ? [{ path, ref: value }] : [];
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([k, v]) => blobReferences(v, path ? `${path}.${k}` : k));
+}
+
+/** Applies an extensions patch: a namespace set to null is removed. */
+export function mergeExtensions(current: ItemRow['extensions'], patch: ExtensionsPatch | undefined): ItemRow['extensions'] {
+  if (!patch) return current;
+  const out = { ...current };
+  for (const [ns, value] of Object.entries(patch)) {
+    if (value === null) delete out[ns];
+    else out[ns] = value;
+  }
+  return out;
+}
+
+/** Shallow merge of properties: a key set to null is removed. */
+export function mergeProperties(current: Record<string, unknown>, patch: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (!patch) return current;
+  const out = { ...current };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
+
+/** Tags after adding (at the end, once) and then removing. */
+export function changeTags(tags: string[], add: string[] = [], remove: string[] = []): string[] {
+  const out = [...tags];
+  for (const t of add) if (!out.includes(t)) out.push(t);
+  return remove.length ? out.filter((t) => !remove.includes(t)) : out;
+}
+
+/**
+ * Why `properties` do not fit the type's schema: 400 `missing_required_field` or
+ * `invalid_properties` naming each field; undefined when they fit.
+ */
+export function propertiesError(type: ResolvedType, properties: Record<string, unknown>): ApiError | undefined {
+  if (type.validate(properties)) return undefined;
+  const { missing, invalid } = propertyIssues(type.validate.errors ?? []);
+  if (missing.length) {
+    return ApiError.badRequest('missing_required_field', `Missing required properties: ${missing.join(', ')}`, {
+      fields: missing.map((field) => ({ field: `properties.${field}`, message: 'is required' })),
+    });
+  }
+  return ApiError.badRequest('invalid_properties', `The properties do not match type ${type.name}`, {
+    fields: invalid.map((i): FieldIssue => ({ field: `properties.${i.field}`, message: i.message })),
+  });
+}

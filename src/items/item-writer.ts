@@ -1,0 +1,129 @@
+/**
+ * The one path by which an item row changes, for single writes and bulk actions alike: a new
+ * item, a change (the version bumped, the revision kept in `item_versions`) and a purge each
+ * leave their event in the outbox in the caller's transaction. Set-based, so a bulk chunk costs
+ * a few statements however many items it holds. Callers have already applied the rules (who may
+ * write, the lifecycle, the type's schema): this module only writes.
+ */
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { tenantWide } from '../auth/permissions';
+import type { Principal } from '../auth/principal';
+import { EdgesService } from '../edges/edges.service';
+import { Outbox, RecordedEvent } from '../events/outbox';
+import { ITEM_COLUMNS, ItemRow, toItem } from './item.model';
+
+/** The columns a change may set, with their SQL types. */
+const CHANGEABLE: Record<string, string> = {
+  properties: 'jsonb',
+  tags: 'text[]',
+  tier: 'text',
+  state: 'text',
+  timestamp: 'timestamptz',
+  device: 'text',
+  capture_latitude: 'float8',
+  capture_longitude: 'float8',
+  extensions: 'jsonb',
+  schema_version: 'int',
+};
+
+const ITEM_COLUMNS_I = ITEM_COLUMNS.split(',')
+  .map((c) => `i.${c.trim()}`)
+  .join(', ');
+
+export type ItemChanges = Partial<Pick<ItemRow, keyof typeof CHANGEABLE & keyof ItemRow>>;
+
+export interface Change {
+  current: ItemRow;
+  changes: ItemChanges;
+}
+
+@Injectable()
+export class ItemWriter {
+  constructor(
+    private readonly edges: EdgesService,
+    private readonly outbox: Outbox,
+  ) {}
+
+  /** A just-inserted item: its first revision and `item.created`. */
+  async created(m: EntityManager, p: Principal, row: ItemRow): Promise<void> {
+    await this.recordRevisions(m, p, [row]);
+    // A new item has no edges yet (an item write creates its `edges` after this).
+    await this.outbox.record(m, p, 'item.created', { item_type: row.type }, { item: toItem(tenantWide(p), row, {}) });
+  }
+
+  async update(m: EntityManager, p: Principal, current: ItemRow, changes: ItemChanges): Promise<ItemRow> {
+    return (await this.updateMany(m, p, [{ current, changes }]))[0];
+  }
+
+  /**
+   * Writes each item's changes (every change in the batch sets the same columns), bumps its
+   * version, keeps the revision and, when `emit` is set, records `item.state_changed` (the
+   * state moved) or `item.updated`. Returns the new rows in the order of `batch`.
+   */
+  async updateMany(m: EntityManager, p: Principal, batch: Change[], emit = true): Promise<ItemRow[]> {
+    if (!batch.length) return [];
+    const columns = Object.keys(batch[0].changes);
+    for (const c of columns) if (!(c in CHANGEABLE)) throw new Error(`not a changeable item column: ${c}`);
+    if (batch.some((b) => Object.keys(b.changes).length !== columns.length || columns.some((c) => !(c in b.changes)))) {
+      throw new Error('every change of a batch must set the same columns');
+    }
+    const q = (c: string) => `"${c}"`;
+    const sets = columns.map((c) => `${q(c)} = x.${q(c)}`);
+    const recordType = ['id uuid', ...columns.map((c) => `${q(c)} ${CHANGEABLE[c]}`)].join(', ');
+    const [rows]: [ItemRow[], number] = await m.query(
+      `UPDATE items i SET ${sets.join(', ')}, version = i.version + 1, updated_at = now()
+         FROM jsonb_to_recordset($2::jsonb) AS x(${recordType})
+        WHERE i.tenant_id = $1 AND i.id = x.id
+       RETURNING ${ITEM_COLUMNS_I}`,
+      [p.tenantId, JSON.stringify(batch.map((b) => ({ id: b.current.id, ...b.changes })))],
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const updated = batch.map((b) => byId.get(b.current.id)!);
+    await this.recordRevisions(m, p, updated);
+    if (emit) {
+      const everything = tenantWide(p);
+      const edges = await this.edges.outgoingFor(everything, updated.map((r) => r.id), m);
+      await this.outbox.recordMany(
+        m,
+        p,
+        updated.map((row, n): RecordedEvent => ({
+          name: batch[n].current.state !== row.state ? 'item.state_changed' : 'item.updated',
+          audience: { item_type: row.type },
+          payload: { item: toItem(everything, row, edges.get(row.id)) },
+        })),
+      );
+    }
+    return updated;
+  }
+
+  /**
+   * Hard-deletes locked items with their edges and history (`item_versions` cascades); with
+   * `emit`, an `item.deleted` per item (the item as it was, its outgoing edges included) and an
+   * `edge.deleted` per edge.
+   */
+  async purgeMany(m: EntityManager, p: Principal, rows: ItemRow[], emit: boolean): Promise<void> {
+    if (!rows.length) return;
+    const ids = rows.map((r) => r.id);
+    const everything = tenantWide(p);
+    const edges = emit ? await this.edges.outgoingFor(everything, ids, m) : undefined;
+    await this.edges.removeTouching(m, p, ids, emit);
+    await m.query(`DELETE FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [p.tenantId, ids]);
+    if (!edges) return;
+    await this.outbox.recordMany(
+      m,
+      p,
+      rows.map((row): RecordedEvent => ({ name: 'item.deleted', audience: { item_type: row.type }, payload: { item: toItem(everything, row, edges.get(row.id)) } })),
+    );
+  }
+
+  /** The revisions: each row as it now is, by whom, at its `updated_at`. */
+  private async recordRevisions(m: EntityManager, p: Principal, rows: ItemRow[]): Promise<void> {
+    await m.query(
+      `INSERT INTO item_versions (tenant_id, item_id, version, snapshot, changed_by, created_at)
+       SELECT $1, r.item_id, r.version, r.snapshot, $2, r.created_at
+         FROM unnest($3::uuid[], $4::int[], $5::jsonb[], $6::timestamptz[]) AS r(item_id, version, snapshot, created_at)`,
+      [p.tenantId, p.credentialId, rows.map((r) => r.id), rows.map((r) => r.version), rows, rows.map((r) => r.updated_at)],
+    );
+  }
+}
