@@ -27,6 +27,7 @@ import { JobsModule } from './jobs/jobs.module';
 import { OutboxModule } from './events/outbox.module';
 import { EventsModule } from './events/events.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
+import { BulkModule } from './bulk/bulk.module';
 
 @Module({})
 export class AppModule {
@@ -48,6 +49,7 @@ export class AppModule {
         TenantsModule,
         IdempotencyModule,
         TypesModule,
+        BulkModule,
         ItemsModule,
         EdgesModule,
         BlobsModule,

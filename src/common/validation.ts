@@ -79,6 +79,16 @@ export const IsPatternList = () =>
     },
   });
 
+/** One type name or pattern (`core.note`, `core.*`, `*`). */
+export const IsTypePattern = () =>
+  ValidateBy({
+    name: 'isTypePattern',
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && isPattern(v),
+      defaultMessage: () => 'must be a type name or a pattern such as "core.*" or "*"',
+    },
+  });
+
 /** A dotted lowercase name: a type, an edge type, an extension namespace. */
 export const IsDottedName = () =>
   ValidateBy({

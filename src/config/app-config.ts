@@ -107,6 +107,20 @@ export class AppConfig {
   @Matches(/^\d+(ms|s|m)$/, { message: 'must be a duration such as 10s' })
   WEBHOOK_SWEEP_INTERVAL = '10s';
 
+  /** Bulk actions matching more items than this run as a background job (202) instead of in
+   *  the request (src/bulk). */
+  @int() @IsInt() @Min(0) @Max(50_000)
+  BULK_SYNC_MAX = 1000;
+
+  /** Bulk jobs one instance runs at once; 0 makes an instance that only takes requests. */
+  @int() @IsInt() @Min(0) @Max(32)
+  BULK_CONCURRENCY = 2;
+
+  /** How long a bulk job whose worker has died (or lost its database) waits before another
+   *  worker resumes it; the running worker renews its lease well within it. */
+  @Matches(/^\d+(ms|s|m)$/, { message: 'must be a duration such as 30s' })
+  BULK_JOB_LEASE = '30s';
+
   /** Days events stay in the outbox for `Last-Event-ID` replay (src/events). */
   @int() @IsInt() @Min(1) @Max(365)
   EVENT_RETENTION_DAYS = 7;
@@ -134,6 +148,10 @@ export class AppConfig {
 
   get webhookRetryDelaysMs(): number[] {
     return this.WEBHOOK_RETRY_SCHEDULE.split(',').map((d) => durationMs(d.trim()));
+  }
+
+  get bulkJobLeaseMs(): number {
+    return Math.max(1000, durationMs(this.BULK_JOB_LEASE));
   }
 
   get webhookSweepIntervalMs(): number {

@@ -5,8 +5,10 @@
  *   edge type and both items' types), checked with the credential's permissions at fan-out;
  * - `renderBody` is the exact JSON a receiver gets, with the extension namespaces (and, for
  *   OAuth tokens without `metadata:read`, the tags) it may not read left out.
+ * A bulk job's end (`bulk_job.completed`, `.failed`, `.cancelled`) reaches what may see the job:
+ * the credential that started it, and admins.
  */
-import { canEdgeType, canExtension, canMetadata, canType } from '../auth/permissions';
+import { canEdgeType, canExtension, canMetadata, canType, isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { matchesPattern } from '../common/type-pattern';
 import type { Item } from '../items/item.model';
@@ -19,10 +21,16 @@ export const EVENT_NAMES = [
   'item.deleted',
   'edge.created',
   'edge.deleted',
+  'bulk_job.completed',
+  'bulk_job.failed',
+  'bulk_job.cancelled',
 ] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 
-export type Audience = { item_type: string } | { edge_type: string; source_type: string; target_type: string };
+export type Audience =
+  | { item_type: string }
+  | { edge_type: string; source_type: string; target_type: string }
+  | { job_credential: string };
 
 export interface EdgeEventBody {
   id: string;
@@ -34,7 +42,7 @@ export interface EdgeEventBody {
 }
 
 /** What the outbox stores: the full subject; each receiver gets its own view of it. */
-export type EventSubject = { item: Item } | { edge: EdgeEventBody };
+export type EventSubject = { item: Item } | { edge: EdgeEventBody } | { job: object };
 
 export interface StoredEvent {
   tenant_id: string;
@@ -67,12 +75,14 @@ export function selects(events: readonly string[], typeFilter: readonly string[]
 export function mayReceive(p: Principal, e: StoredEvent, types: TypeCatalog): boolean {
   const a = e.audience;
   if ('item_type' in a) return canType(p, types.ref(a.item_type), 'read');
+  if ('job_credential' in a) return isAdmin(p) || p.credentialId === a.job_credential;
   return canEdgeType(p, a.edge_type, 'read') && canType(p, types.ref(a.source_type), 'read') && canType(p, types.ref(a.target_type), 'read');
 }
 
-/** The body a receiver with this principal gets: `{event, item}` or `{event, edge}`, as JSON text. */
+/** The body a receiver with this principal gets: `{event, item}`, `{event, edge}` or `{event, job}`, as JSON text. */
 export function renderBody(p: Principal, e: StoredEvent): string {
   if ('edge' in e.payload) return JSON.stringify({ event: e.name, edge: e.payload.edge });
+  if ('job' in e.payload) return JSON.stringify({ event: e.name, job: e.payload.job });
   const { tags, extensions, ...item } = e.payload.item;
   const visible: Item = { ...item, extensions: {} };
   for (const [ns, value] of Object.entries(extensions)) if (canExtension(p, ns, 'read')) visible.extensions[ns] = value;

@@ -10,7 +10,7 @@ import type { Tier } from '../keys/api-key.entity';
 export const MAX_TAGS = 100;
 const TAG_RE = /^[^,\s][^,]{0,99}$/u;
 
-const IsTagList = () =>
+export const IsTagList = () =>
   ValidateBy({
     name: 'isTagList',
     validator: {

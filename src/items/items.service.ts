@@ -337,7 +337,7 @@ export class ItemsService {
   }
 
   /** Every `sha256:<hex>` string in the properties must name a blob of this tenant. */
-  private async assertBlobsExist(p: Principal, properties: Record<string, unknown>): Promise<void> {
+  async assertBlobsExist(p: Principal, properties: Record<string, unknown>): Promise<void> {
     const refs = blobReferences(properties);
     if (!refs.length) return;
     const missing = new Set(await this.blobs.findMissing(p.tenantId, refs.map((r) => r.ref)));

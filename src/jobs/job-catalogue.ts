@@ -1,18 +1,21 @@
 /**
  * The typed job catalogue: every Bull queue, job name and payload of the service in one place,
  * so a producer and its processor cannot disagree about a shape. Bull only schedules: each
- * job's truth lives in a table (webhook_deliveries; bulk_jobs when bulk actions land), and
- * a sweeper re-creates jobs that Redis lost.
+ * job's truth lives in a table (webhook_deliveries, bulk_jobs), and a sweeper re-creates jobs
+ * that Redis lost.
  */
-export const QUEUES = { webhooks: 'webhooks' } as const;
+export const QUEUES = { webhooks: 'webhooks', bulk: 'bulk' } as const;
 
 export interface JobPayloads {
   /** One attempt of a webhook delivery that is due (webhook_deliveries row). */
   'webhook.deliver': { tenantId: string; deliveryId: string; webhookId: string };
+  /** Run (or resume) a bulk job (bulk_jobs row); the Bull job id is the bulk job's id. */
+  'bulk.run': { tenantId: string; jobId: string };
 }
 
 export type JobName = keyof JobPayloads;
 
 export const JOB_QUEUE: Record<JobName, (typeof QUEUES)[keyof typeof QUEUES]> = {
   'webhook.deliver': QUEUES.webhooks,
+  'bulk.run': QUEUES.bulk,
 };

@@ -8,7 +8,19 @@ import { Global, Module } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { QUEUES } from './job-catalogue';
 
-const queues = BullModule.registerQueue(...Object.values(QUEUES).map((name) => ({ name })));
+const queues = [
+  BullModule.registerQueue({ name: QUEUES.webhooks }),
+  // A bulk job holds its Bull job for its whole run: Bull's lock on it follows the job's
+  // lease (BULK_JOB_LEASE), so the job of a worker that died is handed on about as soon as
+  // its lease lapses. The bulk_jobs row, not Bull's stall count, decides when a job is done.
+  BullModule.registerQueueAsync({
+    name: QUEUES.bulk,
+    inject: [AppConfig],
+    useFactory: (config: AppConfig) => ({
+      settings: { lockDuration: config.bulkJobLeaseMs, stalledInterval: config.bulkJobLeaseMs, maxStalledCount: 1_000_000 },
+    }),
+  }),
+];
 
 @Global()
 @Module({
@@ -20,8 +32,8 @@ const queues = BullModule.registerQueue(...Object.values(QUEUES).map((name) => (
       // queues commands while Redis is away.
       useFactory: (config: AppConfig) => ({ url: config.REDIS_URL, prefix: `${config.REDIS_PREFIX}bull` }),
     }),
-    queues,
+    ...queues,
   ],
-  exports: [queues],
+  exports: queues,
 })
 export class JobsModule {}

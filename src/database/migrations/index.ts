@@ -10,6 +10,7 @@ import { SearchCommonGrams1732300000700 } from './1732300000700-search-common-gr
 import { SearchTenantScopedIndex1732300000800 } from './1732300000800-search-tenant-scoped-index';
 import { SearchFrequentWordGrams1732300000900 } from './1732300000900-search-frequent-word-grams';
 import { EventsAndWebhooks1732300001000 } from './1732300001000-events-and-webhooks';
+import { BulkJobs1732300001100 } from './1732300001100-bulk-jobs';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -23,4 +24,5 @@ export const migrations = [
   SearchTenantScopedIndex1732300000800,
   SearchFrequentWordGrams1732300000900,
   EventsAndWebhooks1732300001000,
+  BulkJobs1732300001100,
 ];

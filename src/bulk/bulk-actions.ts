@@ -1,0 +1,118 @@
+/**
+ * The bulk actions as data and pure functions: their names and per-action fields, the check
+ * of a request's fields, and what one action does to one item (`planChange`), built from the
+ * same rules a single write uses (lifecycle.ts, item-changes.ts).
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { ApiError } from '../common/api-error';
+import { FieldIssue, validationError } from '../common/validation';
+import type { Tier } from '../keys/api-key.entity';
+import { changeTags, mergeProperties, propertiesError } from '../items/item-changes';
+import type { ItemRow } from '../items/item.model';
+import type { ItemChanges } from '../items/item-writer';
+import { canTransition, ItemState } from '../items/lifecycle';
+import type { ResolvedType } from '../types/types.service';
+
+export const BULK_ACTIONS = ['transition', 'purge', 'update_tags', 'update_tier', 'update_properties', 'update_timestamp'] as const;
+export type BulkAction = (typeof BULK_ACTIONS)[number];
+
+export const JOB_STATUSES = ['queued', 'in_progress', 'completed', 'failed', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+export const FINAL_STATUSES: readonly JobStatus[] = ['completed', 'failed', 'cancelled'];
+
+export const MAX_ITEMS_DEFAULT = 10_000;
+export const MAX_ITEMS_CEILING = 50_000;
+/** Items per transaction, in a job and in a direct run. */
+export const CHUNK_SIZE = 500;
+/** Per-item errors a job keeps (its `errored` counts them all). */
+export const MAX_KEPT_ERRORS = 1000;
+
+/** What to do to each item: the action and its fields, as validated. Stored with a job. */
+export interface BulkSpec {
+  action: BulkAction;
+  emit_events: boolean;
+  to_state?: ItemState;
+  add_tags?: string[];
+  remove_tags?: string[];
+  tier?: Tier;
+  properties?: Record<string, unknown>;
+  timestamp?: string;
+}
+
+export interface BulkItemError {
+  id: string;
+  code: string;
+  message: string;
+}
+
+type SpecField = Exclude<keyof BulkSpec, 'action' | 'emit_events'> | 'confirm';
+
+/** Each action's fields: all of `required`, or at least one of `oneOf`. */
+const ACTION_FIELDS: Record<BulkAction, { required?: SpecField[]; oneOf?: SpecField[] }> = {
+  transition: { required: ['to_state'] },
+  purge: { required: ['confirm'] },
+  update_tags: { oneOf: ['add_tags', 'remove_tags'] },
+  update_tier: { required: ['tier'] },
+  update_properties: { required: ['properties'] },
+  update_timestamp: { required: ['timestamp'] },
+};
+const ALL_FIELDS: SpecField[] = ['to_state', 'confirm', 'add_tags', 'remove_tags', 'tier', 'properties', 'timestamp'];
+
+/**
+ * The action's fields, checked together: every missing one, every one that belongs to another
+ * action, and purge's confirmation, named in one 400 `validation_error`. Returns the spec.
+ */
+export function specOf(body: Partial<Record<SpecField, unknown>> & { action: BulkAction; emit_events?: boolean }): BulkSpec {
+  const { action } = body;
+  const own = ACTION_FIELDS[action];
+  const mine = [...(own.required ?? []), ...(own.oneOf ?? [])];
+  const issues: FieldIssue[] = [];
+  for (const field of own.required ?? []) if (body[field] === undefined) issues.push({ field, message: `is required for action ${action}` });
+  if (own.oneOf && own.oneOf.every((f) => body[f] === undefined)) {
+    for (const field of own.oneOf) issues.push({ field, message: `${own.oneOf.join(' or ')} is required for action ${action}` });
+  }
+  for (const field of ALL_FIELDS) {
+    if (body[field] !== undefined && !mine.includes(field)) issues.push({ field, message: `is not a field of action ${action}` });
+  }
+  if (action === 'purge' && body.confirm !== undefined && body.confirm !== 'PURGE') issues.push({ field: 'confirm', message: 'must be "PURGE"' });
+  if (action === 'update_properties' && body.properties !== undefined && Object.keys(body.properties as object).length === 0) {
+    issues.push({ field: 'properties', message: 'must change at least one property' });
+  }
+  if (issues.length) throw validationError(issues);
+  const spec: BulkSpec = { action, emit_events: body.emit_events ?? true };
+  for (const field of mine) if (field !== 'confirm' && body[field] !== undefined) (spec as unknown as Record<string, unknown>)[field] = body[field];
+  return spec;
+}
+
+/** What the action does to one item: its changes, nothing (already so), or the item's error. */
+export type Plan = { changes: ItemChanges } | 'unchanged' | ApiError;
+
+/** `type` is the item's type, resolved for writing; needed by update_properties only. */
+export function planChange(spec: BulkSpec, row: ItemRow, type?: ResolvedType): Plan {
+  switch (spec.action) {
+    case 'transition': {
+      const to = spec.to_state!;
+      if (row.state === to) return 'unchanged';
+      if (!canTransition(row.state, to)) return ApiError.badRequest('invalid_transition', `An item cannot move from ${row.state} to ${to}`);
+      return { changes: { state: to } };
+    }
+    case 'update_tags': {
+      const tags = changeTags(row.tags, spec.add_tags, spec.remove_tags);
+      return isDeepStrictEqual(tags, row.tags) ? 'unchanged' : { changes: { tags } };
+    }
+    case 'update_tier':
+      return row.tier === spec.tier ? 'unchanged' : { changes: { tier: spec.tier! } };
+    case 'update_timestamp': {
+      const timestamp = new Date(spec.timestamp!);
+      return new Date(row.timestamp).getTime() === timestamp.getTime() ? 'unchanged' : { changes: { timestamp } };
+    }
+    case 'update_properties': {
+      if (!type) return ApiError.badRequest('invalid_type', `Type ${row.type} no longer exists`);
+      const properties = mergeProperties(row.properties, spec.properties);
+      if (isDeepStrictEqual(properties, row.properties)) return 'unchanged';
+      return propertiesError(type, properties) ?? { changes: { properties, schema_version: type.version } };
+    }
+    case 'purge':
+      throw new Error('purge is not a per-item change');
+  }
+}

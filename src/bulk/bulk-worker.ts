@@ -1,0 +1,202 @@
+/**
+ * Runs bulk jobs from the Bull queue, BULK_CONCURRENCY at a time per instance, on any instance.
+ *
+ * A run claims the job's row under a lease (BULK_JOB_LEASE, renewed while it works), then
+ * works through the match set a chunk at a time. Each chunk is one transaction holding the
+ * items' changes and the job's progress (`processed` and the counters), and it commits only if
+ * the job is still this worker's and still where the worker thought it was; so whatever
+ * happens (a SIGKILL, a lost Redis, two workers handed the same job) every item is changed
+ * exactly once, and a resumed job starts after the last committed chunk. The cancel flag and
+ * the credential (an API key revoked since submission fails the job) are checked between
+ * chunks. On shutdown a run stops at the next chunk boundary and gives up its lease, so
+ * another instance resumes it without waiting.
+ */
+import { InjectQueue } from '@nestjs/bull';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Queue } from 'bull';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
+import { DataSource } from 'typeorm';
+import type { Principal } from '../auth/principal';
+import { AppConfig } from '../config/app-config';
+import { Outbox } from '../events/outbox';
+import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
+import { KeysService } from '../keys/keys.service';
+import { BulkSpec, CHUNK_SIZE, MAX_KEPT_ERRORS } from './bulk-actions';
+import { JOB_COLUMNS, JobRow, toJob } from './bulk-job.model';
+import { BulkRunner } from './bulk-runner';
+
+type JobRef = JobPayloads['bulk.run'];
+
+interface Claimed {
+  spec: BulkSpec;
+  principal: Principal;
+  credential_id: string;
+  item_ids: string[];
+  processed: number;
+  cancel_requested: boolean;
+  errors_kept: number;
+}
+
+/** Attempts of one chunk before the job is failed. */
+const CHUNK_ATTEMPTS = 3;
+
+/** The job is no longer this worker's to advance (taken over, cancelled while queued, ended). */
+class LostJob extends Error {}
+
+@Injectable()
+export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Bulk');
+  /** This process's name on the leases it holds. */
+  private readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private stopping = false;
+  private readonly runs = new Set<Promise<void>>();
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly runner: BulkRunner,
+    private readonly keys: KeysService,
+    private readonly outbox: Outbox,
+    private readonly config: AppConfig,
+    @InjectQueue(QUEUES.bulk) private readonly queue: Queue<JobRef>,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.config.BULK_CONCURRENCY === 0) return;
+    this.queue
+      .process('bulk.run', this.config.BULK_CONCURRENCY, (job) => this.track(this.run(job.data)))
+      .catch((err: unknown) => this.logger.error({ err }, 'bulk worker stopped'));
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    await Promise.allSettled([...this.runs]);
+  }
+
+  private track(run: Promise<void>): Promise<void> {
+    this.runs.add(run);
+    return run.finally(() => this.runs.delete(run));
+  }
+
+  /** Runs the job from where its last committed chunk left off, if no other worker holds it. */
+  async run(ref: JobRef): Promise<void> {
+    if (this.stopping) return;
+    const job = await this.claim(ref);
+    if (!job) return;
+    const leaseMs = this.config.bulkJobLeaseMs;
+    const heartbeat = setInterval(() => void this.renew(ref).catch(() => undefined), Math.floor(leaseMs / 3));
+    heartbeat.unref();
+    try {
+      await this.work(ref, job);
+    } finally {
+      clearInterval(heartbeat);
+      // Still held when the run stopped early (shutdown, database trouble): hand it on now.
+      await this.db
+        .query(`UPDATE bulk_jobs SET lease_owner = NULL, lease_until = NULL WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3`, [ref.tenantId, ref.jobId, this.owner])
+        .catch(() => undefined);
+    }
+  }
+
+  private async claim(ref: JobRef): Promise<Claimed | undefined> {
+    const [rows]: [Claimed[], number] = await this.db.query(
+      `UPDATE bulk_jobs SET status = 'in_progress', started_at = coalesce(started_at, now()), lease_owner = $3,
+              lease_until = now() + make_interval(secs => $4::float8 / 1000), updated_at = now()
+        WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'in_progress')
+          AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $3)
+       RETURNING spec, principal, credential_id, item_ids, processed, cancel_requested, jsonb_array_length(errors) AS errors_kept`,
+      [ref.tenantId, ref.jobId, this.owner, this.config.bulkJobLeaseMs],
+    );
+    return rows[0];
+  }
+
+  private async renew(ref: JobRef): Promise<void> {
+    await this.db.query(
+      `UPDATE bulk_jobs SET lease_until = now() + make_interval(secs => $4::float8 / 1000)
+        WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'in_progress'`,
+      [ref.tenantId, ref.jobId, this.owner, this.config.bulkJobLeaseMs],
+    );
+  }
+
+  private async work(ref: JobRef, job: Claimed): Promise<void> {
+    let { processed, cancel_requested: cancel, errors_kept: kept } = job;
+    for (;;) {
+      if (cancel) return this.finish(ref, 'cancelled');
+      if (processed >= job.item_ids.length) return this.finish(ref, 'completed');
+      if (this.stopping) return;
+      const p = await this.principalOf(ref, job);
+      if (!p) return this.finish(ref, 'failed', 'The API key that started this job has been revoked');
+      const chunk = job.item_ids.slice(processed, processed + CHUNK_SIZE);
+      const step = await this.commitChunk(ref, p, job.spec, chunk, processed, kept);
+      if (!step) return;
+      processed += chunk.length;
+      kept = step.kept;
+      cancel = step.cancel;
+    }
+  }
+
+  /**
+   * The credential as it is now: an API key is looked up again (cached by key generation, so
+   * a revocation is seen at the next chunk).
+   */
+  private async principalOf(ref: JobRef, job: Claimed): Promise<Principal | null> {
+    if (job.principal.kind === 'api_key') return this.keys.principalById(ref.tenantId, job.credential_id);
+    // OAuth tokens: the grant as it was at submission, until the OAuth provider offers a re-check.
+    return job.principal;
+  }
+
+  /** One chunk and the job's progress in one transaction; undefined when the run must stop. */
+  private async commitChunk(
+    ref: JobRef, p: Principal, spec: BulkSpec, chunk: string[], at: number, kept: number,
+  ): Promise<{ cancel: boolean; kept: number } | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.transaction(async (m) => {
+          const out = await this.runner.applyChunk(m, p, spec, chunk);
+          const keep = out.errors.slice(0, Math.max(0, MAX_KEPT_ERRORS - kept));
+          const [rows]: [Array<{ cancel_requested: boolean }>, number] = await m.query(
+            `UPDATE bulk_jobs
+                SET processed = processed + $5, succeeded = succeeded + $6, errored = errored + $7, errors = errors || $8::jsonb,
+                    blob_hashes = CASE WHEN cardinality($9::text[]) = 0 THEN blob_hashes
+                                       ELSE ARRAY(SELECT DISTINCT h FROM unnest(blob_hashes || $9::text[]) AS h) END,
+                    lease_until = now() + make_interval(secs => $10::float8 / 1000), updated_at = now()
+              WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND processed = $4 AND status = 'in_progress'
+             RETURNING cancel_requested`,
+            [
+              ref.tenantId, ref.jobId, this.owner, at, chunk.length, out.succeeded.length, out.errors.length,
+              JSON.stringify(keep), out.blobHashes, this.config.bulkJobLeaseMs,
+            ],
+          );
+          if (!rows.length) throw new LostJob();
+          return { cancel: rows[0].cancel_requested, kept: kept + keep.length };
+        });
+      } catch (err) {
+        if (err instanceof LostJob) return undefined;
+        this.logger.warn({ err, jobId: ref.jobId, attempt }, 'bulk chunk failed');
+        if (this.stopping) return undefined;
+        if (attempt >= CHUNK_ATTEMPTS) {
+          await this.finish(ref, 'failed', 'An internal error stopped the job; the items of its committed chunks were changed').catch((e: unknown) =>
+            this.logger.error({ err: e, jobId: ref.jobId }, 'could not record the failure; the job will be resumed'),
+          );
+          return undefined;
+        }
+        await delay(attempt * 500);
+      }
+    }
+  }
+
+  /** Ends the job, with its `bulk_job.<status>` event in the same transaction. */
+  private async finish(ref: JobRef, status: 'completed' | 'failed' | 'cancelled', error?: string): Promise<void> {
+    await this.db.transaction(async (m) => {
+      const [rows]: [JobRow[], number] = await m.query(
+        `UPDATE bulk_jobs SET status = $4, error = $5, finished_at = now(), item_ids = '{}', lease_owner = NULL, lease_until = NULL, updated_at = now()
+          WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'in_progress'
+         RETURNING ${JOB_COLUMNS}`,
+        [ref.tenantId, ref.jobId, this.owner, status, error ?? null],
+      );
+      const job = rows[0];
+      if (job) await this.outbox.record(m, job.principal, `bulk_job.${status}`, { job_credential: job.credential_id }, { job: toJob(job) });
+    });
+  }
+}

@@ -1,0 +1,151 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsString, MaxLength, Min, ValidateNested } from 'class-validator';
+import { PageQuery } from '../common/pagination';
+import { IsOptionalNonNull, IsRfc3339, IsTypePattern } from '../common/validation';
+import type { Tier } from '../keys/api-key.entity';
+import { IsTagList, MAX_TAGS } from '../items/items.dto';
+import { ItemState, STATES } from '../items/lifecycle';
+import { MAX_QUERY_LENGTH } from '../search/search-query';
+import { BULK_ACTIONS, BulkAction, JOB_STATUSES, JobStatus, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT } from './bulk-actions';
+
+export class BulkFilterDto {
+  @ApiPropertyOptional({ description: 'Type name or pattern (`core.*`, `*`); subtypes included', example: 'core.note' })
+  @IsOptionalNonNull() @IsTypePattern()
+  type?: string;
+
+  @ApiPropertyOptional({ description: 'Items written by the credential with this source' })
+  @IsOptionalNonNull() @IsString() @MaxLength(200)
+  source?: string;
+
+  @ApiPropertyOptional({ type: [String], maxItems: MAX_TAGS, description: 'Items carrying all of these tags' })
+  @IsOptionalNonNull() @IsTagList()
+  tags?: string[];
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'timestamp >= since' })
+  @IsOptionalNonNull() @IsRfc3339()
+  since?: string;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'timestamp < until' })
+  @IsOptionalNonNull() @IsRfc3339()
+  until?: string;
+
+  @ApiPropertyOptional({ maxLength: MAX_QUERY_LENGTH, description: 'Free text with the semantics of `GET /search`\'s `q` (without its typo fallback)' })
+  @IsOptionalNonNull() @IsString() @IsNotEmpty() @MaxLength(MAX_QUERY_LENGTH)
+  filter?: string;
+
+  @ApiPropertyOptional({ enum: [...STATES, 'all'], default: 'active', description: 'As in `GET /items`: only active items unless given' })
+  @IsOptionalNonNull() @IsIn([...STATES, 'all'])
+  state?: ItemState | 'all';
+
+  @ApiPropertyOptional({ enum: ['library', 'feed', 'all'], default: 'all' })
+  @IsOptionalNonNull() @IsIn(['library', 'feed', 'all'])
+  tier?: Tier | 'all';
+}
+
+export class BulkActionDto {
+  @ApiProperty({ enum: BULK_ACTIONS })
+  @IsIn(BULK_ACTIONS)
+  action: BulkAction;
+
+  @ApiPropertyOptional({ type: BulkFilterDto, description: 'Which items; the same selection as `GET /items` with these parameters. Omitted: every active item.' })
+  @IsOptionalNonNull() @IsObject() @ValidateNested() @Type(() => BulkFilterDto)
+  filter?: BulkFilterDto;
+
+  @ApiPropertyOptional({ default: false, description: 'Answer the matched ids and count; write nothing' })
+  @IsOptionalNonNull() @IsBoolean()
+  dry_run?: boolean;
+
+  @ApiPropertyOptional({
+    default: MAX_ITEMS_DEFAULT,
+    minimum: 1,
+    maximum: MAX_ITEMS_CEILING,
+    description: `Most items the action may match; a larger match set, or a value above ${MAX_ITEMS_CEILING}, is 400 bulk_cap_exceeded`,
+  })
+  @IsOptionalNonNull() @IsInt() @Min(1)
+  max_items?: number;
+
+  @ApiPropertyOptional({ default: true, description: 'Record an event per changed item (webhooks, GET /events); the job\'s own bulk_job.* event is recorded either way' })
+  @IsOptionalNonNull() @IsBoolean()
+  emit_events?: boolean;
+
+  @ApiPropertyOptional({ default: false, description: 'Run as a background job (202) whatever the match set\'s size' })
+  @IsOptionalNonNull() @IsBoolean()
+  async?: boolean;
+
+  @ApiPropertyOptional({ description: 'purge: must be "PURGE"' })
+  @IsOptionalNonNull() @IsString()
+  confirm?: string;
+
+  @ApiPropertyOptional({ enum: STATES, description: 'transition: the target state' })
+  @IsOptionalNonNull() @IsIn(STATES)
+  to_state?: ItemState;
+
+  @ApiPropertyOptional({ type: [String], maxItems: MAX_TAGS, description: 'update_tags: tags to add' })
+  @IsOptionalNonNull() @IsTagList()
+  add_tags?: string[];
+
+  @ApiPropertyOptional({ type: [String], maxItems: MAX_TAGS, description: 'update_tags: tags to remove (applied after the additions)' })
+  @IsOptionalNonNull() @IsTagList()
+  remove_tags?: string[];
+
+  @ApiPropertyOptional({ enum: ['library', 'feed'], description: 'update_tier: the new tier' })
+  @IsOptionalNonNull() @IsIn(['library', 'feed'])
+  tier?: Tier;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'update_properties: shallow-merged into each item\'s properties (null removes a key)' })
+  @IsOptionalNonNull() @IsObject()
+  properties?: Record<string, unknown>;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'update_timestamp: the new timestamp' })
+  @IsOptionalNonNull() @IsRfc3339()
+  timestamp?: string;
+}
+
+export class BulkItemErrorDto {
+  @ApiProperty() id: string;
+  @ApiProperty({ example: 'invalid_transition' }) code: string;
+  @ApiProperty() message: string;
+}
+
+export class BulkResultDto {
+  @ApiProperty({ enum: BULK_ACTIONS }) action: BulkAction;
+  @ApiProperty() matched: number;
+  @ApiProperty() succeeded: number;
+  @ApiProperty() errored: number;
+  @ApiProperty() dry_run: boolean;
+  @ApiPropertyOptional({ type: [String], description: 'Dry run: the matched ids. Direct run: the ids the action succeeded on. Absent from job results.' })
+  ids?: string[];
+  @ApiPropertyOptional({ type: [BulkItemErrorDto], description: 'Per-item failures (in a job: the first 1000; `errored` counts all)' })
+  errors?: BulkItemErrorDto[];
+  @ApiPropertyOptional({ description: 'purge: distinct blobs the purged items referred to (blobs are shared and stay)' })
+  blob_hashes_referenced?: number;
+}
+
+export class BulkJobDto {
+  @ApiProperty() id: string;
+  @ApiProperty({ enum: BULK_ACTIONS }) action: BulkAction;
+  @ApiProperty({ enum: JOB_STATUSES }) status: JobStatus;
+  @ApiProperty() matched: number;
+  @ApiProperty() processed: number;
+  @ApiProperty() succeeded: number;
+  @ApiProperty() errored: number;
+  @ApiProperty({ description: 'A cancel was asked for and will take effect between chunks' }) cancel_requested: boolean;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiPropertyOptional({ format: 'date-time' }) started_at?: string;
+  @ApiPropertyOptional({ format: 'date-time' }) finished_at?: string;
+  @ApiPropertyOptional({ description: 'Why a failed job stopped' }) error?: string;
+  @ApiPropertyOptional({ type: BulkResultDto, description: 'Present once the job has ended (completed, failed or cancelled): what it did' })
+  result?: BulkResultDto;
+}
+
+export class BulkJobList {
+  @ApiProperty({ type: [BulkJobDto] }) jobs: BulkJobDto[];
+  @ApiProperty({ type: String, nullable: true }) next_cursor: string | null;
+}
+
+export class ListBulkJobsQuery extends PageQuery {
+  @ApiPropertyOptional({ enum: JOB_STATUSES })
+  @IsOptionalNonNull() @IsIn(JOB_STATUSES)
+  status?: JobStatus;
+}

@@ -1,0 +1,201 @@
+/**
+ * `POST /items/bulk_action` and the jobs it starts. A request is checked whole before anything
+ * is written (who may do it, the action's fields, the cap), its match set is fixed (ids, in
+ * creation order), then:
+ *   - `dry_run`: the ids and the count;
+ *   - `async: true`, or more than BULK_SYNC_MAX matches: a `bulk_jobs` row and a Bull job
+ *     (202; bulk-worker.ts runs it);
+ *   - otherwise the action runs here, in one transaction, chunk by chunk (200 Bulk result).
+ * Job visibility: the credential that started it, and the tenant's admins; 404 across tenants.
+ */
+import { InjectQueue } from '@nestjs/bull';
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Queue } from 'bull';
+import { DataSource, EntityManager } from 'typeorm';
+import { canMetadata, isAdmin } from '../auth/permissions';
+import type { Principal } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { newId } from '../common/ids';
+import { decodeCursor, pageOf } from '../common/pagination';
+import { withinTimeout } from '../common/timeout';
+import { AppConfig } from '../config/app-config';
+import { Outbox } from '../events/outbox';
+import { itemWhere } from '../items/item-filter';
+import { ItemsService } from '../items/items.service';
+import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
+import { SearchService } from '../search/search.service';
+import { BulkItemError, BulkSpec, CHUNK_SIZE, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT, specOf } from './bulk-actions';
+import { BulkActionDto, BulkJobDto, BulkJobList, BulkResultDto, ListBulkJobsQuery } from './bulk.dto';
+import { JOB_COLUMNS, JobRow, toJob } from './bulk-job.model';
+import { BulkRunner } from './bulk-runner';
+
+const jobNotFound = () => ApiError.notFound('bulk_job_not_found', 'No such bulk job');
+
+@Injectable()
+export class BulkService {
+  private readonly logger = new Logger('Bulk');
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly items: ItemsService,
+    private readonly search: SearchService,
+    private readonly runner: BulkRunner,
+    private readonly outbox: Outbox,
+    private readonly config: AppConfig,
+    @InjectQueue(QUEUES.bulk) private readonly queue: Queue<JobPayloads['bulk.run']>,
+  ) {}
+
+  async submit(p: Principal, dto: BulkActionDto): Promise<{ result: BulkResultDto } | { job: BulkJobDto }> {
+    if (dto.action === 'purge' && !isAdmin(p)) throw ApiError.forbidden('Only an admin credential may purge');
+    const spec = specOf(dto);
+    const maxItems = dto.max_items ?? MAX_ITEMS_DEFAULT;
+    if (maxItems > MAX_ITEMS_CEILING) {
+      throw ApiError.badRequest('bulk_cap_exceeded', `max_items may be at most ${MAX_ITEMS_CEILING}`, { max_items: maxItems, ceiling: MAX_ITEMS_CEILING });
+    }
+    if (spec.action === 'update_tags' && !canMetadata(p, 'write')) throw ApiError.forbidden('Writing tags needs the metadata:write scope');
+    if (spec.properties) await this.items.assertBlobsExist(p, spec.properties);
+
+    const ids = await this.match(p, dto, maxItems);
+    if (ids.length > maxItems) {
+      throw ApiError.badRequest('bulk_cap_exceeded', `The filter matches more than max_items (${maxItems}) items; narrow it or raise max_items`, {
+        max_items: maxItems,
+        ceiling: MAX_ITEMS_CEILING,
+      });
+    }
+    if (dto.dry_run) return { result: { action: spec.action, matched: ids.length, succeeded: 0, errored: 0, dry_run: true, ids } };
+    if (dto.async || ids.length > this.config.BULK_SYNC_MAX) return { job: await this.createJob(p, spec, ids) };
+    return { result: await this.runDirect(p, spec, ids) };
+  }
+
+  /**
+   * The ids the filter selects, oldest first, at most `max + 1` (one more tells the cap was
+   * passed): `GET /items`' filter, narrowed for members to the types they may write, and the
+   * free text with `GET /search`'s engine.
+   */
+  private async match(p: Principal, dto: BulkActionDto, max: number): Promise<string[]> {
+    const f = dto.filter ?? {};
+    const filter = await this.items.filterFor(
+      p,
+      { type: f.type, state: f.state, tier: f.tier, tags: f.tags?.join(','), source: f.source, since: f.since, until: f.until },
+      'write',
+    );
+    const params: unknown[] = [];
+    let where = itemWhere(p.tenantId, filter, params);
+    if (f.filter !== undefined) where += ` AND ${this.search.matchClause(f.filter, p.tenantId, params)}`;
+    params.push(max + 1);
+    const rows: Array<{ id: string }> = await this.db.query(
+      `SELECT i.id FROM items i WHERE ${where} ORDER BY i.created_at, i.id LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** The direct path: every chunk in one transaction, so the result is all there or not at all. */
+  private async runDirect(p: Principal, spec: BulkSpec, ids: string[]): Promise<BulkResultDto> {
+    const succeeded: string[] = [];
+    const errors: BulkItemError[] = [];
+    const blobHashes = new Set<string>();
+    await this.db.transaction(async (m) => {
+      for (let at = 0; at < ids.length; at += CHUNK_SIZE) {
+        const outcome = await this.runner.applyChunk(m, p, spec, ids.slice(at, at + CHUNK_SIZE));
+        succeeded.push(...outcome.succeeded);
+        errors.push(...outcome.errors);
+        outcome.blobHashes.forEach((h) => blobHashes.add(h));
+      }
+    });
+    return {
+      action: spec.action,
+      matched: ids.length,
+      succeeded: succeeded.length,
+      errored: errors.length,
+      dry_run: false,
+      ids: succeeded,
+      errors,
+      ...(spec.action === 'purge' ? { blob_hashes_referenced: blobHashes.size } : {}),
+    };
+  }
+
+  private async createJob(p: Principal, spec: BulkSpec, ids: string[]): Promise<BulkJobDto> {
+    const [row]: JobRow[] = await this.db.query(
+      `INSERT INTO bulk_jobs (tenant_id, id, action, spec, credential_id, principal, status, item_ids, matched)
+       VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7::uuid[], $8) RETURNING ${JOB_COLUMNS}`,
+      [p.tenantId, newId(), spec.action, spec, p.credentialId, p, ids, ids.length],
+    );
+    await this.enqueue({ tenantId: p.tenantId, jobId: row.id });
+    return toJob(row);
+  }
+
+  /** Queues a run of the job; if Redis cannot take it now, the sweeper will (bulk-sweeper.ts). */
+  async enqueue(ref: JobPayloads['bulk.run']): Promise<void> {
+    const added = this.queue.add('bulk.run', ref, { jobId: ref.jobId, removeOnComplete: true, removeOnFail: true });
+    if (!(await withinTimeout(added, 2000))) this.logger.warn({ jobId: ref.jobId }, 'bulk job not queued (Redis); the sweeper will pick it up');
+  }
+
+  async get(p: Principal, id: string): Promise<BulkJobDto> {
+    return toJob(await this.visibleJob(this.db.manager, p, id));
+  }
+
+  async list(p: Principal, q: ListBulkJobsQuery): Promise<BulkJobList> {
+    const limit = q.limit ?? 50;
+    const params: unknown[] = [p.tenantId];
+    let where = 'tenant_id = $1';
+    if (!isAdmin(p)) {
+      params.push(p.credentialId);
+      where += ` AND credential_id = $${params.length}`;
+    }
+    if (q.status) {
+      params.push(q.status);
+      where += ` AND status = $${params.length}`;
+    }
+    const after = decodeCursor(q.cursor);
+    if (after) {
+      params.push(after.createdAt, after.id);
+      where += ` AND (created_at, id) < ($${params.length - 1}, $${params.length})`;
+    }
+    params.push(limit + 1);
+    const rows: JobRow[] = await this.db.query(
+      `SELECT ${JOB_COLUMNS} FROM bulk_jobs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+      params,
+    );
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    return { jobs: page.map(toJob), next_cursor };
+  }
+
+  /**
+   * DELETE: a queued job is cancelled at once (with its `bulk_job.cancelled` event); a running
+   * one is flagged, and its worker stops at the next chunk boundary; an ended one is answered
+   * as it is.
+   */
+  async cancel(p: Principal, id: string): Promise<BulkJobDto> {
+    const row = await this.db.transaction(async (m) => {
+      const job = await this.visibleJob(m, p, id, ' FOR UPDATE');
+      if (job.status === 'queued') {
+        const [[cancelled]]: [JobRow[], number] = await m.query(
+          `UPDATE bulk_jobs SET status = 'cancelled', cancel_requested = true, finished_at = now(), item_ids = '{}', updated_at = now()
+            WHERE tenant_id = $1 AND id = $2 RETURNING ${JOB_COLUMNS}`,
+          [p.tenantId, id],
+        );
+        await this.outbox.record(m, p, 'bulk_job.cancelled', { job_credential: cancelled.credential_id }, { job: toJob(cancelled) });
+        return cancelled;
+      }
+      if (job.status === 'in_progress' && !job.cancel_requested) {
+        const [[flagged]]: [JobRow[], number] = await m.query(
+          `UPDATE bulk_jobs SET cancel_requested = true, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING ${JOB_COLUMNS}`,
+          [p.tenantId, id],
+        );
+        return flagged;
+      }
+      return job;
+    });
+    return toJob(row);
+  }
+
+  /** The job if the caller may see it: 404 when absent (or in another tenant), 403 when it is another member's. */
+  private async visibleJob(m: EntityManager, p: Principal, id: string, lock = ''): Promise<JobRow> {
+    const [row]: JobRow[] = await m.query(`SELECT ${JOB_COLUMNS} FROM bulk_jobs WHERE tenant_id = $1 AND id = $2${lock}`, [p.tenantId, id]);
+    if (!row) throw jobNotFound();
+    if (!isAdmin(p) && row.credential_id !== p.credentialId) throw ApiError.forbidden('Only the credential that started this job, or an admin, may see or cancel it');
+    return row;
+  }
+}
