@@ -1,0 +1,204 @@
+/**
+ * Bulk jobs survive what production does to them (issue 17, point 5): a worker SIGKILLed in
+ * the middle of a job, Redis losing the queue while jobs are queued and running, and two
+ * instances sharing the work. In each case every matched item is changed exactly once: its
+ * version goes from 1 to 2 and it has exactly two revisions.
+ *
+ * A job is held at a known point without sleeping: the test locks one item row (SELECT … FOR
+ * UPDATE in its own transaction) that sits in a later chunk, so the chunks before it commit
+ * and the worker waits on the lock until the test lets go.
+ */
+import { Client } from 'pg';
+import { bearer, bootstrapAdmin, clearRedisPrefix, dropDatabase, PG_SERVER, REDIS_URL, startApp, TestApp, uniqueName } from './support/app';
+import { ensureBuilt, freePort, runService, Service, waitHealthy } from './support/process';
+import { waitFor } from './support/wait';
+
+jest.setTimeout(120_000);
+
+const CHUNK = 500; // CHUNK_SIZE in src/bulk/bulk-actions.ts
+
+interface Http {
+  post(path: string, body: unknown): Promise<{ status: number; body: any }>;
+  get(path: string): Promise<{ status: number; body: any }>;
+}
+
+function http(baseUrl: string, key?: string): Http {
+  const headers = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: res.status, body: await res.json() };
+  };
+  return { post: (path, body) => call('POST', path, body), get: (path) => call('GET', path) };
+}
+
+/** Creates `count` core.note items tagged `tag`, in creation order; returns their ids. */
+async function createNotes(api: Http, tag: string, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let at = 0; at < count; at += 1000) {
+    const items = Array.from({ length: Math.min(1000, count - at) }, (_, i) => ({ type: 'core.note', properties: { title: `${tag} ${at + i}` }, tags: [tag] }));
+    const res = await api.post('/items/bulk', { mode: 'upsert', items });
+    expect(res.status).toBe(200);
+    ids.push(...res.body.results.map((r: { id: string }) => r.id));
+  }
+  return ids;
+}
+
+/** Holds a row lock on one item until released. */
+async function lockItem(databaseUrl: string, id: string): Promise<{ release(): Promise<void> }> {
+  const client = new Client({ connectionString: databaseUrl });
+  await client.connect();
+  await client.query('BEGIN');
+  await client.query('SELECT 1 FROM items WHERE id = $1 FOR UPDATE', [id]);
+  return {
+    release: async () => {
+      await client.query('ROLLBACK');
+      await client.end();
+    },
+  };
+}
+
+async function jobWhen(api: Http, id: string, what: string, ok: (job: any) => boolean): Promise<any> {
+  return waitFor(async () => {
+    const res = await api.get(`/items/bulk_action/jobs/${id}`);
+    return res.status === 200 && ok(res.body) ? res.body : undefined;
+  }, what, 60_000, 50);
+}
+
+/** Every item changed exactly once: version 2, two revisions, the tag added once. */
+async function expectChangedOnce(sql: (text: string, params?: unknown[]) => Promise<any[]>, ids: string[], tag: string): Promise<void> {
+  const rows = await sql(
+    `SELECT i.version, cardinality(array_positions(i.tags, $2)) AS tagged, (SELECT count(*)::int FROM item_versions v WHERE v.item_id = i.id) AS revisions
+       FROM items i WHERE i.id = ANY($1::uuid[])`,
+    [ids, tag],
+  );
+  expect(rows).toHaveLength(ids.length);
+  const tally = (f: (r: any) => unknown) => rows.reduce((m: Record<string, number>, r) => ({ ...m, [String(f(r))]: (m[String(f(r))] ?? 0) + 1 }), {});
+  expect(tally((r) => r.version)).toEqual({ 2: ids.length });
+  expect(tally((r) => r.revisions)).toEqual({ 2: ids.length });
+  expect(tally((r) => r.tagged)).toEqual({ 1: ids.length });
+}
+
+describe('a bulk job whose worker is SIGKILLed mid-job', () => {
+  const database = uniqueName('svc_bulk_kill');
+  const prefix = `${uniqueName('svcbk')}:`;
+  const databaseUrl = `${PG_SERVER}/${database}`;
+  const services: Service[] = [];
+  let sqlClient: Client | undefined;
+
+  const env = (port: number) => ({
+    NODE_ENV: 'test',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL,
+    REDIS_PREFIX: prefix,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_ENABLED: 'false',
+    BULK_JOB_LEASE: '2s',
+  });
+
+  async function start(): Promise<{ service: Service; url: string }> {
+    const port = await freePort();
+    const service = runService(env(port));
+    services.push(service);
+    const url = `http://127.0.0.1:${port}`;
+    await waitHealthy(service, url);
+    return { service, url };
+  }
+
+  beforeAll(() => ensureBuilt(), 180_000);
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    await sqlClient?.end();
+    await dropDatabase(database);
+    await clearRedisPrefix(prefix);
+  });
+
+  it('is resumed after a restart from its last committed chunk, every item changed exactly once', async () => {
+    const first = await start();
+    const { key } = (await http(first.url).post('/keys', { label: 'root' })).body;
+    const api = http(first.url, key);
+    const ids = [...(await createNotes(api, 'crash', 2 * CHUNK)), ...(await createNotes(api, 'crash', 200))];
+    const lock = await lockItem(databaseUrl, ids[2 * CHUNK + 100]);
+
+    const submitted = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['done'], filter: { tags: ['crash'] }, async: true });
+    expect(submitted.status).toBe(202);
+    const held = await jobWhen(api, submitted.body.id, 'two chunks committed', (j) => j.processed === 2 * CHUNK);
+    expect(held.status).toBe('in_progress');
+
+    first.service.child.kill('SIGKILL');
+    await first.service.exited;
+    await lock.release();
+
+    const second = await start();
+    const done = await jobWhen(http(second.url, key), submitted.body.id, 'the job to complete after the restart', (j) => j.status === 'completed');
+    expect(done).toMatchObject({ matched: ids.length, processed: ids.length, succeeded: ids.length, errored: 0 });
+    expect(done.result).toMatchObject({ matched: ids.length, succeeded: ids.length, errored: 0, errors: [] });
+
+    sqlClient = new Client({ connectionString: databaseUrl });
+    await sqlClient.connect();
+    const sql = async (text: string, params?: unknown[]) => (await sqlClient!.query(text, params)).rows;
+    await expectChangedOnce(sql, ids, 'done');
+    const [events] = await sql(`SELECT count(*)::int AS n FROM events WHERE name = 'item.updated'`);
+    expect(events.n).toBe(ids.length);
+  });
+});
+
+describe('bulk jobs when Redis loses the queue', () => {
+  let t: TestApp;
+  let admin: string;
+
+  beforeAll(async () => {
+    t = await startApp({ BULK_CONCURRENCY: '1', BULK_JOB_LEASE: '2s' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => t?.close());
+
+  it('finishes the running job and re-queues the queued one: nothing lost, nothing done twice', async () => {
+    const api = http(t.url, admin);
+    const running = await createNotes(api, 'running', CHUNK + 100);
+    const waiting = await createNotes(api, 'waiting', 50);
+    const lock = await lockItem(t.databaseUrl, running[CHUNK + 10]);
+
+    const a = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['a-done'], filter: { tags: ['running'] }, async: true });
+    await jobWhen(api, a.body.id, 'job A to hold at its second chunk', (j) => j.processed === CHUNK);
+    // One worker slot, held by A: B waits in Bull's queue.
+    const b = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['b-done'], filter: { tags: ['waiting'] }, async: true });
+    expect(b.status).toBe(202);
+
+    await clearRedisPrefix(t.config.REDIS_PREFIX);
+    expect((await t.http.get(`/items/bulk_action/jobs/${b.body.id}`).set(bearer(admin))).body.status).toBe('queued');
+    await lock.release();
+
+    await jobWhen(api, a.body.id, 'job A to complete', (j) => j.status === 'completed' && j.succeeded === running.length);
+    await jobWhen(api, b.body.id, 'job B to be re-queued and complete', (j) => j.status === 'completed' && j.succeeded === waiting.length);
+    await expectChangedOnce(t.sql, running, 'a-done');
+    await expectChangedOnce(t.sql, waiting, 'b-done');
+  });
+});
+
+describe('two instances', () => {
+  let front: TestApp;
+  let worker: TestApp;
+
+  beforeAll(async () => {
+    front = await startApp({ BULK_CONCURRENCY: '0' });
+    worker = await startApp({ DATABASE_URL: front.databaseUrl, REDIS_PREFIX: front.config.REDIS_PREFIX });
+  });
+  afterAll(async () => {
+    await worker?.app.close();
+    await front?.close();
+    await worker?.close();
+  });
+
+  it('run a job submitted on one of them on the other', async () => {
+    const { key } = await bootstrapAdmin(front);
+    const api = http(front.url, key);
+    const ids = await createNotes(api, 'shared', 30);
+    const submitted = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['moved'], filter: { tags: ['shared'] }, async: true });
+    expect(submitted.status).toBe(202);
+    const done = await jobWhen(http(worker.url, key), submitted.body.id, 'the job to complete on the worker instance', (j) => j.status === 'completed');
+    expect(done.succeeded).toBe(ids.length);
+    await expectChangedOnce(front.sql, ids, 'moved');
+  });
+});
