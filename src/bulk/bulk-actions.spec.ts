@@ -74,3 +74,11 @@ describe('planChange: one action on one item', () => {
     expect(planChange({ ...spec, properties: { priority: 4 } }, row(), undefined)).toMatchObject({ code: 'invalid_type' });
   });
 });
+
+describe('update_tags past the tag limit', () => {
+  it('is that item\'s validation_error, while removing from an over-full item is fine', () => {
+    const full = row({ tags: Array.from({ length: 100 }, (_, i) => `t${i}`) });
+    expect(planChange({ action: 'update_tags', emit_events: true, add_tags: ['one-more'] }, full)).toMatchObject({ code: 'validation_error' });
+    expect(planChange({ action: 'update_tags', emit_events: true, remove_tags: ['t0'] }, full)).toMatchObject({ changes: { tags: expect.any(Array) } });
+  });
+});

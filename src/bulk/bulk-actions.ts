@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { ApiError } from '../common/api-error';
 import { FieldIssue, validationError } from '../common/validation';
 import type { Tier } from '../keys/api-key.entity';
-import { changeTags, mergeProperties, propertiesError } from '../items/item-changes';
+import { changeTags, mergeProperties, propertiesError, tooManyTags } from '../items/item-changes';
 import type { ItemRow } from '../items/item.model';
 import type { ItemChanges } from '../items/item-writer';
 import { canTransition, ItemState } from '../items/lifecycle';
@@ -98,7 +98,7 @@ export function planChange(spec: BulkSpec, row: ItemRow, type?: ResolvedType): P
     }
     case 'update_tags': {
       const tags = changeTags(row.tags, spec.add_tags, spec.remove_tags);
-      return isDeepStrictEqual(tags, row.tags) ? 'unchanged' : { changes: { tags } };
+      return tooManyTags(row.tags, tags) ?? (isDeepStrictEqual(tags, row.tags) ? 'unchanged' : { changes: { tags } });
     }
     case 'update_tier':
       return row.tier === spec.tier ? 'unchanged' : { changes: { tier: spec.tier! } };

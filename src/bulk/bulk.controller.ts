@@ -28,7 +28,11 @@ export class BulkController {
       'and needs `confirm: "PURGE"`. A member\'s match set is narrowed to the types it may write.',
   })
   @ApiOkResponse({ type: BulkResultDto, description: 'Dry run, or the action done directly' })
-  @ApiAcceptedResponse({ type: BulkJobDto, description: 'A job was started; poll GET /items/bulk_action/jobs/{id}' })
+  @ApiAcceptedResponse({
+    type: BulkJobDto,
+    description: 'A job was started; poll GET /items/bulk_action/jobs/{id}',
+    headers: { Location: { description: 'The job: /items/bulk_action/jobs/{id}', schema: { type: 'string' } } },
+  })
   @ApiErrors(400, 401, 403, 429)
   async submit(@Caller() caller: Principal, @Body() dto: BulkActionDto, @Res({ passthrough: true }) res: FastifyReply): Promise<BulkResultDto | BulkJobDto> {
     const outcome = await this.bulk.submit(caller, dto);

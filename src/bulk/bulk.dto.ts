@@ -10,7 +10,7 @@ import { MAX_QUERY_LENGTH } from '../search/search-query';
 import { BULK_ACTIONS, BulkAction, JOB_STATUSES, JobStatus, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT } from './bulk-actions';
 
 export class BulkFilterDto {
-  @ApiPropertyOptional({ description: 'Type name or pattern (`core.*`, `*`); subtypes included', example: 'core.note' })
+  @ApiPropertyOptional({ description: 'Type name or pattern, as in `GET /items` (`core.note`, `core.*` for it and its subtypes, `*`)', example: 'core.note' })
   @IsOptionalNonNull() @IsTypePattern()
   type?: string;
 

@@ -3,10 +3,11 @@
  * used by single writes (items.service.ts) and bulk actions (src/bulk) alike.
  */
 import { ApiError } from '../common/api-error';
-import type { FieldIssue } from '../common/validation';
+import { FieldIssue, validationError } from '../common/validation';
 import type { ResolvedType } from '../types/types.service';
 import { propertyIssues } from '../types/type-schema';
 import type { ItemRow } from './item.model';
+import { MAX_TAGS } from './items.dto';
 
 export type ExtensionsPatch = Record<string, Record<string, unknown> | null>;
 
@@ -46,6 +47,12 @@ export function changeTags(tags: string[], add: string[] = [], remove: string[] 
   const out = [...tags];
   for (const t of add) if (!out.includes(t)) out.push(t);
   return remove.length ? out.filter((t) => !remove.includes(t)) : out;
+}
+
+/** 400 `validation_error` when added tags would take an item past MAX_TAGS. */
+export function tooManyTags(before: string[], after: string[]): ApiError | undefined {
+  if (after.length <= MAX_TAGS || after.length <= before.length) return undefined;
+  return validationError([{ field: 'add_tags', message: `an item carries at most ${MAX_TAGS} tags; this would make ${after.length}` }]);
 }
 
 /**

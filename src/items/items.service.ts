@@ -23,7 +23,7 @@ import { isDottedName } from '../common/type-pattern';
 import { validationError } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
-import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError } from './item-changes';
+import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooManyTags } from './item-changes';
 import { Item, ITEM_COLUMNS, ItemRow, toItem } from './item.model';
 import { ItemWriter } from './item-writer';
 import { assertTypePattern, EdgeClause, ItemFilter, itemWhere, parseEdgeClauses, parseTags } from './item-filter';
@@ -238,6 +238,8 @@ export class ItemsService {
       }
       this.assertMetadataWrite(p, undefined, dto.extensions);
       const tags = changeTags(dto.tags ?? current.tags, dto.add_tags, dto.remove_tags);
+      const tagsError = tooManyTags(current.tags, tags);
+      if (tagsError) throw tagsError;
       const extensions = mergeExtensions(current.extensions, dto.extensions);
       if (isDeepStrictEqual(tags, current.tags) && isDeepStrictEqual(extensions, current.extensions)) return current;
       return this.writer.update(m, p, current, { tags, extensions });

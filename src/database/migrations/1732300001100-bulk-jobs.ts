@@ -11,6 +11,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *   another may take the job over only once the lease has lapsed.
  * - `errors` keeps the first per-item errors (bounded), `blob_hashes` the distinct blob
  *   references of purged items.
+ * - `created_at` in whole milliseconds, the precision of the list's cursors.
  */
 export class BulkJobs1732300001100 implements MigrationInterface {
   name = 'BulkJobs1732300001100';
@@ -36,7 +37,7 @@ export class BulkJobs1732300001100 implements MigrationInterface {
         lease_owner text,
         lease_until timestamptz,
         error text,
-        created_at timestamptz NOT NULL DEFAULT now(),
+        created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', now()),
         started_at timestamptz,
         finished_at timestamptz,
         updated_at timestamptz NOT NULL DEFAULT now(),

@@ -11,6 +11,7 @@ import { SearchTenantScopedIndex1732300000800 } from './1732300000800-search-ten
 import { SearchFrequentWordGrams1732300000900 } from './1732300000900-search-frequent-word-grams';
 import { EventsAndWebhooks1732300001000 } from './1732300001000-events-and-webhooks';
 import { BulkJobs1732300001100 } from './1732300001100-bulk-jobs';
+import { MillisecondListTimestamps1732300001200 } from './1732300001200-millisecond-list-timestamps';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -25,4 +26,5 @@ export const migrations = [
   SearchFrequentWordGrams1732300000900,
   EventsAndWebhooks1732300001000,
   BulkJobs1732300001100,
+  MillisecondListTimestamps1732300001200,
 ];
