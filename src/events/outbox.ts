@@ -44,10 +44,11 @@ export class Outbox implements OnModuleInit, EntitySubscriberInterface {
   /** `record` for a batch of changes (bulk actions): one statement. */
   async recordMany(m: EntityManager, p: Principal, events: RecordedEvent[]): Promise<void> {
     if (!events.length) return;
+    // One json parameter (json, not jsonb, keeps each payload's field order as rendered).
     await m.query(
       `INSERT INTO events (tenant_id, id, name, credential_id, audience, payload)
-       SELECT $1, e.id, e.name, $2, e.audience, e.payload FROM unnest($3::uuid[], $4::text[], $5::jsonb[], $6::json[]) AS e(id, name, audience, payload)`,
-      [p.tenantId, p.credentialId, events.map(() => newId()), events.map((e) => e.name), events.map((e) => e.audience), events.map((e) => e.payload)],
+       SELECT $1, e.id, e.name, $2, e.audience, e.payload FROM json_to_recordset($3::json) AS e(id uuid, name text, audience jsonb, payload json)`,
+      [p.tenantId, p.credentialId, JSON.stringify(events.map((e) => ({ id: newId(), ...e })))],
     );
     if (m.queryRunner) m.queryRunner.data[PENDING] = true;
   }
