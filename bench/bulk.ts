@@ -41,11 +41,10 @@
  * PostgreSQL CPU an item; its own row in the summary).
  * Logs and rate limits are off in the service. Not a test: nothing is asserted.
  */
-import { execSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { Client, Pool } from 'pg';
-import { startService } from './service';
+import { Pool } from 'pg';
+import { CLOCK_TICKS, cpuMs, dropDatabase, startService } from './service';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_bulk';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -59,16 +58,6 @@ const SEED_CONCURRENCY = Math.max(1, Number(process.env.BENCH_SEED_CONCURRENCY ?
 const POLL_MS = 100;
 
 // ------------------------------------------------------------------ database
-
-async function freshDatabase(): Promise<void> {
-  const url = new URL(DATABASE_URL);
-  const name = url.pathname.slice(1);
-  url.pathname = '/postgres';
-  const admin = new Client({ connectionString: url.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`);
-  await admin.end();
-}
 
 // ------------------------------------------------------------------ text
 
@@ -99,25 +88,6 @@ function note(rnd: () => number, n: number): Record<string, unknown> {
 }
 
 // ------------------------------------------------------------------ CPU per process
-
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execSync('getconf CLK_TCK', { stdio: ['ignore', 'pipe', 'ignore'] }).toString()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** A process's CPU time so far (user + system) in ms, from /proc (Linux); 0 if unreadable. */
-function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return 0;
-  }
-}
 
 /** The machine's busy CPU ms so far (all cores), from /proc/stat: to see whether something else was running. */
 function machineBusyMs(): number {
@@ -302,7 +272,7 @@ async function job(api: Api, pool: Pool, meter: Meter, label: string, action: Re
 }
 
 async function main(): Promise<void> {
-  await freshDatabase();
+  await dropDatabase(DATABASE_URL);
   const { child, url } = await startService({
     DATABASE_URL,
     REDIS_URL,

@@ -29,15 +29,13 @@
  */
 import 'reflect-metadata';
 import autocannon from 'autocannon';
-import { execSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Pool } from 'pg';
 import { ItemFilter, itemWhere } from '../src/items/item-filter';
 import { matchClause, parseSearch } from '../src/search/search-query';
 import { fallbackApplies, searchStatement } from '../src/search/search.sql';
 import { SearchStatements } from '../src/search/search-statements';
-import { startService } from './service';
+import { cpuMs, startService } from './service';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_search';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -259,26 +257,6 @@ async function seed(pool: Pool, tenantId: string, source: string): Promise<void>
 }
 
 // ------------------------------------------------------------------ CPU per process
-
-/** Clock ticks per second of /proc's CPU times. */
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execSync('getconf CLK_TCK', { stdio: ['ignore', 'pipe', 'ignore'] }).toString()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** A process's CPU time so far (user + system) in ms, from /proc (Linux); 0 if unreadable. */
-function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return 0;
-  }
-}
 
 interface Cpu {
   service: number;

@@ -1,7 +1,9 @@
 /** The service under benchmark: the compiled dist/src/main.js (what `npm start` runs) in a child process on loopback. */
-import { ChildProcess, fork } from 'node:child_process';
+import { ChildProcess, execSync, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { Client } from 'pg';
 
 /** A port free on loopback right now, for the service to listen on. */
 export function freePort(): Promise<number> {
@@ -31,4 +33,35 @@ export async function startService(env: Record<string, string>): Promise<{ child
     }
   })();
   return Promise.race([up, exited]);
+}
+
+/** Drops the database of `databaseUrl` (the service creates it again at start). */
+export async function dropDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = url.pathname.slice(1);
+  url.pathname = '/postgres';
+  const admin = new Client({ connectionString: url.toString() });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`);
+  await admin.end();
+}
+
+/** Clock ticks per second of /proc's CPU times. */
+export const CLOCK_TICKS = (() => {
+  try {
+    return Number(execSync('getconf CLK_TCK', { stdio: ['ignore', 'pipe', 'ignore'] }).toString()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** A process's CPU time so far (user + system) in ms, from /proc (Linux); 0 if unreadable. */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
 }

@@ -19,8 +19,7 @@
 import autocannon from 'autocannon';
 import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
-import { Client } from 'pg';
-import { startService } from './service';
+import { dropDatabase, startService } from './service';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_webhooks';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -28,16 +27,6 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const ROUNDS = Math.max(1, Math.floor(Number(process.env.BENCH_ROUNDS ?? 3)));
 const WEBHOOKS = 10;
 const CONNECTIONS = 10;
-
-async function freshDatabase(): Promise<void> {
-  const url = new URL(DATABASE_URL);
-  const name = url.pathname.slice(1);
-  url.pathname = '/postgres';
-  const admin = new Client({ connectionString: url.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  await admin.end();
-}
 
 interface ReceiverStats {
   count: number;
@@ -131,7 +120,7 @@ async function writeLoad(url: string, key: string): Promise<{ rps: number; writt
 }
 
 async function main(): Promise<void> {
-  await freshDatabase();
+  await dropDatabase(DATABASE_URL);
   const receiver = new RemoteReceiver();
   const target = await receiver.url();
   const { child, url } = await startService({
