@@ -28,6 +28,7 @@ import { OutboxModule } from './events/outbox.module';
 import { EventsModule } from './events/events.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { BulkModule } from './bulk/bulk.module';
+import { UsersModule } from './users/users.module';
 
 @Module({})
 export class AppModule {
@@ -47,6 +48,7 @@ export class AppModule {
         OpenApiModule,
         KeysModule,
         TenantsModule,
+        UsersModule,
         IdempotencyModule,
         TypesModule,
         BulkModule,

@@ -1,6 +1,6 @@
 /**
  * Tenant isolation matrix: a second tenant's admin key tries every route that names an item,
- * type, edge, edge type or blob of the first tenant, taken from GET /openapi.json so that new
+ * type, edge, edge type, blob, bulk job or user of the first tenant, taken from GET /openapi.json so that new
  * routes join the matrix by themselves. Each attempt must be a 404 that says nothing more, and
  * list routes must never show the first tenant's objects. Finally the first tenant's objects
  * must be unchanged.
@@ -17,7 +17,7 @@ const BODIES: Record<string, Record<string, unknown>> = {
 };
 
 /** Path prefixes whose routes hold tenant objects. */
-const SCOPED = /^\/(items|types|edges|edge-types|blobs)\b/;
+const SCOPED = /^\/(items|types|edges|edge-types|blobs|users)\b/;
 
 describe('tenant isolation matrix (e2e)', () => {
   let t: TestApp;
@@ -36,7 +36,9 @@ describe('tenant isolation matrix (e2e)', () => {
     const b = await as('/items', { type: 'core.note', properties: { title: 'beta secret' } }).expect(201);
     const e = await as('/edges', { type: 'acme.links', source_id: a.body.id, target_id: b.body.id }).expect(201);
     const blob = await t.http.post('/blobs').set(bearer(owner)).set('Content-Type', 'text/plain').send('top secret bytes').expect(201);
-    Object.assign(ids, { itemA: a.body.id, itemB: b.body.id, edge: e.body.id, hash: blob.body.hash });
+    const job = await as('/items/bulk_action', { action: 'update_tier', tier: 'feed', filter: { tags: ['matches-nothing'] }, async: true }).expect(202);
+    const user = await as('/users', { email: 'owner@example.com', password: 'a long password', name: 'Owner' }).expect(201);
+    Object.assign(ids, { itemA: a.body.id, itemB: b.body.id, edge: e.body.id, hash: blob.body.hash, job: job.body.id, user: user.body.id });
   });
   afterAll(() => t.close());
 
@@ -46,6 +48,8 @@ describe('tenant isolation matrix (e2e)', () => {
       .replace('/types/{name}', '/types/acme.secret')
       .replace('/edges/{id}', `/edges/${ids.edge}`)
       .replace('/blobs/{hash}', `/blobs/${ids.hash}`)
+      .replace('/items/bulk_action/jobs/{id}', `/items/bulk_action/jobs/${ids.job}`)
+      .replace('/users/{id}', `/users/${ids.user}`)
       .replace('/items/{id}', `/items/${ids.itemA}`);
   }
 
@@ -58,7 +62,7 @@ describe('tenant isolation matrix (e2e)', () => {
     }
     // Every kind of object is in the matrix.
     const kinds = new Set(attempts.map((a) => a.path.split('/')[1]));
-    expect([...kinds].sort()).toEqual(['blobs', 'edge-types', 'edges', 'items', 'types']);
+    expect([...kinds].sort()).toEqual(['blobs', 'edge-types', 'edges', 'items', 'types', 'users']);
 
     const failures: string[] = [];
     for (const { method, path } of attempts) {
@@ -76,12 +80,13 @@ describe('tenant isolation matrix (e2e)', () => {
   });
 
   it('never lists the other tenant\'s objects', async () => {
-    const lists = ['/items', '/items?state=all', '/types', '/edge-types', '/search?q=secret', `/items?edge=acme.links:${ids.itemB}`];
+    const lists = ['/items', '/items?state=all', '/types', '/edge-types', '/search?q=secret', `/items?edge=acme.links:${ids.itemB}`, '/items/bulk_action/jobs', '/users'];
     for (const path of lists) {
       const res = await t.http.get(path).set(bearer(intruder));
       expect([200, 403]).toContain(res.status);
       expect(JSON.stringify(res.body)).not.toMatch(/secret|acme\.links/);
-      expect(JSON.stringify(res.body)).not.toContain(ids.itemA);
+      for (const id of [ids.itemA, ids.job, ids.user]) expect(JSON.stringify(res.body)).not.toContain(id);
+      expect(JSON.stringify(res.body)).not.toContain('owner@example.com');
     }
   });
 

@@ -12,6 +12,7 @@ import { SearchFrequentWordGrams1732300000900 } from './1732300000900-search-fre
 import { EventsAndWebhooks1732300001000 } from './1732300001000-events-and-webhooks';
 import { BulkJobs1732300001100 } from './1732300001100-bulk-jobs';
 import { MillisecondListTimestamps1732300001200 } from './1732300001200-millisecond-list-timestamps';
+import { Users1732300001300 } from './1732300001300-users';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -27,4 +28,5 @@ export const migrations = [
   EventsAndWebhooks1732300001000,
   BulkJobs1732300001100,
   MillisecondListTimestamps1732300001200,
+  Users1732300001300,
 ];

@@ -1,0 +1,49 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Caller, Requires } from '../auth/decorators';
+import type { Principal } from '../auth/principal';
+import { ParseIdPipe } from '../common/ids';
+import { ApiErrors } from '../openapi/api-errors.decorator';
+import { CreateUserDto, ListUsersQuery, UserList, UserResponse } from './users.dto';
+import { UsersService } from './users.service';
+
+@ApiTags('users')
+@ApiBearerAuth()
+@Controller('users')
+@Requires({ admin: true })
+export class UsersController {
+  constructor(private readonly users: UsersService) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Create a user of the caller\'s tenant, who can sign in to the OAuth provider (admin)' })
+  @ApiCreatedResponse({ type: UserResponse })
+  @ApiErrors(400, 401, 403, 409, 429)
+  create(@Caller() caller: Principal, @Body() dto: CreateUserDto): Promise<UserResponse> {
+    return this.users.create(caller, dto);
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'The tenant\'s users, newest first, with cursor pagination (admin)' })
+  @ApiOkResponse({ type: UserList })
+  @ApiErrors(400, 401, 403, 429)
+  list(@Caller() caller: Principal, @Query() q: ListUsersQuery): Promise<UserList> {
+    return this.users.list(caller, q);
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'One user (admin)' })
+  @ApiOkResponse({ type: UserResponse })
+  @ApiErrors(400, 401, 403, 404, 429)
+  get(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<UserResponse> {
+    return this.users.get(caller, id);
+  }
+
+  @Delete(':id')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Delete a user (admin)' })
+  @ApiOkResponse({ type: UserResponse })
+  @ApiErrors(400, 401, 403, 404, 429)
+  remove(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<UserResponse> {
+    return this.users.remove(caller, id);
+  }
+}

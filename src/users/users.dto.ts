@@ -1,0 +1,48 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsEmail, IsIn, IsString, IsUrl, Length, MaxLength } from 'class-validator';
+import { PageQuery } from '../common/pagination';
+import { IsOptionalNonNull } from '../common/validation';
+
+export const USER_ROLES = ['admin', 'member'] as const;
+export type UserRole = (typeof USER_ROLES)[number];
+
+export class CreateUserDto {
+  @ApiProperty({ example: 'ada@example.com', maxLength: 254, description: 'Signs in to this user only: unique across the service, in any letter case' })
+  @Transform(({ value }) => (typeof value === 'string' ? value.trim() : value))
+  @IsEmail() @MaxLength(254)
+  email: string;
+
+  @ApiProperty({ minLength: 10, maxLength: 1024, description: 'Stored as a scrypt hash; never returned' })
+  @IsString() @Length(10, 1024)
+  password: string;
+
+  @ApiProperty({ maxLength: 200 })
+  @IsString() @Length(1, 200)
+  name: string;
+
+  @ApiPropertyOptional({ enum: USER_ROLES, default: 'member', description: 'What the user may consent to for an app: an admin grants admin rights' })
+  @IsOptionalNonNull() @IsIn(USER_ROLES)
+  role?: UserRole;
+
+  @ApiPropertyOptional({ description: 'https URL of a picture (the OIDC `picture` claim)', maxLength: 2000 })
+  @IsOptionalNonNull() @IsUrl({ protocols: ['https'], require_protocol: true }) @MaxLength(2000)
+  picture?: string;
+}
+
+export class UserResponse {
+  @ApiProperty() id: string;
+  @ApiProperty() tenant_id: string;
+  @ApiProperty() email: string;
+  @ApiProperty() name: string;
+  @ApiProperty({ enum: USER_ROLES }) role: UserRole;
+  @ApiProperty({ type: String, nullable: true }) picture: string | null;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+}
+
+export class UserList {
+  @ApiProperty({ type: [UserResponse] }) users: UserResponse[];
+  @ApiProperty({ type: String, nullable: true }) next_cursor: string | null;
+}
+
+export class ListUsersQuery extends PageQuery {}

@@ -1,0 +1,7 @@
+/** Users: `/users` (admin) and the lookups the OAuth provider signs people in with. */
+import { Module } from '@nestjs/common';
+import { UsersController } from './users.controller';
+import { UsersService } from './users.service';
+
+@Module({ controllers: [UsersController], providers: [UsersService], exports: [UsersService] })
+export class UsersModule {}
