@@ -13,6 +13,7 @@ import { EventsAndWebhooks1732300001000 } from './1732300001000-events-and-webho
 import { BulkJobs1732300001100 } from './1732300001100-bulk-jobs';
 import { MillisecondListTimestamps1732300001200 } from './1732300001200-millisecond-list-timestamps';
 import { Users1732300001300 } from './1732300001300-users';
+import { Oidc1732300001400 } from './1732300001400-oidc';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -29,4 +30,5 @@ export const migrations = [
   BulkJobs1732300001100,
   MillisecondListTimestamps1732300001200,
   Users1732300001300,
+  Oidc1732300001400,
 ];

@@ -1,0 +1,70 @@
+/**
+ * oidc-provider's storage adapter on PostgreSQL (table oidc_models): one row per model
+ * instance. A client's `client_secret` is sealed (AES-256-GCM, SecretBox) before it is stored
+ * and opened when read, so the table never holds a usable secret. Expired rows are returned
+ * as they are: the provider checks expiry itself, and an expired token stays distinguishable
+ * from an unknown one until the janitor removes it.
+ */
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import type { DataSource } from 'typeorm';
+import type { SecretBox } from '../crypto/secret-box';
+
+const secretAad = (clientId: string) => `oidc-client:${clientId}`;
+
+export function postgresAdapter(db: DataSource, secrets: SecretBox): new (model: string) => Adapter {
+  return class PostgresAdapter implements Adapter {
+    constructor(private readonly model: string) {}
+
+    async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      let stored = payload;
+      if (this.model === 'Client' && typeof payload.client_secret === 'string') {
+        stored = { ...payload, client_secret: await secrets.seal(payload.client_secret, secretAad(id)), client_secret_sealed: true };
+      }
+      await db.query(
+        `INSERT INTO oidc_models (model, id, payload, grant_id, user_code, uid, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7::int > 0 THEN now() + make_interval(secs => $7) END)
+         ON CONFLICT (model, id) DO UPDATE SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id,
+           user_code = EXCLUDED.user_code, uid = EXCLUDED.uid, expires_at = EXCLUDED.expires_at`,
+        [this.model, id, stored, payload.grantId ?? null, payload.userCode ?? null, payload.uid ?? null, Math.floor(expiresIn ?? 0)],
+      );
+    }
+
+    async find(id: string): Promise<AdapterPayload | undefined> {
+      return this.findBy('id', id);
+    }
+
+    async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+      return this.findBy('user_code', userCode);
+    }
+
+    async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+      return this.findBy('uid', uid);
+    }
+
+    async consume(id: string): Promise<void> {
+      await db.query(`UPDATE oidc_models SET consumed_at = now() WHERE model = $1 AND id = $2`, [this.model, id]);
+    }
+
+    async destroy(id: string): Promise<void> {
+      await db.query(`DELETE FROM oidc_models WHERE model = $1 AND id = $2`, [this.model, id]);
+    }
+
+    async revokeByGrantId(grantId: string): Promise<void> {
+      await db.query(`DELETE FROM oidc_models WHERE grant_id = $1`, [grantId]);
+    }
+
+    private async findBy(column: 'id' | 'user_code' | 'uid', value: string): Promise<AdapterPayload | undefined> {
+      const [row]: Array<{ id: string; payload: AdapterPayload; consumed: boolean }> = await db.query(
+        `SELECT id, payload, consumed_at IS NOT NULL AS consumed FROM oidc_models WHERE model = $1 AND ${column} = $2`,
+        [this.model, value],
+      );
+      if (!row) return undefined;
+      const payload: AdapterPayload = { ...row.payload, ...(row.consumed ? { consumed: true } : {}) };
+      if (payload.client_secret_sealed) {
+        payload.client_secret = await secrets.open(payload.client_secret as string, secretAad(row.id));
+        delete payload.client_secret_sealed;
+      }
+      return payload;
+    }
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * The scope grammar of SPEC 5.4, and what a set of granted scopes lets a token do, as the same
+ * permission maps an API key carries (auth/permissions.ts then decides everything alike):
+ *
+ *   <type pattern>:read|write   items of matching types (`core.note:read`, `core.*:write`, `*:read`)
+ *   edge.<edge type>:read|write  edges of that type (dual-gated with the item type's write)
+ *   metadata:read|write          tags
+ *   metadata.<sub>:write         a metadata sub-resource (`metadata.types:write` gates POST /types)
+ *   openid, profile, email, offline_access   OIDC's own
+ */
+import { isDottedName, isPattern } from '../common/type-pattern';
+import type { Access, PermissionMap } from '../keys/api-key.entity';
+
+export const OIDC_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
+
+const ACCESS = new Set(['read', 'write']);
+
+/** One API scope, parsed; undefined when the text is not one. */
+export function parseScope(scope: string): { kind: 'type' | 'edge'; name: string; access: Access } | { kind: 'metadata'; name: string } | undefined {
+  const at = scope.lastIndexOf(':');
+  if (at < 1) return undefined;
+  const subject = scope.slice(0, at);
+  const access = scope.slice(at + 1);
+  if (!ACCESS.has(access)) return undefined;
+  if (subject === 'metadata') return { kind: 'metadata', name: scope };
+  if (subject.startsWith('metadata.')) return access === 'write' && isDottedName(subject) ? { kind: 'metadata', name: scope } : undefined;
+  if (subject.startsWith('edge.')) {
+    const edgeType = subject.slice('edge.'.length);
+    return isDottedName(edgeType) ? { kind: 'edge', name: edgeType, access: access as Access } : undefined;
+  }
+  return isPattern(subject) ? { kind: 'type', name: subject, access: access as Access } : undefined;
+}
+
+export function isApiScope(scope: string): boolean {
+  return parseScope(scope) !== undefined;
+}
+
+export function isKnownScope(scope: string): boolean {
+  return (OIDC_SCOPES as readonly string[]).includes(scope) || isApiScope(scope);
+}
+
+/** The permission maps granted scopes amount to; `write` wins over `read` for one pattern. */
+export function permissionsOf(scopes: readonly string[]): { typePerms: PermissionMap; edgePerms: PermissionMap } {
+  const typePerms: PermissionMap = {};
+  const edgePerms: PermissionMap = {};
+  for (const scope of scopes) {
+    const parsed = parseScope(scope);
+    if (!parsed || parsed.kind === 'metadata') continue;
+    const map = parsed.kind === 'type' ? typePerms : edgePerms;
+    if (map[parsed.name] !== 'write') map[parsed.name] = parsed.access;
+  }
+  return { typePerms, edgePerms };
+}
