@@ -26,6 +26,7 @@ import { AppConfig } from './config/app-config';
 import { ensureDatabase, runMigrations } from './database/data-source-options';
 import { mountOpenApi } from './openapi/openapi';
 import { RateLimitHook } from './rate-limit/rate-limit.hook';
+import { OidcMount } from './oidc/oidc-mount';
 
 async function checkRedis(url: string): Promise<void> {
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 3000 });
@@ -80,6 +81,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   http.addHook('onRequest', requireHost);
   http.addHook('onRequest', app.get(CredentialHook).onRequest);
   http.addHook('onRequest', app.get(RateLimitHook).onRequest);
+  http.addHook('onRequest', app.get(OidcMount).onRequest);
   registerBodyParsers(http, config.JSON_BODY_LIMIT);
   app.useGlobalPipes(createValidationPipe());
   mountOpenApi(app, config);

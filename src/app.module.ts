@@ -29,6 +29,7 @@ import { EventsModule } from './events/events.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { BulkModule } from './bulk/bulk.module';
 import { UsersModule } from './users/users.module';
+import { OidcModule } from './oidc/oidc.module';
 
 @Module({})
 export class AppModule {
@@ -49,6 +50,7 @@ export class AppModule {
         KeysModule,
         TenantsModule,
         UsersModule,
+        OidcModule,
         IdempotencyModule,
         TypesModule,
         BulkModule,

@@ -7,12 +7,13 @@ import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { PassportModule } from '@nestjs/passport';
 import { KeysModule } from '../keys/keys.module';
+import { OidcModule } from '../oidc/oidc.module';
 import { BearerStrategy } from './bearer.strategy';
 import { CredentialHook } from './credential.hook';
 import { BearerGuard, InputGuard, PermissionGuard } from './guards';
 
 @Module({
-  imports: [PassportModule, KeysModule],
+  imports: [PassportModule, KeysModule, OidcModule],
   providers: [
     BearerStrategy,
     CredentialHook,

@@ -121,6 +121,10 @@ export class AppConfig {
   @Matches(/^\d+(ms|s|m)$/, { message: 'must be a duration such as 30s' })
   BULK_JOB_LEASE = '30s';
 
+  /** Lifetime of OAuth access tokens (`svc_at_`) in seconds (src/oidc). */
+  @int() @IsInt() @Min(60) @Max(86_400)
+  ACCESS_TOKEN_TTL = 3600;
+
   /** Days events stay in the outbox for `Last-Event-ID` replay (src/events). */
   @int() @IsInt() @Min(1) @Max(365)
   EVENT_RETENTION_DAYS = 7;

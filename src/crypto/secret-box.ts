@@ -10,7 +10,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 
@@ -55,6 +55,11 @@ export class SecretBox {
 
   async open(sealed: string, aad: string): Promise<string> {
     return open(await this.loadKey(), sealed, aad);
+  }
+
+  /** A key for another purpose (cookie signing, say), derived from the service key with HKDF. */
+  async derive(purpose: string): Promise<Buffer> {
+    return Buffer.from(hkdfSync('sha256', await this.loadKey(), Buffer.alloc(0), `svc:${purpose}`, 32));
   }
 
   private loadKey(): Promise<Buffer> {

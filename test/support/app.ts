@@ -11,6 +11,7 @@ import request from 'supertest';
 import TestAgent from 'supertest/lib/agent';
 import { createApp } from '../../src/app.factory';
 import { AppConfig, loadConfig } from '../../src/config/app-config';
+import { freePort } from './process';
 
 export const PG_SERVER = process.env.TEST_PG_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -57,10 +58,12 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
 }
 
 export async function startApp(overrides: Record<string, string> = {}): Promise<TestApp> {
-  const env = testEnv(overrides);
+  // The port is chosen before start: SVC_BASE_URL, the OAuth issuer, must name it.
+  const port = overrides.PORT && overrides.PORT !== '0' ? overrides.PORT : String(await freePort());
+  const env = testEnv({ SVC_BASE_URL: `http://127.0.0.1:${port}`, ...overrides, PORT: port });
   const config = loadConfig(env);
   const app = await createApp(config);
-  await app.listen(0, '127.0.0.1');
+  await app.listen(config.PORT, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;
   const dbName = new URL(config.DATABASE_URL).pathname.slice(1);

@@ -1,0 +1,49 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, IsArray, IsIn, IsString, MaxLength } from 'class-validator';
+import { IsOptionalNonNull, IsPermissionMap } from '../common/validation';
+import type { PermissionMap } from '../keys/api-key.entity';
+
+/** RFC 7591 client metadata that first-party registration takes, plus the default extension grant. */
+export class RegisterClientDto {
+  @ApiPropertyOptional({ type: [String], example: ['https://app.example.com/callback'], description: 'Exact-match redirect URIs' })
+  @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(2000, { each: true })
+  redirect_uris?: string[];
+
+  @ApiPropertyOptional({ type: [String], example: ['authorization_code', 'refresh_token'], description: 'Default authorization_code and refresh_token' })
+  @IsOptionalNonNull() @IsArray() @IsIn(['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'], { each: true })
+  grant_types?: string[];
+
+  @ApiPropertyOptional({ type: [String], example: ['code'] })
+  @IsOptionalNonNull() @IsArray() @IsIn(['code'], { each: true })
+  response_types?: string[];
+
+  @ApiPropertyOptional({ enum: ['client_secret_basic', 'client_secret_post', 'none'], default: 'client_secret_basic', description: '`none`: a public client (PKCE, no secret)' })
+  @IsOptionalNonNull() @IsIn(['client_secret_basic', 'client_secret_post', 'none'])
+  token_endpoint_auth_method?: string;
+
+  @ApiPropertyOptional({ maxLength: 200 })
+  @IsOptionalNonNull() @IsString() @MaxLength(200)
+  client_name?: string;
+
+  @ApiPropertyOptional({ example: 'openid core.note:read core.note:write', description: 'The scopes the client may ask for (SPEC 5.4 grammar and openid, profile, email, offline_access)' })
+  @IsOptionalNonNull() @IsString() @MaxLength(4000)
+  scope?: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: { enum: ['read', 'write'] }, description: 'Default extension grant of the client\'s tokens (SPEC 5.4)' })
+  @IsOptionalNonNull() @IsPermissionMap()
+  extension_permissions?: PermissionMap;
+}
+
+export class RegisteredClient {
+  @ApiProperty() client_id: string;
+  @ApiPropertyOptional({ description: 'Confidential clients only; shown once' }) client_secret?: string;
+  @ApiProperty() client_id_issued_at: number;
+  @ApiProperty() tenant_id: string;
+  @ApiProperty({ type: [String] }) redirect_uris: string[];
+  @ApiProperty({ type: [String] }) grant_types: string[];
+  @ApiProperty({ type: [String] }) response_types: string[];
+  @ApiProperty() token_endpoint_auth_method: string;
+  @ApiPropertyOptional() client_name?: string;
+  @ApiPropertyOptional() scope?: string;
+  @ApiProperty({ type: 'object', additionalProperties: { enum: ['read', 'write'] } }) extension_permissions: PermissionMap;
+}

@@ -1,0 +1,168 @@
+/**
+ * Builds the oidc-provider instance: issuer SVC_BASE_URL, storage in PostgreSQL (oidc-adapter.ts),
+ * RS256 signing keys from signing-keys.ts, cookie keys derived from the service key, the SPEC's
+ * paths (mounted by oidc-mount.ts), `code` as the only response type with PKCE S256 required of
+ * every client, no development interactions, and the API's scope grammar (scopes.ts) as the
+ * scopes of one resource server, the service's API, which every access token is for.
+ *
+ * Access tokens are opaque `svc_at_…`, refresh tokens `svc_rt_…`: oidc-provider has no option
+ * for a prefix, so the models' `generateTokenId` is wrapped (checked by the tests against this
+ * pinned version).
+ */
+import type { Provider as ProviderType, Configuration, ClientMetadata, KoaContextWithOIDC } from 'oidc-provider';
+import type { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import type { SecretBox } from '../crypto/secret-box';
+import type { UsersService } from '../users/users.service';
+import { postgresAdapter } from './oidc-adapter';
+import { isApiScope, OIDC_SCOPES } from './scopes';
+import type { PrivateJwk } from './signing-keys';
+
+/** The SPEC's paths of the provider's own endpoints. */
+export const OIDC_ROUTES = {
+  authorization: '/auth/authorize',
+  token: '/auth/oauth2/token',
+  userinfo: '/auth/oauth2/userinfo',
+  revocation: '/auth/oauth2/revoke',
+  introspection: '/auth/oauth2/introspect',
+  registration: '/auth/oauth2/register',
+  jwks: '/auth/jwks',
+  end_session: '/auth/logout',
+} as const;
+
+export const ACCESS_TOKEN_PREFIX = 'svc_at_';
+export const REFRESH_TOKEN_PREFIX = 'svc_rt_';
+
+/** Client metadata the service adds: the tenant an admin-registered client belongs to, and its default extension grant (SPEC 5.4). */
+export const EXTRA_CLIENT_METADATA = ['tenant_id', 'extension_permissions'] as const;
+
+export interface ProviderDeps {
+  config: AppConfig;
+  db: DataSource;
+  secrets: SecretBox;
+  users: UsersService;
+  keys: PrivateJwk[];
+  cookieKey: Buffer;
+}
+
+/** The API scopes a client may receive: those it registered, else those it asks for. */
+function apiScopes(ctx: KoaContextWithOIDC, client: { scope?: string }): string {
+  const asked = String(ctx.oidc.params?.scope ?? '').split(' ');
+  const registered = client.scope ? new Set(client.scope.split(' ')) : undefined;
+  return asked.filter((s) => isApiScope(s) && (!registered || registered.has(s))).join(' ');
+}
+
+export async function createProvider(deps: ProviderDeps): Promise<ProviderType> {
+  const { default: Provider, errors } = await import('oidc-provider');
+  const { config } = deps;
+  const resource = config.baseUrl;
+  const configuration: Configuration = {
+    adapter: postgresAdapter(deps.db, deps.secrets),
+    jwks: { keys: deps.keys as never },
+    cookies: { keys: [deps.cookieKey.toString('base64url')] },
+    scopes: [...OIDC_SCOPES],
+    claims: { openid: ['sub'], profile: ['name', 'preferred_username', 'picture'], email: ['email', 'email_verified'] },
+    responseTypes: ['code'],
+    pkce: { required: () => true },
+    clientDefaults: { grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic', id_token_signed_response_alg: 'RS256' },
+    extraClientMetadata: {
+      properties: [...EXTRA_CLIENT_METADATA],
+      validator(ctx, key, value) {
+        // Open registration (RFC 7591) makes tenant-less clients; only an admin (POST /auth/clients) gives one a tenant or an extension grant.
+        if (value !== undefined && ctx?.oidc?.route === 'registration') {
+          throw new errors.InvalidClientMetadata(`${key} is set by POST /auth/clients only`);
+        }
+        if (key === 'extension_permissions' && value !== undefined) {
+          const ok = value !== null && typeof value === 'object' && !Array.isArray(value) && Object.values(value).every((v) => v === 'read' || v === 'write');
+          if (!ok) throw new errors.InvalidClientMetadata('extension_permissions must map namespace patterns to "read" or "write"');
+        }
+      },
+    },
+    routes: OIDC_ROUTES,
+    ttl: {
+      AccessToken: config.ACCESS_TOKEN_TTL,
+      ClientCredentials: config.ACCESS_TOKEN_TTL,
+      AuthorizationCode: 60,
+      IdToken: 3600,
+      RefreshToken: 30 * 24 * 3600,
+      Grant: 365 * 24 * 3600,
+      Session: 14 * 24 * 3600,
+      Interaction: 3600,
+      DeviceCode: 600,
+    },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      registration: { enabled: true },
+      userinfo: { enabled: true },
+      rpInitiatedLogout: { enabled: true },
+      pushedAuthorizationRequests: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => resource,
+        useGrantedResource: () => true,
+        getResourceServerInfo: (ctx, indicator, client) => {
+          if (indicator !== resource) throw new errors.InvalidTarget(`the only resource is ${resource}`);
+          return { scope: apiScopes(ctx, client), audience: resource, accessTokenFormat: 'opaque', accessTokenTTL: config.ACCESS_TOKEN_TTL };
+        },
+      },
+    },
+    interactions: { url: (_ctx, interaction) => `/auth/interaction/${interaction.uid}` },
+    findAccount: async (_ctx, sub) => {
+      const user = await deps.users.byId(sub);
+      if (!user) return undefined;
+      return {
+        accountId: sub,
+        claims: async () => ({
+          sub,
+          name: user.name,
+          preferred_username: user.email,
+          picture: user.picture ?? undefined,
+          email: user.email,
+          email_verified: false,
+        }),
+      };
+    },
+  };
+  const provider = new Provider(config.baseUrl, configuration);
+  provider.proxy = config.trustProxy !== false;
+  prefixTokens(provider);
+  await teachScopeGrammar(provider);
+  return provider;
+}
+
+/**
+ * The provider's scope set stays OIDC's own (discovery's `scopes_supported`, the claims), but
+ * its `has` also accepts every scope of the API grammar: oidc-provider checks a client's
+ * registered `scope`, and a request against a client's allow-list, with `scopes.has`, while it
+ * picks a request's OIDC scopes with Set.prototype.has, which this leaves alone. That teaches it
+ * an infinite grammar without a list. The set is reached through the provider's private state
+ * (lib/helpers/weak_cache.js): pinned version, covered by the registration and grant tests.
+ */
+async function teachScopeGrammar(provider: ProviderType): Promise<void> {
+  const { default: internals } = (await import('oidc-provider/lib/helpers/weak_cache.js' as string)) as {
+    default: (p: ProviderType) => { configuration: { scopes: Set<string> } };
+  };
+  const scopes = internals(provider).configuration.scopes;
+  const known = Set.prototype.has.bind(scopes);
+  Object.defineProperty(scopes, 'has', { value: (scope: string) => known(scope) || isApiScope(scope) });
+}
+
+/** `svc_at_` and `svc_rt_` in front of the provider's random token ids (see the header). */
+function prefixTokens(provider: ProviderType): void {
+  const models: Array<[{ prototype: { generateTokenId(): string } }, string]> = [
+    [provider.AccessToken as never, ACCESS_TOKEN_PREFIX],
+    [provider.ClientCredentials as never, ACCESS_TOKEN_PREFIX],
+    [provider.RefreshToken as never, REFRESH_TOKEN_PREFIX],
+  ];
+  for (const [model, prefix] of models) {
+    const generate = model.prototype.generateTokenId;
+    model.prototype.generateTokenId = function prefixed(this: unknown) {
+      return prefix + generate.call(this);
+    };
+  }
+}
+
+export type { ClientMetadata };

@@ -1,0 +1,37 @@
+/**
+ * The provider instance, built on first use rather than at start: its signing keys live in
+ * the database, which a service started with MIGRATIONS_RUN=false may not have migrated yet.
+ */
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Provider } from 'oidc-provider';
+import { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import { SecretBox } from '../crypto/secret-box';
+import { UsersService } from '../users/users.service';
+import { createProvider } from './oidc-provider.factory';
+import { SigningKeys } from './signing-keys';
+
+@Injectable()
+export class OidcProvider {
+  private instance?: Promise<Provider>;
+
+  constructor(
+    private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly secrets: SecretBox,
+    private readonly users: UsersService,
+    private readonly keys: SigningKeys,
+  ) {}
+
+  get(): Promise<Provider> {
+    this.instance ??= this.build();
+    this.instance.catch(() => (this.instance = undefined));
+    return this.instance;
+  }
+
+  private async build(): Promise<Provider> {
+    const { config, db, secrets, users } = this;
+    return createProvider({ config, db, secrets, users, keys: await this.keys.load(), cookieKey: await secrets.derive('oidc-cookies') });
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * The OAuth 2.1 / OIDC provider (SPEC part 5) on oidc-provider: the provider instance and its
+ * mount, storage, signing keys and the scope grammar; first-party client registration; OAuth
+ * access tokens as Principals (OAUTH_TOKEN_RESOLVER, used by the bearer strategy).
+ */
+import { Module } from '@nestjs/common';
+import { OAUTH_TOKEN_RESOLVER } from '../auth/principal';
+import { UsersModule } from '../users/users.module';
+import { ClientsController } from './clients.controller';
+import { OAuthTokens } from './oauth-tokens';
+import { OidcMount } from './oidc-mount';
+import { OidcProvider } from './oidc-provider';
+import { SigningKeys } from './signing-keys';
+
+@Module({
+  imports: [UsersModule],
+  controllers: [ClientsController],
+  providers: [SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
+  exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER],
+})
+export class OidcModule {}

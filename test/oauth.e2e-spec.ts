@@ -1,0 +1,126 @@
+/**
+ * The OAuth 2.1 / OIDC provider, first part (issue 19): discovery and JWKS at the SPEC's paths,
+ * admin and open client registration, client credentials with `svc_at_` tokens that act on the
+ * API with exactly their scopes, introspection and revocation, all through `openid-client` as a
+ * relying party would, plus raw HTTP for the aliases and the error forms.
+ */
+import * as oidc from 'openid-client';
+import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
+import { expectError } from './support/envelope';
+
+describe('OAuth provider: discovery, clients, client credentials, introspection, revocation', () => {
+  let t: TestApp;
+  let admin: string;
+  let client: { client_id: string; client_secret: string };
+  let rp: oidc.Configuration;
+
+  beforeAll(async () => {
+    t = await startApp();
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => t?.close());
+
+  it('publishes discovery at both well-known paths, every endpoint at its SPEC path', async () => {
+    const doc = (await t.http.get('/.well-known/openid-configuration').expect(200)).body;
+    expect(doc).toMatchObject({
+      issuer: t.url,
+      authorization_endpoint: `${t.url}/auth/authorize`,
+      token_endpoint: `${t.url}/auth/oauth2/token`,
+      userinfo_endpoint: `${t.url}/auth/oauth2/userinfo`,
+      revocation_endpoint: `${t.url}/auth/oauth2/revoke`,
+      introspection_endpoint: `${t.url}/auth/oauth2/introspect`,
+      registration_endpoint: `${t.url}/auth/oauth2/register`,
+      jwks_uri: `${t.url}/auth/jwks`,
+      response_types_supported: ['code'],
+      code_challenge_methods_supported: ['S256'],
+    });
+    expect(doc.id_token_signing_alg_values_supported).toContain('RS256');
+    expect(doc.grant_types_supported).toEqual(expect.arrayContaining(['authorization_code', 'refresh_token', 'client_credentials']));
+    expect(doc.scopes_supported).toEqual(expect.arrayContaining(['openid', 'profile', 'email']));
+    const rfc8414 = (await t.http.get('/.well-known/oauth-authorization-server').expect(200)).body;
+    expect(rfc8414.issuer).toBe(t.url);
+    expect(rfc8414.token_endpoint).toBe(doc.token_endpoint);
+  });
+
+  it('publishes the RS256 signing key, public parts only, at /auth/jwks and the well-known path', async () => {
+    for (const path of ['/auth/jwks', '/.well-known/jwks.json']) {
+      const { keys } = (await t.http.get(path).expect(200)).body;
+      expect(keys).toHaveLength(1);
+      expect(keys[0]).toMatchObject({ kty: 'RSA', alg: 'RS256', use: 'sig', kid: expect.any(String) });
+      for (const secret of ['d', 'p', 'q', 'dp', 'dq', 'qi']) expect(keys[0]).not.toHaveProperty(secret);
+    }
+    const [stored] = await t.sql<{ jwk_sealed: string }>(`SELECT jwk_sealed FROM oidc_signing_keys`);
+    expect(stored.jwk_sealed).toMatch(/^v1\./);
+  });
+
+  it('registers a first-party client for an admin, with its secret shown once and stored sealed', async () => {
+    const member = (await createKey(t, admin, { label: 'member' })).key;
+    expectError(await t.http.post('/auth/clients').set(bearer(member)).send({ grant_types: ['client_credentials'] }), 403, 'forbidden');
+    const res = await t.http
+      .post('/auth/clients')
+      .set(bearer(admin))
+      .send({ client_name: 'importer', grant_types: ['client_credentials'], scope: 'core.note:read core.note:write', extension_permissions: { 'acme.*': 'read' } });
+    if (res.status !== 201) throw new Error(JSON.stringify(res.body));
+    expect(res.body).toMatchObject({ client_id: expect.any(String), client_secret: expect.any(String), scope: 'core.note:read core.note:write' });
+    client = res.body;
+    const rows = await t.sql<{ payload: string }>(`SELECT payload::text FROM oidc_models WHERE model = 'Client' AND id = $1`, [client.client_id]);
+    expect(rows[0].payload).not.toContain(client.client_secret);
+    expectError(await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['password'] }), 400, 'validation_error');
+  });
+
+  it('refuses a tenant or an extension grant through open registration (RFC 7591 error form)', async () => {
+    const res = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'], tenant_id: '00000000-0000-0000-0000-000000000001' });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: 'invalid_client_metadata', error_description: expect.any(String) });
+    const ok = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'], scope: 'openid core.note:read' });
+    expect(ok.status).toBe(201);
+    expect(ok.body.scope).toBe('openid core.note:read');
+  });
+
+  it('issues svc_at_ tokens for client credentials through openid-client, with exactly the granted scopes', async () => {
+    rp = await oidc.discovery(new URL(t.url), client.client_id, client.client_secret, undefined, { execute: [oidc.allowInsecureRequests] });
+    const tokens = await oidc.clientCredentialsGrant(rp, { scope: 'core.note:write' });
+    expect(tokens.access_token).toMatch(/^svc_at_/);
+    expect(tokens.scope).toBe('core.note:write');
+    expect(tokens.expires_in).toBe(3600);
+
+    const note = await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.note', properties: { title: 'from an app' } });
+    expect(note.status).toBe(201);
+    expect(note.body.source).toBe(`app:${client.client_id}`);
+    expectError(await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.task', properties: { title: 'no' } }), 403, 'type_not_permitted');
+    // The admin key's tenant is the client's: the item is there for it.
+    await t.http.get(`/items/${note.body.id}`).set(bearer(admin)).expect(200);
+  });
+
+  it('refuses a scope the client was not registered for (invalid_scope) and answers at the /auth/token alias', async () => {
+    const res = await t.http.post('/auth/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.task:read' });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: 'invalid_scope' });
+    const ok = await t.http.post('/auth/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' });
+    expect(ok.status).toBe(200);
+    expect(ok.body.access_token).toMatch(/^svc_at_/);
+  });
+
+  it('introspects and revokes (RFC 7662, RFC 7009); a revoked token is 401 at once', async () => {
+    const { access_token } = await oidc.clientCredentialsGrant(rp, { scope: 'core.note:read' });
+    const active = await oidc.tokenIntrospection(rp, access_token);
+    expect(active).toMatchObject({ active: true, scope: 'core.note:read', client_id: client.client_id, exp: expect.any(Number) });
+    await t.http.get('/items').set(bearer(access_token)).expect(200);
+
+    await oidc.tokenRevocation(rp, access_token);
+    expect((await oidc.tokenIntrospection(rp, access_token)).active).toBe(false);
+    expectError(await t.http.get('/items').set(bearer(access_token)), 401, 'unauthorized');
+    // Revoking what is not a token is still 200; introspecting it is inactive, never an error.
+    await t.http.post('/auth/oauth2/revoke').auth(client.client_id, client.client_secret).type('form').send({ token: 'svc_at_nothing' }).expect(200);
+    const unknown = await t.http.post('/auth/oauth2/introspect').auth(client.client_id, client.client_secret).type('form').send({ token: 'garbage' });
+    expect(unknown.status).toBe(200);
+    expect(unknown.body).toEqual({ active: false });
+  });
+
+  it('answers 401 expired_token for an expired access token and 401 unauthorized for an unknown one', async () => {
+    const { access_token } = await oidc.clientCredentialsGrant(rp, { scope: 'core.note:read' });
+    await t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 5)) WHERE id = $1`, [access_token]);
+    expectError(await t.http.get('/items').set(bearer(access_token)), 401, 'expired_token');
+    expectError(await t.http.get('/items').set(bearer('svc_at_unknown')), 401, 'unauthorized');
+  });
+});
