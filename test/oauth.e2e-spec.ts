@@ -5,6 +5,7 @@
  * relying party would, plus raw HTTP for the aliases and the error forms.
  */
 import * as oidc from 'openid-client';
+import request from 'supertest';
 import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
 
@@ -122,5 +123,116 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     await t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 5)) WHERE id = $1`, [access_token]);
     expectError(await t.http.get('/items').set(bearer(access_token)), 401, 'expired_token');
     expectError(await t.http.get('/items').set(bearer('svc_at_unknown')), 401, 'unauthorized');
+  });
+});
+
+describe('OAuth provider: authorization code with PKCE, sign-in and partial consent', () => {
+  let t: TestApp;
+  let admin: string;
+  let rp: oidc.Configuration;
+  const redirectUri = 'https://app.example.com/callback';
+
+  beforeAll(async () => {
+    t = await startApp();
+    admin = (await bootstrapAdmin(t)).key;
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'ada@example.com', password: 'correct horse battery', name: 'Ada Lovelace', picture: 'https://example.com/ada.png' }).expect(201);
+    const client = await t.http
+      .post('/auth/clients')
+      .set(bearer(admin))
+      .send({ client_name: 'Notes app', redirect_uris: [redirectUri], scope: 'openid profile email core.note:read core.note:write', token_endpoint_auth_method: 'none' })
+      .expect(201);
+    expect(client.body.client_secret).toBeUndefined();
+    rp = await oidc.discovery(new URL(t.url), client.body.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+  });
+  afterAll(async () => t?.close());
+
+  /** Follows redirects on the service (keeping its cookies) until one leaves it; returns that Location. */
+  async function browse(agent: ReturnType<typeof request.agent>, path: string): Promise<{ page?: string; path: string; leftTo?: string }> {
+    let at = path;
+    for (let i = 0; i < 10; i++) {
+      const res = await agent.get(at);
+      if (res.status === 200) return { page: res.text, path: at };
+      expect([302, 303]).toContain(res.status);
+      const next = new URL(res.headers.location, t.url);
+      if (next.origin !== t.url) return { path: at, leftTo: next.toString() };
+      at = next.pathname + next.search;
+    }
+    throw new Error('redirect loop');
+  }
+
+  const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
+
+  it('signs in, lets the user untick scopes, and issues tokens with exactly what was granted', async () => {
+    const agent = request.agent(t.url);
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const url = oidc.buildAuthorizationUrl(rp, {
+      redirect_uri: redirectUri,
+      scope: 'openid profile email core.note:read core.note:write',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+    });
+    const signIn = await browse(agent, url.pathname + url.search);
+    expect(signIn.path).toMatch(/^\/auth\/sign-in\?uid=/);
+    expect(signIn.page).toContain('Notes app');
+
+    const uid = field(signIn.page!, 'uid');
+    const wrong = await agent.post('/auth/sign-in').type('form').send({ uid, csrf: field(signIn.page!, 'csrf'), email: 'ada@example.com', password: 'wrong password!' });
+    expect(wrong.status).toBe(401);
+    const forged = await agent.post('/auth/sign-in').type('form').send({ uid, csrf: 'forged', email: 'ada@example.com', password: 'correct horse battery' });
+    expect(forged.status).toBe(403);
+    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid, csrf: field(wrong.text, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
+    expect(signedIn.status).toBe(303);
+
+    const consent = await browse(agent, new URL(signedIn.headers.location, t.url).pathname);
+    expect(consent.path).toMatch(/^\/auth\/consent\?uid=/);
+    for (const literal of ['core.note:read', 'core.note:write', 'items of type core.note', 'openid', 'profile', 'email']) expect(consent.page).toContain(literal);
+
+    const decision = await agent
+      .post('/auth/authorize/decision')
+      .type('form')
+      .send(`uid=${encodeURIComponent(field(consent.page!, 'uid'))}&csrf=${encodeURIComponent(field(consent.page!, 'csrf'))}&decision=approve&scope=openid&scope=profile&scope=core.note%3Aread`);
+    if (decision.status !== 303) throw new Error(decision.text);
+    const back = await browse(agent, new URL(decision.headers.location, t.url).pathname);
+    expect(back.leftTo).toMatch(new RegExp(`^${redirectUri}\\?code=`));
+
+    const tokens = await oidc.authorizationCodeGrant(rp, new URL(back.leftTo!), { pkceCodeVerifier: verifier, expectedState: state });
+    expect(tokens.access_token).toMatch(/^svc_at_/);
+    expect(tokens.refresh_token).toMatch(/^svc_rt_/);
+    expect(tokens.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid', 'profile']);
+    const claims = tokens.claims()!;
+    expect(claims).toMatchObject({ iss: t.url, aud: rp.clientMetadata().client_id, name: 'Ada Lovelace', preferred_username: 'ada@example.com', picture: 'https://example.com/ada.png' });
+    expect(claims).not.toHaveProperty('email');
+
+    await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+    expectError(await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.note', properties: { title: 'x' } }), 403, 'type_not_permitted');
+
+    const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
+    expect(refreshed.refresh_token).toMatch(/^svc_rt_/);
+    expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
+    await t.http.get('/items').set(bearer(refreshed.access_token)).expect(200);
+  });
+
+  it('denying sends the user back with access_denied', async () => {
+    const agent = request.agent(t.url);
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = oidc.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 's1' });
+    const signIn = await browse(agent, url.pathname + url.search);
+    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'ADA@example.com', password: 'correct horse battery' });
+    const consent = await browse(agent, new URL(signedIn.headers.location, t.url).pathname);
+    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'deny' });
+    if (decision.status !== 303) throw new Error(decision.status + decision.text + JSON.stringify(consent));
+    const back = await browse(agent, new URL(decision.headers.location, t.url).pathname);
+    const to = new URL(back.leftTo!);
+    expect(to.searchParams.get('error')).toBe('access_denied');
+    expect(to.searchParams.get('state')).toBe('s1');
+  });
+
+  it('refuses an authorization request without PKCE', async () => {
+    const url = oidc.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid', state: 's2' });
+    const res = await t.http.get(url.pathname + url.search);
+    const to = new URL(res.headers.location);
+    expect(to.searchParams.get('error')).toBe('invalid_request');
   });
 });

@@ -20,8 +20,12 @@ const PATHS = new Map<string, string>([
   ...Object.values(OIDC_ROUTES).map((p): [string, string] => [p, p]),
 ]);
 
-/** Registration management (`/auth/oauth2/register/{client_id}`) is the provider's too. */
-const REGISTRATION_CLIENT = new RegExp(`^${OIDC_ROUTES.registration}/[^/]+$`);
+/**
+ * The provider's sub-paths: registration management (`/auth/oauth2/register/{client_id}`), the
+ * authorization's resume after an interaction (`/auth/authorize/{uid}`, not our
+ * `/auth/authorize/decision`) and the logout confirmation.
+ */
+const SUB_PATHS = new RegExp(`^(${OIDC_ROUTES.registration}/[^/]+|${OIDC_ROUTES.authorization}/(?!decision$)[^/]+|${OIDC_ROUTES.end_session}/[^/]+)$`);
 
 @Injectable()
 export class OidcMount {
@@ -33,7 +37,7 @@ export class OidcMount {
   readonly onRequest = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
     const query = req.url.indexOf('?');
     const path = (query === -1 ? req.url : req.url.slice(0, query)).replace(/\/+$/, '') || '/';
-    const target = PATHS.get(path) ?? (REGISTRATION_CLIENT.test(path) ? path : undefined);
+    const target = PATHS.get(path) ?? (SUB_PATHS.test(path) ? path : undefined);
     if (!target) return done();
     const url = target + (query === -1 ? '' : req.url.slice(query));
     if (this.handle) return this.pass(req, reply, url, this.handle);

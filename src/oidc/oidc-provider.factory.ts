@@ -45,11 +45,17 @@ export interface ProviderDeps {
   cookieKey: Buffer;
 }
 
-/** The API scopes a client may receive: those it registered, else those it asks for. */
-function apiScopes(ctx: KoaContextWithOIDC, client: { scope?: string }): string {
+/**
+ * The API's scopes, as a resource server, for this request: those asked for (an authorization
+ * or client-credentials request) and those the grant holds (a code or refresh exchange), kept
+ * to what the client registered when it registered any.
+ */
+function apiScopes(ctx: KoaContextWithOIDC, client: { scope?: string }, resource: string): string {
   const asked = String(ctx.oidc.params?.scope ?? '').split(' ');
+  const grant = ctx.oidc.entities?.Grant as { getResourceScope(resource: string): string } | undefined;
+  const granted = grant ? grant.getResourceScope(resource).split(' ') : [];
   const registered = client.scope ? new Set(client.scope.split(' ')) : undefined;
-  return asked.filter((s) => isApiScope(s) && (!registered || registered.has(s))).join(' ');
+  return [...new Set([...asked, ...granted])].filter((s) => isApiScope(s) && (!registered || registered.has(s))).join(' ');
 }
 
 export async function createProvider(deps: ProviderDeps): Promise<ProviderType> {
@@ -105,11 +111,18 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, indicator, client) => {
           if (indicator !== resource) throw new errors.InvalidTarget(`the only resource is ${resource}`);
-          return { scope: apiScopes(ctx, client), audience: resource, accessTokenFormat: 'opaque', accessTokenTTL: config.ACCESS_TOKEN_TTL };
+          return { scope: apiScopes(ctx, client, resource), audience: resource, accessTokenFormat: 'opaque', accessTokenTTL: config.ACCESS_TOKEN_TTL };
         },
       },
     },
-    interactions: { url: (_ctx, interaction) => `/auth/interaction/${interaction.uid}` },
+    // The provider scopes its interaction cookie to this URL's path: `/auth/` reaches the sign-in,
+    // consent and decision pages alike (interactions.controller.ts sends the browser on).
+    interactions: { url: (_ctx, interaction) => `/auth/?interaction=${encodeURIComponent(interaction.uid)}` },
+    // Code (and device) grants get a refresh token without asking for offline_access; every refresh rotates it.
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    // The id_token carries the profile and email claims its scopes grant (SPEC 5.6), not only userinfo.
+    conformIdTokenClaims: false,
     findAccount: async (_ctx, sub) => {
       const user = await deps.users.byId(sub);
       if (!user) return undefined;
@@ -130,7 +143,24 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   provider.proxy = config.trustProxy !== false;
   prefixTokens(provider);
   await teachScopeGrammar(provider);
+  provider.use(reportGrantedScope);
   return provider;
+}
+
+/**
+ * A token response's `scope` is everything granted (SPEC 5.2): the access token, which is for
+ * the API, carries the API scopes, and the OIDC scopes granted with them (openid, profile,
+ * email) are added from the code, refresh token or device code the tokens came from.
+ */
+async function reportGrantedScope(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next();
+  const body = ctx.body as { access_token?: string; scope?: string } | undefined;
+  if (ctx.oidc?.route !== 'token' || !body?.access_token) return;
+  const e = ctx.oidc.entities as Record<string, { scope?: string } | undefined>;
+  const source = e.AuthorizationCode ?? e.RefreshToken ?? e.DeviceCode;
+  const oidcScopes = (source?.scope ?? '').split(' ').filter((s) => (OIDC_SCOPES as readonly string[]).includes(s) && s !== 'offline_access');
+  const scope = [...new Set([...oidcScopes, ...(body.scope ?? '').split(' ')])].filter(Boolean).join(' ');
+  if (scope) body.scope = scope;
 }
 
 /**

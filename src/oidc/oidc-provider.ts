@@ -15,6 +15,7 @@ import { SigningKeys } from './signing-keys';
 @Injectable()
 export class OidcProvider {
   private instance?: Promise<Provider>;
+  private csrf?: Promise<Buffer>;
 
   constructor(
     private readonly config: AppConfig,
@@ -28,6 +29,12 @@ export class OidcProvider {
     this.instance ??= this.build();
     this.instance.catch(() => (this.instance = undefined));
     return this.instance;
+  }
+
+  /** The key of the interaction forms' CSRF tokens (interaction-csrf.ts). */
+  csrfKey(): Promise<Buffer> {
+    this.csrf ??= this.secrets.derive('oidc-csrf');
+    return this.csrf;
   }
 
   private async build(): Promise<Provider> {

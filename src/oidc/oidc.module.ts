@@ -7,6 +7,7 @@ import { Module } from '@nestjs/common';
 import { OAUTH_TOKEN_RESOLVER } from '../auth/principal';
 import { UsersModule } from '../users/users.module';
 import { ClientsController } from './clients.controller';
+import { InteractionsController } from './interactions.controller';
 import { OAuthTokens } from './oauth-tokens';
 import { OidcMount } from './oidc-mount';
 import { OidcProvider } from './oidc-provider';
@@ -14,7 +15,7 @@ import { SigningKeys } from './signing-keys';
 
 @Module({
   imports: [UsersModule],
-  controllers: [ClientsController],
+  controllers: [ClientsController, InteractionsController],
   providers: [SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
   exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER],
 })

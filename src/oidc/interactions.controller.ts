@@ -1,0 +1,175 @@
+/**
+ * The user's side of the authorization code flow (SPEC 5.2): the provider sends a browser
+ * here when it needs a sign-in or a consent (`interactions.url`); these pages answer and hand
+ * the result back to the provider, which then continues to the client's redirect_uri.
+ *
+ *   GET  /auth/?interaction=     where the provider sends the browser: on to one of these
+ *   GET  /auth/sign-in?uid=      the sign-in form
+ *   POST /auth/sign-in           email + password → the interaction's login
+ *   GET  /auth/consent?uid=      the requested scopes, literally, each one untickable
+ *   POST /auth/authorize/decision (and its SPEC twin POST /auth/oauth2/consent)
+ *                                approve (with the ticked scopes) or deny → the grant
+ */
+import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Provider } from 'oidc-provider';
+import { Accepts, Public } from '../auth/decorators';
+import { AppConfig } from '../config/app-config';
+import { UsersService } from '../users/users.service';
+import { csrfToken, csrfValid } from './interaction-csrf';
+import { OidcProvider } from './oidc-provider';
+import { consentPage, errorPage, signInPage } from './pages';
+import { isApiScope, isKnownScope, OIDC_SCOPES } from './scopes';
+
+const FORM = 'application/x-www-form-urlencoded';
+type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
+
+/** A form field that may come once or repeated. */
+const list = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
+
+@ApiExcludeController()
+@Public()
+@Controller('auth')
+export class InteractionsController {
+  constructor(
+    private readonly oidc: OidcProvider,
+    private readonly users: UsersService,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Get()
+  async start(@Query('interaction') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const details = await this.details(req, reply, uid);
+    if (!details) return;
+    await reply.redirect(`/auth/${details.prompt.name === 'login' ? 'sign-in' : 'consent'}?uid=${encodeURIComponent(details.uid)}`, 303);
+  }
+
+  @Get('sign-in')
+  async signInForm(@Query('uid') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const details = await this.details(req, reply, uid, 'login');
+    if (!details) return;
+    await this.html(reply, 200, signInPage({ uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details) }));
+  }
+
+  @Post('sign-in')
+  @HttpCode(200)
+  @Accepts(FORM)
+  async signIn(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const details = await this.details(req, reply, body.uid, 'login', body.csrf);
+    if (!details) return;
+    const email = typeof body.email === 'string' ? body.email : '';
+    const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
+    if (!user) {
+      const form = { uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details), email };
+      return this.html(reply, 401, signInPage({ ...form, error: 'The email or the password is not right.' }));
+    }
+    await this.finish(req, reply, { login: { accountId: user.id } });
+  }
+
+  @Get('consent')
+  async consentForm(@Query('uid') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const details = await this.details(req, reply, uid, 'consent');
+    if (!details) return;
+    const provider = await this.oidc.get();
+    const client = await provider.Client.find(String(details.params.client_id));
+    await this.html(
+      reply,
+      200,
+      consentPage({
+        uid: details.uid,
+        csrf: await this.csrf(details.uid),
+        action: '/auth/authorize/decision',
+        clientName: await this.clientName(details),
+        scopes: await this.requestedScopes(details),
+        extensions: ((client?.metadata() as { extension_permissions?: Record<string, string> })?.extension_permissions) ?? {},
+      }),
+    );
+  }
+
+  @Post(['authorize/decision', 'oauth2/consent'])
+  @HttpCode(200)
+  @Accepts(FORM)
+  async decide(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const details = await this.details(req, reply, body.uid, 'consent', body.csrf);
+    if (!details) return;
+    if (body.decision !== 'approve') {
+      return this.finish(req, reply, { error: 'access_denied', error_description: 'The user denied the request' });
+    }
+    const requested = await this.requestedScopes(details);
+    const ticked = list(body.scope);
+    // No scope field means everything requested (CONTRACT "OAuth / OIDC").
+    const granted = ticked.length ? requested.filter((s) => ticked.includes(s)) : requested;
+    const refused = requested.filter((s) => !granted.includes(s));
+    const provider = await this.oidc.get();
+    const grant = details.grantId
+      ? (await provider.Grant.find(details.grantId))!
+      : new provider.Grant({ accountId: details.session!.accountId, clientId: String(details.params.client_id) });
+    const resource = this.config.baseUrl;
+    const oidcOnly = (s: string) => (OIDC_SCOPES as readonly string[]).includes(s);
+    if (granted.some(oidcOnly)) grant.addOIDCScope(granted.filter(oidcOnly).join(' '));
+    if (refused.some(oidcOnly)) grant.rejectOIDCScope(refused.filter(oidcOnly).join(' '));
+    if (granted.some(isApiScope)) grant.addResourceScope(resource, granted.filter(isApiScope).join(' '));
+    if (refused.some(isApiScope)) grant.rejectResourceScope(resource, refused.filter(isApiScope).join(' '));
+    const grantId = await grant.save();
+    await this.finish(req, reply, { consent: { grantId } });
+  }
+
+  /** The requested scopes the service knows and the client may ask for, in request order. */
+  private async requestedScopes(details: Details): Promise<string[]> {
+    const provider = await this.oidc.get();
+    const client = await provider.Client.find(String(details.params.client_id));
+    const allowed = client?.scope ? new Set(client.scope.split(' ')) : undefined;
+    const asked = [...new Set(String(details.params.scope ?? '').split(' '))];
+    return asked.filter((s) => isKnownScope(s) && (!isApiScope(s) || !allowed || allowed.has(s)));
+  }
+
+  /**
+   * The interaction the request belongs to (the provider's cookie and the uid must agree), at
+   * the expected prompt, with a valid CSRF token on POSTs; otherwise an error page is sent and
+   * undefined returned.
+   */
+  private async details(req: FastifyRequest, reply: FastifyReply, uid: unknown, prompt?: string, csrf?: unknown): Promise<Details | undefined> {
+    let details: Details;
+    try {
+      details = await (await this.oidc.get()).interactionDetails(req.raw, reply.raw);
+    } catch {
+      await this.html(reply, 400, errorPage('Sign-in expired', 'This sign-in is over or was never started. Go back to the application and start again.'));
+      return undefined;
+    }
+    if (details.uid !== uid || (prompt !== undefined && details.prompt.name !== prompt)) {
+      await this.html(reply, 400, errorPage('Wrong page', 'This page does not belong to the sign-in in progress. Go back to the application and start again.'));
+      return undefined;
+    }
+    if (req.method === 'POST' && !csrfValid(await this.oidc.csrfKey(), details.uid, csrf)) {
+      await this.html(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
+      return undefined;
+    }
+    return details;
+  }
+
+  private async finish(req: FastifyRequest, reply: FastifyReply, result: Record<string, unknown>): Promise<void> {
+    const provider = await this.oidc.get();
+    const to = await provider.interactionResult(req.raw, reply.raw, result, { mergeWithLastSubmission: true });
+    await reply.redirect(to, 303);
+  }
+
+  private async clientName(details: Details): Promise<string> {
+    const client = await (await this.oidc.get()).Client.find(String(details.params.client_id));
+    return client?.clientName ?? String(details.params.client_id);
+  }
+
+  private async csrf(uid: string): Promise<string> {
+    return csrfToken(await this.oidc.csrfKey(), uid);
+  }
+
+  private async html(reply: FastifyReply, status: number, body: string): Promise<void> {
+    await reply
+      .status(status)
+      .header('Content-Type', 'text/html; charset=utf-8')
+      .header('Cache-Control', 'no-store')
+      .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+      .header('X-Frame-Options', 'DENY')
+      .send(body);
+  }
+}

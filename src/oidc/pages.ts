@@ -1,0 +1,95 @@
+/**
+ * The provider's HTML pages (sign-in, consent, errors): plain, accessible markup with its own
+ * small stylesheet and no external asset, every value HTML-escaped. Each form carries a CSRF
+ * token (interaction-csrf.ts) next to the interaction it belongs to.
+ */
+import { parseScope } from './scopes';
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+const STYLE = `
+  body { font: 16px/1.5 system-ui, sans-serif; max-width: 32rem; margin: 3rem auto; padding: 0 1rem; color: #1b1b1b; }
+  h1 { font-size: 1.5rem; } label { display: block; margin: .75rem 0 .25rem; }
+  input[type=email], input[type=password] { width: 100%; padding: .5rem; font: inherit; box-sizing: border-box; }
+  button { font: inherit; padding: .5rem 1.25rem; margin: 1rem .5rem 0 0; cursor: pointer; }
+  fieldset { border: 1px solid #ccc; margin: 1rem 0; } .error { color: #a00000; } .scope { display: block; margin: .4rem 0; }
+  code { background: #f3f3f3; padding: 0 .25rem; }`;
+
+function page(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
+<body><main>${body}</main></body></html>`;
+}
+
+const hidden = (name: string, value: string) => `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
+
+export function signInPage(o: { uid: string; csrf: string; clientName: string; email?: string; error?: string }): string {
+  return page(
+    'Sign in',
+    `<h1>Sign in</h1>
+<p>to continue to <strong>${escapeHtml(o.clientName)}</strong></p>
+${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
+<form method="post" action="/auth/sign-in">
+${hidden('uid', o.uid)}${hidden('csrf', o.csrf)}
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<button type="submit">Sign in</button>
+</form>`,
+  );
+}
+
+/** What a scope lets the app do, in words, naming the types, edges and extensions literally. */
+export function describeScope(scope: string): string {
+  const oidc: Record<string, string> = {
+    openid: 'Know who you are (your account id)',
+    profile: 'See your name, username and picture',
+    email: 'See your email address',
+    offline_access: 'Stay connected when you are not using it',
+  };
+  if (oidc[scope]) return oidc[scope];
+  const p = parseScope(scope);
+  if (!p) return scope;
+  if (p.kind === 'metadata') return p.name === 'metadata:read' ? 'Read tags' : p.name === 'metadata:write' ? 'Read and change tags' : `Change ${p.name.slice('metadata.'.length, -':write'.length)}`;
+  const what = p.kind === 'type' ? (p.name === '*' ? 'items of every type' : `items of type ${p.name}`) : `edges of type ${p.name}`;
+  return p.access === 'read' ? `Read ${what}` : `Read, create and change ${what}`;
+}
+
+export function consentPage(o: {
+  uid: string;
+  csrf: string;
+  action: string;
+  clientName: string;
+  scopes: string[];
+  extensions: Record<string, string>;
+}): string {
+  const boxes = o.scopes
+    .map((s, i) => `<label class="scope"><input type="checkbox" name="scope" value="${escapeHtml(s)}" id="scope-${i}" checked> ${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></label>`)
+    .join('\n');
+  const extensions = Object.entries(o.extensions);
+  return page(
+    'Allow access',
+    `<h1>Allow <strong>${escapeHtml(o.clientName)}</strong> to:</h1>
+<form method="post" action="${escapeHtml(o.action)}">
+${hidden('uid', o.uid)}${hidden('csrf', o.csrf)}
+<fieldset><legend>Requested access (untick what you do not want to give)</legend>
+${boxes || '<p>Nothing beyond signing you in.</p>'}
+</fieldset>
+${
+  extensions.length
+    ? `<p>With every item it may read, it also gets these extension namespaces: ${extensions
+        .map(([ns, access]) => `<code>${escapeHtml(ns)}</code> (${escapeHtml(access)})`)
+        .join(', ')}.</p>`
+    : ''
+}
+<button type="submit" name="decision" value="approve">Allow</button>
+<button type="submit" name="decision" value="deny">Deny</button>
+</form>`,
+  );
+}
+
+export function errorPage(title: string, message: string): string {
+  return page(title, `<h1>${escapeHtml(title)}</h1><p class="error" role="alert">${escapeHtml(message)}</p>`);
+}
