@@ -211,7 +211,18 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
     expect(refreshed.refresh_token).toMatch(/^svc_rt_/);
     expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
+    expect(refreshed.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid', 'profile']);
     await t.http.get('/items').set(bearer(refreshed.access_token)).expect(200);
+
+    // Reusing the rotated refresh token: token_reuse_detected, and the whole grant is dead.
+    const refresh = (token: string) =>
+      t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'refresh_token', refresh_token: token, client_id: rp.clientMetadata().client_id });
+    const reuse = await refresh(tokens.refresh_token!);
+    expect(reuse.status).toBe(400);
+    expect(reuse.body).toMatchObject({ error: 'token_reuse_detected', error_description: expect.any(String) });
+    expectError(await t.http.get('/items').set(bearer(refreshed.access_token)), 401, 'unauthorized');
+    expect((await refresh(refreshed.refresh_token!)).body.error).toBe('invalid_grant');
+    expect((await refresh(tokens.refresh_token!)).body.error).toBe('token_reuse_detected');
   });
 
   it('denying sends the user back with access_denied', async () => {

@@ -4,12 +4,24 @@
  * and opened when read, so the table never holds a usable secret. Expired rows are returned
  * as they are: the provider checks expiry itself, and an expired token stays distinguishable
  * from an unknown one until the janitor removes it.
+ *
+ * A refresh token that was used (rotated) is kept as a tombstone even when its grant is revoked:
+ * presenting it again is reuse, answered `token_reuse_detected` every time (oauth-errors.ts).
  */
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../crypto/secret-box';
 
 const secretAad = (clientId: string) => `oidc-client:${clientId}`;
+
+/** A used refresh token (see the header). */
+const TOMBSTONE = `(model = 'RefreshToken' AND consumed_at IS NOT NULL)`;
+
+/** Whether this refresh token was used already (a reuse if presented again). */
+export async function isUsedRefreshToken(db: DataSource, token: string): Promise<boolean> {
+  const rows = await db.query(`SELECT 1 FROM oidc_models WHERE model = 'RefreshToken' AND id = $1 AND consumed_at IS NOT NULL`, [token]);
+  return rows.length > 0;
+}
 
 export function postgresAdapter(db: DataSource, secrets: SecretBox): new (model: string) => Adapter {
   return class PostgresAdapter implements Adapter {
@@ -46,11 +58,11 @@ export function postgresAdapter(db: DataSource, secrets: SecretBox): new (model:
     }
 
     async destroy(id: string): Promise<void> {
-      await db.query(`DELETE FROM oidc_models WHERE model = $1 AND id = $2`, [this.model, id]);
+      await db.query(`DELETE FROM oidc_models WHERE model = $1 AND id = $2 AND NOT ${TOMBSTONE}`, [this.model, id]);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
-      await db.query(`DELETE FROM oidc_models WHERE grant_id = $1`, [grantId]);
+      await db.query(`DELETE FROM oidc_models WHERE grant_id = $1 AND NOT ${TOMBSTONE}`, [grantId]);
     }
 
     private async findBy(column: 'id' | 'user_code' | 'uid', value: string): Promise<AdapterPayload | undefined> {

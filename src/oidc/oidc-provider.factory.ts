@@ -14,7 +14,7 @@ import type { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import type { SecretBox } from '../crypto/secret-box';
 import type { UsersService } from '../users/users.service';
-import { postgresAdapter } from './oidc-adapter';
+import { isUsedRefreshToken, postgresAdapter } from './oidc-adapter';
 import { isApiScope, OIDC_SCOPES } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 
@@ -144,7 +144,28 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   prefixTokens(provider);
   await teachScopeGrammar(provider);
   provider.use(reportGrantedScope);
+  provider.use(reportTokenReuse(deps.db));
   return provider;
+}
+
+/**
+ * SPEC 5.2: presenting a refresh token that was already rotated is `token_reuse_detected`. The
+ * provider has by then revoked the grant with all its tokens and answers `invalid_grant`; this
+ * names the reason, on that attempt and every later one (the used token is kept: oidc-adapter.ts).
+ */
+function reportTokenReuse(db: DataSource) {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> => {
+    await next();
+    const body = ctx.body as { error?: string } | undefined;
+    const params = ctx.oidc?.params as { grant_type?: string; refresh_token?: string } | undefined;
+    if (ctx.oidc?.route !== 'token' || body?.error !== 'invalid_grant' || params?.grant_type !== 'refresh_token' || !params.refresh_token) return;
+    if (await isUsedRefreshToken(db, params.refresh_token)) {
+      ctx.body = {
+        error: 'token_reuse_detected',
+        error_description: 'This refresh token was used before; the grant and all its tokens are revoked. Start the authorization again.',
+      };
+    }
+  };
 }
 
 /**
