@@ -206,6 +206,13 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(claims).not.toHaveProperty('email');
 
     await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+    const info = await oidc.fetchUserInfo(rp, tokens.access_token, claims.sub);
+    expect(info).toEqual({ sub: claims.sub, name: 'Ada Lovelace', preferred_username: 'ada@example.com', picture: 'https://example.com/ada.png' });
+    expect((await t.http.get('/auth/userinfo').set(bearer(tokens.access_token)).expect(200)).body).toEqual(info);
+    const noToken = await t.http.get('/auth/userinfo');
+    expect(noToken.status).toBe(401);
+    expect(noToken.body.error).toBe('invalid_request');
+    expect((await t.http.post('/auth/oauth2/userinfo').set(bearer('svc_at_nope'))).body.error).toBe('invalid_token');
     expectError(await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.note', properties: { title: 'x' } }), 403, 'type_not_permitted');
 
     const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);

@@ -17,7 +17,10 @@ const PATHS = new Map<string, string>([
   ['/.well-known/jwks.json', OIDC_ROUTES.jwks],
   ['/auth/token', OIDC_ROUTES.token],
   ['/auth/oauth2/authorize', OIDC_ROUTES.authorization],
-  ...Object.values(OIDC_ROUTES).map((p): [string, string] => [p, p]),
+  // Userinfo is Nest's (userinfo.controller.ts): the provider's refuses tokens for the API.
+  ...Object.values(OIDC_ROUTES)
+    .filter((p) => p !== OIDC_ROUTES.userinfo)
+    .map((p): [string, string] => [p, p]),
 ]);
 
 /**

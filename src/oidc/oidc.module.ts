@@ -12,10 +12,11 @@ import { OAuthTokens } from './oauth-tokens';
 import { OidcMount } from './oidc-mount';
 import { OidcProvider } from './oidc-provider';
 import { SigningKeys } from './signing-keys';
+import { UserinfoController } from './userinfo.controller';
 
 @Module({
   imports: [UsersModule],
-  controllers: [ClientsController, InteractionsController],
+  controllers: [ClientsController, InteractionsController, UserinfoController],
   providers: [SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
   exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER],
 })

@@ -1,0 +1,71 @@
+/**
+ * OIDC userinfo (SPEC 5.3, 5.6): `POST` and `GET /auth/oauth2/userinfo` (the advertised
+ * endpoint; OIDC Core wants both methods) and `GET /auth/userinfo`. Served here rather than by oidc-provider, whose userinfo refuses an
+ * access token issued for a resource server, and every token of this service is for its API.
+ * The claims follow the OIDC scopes the grant holds: `sub` always (with `openid`), `profile`:
+ * name, preferred_username, picture; `email`: email, email_verified. Errors in RFC 6750 form.
+ */
+import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Accepts, Public } from '../auth/decorators';
+import { UsersService } from '../users/users.service';
+import { OidcProvider } from './oidc-provider';
+
+const FORM = 'application/x-www-form-urlencoded';
+
+@ApiTags('oauth')
+@ApiBearerAuth()
+@Public()
+@Controller('auth')
+export class UserinfoController {
+  constructor(
+    private readonly oidc: OidcProvider,
+    private readonly users: UsersService,
+  ) {}
+
+  @Get(['userinfo', 'oauth2/userinfo'])
+  @ApiOperation({ summary: 'OIDC claims of the signed-in user, by the scopes granted (bearer: an svc_at_ token with openid)' })
+  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true } })
+  get(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    return this.answer(req, reply);
+  }
+
+  @Post('oauth2/userinfo')
+  @HttpCode(200)
+  @Accepts(FORM)
+  @ApiOperation({ summary: 'OIDC userinfo endpoint (as advertised in discovery); same as GET /auth/userinfo' })
+  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true } })
+  post(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    return this.answer(req, reply);
+  }
+
+  private async answer(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const auth = req.headers.authorization ?? '';
+    const token = /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
+    if (!token) return this.fail(reply, 401, 'invalid_request', 'A bearer access token is required');
+    const provider = await this.oidc.get();
+    const at = (await provider.AccessToken.find(token)) as { accountId?: string; grantId?: string } | undefined;
+    if (!at?.accountId || !at.grantId) return this.fail(reply, 401, 'invalid_token', 'The access token is not valid for userinfo');
+    const grant = await provider.Grant.find(at.grantId);
+    const scopes = new Set((grant?.getOIDCScope() ?? '').split(' '));
+    if (!scopes.has('openid')) return this.fail(reply, 403, 'insufficient_scope', 'The grant does not include openid');
+    const user = await this.users.byId(at.accountId);
+    if (!user) return this.fail(reply, 401, 'invalid_token', 'The user no longer exists');
+    await reply
+      .header('Cache-Control', 'no-store')
+      .send({
+        sub: user.id,
+        ...(scopes.has('profile') ? { name: user.name, preferred_username: user.email, ...(user.picture ? { picture: user.picture } : {}) } : {}),
+        ...(scopes.has('email') ? { email: user.email, email_verified: false } : {}),
+      });
+  }
+
+  private async fail(reply: FastifyReply, status: number, error: string, description: string): Promise<void> {
+    await reply
+      .status(status)
+      .header('WWW-Authenticate', `Bearer error="${error}", error_description="${description}"`)
+      .header('Cache-Control', 'no-store')
+      .send({ error, error_description: description });
+  }
+}
