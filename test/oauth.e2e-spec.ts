@@ -254,3 +254,83 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(to.searchParams.get('error')).toBe('invalid_request');
   });
 });
+
+describe('OAuth provider: device authorization grant (RFC 8628)', () => {
+  let t: TestApp;
+  let rp: oidc.Configuration;
+  let clientId: string;
+
+  beforeAll(async () => {
+    t = await startApp({ OAUTH_DEVICE_POLL_INTERVAL: '1' });
+    const admin = (await bootstrapAdmin(t)).key;
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'tv@example.com', password: 'a long tv password', name: 'TV Owner' }).expect(201);
+    const client = await t.http
+      .post('/auth/clients')
+      .set(bearer(admin))
+      .send({ client_name: 'Living-room TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'], token_endpoint_auth_method: 'none', scope: 'openid profile core.note:read' })
+      .expect(201);
+    clientId = client.body.client_id;
+    rp = await oidc.discovery(new URL(t.url), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+  });
+  afterAll(async () => t?.close());
+
+  const poll = (deviceCode: string) =>
+    t.http.post('/auth/device/token').type('form').send({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode, client_id: clientId });
+
+  /** Opens the verification page as the user would and answers it. */
+  async function answer(completeUri: string, form: Record<string, string | string[]>): Promise<number> {
+    const agent = request.agent(t.url);
+    const page = await agent.get(new URL(completeUri).pathname + new URL(completeUri).search);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Living-room TV');
+    const csrf = /name="csrf" value="([^"]*)"/.exec(page.text)![1];
+    const userCode = /name="user_code" value="([^"]*)"/.exec(page.text)![1];
+    const body = new URLSearchParams({ user_code: userCode, csrf });
+    for (const [k, v] of Object.entries(form)) for (const one of [v].flat()) body.append(k, one);
+    return (await agent.post('/auth/device/consent').type('form').send(body.toString())).status;
+  }
+
+  it('answers with XXX-XXXX user codes, the verification URIs and an interval; pending, slow_down, then tokens with an id_token', async () => {
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid profile core.note:read' });
+    expect(device.user_code).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{3}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
+    expect(device.verification_uri).toBe(`${t.url}/auth/device`);
+    expect(device.verification_uri_complete).toBe(`${t.url}/auth/device?user_code=${device.user_code}`);
+    expect(device.interval).toBe(1);
+
+    const first = await poll(device.device_code);
+    expect(first.status).toBe(400);
+    expect(first.body.error).toBe('authorization_pending');
+    const tooSoon = await poll(device.device_code);
+    expect(tooSoon.status).toBe(400);
+    expect(tooSoon.body.error).toBe('slow_down');
+
+    expect(await answer(device.verification_uri_complete!, { email: 'tv@example.com', password: 'a long tv password', decision: 'approve', scope: ['openid', 'core.note:read'] })).toBe(200);
+    const tokens = await oidc.pollDeviceAuthorizationGrant(rp, { ...device, interval: 6 });
+    expect(tokens.access_token).toMatch(/^svc_at_/);
+    expect(tokens.refresh_token).toMatch(/^svc_rt_/);
+    expect(tokens.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid']);
+    expect(tokens.claims()).toMatchObject({ iss: t.url, aud: clientId });
+    expect(tokens.claims()).not.toHaveProperty('name');
+    await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+  }, 30_000);
+
+  it('refuses a wrong password on the page, and a denial reaches the device as access_denied', async () => {
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
+    expect(await answer(device.verification_uri_complete!, { email: 'tv@example.com', password: 'not the password', decision: 'approve' })).toBe(401);
+    expect(await answer(device.verification_uri_complete!, { decision: 'deny' })).toBe(200);
+    const res = await poll(device.device_code);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('access_denied');
+  });
+
+  it('answers expired_token once the device code has expired, and an unknown user code gets an error page', async () => {
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
+    await t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 5)) WHERE model = 'DeviceCode' AND id = $1`, [device.device_code]);
+    const res = await poll(device.device_code);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('expired_token');
+    const page = await t.http.get('/auth/device?user_code=BCD-FGHJ');
+    expect(page.status).toBe(400);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+  });
+});

@@ -125,6 +125,10 @@ export class AppConfig {
   @int() @IsInt() @Min(60) @Max(86_400)
   ACCESS_TOKEN_TTL = 3600;
 
+  /** Seconds a device-flow client waits between polls (`interval`); faster is `slow_down`. */
+  @int() @IsInt() @Min(1) @Max(60)
+  OAUTH_DEVICE_POLL_INTERVAL = 5;
+
   /** Days events stay in the outbox for `Last-Event-ID` replay (src/events). */
   @int() @IsInt() @Min(1) @Max(365)
   EVENT_RETENTION_DAYS = 7;

@@ -1,17 +1,18 @@
 /**
- * CSRF tokens of the sign-in and consent forms: an HMAC of the interaction's uid under a key
- * derived from the service key. The form's POST is checked against it (constant-time), on top
- * of the provider's own interaction cookie, which a cross-site POST does not carry (SameSite=Lax).
+ * CSRF tokens of the provider's forms: an HMAC, under a key derived from the service key, of
+ * what the form is bound to (the interaction's uid; on the device page, a cookie nonce and the
+ * user code). A POST is checked against it in constant time. The sign-in and consent forms are
+ * also bound to the provider's interaction cookie, which a cross-site POST does not carry.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-export function csrfToken(key: Buffer, uid: string): string {
-  return createHmac('sha256', key).update(`interaction:${uid}`).digest('base64url');
+export function csrfToken(key: Buffer, binding: string): string {
+  return createHmac('sha256', key).update(binding).digest('base64url');
 }
 
-export function csrfValid(key: Buffer, uid: string, token: unknown): boolean {
+export function csrfValid(key: Buffer, binding: string, token: unknown): boolean {
   if (typeof token !== 'string') return false;
-  const expected = Buffer.from(csrfToken(key, uid));
+  const expected = Buffer.from(csrfToken(key, binding));
   const given = Buffer.from(token);
   return given.length === expected.length && timingSafeEqual(given, expected);
 }

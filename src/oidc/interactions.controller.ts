@@ -20,13 +20,14 @@ import { UsersService } from '../users/users.service';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { OidcProvider } from './oidc-provider';
 import { consentPage, errorPage, signInPage } from './pages';
-import { isApiScope, isKnownScope, OIDC_SCOPES } from './scopes';
+import { sendPage } from './send-page';
+import { grantedScopes, recordConsent, requestedScopes } from './consent';
 
 const FORM = 'application/x-www-form-urlencoded';
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 
 /** A form field that may come once or repeated. */
-const list = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
+export const list = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
 
 @ApiExcludeController()
 @Public()
@@ -49,7 +50,7 @@ export class InteractionsController {
   async signInForm(@Query('uid') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, uid, 'login');
     if (!details) return;
-    await this.html(reply, 200, signInPage({ uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details) }));
+    await sendPage(reply, 200, signInPage({ uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details) }));
   }
 
   @Post('sign-in')
@@ -62,7 +63,7 @@ export class InteractionsController {
     const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
     if (!user) {
       const form = { uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details), email };
-      return this.html(reply, 401, signInPage({ ...form, error: 'The email or the password is not right.' }));
+      return sendPage(reply, 401, signInPage({ ...form, error: 'The email or the password is not right.' }));
     }
     await this.finish(req, reply, { login: { accountId: user.id } });
   }
@@ -73,7 +74,7 @@ export class InteractionsController {
     if (!details) return;
     const provider = await this.oidc.get();
     const client = await provider.Client.find(String(details.params.client_id));
-    await this.html(
+    await sendPage(
       reply,
       200,
       consentPage({
@@ -81,7 +82,7 @@ export class InteractionsController {
         csrf: await this.csrf(details.uid),
         action: '/auth/authorize/decision',
         clientName: await this.clientName(details),
-        scopes: await this.requestedScopes(details),
+        scopes: await requestedScopes(provider, String(details.params.client_id), details.params.scope),
         extensions: ((client?.metadata() as { extension_permissions?: Record<string, string> })?.extension_permissions) ?? {},
       }),
     );
@@ -96,32 +97,18 @@ export class InteractionsController {
     if (body.decision !== 'approve') {
       return this.finish(req, reply, { error: 'access_denied', error_description: 'The user denied the request' });
     }
-    const requested = await this.requestedScopes(details);
-    const ticked = list(body.scope);
-    // No scope field means everything requested (CONTRACT "OAuth / OIDC").
-    const granted = ticked.length ? requested.filter((s) => ticked.includes(s)) : requested;
-    const refused = requested.filter((s) => !granted.includes(s));
     const provider = await this.oidc.get();
-    const grant = details.grantId
-      ? (await provider.Grant.find(details.grantId))!
-      : new provider.Grant({ accountId: details.session!.accountId, clientId: String(details.params.client_id) });
-    const resource = this.config.baseUrl;
-    const oidcOnly = (s: string) => (OIDC_SCOPES as readonly string[]).includes(s);
-    if (granted.some(oidcOnly)) grant.addOIDCScope(granted.filter(oidcOnly).join(' '));
-    if (refused.some(oidcOnly)) grant.rejectOIDCScope(refused.filter(oidcOnly).join(' '));
-    if (granted.some(isApiScope)) grant.addResourceScope(resource, granted.filter(isApiScope).join(' '));
-    if (refused.some(isApiScope)) grant.rejectResourceScope(resource, refused.filter(isApiScope).join(' '));
-    const grantId = await grant.save();
+    const clientId = String(details.params.client_id);
+    const requested = await requestedScopes(provider, clientId, details.params.scope);
+    const grantId = await recordConsent(provider, {
+      grantId: details.grantId,
+      accountId: details.session!.accountId,
+      clientId,
+      requested,
+      granted: grantedScopes(requested, list(body.scope)),
+      resource: this.config.baseUrl,
+    });
     await this.finish(req, reply, { consent: { grantId } });
-  }
-
-  /** The requested scopes the service knows and the client may ask for, in request order. */
-  private async requestedScopes(details: Details): Promise<string[]> {
-    const provider = await this.oidc.get();
-    const client = await provider.Client.find(String(details.params.client_id));
-    const allowed = client?.scope ? new Set(client.scope.split(' ')) : undefined;
-    const asked = [...new Set(String(details.params.scope ?? '').split(' '))];
-    return asked.filter((s) => isKnownScope(s) && (!isApiScope(s) || !allowed || allowed.has(s)));
   }
 
   /**
@@ -134,15 +121,15 @@ export class InteractionsController {
     try {
       details = await (await this.oidc.get()).interactionDetails(req.raw, reply.raw);
     } catch {
-      await this.html(reply, 400, errorPage('Sign-in expired', 'This sign-in is over or was never started. Go back to the application and start again.'));
+      await sendPage(reply, 400, errorPage('Sign-in expired', 'This sign-in is over or was never started. Go back to the application and start again.'));
       return undefined;
     }
     if (details.uid !== uid || (prompt !== undefined && details.prompt.name !== prompt)) {
-      await this.html(reply, 400, errorPage('Wrong page', 'This page does not belong to the sign-in in progress. Go back to the application and start again.'));
+      await sendPage(reply, 400, errorPage('Wrong page', 'This page does not belong to the sign-in in progress. Go back to the application and start again.'));
       return undefined;
     }
-    if (req.method === 'POST' && !csrfValid(await this.oidc.csrfKey(), details.uid, csrf)) {
-      await this.html(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
+    if (req.method === 'POST' && !csrfValid(await this.oidc.csrfKey(), `interaction:${details.uid}`, csrf)) {
+      await sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
       return undefined;
     }
     return details;
@@ -160,16 +147,6 @@ export class InteractionsController {
   }
 
   private async csrf(uid: string): Promise<string> {
-    return csrfToken(await this.oidc.csrfKey(), uid);
-  }
-
-  private async html(reply: FastifyReply, status: number, body: string): Promise<void> {
-    await reply
-      .status(status)
-      .header('Content-Type', 'text/html; charset=utf-8')
-      .header('Cache-Control', 'no-store')
-      .header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-      .header('X-Frame-Options', 'DENY')
-      .send(body);
+    return csrfToken(await this.oidc.csrfKey(), `interaction:${uid}`);
   }
 }

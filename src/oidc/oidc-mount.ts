@@ -17,9 +17,11 @@ const PATHS = new Map<string, string>([
   ['/.well-known/jwks.json', OIDC_ROUTES.jwks],
   ['/auth/token', OIDC_ROUTES.token],
   ['/auth/oauth2/authorize', OIDC_ROUTES.authorization],
-  // Userinfo is Nest's (userinfo.controller.ts): the provider's refuses tokens for the API.
+  ['/auth/device/token', OIDC_ROUTES.token],
+  // Userinfo is Nest's (userinfo.controller.ts): the provider's refuses tokens for the API. So is
+  // the user-code page (device.controller.ts); /auth/device is the provider's for POST only.
   ...Object.values(OIDC_ROUTES)
-    .filter((p) => p !== OIDC_ROUTES.userinfo)
+    .filter((p) => p !== OIDC_ROUTES.userinfo && p !== OIDC_ROUTES.code_verification && p !== OIDC_ROUTES.device_authorization)
     .map((p): [string, string] => [p, p]),
 ]);
 
@@ -40,7 +42,8 @@ export class OidcMount {
   readonly onRequest = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
     const query = req.url.indexOf('?');
     const path = (query === -1 ? req.url : req.url.slice(0, query)).replace(/\/+$/, '') || '/';
-    const target = PATHS.get(path) ?? (SUB_PATHS.test(path) ? path : undefined);
+    const target =
+      PATHS.get(path) ?? (SUB_PATHS.test(path) ? path : path === OIDC_ROUTES.device_authorization && req.method === 'POST' ? path : undefined);
     if (!target) return done();
     const url = target + (query === -1 ? '' : req.url.slice(query));
     if (this.handle) return this.pass(req, reply, url, this.handle);

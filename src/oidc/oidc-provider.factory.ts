@@ -14,6 +14,8 @@ import type { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import type { SecretBox } from '../crypto/secret-box';
 import type { UsersService } from '../users/users.service';
+import { installDevicePolling } from './device-polling';
+import { providerInternals } from './provider-internals';
 import { isUsedRefreshToken, postgresAdapter } from './oidc-adapter';
 import { isApiScope, OIDC_SCOPES } from './scopes';
 import type { PrivateJwk } from './signing-keys';
@@ -28,6 +30,9 @@ export const OIDC_ROUTES = {
   registration: '/auth/oauth2/register',
   jwks: '/auth/jwks',
   end_session: '/auth/logout',
+  device_authorization: '/auth/device',
+  // The provider's own user-code pages stay unreachable: GET /auth/device is the service's (device.controller.ts).
+  code_verification: '/auth/device/verify',
 } as const;
 
 export const ACCESS_TOKEN_PREFIX = 'svc_at_';
@@ -105,6 +110,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       userinfo: { enabled: true },
       rpInitiatedLogout: { enabled: true },
       pushedAuthorizationRequests: { enabled: false },
+      deviceFlow: { enabled: true, mask: '***-****', charset: 'base-20' },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => resource,
@@ -145,6 +151,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   await teachScopeGrammar(provider);
   provider.use(reportGrantedScope);
   provider.use(reportTokenReuse(deps.db));
+  await installDevicePolling(provider, deps.db, config.baseUrl, config.OAUTH_DEVICE_POLL_INTERVAL);
   return provider;
 }
 
@@ -189,14 +196,10 @@ async function reportGrantedScope(ctx: KoaContextWithOIDC, next: () => Promise<v
  * its `has` also accepts every scope of the API grammar: oidc-provider checks a client's
  * registered `scope`, and a request against a client's allow-list, with `scopes.has`, while it
  * picks a request's OIDC scopes with Set.prototype.has, which this leaves alone. That teaches it
- * an infinite grammar without a list. The set is reached through the provider's private state
- * (lib/helpers/weak_cache.js): pinned version, covered by the registration and grant tests.
+ * an infinite grammar without a list (the set is in the provider's private state).
  */
 async function teachScopeGrammar(provider: ProviderType): Promise<void> {
-  const { default: internals } = (await import('oidc-provider/lib/helpers/weak_cache.js' as string)) as {
-    default: (p: ProviderType) => { configuration: { scopes: Set<string> } };
-  };
-  const scopes = internals(provider).configuration.scopes;
+  const { scopes } = (await providerInternals(provider)).configuration;
   const known = Set.prototype.has.bind(scopes);
   Object.defineProperty(scopes, 'has', { value: (scope: string) => known(scope) || isApiScope(scope) });
 }

@@ -7,6 +7,7 @@ import { Module } from '@nestjs/common';
 import { OAUTH_TOKEN_RESOLVER } from '../auth/principal';
 import { UsersModule } from '../users/users.module';
 import { ClientsController } from './clients.controller';
+import { DeviceController } from './device.controller';
 import { InteractionsController } from './interactions.controller';
 import { OAuthTokens } from './oauth-tokens';
 import { OidcMount } from './oidc-mount';
@@ -16,7 +17,7 @@ import { UserinfoController } from './userinfo.controller';
 
 @Module({
   imports: [UsersModule],
-  controllers: [ClientsController, InteractionsController, UserinfoController],
+  controllers: [ClientsController, InteractionsController, DeviceController, UserinfoController],
   providers: [SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
   exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER],
 })

@@ -90,6 +90,52 @@ ${
   );
 }
 
+export function deviceCodePage(o: { error?: string }): string {
+  return page(
+    'Connect a device',
+    `<h1>Connect a device</h1>
+${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
+<form method="get" action="/auth/device">
+<label for="user_code">The code your device shows</label><input id="user_code" name="user_code" autocomplete="one-time-code" required placeholder="XXX-XXXX">
+<button type="submit">Continue</button>
+</form>`,
+  );
+}
+
+/** The device flow's one page: sign in and consent together, for the code the device shows. */
+export function deviceConsentPage(o: {
+  userCode: string;
+  csrf: string;
+  clientName: string;
+  scopes: string[];
+  email?: string;
+  error?: string;
+}): string {
+  const boxes = o.scopes
+    .map((s, i) => `<label class="scope"><input type="checkbox" name="scope" value="${escapeHtml(s)}" id="scope-${i}" checked> ${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></label>`)
+    .join('\n');
+  return page(
+    'Connect a device',
+    `<h1>Connect <strong>${escapeHtml(o.clientName)}</strong></h1>
+<p>Check that your device shows the code <strong>${escapeHtml(o.userCode)}</strong>.</p>
+${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
+<form method="post" action="/auth/device/consent">
+${hidden('user_code', o.userCode)}${hidden('csrf', o.csrf)}
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<fieldset><legend>It asks to (untick what you do not want to give)</legend>
+${boxes || '<p>Nothing beyond signing you in.</p>'}
+</fieldset>
+<button type="submit" name="decision" value="approve">Allow</button>
+<button type="submit" name="decision" value="deny">Deny</button>
+</form>`,
+  );
+}
+
+export function messagePage(title: string, message: string): string {
+  return page(title, `<h1>${escapeHtml(title)}</h1><p role="status">${escapeHtml(message)}</p>`);
+}
+
 export function errorPage(title: string, message: string): string {
   return page(title, `<h1>${escapeHtml(title)}</h1><p class="error" role="alert">${escapeHtml(message)}</p>`);
 }

@@ -14,6 +14,7 @@ import { BulkJobs1732300001100 } from './1732300001100-bulk-jobs';
 import { MillisecondListTimestamps1732300001200 } from './1732300001200-millisecond-list-timestamps';
 import { Users1732300001300 } from './1732300001300-users';
 import { Oidc1732300001400 } from './1732300001400-oidc';
+import { OauthDevicePolls1732300001500 } from './1732300001500-oauth-device-polls';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -31,4 +32,5 @@ export const migrations = [
   MillisecondListTimestamps1732300001200,
   Users1732300001300,
   Oidc1732300001400,
+  OauthDevicePolls1732300001500,
 ];

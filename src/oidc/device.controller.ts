@@ -1,0 +1,115 @@
+/**
+ * The user's side of the device flow (SPEC 5.5): `GET /auth/device` asks for the code the
+ * device shows (or, with `?user_code=XXX-XXXX`, goes straight on), and shows one page where the
+ * user signs in and consents; `POST /auth/device/consent` records the decision on the device
+ * code, which the device's next poll turns into tokens (or `access_denied`).
+ *
+ * CSRF: the GET sets a random cookie (SameSite=Strict, this path only) and the form carries an
+ * HMAC of it with the user code; the POST needs both to agree.
+ */
+import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import type { Provider } from 'oidc-provider';
+import { Accepts, Public } from '../auth/decorators';
+import { AppConfig } from '../config/app-config';
+import { UsersService } from '../users/users.service';
+import { grantedScopes, recordConsent, requestedScopes } from './consent';
+import { csrfToken, csrfValid } from './interaction-csrf';
+import { list } from './interactions.controller';
+import { OidcProvider } from './oidc-provider';
+import { deviceCodePage, deviceConsentPage, errorPage, messagePage } from './pages';
+import { sendPage } from './send-page';
+
+const COOKIE = 'svc_device_csrf';
+
+type DeviceCode = NonNullable<Awaited<ReturnType<Provider['DeviceCode']['findByUserCode']>>>;
+
+/** `xxx-xxxx`, `XXXXXXX`, ` xxx xxxx ` → the stored form (upper case, letters only). */
+const normalize = (code: string) => code.toUpperCase().replace(/\W/g, '');
+const display = (normalized: string) => `${normalized.slice(0, 3)}-${normalized.slice(3)}`;
+
+function cookieOf(req: FastifyRequest, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return v.join('=');
+  }
+  return undefined;
+}
+
+@ApiExcludeController()
+@Public()
+@Controller('auth/device')
+export class DeviceController {
+  constructor(
+    private readonly oidc: OidcProvider,
+    private readonly users: UsersService,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Get()
+  async page(@Query('user_code') userCode: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (userCode === undefined || userCode === '') return sendPage(reply, 200, deviceCodePage({}));
+    const code = await this.pending(userCode);
+    if (!code) return sendPage(reply, 400, deviceCodePage({ error: 'That code is not valid, or it expired. Check your device and try again.' }));
+    const nonce = cookieOf(req, COOKIE) ?? randomBytes(18).toString('base64url');
+    reply.header('Set-Cookie', `${COOKIE}=${nonce}; Path=/auth/device; HttpOnly; SameSite=Strict${this.config.baseUrl.startsWith('https:') ? '; Secure' : ''}`);
+    await sendPage(reply, 200, await this.consentPage(code, await this.csrf(nonce, code.userCode)));
+  }
+
+  @Post('consent')
+  @HttpCode(200)
+  @Accepts('application/x-www-form-urlencoded')
+  async consent(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const code = typeof body.user_code === 'string' ? await this.pending(body.user_code) : undefined;
+    if (!code) return sendPage(reply, 400, errorPage('Code expired', 'That code is not valid, or it expired. Start again on your device.'));
+    const nonce = cookieOf(req, COOKIE);
+    if (!nonce || !csrfValid(await this.oidc.csrfKey(), `device:${nonce}:${code.userCode}`, body.csrf)) {
+      return sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Open the link from your device again.'));
+    }
+    if (body.decision !== 'approve') {
+      Object.assign(code, { error: 'access_denied', errorDescription: 'The user denied the request' });
+      await code.save();
+      return sendPage(reply, 200, messagePage('Not connected', 'You denied the request. You can close this page.'));
+    }
+    const email = typeof body.email === 'string' ? body.email : '';
+    const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
+    if (!user) {
+      const form = await this.consentPage(code, String(body.csrf), email);
+      return sendPage(reply, 401, form.replace('<form', '<p class="error" role="alert">The email or the password is not right.</p>\n<form'));
+    }
+    const provider = await this.oidc.get();
+    const requested = await requestedScopes(provider, code.clientId!, code.params?.scope);
+    const granted = grantedScopes(requested, list(body.scope));
+    const resource = this.config.baseUrl;
+    const grantId = await recordConsent(provider, { accountId: user.id, clientId: code.clientId!, requested, granted, resource });
+    Object.assign(code, { accountId: user.id, grantId, authTime: Math.floor(Date.now() / 1000), scope: granted.join(' '), resource });
+    await code.save();
+    await sendPage(reply, 200, messagePage('Device connected', 'You can close this page and go back to your device.'));
+  }
+
+  /** The device code of a user code that still waits for a decision. */
+  private async pending(userCode: string): Promise<DeviceCode | undefined> {
+    const provider = await this.oidc.get();
+    const code = await provider.DeviceCode.findByUserCode(normalize(userCode));
+    if (!code || code.isExpired || code.accountId || code.error || code.consumed) return undefined;
+    return code;
+  }
+
+  private async consentPage(code: DeviceCode, csrf: string, email?: string): Promise<string> {
+    const provider = await this.oidc.get();
+    const client = await provider.Client.find(code.clientId!);
+    return deviceConsentPage({
+      userCode: display(code.userCode),
+      csrf,
+      clientName: client?.clientName ?? code.clientId!,
+      scopes: await requestedScopes(provider, code.clientId!, code.params?.scope),
+      email,
+    });
+  }
+
+  private async csrf(nonce: string, userCode: string): Promise<string> {
+    return csrfToken(await this.oidc.csrfKey(), `device:${nonce}:${normalize(userCode)}`);
+  }
+}
