@@ -232,6 +232,60 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect((await refresh(tokens.refresh_token!)).body.error).toBe('token_reuse_detected');
   });
 
+  it('lists the grant on the account pages, revokes it there (tokens dead at once), and audits both', async () => {
+    const agent = request.agent(t.url);
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = oidc.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'g1' });
+    const signIn = await browse(agent, url.pathname + url.search);
+    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
+    const consent = await browse(agent, new URL(signedIn.headers.location, t.url).pathname);
+    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' });
+    const back = await browse(agent, new URL(decision.headers.location, t.url).pathname);
+    const tokens = await oidc.authorizationCodeGrant(rp, new URL(back.leftTo!), { pkceCodeVerifier: verifier, expectedState: 'g1' });
+
+    // The account pages want their own sign-in.
+    const account = request.agent(t.url);
+    const redirect = await account.get('/auth/grants');
+    expect(redirect.status).toBe(303);
+    expect(redirect.headers.location).toBe('/auth/sign-in?return_to=%2Fauth%2Fgrants');
+    const form = await account.get(redirect.headers.location);
+    const login = await account.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: field(form.text, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
+    expect(login.status).toBe(303);
+    expect(login.headers.location).toBe('/auth/grants');
+    const page = await account.get('/auth/grants');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Notes app');
+    const { grants } = (await account.get('/auth/grants').set('Accept', 'application/json').expect(200)).body;
+    const grant = grants.find((g: { scope: string }) => g.scope.includes('core.note:read'));
+    expect(grant).toMatchObject({ client_name: 'Notes app', scope: expect.stringContaining('openid') });
+    expect((await account.get(`/auth/grants/${grant.id}`).set('Accept', 'application/json').expect(200)).body.id).toBe(grant.id);
+
+    expect((await account.post(`/auth/grants/${grant.id}/revoke`).type('form').send({ csrf: 'forged' })).status).toBe(403);
+    const revoked = await account.post(`/auth/grants/${grant.id}/revoke`).type('form').send({ csrf: field(page.text, 'csrf') });
+    expect(revoked.status).toBe(303);
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    const refresh = await t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: rp.clientMetadata().client_id });
+    expect(refresh.body.error).toBe('invalid_grant');
+    expectError(await t.http.get('/auth/grants').set('Accept', 'application/json'), 401, 'unauthorized');
+
+    const audit = (await t.http.get('/audit').set(bearer(admin)).expect(200)).body.events;
+    expect(audit.find((e: { action: string; grant_id: string }) => e.action === 'auth.grant.revoked' && e.grant_id === grant.id)).toMatchObject({
+      client_id: rp.clientMetadata().client_id,
+      user_id: expect.any(String),
+    });
+    const created = (await t.http.get('/audit?action=auth.grant.created').set(bearer(admin)).expect(200)).body.events;
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    expect(created.every((e: { action: string }) => e.action === 'auth.grant.created')).toBe(true);
+    expect(created.find((e: { grant_id: string }) => e.grant_id === grant.id)?.details).toMatchObject({ source: 'authorization_code' });
+    expect(created.some((e: { details: { created: boolean } }) => e.details.created === true)).toBe(true);
+
+    const sessions = (await account.get('/auth/sessions').set('Accept', 'application/json').expect(200)).body.sessions;
+    expect(sessions.length).toBeGreaterThanOrEqual(1);
+    const sessionsPage = await account.get('/auth/sessions');
+    expect((await account.post('/auth/sessions/revoke').type('form').send({ csrf: field(sessionsPage.text, 'csrf') })).status).toBe(303);
+    expect((await t.sql(`SELECT count(*)::int AS n FROM oidc_models WHERE model = 'Session'`))[0]).toEqual({ n: 0 });
+  });
+
   it('denying sends the user back with access_denied', async () => {
     const agent = request.agent(t.url);
     const verifier = oidc.randomPKCECodeVerifier();
@@ -312,6 +366,8 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(tokens.claims()).toMatchObject({ iss: t.url, aud: clientId });
     expect(tokens.claims()).not.toHaveProperty('name');
     await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+    const [audit] = await t.sql<{ details: { source: string; created: boolean } }>(`SELECT details FROM audit_events WHERE action = 'auth.grant.created'`);
+    expect(audit.details).toMatchObject({ source: 'device', created: true });
   }, 30_000);
 
   it('refuses a wrong password on the page, and a denial reaches the device as access_denied', async () => {

@@ -5,6 +5,7 @@
  * so the provider does not ask again and the token's scope is exactly the ticked ones).
  */
 import type { Provider } from 'oidc-provider';
+import type { AuditService } from '../audit/audit.service';
 import { isApiScope, isKnownScope, OIDC_SCOPES } from './scopes';
 
 const isOidc = (s: string) => (OIDC_SCOPES as readonly string[]).includes(s);
@@ -21,16 +22,37 @@ export function grantedScopes(requested: string[], ticked: string[]): string[] {
   return ticked.length ? requested.filter((s) => ticked.includes(s)) : requested;
 }
 
+/** Saves the grant and its `auth.grant.created` audit row (SPEC 6.4). */
 export async function recordConsent(
   provider: Provider,
-  o: { grantId?: string; accountId: string; clientId: string; requested: string[]; granted: string[]; resource: string },
+  audit: AuditService,
+  o: {
+    grantId?: string;
+    tenantId: string;
+    accountId: string;
+    clientId: string;
+    requested: string[];
+    granted: string[];
+    resource: string;
+    source: 'authorization_code' | 'device';
+  },
 ): Promise<string> {
-  const grant = (o.grantId && (await provider.Grant.find(o.grantId))) || new provider.Grant({ accountId: o.accountId, clientId: o.clientId });
+  const existing = o.grantId ? await provider.Grant.find(o.grantId) : undefined;
+  const grant = existing ?? new provider.Grant({ accountId: o.accountId, clientId: o.clientId });
   const refused = o.requested.filter((s) => !o.granted.includes(s));
   const join = (scopes: string[]) => scopes.join(' ');
   if (o.granted.some(isOidc)) grant.addOIDCScope(join(o.granted.filter(isOidc)));
   if (refused.some(isOidc)) grant.rejectOIDCScope(join(refused.filter(isOidc)));
   if (o.granted.some(isApiScope)) grant.addResourceScope(o.resource, join(o.granted.filter(isApiScope)));
   if (refused.some(isApiScope)) grant.rejectResourceScope(o.resource, join(refused.filter(isApiScope)));
-  return grant.save();
+  const grantId = await grant.save();
+  await audit.record({
+    tenantId: o.tenantId,
+    action: 'auth.grant.created',
+    clientId: o.clientId,
+    userId: o.accountId,
+    grantId,
+    details: { source: o.source, created: !existing, scope: join(o.granted) },
+  });
+  return grantId;
 }

@@ -13,9 +13,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import type { Provider } from 'oidc-provider';
 import { Accepts, Public } from '../auth/decorators';
+import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { grantedScopes, recordConsent, requestedScopes } from './consent';
+import { cookieOf } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { list } from './interactions.controller';
 import { OidcProvider } from './oidc-provider';
@@ -30,14 +32,6 @@ type DeviceCode = NonNullable<Awaited<ReturnType<Provider['DeviceCode']['findByU
 const normalize = (code: string) => code.toUpperCase().replace(/\W/g, '');
 const display = (normalized: string) => `${normalized.slice(0, 3)}-${normalized.slice(3)}`;
 
-function cookieOf(req: FastifyRequest, name: string): string | undefined {
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const [k, ...v] = part.trim().split('=');
-    if (k === name) return v.join('=');
-  }
-  return undefined;
-}
-
 @ApiExcludeController()
 @Public()
 @Controller('auth/device')
@@ -45,6 +39,7 @@ export class DeviceController {
   constructor(
     private readonly oidc: OidcProvider,
     private readonly users: UsersService,
+    private readonly audit: AuditService,
     private readonly config: AppConfig,
   ) {}
 
@@ -83,7 +78,15 @@ export class DeviceController {
     const requested = await requestedScopes(provider, code.clientId!, code.params?.scope);
     const granted = grantedScopes(requested, list(body.scope));
     const resource = this.config.baseUrl;
-    const grantId = await recordConsent(provider, { accountId: user.id, clientId: code.clientId!, requested, granted, resource });
+    const grantId = await recordConsent(provider, this.audit, {
+      tenantId: user.tenant_id,
+      accountId: user.id,
+      clientId: code.clientId!,
+      requested,
+      granted,
+      resource,
+      source: 'device',
+    });
     Object.assign(code, { accountId: user.id, grantId, authTime: Math.floor(Date.now() / 1000), scope: granted.join(' '), resource });
     await code.save();
     await sendPage(reply, 200, messagePage('Device connected', 'You can close this page and go back to your device.'));

@@ -15,8 +15,10 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Provider } from 'oidc-provider';
 import { Accepts, Public } from '../auth/decorators';
+import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
+import { AccountForms } from './account-forms';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { OidcProvider } from './oidc-provider';
 import { consentPage, errorPage, signInPage } from './pages';
@@ -36,6 +38,8 @@ export class InteractionsController {
   constructor(
     private readonly oidc: OidcProvider,
     private readonly users: UsersService,
+    private readonly audit: AuditService,
+    private readonly account: AccountForms,
     private readonly config: AppConfig,
   ) {}
 
@@ -47,7 +51,13 @@ export class InteractionsController {
   }
 
   @Get('sign-in')
-  async signInForm(@Query('uid') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async signInForm(
+    @Query('uid') uid: string | undefined,
+    @Query('return_to') returnTo: string | undefined,
+    @Req() req: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    if (uid === undefined) return this.account.signInForm(req, reply, returnTo);
     const details = await this.details(req, reply, uid, 'login');
     if (!details) return;
     await sendPage(reply, 200, signInPage({ uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details) }));
@@ -57,6 +67,7 @@ export class InteractionsController {
   @HttpCode(200)
   @Accepts(FORM)
   async signIn(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (body.uid === undefined) return this.account.signIn(req, reply, body);
     const details = await this.details(req, reply, body.uid, 'login', body.csrf);
     if (!details) return;
     const email = typeof body.email === 'string' ? body.email : '';
@@ -100,9 +111,14 @@ export class InteractionsController {
     const provider = await this.oidc.get();
     const clientId = String(details.params.client_id);
     const requested = await requestedScopes(provider, clientId, details.params.scope);
-    const grantId = await recordConsent(provider, {
+    const accountId = details.session!.accountId;
+    const user = await this.users.byId(accountId);
+    if (!user) return sendPage(reply, 400, errorPage('Account gone', 'The account that signed in no longer exists.'));
+    const grantId = await recordConsent(provider, this.audit, {
       grantId: details.grantId,
-      accountId: details.session!.accountId,
+      tenantId: user.tenant_id,
+      accountId,
+      source: 'authorization_code',
       clientId,
       requested,
       granted: grantedScopes(requested, list(body.scope)),

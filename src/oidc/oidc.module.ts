@@ -5,10 +5,14 @@
  */
 import { Module } from '@nestjs/common';
 import { OAUTH_TOKEN_RESOLVER } from '../auth/principal';
+import { AuditModule } from '../audit/audit.module';
 import { UsersModule } from '../users/users.module';
+import { AccountForms } from './account-forms';
+import { AccountController } from './account.controller';
 import { ClientsController } from './clients.controller';
 import { DeviceController } from './device.controller';
 import { InteractionsController } from './interactions.controller';
+import { GrantsService } from './grants.service';
 import { OAuthTokens } from './oauth-tokens';
 import { OidcMount } from './oidc-mount';
 import { OidcProvider } from './oidc-provider';
@@ -16,9 +20,9 @@ import { SigningKeys } from './signing-keys';
 import { UserinfoController } from './userinfo.controller';
 
 @Module({
-  imports: [UsersModule],
-  controllers: [ClientsController, InteractionsController, DeviceController, UserinfoController],
-  providers: [SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
+  imports: [UsersModule, AuditModule],
+  controllers: [ClientsController, InteractionsController, DeviceController, UserinfoController, AccountController],
+  providers: [AccountForms, GrantsService, SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
   exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER],
 })
 export class OidcModule {}

@@ -26,14 +26,15 @@ function page(title: string, body: string): string {
 
 const hidden = (name: string, value: string) => `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
 
-export function signInPage(o: { uid: string; csrf: string; clientName: string; email?: string; error?: string }): string {
+/** The sign-in form: for an app (`uid` of the interaction) or for the account pages (`returnTo`). */
+export function signInPage(o: { uid?: string; returnTo?: string; csrf: string; clientName?: string; email?: string; error?: string }): string {
   return page(
     'Sign in',
     `<h1>Sign in</h1>
-<p>to continue to <strong>${escapeHtml(o.clientName)}</strong></p>
+<p>${o.clientName ? `to continue to <strong>${escapeHtml(o.clientName)}</strong>` : 'to manage the apps connected to your account'}</p>
 ${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
 <form method="post" action="/auth/sign-in">
-${hidden('uid', o.uid)}${hidden('csrf', o.csrf)}
+${o.uid ? hidden('uid', o.uid) : hidden('return_to', o.returnTo ?? '/auth/grants')}${hidden('csrf', o.csrf)}
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
@@ -130,6 +131,35 @@ ${boxes || '<p>Nothing beyond signing you in.</p>'}
 <button type="submit" name="decision" value="deny">Deny</button>
 </form>`,
   );
+}
+
+const nav = `<nav aria-label="Account"><a href="/auth/grants">Connected apps</a> · <a href="/auth/sessions">Sessions</a> · <a href="/auth/security">Security</a></nav>`;
+
+export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client_name: string; scope: string; created_at: string }> }): string {
+  const rows = o.grants
+    .map(
+      (g) => `<li><strong>${escapeHtml(g.client_name)}</strong>, since ${escapeHtml(g.created_at.slice(0, 10))}
+<ul>${g.scope.split(' ').filter(Boolean).map((s) => `<li>${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></li>`).join('')}</ul>
+<form method="post" action="/auth/grants/${escapeHtml(g.id)}/revoke">${hidden('csrf', o.csrf)}<button type="submit">Revoke access</button></form></li>`,
+    )
+    .join('\n');
+  return page('Connected apps', `${nav}<h1>Connected apps</h1>${rows ? `<ul>${rows}</ul>` : '<p>No app has access to your account.</p>'}`);
+}
+
+export function sessionsPage(o: { csrf: string; sessions: Array<{ signed_in_at: string; expires_at: string | null }> }): string {
+  const rows = o.sessions.map((s) => `<li>Signed in ${escapeHtml(s.signed_in_at)}${s.expires_at ? `, until ${escapeHtml(s.expires_at)}` : ''}</li>`).join('');
+  return page(
+    'Sessions',
+    `${nav}<h1>Sessions</h1>${rows ? `<ul>${rows}</ul>` : '<p>No sign-in session is open.</p>'}
+<form method="post" action="/auth/sessions/revoke">${hidden('csrf', o.csrf)}<button type="submit">Sign out everywhere</button></form>`,
+  );
+}
+
+export function securityPage(o: { email: string; events: Array<{ action: string; client_id: string | null; created_at: string }> }): string {
+  const rows = o.events
+    .map((e) => `<li>${escapeHtml(e.created_at)}: ${e.action === 'auth.grant.created' ? 'access given to' : 'access revoked from'} <code>${escapeHtml(e.client_id ?? '')}</code></li>`)
+    .join('');
+  return page('Security', `${nav}<h1>Security</h1><p>Signed in as <strong>${escapeHtml(o.email)}</strong>.</p><h2>Recent activity</h2>${rows ? `<ul>${rows}</ul>` : '<p>Nothing yet.</p>'}`);
 }
 
 export function messagePage(title: string, message: string): string {

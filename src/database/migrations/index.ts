@@ -15,6 +15,7 @@ import { MillisecondListTimestamps1732300001200 } from './1732300001200-millisec
 import { Users1732300001300 } from './1732300001300-users';
 import { Oidc1732300001400 } from './1732300001400-oidc';
 import { OauthDevicePolls1732300001500 } from './1732300001500-oauth-device-polls';
+import { Audit1732300001600 } from './1732300001600-audit';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -33,4 +34,5 @@ export const migrations = [
   Users1732300001300,
   Oidc1732300001400,
   OauthDevicePolls1732300001500,
+  Audit1732300001600,
 ];

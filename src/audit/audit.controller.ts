@@ -1,0 +1,23 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Caller, Requires } from '../auth/decorators';
+import type { Principal } from '../auth/principal';
+import { ApiErrors } from '../openapi/api-errors.decorator';
+import { AuditList, ListAuditQuery } from './audit.dto';
+import { AuditService } from './audit.service';
+
+@ApiTags('audit')
+@ApiBearerAuth()
+@Controller('audit')
+export class AuditController {
+  constructor(private readonly audit: AuditService) {}
+
+  @Get()
+  @Requires({ admin: true })
+  @ApiOperation({ summary: 'The tenant\'s audit events (grants given and revoked), newest first (admin)' })
+  @ApiOkResponse({ type: AuditList })
+  @ApiErrors(400, 401, 403, 429)
+  list(@Caller() caller: Principal, @Query() q: ListAuditQuery): Promise<AuditList> {
+    return this.audit.list(caller, q);
+  }
+}

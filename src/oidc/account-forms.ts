@@ -1,0 +1,59 @@
+/**
+ * The account pages' sign-in (GET and POST /auth/sign-in without an app, handed over by
+ * interactions.controller.ts), which sets the account cookie (account-session.ts), and the CSRF
+ * tokens of the account forms: an HMAC bound to a random nonce cookie (SameSite=Strict).
+ */
+import { Injectable } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import { AppConfig } from '../config/app-config';
+import { UsersService } from '../users/users.service';
+import { cookieOf, setAccountCookie } from './account-session';
+import { csrfToken, csrfValid } from './interaction-csrf';
+import { OidcProvider } from './oidc-provider';
+import { errorPage, signInPage } from './pages';
+import { sendPage } from './send-page';
+
+const NONCE = 'svc_form_nonce';
+
+/** Only the account pages are places to return to after signing in. */
+const safeReturn = (to: unknown) => (typeof to === 'string' && /^\/auth\/(grants|sessions|security)(\/[\w-]*)?$/.test(to) ? to : '/auth/grants');
+
+@Injectable()
+export class AccountForms {
+  constructor(
+    private readonly oidc: OidcProvider,
+    private readonly users: UsersService,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** GET /auth/sign-in without an app. */
+  async signInForm(req: FastifyRequest, reply: FastifyReply, returnTo: unknown, error?: string, email?: string): Promise<void> {
+    await sendPage(reply, error ? 401 : 200, signInPage({ returnTo: safeReturn(returnTo), csrf: await this.csrf(req, reply), error, email }));
+  }
+
+  /** POST /auth/sign-in without an app. */
+  async signIn(req: FastifyRequest, reply: FastifyReply, body: Record<string, unknown>): Promise<void> {
+    if (!(await this.valid(req, body.csrf))) return sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
+    const email = typeof body.email === 'string' ? body.email : '';
+    const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
+    if (!user) return this.signInForm(req, reply, body.return_to, 'The email or the password is not right.', email);
+    setAccountCookie(reply, await this.oidc.csrfKey(), user.id, this.config.baseUrl.startsWith('https:'));
+    await reply.redirect(safeReturn(body.return_to), 303);
+  }
+
+  /** A CSRF token bound to this browser's form nonce cookie (set here when missing). */
+  async csrf(req: FastifyRequest, reply: FastifyReply): Promise<string> {
+    let nonce = cookieOf(req, NONCE);
+    if (!nonce) {
+      nonce = randomBytes(18).toString('base64url');
+      reply.header('Set-Cookie', `${NONCE}=${nonce}; Path=/auth; HttpOnly; SameSite=Strict${this.config.baseUrl.startsWith('https:') ? '; Secure' : ''}`);
+    }
+    return csrfToken(await this.oidc.csrfKey(), `account-form:${nonce}`);
+  }
+
+  async valid(req: FastifyRequest, token: unknown): Promise<boolean> {
+    const nonce = cookieOf(req, NONCE);
+    return nonce !== undefined && csrfValid(await this.oidc.csrfKey(), `account-form:${nonce}`, token);
+  }
+}

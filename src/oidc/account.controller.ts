@@ -1,0 +1,131 @@
+/**
+ * The user's account pages (SPEC 5.3, 5.8): connected apps (`/auth/grants`, with inspect and
+ * revoke), sign-in sessions (`/auth/sessions`, sign out everywhere) and `/auth/security`. A user
+ * signs in to them at `/auth/sign-in` (account-forms.ts). Pages are HTML; the revoke routes also
+ * answer JSON to a caller that asks for it.
+ */
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Accepts, Public } from '../auth/decorators';
+import { AuditService } from '../audit/audit.service';
+import { ApiError } from '../common/api-error';
+import { AppConfig } from '../config/app-config';
+import { UserRow, UsersService } from '../users/users.service';
+import { AccountForms } from './account-forms';
+import { accountOf, clearAccountCookie } from './account-session';
+import { GrantsService } from './grants.service';
+import { OidcProvider } from './oidc-provider';
+import { errorPage, grantsPage, securityPage, sessionsPage } from './pages';
+import { sendPage } from './send-page';
+
+const FORM = 'application/x-www-form-urlencoded';
+
+@ApiTags('oauth account')
+@Public()
+@Controller('auth')
+export class AccountController {
+  constructor(
+    private readonly oidc: OidcProvider,
+    private readonly users: UsersService,
+    private readonly grants: GrantsService,
+    private readonly forms: AccountForms,
+    private readonly audit: AuditService,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Get('grants')
+  @ApiOperation({ summary: 'Apps connected to the signed-in user (HTML; JSON with Accept: application/json)' })
+  @ApiProduces('text/html', 'application/json')
+  async grantsList(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const user = await this.user(req, reply, '/auth/grants');
+    if (!user) return;
+    const grants = await this.grants.list(user.id);
+    if (this.wantsJson(req)) return void reply.send({ grants });
+    await sendPage(reply, 200, grantsPage({ csrf: await this.forms.csrf(req, reply), grants }));
+  }
+
+  @Get('grants/:id')
+  @ApiOperation({ summary: 'One grant of the signed-in user: the app and the scopes it holds (JSON)' })
+  async grant(@Param('id') id: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const user = await this.user(req, reply, '/auth/grants');
+    if (!user) return;
+    const grant = await this.grants.get(user.id, id);
+    if (!grant) throw ApiError.notFound('not_found', 'No such grant');
+    await reply.send(grant);
+  }
+
+  @Delete('grants/:id')
+  @ApiOperation({ summary: 'Revoke a grant of the signed-in user: its tokens stop working at once' })
+  async remove(@Param('id') id: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const user = await this.user(req, reply, '/auth/grants');
+    if (!user) return;
+    if (!(await this.grants.revoke(user, id, 'user'))) throw ApiError.notFound('not_found', 'No such grant');
+    await reply.send({ id, revoked: true });
+  }
+
+  @Post('grants/:id/revoke')
+  @HttpCode(200)
+  @Accepts(FORM, 'application/json')
+  @ApiOperation({ summary: 'Revoke a grant (the account page\'s form; JSON callers get {id, revoked})' })
+  async revoke(@Param('id') id: string, @Body() body: Record<string, unknown> | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const user = await this.user(req, reply, '/auth/grants');
+    if (!user) return;
+    if (!this.wantsJson(req) && !(await this.forms.valid(req, body?.csrf))) {
+      return sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
+    }
+    if (!(await this.grants.revoke(user, id, 'user'))) throw ApiError.notFound('not_found', 'No such grant');
+    if (this.wantsJson(req)) return void reply.send({ id, revoked: true });
+    await reply.redirect('/auth/grants', 303);
+  }
+
+  @Get('sessions')
+  @ApiOperation({ summary: 'The signed-in user\'s sign-in sessions (HTML; JSON with Accept: application/json)' })
+  @ApiProduces('text/html', 'application/json')
+  async sessions(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const user = await this.user(req, reply, '/auth/sessions');
+    if (!user) return;
+    const sessions = await this.grants.sessions(user.id);
+    if (this.wantsJson(req)) return void reply.send({ sessions });
+    await sendPage(reply, 200, sessionsPage({ csrf: await this.forms.csrf(req, reply), sessions }));
+  }
+
+  @Post('sessions/revoke')
+  @HttpCode(200)
+  @Accepts(FORM, 'application/json')
+  @ApiOperation({ summary: 'Sign out everywhere: every sign-in session of the user ends (connected apps keep their grants)' })
+  async endSessions(@Body() body: Record<string, unknown> | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const user = await this.user(req, reply, '/auth/sessions');
+    if (!user) return;
+    if (!this.wantsJson(req) && !(await this.forms.valid(req, body?.csrf))) {
+      return sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
+    }
+    const ended = await this.grants.endSessions(user.id);
+    clearAccountCookie(reply);
+    if (this.wantsJson(req)) return void reply.send({ ended });
+    await reply.redirect('/auth/sign-in?return_to=/auth/sessions', 303);
+  }
+
+  @Get('security')
+  @ApiOperation({ summary: 'The signed-in user\'s recent security events (HTML)' })
+  @ApiProduces('text/html')
+  async security(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const user = await this.user(req, reply, '/auth/security');
+    if (!user) return;
+    await sendPage(reply, 200, securityPage({ email: user.email, events: await this.audit.forUser(user.tenant_id, user.id) }));
+  }
+
+  /** The signed-in user; otherwise a redirect to sign in (HTML) or 401 (JSON), and undefined. */
+  private async user(req: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<UserRow | undefined> {
+    const id = accountOf(req, await this.oidc.csrfKey());
+    const user = id ? await this.users.byId(id) : undefined;
+    if (user) return user;
+    if (this.wantsJson(req) || req.method !== 'GET') throw ApiError.unauthorized('Sign in at /auth/sign-in first');
+    await reply.redirect(`/auth/sign-in?return_to=${encodeURIComponent(returnTo)}`, 303);
+    return undefined;
+  }
+
+  private wantsJson(req: FastifyRequest): boolean {
+    return /application\/json/.test(req.headers.accept ?? '') || /application\/json/.test(req.headers['content-type'] ?? '');
+  }
+}

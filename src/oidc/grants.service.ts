@@ -1,0 +1,88 @@
+/**
+ * A user's OAuth grants (SPEC 5.8) and provider sessions: what the account pages list and
+ * revoke. Revoking a grant deletes it with every token and code it issued (at once: each API
+ * request reads its token's row) and leaves an `auth.grant.revoked` audit row.
+ */
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
+import { AppConfig } from '../config/app-config';
+import type { UserRow } from '../users/users.service';
+import { OidcProvider } from './oidc-provider';
+
+export interface GrantView {
+  id: string;
+  client_id: string;
+  client_name: string;
+  scope: string;
+  created_at: string;
+  expires_at: string | null;
+}
+
+export interface SessionView {
+  id: string;
+  signed_in_at: string;
+  expires_at: string | null;
+}
+
+const iso = (epochSeconds: unknown) => (typeof epochSeconds === 'number' ? new Date(epochSeconds * 1000).toISOString() : null);
+
+@Injectable()
+export class GrantsService {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly oidc: OidcProvider,
+    private readonly audit: AuditService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async list(userId: string): Promise<GrantView[]> {
+    const rows: Array<{ id: string }> = await this.db.query(
+      `SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1 AND (expires_at IS NULL OR expires_at > now())
+        ORDER BY (payload->>'iat')::bigint DESC`,
+      [userId],
+    );
+    const views = await Promise.all(rows.map((r) => this.get(userId, r.id)));
+    return views.filter((v): v is GrantView => v !== undefined);
+  }
+
+  async get(userId: string, id: string): Promise<GrantView | undefined> {
+    const provider = await this.oidc.get();
+    const grant = await provider.Grant.find(id);
+    if (!grant || grant.accountId !== userId) return undefined;
+    const client = await provider.Client.find(grant.clientId!);
+    const scope = [grant.getOIDCScope(), grant.getResourceScope(this.config.baseUrl)].filter(Boolean).join(' ');
+    return {
+      id,
+      client_id: grant.clientId!,
+      client_name: client?.clientName ?? grant.clientId!,
+      scope,
+      created_at: iso(grant.iat)!,
+      expires_at: iso(grant.exp),
+    };
+  }
+
+  /** Revokes the user's grant; false when there is no such grant of theirs. */
+  async revoke(user: UserRow, id: string, by: string): Promise<boolean> {
+    const grant = await this.get(user.id, id);
+    if (!grant) return false;
+    await this.db.query(`DELETE FROM oidc_models WHERE grant_id = $1 OR (model = 'Grant' AND id = $1)`, [id]);
+    await this.audit.record({ tenantId: user.tenant_id, action: 'auth.grant.revoked', clientId: grant.client_id, userId: user.id, grantId: id, details: { by } });
+    return true;
+  }
+
+  async sessions(userId: string): Promise<SessionView[]> {
+    const rows: Array<{ id: string; payload: { loginTs?: number; iat?: number; exp?: number } }> = await this.db.query(
+      `SELECT id, payload FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1 AND (expires_at IS NULL OR expires_at > now())`,
+      [userId],
+    );
+    return rows.map((r) => ({ id: r.id, signed_in_at: iso(r.payload.loginTs ?? r.payload.iat)!, expires_at: iso(r.payload.exp) }));
+  }
+
+  /** Sign out everywhere: every provider session of the user ends (apps keep their grants). */
+  async endSessions(userId: string): Promise<number> {
+    const [, count]: [unknown, number] = await this.db.query(`DELETE FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1`, [userId]);
+    return count;
+  }
+}
