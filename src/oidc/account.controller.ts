@@ -5,7 +5,7 @@
  * answer JSON to a caller that asks for it.
  */
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
-import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
@@ -34,6 +34,7 @@ export class AccountController {
     private readonly config: AppConfig,
   ) {}
 
+  @ApiExtension('x-error-format', 'html')
   @Get('grants')
   @ApiOperation({ summary: 'Apps connected to the signed-in user (HTML; JSON with Accept: application/json)' })
   @ApiProduces('text/html', 'application/json')
@@ -45,6 +46,7 @@ export class AccountController {
     await sendPage(reply, 200, grantsPage({ csrf: await this.forms.csrf(req, reply), grants }));
   }
 
+  @ApiExtension('x-error-format', 'html')
   @Get('grants/:id')
   @ApiOperation({ summary: 'One grant of the signed-in user: the app and the scopes it holds (JSON)' })
   async grant(@Param('id') id: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
@@ -55,6 +57,7 @@ export class AccountController {
     await reply.send(grant);
   }
 
+  @ApiExtension('x-error-format', 'html')
   @Delete('grants/:id')
   @ApiOperation({ summary: 'Revoke a grant of the signed-in user: its tokens stop working at once' })
   async remove(@Param('id') id: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
@@ -64,6 +67,7 @@ export class AccountController {
     await reply.send({ id, revoked: true });
   }
 
+  @ApiExtension('x-error-format', 'html')
   @Post('grants/:id/revoke')
   @HttpCode(200)
   @Accepts(FORM, 'application/json')
@@ -79,6 +83,7 @@ export class AccountController {
     await reply.redirect('/auth/grants', 303);
   }
 
+  @ApiExtension('x-error-format', 'html')
   @Get('sessions')
   @ApiOperation({ summary: 'The signed-in user\'s sign-in sessions (HTML; JSON with Accept: application/json)' })
   @ApiProduces('text/html', 'application/json')
@@ -90,6 +95,7 @@ export class AccountController {
     await sendPage(reply, 200, sessionsPage({ csrf: await this.forms.csrf(req, reply), sessions }));
   }
 
+  @ApiExtension('x-error-format', 'html')
   @Post('sessions/revoke')
   @HttpCode(200)
   @Accepts(FORM, 'application/json')
@@ -106,6 +112,7 @@ export class AccountController {
     await reply.redirect('/auth/sign-in?return_to=/auth/sessions', 303);
   }
 
+  @ApiExtension('x-error-format', 'html')
   @Get('security')
   @ApiOperation({ summary: 'The signed-in user\'s recent security events (HTML)' })
   @ApiProduces('text/html')

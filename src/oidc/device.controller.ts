@@ -8,7 +8,7 @@
  * HMAC of it with the user code; the POST needs both to agree.
  */
 import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import type { Provider } from 'oidc-provider';
@@ -32,7 +32,8 @@ type DeviceCode = NonNullable<Awaited<ReturnType<Provider['DeviceCode']['findByU
 const normalize = (code: string) => code.toUpperCase().replace(/\W/g, '');
 const display = (normalized: string) => `${normalized.slice(0, 3)}-${normalized.slice(3)}`;
 
-@ApiExcludeController()
+@ApiTags('oauth pages')
+@ApiProduces('text/html')
 @Public()
 @Controller('auth/device')
 export class DeviceController {
@@ -43,7 +44,9 @@ export class DeviceController {
     private readonly config: AppConfig,
   ) {}
 
+  @ApiExtension('x-error-format', 'html')
   @Get()
+  @ApiOperation({ summary: 'Device verification page: enter the code, or `?user_code=XXX-XXXX` to sign in and consent at once (HTML)' })
   async page(@Query('user_code') userCode: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (userCode === undefined || userCode === '') return sendPage(reply, 200, deviceCodePage({}));
     const code = await this.pending(userCode);
@@ -53,7 +56,9 @@ export class DeviceController {
     await sendPage(reply, 200, await this.consentPage(code, await this.csrf(nonce, code.userCode)));
   }
 
+  @ApiExtension('x-error-format', 'html')
   @Post('consent')
+  @ApiOperation({ summary: 'Device consent (form-encoded: user_code, csrf, email, password, decision, scope repeated)' })
   @HttpCode(200)
   @Accepts('application/x-www-form-urlencoded')
   async consent(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {

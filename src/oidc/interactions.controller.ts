@@ -11,7 +11,7 @@
  *                                approve (with the ticked scopes) or deny → the grant
  */
 import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Provider } from 'oidc-provider';
 import { Accepts, Public } from '../auth/decorators';
@@ -31,7 +31,8 @@ type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 /** A form field that may come once or repeated. */
 export const list = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
 
-@ApiExcludeController()
+@ApiTags('oauth pages')
+@ApiProduces('text/html')
 @Public()
 @Controller('auth')
 export class InteractionsController {
@@ -43,14 +44,28 @@ export class InteractionsController {
     private readonly config: AppConfig,
   ) {}
 
+  @ApiExtension('x-error-format', 'html')
   @Get()
+  @ApiOperation({ summary: 'Where the provider sends a browser mid-authorization (`?interaction=`): on to sign-in or consent (HTML)' })
   async start(@Query('interaction') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, uid);
     if (!details) return;
     await reply.redirect(`/auth/${details.prompt.name === 'login' ? 'sign-in' : 'consent'}?uid=${encodeURIComponent(details.uid)}`, 303);
   }
 
+  @ApiExtension('x-error-format', 'html')
+  @Post('oauth2/authorize')
+  @Accepts(FORM)
+  @ApiOperation({ summary: 'Authorization request as a form post (SPEC 5.3): answered with a 303 to GET /auth/authorize with the same parameters' })
+  async authorizeByPost(@Body() body: Record<string, unknown>, @Res() reply: FastifyReply): Promise<void> {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(body ?? {})) for (const one of list(v)) params.append(k, one);
+    await reply.redirect(`/auth/authorize?${params}`, 303);
+  }
+
+  @ApiExtension('x-error-format', 'html')
   @Get('sign-in')
+  @ApiOperation({ summary: 'Sign-in page: for an app\'s authorization (`uid`), or for the account pages (`return_to`) (HTML)' })
   async signInForm(
     @Query('uid') uid: string | undefined,
     @Query('return_to') returnTo: string | undefined,
@@ -63,7 +78,9 @@ export class InteractionsController {
     await sendPage(reply, 200, signInPage({ uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details) }));
   }
 
+  @ApiExtension('x-error-format', 'html')
   @Post('sign-in')
+  @ApiOperation({ summary: 'Sign-in form post (form-encoded: uid or return_to, csrf, email, password)' })
   @HttpCode(200)
   @Accepts(FORM)
   async signIn(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
@@ -79,7 +96,9 @@ export class InteractionsController {
     await this.finish(req, reply, { login: { accountId: user.id } });
   }
 
+  @ApiExtension('x-error-format', 'html')
   @Get('consent')
+  @ApiOperation({ summary: 'Consent page listing the requested types, edges and extensions, each untickable (HTML)' })
   async consentForm(@Query('uid') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, uid, 'consent');
     if (!details) return;
@@ -99,7 +118,9 @@ export class InteractionsController {
     );
   }
 
+  @ApiExtension('x-error-format', 'html')
   @Post(['authorize/decision', 'oauth2/consent'])
+  @ApiOperation({ summary: 'Consent decision (form-encoded: uid, csrf, decision=approve|deny, scope repeated); redirects on to the app' })
   @HttpCode(200)
   @Accepts(FORM)
   async decide(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {

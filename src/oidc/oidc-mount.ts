@@ -10,27 +10,31 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { OIDC_ROUTES } from './oidc-provider.factory';
 import { OidcProvider } from './oidc-provider';
 
-/** Path → the provider's path (the same for its own routes). */
-const PATHS = new Map<string, string>([
-  ['/.well-known/openid-configuration', '/.well-known/openid-configuration'],
-  ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'],
-  ['/.well-known/jwks.json', OIDC_ROUTES.jwks],
-  ['/auth/token', OIDC_ROUTES.token],
-  ['/auth/oauth2/authorize', OIDC_ROUTES.authorization],
-  ['/auth/device/token', OIDC_ROUTES.token],
-  // Userinfo is Nest's (userinfo.controller.ts): the provider's refuses tokens for the API. So is
-  // the user-code page (device.controller.ts); /auth/device is the provider's for POST only.
-  ...Object.values(OIDC_ROUTES)
-    .filter((p) => p !== OIDC_ROUTES.userinfo && p !== OIDC_ROUTES.code_verification && p !== OIDC_ROUTES.device_authorization)
-    .map((p): [string, string] => [p, p]),
+const READ = ['GET', 'HEAD'];
+const POST = ['POST'];
+
+/** Path → the provider's path and the methods it serves there (the rest stays Nest's: 404/405 in the envelope). */
+const PATHS = new Map<string, { target: string; methods: string[] }>([
+  ['/.well-known/openid-configuration', { target: '/.well-known/openid-configuration', methods: READ }],
+  ['/.well-known/oauth-authorization-server', { target: '/.well-known/openid-configuration', methods: READ }],
+  ['/.well-known/jwks.json', { target: OIDC_ROUTES.jwks, methods: READ }],
+  [OIDC_ROUTES.jwks, { target: OIDC_ROUTES.jwks, methods: READ }],
+  [OIDC_ROUTES.authorization, { target: OIDC_ROUTES.authorization, methods: READ }],
+  // POST /auth/oauth2/authorize is Nest's (interactions.controller.ts): a 303 to the GET form.
+  ['/auth/oauth2/authorize', { target: OIDC_ROUTES.authorization, methods: READ }],
+  [OIDC_ROUTES.token, { target: OIDC_ROUTES.token, methods: POST }],
+  ['/auth/token', { target: OIDC_ROUTES.token, methods: POST }],
+  ['/auth/device/token', { target: OIDC_ROUTES.token, methods: POST }],
+  [OIDC_ROUTES.device_authorization, { target: OIDC_ROUTES.device_authorization, methods: POST }],
+  [OIDC_ROUTES.introspection, { target: OIDC_ROUTES.introspection, methods: POST }],
+  [OIDC_ROUTES.revocation, { target: OIDC_ROUTES.revocation, methods: POST }],
+  [OIDC_ROUTES.registration, { target: OIDC_ROUTES.registration, methods: POST }],
+  [OIDC_ROUTES.end_session, { target: OIDC_ROUTES.end_session, methods: READ }],
+  // Userinfo (userinfo.controller.ts) and the user-code page (device.controller.ts) are Nest's.
 ]);
 
-/**
- * The provider's sub-paths: registration management (`/auth/oauth2/register/{client_id}`), the
- * authorization's resume after an interaction (`/auth/authorize/{uid}`, not our
- * `/auth/authorize/decision`) and the logout confirmation.
- */
-const SUB_PATHS = new RegExp(`^(${OIDC_ROUTES.registration}/[^/]+|${OIDC_ROUTES.authorization}/(?!decision$)[^/]+|${OIDC_ROUTES.end_session}/[^/]+)$`);
+/** The provider's sub-paths: the authorization's resume after an interaction (`/auth/authorize/{uid}`, not our `/auth/authorize/decision`) and the logout confirmation. */
+const SUB_PATHS = new RegExp(`^(${OIDC_ROUTES.authorization}/(?!decision$)[^/]+|${OIDC_ROUTES.end_session}/[^/]+)$`);
 
 @Injectable()
 export class OidcMount {
@@ -42,9 +46,9 @@ export class OidcMount {
   readonly onRequest = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
     const query = req.url.indexOf('?');
     const path = (query === -1 ? req.url : req.url.slice(0, query)).replace(/\/+$/, '') || '/';
-    const target =
-      PATHS.get(path) ?? (SUB_PATHS.test(path) ? path : path === OIDC_ROUTES.device_authorization && req.method === 'POST' ? path : undefined);
-    if (!target) return done();
+    const route = PATHS.get(path) ?? (SUB_PATHS.test(path) ? { target: path, methods: path.startsWith(OIDC_ROUTES.end_session) ? POST : READ } : undefined);
+    if (!route || !route.methods.includes(req.method)) return done();
+    const target = route.target;
     const url = target + (query === -1 ? '' : req.url.slice(query));
     if (this.handle) return this.pass(req, reply, url, this.handle);
     this.provider.get().then(

@@ -17,6 +17,7 @@ import type { UsersService } from '../users/users.service';
 import { installDevicePolling } from './device-polling';
 import { providerInternals } from './provider-internals';
 import { isUsedRefreshToken, postgresAdapter } from './oidc-adapter';
+import { errorPage } from './pages';
 import { isApiScope, OIDC_SCOPES } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 
@@ -90,6 +91,10 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       },
     },
     routes: OIDC_ROUTES,
+    renderError: async (ctx, out) => {
+      ctx.type = 'html';
+      ctx.body = errorPage('Something went wrong', out.error_description ? `${out.error_description} (${out.error})` : String(out.error));
+    },
     ttl: {
       AccessToken: config.ACCESS_TOKEN_TTL,
       ClientCredentials: config.ACCESS_TOKEN_TTL,

@@ -6,7 +6,7 @@
  * name, preferred_username, picture; `email`: email, email_verified. Errors in RFC 6750 form.
  */
 import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, Public } from '../auth/decorators';
 import { UsersService } from '../users/users.service';
@@ -24,6 +24,7 @@ export class UserinfoController {
     private readonly users: UsersService,
   ) {}
 
+  @ApiExtension('x-error-format', 'oauth')
   @Get(['userinfo', 'oauth2/userinfo'])
   @ApiOperation({ summary: 'OIDC claims of the signed-in user, by the scopes granted (bearer: an svc_at_ token with openid)' })
   @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true } })
@@ -31,6 +32,7 @@ export class UserinfoController {
     return this.answer(req, reply);
   }
 
+  @ApiExtension('x-error-format', 'oauth')
   @Post('oauth2/userinfo')
   @HttpCode(200)
   @Accepts(FORM)

@@ -5,6 +5,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { AppConfig } from '../config/app-config';
+import { oidcOpenApiPaths } from '../oidc/openapi-paths';
 import { OpenApiDocument } from './openapi.controller';
 
 export const API_VERSION = '4.2.0';
@@ -21,7 +22,9 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     .setVersion(API_VERSION)
     .addServer(config.baseUrl)
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'API key (svc_k1_...) or OAuth access token (svc_at_...)' });
-  return SwaggerModule.createDocument(app, builder.build());
+  const document = SwaggerModule.createDocument(app, builder.build());
+  for (const [path, item] of Object.entries(oidcOpenApiPaths())) document.paths[path] = { ...document.paths[path], ...item };
+  return document;
 }
 
 export function mountOpenApi(app: INestApplication, config: AppConfig): void {

@@ -19,6 +19,8 @@ export interface Operation {
   id: string; // "POST /items"
   params: Param[];
   body?: { required: boolean; mediaTypes: string[]; schema?: Schema; schemaName?: string };
+  /** How the operation answers errors (`x-error-format`): the SPEC envelope unless it says otherwise. */
+  errorFormat: 'envelope' | 'oauth' | 'html';
 }
 
 export interface OpenApiDoc {
@@ -84,7 +86,7 @@ export function operations(doc: OpenApiDoc): Operation[] {
           schemaName: json ? refName(json.schema) : undefined,
         };
       }
-      ops.push({ method: m.toUpperCase(), path, id: `${m.toUpperCase()} ${path}`, params, body });
+      ops.push({ method: m.toUpperCase(), path, id: `${m.toUpperCase()} ${path}`, params, body, errorFormat: op['x-error-format'] ?? 'envelope' });
     }
   }
   return ops;

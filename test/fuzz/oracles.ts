@@ -6,7 +6,9 @@
  *  - `no-response`: the connection must end with a complete HTTP response (`http`: and a
  *    response to HEAD has no body);
  *  - `envelope`: every status >= 400 (except to HEAD) is application/json with exactly
- *    `{"error":{"code","message","details"?}}`;
+ *    `{"error":{"code","message","details"?}}`, except where the operation declares another
+ *    form (`x-error-format`): `oauth` (RFC 6749: `{"error","error_description"?}`) or `html`
+ *    (a text/html page, for the browser pages);
  *  - `request-id`: every response carries X-Request-Id (README, "Logs");
  *  - `leak`: no response to tenant A or to nobody contains an id or canary of tenant B that the
  *    request did not itself contain (echoing the caller's own input is not a leak); opaque
@@ -226,8 +228,16 @@ function valueAt(v: unknown, pointer: string): unknown {
 /* ------------------------------------------------------------------------------------------ */
 /* The oracles                                                                                 */
 
-function envelopeProblem(res: FuzzResponse): string | undefined {
+/** The operation's declared error form, or (refused before reaching it) the envelope. */
+function errorFormProblem(res: FuzzResponse, format: Operation['errorFormat'] = 'envelope'): string | undefined {
+  const envelope = envelopeProblem(res);
+  if (format === 'envelope' || !envelope) return envelope;
+  return envelopeProblem(res, format) && envelope;
+}
+
+function envelopeProblem(res: FuzzResponse, format: Operation['errorFormat'] = 'envelope'): string | undefined {
   const ct = String(res.headers['content-type'] ?? '');
+  if (format === 'html') return /^text\/html(\s*;|$)/i.test(ct) ? undefined : `content-type: ${ct || '(none)'}`;
   if (!/^application\/json(\s*;|$)/i.test(ct)) return `content-type: ${ct || '(none)'}`;
   let body: any;
   try {
@@ -238,6 +248,7 @@ function envelopeProblem(res: FuzzResponse): string | undefined {
   const plain = (v: unknown) => !!v && typeof v === 'object' && !Array.isArray(v);
   if (!plain(body)) return 'body is not an object';
   const top = Object.keys(body);
+  if (format === 'oauth') return typeof body.error === 'string' && /^[\x20-\x7e]+$/.test(body.error) ? undefined : 'no RFC 6749 error code';
   if (top.length !== 1 || top[0] !== 'error') return `top-level fields: ${top.join(',')}`;
   const e = body.error;
   if (!plain(e)) return 'error is not an object';
@@ -310,7 +321,7 @@ export function check(r: FuzzRequest, res: FuzzResponse, ctx: CheckContext): Fin
   if (res.status >= 500) out.push({ oracle: '5xx', subtype: `${res.status} ${errorCode(res)}`, detail: res.body.toString('utf8').slice(0, 500) });
   const head = r.method.toUpperCase() === 'HEAD';
   if (res.status >= 400 && !head) {
-    const problem = envelopeProblem(res);
+    const problem = errorFormProblem(res, ctx.opsById.get(r.route)?.errorFormat);
     if (problem) out.push({ oracle: 'envelope', subtype: problem.replace(/\d+/g, 'N').slice(0, 80), detail: problem });
   }
   if (!res.headers['x-request-id']) out.push({ oracle: 'request-id', subtype: 'missing X-Request-Id', detail: `status ${res.status}` });

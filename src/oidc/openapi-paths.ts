@@ -1,0 +1,81 @@
+/**
+ * The provider's own endpoints (served by oidc-provider through oidc-mount.ts, not by Nest
+ * controllers) as OpenAPI paths, so that GET /openapi.json describes every route. Errors there
+ * are in RFC 6749 form (`x-error-format: oauth`), except the authorization endpoint, which
+ * answers a browser (`html`) when it cannot redirect.
+ */
+import type { OpenAPIObject } from '@nestjs/swagger';
+
+type PathItem = OpenAPIObject['paths'][string];
+type Operation = NonNullable<PathItem['get']>;
+
+const oauthError = {
+  description: 'RFC 6749 error: {"error","error_description"}',
+  content: { 'application/json': { schema: { type: 'object', properties: { error: { type: 'string' }, error_description: { type: 'string' } }, required: ['error'] } } },
+};
+const json = (description: string) => ({ description, content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } });
+const form = (properties: Record<string, object>, required: string[]) => ({
+  required: true,
+  content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties, required } } },
+});
+const str = { type: 'string' };
+
+function op(tag: string, summary: string, extra: Pick<Operation, 'responses'> & Partial<Operation>, errorFormat: 'oauth' | 'html' = 'oauth'): Operation {
+  return { tags: [tag], summary, 'x-error-format': errorFormat, ...extra } as Operation;
+}
+
+export function oidcOpenApiPaths(): Record<string, PathItem> {
+  const token = op('oauth', 'Token endpoint: grants authorization_code (with code_verifier), refresh_token (rotates; reuse is token_reuse_detected), client_credentials, device_code', {
+    requestBody: form(
+      { grant_type: str, code: str, code_verifier: str, redirect_uri: str, refresh_token: str, device_code: str, scope: str, client_id: str, client_secret: str },
+      ['grant_type'],
+    ),
+    responses: { 200: json('access_token (svc_at_…), token_type, expires_in, scope, refresh_token (svc_rt_…), id_token'), 400: oauthError, 401: oauthError },
+  });
+  const discovery = op('oauth', 'OpenID Connect discovery / RFC 8414 metadata', { responses: { 200: json('Provider metadata') } });
+  const jwks = op('oauth', 'JSON Web Key Set of the id_token signing keys (RS256)', { responses: { 200: json('{"keys":[…]}') } });
+  return {
+    '/.well-known/openid-configuration': { get: discovery },
+    '/.well-known/oauth-authorization-server': { get: discovery },
+    '/.well-known/jwks.json': { get: jwks },
+    '/auth/jwks': { get: jwks },
+    '/auth/authorize': {
+      get: op(
+        'oauth',
+        'Authorization endpoint (code + PKCE S256): client_id, redirect_uri, scope, state, code_challenge, code_challenge_method=S256; signs in and asks consent, then redirects with a code',
+        {
+          parameters: ['client_id', 'redirect_uri', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'response_type', 'nonce'].map((name) => ({ name, in: 'query', schema: str })),
+          responses: { 303: { description: 'To sign-in, consent, or the client with a code or an error' }, 400: { description: 'An error page when the client cannot be redirected to' } },
+        },
+        'html',
+      ),
+    },
+    '/auth/oauth2/token': { post: token },
+    '/auth/token': { post: { ...token, summary: 'Back-compat alias of POST /auth/oauth2/token' } },
+    '/auth/device/token': { post: { ...token, summary: 'Device flow polling: the token endpoint (authorization_pending, slow_down, expired_token, access_denied)' } },
+    '/auth/device': {
+      post: op('oauth', 'Device authorization (RFC 8628): device_code, user_code (XXX-XXXX), verification_uri, verification_uri_complete, expires_in, interval', {
+        requestBody: form({ client_id: str, scope: str }, ['client_id']),
+        responses: { 200: json('Device authorization response'), 400: oauthError, 401: oauthError },
+      }),
+    },
+    '/auth/oauth2/revoke': {
+      post: op('oauth', 'RFC 7009 revocation: always 200; a refresh token revokes its whole grant', {
+        requestBody: form({ token: str, token_type_hint: str, client_id: str, client_secret: str }, ['token']),
+        responses: { 200: { description: 'Revoked (or nothing to revoke)' }, 400: oauthError, 401: oauthError },
+      }),
+    },
+    '/auth/oauth2/introspect': {
+      post: op('oauth', 'RFC 7662 introspection: {active} and, when active, scope, client_id, exp', {
+        requestBody: form({ token: str, token_type_hint: str, client_id: str, client_secret: str }, ['token']),
+        responses: { 200: json('{"active":boolean,…}'), 400: oauthError, 401: oauthError },
+      }),
+    },
+    '/auth/oauth2/register': {
+      post: op('oauth', 'RFC 7591 dynamic registration, unauthenticated: a tenant-less client (use POST /auth/clients for a tenant\'s own)', {
+        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
+        responses: { 201: json('Client metadata with client_id (and client_secret)'), 400: oauthError },
+      }),
+    },
+  };
+}
