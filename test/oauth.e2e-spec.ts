@@ -6,6 +6,7 @@
  */
 import * as oidc from 'openid-client';
 import request from 'supertest';
+import { OidcJanitor } from '../src/oidc/oidc-janitor';
 import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
 
@@ -120,9 +121,23 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
 
   it('answers 401 expired_token for an expired access token and 401 unauthorized for an unknown one', async () => {
     const { access_token } = await oidc.clientCredentialsGrant(rp, { scope: 'core.note:read' });
-    await t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 5)) WHERE id = $1`, [access_token]);
+    await t.sql(
+      `UPDATE oidc_models SET payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 5)), expires_at = now() - interval '5 seconds' WHERE id = $1`,
+      [access_token],
+    );
     expectError(await t.http.get('/items').set(bearer(access_token)), 401, 'expired_token');
     expectError(await t.http.get('/items').set(bearer('svc_at_unknown')), 401, 'unauthorized');
+    // The janitor keeps an expired token a day (so it still reads as expired), then removes it.
+    expect(await t.app.get(OidcJanitor).sweep()).toBe(0);
+    await t.sql(`UPDATE oidc_models SET expires_at = now() - interval '2 days' WHERE id = $1`, [access_token]);
+    expect(await t.app.get(OidcJanitor).sweep()).toBeGreaterThanOrEqual(1);
+    expectError(await t.http.get('/items').set(bearer(access_token)), 401, 'unauthorized');
+  });
+
+  it('answers invalid_client for a wrong client secret (RFC 6749 form)', async () => {
+    const res = await t.http.post('/auth/oauth2/token').auth(client.client_id, 'not-the-secret').type('form').send({ grant_type: 'client_credentials' });
+    expect(res.status).toBe(401);
+    expect(res.body).toMatchObject({ error: 'invalid_client', error_description: expect.any(String) });
   });
 });
 

@@ -14,6 +14,7 @@ import { DeviceController } from './device.controller';
 import { InteractionsController } from './interactions.controller';
 import { GrantsService } from './grants.service';
 import { OAuthTokens } from './oauth-tokens';
+import { OidcJanitor } from './oidc-janitor';
 import { OidcMount } from './oidc-mount';
 import { OidcProvider } from './oidc-provider';
 import { SigningKeys } from './signing-keys';
@@ -22,7 +23,7 @@ import { UserinfoController } from './userinfo.controller';
 @Module({
   imports: [UsersModule, AuditModule],
   controllers: [ClientsController, InteractionsController, DeviceController, UserinfoController, AccountController],
-  providers: [AccountForms, GrantsService, SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
+  providers: [AccountForms, GrantsService, OidcJanitor, SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
   exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER],
 })
 export class OidcModule {}
