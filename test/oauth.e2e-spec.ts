@@ -405,3 +405,36 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(page.headers['content-type']).toMatch(/^text\/html/);
   });
 });
+
+describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
+  let open: TestApp;
+  let closed: TestApp;
+
+  beforeAll(async () => {
+    [open, closed] = await Promise.all([startApp({ SVC_SIGNUP_ENABLED: 'true' }), startApp()]);
+  });
+  afterAll(async () => {
+    await open?.close();
+    await closed?.close();
+  });
+
+  it('is closed unless enabled', async () => {
+    expect((await closed.http.get('/auth/sign-up')).status).toBe(404);
+  });
+
+  it('creates a tenant whose first user is its admin, and signs them in to the account pages', async () => {
+    const agent = request.agent(open.url);
+    const form = await agent.get('/auth/sign-up').expect(200);
+    const csrf = /name="csrf" value="([^"]*)"/.exec(form.text)![1];
+    const short = await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: 'lin@example.com', password: 'short' });
+    expect(short.status).toBe(400);
+    const created = await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: 'lin@example.com', password: 'a long sign-up password' });
+    expect(created.status).toBe(303);
+    expect(created.headers.location).toBe('/auth/security');
+    expect((await agent.get('/auth/security')).text).toContain('lin@example.com');
+    const [user] = await open.sql<{ role: string; tenant: string }>(`SELECT u.role, t.name AS tenant FROM users u JOIN tenants t ON t.id = u.tenant_id WHERE u.email = 'lin@example.com'`);
+    expect(user).toEqual({ role: 'admin', tenant: 'Lin' });
+    expect((await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: 'LIN@example.com', password: 'a long sign-up password' })).status).toBe(400);
+    expect((await request(open.url).post('/auth/sign-up').type('form').send({ csrf: 'x', name: 'M', email: 'm@example.com', password: 'a long sign-up password' })).status).toBe(403);
+  });
+});

@@ -125,6 +125,10 @@ export class AppConfig {
   @int() @IsInt() @Min(60) @Max(86_400)
   ACCESS_TOKEN_TTL = 3600;
 
+  /** Whether /auth/sign-up is open: anyone may create a tenant of their own, as its admin user. */
+  @bool() @IsBoolean()
+  SVC_SIGNUP_ENABLED = false;
+
   /** Seconds a device-flow client waits between polls (`interval`); faster is `slow_down`. */
   @int() @IsInt() @Min(1) @Max(60)
   OAUTH_DEVICE_POLL_INTERVAL = 5;

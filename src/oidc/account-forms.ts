@@ -38,8 +38,13 @@ export class AccountForms {
     const email = typeof body.email === 'string' ? body.email : '';
     const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
     if (!user) return this.signInForm(req, reply, body.return_to, 'The email or the password is not right.', email);
-    setAccountCookie(reply, await this.oidc.csrfKey(), user.id, this.config.baseUrl.startsWith('https:'));
-    await reply.redirect(safeReturn(body.return_to), 303);
+    await this.signInAs(reply, user.id, safeReturn(body.return_to));
+  }
+
+  /** Sets the account cookie and sends the browser on. */
+  async signInAs(reply: FastifyReply, userId: string, to: string): Promise<void> {
+    setAccountCookie(reply, await this.oidc.csrfKey(), userId, this.config.baseUrl.startsWith('https:'));
+    await reply.redirect(to, 303);
   }
 
   /** A CSRF token bound to this browser's form nonce cookie (set here when missing). */

@@ -16,7 +16,7 @@ import { AccountForms } from './account-forms';
 import { accountOf, clearAccountCookie } from './account-session';
 import { GrantsService } from './grants.service';
 import { OidcProvider } from './oidc-provider';
-import { errorPage, grantsPage, securityPage, sessionsPage } from './pages';
+import { errorPage, grantsPage, securityPage, sessionsPage, signUpPage } from './pages';
 import { sendPage } from './send-page';
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -33,6 +33,34 @@ export class AccountController {
     private readonly audit: AuditService,
     private readonly config: AppConfig,
   ) {}
+
+  @ApiExtension('x-error-format', 'html')
+  @Get('sign-up')
+  @ApiOperation({ summary: 'Sign-up page (only when SVC_SIGNUP_ENABLED): a new tenant whose first user is its admin (HTML)' })
+  @ApiProduces('text/html')
+  async signUpForm(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (!this.config.SVC_SIGNUP_ENABLED) return sendPage(reply, 404, errorPage('Not available', 'Sign-up is not open on this service.'));
+    await sendPage(reply, 200, signUpPage({ csrf: await this.forms.csrf(req, reply) }));
+  }
+
+  @ApiExtension('x-error-format', 'html')
+  @Post('sign-up')
+  @HttpCode(200)
+  @Accepts(FORM)
+  @ApiOperation({ summary: 'Sign-up form post (form-encoded: csrf, name, email, password); signs the new user in to the account pages' })
+  async signUp(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (!this.config.SVC_SIGNUP_ENABLED) return sendPage(reply, 404, errorPage('Not available', 'Sign-up is not open on this service.'));
+    if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
+    const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
+    const [name, email, password] = [text(body.name), text(body.email), typeof body.password === 'string' ? body.password : ''];
+    const again = (error: string) => sendPage(reply, 400, signUpPage({ csrf: String(body.csrf), name, email, error }));
+    if (!name || name.length > 200) return again('Give a name of at most 200 characters.');
+    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) return again('Give a valid email address.');
+    if (password.length < 10 || password.length > 1024) return again('The password needs at least 10 characters.');
+    const user = await this.users.signUp(email, password, name);
+    if (!user) return again('An account with this email already exists.');
+    await this.forms.signInAs(reply, user.id, '/auth/security');
+  }
 
   @ApiExtension('x-error-format', 'html')
   @Get('grants')

@@ -133,6 +133,22 @@ ${boxes || '<p>Nothing beyond signing you in.</p>'}
   );
 }
 
+export function signUpPage(o: { csrf: string; email?: string; name?: string; error?: string }): string {
+  return page(
+    'Create an account',
+    `<h1>Create an account</h1>
+<p>You get a workspace of your own, and you are its admin.</p>
+${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
+<form method="post" action="/auth/sign-up">
+${hidden('csrf', o.csrf)}
+<label for="name">Name</label><input id="name" name="name" required maxlength="200" value="${escapeHtml(o.name ?? '')}">
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
+<label for="password">Password (at least 10 characters)</label><input id="password" name="password" type="password" autocomplete="new-password" required minlength="10">
+<button type="submit">Create account</button>
+</form>`,
+  );
+}
+
 const nav = `<nav aria-label="Account"><a href="/auth/grants">Connected apps</a> · <a href="/auth/sessions">Sessions</a> · <a href="/auth/security">Security</a></nav>`;
 
 export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client_name: string; scope: string; created_at: string }> }): string {

@@ -56,6 +56,28 @@ export class UsersService {
     }
   }
 
+  /**
+   * Sign-up (SVC_SIGNUP_ENABLED): a new tenant whose first user, its admin, is this person.
+   * Undefined when the email is taken.
+   */
+  async signUp(email: string, password: string, name: string): Promise<UserRow | undefined> {
+    const hash = await hashPassword(password);
+    try {
+      return await this.db.transaction(async (m) => {
+        const tenantId = newId();
+        await m.query(`INSERT INTO tenants (id, name, is_root, created_at) VALUES ($1, $2, false, now())`, [tenantId, name]);
+        const [row]: UserRow[] = await m.query(
+          `INSERT INTO users (tenant_id, id, email, name, role, password_hash) VALUES ($1, $2, $3, $4, 'admin', $5) RETURNING ${USER_COLUMNS}`,
+          [tenantId, newId(), email.trim(), name, hash],
+        );
+        return row;
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code === UNIQUE_VIOLATION) return undefined;
+      throw err;
+    }
+  }
+
   async list(p: Principal, q: ListUsersQuery): Promise<UserList> {
     const limit = q.limit ?? 50;
     const after = decodeCursor(q.cursor);
