@@ -16,9 +16,12 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts the service with `env` on 127.0.0.1 and resolves once /health answers 200. */
-export async function startService(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
+/**
+ * Starts the service with `env` on 127.0.0.1 and resolves once /health answers 200. On `port`
+ * when given (for a caller that must know the URL beforehand, e.g. for SVC_BASE_URL), else on a free one.
+ */
+export async function startService(env: Record<string, string>, port?: number): Promise<{ child: ChildProcess; url: string }> {
+  port ??= await freePort();
   const child = fork(join(__dirname, '..', 'dist', 'src', 'main.js'), [], {
     execArgv: process.env.BENCH_SERVICE_NODE_OPTIONS ? process.env.BENCH_SERVICE_NODE_OPTIONS.split(' ') : [],
     env: { ...process.env, HOST: '127.0.0.1', ...env, PORT: String(port) },

@@ -438,3 +438,31 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
     expect((await request(open.url).post('/auth/sign-up').type('form').send({ csrf: 'x', name: 'M', email: 'm@example.com', password: 'a long sign-up password' })).status).toBe(403);
   });
 });
+
+describe('OAuth tokens across two instances', () => {
+  let a: TestApp;
+  let b: TestApp;
+
+  beforeAll(async () => {
+    a = await startApp();
+    b = await startApp({ DATABASE_URL: a.databaseUrl, REDIS_PREFIX: a.config.REDIS_PREFIX, SVC_BASE_URL: a.url });
+  });
+  afterAll(async () => {
+    await b?.app.close();
+    await a?.close();
+    await b?.close();
+  });
+
+  it('stop working on the other instance the moment they are revoked, though resolutions are cached', async () => {
+    const admin = (await bootstrapAdmin(a)).key;
+    const client = (await a.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], scope: 'core.note:read' }).expect(201)).body;
+    const issue = async () =>
+      (await a.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' })).body.access_token as string;
+    const token = await issue();
+    // Cached on b by use, then revoked through a: b refuses it on the very next request.
+    await b.http.get('/items').set(bearer(token)).expect(200);
+    await b.http.get('/items').set(bearer(token)).expect(200);
+    await a.http.post('/auth/oauth2/revoke').auth(client.client_id, client.client_secret).type('form').send({ token }).expect(200);
+    expectError(await b.http.get('/items').set(bearer(token)), 401, 'unauthorized');
+  });
+});

@@ -32,10 +32,24 @@ export const GENERATION_WINDOW_MS = 50;
 /** Added to a change's wait, for timer granularity (the clocks' drift over 50 ms is far below it). */
 const WAIT_MARGIN_MS = 5;
 
+/** The Redis counters of credential changes: API keys, and OAuth tokens and grants. */
+export const KEYS_GENERATION = 'keys:generation';
+export const OAUTH_GENERATION = 'oauth:generation';
+
+/**
+ * Bumps a generation counter and resolves once every lookup that begins afterwards, on any
+ * instance, reads the new value (see the header).
+ */
+export async function bumpGeneration(redis: Redis, counter: string): Promise<void> {
+  await redis.incr(counter);
+  await sleep(GENERATION_WINDOW_MS + WAIT_MARGIN_MS);
+}
+
 @Injectable()
 export class KeyCache {
   private readonly entries = new Map<string, { principal: Principal | null; generation: string; expires: number }>();
-  private readonly counter: string;
+  /** The Redis counter of this cache's changes (under REDIS_PREFIX). */
+  protected readonly counterName: string = KEYS_GENERATION;
   /** The newest read of the counter (resolved or still on the wire), and when it was sent. */
   private newest?: { sentAt: number; value: Promise<string | undefined> };
   /** Monotonic milliseconds (a test stands in its own clock). */
@@ -44,8 +58,10 @@ export class KeyCache {
   constructor(
     private readonly config: AppConfig,
     @Inject(REDIS) private readonly redis: Redis,
-  ) {
-    this.counter = `${config.REDIS_PREFIX}keys:generation`;
+  ) {}
+
+  private get counter(): string {
+    return `${this.config.REDIS_PREFIX}${this.counterName}`;
   }
 
   /** The current generation of key changes, or undefined when Redis does not answer in time. */
@@ -68,10 +84,10 @@ export class KeyCache {
     return hit.principal;
   }
 
-  /** Caches what was read from the database under `generation` (read before the query). */
-  set(hash: string, principal: Principal | null, generation: string | undefined): void {
-    const ttl = this.config.KEY_CACHE_TTL_SECONDS * 1000;
-    if (ttl === 0 || generation === undefined) return;
+  /** Caches what was read from the database under `generation` (read before the query), for at most `maxAgeMs`. */
+  set(hash: string, principal: Principal | null, generation: string | undefined, maxAgeMs = Infinity): void {
+    const ttl = Math.min(this.config.KEY_CACHE_TTL_SECONDS * 1000, maxAgeMs);
+    if (ttl <= 0 || generation === undefined) return;
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
     this.entries.set(hash, { principal, generation, expires: Date.now() + ttl });
   }
@@ -80,9 +96,8 @@ export class KeyCache {
    * Call after a key change commits and before it is acknowledged: resolves once every lookup
    * that begins afterwards, on any instance, sees the new generation.
    */
-  async invalidate(hash: string): Promise<void> {
-    this.entries.delete(hash);
-    await this.redis.incr(this.counter);
-    await sleep(GENERATION_WINDOW_MS + WAIT_MARGIN_MS);
+  async invalidate(hash?: string): Promise<void> {
+    if (hash !== undefined) this.entries.delete(hash);
+    await bumpGeneration(this.redis, this.counter);
   }
 }

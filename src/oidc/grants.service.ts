@@ -9,6 +9,7 @@ import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import type { UserRow } from '../users/users.service';
+import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 
 export interface GrantView {
@@ -35,6 +36,7 @@ export class GrantsService {
     private readonly oidc: OidcProvider,
     private readonly audit: AuditService,
     private readonly config: AppConfig,
+    private readonly tokenCache: OAuthTokenCache,
   ) {}
 
   async list(userId: string): Promise<GrantView[]> {
@@ -68,6 +70,7 @@ export class GrantsService {
     const grant = await this.get(user.id, id);
     if (!grant) return false;
     await this.db.query(`DELETE FROM oidc_models WHERE grant_id = $1 OR (model = 'Grant' AND id = $1)`, [id]);
+    await this.tokenCache.invalidate();
     await this.audit.record({ tenantId: user.tenant_id, action: 'auth.grant.revoked', clientId: grant.client_id, userId: user.id, grantId: id, details: { by } });
     return true;
   }

@@ -4,17 +4,20 @@
  * (a consent grant) or its client's (client credentials); its permission maps are its scopes'
  * (scopes.ts) plus the client's default extension grant, and it is always a member: what an
  * app may do is exactly what was granted. Expired: 401 `expired_token`; unknown or revoked:
- * 401 `unauthorized`, at once, since every request reads the token's row.
+ * 401 `unauthorized`, at once: resolutions are cached (oauth-token-cache.ts) under a generation
+ * that every revocation bumps.
  */
 import { Injectable } from '@nestjs/common';
 import type { OAuthTokenResolver, Principal, Resolution } from '../auth/principal';
 import type { PermissionMap } from '../keys/api-key.entity';
 import { UsersService } from '../users/users.service';
+import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 import { permissionsOf } from './scopes';
 
 interface StoredToken {
   clientId: string;
+  exp: number;
   accountId?: string;
   grantId?: string;
   scope?: string;
@@ -26,9 +29,20 @@ export class OAuthTokens implements OAuthTokenResolver {
   constructor(
     private readonly oidc: OidcProvider,
     private readonly users: UsersService,
+    private readonly cache: OAuthTokenCache,
   ) {}
 
   async resolve(token: string): Promise<Resolution> {
+    const key = OAuthTokenCache.keyOf(token);
+    const generation = await this.cache.generation();
+    const hit = this.cache.get(key, generation);
+    if (hit) return { principal: hit };
+    const found = await this.load(token);
+    if ('principal' in found) this.cache.set(key, found.principal, generation, found.expiresAt - Date.now());
+    return 'principal' in found ? { principal: found.principal } : found;
+  }
+
+  private async load(token: string): Promise<{ principal: Principal; expiresAt: number } | { error: 'unauthorized' | 'expired_token' }> {
     const provider = await this.oidc.get();
     const found = ((await provider.AccessToken.find(token, { ignoreExpiration: true })) ??
       (await provider.ClientCredentials.find(token, { ignoreExpiration: true }))) as StoredToken | undefined;
@@ -52,6 +66,6 @@ export class OAuthTokens implements OAuthTokenResolver {
       extensionPerms: metadata.extension_permissions ?? {},
       scopes,
     };
-    return { principal };
+    return { principal, expiresAt: found.exp * 1000 };
   }
 }

@@ -4,11 +4,12 @@
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Provider } from 'oidc-provider';
+import type { KoaContextWithOIDC, Provider } from 'oidc-provider';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { UsersService } from '../users/users.service';
+import { OAuthTokenCache } from './oauth-token-cache';
 import { createProvider } from './oidc-provider.factory';
 import { SigningKeys } from './signing-keys';
 
@@ -23,6 +24,7 @@ export class OidcProvider {
     private readonly secrets: SecretBox,
     private readonly users: UsersService,
     private readonly keys: SigningKeys,
+    private readonly tokenCache: OAuthTokenCache,
   ) {}
 
   get(): Promise<Provider> {
@@ -39,6 +41,14 @@ export class OidcProvider {
 
   private async build(): Promise<Provider> {
     const { config, db, secrets, users } = this;
-    return createProvider({ config, db, secrets, users, keys: await this.keys.load(), cookieKey: await secrets.derive('oidc-cookies') });
+    const provider = await createProvider({ config, db, secrets, users, keys: await this.keys.load(), cookieKey: await secrets.derive('oidc-cookies') });
+    // Token resolutions are cached (oauth-token-cache.ts): a revocation, or a refused refresh
+    // (a reuse revokes the grant), is answered only once every instance will see it.
+    provider.use(async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+      await next();
+      const refused = ctx.oidc?.route === 'token' && ctx.status >= 400 && (ctx.oidc.params as { grant_type?: string } | undefined)?.grant_type === 'refresh_token';
+      if (ctx.oidc?.route === 'revocation' || refused) await this.tokenCache.invalidate();
+    });
+    return provider;
   }
 }

@@ -13,6 +13,7 @@ import { ClientsController } from './clients.controller';
 import { DeviceController } from './device.controller';
 import { InteractionsController } from './interactions.controller';
 import { GrantsService } from './grants.service';
+import { OAuthTokenCache } from './oauth-token-cache';
 import { OAuthTokens } from './oauth-tokens';
 import { OidcJanitor } from './oidc-janitor';
 import { OidcMount } from './oidc-mount';
@@ -23,7 +24,7 @@ import { UserinfoController } from './userinfo.controller';
 @Module({
   imports: [UsersModule, AuditModule],
   controllers: [ClientsController, InteractionsController, DeviceController, UserinfoController, AccountController],
-  providers: [AccountForms, GrantsService, OidcJanitor, SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
+  providers: [AccountForms, GrantsService, OidcJanitor, OAuthTokenCache, SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
   exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER],
 })
 export class OidcModule {}

@@ -3,13 +3,17 @@
  * tenant create, list and delete its users; the provider looks them up by email (sign-in, with
  * the password check) and by id (the OIDC `sub`).
  */
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import Redis from 'ioredis';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
+import { AppConfig } from '../config/app-config';
+import { bumpGeneration, OAUTH_GENERATION } from '../keys/key-cache';
+import { REDIS } from '../redis/redis.module';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from './password';
 import { CreateUserDto, ListUsersQuery, UserList, UserResponse, UserRole } from './users.dto';
 
@@ -38,7 +42,11 @@ export const toUser = (r: UserRow): UserResponse => ({
 
 @Injectable()
 export class UsersService {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    @Inject(REDIS) private readonly redis: Redis,
+    private readonly config: AppConfig,
+  ) {}
 
   async create(p: Principal, dto: CreateUserDto): Promise<UserResponse> {
     const hash = await hashPassword(dto.password);
@@ -96,9 +104,20 @@ export class UsersService {
     return toUser(row);
   }
 
+  /** Deletes the user with their OAuth grants, tokens and sessions: the tokens stop working at once. */
   async remove(p: Principal, id: string): Promise<UserResponse> {
-    const [rows]: [UserRow[], number] = await this.db.query(`DELETE FROM users WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`, [p.tenantId, id]);
+    const rows = await this.db.transaction(async (m) => {
+      const [deleted]: [UserRow[], number] = await m.query(`DELETE FROM users WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`, [p.tenantId, id]);
+      if (deleted[0]) {
+        await m.query(
+          `DELETE FROM oidc_models WHERE payload->>'accountId' = $1 OR grant_id IN (SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1)`,
+          [id],
+        );
+      }
+      return deleted;
+    });
     if (!rows[0]) throw ApiError.notFound('not_found', 'No such user');
+    await bumpGeneration(this.redis, `${this.config.REDIS_PREFIX}${OAUTH_GENERATION}`);
     return toUser(rows[0]);
   }
 

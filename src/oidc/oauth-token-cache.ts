@@ -1,0 +1,18 @@
+/**
+ * OAuth access tokens resolved to Principals, cached in process exactly as API keys are
+ * (keys/key-cache.ts): an entry counts only under the current generation of OAuth changes in
+ * Redis, so a revocation (of a token, a grant, a user) that bumps it holds on every instance from
+ * the next request. Entries never outlive their token, nor KEY_CACHE_TTL_SECONDS.
+ */
+import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { KeyCache, OAUTH_GENERATION } from '../keys/key-cache';
+
+@Injectable()
+export class OAuthTokenCache extends KeyCache {
+  protected override readonly counterName = OAUTH_GENERATION;
+
+  static keyOf(token: string): string {
+    return createHash('sha256').update(token).digest('base64url');
+  }
+}
