@@ -108,6 +108,10 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const active = await oidc.tokenIntrospection(rp, access_token);
     expect(active).toMatchObject({ active: true, scope: 'core.note:read', client_id: client.client_id, exp: expect.any(Number) });
     await t.http.get('/items').set(bearer(access_token)).expect(200);
+    // Another client learns nothing about it.
+    const other = (await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'] }).expect(201)).body;
+    const foreign = await t.http.post('/auth/oauth2/introspect').auth(other.client_id, other.client_secret).type('form').send({ token: access_token });
+    expect(foreign.body).toEqual({ active: false });
 
     await oidc.tokenRevocation(rp, access_token);
     expect((await oidc.tokenIntrospection(rp, access_token)).active).toBe(false);

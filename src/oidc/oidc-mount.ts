@@ -46,7 +46,8 @@ export class OidcMount {
   readonly onRequest = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
     const query = req.url.indexOf('?');
     const path = (query === -1 ? req.url : req.url.slice(0, query)).replace(/\/+$/, '') || '/';
-    const route = PATHS.get(path) ?? (SUB_PATHS.test(path) ? { target: path, methods: path.startsWith(OIDC_ROUTES.end_session) ? POST : READ } : undefined);
+    // Any letter case, as the rest of the routing (app.factory.ts); the provider gets its own spelling.
+    const route = PATHS.get(path.toLowerCase()) ?? (SUB_PATHS.test(path) ? { target: path, methods: path.startsWith(OIDC_ROUTES.end_session) ? POST : READ } : undefined);
     if (!route || !route.methods.includes(req.method)) return done();
     const target = route.target;
     const url = target + (query === -1 ? '' : req.url.slice(query));

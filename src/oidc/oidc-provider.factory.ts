@@ -109,7 +109,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
-      introspection: { enabled: true },
+      // A client learns about its own tokens only: another client, of any tenant, gets {"active":false}.
+      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
       revocation: { enabled: true },
       registration: { enabled: true },
       userinfo: { enabled: true },
