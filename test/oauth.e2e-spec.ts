@@ -6,7 +6,10 @@
  */
 import * as oidc from 'openid-client';
 import request from 'supertest';
+import { CredentialsService } from '../src/auth/credentials.service';
 import { OidcJanitor } from '../src/oidc/oidc-janitor';
+import { Receiver } from './support/receiver';
+import { waitFor } from './support/wait';
 import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
 
@@ -92,6 +95,25 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expectError(await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.task', properties: { title: 'no' } }), 403, 'type_not_permitted');
     // The admin key's tenant is the client's: the item is there for it.
     await t.http.get(`/items/${note.body.id}`).set(bearer(admin)).expect(200);
+  });
+
+  it('delivers webhooks registered with an OAuth token, as that token may read', async () => {
+    const receiver = new Receiver();
+    const base = await receiver.start();
+    try {
+      const { access_token } = await oidc.clientCredentialsGrant(rp, { scope: 'core.note:write' });
+      await t.http.post('/webhooks').set(bearer(access_token)).send({ url: `${base}/app`, events: ['item.created'] }).expect(201);
+      const note = await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'seen by the app' } }).expect(201);
+      await t.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title: 'not for the app' } }).expect(201);
+      await waitFor(() => receiver.at('/app').length >= 1, 'the webhook delivery');
+      expect(JSON.parse(receiver.at('/app')[0].body).item.id).toBe(note.body.id);
+      const [{ tenant_id }] = await t.sql<{ tenant_id: string }>(`SELECT tenant_id FROM items WHERE id = $1`, [note.body.id]);
+      const owner = await t.app.get(CredentialsService).principalById(tenant_id, `client:${client.client_id}`);
+      expect(owner).toMatchObject({ kind: 'oauth', typePerms: { 'core.note': 'write' } });
+      expect(await t.app.get(CredentialsService).principalById('00000000-0000-0000-0000-000000000009', `client:${client.client_id}`)).toBeNull();
+    } finally {
+      await receiver.stop();
+    }
   });
 
   it('refuses a scope the client was not registered for (invalid_scope) and answers at the /auth/token alias', async () => {
@@ -279,9 +301,13 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(grant).toMatchObject({ client_name: 'Notes app', scope: expect.stringContaining('openid') });
     expect((await account.get(`/auth/grants/${grant.id}`).set('Accept', 'application/json').expect(200)).body.id).toBe(grant.id);
 
+    const [{ tenant_id }] = await t.sql<{ tenant_id: string }>(`SELECT tenant_id FROM users WHERE email = 'ada@example.com'`);
+    const credentials = t.app.get(CredentialsService);
+    expect(await credentials.principalById(tenant_id, grant.id)).toMatchObject({ kind: 'oauth', credentialId: grant.id, typePerms: { 'core.note': 'read' } });
     expect((await account.post(`/auth/grants/${grant.id}/revoke`).type('form').send({ csrf: 'forged' })).status).toBe(403);
     const revoked = await account.post(`/auth/grants/${grant.id}/revoke`).type('form').send({ csrf: field(page.text, 'csrf') });
     expect(revoked.status).toBe(303);
+    expect(await credentials.principalById(tenant_id, grant.id)).toBeNull();
     expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
     const refresh = await t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: rp.clientMetadata().client_id });
     expect(refresh.body.error).toBe('invalid_grant');

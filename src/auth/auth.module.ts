@@ -10,6 +10,7 @@ import { KeysModule } from '../keys/keys.module';
 import { OidcModule } from '../oidc/oidc.module';
 import { BearerStrategy } from './bearer.strategy';
 import { CredentialHook } from './credential.hook';
+import { CredentialsService } from './credentials.service';
 import { BearerGuard, InputGuard, PermissionGuard } from './guards';
 
 @Module({
@@ -17,10 +18,11 @@ import { BearerGuard, InputGuard, PermissionGuard } from './guards';
   providers: [
     BearerStrategy,
     CredentialHook,
+    CredentialsService,
     { provide: APP_GUARD, useClass: BearerGuard },
     { provide: APP_GUARD, useClass: PermissionGuard },
     { provide: APP_GUARD, useClass: InputGuard },
   ],
-  exports: [CredentialHook],
+  exports: [CredentialHook, CredentialsService],
 })
 export class AuthModule {}

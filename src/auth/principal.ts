@@ -31,4 +31,6 @@ export type Resolution = { principal: Principal } | { error: 'unauthorized' | 'e
 export const OAUTH_TOKEN_RESOLVER = Symbol('OAUTH_TOKEN_RESOLVER');
 export interface OAuthTokenResolver {
   resolve(token: string): Promise<Resolution>;
+  /** The Principal the credential (a grant, or `client:<id>`) stands for now; null once revoked. */
+  principalByCredential(tenantId: string, credentialId: string): Promise<Principal | null>;
 }

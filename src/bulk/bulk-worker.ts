@@ -7,7 +7,7 @@
  * the job is still this worker's and still where the worker thought it was; so whatever
  * happens (a SIGKILL, a lost Redis, two workers handed the same job) every item is changed
  * exactly once, and a resumed job starts after the last committed chunk. The cancel flag and
- * the credential (an API key revoked since submission fails the job) are checked between
+ * the credential (one revoked since submission fails the job) are checked between
  * chunks. On shutdown a run stops at the next chunk boundary and gives up its lease, so
  * another instance resumes it without waiting.
  */
@@ -23,7 +23,7 @@ import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { Outbox } from '../events/outbox';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
-import { KeysService } from '../keys/keys.service';
+import { CredentialsService } from '../auth/credentials.service';
 import { BulkSpec, CHUNK_SIZE, MAX_KEPT_ERRORS } from './bulk-actions';
 import { JOB_COLUMNS, JobRow, toJob } from './bulk-job.model';
 import { BulkRunner } from './bulk-runner';
@@ -57,7 +57,7 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly runner: BulkRunner,
-    private readonly keys: KeysService,
+    private readonly credentials: CredentialsService,
     private readonly outbox: Outbox,
     private readonly config: AppConfig,
     @InjectQueue(QUEUES.bulk) private readonly queue: Queue<JobRef>,
@@ -126,7 +126,7 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
       if (processed >= job.item_ids.length) return this.finish(ref, 'completed');
       if (this.stopping) return;
       const p = await this.principalOf(ref, job);
-      if (!p) return this.finish(ref, 'failed', 'The API key that started this job has been revoked');
+      if (!p) return this.finish(ref, 'failed', 'The credential that started this job has been revoked');
       const chunk = job.item_ids.slice(processed, processed + CHUNK_SIZE);
       const step = await this.commitChunk(ref, p, job.spec, chunk, processed, kept);
       if (!step) return;
@@ -136,14 +136,9 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
     }
   }
 
-  /**
-   * The credential as it is now: an API key is looked up again (cached by key generation, so
-   * a revocation is seen at the next chunk).
-   */
-  private async principalOf(ref: JobRef, job: Claimed): Promise<Principal | null> {
-    if (job.principal.kind === 'api_key') return this.keys.principalById(ref.tenantId, job.credential_id);
-    // OAuth tokens: the grant as it was at submission, until the OAuth provider offers a re-check.
-    return job.principal;
+  /** The credential as it is now (an API key, or an OAuth grant), so a revocation is seen at the next chunk. */
+  private principalOf(ref: JobRef, job: Claimed): Promise<Principal | null> {
+    return this.credentials.principalById(ref.tenantId, job.credential_id);
   }
 
   /** One chunk and the job's progress in one transaction; undefined when the run must stop. */

@@ -6,7 +6,7 @@
  */
 import { Module } from '@nestjs/common';
 import { ItemsModule } from '../items/items.module';
-import { KeysModule } from '../keys/keys.module';
+import { AuthModule } from '../auth/auth.module';
 import { SearchModule } from '../search/search.module';
 import { TypesModule } from '../types/types.module';
 import { BulkController } from './bulk.controller';
@@ -16,7 +16,7 @@ import { BulkSweeper } from './bulk-sweeper';
 import { BulkWorker } from './bulk-worker';
 
 @Module({
-  imports: [ItemsModule, SearchModule, TypesModule, KeysModule],
+  imports: [ItemsModule, SearchModule, TypesModule, AuthModule],
   controllers: [BulkController],
   providers: [BulkService, BulkRunner, BulkWorker, BulkSweeper],
 })

@@ -16,7 +16,7 @@ import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal';
 import { isId } from '../common/ids';
 import { AppConfig } from '../config/app-config';
-import { KeysService } from '../keys/keys.service';
+import { CredentialsService } from '../auth/credentials.service';
 import { RedisPubSub } from '../redis/redis.module';
 import { TypesService } from '../types/types.service';
 import { EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from './event-catalogue';
@@ -55,7 +55,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     @InjectDataSource() private readonly db: DataSource,
     private readonly config: AppConfig,
     private readonly pubsub: RedisPubSub,
-    private readonly keys: KeysService,
+    private readonly credentials: CredentialsService,
     private readonly types: TypesService,
   ) {}
 
@@ -159,7 +159,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   private async recheckCredentials(): Promise<void> {
     for (const sub of this.subscribers) {
       try {
-        const now = await this.keys.principalById(sub.principal.tenantId, sub.principal.credentialId);
+        const now = await this.credentials.principalById(sub.principal.tenantId, sub.principal.credentialId);
         if (now) sub.principal = now;
         else this.close(sub);
       } catch {

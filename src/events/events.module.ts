@@ -4,7 +4,7 @@
  * retention janitor. The event names and who may receive what are in event-catalogue.ts.
  */
 import { Module } from '@nestjs/common';
-import { KeysModule } from '../keys/keys.module';
+import { AuthModule } from '../auth/auth.module';
 import { TypesModule } from '../types/types.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { EventRelay } from './event-relay';
@@ -13,7 +13,7 @@ import { EventsJanitor } from './events-janitor';
 import { EventsController } from './events.controller';
 
 @Module({
-  imports: [WebhooksModule, KeysModule, TypesModule],
+  imports: [WebhooksModule, AuthModule, TypesModule],
   controllers: [EventsController],
   providers: [EventRelay, EventStream, EventsJanitor],
 })

@@ -6,9 +6,14 @@
  * app may do is exactly what was granted. Expired: 401 `expired_token`; unknown or revoked:
  * 401 `unauthorized`, at once: resolutions are cached (oauth-token-cache.ts) under a generation
  * that every revocation bumps.
+ *
+ * `principalByCredential` answers the same for the credential a token stood for (its grant, or
+ * `client:<id>` for client credentials), for what outlives a request: webhooks, event streams and
+ * bulk jobs started with an OAuth token are re-checked through it, so a revoked grant stops them.
  */
 import { Injectable } from '@nestjs/common';
 import type { OAuthTokenResolver, Principal, Resolution } from '../auth/principal';
+import { AppConfig } from '../config/app-config';
 import type { PermissionMap } from '../keys/api-key.entity';
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
@@ -30,6 +35,7 @@ export class OAuthTokens implements OAuthTokenResolver {
     private readonly oidc: OidcProvider,
     private readonly users: UsersService,
     private readonly cache: OAuthTokenCache,
+    private readonly config: AppConfig,
   ) {}
 
   async resolve(token: string): Promise<Resolution> {
@@ -48,24 +54,45 @@ export class OAuthTokens implements OAuthTokenResolver {
       (await provider.ClientCredentials.find(token, { ignoreExpiration: true }))) as StoredToken | undefined;
     if (!found) return { error: 'unauthorized' };
     if (found.isExpired) return { error: 'expired_token' };
-    const client = await provider.Client.find(found.clientId);
-    if (!client) return { error: 'unauthorized' };
+    const principal = await this.principalOf(found.clientId, found.accountId, found.grantId, (found.scope ?? '').split(' '));
+    return principal ? { principal, expiresAt: found.exp * 1000 } : { error: 'unauthorized' };
+  }
+
+  /** The Principal of a grant id, or of `client:<client id>`, as a token of it would have now; null once revoked. */
+  async principalByCredential(tenantId: string, credentialId: string): Promise<Principal | null> {
+    const provider = await this.oidc.get();
+    let principal: Principal | undefined;
+    if (credentialId.startsWith('client:')) {
+      const clientId = credentialId.slice('client:'.length);
+      const client = await provider.Client.find(clientId);
+      principal = client ? await this.principalOf(clientId, undefined, undefined, (client.scope ?? '').split(' ')) : undefined;
+    } else {
+      const grant = await provider.Grant.find(credentialId);
+      const scopes = grant ? `${grant.getOIDCScope()} ${grant.getResourceScope(this.config.baseUrl)}`.split(' ') : [];
+      principal = grant ? await this.principalOf(grant.clientId!, grant.accountId, credentialId, scopes) : undefined;
+    }
+    return principal?.tenantId === tenantId ? principal : null;
+  }
+
+  /** A token's Principal: the user's tenant (or the client's), its scopes' maps, the client's extension grant. */
+  private async principalOf(clientId: string, accountId: string | undefined, grantId: string | undefined, scopes: string[]): Promise<Principal | undefined> {
+    const client = await (await this.oidc.get()).Client.find(clientId);
+    if (!client) return undefined;
     const metadata = client.metadata() as { tenant_id?: string; extension_permissions?: PermissionMap };
-    const tenantId = found.accountId ? (await this.users.byId(found.accountId))?.tenant_id : metadata.tenant_id;
-    if (!tenantId) return { error: 'unauthorized' };
-    const scopes = (found.scope ?? '').split(' ').filter(Boolean);
-    const principal: Principal = {
+    const tenantId = accountId ? (await this.users.byId(accountId))?.tenant_id : metadata.tenant_id;
+    if (!tenantId) return undefined;
+    const granted = scopes.filter(Boolean);
+    return {
       tenantId,
-      credentialId: found.grantId ?? `client:${found.clientId}`,
+      credentialId: grantId ?? `client:${clientId}`,
       kind: 'oauth',
       role: 'member',
       isRootTenant: false,
-      source: `app:${found.clientId}`,
+      source: `app:${clientId}`,
       defaultTier: 'library',
-      ...permissionsOf(scopes),
+      ...permissionsOf(granted),
       extensionPerms: metadata.extension_permissions ?? {},
-      scopes,
+      scopes: granted,
     };
-    return { principal, expiresAt: found.exp * 1000 };
   }
 }

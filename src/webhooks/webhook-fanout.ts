@@ -11,7 +11,7 @@ import type { Principal } from '../auth/principal';
 import { newId } from '../common/ids';
 import type { Sql } from '../database/bookkeeping-db';
 import { mayReceive, renderBody, selects, StoredEvent } from '../events/event-catalogue';
-import { KeysService } from '../keys/keys.service';
+import { CredentialsService } from '../auth/credentials.service';
 import { TypesService } from '../types/types.service';
 import type { Prepared } from './webhook-dispatcher';
 
@@ -28,7 +28,7 @@ interface Subscription {
 @Injectable()
 export class WebhookFanout {
   constructor(
-    private readonly keys: KeysService,
+    private readonly credentials: CredentialsService,
     private readonly types: TypesService,
   ) {}
 
@@ -51,7 +51,7 @@ export class WebhookFanout {
       for (const s of mine) {
         if (!selects(s.events, s.type_filter, e, types)) continue;
         const ownerKey = `${s.tenant_id}:${s.credential_id}`;
-        if (!owners.has(ownerKey)) owners.set(ownerKey, await this.keys.principalById(s.tenant_id, s.credential_id));
+        if (!owners.has(ownerKey)) owners.set(ownerKey, await this.credentials.principalById(s.tenant_id, s.credential_id));
         const owner = owners.get(ownerKey);
         if (!owner || !mayReceive(owner, e, types)) continue;
         if (!bodies.has(ownerKey)) bodies.set(ownerKey, renderBody(owner, e));

@@ -4,7 +4,7 @@
  * Exports the fan-out, which the events relay runs for each batch of committed events.
  */
 import { Module } from '@nestjs/common';
-import { KeysModule } from '../keys/keys.module';
+import { AuthModule } from '../auth/auth.module';
 import { TypesModule } from '../types/types.module';
 import { WebhookDeliveryProcessor, WebhookDispatcher } from './webhook-dispatcher';
 import { WebhookFanout } from './webhook-fanout';
@@ -13,7 +13,7 @@ import { WebhooksController } from './webhooks.controller';
 import { WebhooksService } from './webhooks.service';
 
 @Module({
-  imports: [KeysModule, TypesModule],
+  imports: [AuthModule, TypesModule],
   controllers: [WebhooksController],
   providers: [WebhooksService, WebhookDispatcher, WebhookDeliveryProcessor, WebhookFanout, WebhookSweeper],
   exports: [WebhookFanout, WebhookDispatcher],
