@@ -271,6 +271,8 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expectError(await t.http.get('/items').set(bearer(refreshed.access_token)), 401, 'unauthorized');
     expect((await refresh(refreshed.refresh_token!)).body.error).toBe('invalid_grant');
     expect((await refresh(tokens.refresh_token!)).body.error).toBe('token_reuse_detected');
+    const revocations = (await t.http.get('/audit?action=auth.grant.revoked').set(bearer(admin)).expect(200)).body.events;
+    expect(revocations[0]).toMatchObject({ action: 'auth.grant.revoked', client_id: rp.clientMetadata().client_id, details: { by: 'token_reuse' } });
   });
 
   it('lists the grant on the account pages, revokes it there (tokens dead at once), and audits both', async () => {

@@ -2,10 +2,11 @@
  * The provider instance, built on first use rather than at start: its signing keys live in
  * the database, which a service started with MIGRATIONS_RUN=false may not have migrated yet.
  */
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { KoaContextWithOIDC, Provider } from 'oidc-provider';
 import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { UsersService } from '../users/users.service';
@@ -15,6 +16,7 @@ import { SigningKeys } from './signing-keys';
 
 @Injectable()
 export class OidcProvider {
+  private readonly logger = new Logger('OAuth');
   private instance?: Promise<Provider>;
   private csrf?: Promise<Buffer>;
 
@@ -25,6 +27,7 @@ export class OidcProvider {
     private readonly users: UsersService,
     private readonly keys: SigningKeys,
     private readonly tokenCache: OAuthTokenCache,
+    private readonly audit: AuditService,
   ) {}
 
   get(): Promise<Provider> {
@@ -46,9 +49,28 @@ export class OidcProvider {
     // (a reuse revokes the grant), is answered only once every instance will see it.
     provider.use(async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
       await next();
+      await (ctx.state as { revocationAudit?: Promise<void> }).revocationAudit;
       const refused = ctx.oidc?.route === 'token' && ctx.status >= 400 && (ctx.oidc.params as { grant_type?: string } | undefined)?.grant_type === 'refresh_token';
       if (ctx.oidc?.route === 'revocation' || refused) await this.tokenCache.invalidate();
     });
+    // Recorded before the response goes out (the middleware above waits for it).
+    provider.on('grant.revoked', (ctx: KoaContextWithOIDC, grantId: string) => {
+      (ctx.state as { revocationAudit?: Promise<void> }).revocationAudit = this.auditRevocation(ctx, grantId);
+    });
     return provider;
+  }
+
+  /** `auth.grant.revoked` for a grant the provider revoked (the revocation endpoint, a refresh token's reuse). */
+  private async auditRevocation(ctx: KoaContextWithOIDC, grantId: string): Promise<void> {
+    try {
+      const entities = ctx.oidc.entities as Record<string, { accountId?: string } | undefined>;
+      const accountId = entities.AccessToken?.accountId ?? entities.RefreshToken?.accountId;
+      const user = accountId ? await this.users.byId(accountId) : undefined;
+      if (!user) return; // a client-credentials token: no grant a user gave
+      const by = ctx.oidc.route === 'token' ? 'token_reuse' : 'revocation_endpoint';
+      await this.audit.record({ tenantId: user.tenant_id, action: 'auth.grant.revoked', clientId: ctx.oidc.client?.clientId, userId: user.id, grantId, details: { by } });
+    } catch (err) {
+      this.logger.warn({ err, grantId }, 'grant revocation not audited');
+    }
   }
 }
