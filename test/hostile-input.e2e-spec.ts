@@ -203,6 +203,9 @@ describe('hostile input (e2e)', () => {
     expect(badFields(await raw('/items', '{"type":"core.note","extensions":{"__proto__":{"a":1}}}'))).toEqual(['extensions.__proto__']);
     expect(badFields(await raw('/keys', '{"type_permissions":{"prototype":"read"}}'))).toEqual(['type_permissions.prototype']);
     expect(badFields(await raw('/items', '{"type":"core.note","properties":{"constructor":"x"}}'))).toEqual(['properties.constructor']);
+    // Found by the fuzzer: a nested `toString` was dropped by the validation layer, so a type was created without it.
+    expect(badFields(await raw('/items', '{"type":"core.note","properties":{"title":"t","meta":{"valueOf":1}}}'))).toEqual(['properties.meta.valueOf']);
+    expect(badFields(await raw('/types', '{"name":"acme.tostr","schema":{"type":"object"},"merge_policy":{"toString":1}}'))).toEqual(['merge_policy.toString']);
     expect(badFields(await raw('/edge-types', '{"name":"a.b","source_types":["*"],"target_types":["*"],"acyclic":null}'))).toEqual(['acyclic']);
     expectError(await raw('/types', '{"name":"acme.old","schema":{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}}'), 400, 'invalid_schema');
   });

@@ -24,7 +24,8 @@ describe('input policy', () => {
     expect(inputIssues(JSON.parse('{"properties":{"__proto__":{"x":1}}}'))).toEqual([{ field: 'properties.__proto__', message: expect.stringContaining('reserved') }]);
     expect(inputIssues({ a: { b: { constructor: 1, prototype: 2 } } }).map((i) => i.field)).toEqual(['a.b.constructor', 'a.b.prototype']);
     expect(inputIssues({ toString: 'x', name: 'ok' }).map((i) => i.field)).toEqual(['toString']);
-    expect(inputIssues({ properties: { toString: 'fine as data' } })).toEqual([]);
+    // Deep too: class-transformer would drop the key silently.
+    expect(inputIssues({ properties: { toString: 'x', nested: { valueOf: 1 } } }).map((i) => i.field)).toEqual(['properties.toString', 'properties.nested.valueOf']);
   });
 
   it('prefixes a path when given one (query and path parameters)', () => {

@@ -8,10 +8,11 @@
  *   the value would no longer match), so the honest answer is a 400 naming the field.
  * - JSON bodies nest at most MAX_JSON_DEPTH levels: every later step (validation, jsonb
  *   encoding, JSON.stringify) recurses, and a few thousand levels overflow the stack.
- * - The keys `__proto__`, `constructor` and `prototype` are refused at any depth, and at the top
- *   of a body or query string so is every other member name of Object.prototype (`toString`,
- *   `valueOf`, …): the transformation and validation libraries treat those names as their own,
- *   so such a field would be dropped or pass unchecked rather than be stored or refused.
+ * - The keys `__proto__`, `constructor`, `prototype` and every other member name of
+ *   Object.prototype (`toString`, `valueOf`, …) are refused at any depth: the transformation
+ *   and validation libraries treat those names as their own (class-transformer silently drops
+ *   such a key, even deep inside `properties`), so such a field would be lost or pass unchecked
+ *   rather than be stored or refused.
  */
 import type { FieldIssue } from './validation';
 
@@ -28,10 +29,9 @@ export function textIssue(text: string): string | undefined {
 
 const join = (path: string, key: string | number) => (path ? `${path}.${key}` : String(key));
 
-const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
-const OBJECT_MEMBERS = new Set([...Object.getOwnPropertyNames(Object.prototype), 'prototype']);
+const RESERVED_KEYS = new Set([...Object.getOwnPropertyNames(Object.prototype), 'prototype']);
 
-const isReservedKey = (key: string, depth: number) => RESERVED_KEYS.has(key) || (depth === 0 && OBJECT_MEMBERS.has(key));
+const isReservedKey = (key: string) => RESERVED_KEYS.has(key);
 
 export interface InputScan {
   /** Skip the text checks inside these top-level arrays' elements (checked per element later). */
@@ -66,7 +66,7 @@ export function inputIssues(value: unknown, path = '', scan: InputScan = {}): Fi
       // A key that is not valid text is named quoted (JSON-escaped), here and below it.
       const field = join(at, text ? JSON.stringify(key) : key);
       if (text) issues.push({ field, message: `has a key that ${text}` });
-      else if (checkText && isReservedKey(key, depth)) issues.push({ field, message: 'is a reserved name, not accepted as a field' });
+      else if (checkText && isReservedKey(key)) issues.push({ field, message: 'is a reserved name, not accepted as a field' });
       if (depth === 0 && key === scan.perElement && Array.isArray(x)) {
         x.forEach((element, i) => visit(element, join(field, i), depth + 2, false));
       } else {
