@@ -45,6 +45,7 @@ import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { Pool } from 'pg';
 import { CLOCK_TICKS, cpuMs, dropDatabase, startService } from './service';
+import { prng } from './text';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_bulk';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -57,21 +58,8 @@ const SEED_BATCH = 1000;
 const SEED_CONCURRENCY = Math.max(1, Number(process.env.BENCH_SEED_CONCURRENCY ?? 2));
 const POLL_MS = 100;
 
-// ------------------------------------------------------------------ database
-
 // ------------------------------------------------------------------ text
 
-/** mulberry32: a small deterministic PRNG, so every run writes the same items. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const WORDS = (require('an-array-of-english-words') as string[]).filter((w) => /^[a-z]{3,10}$/.test(w)).slice(0, 20_000);

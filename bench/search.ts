@@ -36,6 +36,7 @@ import { matchClause, parseSearch } from '../src/search/search-query';
 import { fallbackApplies, searchStatement } from '../src/search/search.sql';
 import { SearchStatements } from '../src/search/search-statements';
 import { cpuMs, startService } from './service';
+import { prng } from './text';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_search';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -67,17 +68,6 @@ function serviceEnv(): Record<string, string> {
 
 // ------------------------------------------------------------------ text generation
 
-/** mulberry32: a small deterministic PRNG, so every run seeds and queries alike. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The commonest English words, at the top of the frequency ranking. */
 const COMMON = (
