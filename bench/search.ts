@@ -68,7 +68,6 @@ function serviceEnv(): Record<string, string> {
 
 // ------------------------------------------------------------------ text generation
 
-
 /** The commonest English words, at the top of the frequency ranking. */
 const COMMON = (
   'the of and to in is was for that on with as by at from it his an were are which this be or has had not but ' +
