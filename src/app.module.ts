@@ -30,6 +30,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
 import { BulkModule } from './bulk/bulk.module';
 import { UsersModule } from './users/users.module';
 import { OidcModule } from './oidc/oidc.module';
+import { IntegrationsModule } from './integrations/integrations.module';
 
 @Module({})
 export class AppModule {
@@ -51,6 +52,7 @@ export class AppModule {
         TenantsModule,
         UsersModule,
         OidcModule,
+        IntegrationsModule,
         IdempotencyModule,
         TypesModule,
         BulkModule,

@@ -16,6 +16,7 @@ import { Users1732300001300 } from './1732300001300-users';
 import { Oidc1732300001400 } from './1732300001400-oidc';
 import { OauthDevicePolls1732300001500 } from './1732300001500-oauth-device-polls';
 import { Audit1732300001600 } from './1732300001600-audit';
+import { Integrations1732300001700 } from './1732300001700-integrations';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -35,4 +36,5 @@ export const migrations = [
   Oidc1732300001400,
   OauthDevicePolls1732300001500,
   Audit1732300001600,
+  Integrations1732300001700,
 ];

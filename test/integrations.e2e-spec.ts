@@ -1,0 +1,107 @@
+/**
+ * The integration manifest registry (SPEC 2.6, 4.4; CONTRACT "Integrations"): the root tenant's
+ * admins register manifests, validated field by field; every credential lists and reads them.
+ */
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { badFields, expectError } from './support/envelope';
+
+const manifest = (over: Record<string, unknown> = {}) => ({
+  name: 'acme.tasks',
+  version: '1.0.0',
+  publisher: 'Acme Inc.',
+  direction: 'read',
+  runtime_compatibility: ['svc>=4.2'],
+  triggers: [{ kind: 'schedule', schedule: 'every 15 minutes' }],
+  oauth: { authorize_url: 'https://auth.acme.example/authorize', token_url: 'https://auth.acme.example/token', scopes: ['tasks.read'] },
+  webhook_verification: { scheme: 'hmac-sha256', header: 'X-Acme-Signature' },
+  target_types: ['core.task'],
+  permissions: ['core.task:write', 'metadata:write'],
+  ...over,
+});
+
+describe('integrations', () => {
+  let t: TestApp;
+  let root: string;
+  let member: string;
+  let otherAdmin: string;
+
+  beforeAll(async () => {
+    t = await startApp();
+    root = (await bootstrapAdmin(t)).key;
+    member = (await createKey(t, root, { label: 'member', role: 'member' })).key;
+    otherAdmin = (await createTenant(t, root)).key;
+  });
+  afterAll(async () => t?.close());
+
+  const register = (key: string, body: unknown) => t.http.post('/integrations').set(bearer(key)).send(body as object);
+
+  it('registers a manifest for a root-tenant admin and answers the full record with a summary', async () => {
+    const res = await register(root, { manifest: manifest() });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      id: expect.any(String),
+      manifest_name: 'acme.tasks',
+      manifest_version: '1.0.0',
+      publisher: 'Acme Inc.',
+      direction: 'read',
+      runtime_compatibility: ['svc>=4.2'],
+      registered_at: expect.stringMatching(/Z$/),
+      manifest: manifest(),
+      summary: expect.stringContaining('acme.tasks 1.0.0 by Acme Inc.'),
+    });
+    expect(res.body.summary).toContain('core.task:write');
+    expect(res.body.summary).toContain('auth.acme.example');
+    const read = await t.http.get(`/integrations/${res.body.id}`).set(bearer(otherAdmin)).expect(200);
+    expect(read.body).toEqual(res.body);
+  });
+
+  it('takes a new version as a new record and refuses the same version twice (409)', async () => {
+    expect((await register(root, { manifest: manifest({ version: '1.1.0' }) })).status).toBe(201);
+    expectError(await register(root, { manifest: manifest({ version: '1.1.0', publisher: 'Someone else' }) }), 409, 'conflict');
+  });
+
+  it('names every bad manifest field', async () => {
+    const bad = manifest({
+      name: 'Not A Name',
+      version: 'one',
+      direction: 'sideways',
+      runtime_compatibility: [],
+      oauth: { authorize_url: 'http://insecure.example/a', token_url: 'https://x.example/t' },
+      permissions: ['core.task:delete'],
+      extra: true,
+    });
+    delete (bad as Record<string, unknown>).publisher;
+    const fields = badFields(await register(root, { manifest: bad }));
+    expect(fields).toEqual(
+      expect.arrayContaining(['manifest.name', 'manifest.version', 'manifest.direction', 'manifest.runtime_compatibility', 'manifest.oauth.authorize_url', 'manifest.publisher', 'manifest.extra']),
+    );
+    expect(badFields(await register(root, { manifest: manifest({ permissions: ['core.task:delete'], target_types: ['Bad Type'] }) })).sort()).toEqual([
+      'manifest.permissions.0',
+      'manifest.target_types.0',
+    ]);
+    expect(badFields(await register(root, { manifest: manifest({ direction: 'bidirectional', version: '2.0.0' }) }))).toEqual(['manifest.bidirectional']);
+    expect(badFields(await register(root, {}))).toEqual(['manifest']);
+  });
+
+  it('is registered by the root tenant\'s admins only', async () => {
+    expectError(await register(otherAdmin, { manifest: manifest({ version: '9.0.0' }) }), 403, 'forbidden');
+    expectError(await register(member, { manifest: manifest({ version: '9.0.0' }) }), 403, 'forbidden');
+    expectError(await t.http.post('/integrations').send({ manifest: manifest() }), 401, 'unauthorized');
+  });
+
+  it('lists newest first with a name filter and cursor pagination, for any credential', async () => {
+    await register(root, { manifest: manifest({ name: 'acme.notes', version: '0.1.0' }) }).expect(201);
+    const page1 = await t.http.get('/integrations?name=acme.tasks&limit=1').set(bearer(member)).expect(200);
+    expect(page1.body.integrations.map((i: { manifest_version: string }) => i.manifest_version)).toEqual(['1.1.0']);
+    const page2 = await t.http.get(`/integrations?name=acme.tasks&limit=1&cursor=${page1.body.next_cursor}`).set(bearer(member)).expect(200);
+    expect(page2.body.integrations.map((i: { manifest_version: string }) => i.manifest_version)).toEqual(['1.0.0']);
+    expect(page2.body.next_cursor).toBeNull();
+    expect((await t.http.get('/integrations').set(bearer(otherAdmin)).expect(200)).body.integrations).toHaveLength(3);
+  });
+
+  it('answers 404 integration_not_found for an unknown id, whatever its shape', async () => {
+    expectError(await t.http.get('/integrations/00000000-0000-4000-8000-000000000000').set(bearer(member)), 404, 'integration_not_found');
+    expectError(await t.http.get('/integrations/nope').set(bearer(member)), 404, 'integration_not_found');
+    expectError(await t.http.get('/integrations/nope'), 401, 'unauthorized');
+  });
+});
