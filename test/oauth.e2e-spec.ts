@@ -8,6 +8,7 @@ import * as oidc from 'openid-client';
 import request from 'supertest';
 import { CredentialsService } from '../src/auth/credentials.service';
 import { OidcJanitor } from '../src/oidc/oidc-janitor';
+import { browse as browseOn, field } from './support/browse';
 import { Receiver } from './support/receiver';
 import { waitFor } from './support/wait';
 import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
@@ -187,21 +188,7 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
   });
   afterAll(async () => t?.close());
 
-  /** Follows redirects on the service (keeping its cookies) until one leaves it; returns that Location. */
-  async function browse(agent: ReturnType<typeof request.agent>, path: string): Promise<{ page?: string; path: string; leftTo?: string }> {
-    let at = path;
-    for (let i = 0; i < 10; i++) {
-      const res = await agent.get(at);
-      if (res.status === 200) return { page: res.text, path: at };
-      expect([302, 303]).toContain(res.status);
-      const next = new URL(res.headers.location, t.url);
-      if (next.origin !== t.url) return { path: at, leftTo: next.toString() };
-      at = next.pathname + next.search;
-    }
-    throw new Error('redirect loop');
-  }
-
-  const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? '';
+  const browse = (agent: ReturnType<typeof request.agent>, path: string) => browseOn(agent, t.url, path);
 
   it('signs in, lets the user untick scopes, and issues tokens with exactly what was granted', async () => {
     const agent = request.agent(t.url);

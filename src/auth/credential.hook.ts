@@ -4,27 +4,38 @@
  * the rate limiter after it needs to know the caller, and the BearerGuard decides per route.
  */
 import { Injectable } from '@nestjs/common';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import passport from 'passport';
-import { AuthenticationFailure } from './bearer.strategy';
-import type { Principal } from './principal';
+import type { FastifyRequest } from 'fastify';
+import { AuthenticationFailure, BearerStrategy } from './bearer.strategy';
 
 @Injectable()
 export class CredentialHook {
-  /** A fastify onRequest hook. */
-  readonly onRequest = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
+  constructor(private readonly strategy: BearerStrategy) {}
+
+  /**
+   * A fastify onRequest hook. Only the Authorization header is a credential (SPEC 5.1), parsed
+   * as passport-http-bearer does (`Bearer <token>`, the scheme in any case, one space), but
+   * handed to this application's own strategy: passport's registry is process-wide, and two
+   * instances in one process (the tests) would otherwise check each other's keys.
+   */
+  readonly onRequest = (req: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
     const authorization = req.headers.authorization;
     if (authorization === undefined) return done();
-    // Only the Authorization header is a credential (SPEC 5.1). passport-http-bearer also reads
-    // `access_token` from the body and the query: that would accept a token from the URL next to
-    // a non-Bearer header, and refuse a valid header when a JSON body has an `access_token` field.
-    const headersOnly = { headers: { authorization } };
-    passport.authenticate('bearer', { session: false }, (err: unknown, principal: Principal | false) => {
-      if (err instanceof AuthenticationFailure) req.authError = err.reason;
-      else if (err) return done(err as Error);
-      else if (principal) req.principal = principal;
-      else req.authError = 'unauthorized'; // malformed Authorization header
-      done();
-    })(headersOnly, reply.raw, done);
+    const parts = authorization.split(' ');
+    if (parts.length !== 2 || !/^Bearer$/i.test(parts[0]) || !parts[1]) {
+      req.authError = 'unauthorized'; // malformed Authorization header
+      return done();
+    }
+    this.strategy.validate(parts[1]).then(
+      (principal) => {
+        req.principal = principal;
+        done();
+      },
+      (err: unknown) => {
+        if (err instanceof AuthenticationFailure) {
+          req.authError = err.reason;
+          done();
+        } else done(err as Error);
+      },
+    );
   };
 }

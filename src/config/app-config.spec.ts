@@ -77,3 +77,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ SOMETHING_ELSE: '???' })).not.toThrow();
   });
 });
+
+describe('production requirements', () => {
+  const key = 'a'.repeat(64);
+  it('refuses to start in production without SVC_ENCRYPTION_KEY or SVC_OAUTH_REDIRECT_ALLOWLIST', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', SVC_OAUTH_REDIRECT_ALLOWLIST: 'https://a.example/b' })).toThrow(/SVC_ENCRYPTION_KEY/);
+    expect(() => loadConfig({ NODE_ENV: 'production', SVC_ENCRYPTION_KEY: key })).toThrow(/SVC_OAUTH_REDIRECT_ALLOWLIST/);
+    expect(loadConfig({ NODE_ENV: 'production', SVC_ENCRYPTION_KEY: key, SVC_OAUTH_REDIRECT_ALLOWLIST: 'https://a.example/b' }).isProduction).toBe(true);
+  });
+});

@@ -129,6 +129,12 @@ export class AppConfig {
   @bool() @IsBoolean()
   SVC_SIGNUP_ENABLED = false;
 
+  /** Comma list of the redirect_uri values the connector OAuth bootstrap (/oauth/start) may send
+   *  a user back to, compared after normalising scheme, host, default port and path. Required in
+   *  production. */
+  @IsOptional() @IsString()
+  SVC_OAUTH_REDIRECT_ALLOWLIST?: string;
+
   /** Seconds a device-flow client waits between polls (`interval`); faster is `slow_down`. */
   @int() @IsInt() @Min(1) @Max(60)
   OAUTH_DEVICE_POLL_INTERVAL = 5;
@@ -198,7 +204,7 @@ export class ConfigError extends Error {}
 
 /** Builds the config from an environment; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
-  const known = Object.keys(new AppConfig()).concat(['SVC_BASE_URL', 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 'SVC_ENCRYPTION_KEY']);
+  const known = Object.keys(new AppConfig()).concat(['SVC_BASE_URL', 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 'SVC_ENCRYPTION_KEY', 'SVC_OAUTH_REDIRECT_ALLOWLIST']);
   const raw: Record<string, unknown> = {};
   for (const name of known) {
     const value = env[name];
@@ -208,6 +214,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const errors = validateSync(config, { skipMissingProperties: false });
   if (!errors.length && config.isProduction && !config.SVC_ENCRYPTION_KEY) {
     throw new ConfigError('invalid configuration: SVC_ENCRYPTION_KEY is required when NODE_ENV=production');
+  }
+  if (!errors.length && config.isProduction && !config.SVC_OAUTH_REDIRECT_ALLOWLIST?.trim()) {
+    throw new ConfigError('invalid configuration: SVC_OAUTH_REDIRECT_ALLOWLIST is required when NODE_ENV=production');
   }
   if (errors.length > 0) {
     const first = errors[0];

@@ -13,7 +13,8 @@ import type { FieldIssue } from '../common/validation';
 
 export const DIRECTIONS = ['read', 'write', 'bidirectional'] as const;
 
-const https = { type: 'string', format: 'uri', pattern: '^https://', maxLength: 2000 };
+/** HTTPS, or plain HTTP to a loopback host (local development, as for webhooks). */
+const https = { type: 'string', format: 'uri', pattern: '^(https://|http://(127\\.0\\.0\\.1|localhost|\\[::1\\])[:/])', maxLength: 2000 };
 const text = (max: number) => ({ type: 'string', minLength: 1, maxLength: max });
 
 export const MANIFEST_SCHEMA = {

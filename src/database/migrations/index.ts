@@ -17,6 +17,7 @@ import { Oidc1732300001400 } from './1732300001400-oidc';
 import { OauthDevicePolls1732300001500 } from './1732300001500-oauth-device-polls';
 import { Audit1732300001600 } from './1732300001600-audit';
 import { Integrations1732300001700 } from './1732300001700-integrations';
+import { Connections1732300001800 } from './1732300001800-connections';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -37,4 +38,5 @@ export const migrations = [
   OauthDevicePolls1732300001500,
   Audit1732300001600,
   Integrations1732300001700,
+  Connections1732300001800,
 ];

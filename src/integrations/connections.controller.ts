@@ -1,0 +1,70 @@
+import { Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { Caller, Public, Requires } from '../auth/decorators';
+import type { Principal } from '../auth/principal';
+import { ParseIdPipe } from '../common/ids';
+import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ConnectionList, ConnectionResponse, ConnectorCallbackQuery, ListConnectionsQuery, StartConnectionQuery } from './connections.dto';
+import { ConnectionsService } from './connections.service';
+
+@ApiTags('integrations')
+@ApiBearerAuth()
+@Controller()
+export class ConnectionsController {
+  constructor(private readonly connections: ConnectionsService) {}
+
+  @Get('oauth/start')
+  @Requires({ admin: true })
+  @ApiOperation({
+    summary: 'Start connecting an integration to its upstream (admin): 302 to the upstream\'s authorize URL, with PKCE S256 and a sealed, single-use state',
+    description: 'The JSON body repeats the URL as `authorize_url` for callers that do not follow redirects.',
+  })
+  @ApiResponse({ status: 302, description: 'To the upstream' })
+  @ApiErrors(400, 401, 403, 404, 429)
+  async start(@Caller() caller: Principal, @Query() q: StartConnectionQuery, @Res() reply: FastifyReply): Promise<void> {
+    const url = await this.connections.start(caller, q.integration_id, q.redirect_uri);
+    await reply.status(302).header('Location', url).header('Cache-Control', 'no-store').send({ authorize_url: url });
+  }
+
+  @Get('oauth/callback/:provider')
+  @Public()
+  @ApiOperation({
+    summary: 'Where the upstream sends the user back: exchanges the code, stores the tokens sealed in a connection, and redirects to the redirect_uri with connection_id (or error)',
+  })
+  @ApiResponse({ status: 302, description: 'To the redirect_uri given at /oauth/start' })
+  @ApiErrors(400, 429)
+  async callback(@Param('provider') provider: string, @Query() q: ConnectorCallbackQuery, @Res() reply: FastifyReply): Promise<void> {
+    const to = await this.connections.callback(provider, q);
+    await reply.status(302).header('Location', to).header('Cache-Control', 'no-store').send({ redirect_to: to });
+  }
+
+  @Get('connections')
+  @Requires({ admin: true })
+  @ApiOperation({ summary: 'The tenant\'s connections, newest first (tokens are never returned)' })
+  @ApiOkResponse({ type: ConnectionList })
+  @ApiErrors(400, 401, 403, 429)
+  list(@Caller() caller: Principal, @Query() q: ListConnectionsQuery): Promise<ConnectionList> {
+    return this.connections.list(caller, q);
+  }
+
+  @Delete('connections/:id')
+  @Requires({ admin: true })
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Delete a connection and its stored tokens' })
+  @ApiOkResponse({ type: ConnectionResponse })
+  @ApiErrors(400, 401, 403, 404, 429)
+  remove(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<ConnectionResponse> {
+    return this.connections.remove(caller, id);
+  }
+
+  @Post('connections/:id/refresh')
+  @Requires({ admin: true })
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Get a new upstream access token with the stored refresh token' })
+  @ApiOkResponse({ type: ConnectionResponse })
+  @ApiErrors(400, 401, 403, 404, 429)
+  refresh(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<ConnectionResponse> {
+    return this.connections.refresh(caller, id);
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * The connector OAuth bootstrap (SPEC 5.9) and the connections it makes.
+ *
+ * `start`: for an integration whose manifest has `oauth`, with a `redirect_uri` on
+ * SVC_OAUTH_REDIRECT_ALLOWLIST, sends the user to the upstream's authorize URL with PKCE S256.
+ * The `state` is sealed by the service (AES-256-GCM: authenticated, so it cannot be forged or
+ * altered, and encrypted, so the PKCE verifier it carries is not readable on the way), expires
+ * after STATE_TTL_SECONDS and is used once (a Redis marker).
+ * `callback`: opens the state, exchanges the code with the verifier at the upstream's token URL,
+ * stores the tokens sealed in a connection of the tenant, and returns the redirect_uri to send
+ * the user back to. A tampered, expired or replayed state stores nothing.
+ * `refresh`: a new access token from the stored refresh token.
+ */
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import Redis from 'ioredis';
+import { createHash, randomBytes } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import type { Principal } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { isId, newId } from '../common/ids';
+import { decodeCursor, pageOf } from '../common/pagination';
+import { AppConfig } from '../config/app-config';
+import { SecretBox } from '../crypto/secret-box';
+import { REDIS } from '../redis/redis.module';
+import { ConnectionList, ConnectionResponse } from './connections.dto';
+import { IntegrationsService } from './integrations.service';
+import type { Manifest } from './manifest-schema';
+import { normalizeRedirect, redirectAllowlist } from './redirect-allowlist';
+
+const STATE_TTL_SECONDS = 600;
+const STATE_AAD = 'connector-oauth-state';
+const UPSTREAM_TIMEOUT_MS = 10_000;
+
+interface State {
+  nonce: string;
+  tenantId: string;
+  credentialId: string;
+  integrationId: string;
+  provider: string;
+  redirectUri: string;
+  verifier: string;
+  exp: number;
+}
+
+interface ConnectionRow {
+  tenant_id: string;
+  id: string;
+  integration_id: string;
+  provider: string;
+  access_token_sealed: string;
+  refresh_token_sealed: string | null;
+  token_type: string | null;
+  scope: string | null;
+  expires_at: Date | null;
+  created_at: Date;
+  refreshed_at: Date | null;
+}
+
+interface UpstreamTokens {
+  access_token: string;
+  refresh_token?: string;
+  token_type?: string;
+  scope?: string;
+  expires_in?: number;
+}
+
+const invalidRequest = (message: string) => ApiError.badRequest('invalid_request', message);
+const tokenAad = (tenantId: string, id: string, which: 'access' | 'refresh') => `connection:${tenantId}:${id}:${which}`;
+const toConnection = (r: ConnectionRow): ConnectionResponse => ({
+  id: r.id,
+  integration_id: r.integration_id,
+  provider: r.provider,
+  scope: r.scope,
+  token_type: r.token_type,
+  expires_at: r.expires_at?.toISOString() ?? null,
+  has_refresh_token: r.refresh_token_sealed !== null,
+  created_at: r.created_at.toISOString(),
+  refreshed_at: r.refreshed_at?.toISOString() ?? null,
+});
+
+@Injectable()
+export class ConnectionsService {
+  private readonly allowlist: Set<string>;
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    @Inject(REDIS) private readonly redis: Redis,
+    private readonly secrets: SecretBox,
+    private readonly integrations: IntegrationsService,
+    private readonly config: AppConfig,
+  ) {
+    this.allowlist = redirectAllowlist(config.SVC_OAUTH_REDIRECT_ALLOWLIST);
+  }
+
+  callbackUrl(provider: string): string {
+    return `${this.config.baseUrl}/oauth/callback/${encodeURIComponent(provider)}`;
+  }
+
+  /** The upstream authorize URL to send the user to. */
+  async start(p: Principal, integrationId: string | undefined, redirectUri: string | undefined): Promise<string> {
+    if (!integrationId) throw invalidRequest('integration_id is required');
+    const integration = await this.integrations.get(integrationId);
+    const manifest = integration.manifest as unknown as Manifest;
+    if (!manifest.oauth) throw invalidRequest(`Integration ${manifest.name} does not connect with OAuth`);
+    const normalized = redirectUri ? normalizeRedirect(redirectUri) : undefined;
+    if (!normalized || !this.allowlist.has(normalized)) throw invalidRequest('redirect_uri is not on the service\'s redirect allowlist');
+    const verifier = randomBytes(32).toString('base64url');
+    const state: State = {
+      nonce: randomBytes(16).toString('base64url'),
+      tenantId: p.tenantId,
+      credentialId: p.credentialId,
+      integrationId: integration.id,
+      provider: manifest.name,
+      redirectUri: normalized,
+      verifier,
+      exp: Math.floor(Date.now() / 1000) + STATE_TTL_SECONDS,
+    };
+    const url = new URL(manifest.oauth.authorize_url);
+    const params: Record<string, string> = {
+      response_type: 'code',
+      client_id: manifest.oauth.client_id ?? '',
+      redirect_uri: this.callbackUrl(manifest.name),
+      state: await this.secrets.seal(JSON.stringify(state), STATE_AAD),
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
+      ...(manifest.oauth.scopes?.length ? { scope: manifest.oauth.scopes.join(' ') } : {}),
+    };
+    for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+    return url.toString();
+  }
+
+  /**
+   * Completes the flow; answers where to send the user (the redirect_uri, with `connection_id`,
+   * or with `error` when the upstream refused). A bad state is 400 and stores nothing.
+   */
+  async callback(provider: string, q: { code?: string; state?: string; error?: string }): Promise<string> {
+    const state = await this.openState(q.state, provider);
+    const back = new URL(state.redirectUri);
+    if (q.error || !q.code) {
+      back.searchParams.set('error', q.error ? String(q.error).slice(0, 100) : 'invalid_request');
+      return back.toString();
+    }
+    const integration = await this.integrations.get(state.integrationId);
+    const manifest = integration.manifest as unknown as Manifest;
+    const tokens = await this.tokenRequest(manifest, {
+      grant_type: 'authorization_code',
+      code: q.code,
+      redirect_uri: this.callbackUrl(provider),
+      code_verifier: state.verifier,
+      client_id: manifest.oauth!.client_id ?? '',
+    });
+    const id = newId();
+    await this.db.query(
+      `INSERT INTO connections (tenant_id, id, integration_id, provider, access_token_sealed, refresh_token_sealed, token_type, scope, expires_at, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      [
+        state.tenantId, id, state.integrationId, provider,
+        await this.secrets.seal(tokens.access_token, tokenAad(state.tenantId, id, 'access')),
+        tokens.refresh_token ? await this.secrets.seal(tokens.refresh_token, tokenAad(state.tenantId, id, 'refresh')) : null,
+        tokens.token_type ?? null, tokens.scope ?? null, this.expiry(tokens), state.credentialId,
+      ],
+    );
+    back.searchParams.set('connection_id', id);
+    return back.toString();
+  }
+
+  async list(p: Principal, q: { limit?: number; cursor?: string }): Promise<ConnectionList> {
+    const limit = q.limit ?? 50;
+    const after = decodeCursor(q.cursor);
+    const rows: ConnectionRow[] = await this.db.query(
+      `SELECT * FROM connections WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+        ORDER BY created_at DESC, id DESC LIMIT $4`,
+      [p.tenantId, after?.createdAt ?? null, after?.id ?? null, limit + 1],
+    );
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    return { connections: page.map(toConnection), next_cursor };
+  }
+
+  async remove(p: Principal, id: string): Promise<ConnectionResponse> {
+    const [rows]: [ConnectionRow[], number] = await this.db.query(`DELETE FROM connections WHERE tenant_id = $1 AND id = $2 RETURNING *`, [p.tenantId, id]);
+    if (!rows[0]) throw ApiError.notFound('not_found', 'No such connection');
+    return toConnection(rows[0]);
+  }
+
+  /** A new access token from the stored refresh token (the upstream may rotate the refresh token too). */
+  async refresh(p: Principal, id: string): Promise<ConnectionResponse> {
+    const [row]: ConnectionRow[] = await this.db.query(`SELECT * FROM connections WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
+    if (!row) throw ApiError.notFound('not_found', 'No such connection');
+    if (!row.refresh_token_sealed) throw invalidRequest('This connection has no refresh token');
+    const manifest = (await this.integrations.get(row.integration_id)).manifest as unknown as Manifest;
+    const refreshToken = await this.secrets.open(row.refresh_token_sealed, tokenAad(p.tenantId, id, 'refresh'));
+    const tokens = await this.tokenRequest(manifest, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: manifest.oauth!.client_id ?? '' });
+    const [[updated]]: [ConnectionRow[], number] = await this.db.query(
+      `UPDATE connections SET access_token_sealed = $3, refresh_token_sealed = coalesce($4, refresh_token_sealed), token_type = $5,
+              scope = coalesce($6, scope), expires_at = $7, refreshed_at = now()
+        WHERE tenant_id = $1 AND id = $2 RETURNING *`,
+      [
+        p.tenantId, id,
+        await this.secrets.seal(tokens.access_token, tokenAad(p.tenantId, id, 'access')),
+        tokens.refresh_token ? await this.secrets.seal(tokens.refresh_token, tokenAad(p.tenantId, id, 'refresh')) : null,
+        tokens.token_type ?? null, tokens.scope ?? null, this.expiry(tokens),
+      ],
+    );
+    return toConnection(updated);
+  }
+
+  private expiry(tokens: UpstreamTokens): Date | null {
+    return typeof tokens.expires_in === 'number' ? new Date(Date.now() + tokens.expires_in * 1000) : null;
+  }
+
+  /** The state, if it is this service's, unexpired, for this provider, and not used before. */
+  private async openState(sealed: string | undefined, provider: string): Promise<State> {
+    let state: State;
+    try {
+      state = JSON.parse(await this.secrets.open(String(sealed ?? ''), STATE_AAD)) as State;
+    } catch {
+      throw invalidRequest('The state is not one this service issued');
+    }
+    if (state.exp < Date.now() / 1000) throw invalidRequest('The state has expired; start again');
+    if (state.provider !== provider || !isId(state.integrationId)) throw invalidRequest('The state belongs to another provider');
+    const first = await this.redis.set(`${this.config.REDIS_PREFIX}connector-state:${state.nonce}`, '1', 'EX', STATE_TTL_SECONDS, 'NX');
+    if (first !== 'OK') throw invalidRequest('The state was used already; start again');
+    return state;
+  }
+
+  private async tokenRequest(manifest: Manifest, form: Record<string, string>): Promise<UpstreamTokens> {
+    let res: Response;
+    try {
+      res = await fetch(manifest.oauth!.token_url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body: new URLSearchParams(form),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(UPSTREAM_TIMEOUT_MS),
+      });
+    } catch (err) {
+      throw new ApiError(502, 'invalid_grant', `The upstream token endpoint did not answer (${(err as Error).message})`);
+    }
+    const body = (await res.json().catch(() => ({}))) as UpstreamTokens & { error?: string; error_description?: string };
+    if (!res.ok || typeof body.access_token !== 'string') {
+      throw ApiError.badRequest('invalid_grant', `The upstream refused the exchange: ${body.error ?? res.status}${body.error_description ? ` (${body.error_description})` : ''}`);
+    }
+    return body;
+  }
+}

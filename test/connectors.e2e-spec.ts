@@ -1,0 +1,144 @@
+/**
+ * The connector OAuth bootstrap (SPEC 5.9; issue 18): the service connects an integration to its
+ * upstream, here a second instance of the service acting as the OAuth provider, over real HTTP.
+ * The round trip, every refusal (redirect_uri off the allowlist, tampered, expired and replayed
+ * state), tokens sealed at rest, refresh through the stored refresh token, delete.
+ */
+import request from 'supertest';
+import { SecretBox } from '../src/crypto/secret-box';
+import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
+import { browse, field } from './support/browse';
+import { badFields, expectError } from './support/envelope';
+
+const BACK = 'https://app.example.com/connected';
+
+describe('connector OAuth bootstrap', () => {
+  let upstream: TestApp;
+  let svc: TestApp;
+  let admin: string;
+  let integrationId: string;
+
+  beforeAll(async () => {
+    upstream = await startApp();
+    svc = await startApp({ SVC_OAUTH_REDIRECT_ALLOWLIST: `${BACK}, http://127.0.0.1:9/other` });
+    const upAdmin = (await bootstrapAdmin(upstream)).key;
+    await upstream.http.post('/users').set(bearer(upAdmin)).send({ email: 'owner@upstream.example', password: 'upstream password', name: 'Owner' }).expect(201);
+    const client = await upstream.http
+      .post('/auth/clients')
+      .set(bearer(upAdmin))
+      .send({ client_name: 'The data service', redirect_uris: [`${svc.url}/oauth/callback/acme.notes`], scope: 'openid core.note:read', token_endpoint_auth_method: 'none' })
+      .expect(201);
+    admin = (await bootstrapAdmin(svc)).key;
+    const integration = await svc.http
+      .post('/integrations')
+      .set(bearer(admin))
+      .send({
+        manifest: {
+          name: 'acme.notes',
+          version: '1.0.0',
+          publisher: 'Acme',
+          direction: 'read',
+          runtime_compatibility: ['svc>=4.2'],
+          oauth: { authorize_url: `${upstream.url}/auth/authorize`, token_url: `${upstream.url}/auth/oauth2/token`, scopes: ['openid', 'core.note:read'], client_id: client.body.client_id },
+          target_types: ['core.note'],
+          permissions: ['core.note:write'],
+        },
+      })
+      .expect(201);
+    integrationId = integration.body.id;
+  });
+  afterAll(async () => {
+    await svc?.close();
+    await upstream?.close();
+  });
+
+  const start = (redirectUri: string, id = integrationId) =>
+    svc.http.get('/oauth/start').query({ integration_id: id, redirect_uri: redirectUri }).set(bearer(admin));
+
+  /** Signs in and consents at the upstream; answers the callback URL it sends the browser to. */
+  async function consentUpstream(authorizeUrl: string): Promise<URL> {
+    const agent = request.agent(upstream.url);
+    const url = new URL(authorizeUrl);
+    const signIn = await browse(agent, upstream.url, url.pathname + url.search);
+    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'owner@upstream.example', password: 'upstream password' });
+    const consent = await browse(agent, upstream.url, new URL(signedIn.headers.location, upstream.url).pathname);
+    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' });
+    const back = await browse(agent, upstream.url, new URL(decision.headers.location, upstream.url).pathname);
+    return new URL(back.leftTo!);
+  }
+
+  it('connects: PKCE to the upstream, the code exchanged, the tokens stored sealed, the user sent back', async () => {
+    const started = await start('HTTPS://APP.EXAMPLE.COM:443/connected');
+    expect(started.status).toBe(302);
+    const authorize = new URL(started.headers.location);
+    expect(authorize.origin + authorize.pathname).toBe(`${upstream.url}/auth/authorize`);
+    expect(authorize.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(authorize.searchParams.get('redirect_uri')).toBe(`${svc.url}/oauth/callback/acme.notes`);
+    expect(authorize.searchParams.get('state')).not.toContain('verifier');
+
+    const callback = await consentUpstream(started.headers.location);
+    expect(callback.origin + callback.pathname).toBe(`${svc.url}/oauth/callback/acme.notes`);
+    const done = await svc.http.get(callback.pathname + callback.search);
+    expect(done.status).toBe(302);
+    const back = new URL(done.headers.location);
+    expect(back.origin + back.pathname).toBe(BACK);
+    const connectionId = back.searchParams.get('connection_id');
+
+    const { connections } = (await svc.http.get('/connections').set(bearer(admin)).expect(200)).body;
+    expect(connections).toEqual([expect.objectContaining({ id: connectionId, integration_id: integrationId, provider: 'acme.notes', has_refresh_token: true, scope: expect.stringContaining('core.note:read') })]);
+    expect(JSON.stringify(connections)).not.toMatch(/svc_at_|svc_rt_/);
+    const [row] = await svc.sql<{ a: string; r: string }>(`SELECT access_token_sealed AS a, refresh_token_sealed AS r FROM connections`);
+    expect(row.a).toMatch(/^v1\./);
+    expect(row.r).toMatch(/^v1\./);
+    expect(`${row.a}${row.r}`).not.toMatch(/svc_at_|svc_rt_/);
+
+    // The same callback again: the state is single-use.
+    expectError(await svc.http.get(callback.pathname + callback.search), 400, 'invalid_request');
+
+    const refreshed = await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).expect(200);
+    expect(refreshed.body.refreshed_at).toEqual(expect.any(String));
+    const [after] = await svc.sql<{ a: string }>(`SELECT access_token_sealed AS a FROM connections`);
+    expect(after.a).not.toBe(row.a);
+
+    await svc.http.delete(`/connections/${connectionId}`).set(bearer(admin)).expect(200);
+    expect((await svc.http.get('/connections').set(bearer(admin)).expect(200)).body.connections).toEqual([]);
+    expectError(await svc.http.delete(`/connections/${connectionId}`).set(bearer(admin)), 404, 'not_found');
+  });
+
+  it('refuses a redirect_uri off the allowlist, and an integration without OAuth', async () => {
+    for (const uri of ['https://evil.example/connected', `${BACK}/`, `${BACK}#x`, 'https://app.example.com:8443/connected', 'not a url']) {
+      expectError(await start(uri), 400, 'invalid_request');
+    }
+    expectError(await start(BACK, '00000000-0000-4000-8000-000000000000'), 404, 'integration_not_found');
+    const plain = await svc.http
+      .post('/integrations')
+      .set(bearer(admin))
+      .send({ manifest: { name: 'acme.plain', version: '1.0.0', publisher: 'Acme', direction: 'read', runtime_compatibility: ['svc>=4.2'] } })
+      .expect(201);
+    expectError(await start(BACK, plain.body.id), 400, 'invalid_request');
+    expect(badFields(await svc.http.get('/oauth/start').query({ integration_id: integrationId, redirect_uri: BACK, extra: '1' }).set(bearer(admin)))).toEqual(['extra']);
+  });
+
+  it('stores nothing for a tampered, foreign or expired state', async () => {
+    const count = async () => (await svc.sql<{ n: number }>(`SELECT count(*)::int AS n FROM connections`))[0].n;
+    const before = await count();
+    const started = await start(BACK);
+    const state = new URL(started.headers.location).searchParams.get('state')!;
+    const tampered = state.slice(0, -2) + (state.endsWith('A') ? 'BB' : 'AA');
+    expectError(await svc.http.get('/oauth/callback/acme.notes').query({ code: 'x', state: tampered }), 400, 'invalid_request');
+    expectError(await svc.http.get('/oauth/callback/acme.other').query({ code: 'x', state }), 400, 'invalid_request');
+    const expired = await svc.app.get(SecretBox).seal(
+      JSON.stringify({ nonce: 'n1', tenantId: 'x', credentialId: 'x', integrationId, provider: 'acme.notes', redirectUri: BACK, verifier: 'v', exp: Math.floor(Date.now() / 1000) - 1 }),
+      'connector-oauth-state',
+    );
+    expectError(await svc.http.get('/oauth/callback/acme.notes').query({ code: 'x', state: expired }), 400, 'invalid_request');
+    expect(await count()).toBe(before);
+  });
+
+  it('is for admins; the callback needs no bearer but a state', async () => {
+    const member = (await svc.http.post('/keys').set(bearer(admin)).send({ label: 'm', role: 'member' }).expect(201)).body.key;
+    expectError(await svc.http.get('/oauth/start').query({ integration_id: integrationId, redirect_uri: BACK }).set(bearer(member)), 403, 'forbidden');
+    expectError(await svc.http.get('/connections').set(bearer(member)), 403, 'forbidden');
+    expectError(await svc.http.get('/oauth/callback/acme.notes'), 400, 'invalid_request');
+  });
+});
