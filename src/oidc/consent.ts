@@ -8,6 +8,9 @@ import type { Provider } from 'oidc-provider';
 import type { AuditService } from '../audit/audit.service';
 import { isApiScope, isKnownScope, OIDC_SCOPES } from './scopes';
 
+/** A form field that may come once or repeated (`scope=a&scope=b`). */
+export const formList = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
+
 const isOidc = (s: string) => (OIDC_SCOPES as readonly string[]).includes(s);
 
 export async function requestedScopes(provider: Provider, clientId: string, scopeParam: unknown): Promise<string[]> {

@@ -23,13 +23,10 @@ import { csrfToken, csrfValid } from './interaction-csrf';
 import { OidcProvider } from './oidc-provider';
 import { consentPage, errorPage, signInPage } from './pages';
 import { sendPage } from './send-page';
-import { grantedScopes, recordConsent, requestedScopes } from './consent';
+import { formList as list, grantedScopes, recordConsent, requestedScopes } from './consent';
 
 const FORM = 'application/x-www-form-urlencoded';
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
-
-/** A form field that may come once or repeated. */
-export const list = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
 
 @ApiTags('oauth pages')
 @ApiProduces('text/html')
