@@ -29,4 +29,11 @@ describe('bucketFor', () => {
     expect(bucketFor('GET', '/auth/authorize', 1000)).toEqual({ bucket: 'auth:r', limit: 2000 });
     expect(bucketFor('POST', '/auth/tokens', 1000)).toEqual({ bucket: 'auth:w', limit: 1000 });
   });
+
+  it('caps the password forms in a tight bucket of their own, not their pages', () => {
+    for (const path of ['/auth/sign-in', '/auth/sign-up', '/auth/device/consent', '/AUTH/Sign-In/']) {
+      expect(bucketFor('POST', path, 1000)).toEqual({ bucket: 'auth-password:w', limit: TIGHT_LIMIT });
+    }
+    expect(bucketFor('GET', '/auth/sign-in', 1000)).toEqual({ bucket: 'auth:r', limit: 2000 });
+  });
 });

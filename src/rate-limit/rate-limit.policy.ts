@@ -4,13 +4,15 @@
  *
  * - one bucket per caller (key id, or client IP before authentication) per first path segment;
  * - reads (GET, HEAD, OPTIONS) get twice the base limit, in a bucket of their own;
- * - `/keys` and the token endpoints are capped at TIGHT_LIMIT whatever the base is, because
- *   they are where credentials are minted or guessed.
+ * - `/keys`, the token endpoints and the password forms (sign-in, sign-up, the device page's
+ *   consent) are capped at TIGHT_LIMIT whatever the base is, because they are where credentials
+ *   are minted or guessed.
  */
 export const TIGHT_LIMIT = 30;
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 // Case-insensitive like the routing (app.factory.ts), so `/AUTH/TOKEN` cannot dodge the tight cap.
 const TOKEN_PATHS = /^\/auth\/(token|oauth2\/token|device\/token)\/?$/i;
+const PASSWORD_FORMS = /^\/auth\/(sign-in|sign-up|device\/consent)\/?$/i;
 
 export interface BucketRule {
   bucket: string;
@@ -24,6 +26,9 @@ export function bucketFor(method: string, path: string, baseLimit: number): Buck
   let name = segment;
   if (TOKEN_PATHS.test(path)) {
     name = 'auth-token';
+    limit = Math.min(baseLimit, TIGHT_LIMIT);
+  } else if (PASSWORD_FORMS.test(path) && !read) {
+    name = 'auth-password';
     limit = Math.min(baseLimit, TIGHT_LIMIT);
   } else if (segment === 'keys') {
     limit = Math.min(baseLimit, TIGHT_LIMIT);
