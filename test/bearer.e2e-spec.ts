@@ -28,7 +28,7 @@ describe('bearer authentication', () => {
     ['unknown API key', `Bearer svc_k1_${randomBytes(32).toString('base64url')}`],
     ['unknown prefix', `Bearer sk_live_${randomBytes(16).toString('hex')}`],
     ['refresh-token kind', `Bearer svc_rt_${randomBytes(16).toString('hex')}`],
-    ['OAuth access token with no resolver registered', `Bearer svc_at_${randomBytes(16).toString('hex')}`],
+    ['unknown OAuth access token', `Bearer svc_at_${randomBytes(16).toString('hex')}`],
   ])('%s → 401 unauthorized', async (_, authorization) => {
     const req = t.http.get('/keys');
     if (authorization !== undefined) req.set('Authorization', authorization);
