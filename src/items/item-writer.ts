@@ -11,7 +11,7 @@ import { tenantWide } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { EdgesService } from '../edges/edges.service';
 import { Outbox, RecordedEvent } from '../events/outbox';
-import { ITEM_COLUMNS, ItemRow, toItem } from './item.model';
+import { ITEM_COLUMNS_I, ItemRow, toItem } from './item.model';
 
 /** The columns a change may set, with their SQL types. */
 const CHANGEABLE: Record<string, string> = {
@@ -26,10 +26,6 @@ const CHANGEABLE: Record<string, string> = {
   extensions: 'jsonb',
   schema_version: 'int',
 };
-
-const ITEM_COLUMNS_I = ITEM_COLUMNS.split(',')
-  .map((c) => `i.${c.trim()}`)
-  .join(', ');
 
 export type ItemChanges = Partial<Pick<ItemRow, keyof typeof CHANGEABLE & keyof ItemRow>>;
 

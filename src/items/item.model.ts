@@ -29,6 +29,11 @@ export const ITEM_COLUMNS =
   'tenant_id, id, type, properties, state, version, schema_version, source, source_id, "timestamp", tier, device, ' +
   'capture_latitude, capture_longitude, tags, extensions, created_at, updated_at';
 
+/** ITEM_COLUMNS qualified with the items alias `i`. */
+export const ITEM_COLUMNS_I = ITEM_COLUMNS.split(',')
+  .map((c) => `i.${c.trim()}`)
+  .join(', ');
+
 /** Outgoing edges grouped by edge type: `{ "<edge type>": ["<target id>", ...] }`. */
 export type ItemEdges = Record<string, string[]>;
 

@@ -4,7 +4,7 @@
  * very same statement. See search.service.ts for the steps and the scoring.
  */
 import { outgoingEdgesSql } from '../edges/edge-rules';
-import { ITEM_COLUMNS } from '../items/item.model';
+import { ITEM_COLUMNS_I } from '../items/item.model';
 import { ItemFilter, itemWhere } from '../items/item-filter';
 import { ParsedSearch, SEARCH_CONFIG, textMatch } from './search-query';
 import { HEADLINE_OPTIONS, HEADLINE_SOURCE_CHARS } from './snippet';
@@ -27,11 +27,6 @@ export interface Statement {
   sql: string;
   params: unknown[];
 }
-
-/** ITEM_COLUMNS qualified with the items alias `i`. */
-const ITEM_COLUMNS_I = ITEM_COLUMNS.split(',')
-  .map((c) => `i.${c.trim()}`)
-  .join(', ');
 
 /** Fewest letters and digits a query needs before the trigram fallback is worth running. */
 const FALLBACK_MIN_CHARS = 3;
