@@ -11,7 +11,7 @@ import { UsersService } from '../users/users.service';
 import { cookieOf, setAccountCookie } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { OidcProvider } from './oidc-provider';
-import { errorPage, signInPage } from './pages';
+import { formExpiredPage, signInPage } from './pages';
 import { sendPage } from './send-page';
 
 const NONCE = 'svc_form_nonce';
@@ -34,7 +34,7 @@ export class AccountForms {
 
   /** POST /auth/sign-in without an app. */
   async signIn(req: FastifyRequest, reply: FastifyReply, body: Record<string, unknown>): Promise<void> {
-    if (!(await this.valid(req, body.csrf))) return sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
+    if (!(await this.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
     const email = typeof body.email === 'string' ? body.email : '';
     const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
     if (!user) return this.signInForm(req, reply, body.return_to, 'The email or the password is not right.', email);

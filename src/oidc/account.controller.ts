@@ -16,7 +16,7 @@ import { AccountForms } from './account-forms';
 import { accountOf, clearAccountCookie } from './account-session';
 import { GrantsService } from './grants.service';
 import { OidcProvider } from './oidc-provider';
-import { errorPage, grantsPage, securityPage, sessionsPage, signUpPage } from './pages';
+import { errorPage, formExpiredPage, grantsPage, securityPage, sessionsPage, signUpPage } from './pages';
 import { sendPage } from './send-page';
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -50,7 +50,7 @@ export class AccountController {
   @ApiOperation({ summary: 'Sign-up form post (form-encoded: csrf, name, email, password); signs the new user in to the account pages' })
   async signUp(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!this.config.SVC_SIGNUP_ENABLED) return sendPage(reply, 404, errorPage('Not available', 'Sign-up is not open on this service.'));
-    if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
+    if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
     const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
     const [name, email, password] = [text(body.name), text(body.email), typeof body.password === 'string' ? body.password : ''];
     const again = (error: string) => sendPage(reply, 400, signUpPage({ csrf: String(body.csrf), name, email, error }));
@@ -104,7 +104,7 @@ export class AccountController {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
     if (!this.wantsJson(req) && !(await this.forms.valid(req, body?.csrf))) {
-      return sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
+      return sendPage(reply, 403, formExpiredPage());
     }
     if (!(await this.grants.revoke(user, id, 'user'))) throw ApiError.notFound('not_found', 'No such grant');
     if (this.wantsJson(req)) return void reply.send({ id, revoked: true });
@@ -132,7 +132,7 @@ export class AccountController {
     const user = await this.user(req, reply, '/auth/sessions');
     if (!user) return;
     if (!this.wantsJson(req) && !(await this.forms.valid(req, body?.csrf))) {
-      return sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
+      return sendPage(reply, 403, formExpiredPage());
     }
     const ended = await this.grants.endSessions(user.id);
     clearAccountCookie(reply);

@@ -4,7 +4,7 @@
  * registered), and the grant a decision makes (what was ticked is granted, the rest refused,
  * so the provider does not ask again and the token's scope is exactly the ticked ones).
  */
-import type { Provider } from 'oidc-provider';
+import type { Client, Provider } from 'oidc-provider';
 import type { AuditService } from '../audit/audit.service';
 import { isApiScope, isKnownScope, OIDC_SCOPES } from './scopes';
 
@@ -13,8 +13,7 @@ export const formList = (v: unknown): string[] => (Array.isArray(v) ? v : v === 
 
 const isOidc = (s: string) => (OIDC_SCOPES as readonly string[]).includes(s);
 
-export async function requestedScopes(provider: Provider, clientId: string, scopeParam: unknown): Promise<string[]> {
-  const client = await provider.Client.find(clientId);
+export function requestedScopes(client: Client | undefined, scopeParam: unknown): string[] {
   const allowed = client?.scope ? new Set(client.scope.split(' ')) : undefined;
   const asked = [...new Set(String(scopeParam ?? '').split(' '))];
   return asked.filter((s) => isKnownScope(s) && (!isApiScope(s) || !allowed || allowed.has(s)));

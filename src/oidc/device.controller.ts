@@ -20,7 +20,7 @@ import { formList as list, grantedScopes, recordConsent, requestedScopes } from 
 import { cookieOf } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { OidcProvider } from './oidc-provider';
-import { deviceCodePage, deviceConsentPage, errorPage, messagePage } from './pages';
+import { deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messagePage } from './pages';
 import { sendPage } from './send-page';
 
 const COOKIE = 'svc_device_csrf';
@@ -65,7 +65,7 @@ export class DeviceController {
     if (!code) return sendPage(reply, 400, errorPage('Code expired', 'That code is not valid, or it expired. Start again on your device.'));
     const nonce = cookieOf(req, COOKIE);
     if (!nonce || !csrfValid(await this.oidc.csrfKey(), `device:${nonce}:${code.userCode}`, body.csrf)) {
-      return sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Open the link from your device again.'));
+      return sendPage(reply, 403, formExpiredPage('Open the link from your device again.'));
     }
     if (body.decision !== 'approve') {
       Object.assign(code, { error: 'access_denied', errorDescription: 'The user denied the request' });
@@ -75,11 +75,10 @@ export class DeviceController {
     const email = typeof body.email === 'string' ? body.email : '';
     const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
     if (!user) {
-      const form = await this.consentPage(code, String(body.csrf), email);
-      return sendPage(reply, 401, form.replace('<form', '<p class="error" role="alert">The email or the password is not right.</p>\n<form'));
+      return sendPage(reply, 401, await this.consentPage(code, String(body.csrf), email, 'The email or the password is not right.'));
     }
     const provider = await this.oidc.get();
-    const requested = await requestedScopes(provider, code.clientId!, code.params?.scope);
+    const requested = requestedScopes(await provider.Client.find(code.clientId!), code.params?.scope);
     const granted = grantedScopes(requested, list(body.scope));
     const resource = this.config.baseUrl;
     const grantId = await recordConsent(provider, this.audit, {
@@ -104,15 +103,15 @@ export class DeviceController {
     return code;
   }
 
-  private async consentPage(code: DeviceCode, csrf: string, email?: string): Promise<string> {
-    const provider = await this.oidc.get();
-    const client = await provider.Client.find(code.clientId!);
+  private async consentPage(code: DeviceCode, csrf: string, email?: string, error?: string): Promise<string> {
+    const client = await (await this.oidc.get()).Client.find(code.clientId!);
     return deviceConsentPage({
       userCode: display(code.userCode),
       csrf,
       clientName: client?.clientName ?? code.clientId!,
-      scopes: await requestedScopes(provider, code.clientId!, code.params?.scope),
+      scopes: requestedScopes(client, code.params?.scope),
       email,
+      error,
     });
   }
 

@@ -21,7 +21,7 @@ import { UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { OidcProvider } from './oidc-provider';
-import { consentPage, errorPage, signInPage } from './pages';
+import { consentPage, errorPage, formExpiredPage, signInPage } from './pages';
 import { sendPage } from './send-page';
 import { formList as list, grantedScopes, recordConsent, requestedScopes } from './consent';
 
@@ -99,8 +99,8 @@ export class InteractionsController {
   async consentForm(@Query('uid') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, uid, 'consent');
     if (!details) return;
-    const provider = await this.oidc.get();
-    const client = await provider.Client.find(String(details.params.client_id));
+    const clientId = String(details.params.client_id);
+    const client = await (await this.oidc.get()).Client.find(clientId);
     await sendPage(
       reply,
       200,
@@ -108,8 +108,8 @@ export class InteractionsController {
         uid: details.uid,
         csrf: await this.csrf(details.uid),
         action: '/auth/authorize/decision',
-        clientName: await this.clientName(details),
-        scopes: await requestedScopes(provider, String(details.params.client_id), details.params.scope),
+        clientName: client?.clientName ?? clientId,
+        scopes: requestedScopes(client, details.params.scope),
         extensions: ((client?.metadata() as { extension_permissions?: Record<string, string> })?.extension_permissions) ?? {},
       }),
     );
@@ -128,7 +128,7 @@ export class InteractionsController {
     }
     const provider = await this.oidc.get();
     const clientId = String(details.params.client_id);
-    const requested = await requestedScopes(provider, clientId, details.params.scope);
+    const requested = requestedScopes(await provider.Client.find(clientId), details.params.scope);
     const accountId = details.session!.accountId;
     const user = await this.users.byId(accountId);
     if (!user) return sendPage(reply, 400, errorPage('Account gone', 'The account that signed in no longer exists.'));
@@ -163,7 +163,7 @@ export class InteractionsController {
       return undefined;
     }
     if (req.method === 'POST' && !csrfValid(await this.oidc.csrfKey(), `interaction:${details.uid}`, csrf)) {
-      await sendPage(reply, 403, errorPage('Form expired', 'This form could not be verified. Reload the page and try again.'));
+      await sendPage(reply, 403, formExpiredPage());
       return undefined;
     }
     return details;

@@ -5,14 +5,9 @@
  * the next request. Entries never outlive their token, nor KEY_CACHE_TTL_SECONDS.
  */
 import { Injectable } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import { KeyCache, OAUTH_GENERATION } from '../keys/key-cache';
 
 @Injectable()
 export class OAuthTokenCache extends KeyCache {
   protected override readonly counterName = OAUTH_GENERATION;
-
-  static keyOf(token: string): string {
-    return createHash('sha256').update(token).digest('base64url');
-  }
 }

@@ -12,9 +12,11 @@
  * bulk jobs started with an OAuth token are re-checked through it, so a revoked grant stops them.
  */
 import { Injectable } from '@nestjs/common';
+import type { Client } from 'oidc-provider';
 import type { OAuthTokenResolver, Principal, Resolution } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import type { PermissionMap } from '../keys/api-key.entity';
+import { hashSecret } from '../keys/key-secrets';
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
@@ -39,7 +41,7 @@ export class OAuthTokens implements OAuthTokenResolver {
   ) {}
 
   async resolve(token: string): Promise<Resolution> {
-    const key = OAuthTokenCache.keyOf(token);
+    const key = hashSecret(token);
     const generation = await this.cache.generation();
     const hit = this.cache.get(key, generation);
     if (hit) return { principal: hit };
@@ -54,7 +56,8 @@ export class OAuthTokens implements OAuthTokenResolver {
       (await provider.ClientCredentials.find(token, { ignoreExpiration: true }))) as StoredToken | undefined;
     if (!found) return { error: 'unauthorized' };
     if (found.isExpired) return { error: 'expired_token' };
-    const principal = await this.principalOf(found.clientId, found.accountId, found.grantId, (found.scope ?? '').split(' '));
+    const client = await provider.Client.find(found.clientId);
+    const principal = client && (await this.principalOf(client, found.accountId, found.grantId, (found.scope ?? '').split(' ')));
     return principal ? { principal, expiresAt: found.exp * 1000 } : { error: 'unauthorized' };
   }
 
@@ -63,21 +66,20 @@ export class OAuthTokens implements OAuthTokenResolver {
     const provider = await this.oidc.get();
     let principal: Principal | undefined;
     if (credentialId.startsWith('client:')) {
-      const clientId = credentialId.slice('client:'.length);
-      const client = await provider.Client.find(clientId);
-      principal = client ? await this.principalOf(clientId, undefined, undefined, (client.scope ?? '').split(' ')) : undefined;
+      const client = await provider.Client.find(credentialId.slice('client:'.length));
+      principal = client && (await this.principalOf(client, undefined, undefined, (client.scope ?? '').split(' ')));
     } else {
       const grant = await provider.Grant.find(credentialId);
+      const client = grant && (await provider.Client.find(grant.clientId!));
       const scopes = grant ? `${grant.getOIDCScope()} ${grant.getResourceScope(this.config.baseUrl)}`.split(' ') : [];
-      principal = grant ? await this.principalOf(grant.clientId!, grant.accountId, credentialId, scopes) : undefined;
+      principal = client && (await this.principalOf(client, grant!.accountId, credentialId, scopes));
     }
     return principal?.tenantId === tenantId ? principal : null;
   }
 
   /** A token's Principal: the user's tenant (or the client's), its scopes' maps, the client's extension grant. */
-  private async principalOf(clientId: string, accountId: string | undefined, grantId: string | undefined, scopes: string[]): Promise<Principal | undefined> {
-    const client = await (await this.oidc.get()).Client.find(clientId);
-    if (!client) return undefined;
+  private async principalOf(client: Client, accountId: string | undefined, grantId: string | undefined, scopes: string[]): Promise<Principal | undefined> {
+    const { clientId } = client;
     const metadata = client.metadata() as { tenant_id?: string; extension_permissions?: PermissionMap };
     const tenantId = accountId ? (await this.users.byId(accountId))?.tenant_id : metadata.tenant_id;
     if (!tenantId) return undefined;

@@ -182,6 +182,11 @@ export function messagePage(title: string, message: string): string {
   return page(title, `<h1>${escapeHtml(title)}</h1><p role="status">${escapeHtml(message)}</p>`);
 }
 
+/** A form whose CSRF token did not verify. */
+export function formExpiredPage(advice = 'Reload the page and try again.'): string {
+  return errorPage('Form expired', `This form could not be verified. ${advice}`);
+}
+
 export function errorPage(title: string, message: string): string {
   return page(title, `<h1>${escapeHtml(title)}</h1><p class="error" role="alert">${escapeHtml(message)}</p>`);
 }
