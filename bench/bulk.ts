@@ -44,7 +44,7 @@
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { Pool } from 'pg';
-import { CLOCK_TICKS, cpuMs, dropDatabase, startService } from './service';
+import { CLOCK_TICKS, cpuMs, dropDatabase, startService, stopService } from './service';
 import { prng } from './text';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_bulk';
@@ -392,8 +392,7 @@ async function main(): Promise<void> {
     console.log(`whole run ${((Date.now() - runStart) / 1000).toFixed(0)} s, machine busy ${busy.toFixed(2)} of ${cpus().length} CPUs on average`);
   } finally {
     await pool.end();
-    child.kill('SIGTERM');
-    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
+    await stopService(child);
   }
 }
 

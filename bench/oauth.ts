@@ -33,7 +33,7 @@
 import autocannon from 'autocannon';
 import { cpus } from 'node:os';
 import { Pool } from 'pg';
-import { cpuMs, dropDatabase, freePort, startService } from './service';
+import { cpuMs, dropDatabase, freePort, startService, stopService } from './service';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_oauth';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -270,8 +270,7 @@ async function main(): Promise<void> {
     console.log(`\nwhole run ${((Date.now() - runStart) / 1000).toFixed(0)} s (after the build)`);
   } finally {
     await pool.end();
-    child.kill('SIGTERM');
-    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
+    await stopService(child);
   }
 }
 

@@ -38,6 +38,12 @@ export async function startService(env: Record<string, string>, port?: number): 
   return Promise.race([up, exited]);
 }
 
+/** Stops the service and waits until its process has ended. */
+export async function stopService(child: ChildProcess): Promise<void> {
+  child.kill('SIGTERM');
+  if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
+}
+
 /** Drops the database of `databaseUrl` (the service creates it again at start). */
 export async function dropDatabase(databaseUrl: string): Promise<void> {
   const url = new URL(databaseUrl);
