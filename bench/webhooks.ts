@@ -17,9 +17,10 @@
  * Logs and rate limits are off in the service. Not a test: nothing is asserted.
  */
 import autocannon from 'autocannon';
-import { fork } from 'node:child_process';
+import { execSync, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { dropDatabase, startService } from './service';
+import { CLOCK_TICKS, cpuMs, dropDatabase, startService } from './service';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_webhooks';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -97,10 +98,66 @@ class RemoteReceiver {
     return answer;
   }
 
+  get pid(): number {
+    return this.child.pid!;
+  }
+
   stop(): void {
     this.child.kill();
   }
 }
+
+// ------------------------------------------------------------------ CPU per process
+
+/** CPU ms so far of the processes that share the machine during a round. */
+interface CpuMark {
+  service: number;
+  postgres: number;
+  receiver: number;
+  load: number;
+  machine: number;
+}
+
+/** Every PostgreSQL process's CPU ms so far (the postmaster's children come and go with the pools). */
+function postgresCpuMs(): number {
+  let pids: number[] = [];
+  try {
+    pids = execSync('pgrep -x postgres', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim().split('\n').map(Number);
+  } catch {
+    return 0;
+  }
+  return pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+}
+
+/** The machine's busy CPU ms so far (all cores), from /proc/stat. */
+function machineBusyMs(): number {
+  try {
+    const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    return ((cpu.reduce((a, b) => a + b, 0) - cpu[3] - (cpu[4] ?? 0)) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+function cpuMark(servicePid: number, receiverPid: number): CpuMark {
+  const self = process.cpuUsage();
+  return {
+    service: cpuMs(servicePid),
+    postgres: postgresCpuMs(),
+    receiver: cpuMs(receiverPid),
+    load: (self.user + self.system) / 1000,
+    machine: machineBusyMs(),
+  };
+}
+
+/** CPU ms per write between two marks, per process group. */
+function cpuPerWrite(from: CpuMark, to: CpuMark, writes: number): CpuMark {
+  const per = (k: keyof CpuMark) => (to[k] - from[k]) / Math.max(1, writes);
+  return { service: per('service'), postgres: per('postgres'), receiver: per('receiver'), load: per('load'), machine: per('machine') };
+}
+
+const formatCpu = (c: CpuMark) =>
+  `service ${c.service.toFixed(2)}, postgres ${c.postgres.toFixed(2)}, receiver ${c.receiver.toFixed(2)}, load generator ${c.load.toFixed(2)}; machine ${c.machine.toFixed(2)}`;
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -144,10 +201,17 @@ async function main(): Promise<void> {
     const none: number[] = [];
     const subscribed: number[] = [];
     const deliveryRates: number[] = [];
+    const cpuNone: CpuMark[] = [];
+    const cpuSubscribed: CpuMark[] = [];
+    const mark = () => cpuMark(child.pid!, receiver.pid);
     for (let round = 0; round < ROUNDS; round++) {
-      none.push((await writeLoad(url, key)).rps);
+      let before = mark();
+      const plain = await writeLoad(url, key);
+      none.push(plain.rps);
+      cpuNone.push(cpuPerWrite(before, mark(), plain.written));
       await setDisabled(false);
       await receiver.ask('reset');
+      before = mark();
       const { rps, written } = await writeLoad(url, key);
       subscribed.push(rps);
       const owed = written * WEBHOOKS;
@@ -157,11 +221,15 @@ async function main(): Promise<void> {
         await new Promise((r) => setTimeout(r, 200));
         stats = await receiver.ask('stats');
       }
+      // Until the last delivery arrived: the deliveries' whole cost, also what ran after the writes.
+      cpuSubscribed.push(cpuPerWrite(before, mark(), written));
       deliveryRates.push(stats.count / ((stats.lastAt - stats.firstAt) / 1000));
       console.log(
         `round ${round + 1}: writes/s none ${none[round].toFixed(0)}, with ${WEBHOOKS} webhooks ${rps.toFixed(0)}; ` +
           `${stats.count}/${owed} deliveries at ${deliveryRates[round].toFixed(0)}/s`,
       );
+      console.log(`  CPU ms per write, none: ${formatCpu(cpuNone[round])}`);
+      console.log(`  CPU ms per write, with ${WEBHOOKS}: ${formatCpu(cpuSubscribed[round])}`);
       await setDisabled(true);
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;

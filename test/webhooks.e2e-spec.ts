@@ -275,4 +275,24 @@ describe('webhook targets with private targets off', () => {
   it('accepts a public https address (registration does not connect)', async () => {
     await t.http.post('/webhooks').set(bearer(admin)).send({ url: 'https://93.184.216.34/hooks', events: ['*'] }).expect(201);
   });
+
+  it('refuses at delivery a name that has come to resolve to a private address (DNS rebinding)', async () => {
+    const receiver = new Receiver();
+    const base = await receiver.start();
+    try {
+      const hook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: 'https://93.184.216.34/hooks', events: ['item.created'] }).expect(201)).body;
+      // What a rebinding name looks like at delivery time: a host name that now resolves to loopback.
+      await t.sql(`UPDATE webhooks SET url = $2 WHERE id = $1`, [hook.id, `${base.replace('127.0.0.1', 'localhost')}/rebound`]);
+      await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'rebound' } }).expect(201);
+      const [delivery] = await waitFor(async () => {
+        const { body } = await t.http.get(`/webhooks/${hook.id}/deliveries`).set(bearer(admin)).expect(200);
+        return body.deliveries[0]?.attempts > 0 && body.deliveries;
+      }, 'the refused attempt');
+      expect(delivery).toMatchObject({ status: 'pending', last_status_code: null });
+      expect(delivery.last_error).toMatch(/not a public address/);
+      expect(receiver.requests).toHaveLength(0);
+    } finally {
+      await receiver.stop();
+    }
+  });
 });
