@@ -12,7 +12,10 @@
  *   3. Prints the write path's requests/s in both modes and their ratio; deliveries/s (all
  *      deliveries of an enabled round over the time from its first to its last arrival); and
  *      the time from the write to the first attempt's arrival at the receiver (p50/p99), measured
- *      from the item's `created_at` (the transaction's start, so a slight overestimate).
+ *      from the item's `created_at` (the transaction's start, so a slight overestimate); and per
+ *      round, the CPU ms per write of each process (service, PostgreSQL, receiver, load
+ *      generator) and of the whole machine, deliveries included.
+ *   BENCH_RATE=<writes/s> offers a fixed rate instead, to see the CPU per write unsaturated.
  *
  * Logs and rate limits are off in the service. Not a test: nothing is asserted.
  */
@@ -26,6 +29,8 @@ const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const ROUNDS = Math.max(1, Math.floor(Number(process.env.BENCH_ROUNDS ?? 3)));
+/** BENCH_RATE: writes/s to offer instead of as many as 10 connections manage (CPU per write without saturation). */
+const RATE = Number(process.env.BENCH_RATE ?? 0);
 const WEBHOOKS = 10;
 const CONNECTIONS = 10;
 
@@ -169,6 +174,7 @@ async function writeLoad(url: string, key: string): Promise<{ rps: number; writt
     url: `${url}/items`,
     method: 'POST',
     connections: CONNECTIONS,
+    ...(RATE ? { overallRate: RATE } : {}),
     duration: DURATION,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ type: 'core.note', properties: { title: 'bench', body: 'a note written under load' } }),
