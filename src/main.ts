@@ -4,9 +4,20 @@ import { createApp } from './app.factory';
 import { ConfigError, loadConfig } from './config/app-config';
 import { StartupError } from './common/startup-error';
 
+/** A graceful shutdown that takes longer than this (a hook that never settles) ends the process anyway. */
+const SHUTDOWN_DEADLINE_MS = 25_000;
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const app = await createApp(config);
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      setTimeout(() => {
+        process.stderr.write(`svc: shutdown after ${signal} did not finish within ${SHUTDOWN_DEADLINE_MS} ms; exiting\n`);
+        process.exit(1);
+      }, SHUTDOWN_DEADLINE_MS).unref();
+    });
+  }
   await app.listen(config.PORT, config.HOST);
 }
 

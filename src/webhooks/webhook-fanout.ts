@@ -70,17 +70,21 @@ export class WebhookFanout {
       }
     }
     if (planned.length) {
+      // Webhooks of one owner share a body: each distinct body is sent once, by its index.
+      const bodies = [...new Set(planned.map((d) => d.body))];
+      const indexOf = new Map(bodies.map((b, i) => [b, i + 1]));
       await sql(
         `INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event, body, status, next_attempt_at, lease_until)
-         SELECT u.tenant_id, u.id, u.webhook_id, u.event_id, u.event, u.body, 'pending', now(), now() + make_interval(secs => $7::float8 / 1000)
-           FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[]) AS u(tenant_id, id, webhook_id, event_id, event, body)`,
+         SELECT u.tenant_id, u.id, u.webhook_id, u.event_id, u.event, ($6::text[])[u.body], 'pending', now(), now() + make_interval(secs => $8::float8 / 1000)
+           FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $7::int[]) AS u(tenant_id, id, webhook_id, event_id, event, body)`,
         [
           planned.map((d) => d.tenantId),
           planned.map((d) => d.deliveryId),
           planned.map((d) => d.webhookId),
           planned.map((d) => d.eventId),
           planned.map((d) => d.event),
-          planned.map((d) => d.body),
+          bodies,
+          planned.map((d) => indexOf.get(d.body)),
           leaseMs,
         ],
       );
