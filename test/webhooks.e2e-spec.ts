@@ -220,6 +220,24 @@ describe('webhooks (e2e)', () => {
       expect(JSON.parse(receiver.at(hook.path)[0].body).item.source_id).toBe('dup');
     });
 
+    it('takes up again an event whose relay died, sending only the deliveries not recorded', async () => {
+      const kept = await register(admin, { events: ['item.created'] });
+      const lost = await register(admin, { events: ['item.created'] });
+      const item = (await note().expect(201)).body;
+      await waitFor(() => receiver.at(kept.path).length === 1 && receiver.at(lost.path).length === 1, 'both first deliveries');
+      const [event] = await t.sql<{ id: string }>(`SELECT id FROM events WHERE name = 'item.created' AND payload->'item'->>'id' = $1`, [item.id]);
+      await waitFor(async () => (await t.sql(`SELECT 1 FROM events WHERE id = $1 AND dispatched_at IS NOT NULL`, [event.id])).length === 1, 'dispatched');
+      // As if the relay had died after sending to both but recording only one: its lease has lapsed.
+      await t.sql(`DELETE FROM webhook_deliveries WHERE webhook_id = $1`, [lost.id]);
+      await t.sql(`UPDATE events SET dispatched_at = NULL, relay_lease_until = now() - interval '1 second' WHERE id = $1`, [event.id]);
+      await waitFor(() => receiver.at(lost.path).length === 2, 'the delivery sent again');
+      await waitFor(async () => (await t.sql(`SELECT 1 FROM events WHERE id = $1 AND dispatched_at IS NOT NULL`, [event.id])).length === 1, 'dispatched again');
+      expect(receiver.at(lost.path)[1].headers['x-svc-event-id']).toBe(event.id);
+      expect(receiver.at(kept.path)).toHaveLength(1);
+      const rows = await t.sql<{ webhook_id: string }>(`SELECT webhook_id FROM webhook_deliveries WHERE event_id = $1 AND webhook_id = ANY($2::uuid[])`, [event.id, [kept.id, lost.id]]);
+      expect(rows.map((r) => r.webhook_id).sort()).toEqual([kept.id, lost.id].sort());
+    });
+
     it('loses nothing when Redis forgets the retry queue: the sweeper finds due deliveries in the table', async () => {
       const hook = await register(admin, { events: ['item.created'] });
       receiver.respond = (r) => (r.path === hook.path && receiver.at(hook.path).length === 1 ? 500 : 200);

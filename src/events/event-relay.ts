@@ -1,11 +1,12 @@
 /**
- * The relay: moves committed events out of the outbox. Each batch, in one transaction, takes
- * undispatched events (FOR UPDATE SKIP LOCKED, so instances share the work), has the webhook
- * fan-out insert their deliveries, and marks them dispatched; after the commit it publishes
- * them to every instance's event streams (Redis pub/sub) and starts the first delivery
- * attempts. A crash before that commit leaves the events undispatched for the next pass; a
- * crash after it leaves deliveries due in the table for the sweeper. So every event reaches
- * every subscriber at least once.
+ * The relay: moves committed events out of the outbox. Each pass claims undispatched events
+ * with a lease (one statement, FOR UPDATE SKIP LOCKED, so instances share the work), publishes
+ * them to every instance's event streams (Redis pub/sub) and hands the deliveries the webhook
+ * fan-out plans to the dispatcher for their first attempts. The dispatcher records each
+ * delivery with the outcome of its first attempt and marks the event dispatched once all of
+ * its deliveries are recorded (webhook-dispatcher.ts). A relay that dies before that lets the
+ * lease lapse: another pass takes the event up again and plans only the deliveries not yet
+ * recorded. So every event reaches every subscriber at least once.
  *
  * It runs when a transaction that recorded events commits on this instance, and every
  * POLL_MS regardless (events committed by an instance that died before relaying them).
@@ -72,22 +73,28 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
   private async drain(): Promise<void> {
     for (;;) {
       this.again = false;
-      const { events, deliveries } = await this.db.transaction(async (sql) => {
-        const batch = await sql<StoredEvent>(
-          `SELECT ${EVENT_COLUMNS} FROM events WHERE dispatched_at IS NULL ORDER BY seq LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
-        );
-        if (!batch.length) return { events: batch, deliveries: [] };
-        const planned = await this.fanout.plan(sql, batch, this.dispatcher.leaseMs);
-        await sql(`UPDATE events SET dispatched_at = now() WHERE (tenant_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))`, [
-          batch.map((e) => e.tenant_id),
-          batch.map((e) => e.id),
-        ]);
-        return { events: batch, deliveries: planned };
-      });
-      if (!events.length) return;
-      this.dispatcher.deliver(deliveries);
-      await this.stream.publish(events);
-      if (events.length < BATCH && !this.again) return;
+      const leaseMs = this.dispatcher.leaseMs;
+      const claimed = await this.db.query<StoredEvent & { reclaimed: boolean }>(
+        `WITH next AS (
+           SELECT tenant_id AS t_id, id AS e_id, relay_lease_until IS NOT NULL AS reclaimed FROM events
+            WHERE dispatched_at IS NULL AND (relay_lease_until IS NULL OR relay_lease_until < now())
+            ORDER BY seq LIMIT ${BATCH} FOR UPDATE SKIP LOCKED)
+         UPDATE events SET relay_lease_until = now() + make_interval(secs => $1::float8 / 1000)
+           FROM next WHERE tenant_id = next.t_id AND id = next.e_id
+         RETURNING ${EVENT_COLUMNS}, next.reclaimed`,
+        [leaseMs],
+      );
+      if (!claimed.length) return;
+      const events = claimed.sort((a, b) => compareSeq(a.seq, b.seq));
+      const deliveries = await this.fanout.plan(events, leaseMs);
+      this.dispatcher.deliverFirst(events, deliveries);
+      await this.stream.publish(events.map(({ reclaimed, ...event }) => event)); // eslint-disable-line @typescript-eslint/no-unused-vars
+      if (claimed.length < BATCH && !this.again) return;
     }
   }
+}
+
+/** Outbox order: `seq` is a bigint, carried as text. */
+function compareSeq(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }

@@ -1,7 +1,9 @@
 /**
- * Attempts webhook deliveries (SPEC 6.1-6.3). Every attempt runs under a lease on its delivery
- * row, so the relay's first attempt, a Bull retry and a sweeper on any instance never send the
- * same attempt twice at once: first attempts come leased from the fan-out; any other attempt
+ * Attempts webhook deliveries (SPEC 6.1-6.3). Every attempt runs under a lease, so the relay's
+ * first attempt, a Bull retry and a sweeper on any instance never send the same attempt twice
+ * at once. A first attempt comes from the relay under its event's lease, and its record
+ * inserts the delivery row with the outcome (one row write per delivery); once every delivery
+ * of an event is recorded, the same statement marks the event dispatched. Any later attempt
  * claims its row first. An attempt POSTs the stored body with fresh signatures, then its
  * outcome is recorded (batched with others that finish at the same moment) and, on failure,
  * the next attempt is scheduled on WEBHOOK_RETRY_SCHEDULE as a Bull delayed job; after the
@@ -29,6 +31,12 @@ import { guardedLookup, isPublicAddress } from './target-policy';
 const PER_WEBHOOK_CONCURRENCY = 8;
 /** Attempts of one webhook waiting in memory; beyond, the sweeper picks them from the table. */
 const MAX_WAITING_PER_WEBHOOK = 1000;
+/**
+ * First attempts of one webhook running or waiting before their rows are written. Beyond, a
+ * planned delivery's row is written before its attempt: a slow receiver then holds at most
+ * this many of its events undispatched (their relay lease), which every relay pass steps over.
+ */
+const MAX_UNRECORDED_PER_WEBHOOK = PER_WEBHOOK_CONCURRENCY * 4;
 /** Lease time beyond the receiver's timeout: a margin for queueing and recording. */
 const LEASE_MARGIN_MS = 30_000;
 const MAX_ERROR_LENGTH = 500;
@@ -47,6 +55,8 @@ export interface Prepared extends DeliveryRef {
   secretSealed: string;
   /** When the lease ends (ms since the epoch). */
   leaseUntil: number;
+  /** Planned by the relay and not in the table yet: its first record inserts the row. */
+  unrecorded?: boolean;
 }
 
 interface Outcome {
@@ -57,12 +67,29 @@ interface Outcome {
 
 interface Recorded {
   ref: DeliveryRef;
+  /** Attempts made, this one included; 0 for a first delivery recorded without an attempt. */
   attempt: number;
-  attemptId: string;
-  outcome: Outcome;
+  attemptId: string | null;
+  outcome: Outcome | null;
   status: 'succeeded' | 'pending' | 'failed';
   delayMs: number;
+  /** A delivery planned by the relay: this record inserts its row. */
+  insert?: Prepared;
+  /** For an inserted row whose attempt is still to come in this process: its lease. */
+  leaseMs?: number;
 }
+
+/** An event whose deliveries are all recorded. */
+interface EventRef {
+  tenantId: string;
+  eventId: string;
+}
+
+const eventKey = (tenantId: string, eventId: string) => `${tenantId}:${eventId}`;
+
+/** One attempt in a delivery's attempt_log, from the row source `o` of a recording statement. */
+const ATTEMPT_ENTRY = `jsonb_build_object('attempt', o.attempt, 'id', o.attempt_id, 'status_code', o.status_code,
+  'duration_ms', o.duration_ms, 'error', o.error, 'created_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
 
 type Waiting = Recorded & { resolve: () => void; reject: (err: unknown) => void };
 
@@ -74,6 +101,12 @@ class KeyedLimiter {
 
   waiting(key: string): number {
     return this.lanes.get(key)?.waiting.length ?? 0;
+  }
+
+  /** Tasks of `key` running or waiting. */
+  load(key: string): number {
+    const lane = this.lanes.get(key);
+    return lane ? lane.running + lane.waiting.length : 0;
   }
 
   async run<T>(key: string, task: () => Promise<T>): Promise<T> {
@@ -107,6 +140,12 @@ export class WebhookDispatcher implements OnApplicationShutdown {
   /** Opened secrets by sealed text: a webhook's secret is decrypted once, not per attempt. */
   private readonly secretCache = new Map<string, string>();
   private pending: Waiting[] = [];
+  /** Events whose deliveries are all recorded, marked dispatched with the next write. */
+  private dispatched: EventRef[] = [];
+  /** Per event of a relay pass, its deliveries not recorded yet. */
+  private readonly owed = new Map<string, number>();
+  /** Events a record of which failed to be written: left to their lease, not marked dispatched. */
+  private readonly tainted = new Set<string>();
   private flushing?: Promise<void>;
   private stopped = false;
   /** WEBHOOK_RETRY_SCHEDULE in milliseconds, parsed once. */
@@ -138,9 +177,37 @@ export class WebhookDispatcher implements OnApplicationShutdown {
     await this.agent.destroy();
   }
 
-  /** First attempts, leased by the fan-out: sent as soon as each webhook has a free slot. */
-  deliver(prepared: Prepared[]): void {
-    for (const p of prepared) this.queueAttempt(p, () => this.attemptPrepared(p));
+  /**
+   * A relay pass: the first attempts of the deliveries planned for `events`. Usually a delivery
+   * is attempted as soon as its webhook has a free slot, and its row is written with the
+   * outcome. When its webhook already has MAX_UNRECORDED_PER_WEBHOOK attempts running or
+   * waiting, the row is written first (leased to this process), so its event does not wait on
+   * a slow receiver; when that webhook's line is full, the row is written due for the sweeper.
+   * An event that owes nothing is marked dispatched at once.
+   */
+  deliverFirst(events: Array<{ tenant_id: string; id: string }>, planned: Prepared[]): void {
+    if (this.stopped) return;
+    for (const p of planned) {
+      const key = eventKey(p.tenantId, p.eventId);
+      this.owed.set(key, (this.owed.get(key) ?? 0) + 1);
+    }
+    for (const e of events) if (!this.owed.has(eventKey(e.tenant_id, e.id))) this.dispatched.push({ tenantId: e.tenant_id, eventId: e.id });
+    for (const p of planned) {
+      if (this.limiter.load(p.webhookId) < MAX_UNRECORDED_PER_WEBHOOK) {
+        const first = { ...p, unrecorded: true };
+        this.queueAttempt(first, () => this.attemptPrepared(first));
+        continue;
+      }
+      const lineFull = this.limiter.waiting(p.webhookId) >= MAX_WAITING_PER_WEBHOOK;
+      const written = this.recordUnattempted(p, lineFull ? undefined : this.leaseMs);
+      if (lineFull) void written.catch(() => undefined);
+      else
+        this.queueAttempt(p, async () => {
+          await written;
+          await this.attemptPrepared(p);
+        });
+    }
+    if (this.dispatched.length) this.kick();
   }
 
   /**
@@ -178,9 +245,14 @@ export class WebhookDispatcher implements OnApplicationShutdown {
   }
 
   private async attemptPrepared(d: Prepared): Promise<void> {
-    // A lease that could run out before the attempt ends is left to lapse: the sweeper takes
-    // the delivery then, rather than two processes sending it at once.
-    if (this.stopped || Date.now() + this.config.WEBHOOK_TIMEOUT_MS + 1000 > d.leaseUntil) return;
+    if (this.stopped) return;
+    // An attempt that could outlive its lease does not start, rather than risk two processes
+    // sending it at once: a row's lease lapses and the sweeper takes the delivery; a planned
+    // delivery is recorded due, for the sweeper likewise.
+    if (Date.now() + this.config.WEBHOOK_TIMEOUT_MS + 1000 > d.leaseUntil) {
+      if (d.unrecorded) await this.recordUnattempted(d, undefined);
+      return;
+    }
     const attemptId = newId();
     const outcome = await this.send(d, await this.secretOf(d), attemptId);
     const attempt = d.attempts + 1;
@@ -188,7 +260,12 @@ export class WebhookDispatcher implements OnApplicationShutdown {
     const delays = this.retryDelaysMs;
     const delayMs = ok || attempt > delays.length ? 0 : delays[attempt - 1];
     const status = ok ? 'succeeded' : attempt > delays.length ? 'failed' : 'pending';
-    await this.record({ ref: { tenantId: d.tenantId, deliveryId: d.deliveryId, webhookId: d.webhookId }, attempt, attemptId, outcome, status, delayMs });
+    await this.record({ ref: refOf(d), attempt, attemptId, outcome, status, delayMs, insert: d.unrecorded ? d : undefined });
+  }
+
+  /** A planned delivery's row before any attempt: leased for an attempt to come here, else due for the sweeper. */
+  private recordUnattempted(d: Prepared, leaseMs: number | undefined): Promise<void> {
+    return this.record({ ref: refOf(d), attempt: 0, attemptId: null, outcome: null, status: 'pending', delayMs: 0, insert: d, leaseMs });
   }
 
   private async secretOf(d: Prepared): Promise<string> {
@@ -203,54 +280,126 @@ export class WebhookDispatcher implements OnApplicationShutdown {
 
   /**
    * Group commit: outcomes that finish while a write is in flight are written together by the
-   * next one. Resolves once this outcome is written.
+   * next one. Resolves once this outcome is written. The last record an event owes puts the
+   * event in the same write, to be marked dispatched.
    */
   private record(r: Recorded): Promise<void> {
     return new Promise((resolve, reject) => {
       this.pending.push({ ...r, resolve, reject });
-      this.flushing ??= this.flush().finally(() => (this.flushing = undefined));
+      if (r.insert) {
+        const key = eventKey(r.insert.tenantId, r.insert.eventId);
+        const left = (this.owed.get(key) ?? 1) - 1;
+        if (left > 0) this.owed.set(key, left);
+        else {
+          this.owed.delete(key);
+          if (!this.tainted.delete(key)) this.dispatched.push({ tenantId: r.insert.tenantId, eventId: r.insert.eventId });
+        }
+      }
+      this.kick();
     });
   }
 
+  private kick(): void {
+    this.flushing ??= this.flush().finally(() => (this.flushing = undefined));
+  }
+
   private async flush(): Promise<void> {
-    while (this.pending.length) {
+    while (this.pending.length || this.dispatched.length) {
       const batch = this.pending;
+      const dispatched = this.dispatched;
       this.pending = [];
+      this.dispatched = [];
       try {
-        await this.write(batch);
+        await this.write(batch, dispatched);
         batch.forEach((r) => r.resolve());
       } catch (err) {
+        // Events with a lost record stay undispatched: their lease lapses and the relay plans
+        // the deliveries not recorded again.
+        for (const r of batch) {
+          if (!r.insert) continue;
+          const key = eventKey(r.insert.tenantId, r.insert.eventId);
+          if (this.owed.has(key)) this.tainted.add(key);
+        }
         batch.forEach((r) => r.reject(err));
       }
     }
   }
 
-  private async write(batch: Recorded[]): Promise<void> {
+  private async write(batch: Recorded[], dispatched: EventRef[]): Promise<void> {
+    const inserts = batch.filter((r) => r.insert);
+    const updates = batch.filter((r) => !r.insert);
+    if (inserts.length || dispatched.length) await this.insertFirsts(inserts, dispatched);
+    if (updates.length) await this.updateLater(updates);
+    await Promise.all(batch.filter((r) => r.status === 'pending' && r.outcome).map((r) => this.scheduleRetry(r)));
+  }
+
+  /** Rows for planned deliveries, with their first outcome, and the events now dispatched. */
+  private async insertFirsts(batch: Recorded[], dispatched: EventRef[]): Promise<void> {
+    const column = <T>(f: (r: Recorded) => T) => batch.map(f);
+    const bodies = [...new Set(batch.map((r) => r.insert!.body))];
+    const bodyIndex = new Map(bodies.map((b, i) => [b, i + 1]));
+    // A webhook deleted meanwhile has its deliveries dropped by the join, not failing the batch.
+    await this.db.query(
+      `WITH recorded AS (
+         INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event, body, status, attempts, next_attempt_at,
+                                         last_status_code, last_error, attempt_log, lease_until)
+         SELECT o.tenant_id, o.id, o.webhook_id, o.event_id, o.event, ($6::text[])[o.body], o.status, o.attempt,
+                CASE WHEN o.status = 'pending' THEN now() + make_interval(secs => o.delay_ms / 1000) END,
+                o.status_code, o.error, CASE WHEN o.attempt = 0 THEN '[]'::jsonb ELSE jsonb_build_array(${ATTEMPT_ENTRY}) END,
+                now() + make_interval(secs => o.lease_ms / 1000)
+           FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $7::int[], $8::int[], $9::uuid[], $10::int[],
+                       $11::int[], $12::text[], $13::text[], $14::float8[], $17::float8[])
+                AS o(tenant_id, id, webhook_id, event_id, event, body, attempt, attempt_id, status_code, duration_ms, error, status, delay_ms, lease_ms)
+           JOIN webhooks w ON w.tenant_id = o.tenant_id AND w.id = o.webhook_id
+         RETURNING 1)
+       UPDATE events SET dispatched_at = now(), relay_lease_until = NULL
+        WHERE (tenant_id, id) IN (SELECT * FROM unnest($15::uuid[], $16::uuid[]))`,
+      [
+        column((r) => r.ref.tenantId),
+        column((r) => r.ref.deliveryId),
+        column((r) => r.ref.webhookId),
+        column((r) => r.insert!.eventId),
+        column((r) => r.insert!.event),
+        bodies,
+        column((r) => bodyIndex.get(r.insert!.body)),
+        column((r) => r.attempt),
+        column((r) => r.attemptId),
+        column((r) => r.outcome?.statusCode ?? null),
+        column((r) => r.outcome?.durationMs ?? null),
+        column((r) => r.outcome?.error ?? null),
+        column((r) => r.status),
+        column((r) => r.delayMs),
+        dispatched.map((e) => e.tenantId),
+        dispatched.map((e) => e.eventId),
+        column((r) => r.leaseMs ?? null),
+      ],
+    );
+  }
+
+  /** The outcome of a later attempt, appended to its row's attempt_log. */
+  private async updateLater(batch: Recorded[]): Promise<void> {
     const column = <T>(f: (r: Recorded) => T) => batch.map(f);
     await this.db.query(
       `UPDATE webhook_deliveries d
           SET status = o.status, attempts = o.attempt, last_status_code = o.status_code, last_error = o.error,
               lease_until = NULL, updated_at = now(),
               next_attempt_at = CASE WHEN o.status = 'pending' THEN now() + make_interval(secs => o.delay_ms / 1000) END,
-              attempt_log = d.attempt_log || jsonb_build_array(jsonb_build_object(
-                'attempt', o.attempt, 'id', o.id, 'status_code', o.status_code, 'duration_ms', o.duration_ms, 'error', o.error,
-                'created_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+              attempt_log = d.attempt_log || jsonb_build_array(${ATTEMPT_ENTRY})
          FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::uuid[], $5::int[], $6::int[], $7::text[], $8::text[], $9::float8[])
-              AS o(tenant_id, delivery_id, attempt, id, status_code, duration_ms, error, status, delay_ms)
+              AS o(tenant_id, delivery_id, attempt, attempt_id, status_code, duration_ms, error, status, delay_ms)
         WHERE d.tenant_id = o.tenant_id AND d.id = o.delivery_id`,
       [
         column((r) => r.ref.tenantId),
         column((r) => r.ref.deliveryId),
         column((r) => r.attempt),
         column((r) => r.attemptId),
-        column((r) => r.outcome.statusCode),
-        column((r) => r.outcome.durationMs),
-        column((r) => r.outcome.error),
+        column((r) => r.outcome!.statusCode),
+        column((r) => r.outcome!.durationMs),
+        column((r) => r.outcome!.error),
         column((r) => r.status),
         column((r) => r.delayMs),
       ],
     );
-    await Promise.all(batch.filter((r) => r.status === 'pending').map((r) => this.scheduleRetry(r)));
   }
 
   /** A Bull delayed job for the next attempt; when Redis cannot take it, the sweeper will. */
@@ -298,6 +447,8 @@ export class WebhookDispatcher implements OnApplicationShutdown {
       .finally(() => clearTimeout(timer));
   }
 }
+
+const refOf = (d: DeliveryRef): DeliveryRef => ({ tenantId: d.tenantId, deliveryId: d.deliveryId, webhookId: d.webhookId });
 
 /** An attempt's error as the delivery log shows it: the cause's message where undici wraps one. */
 function errorText(err: Error): string {

@@ -3,13 +3,13 @@
  * gets an event when it is enabled, its `events` and `type_filter` select it, and the
  * credential that registered it may, as of now, read what the event is about: a key revoked
  * or narrowed since registration stops receiving. The body is rendered for that credential
- * (unreadable extension namespaces left out) and stored, so every attempt sends the same bytes.
- * The deliveries are inserted already leased to this instance, ready for their first attempt.
+ * (unreadable extension namespaces left out) and stored with the delivery, so every attempt
+ * sends the same bytes. The dispatcher records each planned delivery with its first attempt.
  */
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal';
 import { newId } from '../common/ids';
-import type { Sql } from '../database/bookkeeping-db';
+import { BookkeepingDb } from '../database/bookkeeping-db';
 import { mayReceive, renderBody, selects, StoredEvent } from '../events/event-catalogue';
 import { CredentialsService } from '../auth/credentials.service';
 import { TypesService } from '../types/types.service';
@@ -28,19 +28,24 @@ interface Subscription {
 @Injectable()
 export class WebhookFanout {
   constructor(
+    private readonly db: BookkeepingDb,
     private readonly credentials: CredentialsService,
     private readonly types: TypesService,
   ) {}
 
-  /** Inserts the deliveries the events owe (in the caller's transaction), leased for `leaseMs`. */
-  async plan(sql: Sql, events: StoredEvent[], leaseMs: number): Promise<Prepared[]> {
+  /**
+   * The deliveries the events owe, leased to this instance for `leaseMs`. For an event taken
+   * up again after a relay died (`reclaimed`), deliveries already recorded are not planned twice.
+   */
+  async plan(events: Array<StoredEvent & { reclaimed?: boolean }>, leaseMs: number): Promise<Prepared[]> {
     const tenants = [...new Set(events.map((e) => e.tenant_id))];
-    const subscriptions = await sql<Subscription>(
+    const subscriptions = await this.db.query<Subscription>(
       `SELECT tenant_id, id, url, secret_sealed, events, type_filter, credential_id FROM webhooks
         WHERE tenant_id = ANY($1::uuid[]) AND NOT disabled`,
       [tenants],
     );
     if (!subscriptions.length) return [];
+    const recorded = await this.recorded(events.filter((e) => e.reclaimed));
     const owners = new Map<string, Principal | null>();
     const planned: Prepared[] = [];
     for (const e of events) {
@@ -49,7 +54,7 @@ export class WebhookFanout {
       const types = await this.types.catalog(e.tenant_id);
       const bodies = new Map<string, string>(); // webhooks of one owner get the same body
       for (const s of mine) {
-        if (!selects(s.events, s.type_filter, e, types)) continue;
+        if (!selects(s.events, s.type_filter, e, types) || recorded.has(`${e.id}:${s.id}`)) continue;
         const ownerKey = `${s.tenant_id}:${s.credential_id}`;
         if (!owners.has(ownerKey)) owners.set(ownerKey, await this.credentials.principalById(s.tenant_id, s.credential_id));
         const owner = owners.get(ownerKey);
@@ -69,26 +74,18 @@ export class WebhookFanout {
         });
       }
     }
-    if (planned.length) {
-      // Webhooks of one owner share a body: each distinct body is sent once, by its index.
-      const bodies = [...new Set(planned.map((d) => d.body))];
-      const indexOf = new Map(bodies.map((b, i) => [b, i + 1]));
-      await sql(
-        `INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event, body, status, next_attempt_at, lease_until)
-         SELECT u.tenant_id, u.id, u.webhook_id, u.event_id, u.event, ($6::text[])[u.body], 'pending', now(), now() + make_interval(secs => $8::float8 / 1000)
-           FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $7::int[]) AS u(tenant_id, id, webhook_id, event_id, event, body)`,
-        [
-          planned.map((d) => d.tenantId),
-          planned.map((d) => d.deliveryId),
-          planned.map((d) => d.webhookId),
-          planned.map((d) => d.eventId),
-          planned.map((d) => d.event),
-          bodies,
-          planned.map((d) => indexOf.get(d.body)),
-          leaseMs,
-        ],
-      );
-    }
     return planned;
+  }
+
+  /** `<event>:<webhook>` of the deliveries already recorded for these events. */
+  private async recorded(events: StoredEvent[]): Promise<Set<string>> {
+    if (!events.length) return new Set();
+    const rows = await this.db.query<{ pair: string }>(
+      `SELECT d.event_id || ':' || d.webhook_id AS pair FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS e(tenant_id, id, created_at)
+         JOIN webhooks w ON w.tenant_id = e.tenant_id
+         JOIN webhook_deliveries d ON d.tenant_id = e.tenant_id AND d.webhook_id = w.id AND d.created_at >= e.created_at AND d.event_id = e.id`,
+      [events.map((e) => e.tenant_id), events.map((e) => e.id), events.map((e) => e.created_at)],
+    );
+    return new Set(rows.map((r) => r.pair));
   }
 }

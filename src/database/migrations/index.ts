@@ -18,6 +18,7 @@ import { OauthDevicePolls1732300001500 } from './1732300001500-oauth-device-poll
 import { Audit1732300001600 } from './1732300001600-audit';
 import { Integrations1732300001700 } from './1732300001700-integrations';
 import { Connections1732300001800 } from './1732300001800-connections';
+import { EventRelayLease1732300001900 } from './1732300001900-event-relay-lease';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -39,4 +40,5 @@ export const migrations = [
   Audit1732300001600,
   Integrations1732300001700,
   Connections1732300001800,
+  EventRelayLease1732300001900,
 ];
