@@ -9,6 +9,7 @@ import { SecretBox } from '../src/crypto/secret-box';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 import { browse, field } from './support/browse';
 import { badFields, expectError } from './support/envelope';
+import { Receiver } from './support/receiver';
 
 const BACK = 'https://app.example.com/connected';
 
@@ -140,5 +141,50 @@ describe('connector OAuth bootstrap', () => {
     expectError(await svc.http.get('/oauth/start').query({ integration_id: integrationId, redirect_uri: BACK }).set(bearer(member)), 403, 'forbidden');
     expectError(await svc.http.get('/connections').set(bearer(member)), 403, 'forbidden');
     expectError(await svc.http.get('/oauth/callback/acme.notes'), 400, 'invalid_request');
+  });
+});
+
+describe('connector token endpoints with private targets off', () => {
+  let svc: TestApp;
+  let admin: string;
+  const receiver = new Receiver();
+
+  beforeAll(async () => {
+    const base = await receiver.start();
+    svc = await startApp({ SVC_OAUTH_REDIRECT_ALLOWLIST: BACK, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' });
+    admin = (await bootstrapAdmin(svc)).key;
+    for (const [name, host] of [['acme.literal', base], ['acme.named', base.replace('127.0.0.1', 'localhost')]]) {
+      await svc.http
+        .post('/integrations')
+        .set(bearer(admin))
+        .send({
+          manifest: {
+            name,
+            version: '1.0.0',
+            publisher: 'Acme',
+            direction: 'read',
+            runtime_compatibility: ['svc>=4.2'],
+            oauth: { authorize_url: `${host}/authorize`, token_url: `${host}/token`, scopes: ['read'], client_id: 'svc' },
+            target_types: ['core.note'],
+            permissions: ['core.note:read'],
+          },
+        })
+        .expect(201);
+    }
+  });
+  afterAll(async () => {
+    await svc?.close();
+    await receiver.stop();
+  });
+
+  it.each(['acme.literal', 'acme.named'])('does not call a token endpoint of %s on a loopback address, and stores nothing', async (name) => {
+    const { body } = await svc.http.get('/integrations').query({ name }).set(bearer(admin)).expect(200);
+    const started = await svc.http.get('/oauth/start').query({ integration_id: body.integrations[0].id, redirect_uri: BACK }).set(bearer(admin)).expect(302);
+    const state = new URL(started.headers.location).searchParams.get('state');
+    const res = await svc.http.get(`/oauth/callback/${name}`).query({ code: 'a-code', state });
+    expect(res.status).toBe(502);
+    expect(res.body.error.message).toMatch(/not a public address/);
+    expect(receiver.requests).toHaveLength(0);
+    expect(await svc.sql(`SELECT 1 FROM connections`)).toHaveLength(0);
   });
 });

@@ -10,17 +10,22 @@
  * stores the tokens sealed in a connection of the tenant, and returns the redirect_uri to send
  * the user back to. A tampered, expired or replayed state stores nothing.
  * `refresh`: a new access token from the stored refresh token.
+ * Token endpoints are called under the same address policy as webhook targets
+ * (common/target-policy.ts): no private, loopback or metadata address unless
+ * WEBHOOK_ALLOW_PRIVATE_TARGETS allows it, checked where the connection is made; no redirects.
  */
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import Redis from 'ioredis';
 import { createHash, randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import type { Agent, Dispatcher } from 'undici';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isId, newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { AppConfig } from '../config/app-config';
+import { guardedAgent, literalAddressProblem } from '../common/target-policy';
 import { SecretBox } from '../crypto/secret-box';
 import { REDIS } from '../redis/redis.module';
 import { ConnectionList, ConnectionResponse } from './connections.dto';
@@ -80,8 +85,9 @@ const toConnection = (r: ConnectionRow): ConnectionResponse => ({
 });
 
 @Injectable()
-export class ConnectionsService {
+export class ConnectionsService implements OnModuleDestroy {
   private readonly allowlist: Set<string>;
+  private readonly upstream: Agent;
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
@@ -91,6 +97,11 @@ export class ConnectionsService {
     private readonly config: AppConfig,
   ) {
     this.allowlist = redirectAllowlist(config.SVC_OAUTH_REDIRECT_ALLOWLIST);
+    this.upstream = guardedAgent(config.allowPrivateWebhookTargets);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.upstream.destroy();
   }
 
   callbackUrl(provider: string): string {
@@ -225,21 +236,28 @@ export class ConnectionsService {
   }
 
   private async tokenRequest(manifest: Manifest, form: Record<string, string>): Promise<UpstreamTokens> {
-    let res: Response;
+    const url = new URL(manifest.oauth!.token_url);
+    const unreachable = (why: string) => new ApiError(502, 'invalid_grant', `The upstream token endpoint did not answer (${why})`);
+    const refused = literalAddressProblem(url, this.config.allowPrivateWebhookTargets);
+    if (refused) throw unreachable(refused);
+    let res: Dispatcher.ResponseData;
     try {
-      res = await fetch(manifest.oauth!.token_url, {
+      res = await this.upstream.request({
+        origin: url.origin,
+        path: url.pathname + url.search,
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-        body: new URLSearchParams(form),
-        redirect: 'manual',
+        body: new URLSearchParams(form).toString(),
         signal: AbortSignal.timeout(UPSTREAM_TIMEOUT_MS),
       });
     } catch (err) {
-      throw new ApiError(502, 'invalid_grant', `The upstream token endpoint did not answer (${(err as Error).message})`);
+      const cause = (err as { cause?: unknown }).cause;
+      throw unreachable(cause instanceof Error ? cause.message : (err as Error).message);
     }
-    const body = (await res.json().catch(() => ({}))) as UpstreamTokens & { error?: string; error_description?: string };
-    if (!res.ok || typeof body.access_token !== 'string') {
-      throw ApiError.badRequest('invalid_grant', `The upstream refused the exchange: ${body.error ?? res.status}${body.error_description ? ` (${body.error_description})` : ''}`);
+    const body = (await res.body.json().catch(() => ({}))) as UpstreamTokens & { error?: string; error_description?: string };
+    const ok = res.statusCode >= 200 && res.statusCode < 300;
+    if (!ok || typeof body.access_token !== 'string') {
+      throw ApiError.badRequest('invalid_grant', `The upstream refused the exchange: ${body.error ?? res.statusCode}${body.error_description ? ` (${body.error_description})` : ''}`);
     }
     return body;
   }

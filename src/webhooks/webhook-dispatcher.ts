@@ -17,8 +17,7 @@
 import { InjectQueue, Process, Processor } from '@nestjs/bull';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import type { Job, Queue } from 'bull';
-import { isIP } from 'node:net';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
 import { newId } from '../common/ids';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
@@ -26,7 +25,7 @@ import { SecretBox } from '../crypto/secret-box';
 import { BookkeepingDb } from '../database/bookkeeping-db';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
 import { secretAad, signDelivery } from './signature';
-import { guardedLookup, isPublicAddress } from './target-policy';
+import { guardedAgent, literalAddressProblem } from '../common/target-policy';
 
 const PER_WEBHOOK_CONCURRENCY = 8;
 /** Attempts of one webhook waiting in memory; beyond, the sweeper picks them from the table. */
@@ -158,9 +157,8 @@ export class WebhookDispatcher implements OnApplicationShutdown {
     @InjectQueue(QUEUES.webhooks) private readonly queue: Queue<JobPayloads['webhook.deliver']>,
   ) {
     this.retryDelaysMs = config.webhookRetryDelaysMs;
-    this.agent = new Agent({
+    this.agent = guardedAgent(config.allowPrivateWebhookTargets, {
       connections: PER_WEBHOOK_CONCURRENCY * 4,
-      connect: { lookup: guardedLookup(config.allowPrivateWebhookTargets) as never },
       // The attempt's own timer bounds the whole exchange; these only must not cut it shorter.
       headersTimeout: 0,
       bodyTimeout: 0,
@@ -421,10 +419,8 @@ export class WebhookDispatcher implements OnApplicationShutdown {
       durationMs: Math.round(performance.now() - started),
     });
     const url = new URL(d.url);
-    const allowPrivate = this.config.allowPrivateWebhookTargets;
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    // Literal addresses skip DNS, and with it guardedLookup: checked here instead.
-    if (isIP(host) && !allowPrivate && !isPublicAddress(host)) return Promise.resolve(done(null, `refused: ${host} is not a public address`));
+    const refused = literalAddressProblem(url, this.config.allowPrivateWebhookTargets);
+    if (refused) return Promise.resolve(done(null, refused));
     const headers = {
       'Content-Type': 'application/json',
       'Content-Length': String(Buffer.byteLength(d.body)),

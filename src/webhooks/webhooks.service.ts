@@ -17,7 +17,7 @@ import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { generateSecret, secretAad } from './signature';
-import { assertTargetAddress, TargetRefused, urlProblem } from './target-policy';
+import { assertTargetAddress, TargetRefused, urlProblem } from '../common/target-policy';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import {
   CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, UpdateWebhookDto, WebhookList, WebhookResponse,

@@ -1,5 +1,6 @@
 /**
- * Where webhooks may send (SSRF): HTTPS to public addresses. Unless private targets are
+ * Where the service may send requests of its own (SSRF): webhook deliveries and connector token
+ * exchanges. HTTPS to public addresses. Unless private targets are
  * allowed (WEBHOOK_ALLOW_PRIVATE_TARGETS, the default outside production), plain http and any
  * address that is not public unicast (private, loopback, link-local and so cloud metadata,
  * carrier-grade NAT, unique-local, multicast, reserved…) are refused. The check runs on every
@@ -10,6 +11,7 @@
 import ipaddr from 'ipaddr.js';
 import { lookup as dnsLookup, LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
+import { Agent } from 'undici';
 
 export function isPublicAddress(address: string): boolean {
   let parsed = ipaddr.parse(address);
@@ -65,4 +67,19 @@ export function guardedLookup(allowPrivate: boolean) {
       callback(null, addresses[0].address, addresses[0].family);
     });
   };
+}
+
+/**
+ * An undici Agent whose connections resolve names through `guardedLookup`. Literal addresses
+ * skip DNS, so a request also needs `literalAddressProblem` checked first.
+ */
+export function guardedAgent(allowPrivate: boolean, options: Omit<Agent.Options, 'connect'> = {}): Agent {
+  return new Agent({ ...options, connect: { lookup: guardedLookup(allowPrivate) as never } });
+}
+
+/** Why a URL whose host is a literal IP address may not be called, or undefined. */
+export function literalAddressProblem(url: URL, allowPrivate: boolean): string | undefined {
+  const host = hostOf(url);
+  if (isIP(host) && !allowPrivate && !isPublicAddress(host)) return `refused: ${host} is not a public address`;
+  return undefined;
 }
