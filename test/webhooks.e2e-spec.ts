@@ -7,7 +7,8 @@
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
-import { bearer, bootstrapAdmin, clearRedisPrefix, createKey, createTenant, startApp, TestApp } from './support/app';
+import Redis from 'ioredis';
+import { bearer, bootstrapAdmin, clearRedisPrefix, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { Receiver } from './support/receiver';
 import { waitFor } from './support/wait';
@@ -312,5 +313,66 @@ describe('webhook targets with private targets off', () => {
     } finally {
       await receiver.stop();
     }
+  });
+});
+
+describe('an instance that does not deliver (EVENT_DELIVERY_ENABLED=false)', () => {
+  const receiver = new Receiver();
+  const settings = { WEBHOOK_RETRY_SCHEDULE: '1s', WEBHOOK_SWEEP_INTERVAL: '500ms', WEBHOOK_TIMEOUT_MS: '1000' };
+  let api: TestApp;
+  let worker: TestApp | undefined;
+  let admin: string;
+  let base: string;
+
+  beforeAll(async () => {
+    base = await receiver.start();
+    api = await startApp({ ...settings, EVENT_DELIVERY_ENABLED: 'false' });
+    admin = (await bootstrapAdmin(api)).key;
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await api.close();
+    await receiver.stop();
+  });
+
+  const note = () => api.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'n' } }).expect(201);
+
+  it('takes writes, announces them on Redis, and leaves their delivery to an instance that delivers', async () => {
+    const hook = (await api.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/split`, events: ['item.created'] }).expect(201)).body;
+    const wakes = new Redis(REDIS_URL);
+    const announced: string[] = [];
+    await wakes.subscribe(`${api.config.REDIS_PREFIX}events:wake`);
+    wakes.on('message', (channel: string) => announced.push(channel));
+    try {
+      const item = (await note()).body;
+      await waitFor(() => announced.length > 0, 'the announcement of the commit');
+      const [event] = await api.sql(`SELECT dispatched_at, relay_lease_until FROM events WHERE payload->'item'->>'id' = $1`, [item.id]);
+      expect(event).toMatchObject({ dispatched_at: null, relay_lease_until: null });
+    } finally {
+      await wakes.quit();
+    }
+    const workerStarted = new Date();
+    worker = await startApp({ ...settings, DATABASE_URL: api.databaseUrl, REDIS_PREFIX: api.config.REDIS_PREFIX });
+    await waitFor(() => receiver.at('/split').length === 1, 'the delivery, by the instance that delivers');
+    const [delivery] = (await api.http.get(`/webhooks/${hook.id}/deliveries`).set(bearer(admin)).expect(200)).body.deliveries;
+    expect(new Date(delivery.attempt_log[0].created_at).getTime()).toBeGreaterThanOrEqual(workerStarted.getTime() - 1000);
+    await note();
+    await waitFor(() => receiver.at('/split').length === 2, 'the next write, delivered');
+  });
+
+  it('passes an admin retry to an instance that delivers', async () => {
+    const hook = (await api.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/split-retry`, events: ['item.created'] }).expect(201)).body;
+    receiver.respond = (r) => (r.path === '/split-retry' && receiver.at('/split-retry').length <= 2 ? 500 : 200);
+    await note();
+    const failed = await waitFor(async () => {
+      const { body } = await api.http.get(`/webhooks/${hook.id}/deliveries`).query({ status: 'failed' }).set(bearer(admin)).expect(200);
+      return body.deliveries[0];
+    }, 'the failed delivery');
+    await api.http.post(`/webhooks/${hook.id}/deliveries/${failed.id}/retry`).set(bearer(admin)).expect(202);
+    await waitFor(async () => {
+      const { body } = await api.http.get(`/webhooks/${hook.id}/deliveries`).query({ status: 'succeeded' }).set(bearer(admin)).expect(200);
+      return body.deliveries.length === 1;
+    }, 'the retried delivery, succeeded');
+    expect(receiver.at('/split-retry')).toHaveLength(3);
   });
 });

@@ -102,6 +102,12 @@ export class AppConfig {
   @int() @IsInt() @Min(100) @Max(120_000)
   WEBHOOK_TIMEOUT_MS = 10_000;
 
+  /** Whether this instance relays events and delivers webhooks (the relay, first attempts,
+   *  retries, the sweeper). False makes an instance that takes writes and serves event streams
+   *  and leaves delivery to the instances that have it on (src/events, src/webhooks). */
+  @bool() @IsBoolean()
+  EVENT_DELIVERY_ENABLED = true;
+
   /** How often each instance looks for deliveries that are due but not queued (after a Redis
    *  loss or a crash): the delay a lost retry can suffer beyond its schedule. */
   @Matches(/^\d+(ms|s|m)$/, { message: 'must be a duration such as 10s' })

@@ -8,11 +8,15 @@
  * lease lapse: another pass takes the event up again and plans only the deliveries not yet
  * recorded. So every event reaches every subscriber at least once.
  *
- * It runs when a transaction that recorded events commits on this instance, and every
- * POLL_MS regardless (events committed by an instance that died before relaying them).
+ * It runs when a transaction that recorded events commits on this instance, when an instance
+ * that does not deliver (EVENT_DELIVERY_ENABLED=false) announces such a commit on the Redis
+ * channel `<prefix>events:wake`, and every POLL_MS regardless (events committed by an
+ * instance that died before relaying them, or whose announcement was lost).
  */
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
 import { BookkeepingDb } from '../database/bookkeeping-db';
+import { RedisPubSub } from '../redis/redis.module';
 import { WebhookDispatcher } from '../webhooks/webhook-dispatcher';
 import { WebhookFanout } from '../webhooks/webhook-fanout';
 import { EVENT_COLUMNS, StoredEvent } from './event-catalogue';
@@ -21,6 +25,7 @@ import { Outbox } from './outbox';
 
 const BATCH = 200;
 const POLL_MS = 1000;
+const WAKE_CHANNEL = 'events:wake';
 
 @Injectable()
 export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -29,6 +34,9 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
   private draining?: Promise<void>;
   private again = false;
   private stopped = false;
+  /** An announcement in flight, and whether another commit came meanwhile. */
+  private announcing?: Promise<void>;
+  private announceAgain = false;
 
   constructor(
     private readonly db: BookkeepingDb,
@@ -36,19 +44,45 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
     private readonly fanout: WebhookFanout,
     private readonly dispatcher: WebhookDispatcher,
     private readonly stream: EventStream,
+    private readonly pubsub: RedisPubSub,
+    private readonly config: AppConfig,
   ) {}
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.config.EVENT_DELIVERY_ENABLED) {
+      this.outbox.onCommit(() => this.announce());
+      return;
+    }
     this.outbox.onCommit(() => this.wake());
     this.timer = setInterval(() => this.wake(), POLL_MS);
     this.timer.unref();
+    await this.pubsub.subscribe(WAKE_CHANNEL, () => this.wake());
     this.wake();
+  }
+
+  /** Tells the delivering instances that events were committed: one message at a time, coalesced. */
+  private announce(): void {
+    if (this.stopped) return;
+    if (this.announcing) {
+      this.announceAgain = true;
+      return;
+    }
+    this.announcing = this.pubsub
+      .publish(WAKE_CHANNEL, '')
+      .catch((err: unknown) => this.logger.warn({ err }, 'could not announce committed events; the relays poll'))
+      .finally(() => {
+        this.announcing = undefined;
+        if (this.announceAgain) {
+          this.announceAgain = false;
+          this.announce();
+        }
+      });
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
-    await this.draining;
+    await Promise.all([this.draining, this.announcing]);
   }
 
   wake(): void {

@@ -14,9 +14,9 @@
  * its attempts wait in this process (or, past a bound, in the table for the sweeper), so it
  * cannot slow other webhooks' deliveries, and item writes never wait for any of it.
  */
-import { InjectQueue, Process, Processor } from '@nestjs/bull';
-import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import type { Job, Queue } from 'bull';
+import { InjectQueue } from '@nestjs/bull';
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import type { Queue } from 'bull';
 import type { Agent } from 'undici';
 import { newId } from '../common/ids';
 import { withinTimeout } from '../common/timeout';
@@ -125,7 +125,7 @@ class KeyedLimiter {
 }
 
 @Injectable()
-export class WebhookDispatcher implements OnApplicationShutdown {
+export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Webhooks');
   private readonly limiter = new KeyedLimiter(PER_WEBHOOK_CONCURRENCY);
   /** Deliveries queued or in flight in this process, so the sweeper does not queue them twice. */
@@ -167,6 +167,14 @@ export class WebhookDispatcher implements OnApplicationShutdown {
 
   get leaseMs(): number {
     return this.config.WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS;
+  }
+
+  /** Bull's side, on instances that deliver: a due retry runs through the same attempt, under the same per-webhook limit. */
+  onApplicationBootstrap(): void {
+    if (!this.config.EVENT_DELIVERY_ENABLED) return;
+    this.queue
+      .process('webhook.deliver', 16, async (job) => void this.attemptSoon(job.data))
+      .catch((err: unknown) => this.logger.error({ err }, 'webhook retry worker stopped'));
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -211,9 +219,14 @@ export class WebhookDispatcher implements OnApplicationShutdown {
   /**
    * Any later attempt (a retry, the sweeper, an admin's retry): claims the row when its
    * webhook has a free slot. False when the webhook's waiting line is full (the delivery
-   * stays due in the table for the sweeper).
+   * stays due in the table for the sweeper). An instance that does not deliver passes it to
+   * one that does, through the queue.
    */
   attemptSoon(ref: DeliveryRef): boolean {
+    if (!this.config.EVENT_DELIVERY_ENABLED) {
+      void this.enqueue(ref, 0, `${ref.deliveryId}:now:${newId()}`);
+      return true;
+    }
     return this.queueAttempt(ref, () => this.claimAndAttempt(ref));
   }
 
@@ -400,15 +413,15 @@ export class WebhookDispatcher implements OnApplicationShutdown {
     );
   }
 
-  /** A Bull delayed job for the next attempt; when Redis cannot take it, the sweeper will. */
-  private async scheduleRetry(r: Recorded): Promise<void> {
-    const job = this.queue.add('webhook.deliver', r.ref, {
-      delay: r.delayMs,
-      jobId: `${r.ref.deliveryId}:${r.attempt}`,
-      removeOnComplete: true,
-      removeOnFail: 1000,
-    });
-    if (!(await withinTimeout(job, 2000))) this.logger.warn({ deliveryId: r.ref.deliveryId }, 'retry not queued (Redis); the sweeper will pick it up');
+  /** A Bull delayed job for the next attempt. */
+  private scheduleRetry(r: Recorded): Promise<void> {
+    return this.enqueue(r.ref, r.delayMs, `${r.ref.deliveryId}:${r.attempt}`);
+  }
+
+  /** An attempt through the queue; when Redis cannot take it, the sweeper will. */
+  private async enqueue(ref: DeliveryRef, delayMs: number, jobId: string): Promise<void> {
+    const job = this.queue.add('webhook.deliver', ref, { delay: delayMs, jobId, removeOnComplete: true, removeOnFail: 1000 });
+    if (!(await withinTimeout(job, 2000))) this.logger.warn({ deliveryId: ref.deliveryId }, 'attempt not queued (Redis); the sweeper will pick it up');
   }
 
   private send(d: Prepared, secret: string, attemptId: string): Promise<Outcome> {
@@ -450,15 +463,4 @@ const refOf = (d: DeliveryRef): DeliveryRef => ({ tenantId: d.tenantId, delivery
 function errorText(err: Error): string {
   const cause = (err as { cause?: unknown }).cause;
   return cause instanceof Error ? cause.message : err.message;
-}
-
-/** Bull's side: a due retry runs through the same attempt, under the same per-webhook limit. */
-@Processor(QUEUES.webhooks)
-export class WebhookDeliveryProcessor {
-  constructor(private readonly dispatcher: WebhookDispatcher) {}
-
-  @Process({ name: 'webhook.deliver', concurrency: 16 })
-  handle(job: Job<JobPayloads['webhook.deliver']>): void {
-    this.dispatcher.attemptSoon(job.data);
-  }
 }

@@ -2,7 +2,8 @@
  * The safety net under Bull: every WEBHOOK_SWEEP_INTERVAL each instance looks in the table for
  * deliveries that are due (by at least one interval) and held by nobody, and attempts them.
  * That covers a retry job lost with Redis (flushed, failed over, down), a first attempt lost
- * with a crashed process, and attempts a saturated webhook could not queue in memory.
+ * with a crashed process, and attempts a saturated webhook could not queue in memory. Only on
+ * instances that deliver (EVENT_DELIVERY_ENABLED).
  */
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
@@ -24,6 +25,7 @@ export class WebhookSweeper implements OnApplicationBootstrap, OnApplicationShut
   ) {}
 
   onApplicationBootstrap(): void {
+    if (!this.config.EVENT_DELIVERY_ENABLED) return;
     this.timer = setInterval(() => void this.sweep(), this.config.webhookSweepIntervalMs);
     this.timer.unref();
   }

@@ -6,7 +6,7 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { TypesModule } from '../types/types.module';
-import { WebhookDeliveryProcessor, WebhookDispatcher } from './webhook-dispatcher';
+import { WebhookDispatcher } from './webhook-dispatcher';
 import { WebhookFanout } from './webhook-fanout';
 import { WebhookSweeper } from './webhook-sweeper';
 import { WebhooksController } from './webhooks.controller';
@@ -15,7 +15,7 @@ import { WebhooksService } from './webhooks.service';
 @Module({
   imports: [AuthModule, TypesModule],
   controllers: [WebhooksController],
-  providers: [WebhooksService, WebhookDispatcher, WebhookDeliveryProcessor, WebhookFanout, WebhookSweeper],
+  providers: [WebhooksService, WebhookDispatcher, WebhookFanout, WebhookSweeper],
   exports: [WebhookFanout, WebhookDispatcher],
 })
 export class WebhooksModule {}
