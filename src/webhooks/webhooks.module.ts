@@ -1,11 +1,13 @@
 /**
  * Webhooks: registrations (`/webhooks`), fan-out of outbox events to per-webhook deliveries,
- * signed delivery with retries on Bull and a sweeper beneath it, and the delivery log.
- * Exports the fan-out, which the events relay runs for each batch of committed events.
+ * signed delivery with retries on Bull and a sweeper beneath it, and the delivery log (what
+ * attempts leave in it: delivery-records.ts). Exports the fan-out and the dispatcher, which the
+ * events relay hands each batch of claimed events.
  */
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { TypesModule } from '../types/types.module';
+import { DeliveryRecords } from './delivery-records';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import { WebhookFanout } from './webhook-fanout';
 import { WebhookSweeper } from './webhook-sweeper';
@@ -15,7 +17,7 @@ import { WebhooksService } from './webhooks.service';
 @Module({
   imports: [AuthModule, TypesModule],
   controllers: [WebhooksController],
-  providers: [WebhooksService, WebhookDispatcher, WebhookFanout, WebhookSweeper],
+  providers: [WebhooksService, DeliveryRecords, WebhookDispatcher, WebhookFanout, WebhookSweeper],
   exports: [WebhookFanout, WebhookDispatcher],
 })
 export class WebhooksModule {}

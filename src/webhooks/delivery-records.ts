@@ -1,0 +1,198 @@
+/**
+ * What attempts leave in the delivery table, by group commit: records that finish while a write
+ * is in flight go together in the next one. A delivery the relay planned has no row until its
+ * first record, which inserts it with the first attempt's outcome (or without an attempt:
+ * leased for one still to come in this process, or due for the sweeper); a later attempt's
+ * outcome is appended to the row's attempt_log. The record that completes an event's
+ * deliveries puts the event in the same write, marked dispatched. When a write fails, its
+ * events stay undispatched: their relay lease lapses and the relay plans the deliveries that
+ * have no row again (event-relay.ts).
+ */
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { BookkeepingDb } from '../database/bookkeeping-db';
+import type { DeliveryRef, Prepared } from './webhook-dispatcher';
+
+export interface Outcome {
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface Recorded {
+  ref: DeliveryRef;
+  /** Attempts made, this one included; 0 for a first delivery recorded without an attempt. */
+  attempt: number;
+  attemptId: string | null;
+  outcome: Outcome | null;
+  status: 'succeeded' | 'pending' | 'failed';
+  delayMs: number;
+  /** A delivery planned by the relay: this record inserts its row. */
+  insert?: Prepared;
+  /** For an inserted row whose attempt is still to come in this process: its lease. */
+  leaseMs?: number;
+}
+
+/** An event whose deliveries are all recorded. */
+interface EventRef {
+  tenantId: string;
+  eventId: string;
+}
+
+const eventKey = (tenantId: string, eventId: string) => `${tenantId}:${eventId}`;
+
+/** One attempt in a delivery's attempt_log, from the row source `o` of a recording statement. */
+const ATTEMPT_ENTRY = `jsonb_build_object('attempt', o.attempt, 'id', o.attempt_id, 'status_code', o.status_code,
+  'duration_ms', o.duration_ms, 'error', o.error, 'created_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
+
+type Waiting = Recorded & { resolve: () => void; reject: (err: unknown) => void };
+
+@Injectable()
+export class DeliveryRecords implements OnApplicationShutdown {
+  private pending: Waiting[] = [];
+  /** Events whose deliveries are all recorded, marked dispatched with the next write. */
+  private dispatched: EventRef[] = [];
+  /** Per event of a relay pass, its deliveries not recorded yet. */
+  private readonly owed = new Map<string, number>();
+  /** Events a record of which failed to be written: left to their lease, not marked dispatched. */
+  private readonly tainted = new Set<string>();
+  private flushing?: Promise<void>;
+
+  constructor(private readonly db: BookkeepingDb) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.flushing;
+  }
+
+  /** A relay pass's deliveries, owed by their events; an event that owes none is dispatched with the next write. */
+  expect(events: Array<{ tenant_id: string; id: string }>, planned: Prepared[]): void {
+    for (const p of planned) {
+      const key = eventKey(p.tenantId, p.eventId);
+      this.owed.set(key, (this.owed.get(key) ?? 0) + 1);
+    }
+    for (const e of events) if (!this.owed.has(eventKey(e.tenant_id, e.id))) this.dispatched.push({ tenantId: e.tenant_id, eventId: e.id });
+    if (this.dispatched.length) this.kick();
+  }
+
+  /**
+   * Group commit: outcomes that finish while a write is in flight are written together by the
+   * next one. Resolves once this outcome is written. The last record an event owes puts the
+   * event in the same write, to be marked dispatched.
+   */
+  record(r: Recorded): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ ...r, resolve, reject });
+      if (r.insert) {
+        const key = eventKey(r.insert.tenantId, r.insert.eventId);
+        const left = (this.owed.get(key) ?? 1) - 1;
+        if (left > 0) this.owed.set(key, left);
+        else {
+          this.owed.delete(key);
+          if (!this.tainted.delete(key)) this.dispatched.push({ tenantId: r.insert.tenantId, eventId: r.insert.eventId });
+        }
+      }
+      this.kick();
+    });
+  }
+
+  private kick(): void {
+    this.flushing ??= this.flush().finally(() => (this.flushing = undefined));
+  }
+
+  private async flush(): Promise<void> {
+    while (this.pending.length || this.dispatched.length) {
+      const batch = this.pending;
+      const dispatched = this.dispatched;
+      this.pending = [];
+      this.dispatched = [];
+      try {
+        await this.write(batch, dispatched);
+        batch.forEach((r) => r.resolve());
+      } catch (err) {
+        // Events with a lost record stay undispatched: their lease lapses and the relay plans
+        // the deliveries not recorded again.
+        for (const r of batch) {
+          if (!r.insert) continue;
+          const key = eventKey(r.insert.tenantId, r.insert.eventId);
+          if (this.owed.has(key)) this.tainted.add(key);
+        }
+        batch.forEach((r) => r.reject(err));
+      }
+    }
+  }
+
+  private async write(batch: Recorded[], dispatched: EventRef[]): Promise<void> {
+    const inserts = batch.filter((r) => r.insert);
+    const updates = batch.filter((r) => !r.insert);
+    if (inserts.length || dispatched.length) await this.insertFirsts(inserts, dispatched);
+    if (updates.length) await this.updateLater(updates);
+  }
+
+  /** Rows for planned deliveries, with their first outcome, and the events now dispatched. */
+  private async insertFirsts(batch: Recorded[], dispatched: EventRef[]): Promise<void> {
+    const column = <T>(f: (r: Recorded) => T) => batch.map(f);
+    const bodies = [...new Set(batch.map((r) => r.insert!.body))];
+    const bodyIndex = new Map(bodies.map((b, i) => [b, i + 1]));
+    // A webhook deleted meanwhile has its deliveries dropped by the join, not failing the batch.
+    await this.db.query(
+      `WITH recorded AS (
+         INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event, body, status, attempts, next_attempt_at,
+                                         last_status_code, last_error, attempt_log, lease_until)
+         SELECT o.tenant_id, o.id, o.webhook_id, o.event_id, o.event, ($6::text[])[o.body], o.status, o.attempt,
+                CASE WHEN o.status = 'pending' THEN now() + make_interval(secs => o.delay_ms / 1000) END,
+                o.status_code, o.error, CASE WHEN o.attempt = 0 THEN '[]'::jsonb ELSE jsonb_build_array(${ATTEMPT_ENTRY}) END,
+                now() + make_interval(secs => o.lease_ms / 1000)
+           FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $7::int[], $8::int[], $9::uuid[], $10::int[],
+                       $11::int[], $12::text[], $13::text[], $14::float8[], $17::float8[])
+                AS o(tenant_id, id, webhook_id, event_id, event, body, attempt, attempt_id, status_code, duration_ms, error, status, delay_ms, lease_ms)
+           JOIN webhooks w ON w.tenant_id = o.tenant_id AND w.id = o.webhook_id
+         RETURNING 1)
+       UPDATE events SET dispatched_at = now(), relay_lease_until = NULL
+        WHERE (tenant_id, id) IN (SELECT * FROM unnest($15::uuid[], $16::uuid[]))`,
+      [
+        column((r) => r.ref.tenantId),
+        column((r) => r.ref.deliveryId),
+        column((r) => r.ref.webhookId),
+        column((r) => r.insert!.eventId),
+        column((r) => r.insert!.event),
+        bodies,
+        column((r) => bodyIndex.get(r.insert!.body)),
+        column((r) => r.attempt),
+        column((r) => r.attemptId),
+        column((r) => r.outcome?.statusCode ?? null),
+        column((r) => r.outcome?.durationMs ?? null),
+        column((r) => r.outcome?.error ?? null),
+        column((r) => r.status),
+        column((r) => r.delayMs),
+        dispatched.map((e) => e.tenantId),
+        dispatched.map((e) => e.eventId),
+        column((r) => r.leaseMs ?? null),
+      ],
+    );
+  }
+
+  /** The outcome of a later attempt, appended to its row's attempt_log. */
+  private async updateLater(batch: Recorded[]): Promise<void> {
+    const column = <T>(f: (r: Recorded) => T) => batch.map(f);
+    await this.db.query(
+      `UPDATE webhook_deliveries d
+          SET status = o.status, attempts = o.attempt, last_status_code = o.status_code, last_error = o.error,
+              lease_until = NULL, updated_at = now(),
+              next_attempt_at = CASE WHEN o.status = 'pending' THEN now() + make_interval(secs => o.delay_ms / 1000) END,
+              attempt_log = d.attempt_log || jsonb_build_array(${ATTEMPT_ENTRY})
+         FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::uuid[], $5::int[], $6::int[], $7::text[], $8::text[], $9::float8[])
+              AS o(tenant_id, delivery_id, attempt, attempt_id, status_code, duration_ms, error, status, delay_ms)
+        WHERE d.tenant_id = o.tenant_id AND d.id = o.delivery_id`,
+      [
+        column((r) => r.ref.tenantId),
+        column((r) => r.ref.deliveryId),
+        column((r) => r.attempt),
+        column((r) => r.attemptId),
+        column((r) => r.outcome!.statusCode),
+        column((r) => r.outcome!.durationMs),
+        column((r) => r.outcome!.error),
+        column((r) => r.status),
+        column((r) => r.delayMs),
+      ],
+    );
+  }
+}
