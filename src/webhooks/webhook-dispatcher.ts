@@ -5,8 +5,9 @@
  * has a row; any later attempt claims its row first. An attempt POSTs the stored body with
  * fresh signatures, then its outcome is recorded (delivery-records.ts: the first one inserts the
  * row) and, on failure, the next attempt is scheduled on WEBHOOK_RETRY_SCHEDULE as a Bull
- * delayed job; after the last one the delivery is `failed`. The row is the truth: a job Redis lost is found again by
- * the sweeper (webhook-sweeper.ts).
+ * delayed job; after the last one the delivery is `failed`. The row is the truth: a job Redis
+ * lost is found again by the sweeper (webhook-sweeper.ts). Only instances with
+ * EVENT_DELIVERY_ENABLED attempt anything; others pass admin retries on through the queue.
  *
  * A slow or dead receiver holds at most PER_WEBHOOK_CONCURRENCY attempts at a time; the rest of
  * its attempts wait in this process (or, past a bound, in the table for the sweeper), so it
@@ -17,12 +18,12 @@ import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } fro
 import type { Queue } from 'bull';
 import type { Agent } from 'undici';
 import { newId } from '../common/ids';
+import { guardedAgent, literalAddressProblem } from '../common/target-policy';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { BookkeepingDb } from '../database/bookkeeping-db';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
-import { guardedAgent, literalAddressProblem } from '../common/target-policy';
 import { DeliveryRecords, Outcome, Recorded } from './delivery-records';
 import { secretAad, signDelivery } from './signature';
 
