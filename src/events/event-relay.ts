@@ -105,7 +105,9 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
   }
 
   private async drain(): Promise<void> {
-    for (;;) {
+    // Not past shutdown: events claimed then would wait out their lease before another
+    // instance could take them, and a long backlog would hold the shutdown up.
+    while (!this.stopped) {
       this.again = false;
       const leaseMs = this.dispatcher.leaseMs;
       const claimed = await this.db.query<StoredEvent & { reclaimed: boolean }>(
