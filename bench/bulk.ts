@@ -41,10 +41,9 @@
  * PostgreSQL CPU an item; its own row in the summary).
  * Logs and rate limits are off in the service. Not a test: nothing is asserted.
  */
-import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { Pool } from 'pg';
-import { CLOCK_TICKS, cpuMs, dropDatabase, startService, stopService } from './service';
+import { cpuMs, dropDatabase, machineBusyMs, percentile, startService, stopService } from './service';
 import { prng } from './text';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_bulk';
@@ -77,16 +76,6 @@ function note(rnd: () => number, n: number): Record<string, unknown> {
 
 // ------------------------------------------------------------------ CPU per process
 
-/** The machine's busy CPU ms so far (all cores), from /proc/stat: to see whether something else was running. */
-function machineBusyMs(): number {
-  try {
-    const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-    const idle = cpu[3] + (cpu[4] ?? 0);
-    return ((cpu.reduce((a, b) => a + b, 0) - idle) * 1000) / CLOCK_TICKS;
-  } catch {
-    return 0;
-  }
-}
 
 // ------------------------------------------------------------------ measured phases
 
@@ -161,10 +150,6 @@ class Meter {
   }
 }
 
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-};
 
 // ------------------------------------------------------------------ the run
 

@@ -74,3 +74,20 @@ export function cpuMs(pid: number): number {
     return 0;
   }
 }
+
+/** The machine's busy CPU ms so far (all cores), from /proc/stat: to see whether something else was running. */
+export function machineBusyMs(): number {
+  try {
+    const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const idle = cpu[3] + (cpu[4] ?? 0);
+    return ((cpu.reduce((a, b) => a + b, 0) - idle) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** The p-th percentile (nearest rank) of unsorted values; NaN for none. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+}

@@ -21,9 +21,8 @@
  */
 import autocannon from 'autocannon';
 import { execSync, fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { CLOCK_TICKS, cpuMs, dropDatabase, startService } from './service';
+import { cpuMs, dropDatabase, machineBusyMs, percentile, startService } from './service';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_webhooks';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -134,15 +133,6 @@ function postgresCpuMs(): number {
   return pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
 }
 
-/** The machine's busy CPU ms so far (all cores), from /proc/stat. */
-function machineBusyMs(): number {
-  try {
-    const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-    return ((cpu.reduce((a, b) => a + b, 0) - cpu[3] - (cpu[4] ?? 0)) * 1000) / CLOCK_TICKS;
-  } catch {
-    return 0;
-  }
-}
 
 function cpuMark(servicePid: number, receiverPid: number): CpuMark {
   const self = process.cpuUsage();
@@ -164,10 +154,6 @@ function cpuPerWrite(from: CpuMark, to: CpuMark, writes: number): CpuMark {
 const formatCpu = (c: CpuMark) =>
   `service ${c.service.toFixed(2)}, postgres ${c.postgres.toFixed(2)}, receiver ${c.receiver.toFixed(2)}, load generator ${c.load.toFixed(2)}; machine ${c.machine.toFixed(2)}`;
 
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-};
 
 async function writeLoad(url: string, key: string): Promise<{ rps: number; written: number }> {
   const result = await autocannon({
