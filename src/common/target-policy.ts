@@ -77,6 +77,12 @@ export function guardedAgent(allowPrivate: boolean, options: Omit<Agent.Options,
   return new Agent({ ...options, connect: { lookup: guardedLookup(allowPrivate) as never } });
 }
 
+/** A failed request's reason: the cause's message where undici wraps one (a refused address, a reset). */
+export function requestErrorText(err: Error): string {
+  const cause = (err as { cause?: unknown }).cause;
+  return cause instanceof Error ? cause.message : err.message;
+}
+
 /** Why a URL whose host is a literal IP address may not be called, or undefined. */
 export function literalAddressProblem(url: URL, allowPrivate: boolean): string | undefined {
   const host = hostOf(url);

@@ -25,7 +25,7 @@ import { ApiError } from '../common/api-error';
 import { isId, newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { AppConfig } from '../config/app-config';
-import { guardedAgent, literalAddressProblem } from '../common/target-policy';
+import { guardedAgent, literalAddressProblem, requestErrorText } from '../common/target-policy';
 import { SecretBox } from '../crypto/secret-box';
 import { REDIS } from '../redis/redis.module';
 import { ConnectionList, ConnectionResponse } from './connections.dto';
@@ -251,8 +251,7 @@ export class ConnectionsService implements OnModuleDestroy {
         signal: AbortSignal.timeout(UPSTREAM_TIMEOUT_MS),
       });
     } catch (err) {
-      const cause = (err as { cause?: unknown }).cause;
-      throw unreachable(cause instanceof Error ? cause.message : (err as Error).message);
+      throw unreachable(requestErrorText(err as Error));
     }
     const body = (await res.body.json().catch(() => ({}))) as UpstreamTokens & { error?: string; error_description?: string };
     const ok = res.statusCode >= 200 && res.statusCode < 300;

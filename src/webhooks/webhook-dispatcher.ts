@@ -18,7 +18,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } fro
 import type { Queue } from 'bull';
 import type { Agent } from 'undici';
 import { newId } from '../common/ids';
-import { guardedAgent, literalAddressProblem } from '../common/target-policy';
+import { guardedAgent, literalAddressProblem, requestErrorText } from '../common/target-policy';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
@@ -289,15 +289,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
         await res.body.dump();
         return done(res.statusCode, res.statusCode >= 300 ? `HTTP ${res.statusCode}` : null);
       })
-      .catch((err: Error) => done(null, abort.signal.aborted ? `timeout after ${this.config.WEBHOOK_TIMEOUT_MS} ms` : errorText(err)))
+      .catch((err: Error) => done(null, abort.signal.aborted ? `timeout after ${this.config.WEBHOOK_TIMEOUT_MS} ms` : requestErrorText(err)))
       .finally(() => clearTimeout(timer));
   }
 }
 
 const refOf = (d: DeliveryRef): DeliveryRef => ({ tenantId: d.tenantId, deliveryId: d.deliveryId, webhookId: d.webhookId });
-
-/** An attempt's error as the delivery log shows it: the cause's message where undici wraps one. */
-function errorText(err: Error): string {
-  const cause = (err as { cause?: unknown }).cause;
-  return cause instanceof Error ? cause.message : err.message;
-}
