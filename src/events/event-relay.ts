@@ -4,7 +4,7 @@
  * them to every instance's event streams (Redis pub/sub) and hands the deliveries the webhook
  * fan-out plans to the dispatcher for their first attempts. The dispatcher records each
  * delivery with the outcome of its first attempt and marks the event dispatched once all of
- * its deliveries are recorded (webhook-dispatcher.ts). A relay that dies before that lets the
+ * its deliveries are recorded (delivery-records.ts). A relay that dies before that lets the
  * lease lapse: another pass takes the event up again and plans only the deliveries not yet
  * recorded. So every event reaches every subscriber at least once.
  *
