@@ -3,8 +3,10 @@
  * events written on one reach streams on the other, filtered by the query and by what the
  * credential may read; Last-Event-ID resumes without gaps or repeats; an unknown id gets
  * `stream.reset`; heartbeats; a revoked key's stream is closed. Also: the outbox holds one
- * event per change, with the credential that caused it.
+ * event per change, with the credential that caused it, and events past EVENT_RETENTION_DAYS
+ * leave it (a Last-Event-ID naming one then gets `stream.reset`).
  */
+import { EventsJanitor } from '../src/events/events-janitor';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { SseClient } from './support/sse';
@@ -115,5 +117,22 @@ describe('event stream (e2e, two instances)', () => {
       [item.id],
     );
     expect(rows).toEqual([{ name: 'item.created', credential_id: writer.id }]);
+  });
+
+  it('drops dispatched events past the retention period; resuming after one gets stream.reset', async () => {
+    const old = (await note('expired')).body;
+    const kept = (await note('retained')).body;
+    const eventOf = async (itemId: string) =>
+      (await a.sql<{ id: string }>(`SELECT id FROM events WHERE payload->'item'->>'id' = $1 AND dispatched_at IS NOT NULL`, [itemId]))[0]?.id;
+    await waitFor(async () => Boolean((await eventOf(old.id)) && (await eventOf(kept.id))), 'both events dispatched');
+    const expired = await eventOf(old.id);
+    await a.sql(`UPDATE events SET created_at = now() - interval '8 days' WHERE id = $1`, [expired]);
+
+    expect(await a.app.get(EventsJanitor).sweep()).toBeGreaterThanOrEqual(1);
+    expect(await eventOf(old.id)).toBeUndefined();
+    expect(await eventOf(kept.id)).toBeDefined();
+    const s = await open(b, admin, '', { 'Last-Event-ID': expired });
+    await waitFor(() => s.named().length > 0, 'the reset');
+    expect(s.named()[0]).toMatchObject({ event: 'stream.reset', body: { reason: 'last_event_id_unknown' } });
   });
 });

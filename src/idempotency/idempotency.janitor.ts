@@ -3,7 +3,8 @@
  * count as absent and are replaced by the next claim); it only keeps the table small. Every
  * instance sweeps; the deletes are batched and harmless when they overlap.
  */
-import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { PeriodicTask } from '../common/periodic-task';
 import { IdempotencyStore } from './idempotency.store';
 
 const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
@@ -11,33 +12,20 @@ const BATCH = 1000;
 const MAX_BATCHES = 100;
 
 @Injectable()
-export class IdempotencyJanitor implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly logger = new Logger('Idempotency');
-  private timer?: NodeJS.Timeout;
-  private stopped = false;
-
-  constructor(private readonly store: IdempotencyStore) {}
-
-  onApplicationBootstrap(): void {
-    this.timer = setInterval(() => void this.sweep(), SWEEP_INTERVAL_MS);
-    this.timer.unref();
+export class IdempotencyJanitor extends PeriodicTask {
+  constructor(private readonly store: IdempotencyStore) {
+    super(new Logger('Idempotency'), 'expired idempotency keys could not be deleted');
   }
 
-  onApplicationShutdown(): void {
-    this.stopped = true;
-    clearInterval(this.timer);
+  protected intervalMs(): number {
+    return SWEEP_INTERVAL_MS;
   }
 
-  async sweep(): Promise<number> {
+  /** Returns how many keys it deleted. */
+  protected async pass(): Promise<number> {
     let total = 0;
-    try {
-      for (let i = 0; i < MAX_BATCHES && !this.stopped; i++) {
-        const n = await this.store.purgeExpired(BATCH);
-        total += n;
-        if (n < BATCH) break;
-      }
-    } catch (err) {
-      if (!this.stopped) this.logger.warn({ err }, 'expired idempotency keys could not be deleted');
+    for (let i = 0, n = BATCH; i < MAX_BATCHES && n === BATCH && !this.stopped; i++, total += n) {
+      n = await this.store.purgeExpired(BATCH);
     }
     return total;
   }

@@ -1,0 +1,51 @@
+/**
+ * What every background sweep shares: a pass every `intervalMs` on each instance (timers that
+ * do not hold the process open), never two passes of one task at once, none after shutdown
+ * has begun, and a failed pass only logged, since the next one tries again.
+ */
+import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+
+export abstract class PeriodicTask implements OnApplicationBootstrap, OnApplicationShutdown {
+  private timer?: NodeJS.Timeout;
+  private running = false;
+  /** Set at shutdown; a long pass checks it between batches. */
+  protected stopped = false;
+
+  /** `failure` completes the warning logged when a pass fails ("… could not be deleted"). */
+  protected constructor(
+    protected readonly logger: Logger,
+    private readonly failure: string,
+  ) {}
+
+  /** Milliseconds between passes; undefined when this instance does not run the task. */
+  protected abstract intervalMs(): number | undefined;
+
+  /** One pass: how many rows or jobs it handled. */
+  protected abstract pass(): Promise<number>;
+
+  onApplicationBootstrap(): void {
+    const ms = this.intervalMs();
+    if (ms === undefined) return;
+    this.timer = setInterval(() => void this.sweep(), ms);
+    this.timer.unref();
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+  }
+
+  /** Runs a pass now (0 when one is already running or shutdown has begun). */
+  async sweep(): Promise<number> {
+    if (this.running || this.stopped) return 0;
+    this.running = true;
+    try {
+      return await this.pass();
+    } catch (err) {
+      if (!this.stopped) this.logger.warn({ err }, this.failure);
+      return 0;
+    } finally {
+      this.running = false;
+    }
+  }
+}
