@@ -46,6 +46,11 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const rfc8414 = (await t.http.get('/.well-known/oauth-authorization-server').expect(200)).body;
     expect(rfc8414.issuer).toBe(t.url);
     expect(rfc8414.token_endpoint).toBe(doc.token_endpoint);
+    // Bearer tokens only (SPEC 5.1): no DPoP.
+    expect(doc).not.toHaveProperty('dpop_signing_alg_values_supported');
+    // URLs come from SVC_BASE_URL, whatever Host the request names (a cache in front must not store another origin's).
+    const spoofed = (await t.http.get('/.well-known/openid-configuration').set('Host', 'evil.example').set('X-Forwarded-Host', 'evil.example').set('X-Forwarded-Proto', 'https').expect(200)).body;
+    expect(spoofed).toEqual(doc);
   });
 
   it('publishes the RS256 signing key, public parts only, at /auth/jwks and the well-known path', async () => {
@@ -135,6 +140,9 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const other = (await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'] }).expect(201)).body;
     const foreign = await t.http.post('/auth/oauth2/introspect').auth(other.client_id, other.client_secret).type('form').send({ token: access_token });
     expect(foreign.body).toEqual({ active: false });
+    // Nor can it revoke it: 200 as for any token (SPEC 5.7), and the token lives on.
+    await t.http.post('/auth/oauth2/revoke').auth(other.client_id, other.client_secret).type('form').send({ token: access_token }).expect(200);
+    expect((await oidc.tokenIntrospection(rp, access_token)).active).toBe(true);
 
     await oidc.tokenRevocation(rp, access_token);
     expect((await oidc.tokenIntrospection(rp, access_token)).active).toBe(false);
@@ -189,6 +197,20 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
   afterAll(async () => t?.close());
 
   const browse = (agent: ReturnType<typeof request.agent>, path: string) => browseOn(agent, t.url, path);
+
+  /** Ada signs in and approves the request: the callback URL the browser is sent to, and the PKCE verifier. */
+  const authorize = async (state: string) => {
+    const agent = request.agent(t.url);
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = oidc.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state });
+    const signIn = await browse(agent, url.pathname + url.search);
+    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
+    const consent = await browse(agent, new URL(signedIn.headers.location, t.url).pathname);
+    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' });
+    const back = await browse(agent, new URL(decision.headers.location, t.url).pathname);
+    return { callback: new URL(back.leftTo!), verifier };
+  };
+  const tokenRequest = (form: Record<string, string>) => t.http.post('/auth/oauth2/token').type('form').send({ client_id: rp.clientMetadata().client_id, ...form });
 
   it('signs in, lets the user untick scopes, and issues tokens with exactly what was granted', async () => {
     const agent = request.agent(t.url);
@@ -262,16 +284,26 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(revocations[0]).toMatchObject({ action: 'auth.grant.revoked', client_id: rp.clientMetadata().client_id, details: { by: 'token_reuse' } });
   });
 
+  it('lets one of several requests presenting one code or refresh token at once use it; the others revoke the grant', async () => {
+    const first = await authorize('race-code');
+    const code = { grant_type: 'authorization_code', code: first.callback.searchParams.get('code')!, redirect_uri: redirectUri, code_verifier: first.verifier };
+    const exchanges = await Promise.all(Array.from({ length: 8 }, () => tokenRequest(code)));
+    expect(exchanges.map((r) => r.body.error ?? r.status).sort()).toEqual([200, ...Array(7).fill('invalid_grant')]);
+    const won = exchanges.find((r) => r.status === 200)!;
+    expectError(await t.http.get('/items').set(bearer(won.body.access_token)), 401, 'unauthorized');
+
+    const second = await authorize('race-refresh');
+    const tokens = await oidc.authorizationCodeGrant(rp, second.callback, { pkceCodeVerifier: second.verifier, expectedState: 'race-refresh' });
+    const refreshes = await Promise.all(Array.from({ length: 8 }, () => tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! })));
+    expect(refreshes.map((r) => r.body.error ?? r.status).sort()).toEqual([200, ...Array(7).fill('token_reuse_detected')]);
+    const rotated = refreshes.find((r) => r.status === 200)!;
+    expectError(await t.http.get('/items').set(bearer(rotated.body.access_token)), 401, 'unauthorized');
+    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token })).body.error).toBe('invalid_grant');
+  });
+
   it('lists the grant on the account pages, revokes it there (tokens dead at once), and audits both', async () => {
-    const agent = request.agent(t.url);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'g1' });
-    const signIn = await browse(agent, url.pathname + url.search);
-    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
-    const consent = await browse(agent, new URL(signedIn.headers.location, t.url).pathname);
-    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' });
-    const back = await browse(agent, new URL(decision.headers.location, t.url).pathname);
-    const tokens = await oidc.authorizationCodeGrant(rp, new URL(back.leftTo!), { pkceCodeVerifier: verifier, expectedState: 'g1' });
+    const { callback, verifier } = await authorize('g1');
+    const tokens = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: 'g1' });
 
     // The account pages want their own sign-in.
     const account = request.agent(t.url);

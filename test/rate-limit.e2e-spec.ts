@@ -87,6 +87,24 @@ describe('rate limits', () => {
       const res = await t.http.post('/tenants').set(bearer(admin)).send({ name: 'legit' }).expect(201);
       expect(expectLimitHeaders(res, 5).remaining).toBe(4);
     });
+
+    it('OAuth endpoints answer 429 in the RFC 6749 form, and count each Basic-authenticated client apart', async () => {
+      const client = (await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'] }).expect(201)).body;
+      const other = (await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'] }).expect(201)).body;
+      const token = (c: { client_id: string; client_secret: string }) =>
+        t.http.post('/auth/oauth2/token').auth(c.client_id, c.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' });
+      for (let i = 0; i < 5; i++) expect((await token(client)).status).toBe(200);
+      const refused = await token(client);
+      expect(refused.status).toBe(429);
+      expect(refused.body).toEqual({ error: 'rate_limited', error_description: expect.any(String) });
+      expect(refused.headers['retry-after']).toMatch(/^\d+$/);
+      expect(refused.headers['x-ratelimit-remaining']).toBe('0');
+      // Another client from the same address has its own bucket.
+      expect(expectLimitHeaders(await token(other).expect(200), 5).remaining).toBe(4);
+      const revoke = () => t.http.post('/auth/oauth2/revoke').auth(client.client_id, client.client_secret).type('form').send({ token: 'svc_at_x' });
+      for (let i = 0; i < 5; i++) expect((await revoke()).status).toBe(200);
+      expect((await revoke()).body).toEqual({ error: 'rate_limited', error_description: expect.any(String) });
+    });
   });
 
   it('/keys is capped at 30 writes (60 reads) per window even when the default is larger', async () => {

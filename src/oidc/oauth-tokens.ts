@@ -56,6 +56,8 @@ export class OAuthTokens implements OAuthTokenResolver {
       (await provider.ClientCredentials.find(token, { ignoreExpiration: true }))) as StoredToken | undefined;
     if (!found) return { error: 'unauthorized' };
     if (found.isExpired) return { error: 'expired_token' };
+    // A token saved by the winner of a race to use a code, after the loser revoked the grant (oidc-adapter.ts), outlives it.
+    if (found.grantId && !(await provider.Grant.find(found.grantId))) return { error: 'unauthorized' };
     const client = await provider.Client.find(found.clientId);
     const principal = client && (await this.principalOf(client, found.accountId, found.grantId, (found.scope ?? '').split(' ')));
     return principal ? { principal, expiresAt: found.exp * 1000 } : { error: 'unauthorized' };

@@ -7,6 +7,10 @@
  *
  * A refresh token that was used (rotated) is kept as a tombstone even when its grant is revoked:
  * presenting it again is reuse, answered `token_reuse_detected` every time (oauth-errors.ts).
+ *
+ * Using a code or refresh token is one conditional UPDATE: of two requests that present the same
+ * one at the same moment (both having read it unused), one wins; for the other it is a reuse,
+ * and like a reuse the provider sees in sequence, it revokes the grant with all its tokens.
  */
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
@@ -23,7 +27,13 @@ export async function isUsedRefreshToken(db: DataSource, token: string): Promise
   return rows.length > 0;
 }
 
-export function postgresAdapter(db: DataSource, secrets: SecretBox): new (model: string) => Adapter {
+/**
+ * Called after a request lost the race to use a code or refresh token and the grant was revoked:
+ * must throw the error the client gets.
+ */
+export type ConcurrentUse = (model: string, grantId: string | undefined) => Promise<never>;
+
+export function postgresAdapter(db: DataSource, secrets: SecretBox, concurrentUse: ConcurrentUse): new (model: string) => Adapter {
   return class PostgresAdapter implements Adapter {
     constructor(private readonly model: string) {}
 
@@ -54,7 +64,15 @@ export function postgresAdapter(db: DataSource, secrets: SecretBox): new (model:
     }
 
     async consume(id: string): Promise<void> {
-      await db.query(`UPDATE oidc_models SET consumed_at = now() WHERE model = $1 AND id = $2`, [this.model, id]);
+      const [, used]: [unknown, number] = await db.query(
+        `UPDATE oidc_models SET consumed_at = now() WHERE model = $1 AND id = $2 AND consumed_at IS NULL`,
+        [this.model, id],
+      );
+      if (used === 1) return;
+      const [row]: Array<{ grant_id: string | null }> = await db.query(`SELECT grant_id FROM oidc_models WHERE model = $1 AND id = $2`, [this.model, id]);
+      const grantId = row?.grant_id ?? undefined;
+      if (grantId) await db.query(`DELETE FROM oidc_models WHERE (grant_id = $1 OR (model = 'Grant' AND id = $1)) AND NOT ${TOMBSTONE}`, [grantId]);
+      await concurrentUse(this.model, grantId);
     }
 
     async destroy(id: string): Promise<void> {

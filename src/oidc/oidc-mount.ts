@@ -4,9 +4,14 @@
  * request before any body parser has read it and passes Node's req/res to `provider.callback()`.
  * Aliases of the SPEC are rewritten to the provider's path first. Everything else under /auth
  * stays Nest's (sign-in, consent, clients, grants pages).
+ *
+ * The provider builds its URLs (discovery, registration) from the request's origin: that origin
+ * is pinned to SVC_BASE_URL's, whatever Host or X-Forwarded-* the caller sent, and the client
+ * address it sees is the one Fastify settled on under TRUST_PROXY.
  */
 import { Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppConfig } from '../config/app-config';
 import { OIDC_ROUTES } from './oidc-provider.factory';
 import { OidcProvider } from './oidc-provider';
 
@@ -40,7 +45,15 @@ const SUB_PATHS = new RegExp(`^(${OIDC_ROUTES.authorization}/(?!decision$)[^/]+|
 export class OidcMount {
   private handle?: (req: unknown, res: unknown) => void;
 
-  constructor(private readonly provider: OidcProvider) {}
+  private readonly origin: { host: string; proto: string };
+
+  constructor(
+    private readonly provider: OidcProvider,
+    config: AppConfig,
+  ) {
+    const base = new URL(config.baseUrl);
+    this.origin = { host: base.host, proto: base.protocol.slice(0, -1) };
+  }
 
   /** A fastify onRequest hook. */
   readonly onRequest = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
@@ -63,6 +76,8 @@ export class OidcMount {
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value as string);
     reply.hijack();
     req.raw.url = url;
+    // Read by Koa as a proxy's headers (the provider is built with `proxy` on).
+    Object.assign(req.raw.headers, { host: this.origin.host, 'x-forwarded-host': this.origin.host, 'x-forwarded-proto': this.origin.proto, 'x-forwarded-for': req.ip });
     handle(req.raw, reply.raw);
   }
 }

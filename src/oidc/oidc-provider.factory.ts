@@ -69,7 +69,13 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   const { config } = deps;
   const resource = config.baseUrl;
   const configuration: Configuration = {
-    adapter: postgresAdapter(deps.db, deps.secrets),
+    // A code or refresh token two requests used at once: the loser's is a reuse (the adapter has
+    // revoked the grant), reported as the provider reports one it sees in sequence.
+    adapter: postgresAdapter(deps.db, deps.secrets, async (model, grantId) => {
+      const ctx = Provider.ctx as KoaContextWithOIDC | undefined;
+      if (ctx && grantId) ctx.oidc.provider.emit('grant.revoked', ctx, grantId);
+      throw new errors.InvalidGrant(`${model === 'RefreshToken' ? 'refresh token' : 'grant'} already used`);
+    }),
     jwks: { keys: deps.keys as never },
     cookies: { keys: [deps.cookieKey.toString('base64url')] },
     scopes: [...OIDC_SCOPES],
@@ -111,7 +117,10 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       clientCredentials: { enabled: true },
       // A client learns about its own tokens only: another client, of any tenant, gets {"active":false}.
       introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
-      revocation: { enabled: true },
+      // SPEC 5.7: 200 whatever the token; another client's is left alone (not an oracle either).
+      revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+      // SPEC 5.1 names bearer tokens only, and the API checks no proof of possession.
+      dPoP: { enabled: false },
       registration: { enabled: true },
       userinfo: { enabled: true },
       rpInitiatedLogout: { enabled: true },
@@ -152,7 +161,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     },
   };
   const provider = new Provider(config.baseUrl, configuration);
-  provider.proxy = config.trustProxy !== false;
+  // oidc-mount.ts sets the X-Forwarded-* headers itself (SVC_BASE_URL's origin, Fastify's client address).
+  provider.proxy = true;
   prefixTokens(provider);
   await teachScopeGrammar(provider);
   provider.use(reportGrantedScope);

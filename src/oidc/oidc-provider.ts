@@ -49,9 +49,10 @@ export class OidcProvider {
     // (a reuse revokes the grant), is answered only once every instance will see it.
     provider.use(async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
       await next();
-      await (ctx.state as { revocationAudit?: Promise<void> }).revocationAudit;
+      const grantRevoked = (ctx.state as { revocationAudit?: Promise<void> }).revocationAudit;
+      await grantRevoked;
       const refused = ctx.oidc?.route === 'token' && ctx.status >= 400 && (ctx.oidc.params as { grant_type?: string } | undefined)?.grant_type === 'refresh_token';
-      if (ctx.oidc?.route === 'revocation' || refused) await this.tokenCache.invalidate();
+      if (ctx.oidc?.route === 'revocation' || refused || grantRevoked) await this.tokenCache.invalidate();
     });
     // Recorded before the response goes out (the middleware above waits for it).
     provider.on('grant.revoked', (ctx: KoaContextWithOIDC, grantId: string) => {
@@ -64,7 +65,7 @@ export class OidcProvider {
   private async auditRevocation(ctx: KoaContextWithOIDC, grantId: string): Promise<void> {
     try {
       const entities = ctx.oidc.entities as Record<string, { accountId?: string } | undefined>;
-      const accountId = entities.AccessToken?.accountId ?? entities.RefreshToken?.accountId;
+      const accountId = (entities.AccessToken ?? entities.RefreshToken ?? entities.AuthorizationCode ?? entities.DeviceCode)?.accountId;
       const user = accountId ? await this.users.byId(accountId) : undefined;
       if (!user) return; // a client-credentials token: no grant a user gave
       const by = ctx.oidc.route === 'token' ? 'token_reuse' : 'revocation_endpoint';

@@ -11,7 +11,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limite
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { REDIS } from '../redis/redis.module';
-import { bucketFor } from './rate-limit.policy';
+import { basicClientId, bucketFor } from './rate-limit.policy';
 
 const WINDOW_SECONDS = 60;
 
@@ -40,11 +40,13 @@ export class RateLimitHook {
   }
 
   /** A fastify onRequest hook, after CredentialHook. */
-  readonly onRequest = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  readonly onRequest = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> => {
     if (!this.config.RATE_LIMIT_ENABLED) return;
     const path = req.url.split('?', 1)[0];
-    const { bucket, limit } = bucketFor(req.method, path, this.config.RATE_LIMIT_REQUESTS);
-    const caller = req.principal ? `k:${req.principal.credentialId}` : `ip:${req.ip}`;
+    const { bucket, limit, oauth } = bucketFor(req.method, path, this.config.RATE_LIMIT_REQUESTS);
+    const client = oauth && basicClientId(req.headers.authorization);
+    // A client is counted per address too, so that knowing its (public) id is not enough to exhaust its bucket.
+    const caller = req.principal ? `k:${req.principal.credentialId}` : client ? `c:${client}:ip:${req.ip}` : `ip:${req.ip}`;
     const setHeaders = (r: RateLimiterRes) => {
       reply.header('X-RateLimit-Limit', String(limit));
       reply.header('X-RateLimit-Remaining', String(Math.max(0, r.remainingPoints)));
@@ -57,10 +59,9 @@ export class RateLimitHook {
       setHeaders(rejection);
       const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
       reply.header('Retry-After', String(retryAfter));
-      throw new ApiError(429, 'rate_limited', `Rate limit of ${limit} requests per minute exceeded; retry in ${retryAfter}s`, {
-        limit,
-        retry_after: retryAfter,
-      });
+      const message = `Rate limit of ${limit} requests per minute exceeded; retry in ${retryAfter}s`;
+      if (oauth) return reply.code(429).header('Cache-Control', 'no-store').send({ error: 'rate_limited', error_description: message });
+      throw new ApiError(429, 'rate_limited', message, { limit, retry_after: retryAfter });
     }
   };
 }

@@ -6,17 +6,25 @@
  * - reads (GET, HEAD, OPTIONS) get twice the base limit, in a bucket of their own;
  * - `/keys`, the token endpoints and the password forms (sign-in, sign-up, the device page's
  *   consent) are capped at TIGHT_LIMIT whatever the base is, because they are where credentials
- *   are minted or guessed.
+ *   are minted or guessed;
+ * - the OAuth protocol endpoints (token, revocation, introspection, registration, device
+ *   authorization, userinfo) answer a 429 in RFC 6749's error form, which their clients parse,
+ *   and count a client authenticating with HTTP Basic per client and address.
  */
 export const TIGHT_LIMIT = 30;
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 // Case-insensitive like the routing (app.factory.ts), so `/AUTH/TOKEN` cannot dodge the tight cap.
 const TOKEN_PATHS = /^\/auth\/(token|oauth2\/token|device\/token)\/?$/i;
 const PASSWORD_FORMS = /^\/auth\/(sign-in|sign-up|device\/consent)\/?$/i;
+const OAUTH_ENDPOINTS = /^\/auth\/(token|userinfo|device\/token|oauth2\/(token|revoke|introspect|register|userinfo))\/?$/i;
+/** POST only: GET /auth/device is the user-code page. */
+const DEVICE_AUTHORIZATION = /^\/auth\/device\/?$/i;
 
 export interface BucketRule {
   bucket: string;
   limit: number;
+  /** An OAuth protocol endpoint (see the header). */
+  oauth?: true;
 }
 
 export function bucketFor(method: string, path: string, baseLimit: number): BucketRule {
@@ -33,5 +41,20 @@ export function bucketFor(method: string, path: string, baseLimit: number): Buck
   } else if (segment === 'keys') {
     limit = Math.min(baseLimit, TIGHT_LIMIT);
   }
-  return { bucket: `${name}:${read ? 'r' : 'w'}`, limit: read ? limit * 2 : limit };
+  const oauth = OAUTH_ENDPOINTS.test(path) || (DEVICE_AUTHORIZATION.test(path) && !read);
+  return { bucket: `${name}:${read ? 'r' : 'w'}`, limit: read ? limit * 2 : limit, ...(oauth ? { oauth } : {}) };
+}
+
+/** The client id of an HTTP Basic client authentication (RFC 6749 2.3.1: form-encoded), if there is one. */
+export function basicClientId(authorization: string | undefined): string | undefined {
+  const match = /^Basic ([A-Za-z0-9+/=]{1,1400})$/i.exec(authorization ?? '');
+  if (!match) return undefined;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 1) return undefined;
+  try {
+    return decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
 }
