@@ -210,6 +210,16 @@ describe('hostile input (e2e)', () => {
     expectError(await raw('/types', '{"name":"acme.old","schema":{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}}'), 400, 'invalid_schema');
   });
 
+  it('a schema pattern cannot stall the service: patterns run in linear time, and lookaround is refused', async () => {
+    // As a JavaScript RegExp, `(a+)+$` on this value would backtrack for longer than any test (or client) waits.
+    await post('/types', { name: 'acme.redos', schema: { type: 'object', properties: { a: { type: 'string', pattern: '(a+)+$' } } } }).expect(201);
+    const refused = expectError(await post('/items', { type: 'acme.redos', properties: { a: `${'a'.repeat(5000)}!` } }), 400, 'invalid_properties');
+    expect(refused.details?.fields.map((f: { field: string }) => f.field)).toEqual(['properties.a']);
+    await post('/items', { type: 'acme.redos', properties: { a: 'aaa' } }).expect(201);
+    const lookahead = await post('/types', { name: 'acme.lookahead', schema: { type: 'object', properties: { a: { type: 'string', pattern: '^(?=x)' } } } });
+    expectError(lookahead, 400, 'invalid_schema');
+  });
+
   it('strict values still work, and a body timestamp needs a zone too', async () => {
     await t.http.get('/items?limit=5&since=2024-01-01T00:00:00%2B02:00').set(bearer(admin)).expect(200);
     await t.http.get('/search?q=kept&limit=5&offset=0').set(bearer(admin)).expect(200);

@@ -119,6 +119,8 @@ describe('rate limits', () => {
         expectLimitHeaders(res, 30);
       }
       expectRateLimited(await t.http.post('/keys').set(bearer(admin)).send({ label: 'the 31st' }), 30);
+      // Spelled otherwise, it is the same route and the same bucket.
+      for (const path of ['/%6Beys', '/KEYS', '/%4B%45YS/']) expectRateLimited(await t.http.post(path).set(bearer(admin)).send({ label: 'encoded' }), 30);
       // Other writes of the same key keep the configured default.
       const tenants = await t.http.post('/tenants').set(bearer(admin)).send({ name: 'still fine' }).expect(201);
       expectLimitHeaders(tenants, 100);

@@ -15,6 +15,16 @@ import { basicClientId, bucketFor } from './rate-limit.policy';
 
 const WINDOW_SECONDS = 60;
 
+/** The path as the router matches it (percent-decoded), so that `/%6Beys` counts as `/keys`. */
+function routedPath(url: string): string {
+  const path = url.split('?', 1)[0];
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path; // not validly encoded: the router refuses it (protocol-errors.ts)
+  }
+}
+
 @Injectable()
 export class RateLimitHook {
   private readonly limiters = new Map<number, RateLimiterRedis>();
@@ -42,7 +52,7 @@ export class RateLimitHook {
   /** A fastify onRequest hook, after CredentialHook. */
   readonly onRequest = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> => {
     if (!this.config.RATE_LIMIT_ENABLED) return;
-    const path = req.url.split('?', 1)[0];
+    const path = routedPath(req.url);
     const { bucket, limit, oauth } = bucketFor(req.method, path, this.config.RATE_LIMIT_REQUESTS);
     const client = oauth && basicClientId(req.headers.authorization);
     // A client is counted per address too, so that knowing its (public) id is not enough to exhaust its bucket.

@@ -4,16 +4,27 @@
  * compiled validators for item properties.
  */
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
+import type { RegExpEngine } from 'ajv/dist/types';
 import addFormats from 'ajv-formats';
+import { RE2 } from 're2-wasm';
 import { ApiError } from '../common/api-error';
 
 export type JsonSchema = Record<string, any>;
 export const MERGE_POLICIES = ['manual', 'client_wins', 'server_wins', 'union'] as const;
 export type MergePolicy = (typeof MERGE_POLICIES)[number];
 
+/**
+ * A tenant's `pattern` runs on RE2, in time linear in the input: as a JavaScript RegExp, a
+ * pattern like `(a+)+$` backtracks for seconds on a short string and blocks every request of
+ * the process. RE2 has no lookaround or backreferences; a schema using them is refused.
+ */
+const re2: RegExpEngine = Object.assign((pattern: string, flags: string) => new RE2(pattern, flags.includes('u') ? flags : `${flags}u`), {
+  code: 'require("re2-wasm").RE2',
+});
+
 // Not strict: tenant schemas may carry keywords and formats ajv does not know (they are ignored);
 // and no logger, so ajv's warnings about them do not reach the console past LOG_LEVEL.
-const ajv = new Ajv({ allErrors: true, strict: false, logger: false, validateSchema: true });
+const ajv = new Ajv({ allErrors: true, strict: false, logger: false, validateSchema: true, code: { regExp: re2 } });
 addFormats(ajv);
 // Our own annotations inside a property schema.
 ajv.addKeyword({ keyword: 'searchable', schemaType: 'boolean' });
