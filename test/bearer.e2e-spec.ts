@@ -32,7 +32,11 @@ describe('bearer authentication', () => {
   ])('%s → 401 unauthorized', async (_, authorization) => {
     const req = t.http.get('/keys');
     if (authorization !== undefined) req.set('Authorization', authorization);
-    expectError(await req, 401, 'unauthorized');
+    const res = await req;
+    expectError(res, 401, 'unauthorized');
+    // RFC 6750 3: the challenge, with invalid_token only when a bearer token was presented.
+    const presented = /^Bearer\s+\S/i.test(authorization ?? '');
+    expect(res.headers['www-authenticate']).toMatch(presented ? /^Bearer realm="svc", error="invalid_token"/ : /^Bearer realm="svc"$/);
   });
 
   it('the plaintext key with one character changed is unauthorized', async () => {

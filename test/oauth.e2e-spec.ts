@@ -86,6 +86,10 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const ok = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'], scope: 'openid core.note:read' });
     expect(ok.status).toBe(201);
     expect(ok.body.scope).toBe('openid core.note:read');
+    // RFC 7592: the configuration URL it answers with can be read with the registration access token, and only with it.
+    const { pathname } = new URL(ok.body.registration_client_uri);
+    expect((await t.http.get(pathname).set(bearer(ok.body.registration_access_token)).expect(200)).body.client_id).toBe(ok.body.client_id);
+    expect((await t.http.get(pathname).set(bearer('not-the-token'))).body.error).toBe('invalid_token');
   });
 
   it('issues svc_at_ tokens for client credentials through openid-client, with exactly the granted scopes', async () => {
@@ -262,6 +266,7 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const noToken = await t.http.get('/auth/userinfo');
     expect(noToken.status).toBe(401);
     expect(noToken.body.error).toBe('invalid_request');
+    expect(noToken.headers['www-authenticate']).toBe('Bearer realm="svc"');
     expect((await t.http.post('/auth/oauth2/userinfo').set(bearer('svc_at_nope'))).body.error).toBe('invalid_token');
     expectError(await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.note', properties: { title: 'x' } }), 403, 'type_not_permitted');
 
@@ -326,6 +331,9 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const credentials = t.app.get(CredentialsService);
     expect(await credentials.principalById(tenant_id, grant.id)).toMatchObject({ kind: 'oauth', credentialId: grant.id, typePerms: { 'core.note': 'read' } });
     expect((await account.post(`/auth/grants/${grant.id}/revoke`).type('form').send({ csrf: 'forged' })).status).toBe(403);
+    // Asking for JSON does not excuse a form from its CSRF token (a cross-site page can set Accept).
+    expect((await account.post(`/auth/grants/${grant.id}/revoke`).set('Accept', 'application/json').type('form').send({ csrf: 'forged' })).status).toBe(403);
+    expect((await account.post('/auth/sessions/revoke').set('Accept', 'application/json').type('form').send({})).status).toBe(403);
     const revoked = await account.post(`/auth/grants/${grant.id}/revoke`).type('form').send({ csrf: field(page.text, 'csrf') });
     expect(revoked.status).toBe(303);
     expect(await credentials.principalById(tenant_id, grant.id)).toBeNull();

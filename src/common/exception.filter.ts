@@ -49,6 +49,13 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
       reply.raw.destroy();
       return;
     }
+    if (apiError.status === 401) reply.header('WWW-Authenticate', bearerChallenge(req, apiError));
     reply.status(apiError.status).send(apiError.toEnvelope());
   }
+}
+
+/** RFC 6750 3: a 401 names the scheme; `invalid_token` when a token was presented and refused. */
+function bearerChallenge(req: FastifyRequest | undefined, apiError: ApiError): string {
+  const presented = /^Bearer\s+\S/i.test(req?.headers.authorization ?? '');
+  return presented ? `Bearer realm="svc", error="invalid_token", error_description="${apiError.message.replace(/["\\]/g, '')}"` : 'Bearer realm="svc"';
 }

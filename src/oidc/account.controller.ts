@@ -103,9 +103,7 @@ export class AccountController {
   async revoke(@Param('id') id: string, @Body() body: Record<string, unknown> | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
-    if (!this.wantsJson(req) && !(await this.forms.valid(req, body?.csrf))) {
-      return sendPage(reply, 403, formExpiredPage());
-    }
+    if (!(await this.formAllowed(req, body))) return sendPage(reply, 403, formExpiredPage());
     if (!(await this.grants.revoke(user, id, 'user'))) throw ApiError.notFound('not_found', 'No such grant');
     if (this.wantsJson(req)) return void reply.send({ id, revoked: true });
     await reply.redirect('/auth/grants', 303);
@@ -131,9 +129,7 @@ export class AccountController {
   async endSessions(@Body() body: Record<string, unknown> | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/sessions');
     if (!user) return;
-    if (!this.wantsJson(req) && !(await this.forms.valid(req, body?.csrf))) {
-      return sendPage(reply, 403, formExpiredPage());
-    }
+    if (!(await this.formAllowed(req, body))) return sendPage(reply, 403, formExpiredPage());
     const ended = await this.grants.endSessions(user.id);
     clearAccountCookie(reply);
     if (this.wantsJson(req)) return void reply.send({ ended });
@@ -158,6 +154,15 @@ export class AccountController {
     if (this.wantsJson(req) || req.method !== 'GET') throw ApiError.unauthorized('Sign in at /auth/sign-in first');
     await reply.redirect(`/auth/sign-in?return_to=${encodeURIComponent(returnTo)}`, 303);
     return undefined;
+  }
+
+  /**
+   * A form post needs its CSRF token. A JSON body does not: a cross-site page cannot send one
+   * without a CORS preflight, which no origin passes with credentials. `Accept` is no such
+   * proof (any page can set it).
+   */
+  private async formAllowed(req: FastifyRequest, body: Record<string, unknown> | undefined): Promise<boolean> {
+    return /^application\/json\b/i.test(req.headers['content-type'] ?? '') || this.forms.valid(req, body?.csrf);
   }
 
   private wantsJson(req: FastifyRequest): boolean {

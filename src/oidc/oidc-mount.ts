@@ -38,8 +38,13 @@ const PATHS = new Map<string, { target: string; methods: string[] }>([
   // Userinfo (userinfo.controller.ts) and the user-code page (device.controller.ts) are Nest's.
 ]);
 
-/** The provider's sub-paths: the authorization's resume after an interaction (`/auth/authorize/{uid}`, not our `/auth/authorize/decision`) and the logout confirmation. */
-const SUB_PATHS = new RegExp(`^(${OIDC_ROUTES.authorization}/(?!decision$)[^/]+|${OIDC_ROUTES.end_session}/[^/]+)$`);
+/**
+ * The provider's sub-paths: the authorization's resume after an interaction (`/auth/authorize/{uid}`,
+ * not our `/auth/authorize/decision`), a registered client's configuration (RFC 7592 read, the
+ * `registration_client_uri` a registration answers), and the logout confirmation (POST).
+ */
+const READ_SUB_PATHS = new RegExp(`^(${OIDC_ROUTES.authorization}/(?!decision$)[^/]+|${OIDC_ROUTES.registration}/[^/]+)$`);
+const POST_SUB_PATHS = new RegExp(`^${OIDC_ROUTES.end_session}/[^/]+$`);
 
 @Injectable()
 export class OidcMount {
@@ -60,7 +65,9 @@ export class OidcMount {
     const query = req.url.indexOf('?');
     const path = (query === -1 ? req.url : req.url.slice(0, query)).replace(/\/+$/, '') || '/';
     // Any letter case, as the rest of the routing (app.factory.ts); the provider gets its own spelling.
-    const route = PATHS.get(path.toLowerCase()) ?? (SUB_PATHS.test(path) ? { target: path, methods: path.startsWith(OIDC_ROUTES.end_session) ? POST : READ } : undefined);
+    const route =
+      PATHS.get(path.toLowerCase()) ??
+      (READ_SUB_PATHS.test(path) ? { target: path, methods: READ } : POST_SUB_PATHS.test(path) ? { target: path, methods: POST } : undefined);
     if (!route || !route.methods.includes(req.method)) return done();
     const target = route.target;
     const url = target + (query === -1 ? '' : req.url.slice(query));

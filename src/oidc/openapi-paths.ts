@@ -60,7 +60,7 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
       }),
     },
     '/auth/oauth2/revoke': {
-      post: op('oauth', 'RFC 7009 revocation: always 200; a refresh token revokes its whole grant', {
+      post: op('oauth', 'RFC 7009 revocation: always 200; revoking a token of a grant revokes the whole grant; another client\'s token is left alone', {
         requestBody: form({ token: str, token_type_hint: str, client_id: str, client_secret: str }, ['token']),
         responses: { 200: { description: 'Revoked (or nothing to revoke)' }, 400: oauthError, 401: oauthError },
       }),
@@ -74,8 +74,22 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
     '/auth/oauth2/register': {
       post: op('oauth', 'RFC 7591 dynamic registration, unauthenticated: a tenant-less client (use POST /auth/clients for a tenant\'s own)', {
         requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
-        responses: { 201: json('Client metadata with client_id (and client_secret)'), 400: oauthError },
+        responses: { 201: json('Client metadata with client_id (and client_secret), registration_client_uri and registration_access_token'), 400: oauthError },
       }),
+    },
+    '/auth/oauth2/register/{client_id}': {
+      get: op('oauth', 'RFC 7592 read: a dynamically registered client\'s metadata, with its registration_access_token as the bearer token', {
+        parameters: [{ name: 'client_id', in: 'path', required: true, schema: str }],
+        responses: { 200: json('Client metadata'), 401: oauthError },
+      }),
+    },
+    '/auth/logout': {
+      get: op(
+        'oauth',
+        'OIDC RP-initiated logout (end_session_endpoint): id_token_hint, post_logout_redirect_uri, state, client_id; asks the user to confirm',
+        { responses: { 200: { description: 'Confirmation page (HTML)' }, 303: { description: 'Back to post_logout_redirect_uri' }, 400: { description: 'Error page (HTML)' } } },
+        'html',
+      ),
     },
   };
 }

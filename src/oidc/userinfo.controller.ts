@@ -45,7 +45,7 @@ export class UserinfoController {
   private async answer(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const auth = req.headers.authorization ?? '';
     const token = /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
-    if (!token) return this.fail(reply, 401, 'invalid_request', 'A bearer access token is required');
+    if (!token) return this.fail(reply, 401, 'invalid_request', 'A bearer access token is required', 'Bearer realm="svc"');
     const provider = await this.oidc.get();
     const at = (await provider.AccessToken.find(token)) as { accountId?: string; grantId?: string } | undefined;
     if (!at?.accountId || !at.grantId) return this.fail(reply, 401, 'invalid_token', 'The access token is not valid for userinfo');
@@ -63,10 +63,11 @@ export class UserinfoController {
       });
   }
 
-  private async fail(reply: FastifyReply, status: number, error: string, description: string): Promise<void> {
+  /** RFC 6750 3: the challenge carries the error, except when no token was presented at all (`challenge`). */
+  private async fail(reply: FastifyReply, status: number, error: string, description: string, challenge?: string): Promise<void> {
     await reply
       .status(status)
-      .header('WWW-Authenticate', `Bearer error="${error}", error_description="${description}"`)
+      .header('WWW-Authenticate', challenge ?? `Bearer realm="svc", error="${error}", error_description="${description}"`)
       .header('Cache-Control', 'no-store')
       .send({ error, error_description: description });
   }
