@@ -48,8 +48,12 @@ export const PerElementBody = (field: string) => RouteConfig({ perElement: field
 
 /** body-parser's refusals (http-errors with a `type`) in the envelope. */
 export function bodyParserError(err: unknown): ApiError {
-  const { type, status, limit } = err as { type?: string; status?: number; limit?: number };
-  if (type === 'entity.parse.failed') return new ApiError(400, 'invalid_request', 'The request body is not valid JSON');
+  const { type, status, limit, body } = err as { type?: string; status?: number; limit?: number; body?: unknown };
+  if (type === 'entity.parse.failed') {
+    // body-parser takes only objects and arrays: `null`, `3` or `"x"` is valid JSON of the wrong shape.
+    if (isJson(body)) return validationError([{ field: '(body)', message: 'must be a JSON object' }]);
+    return new ApiError(400, 'invalid_request', 'The request body is not valid JSON');
+  }
   if (type === 'entity.too.large') {
     return new ApiError(413, 'invalid_request', 'The request body is too large', limit ? { limit_bytes: limit } : undefined);
   }
@@ -63,6 +67,15 @@ export function bodyParserError(err: unknown): ApiError {
     return new ApiError(400, 'invalid_request', 'The request body could not be read: it does not match its Content-Encoding or Content-Length');
   }
   return new ApiError(400, 'invalid_request', 'The request body could not be read');
+}
+
+function isJson(text: unknown): boolean {
+  try {
+    JSON.parse(text as string);
+    return typeof text === 'string';
+  } catch {
+    return false;
+  }
 }
 
 type Reader = (req: IncomingMessage, res: undefined, next: (err?: unknown) => void) => void;

@@ -20,6 +20,13 @@ describe('input policy', () => {
     expect(inputIssues('\u0000')).toEqual([{ field: '(body)', message: expect.any(String) }]);
   });
 
+  it('refuses numbers JSON cannot hold (1e400 parses to Infinity)', () => {
+    expect(inputIssues(JSON.parse('{"a":[1e400],"b":-1e400,"c":1e308}'))).toEqual([
+      { field: 'a.0', message: expect.any(String) },
+      { field: 'b', message: expect.any(String) },
+    ]);
+  });
+
   it('refuses prototype-shaped keys anywhere, and Object.prototype member names at the top', () => {
     expect(inputIssues(JSON.parse('{"properties":{"__proto__":{"x":1}}}'))).toEqual([{ field: 'properties.__proto__', message: expect.stringContaining('reserved') }]);
     expect(inputIssues({ a: { b: { constructor: 1, prototype: 2 } } }).map((i) => i.field)).toEqual(['a.b.constructor', 'a.b.prototype']);

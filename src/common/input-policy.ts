@@ -52,6 +52,11 @@ export function inputIssues(value: unknown, path = '', scan: InputScan = {}): Fi
       if (problem) issues.push({ field: at || '(body)', message: problem });
       return;
     }
+    if (typeof v === 'number' && !Number.isFinite(v)) {
+      // JSON.parse turns 1e400 into Infinity, which JSON cannot store: it would come back null.
+      issues.push({ field: at || '(body)', message: 'is a number too large to represent' });
+      return;
+    }
     if (v === null || typeof v !== 'object') return;
     if (depth >= MAX_JSON_DEPTH) {
       issues.push({ field: at || '(body)', message: `nests deeper than ${MAX_JSON_DEPTH} levels` });
