@@ -66,6 +66,8 @@ describe('webhooks (e2e)', () => {
       expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['*'], type_filter: ['Bad!'] }))).toEqual(['type_filter']);
       expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['*'], secret: 'short' }))).toEqual(['secret']);
       expect(badFields(await post(admin, '/webhooks', { url: 'https://no-such-host.invalid/x', events: ['*'] }))).toEqual(['url']);
+      // Plain http is for local-development targets, even with private targets allowed.
+      expect(badFields(await post(admin, '/webhooks', { url: 'http://93.184.216.34/x', events: ['*'] }))).toEqual(['url']);
     });
 
     it('lists with cursor pagination, updates, deletes; members see only their own; other tenants get 404', async () => {

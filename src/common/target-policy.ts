@@ -1,6 +1,7 @@
 /**
  * Where the service may send requests of its own (SSRF): webhook deliveries and connector token
- * exchanges. HTTPS to public addresses. Unless private targets are
+ * exchanges. HTTPS to public addresses; plain http only to local-development targets (names
+ * that resolve to non-public addresses only). Unless private targets are
  * allowed (WEBHOOK_ALLOW_PRIVATE_TARGETS, the default outside production), plain http and any
  * address that is not public unicast (private, loopback, link-local and so cloud metadata,
  * carrier-grade NAT, unique-local, multicast, reserved…) are refused. The check runs on every
@@ -41,8 +42,11 @@ export class TargetRefused extends Error {}
 
 /** Resolves the URL's host and refuses it when any address is not public (unless allowed). */
 export async function assertTargetAddress(text: string, allowPrivate: boolean): Promise<void> {
-  const host = hostOf(new URL(text));
+  const url = new URL(text);
+  const host = hostOf(url);
   const addresses = isIP(host) ? [host] : (await lookupAll(host)).map((a) => a.address);
+  const exposed = url.protocol === 'http:' && addresses.find(isPublicAddress);
+  if (exposed) throw new TargetRefused(`resolves to ${exposed}, a public address: use https (plain http is for local-development targets)`);
   if (allowPrivate) return;
   const blocked = addresses.find((a) => !isPublicAddress(a));
   if (blocked) throw new TargetRefused(`resolves to ${blocked}, which is not a public address`);
