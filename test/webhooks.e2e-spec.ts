@@ -318,6 +318,39 @@ describe('webhook targets with private targets off', () => {
   });
 });
 
+describe('a first attempt that takes a while', () => {
+  const receiver = new Receiver();
+  let t: TestApp;
+  let admin: string;
+  let base: string;
+
+  beforeAll(async () => {
+    base = await receiver.start();
+    t = await startApp({ WEBHOOK_TIMEOUT_MS: '10000' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.stop();
+  });
+
+  it('is listed as pending while the receiver keeps it waiting, then with its outcome', async () => {
+    let answer!: (status: number) => void;
+    receiver.respond = () => new Promise((resolve) => (answer = resolve));
+    const hook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/slow`, events: ['item.created'] }).expect(201)).body;
+    await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'slow' } }).expect(201);
+    const list = async (status: string) => (await t.http.get(`/webhooks/${hook.id}/deliveries?status=${status}`).set(bearer(admin)).expect(200)).body.deliveries;
+    const [pending] = await waitFor(async () => (await list('pending')).length === 1 && list('pending'), 'the delivery listed while its attempt runs');
+    expect(pending).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(receiver.requests).toHaveLength(1);
+    answer(200);
+    const [done] = await waitFor(async () => (await list('succeeded')).length === 1 && list('succeeded'), 'the outcome');
+    expect(done).toMatchObject({ id: pending.id, status: 'succeeded', attempts: 1, last_status_code: 200 });
+    expect(await list('pending')).toEqual([]);
+    expect(receiver.requests).toHaveLength(1);
+  });
+});
+
 describe('an instance that does not deliver (EVENT_DELIVERY_ENABLED=false)', () => {
   const receiver = new Receiver();
   const settings = { WEBHOOK_RETRY_SCHEDULE: '1s', WEBHOOK_SWEEP_INTERVAL: '500ms', WEBHOOK_TIMEOUT_MS: '1000' };

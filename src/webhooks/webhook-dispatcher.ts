@@ -42,6 +42,12 @@ const MAX_UNRECORDED_PER_WEBHOOK = PER_WEBHOOK_CONCURRENCY * 4;
  * the agent and the p99 from write to first attempt reached 0.7-1.5 s; at 128, 72 ms.
  */
 const MAX_CONNECTIONS_PER_ORIGIN = PER_WEBHOOK_CONCURRENCY * 16;
+/**
+ * A first attempt still running after this long gets its row written (pending, leased here), so
+ * that the delivery lists show it while a slow receiver keeps it waiting; the outcome then
+ * updates the row. Most attempts end sooner and write their row once, with the outcome.
+ */
+const VISIBLE_AFTER_MS = 1000;
 /** Lease time beyond the receiver's timeout: a margin for queueing and recording. */
 const LEASE_MARGIN_MS = 30_000;
 const MAX_ERROR_LENGTH = 500;
@@ -224,13 +230,22 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
       return;
     }
     const attemptId = newId();
+    let revealed = false;
+    const reveal = d.unrecorded
+      ? setTimeout(() => {
+          revealed = true;
+          // Should this write fail, the event's lease lapses and the relay plans the delivery again.
+          this.recordUnattempted(d, this.leaseMs).catch(() => undefined);
+        }, VISIBLE_AFTER_MS)
+      : undefined;
     const outcome = await this.send(d, await this.secretOf(d), attemptId);
+    clearTimeout(reveal);
     const attempt = d.attempts + 1;
     const ok = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
     const delays = this.retryDelaysMs;
     const delayMs = ok || attempt > delays.length ? 0 : delays[attempt - 1];
     const status = ok ? 'succeeded' : attempt > delays.length ? 'failed' : 'pending';
-    const recorded: Recorded = { ref: refOf(d), attempt, attemptId, outcome, status, delayMs, insert: d.unrecorded ? d : undefined };
+    const recorded: Recorded = { ref: refOf(d), attempt, attemptId, outcome, status, delayMs, insert: d.unrecorded && !revealed ? d : undefined };
     await this.records.record(recorded);
     if (status === 'pending') await this.scheduleRetry(recorded);
   }

@@ -1,6 +1,7 @@
 /**
  * A real webhook receiver on 127.0.0.1: records every request (raw body bytes as text, headers)
- * and answers with whatever `respond` says for it (a status, or `hang` to never answer).
+ * and answers with whatever `respond` says for it (a status, a status to come, or `hang` to
+ * never answer).
  */
 import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,7 +12,7 @@ export interface Received {
   body: string;
 }
 
-export type Answer = number | 'hang';
+export type Answer = number | Promise<number> | 'hang';
 
 export class Receiver {
   readonly requests: Received[] = [];
@@ -34,8 +35,10 @@ export class Receiver {
         this.requests.push(received);
         const answer = this.respond(received, this.requests.length - 1);
         if (answer === 'hang') return;
-        res.statusCode = answer;
-        res.end('ok');
+        void Promise.resolve(answer).then((status) => {
+          res.statusCode = status;
+          res.end('ok');
+        });
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
