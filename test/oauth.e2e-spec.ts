@@ -385,12 +385,13 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
 
 describe('OAuth provider: device authorization grant (RFC 8628)', () => {
   let t: TestApp;
+  let admin: string;
   let rp: oidc.Configuration;
   let clientId: string;
 
   beforeAll(async () => {
     t = await startApp({ OAUTH_DEVICE_POLL_INTERVAL: '1' });
-    const admin = (await bootstrapAdmin(t)).key;
+    admin = (await bootstrapAdmin(t)).key;
     await t.http.post('/users').set(bearer(admin)).send({ email: 'tv@example.com', password: 'a long tv password', name: 'TV Owner' }).expect(201);
     const client = await t.http
       .post('/auth/clients')
@@ -443,6 +444,17 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     const [audit] = await t.sql<{ details: { source: string; created: boolean } }>(`SELECT details FROM audit_events WHERE action = 'auth.grant.created'`);
     expect(audit.details).toMatchObject({ source: 'device', created: true });
   }, 30_000);
+
+  it('answers unauthorized_client to a client not registered for the device grant', async () => {
+    const web = await t.http
+      .post('/auth/clients')
+      .set(bearer(admin))
+      .send({ client_name: 'Web app', redirect_uris: ['https://app.example.com/cb'], token_endpoint_auth_method: 'none' })
+      .expect(201);
+    const res = await t.http.post('/auth/device').type('form').send({ client_id: web.body.client_id, scope: 'openid' });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('unauthorized_client');
+  });
 
   it('refuses a wrong password on the page, and a denial reaches the device as access_denied', async () => {
     const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });

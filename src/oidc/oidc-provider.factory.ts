@@ -167,6 +167,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   await teachScopeGrammar(provider);
   provider.use(reportGrantedScope);
   provider.use(reportTokenReuse(deps.db));
+  provider.use(reportUnauthorizedDeviceClient);
   await installDevicePolling(provider, deps.db, config.baseUrl, config.OAUTH_DEVICE_POLL_INTERVAL);
   return provider;
 }
@@ -189,6 +190,17 @@ function reportTokenReuse(db: DataSource) {
       };
     }
   };
+}
+
+/**
+ * RFC 8628 3.2 / RFC 6749 5.2: a client not registered for the device grant is
+ * `unauthorized_client`; the provider answers `invalid_request`.
+ */
+async function reportUnauthorizedDeviceClient(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next();
+  const body = ctx.body as { error?: string } | undefined;
+  if (ctx.oidc?.route !== 'device_authorization' || body?.error !== 'invalid_request') return;
+  if (ctx.oidc.client && !ctx.oidc.client.grantTypeAllowed('urn:ietf:params:oauth:grant-type:device_code')) body.error = 'unauthorized_client';
 }
 
 /**
