@@ -13,7 +13,7 @@ export abstract class PeriodicTask implements OnApplicationBootstrap, OnApplicat
 
   /** `failure` completes the warning logged when a pass fails ("… could not be deleted"). */
   protected constructor(
-    protected readonly logger: Logger,
+    private readonly logger: Logger,
     private readonly failure: string,
   ) {}
 

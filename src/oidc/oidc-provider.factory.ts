@@ -74,7 +74,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     adapter: postgresAdapter(deps.db, deps.secrets, async (model, grantId) => {
       const ctx = Provider.ctx as KoaContextWithOIDC | undefined;
       if (ctx && grantId) ctx.oidc.provider.emit('grant.revoked', ctx, grantId);
-      throw new errors.InvalidGrant(`${model === 'RefreshToken' ? 'refresh token' : 'grant'} already used`);
+      const what = { AuthorizationCode: 'authorization code', RefreshToken: 'refresh token', DeviceCode: 'device code' }[model] ?? 'grant';
+      throw new errors.InvalidGrant(`${what} already used`);
     }),
     jwks: { keys: deps.keys as never },
     cookies: { keys: [deps.cookieKey.toString('base64url')] },
