@@ -7,6 +7,7 @@
  */
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
+import { DataSource } from 'typeorm';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 
@@ -208,6 +209,11 @@ describe('hostile input (e2e)', () => {
     expect(badFields(await raw('/types', '{"name":"acme.tostr","schema":{"type":"object"},"merge_policy":{"toString":1}}'))).toEqual(['merge_policy.toString']);
     expect(badFields(await raw('/edge-types', '{"name":"a.b","source_types":["*"],"target_types":["*"],"acyclic":null}'))).toEqual(['acyclic']);
     expectError(await raw('/types', '{"name":"acme.old","schema":{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}}'), 400, 'invalid_schema');
+  });
+
+  it('a runaway statement is cancelled by PostgreSQL (DATABASE_STATEMENT_TIMEOUT_MS on the request pool)', async () => {
+    const [{ statement_timeout }] = await t.app.get(DataSource).query('SHOW statement_timeout');
+    expect(statement_timeout).toBe('30s');
   });
 
   it('a schema pattern cannot stall the service: patterns run in linear time, and lookaround is refused', async () => {

@@ -328,6 +328,11 @@ describe('search', () => {
     it('rejects a bad filter like GET /items does', async () => {
       expectError(await c.get('/search', { q: 'gazebo', state: 'gone' }), 400, 'validation_error');
       expectError(await c.get('/search', { q: 'gazebo', type: 'Not A Pattern' }), 400, 'validation_error');
+      // Each edge clause costs a subquery: at most 10 of each kind.
+      const clauses = (n: number) => Array.from({ length: n }, () => `acme.links:${made.bookmark}`);
+      expectStatus(await c.get('/items', { edge: clauses(10) as never }), 200);
+      expectError(await c.get('/items', { edge: clauses(11) as never }), 400, 'validation_error');
+      expectError(await c.get('/search', { q: 'gazebo', backref: clauses(11) as never }), 400, 'validation_error');
       expectError(await c.get('/search', { q: 'gazebo', bogus: '1' }), 400, 'validation_error');
     });
 

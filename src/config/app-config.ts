@@ -33,6 +33,10 @@ export class AppConfig {
   @bool() @IsBoolean()
   MIGRATIONS_RUN = true;
 
+  /** Longest a request's SQL statement may run (ms, 0 = no limit); migrations are not bound by it. */
+  @int() @IsInt() @Min(0) @Max(3_600_000)
+  DATABASE_STATEMENT_TIMEOUT_MS = 30_000;
+
   @Matches(/^rediss?:\/\/.+/, { message: 'must be a redis:// URL' })
   REDIS_URL = 'redis://127.0.0.1:6379';
 

@@ -17,7 +17,9 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
     migrationsTransactionMode: 'each',
     synchronize: false,
     logging: false,
-    extra: { max: 20, connectionTimeoutMillis: 5000 },
+    // A statement past the timeout is cancelled by PostgreSQL: a runaway query cannot hold a
+    // backend (and a pool connection) after its caller has long gone.
+    extra: { max: 20, connectionTimeoutMillis: 5000, statement_timeout: config.DATABASE_STATEMENT_TIMEOUT_MS || undefined },
   };
 }
 

@@ -33,9 +33,16 @@ export interface ItemFilter {
   permittedTypes?: string[];
 }
 
+/**
+ * Each clause is an EXISTS subquery: a few hundred of them keep PostgreSQL planning for minutes,
+ * so a filter takes at most this many of each kind.
+ */
+export const MAX_EDGE_CLAUSES = 10;
+
 export function parseEdgeClauses(field: string, raw: string | string[] | undefined): EdgeClause[] {
   if (raw === undefined) return [];
   const values = Array.isArray(raw) ? raw : [raw];
+  if (values.length > MAX_EDGE_CLAUSES) throw validationError([{ field, message: `takes at most ${MAX_EDGE_CLAUSES} clauses` }]);
   return values.map((v) => {
     const i = v.lastIndexOf(':');
     const edgeType = v.slice(0, i);
