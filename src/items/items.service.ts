@@ -231,12 +231,11 @@ export class ItemsService {
   async patchMetadata(p: Principal, id: string, dto: MetadataPatchDto): Promise<ItemMetadata> {
     const row = await this.db.transaction(async (m) => {
       const current = await this.lockVisible(m, p, id);
+      // Tags and extensions are part of the item: changing them needs write on its type, as a
+      // PATCH does, whatever the credential (and for tags, metadata:write; for an extension, its namespace).
+      if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
       const touchesTags = dto.tags !== undefined || dto.add_tags !== undefined || dto.remove_tags !== undefined;
-      if (touchesTags) {
-        if (p.kind === 'api_key' && !(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
-        this.assertMetadataWrite(p, [], undefined);
-      }
-      this.assertMetadataWrite(p, undefined, dto.extensions);
+      this.assertMetadataWrite(p, touchesTags ? [] : undefined, dto.extensions);
       const tags = changeTags(dto.tags ?? current.tags, dto.add_tags, dto.remove_tags);
       const tagsError = tooManyTags(current.tags, tags);
       if (tagsError) throw tagsError;

@@ -129,6 +129,13 @@ describe('items: permissions and metadata', () => {
       expect((await ext.get(`/items/${noteItem.id}/metadata`)).body.extensions).toEqual(expected);
     });
 
+    it('writing a namespace it may write, on an item whose type it may only read → 403 type_not_permitted', async () => {
+      const reader = await member({ type_permissions: { 'core.note': 'read' }, extension_permissions: { 'acme.mine': 'write' } });
+      const before = (await admin.get(`/items/${noteItem.id}`)).body;
+      expectError(await reader.patch(`/items/${noteItem.id}/metadata`, { extensions: { 'acme.mine': { injected: true } } }), 403, 'type_not_permitted');
+      expect((await admin.get(`/items/${noteItem.id}`)).body).toEqual(before);
+    });
+
     it('writing a namespace without write → 403 forbidden, on create, PATCH and metadata', async () => {
       const current = (await admin.get(`/items/${noteItem.id}`)).body;
       expectError(await ext.post('/items', note('x', { extensions: { 'acme.public': { a: 1 } } })), 403, 'forbidden');
