@@ -250,6 +250,26 @@ describe('types', () => {
       expectStatus(await admin.get('/types/acme.used'), 200);
     });
 
+    it('an item written while its type is deleted or changed: one of the two wins, as one after the other would', async () => {
+      const schema = { properties: { title: { type: 'string' } } };
+      for (let i = 0; i < 12; i++) {
+        expectStatus(await admin.post('/types', { name: `acme.race.del${i}`, schema }), 201);
+        const [item, removed] = await Promise.all([
+          admin.post('/items', { type: `acme.race.del${i}`, properties: { title: 'x' } }),
+          admin.delete(`/types/acme.race.del${i}`),
+        ]);
+        expect([[201, 409], [400, 200]]).toContainEqual([item.status, removed.status]);
+
+        expectStatus(await admin.post('/types', { name: `acme.race.req${i}`, schema }), 201);
+        const [written, changed] = await Promise.all([
+          admin.post('/items', { type: `acme.race.req${i}`, properties: { title: 'x' } }),
+          admin.patch(`/types/acme.race.req${i}`, { schema: { ...schema, required: ['due'] } }),
+        ]);
+        // Never an item stored without the property its type now requires.
+        expect([[201, 409], [400, 200]]).toContainEqual([written.status, changed.status]);
+      }
+    });
+
     it('a type with subtypes → 409 type_in_use; deleting the subtype first frees the parent', async () => {
       await admin.post('/types', { name: 'acme.parent', schema: { properties: { a: { type: 'string' } } } });
       expectStatus(await admin.post('/types', { name: 'acme.parent.kid', parent: 'acme.parent', schema: {} }), 201);

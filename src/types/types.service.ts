@@ -15,6 +15,10 @@ import { CreateTypeDto, TypeResponse, UpdateTypeDto } from './types.dto';
 import { assertValidSchema, JsonSchema, MergePolicy, resolveMergePolicy, resolveSubtypeSchema, validatorFor } from './type-schema';
 
 export const CORE_TENANT = '00000000-0000-0000-0000-000000000000';
+/** Names under it are core types' (reserved to them). */
+const CORE_PREFIX = 'core.';
+/** The advisory lock key of a tenant's type catalogue: exclusive to change it, shared to write items (forWrite). */
+const typesLock = (tenantId: string) => `types:${tenantId}`;
 
 interface TypeRow {
   tenant_id: string;
@@ -156,13 +160,13 @@ export class TypesService implements OnModuleInit {
   }
 
   async create(p: Principal, dto: CreateTypeDto): Promise<TypeResponse> {
-    if (dto.name === 'core' || dto.name.startsWith('core.')) {
+    if (dto.name === 'core' || dto.name.startsWith(CORE_PREFIX)) {
       throw new ApiError(403, 'core_type_immutable', 'The core namespace is reserved for built-in types');
     }
     assertValidSchema(dto.schema);
     const created = await this.db.transaction(async (m) => {
       // Serialise type changes per tenant so parent checks and in-use checks cannot race.
-      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`types:${p.tenantId}`]);
+      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [typesLock(p.tenantId)]);
       if (await this.row(p.tenantId, dto.name, m)) {
         throw ApiError.conflict('type_already_exists', `A type named "${dto.name}" already exists`, { name: dto.name });
       }
@@ -181,7 +185,7 @@ export class TypesService implements OnModuleInit {
 
   async update(p: Principal, name: string, dto: UpdateTypeDto): Promise<TypeResponse> {
     return this.db.transaction(async (m) => {
-      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`types:${p.tenantId}`]);
+      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [typesLock(p.tenantId)]);
       const current = await this.mutable(p, name, m);
       const schema = dto.schema ?? current.schema;
       assertValidSchema(schema);
@@ -198,7 +202,7 @@ export class TypesService implements OnModuleInit {
 
   async remove(p: Principal, name: string): Promise<TypeResponse> {
     const removed = await this.db.transaction(async (m) => {
-      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`types:${p.tenantId}`]);
+      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [typesLock(p.tenantId)]);
       const current = await this.mutable(p, name, m);
       await m.query('DELETE FROM item_types WHERE tenant_id = $1 AND name = $2', [p.tenantId, name]);
       return toResponse(current);
@@ -207,8 +211,15 @@ export class TypesService implements OnModuleInit {
     return removed;
   }
 
-  /** The type for an item write, or undefined when the tenant has no such type. */
+  /**
+   * The type for an item write, or undefined when the tenant has no such type. Within the
+   * write's transaction, a tenant type is read under the shared form of the lock that changing
+   * or deleting a type takes: the change then waits for items being written to commit (and its
+   * `type_in_use` check sees them), and a write that waited reads the changed type. Core types
+   * never change, so their (hot) writes skip the lock.
+   */
   async forWrite(tenantId: string, name: string, m: EntityManager = this.db.manager): Promise<ResolvedType | undefined> {
+    if (!name.startsWith(CORE_PREFIX)) await m.query('SELECT pg_advisory_xact_lock_shared(hashtext($1))', [typesLock(tenantId)]);
     const r = await this.row(tenantId, name, m);
     if (!r) return undefined;
     return {
