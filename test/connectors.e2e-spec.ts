@@ -2,7 +2,8 @@
  * The connector OAuth bootstrap (SPEC 5.9; issue 18): the service connects an integration to its
  * upstream, here a second instance of the service acting as the OAuth provider, over real HTTP.
  * The round trip, every refusal (redirect_uri off the allowlist, tampered, expired and replayed
- * state), tokens sealed at rest, refresh through the stored refresh token, delete.
+ * state), tokens sealed at rest, refresh through the stored refresh token (also from several
+ * requests at once, against an upstream that refuses a reused one), delete.
  */
 import request from 'supertest';
 import { SecretBox } from '../src/crypto/secret-box';
@@ -104,6 +105,20 @@ describe('connector OAuth bootstrap', () => {
     await svc.http.delete(`/connections/${connectionId}`).set(bearer(admin)).expect(200);
     expect((await svc.http.get('/connections').set(bearer(admin)).expect(200)).body.connections).toEqual([]);
     expectError(await svc.http.delete(`/connections/${connectionId}`).set(bearer(admin)), 404, 'not_found');
+  });
+
+  it('refreshes a connection from several requests at once without presenting one refresh token twice', async () => {
+    // The upstream rotates refresh tokens and treats a second use of one as theft, revoking the grant.
+    const callback = await consentUpstream((await start(BACK).expect(302)).headers.location);
+    const done = await svc.http.get(callback.pathname + callback.search).expect(302);
+    const connectionId = new URL(done.headers.location).searchParams.get('connection_id');
+    const refresh = () => svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin));
+    for (let round = 0; round < 3; round++) {
+      const answers = await Promise.all([refresh(), refresh(), refresh()]);
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    }
+    await refresh().expect(200);
+    await svc.http.delete(`/connections/${connectionId}`).set(bearer(admin)).expect(200);
   });
 
   it('refuses a redirect_uri off the allowlist, and an integration without OAuth', async () => {

@@ -360,6 +360,25 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect((await t.sql(`SELECT count(*)::int AS n FROM oidc_models WHERE model = 'Session'`))[0]).toEqual({ n: 0 });
   });
 
+  it('answers a consent form submitted twice at once only once: one grant, and the other gets "already answered"', async () => {
+    const agent = request.agent(t.url);
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = oidc.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'twice' });
+    const signIn = await browse(agent, url.pathname + url.search);
+    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
+    const consent = await browse(agent, new URL(signedIn.headers.location, t.url).pathname);
+    const grantsBefore = (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM oidc_models WHERE model = 'Grant'`))[0].n;
+    const form = { uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf') };
+    const answers = await Promise.all([
+      agent.post('/auth/authorize/decision').type('form').send({ ...form, decision: 'approve' }),
+      agent.post('/auth/authorize/decision').type('form').send({ ...form, decision: 'approve' }),
+      agent.post('/auth/authorize/decision').type('form').send({ ...form, decision: 'deny' }),
+    ]);
+    expect(answers.map((a) => a.status).sort()).toEqual([303, 400, 400]);
+    const grantsAfter = (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM oidc_models WHERE model = 'Grant'`))[0].n;
+    expect(grantsAfter - grantsBefore).toBeLessThanOrEqual(1);
+  });
+
   it('denying sends the user back with access_denied', async () => {
     const agent = request.agent(t.url);
     const verifier = oidc.randomPKCECodeVerifier();
@@ -464,6 +483,42 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('access_denied');
   });
+
+  it('lets one of two consent submissions at once decide, and the device gets what that one decided', async () => {
+    const grants = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [clientId]))[0].n;
+    const audits = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM audit_events WHERE action = 'auth.grant.created' AND client_id = $1`, [clientId]))[0].n;
+    const approve = { email: 'tv@example.com', password: 'a long tv password', decision: 'approve' };
+    /** Opens the page once and sends both forms at once with its cookie; answers the two pages and the device's next poll. */
+    async function race(first: Record<string, string>, second: Record<string, string>) {
+      const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid core.note:read' });
+      const agent = request.agent(t.url);
+      const page = await agent.get(new URL(device.verification_uri_complete!).pathname + new URL(device.verification_uri_complete!).search).expect(200);
+      const form = (answer: Record<string, string>) => new URLSearchParams({ user_code: field(page.text, 'user_code'), csrf: field(page.text, 'csrf'), ...answer }).toString();
+      const pages = await Promise.all([first, second].map((answer) => agent.post('/auth/device/consent').type('form').send(form(answer))));
+      return { pages: pages.map((r) => `${r.status} ${/<h1>([^<]*)<\/h1>/.exec(r.text)?.[1]}`), poll: await poll(device.device_code) };
+    }
+
+    for (let round = 0; round < 5; round++) {
+      const { pages, poll: res } = await race(approve, { decision: 'deny' });
+      const decided = pages.filter((p) => p.startsWith('200'));
+      expect(decided).toHaveLength(1);
+      expect(pages.filter((p) => !p.startsWith('200'))).toEqual(['400 Code expired']);
+      if (decided[0] === '200 Device connected') expect(res.body.access_token).toMatch(/^svc_at_/);
+      else {
+        expect(decided[0]).toBe('200 Not connected');
+        expect(res.body.error).toBe('access_denied');
+      }
+    }
+
+    for (let round = 0; round < 3; round++) {
+      const [grantsBefore, auditsBefore] = [await grants(), await audits()];
+      const { pages, poll: res } = await race(approve, approve);
+      expect(pages.sort()).toEqual(['200 Device connected', '400 Code expired']);
+      expect(res.body.access_token).toMatch(/^svc_at_/);
+      expect(await grants()).toBe(grantsBefore + 1);
+      expect(await audits()).toBe(auditsBefore + 1);
+    }
+  }, 30_000);
 
   it('answers expired_token once the device code has expired, and an unknown user code gets an error page', async () => {
     const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });

@@ -99,6 +99,18 @@ describe('webhooks (e2e)', () => {
       await t.http.delete(`/webhooks/${mine.id}`).set(bearer(member)).expect(200);
       expectError(await get(admin, `/webhooks/${mine.id}`), 404, 'webhook_not_found');
     });
+
+    it('keeps both of two PATCHes of different fields sent at once', async () => {
+      for (let round = 0; round < 10; round++) {
+        const hook = await register(admin);
+        const patch = (body: object) => t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send(body);
+        const [moved, disabled] = await Promise.all([patch({ url: `${base}/moved-${round}` }), patch({ disabled: true })]);
+        expect([moved.status, disabled.status]).toEqual([200, 200]);
+        expect((await get(admin, `/webhooks/${hook.id}`).expect(200)).body).toMatchObject({ url: `${base}/moved-${round}`, disabled: true, events: ['*'] });
+        expect(badFields(await patch({ url: 'ftp://x' }))).toEqual(['url']);
+        await t.http.delete(`/webhooks/${hook.id}`).set(bearer(admin)).expect(200);
+      }
+    });
   });
 
   describe('delivery', () => {

@@ -9,7 +9,8 @@
  * `callback`: opens the state, exchanges the code with the verifier at the upstream's token URL,
  * stores the tokens sealed in a connection of the tenant, and returns the redirect_uri to send
  * the user back to. A tampered, expired or replayed state stores nothing.
- * `refresh`: a new access token from the stored refresh token.
+ * `refresh`: a new access token from the stored refresh token; refreshes of one connection take
+ * turns (see there).
  * Token endpoints are called under the same address policy as webhook targets
  * (common/target-policy.ts): no private, loopback or metadata address unless
  * WEBHOOK_ALLOW_PRIVATE_TARGETS allows it, checked where the connection is made; no redirects.
@@ -194,26 +195,40 @@ export class ConnectionsService implements OnModuleDestroy {
     return toConnection(rows[0]);
   }
 
-  /** A new access token from the stored refresh token (the upstream may rotate the refresh token too). */
+  /**
+   * A new access token from the stored refresh token (the upstream may rotate the refresh token too).
+   * Refreshes of one connection take turns, holding the row lock across the upstream call: an
+   * upstream that rotates strictly accepts a refresh token once and may revoke the whole family
+   * when it sees it again, so two refreshes at once must never both send the stored one. One that
+   * had to wait for another answers with what that one stored rather than asking the upstream again.
+   */
   async refresh(p: Principal, id: string): Promise<ConnectionResponse> {
-    const [row]: ConnectionRow[] = await this.db.query(`SELECT * FROM connections WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
-    if (!row) throw ApiError.notFound('not_found', 'No such connection');
-    if (!row.refresh_token_sealed) throw invalidRequest('This connection has no refresh token');
-    const manifest = (await this.integrations.get(row.integration_id)).manifest as unknown as Manifest;
-    const refreshToken = await this.secrets.open(row.refresh_token_sealed, tokenAad(p.tenantId, id, 'refresh'));
-    const tokens = await this.tokenRequest(manifest, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: manifest.oauth!.client_id ?? '' });
-    const [[updated]]: [ConnectionRow[], number] = await this.db.query(
-      `UPDATE connections SET access_token_sealed = $3, refresh_token_sealed = coalesce($4, refresh_token_sealed), token_type = $5,
-              scope = coalesce($6, scope), expires_at = $7, refreshed_at = now()
-        WHERE tenant_id = $1 AND id = $2 RETURNING *`,
-      [
-        p.tenantId, id,
-        await this.secrets.seal(tokens.access_token, tokenAad(p.tenantId, id, 'access')),
-        tokens.refresh_token ? await this.secrets.seal(tokens.refresh_token, tokenAad(p.tenantId, id, 'refresh')) : null,
-        tokens.token_type ?? null, tokens.scope ?? null, this.expiry(tokens),
-      ],
-    );
-    return toConnection(updated);
+    const [seen]: ConnectionRow[] = await this.db.query(`SELECT * FROM connections WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
+    if (!seen) throw ApiError.notFound('not_found', 'No such connection');
+    if (!seen.refresh_token_sealed) throw invalidRequest('This connection has no refresh token');
+    // Before the lock: while it is held, this refresh uses no pooled connection but its own.
+    const manifest = (await this.integrations.get(seen.integration_id)).manifest as unknown as Manifest;
+    return this.db.transaction(async (m) => {
+      const [row]: ConnectionRow[] = await m.query(`SELECT * FROM connections WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [p.tenantId, id]);
+      if (!row) throw ApiError.notFound('not_found', 'No such connection');
+      // Every refresh seals a new access token (fresh nonce), so a changed one means another refresh
+      // finished while this one waited.
+      if (row.access_token_sealed !== seen.access_token_sealed) return toConnection(row);
+      const refreshToken = await this.secrets.open(row.refresh_token_sealed!, tokenAad(p.tenantId, id, 'refresh'));
+      const tokens = await this.tokenRequest(manifest, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: manifest.oauth!.client_id ?? '' });
+      const [[updated]]: [ConnectionRow[], number] = await m.query(
+        `UPDATE connections SET access_token_sealed = $3, refresh_token_sealed = coalesce($4, refresh_token_sealed), token_type = $5,
+                scope = coalesce($6, scope), expires_at = $7, refreshed_at = now()
+          WHERE tenant_id = $1 AND id = $2 RETURNING *`,
+        [
+          p.tenantId, id,
+          await this.secrets.seal(tokens.access_token, tokenAad(p.tenantId, id, 'access')),
+          tokens.refresh_token ? await this.secrets.seal(tokens.refresh_token, tokenAad(p.tenantId, id, 'refresh')) : null,
+          tokens.token_type ?? null, tokens.scope ?? null, this.expiry(tokens),
+        ],
+      );
+      return toConnection(updated);
+    });
   }
 
   private expiry(tokens: UpstreamTokens): Date | null {

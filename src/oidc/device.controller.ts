@@ -6,12 +6,19 @@
  *
  * CSRF: the GET sets a random cookie (SameSite=Strict, this path only) and the form carries an
  * HMAC of it with the user code; the POST needs both to agree.
+ *
+ * One decision per code: a submission first claims the code (a conditional UPDATE of its row in
+ * oidc_models) and only the one that claims it decides; any other, at the same moment or later,
+ * gets "Code expired". Without that, a denial shown as accepted could still let the device in,
+ * and two approvals made two grants.
  */
 import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
 import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import type { Provider } from 'oidc-provider';
+import { DataSource } from 'typeorm';
 import { Accepts, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
@@ -24,6 +31,8 @@ import { deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messageP
 import { sendPage } from './send-page';
 
 const COOKIE = 'svc_device_csrf';
+/** The payload key of a claim; the provider does not read it, and saving the code drops it. */
+const CLAIM = 'svcDecisionClaim';
 
 type DeviceCode = NonNullable<Awaited<ReturnType<Provider['DeviceCode']['findByUserCode']>>>;
 
@@ -41,6 +50,7 @@ export class DeviceController {
     private readonly users: UsersService,
     private readonly audit: AuditService,
     private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
   ) {}
 
   @ApiExtension('x-error-format', 'html')
@@ -62,37 +72,69 @@ export class DeviceController {
   @Accepts('application/x-www-form-urlencoded')
   async consent(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const code = typeof body.user_code === 'string' ? await this.pending(body.user_code) : undefined;
-    if (!code) return sendPage(reply, 400, errorPage('Code expired', 'That code is not valid, or it expired. Start again on your device.'));
+    const expired = () => sendPage(reply, 400, errorPage('Code expired', 'That code is not valid, or it expired. Start again on your device.'));
+    if (!code) return expired();
     const nonce = cookieOf(req, COOKIE);
     if (!nonce || !csrfValid(await this.oidc.csrfKey(), `device:${nonce}:${code.userCode}`, body.csrf)) {
       return sendPage(reply, 403, formExpiredPage('Open the link from your device again.'));
     }
-    if (body.decision !== 'approve') {
-      Object.assign(code, { error: 'access_denied', errorDescription: 'The user denied the request' });
-      await code.save();
-      return sendPage(reply, 200, messagePage('Not connected', 'You denied the request. You can close this page.'));
-    }
+    const approve = body.decision === 'approve';
     const email = typeof body.email === 'string' ? body.email : '';
-    const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
-    if (!user) {
+    const user = approve ? await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '') : undefined;
+    if (approve && !user) {
       return sendPage(reply, 401, await this.consentPage(code, String(body.csrf), email, 'The email or the password is not right.'));
     }
-    const provider = await this.oidc.get();
-    const requested = requestedScopes(await provider.Client.find(code.clientId!), code.params?.scope);
-    const granted = grantedScopes(requested, list(body.scope));
-    const resource = this.config.baseUrl;
-    const grantId = await recordConsent(provider, this.audit, {
-      tenantId: user.tenant_id,
-      accountId: user.id,
-      clientId: code.clientId!,
-      requested,
-      granted,
-      resource,
-      source: 'device',
-    });
-    Object.assign(code, { accountId: user.id, grantId, authTime: Math.floor(Date.now() / 1000), scope: granted.join(' '), resource });
-    await code.save();
+    const claim = await this.claim(code);
+    if (!claim) return expired();
+    try {
+      if (!user) {
+        Object.assign(code, { error: 'access_denied', errorDescription: 'The user denied the request' });
+      } else {
+        const provider = await this.oidc.get();
+        const requested = requestedScopes(await provider.Client.find(code.clientId!), code.params?.scope);
+        const granted = grantedScopes(requested, list(body.scope));
+        const resource = this.config.baseUrl;
+        const grantId = await recordConsent(provider, this.audit, {
+          tenantId: user.tenant_id,
+          accountId: user.id,
+          clientId: code.clientId!,
+          requested,
+          granted,
+          resource,
+          source: 'device',
+        });
+        Object.assign(code, { accountId: user.id, grantId, authTime: Math.floor(Date.now() / 1000), scope: granted.join(' '), resource });
+      }
+      await code.save();
+    } catch (err) {
+      // Undecided after all: the user may try again rather than find the code dead.
+      await this.release(code, claim).catch(() => undefined);
+      throw err;
+    }
+    if (!user) return sendPage(reply, 200, messagePage('Not connected', 'You denied the request. You can close this page.'));
     await sendPage(reply, 200, messagePage('Device connected', 'You can close this page and go back to your device.'));
+  }
+
+  /**
+   * Marks the code as being decided, if nothing decided or claimed it yet; answers the claim's
+   * token, or undefined when another submission got there first. Saving the decided code replaces
+   * the payload, claim included.
+   */
+  private async claim(code: DeviceCode): Promise<string | undefined> {
+    const token = randomBytes(12).toString('base64url');
+    const [, claimed]: [unknown, number] = await this.db.query(
+      `UPDATE oidc_models SET payload = payload || jsonb_build_object('${CLAIM}', $2::text)
+        WHERE model = 'DeviceCode' AND id = $1 AND consumed_at IS NULL AND NOT payload ?| array['accountId', 'error', '${CLAIM}']`,
+      [code.jti, token],
+    );
+    return claimed === 1 ? token : undefined;
+  }
+
+  private async release(code: DeviceCode, token: string): Promise<void> {
+    await this.db.query(
+      `UPDATE oidc_models SET payload = payload - '${CLAIM}' WHERE model = 'DeviceCode' AND id = $1 AND payload ->> '${CLAIM}' = $2`,
+      [code.jti, token],
+    );
   }
 
   /** The device code of a user code that still waits for a decision. */

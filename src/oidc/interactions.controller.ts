@@ -13,13 +13,16 @@
 import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { InjectDataSource } from '@nestjs/typeorm';
 import type { Provider } from 'oidc-provider';
+import { DataSource } from 'typeorm';
 import { Accepts, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { csrfToken, csrfValid } from './interaction-csrf';
+import { claimInteraction } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
 import { consentPage, errorPage, formExpiredPage, signInPage } from './pages';
 import { sendPage } from './send-page';
@@ -39,6 +42,7 @@ export class InteractionsController {
     private readonly audit: AuditService,
     private readonly account: AccountForms,
     private readonly config: AppConfig,
+    @InjectDataSource() private readonly db: DataSource,
   ) {}
 
   @ApiExtension('x-error-format', 'html')
@@ -123,6 +127,9 @@ export class InteractionsController {
   async decide(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, body.uid, 'consent', body.csrf);
     if (!details) return;
+    if (!(await claimInteraction(this.db, details.uid))) {
+      return sendPage(reply, 400, errorPage('Already answered', 'This request was already approved or denied. Go back to the application.'));
+    }
     if (body.decision !== 'approve') {
       return this.finish(req, reply, { error: 'access_denied', error_description: 'The user denied the request' });
     }

@@ -33,6 +33,19 @@ export async function isUsedRefreshToken(db: DataSource, token: string): Promise
  */
 export type ConcurrentUse = (model: string, grantId: string | undefined) => Promise<never>;
 
+/**
+ * Takes an interaction's decision for the caller: true for exactly one of any number of
+ * requests, so a consent form submitted twice (a double click) makes one grant, not two. The
+ * provider keeps no consumed state on interactions; the row's consumed_at is free for this.
+ */
+export async function claimInteraction(db: DataSource, uid: string): Promise<boolean> {
+  const [, claimed]: [unknown, number] = await db.query(
+    `UPDATE oidc_models SET consumed_at = now() WHERE model = 'Interaction' AND id = $1 AND consumed_at IS NULL`,
+    [uid],
+  );
+  return claimed === 1;
+}
+
 export function postgresAdapter(db: DataSource, secrets: SecretBox, concurrentUse: ConcurrentUse): new (model: string) => Adapter {
   return class PostgresAdapter implements Adapter {
     constructor(private readonly model: string) {}

@@ -124,19 +124,25 @@ export class WebhooksService {
     return toResponse(await this.find(p, id));
   }
 
+  /**
+   * Changes only the fields given, in one statement: a PATCH that rewrote the others from what it
+   * read would undo a concurrent PATCH of another field that was already acknowledged.
+   */
   async update(p: Principal, id: string, dto: UpdateWebhookDto): Promise<WebhookResponse> {
     if (dto.url !== undefined) await this.assertTarget(dto.url);
-    const current = await this.find(p, id);
     const [[row]]: [WebhookRow[], number] = await this.db.query(
-      `UPDATE webhooks SET url = $3, events = $4, type_filter = $5, disabled = $6, updated_at = now()
-        WHERE tenant_id = $1 AND id = $2 RETURNING ${WEBHOOK_COLUMNS}`,
+      `UPDATE webhooks SET url = coalesce($4, url), events = coalesce($5, events),
+              type_filter = CASE WHEN $6 THEN $7::text[] ELSE type_filter END, disabled = coalesce($8, disabled), updated_at = now()
+        WHERE tenant_id = $1 AND id = $2 AND ($3::text IS NULL OR credential_id = $3) RETURNING ${WEBHOOK_COLUMNS}`,
       [
         p.tenantId,
-        current.id,
-        dto.url ?? current.url,
-        dto.events ?? current.events,
-        dto.type_filter === undefined ? current.type_filter : dto.type_filter?.length ? dto.type_filter : null,
-        dto.disabled ?? current.disabled,
+        id,
+        this.ownerFilter(p),
+        dto.url ?? null,
+        dto.events ?? null,
+        dto.type_filter !== undefined,
+        dto.type_filter?.length ? dto.type_filter : null,
+        dto.disabled ?? null,
       ],
     );
     if (!row) throw notFound();
