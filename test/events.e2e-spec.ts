@@ -2,11 +2,14 @@
  * The server-sent event stream (`GET /events`) with two instances on one database and Redis:
  * events written on one reach streams on the other, filtered by the query and by what the
  * credential may read; Last-Event-ID resumes without gaps or repeats; an unknown id gets
- * `stream.reset`; heartbeats; a revoked key's stream is closed. Also: the outbox holds one
+ * `stream.reset`; heartbeats; a revoked key's stream is closed; an item's edges only as far as the
+ * credential may read them; an OAuth token's stream keeps to the token's scopes; open streams are
+ * capped per credential and per tenant across both instances. Also: the outbox holds one
  * event per change, with the credential that caused it, and events past EVENT_RETENTION_DAYS
  * leave it (a Last-Event-ID naming one then gets `stream.reset`).
  */
 import { EventsJanitor } from '../src/events/events-janitor';
+import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT } from '../src/events/stream-slots';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { SseClient } from './support/sse';
@@ -25,6 +28,15 @@ describe('event stream (e2e, two instances)', () => {
   };
   const note = (title: string, key = admin) => a.http.post('/items').set(bearer(key)).send({ type: 'core.note', properties: { title } }).expect(201);
   const titles = (s: SseClient) => s.named().filter((e) => e.body.item).map((e) => e.body.item.properties.title);
+  /** A GET /events that should be refused: its status and error envelope (a stream that opens anyway is closed at once). */
+  const refused = async (app: TestApp, key: string) => {
+    const res = await fetch(`${app.url}/events`, { headers: bearer(key) });
+    if (res.ok) {
+      await res.body?.cancel();
+      return { status: res.status, contentType: '', body: undefined as any };
+    }
+    return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: (await res.json()) as any };
+  };
 
   beforeAll(async () => {
     a = await startApp({ EVENTS_HEARTBEAT_SECONDS: '1' });
@@ -107,6 +119,97 @@ describe('event stream (e2e, two instances)', () => {
     await waitFor(() => titles(s).includes('before-revoke'), 'an event before revocation');
     await a.http.delete(`/keys/${k.id}`).set(bearer(admin)).expect(200);
     await waitFor(() => s.closed, 'the stream to close');
+  });
+
+  it('sends an item\'s outgoing edges only as GET /items/{id} shows them: read on the edge type and on the target\'s type', async () => {
+    await a.http.post('/edge-types').set(bearer(admin)).send({ name: 'secret.link', source_types: ['*'], target_types: ['*'] }).expect(201);
+    const keys = {
+      noEdges: (await createKey(a, admin, { label: 'edge-blind', type_permissions: { 'core.note': 'write' } })).key,
+      noTarget: (await createKey(a, admin, { label: 'edge-no-target', type_permissions: { 'core.note': 'read' }, edge_permissions: { 'secret.link': 'read' } })).key,
+      both: (await createKey(a, admin, { label: 'edge-both', type_permissions: { 'core.*': 'read' }, edge_permissions: { 'secret.*': 'read' } })).key,
+      admin,
+    };
+    const streamsOf: Record<string, SseClient> = Object.fromEntries(await Promise.all(Object.entries(keys).map(async ([who, key]) => [who, await open(b, key, '?events=item.updated')])));
+    const doc = (await a.http.post('/items').set(bearer(admin)).send({ type: 'core.document', properties: { title: 'target' } }).expect(201)).body;
+    const linked = (await a.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'linking' }, edges: { 'secret.link': [doc.id] } }).expect(201)).body;
+    await a.http.patch(`/items/${linked.id}`).set(bearer(admin)).send({ version: linked.version, properties: { title: 'linked' } }).expect(200);
+    for (const [who, key] of Object.entries(keys)) {
+      const s = streamsOf[who];
+      await waitFor(() => titles(s).includes('linked'), `the update on ${who}'s stream`);
+      const streamed = s.named().find((e) => e.body.item.id === linked.id)!.body.item;
+      const fetched = (await b.http.get(`/items/${linked.id}`).set(bearer(key)).expect(200)).body;
+      expect(streamed.edges).toEqual(fetched.edges);
+      expect(streamed.edges).toEqual(who === 'both' || who === 'admin' ? { 'secret.link': [doc.id] } : {});
+      expect(Object.keys(streamed)).toEqual(Object.keys(fetched).filter((k) => k in streamed)); // same fields, same order
+    }
+    expect(JSON.stringify(streamsOf.noEdges.events)).not.toContain(doc.id);
+    Object.values(streamsOf).forEach((s) => s.close());
+  });
+
+  it('keeps an OAuth token\'s stream to the token\'s scopes after the credential re-check, though its client has more', async () => {
+    const client = (await a.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], scope: 'core.note:read core.document:read' }).expect(201)).body;
+    const token = (
+      await a.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form')
+        .send({ grant_type: 'client_credentials', scope: 'core.note:read' }).expect(200)
+    ).body.access_token as string;
+    const doc = (await a.http.post('/items').set(bearer(admin)).send({ type: 'core.document', properties: { title: 'doc for the client' } }).expect(201)).body;
+    expectError(await a.http.get(`/items/${doc.id}`).set(bearer(token)), 404, 'item_not_found');
+    const s = await open(a, token);
+    // Past the stream's credential re-check (every 2 s), which used to swap in the client's full scopes.
+    await new Promise((resolve) => setTimeout(resolve, 4500));
+    await a.http.post('/items').set(bearer(admin)).send({ type: 'core.document', properties: { title: 'another doc' } }).expect(201);
+    await note('for the token');
+    await waitFor(() => titles(s).includes('for the token'), 'the note on the token\'s stream');
+    expect(titles(s)).toEqual(['for the token']);
+    expect(s.closed).toBe(false);
+    s.close();
+  });
+
+  it(`caps open streams at ${MAX_STREAMS_PER_CREDENTIAL} per credential across instances: the next is 429 rate_limited, closing one makes room`, async () => {
+    const key = (await createKey(a, admin, { label: 'many-streams', type_permissions: { '*': 'read' } })).key;
+    const held: SseClient[] = [];
+    for (let n = 0; n < MAX_STREAMS_PER_CREDENTIAL; n++) held.push(await open(n % 2 ? b : a, key));
+    expect(held.map((s) => s.status)).toEqual(held.map(() => 200));
+    for (const app of [a, b]) {
+      const res = await refused(app, key);
+      expect(res.status).toBe(429);
+      expect(res.contentType).toMatch(/^application\/json/);
+      expect(res.body).toEqual({ error: { code: 'rate_limited', message: expect.any(String), details: { limit: MAX_STREAMS_PER_CREDENTIAL, scope: 'credential' } } });
+    }
+    // Other credentials of the tenant are not held back by this one's streams; the held ones still work.
+    expect((await open(b, (await createKey(a, admin, { label: 'one-stream', type_permissions: { '*': 'read' } })).key)).status).toBe(200);
+    await note('while capped');
+    await waitFor(() => held.every((s) => titles(s).includes('while capped')), 'the event on every held stream');
+
+    held[1].close();
+    const again = await waitFor(async () => {
+      const s = await open(a, key);
+      return s.status === 200 && s;
+    }, 'a stream in the freed slot');
+    await note('in the freed slot');
+    await waitFor(() => titles(again).includes('in the freed slot'), 'the event on the new stream');
+    expect((await refused(b, key)).status).toBe(429);
+    held.forEach((s) => s.close());
+    again.close();
+  });
+
+  it(`caps open streams at ${MAX_STREAMS_PER_TENANT} per tenant across instances`, async () => {
+    const tenant = await createTenant(a, admin, 'sse-crowd');
+    const keys = await Promise.all(
+      Array.from({ length: MAX_STREAMS_PER_TENANT / MAX_STREAMS_PER_CREDENTIAL }, async (_, n) => (await createKey(a, tenant.key, { label: `crowd-${n}`, type_permissions: { '*': 'read' } })).key),
+    );
+    const crowd = await Promise.all(keys.flatMap((key, n) => Array.from({ length: MAX_STREAMS_PER_CREDENTIAL }, () => open(n % 2 ? b : a, key))));
+    expect(crowd.filter((s) => s.status === 200)).toHaveLength(MAX_STREAMS_PER_TENANT);
+    const res = await refused(b, tenant.key);
+    expect(res.status).toBe(429);
+    expect(res.body.error).toMatchObject({ code: 'rate_limited', details: { limit: MAX_STREAMS_PER_TENANT, scope: 'tenant' } });
+    // Another tenant is not held back.
+    const elsewhere = await open(a, admin);
+    expect(elsewhere.status).toBe(200);
+    elsewhere.close();
+    crowd[0].close();
+    await waitFor(async () => (await open(b, tenant.key)).status === 200, 'a stream in the freed slot');
+    crowd.forEach((s) => s.close());
   });
 
   it('records one outbox event per change, naming the credential that caused it', async () => {

@@ -2,7 +2,9 @@
  * Webhooks end to end, with a real receiver on 127.0.0.1: registration rules, signed deliveries
  * checked with the receivers' own verifier libraries (stripe, standardwebhooks), retries on a
  * short schedule, failure and manual retry, who receives what, nothing for a rolled-back
- * change, a Redis loss, and a hanging receiver that does not hold up another webhook.
+ * change, a Redis loss, and a hanging receiver that does not hold up another webhook. Bodies
+ * carry only the edges the registering credential may read; a webhook registered with an OAuth
+ * token keeps to that token's scopes.
  */
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
@@ -218,6 +220,43 @@ describe('webhooks (e2e)', () => {
       await note().expect(201);
       await waitFor(async () => (await t.sql(`SELECT 1 FROM events WHERE dispatched_at IS NULL`)).length === 0, 'the relay');
       expect(receiver.at(hook.path)).toHaveLength(1); // revoked: nothing more, not even the core.task event
+    });
+
+    it('sends an item\'s outgoing edges only as GET /items/{id} shows them to the registering credential', async () => {
+      await post(admin, '/edge-types', { name: 'secret.link', source_types: ['*'], target_types: ['*'] }).expect(201);
+      const member = (await createKey(t, admin, { label: 'edge-blind', type_permissions: { 'core.note': 'write' } })).key;
+      const memberHook = await register(member, { events: ['item.updated'] });
+      const adminHook = await register(admin, { events: ['item.updated'] });
+      const doc = (await post(admin, '/items', { type: 'core.document', properties: { title: 'unreadable' } }).expect(201)).body;
+      const linked = (await note(admin, { edges: { 'secret.link': [doc.id] } }).expect(201)).body;
+      await t.http.patch(`/items/${linked.id}`).set(bearer(admin)).send({ version: linked.version, properties: { title: 'linked' } }).expect(200);
+      const bodyAt = async (path: string) => JSON.parse((await waitFor(() => receiver.at(path)[0], `the delivery at ${path}`)).body);
+      const seenByMember = await bodyAt(memberHook.path);
+      expect(seenByMember.item).toMatchObject({ id: linked.id, edges: {} });
+      expect(JSON.stringify(seenByMember)).not.toContain(doc.id);
+      expect((await get(member, `/items/${linked.id}`).expect(200)).body.edges).toEqual(seenByMember.item.edges);
+      const seenByAdmin = await bodyAt(adminHook.path);
+      expect(seenByAdmin.item.edges).toEqual({ 'secret.link': [doc.id] });
+      expect((await get(admin, `/items/${linked.id}`).expect(200)).body.edges).toEqual(seenByAdmin.item.edges);
+      expect(seenByAdmin).not.toHaveProperty('edge_targets');
+    });
+
+    it('keeps a webhook registered with an OAuth token to that token\'s scopes, though its client has more', async () => {
+      const client = (await post(admin, '/auth/clients', { grant_types: ['client_credentials'], scope: 'core.note:read core.document:read' }).expect(201)).body;
+      const token = (
+        await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form')
+          .send({ grant_type: 'client_credentials', scope: 'core.note:read' }).expect(200)
+      ).body.access_token as string;
+      const hidden = (await post(admin, '/items', { type: 'core.document', properties: { title: 'not for the token' } }).expect(201)).body;
+      expectError(await get(token, `/items/${hidden.id}`), 404, 'item_not_found');
+      const hook = await register(token, { events: ['item.created'] });
+      const [row] = await t.sql<{ credential_id: string; credential_scopes: string[] }>(`SELECT credential_id, credential_scopes FROM webhooks WHERE id = $1`, [hook.id]);
+      expect(row).toEqual({ credential_id: `client:${client.client_id}`, credential_scopes: ['core.note:read'] });
+      await post(admin, '/items', { type: 'core.document', properties: { title: 'still not for the token' } }).expect(201);
+      const visible = (await note(admin, { properties: { title: 'for the token' } }).expect(201)).body;
+      await waitFor(() => receiver.at(hook.path).length >= 1, 'the note\'s delivery');
+      await waitFor(async () => (await t.sql(`SELECT 1 FROM events WHERE dispatched_at IS NULL`)).length === 0, 'the relay');
+      expect(receiver.at(hook.path).map((r) => JSON.parse(r.body).item.id)).toEqual([visible.id]);
     });
 
     it('emits nothing for a change that rolled back', async () => {

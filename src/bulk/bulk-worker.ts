@@ -20,6 +20,7 @@ import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal';
+import { withinTokenScopes } from '../oidc/scopes';
 import { AppConfig } from '../config/app-config';
 import { Outbox } from '../events/outbox';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
@@ -137,8 +138,10 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
   }
 
   /** The credential as it is now (an API key, or an OAuth grant), so a revocation is seen at the next chunk. */
-  private principalOf(ref: JobRef, job: Claimed): Promise<Principal | null> {
-    return this.credentials.principalById(ref.tenantId, job.credential_id);
+  /** The credential as it is now, held to the scopes of the token that started the job (scopes.ts). */
+  private async principalOf(ref: JobRef, job: Claimed): Promise<Principal | null> {
+    const now = await this.credentials.principalById(ref.tenantId, job.credential_id);
+    return now && withinTokenScopes(now, job.principal.scopes);
   }
 
   /** One chunk and the job's progress in one transaction; undefined when the run must stop. */

@@ -52,11 +52,34 @@ describe('event catalogue', () => {
   });
 
   it('renders the body without unreadable extensions, and without tags for OAuth tokens lacking metadata:read', () => {
-    const body = JSON.parse(renderBody(member({ extensionPerms: { 'pub.*': 'read' } }), itemEvent));
+    const body = JSON.parse(renderBody(member({ extensionPerms: { 'pub.*': 'read' } }), itemEvent, types));
     expect(body.event).toBe('item.created');
     expect(body.item.extensions).toEqual({ 'pub.a': { x: 1 } });
     expect(body.item.tags).toEqual(['red']);
-    expect(JSON.parse(renderBody(member({ kind: 'oauth', scopes: [] }), itemEvent)).item).not.toHaveProperty('tags');
-    expect(JSON.parse(renderBody(member({}), edgeEvent))).toEqual({ event: 'edge.created', edge });
+    expect(JSON.parse(renderBody(member({ kind: 'oauth', scopes: [] }), itemEvent, types)).item).not.toHaveProperty('tags');
+    expect(JSON.parse(renderBody(member({}), edgeEvent, types))).toEqual({ event: 'edge.created', edge });
+  });
+
+  it('keeps an outgoing edge only when the receiver may read its edge type and its target\'s type, as GET /items/{id}', () => {
+    const linked: StoredEvent = {
+      ...itemEvent,
+      payload: {
+        item: { ...item, edges: { 'acme.cites': ['n1', 'm1'], 'secret.link': ['d1'] } } as never,
+        edge_targets: { n1: 'core.note', m1: 'acme.doc.memo', d1: 'acme.doc' },
+      },
+    };
+    const edgesFor = (p: Principal, e = linked) => JSON.parse(renderBody(p, e, types)).item.edges;
+    expect(edgesFor(member({ typePerms: { 'acme.doc.*': 'read' } }))).toEqual({});
+    expect(edgesFor(member({ typePerms: { 'acme.doc.*': 'read' }, edgePerms: { 'acme.*': 'read' } }))).toEqual({ 'acme.cites': ['m1'] });
+    expect(edgesFor(member({ typePerms: { '*': 'read' }, edgePerms: { '*': 'read' } }))).toEqual({ 'acme.cites': ['n1', 'm1'], 'secret.link': ['d1'] });
+    expect(edgesFor(member({ role: 'admin' }))).toEqual({ 'acme.cites': ['n1', 'm1'], 'secret.link': ['d1'] });
+    // The field keeps its place in the item, and the target types are never sent.
+    const body = JSON.parse(renderBody(member({ role: 'admin' }), linked, types));
+    expect(Object.keys(body)).toEqual(['event', 'item']);
+    expect(Object.keys(body.item).indexOf('edges')).toBe(Object.keys(item).indexOf('edges'));
+    // Stored without target types (before they were kept): an admin's only.
+    const unknown: StoredEvent = { ...linked, payload: { item: (linked.payload as { item: never }).item } };
+    expect(edgesFor(member({ typePerms: { '*': 'read' }, edgePerms: { '*': 'read' } }), unknown)).toEqual({});
+    expect(edgesFor(member({ role: 'admin' }), unknown)).toEqual({ 'acme.cites': ['n1', 'm1'], 'secret.link': ['d1'] });
   });
 });

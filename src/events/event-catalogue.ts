@@ -4,14 +4,19 @@
  * - `audience` says what a reader must be able to read (the item's type; for an edge, the
  *   edge type and both items' types), checked with the credential's permissions at fan-out;
  * - `renderBody` is the exact JSON a receiver gets, with the extension namespaces (and, for
- *   OAuth tokens without `metadata:read`, the tags) it may not read left out.
+ *   OAuth tokens without `metadata:read`, the tags) it may not read left out, and an item's
+ *   outgoing `edges` cut to those GET /items/{id} would show it: read on the edge type and on
+ *   the target's type (`canSeeEdge`; the source is the item, which the receiver may read). The
+ *   item writer stores each target's type beside the item (`edge_targets`) for that; it is never
+ *   sent.
  * A bulk job's end (`bulk_job.completed`, `.failed`, `.cancelled`) reaches what may see the job:
  * the credential that started it, and admins.
  */
-import { canEdgeType, canExtension, canMetadata, canType, isAdmin } from '../auth/permissions';
+import { canExtension, canMetadata, canType, isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { matchesPattern } from '../common/type-pattern';
-import type { Item } from '../items/item.model';
+import { canSeeEdge } from '../edges/edge-rules';
+import type { Item, ItemEdges } from '../items/item.model';
 import type { TypeCatalog } from '../types/types.service';
 
 export const EVENT_NAMES = [
@@ -41,8 +46,12 @@ export interface EdgeEventBody {
   created_at: string;
 }
 
-/** What the outbox stores: the full subject; each receiver gets its own view of it. */
-export type EventSubject = { item: Item } | { edge: EdgeEventBody } | { job: object };
+/**
+ * What the outbox stores: the full subject; each receiver gets its own view of it. With an item,
+ * `edge_targets` maps each target id of its `edges` to that item's type (absent in events stored
+ * before it was kept: their edges go to admins only).
+ */
+export type EventSubject = { item: Item; edge_targets?: Record<string, string> } | { edge: EdgeEventBody } | { job: object };
 
 export interface StoredEvent {
   tenant_id: string;
@@ -76,16 +85,31 @@ export function mayReceive(p: Principal, e: StoredEvent, types: TypeCatalog): bo
   const a = e.audience;
   if ('item_type' in a) return canType(p, types.ref(a.item_type), 'read');
   if ('job_credential' in a) return isAdmin(p) || p.credentialId === a.job_credential;
-  return canEdgeType(p, a.edge_type, 'read') && canType(p, types.ref(a.source_type), 'read') && canType(p, types.ref(a.target_type), 'read');
+  return canSeeEdge(p, a, types);
 }
 
 /** The body a receiver with this principal gets: `{event, item}`, `{event, edge}` or `{event, job}`, as JSON text. */
-export function renderBody(p: Principal, e: StoredEvent): string {
+export function renderBody(p: Principal, e: StoredEvent, types: TypeCatalog): string {
   if ('edge' in e.payload) return JSON.stringify({ event: e.name, edge: e.payload.edge });
   if ('job' in e.payload) return JSON.stringify({ event: e.name, job: e.payload.job });
   const { tags, extensions, ...item } = e.payload.item;
-  const visible: Item = { ...item, extensions: {} };
+  // `edges` keeps its place in the item's field order; only its value is narrowed.
+  const visible: Item = { ...item, edges: readableEdges(p, item, e.payload.edge_targets ?? {}, types), extensions: {} };
   for (const [ns, value] of Object.entries(extensions)) if (canExtension(p, ns, 'read')) visible.extensions[ns] = value;
   if (canMetadata(p, 'read')) visible.tags = tags;
   return JSON.stringify({ event: e.name, item: visible });
+}
+
+/** The item's outgoing edges this receiver may read, in their stored order. */
+function readableEdges(p: Principal, item: Pick<Item, 'type' | 'edges'>, targets: Record<string, string>, types: TypeCatalog): ItemEdges {
+  const readable: ItemEdges = {};
+  for (const [edgeType, ids] of Object.entries(item.edges)) {
+    const kept = ids.filter((id) => {
+      const targetType = targets[id];
+      if (targetType === undefined) return isAdmin(p); // stored without its target types: unknown, so not shown
+      return canSeeEdge(p, { edge_type: edgeType, source_type: item.type, target_type: targetType }, types);
+    });
+    if (kept.length) readable[edgeType] = kept;
+  }
+  return readable;
 }

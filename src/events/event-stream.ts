@@ -2,7 +2,12 @@
  * Server-sent events (`GET /events`): every instance subscribes to the relay's Redis channel
  * and writes each event to its own open streams of that tenant, filtered like webhooks
  * (`events`, `type_filter`) and by what the stream's credential may read now; a credential
- * revoked since is disconnected at the next check (every CREDENTIAL_CHECK_MS).
+ * revoked since is disconnected at the next check (every CREDENTIAL_CHECK_MS). The check never
+ * widens a stream: an OAuth token's stream keeps to that token's scopes however wide its client
+ * or grant is (`withinTokenScopes`), so only a narrowing or a revocation takes effect.
+ *
+ * Open streams are capped per credential and per tenant across instances (stream-slots.ts):
+ * past the cap, 429 `rate_limited` before the stream starts.
  *
  * Resuming: with `Last-Event-ID` the stream first replays the tenant's later events from the
  * outbox (kept EVENT_RETENTION_DAYS), while live events wait, then goes live without gaps or
@@ -17,9 +22,11 @@ import type { Principal } from '../auth/principal';
 import { isId } from '../common/ids';
 import { AppConfig } from '../config/app-config';
 import { CredentialsService } from '../auth/credentials.service';
+import { withinTokenScopes } from '../oidc/scopes';
 import { RedisPubSub } from '../redis/redis.module';
 import { TypesService } from '../types/types.service';
 import { EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from './event-catalogue';
+import { SLOT_RENEW_MS, StreamSlot, StreamSlots } from './stream-slots';
 
 const CHANNEL = 'events';
 const REPLAY_PAGE = 500;
@@ -35,6 +42,9 @@ export interface StreamFilter {
 
 interface Subscriber {
   principal: Principal;
+  /** The scopes of the OAuth token that opened the stream, which it never exceeds; undefined for an API key. */
+  tokenScopes: string[] | undefined;
+  slot: StreamSlot;
   filter: StreamFilter;
   reply: FastifyReply;
   /** Live events held back while the replay runs. */
@@ -57,6 +67,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly pubsub: RedisPubSub,
     private readonly credentials: CredentialsService,
     private readonly types: TypesService,
+    private readonly slots: StreamSlots,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -66,7 +77,8 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     });
     const heartbeat = setInterval(() => this.subscribers.forEach((s) => this.write(s, ': heartbeat\n\n')), this.config.EVENTS_HEARTBEAT_SECONDS * 1000);
     const credentials = setInterval(() => void this.recheckCredentials(), CREDENTIAL_CHECK_MS);
-    this.timers = [heartbeat, credentials];
+    const slots = setInterval(() => void this.slots.renew().catch((err: unknown) => this.logger.warn({ err }, 'stream slots not renewed')), SLOT_RENEW_MS);
+    this.timers = [heartbeat, credentials, slots];
     this.timers.forEach((t) => t.unref());
   }
 
@@ -81,9 +93,14 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     await this.pubsub.publish(CHANNEL, JSON.stringify(events));
   }
 
-  /** Takes over the response: headers, replay after `lastEventId`, then live events until the client leaves. */
+  /**
+   * Takes over the response: headers, replay after `lastEventId`, then live events until the
+   * client leaves. 429 `rate_limited` (nothing taken over) when the credential or its tenant
+   * already has as many streams open as allowed.
+   */
   async open(principal: Principal, filter: StreamFilter, lastEventId: string | undefined, reply: FastifyReply): Promise<void> {
-    const sub: Subscriber = { principal, filter, reply, held: lastEventId ? [] : null, seen: new Set() };
+    const head = reply.request.method === 'HEAD'; // the headers, no stream: holds no slot
+    const slot = head ? undefined : await this.slots.take(principal);
     reply.hijack();
     reply.raw.writeHead(200, {
       ...(reply.getHeaders() as Record<string, string>),
@@ -92,8 +109,11 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       Connection: 'keep-alive',
       'X-Accel-Buffering': 'no',
     });
-    if (reply.request.method === 'HEAD') return void reply.raw.end(); // the headers, no stream
-    reply.raw.on('close', () => this.subscribers.delete(sub));
+    if (!slot) return void reply.raw.end();
+    const tokenScopes = principal.kind === 'oauth' ? (principal.scopes ?? []) : undefined;
+    const sub: Subscriber = { principal, tokenScopes, slot, filter, reply, held: lastEventId ? [] : null, seen: new Set() };
+    reply.raw.on('close', () => this.forget(sub));
+    if (reply.raw.destroyed || reply.request.raw.destroyed) return this.forget(sub); // the client left while the slot was taken
     this.subscribers.add(sub);
     this.write(sub, 'retry: 3000\n\n');
     if (lastEventId === undefined) return;
@@ -144,7 +164,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       if (sub.seen.has(e.id) || !selects(sub.filter.events, sub.filter.typeFilter, e, types) || !mayReceive(sub.principal, e, types)) continue;
       sub.seen.add(e.id);
       if (sub.seen.size > SEEN_IDS) sub.seen.delete(sub.seen.values().next().value!);
-      this.write(sub, `id: ${e.id}\nevent: ${e.name}\ndata: ${renderBody(sub.principal, e)}\n\n`);
+      this.write(sub, `id: ${e.id}\nevent: ${e.name}\ndata: ${renderBody(sub.principal, e, types)}\n\n`);
     }
   }
 
@@ -155,12 +175,16 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     res.write(text);
   }
 
-  /** A revoked credential's streams end; a narrowed one's get only what it may still read. */
+  /**
+   * A revoked credential's streams end; a narrowed one's get only what it may still read. The
+   * credential as it is now can be wider than the token that opened the stream (an OAuth
+   * client's or grant's other scopes): held to the token's scopes, a stream never widens.
+   */
   private async recheckCredentials(): Promise<void> {
     for (const sub of this.subscribers) {
       try {
         const now = await this.credentials.principalById(sub.principal.tenantId, sub.principal.credentialId);
-        if (now) sub.principal = now;
+        if (now) sub.principal = withinTokenScopes(now, sub.tokenScopes);
         else this.close(sub);
       } catch {
         // the next check decides; a database hiccup must not drop every stream
@@ -169,7 +193,13 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   private close(sub: Subscriber): void {
-    this.subscribers.delete(sub);
+    this.forget(sub);
     sub.reply.raw.end();
+  }
+
+  /** The stream is over: no more events, and its slot is free for another. */
+  private forget(sub: Subscriber): void {
+    this.subscribers.delete(sub);
+    void this.slots.release(sub.slot);
   }
 }

@@ -9,6 +9,7 @@ import { FieldIssue, validationError } from '../common/validation';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { EVENT_NAMES, isEventPattern } from './event-catalogue';
 import { EventStream, StreamFilter } from './event-stream';
+import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT } from './stream-slots';
 
 export class EventStreamQuery {
   @ApiPropertyOptional({ description: `Comma list of event names or patterns (${EVENT_NAMES.join(', ')}); default \`*\``, example: 'item.*,edge.created' })
@@ -45,7 +46,8 @@ export class EventsController {
     description:
       'Each event: `id:` (send it back as Last-Event-ID to resume), `event:` the event name, `data:` the same JSON body a webhook gets. ' +
       'Filtered by `events`, `type_filter` and what the credential may read. A comment line every 15 s keeps the connection alive. ' +
-      'After an unknown or expired Last-Event-ID the stream starts with a `stream.reset` event. A revoked credential\'s stream is closed.',
+      'After an unknown or expired Last-Event-ID the stream starts with a `stream.reset` event. A revoked credential\'s stream is closed. ' +
+      `At most ${MAX_STREAMS_PER_CREDENTIAL} open streams per credential and ${MAX_STREAMS_PER_TENANT} per tenant (all instances): past that, 429 rate_limited.`,
   })
   @ApiProduces('text/event-stream')
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event id' })

@@ -10,8 +10,9 @@ import type { EntityManager } from 'typeorm';
 import { tenantWide } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { EdgesService } from '../edges/edges.service';
+import type { EventSubject } from '../events/event-catalogue';
 import { Outbox, RecordedEvent } from '../events/outbox';
-import { ITEM_COLUMNS_I, ItemRow, toItem } from './item.model';
+import { ITEM_COLUMNS_I, ItemEdges, ItemRow, toItem } from './item.model';
 
 /** The columns a change may set, with their SQL types. */
 const CHANGEABLE: Record<string, string> = {
@@ -80,13 +81,14 @@ export class ItemWriter {
     if (emit) {
       const everything = tenantWide(p);
       const edges = await this.edges.outgoingFor(everything, updated.map((r) => r.id), m);
+      const targets = await this.targetTypes(m, p, edges);
       await this.outbox.recordMany(
         m,
         p,
         updated.map((row, n): RecordedEvent => ({
           name: batch[n].current.state !== row.state ? 'item.state_changed' : 'item.updated',
           audience: { item_type: row.type },
-          payload: { item: toItem(everything, row, edges.get(row.id)) },
+          payload: itemSubject(everything, row, edges.get(row.id), targets),
         })),
       );
     }
@@ -103,14 +105,27 @@ export class ItemWriter {
     const ids = rows.map((r) => r.id);
     const everything = tenantWide(p);
     const edges = emit ? await this.edges.outgoingFor(everything, ids, m) : undefined;
+    const targets = edges && (await this.targetTypes(m, p, edges)); // before the targets may go too
     await this.edges.removeTouching(m, p, ids, emit);
     await m.query(`DELETE FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [p.tenantId, ids]);
     if (!edges) return;
     await this.outbox.recordMany(
       m,
       p,
-      rows.map((row): RecordedEvent => ({ name: 'item.deleted', audience: { item_type: row.type }, payload: { item: toItem(everything, row, edges.get(row.id)) } })),
+      rows.map((row): RecordedEvent => ({ name: 'item.deleted', audience: { item_type: row.type }, payload: itemSubject(everything, row, edges.get(row.id), targets) })),
     );
+  }
+
+  /**
+   * The type of every target of these edges. The event keeps the edges as an admin sees them;
+   * each receiver gets only those it may read, which depends on the target's type
+   * (event-catalogue.ts `renderBody`). No statement when there are no edges.
+   */
+  private async targetTypes(m: EntityManager, p: Principal, edges: Map<string, ItemEdges>): Promise<Map<string, string>> {
+    const ids = [...new Set([...edges.values()].flatMap((grouped) => Object.values(grouped).flat()))];
+    if (!ids.length) return new Map();
+    const rows: Array<{ id: string; type: string }> = await m.query(`SELECT id, type FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [p.tenantId, ids]);
+    return new Map(rows.map((r) => [r.id, r.type]));
   }
 
   /** The revisions: each row as it now is, by whom, at its `updated_at`. */
@@ -124,4 +139,11 @@ export class ItemWriter {
       [p.tenantId, p.credentialId, JSON.stringify(rows.map((r) => ({ item_id: r.id, version: r.version, snapshot: r, created_at: r.updated_at })))],
     );
   }
+}
+
+/** An item event's subject: the item as an admin sees it, with the types of its edges' targets. */
+function itemSubject(everything: Principal, row: ItemRow, edges: ItemEdges = {}, targets: Map<string, string> = new Map()): EventSubject {
+  const ids = Object.values(edges).flat();
+  const item = toItem(everything, row, edges);
+  return ids.length ? { item, edge_targets: Object.fromEntries(ids.map((id) => [id, targets.get(id)!])) } : { item };
 }

@@ -10,6 +10,13 @@
  * `principalByCredential` answers the same for the credential a token stood for (its grant, or
  * `client:<id>` for client credentials), for what outlives a request: webhooks, event streams and
  * bulk jobs started with an OAuth token are re-checked through it, so a revoked grant stops them.
+ * That credential can be wider than the token: a client registered for `a:read b:read` hands out
+ * a token for `a:read` alone, a grant can hold more than one token of it asked for. So what was
+ * started with a token keeps to its scopes: the re-check's Principal goes through
+ * `withinTokenScopes` (scopes.ts) with the scopes the token had (a stream keeps them in memory, a webhook in
+ * `webhooks.credential_scopes`; a bulk job has them in its stored principal). The result is the
+ * intersection of the token's scopes and the credential's current ones: a scope the client or
+ * grant loses, or a revocation, takes effect; a scope it gains never reaches the token's work.
  */
 import { Injectable } from '@nestjs/common';
 import type { Client } from 'oidc-provider';

@@ -9,6 +9,7 @@
  *   openid, profile, email, offline_access   OIDC's own
  */
 import { isDottedName, isPattern } from '../common/type-pattern';
+import type { Principal } from '../auth/principal';
 import type { Access, PermissionMap } from '../keys/api-key.entity';
 
 export const OIDC_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
@@ -50,4 +51,16 @@ export function permissionsOf(scopes: readonly string[]): { typePerms: Permissio
     if (map[parsed.name] !== 'write') map[parsed.name] = parsed.access;
   }
   return { typePerms, edgePerms };
+}
+
+/**
+ * `now` (principalByCredential's answer) held to the scopes of the token that started something
+ * long-lived: the scopes both have, and the permission maps of those. `tokenScopes` undefined or
+ * null (an API key, whose credential is the key itself) leaves `now` as it is. The extension
+ * grant is the client's (not a scope) and follows the client as it is now.
+ */
+export function withinTokenScopes(now: Principal, tokenScopes: readonly string[] | null | undefined): Principal {
+  if (now.kind !== 'oauth' || !tokenScopes) return now;
+  const granted = (now.scopes ?? []).filter((scope) => tokenScopes.includes(scope));
+  return { ...now, ...permissionsOf(granted), scopes: granted };
 }

@@ -2,8 +2,10 @@
  * Fan-out: which webhooks owe a delivery for a batch of events, and with which body. A webhook
  * gets an event when it is enabled, its `events` and `type_filter` select it, and the
  * credential that registered it may, as of now, read what the event is about: a key revoked
- * or narrowed since registration stops receiving. The body is rendered for that credential
- * (unreadable extension namespaces left out) and stored with the delivery, so every attempt
+ * or narrowed since registration stops receiving. A webhook registered with an OAuth token
+ * never gets more than that token's scopes (`credential_scopes`, see `withinTokenScopes`), however
+ * wide its client or grant is or becomes. The body is rendered for that credential (unreadable
+ * extension namespaces and edges left out) and stored with the delivery, so every attempt
  * sends the same bytes. The dispatcher records each planned delivery with its first attempt.
  */
 import { Injectable } from '@nestjs/common';
@@ -12,6 +14,7 @@ import { newId } from '../common/ids';
 import { BookkeepingDb } from '../database/bookkeeping-db';
 import { mayReceive, renderBody, selects, StoredEvent } from '../events/event-catalogue';
 import { CredentialsService } from '../auth/credentials.service';
+import { withinTokenScopes } from '../oidc/scopes';
 import { TypesService } from '../types/types.service';
 import type { Prepared } from './webhook-dispatcher';
 
@@ -23,6 +26,7 @@ interface Subscription {
   events: string[];
   type_filter: string[] | null;
   credential_id: string;
+  credential_scopes: string[] | null;
 }
 
 @Injectable()
@@ -40,12 +44,13 @@ export class WebhookFanout {
   async plan(events: Array<StoredEvent & { reclaimed?: boolean }>, leaseMs: number): Promise<Prepared[]> {
     const tenants = [...new Set(events.map((e) => e.tenant_id))];
     const subscriptions = await this.db.query<Subscription>(
-      `SELECT tenant_id, id, url, secret_sealed, events, type_filter, credential_id FROM webhooks
+      `SELECT tenant_id, id, url, secret_sealed, events, type_filter, credential_id, credential_scopes FROM webhooks
         WHERE tenant_id = ANY($1::uuid[]) AND NOT disabled`,
       [tenants],
     );
     if (!subscriptions.length) return [];
     const recorded = await this.recorded(events.filter((e) => e.reclaimed));
+    const credentials = new Map<string, Principal | null>();
     const owners = new Map<string, Principal | null>();
     const planned: Prepared[] = [];
     for (const e of events) {
@@ -55,11 +60,17 @@ export class WebhookFanout {
       const bodies = new Map<string, string>(); // webhooks of one owner get the same body
       for (const s of mine) {
         if (!selects(s.events, s.type_filter, e, types) || recorded.has(`${e.id}:${s.id}`)) continue;
-        const ownerKey = `${s.tenant_id}:${s.credential_id}`;
-        if (!owners.has(ownerKey)) owners.set(ownerKey, await this.credentials.principalById(s.tenant_id, s.credential_id));
+        const credentialKey = `${s.tenant_id}:${s.credential_id}`;
+        if (!credentials.has(credentialKey)) credentials.set(credentialKey, await this.credentials.principalById(s.tenant_id, s.credential_id));
+        // The owner is the credential held to the registering token's scopes: two tokens of one client can differ.
+        const ownerKey = `${credentialKey}:${s.credential_scopes?.join(' ') ?? '*'}`;
+        if (!owners.has(ownerKey)) {
+          const now = credentials.get(credentialKey);
+          owners.set(ownerKey, now ? withinTokenScopes(now, s.credential_scopes) : null);
+        }
         const owner = owners.get(ownerKey);
         if (!owner || !mayReceive(owner, e, types)) continue;
-        if (!bodies.has(ownerKey)) bodies.set(ownerKey, renderBody(owner, e));
+        if (!bodies.has(ownerKey)) bodies.set(ownerKey, renderBody(owner, e, types));
         planned.push({
           tenantId: e.tenant_id,
           deliveryId: newId(),

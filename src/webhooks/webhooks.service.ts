@@ -1,7 +1,8 @@
 /**
  * Owns webhook registrations and the reading side of their deliveries. A webhook belongs to
  * the credential that registered it: that credential (or an admin of the tenant) sees and
- * changes it, and it receives only what that credential may read (webhook-fanout.ts). Every
+ * changes it, and it receives only what that credential may read (webhook-fanout.ts), and, when
+ * it is an OAuth token, only within that token's scopes, kept as `credential_scopes`. Every
  * statement is scoped by tenant_id; the secret is stored sealed (crypto/secret-box.ts) and
  * returned only once, on creation.
  */
@@ -98,10 +99,10 @@ export class WebhooksService {
     const id = newId();
     const secret = dto.secret ?? generateSecret();
     const [row]: WebhookRow[] = await this.db.query(
-      `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${WEBHOOK_COLUMNS}`,
+      `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, credential_scopes)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
       [p.tenantId, id, dto.url, dto.events, dto.type_filter?.length ? dto.type_filter : null, dto.disabled ?? false,
-        await this.secrets.seal(secret, secretAad(p.tenantId, id)), p.credentialId],
+        await this.secrets.seal(secret, secretAad(p.tenantId, id)), p.credentialId, p.kind === 'oauth' ? (p.scopes ?? []) : null],
     );
     return toResponse(row, secret);
   }

@@ -19,6 +19,7 @@ import { Audit1732300001600 } from './1732300001600-audit';
 import { Integrations1732300001700 } from './1732300001700-integrations';
 import { Connections1732300001800 } from './1732300001800-connections';
 import { EventRelayLease1732300001900 } from './1732300001900-event-relay-lease';
+import { WebhookCredentialScopes1732300002000 } from './1732300002000-webhook-credential-scopes';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -41,4 +42,5 @@ export const migrations = [
   Integrations1732300001700,
   Connections1732300001800,
   EventRelayLease1732300001900,
+  WebhookCredentialScopes1732300002000,
 ];
