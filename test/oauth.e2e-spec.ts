@@ -202,15 +202,20 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
 
   const browse = (agent: ReturnType<typeof request.agent>, path: string) => browseOn(agent, t.url, path);
 
-  /** Ada signs in and approves the request: the callback URL the browser is sent to, and the PKCE verifier. */
-  const authorize = async (state: string) => {
+  /** Ada (signing in as `email`) asks for openid and core.note:read and reaches the consent page. */
+  const toConsent = async (state: string, email = 'ada@example.com') => {
     const agent = request.agent(t.url);
     const verifier = oidc.randomPKCECodeVerifier();
     const url = oidc.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state });
     const signIn = await browse(agent, url.pathname + url.search);
-    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
+    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email, password: 'correct horse battery' });
     const consent = await browse(agent, new URL(signedIn.headers.location, t.url).pathname);
-    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' });
+    return { agent, verifier, form: { uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf') } };
+  };
+  /** Ada signs in and approves the request: the callback URL the browser is sent to, and the PKCE verifier. */
+  const authorize = async (state: string) => {
+    const { agent, verifier, form } = await toConsent(state);
+    const decision = await agent.post('/auth/authorize/decision').type('form').send({ ...form, decision: 'approve' });
     const back = await browse(agent, new URL(decision.headers.location, t.url).pathname);
     return { callback: new URL(back.leftTo!), verifier };
   };
@@ -361,14 +366,8 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
   });
 
   it('answers a consent form submitted twice at once only once: one grant, and the other gets "already answered"', async () => {
-    const agent = request.agent(t.url);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'twice' });
-    const signIn = await browse(agent, url.pathname + url.search);
-    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
-    const consent = await browse(agent, new URL(signedIn.headers.location, t.url).pathname);
+    const { agent, form } = await toConsent('twice');
     const grantsBefore = (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM oidc_models WHERE model = 'Grant'`))[0].n;
-    const form = { uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf') };
     const answers = await Promise.all([
       agent.post('/auth/authorize/decision').type('form').send({ ...form, decision: 'approve' }),
       agent.post('/auth/authorize/decision').type('form').send({ ...form, decision: 'approve' }),
@@ -380,14 +379,9 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
   });
 
   it('denying sends the user back with access_denied', async () => {
-    const agent = request.agent(t.url);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const url = oidc.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 's1' });
-    const signIn = await browse(agent, url.pathname + url.search);
-    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'ADA@example.com', password: 'correct horse battery' });
-    const consent = await browse(agent, new URL(signedIn.headers.location, t.url).pathname);
-    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'deny' });
-    if (decision.status !== 303) throw new Error(decision.status + decision.text + JSON.stringify(consent));
+    const { agent, form } = await toConsent('s1', 'ADA@example.com');
+    const decision = await agent.post('/auth/authorize/decision').type('form').send({ ...form, decision: 'deny' });
+    if (decision.status !== 303) throw new Error(decision.status + decision.text);
     const back = await browse(agent, new URL(decision.headers.location, t.url).pathname);
     const to = new URL(back.leftTo!);
     expect(to.searchParams.get('error')).toBe('access_denied');
