@@ -20,10 +20,10 @@ import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal';
-import { withinTokenScopes } from '../oidc/scopes';
 import { AppConfig } from '../config/app-config';
 import { Outbox } from '../events/outbox';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
+import { tokenScopesOf, withinTokenScopes } from '../oidc/scopes';
 import { CredentialsService } from '../auth/credentials.service';
 import { BulkSpec, CHUNK_SIZE, MAX_KEPT_ERRORS } from './bulk-actions';
 import { JOB_COLUMNS, JobRow, toJob } from './bulk-job.model';
@@ -137,11 +137,13 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
     }
   }
 
-  /** The credential as it is now (an API key, or an OAuth grant), so a revocation is seen at the next chunk. */
-  /** The credential as it is now, held to the scopes of the token that started the job (scopes.ts). */
+  /**
+   * The credential as it is now (an API key, or an OAuth grant), so a revocation is seen at the
+   * next chunk, held to the scopes of the token that started the job (scopes.ts).
+   */
   private async principalOf(ref: JobRef, job: Claimed): Promise<Principal | null> {
     const now = await this.credentials.principalById(ref.tenantId, job.credential_id);
-    return now && withinTokenScopes(now, job.principal.scopes);
+    return now && withinTokenScopes(now, tokenScopesOf(job.principal));
   }
 
   /** One chunk and the job's progress in one transaction; undefined when the run must stop. */

@@ -22,7 +22,7 @@ import type { Principal } from '../auth/principal';
 import { isId } from '../common/ids';
 import { AppConfig } from '../config/app-config';
 import { CredentialsService } from '../auth/credentials.service';
-import { withinTokenScopes } from '../oidc/scopes';
+import { tokenScopesOf, withinTokenScopes } from '../oidc/scopes';
 import { RedisPubSub } from '../redis/redis.module';
 import { TypesService } from '../types/types.service';
 import { EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from './event-catalogue';
@@ -42,8 +42,8 @@ export interface StreamFilter {
 
 interface Subscriber {
   principal: Principal;
-  /** The scopes of the OAuth token that opened the stream, which it never exceeds; undefined for an API key. */
-  tokenScopes: string[] | undefined;
+  /** The scopes of the OAuth token that opened the stream, which it never exceeds; null for an API key. */
+  tokenScopes: string[] | null;
   slot: StreamSlot;
   filter: StreamFilter;
   reply: FastifyReply;
@@ -110,8 +110,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       'X-Accel-Buffering': 'no',
     });
     if (!slot) return void reply.raw.end();
-    const tokenScopes = principal.kind === 'oauth' ? (principal.scopes ?? []) : undefined;
-    const sub: Subscriber = { principal, tokenScopes, slot, filter, reply, held: lastEventId ? [] : null, seen: new Set() };
+    const sub: Subscriber = { principal, tokenScopes: tokenScopesOf(principal), slot, filter, reply, held: lastEventId ? [] : null, seen: new Set() };
     reply.raw.on('close', () => this.forget(sub));
     if (reply.raw.destroyed || reply.request.raw.destroyed) return this.forget(sub); // the client left while the slot was taken
     this.subscribers.add(sub);

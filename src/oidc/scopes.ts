@@ -53,11 +53,16 @@ export function permissionsOf(scopes: readonly string[]): { typePerms: Permissio
   return { typePerms, edgePerms };
 }
 
+/** What a long-lived piece of work keeps of its starter: an OAuth token's scopes; null for an API key. */
+export function tokenScopesOf(p: Principal): string[] | null {
+  return p.kind === 'oauth' ? (p.scopes ?? []) : null;
+}
+
 /**
  * `now` (principalByCredential's answer) held to the scopes of the token that started something
- * long-lived: the scopes both have, and the permission maps of those. `tokenScopes` undefined or
- * null (an API key, whose credential is the key itself) leaves `now` as it is. The extension
- * grant is the client's (not a scope) and follows the client as it is now.
+ * long-lived (`tokenScopesOf`): the scopes both have, and the permission maps of those.
+ * `tokenScopes` null (an API key, whose credential is the key itself) leaves `now` as it is. The
+ * extension grant is the client's (not a scope) and follows the client as it is now.
  */
 export function withinTokenScopes(now: Principal, tokenScopes: readonly string[] | null | undefined): Principal {
   if (now.kind !== 'oauth' || !tokenScopes) return now;

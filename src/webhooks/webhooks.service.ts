@@ -19,6 +19,7 @@ import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { generateSecret, secretAad } from './signature';
 import { assertTargetAddress, TargetRefused, urlProblem } from '../common/target-policy';
+import { tokenScopesOf } from '../oidc/scopes';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import {
   CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, UpdateWebhookDto, WebhookList, WebhookResponse,
@@ -102,7 +103,7 @@ export class WebhooksService {
       `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, credential_scopes)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
       [p.tenantId, id, dto.url, dto.events, dto.type_filter?.length ? dto.type_filter : null, dto.disabled ?? false,
-        await this.secrets.seal(secret, secretAad(p.tenantId, id)), p.credentialId, p.kind === 'oauth' ? (p.scopes ?? []) : null],
+        await this.secrets.seal(secret, secretAad(p.tenantId, id)), p.credentialId, tokenScopesOf(p)],
     );
     return toResponse(row, secret);
   }
