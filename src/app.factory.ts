@@ -18,7 +18,7 @@ import type { Logger as PinoLogger } from 'pino';
 import { AppModule } from './app.module';
 import { CredentialHook } from './auth/credential.hook';
 import { registerBodyParsers } from './common/body-parsing';
-import { clientErrorHandler, frameworkErrors, refuseUnsupported, requireHost } from './common/protocol-errors';
+import { clientErrorHandler, frameworkErrors, PreRoutingStep, refuseUnsupported, requireHost } from './common/protocol-errors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
 import { redactUrl, StartupError } from './common/startup-error';
 import { createValidationPipe } from './common/validation';
@@ -49,14 +49,14 @@ async function checkRedis(url: string): Promise<void> {
  */
 const MAX_PARAM_LENGTH = 16 * 1024;
 
-function adapter(config: AppConfig, logger: PinoLogger): FastifyAdapter {
+function adapter(config: AppConfig, logger: PinoLogger, preRouting: readonly PreRoutingStep[]): FastifyAdapter {
   return new FastifyAdapter({
     trustProxy: config.trustProxy,
     genReqId: requestId,
     requestIdHeader: false,
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Refusals below Nest, in the envelope too (protocol-errors.ts).
-    frameworkErrors,
+    frameworkErrors: frameworkErrors(preRouting),
     clientErrorHandler: clientErrorHandler(logger),
     http: { requireHostHeader: false },
   });
@@ -67,7 +67,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   await checkRedis(config.REDIS_URL);
   if (config.MIGRATIONS_RUN) await runMigrations(config);
   const logger = createLogger(config);
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, logger), adapter(config, logger), {
+  const preRouting: PreRoutingStep[] = [];
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, logger), adapter(config, logger, preRouting), {
     bodyParser: false,
     bufferLogs: true,
     abortOnError: false,
@@ -78,10 +79,17 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   // rate limit. Unknown routes and unparsable bodies pass through these too.
   const http = app.getHttpAdapter().getInstance();
   http.addHook('onRequest', requestLogging(logger));
+  const credentials = app.get(CredentialHook);
+  const rateLimit = app.get(RateLimitHook);
+  http.addHook('onRequest', credentials.onRequest);
+  http.addHook('onRequest', rateLimit.onRequest);
+  // After the rate limit, so that its refusal carries the X-RateLimit-* headers too.
   http.addHook('onRequest', requireHost);
-  http.addHook('onRequest', app.get(CredentialHook).onRequest);
-  http.addHook('onRequest', app.get(RateLimitHook).onRequest);
   http.addHook('onRequest', app.get(OidcMount).onRequest);
+  preRouting.push(
+    (request, reply) => new Promise<void>((resolve, reject) => credentials.onRequest(request, reply, (err) => (err ? reject(err) : resolve()))),
+    rateLimit.onRequest,
+  );
   registerBodyParsers(http, config.JSON_BODY_LIMIT);
   app.useGlobalPipes(createValidationPipe());
   mountOpenApi(app, config);

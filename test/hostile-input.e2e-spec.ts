@@ -5,32 +5,11 @@
  * Content-Encoding, requests the HTTP parser refuses, and lenient number and time parsing.
  * Each refusal leaves nothing written.
  */
-import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { DataSource } from 'typeorm';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
-
-/** Sends raw bytes and returns the raw response: for what no HTTP client would send. */
-function rawRequest(url: string, bytes: string): Promise<{ status: number; headers: string; body: string }> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.write(bytes));
-    let data = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk) => {
-      data += chunk;
-      const end = data.indexOf('\r\n\r\n');
-      const length = /content-length: *(\d+)/i.exec(data.slice(0, end));
-      if (end >= 0 && length && data.length >= end + 4 + Number(length[1])) socket.destroy();
-    });
-    socket.on('close', () => {
-      const end = data.indexOf('\r\n\r\n');
-      resolve({ status: Number(data.slice(9, 12)), headers: data.slice(0, end), body: data.slice(end + 4) });
-    });
-    socket.on('error', reject);
-  });
-}
+import { rawRequest } from './support/raw-http';
 
 function nestedJson(depth: number): string {
   return '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);

@@ -2,6 +2,7 @@
 import type { Response } from 'supertest';
 import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
+import { rawRequest } from './support/raw-http';
 
 function expectLimitHeaders(res: Response, limit: number): { remaining: number; reset: number } {
   expect(res.headers['x-ratelimit-limit']).toBe(String(limit));
@@ -45,6 +46,25 @@ describe('rate limits', () => {
       expectLimitHeaders(expectStatus(await t.http.post('/keys').set(bearer(admin)).set('Content-Type', 'application/json').send('{'), 400), 5);
       expectLimitHeaders(await t.http.get('/health').expect(200), 10);
       expectLimitHeaders(await t.http.get('/openapi.json').expect(200), 10);
+    });
+
+    it('refusals before routing count and carry the headers too: a URL not validly percent-encoded, no Host', async () => {
+      const k = await createKey(t, admin, { label: 'mangled' });
+      const remaining: number[] = [];
+      for (let i = 0; i < 10; i++) {
+        const res = await t.http.get('/keys/%E0%A4%A').set(bearer(k.key));
+        expectError(res, 400, 'invalid_request');
+        remaining.push(expectLimitHeaders(res, 10).remaining);
+      }
+      expect(remaining).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+      expectRateLimited(await t.http.get('/keys/%E0%A4%A').set(bearer(k.key)), 10);
+      // The same bucket as the routed requests of that path segment.
+      expectRateLimited(await t.http.get('/keys').set(bearer(k.key)), 10);
+
+      const hostless = await rawRequest(t.url, `GET /health HTTP/1.1\r\nAuthorization: Bearer ${k.key}\r\nConnection: close\r\n\r\n`);
+      expect(hostless.status).toBe(400);
+      expect(hostless.headers).toMatch(/^x-ratelimit-limit: 10$/im);
+      expect(hostless.headers).toMatch(/^x-ratelimit-remaining: 9$/im);
     });
 
     it('past the limit: 429 rate_limited with Retry-After; another key of the tenant is unaffected', async () => {

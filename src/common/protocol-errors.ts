@@ -4,7 +4,10 @@
  *   conflicting Content-Length and Transfer-Encoding, headers past the size limit (431), a
  *   request that took too long to arrive (408). No request object exists yet, so the response
  *   carries a fresh X-Request-Id that the log line names too.
- * - Fastify's router (`frameworkErrors`): a URL that is not validly percent-encoded.
+ * - Fastify's router (`frameworkErrors`): a URL that is not validly percent-encoded. The router
+ *   runs no onRequest hook for it, so the refusal runs the pipeline's credential and rate-limit
+ *   steps itself: it counts against the caller's bucket and carries the X-RateLimit-* headers
+ *   like every other response (SPEC 8.1).
  * - An HTTP/1.1 request without a Host header (Node's own answer would be an empty 400), an
  *   `Expect` other than `100-continue` (Node's: a bare 417), and `CONNECT` (Node's: a closed
  *   connection), answered on the server itself (`refuseUnsupported`).
@@ -65,10 +68,25 @@ export function refuseUnsupported(server: Server): void {
   });
 }
 
-export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const apiError =
-    error.statusCode === 400 ? new ApiError(400, 'invalid_request', 'The URL is not validly percent-encoded') : toApiError(error, request.id);
-  void reply.header('X-Request-Id', request.id).status(apiError.status).send(apiError.toEnvelope());
+/** A step of the request pipeline that a refusal before routing still takes. */
+export type PreRoutingStep = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+/** `steps` is filled once the application exists (the adapter, which needs this, is made first). */
+export function frameworkErrors(steps: readonly PreRoutingStep[]) {
+  return async (error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    let apiError: ApiError;
+    try {
+      for (const step of steps) {
+        await step(request, reply);
+        if (reply.sent) return;
+      }
+      apiError =
+        error.statusCode === 400 ? new ApiError(400, 'invalid_request', 'The URL is not validly percent-encoded') : toApiError(error, request.id);
+    } catch (err) {
+      apiError = toApiError(err, request.id);
+    }
+    void reply.header('X-Request-Id', request.id).status(apiError.status).send(apiError.toEnvelope());
+  };
 }
 
 /** HTTP/1.1 requires Host (RFC 9112 3.2); Node's check is turned off so the refusal can be ours. */
