@@ -9,6 +9,7 @@
  * have no row again (event-relay.ts).
  */
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { setTimeout as delay } from 'node:timers/promises';
 import { BookkeepingDb } from '../database/bookkeeping-db';
 import type { DeliveryRef, Prepared } from './webhook-dispatcher';
 
@@ -43,6 +44,13 @@ const eventKey = (tenantId: string, eventId: string) => `${tenantId}:${eventId}`
 /** One attempt in a delivery's attempt_log, from the row source `o` of a recording statement. */
 const ATTEMPT_ENTRY = `jsonb_build_object('attempt', o.attempt, 'id', o.attempt_id, 'status_code', o.status_code,
   'duration_ms', o.duration_ms, 'error', o.error, 'created_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
+
+/**
+ * How long records gather before each write. Per statement, PostgreSQL spends about 0.2 ms of
+ * CPU whatever its size, and a row about 0.01 ms (docs/events.md): at 2,000 deliveries/s,
+ * writing as soon as the previous write returned made statements of 7 rows.
+ */
+const GATHER_MS = 10;
 
 type Waiting = Recorded & { resolve: () => void; reject: (err: unknown) => void };
 
@@ -100,6 +108,7 @@ export class DeliveryRecords implements OnApplicationShutdown {
 
   private async flush(): Promise<void> {
     while (this.pending.length || this.dispatched.length) {
+      await delay(GATHER_MS);
       const batch = this.pending;
       const dispatched = this.dispatched;
       this.pending = [];
