@@ -1,12 +1,12 @@
 /**
  * What attempts leave in the delivery table, by group commit: records gather for GATHER_MS, and
  * those that finish while a write is in flight go together in the next one. A delivery the
- * relay planned has no row until its first record, which inserts it with the first attempt's outcome (or without an attempt:
- * leased for one still to come in this process, or due for the sweeper); a later attempt's
- * outcome is appended to the row's attempt_log. The record that completes an event's
- * deliveries puts the event in the same write, marked dispatched. When a write fails, its
- * events stay undispatched: their relay lease lapses and the relay plans the deliveries that
- * have no row again (event-relay.ts).
+ * relay planned has no row until its first record, which inserts it with the first attempt's
+ * outcome (or without an attempt: leased for one still to come in this process, or due for the
+ * sweeper); a later attempt's outcome is appended to the row's attempt_log. The record that
+ * completes an event's deliveries puts the event in the same write, marked dispatched. When a
+ * write fails, its events stay undispatched: their relay lease lapses and the relay plans the
+ * deliveries that have no row again (event-relay.ts).
  */
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
