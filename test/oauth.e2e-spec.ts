@@ -173,6 +173,21 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expectError(await t.http.get('/items').set(bearer(access_token)), 401, 'unauthorized');
   });
 
+  it('refuses client_credentials to a public client: at registration, and for one stored before the rule', async () => {
+    const publicCc = { token_endpoint_auth_method: 'none', grant_types: ['client_credentials'] };
+    expectError(await t.http.post('/auth/clients').set(bearer(admin)).send(publicCc), 400, 'validation_error');
+    const open = await t.http.post('/auth/oauth2/register').send({ ...publicCc, redirect_uris: ['https://app.example/cb'] });
+    expect(open.status).toBe(400);
+    expect(open.body.error).toBe('invalid_client_metadata');
+
+    // A public client, then turned into one allowed the grant behind the provider's back.
+    const pub = (await t.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', redirect_uris: ['https://app.example/cb'] }).expect(201)).body;
+    await t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{grant_types}', '["client_credentials"]') WHERE model = 'Client' AND id = $1`, [pub.client_id]);
+    const res = await t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'client_credentials', client_id: pub.client_id, scope: '*:write' });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.body.access_token).toBeUndefined();
+  });
+
   it('answers invalid_client for a wrong client secret (RFC 6749 form)', async () => {
     const res = await t.http.post('/auth/oauth2/token').auth(client.client_id, 'not-the-secret').type('form').send({ grant_type: 'client_credentials' });
     expect(res.status).toBe(401);

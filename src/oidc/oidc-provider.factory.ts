@@ -86,7 +86,13 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     clientDefaults: { grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic', id_token_signed_response_alg: 'RS256' },
     extraClientMetadata: {
       properties: [...EXTRA_CLIENT_METADATA],
-      validator(ctx, key, value) {
+      validator(ctx, key, value, metadata) {
+        // RFC 6749 4.4: client_credentials is for confidential clients only. A public client's id
+        // is no secret, so anyone knowing it would get the tenant's tokens. Checked on every load
+        // too, so a client stored before this rule cannot use the grant either.
+        if (key === 'tenant_id' && metadata.token_endpoint_auth_method === 'none' && metadata.grant_types?.includes('client_credentials')) {
+          throw new errors.InvalidClientMetadata('client_credentials needs a confidential client (token_endpoint_auth_method other than none)');
+        }
         // Open registration (RFC 7591) makes tenant-less clients; only an admin (POST /auth/clients) gives one a tenant or an extension grant.
         if (value !== undefined && ctx?.oidc?.route === 'registration') {
           throw new errors.InvalidClientMetadata(`${key} is set by POST /auth/clients only`);
