@@ -173,6 +173,13 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expectError(await t.http.get('/items').set(bearer(access_token)), 401, 'unauthorized');
   });
 
+  it('answers a bare POST (no body, no Content-Type) to the browser forms with a refusal, not a 500', async () => {
+    for (const path of ['/auth/authorize/decision', '/auth/oauth2/consent', '/auth/sign-in', '/auth/device/consent', '/auth/sessions/revoke']) {
+      const res = await t.http.post(path);
+      expect([path, res.status >= 400 && res.status < 500]).toEqual([path, true]);
+    }
+  });
+
   it('refuses client_credentials to a public client: at registration, and for one stored before the rule', async () => {
     const publicCc = { token_endpoint_auth_method: 'none', grant_types: ['client_credentials'] };
     expectError(await t.http.post('/auth/clients').set(bearer(admin)).send(publicCc), 400, 'validation_error');

@@ -4,7 +4,7 @@
  * signs in to them at `/auth/sign-in` (account-forms.ts). Pages are HTML; the revoke routes also
  * answer JSON to a caller that asks for it.
  */
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, Public } from '../auth/decorators';
@@ -13,6 +13,7 @@ import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
+import { FormBody, FormFields } from './form-fields';
 import { accountOf, clearAccountCookie } from './account-session';
 import { GrantsService } from './grants.service';
 import { OidcProvider } from './oidc-provider';
@@ -48,7 +49,7 @@ export class AccountController {
   @HttpCode(200)
   @Accepts(FORM)
   @ApiOperation({ summary: 'Sign-up form post (form-encoded: csrf, name, email, password); signs the new user in to the account pages' })
-  async signUp(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async signUp(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!this.config.SVC_SIGNUP_ENABLED) return sendPage(reply, 404, errorPage('Not available', 'Sign-up is not open on this service.'));
     if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
     const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
@@ -100,7 +101,7 @@ export class AccountController {
   @HttpCode(200)
   @Accepts(FORM, 'application/json')
   @ApiOperation({ summary: 'Revoke a grant (the account page\'s form; JSON callers get {id, revoked})' })
-  async revoke(@Param('id') id: string, @Body() body: Record<string, unknown> | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async revoke(@Param('id') id: string, @FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
     if (!(await this.formAllowed(req, body))) return sendPage(reply, 403, formExpiredPage());
@@ -126,7 +127,7 @@ export class AccountController {
   @HttpCode(200)
   @Accepts(FORM, 'application/json')
   @ApiOperation({ summary: 'Sign out everywhere: every sign-in session of the user ends (connected apps keep their grants)' })
-  async endSessions(@Body() body: Record<string, unknown> | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async endSessions(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/sessions');
     if (!user) return;
     if (!(await this.formAllowed(req, body))) return sendPage(reply, 403, formExpiredPage());
@@ -161,8 +162,8 @@ export class AccountController {
    * without a CORS preflight, which no origin passes with credentials. `Accept` is no such
    * proof (any page can set it).
    */
-  private async formAllowed(req: FastifyRequest, body: Record<string, unknown> | undefined): Promise<boolean> {
-    return /^application\/json\b/i.test(req.headers['content-type'] ?? '') || this.forms.valid(req, body?.csrf);
+  private async formAllowed(req: FastifyRequest, body: FormBody): Promise<boolean> {
+    return /^application\/json\b/i.test(req.headers['content-type'] ?? '') || this.forms.valid(req, body.csrf);
   }
 
   private wantsJson(req: FastifyRequest): boolean {

@@ -12,7 +12,7 @@
  * gets "Code expired". Without that, a denial shown as accepted could still let the device in,
  * and two approvals made two grants.
  */
-import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -24,6 +24,7 @@ import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { formList as list, grantedScopes, recordConsent, requestedScopes } from './consent';
+import { FormBody, FormFields } from './form-fields';
 import { cookieOf } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { OidcProvider } from './oidc-provider';
@@ -70,7 +71,7 @@ export class DeviceController {
   @ApiOperation({ summary: 'Device consent (form-encoded: user_code, csrf, email, password, decision, scope repeated)' })
   @HttpCode(200)
   @Accepts('application/x-www-form-urlencoded')
-  async consent(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async consent(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const code = typeof body.user_code === 'string' ? await this.pending(body.user_code) : undefined;
     const expired = () => sendPage(reply, 400, errorPage('Code expired', 'That code is not valid, or it expired. Start again on your device.'));
     if (!code) return expired();

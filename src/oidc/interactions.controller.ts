@@ -10,7 +10,7 @@
  *   POST /auth/authorize/decision (and its SPEC twin POST /auth/oauth2/consent)
  *                                approve (with the ticked scopes) or deny → the grant
  */
-import { Body, Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -21,6 +21,7 @@ import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
+import { FormBody, FormFields } from './form-fields';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimInteraction } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
@@ -58,9 +59,9 @@ export class InteractionsController {
   @Post('oauth2/authorize')
   @Accepts(FORM)
   @ApiOperation({ summary: 'Authorization request as a form post (SPEC 5.3): answered with a 303 to GET /auth/authorize with the same parameters' })
-  async authorizeByPost(@Body() body: Record<string, unknown>, @Res() reply: FastifyReply): Promise<void> {
+  async authorizeByPost(@FormFields() body: FormBody, @Res() reply: FastifyReply): Promise<void> {
     const params = new URLSearchParams();
-    for (const [k, v] of Object.entries(body ?? {})) for (const one of list(v)) params.append(k, one);
+    for (const [k, v] of Object.entries(body)) for (const one of list(v)) params.append(k, one);
     await reply.redirect(`/auth/authorize?${params}`, 303);
   }
 
@@ -84,7 +85,7 @@ export class InteractionsController {
   @ApiOperation({ summary: 'Sign-in form post (form-encoded: uid or return_to, csrf, email, password)' })
   @HttpCode(200)
   @Accepts(FORM)
-  async signIn(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async signIn(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (body.uid === undefined) return this.account.signIn(req, reply, body);
     const details = await this.details(req, reply, body.uid, 'login', body.csrf);
     if (!details) return;
@@ -124,7 +125,7 @@ export class InteractionsController {
   @ApiOperation({ summary: 'Consent decision (form-encoded: uid, csrf, decision=approve|deny, scope repeated); redirects on to the app' })
   @HttpCode(200)
   @Accepts(FORM)
-  async decide(@Body() body: Record<string, unknown>, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async decide(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, body.uid, 'consent', body.csrf);
     if (!details) return;
     if (!(await claimInteraction(this.db, details.uid))) {
