@@ -107,6 +107,18 @@ describe('connector OAuth bootstrap', () => {
     expectError(await svc.http.delete(`/connections/${connectionId}`).set(bearer(admin)), 404, 'not_found');
   });
 
+  it('sends the user back with the upstream\'s error when it refuses the code, and stores nothing', async () => {
+    const started = await start(BACK);
+    const state = new URL(started.headers.location).searchParams.get('state');
+    const res = await svc.http.get('/oauth/callback/acme.notes').query({ code: 'not-a-code-the-upstream-issued', state });
+    expect(res.status).toBe(302);
+    const back = new URL(res.headers.location);
+    expect(back.origin + back.pathname).toBe(BACK);
+    expect(back.searchParams.get('error')).toBe('invalid_grant');
+    expect(back.searchParams.get('connection_id')).toBeNull();
+    expect(await svc.sql(`SELECT 1 FROM connections`)).toHaveLength(0);
+  });
+
   it('refreshes a connection from several requests at once without presenting one refresh token twice', async () => {
     // The upstream rotates refresh tokens and treats a second use of one as theft, revoking the grant.
     const callback = await consentUpstream((await start(BACK).expect(302)).headers.location);
@@ -197,8 +209,12 @@ describe('connector token endpoints with private targets off', () => {
     const started = await svc.http.get('/oauth/start').query({ integration_id: body.integrations[0].id, redirect_uri: BACK }).set(bearer(admin)).expect(302);
     const state = new URL(started.headers.location).searchParams.get('state');
     const res = await svc.http.get(`/oauth/callback/${name}`).query({ code: 'a-code', state });
-    expect(res.status).toBe(502);
-    expect(res.body.error.message).toMatch(/not a public address/);
+    expect(res.status).toBe(302);
+    const back = new URL(res.headers.location);
+    expect(back.origin + back.pathname).toBe(BACK);
+    expect(back.searchParams.get('error')).toBe('temporarily_unavailable');
+    expect(back.searchParams.get('error_description')).toMatch(/not a public address/);
+    expect(back.searchParams.get('connection_id')).toBeNull();
     expect(receiver.requests).toHaveLength(0);
     expect(await svc.sql(`SELECT 1 FROM connections`)).toHaveLength(0);
   });

@@ -155,13 +155,23 @@ export class ConnectionsService implements OnModuleDestroy {
     }
     const integration = await this.integrations.get(state.integrationId);
     const manifest = integration.manifest as unknown as Manifest;
-    const tokens = await this.tokenRequest(manifest, {
-      grant_type: 'authorization_code',
-      code: q.code,
-      redirect_uri: this.callbackUrl(provider),
-      code_verifier: state.verifier,
-      client_id: manifest.oauth!.client_id ?? '',
-    });
+    let tokens: UpstreamTokens;
+    try {
+      tokens = await this.tokenRequest(manifest, {
+        grant_type: 'authorization_code',
+        code: q.code,
+        redirect_uri: this.callbackUrl(provider),
+        code_verifier: state.verifier,
+        client_id: manifest.oauth!.client_id ?? '',
+      });
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      // The user is in a browser on the way back to the app: send them on with the reason.
+      const upstreamError = err.details?.upstream_error;
+      back.searchParams.set('error', err.status === 502 ? 'temporarily_unavailable' : typeof upstreamError === 'string' ? upstreamError.slice(0, 100) : 'server_error');
+      back.searchParams.set('error_description', err.message);
+      return back.toString();
+    }
     const id = newId();
     await this.db.query(
       `INSERT INTO connections (tenant_id, id, integration_id, provider, access_token_sealed, refresh_token_sealed, token_type, scope, expires_at, created_by)
@@ -271,7 +281,12 @@ export class ConnectionsService implements OnModuleDestroy {
     const body = (await res.body.json().catch(() => ({}))) as UpstreamTokens & { error?: string; error_description?: string };
     const ok = res.statusCode >= 200 && res.statusCode < 300;
     if (!ok || typeof body.access_token !== 'string') {
-      throw ApiError.badRequest('invalid_grant', `The upstream refused the exchange: ${body.error ?? res.statusCode}${body.error_description ? ` (${body.error_description})` : ''}`);
+      const reason = body.error
+        ? `${body.error}${body.error_description ? ` (${body.error_description})` : ''}`
+        : ok
+          ? `answered ${res.statusCode} without an access_token`
+          : `answered ${res.statusCode}`;
+      throw ApiError.badRequest('invalid_grant', `The upstream refused the exchange: ${reason}`, typeof body.error === 'string' ? { upstream_error: body.error } : undefined);
     }
     return body;
   }
