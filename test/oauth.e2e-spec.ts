@@ -342,6 +342,8 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const redirect = await account.get('/auth/grants');
     expect(redirect.status).toBe(303);
     expect(redirect.headers.location).toBe('/auth/sign-in?return_to=%2Fauth%2Fgrants');
+    const head = await account.head('/auth/grants');
+    expect([head.status, head.headers.location]).toEqual([303, redirect.headers.location]);
     const form = await account.get(redirect.headers.location);
     const login = await account.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: field(form.text, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
     expect(login.status).toBe(303);

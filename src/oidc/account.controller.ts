@@ -152,7 +152,7 @@ export class AccountController {
     const id = accountOf(req, await this.oidc.csrfKey());
     const user = id ? await this.users.byId(id) : undefined;
     if (user) return user;
-    if (this.wantsJson(req) || req.method !== 'GET') throw ApiError.unauthorized('Sign in at /auth/sign-in first');
+    if (this.wantsJson(req) || (req.method !== 'GET' && req.method !== 'HEAD')) throw ApiError.unauthorized('Sign in at /auth/sign-in first');
     await reply.redirect(`/auth/sign-in?return_to=${encodeURIComponent(returnTo)}`, 303);
     return undefined;
   }
