@@ -34,22 +34,23 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
   });
   const discovery = op('oauth', 'OpenID Connect discovery / RFC 8414 metadata', { responses: { 200: json('Provider metadata') } });
   const jwks = op('oauth', 'JSON Web Key Set of the id_token signing keys (RS256)', { responses: { 200: json('{"keys":[…]}') } });
+  const authorize = op(
+    'oauth',
+    'Authorization endpoint (code + PKCE S256): client_id, redirect_uri, scope, state, code_challenge, code_challenge_method=S256; signs in and asks consent, then redirects with a code',
+    {
+      parameters: ['client_id', 'redirect_uri', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'response_type', 'nonce'].map((name) => ({ name, in: 'query', schema: str })),
+      responses: { 303: { description: 'To sign-in, consent, or the client with a code or an error' }, 400: { description: 'An error page when the client cannot be redirected to' } },
+    },
+    'html',
+  );
   return {
     '/.well-known/openid-configuration': { get: discovery },
     '/.well-known/oauth-authorization-server': { get: discovery },
     '/.well-known/jwks.json': { get: jwks },
     '/auth/jwks': { get: jwks },
-    '/auth/authorize': {
-      get: op(
-        'oauth',
-        'Authorization endpoint (code + PKCE S256): client_id, redirect_uri, scope, state, code_challenge, code_challenge_method=S256; signs in and asks consent, then redirects with a code',
-        {
-          parameters: ['client_id', 'redirect_uri', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'response_type', 'nonce'].map((name) => ({ name, in: 'query', schema: str })),
-          responses: { 303: { description: 'To sign-in, consent, or the client with a code or an error' }, 400: { description: 'An error page when the client cannot be redirected to' } },
-        },
-        'html',
-      ),
-    },
+    '/auth/authorize': { get: authorize },
+    // Nest's POST (interactions.controller.ts) answers a 303 to the same.
+    '/auth/oauth2/authorize': { get: { ...authorize, summary: 'Alias of GET /auth/authorize (SPEC 5.3 path)' } },
     '/auth/oauth2/token': { post: token },
     '/auth/token': { post: { ...token, summary: 'Back-compat alias of POST /auth/oauth2/token' } },
     '/auth/device/token': { post: { ...token, summary: 'Device flow polling: the token endpoint (authorization_pending, slow_down, expired_token, access_denied)' } },
