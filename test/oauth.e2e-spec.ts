@@ -195,6 +195,19 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect(res.body.access_token).toBeUndefined();
   });
 
+  it('takes plain http redirect URIs to loopback hosts only', async () => {
+    for (const uri of ['http://app.example/cb', 'http://10.0.0.5/cb']) {
+      expectError(await t.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', redirect_uris: [uri] }), 400, 'validation_error');
+      const open = await t.http.post('/auth/oauth2/register').send({ redirect_uris: [uri] });
+      expect([uri, open.status, open.body.error]).toEqual([uri, 400, 'invalid_redirect_uri']);
+    }
+    const logout = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example/cb'], post_logout_redirect_uris: ['http://app.example/bye'] });
+    expect([logout.status, logout.body.error]).toEqual([400, 'invalid_redirect_uri']);
+    for (const uri of ['http://127.0.0.1:8080/cb', 'http://localhost/cb', 'http://[::1]:9000/cb', 'https://app.example/cb']) {
+      await t.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', redirect_uris: [uri] }).expect(201);
+    }
+  });
+
   it('answers invalid_client for a wrong client secret (RFC 6749 form)', async () => {
     const res = await t.http.post('/auth/oauth2/token').auth(client.client_id, 'not-the-secret').type('form').send({ grant_type: 'client_credentials' });
     expect(res.status).toBe(401);

@@ -64,6 +64,24 @@ function apiScopes(ctx: KoaContextWithOIDC, client: { scope?: string }, resource
   return [...new Set([...asked, ...granted])].filter((s) => isApiScope(s) && (!registered || registered.has(s))).join(' ');
 }
 
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+function refuseUnsafeClient(metadata: ClientMetadata, errors: typeof import('oidc-provider').errors): void {
+  // RFC 6749 4.4: client_credentials is for confidential clients only. A public client's id is
+  // no secret, so anyone knowing it would get the tenant's tokens.
+  if (metadata.token_endpoint_auth_method === 'none' && metadata.grant_types?.includes('client_credentials')) {
+    throw new errors.InvalidClientMetadata('client_credentials needs a confidential client (token_endpoint_auth_method other than none)');
+  }
+  // OAuth 2.1 and RFC 8252 8.3: a code or a logout may go back over plain http to the user's own
+  // machine only; elsewhere anyone on the path could read it.
+  for (const uri of [...(metadata.redirect_uris ?? []), ...(metadata.post_logout_redirect_uris ?? [])]) {
+    const url = URL.canParse(uri) ? new URL(uri) : undefined;
+    if (url?.protocol === 'http:' && !LOOPBACK_HOSTS.has(url.hostname)) {
+      throw new errors.InvalidRedirectUri(`${uri}: plain http is allowed only to a loopback host (127.0.0.1, [::1], localhost); use https`);
+    }
+  }
+}
+
 export async function createProvider(deps: ProviderDeps): Promise<ProviderType> {
   const { default: Provider, errors } = await import('oidc-provider');
   const { config } = deps;
@@ -87,12 +105,9 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     extraClientMetadata: {
       properties: [...EXTRA_CLIENT_METADATA],
       validator(ctx, key, value, metadata) {
-        // RFC 6749 4.4: client_credentials is for confidential clients only. A public client's id
-        // is no secret, so anyone knowing it would get the tenant's tokens. Checked on every load
-        // too, so a client stored before this rule cannot use the grant either.
-        if (key === 'tenant_id' && metadata.token_endpoint_auth_method === 'none' && metadata.grant_types?.includes('client_credentials')) {
-          throw new errors.InvalidClientMetadata('client_credentials needs a confidential client (token_endpoint_auth_method other than none)');
-        }
+        // Rules of the client as a whole, beyond oidc-provider's own; checked on every load too, so
+        // a client stored before a rule cannot get around it.
+        if (key === 'tenant_id') refuseUnsafeClient(metadata, errors);
         // Open registration (RFC 7591) makes tenant-less clients; only an admin (POST /auth/clients) gives one a tenant or an extension grant.
         if (value !== undefined && ctx?.oidc?.route === 'registration') {
           throw new errors.InvalidClientMetadata(`${key} is set by POST /auth/clients only`);
