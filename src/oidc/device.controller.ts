@@ -7,8 +7,8 @@
  * CSRF: the GET sets a random cookie (SameSite=Strict, this path only) and the form carries an
  * HMAC of it with the user code; the POST needs both to agree.
  *
- * One decision per code: a submission first claims the code (a conditional UPDATE of its row in
- * oidc_models) and only the one that claims it decides; any other, at the same moment or later,
+ * One decision per code: a submission first claims the code (`claimDeviceCode`, a conditional
+ * UPDATE of its row in oidc_models) and only the one that claims it decides; any other, at the same moment or later,
  * gets "Code expired". Without that, a denial shown as accepted could still let the device in,
  * and two approvals made two grants.
  */
@@ -27,13 +27,12 @@ import { formList as list, grantedScopes, recordConsent, requestedScopes } from 
 import { FormBody, FormFields } from './form-fields';
 import { cookieOf } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
+import { claimDeviceCode, releaseDeviceCode } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
 import { deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messagePage } from './pages';
 import { sendPage } from './send-page';
 
 const COOKIE = 'svc_device_csrf';
-/** The payload key of a claim; the provider does not read it, and saving the code drops it. */
-const CLAIM = 'svcDecisionClaim';
 
 type DeviceCode = NonNullable<Awaited<ReturnType<Provider['DeviceCode']['findByUserCode']>>>;
 
@@ -85,7 +84,7 @@ export class DeviceController {
     if (approve && !user) {
       return sendPage(reply, 401, await this.consentPage(code, String(body.csrf), email, 'The email or the password is not right.'));
     }
-    const claim = await this.claim(code);
+    const claim = await claimDeviceCode(this.db, code.jti);
     if (!claim) return expired();
     try {
       if (!user) {
@@ -109,33 +108,11 @@ export class DeviceController {
       await code.save();
     } catch (err) {
       // Undecided after all: the user may try again rather than find the code dead.
-      await this.release(code, claim).catch(() => undefined);
+      await releaseDeviceCode(this.db, code.jti, claim).catch(() => undefined);
       throw err;
     }
     if (!user) return sendPage(reply, 200, messagePage('Not connected', 'You denied the request. You can close this page.'));
     await sendPage(reply, 200, messagePage('Device connected', 'You can close this page and go back to your device.'));
-  }
-
-  /**
-   * Marks the code as being decided, if nothing decided or claimed it yet; answers the claim's
-   * token, or undefined when another submission got there first. Saving the decided code replaces
-   * the payload, claim included.
-   */
-  private async claim(code: DeviceCode): Promise<string | undefined> {
-    const token = randomBytes(12).toString('base64url');
-    const [, claimed]: [unknown, number] = await this.db.query(
-      `UPDATE oidc_models SET payload = payload || jsonb_build_object('${CLAIM}', $2::text)
-        WHERE model = 'DeviceCode' AND id = $1 AND consumed_at IS NULL AND NOT payload ?| array['accountId', 'error', '${CLAIM}']`,
-      [code.jti, token],
-    );
-    return claimed === 1 ? token : undefined;
-  }
-
-  private async release(code: DeviceCode, token: string): Promise<void> {
-    await this.db.query(
-      `UPDATE oidc_models SET payload = payload - '${CLAIM}' WHERE model = 'DeviceCode' AND id = $1 AND payload ->> '${CLAIM}' = $2`,
-      [code.jti, token],
-    );
   }
 
   /** The device code of a user code that still waits for a decision. */

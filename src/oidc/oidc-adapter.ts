@@ -12,6 +12,7 @@
  * one at the same moment (both having read it unused), one wins; for the other it is a reuse,
  * and like a reuse the provider sees in sequence, it revokes the grant with all its tokens.
  */
+import { randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../crypto/secret-box';
@@ -44,6 +45,32 @@ export async function claimInteraction(db: DataSource, uid: string): Promise<boo
     [uid],
   );
   return claimed === 1;
+}
+
+/** The payload key of a device code's claim; the provider does not read it, and saving the code drops it. */
+const DEVICE_CLAIM = 'svcDecisionClaim';
+
+/**
+ * Marks a device code as being decided, if nothing decided or claimed it yet: answers the
+ * claim's token for exactly one of any number of submissions, undefined for the others. Saving
+ * the decided code replaces the payload, claim included.
+ */
+export async function claimDeviceCode(db: DataSource, jti: string): Promise<string | undefined> {
+  const token = randomBytes(12).toString('base64url');
+  const [, claimed]: [unknown, number] = await db.query(
+    `UPDATE oidc_models SET payload = payload || jsonb_build_object('${DEVICE_CLAIM}', $2::text)
+      WHERE model = 'DeviceCode' AND id = $1 AND consumed_at IS NULL AND NOT payload ?| array['accountId', 'error', '${DEVICE_CLAIM}']`,
+    [jti, token],
+  );
+  return claimed === 1 ? token : undefined;
+}
+
+/** Gives up a claim that was not followed by a decision, so the user may try again. */
+export async function releaseDeviceCode(db: DataSource, jti: string, token: string): Promise<void> {
+  await db.query(
+    `UPDATE oidc_models SET payload = payload - '${DEVICE_CLAIM}' WHERE model = 'DeviceCode' AND id = $1 AND payload ->> '${DEVICE_CLAIM}' = $2`,
+    [jti, token],
+  );
 }
 
 export function postgresAdapter(db: DataSource, secrets: SecretBox, concurrentUse: ConcurrentUse): new (model: string) => Adapter {
