@@ -17,8 +17,14 @@ import { assertValidSchema, JsonSchema, MergePolicy, resolveMergePolicy, resolve
 export const CORE_TENANT = '00000000-0000-0000-0000-000000000000';
 /** Names under it are core types' (reserved to them). */
 const CORE_PREFIX = 'core.';
-/** The advisory lock key of a tenant's type catalogue: exclusive to change it, shared to write items (forWrite). */
-const typesLock = (tenantId: string) => `types:${tenantId}`;
+/**
+ * The advisory lock of a tenant's type catalogue, until the transaction ends: exclusive to
+ * change it, shared to write items (forWrite).
+ */
+function lockCatalogue(m: EntityManager, tenantId: string, mode: 'exclusive' | 'shared'): Promise<unknown> {
+  const fn = mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
+  return m.query(`SELECT ${fn}(hashtext($1))`, [`types:${tenantId}`]);
+}
 
 interface TypeRow {
   tenant_id: string;
@@ -166,7 +172,7 @@ export class TypesService implements OnModuleInit {
     assertValidSchema(dto.schema);
     const created = await this.db.transaction(async (m) => {
       // Serialise type changes per tenant so parent checks and in-use checks cannot race.
-      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [typesLock(p.tenantId)]);
+      await lockCatalogue(m, p.tenantId, 'exclusive');
       if (await this.row(p.tenantId, dto.name, m)) {
         throw ApiError.conflict('type_already_exists', `A type named "${dto.name}" already exists`, { name: dto.name });
       }
@@ -185,7 +191,7 @@ export class TypesService implements OnModuleInit {
 
   async update(p: Principal, name: string, dto: UpdateTypeDto): Promise<TypeResponse> {
     return this.db.transaction(async (m) => {
-      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [typesLock(p.tenantId)]);
+      await lockCatalogue(m, p.tenantId, 'exclusive');
       const current = await this.mutable(p, name, m);
       const schema = dto.schema ?? current.schema;
       assertValidSchema(schema);
@@ -202,7 +208,7 @@ export class TypesService implements OnModuleInit {
 
   async remove(p: Principal, name: string): Promise<TypeResponse> {
     const removed = await this.db.transaction(async (m) => {
-      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [typesLock(p.tenantId)]);
+      await lockCatalogue(m, p.tenantId, 'exclusive');
       const current = await this.mutable(p, name, m);
       await m.query('DELETE FROM item_types WHERE tenant_id = $1 AND name = $2', [p.tenantId, name]);
       return toResponse(current);
@@ -219,7 +225,7 @@ export class TypesService implements OnModuleInit {
    * never change, so their (hot) writes skip the lock.
    */
   async forWrite(tenantId: string, name: string, m: EntityManager = this.db.manager): Promise<ResolvedType | undefined> {
-    if (!name.startsWith(CORE_PREFIX)) await m.query('SELECT pg_advisory_xact_lock_shared(hashtext($1))', [typesLock(tenantId)]);
+    if (!name.startsWith(CORE_PREFIX)) await lockCatalogue(m, tenantId, 'shared');
     const r = await this.row(tenantId, name, m);
     if (!r) return undefined;
     return {
