@@ -14,6 +14,12 @@ import { lookup as dnsLookup, LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent } from 'undici';
 
+/**
+ * Host names of the user's own machine, the only ones plain http may name in URLs a browser is
+ * sent to or a manifest declares (OAuth redirect URIs, integration OAuth URLs): RFC 8252 8.3.
+ */
+export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
 export function isPublicAddress(address: string): boolean {
   let parsed = ipaddr.parse(address);
   if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();

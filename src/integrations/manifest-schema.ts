@@ -8,13 +8,15 @@
 import Ajv, { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { isKnownScope } from '../oidc/scopes';
+import { LOOPBACK_HOSTS } from '../common/target-policy';
 import { isPattern } from '../common/type-pattern';
 import type { FieldIssue } from '../common/validation';
 
 export const DIRECTIONS = ['read', 'write', 'bidirectional'] as const;
 
 /** HTTPS, or plain HTTP to a loopback host (local development, as for webhooks). */
-const https = { type: 'string', format: 'uri', pattern: '^(https://|http://(127\\.0\\.0\\.1|localhost|\\[::1\\])[:/])', maxLength: 2000 };
+const loopback = [...LOOPBACK_HOSTS].map((host) => host.replace(/[.[\]]/g, '\\$&')).join('|');
+const https = { type: 'string', format: 'uri', pattern: `^(https://|http://(${loopback})[:/])`, maxLength: 2000 };
 const text = (max: number) => ({ type: 'string', minLength: 1, maxLength: max });
 
 export const MANIFEST_SCHEMA = {

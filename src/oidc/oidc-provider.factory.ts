@@ -11,6 +11,7 @@
  */
 import type { Provider as ProviderType, Configuration, ClientMetadata, KoaContextWithOIDC } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
+import { LOOPBACK_HOSTS } from '../common/target-policy';
 import { AppConfig } from '../config/app-config';
 import type { SecretBox } from '../crypto/secret-box';
 import type { UsersService } from '../users/users.service';
@@ -63,8 +64,6 @@ function apiScopes(ctx: KoaContextWithOIDC, client: { scope?: string }, resource
   const registered = client.scope ? new Set(client.scope.split(' ')) : undefined;
   return [...new Set([...asked, ...granted])].filter((s) => isApiScope(s) && (!registered || registered.has(s))).join(' ');
 }
-
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 function refuseUnsafeClient(metadata: ClientMetadata, errors: typeof import('oidc-provider').errors): void {
   // RFC 6749 4.4: client_credentials is for confidential clients only. A public client's id is
