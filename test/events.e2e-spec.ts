@@ -8,6 +8,7 @@
  * event per change, with the credential that caused it, and events past EVENT_RETENTION_DAYS
  * leave it (a Last-Event-ID naming one then gets `stream.reset`).
  */
+import { EventStream } from '../src/events/event-stream';
 import { EventsJanitor } from '../src/events/events-janitor';
 import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT } from '../src/events/stream-slots';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
@@ -155,8 +156,8 @@ describe('event stream (e2e, two instances)', () => {
     const doc = (await a.http.post('/items').set(bearer(admin)).send({ type: 'core.document', properties: { title: 'doc for the client' } }).expect(201)).body;
     expectError(await a.http.get(`/items/${doc.id}`).set(bearer(token)), 404, 'item_not_found');
     const s = await open(a, token);
-    // Past the stream's credential re-check (every 2 s), which used to swap in the client's full scopes.
-    await new Promise((resolve) => setTimeout(resolve, 4500));
+    // The stream's credential re-check (it runs every 2 s) used to swap in the client's full scopes.
+    await a.app.get(EventStream).recheckCredentials();
     await a.http.post('/items').set(bearer(admin)).send({ type: 'core.document', properties: { title: 'another doc' } }).expect(201);
     await note('for the token');
     await waitFor(() => titles(s).includes('for the token'), 'the note on the token\'s stream');

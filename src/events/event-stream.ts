@@ -179,7 +179,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
    * credential as it is now can be wider than the token that opened the stream (an OAuth
    * client's or grant's other scopes): held to the token's scopes, a stream never widens.
    */
-  private async recheckCredentials(): Promise<void> {
+  async recheckCredentials(): Promise<void> {
     for (const sub of this.subscribers) {
       try {
         const now = await this.credentials.principalById(sub.principal.tenantId, sub.principal.credentialId);
