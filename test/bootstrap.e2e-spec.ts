@@ -31,6 +31,9 @@ describe('bootstrap', () => {
     // Closed: unauthenticated creation is now 401, whatever the body.
     expectError(await t.http.post('/keys').send({ label: 'second' }), 401, 'unauthorized');
     expectError(await t.http.post('/keys').send({}), 401, 'unauthorized');
+    // 401 before the body is looked at: not 400 for a bad field or 415 for a wrong media type.
+    expectError(await t.http.post('/keys').send({ role: 'boss' }), 401, 'unauthorized');
+    expectError(await t.http.post('/keys').set('Content-Type', 'text/plain').send('hello'), 401, 'unauthorized');
     // The admin key works.
     const list = await t.http.get('/keys').set(bearer(res.body.key)).expect(200);
     expect(list.body.keys.map((k: { id: string }) => k.id)).toEqual([res.body.id]);

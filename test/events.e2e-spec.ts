@@ -34,9 +34,9 @@ describe('event stream (e2e, two instances)', () => {
     const res = await fetch(`${app.url}/events`, { headers: bearer(key) });
     if (res.ok) {
       await res.body?.cancel();
-      return { status: res.status, contentType: '', body: undefined as any };
+      return { status: res.status, contentType: '', retryAfter: null, body: undefined as any };
     }
-    return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: (await res.json()) as any };
+    return { status: res.status, contentType: res.headers.get('content-type') ?? '', retryAfter: res.headers.get('retry-after'), body: (await res.json()) as any };
   };
 
   beforeAll(async () => {
@@ -175,7 +175,10 @@ describe('event stream (e2e, two instances)', () => {
       const res = await refused(app, key);
       expect(res.status).toBe(429);
       expect(res.contentType).toMatch(/^application\/json/);
-      expect(res.body).toEqual({ error: { code: 'rate_limited', message: expect.any(String), details: { limit: MAX_STREAMS_PER_CREDENTIAL, scope: 'credential' } } });
+      expect(res.body).toEqual({ error: { code: 'rate_limited', message: expect.any(String), details: { limit: MAX_STREAMS_PER_CREDENTIAL, scope: 'credential', retry_after: expect.any(Number) } } });
+      // SPEC 8.1: a 429 carries Retry-After, in seconds, as the envelope's retry_after says.
+      expect(Number(res.retryAfter)).toBe(res.body.error.details.retry_after);
+      expect(Number(res.retryAfter)).toBeGreaterThan(0);
     }
     // Other credentials of the tenant are not held back by this one's streams; the held ones still work.
     expect((await open(b, (await createKey(a, admin, { label: 'one-stream', type_permissions: { '*': 'read' } })).key)).status).toBe(200);

@@ -110,6 +110,8 @@ describe('keys', () => {
       expectError(await t.http.get(`/keys/${admin.id}`).set(m), 403, 'forbidden');
       expectError(await t.http.get(`/keys/${member.id}`).set(m), 403, 'forbidden');
       expectError(await t.http.post('/keys').set(m).send({ label: 'escalate', role: 'admin' }), 403, 'forbidden');
+      // 403 before the body is looked at: a member learns nothing from validation.
+      expectError(await t.http.post('/keys').set(m).send({ role: 'boss' }), 403, 'forbidden');
       expectError(await t.http.patch(`/keys/${member.id}`).set(m).send({ role: 'admin' }), 403, 'forbidden');
       expectError(await t.http.delete(`/keys/${admin.id}`).set(m), 403, 'forbidden');
       const rows = await t.sql<{ role: string; revoked_at: Date | null }>('SELECT role, revoked_at FROM api_keys WHERE id = ANY($1)', [

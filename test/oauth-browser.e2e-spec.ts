@@ -110,4 +110,39 @@ describe('OAuth pages in Chromium', () => {
     expect(tokens.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid']);
     expect(tokens.claims()).toMatchObject({ iss: t.url });
   });
+
+  it('signs out on the service\'s own pages (RP-initiated logout); the next authorization asks to sign in again', async () => {
+    const context = await browser.newContext();
+    const p = await context.newPage();
+    const elsewhere: string[] = [];
+    p.on('request', (r) => {
+      if (!r.url().startsWith(t.url) && !r.url().startsWith(REDIRECT)) elsewhere.push(r.url());
+    });
+    await p.route(`${REDIRECT}**`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>back in the app</p>' }));
+    const authorize = async () => {
+      const challenge = await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier());
+      await p.goto(oidc.buildAuthorizationUrl(rp, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state: 'out' }).toString());
+    };
+    await authorize();
+    await p.getByLabel('Email').fill('grace@example.com');
+    await p.getByLabel('Password').fill('a long browser password');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    const allow = p.getByRole('button', { name: 'Allow' });
+    const back = p.getByText('back in the app');
+    await Promise.race([back.waitFor(), allow.waitFor().then(() => allow.click())]);
+    await back.waitFor();
+
+    await p.goto(`${t.url}/auth/logout`);
+    await p.getByRole('button', { name: 'Yes, sign me out' }).waitFor();
+    await p.screenshot({ path: path.join(SHOTS, 'logout.png'), fullPage: true });
+    await p.getByRole('button', { name: 'Yes, sign me out' }).click();
+    await p.waitForURL(`${t.url}/auth/logout/success`);
+    expect(await p.textContent('main')).toMatch(/signed out/i);
+
+    await authorize();
+    await p.getByLabel('Email').waitFor();
+    // The pages load nothing from anywhere else (the provider's stock pages fetch web fonts).
+    expect(elsewhere).toEqual([]);
+    await context.close();
+  });
 });

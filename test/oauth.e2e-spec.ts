@@ -40,7 +40,7 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
       response_types_supported: ['code'],
       code_challenge_methods_supported: ['S256'],
     });
-    expect(doc.id_token_signing_alg_values_supported).toContain('RS256');
+    expect(doc.id_token_signing_alg_values_supported).toEqual(['RS256']);
     expect(doc.grant_types_supported).toEqual(expect.arrayContaining(['authorization_code', 'refresh_token', 'client_credentials']));
     expect(doc.scopes_supported).toEqual(expect.arrayContaining(['openid', 'profile', 'email']));
     const rfc8414 = (await t.http.get('/.well-known/oauth-authorization-server').expect(200)).body;
@@ -77,6 +77,24 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const rows = await t.sql<{ payload: string }>(`SELECT payload::text FROM oidc_models WHERE model = 'Client' AND id = $1`, [client.client_id]);
     expect(rows[0].payload).not.toContain(client.client_secret);
     expectError(await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['password'] }), 400, 'validation_error');
+    // The rest of RFC 7591's metadata is taken, checked by the provider, and kept with the client.
+    const described = {
+      redirect_uris: ['https://app.example.com/cb'],
+      post_logout_redirect_uris: ['https://app.example.com/bye'],
+      client_uri: 'https://app.example.com',
+      logo_uri: 'https://app.example.com/logo.png',
+      policy_uri: 'https://app.example.com/privacy',
+      tos_uri: 'https://app.example.com/terms',
+      contacts: ['ops@example.com'],
+      application_type: 'web',
+    };
+    const full = await t.http.post('/auth/clients').set(bearer(admin)).send(described);
+    expect(full.status).toBe(201);
+    expect(full.body).toMatchObject(described);
+    const [kept] = await t.sql<{ payload: Record<string, unknown> }>(`SELECT payload FROM oidc_models WHERE model = 'Client' AND id = $1`, [full.body.client_id]);
+    expect(kept.payload).toMatchObject(described);
+    expectError(await t.http.post('/auth/clients').set(bearer(admin)).send({ ...described, contacts: ['not an address'] }), 400, 'validation_error');
+    expectError(await t.http.post('/auth/clients').set(bearer(admin)).send({ ...described, client_uri: 'javascript:alert(1)' }), 400, 'validation_error');
   });
 
   it('refuses a tenant or an extension grant through open registration (RFC 7591 error form)', async () => {
@@ -86,6 +104,10 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const ok = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'], scope: 'openid core.note:read' });
     expect(ok.status).toBe(201);
     expect(ok.body.scope).toBe('openid core.note:read');
+    // RS256 is the only ID token algorithm offered (SPEC 5.6), so no client may ask for another.
+    const ps256 = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'], id_token_signed_response_alg: 'PS256' });
+    expect(ps256.status).toBe(400);
+    expect(ps256.body.error).toBe('invalid_client_metadata');
     // RFC 7592: the configuration URL it answers with can be read with the registration access token, and only with it.
     const { pathname } = new URL(ok.body.registration_client_uri);
     expect((await t.http.get(pathname).set(bearer(ok.body.registration_access_token)).expect(200)).body.client_id).toBe(ok.body.client_id);
@@ -348,7 +370,9 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
 
   it('lists the grant on the account pages, revokes it there (tokens dead at once), and audits both', async () => {
     const { callback, verifier } = await authorize('g1');
-    const tokens = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: 'g1' });
+    const first = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: 'g1' });
+    // One rotation, so that the grant has a used refresh token when it is revoked.
+    const tokens = await oidc.refreshTokenGrant(rp, first.refresh_token!);
 
     // The account pages want their own sign-in.
     const account = request.agent(t.url);
@@ -395,6 +419,9 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(created.find((e: { grant_id: string }) => e.grant_id === grant.id)?.details).toMatchObject({ source: 'authorization_code' });
     expect(created.some((e: { details: { created: boolean } }) => e.details.created === true)).toBe(true);
 
+    // The used refresh token is still a reuse after the revocation (SPEC 5.2.6); checked after the audit, to which a reuse adds.
+    const reuse = await t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'refresh_token', refresh_token: first.refresh_token, client_id: rp.clientMetadata().client_id });
+    expect([reuse.status, reuse.body.error]).toEqual([400, 'token_reuse_detected']);
     const sessions = (await account.get('/auth/sessions').set('Accept', 'application/json').expect(200)).body.sessions;
     expect(sessions.length).toBeGreaterThanOrEqual(1);
     const sessionsPage = await account.get('/auth/sessions');

@@ -10,6 +10,7 @@ import typeis from 'type-is';
 import { ApiError } from '../common/api-error';
 import { inputIssues } from '../common/input-policy';
 import { validationError } from '../common/validation';
+import { bootstrapClosed, KeysService } from '../keys/keys.service';
 import { ACCEPTS, BOOTSTRAP_ROUTE, PUBLIC_ROUTE, REQUIREMENT, Requirement } from './decorators';
 import { canEdgeType, canExtension, canType, hasScope, isAdmin } from './permissions';
 
@@ -19,13 +20,22 @@ function meta<T>(reflector: Reflector, key: string, ctx: ExecutionContext): T | 
 
 @Injectable()
 export class BearerGuard implements CanActivate {
-  constructor(private readonly reflector: Reflector) {}
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly keys: KeysService,
+  ) {}
 
-  canActivate(ctx: ExecutionContext): boolean {
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
     if (meta<boolean>(this.reflector, PUBLIC_ROUTE, ctx)) return true;
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
     if (req.principal) return true;
-    if (!req.authError && !req.headers.authorization && meta<boolean>(this.reflector, BOOTSTRAP_ROUTE, ctx)) return true;
+    // Decided here, before the body is looked at: once bootstrap is closed, an anonymous caller
+    // gets 401 whatever it sent. One with an Idempotency-Key goes on, so that the retry of a
+    // bootstrap whose response was lost gets it replayed; the bootstrap itself re-checks.
+    if (!req.authError && !req.headers.authorization && meta<boolean>(this.reflector, BOOTSTRAP_ROUTE, ctx)) {
+      if (req.headers['idempotency-key'] !== undefined || (await this.keys.bootstrapOpen())) return true;
+      throw bootstrapClosed();
+    }
     throw req.authError === 'expired_token'
       ? ApiError.unauthorized('The access token has expired', 'expired_token')
       : ApiError.unauthorized();

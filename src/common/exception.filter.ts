@@ -50,6 +50,8 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
       return;
     }
     if (apiError.status === 401) reply.header('WWW-Authenticate', bearerChallenge(req, apiError));
+    // SPEC 8.1: every 429 carries Retry-After, whichever limit refused (the rate limiter sets its own).
+    if (apiError.status === 429 && !reply.hasHeader('Retry-After')) reply.header('Retry-After', String(apiError.details?.retry_after ?? 1));
     reply.status(apiError.status).send(apiError.toEnvelope());
   }
 }

@@ -115,5 +115,7 @@ export class StreamSlots {
 }
 
 function full(scope: 'credential' | 'tenant', limit: number): ApiError {
-  return new ApiError(429, 'rate_limited', `At most ${limit} event streams may be open at once per ${scope}; close one first`, { limit, scope });
+  // A slot frees when a stream closes, or within a renewal period once its instance stops renewing it.
+  const retryAfter = SLOT_RENEW_MS / 1000;
+  return new ApiError(429, 'rate_limited', `At most ${limit} event streams may be open at once per ${scope}; close one first`, { limit, scope, retry_after: retryAfter });
 }

@@ -140,8 +140,12 @@ export class ItemsService {
         source_id: existing.source_id,
       });
     }
+    // SPEC 7.5: a re-post of a natural key updates, never 409; an item's type cannot change, so
+    // a re-post under another type is invalid input.
     if (existing.type !== type.name) {
-      throw ApiError.conflict('conflict', `The natural key belongs to an item of type ${existing.type}`, { id: existing.id, type: existing.type });
+      throw validationError(
+        [{ field: 'type', message: `must be ${existing.type}: the natural key (source, source_id) belongs to item ${existing.id} of that type, and an item's type cannot change` }],
+      );
     }
     if (dto.properties !== undefined) {
       this.validateProperties(type, dto.properties);

@@ -2,7 +2,6 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } fr
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AllowBootstrap, Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
-import { ApiError } from '../common/api-error';
 import { ParseIdPipe } from '../common/ids';
 import { PageQuery } from '../common/pagination';
 import { Idempotent } from '../idempotency/idempotent.decorator';
@@ -18,6 +17,7 @@ export class KeysController {
 
   @Post()
   @AllowBootstrap()
+  @Requires({ admin: true })
   @Idempotent()
   @ApiOperation({
     summary: 'Create an API key',
@@ -28,7 +28,6 @@ export class KeysController {
   @ApiErrors(400, 401, 403, 409, 429)
   create(@Caller() caller: Principal | undefined, @Body() dto: CreateKeyDto): Promise<ApiKeyResponse> {
     if (!caller) return this.keys.bootstrap(dto);
-    if (caller.role !== 'admin') throw ApiError.forbidden('Only admin credentials can create keys');
     return this.keys.create(caller.tenantId, dto);
   }
 

@@ -19,6 +19,8 @@ import { API_KEY_PREFIX, digestsEqual, generateApiKey, hashSecret, keyHint } fro
 const UNIQUE_VIOLATION = '23505';
 const BOOTSTRAP_LOCK = 727_001; // pg_advisory_xact_lock id serialising bootstrap attempts
 
+export const bootstrapClosed = () => ApiError.unauthorized('Bootstrap is closed: this server already has keys; use an admin key');
+
 export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyResponse {
   return {
     id: k.id,
@@ -64,6 +66,17 @@ export class KeysService {
     @InjectDataSource() private readonly db: DataSource,
     private readonly cache: KeyCache,
   ) {}
+
+  /** Once a key exists bootstrap never opens again, so a closed answer is kept for good. */
+  private closed = false;
+
+  /** Whether an anonymous POST /keys may still bootstrap the server (SPEC 4.5). */
+  async bootstrapOpen(): Promise<boolean> {
+    if (this.closed) return false;
+    const [{ exists }] = await this.db.query('SELECT EXISTS (SELECT 1 FROM api_keys) AS exists');
+    this.closed = exists;
+    return !exists;
+  }
 
   /** Resolves a bearer token of the API-key kind. */
   async resolve(token: string): Promise<Resolution> {
@@ -117,7 +130,8 @@ export class KeysService {
       await m.insert(TenantEntity, tenant);
       return this.insert(m, tenant.id, { ...dto, role: 'admin' });
     });
-    if (!created) throw ApiError.unauthorized('Bootstrap is closed: this server already has keys; use an admin key');
+    this.closed = true;
+    if (!created) throw bootstrapClosed();
     return created;
   }
 

@@ -3,7 +3,10 @@ import { ArrayMaxSize, IsArray, IsIn, IsString, MaxLength } from 'class-validato
 import { IsOptionalNonNull, IsPermissionMap } from '../common/validation';
 import type { PermissionMap } from '../keys/api-key.entity';
 
-/** RFC 7591 client metadata that first-party registration takes, plus the default extension grant. */
+/**
+ * RFC 7591 client metadata that first-party registration takes (the provider checks the values:
+ * URIs, redirect rules), plus the default extension grant.
+ */
 export class RegisterClientDto {
   @ApiPropertyOptional({ type: [String], example: ['https://app.example.com/callback'], description: 'Exact-match redirect URIs' })
   @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(2000, { each: true })
@@ -29,6 +32,34 @@ export class RegisterClientDto {
   @IsOptionalNonNull() @IsString() @MaxLength(4000)
   scope?: string;
 
+  @ApiPropertyOptional({ type: [String], example: ['https://app.example.com/signed-out'], description: 'Where RP-initiated logout may return to (OpenID RP-Initiated Logout)' })
+  @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(2000, { each: true })
+  post_logout_redirect_uris?: string[];
+
+  @ApiPropertyOptional({ enum: ['web', 'native'], default: 'web' })
+  @IsOptionalNonNull() @IsIn(['web', 'native'])
+  application_type?: string;
+
+  @ApiPropertyOptional({ type: [String], example: ['ops@example.com'] })
+  @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(320, { each: true })
+  contacts?: string[];
+
+  @ApiPropertyOptional({ description: 'Web page of the client, shown on the consent page' })
+  @IsOptionalNonNull() @IsString() @MaxLength(2000)
+  client_uri?: string;
+
+  @ApiPropertyOptional()
+  @IsOptionalNonNull() @IsString() @MaxLength(2000)
+  logo_uri?: string;
+
+  @ApiPropertyOptional()
+  @IsOptionalNonNull() @IsString() @MaxLength(2000)
+  policy_uri?: string;
+
+  @ApiPropertyOptional()
+  @IsOptionalNonNull() @IsString() @MaxLength(2000)
+  tos_uri?: string;
+
   @ApiPropertyOptional({ type: 'object', additionalProperties: { enum: ['read', 'write'] }, description: 'Default extension grant of the client\'s tokens (SPEC 5.4)' })
   @IsOptionalNonNull() @IsPermissionMap()
   extension_permissions?: PermissionMap;
@@ -45,5 +76,12 @@ export class RegisteredClient {
   @ApiProperty() token_endpoint_auth_method: string;
   @ApiPropertyOptional() client_name?: string;
   @ApiPropertyOptional() scope?: string;
+  @ApiPropertyOptional({ type: [String] }) post_logout_redirect_uris?: string[];
+  @ApiPropertyOptional() application_type?: string;
+  @ApiPropertyOptional({ type: [String] }) contacts?: string[];
+  @ApiPropertyOptional() client_uri?: string;
+  @ApiPropertyOptional() logo_uri?: string;
+  @ApiPropertyOptional() policy_uri?: string;
+  @ApiPropertyOptional() tos_uri?: string;
   @ApiProperty({ type: 'object', additionalProperties: { enum: ['read', 'write'] } }) extension_permissions: PermissionMap;
 }

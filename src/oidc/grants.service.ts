@@ -1,7 +1,8 @@
 /**
  * A user's OAuth grants (SPEC 5.8) and provider sessions: what the account pages list and
  * revoke. Revoking a grant deletes it with every token and code it issued (at once: each API
- * request reads its token's row) and leaves an `auth.grant.revoked` audit row.
+ * request reads its token's row; a used refresh token stays a tombstone, so presenting it is
+ * still `token_reuse_detected`) and leaves an `auth.grant.revoked` audit row.
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -9,6 +10,7 @@ import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import type { UserRow } from '../users/users.service';
+import { deleteGrant } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 
@@ -69,7 +71,7 @@ export class GrantsService {
   async revoke(user: UserRow, id: string, by: string): Promise<boolean> {
     const grant = await this.get(user.id, id);
     if (!grant) return false;
-    await this.db.query(`DELETE FROM oidc_models WHERE grant_id = $1 OR (model = 'Grant' AND id = $1)`, [id]);
+    await deleteGrant(this.db, id);
     await this.tokenCache.invalidate();
     await this.audit.record({ tenantId: user.tenant_id, action: 'auth.grant.revoked', clientId: grant.client_id, userId: user.id, grantId: id, details: { by } });
     return true;

@@ -22,6 +22,11 @@ const secretAad = (clientId: string) => `oidc-client:${clientId}`;
 /** A used refresh token (see the header). */
 const TOMBSTONE = `(model = 'RefreshToken' AND consumed_at IS NOT NULL)`;
 
+/** Deletes a grant with every token and code it issued, keeping used refresh tokens as tombstones. */
+export async function deleteGrant(db: DataSource, grantId: string): Promise<void> {
+  await db.query(`DELETE FROM oidc_models WHERE (grant_id = $1 OR (model = 'Grant' AND id = $1)) AND NOT ${TOMBSTONE}`, [grantId]);
+}
+
 /** Whether this refresh token was used already (a reuse if presented again). */
 export async function isUsedRefreshToken(db: DataSource, token: string): Promise<boolean> {
   const rows = await db.query(`SELECT 1 FROM oidc_models WHERE model = 'RefreshToken' AND id = $1 AND consumed_at IS NOT NULL`, [token]);
@@ -111,7 +116,7 @@ export function postgresAdapter(db: DataSource, secrets: SecretBox, concurrentUs
       if (used === 1) return;
       const [row]: Array<{ grant_id: string | null }> = await db.query(`SELECT grant_id FROM oidc_models WHERE model = $1 AND id = $2`, [this.model, id]);
       const grantId = row?.grant_id ?? undefined;
-      if (grantId) await db.query(`DELETE FROM oidc_models WHERE (grant_id = $1 OR (model = 'Grant' AND id = $1)) AND NOT ${TOMBSTONE}`, [grantId]);
+      if (grantId) await deleteGrant(db, grantId);
       await concurrentUse(this.model, grantId);
     }
 

@@ -41,9 +41,12 @@ const PATHS = new Map<string, { target: string; methods: string[] }>([
 /**
  * The provider's sub-paths: the authorization's resume after an interaction (`/auth/authorize/{uid}`,
  * not our `/auth/authorize/decision`), a registered client's configuration (RFC 7592 read, the
- * `registration_client_uri` a registration answers), and the logout confirmation (POST).
+ * `registration_client_uri` a registration answers), the signed-out page of a logout without a
+ * `post_logout_redirect_uri`, and the logout confirmation (POST).
  */
-const READ_SUB_PATHS = new RegExp(`^(${OIDC_ROUTES.authorization}/(?!decision$)[^/]+|${OIDC_ROUTES.registration}/[^/]+)$`);
+const READ_SUB_PATHS = new RegExp(
+  `^(${OIDC_ROUTES.authorization}/(?!decision$)[^/]+|${OIDC_ROUTES.registration}/[^/]+|${OIDC_ROUTES.end_session}/success)$`,
+);
 const POST_SUB_PATHS = new RegExp(`^${OIDC_ROUTES.end_session}/[^/]+$`);
 
 @Injectable()

@@ -18,7 +18,7 @@ import type { UsersService } from '../users/users.service';
 import { installDevicePolling } from './device-polling';
 import { providerInternals } from './provider-internals';
 import { isUsedRefreshToken, postgresAdapter } from './oidc-adapter';
-import { errorPage } from './pages';
+import { errorPage, logoutPage, messagePage } from './pages';
 import { isApiScope, OIDC_SCOPES } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 
@@ -95,6 +95,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       throw new errors.InvalidGrant(`${what} already used`);
     }),
     jwks: { keys: deps.keys as never },
+    // SPEC 5.6: RS256 is the one algorithm advertised, and so the one a client may register.
+    enabledJWA: { idTokenSigningAlgValues: ['RS256'], userinfoSigningAlgValues: ['RS256'], introspectionSigningAlgValues: ['RS256'], authorizationSigningAlgValues: ['RS256'] },
     cookies: { keys: [deps.cookieKey.toString('base64url')] },
     scopes: [...OIDC_SCOPES],
     claims: { openid: ['sub'], profile: ['name', 'preferred_username', 'picture'], email: ['email', 'email_verified'] },
@@ -144,7 +146,19 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       dPoP: { enabled: false },
       registration: { enabled: true },
       userinfo: { enabled: true },
-      rpInitiatedLogout: { enabled: true },
+      // The provider's own pages load web fonts from elsewhere; these are the service's pages.
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: async (ctx, form) => {
+          ctx.type = 'html';
+          ctx.body = logoutPage({ form, clientName: ctx.oidc.client?.clientName });
+        },
+        postLogoutSuccessSource: async (ctx) => {
+          ctx.type = 'html';
+          const client = ctx.oidc.client?.clientName;
+          ctx.body = messagePage('Signed out', client ? `You have signed out of ${client}.` : 'You have signed out.');
+        },
+      },
       pushedAuthorizationRequests: { enabled: false },
       deviceFlow: { enabled: true, mask: '***-****', charset: 'base-20' },
       resourceIndicators: {

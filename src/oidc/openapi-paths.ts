@@ -92,5 +92,24 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
         'html',
       ),
     },
+    // The provider's own steps, reached by its redirects and forms rather than called by clients.
+    '/auth/authorize/{uid}': {
+      get: op(
+        'oauth',
+        'Resumes an authorization once sign-in or consent is done (the provider redirects here): on to the client with a code or an error',
+        { parameters: [{ name: 'uid', in: 'path', required: true, schema: str }], responses: { 303: { description: 'To the client, or to the next step' }, 400: { description: 'Error page (HTML)' } } },
+        'html',
+      ),
+    },
+    '/auth/logout/confirm': {
+      post: op(
+        'oauth',
+        'The logout confirmation form: with logout=yes ends the session, then back to post_logout_redirect_uri or the success page. Errors: an HTML page for a browser (Accept: text/html), else RFC 6749 JSON',
+        { requestBody: form({ xsrf: str, logout: str }, ['xsrf']), responses: { 303: { description: 'To post_logout_redirect_uri or /auth/logout/success' }, 400: oauthError } },
+      ),
+    },
+    '/auth/logout/success': {
+      get: op('oauth', 'Signed-out page, when the logout named no post_logout_redirect_uri', { responses: { 200: { description: 'HTML page' } } }, 'html'),
+    },
   };
 }

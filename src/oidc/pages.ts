@@ -178,6 +178,21 @@ export function securityPage(o: { email: string; events: Array<{ action: string;
   return page('Security', `${nav}<h1>Security</h1><p>Signed in as <strong>${escapeHtml(o.email)}</strong>.</p><h2>Recent activity</h2>${rows ? `<ul>${rows}</ul>` : '<p>Nothing yet.</p>'}`);
 }
 
+/**
+ * RP-initiated logout's question. `form` is the provider's own (hidden) form, holding its CSRF
+ * token; the buttons submit it, `logout=yes` to end the session.
+ */
+export function logoutPage(o: { form: string; clientName?: string }): string {
+  return page(
+    'Sign out',
+    `<h1>Sign out</h1>
+<p>${o.clientName ? `<strong>${escapeHtml(o.clientName)}</strong> asks to sign you out.` : 'Do you want to sign out?'}</p>
+${o.form}
+<button type="submit" form="op.logoutForm" name="logout" value="yes" autofocus>Yes, sign me out</button>
+<button type="submit" form="op.logoutForm">No, stay signed in</button>`,
+  );
+}
+
 export function messagePage(title: string, message: string): string {
   return page(title, `<h1>${escapeHtml(title)}</h1><p role="status">${escapeHtml(message)}</p>`);
 }

@@ -4,12 +4,13 @@
  * Swagger UI assets come from the swagger-ui-dist package inside the service, never a CDN.
  */
 import { Controller, Get, Header, Injectable, NotFoundException, Param, Res } from '@nestjs/common';
-import { ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags, OpenAPIObject } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags, OpenAPIObject } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { Public } from '../auth/decorators';
+import { ApiErrors } from './api-errors.decorator';
 
 /** Filled in by app.factory.ts once every module is registered. */
 @Injectable()
@@ -64,7 +65,9 @@ export class OpenApiController {
   }
 
   @Get('docs/:asset')
-  @ApiExcludeEndpoint()
+  @ApiOperation({ summary: 'A static asset of the API reference page (scripts and styles of Swagger UI)' })
+  @ApiOkResponse({ description: 'JavaScript, CSS or an image' })
+  @ApiErrors(404)
   async asset(@Param('asset') asset: string, @Res() reply: FastifyReply): Promise<void> {
     if (asset === 'init.js') {
       await reply.type('application/javascript; charset=utf-8').send(INIT);

@@ -238,9 +238,11 @@ describe('items: create, upsert, bulk, delete', () => {
       expect((await admin.get(`/items/${mine.body.id}`)).body.properties.title).toBe('mine');
     });
 
-    it('a natural key held by an item of another type → 409 conflict, item untouched', async () => {
+    it('a natural key held by an item of another type → 400 naming type (never 409), item untouched', async () => {
       const first = await createItem(admin, { ...note('typed'), source_id: 'nk-typed' });
-      expectError(await admin.post('/items', { type: 'core.bookmark', source_id: 'nk-typed', properties: { url: 'https://x.test' } }), 409, 'conflict');
+      const res = await admin.post('/items', { type: 'core.bookmark', source_id: 'nk-typed', properties: { url: 'https://x.test' } });
+      expectError(res, 400, 'validation_error');
+      expect(res.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(['type']);
       expect((await admin.get(`/items/${first.id}`)).body).toMatchObject({ type: 'core.note', version: 1 });
     });
 
