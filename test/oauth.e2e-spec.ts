@@ -368,6 +368,20 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token })).body.error).toBe('invalid_grant');
   });
 
+  it('revokes an access token alone, and with a refresh token the whole grant (SPEC 5.7)', async () => {
+    const { callback, verifier } = await authorize('revoke-one');
+    const tokens = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: 'revoke-one' });
+    await oidc.tokenRevocation(rp, tokens.access_token);
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    // The refresh token of the same grant lives on.
+    const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
+    await t.http.get('/items').set(bearer(refreshed.access_token)).expect(200);
+
+    await oidc.tokenRevocation(rp, refreshed.refresh_token!);
+    expectError(await t.http.get('/items').set(bearer(refreshed.access_token)), 401, 'unauthorized');
+    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshed.refresh_token! })).body.error).toBe('invalid_grant');
+  });
+
   it('lists the grant on the account pages, revokes it there (tokens dead at once), and audits both', async () => {
     const { callback, verifier } = await authorize('g1');
     const first = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: 'g1' });

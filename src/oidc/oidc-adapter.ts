@@ -78,7 +78,17 @@ export async function releaseDeviceCode(db: DataSource, jti: string, token: stri
   );
 }
 
-export function postgresAdapter(db: DataSource, secrets: SecretBox, concurrentUse: ConcurrentUse): new (model: string) => Adapter {
+/**
+ * @param revokingOneAccessToken true while the revocation endpoint revokes an access token:
+ *   then the provider's clean-up of the token's grant is skipped (SPEC 5.7: the token only;
+ *   a refresh token takes the whole grant with it).
+ */
+export function postgresAdapter(
+  db: DataSource,
+  secrets: SecretBox,
+  concurrentUse: ConcurrentUse,
+  revokingOneAccessToken: () => boolean,
+): new (model: string) => Adapter {
   return class PostgresAdapter implements Adapter {
     constructor(private readonly model: string) {}
 
@@ -125,6 +135,7 @@ export function postgresAdapter(db: DataSource, secrets: SecretBox, concurrentUs
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
+      if (revokingOneAccessToken()) return;
       await db.query(`DELETE FROM oidc_models WHERE grant_id = $1 AND NOT ${TOMBSTONE}`, [grantId]);
     }
 

@@ -93,6 +93,10 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       if (ctx && grantId) ctx.oidc.provider.emit('grant.revoked', ctx, grantId);
       const what = { AuthorizationCode: 'authorization code', RefreshToken: 'refresh token', DeviceCode: 'device code' }[model] ?? 'grant';
       throw new errors.InvalidGrant(`${what} already used`);
+    }, () => {
+      // Revoking an access token: the provider would take the rest of its grant with it.
+      const ctx = Provider.ctx as KoaContextWithOIDC | undefined;
+      return ctx?.oidc?.route === 'revocation' && !!ctx.oidc.entities.AccessToken;
     }),
     jwks: { keys: deps.keys as never },
     // SPEC 5.6: RS256 is the one algorithm advertised, and so the one a client may register.

@@ -61,7 +61,7 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
       }),
     },
     '/auth/oauth2/revoke': {
-      post: op('oauth', 'RFC 7009 revocation: always 200; revoking a token of a grant revokes the whole grant; another client\'s token is left alone', {
+      post: op('oauth', 'RFC 7009 revocation: always 200; an access token ends alone, a refresh token takes its whole grant; another client\'s token is left alone', {
         requestBody: form({ token: str, token_type_hint: str, client_id: str, client_secret: str }, ['token']),
         responses: { 200: { description: 'Revoked (or nothing to revoke)' }, 400: oauthError, 401: oauthError },
       }),
