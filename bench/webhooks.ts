@@ -22,6 +22,7 @@
 import autocannon from 'autocannon';
 import { execSync, fork } from 'node:child_process';
 import { createServer } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { cpuMs, dropDatabase, machineBusyMs, percentile, startService } from './service';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_webhooks';
@@ -46,23 +47,14 @@ class Receiver implements ReceiverStats {
   firstAt = 0;
   lastAt = 0;
   readonly firstAttemptMs: number[] = [];
-  private readonly seen = new Set<string>();
+  protected readonly seen = new Set<string>();
 
   async start(): Promise<string> {
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const now = Date.now();
-        this.count++;
-        this.firstAt ||= now;
-        this.lastAt = now;
-        const eventId = String(req.headers['x-svc-event-id']);
-        if (!this.seen.has(eventId)) {
-          this.seen.add(eventId);
-          const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-          if (body.event === 'item.created') this.firstAttemptMs.push(now - Date.parse(body.item.created_at));
-        }
+        this.arrived(String(req.headers['x-svc-event-id']), () => Buffer.concat(chunks).toString('utf8'));
         res.end();
       });
     });
@@ -74,11 +66,55 @@ class Receiver implements ReceiverStats {
   reset(): void {
     this.count = this.firstAt = this.lastAt = 0;
   }
+
+  /** A delivery in: counted, and the first of its event timed from the item's creation. */
+  protected arrived(eventId: string, body: () => string): void {
+    const now = Date.now();
+    this.count++;
+    this.firstAt ||= now;
+    this.lastAt = now;
+    if (this.seen.has(eventId)) return;
+    this.seen.add(eventId);
+    const parsed = JSON.parse(body());
+    if (parsed.event === 'item.created') this.firstAttemptMs.push(now - Date.parse(parsed.item.created_at));
+  }
+}
+
+/**
+ * The same receiver on bare sockets: a minimal HTTP/1.1 responder (Content-Length bodies,
+ * keep-alive), for a smaller share of the cores that the service and PostgreSQL also need.
+ */
+class LeanReceiver extends Receiver {
+  async start(): Promise<string> {
+    const server = createNetServer((socket) => {
+      socket.setNoDelay(true);
+      let buffered: Buffer = Buffer.alloc(0);
+      socket.on('data', (chunk: Buffer) => {
+        buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk;
+        let answers = '';
+        for (;;) {
+          const end = buffered.indexOf('\r\n\r\n');
+          if (end === -1) break;
+          const head = buffered.toString('latin1', 0, end);
+          const length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
+          if (buffered.length < end + 4 + length) break;
+          this.arrived(/\r\nx-svc-event-id:\s*(\S+)/i.exec(head)?.[1] ?? '', () => buffered.toString('utf8', end + 4, end + 4 + length));
+          buffered = buffered.subarray(end + 4 + length);
+          answers += 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
+        }
+        if (answers) socket.write(answers);
+      });
+      socket.on('error', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    server.unref();
+    return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  }
 }
 
 /** The receiver's child process: answers `stats` and `reset` messages from the parent. */
 async function receiverChild(): Promise<void> {
-  const receiver = new Receiver();
+  const receiver = process.env.BENCH_RECEIVER === 'node-http' ? new Receiver() : new LeanReceiver();
   const url = await receiver.start();
   process.on('message', (msg: string) => {
     if (msg === 'reset') receiver.reset();

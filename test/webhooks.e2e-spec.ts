@@ -314,6 +314,13 @@ describe('webhooks (e2e)', () => {
       // The stuck one was sent at most its concurrency limit of attempts at once.
       expect(receiver.at(stuck.path).length).toBeGreaterThan(0);
       expect(receiver.maxOpen.get(stuck.path)).toBeLessThanOrEqual(8);
+      // Each of its attempts ends at WEBHOOK_TIMEOUT_MS (1 s here), recorded as such, with no status, and is retried.
+      const timedOut = await waitFor(async () => {
+        const { deliveries } = (await get(admin, `/webhooks/${stuck.id}/deliveries`).expect(200)).body;
+        return deliveries.find((d: { attempts: number }) => d.attempts > 0);
+      }, 'a timed-out attempt recorded');
+      expect(timedOut).toMatchObject({ status: 'pending', last_status_code: null, last_error: 'timeout after 1000 ms' });
+      expect(timedOut.attempt_log[0].duration_ms).toBeGreaterThanOrEqual(1000);
     });
   });
 });
