@@ -111,6 +111,24 @@ describe('OAuth pages in Chromium', () => {
     expect(tokens.claims()).toMatchObject({ iss: t.url });
   });
 
+  it('gives nothing, not everything, when the user unticks every box', async () => {
+    const device = await oidc.initiateDeviceAuthorization(tv, { scope: 'openid core.note:read core.note:write' });
+    const p = await browser.newPage();
+    await p.goto(device.verification_uri_complete!);
+    await p.getByLabel('Email').fill('grace@example.com');
+    await p.getByLabel('Password').fill('a long browser password');
+    for (const box of await p.getByRole('checkbox').all()) await box.uncheck();
+    await p.getByRole('button', { name: 'Allow' }).click();
+    await p.getByText('Device connected').waitFor();
+    const tokens = await oidc.pollDeviceAuthorizationGrant(tv, device);
+    expect(tokens.scope ?? '').toBe('');
+    expect(tokens.id_token).toBeUndefined();
+    expectError(await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.note', properties: { title: 'no' } }), 403, 'type_not_permitted');
+    const { items } = (await t.http.get('/items').set(bearer(tokens.access_token)).expect(200)).body;
+    expect(items).toEqual([]);
+    await p.close();
+  });
+
   it('signs out on the service\'s own pages (RP-initiated logout); the next authorization asks to sign in again', async () => {
     const context = await browser.newContext();
     const p = await context.newPage();

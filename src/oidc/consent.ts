@@ -19,9 +19,19 @@ export function requestedScopes(client: Client | undefined, scopeParam: unknown)
   return asked.filter((s) => isKnownScope(s) && (!isApiScope(s) || !allowed || allowed.has(s)));
 }
 
-/** The scopes granted of those requested: the ticked ones, or all when none is sent (CONTRACT). */
-export function grantedScopes(requested: string[], ticked: string[]): string[] {
-  return ticked.length ? requested.filter((s) => ticked.includes(s)) : requested;
+/**
+ * A hidden field the consent pages send beside their boxes. A browser sends no field for an
+ * unticked box, so without it a user who unticked every box would be read as having sent no
+ * choice at all, which CONTRACT makes a grant of everything requested.
+ */
+export const SCOPES_SHOWN = 'scopes_shown';
+
+/**
+ * The scopes granted of those requested: the ticked ones; when the form carried no choice at all
+ * (no box and no SCOPES_SHOWN), all of them (CONTRACT).
+ */
+export function grantedScopes(requested: string[], ticked: string[], shown: boolean): string[] {
+  return ticked.length || shown ? requested.filter((s) => ticked.includes(s)) : requested;
 }
 
 /** Saves the grant and its `auth.grant.created` audit row (SPEC 6.4). */

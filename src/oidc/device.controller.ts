@@ -23,7 +23,7 @@ import { Accepts, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
-import { formList as list, grantedScopes, recordConsent, requestedScopes } from './consent';
+import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 import { FormBody, FormFields } from './form-fields';
 import { cookieOf } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
@@ -92,7 +92,7 @@ export class DeviceController {
       } else {
         const provider = await this.oidc.get();
         const requested = requestedScopes(await provider.Client.find(code.clientId!), code.params?.scope);
-        const granted = grantedScopes(requested, list(body.scope));
+        const granted = grantedScopes(requested, list(body.scope), body[SCOPES_SHOWN] !== undefined);
         const resource = this.config.baseUrl;
         const grantId = await recordConsent(provider, this.audit, {
           tenantId: user.tenant_id,

@@ -27,7 +27,7 @@ import { claimInteraction } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
 import { consentPage, errorPage, formExpiredPage, signInPage } from './pages';
 import { sendPage } from './send-page';
-import { formList as list, grantedScopes, recordConsent, requestedScopes } from './consent';
+import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 
 const FORM = 'application/x-www-form-urlencoded';
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
@@ -147,7 +147,7 @@ export class InteractionsController {
       source: 'authorization_code',
       clientId,
       requested,
-      granted: grantedScopes(requested, list(body.scope)),
+      granted: grantedScopes(requested, list(body.scope), body[SCOPES_SHOWN] !== undefined),
       resource: this.config.baseUrl,
     });
     await this.finish(req, reply, { consent: { grantId } });

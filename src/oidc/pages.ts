@@ -3,6 +3,7 @@
  * small stylesheet and no external asset, every value HTML-escaped. Each form carries a CSRF
  * token (interaction-csrf.ts) next to the interaction it belongs to.
  */
+import { SCOPES_SHOWN } from './consent';
 import { parseScope } from './scopes';
 
 export function escapeHtml(text: string): string {
@@ -76,7 +77,7 @@ export function consentPage(o: {
 <form method="post" action="${escapeHtml(o.action)}">
 ${hidden('uid', o.uid)}${hidden('csrf', o.csrf)}
 <fieldset><legend>Requested access (untick what you do not want to give)</legend>
-${boxes || '<p>Nothing beyond signing you in.</p>'}
+${boxes ? `${hidden(SCOPES_SHOWN, '1')}${boxes}` : '<p>Nothing beyond signing you in.</p>'}
 </fieldset>
 ${
   extensions.length
@@ -125,7 +126,7 @@ ${hidden('user_code', o.userCode)}${hidden('csrf', o.csrf)}
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <fieldset><legend>It asks to (untick what you do not want to give)</legend>
-${boxes || '<p>Nothing beyond signing you in.</p>'}
+${boxes ? `${hidden(SCOPES_SHOWN, '1')}${boxes}` : '<p>Nothing beyond signing you in.</p>'}
 </fieldset>
 <button type="submit" name="decision" value="approve">Allow</button>
 <button type="submit" name="decision" value="deny">Deny</button>
