@@ -203,6 +203,7 @@ describe('bulk actions (e2e)', () => {
         [{ action: 'update_tier', tier: 'feed', filter: { tags: 'a' } }, ['filter.tags']],
         [{ action: 'update_tier', tier: 'feed', filter: { source: 3 } }, ['filter.source']],
         [{ action: 'update_tier', tier: 'feed', filter: { filter: '' } }, ['filter.filter']],
+        [{ action: 'update_tier', tier: 'feed', filter: { filter: '  \t ' } }, ['filter.filter']],
       ];
       const failures: string[] = [];
       for (const [body, fields] of cases) {

@@ -80,7 +80,8 @@ describe('connector OAuth bootstrap', () => {
 
     const callback = await consentUpstream(started.headers.location);
     expect(callback.origin + callback.pathname).toBe(`${svc.url}/oauth/callback/acme.notes`);
-    const done = await svc.http.get(callback.pathname + callback.search);
+    // With parameters an upstream may add of its own (RFC 6749 4.1.2: ignored, not refused).
+    const done = await svc.http.get(`${callback.pathname}${callback.search}&authuser=0&prompt=consent&session_state=s1`);
     expect(done.status).toBe(302);
     const back = new URL(done.headers.location);
     expect(back.origin + back.pathname).toBe(BACK);
@@ -117,6 +118,18 @@ describe('connector OAuth bootstrap', () => {
     expect(back.searchParams.get('error')).toBe('invalid_grant');
     expect(back.searchParams.get('connection_id')).toBeNull();
     expect(await svc.sql(`SELECT 1 FROM connections`)).toHaveLength(0);
+  });
+
+  it('sends a user who declined back with the upstream\'s error and its description', async () => {
+    const state = new URL((await start(BACK)).headers.location).searchParams.get('state');
+    const res = await svc.http
+      .get('/oauth/callback/acme.notes')
+      .query({ error: 'access_denied', error_description: 'The user said no', error_uri: 'https://upstream.example/why', state });
+    expect(res.status).toBe(302);
+    const back = new URL(res.headers.location);
+    expect(back.origin + back.pathname).toBe(BACK);
+    expect([back.searchParams.get('error'), back.searchParams.get('error_description')]).toEqual(['access_denied', 'The user said no']);
+    expect(back.searchParams.get('connection_id')).toBeNull();
   });
 
   it('refreshes a connection from several requests at once without presenting one refresh token twice', async () => {

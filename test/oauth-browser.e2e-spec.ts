@@ -89,6 +89,9 @@ describe('OAuth pages in Chromium', () => {
     expect(tokens.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid', 'profile']);
     expect(tokens.claims()).toMatchObject({ name: 'Grace Hopper' });
     await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+    // Without metadata:read, tags are not readable, and so not filterable either (the matches would tell them).
+    expectError(await t.http.get('/items?tags=secret').set(bearer(tokens.access_token)), 403, 'forbidden');
+    expectError(await t.http.get('/search?q=x&tags=secret').set(bearer(tokens.access_token)), 403, 'forbidden');
     expectError(await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.note', properties: { title: 'no' } }), 403, 'type_not_permitted');
   });
 

@@ -1,12 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsString, MaxLength, Min, ValidateNested } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsObject, IsString, MaxLength, Min, ValidateNested } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { IsOptionalNonNull, IsRfc3339, IsTypePattern } from '../common/validation';
 import type { Tier } from '../keys/api-key.entity';
 import { IsTagList, MAX_TAGS } from '../items/items.dto';
 import { ItemState, STATES } from '../items/lifecycle';
 import { MAX_QUERY_LENGTH } from '../search/search-query';
+import { IsSearchText } from '../search/search.dto';
 import { BULK_ACTIONS, BulkAction, JOB_STATUSES, JobStatus, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT } from './bulk-actions';
 
 export class BulkFilterDto {
@@ -31,7 +32,7 @@ export class BulkFilterDto {
   until?: string;
 
   @ApiPropertyOptional({ maxLength: MAX_QUERY_LENGTH, description: 'Free text with the semantics of `GET /search`\'s `q` (without its typo fallback)' })
-  @IsOptionalNonNull() @IsString() @IsNotEmpty() @MaxLength(MAX_QUERY_LENGTH)
+  @IsOptionalNonNull() @IsSearchText()
   filter?: string;
 
   @ApiPropertyOptional({ enum: [...STATES, 'all'], default: 'active', description: 'As in `GET /items`: only active items unless given' })

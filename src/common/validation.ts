@@ -32,12 +32,18 @@ export function validationError(fields: FieldIssue[], message = 'The request has
   return ApiError.badRequest('validation_error', message, { fields });
 }
 
-export function createValidationPipe(): ValidationPipe {
+/**
+ * The global pipe refuses unknown fields. `{ unknownFields: 'drop' }` makes one that drops them
+ * instead, for input another party shapes (an upstream's redirect), applied through a custom
+ * parameter decorator, which the global pipe leaves alone.
+ */
+export function createValidationPipe(o: { unknownFields: 'refuse' | 'drop' } = { unknownFields: 'refuse' }): ValidationPipe {
   return new ValidationPipe({
     whitelist: true,
-    forbidNonWhitelisted: true,
+    forbidNonWhitelisted: o.unknownFields === 'refuse',
     transform: true,
     forbidUnknownValues: true,
+    validateCustomDecorators: o.unknownFields === 'drop',
     exceptionFactory: (errors) => validationError(flatten(errors)),
   });
 }

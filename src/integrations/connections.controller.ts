@@ -1,12 +1,26 @@
-import { Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { FastifyReply } from 'fastify';
+import { applyDecorators, Controller, createParamDecorator, Delete, ExecutionContext, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Caller, Public, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
+import { createValidationPipe } from '../common/validation';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ConnectionList, ConnectionResponse, ConnectorCallbackQuery, ListConnectionsQuery, StartConnectionQuery } from './connections.dto';
 import { ConnectionsService } from './connections.service';
+
+/**
+ * The query of the upstream's redirect, validated with unknown parameters dropped: RFC 6749
+ * 4.1.2 has a client ignore those it does not know, and upstreams add their own (`scope`,
+ * `authuser`, `prompt`, `session_state`, `error_uri`). The global pipe, which refuses unknown
+ * fields, does not apply to a custom parameter decorator.
+ */
+const UpstreamRedirect = () =>
+  createParamDecorator((_: unknown, ctx: ExecutionContext) => ctx.switchToHttp().getRequest<FastifyRequest>().query)(
+    createValidationPipe({ unknownFields: 'drop' }),
+  );
+const ApiUpstreamRedirectQuery = () =>
+  applyDecorators(...['code', 'state', 'error', 'error_description', 'iss'].map((name) => ApiQuery({ name, required: false, type: String })));
 
 @ApiTags('integrations')
 @ApiBearerAuth()
@@ -34,7 +48,8 @@ export class ConnectionsController {
   })
   @ApiResponse({ status: 302, description: 'To the redirect_uri given at /oauth/start' })
   @ApiErrors(400, 429)
-  async callback(@Param('provider') provider: string, @Query() q: ConnectorCallbackQuery, @Res() reply: FastifyReply): Promise<void> {
+  @ApiUpstreamRedirectQuery()
+  async callback(@Param('provider') provider: string, @UpstreamRedirect() q: ConnectorCallbackQuery, @Res() reply: FastifyReply): Promise<void> {
     const to = await this.connections.callback(provider, q);
     await reply.status(302).header('Location', to).header('Cache-Control', 'no-store').send({ redirect_to: to });
   }

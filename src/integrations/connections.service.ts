@@ -146,11 +146,12 @@ export class ConnectionsService implements OnModuleDestroy {
    * Completes the flow; answers where to send the user (the redirect_uri, with `connection_id`,
    * or with `error` when the upstream refused). A bad state is 400 and stores nothing.
    */
-  async callback(provider: string, q: { code?: string; state?: string; error?: string }): Promise<string> {
+  async callback(provider: string, q: { code?: string; state?: string; error?: string; error_description?: string }): Promise<string> {
     const state = await this.openState(q.state, provider);
     const back = new URL(state.redirectUri);
     if (q.error || !q.code) {
-      back.searchParams.set('error', q.error ? String(q.error).slice(0, 100) : 'invalid_request');
+      back.searchParams.set('error', q.error ? q.error.slice(0, 100) : 'invalid_request');
+      back.searchParams.set('error_description', q.error ? (q.error_description ?? 'The upstream refused').slice(0, 500) : 'The upstream sent neither a code nor an error');
       return back.toString();
     }
     const integration = await this.integrations.get(state.integrationId);

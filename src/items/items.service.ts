@@ -272,11 +272,14 @@ export class ItemsService {
     const edges = parseEdgeClauses('edge', q.edge);
     const backrefs = parseEdgeClauses('backref', q.backref);
     this.assertEdgeClausesReadable(p, [...edges, ...backrefs]);
+    const tags = parseTags(q.tags);
+    // Which items carry a tag says what their tags are: filtering by tags reads them.
+    if (tags?.length && !canMetadata(p, 'read')) throw ApiError.forbidden('Filtering by tags needs the metadata:read scope');
     return {
       types: q.type === undefined || q.type === '*' ? undefined : (await this.types.catalog(p.tenantId)).matching(q.type),
       state: q.state,
       tier: q.tier,
-      tags: parseTags(q.tags),
+      tags,
       source: q.source,
       since: q.since,
       until: q.until,

@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
@@ -5,6 +6,10 @@ import { ItemResponse, ListItemsQuery } from '../items/items.dto';
 import { IsQueryInt } from '../common/validation';
 import { MAX_QUERY_LENGTH } from './search-query';
 import { HEADLINE_SOURCE_CHARS } from './snippet';
+
+/** Search text, as `q` takes it and bulk's `filter.filter`: trimmed, then not empty. */
+export const IsSearchText = () =>
+  applyDecorators(Transform(({ value }) => (typeof value === 'string' ? value.trim() : value)), IsString(), IsNotEmpty(), MaxLength(MAX_QUERY_LENGTH));
 
 /** `GET /search`: the query text, paging, and every filter of `GET /items` except its cursor. */
 export class SearchQuery extends OmitType(ListItemsQuery, ['limit', 'cursor'] as const) {
@@ -16,8 +21,7 @@ export class SearchQuery extends OmitType(ListItemsQuery, ['limit', 'cursor'] as
     maxLength: MAX_QUERY_LENGTH,
     example: 'pasta "tomato sauce" -meat',
   })
-  @Transform(({ value }) => (typeof value === 'string' ? value.trim() : value))
-  @IsString() @IsNotEmpty() @MaxLength(MAX_QUERY_LENGTH)
+  @IsSearchText()
   q: string;
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
