@@ -222,6 +222,27 @@ describe('webhooks (e2e)', () => {
       expect(receiver.at(hook.path)).toHaveLength(1); // revoked: nothing more, not even the core.task event
     });
 
+    it('checks each retry against the registering credential again: narrowed, the body drops what it lost; revoked, no more attempts', async () => {
+      const member = await createKey(t, admin, { label: 'narrowing', type_permissions: { 'core.note': 'read' }, extension_permissions: { 'pub.*': 'read' } });
+      const hook = await register(member.key, { events: ['item.created'] });
+      receiver.respond = (r) => (r.path === hook.path ? 500 : 200);
+      await note(admin, { extensions: { 'pub.info': { a: 1 } } }).expect(201);
+      await waitFor(() => receiver.at(hook.path).length === 1, 'the first attempt');
+      await t.http.patch(`/keys/${member.id}`).set(bearer(admin)).send({ extension_permissions: {} }).expect(200);
+      const [first, second] = await waitFor(() => receiver.at(hook.path).length === 2 && receiver.at(hook.path), 'the retry');
+      expect(JSON.parse(first.body).item.extensions).toEqual({ 'pub.info': { a: 1 } });
+      expect(JSON.parse(second.body).item.extensions ?? {}).not.toHaveProperty('pub.info');
+      new Webhook(hook.secret).verify(second.body, second.headers as Record<string, string>);
+
+      await t.http.delete(`/keys/${member.id}`).set(bearer(admin)).expect(200);
+      const failed = await waitFor(async () => {
+        const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
+        return d?.status === 'failed' && d;
+      }, 'the delivery given up');
+      expect(failed).toMatchObject({ attempts: 2, next_attempt_at: null, last_error: expect.stringContaining('may no longer receive') });
+      expect(receiver.at(hook.path)).toHaveLength(2);
+    });
+
     it('sends an item\'s outgoing edges only as GET /items/{id} shows them to the registering credential', async () => {
       await post(admin, '/edge-types', { name: 'secret.link', source_types: ['*'], target_types: ['*'] }).expect(201);
       const member = (await createKey(t, admin, { label: 'edge-blind', type_permissions: { 'core.note': 'write' } })).key;

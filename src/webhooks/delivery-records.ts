@@ -179,6 +179,15 @@ export class DeliveryRecords implements OnApplicationShutdown {
     );
   }
 
+  /** A delivery given up without an attempt (its webhook's credential may no longer receive it): failed, with why. */
+  async abandon(ref: DeliveryRef, reason: string): Promise<void> {
+    await this.db.query(
+      `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, last_error = $3, updated_at = now()
+        WHERE tenant_id = $1 AND id = $2`,
+      [ref.tenantId, ref.deliveryId, reason],
+    );
+  }
+
   /** The outcome of a later attempt, appended to its row's attempt_log. */
   private async updateLater(batch: Recorded[]): Promise<void> {
     const column = <T>(f: (r: Recorded) => T) => batch.map(f);

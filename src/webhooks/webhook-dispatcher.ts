@@ -2,8 +2,9 @@
  * Attempts webhook deliveries (SPEC 6.1-6.3). Every attempt runs under a lease, so the relay's
  * first attempt, a Bull retry and a sweeper on any instance never send the same attempt twice
  * at once. A first attempt comes from the relay under its event's lease, before its delivery
- * has a row; any later attempt claims its row first. An attempt POSTs the stored body with
- * fresh signatures, then its outcome is recorded (delivery-records.ts: the first one inserts the
+ * has a row; any later attempt claims its row first and is checked against the registering
+ * credential again (webhook-fanout.ts, `recheck`). An attempt POSTs the body with fresh
+ * signatures, then its outcome is recorded (delivery-records.ts: the first one inserts the
  * row) and, on failure, the next attempt is scheduled on WEBHOOK_RETRY_SCHEDULE as a Bull
  * delayed job; after the last one the delivery is `failed`. The row is the truth: a job Redis
  * lost is found again by the sweeper (webhook-sweeper.ts). Only instances with
@@ -26,6 +27,7 @@ import { BookkeepingDb } from '../database/bookkeeping-db';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
 import { DeliveryRecords, Outcome, Recorded } from './delivery-records';
 import { secretAad, signDelivery } from './signature';
+import { WebhookFanout } from './webhook-fanout';
 
 const PER_WEBHOOK_CONCURRENCY = 8;
 /** Attempts of one webhook waiting in memory; beyond, the sweeper picks them from the table. */
@@ -123,6 +125,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
   constructor(
     private readonly db: BookkeepingDb,
     private readonly records: DeliveryRecords,
+    private readonly fanout: WebhookFanout,
     private readonly config: AppConfig,
     private readonly secrets: SecretBox,
     @InjectQueue(QUEUES.webhooks) private readonly queue: Queue<JobPayloads['webhook.deliver']>,
@@ -208,16 +211,21 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
 
   private async claimAndAttempt(ref: DeliveryRef): Promise<void> {
     if (this.stopped) return;
-    const [claimed] = await this.db.query<Omit<Prepared, keyof DeliveryRef | 'leaseUntil'>>(
+    const [claimed] = await this.db.query<Omit<Prepared, keyof DeliveryRef | 'leaseUntil'> & { credentialId: string; credentialScopes: string[] | null }>(
       `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
          FROM webhooks w
         WHERE d.tenant_id = $1 AND d.id = $2 AND d.status = 'pending' AND d.next_attempt_at <= now() + interval '1 second'
           AND (d.lease_until IS NULL OR d.lease_until < now())
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
-        RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, w.url, w.secret_sealed AS "secretSealed"`,
+        RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, w.url, w.secret_sealed AS "secretSealed",
+                  w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes"`,
       [ref.tenantId, ref.deliveryId, this.leaseMs],
     );
-    if (claimed) await this.attemptPrepared({ ...ref, ...claimed, leaseUntil: Date.now() + this.leaseMs });
+    if (!claimed) return;
+    const { credentialId, credentialScopes, ...delivery } = claimed;
+    const allowed = await this.fanout.recheck(ref.tenantId, delivery.eventId, credentialId, credentialScopes);
+    if (!allowed) return this.records.abandon(refOf(ref), 'The credential that registered the webhook may no longer receive this event');
+    await this.attemptPrepared({ ...ref, ...delivery, body: allowed.body ?? delivery.body, leaseUntil: Date.now() + this.leaseMs });
   }
 
   private async attemptPrepared(d: Prepared): Promise<void> {

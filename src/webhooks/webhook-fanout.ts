@@ -5,14 +5,15 @@
  * or narrowed since registration stops receiving. A webhook registered with an OAuth token
  * never gets more than that token's scopes (`credential_scopes`, see `withinTokenScopes`), however
  * wide its client or grant is or becomes. The body is rendered for that credential (unreadable
- * extension namespaces and edges left out) and stored with the delivery, so every attempt
- * sends the same bytes. The dispatcher records each planned delivery with its first attempt.
+ * extension namespaces and edges left out) and stored with the delivery. A later attempt is
+ * checked again the same way (`recheck`). The dispatcher records each planned delivery with its
+ * first attempt.
  */
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal';
 import { newId } from '../common/ids';
 import { BookkeepingDb } from '../database/bookkeeping-db';
-import { mayReceive, renderBody, selects, StoredEvent } from '../events/event-catalogue';
+import { EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from '../events/event-catalogue';
 import { CredentialsService } from '../auth/credentials.service';
 import { withinTokenScopes } from '../oidc/scopes';
 import { TypesService } from '../types/types.service';
@@ -86,6 +87,24 @@ export class WebhookFanout {
       }
     }
     return planned;
+  }
+
+  /**
+   * A later attempt (a retry, the sweeper's, an admin's) goes through the same check as the
+   * fan-out, against the registering credential as of now: null when it may no longer receive
+   * the event, so a key revoked or narrowed after the first attempt stops getting retries too.
+   * While the event is kept (EVENT_RETENTION_DAYS), the body is rendered afresh for the
+   * credential; past that, the credential's existence is all that can be checked, and the
+   * stored body goes out.
+   */
+  async recheck(tenantId: string, eventId: string, credentialId: string, credentialScopes: string[] | null): Promise<{ body?: string } | null> {
+    const now = await this.credentials.principalById(tenantId, credentialId);
+    const owner = now ? withinTokenScopes(now, credentialScopes) : null;
+    if (!owner) return null;
+    const [event] = await this.db.query<StoredEvent>(`SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id = $2`, [tenantId, eventId]);
+    if (!event) return {};
+    const types = await this.types.catalog(tenantId);
+    return mayReceive(owner, event, types) ? { body: renderBody(owner, event, types) } : null;
   }
 
   /** `<event>:<webhook>` of the deliveries already recorded for these events. */
