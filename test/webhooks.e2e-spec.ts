@@ -243,6 +243,20 @@ describe('webhooks (e2e)', () => {
       expect(receiver.at(hook.path)).toHaveLength(2);
     });
 
+    it('item.created shows the edges its write created, as GET /items/{id} does', async () => {
+      await post(admin, '/edge-types', { name: 'acme.refs', source_types: ['*'], target_types: ['*'] }).expect(201);
+      const target = (await note().expect(201)).body;
+      const hook = await register(admin, { events: ['item.created'] });
+      const created = (await note(admin, { edges: { 'acme.refs': [target.id] } }).expect(201)).body;
+      const fetched = (await get(admin, `/items/${created.id}`).expect(200)).body;
+      expect(Object.values(fetched.edges).flat()).toHaveLength(1);
+      const [req] = await waitFor(() => {
+        const mine = receiver.at(hook.path).filter((r) => JSON.parse(r.body).item.id === created.id);
+        return mine.length === 1 && mine;
+      }, 'the item.created event');
+      expect(JSON.parse(req.body).item.edges).toEqual(fetched.edges);
+    });
+
     it('sends an item\'s outgoing edges only as GET /items/{id} shows them to the registering credential', async () => {
       await post(admin, '/edge-types', { name: 'secret.link', source_types: ['*'], target_types: ['*'] }).expect(201);
       const member = (await createKey(t, admin, { label: 'edge-blind', type_permissions: { 'core.note': 'write' } })).key;

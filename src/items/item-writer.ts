@@ -42,11 +42,17 @@ export class ItemWriter {
     private readonly outbox: Outbox,
   ) {}
 
-  /** A just-inserted item: its first revision and `item.created`. */
-  async created(m: EntityManager, p: Principal, row: ItemRow): Promise<void> {
+  /**
+   * A just-inserted item: its first revision and `item.created`. When its write created edges
+   * (`withEdges`, called after them), the event shows them as GET /items/{id} does; otherwise a
+   * new item has none, and none are looked up.
+   */
+  async created(m: EntityManager, p: Principal, row: ItemRow, withEdges: boolean): Promise<void> {
     await this.recordRevisions(m, p, [row]);
-    // A new item has no edges yet (an item write creates its `edges` after this).
-    await this.outbox.record(m, p, 'item.created', { item_type: row.type }, { item: toItem(tenantWide(p), row, {}) });
+    const everything = tenantWide(p);
+    const edges = withEdges ? await this.edges.outgoingFor(everything, [row.id], m) : undefined;
+    const targets = edges && (await this.targetTypes(m, p, edges));
+    await this.outbox.record(m, p, 'item.created', { item_type: row.type }, itemSubject(everything, row, edges?.get(row.id), targets));
   }
 
   async update(m: EntityManager, p: Principal, current: ItemRow, changes: ItemChanges): Promise<ItemRow> {

@@ -125,8 +125,8 @@ export class ItemsService {
       if (!existing) throw new Error('natural key conflict without a row');
       return { row: await this.upsertExisting(m, p, existing, dto, type, mode), created: false };
     }
-    await this.writer.created(m, p, rows[0]);
     if (dto.edges) await this.edges.createMany(m, p, rows[0], dto.edges);
+    await this.writer.created(m, p, rows[0], dto.edges !== undefined);
     return { row: rows[0], created: true };
   }
 
