@@ -6,13 +6,22 @@
  */
 import * as oidc from 'openid-client';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
 import { CredentialsService } from '../src/auth/credentials.service';
+import { OauthSecretsAtRest1732300002100 } from '../src/database/migrations/1732300002100-oauth-secrets-at-rest';
+import { storedTokenId } from '../src/oidc/oidc-adapter';
 import { OidcJanitor } from '../src/oidc/oidc-janitor';
 import { browse as browseOn, field } from './support/browse';
 import { Receiver } from './support/receiver';
 import { waitFor } from './support/wait';
 import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
+
+/** The oidc_models rows (model and where) that hold any of `values` as they are, in the id or anywhere in the payload. */
+async function rowsHolding(t: TestApp, values: string[]): Promise<string[]> {
+  const rows = await t.sql<{ model: string; id: string; payload: string }>(`SELECT model, id, payload::text AS payload FROM oidc_models`);
+  return rows.flatMap((r) => values.filter((v) => r.id.includes(v) || r.payload.includes(v)).map((v) => `${r.model} holds ${v.slice(0, 12)}…`));
+}
 
 describe('OAuth provider: discovery, clients, client credentials, introspection, revocation', () => {
   let t: TestApp;
@@ -184,15 +193,37 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const { access_token } = await oidc.clientCredentialsGrant(rp, { scope: 'core.note:read' });
     await t.sql(
       `UPDATE oidc_models SET payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 5)), expires_at = now() - interval '5 seconds' WHERE id = $1`,
-      [access_token],
+      [storedTokenId(access_token)],
     );
     expectError(await t.http.get('/items').set(bearer(access_token)), 401, 'expired_token');
     expectError(await t.http.get('/items').set(bearer('svc_at_unknown')), 401, 'unauthorized');
     // The janitor keeps an expired token a day (so it still reads as expired), then removes it.
     expect(await t.app.get(OidcJanitor).sweep()).toBe(0);
-    await t.sql(`UPDATE oidc_models SET expires_at = now() - interval '2 days' WHERE id = $1`, [access_token]);
+    await t.sql(`UPDATE oidc_models SET expires_at = now() - interval '2 days' WHERE id = $1`, [storedTokenId(access_token)]);
     expect(await t.app.get(OidcJanitor).sweep()).toBeGreaterThanOrEqual(1);
     expectError(await t.http.get('/items').set(bearer(access_token)), 401, 'unauthorized');
+  });
+
+  it('converts a token stored in the clear before the secrets-at-rest migration, which keeps working', async () => {
+    const { access_token } = await oidc.clientCredentialsGrant(rp, { scope: 'core.note:read' });
+    // As the adapter stored it before: the value as the id and as the payload's jti.
+    const [{ n }] = await t.sql<{ n: number }>(
+      `WITH u AS (UPDATE oidc_models SET id = $2, payload = payload || jsonb_build_object('jti', $2::text) WHERE model = 'ClientCredentials' AND id = $1 RETURNING 1)
+       SELECT count(*)::int AS n FROM u`,
+      [storedTokenId(access_token), access_token],
+    );
+    expect(n).toBe(1);
+    expect(await rowsHolding(t, [access_token])).not.toEqual([]);
+    const runner = t.app.get(DataSource).createQueryRunner();
+    try {
+      await new OauthSecretsAtRest1732300002100().up(runner);
+    } finally {
+      await runner.release();
+    }
+    expect(await rowsHolding(t, [access_token])).toEqual([]);
+    expect(await t.sql(`SELECT payload ? 'jti' AS jti FROM oidc_models WHERE model = 'ClientCredentials' AND id = $1`, [storedTokenId(access_token)])).toEqual([{ jti: false }]);
+    await t.http.get('/items').set(bearer(access_token)).expect(200);
+    expect((await oidc.tokenIntrospection(rp, access_token)).active).toBe(true);
   });
 
   it('answers a bare POST (no body, no Content-Type) to the browser forms with a refusal, not a 500', async () => {
@@ -349,6 +380,66 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect((await refresh(tokens.refresh_token!)).body.error).toBe('token_reuse_detected');
     const revocations = (await t.http.get('/audit?action=auth.grant.revoked').set(bearer(admin)).expect(200)).body.events;
     expect(revocations[0]).toMatchObject({ action: 'auth.grant.revoked', client_id: rp.clientMetadata().client_id, details: { by: 'token_reuse' } });
+  });
+
+  it('stores access tokens, refresh tokens and codes so that reading oidc_models gives none of them, and they all still work', async () => {
+    const { callback, verifier } = await authorize('at-rest');
+    const code = callback.searchParams.get('code')!;
+    expect(await rowsHolding(t, [code])).toEqual([]);
+    const tokens = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: 'at-rest' });
+    const [accessToken, refreshToken] = [tokens.access_token, tokens.refresh_token!];
+    expect(await rowsHolding(t, [accessToken, refreshToken, code])).toEqual([]);
+    // Each is there, under the digest of its value.
+    const stored = await t.sql<{ model: string }>(`SELECT model FROM oidc_models WHERE id = ANY($1) ORDER BY model`, [[accessToken, refreshToken, code].map(storedTokenId)]);
+    expect(stored.map((r) => r.model)).toEqual(['AccessToken', 'AuthorizationCode', 'RefreshToken']);
+
+    await t.http.get('/items').set(bearer(accessToken)).expect(200);
+    const introspect = (token: string) => t.http.post('/auth/oauth2/introspect').type('form').send({ token, client_id: rp.clientMetadata().client_id });
+    expect((await introspect(accessToken)).body).toMatchObject({ active: true, token_type: 'Bearer', client_id: rp.clientMetadata().client_id });
+    expect((await introspect(refreshToken)).body).toMatchObject({ active: true, client_id: rp.clientMetadata().client_id });
+
+    const refreshed = await oidc.refreshTokenGrant(rp, refreshToken);
+    expect(await rowsHolding(t, [refreshed.access_token, refreshed.refresh_token!, accessToken, refreshToken])).toEqual([]);
+    await t.http.get('/items').set(bearer(refreshed.access_token)).expect(200);
+    await oidc.tokenRevocation(rp, refreshed.access_token);
+    expectError(await t.http.get('/items').set(bearer(refreshed.access_token)), 401, 'unauthorized');
+    expect((await introspect(refreshed.access_token)).body).toEqual({ active: false });
+
+    const reuse = await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken });
+    expect([reuse.status, reuse.body.error]).toEqual([400, 'token_reuse_detected']);
+    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshed.refresh_token! })).body.error).toBe('invalid_grant');
+    // The digest itself is no token.
+    const byDigest = await tokenRequest({ grant_type: 'refresh_token', refresh_token: storedTokenId(refreshToken) });
+    expect(byDigest.body.error).toBe('invalid_grant');
+  });
+
+  it('ends the account pages\' sign-in in every browser when the user signs out everywhere', async () => {
+    const signIn = async (agent: ReturnType<typeof request.agent>) => {
+      const form = await agent.get('/auth/sign-in?return_to=/auth/grants').expect(200);
+      const res = await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: field(form.text, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
+      expect([res.status, res.headers.location]).toEqual([303, '/auth/grants']);
+    };
+    const [laptop, phone] = [request.agent(t.url), request.agent(t.url)];
+    await signIn(laptop);
+    await signIn(phone);
+    await laptop.get('/auth/grants').expect(200);
+    await phone.get('/auth/grants').set('Accept', 'application/json').expect(200);
+
+    const sessions = await laptop.get('/auth/sessions').expect(200);
+    const out = await laptop.post('/auth/sessions/revoke').type('form').send({ csrf: field(sessions.text, 'csrf') });
+    expect(out.status).toBe(303);
+
+    // The phone still sends its cookie, which the server never told it to drop.
+    const page = await phone.get('/auth/grants');
+    expect([page.status, page.headers.location]).toEqual([303, '/auth/sign-in?return_to=%2Fauth%2Fgrants']);
+    expectError(await phone.get('/auth/grants').set('Accept', 'application/json'), 401, 'unauthorized');
+    expectError(await phone.post('/auth/sessions/revoke').set('Accept', 'application/json').send({}), 401, 'unauthorized');
+    expect((await laptop.get('/auth/grants')).status).toBe(303);
+
+    // Signing in again, at once, works.
+    await signIn(phone);
+    await phone.get('/auth/grants').expect(200);
+    expect((await laptop.get('/auth/grants')).status).toBe(303);
   });
 
   it('lets one of several requests presenting one code or refresh token at once use it; the others revoke the grant', async () => {
@@ -594,7 +685,9 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
 
   it('answers expired_token once the device code has expired, and an unknown user code gets an error page', async () => {
     const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
-    await t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 5)) WHERE model = 'DeviceCode' AND id = $1`, [device.device_code]);
+    // Stored under its digest only (oidc-adapter.ts).
+    expect(await rowsHolding(t, [device.device_code])).toEqual([]);
+    await t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 5)) WHERE model = 'DeviceCode' AND id = $1`, [storedTokenId(device.device_code)]);
     const res = await poll(device.device_code);
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('expired_token');
@@ -626,6 +719,9 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
     const csrf = /name="csrf" value="([^"]*)"/.exec(form.text)![1];
     const short = await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: 'lin@example.com', password: 'short' });
     expect(short.status).toBe(400);
+    // An address built to make a backtracking pattern take hours is refused at once, by its length.
+    const hostile = await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: `a@${'.'.repeat(300_000)}@`, password: 'a long sign-up password' });
+    expect(hostile.status).toBe(400);
     const created = await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: 'lin@example.com', password: 'a long sign-up password' });
     expect(created.status).toBe(303);
     expect(created.headers.location).toBe('/auth/security');

@@ -7,7 +7,7 @@ import { Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { AppConfig } from '../config/app-config';
-import { UsersService } from '../users/users.service';
+import { UserRow, UsersService } from '../users/users.service';
 import { cookieOf, setAccountCookie } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { OidcProvider } from './oidc-provider';
@@ -38,12 +38,12 @@ export class AccountForms {
     const email = typeof body.email === 'string' ? body.email : '';
     const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
     if (!user) return this.signInForm(req, reply, body.return_to, 'The email or the password is not right.', email);
-    await this.signInAs(reply, user.id, safeReturn(body.return_to));
+    await this.signInAs(reply, user, safeReturn(body.return_to));
   }
 
   /** Sets the account cookie and sends the browser on. */
-  async signInAs(reply: FastifyReply, userId: string, to: string): Promise<void> {
-    setAccountCookie(reply, await this.oidc.csrfKey(), userId, this.config.baseUrl.startsWith('https:'));
+  async signInAs(reply: FastifyReply, user: UserRow, to: string): Promise<void> {
+    setAccountCookie(reply, await this.oidc.csrfKey(), user, this.config.baseUrl.startsWith('https:'));
     await reply.redirect(to, 303);
   }
 

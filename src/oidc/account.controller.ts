@@ -1,8 +1,9 @@
 /**
  * The user's account pages (SPEC 5.3, 5.8): connected apps (`/auth/grants`, with inspect and
  * revoke), sign-in sessions (`/auth/sessions`, sign out everywhere) and `/auth/security`. A user
- * signs in to them at `/auth/sign-in` (account-forms.ts). Pages are HTML; the revoke routes also
- * answer JSON to a caller that asks for it.
+ * signs in to them at `/auth/sign-in` (account-forms.ts); signing out everywhere ends that sign-in
+ * in every browser (account-session.ts). Pages are HTML; the revoke routes also answer JSON to a
+ * caller that asks for it.
  */
 import { Controller, Delete, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
@@ -14,7 +15,7 @@ import { AppConfig } from '../config/app-config';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { FormBody, FormFields } from './form-fields';
-import { accountOf, clearAccountCookie } from './account-session';
+import { clearAccountCookie, signedInAs } from './account-session';
 import { GrantsService } from './grants.service';
 import { OidcProvider } from './oidc-provider';
 import { errorPage, formExpiredPage, grantsPage, securityPage, sessionsPage, signUpPage } from './pages';
@@ -56,11 +57,12 @@ export class AccountController {
     const [name, email, password] = [text(body.name), text(body.email), typeof body.password === 'string' ? body.password : ''];
     const again = (error: string) => sendPage(reply, 400, signUpPage({ csrf: String(body.csrf), name, email, error }));
     if (!name || name.length > 200) return again('Give a name of at most 200 characters.');
-    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) return again('Give a valid email address.');
+    // Length first: the pattern backtracks quadratically, harmless on 254 characters, not on a megabyte.
+    if (email.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) return again('Give a valid email address.');
     if (password.length < 10 || password.length > 1024) return again('The password needs at least 10 characters.');
     const user = await this.users.signUp(email, password, name);
     if (!user) return again('An account with this email already exists.');
-    await this.forms.signInAs(reply, user.id, '/auth/security');
+    await this.forms.signInAs(reply, user, '/auth/security');
   }
 
   @ApiExtension('x-error-format', 'html')
@@ -149,8 +151,7 @@ export class AccountController {
 
   /** The signed-in user; otherwise a redirect to sign in (HTML) or 401 (JSON), and undefined. */
   private async user(req: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<UserRow | undefined> {
-    const id = accountOf(req, await this.oidc.csrfKey());
-    const user = id ? await this.users.byId(id) : undefined;
+    const user = await signedInAs(req, await this.oidc.csrfKey(), (id) => this.users.byId(id));
     if (user) return user;
     if (this.wantsJson(req) || (req.method !== 'GET' && req.method !== 'HEAD')) throw ApiError.unauthorized('Sign in at /auth/sign-in first');
     await reply.redirect(`/auth/sign-in?return_to=${encodeURIComponent(returnTo)}`, 303);

@@ -7,6 +7,7 @@
  */
 import type { KoaContextWithOIDC, Provider } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
+import { storedTokenId } from './oidc-adapter';
 import { providerInternals } from './provider-internals';
 
 export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -36,17 +37,19 @@ export async function installDevicePolling(provider: Provider, db: DataSource, b
 
 /** Records the poll unless it came too soon, in which case the interval grows instead. */
 async function tooSoon(db: DataSource, deviceCode: string, intervalSeconds: number): Promise<boolean> {
+  // Keyed like the device code's own row: by digest, so the table holds no usable code.
+  const key = storedTokenId(deviceCode);
   return db.transaction(async (m) => {
-    await m.query(`INSERT INTO oauth_device_polls (device_code, interval_s, last_poll) VALUES ($1, $2, 'epoch') ON CONFLICT DO NOTHING`, [deviceCode, intervalSeconds]);
+    await m.query(`INSERT INTO oauth_device_polls (device_code, interval_s, last_poll) VALUES ($1, $2, 'epoch') ON CONFLICT DO NOTHING`, [key, intervalSeconds]);
     const [poll]: Array<{ interval_s: number; too_soon: boolean }> = await m.query(
       `SELECT interval_s, clock_timestamp() - last_poll < make_interval(secs => interval_s) AS too_soon FROM oauth_device_polls WHERE device_code = $1 FOR UPDATE`,
-      [deviceCode],
+      [key],
     );
     await m.query(
       poll.too_soon
         ? `UPDATE oauth_device_polls SET interval_s = interval_s + ${SLOW_DOWN_STEP} WHERE device_code = $1`
         : `UPDATE oauth_device_polls SET last_poll = clock_timestamp() WHERE device_code = $1`,
-      [deviceCode],
+      [key],
     );
     return poll.too_soon;
   });

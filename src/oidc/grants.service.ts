@@ -3,6 +3,9 @@
  * revoke. Revoking a grant deletes it with every token and code it issued (at once: each API
  * request reads its token's row; a used refresh token stays a tombstone, so presenting it is
  * still `token_reuse_detected`) and leaves an `auth.grant.revoked` audit row.
+ *
+ * Signing out everywhere ends the provider's sessions and increments the user's `session_epoch`,
+ * which voids every account-pages cookie set until then (account-session.ts).
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -85,9 +88,12 @@ export class GrantsService {
     return rows.map((r) => ({ id: r.id, signed_in_at: iso(r.payload.loginTs ?? r.payload.iat)!, expires_at: iso(r.payload.exp) }));
   }
 
-  /** Sign out everywhere: every provider session of the user ends (apps keep their grants). */
+  /** Sign out everywhere: every provider session of the user ends, and every account-pages cookie (apps keep their grants). */
   async endSessions(userId: string): Promise<number> {
-    const [, count]: [unknown, number] = await this.db.query(`DELETE FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1`, [userId]);
-    return count;
+    return this.db.transaction(async (m) => {
+      await m.query(`UPDATE users SET session_epoch = session_epoch + 1 WHERE id = $1`, [userId]);
+      const [, count]: [unknown, number] = await m.query(`DELETE FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1`, [userId]);
+      return count;
+    });
   }
 }

@@ -5,19 +5,60 @@
  * as they are: the provider checks expiry itself, and an expired token stays distinguishable
  * from an unknown one until the janitor removes it.
  *
+ * Nor does it hold a usable token: the opaque value of an access or refresh token, a code or a
+ * device code is its id (`jti`), so the row of such a model is keyed by the id's SHA-256
+ * (`storedTokenId`) and its payload keeps no `jti`. Every lookup starts from the value the caller
+ * presents, which the adapter digests and gives back as `jti`; anything else that looks a token
+ * up in oidc_models goes through `storedTokenId` too. The device flow finds a device code by its
+ * user code, not by its value, and then saves it under its id, so a device code's id is also kept
+ * sealed in its payload (opened only for that lookup). Clients, grants, sessions and interactions
+ * keep their plain ids, which the account pages and the interaction handlers look up directly.
+ *
  * A refresh token that was used (rotated) is kept as a tombstone even when its grant is revoked:
- * presenting it again is reuse, answered `token_reuse_detected` every time (oauth-errors.ts).
+ * presenting it again is reuse, answered `token_reuse_detected` every time (oidc-provider.factory.ts).
  *
  * Using a code or refresh token is one conditional UPDATE: of two requests that present the same
  * one at the same moment (both having read it unused), one wins; for the other it is a reuse,
  * and like a reuse the provider sees in sequence, it revokes the grant with all its tokens.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../crypto/secret-box';
 
 const secretAad = (clientId: string) => `oidc-client:${clientId}`;
+const deviceJtiAad = (rowId: string) => `oidc-device-code:${rowId}`;
+
+/**
+ * The models whose id is the opaque value of a credential (see the header). The provider's
+ * models this service leaves disabled are listed too, so enabling one cannot store its values
+ * usable.
+ */
+const TOKEN_MODELS = new Set([
+  'AccessToken',
+  'ClientCredentials',
+  'RefreshToken',
+  'AuthorizationCode',
+  'DeviceCode',
+  'RegistrationAccessToken',
+  'InitialAccessToken',
+  'BackchannelAuthenticationRequest',
+  'PushedAuthorizationRequest',
+]);
+
+/** Where a device code keeps its sealed id, for the lookup by user code (see the header). */
+const SEALED_JTI = 'svcSealedJti';
+
+/**
+ * The row id of a token, code or device code in oidc_models: the SHA-256 of the value, hex.
+ * A fast, unsalted digest is enough: the values are 256 random bits, nothing to guess from a
+ * digest, and a lookup needs the same digest of the same value every time.
+ */
+export function storedTokenId(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
+}
+
+const rowId = (model: string, id: string) => (TOKEN_MODELS.has(model) ? storedTokenId(id) : id);
 
 /** A used refresh token (see the header). */
 const TOMBSTONE = `(model = 'RefreshToken' AND consumed_at IS NOT NULL)`;
@@ -29,7 +70,7 @@ export async function deleteGrant(db: DataSource, grantId: string): Promise<void
 
 /** Whether this refresh token was used already (a reuse if presented again). */
 export async function isUsedRefreshToken(db: DataSource, token: string): Promise<boolean> {
-  const rows = await db.query(`SELECT 1 FROM oidc_models WHERE model = 'RefreshToken' AND id = $1 AND consumed_at IS NOT NULL`, [token]);
+  const rows = await db.query(`SELECT 1 FROM oidc_models WHERE model = 'RefreshToken' AND id = $1 AND consumed_at IS NOT NULL`, [storedTokenId(token)]);
   return rows.length > 0;
 }
 
@@ -65,7 +106,7 @@ export async function claimDeviceCode(db: DataSource, jti: string): Promise<stri
   const [, claimed]: [unknown, number] = await db.query(
     `UPDATE oidc_models SET payload = payload || jsonb_build_object('${DEVICE_CLAIM}', $2::text)
       WHERE model = 'DeviceCode' AND id = $1 AND consumed_at IS NULL AND NOT payload ?| array['accountId', 'error', '${DEVICE_CLAIM}']`,
-    [jti, token],
+    [storedTokenId(jti), token],
   );
   return claimed === 1 ? token : undefined;
 }
@@ -74,7 +115,7 @@ export async function claimDeviceCode(db: DataSource, jti: string): Promise<stri
 export async function releaseDeviceCode(db: DataSource, jti: string, token: string): Promise<void> {
   await db.query(
     `UPDATE oidc_models SET payload = payload - '${DEVICE_CLAIM}' WHERE model = 'DeviceCode' AND id = $1 AND payload ->> '${DEVICE_CLAIM}' = $2`,
-    [jti, token],
+    [storedTokenId(jti), token],
   );
 }
 
@@ -93,23 +134,32 @@ export function postgresAdapter(
     constructor(private readonly model: string) {}
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      const key = rowId(this.model, id);
       let stored = payload;
       if (this.model === 'Client' && typeof payload.client_secret === 'string') {
         stored = { ...payload, client_secret: await secrets.seal(payload.client_secret, secretAad(id)), client_secret_sealed: true };
+      } else if (key !== id) {
+        const { jti: _value, ...rest } = payload;
+        stored = this.model === 'DeviceCode' ? { ...rest, [SEALED_JTI]: await secrets.seal(id, deviceJtiAad(key)) } : rest;
       }
       await db.query(
         `INSERT INTO oidc_models (model, id, payload, grant_id, user_code, uid, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7::int > 0 THEN now() + make_interval(secs => $7) END)
          ON CONFLICT (model, id) DO UPDATE SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id,
            user_code = EXCLUDED.user_code, uid = EXCLUDED.uid, expires_at = EXCLUDED.expires_at`,
-        [this.model, id, stored, payload.grantId ?? null, payload.userCode ?? null, payload.uid ?? null, Math.floor(expiresIn ?? 0)],
+        [this.model, key, stored, payload.grantId ?? null, payload.userCode ?? null, payload.uid ?? null, Math.floor(expiresIn ?? 0)],
       );
     }
 
     async find(id: string): Promise<AdapterPayload | undefined> {
-      return this.findBy('id', id);
+      const found = await this.findBy('id', rowId(this.model, id));
+      return found && TOKEN_MODELS.has(this.model) ? { ...found, jti: id } : found;
     }
 
+    /**
+     * The user code stays in the clear (column user_code): the user reads it off the device and
+     * types it in, it lives ten minutes, and alone it gets no tokens; the device code does.
+     */
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
       return this.findBy('user_code', userCode);
     }
@@ -119,19 +169,20 @@ export function postgresAdapter(
     }
 
     async consume(id: string): Promise<void> {
+      const key = rowId(this.model, id);
       const [, used]: [unknown, number] = await db.query(
         `UPDATE oidc_models SET consumed_at = now() WHERE model = $1 AND id = $2 AND consumed_at IS NULL`,
-        [this.model, id],
+        [this.model, key],
       );
       if (used === 1) return;
-      const [row]: Array<{ grant_id: string | null }> = await db.query(`SELECT grant_id FROM oidc_models WHERE model = $1 AND id = $2`, [this.model, id]);
+      const [row]: Array<{ grant_id: string | null }> = await db.query(`SELECT grant_id FROM oidc_models WHERE model = $1 AND id = $2`, [this.model, key]);
       const grantId = row?.grant_id ?? undefined;
       if (grantId) await deleteGrant(db, grantId);
       await concurrentUse(this.model, grantId);
     }
 
     async destroy(id: string): Promise<void> {
-      await db.query(`DELETE FROM oidc_models WHERE model = $1 AND id = $2 AND NOT ${TOMBSTONE}`, [this.model, id]);
+      await db.query(`DELETE FROM oidc_models WHERE model = $1 AND id = $2 AND NOT ${TOMBSTONE}`, [this.model, rowId(this.model, id)]);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
@@ -139,6 +190,7 @@ export function postgresAdapter(
       await db.query(`DELETE FROM oidc_models WHERE grant_id = $1 AND NOT ${TOMBSTONE}`, [grantId]);
     }
 
+    /** The stored payload as the provider saved it: `jti` is put back by `find`, or here from the sealed copy. */
     private async findBy(column: 'id' | 'user_code' | 'uid', value: string): Promise<AdapterPayload | undefined> {
       const [row]: Array<{ id: string; payload: AdapterPayload; consumed: boolean }> = await db.query(
         `SELECT id, payload, consumed_at IS NOT NULL AS consumed FROM oidc_models WHERE model = $1 AND ${column} = $2`,
@@ -149,6 +201,15 @@ export function postgresAdapter(
       if (payload.client_secret_sealed) {
         payload.client_secret = await secrets.open(payload.client_secret as string, secretAad(row.id));
         delete payload.client_secret_sealed;
+      }
+      if (TOKEN_MODELS.has(this.model)) {
+        const sealed = payload[SEALED_JTI];
+        delete payload[SEALED_JTI];
+        if (column !== 'id') {
+          // Without its id the code could not be saved again; one converted by the migration has none.
+          if (typeof sealed !== 'string') return undefined;
+          payload.jti = await secrets.open(sealed, deviceJtiAad(row.id));
+        }
       }
       return payload;
     }

@@ -25,9 +25,11 @@ export interface UserRow {
   role: UserRole;
   picture: string | null;
   created_at: Date;
+  /** How many times the user signed out everywhere (a bigint, as text): account cookies of an earlier epoch are void (account-session.ts). */
+  session_epoch: string;
 }
 
-const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, created_at';
+const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, created_at, session_epoch';
 const UNIQUE_VIOLATION = '23505';
 
 export const toUser = (r: UserRow): UserResponse => ({

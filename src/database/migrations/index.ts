@@ -20,6 +20,7 @@ import { Integrations1732300001700 } from './1732300001700-integrations';
 import { Connections1732300001800 } from './1732300001800-connections';
 import { EventRelayLease1732300001900 } from './1732300001900-event-relay-lease';
 import { WebhookCredentialScopes1732300002000 } from './1732300002000-webhook-credential-scopes';
+import { OauthSecretsAtRest1732300002100 } from './1732300002100-oauth-secrets-at-rest';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -43,4 +44,5 @@ export const migrations = [
   Connections1732300001800,
   EventRelayLease1732300001900,
   WebhookCredentialScopes1732300002000,
+  OauthSecretsAtRest1732300002100,
 ];
