@@ -459,6 +459,35 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token })).body.error).toBe('invalid_grant');
   });
 
+  it('lets a member user give an app only what a member may do: managing types is an admin user\'s to give', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'root@example.com', password: 'correct horse battery', name: 'Root', role: 'admin' }).expect(201);
+    const asked = 'openid core.note:read metadata.types:write';
+    const registered = (await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: 'Schema tool', redirect_uris: [redirectUri], scope: asked, token_endpoint_auth_method: 'none' }).expect(201)).body;
+    const tool = await oidc.discovery(new URL(t.url), registered.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    const consentOf = async (email: string) => {
+      const agent = request.agent(t.url);
+      const verifier = oidc.randomPKCECodeVerifier();
+      const url = oidc.buildAuthorizationUrl(tool, { redirect_uri: redirectUri, scope: asked, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: email });
+      const signIn = await browse(agent, url.pathname + url.search);
+      const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email, password: 'correct horse battery' });
+      const consent = await browse(agent, new URL(signedIn.headers.location, t.url).pathname);
+      const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' });
+      const back = await browse(agent, new URL(decision.headers.location, t.url).pathname);
+      return { page: consent.page!, tokens: await oidc.authorizationCodeGrant(tool, new URL(back.leftTo!), { pkceCodeVerifier: verifier, expectedState: email }) };
+    };
+    const type = { name: 'acme.schema', schema: { type: 'object' } };
+
+    const member = await consentOf('ada@example.com');
+    expect(member.page).not.toContain('metadata.types:write');
+    expect(member.tokens.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid']);
+    expectError(await t.http.post('/types').set(bearer(member.tokens.access_token)).send(type), 403, 'forbidden');
+
+    const root = await consentOf('root@example.com');
+    expect(root.page).toContain('metadata.types:write');
+    expect(root.tokens.scope!.split(' ')).toContain('metadata.types:write');
+    await t.http.post('/types').set(bearer(root.tokens.access_token)).send(type).expect(201);
+  });
+
   it('revokes an access token alone, and with a refresh token the whole grant (SPEC 5.7)', async () => {
     const { callback, verifier } = await authorize('revoke-one');
     const tokens = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: 'revoke-one' });
@@ -531,7 +560,8 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(sessions.length).toBeGreaterThanOrEqual(1);
     const sessionsPage = await account.get('/auth/sessions');
     expect((await account.post('/auth/sessions/revoke').type('form').send({ csrf: field(sessionsPage.text, 'csrf') })).status).toBe(303);
-    expect((await t.sql(`SELECT count(*)::int AS n FROM oidc_models WHERE model = 'Session'`))[0]).toEqual({ n: 0 });
+    const ada = `SELECT id::text FROM users WHERE email = 'ada@example.com'`;
+    expect((await t.sql(`SELECT count(*)::int AS n FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = (${ada})`))[0]).toEqual({ n: 0 });
   });
 
   it('answers a consent form submitted twice at once only once: one grant, and the other gets "already answered"', async () => {

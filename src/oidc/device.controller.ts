@@ -91,8 +91,9 @@ export class DeviceController {
         Object.assign(code, { error: 'access_denied', errorDescription: 'The user denied the request' });
       } else {
         const provider = await this.oidc.get();
-        const requested = requestedScopes(await provider.Client.find(code.clientId!), code.params?.scope);
-        const granted = grantedScopes(requested, list(body.scope), body[SCOPES_SHOWN] !== undefined);
+        const client = await provider.Client.find(code.clientId!);
+        const requested = requestedScopes(client, code.params?.scope);
+        const granted = grantedScopes(requestedScopes(client, code.params?.scope, user.role), list(body.scope), body[SCOPES_SHOWN] !== undefined);
         const resource = this.config.baseUrl;
         const grantId = await recordConsent(provider, this.audit, {
           tenantId: user.tenant_id,

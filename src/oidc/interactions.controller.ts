@@ -106,6 +106,7 @@ export class InteractionsController {
     if (!details) return;
     const clientId = String(details.params.client_id);
     const client = await (await this.oidc.get()).Client.find(clientId);
+    const user = details.session?.accountId ? await this.users.byId(details.session.accountId) : undefined;
     await sendPage(
       reply,
       200,
@@ -114,7 +115,7 @@ export class InteractionsController {
         csrf: await this.csrf(details.uid),
         action: '/auth/authorize/decision',
         clientName: client?.clientName ?? clientId,
-        scopes: requestedScopes(client, details.params.scope),
+        scopes: requestedScopes(client, details.params.scope, user?.role),
         extensions: ((client?.metadata() as { extension_permissions?: Record<string, string> })?.extension_permissions) ?? {},
       }),
     );
@@ -136,10 +137,13 @@ export class InteractionsController {
     }
     const provider = await this.oidc.get();
     const clientId = String(details.params.client_id);
-    const requested = requestedScopes(await provider.Client.find(clientId), details.params.scope);
     const accountId = details.session!.accountId;
     const user = await this.users.byId(accountId);
     if (!user) return sendPage(reply, 400, errorPage('Account gone', 'The account that signed in no longer exists.'));
+    const client = await provider.Client.find(clientId);
+    // What the user's role may not give is refused with the rest, or the provider would ask again.
+    const requested = requestedScopes(client, details.params.scope);
+    const offered = requestedScopes(client, details.params.scope, user.role);
     const grantId = await recordConsent(provider, this.audit, {
       grantId: details.grantId,
       tenantId: user.tenant_id,
@@ -147,7 +151,7 @@ export class InteractionsController {
       source: 'authorization_code',
       clientId,
       requested,
-      granted: grantedScopes(requested, list(body.scope), body[SCOPES_SHOWN] !== undefined),
+      granted: grantedScopes(offered, list(body.scope), body[SCOPES_SHOWN] !== undefined),
       resource: this.config.baseUrl,
     });
     await this.finish(req, reply, { consent: { grantId } });

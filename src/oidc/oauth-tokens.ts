@@ -27,7 +27,7 @@ import { hashSecret } from '../keys/key-secrets';
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
-import { permissionsOf } from './scopes';
+import { permissionsOf, withinUserRole } from './scopes';
 
 interface StoredToken {
   clientId: string;
@@ -90,9 +90,11 @@ export class OAuthTokens implements OAuthTokenResolver {
   private async principalOf(client: Client, accountId: string | undefined, grantId: string | undefined, scopes: string[]): Promise<Principal | undefined> {
     const { clientId } = client;
     const metadata = client.metadata() as { tenant_id?: string; extension_permissions?: PermissionMap };
-    const tenantId = accountId ? (await this.users.byId(accountId))?.tenant_id : metadata.tenant_id;
+    const user = accountId ? await this.users.byId(accountId) : undefined;
+    const tenantId = accountId ? user?.tenant_id : metadata.tenant_id;
     if (!tenantId) return undefined;
-    const granted = scopes.filter(Boolean);
+    // A user's role bounds what their grants can do, also for a grant made before a demotion.
+    const granted = user ? withinUserRole(scopes.filter(Boolean), user.role) : scopes.filter(Boolean);
     return {
       tenantId,
       credentialId: grantId ?? `client:${clientId}`,

@@ -32,6 +32,15 @@ export function parseScope(scope: string): { kind: 'type' | 'edge'; name: string
   return isPattern(subject) ? { kind: 'type', name: subject, access: access as Access } : undefined;
 }
 
+/**
+ * What a user of `role` may give an app of the scopes asked: a member cannot give what only an
+ * admin may do (`metadata.<sub>:write`, such as managing types, which a member API key cannot
+ * either); an admin can give everything.
+ */
+export function withinUserRole(scopes: readonly string[], role: 'admin' | 'member'): string[] {
+  return role === 'admin' ? [...scopes] : scopes.filter((scope) => !scope.startsWith('metadata.'));
+}
+
 export function isApiScope(scope: string): boolean {
   return parseScope(scope) !== undefined;
 }
