@@ -1,15 +1,21 @@
 /**
  * The server-sent event stream (`GET /events`) with two instances on one database and Redis:
  * events written on one reach streams on the other, filtered by the query and by what the
- * credential may read; Last-Event-ID resumes without gaps or repeats; an unknown id gets
+ * credential may read; Last-Event-ID resumes without gaps or repeats, in the order streams saw
+ * events live even when transactions commit in another order than they wrote, with both
+ * instances relaying, and across the migration that introduced that order; an unknown id gets
  * `stream.reset`; heartbeats; a revoked key's stream is closed; an item's edges only as far as the
  * credential may read them; an OAuth token's stream keeps to the token's scopes; open streams are
  * capped per credential and per tenant across both instances. Also: the outbox holds one
  * event per change, with the credential that caused it, and events past EVENT_RETENTION_DAYS
  * leave it (a Last-Event-ID naming one then gets `stream.reset`).
  */
+import { DataSource, QueryRunner } from 'typeorm';
+import type { Principal } from '../src/auth/principal';
+import { EventPublishOrder1732300002200 } from '../src/database/migrations/1732300002200-event-publish-order';
 import { EventStream } from '../src/events/event-stream';
 import { EventsJanitor } from '../src/events/events-janitor';
+import { Outbox } from '../src/events/outbox';
 import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT } from '../src/events/stream-slots';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
@@ -20,6 +26,7 @@ describe('event stream (e2e, two instances)', () => {
   let a: TestApp;
   let b: TestApp;
   let admin: string;
+  let root: { id: string; tenantId: string };
   const streams: SseClient[] = [];
 
   const open = async (app: TestApp, key: string, query = '', headers: Record<string, string> = {}) => {
@@ -42,7 +49,9 @@ describe('event stream (e2e, two instances)', () => {
   beforeAll(async () => {
     a = await startApp({ EVENTS_HEARTBEAT_SECONDS: '1' });
     b = await startApp({ DATABASE_URL: a.databaseUrl, REDIS_PREFIX: a.config.REDIS_PREFIX, EVENTS_HEARTBEAT_SECONDS: '1' });
-    admin = (await bootstrapAdmin(a)).key;
+    const bootstrapped = await bootstrapAdmin(a);
+    admin = bootstrapped.key;
+    root = bootstrapped;
   });
   afterAll(async () => {
     streams.forEach((s) => s.close());
@@ -111,6 +120,131 @@ describe('event stream (e2e, two instances)', () => {
     await note('after-reset');
     await waitFor(() => titles(reset).includes('after-reset'), 'live after reset');
     expect(reset.named()[0]).toMatchObject({ event: 'stream.reset', body: { reason: 'last_event_id_unknown' } });
+  });
+
+  /** An item event as a writer stores it, from a note's own event, with another title. */
+  const storedEventLike = async (title: string) => {
+    const template = (await note(`template for ${title}`)).body;
+    const [row] = await a.sql<{ audience: any; payload: any }>(`SELECT audience, payload FROM events WHERE payload->'item'->>'id' = $1`, [template.id]);
+    const payload = { ...row.payload, item: { ...row.payload.item, properties: { ...row.payload.item.properties, title } } };
+    return { audience: row.audience, payload };
+  };
+  const seqOf = async (eventId: string) => (await a.sql<{ seq: string }>(`SELECT seq::text AS seq FROM events WHERE id = $1`, [eventId]))[0].seq;
+
+  it('resumes in the order streams saw events live when a transaction commits after a later-numbered one', async () => {
+    const late = await storedEventLike('ooo late');
+    const only = (s: SseClient) => titles(s).filter((t) => t.startsWith('ooo '));
+    const live = await open(b, admin);
+    const early = await open(a, admin);
+    // A writer's transaction holds its event (its `seq` taken) while another write commits and is streamed.
+    const held = a.app.get(DataSource).createQueryRunner();
+    await held.startTransaction();
+    try {
+      await a.app.get(Outbox).record(held.manager, { tenantId: root.tenantId, credentialId: root.id } as Principal, 'item.updated', late.audience, late.payload);
+      await note('ooo overtakes');
+      await waitFor(() => only(live).includes('ooo overtakes') && only(early).includes('ooo overtakes'), 'the later write live');
+      await held.commitTransaction();
+    } finally {
+      if (held.isTransactionActive) await held.rollbackTransaction();
+      await held.release();
+    }
+    const overtakes = early.named().at(-1)!;
+    expect(overtakes.body.item.properties.title).toBe('ooo overtakes');
+    early.close(); // left before the late commit was published
+
+    await waitFor(() => only(live).includes('ooo late'), 'the late commit live');
+    expect(only(live)).toEqual(['ooo overtakes', 'ooo late']);
+    const lateEvent = live.named().at(-1)!;
+    expect(lateEvent.body.item.properties.title).toBe('ooo late');
+    expect(BigInt(await seqOf(lateEvent.id!))).toBeLessThan(BigInt(await seqOf(overtakes.id!))); // the writer's numbering disagrees with the stream's
+    live.close();
+
+    await note('ooo after');
+    const fromOvertakes = await open(b, admin, '', { 'Last-Event-ID': overtakes.id! });
+    const fromLate = await open(a, admin, '', { 'Last-Event-ID': lateEvent.id! });
+    await note('ooo marker');
+    await waitFor(() => only(fromOvertakes).includes('ooo marker') && only(fromLate).includes('ooo marker'), 'both resumed streams live');
+    expect(only(fromOvertakes)).toEqual(['ooo late', 'ooo after', 'ooo marker']);
+    expect(only(fromLate)).toEqual(['ooo after', 'ooo marker']);
+    for (const s of [fromOvertakes, fromLate]) {
+      const ids = s.named().map((e) => e.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      s.close();
+    }
+  });
+
+  it('streams and replays one order while both instances relay concurrent writes', async () => {
+    const watching = await open(a, admin, '?events=item.created');
+    await note('conc anchor');
+    await waitFor(() => titles(watching).includes('conc anchor'), 'the anchor');
+    const anchor = watching.named().find((e) => e.body.item.properties.title === 'conc anchor')!;
+    const written = Array.from({ length: 40 }, (_, n) => `conc ${n}`);
+    await Promise.all(
+      written.map((title, n) => (n % 2 ? a : b).http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title } }).expect(201)),
+    );
+    const concurrent = (s: SseClient) => titles(s).filter((t) => written.includes(t));
+    await waitFor(() => concurrent(watching).length === written.length, 'every write live');
+    const liveOrder = concurrent(watching);
+    expect([...liveOrder].sort()).toEqual([...written].sort());
+
+    const resumed = await open(b, admin, '?events=item.created', { 'Last-Event-ID': anchor.id! });
+    await note('conc marker');
+    await waitFor(() => titles(resumed).includes('conc marker'), 'the resumed stream live');
+    expect(concurrent(resumed)).toEqual(liveOrder);
+    const stored = await a.sql<{ title: string }>(
+      `SELECT payload->'item'->'properties'->>'title' AS title FROM events WHERE name = 'item.created' AND payload->'item'->'properties'->>'title' = ANY($1::text[]) ORDER BY published_seq`,
+      [written],
+    );
+    expect(stored.map((r) => r.title)).toEqual(liveOrder);
+    watching.close();
+    resumed.close();
+  });
+
+  it('numbers the events relayed before the publication order existed in seq order, so their ids still resume', async () => {
+    const s = await open(a, admin);
+    for (const title of ['mig 1', 'mig 2', 'mig 3']) await note(title);
+    await waitFor(() => titles(s).includes('mig 3'), 'the events before the migration');
+    const first = s.named().find((e) => e.body.item.properties.title === 'mig 1')!;
+    s.close();
+    const pending = await storedEventLike('mig pending');
+    const abandoned = await storedEventLike('mig abandoned');
+
+    // The migration again, over this outbox, in one transaction, as the migrator runs it.
+    const migration = new EventPublishOrder1732300002200();
+    const q = { query: (text: string, params?: unknown[]) => a.sql(text, params) } as unknown as QueryRunner;
+    await a.sql('BEGIN');
+    try {
+      await migration.down(q);
+      // Never claimed, and claimed by a relay that died (its lease lapsed): what an outbox can hold mid-upgrade.
+      await a.sql(
+        `INSERT INTO events (tenant_id, id, name, credential_id, audience, payload, relay_lease_until)
+         VALUES ($1, gen_random_uuid(), 'item.updated', $2, $3, $4, NULL), ($1, gen_random_uuid(), 'item.updated', $2, $5, $6, now() - interval '1 second')`,
+        [root.tenantId, root.id, pending.audience, JSON.stringify(pending.payload), abandoned.audience, JSON.stringify(abandoned.payload)],
+      );
+      await migration.up(q);
+      const rows = await a.sql<{ title: string; seq: string; published_seq: string | null }>(
+        `SELECT payload->'item'->'properties'->>'title' AS title, seq::text AS seq, published_seq::text AS published_seq FROM events ORDER BY events.seq`,
+      );
+      const numbered = rows.filter((r) => r.published_seq !== null);
+      expect(numbered.map((r) => Number(r.published_seq))).toEqual(numbered.map((_, n) => n + 1));
+      expect(rows.filter((r) => r.published_seq === null).map((r) => r.title)).toEqual(['mig pending']);
+      expect(rows.at(-1)).toMatchObject({ title: 'mig abandoned', published_seq: String(numbered.length) });
+      await a.sql('COMMIT');
+    } catch (err) {
+      await a.sql('ROLLBACK');
+      throw err;
+    }
+
+    // The relay takes both leftover events up (numbering them again, after the rest) and publishes them.
+    await waitFor(
+      async () => (await a.sql(`SELECT 1 FROM events WHERE payload->'item'->'properties'->>'title' IN ('mig pending', 'mig abandoned') AND dispatched_at IS NOT NULL`)).length === 2,
+      'the leftover events relayed',
+    );
+    const resumed = await open(b, admin, '', { 'Last-Event-ID': first.id! });
+    await note('mig marker');
+    await waitFor(() => titles(resumed).includes('mig marker'), 'the resumed stream live');
+    expect(titles(resumed).filter((t) => t.startsWith('mig '))).toEqual(['mig 2', 'mig 3', 'mig pending', 'mig abandoned', 'mig marker']);
+    resumed.close();
   });
 
   it('closes a revoked key\'s stream', async () => {

@@ -1,12 +1,21 @@
 /**
  * The relay: moves committed events out of the outbox. Each pass claims undispatched events
- * with a lease (one statement, FOR UPDATE SKIP LOCKED, so instances share the work), publishes
- * them to every instance's event streams (Redis pub/sub) and hands the deliveries the webhook
- * fan-out plans to the dispatcher for their first attempts. The dispatcher records each
- * delivery with the outcome of its first attempt and marks the event dispatched once all of
- * its deliveries are recorded (delivery-records.ts). A relay that dies before that lets the
- * lease lapse: another pass takes the event up again and plans only the deliveries not yet
- * recorded. So every event reaches every subscriber at least once.
+ * with a lease (one statement, FOR UPDATE SKIP LOCKED), publishes them to every instance's event
+ * streams (Redis pub/sub) and hands the deliveries the webhook fan-out plans to the dispatcher
+ * for their first attempts. The dispatcher records each delivery with the outcome of its first
+ * attempt and marks the event dispatched once all of its deliveries are recorded
+ * (delivery-records.ts). A relay that dies before that lets the lease lapse: another pass takes
+ * the event up again and plans only the deliveries not yet recorded. So every event reaches
+ * every subscriber at least once.
+ *
+ * Publication order: the claim numbers each event it takes (`published_seq`, from a sequence),
+ * and the claim and the publication on Redis run under one advisory lock across instances, so a
+ * batch is published only after every batch numbered before it. Streams therefore see events
+ * live in `published_seq` order, which is the order a Last-Event-ID replay follows
+ * (event-stream.ts). The claim commits before the batch is published, so a stream that gets an
+ * event live finds it in the outbox when it resumes. An event taken up again is numbered and
+ * published again, at its new place. Instances still share the work: the fan-out and the
+ * deliveries run outside the lock.
  *
  * It runs when a transaction that recorded events commits on this instance, when an instance
  * that does not deliver (EVENT_DELIVERY_ENABLED=false) announces such a commit on the Redis
@@ -14,18 +23,27 @@
  * instance that died before relaying them, or whose announcement was lost).
  */
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { orTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { BookkeepingDb } from '../database/bookkeeping-db';
 import { RedisPubSub } from '../redis/redis.module';
 import { WebhookDispatcher } from '../webhooks/webhook-dispatcher';
 import { WebhookFanout } from '../webhooks/webhook-fanout';
-import { EVENT_COLUMNS, StoredEvent } from './event-catalogue';
-import { EventStream } from './event-stream';
+import { EVENT_COLUMNS } from './event-catalogue';
+import { compareSeq, EventStream, PublishedEvent } from './event-stream';
 import { Outbox } from './outbox';
 
 const BATCH = 200;
 const POLL_MS = 1000;
 const WAKE_CHANNEL = 'events:wake';
+/** pg_advisory_xact_lock id: one relay at a time numbers and publishes a batch. */
+const PUBLISH_LOCK = 727_004;
+/** How long a batch's publication may hold that lock. */
+const PUBLISH_WAIT_MS = 2000;
+
+type Claimed = PublishedEvent & { reclaimed: boolean };
 
 @Injectable()
 export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -40,6 +58,7 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
 
   constructor(
     private readonly db: BookkeepingDb,
+    @InjectDataSource() private readonly main: DataSource,
     private readonly outbox: Outbox,
     private readonly fanout: WebhookFanout,
     private readonly dispatcher: WebhookDispatcher,
@@ -110,27 +129,53 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
     while (!this.stopped) {
       this.again = false;
       const leaseMs = this.dispatcher.leaseMs;
-      const claimed = await this.db.query<StoredEvent & { reclaimed: boolean }>(
-        `WITH next AS (
-           SELECT tenant_id AS t_id, id AS e_id, relay_lease_until IS NOT NULL AS reclaimed FROM events
-            WHERE dispatched_at IS NULL AND (relay_lease_until IS NULL OR relay_lease_until < now())
-            ORDER BY seq LIMIT ${BATCH} FOR UPDATE SKIP LOCKED)
-         UPDATE events SET relay_lease_until = now() + make_interval(secs => $1::float8 / 1000)
-           FROM next WHERE tenant_id = next.t_id AND id = next.e_id
-         RETURNING ${EVENT_COLUMNS}, next.reclaimed`,
-        [leaseMs],
-      );
-      if (!claimed.length) return;
-      const events = claimed.sort((a, b) => compareSeq(a.seq, b.seq));
+      const { events, unpublished } = await this.claimAndPublish(leaseMs);
+      if (!events.length) return;
+      // Webhooks do not depend on Redis: a batch the streams missed is still delivered.
       const deliveries = await this.fanout.plan(events, leaseMs);
       this.dispatcher.deliverFirst(events, deliveries);
-      await this.stream.publish(events.map(({ reclaimed, ...event }) => event)); // eslint-disable-line @typescript-eslint/no-unused-vars
-      if (claimed.length < BATCH && !this.again) return;
+      if (unpublished) throw unpublished;
+      if (events.length < BATCH && !this.again) return;
     }
   }
-}
 
-/** Outbox order: `seq` is a bigint, carried as text. */
-function compareSeq(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+  /**
+   * Claims the next batch, numbering it, and publishes it on Redis, holding the publish lock
+   * throughout. The lock lives in a transaction of its own connection so that the claim (on the
+   * bookkeeping pool) commits before the batch is published: a stream that receives an event
+   * live and resumes from it must find its number in the outbox. A batch that could not be
+   * published is returned with the error: its number stands, so resuming streams replay it.
+   */
+  private async claimAndPublish(leaseMs: number): Promise<{ events: Claimed[]; unpublished?: unknown }> {
+    const lock = this.main.createQueryRunner();
+    try {
+      await lock.startTransaction();
+      await lock.query('SELECT pg_advisory_xact_lock($1)', [PUBLISH_LOCK]);
+      // The numbers follow `seq` within the batch: nextval runs over the rows in claim order.
+      const claimed = await this.db.query<Claimed>(
+        `WITH next AS (
+           SELECT t_id, e_id, reclaimed, nextval('events_published_seq') AS p FROM (
+             SELECT tenant_id AS t_id, id AS e_id, relay_lease_until IS NOT NULL AS reclaimed FROM events
+              WHERE dispatched_at IS NULL AND (relay_lease_until IS NULL OR relay_lease_until < now())
+              ORDER BY seq LIMIT ${BATCH} FOR UPDATE SKIP LOCKED) claimable)
+         UPDATE events SET relay_lease_until = now() + make_interval(secs => $1::float8 / 1000), published_seq = next.p
+           FROM next WHERE tenant_id = next.t_id AND id = next.e_id
+         RETURNING ${EVENT_COLUMNS}, published_seq::text AS published_seq, next.reclaimed`,
+        [leaseMs],
+      );
+      const events = claimed.sort((a, b) => compareSeq(a.published_seq, b.published_seq));
+      if (!events.length) return { events };
+      try {
+        // Bounded: every instance's relay waits on this lock, webhooks included, while Redis is away.
+        await orTimeout(this.stream.publish(events.map(({ reclaimed, ...event }) => event)), PUBLISH_WAIT_MS, 'publishing events on Redis'); // eslint-disable-line @typescript-eslint/no-unused-vars
+        return { events };
+      } catch (err) {
+        return { events, unpublished: err };
+      }
+    } finally {
+      // The lock is all this transaction holds; ending it either way releases the lock.
+      if (lock.isTransactionActive) await lock.rollbackTransaction().catch(() => undefined);
+      await lock.release();
+    }
+  }
 }

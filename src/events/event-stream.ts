@@ -9,10 +9,14 @@
  * Open streams are capped per credential and per tenant across instances (stream-slots.ts):
  * past the cap, 429 `rate_limited` before the stream starts.
  *
- * Resuming: with `Last-Event-ID` the stream first replays the tenant's later events from the
- * outbox (kept EVENT_RETENTION_DAYS), while live events wait, then goes live without gaps or
- * repeats. An id the outbox no longer has (too old, or unknown) is answered with a
- * `stream.reset` event before going live, so the client knows to resynchronise.
+ * Resuming: with `Last-Event-ID` the stream first replays the tenant's events published after
+ * that one from the outbox (kept EVENT_RETENTION_DAYS), while live events wait, then goes live
+ * without gaps or repeats. Both follow the relay's publication order (`published_seq`, see
+ * event-relay.ts), not the order writers inserted their events in: a transaction that commits
+ * late publishes its events after those of transactions that committed before it, and a replay
+ * finds them in that same place. Events not published yet are not replayed; they come live.
+ * An id the outbox no longer has (too old, or unknown) is answered with a `stream.reset` event
+ * before going live, so the client knows to resynchronise.
  */
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -35,6 +39,11 @@ const CREDENTIAL_CHECK_MS = 2000;
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 const SEEN_IDS = 2000;
 
+/** An event as the relay publishes it: with its place in the publication order. */
+export interface PublishedEvent extends StoredEvent {
+  published_seq: string;
+}
+
 export interface StreamFilter {
   events: string[];
   typeFilter: string[] | null;
@@ -48,7 +57,9 @@ interface Subscriber {
   filter: StreamFilter;
   reply: FastifyReply;
   /** Live events held back while the replay runs. */
-  held: StoredEvent[] | null;
+  held: PublishedEvent[] | null;
+  /** How far the replay got in the publication order: held events up to there were replayed, or precede Last-Event-ID. */
+  replayedTo?: string;
   /** Ids written lately: an event can arrive both by replay and live, or twice live. */
   seen: Set<string>;
 }
@@ -72,7 +83,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
 
   async onApplicationBootstrap(): Promise<void> {
     await this.pubsub.subscribe(CHANNEL, (message) => {
-      const events = JSON.parse(message) as StoredEvent[];
+      const events = JSON.parse(message) as PublishedEvent[];
       this.chain = this.chain.then(() => this.dispatch(events)).catch((err: unknown) => this.logger.warn({ err }, 'event stream dispatch failed'));
     });
     const heartbeat = setInterval(() => this.subscribers.forEach((s) => this.write(s, ': heartbeat\n\n')), this.config.EVENTS_HEARTBEAT_SECONDS * 1000);
@@ -89,7 +100,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   /** Called by the relay with each dispatched batch. */
-  async publish(events: StoredEvent[]): Promise<void> {
+  async publish(events: PublishedEvent[]): Promise<void> {
     await this.pubsub.publish(CHANNEL, JSON.stringify(events));
   }
 
@@ -119,35 +130,55 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     try {
       await this.replay(sub, lastEventId);
     } finally {
-      const held = sub.held ?? [];
-      sub.held = null;
-      await this.send(sub, held);
+      await this.goLive(sub);
     }
+  }
+
+  /**
+   * Sends the held events the replay did not cover, then lets live events through. Events that
+   * arrive while held ones are being sent are held too, so nothing overtakes them.
+   */
+  private async goLive(sub: Subscriber): Promise<void> {
+    for (let held = sub.held ?? []; held.length; held = sub.held) {
+      sub.held = [];
+      const after = sub.replayedTo;
+      // Publication numbers grow in the order the relays publish; an event without one came from a relay that assigns none.
+      await this.send(sub, after === undefined ? held : held.filter((e) => e.published_seq === undefined || compareSeq(e.published_seq, after) > 0));
+    }
+    sub.held = null;
   }
 
   private async replay(sub: Subscriber, lastEventId: string): Promise<void> {
     const tenantId = sub.principal.tenantId;
     const [from] = isId(lastEventId)
-      ? await this.db.query(`SELECT seq::text AS seq FROM events WHERE tenant_id = $1 AND id = $2`, [tenantId, lastEventId])
+      ? await this.db.query(
+          `SELECT published_seq::text AS published_seq FROM events WHERE tenant_id = $1 AND id = $2 AND published_seq IS NOT NULL`,
+          [tenantId, lastEventId],
+        )
       : [];
     if (!from) {
       const reason = { reason: 'last_event_id_unknown', message: 'Events after this id are no longer kept (or it was never issued); resynchronise, then follow the live stream' };
       this.write(sub, `event: stream.reset\ndata: ${JSON.stringify(reason)}\n\n`);
       return;
     }
-    for (let after: string = from.seq; ; ) {
-      const page: StoredEvent[] = await this.db.query(
-        `SELECT ${EVENT_COLUMNS} FROM events
-          WHERE tenant_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT ${REPLAY_PAGE}`,
+    // The relay commits an event's number before publishing it: an event this stream missed
+    // live (published before it subscribed) is already visible here.
+    for (let after: string = from.published_seq; ; ) {
+      sub.replayedTo = after;
+      // Ordered by the column, qualified: the bare name would mean the text output column ('10' < '9').
+      const page: PublishedEvent[] = await this.db.query(
+        `SELECT ${EVENT_COLUMNS}, published_seq::text AS published_seq FROM events
+          WHERE tenant_id = $1 AND published_seq > $2::bigint ORDER BY events.published_seq LIMIT ${REPLAY_PAGE}`,
         [tenantId, after],
       );
       await this.send(sub, page);
+      if (page.length) sub.replayedTo = page[page.length - 1].published_seq;
       if (page.length < REPLAY_PAGE || !this.subscribers.has(sub)) return;
-      after = page[page.length - 1].seq;
+      after = sub.replayedTo;
     }
   }
 
-  private async dispatch(events: StoredEvent[]): Promise<void> {
+  private async dispatch(events: PublishedEvent[]): Promise<void> {
     for (const sub of this.subscribers) {
       const mine = events.filter((e) => e.tenant_id === sub.principal.tenantId);
       if (!mine.length) continue;
@@ -201,4 +232,9 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     this.subscribers.delete(sub);
     void this.slots.release(sub.slot);
   }
+}
+
+/** Order of bigints carried as text (`seq`, `published_seq`). */
+export function compareSeq(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }

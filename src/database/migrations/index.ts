@@ -21,6 +21,7 @@ import { Connections1732300001800 } from './1732300001800-connections';
 import { EventRelayLease1732300001900 } from './1732300001900-event-relay-lease';
 import { WebhookCredentialScopes1732300002000 } from './1732300002000-webhook-credential-scopes';
 import { OauthSecretsAtRest1732300002100 } from './1732300002100-oauth-secrets-at-rest';
+import { EventPublishOrder1732300002200 } from './1732300002200-event-publish-order';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -45,4 +46,5 @@ export const migrations = [
   EventRelayLease1732300001900,
   WebhookCredentialScopes1732300002000,
   OauthSecretsAtRest1732300002100,
+  EventPublishOrder1732300002200,
 ];
