@@ -32,6 +32,25 @@ export class BookkeepingDb implements OnModuleDestroy {
 
   query: Sql = async (text, params) => (await this.pool.query(text, params)).rows;
 
+  /**
+   * Runs `work` holding a transaction-level advisory lock on a connection of its own, so that
+   * what `work` writes through `query` commits (on other connections) while the lock is held.
+   */
+  async underLock<T>(lockId: number, work: () => Promise<T>): Promise<T> {
+    if (!Number.isSafeInteger(lockId)) throw new Error(`not a lock id: ${lockId}`);
+    const client = await this.pool.connect();
+    try {
+      // One round trip: on a busy machine each one can wait for a core.
+      await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${lockId})`);
+      return await work();
+    } finally {
+      // Ending the transaction releases the lock. Not waited for: the connection runs its
+      // statements in order, so the next user of it (or of the lock) comes after.
+      client.query('ROLLBACK').catch(() => undefined);
+      client.release();
+    }
+  }
+
   async onModuleDestroy(): Promise<void> {
     await this.pool.end();
   }

@@ -23,8 +23,6 @@
  * instance that died before relaying them, or whose announcement was lost).
  */
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { orTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { BookkeepingDb } from '../database/bookkeeping-db';
@@ -58,7 +56,6 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
 
   constructor(
     private readonly db: BookkeepingDb,
-    @InjectDataSource() private readonly main: DataSource,
     private readonly outbox: Outbox,
     private readonly fanout: WebhookFanout,
     private readonly dispatcher: WebhookDispatcher,
@@ -128,29 +125,23 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
     // instance could take them, and a long backlog would hold the shutdown up.
     while (!this.stopped) {
       this.again = false;
-      const leaseMs = this.dispatcher.leaseMs;
-      const { events, unpublished } = await this.claimAndPublish(leaseMs);
-      if (!events.length) return;
-      // Webhooks do not depend on Redis: a batch the streams missed is still delivered.
-      const deliveries = await this.fanout.plan(events, leaseMs);
-      this.dispatcher.deliverFirst(events, deliveries);
+      const { claimed, unpublished } = await this.pass(this.dispatcher.leaseMs);
       if (unpublished) throw unpublished;
-      if (events.length < BATCH && !this.again) return;
+      if (claimed < BATCH && !this.again) return;
     }
   }
 
   /**
-   * Claims the next batch, numbering it, and publishes it on Redis, holding the publish lock
-   * throughout. The lock lives in a transaction of its own connection so that the claim (on the
-   * bookkeeping pool) commits before the batch is published: a stream that receives an event
-   * live and resumes from it must find its number in the outbox. A batch that could not be
-   * published is returned with the error: its number stands, so resuming streams replay it.
+   * One batch: claims it, numbering it, and publishes it on Redis, holding the publish lock
+   * until the publication is done; meanwhile the fan-out plans its deliveries and their first
+   * attempts start. The lock lives in a transaction of its own connection so that the claim
+   * commits before the batch is published: a stream that receives an event live and resumes
+   * from it must find its number in the outbox. A batch that could not be published is
+   * answered with the error: its numbers stand, so resuming streams replay it, and webhooks,
+   * which do not depend on Redis, still get it.
    */
-  private async claimAndPublish(leaseMs: number): Promise<{ events: Claimed[]; unpublished?: unknown }> {
-    const lock = this.main.createQueryRunner();
-    try {
-      await lock.startTransaction();
-      await lock.query('SELECT pg_advisory_xact_lock($1)', [PUBLISH_LOCK]);
+  private pass(leaseMs: number): Promise<{ claimed: number; unpublished?: unknown }> {
+    return this.db.underLock(PUBLISH_LOCK, async () => {
       // The numbers follow `seq` within the batch: nextval runs over the rows in claim order.
       const claimed = await this.db.query<Claimed>(
         `WITH next AS (
@@ -163,19 +154,17 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
          RETURNING ${EVENT_COLUMNS}, published_seq::text AS published_seq, next.reclaimed`,
         [leaseMs],
       );
+      if (!claimed.length) return { claimed: 0 };
       const events = claimed.sort((a, b) => compareSeq(a.published_seq, b.published_seq));
-      if (!events.length) return { events };
+      // Bounded: every instance's relay waits on this lock while Redis is away.
+      const publishing = orTimeout(this.stream.publish(events.map(({ reclaimed, ...event }) => event)), PUBLISH_WAIT_MS, 'publishing events on Redis') // eslint-disable-line @typescript-eslint/no-unused-vars
+        .then(() => undefined, (err: unknown) => err);
       try {
-        // Bounded: every instance's relay waits on this lock, webhooks included, while Redis is away.
-        await orTimeout(this.stream.publish(events.map(({ reclaimed, ...event }) => event)), PUBLISH_WAIT_MS, 'publishing events on Redis'); // eslint-disable-line @typescript-eslint/no-unused-vars
-        return { events };
-      } catch (err) {
-        return { events, unpublished: err };
+        this.dispatcher.deliverFirst(events, await this.fanout.plan(events, leaseMs));
+      } finally {
+        await publishing;
       }
-    } finally {
-      // The lock is all this transaction holds; ending it either way releases the lock.
-      if (lock.isTransactionActive) await lock.rollbackTransaction().catch(() => undefined);
-      await lock.release();
-    }
+      return { claimed: events.length, unpublished: await publishing };
+    });
   }
 }
