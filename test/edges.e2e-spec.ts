@@ -4,7 +4,9 @@
  * cardinality race, and tenant isolation.
  */
 import { randomUUID } from 'node:crypto';
+import { MAX_OUTGOING_EDGES } from '../src/edges/edges.service';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { expectError } from './support/envelope';
 
 describe('edges (e2e)', () => {
   let t: TestApp;
@@ -508,6 +510,22 @@ describe('edges (e2e)', () => {
       const denied = await post(noEdgeWrite.key, '/items', { type: 'core.note', properties: { title: 'x' }, edges: { 'test.relates': [b] } }).expect(403);
       expect(code(denied)).toBe('edge_permission_denied');
     });
+  });
+
+  it(`caps an item's outgoing edges at ${MAX_OUTGOING_EDGES}, all types together`, async () => {
+    const bulk = await post(admin, '/items/bulk', {
+      mode: 'create_only',
+      items: Array.from({ length: MAX_OUTGOING_EDGES }, (_, i) => ({ type: 'core.note', properties: { title: `member ${i}` } })),
+    }).expect(200);
+    const members: string[] = bulk.body.results.map((r: { id: string }) => r.id);
+    const hub = (await post(admin, '/items', { type: 'core.note', properties: { title: 'hub' }, edges: { 'test.relates': members } }).expect(201)).body;
+    const extra = await item();
+    const refused = await link('test.parent', hub.id, extra);
+    expectError(refused, 400, 'edge_constraint_violation');
+    expect(refused.body.error.details).toMatchObject({ reason: 'limit', limit: MAX_OUTGOING_EDGES, existing: MAX_OUTGOING_EDGES });
+    // Below the cap again, it links.
+    await del(admin, `/edges/${(await get(admin, `/items/${hub.id}/edges`).expect(200)).body.edges[0].id}`).expect(200);
+    expect((await link('test.parent', hub.id, extra)).status).toBe(201);
   });
 
   it('documents every edge route in the OpenAPI document', async () => {

@@ -131,6 +131,13 @@ export const edgeErrors = {
       cardinality: et.cardinality,
       source_id: sourceId,
     }),
+  tooMany: (sourceId: string, has: number, adding: number, limit: number) =>
+    ApiError.badRequest('edge_constraint_violation', `Item ${sourceId} may have at most ${limit} outgoing edges; it has ${has}, and this adds ${adding}`, {
+      reason: 'limit',
+      source_id: sourceId,
+      limit,
+      existing: has,
+    }),
   duplicate: (edgeType: string, sourceId: string, targetId: string, existingId?: string) =>
     ApiError.badRequest('edge_constraint_violation', `An edge ${edgeType} from ${sourceId} to ${targetId} already exists`, {
       reason: 'duplicate',

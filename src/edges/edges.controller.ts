@@ -24,7 +24,8 @@ export class EdgesController {
       'Needs write on the edge type and write on the source item\'s type (else 403 edge_permission_denied), and read on the target\'s type ' +
       '(else 404 item_not_found). 404 edge_type_not_found for an unknown type. 400 edge_constraint_violation with `details.reason` ' +
       '`type` (an item\'s type is outside the edge type\'s patterns), `cardinality` (a `one` type and the source already has an outgoing edge ' +
-      'of it) or `duplicate` (the same type, source and target exist; `details.existing_edge_id`). 400 edge_cycle when the type is acyclic ' +
+      'of it), `duplicate` (the same type, source and target exist; `details.existing_edge_id`) or `limit` (the source would have more than ' +
+      '1,000 outgoing edges, all types together). 400 edge_cycle when the type is acyclic ' +
       'and the edge would close a cycle, self-loops included.',
   })
   @ApiCreatedResponse({ type: EdgeResponse })

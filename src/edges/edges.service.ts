@@ -40,6 +40,13 @@ import { CreateEdgeDto, EdgeList, EdgeResponse, ItemEdgesQuery } from './edges.d
 const FOREIGN_KEY_VIOLATION = '23503';
 /** Most edges one POST /items may carry in its `edges` field. */
 export const MAX_EDGES_PER_ITEM_WRITE = 1000;
+/**
+ * Most outgoing edges one item may have, all types together. Every read of the item carries
+ * them (its `edges`), and so does every event about it: without a bound, one writer could make
+ * each read of a page of items load millions of rows. A relation with more members is kept
+ * the other way round (each member's edge to the whole, read back with `backref`).
+ */
+export const MAX_OUTGOING_EDGES = 1000;
 
 /** An edge joined with the types of its two items (alias e for edges). */
 const EDGE_WITH_ENDS = `
@@ -292,6 +299,9 @@ export class EdgesService {
     if (et.cardinality === 'one' && new Set([...existingTargets.keys(), ...targetIds]).size > 1) throw edgeErrors.cardinality(et, source.id);
     const fresh = targetIds.filter((id) => !existingTargets.has(id));
     if (!fresh.length) return [];
+    // Not locked: writers racing on one item can pass it together by one write's worth at most each.
+    const [{ n }]: Array<{ n: number }> = await m.query(`SELECT count(*)::int AS n FROM edges WHERE tenant_id = $1 AND source_id = $2`, [p.tenantId, source.id]);
+    if (n + fresh.length > MAX_OUTGOING_EDGES) throw edgeErrors.tooMany(source.id, n, fresh.length, MAX_OUTGOING_EDGES);
     if (et.acyclic) await this.assertNoCycle(m, p.tenantId, et.name, source.id, fresh);
 
     // Creation times a millisecond apart keep a batch in request order wherever edges are
