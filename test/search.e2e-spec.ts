@@ -116,6 +116,11 @@ describe('search', () => {
       expect(ids(await search(c, 'burrow'))).toEqual([item.id]);
     });
 
+    it('finds an item by its tags however long its description', async () => {
+      const item = await createItem(c, note('tagged', { properties: { title: 'tagged', description: 'lorem '.repeat(5000) }, tags: ['okapi'] }));
+      expect(ids(await search(c, 'okapi'))).toEqual([item.id]);
+    });
+
     it('follows a natural-key upsert', async () => {
       const first = await createItem(c, note('capybara', { source_id: 'ext-1' }));
       const res = await c.post('/items', note('tapir', { source_id: 'ext-1' }));

@@ -22,6 +22,7 @@ import { EventRelayLease1732300001900 } from './1732300001900-event-relay-lease'
 import { WebhookCredentialScopes1732300002000 } from './1732300002000-webhook-credential-scopes';
 import { OauthSecretsAtRest1732300002100 } from './1732300002100-oauth-secrets-at-rest';
 import { EventPublishOrder1732300002200 } from './1732300002200-event-publish-order';
+import { SearchTagsFirst1732300002300 } from './1732300002300-search-tags-first';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -47,4 +48,5 @@ export const migrations = [
   WebhookCredentialScopes1732300002000,
   OauthSecretsAtRest1732300002100,
   EventPublishOrder1732300002200,
+  SearchTagsFirst1732300002300,
 ];
