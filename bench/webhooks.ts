@@ -8,7 +8,8 @@
  *   2. Registers 10 webhooks for every event, then alternates BENCH_ROUNDS rounds (default 3)
  *      of POST /items under autocannon at 10 connections for BENCH_DURATION seconds (default
  *      10): once with the webhooks disabled ("none": nothing is delivered) and once enabled.
- *      Between rounds it waits until every delivery owed has arrived.
+ *      Between rounds it waits until every delivery owed has arrived; before each phase, until the
+ *      relay is done, then VACUUMs the tables the phases write (see `settle`).
  *   3. Prints the write path's requests/s in both modes and their ratio; deliveries/s (all
  *      deliveries of an enabled round over the time from its first to its last arrival); and
  *      the time from the write to the first attempt's arrival at the receiver (p50/p99), measured
@@ -23,6 +24,7 @@ import autocannon from 'autocannon';
 import { execSync, fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
+import { Client } from 'pg';
 import { cpuMs, dropDatabase, machineBusyMs, percentile, startService } from './service';
 
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_bench_webhooks';
@@ -122,6 +124,25 @@ async function receiverChild(): Promise<void> {
     process.send!({ url, stats: { count, firstAt, lastAt, firstAttemptMs } });
   });
   process.send!({ url });
+}
+
+/**
+ * Before each phase: the relay done with the previous one, then VACUUM on what a phase writes,
+ * as autovacuum would keep up in a deployment (this machine may run with it off). Without it
+ * the outbox's dead rows pile up round after round and each round costs PostgreSQL more.
+ */
+async function settle(): Promise<void> {
+  const db = new Client({ connectionString: DATABASE_URL });
+  await db.connect();
+  try {
+    const deadline = Date.now() + 300_000;
+    while (Date.now() < deadline && (await db.query(`SELECT 1 FROM events WHERE dispatched_at IS NULL LIMIT 1`)).rowCount) {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await db.query('VACUUM ANALYZE items, item_versions, events, webhook_deliveries');
+  } finally {
+    await db.end();
+  }
 }
 
 /** The parent's handle on the receiver child. */
@@ -233,11 +254,13 @@ async function main(): Promise<void> {
     const cpuSubscribed: CpuMark[] = [];
     const mark = () => cpuMark(child.pid!, receiver.pid);
     for (let round = 0; round < ROUNDS; round++) {
+      await settle();
       let before = mark();
       const plain = await writeLoad(url, key);
       none.push(plain.rps);
       cpuNone.push(cpuPerWrite(before, mark(), plain.written));
       await setDisabled(false);
+      await settle();
       await receiver.ask('reset');
       before = mark();
       const { rps, written } = await writeLoad(url, key);
