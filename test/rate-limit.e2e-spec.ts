@@ -32,34 +32,38 @@ describe('rate limits', () => {
   describe('with RATE_LIMIT_REQUESTS=5', () => {
     let t: TestApp;
     let admin: string;
+    /** Creates the keys the tests need: /keys allows only 4 writes a minute per caller here. */
+    let minter: string;
     beforeAll(async () => {
       t = await startApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5' });
       admin = (await bootstrapAdmin(t)).key;
+      minter = (await createKey(t, admin, { label: 'minter', role: 'admin' })).key;
     });
     afterAll(() => t.close());
 
     it('every response carries the headers: success, 401 and 404', async () => {
-      expectLimitHeaders(await t.http.get('/keys').set(bearer(admin)).expect(200), 10);
-      expectLimitHeaders(expectStatus(await t.http.get('/keys').set(bearer('svc_k1_nope')), 401), 10);
-      expectLimitHeaders(expectStatus(await t.http.get('/keys'), 401), 10);
+      // /keys is tighter than the base however low that is (SPEC 8.1): 4 writes, 8 reads here.
+      expectLimitHeaders(await t.http.get('/keys').set(bearer(admin)).expect(200), 8);
+      expectLimitHeaders(expectStatus(await t.http.get('/keys').set(bearer('svc_k1_nope')), 401), 8);
+      expectLimitHeaders(expectStatus(await t.http.get('/keys'), 401), 8);
       expectLimitHeaders(expectStatus(await t.http.get('/no-such-route').set(bearer(admin)), 404), 10);
-      expectLimitHeaders(expectStatus(await t.http.post('/keys').set(bearer(admin)).set('Content-Type', 'application/json').send('{'), 400), 5);
+      expectLimitHeaders(expectStatus(await t.http.post('/keys').set(bearer(admin)).set('Content-Type', 'application/json').send('{'), 400), 4);
       expectLimitHeaders(await t.http.get('/health').expect(200), 10);
       expectLimitHeaders(await t.http.get('/openapi.json').expect(200), 10);
     });
 
     it('refusals before routing count and carry the headers too: a URL not validly percent-encoded, no Host', async () => {
-      const k = await createKey(t, admin, { label: 'mangled' });
+      const k = await createKey(t, minter, { label: 'mangled' });
       const remaining: number[] = [];
-      for (let i = 0; i < 10; i++) {
+      for (let i = 0; i < 8; i++) {
         const res = await t.http.get('/keys/%E0%A4%A').set(bearer(k.key));
         expectError(res, 400, 'invalid_request');
-        remaining.push(expectLimitHeaders(res, 10).remaining);
+        remaining.push(expectLimitHeaders(res, 8).remaining);
       }
-      expect(remaining).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
-      expectRateLimited(await t.http.get('/keys/%E0%A4%A').set(bearer(k.key)), 10);
+      expect(remaining).toEqual([7, 6, 5, 4, 3, 2, 1, 0]);
+      expectRateLimited(await t.http.get('/keys/%E0%A4%A').set(bearer(k.key)), 8);
       // The same bucket as the routed requests of that path segment.
-      expectRateLimited(await t.http.get('/keys').set(bearer(k.key)), 10);
+      expectRateLimited(await t.http.get('/keys').set(bearer(k.key)), 8);
 
       const hostless = await rawRequest(t.url, `GET /health HTTP/1.1\r\nAuthorization: Bearer ${k.key}\r\nConnection: close\r\n\r\n`);
       expect(hostless.status).toBe(400);
@@ -68,8 +72,8 @@ describe('rate limits', () => {
     });
 
     it('past the limit: 429 rate_limited with Retry-After; another key of the tenant is unaffected', async () => {
-      const k1 = await createKey(t, admin, { label: 'k1' });
-      const k2 = await createKey(t, admin, { label: 'k2' });
+      const k1 = await createKey(t, minter, { label: 'k1' });
+      const k2 = await createKey(t, minter, { label: 'k2' });
       // POST /tenants is a write (limit 5) that a member is refused; refused requests count too.
       const remaining: number[] = [];
       for (let i = 0; i < 5; i++) {
@@ -91,7 +95,7 @@ describe('rate limits', () => {
     });
 
     it('GET gets twice the write limit', async () => {
-      const k = await createKey(t, admin, { label: 'reader' });
+      const k = await createKey(t, minter, { label: 'reader' });
       for (let i = 0; i < 10; i++) await t.http.get('/no-such-thing').set(bearer(k.key)).expect(404);
       expectRateLimited(await t.http.get('/no-such-thing').set(bearer(k.key)), 10);
       // The write limit of the same segment is half that.
@@ -113,14 +117,14 @@ describe('rate limits', () => {
       const other = (await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'] }).expect(201)).body;
       const token = (c: { client_id: string; client_secret: string }) =>
         t.http.post('/auth/oauth2/token').auth(c.client_id, c.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' });
-      for (let i = 0; i < 5; i++) expect((await token(client)).status).toBe(200);
+      for (let i = 0; i < 4; i++) expect((await token(client)).status).toBe(200);
       const refused = await token(client);
       expect(refused.status).toBe(429);
       expect(refused.body).toEqual({ error: 'rate_limited', error_description: expect.any(String) });
       expect(refused.headers['retry-after']).toMatch(/^\d+$/);
       expect(refused.headers['x-ratelimit-remaining']).toBe('0');
       // Another client from the same address has its own bucket.
-      expect(expectLimitHeaders(await token(other).expect(200), 5).remaining).toBe(4);
+      expect(expectLimitHeaders(await token(other).expect(200), 4).remaining).toBe(3);
       const revoke = () => t.http.post('/auth/oauth2/revoke').auth(client.client_id, client.client_secret).type('form').send({ token: 'svc_at_x' });
       for (let i = 0; i < 5; i++) expect((await revoke()).status).toBe(200);
       expect((await revoke()).body).toEqual({ error: 'rate_limited', error_description: expect.any(String) });

@@ -15,10 +15,13 @@ describe('bucketFor', () => {
     for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) expect(bucketFor(method, '/search', 7).limit).toBe(7);
   });
 
-  it('caps /keys at the tight limit whatever the base, and keeps smaller bases', () => {
+  it('caps /keys at the tight limit whatever the base, and below a smaller base', () => {
     expect(bucketFor('POST', '/keys', 1000)).toEqual({ bucket: 'keys:w', limit: TIGHT_LIMIT });
     expect(bucketFor('GET', '/keys/abc', 1000)).toEqual({ bucket: 'keys:r', limit: TIGHT_LIMIT * 2 });
-    expect(bucketFor('POST', '/keys', 5).limit).toBe(5);
+    expect(bucketFor('POST', '/keys', TIGHT_LIMIT).limit).toBe(TIGHT_LIMIT - 1);
+    expect(bucketFor('POST', '/keys', 5).limit).toBe(4);
+    expect(bucketFor('POST', '/auth/token', 5).limit).toBe(4);
+    expect(bucketFor('POST', '/keys', 1).limit).toBe(1);
     expect(bucketFor('POST', '/KEYS', 1000)).toEqual({ bucket: 'keys:w', limit: TIGHT_LIMIT });
   });
 

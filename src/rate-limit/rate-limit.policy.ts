@@ -5,13 +5,15 @@
  * - one bucket per caller (key id, or client IP before authentication) per first path segment;
  * - reads (GET, HEAD, OPTIONS) get twice the base limit, in a bucket of their own;
  * - `/keys`, the token endpoints and the password forms (sign-in, sign-up, the device page's
- *   consent) are capped at TIGHT_LIMIT whatever the base is, because they are where credentials
- *   are minted or guessed;
+ *   consent) are capped at TIGHT_LIMIT, and below the base however low it is, because they are
+ *   where credentials are minted or guessed;
  * - the OAuth protocol endpoints (token, revocation, introspection, registration, device
  *   authorization, userinfo) answer a 429 in RFC 6749's error form, which their clients parse,
  *   and count a client authenticating with HTTP Basic per client and address.
  */
 export const TIGHT_LIMIT = 30;
+/** The tight limit for a base: at most TIGHT_LIMIT, and below the base however low it is set (SPEC 8.1). */
+export const tightLimit = (baseLimit: number) => Math.max(1, Math.min(TIGHT_LIMIT, baseLimit - 1));
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 // Case-insensitive like the routing (app.factory.ts), so `/AUTH/TOKEN` cannot dodge the tight cap.
 const TOKEN_PATHS = /^\/auth\/(token|oauth2\/token|device\/token)\/?$/i;
@@ -34,12 +36,12 @@ export function bucketFor(method: string, path: string, baseLimit: number): Buck
   let name = segment;
   if (TOKEN_PATHS.test(path)) {
     name = 'auth-token';
-    limit = Math.min(baseLimit, TIGHT_LIMIT);
+    limit = tightLimit(baseLimit);
   } else if (PASSWORD_FORMS.test(path) && !read) {
     name = 'auth-password';
-    limit = Math.min(baseLimit, TIGHT_LIMIT);
+    limit = tightLimit(baseLimit);
   } else if (segment === 'keys') {
-    limit = Math.min(baseLimit, TIGHT_LIMIT);
+    limit = tightLimit(baseLimit);
   }
   const oauth = OAUTH_ENDPOINTS.test(path) || (DEVICE_AUTHORIZATION.test(path) && !read);
   return { bucket: `${name}:${read ? 'r' : 'w'}`, limit: read ? limit * 2 : limit, ...(oauth ? { oauth } : {}) };
