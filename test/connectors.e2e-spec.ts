@@ -130,6 +130,8 @@ describe('connector OAuth bootstrap', () => {
     expect(back.origin + back.pathname).toBe(BACK);
     expect([back.searchParams.get('error'), back.searchParams.get('error_description')]).toEqual(['access_denied', 'The user said no']);
     expect(back.searchParams.get('connection_id')).toBeNull();
+    // Parameters it knows are still checked: a repeated one is refused, naming it.
+    expect(badFields(await svc.http.get(`/oauth/callback/acme.notes?error=a&error=b&state=${encodeURIComponent(state!)}`))).toEqual(['error']);
   });
 
   it('refreshes a connection from several requests at once without presenting one refresh token twice', async () => {
