@@ -51,6 +51,7 @@ describe('integrations', () => {
     });
     expect(res.body.summary).toContain('core.task:write');
     expect(res.body.summary).toContain('auth.acme.example');
+    expect(res.body.summary).toContain('runs every 15 minutes');
     const read = await t.http.get(`/integrations/${res.body.id}`).set(bearer(otherAdmin)).expect(200);
     expect(read.body).toEqual(res.body);
   });

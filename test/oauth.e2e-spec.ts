@@ -256,6 +256,7 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     }
     const logout = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example/cb'], post_logout_redirect_uris: ['http://app.example/bye'] });
     expect([logout.status, logout.body.error]).toEqual([400, 'invalid_redirect_uri']);
+    expect(logout.body.error_description).toMatch(/loopback/); // the rule broken, not the provider's stock text
     for (const uri of ['http://127.0.0.1:8080/cb', 'http://localhost/cb', 'http://[::1]:9000/cb', 'https://app.example/cb']) {
       await t.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', redirect_uris: [uri] }).expect(201);
     }
@@ -508,8 +509,10 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     // One rotation, so that the grant has a used refresh token when it is revoked.
     const tokens = await oidc.refreshTokenGrant(rp, first.refresh_token!);
 
-    // The account pages want their own sign-in.
+    // The account pages want their own sign-in; GET /auth leads to them.
     const account = request.agent(t.url);
+    const home = await account.get('/auth');
+    expect([home.status, home.headers.location]).toEqual([303, '/auth/grants']);
     const redirect = await account.get('/auth/grants');
     expect(redirect.status).toBe(303);
     expect(redirect.headers.location).toBe('/auth/sign-in?return_to=%2Fauth%2Fgrants');
@@ -523,7 +526,7 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(page.status).toBe(200);
     expect(page.text).toContain('Notes app');
     const { grants } = (await account.get('/auth/grants').set('Accept', 'application/json').expect(200)).body;
-    const grant = grants.find((g: { scope: string }) => g.scope.includes('core.note:read'));
+    const grant = grants.find((g: { client_name: string; scope: string }) => g.client_name === 'Notes app' && g.scope.includes('core.note:read'));
     expect(grant).toMatchObject({ client_name: 'Notes app', scope: expect.stringContaining('openid') });
     expect((await account.get(`/auth/grants/${grant.id}`).set('Accept', 'application/json').expect(200)).body.id).toBe(grant.id);
 

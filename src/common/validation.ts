@@ -18,7 +18,9 @@ function flatten(errors: ValidationError[], parent = ''): FieldIssue[] {
   for (const e of errors) {
     const field = parent ? `${parent}.${e.property}` : e.property;
     if (e.constraints) {
-      const messages = Object.entries(e.constraints).map(([name, msg]) =>
+      // A missing field fails every check on it; saying it is missing says it all.
+      const constraints = e.constraints.isDefined ? { isDefined: e.constraints.isDefined } : e.constraints;
+      const messages = Object.entries(constraints).map(([name, msg]) =>
         name === 'whitelistValidation' ? 'is not a known field' : msg.startsWith(e.property + ' ') ? msg.slice(e.property.length + 1) : msg,
       );
       out.push({ field, message: messages.join('; ') });

@@ -131,6 +131,7 @@ export function summarize(m: Manifest): string {
   const types = m.target_types?.length ? ` items of ${m.target_types.join(', ')}` : '';
   const asks = m.permissions?.length ? `; asks for ${m.permissions.join(', ')}` : '';
   const upstream = m.oauth ? `; connects to ${new URL(m.oauth.authorize_url).host} with OAuth` : '';
-  const triggers = m.triggers?.length ? `; runs on ${m.triggers.map((t) => t.event ?? t.schedule ?? t.kind).join(', ')}` : '';
+  // "runs on item.created, every 15 minutes": an event is what it runs on, a schedule says when.
+  const triggers = m.triggers?.length ? `; runs ${m.triggers.map((t) => (t.event ? `on ${t.event}` : (t.schedule ?? `on ${t.kind}`))).join(', ')}` : '';
   return `${m.name} ${m.version} by ${m.publisher} ${flow} this service${types ? ` (${types.trim()})` : ''}${asks}${upstream}${triggers}.`;
 }

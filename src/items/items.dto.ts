@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
 import {
-  ArrayMaxSize, IsArray, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min,
+  ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min,
   ValidateBy,
 } from 'class-validator';
 import { IsOptionalNonNull, IsRfc3339, IsQueryInt, MAX_INT4 } from '../common/validation';
@@ -101,7 +101,7 @@ export class CreateItemDto extends ItemWritableFields {
 
 export class PatchItemDto extends ItemWritableFields {
   @ApiProperty({ description: 'The version the change is based on (optimistic concurrency)' })
-  @IsInt() @Min(1) @Max(MAX_INT4)
+  @IsDefined({ message: 'is required: the version the change is based on' }) @IsInt() @Min(1) @Max(MAX_INT4)
   version: number;
 }
 

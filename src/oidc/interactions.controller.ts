@@ -4,6 +4,7 @@
  * the result back to the provider, which then continues to the client's redirect_uri.
  *
  *   GET  /auth/?interaction=     where the provider sends the browser: on to one of these
+ *                                (plain GET /auth: the account pages)
  *   GET  /auth/sign-in?uid=      the sign-in form
  *   POST /auth/sign-in           email + password → the interaction's login
  *   GET  /auth/consent?uid=      the requested scopes, literally, each one untickable
@@ -48,8 +49,11 @@ export class InteractionsController {
 
   @ApiExtension('x-error-format', 'html')
   @Get()
-  @ApiOperation({ summary: 'Where the provider sends a browser mid-authorization (`?interaction=`): on to sign-in or consent (HTML)' })
+  @ApiOperation({
+    summary: 'Where the provider sends a browser mid-authorization (`?interaction=`): on to sign-in or consent (HTML); without it, the account pages (303 to /auth/grants)',
+  })
   async start(@Query('interaction') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (uid === undefined) return reply.redirect('/auth/grants', 303);
     const details = await this.details(req, reply, uid);
     if (!details) return;
     await reply.redirect(`/auth/${details.prompt.name === 'login' ? 'sign-in' : 'consent'}?uid=${encodeURIComponent(details.uid)}`, 303);

@@ -76,7 +76,10 @@ function refuseUnsafeClient(metadata: ClientMetadata, errors: typeof import('oid
   for (const uri of [...(metadata.redirect_uris ?? []), ...(metadata.post_logout_redirect_uris ?? [])]) {
     const url = URL.canParse(uri) ? new URL(uri) : undefined;
     if (url?.protocol === 'http:' && !LOOPBACK_HOSTS.has(url.hostname)) {
-      throw new errors.InvalidRedirectUri(`${uri}: plain http is allowed only to a loopback host (127.0.0.1, [::1], localhost); use https`);
+      // The class takes no description of its own (its default speaks of a redirect_uri mismatch).
+      throw Object.assign(new errors.InvalidRedirectUri(), {
+        error_description: `${uri}: plain http is allowed only to a loopback host (127.0.0.1, [::1], localhost); use https`,
+      });
     }
   }
 }

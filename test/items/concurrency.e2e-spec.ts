@@ -73,6 +73,9 @@ describe('items: versions and conflicts', () => {
       for (const body of [{ properties: { title: 'x' } }, { version: 0, tags: [] }, { version: '1', tags: [] }, { version: 1.5, tags: [] }, { version: 1, type: 'core.note' }]) {
         expectError(await admin.patch(`/items/${item.id}`, body), 400, 'validation_error');
       }
+      // A missing version is named as missing, not as out of range.
+      const missing = await admin.patch(`/items/${item.id}`, { properties: { title: 'x' } });
+      expect(missing.body.error.details.fields).toEqual([{ field: 'version', message: expect.stringMatching(/^is required/) }]);
     });
   });
 
