@@ -561,6 +561,8 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect([reuse.status, reuse.body.error]).toEqual([400, 'token_reuse_detected']);
     const sessions = (await account.get('/auth/sessions').set('Accept', 'application/json').expect(200)).body.sessions;
     expect(sessions.length).toBeGreaterThanOrEqual(1);
+    // The activity names the app, not only its client id.
+    expect((await account.get('/auth/security')).text).toContain('access revoked from <strong>Notes app</strong>');
     const sessionsPage = await account.get('/auth/sessions');
     expect((await account.post('/auth/sessions/revoke').type('form').send({ csrf: field(sessionsPage.text, 'csrf') })).status).toBe(303);
     const ada = `SELECT id::text FROM users WHERE email = 'ada@example.com'`;

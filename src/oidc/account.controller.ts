@@ -146,7 +146,9 @@ export class AccountController {
   async security(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/security');
     if (!user) return;
-    await sendPage(reply, 200, securityPage({ email: user.email, events: await this.audit.forUser(user.tenant_id, user.id) }));
+    const events = await this.audit.forUser(user.tenant_id, user.id);
+    const names = await this.grants.clientNames(events.map((e) => e.client_id));
+    await sendPage(reply, 200, securityPage({ email: user.email, events: events.map((e) => ({ ...e, client_name: e.client_id ? names.get(e.client_id) : undefined })) }));
   }
 
   /** The signed-in user; otherwise a redirect to sign in (HTML) or 401 (JSON), and undefined. */

@@ -54,6 +54,14 @@ export class GrantsService {
     return views.filter((v): v is GrantView => v !== undefined);
   }
 
+  /** Display names of clients by id, for activity lists; a client gone since shows its id. */
+  async clientNames(clientIds: Array<string | null>): Promise<Map<string, string>> {
+    const provider = await this.oidc.get();
+    const ids = [...new Set(clientIds.filter((id): id is string => !!id))];
+    const clients = await Promise.all(ids.map((id) => provider.Client.find(id)));
+    return new Map(ids.map((id, n) => [id, clients[n]?.clientName ?? id]));
+  }
+
   async get(userId: string, id: string): Promise<GrantView | undefined> {
     const provider = await this.oidc.get();
     const grant = await provider.Grant.find(id);

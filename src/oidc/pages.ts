@@ -172,9 +172,11 @@ export function sessionsPage(o: { csrf: string; sessions: Array<{ signed_in_at: 
   );
 }
 
-export function securityPage(o: { email: string; events: Array<{ action: string; client_id: string | null; created_at: string }> }): string {
+export function securityPage(o: { email: string; events: Array<{ action: string; client_id: string | null; client_name?: string; created_at: string }> }): string {
+  const app = (e: { client_id: string | null; client_name?: string }) =>
+    e.client_name && e.client_name !== e.client_id ? `<strong>${escapeHtml(e.client_name)}</strong> (<code>${escapeHtml(e.client_id ?? '')}</code>)` : `<code>${escapeHtml(e.client_id ?? '')}</code>`;
   const rows = o.events
-    .map((e) => `<li>${escapeHtml(e.created_at)}: ${e.action === 'auth.grant.created' ? 'access given to' : 'access revoked from'} <code>${escapeHtml(e.client_id ?? '')}</code></li>`)
+    .map((e) => `<li>${escapeHtml(e.created_at)}: ${e.action === 'auth.grant.created' ? 'access given to' : 'access revoked from'} ${app(e)}</li>`)
     .join('');
   return page('Security', `${nav}<h1>Security</h1><p>Signed in as <strong>${escapeHtml(o.email)}</strong>.</p><h2>Recent activity</h2>${rows ? `<ul>${rows}</ul>` : '<p>Nothing yet.</p>'}`);
 }
