@@ -14,8 +14,8 @@
  * live in `published_seq` order, which is the order a Last-Event-ID replay follows
  * (event-stream.ts). The claim commits before the batch is published, so a stream that gets an
  * event live finds it in the outbox when it resumes. An event taken up again is numbered and
- * published again, at its new place. Instances still share the work: the fan-out and the
- * deliveries run outside the lock.
+ * published again, at its new place. The fan-out plans a batch while it is being published,
+ * under the lock; the attempts and their records run outside it, so instances still share them.
  *
  * It runs when a transaction that recorded events commits on this instance, when an instance
  * that does not deliver (EVENT_DELIVERY_ENABLED=false) announces such a commit on the Redis
