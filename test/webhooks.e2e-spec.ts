@@ -14,6 +14,7 @@ import { PER_WEBHOOK_CONCURRENCY } from '../src/webhooks/webhook-dispatcher';
 import { bearer, bootstrapAdmin, clearRedisPrefix, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { Receiver } from './support/receiver';
+import { TcpProxy } from './support/tcp-proxy';
 import { waitFor } from './support/wait';
 
 describe('webhooks (e2e)', () => {
@@ -442,6 +443,41 @@ describe('a first attempt that takes a while', () => {
     expect(done).toMatchObject({ id: pending.id, status: 'succeeded', attempts: 1, last_status_code: 200 });
     expect(await list('pending')).toEqual([]);
     expect(receiver.requests).toHaveLength(1);
+  });
+});
+
+describe('webhooks while Redis is away', () => {
+  const receiver = new Receiver();
+  let t: TestApp;
+  let admin: string;
+  let base: string;
+  let redis: TcpProxy;
+
+  beforeAll(async () => {
+    base = await receiver.start();
+    const redisUrl = new URL(REDIS_URL);
+    redis = await new TcpProxy(redisUrl.hostname, Number(redisUrl.port || 6379)).start();
+    const viaProxy = new URL(REDIS_URL);
+    viaProxy.port = String(redis.port);
+    t = await startApp({ REDIS_URL: viaProxy.toString() });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => {
+    await redis?.restore().catch(() => undefined);
+    await t?.close();
+    await redis?.stop();
+    await receiver.stop();
+  });
+
+  it('still delivers first attempts: the relay does not wait on the event streams\' Redis', async () => {
+    const hook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/no-redis`, events: ['item.created'] }).expect(201)).body;
+    await redis.cut();
+    const items = [];
+    for (let i = 0; i < 3; i++) items.push((await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: `while away ${i}` } }).expect(201)).body.id);
+    const got = await waitFor(() => receiver.requests.filter((r) => r.path === '/no-redis').length === 3 && receiver.requests, 'the three deliveries');
+    expect(got.map((r) => JSON.parse(r.body).item.id).sort()).toEqual([...items].sort());
+    expect((await t.http.get(`/webhooks/${hook.id}/deliveries?status=succeeded`).set(bearer(admin)).expect(200)).body.deliveries).toHaveLength(3);
+    await redis.restore();
   });
 });
 

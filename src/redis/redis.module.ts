@@ -23,7 +23,13 @@ export class RedisPubSub implements OnApplicationShutdown {
     return `${this.config.REDIS_PREFIX}${name}`;
   }
 
+  /**
+   * Fails at once while Redis is away, rather than waiting in the client's offline queue: a
+   * message sent after the reconnection would reach subscribers late and out of order, and
+   * what listens here has its own catch-up (Last-Event-ID replay, the relays' poll).
+   */
   async publish(name: string, message: string): Promise<void> {
+    if (this.redis.status !== 'ready') throw new Error(`Redis is not connected (${this.redis.status})`);
     await this.redis.publish(this.channel(name), message);
   }
 
