@@ -1,14 +1,6 @@
 /** Waits for `work` at most `ms`; a rejection or the deadline both give undefined. */
-export async function withinTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
-  try {
-    return await Promise.race([work, deadline]);
-  } catch {
-    return undefined;
-  } finally {
-    clearTimeout(timer);
-  }
+export function withinTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  return orTimeout(work, ms, 'work').catch(() => undefined);
 }
 
 /** `work`, or a rejection once `ms` have passed without it settling (the work itself goes on). */

@@ -159,12 +159,13 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
       // Bounded: every instance's relay waits on this lock while Redis is away.
       const publishing = orTimeout(this.stream.publish(events.map(({ reclaimed, ...event }) => event)), PUBLISH_WAIT_MS, 'publishing events on Redis') // eslint-disable-line @typescript-eslint/no-unused-vars
         .then(() => undefined, (err: unknown) => err);
+      let unpublished: unknown;
       try {
         this.dispatcher.deliverFirst(events, await this.fanout.plan(events, leaseMs));
       } finally {
-        await publishing;
+        unpublished = await publishing; // the lock is held until the publication is done either way
       }
-      return { claimed: events.length, unpublished: await publishing };
+      return { claimed: events.length, unpublished };
     });
   }
 }

@@ -6,18 +6,18 @@
  */
 import type { Client, Provider } from 'oidc-provider';
 import type { AuditService } from '../audit/audit.service';
-import { isApiScope, isKnownScope, OIDC_SCOPES, withinUserRole } from './scopes';
+import { isApiScope, isKnownScope, OIDC_SCOPES } from './scopes';
 
 /** A form field that may come once or repeated (`scope=a&scope=b`). */
 export const formList = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
 
 const isOidc = (s: string) => (OIDC_SCOPES as readonly string[]).includes(s);
 
-/** The scopes to ask the user about; with the user's role known, only those that role may give. */
-export function requestedScopes(client: Client | undefined, scopeParam: unknown, role?: 'admin' | 'member'): string[] {
+/** The scopes a request asks the user about: known to the service, and within what the client registered. */
+export function requestedScopes(client: Client | undefined, scopeParam: unknown): string[] {
   const allowed = client?.scope ? new Set(client.scope.split(' ')) : undefined;
-  const asked = [...new Set(String(scopeParam ?? '').split(' '))].filter((s) => isKnownScope(s) && (!isApiScope(s) || !allowed || allowed.has(s)));
-  return role ? withinUserRole(asked, role) : asked;
+  const asked = [...new Set(String(scopeParam ?? '').split(' '))];
+  return asked.filter((s) => isKnownScope(s) && (!isApiScope(s) || !allowed || allowed.has(s)));
 }
 
 /**

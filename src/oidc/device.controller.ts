@@ -23,6 +23,7 @@ import { Accepts, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
+import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 import { FormBody, FormFields } from './form-fields';
 import { cookieOf } from './account-session';
@@ -91,9 +92,8 @@ export class DeviceController {
         Object.assign(code, { error: 'access_denied', errorDescription: 'The user denied the request' });
       } else {
         const provider = await this.oidc.get();
-        const client = await provider.Client.find(code.clientId!);
-        const requested = requestedScopes(client, code.params?.scope);
-        const granted = grantedScopes(requestedScopes(client, code.params?.scope, user.role), list(body.scope), body[SCOPES_SHOWN] !== undefined);
+        const requested = requestedScopes(await provider.Client.find(code.clientId!), code.params?.scope);
+        const granted = grantedScopes(withinUserRole(requested, user.role), list(body.scope), body[SCOPES_SHOWN] !== undefined);
         const resource = this.config.baseUrl;
         const grantId = await recordConsent(provider, this.audit, {
           tenantId: user.tenant_id,

@@ -28,6 +28,7 @@ import { claimInteraction } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
 import { consentPage, errorPage, formExpiredPage, signInPage } from './pages';
 import { sendPage } from './send-page';
+import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -111,6 +112,7 @@ export class InteractionsController {
     const clientId = String(details.params.client_id);
     const client = await (await this.oidc.get()).Client.find(clientId);
     const user = details.session?.accountId ? await this.users.byId(details.session.accountId) : undefined;
+    const asked = requestedScopes(client, details.params.scope);
     await sendPage(
       reply,
       200,
@@ -119,7 +121,7 @@ export class InteractionsController {
         csrf: await this.csrf(details.uid),
         action: '/auth/authorize/decision',
         clientName: client?.clientName ?? clientId,
-        scopes: requestedScopes(client, details.params.scope, user?.role),
+        scopes: user ? withinUserRole(asked, user.role) : asked,
         extensions: ((client?.metadata() as { extension_permissions?: Record<string, string> })?.extension_permissions) ?? {},
       }),
     );
@@ -147,7 +149,7 @@ export class InteractionsController {
     const client = await provider.Client.find(clientId);
     // What the user's role may not give is refused with the rest, or the provider would ask again.
     const requested = requestedScopes(client, details.params.scope);
-    const offered = requestedScopes(client, details.params.scope, user.role);
+    const offered = withinUserRole(requested, user.role);
     const grantId = await recordConsent(provider, this.audit, {
       grantId: details.grantId,
       tenantId: user.tenant_id,

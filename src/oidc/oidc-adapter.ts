@@ -21,10 +21,11 @@
  * one at the same moment (both having read it unused), one wins; for the other it is a reuse,
  * and like a reuse the provider sees in sequence, it revokes the grant with all its tokens.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../crypto/secret-box';
+import { hashSecret } from '../keys/key-secrets';
 
 const secretAad = (clientId: string) => `oidc-client:${clientId}`;
 const deviceJtiAad = (rowId: string) => `oidc-device-code:${rowId}`;
@@ -55,7 +56,7 @@ const SEALED_JTI = 'svcSealedJti';
  * digest, and a lookup needs the same digest of the same value every time.
  */
 export function storedTokenId(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  return hashSecret(value);
 }
 
 const rowId = (model: string, id: string) => (TOKEN_MODELS.has(model) ? storedTokenId(id) : id);
