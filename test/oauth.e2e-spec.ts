@@ -613,7 +613,7 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     const client = await t.http
       .post('/auth/clients')
       .set(bearer(admin))
-      .send({ client_name: 'Living-room TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'], token_endpoint_auth_method: 'none', scope: 'openid profile core.note:read' })
+      .send({ client_name: 'Living-room TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'], token_endpoint_auth_method: 'none', scope: 'openid profile email core.note:read' })
       .expect(201);
     clientId = client.body.client_id;
     rp = await oidc.discovery(new URL(t.url), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
@@ -637,7 +637,7 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
   }
 
   it('answers with XXX-XXXX user codes, the verification URIs and an interval; pending, slow_down, then tokens with an id_token', async () => {
-    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid profile core.note:read' });
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid profile email core.note:read' });
     expect(device.user_code).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{3}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
     expect(device.verification_uri).toBe(`${t.url}/auth/device`);
     expect(device.verification_uri_complete).toBe(`${t.url}/auth/device?user_code=${device.user_code}`);
@@ -650,13 +650,17 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(tooSoon.status).toBe(400);
     expect(tooSoon.body.error).toBe('slow_down');
 
-    expect(await answer(device.verification_uri_complete!, { email: 'tv@example.com', password: 'a long tv password', decision: 'approve', scope: ['openid', 'core.note:read'] })).toBe(200);
+    expect(await answer(device.verification_uri_complete!, { email: 'tv@example.com', password: 'a long tv password', decision: 'approve', scope: ['openid', 'email', 'core.note:read'] })).toBe(200);
     const tokens = await oidc.pollDeviceAuthorizationGrant(rp, { ...device, interval: 6 });
     expect(tokens.access_token).toMatch(/^svc_at_/);
     expect(tokens.refresh_token).toMatch(/^svc_rt_/);
-    expect(tokens.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid']);
-    expect(tokens.claims()).toMatchObject({ iss: t.url, aud: clientId });
-    expect(tokens.claims()).not.toHaveProperty('name');
+    expect(tokens.scope!.split(' ').sort()).toEqual(['core.note:read', 'email', 'openid']);
+    // SPEC 5.6: iss, sub, aud, exp and iat always; with email, email and email_verified (sign-up does not verify).
+    const claims = tokens.claims()!;
+    expect(claims).toMatchObject({ iss: t.url, aud: clientId, email: 'tv@example.com', email_verified: false });
+    expect(claims.exp).toBeGreaterThan(claims.iat);
+    expect(typeof claims.sub).toBe('string');
+    expect(claims).not.toHaveProperty('name');
     await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
     const [audit] = await t.sql<{ details: { source: string; created: boolean } }>(`SELECT details FROM audit_events WHERE action = 'auth.grant.created'`);
     expect(audit.details).toMatchObject({ source: 'device', created: true });
