@@ -52,7 +52,11 @@ const ATTEMPT_ENTRY = `jsonb_build_object('attempt', o.attempt, 'id', o.attempt_
  */
 const GATHER_MS = 10;
 
-type Waiting = Recorded & { resolve: () => void; reject: (err: unknown) => void };
+interface Waiting {
+  record: Recorded;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
 
 @Injectable()
 export class DeliveryRecords implements OnApplicationShutdown {
@@ -88,7 +92,7 @@ export class DeliveryRecords implements OnApplicationShutdown {
    */
   record(r: Recorded): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ ...r, resolve, reject });
+      this.pending.push({ record: r, resolve, reject });
       if (r.insert) {
         const key = eventKey(r.insert.tenantId, r.insert.eventId);
         const left = (this.owed.get(key) ?? 1) - 1;
@@ -114,17 +118,17 @@ export class DeliveryRecords implements OnApplicationShutdown {
       this.pending = [];
       this.dispatched = [];
       try {
-        await this.write(batch, dispatched);
-        batch.forEach((r) => r.resolve());
+        await this.write(batch.map((w) => w.record), dispatched);
+        batch.forEach((w) => w.resolve());
       } catch (err) {
         // Events with a lost record stay undispatched: their lease lapses and the relay plans
         // the deliveries not recorded again.
-        for (const r of batch) {
+        for (const { record: r } of batch) {
           if (!r.insert) continue;
           const key = eventKey(r.insert.tenantId, r.insert.eventId);
           if (this.owed.has(key)) this.tainted.add(key);
         }
-        batch.forEach((r) => r.reject(err));
+        batch.forEach((w) => w.reject(err));
       }
     }
   }
