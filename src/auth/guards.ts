@@ -30,10 +30,10 @@ export class BearerGuard implements CanActivate {
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
     if (req.principal) return true;
     // Decided here, before the body is looked at: once bootstrap is closed, an anonymous caller
-    // gets 401 whatever it sent. One with an Idempotency-Key goes on, so that the retry of a
-    // bootstrap whose response was lost gets it replayed; the bootstrap itself re-checks.
+    // gets 401 whatever it sent (an Idempotency-Key included: the root admin key is never kept
+    // for replay). The bootstrap itself re-checks.
     if (!req.authError && !req.headers.authorization && meta<boolean>(this.reflector, BOOTSTRAP_ROUTE, ctx)) {
-      if (req.headers['idempotency-key'] !== undefined || (await this.keys.bootstrapOpen())) return true;
+      if (await this.keys.bootstrapOpen()) return true;
       throw bootstrapClosed();
     }
     throw req.authError === 'expired_token'

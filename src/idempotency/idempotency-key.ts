@@ -12,16 +12,14 @@ export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 
 const KEY_RE = /^[\x21-\x7e]{1,255}$/;
 
-/** Keys are per credential, as in Stripe; requests without a caller (the bootstrap POST /keys) share one owner. */
+/** Keys are per credential, as in Stripe. */
 export interface KeyOwner {
   tenantId: string;
   credentialId: string;
 }
 
-export const BOOTSTRAP_OWNER: KeyOwner = { tenantId: '00000000-0000-0000-0000-000000000000', credentialId: 'bootstrap' };
-
-export function ownerOf(principal: Principal | undefined): KeyOwner {
-  return principal ? { tenantId: principal.tenantId, credentialId: principal.credentialId } : BOOTSTRAP_OWNER;
+export function ownerOf(principal: Principal): KeyOwner {
+  return { tenantId: principal.tenantId, credentialId: principal.credentialId };
 }
 
 /** The header's value, checked: 1-255 visible ASCII characters (a repeated header arrives joined by ", " and fails). */

@@ -1,8 +1,9 @@
 /**
  * Runs `@Idempotent()` routes, the only ones the decorator puts it on, at most once per
- * `Idempotency-Key` (as Stripe's API does). It acts when the request carries the header, after
- * the guards (so auth and permission failures are never kept) and around the pipes and handler
- * (so a validation error is kept and replayed like any other 4xx). The steps:
+ * `Idempotency-Key` (as Stripe's API does). It acts when a caller's request carries the header
+ * (the unauthenticated bootstrap POST /keys is never kept), after the guards (so auth and
+ * permission failures are never kept) and around the pipes and handler (so a validation error
+ * is kept and replayed like any other 4xx). The steps:
  *
  * 1. Check the header (400 `validation_error` naming `Idempotency-Key`).
  * 2. Claim (owner, key) in Postgres for this request's fingerprint (method, URL, canonical body).
@@ -19,6 +20,7 @@ import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor, Str
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Principal } from '../auth/principal';
 import { toApiError } from '../common/exception.filter';
 import {
   IDEMPOTENT_REPLAYED_HEADER,
@@ -56,13 +58,15 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (ctx.getType() !== 'http') return next.handle();
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
     const header = req.headers['idempotency-key'];
-    if (header === undefined) return next.handle();
-    return from(this.run(req, ctx.switchToHttp().getResponse<FastifyReply>(), header, next));
+    // Without a caller (the bootstrap POST /keys) there is no owner to keep a response for: a
+    // kept root admin key would go to anyone who sent the same header.
+    if (header === undefined || !req.principal) return next.handle();
+    return from(this.run(req, req.principal, ctx.switchToHttp().getResponse<FastifyReply>(), header, next));
   }
 
-  private async run(req: FastifyRequest, res: FastifyReply, header: string | string[], next: CallHandler): Promise<unknown> {
+  private async run(req: FastifyRequest, principal: Principal, res: FastifyReply, header: string | string[], next: CallHandler): Promise<unknown> {
     const key = parseIdempotencyKey(header);
-    const attempt: Attempt = { key, digest: keyDigest(key), owner: ownerOf(req.principal) };
+    const attempt: Attempt = { key, digest: keyDigest(key), owner: ownerOf(principal) };
     const fingerprint = requestFingerprint(req.method, req.url, req.body);
     const deadline = Date.now() + WAIT_MS;
     for (let poll = FIRST_POLL_MS; ; poll = Math.min(poll * 2, MAX_POLL_MS)) {
