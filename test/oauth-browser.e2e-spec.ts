@@ -153,12 +153,19 @@ describe('OAuth pages in Chromium', () => {
     await Promise.race([back.waitFor(), allow.waitFor().then(() => allow.click())]);
     await back.waitFor();
 
-    await p.goto(`${t.url}/auth/logout`);
+    const neverFramed = (res: { headers(): Record<string, string> } | null) => {
+      expect(res!.headers()['x-frame-options']).toBe('DENY');
+      expect(res!.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+    };
+    // A framed confirmation would let another site click "sign out" for the user; the provider's error pages likewise.
+    neverFramed(await p.goto(`${t.url}/auth/oauth2/authorize?client_id=nope`));
+    neverFramed(await p.goto(`${t.url}/auth/logout`));
     await p.getByRole('button', { name: 'Yes, sign me out' }).waitFor();
     await p.screenshot({ path: path.join(SHOTS, 'logout.png'), fullPage: true });
     await p.getByRole('button', { name: 'Yes, sign me out' }).click();
     await p.waitForURL(`${t.url}/auth/logout/success`);
     expect(await p.textContent('main')).toMatch(/signed out/i);
+    neverFramed(await p.reload());
 
     await authorize();
     await p.getByLabel('Email').waitFor();

@@ -19,6 +19,7 @@ import { installDevicePolling } from './device-polling';
 import { providerInternals } from './provider-internals';
 import { isUsedRefreshToken, postgresAdapter } from './oidc-adapter';
 import { errorPage, logoutPage, messagePage } from './pages';
+import { setPage } from './send-page';
 import { isApiScope, OIDC_SCOPES } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 
@@ -128,8 +129,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     },
     routes: OIDC_ROUTES,
     renderError: async (ctx, out) => {
-      ctx.type = 'html';
-      ctx.body = errorPage('Something went wrong', out.error_description ? `${out.error_description} (${out.error})` : String(out.error));
+      setPage(ctx, errorPage('Something went wrong', out.error_description ? `${out.error_description} (${out.error})` : String(out.error)));
     },
     ttl: {
       AccessToken: config.ACCESS_TOKEN_TTL,
@@ -157,13 +157,11 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       rpInitiatedLogout: {
         enabled: true,
         logoutSource: async (ctx, form) => {
-          ctx.type = 'html';
-          ctx.body = logoutPage({ form, clientName: ctx.oidc.client?.clientName });
+          setPage(ctx, logoutPage({ form, clientName: ctx.oidc.client?.clientName }));
         },
         postLogoutSuccessSource: async (ctx) => {
-          ctx.type = 'html';
           const client = ctx.oidc.client?.clientName;
-          ctx.body = messagePage('Signed out', client ? `You have signed out of ${client}.` : 'You have signed out.');
+          setPage(ctx, messagePage('Signed out', client ? `You have signed out of ${client}.` : 'You have signed out.'));
         },
       },
       pushedAuthorizationRequests: { enabled: false },
