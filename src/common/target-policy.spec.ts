@@ -6,6 +6,8 @@ describe('webhook target policy', () => {
   it.each([
     '127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
     '255.255.255.255', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1',
+    // IPv4-compatible (deprecated), NAT64, 6to4, documentation and multicast forms.
+    '::127.0.0.1', '::7f00:1', '::a00:1', '64:ff9b::7f00:1', '2002:7f00:1::1', '2001:db8::1', 'ff02::1',
   ])('treats %s as not public', (a) => expect(isPublicAddress(a)).toBe(false));
 
   it('wants https unless private targets are allowed, and no credentials in the URL', () => {

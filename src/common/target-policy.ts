@@ -20,10 +20,13 @@ import { Agent } from 'undici';
  */
 export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
+/** Global unicast IPv6 (RFC 4291 2.4): ipaddr.js calls everything it has no name for "unicast", the deprecated IPv4-compatible ::a.b.c.d included. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+
 export function isPublicAddress(address: string): boolean {
   let parsed = ipaddr.parse(address);
   if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
-  return parsed.range() === 'unicast';
+  return parsed.range() === 'unicast' && (parsed.kind() === 'ipv4' || parsed.match(GLOBAL_UNICAST_V6));
 }
 
 /** Why a URL may not be a webhook target (syntax and scheme only), or undefined. */
