@@ -133,9 +133,12 @@ export class ItemsService {
   private async upsertExisting(
     m: EntityManager, p: Principal, existing: ItemRow, dto: CreateItemDto, type: ResolvedType, mode: 'create_only' | 'upsert',
   ): Promise<ItemRow> {
+    // A source can be shared by credentials that read different types (an OAuth client's grants):
+    // an item the caller may not read is not named (SPEC 7 rule 4), only the key's being taken.
+    const visible = existing.type === type.name || (await this.types.can(p, existing.type, 'read'));
     if (mode === 'create_only') {
       throw ApiError.conflict('duplicate_source', `An item with source_id "${dto.source_id}" already exists for this source`, {
-        id: existing.id,
+        ...(visible ? { id: existing.id } : {}),
         source: existing.source,
         source_id: existing.source_id,
       });
@@ -143,9 +146,10 @@ export class ItemsService {
     // SPEC 7.5: a re-post of a natural key updates, never 409; an item's type cannot change, so
     // a re-post under another type is invalid input.
     if (existing.type !== type.name) {
-      throw validationError(
-        [{ field: 'type', message: `must be ${existing.type}: the natural key (source, source_id) belongs to item ${existing.id} of that type, and an item's type cannot change` }],
-      );
+      const message = visible
+        ? `must be ${existing.type}: the natural key (source, source_id) belongs to item ${existing.id} of that type, and an item's type cannot change`
+        : 'must be the type of the item the natural key (source, source_id) already belongs to, which this credential cannot read; an item\'s type cannot change';
+      throw validationError([{ field: 'type', message }]);
     }
     if (dto.properties !== undefined) {
       this.validateProperties(type, dto.properties);

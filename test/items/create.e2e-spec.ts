@@ -246,6 +246,26 @@ describe('items: create, upsert, bulk, delete', () => {
       expect((await admin.get(`/items/${first.id}`)).body).toMatchObject({ type: 'core.note', version: 1 });
     });
 
+    it('a natural key held by an item the caller may not read: taken, but neither its id nor its type is named', async () => {
+      // A source shared by credentials that read different types: here a revoked key's source, taken up by a narrower key.
+      const wide = await createKey(t, adminKey, { role: 'member', source: 'handed.on', type_permissions: { 'core.bookmark': 'write' } });
+      const hidden = await createItem(api(t, wide.key), { type: 'core.bookmark', source_id: 'nk-hidden', properties: { url: 'https://x.test/h' } });
+      expectStatus(await admin.delete(`/keys/${wide.id}`), 200);
+      const narrow = api(t, (await createKey(t, adminKey, { role: 'member', source: 'handed.on', type_permissions: { 'core.note': 'write' } })).key);
+
+      const upsert = await narrow.post('/items', { ...note('mine'), source_id: 'nk-hidden' });
+      expectError(upsert, 400, 'validation_error');
+      expect(upsert.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(['type']);
+      const bulk = await narrow.post('/items/bulk', { mode: 'create_only', items: [{ ...note('mine'), source_id: 'nk-hidden' }] });
+      expectStatus(bulk, 200);
+      expect(bulk.body.results[0]).toMatchObject({ status: 'error', error: { code: 'duplicate_source' } });
+      for (const text of [JSON.stringify(upsert.body), JSON.stringify(bulk.body)]) {
+        expect(text).not.toContain(hidden.id);
+        expect(text).not.toContain('core.bookmark');
+      }
+      expect((await admin.get(`/items/${hidden.id}`)).body).toMatchObject({ type: 'core.bookmark', version: 1 });
+    });
+
     it('a re-post may move the state along an allowed edge only', async () => {
       const first = await createItem(admin, { ...note('moving'), source_id: 'nk-state' });
       const archived = await admin.post('/items', { ...note('moving'), source_id: 'nk-state', state: 'archived' });
