@@ -166,6 +166,27 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect(ok.body.access_token).toMatch(/^svc_at_/);
   });
 
+  it('matches search and bulk filters without tags for a token that may not read them', async () => {
+    const tagged = (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'quarterly report' }, tags: ['confidentialmerger'] }).expect(201)).body;
+    const plain = (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'quarterly plan' } }).expect(201)).body;
+    const { access_token } = (
+      await t.http.post('/auth/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read core.note:write' }).expect(200)
+    ).body;
+    const found = async (token: string, q: string) =>
+      (await t.http.get('/search').query({ q }).set(bearer(token)).expect(200)).body.results.map((r: { item: { id: string } }) => r.item.id).sort();
+
+    expect(await found(admin, 'confidentialmerger')).toEqual([tagged.id]);
+    expect(await found(access_token, 'confidentialmerger')).toEqual([]);
+    // An exclusion through a tag would tell it just as well.
+    expect(await found(admin, 'quarterly -confidentialmerger')).toEqual([plain.id]);
+    expect(await found(access_token, 'quarterly -confidentialmerger')).toEqual([tagged.id, plain.id].sort());
+    expect(await found(access_token, 'quarterly report')).toEqual([tagged.id]);
+    const dryRun = (token: string) =>
+      t.http.post('/items/bulk_action').set(bearer(token)).send({ action: 'transition', to_state: 'archived', dry_run: true, filter: { filter: 'confidentialmerger' } });
+    expect((await dryRun(admin).expect(200)).body.matched).toBe(1);
+    expect((await dryRun(access_token).expect(200)).body.matched).toBe(0);
+  });
+
   it('introspects and revokes (RFC 7662, RFC 7009); a revoked token is 401 at once', async () => {
     const { access_token } = await oidc.clientCredentialsGrant(rp, { scope: 'core.note:read' });
     const active = await oidc.tokenIntrospection(rp, access_token);

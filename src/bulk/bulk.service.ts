@@ -82,7 +82,7 @@ export class BulkService {
     );
     const params: unknown[] = [];
     let where = itemWhere(p.tenantId, filter, params);
-    if (f.filter !== undefined) where += ` AND ${this.search.matchClause(f.filter, p.tenantId, params)}`;
+    if (f.filter !== undefined) where += ` AND ${this.search.matchClause(f.filter, p.tenantId, params, { tags: canMetadata(p, 'read') })}`;
     params.push(max + 1);
     const rows: Array<{ id: string }> = await this.db.query(
       `SELECT i.id FROM items i WHERE ${where} ORDER BY i.created_at, i.id LIMIT $${params.length}`,

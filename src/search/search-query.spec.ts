@@ -64,7 +64,7 @@ describe('search query', () => {
   it('matchClause searches the tenant-scoped index, and tests the item\'s own vector where the index query is wider', () => {
     const params: unknown[] = [];
     const tsquery = tsquerySql('hello wor', []);
-    expect(matchClause('hello wor', 'tenant-1', params, 'x')).toBe(
+    expect(matchClause('hello wor', 'tenant-1', params, { alias: 'x' })).toBe(
       `item_search_scoped(x.tenant_id, x.search_vector) @@ (SELECT item_search_scoped_query($3::uuid, ${tsquery})) ` +
         `AND ((SELECT ${tsquery}::text !~ '<(-|[0-9]+)>') OR x.search_vector @@ ${tsquery})`,
     );
@@ -81,6 +81,15 @@ describe('search query', () => {
     ['-cat -dog', undefined], // nothing required: no index
   ])('searches the index for %s with %j', (q, indexText) => {
     expect(parseSearch(q).indexText).toEqual(indexText);
+  });
+
+  it('for a caller who may not read tags, always tests the item\'s text without them, exclusions included', () => {
+    const withoutTags = `to_tsvector('simple', i.search_document) @@`;
+    for (const q of ['hello wor', 'pie -secret', '-secret', '"of the" dusk']) {
+      const sql = matchClause(q, 't', [], { tags: false });
+      expect(sql).toContain(withoutTags);
+      expect(sql).not.toMatch(/ i\.search_vector @@|^i\.search_vector @@/);
+    }
   });
 
   it('skips the index when a query only excludes', () => {

@@ -187,11 +187,11 @@ export function textMatch(
   q: ParsedSearch | string,
   tenantId: string,
   params: unknown[],
-  alias = 'i',
+  { alias = 'i', tags = true }: MatchOptions = {},
 ): { condition: string; tsquery: string } {
   const parsed = typeof q === 'string' ? parseSearch(q) : q;
   const tsquery = tsquerySql(parsed, params);
-  const exact = `${alias}.search_vector @@ ${tsquery}`;
+  const exact = `${matchVector(alias, tags)} @@ ${tsquery}`;
   const scoped = (column: string, query: string) =>
     `item_search_scoped(${alias}.tenant_id, ${alias}.${column}) @@ (SELECT item_search_scoped_query(${bind(params, tenantId)}::uuid, ${query}))`;
   let condition: string;
@@ -205,13 +205,32 @@ export function textMatch(
     // answers it exactly (with the caller's tenant_id test), so the exact test runs only for
     // what the index query widens, phrase operators. Whether the query has any is settled once
     // per execution (an InitPlan), so for the others each row costs one test of a boolean.
-    condition = `${scoped('search_vector', tsquery)} AND ((SELECT ${tsquery}::text !~ '${WIDENED_IN_INDEX}') OR ${exact})`;
+    condition = tags
+      ? `${scoped('search_vector', tsquery)} AND ((SELECT ${tsquery}::text !~ '${WIDENED_IN_INDEX}') OR ${exact})`
+      : `${scoped('search_vector', tsquery)} AND ${exact}`;
   } else if (parsed.indexText !== undefined) {
     condition = `${scoped('search_vector', tsquerySql({ ...parsed, text: parsed.indexText }, params))} AND ${exact}`;
   } else {
     condition = exact;
   }
   return { condition, tsquery };
+}
+
+export interface MatchOptions {
+  /** The items table's alias in the statement. */
+  alias?: string;
+  /** Whether the caller may read tags (metadata:read); if not, an item must match without them. */
+  tags?: boolean;
+}
+
+/**
+ * The vector an item is tested against. The indexed one holds the tags (in the weight-B text,
+ * beside descriptions), so for a caller who may not read tags, a match or an exclusion through
+ * a tag would tell them the tag: theirs is built from the item's stored text without tags
+ * (`search_document`, the snippets' source: its first 47,000 characters or so).
+ */
+export function matchVector(alias: string, tags: boolean): string {
+  return tags ? `${alias}.search_vector` : `to_tsvector('${SEARCH_CONFIG}', ${alias}.search_document)`;
 }
 
 /**
@@ -225,6 +244,6 @@ const WIDENED_IN_INDEX = '<(-|[0-9]+)>';
  * The free-text condition of bulk actions' `filter.filter`: the same engine as `GET /search`,
  * without the typo-tolerant fallback, which only applies to interactive search.
  */
-export function matchClause(q: string, tenantId: string, params: unknown[], alias = 'i'): string {
-  return textMatch(q, tenantId, params, alias).condition;
+export function matchClause(q: string, tenantId: string, params: unknown[], options: MatchOptions = {}): string {
+  return textMatch(q, tenantId, params, options).condition;
 }

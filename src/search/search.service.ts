@@ -34,7 +34,7 @@ import type { FetchedOutgoingEdge } from '../edges/edge-rules';
 import type { ItemRow } from '../items/item.model';
 import type { ItemFilter } from '../items/item-filter';
 import { ItemsService } from '../items/items.service';
-import { matchClause, ParsedSearch, parseSearch } from './search-query';
+import { matchClause, MatchOptions, ParsedSearch, parseSearch } from './search-query';
 import { anyMatchStatement, fallbackApplies, searchStatement } from './search.sql';
 import { SearchQuery, SearchResponse } from './search.dto';
 import { SearchStatements } from './search-statements';
@@ -56,8 +56,8 @@ export class SearchService {
    * The free-text condition of bulk actions' `filter.filter`: the same engine as `q` here
    * (websearch syntax, prefix of the last word), without the interactive typo fallback.
    */
-  matchClause(q: string, tenantId: string, params: unknown[], alias = 'i'): string {
-    return matchClause(q, tenantId, params, alias);
+  matchClause(q: string, tenantId: string, params: unknown[], options: MatchOptions = {}): string {
+    return matchClause(q, tenantId, params, options);
   }
 
   async search(p: Principal, query: SearchQuery): Promise<SearchResponse> {
@@ -95,6 +95,6 @@ export class SearchService {
   }
 
   private async anyTextMatch(p: Principal, filter: ItemFilter, parsed: ParsedSearch): Promise<boolean> {
-    return (await this.statements.query(anyMatchStatement(p.tenantId, filter, parsed))).length > 0;
+    return (await this.statements.query(anyMatchStatement(p.tenantId, filter, parsed, canMetadata(p, 'read')))).length > 0;
   }
 }

@@ -6,7 +6,7 @@
 import { outgoingEdgesSql } from '../edges/edge-rules';
 import { ITEM_COLUMNS_I } from '../items/item.model';
 import { ItemFilter, itemWhere } from '../items/item-filter';
-import { ParsedSearch, SEARCH_CONFIG, textMatch } from './search-query';
+import { matchVector, ParsedSearch, SEARCH_CONFIG, textMatch } from './search-query';
 import { HEADLINE_OPTIONS, HEADLINE_SOURCE_CHARS } from './snippet';
 
 export interface SearchStatementInput {
@@ -19,7 +19,7 @@ export interface SearchStatementInput {
   offset: number;
   /** SEARCH_RECENCY_HALF_LIFE_DAYS; 0 = no recency boost. */
   halfLifeDays: number;
-  /** Whether tags may appear in snippets (the caller may read metadata). */
+  /** Whether the caller may read tags (metadata): they then count in matching and appear in snippets. */
   showTags: boolean;
 }
 
@@ -55,7 +55,7 @@ export function searchStatement(input: SearchStatementInput): Statement {
   let rank: string;
   let headlineQuery: string;
   if (input.mode === 'text') {
-    const match = textMatch(parsed, input.tenantId, params);
+    const match = textMatch(parsed, input.tenantId, params, { tags: input.showTags });
     where.push(match.condition);
     rank = `ts_rank_cd(i.search_vector, ${match.tsquery}, 32)`;
     headlineQuery = match.tsquery;
@@ -67,7 +67,7 @@ export function searchStatement(input: SearchStatementInput): Statement {
     // so its index scan hands back thousands of candidates to recheck.
     const near = parsed.positive.map((w) => `${bind(w)} <% i.search_title`);
     where.push(`(${near.join(' OR ')})`);
-    if (parsed.excluded) where.push(`NOT (i.search_vector @@ (SELECT websearch_to_tsquery('${SEARCH_CONFIG}', ${bind(parsed.excluded)})))`);
+    if (parsed.excluded) where.push(`NOT (${matchVector('i', input.showTags)} @@ (SELECT websearch_to_tsquery('${SEARCH_CONFIG}', ${bind(parsed.excluded)})))`);
     rank = `greatest(similarity(i.search_title, ${whole}), word_similarity(${whole}, i.search_title))`;
     // Highlight the title's words that resemble a query word.
     headlineQuery = `(SELECT coalesce(string_agg(quote_literal(t.word), ' | '), '')::tsquery
@@ -100,10 +100,10 @@ export function searchStatement(input: SearchStatementInput): Statement {
 }
 
 /** Whether the text query matches anything at all (an empty page past the end is not "no match"). */
-export function anyMatchStatement(tenantId: string, filter: ItemFilter, parsed: ParsedSearch): Statement {
+export function anyMatchStatement(tenantId: string, filter: ItemFilter, parsed: ParsedSearch, tags: boolean): Statement {
   const params: unknown[] = [];
   const where = itemWhere(tenantId, filter, params);
-  return { sql: `SELECT 1 FROM items i WHERE ${where} AND ${textMatch(parsed, tenantId, params).condition} LIMIT 1`, params };
+  return { sql: `SELECT 1 FROM items i WHERE ${where} AND ${textMatch(parsed, tenantId, params, { tags }).condition} LIMIT 1`, params };
 }
 
 /**
