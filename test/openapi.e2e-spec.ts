@@ -90,8 +90,58 @@ describe('OpenAPI and docs', () => {
     const createKey = doc.paths['/keys'].post;
     expect(Object.keys(createKey.responses)).toEqual(expect.arrayContaining(['201', '400', '401', '403', '409', '429']));
     expect(JSON.stringify(createKey.responses['409'])).toContain('ErrorEnvelope');
-    expect(createKey.security).toEqual([{ bearer: [] }]);
+    expect(createKey.security).toEqual(expect.arrayContaining([{ bearer: [] }, {}])); // {}: the bootstrap needs no auth
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  /** Every operation of the document, with its method and path. */
+  const operations = () =>
+    Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+      Object.entries(item).filter(([method]) => ['get', 'put', 'post', 'delete', 'patch'].includes(method)).map(([method, op]) => ({ method, path, op })),
+    );
+  const schema = (name: string) => doc.components.schemas[name];
+
+  it('documents no request defaults that a PATCH would not apply', () => {
+    for (const field of Object.values<any>(schema('UpdateKeyDto').properties)) expect(field.default).toBeUndefined();
+    expect(schema('CreateKeyDto').properties.role.default).toBe('member');
+  });
+
+  it('types whole numbers as integer, in bodies and in query parameters', () => {
+    expect(schema('ItemResponse').properties.version.type).toBe('integer');
+    expect(schema('ItemResponse').properties.schema_version.type).toBe('integer');
+    expect(schema('PatchItemDto').properties.version.type).toBe('integer');
+    expect(schema('TypeResponse').properties.version.type).toBe('integer');
+    expect(schema('BulkJobDto').properties.processed.type).toBe('integer');
+    const queryNumbers = operations().flatMap(({ op }) => (op.parameters ?? []).filter((p: any) => p.in === 'query' && ['limit', 'offset', 'before'].includes(p.name)));
+    expect(queryNumbers.length).toBeGreaterThan(0);
+    for (const p of queryNumbers) expect(p.schema.type).toBe('integer');
+  });
+
+  it('documents JSON errors as JSON, also on the event stream', () => {
+    const events = doc.paths['/events'].get.responses;
+    expect(Object.keys(events['200'].content)).toEqual(['text/event-stream']);
+    for (const status of ['400', '401', '429']) expect(Object.keys(events[status].content)).toEqual(['application/json']);
+  });
+
+  it('lists 413 and 415 on every operation that takes a JSON body', () => {
+    const json = operations().filter(({ op }) => op.requestBody?.content?.['application/json'] && op['x-error-format'] !== 'oauth');
+    expect(json.map(({ method, path }) => `${method} ${path}`)).toEqual(expect.arrayContaining(['post /items', 'patch /items/{id}', 'post /keys']));
+    const missing = json.filter(({ op }) => !op.responses['413'] || !op.responses['415']).map(({ method, path }) => `${method} ${path}`);
+    expect(missing).toEqual([]);
+  });
+
+  it('asks no bearer token of public routes, and the create-once secrets are required where they are returned', () => {
+    expect(doc.paths['/oauth/callback/{provider}'].get.security ?? []).not.toContainEqual({ bearer: [] });
+    expect(doc.paths['/connections'].get.security).toEqual([{ bearer: [] }]);
+    const created = (path: string) => doc.paths[path].post.responses['201'].content['application/json'].schema.$ref.split('/').pop();
+    expect(schema(created('/keys')).required).toContain('key');
+    expect(schema(created('/webhooks')).required).toContain('secret');
+    expect(schema('ApiKeyResponse').required ?? []).not.toContain('key');
+  });
+
+  it('gives every operation an operationId usable as an identifier', () => {
+    const bad = operations().filter(({ op }) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(op.operationId ?? '')).map(({ method, path }) => `${method} ${path}`);
+    expect(bad).toEqual([]);
   });
 
   it('serves the browsable reference and all of its assets itself', async () => {

@@ -5,6 +5,7 @@ import { PageQuery } from '../common/pagination';
 import { IsOptionalNonNull, IsRfc3339, IsTypePattern } from '../common/validation';
 import type { Tier } from '../keys/api-key.entity';
 import { IsTagList, MAX_TAGS } from '../items/items.dto';
+import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
 import { ItemState, STATES } from '../items/lifecycle';
 import { MAX_QUERY_LENGTH } from '../search/search-query';
 import { IsSearchText } from '../search/search.dto';
@@ -57,7 +58,7 @@ export class BulkActionDto {
   @IsOptionalNonNull() @IsBoolean()
   dry_run?: boolean;
 
-  @ApiPropertyOptional({
+  @ApiIntegerOptional({
     default: MAX_ITEMS_DEFAULT,
     minimum: 1,
     maximum: MAX_ITEMS_CEILING,
@@ -111,15 +112,15 @@ export class BulkItemErrorDto {
 
 export class BulkResultDto {
   @ApiProperty({ enum: BULK_ACTIONS }) action: BulkAction;
-  @ApiProperty() matched: number;
-  @ApiProperty() succeeded: number;
-  @ApiProperty() errored: number;
+  @ApiInteger() matched: number;
+  @ApiInteger() succeeded: number;
+  @ApiInteger() errored: number;
   @ApiProperty() dry_run: boolean;
   @ApiPropertyOptional({ type: [String], description: 'Dry run: the matched ids. Direct run: the ids the action succeeded on. Absent from job results.' })
   ids?: string[];
   @ApiPropertyOptional({ type: [BulkItemErrorDto], description: 'Per-item failures (in a job: the first 1000; `errored` counts all)' })
   errors?: BulkItemErrorDto[];
-  @ApiPropertyOptional({ description: 'purge: distinct blobs the purged items referred to (blobs are shared and stay)' })
+  @ApiIntegerOptional({ description: 'purge: distinct blobs the purged items referred to (blobs are shared and stay)' })
   blob_hashes_referenced?: number;
 }
 
@@ -127,10 +128,10 @@ export class BulkJobDto {
   @ApiProperty() id: string;
   @ApiProperty({ enum: BULK_ACTIONS }) action: BulkAction;
   @ApiProperty({ enum: JOB_STATUSES }) status: JobStatus;
-  @ApiProperty() matched: number;
-  @ApiProperty() processed: number;
-  @ApiProperty() succeeded: number;
-  @ApiProperty() errored: number;
+  @ApiInteger() matched: number;
+  @ApiInteger() processed: number;
+  @ApiInteger() succeeded: number;
+  @ApiInteger() errored: number;
   @ApiProperty({ description: 'A cancel was asked for and will take effect between chunks' }) cancel_requested: boolean;
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiPropertyOptional({ format: 'date-time' }) started_at?: string;

@@ -3,6 +3,7 @@
  * every bad field) and the reusable decorators the DTOs share.
  */
 import { applyDecorators, ValidationError, ValidationPipe } from '@nestjs/common';
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { registerDecorator, ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
 import { ApiError } from './api-error';
@@ -109,10 +110,13 @@ export const IsDottedName = () =>
 
 /**
  * A query-string integer from `min` to `max`: only plain decimal digits become a number, so
- * `0x10`, ` 5`, `1e3`, `+5` and `5.0` are refused, as the docs promise, with one message.
+ * `0x10`, ` 5`, `1e3`, `+5` and `5.0` are refused, as the docs promise, with one message. The
+ * OpenAPI document says the same (`type: integer` and the range); an `@ApiPropertyOptional`
+ * beside it adds a description or default without undoing that.
  */
 export const IsQueryInt = (min: number, max: number) =>
   applyDecorators(
+    ApiPropertyOptional({ type: 'integer', minimum: min, maximum: max }),
     Transform(({ value }) => (typeof value === 'string' && /^[0-9]{1,15}$/.test(value) ? Number(value) : value)),
     ValidateBy({
       name: 'isQueryInt',

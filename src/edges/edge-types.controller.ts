@@ -38,7 +38,7 @@ export class EdgeTypesController {
   @Get(':name')
   @ApiOperation({ summary: 'Retrieve an edge type; 404 edge_type_not_found when missing or not readable' })
   @ApiOkResponse({ type: EdgeTypeResponse })
-  @ApiErrors(401, 404, 429)
+  @ApiErrors(400, 401, 404, 429)
   get(@Caller() caller: Principal, @Param('name') name: string): Promise<EdgeTypeResponse> {
     return this.edgeTypes.get(caller, name);
   }
@@ -48,7 +48,7 @@ export class EdgeTypesController {
   @Requires({ admin: true })
   @ApiOperation({ summary: 'Delete an edge type that has no edges (admin); 409 conflict while edges of it exist' })
   @ApiOkResponse({ type: EdgeTypeResponse })
-  @ApiErrors(401, 403, 404, 409, 429)
+  @ApiErrors(400, 401, 403, 404, 409, 429)
   remove(@Caller() caller: Principal, @Param('name') name: string): Promise<EdgeTypeResponse> {
     return this.edgeTypes.remove(caller, name);
   }

@@ -1,5 +1,5 @@
 import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiProduces, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
 import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
@@ -50,9 +50,9 @@ export class EventsController {
       'After an unknown or expired Last-Event-ID the stream starts with a `stream.reset` event. A revoked credential\'s stream is closed. ' +
       `At most ${MAX_STREAMS_PER_CREDENTIAL} open streams per credential and ${MAX_STREAMS_PER_TENANT} per tenant (all instances): past that, 429 rate_limited.`,
   })
-  @ApiProduces('text/event-stream')
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event id' })
-  @ApiOkResponse({ description: 'text/event-stream' })
+  // Only the 200 is an event stream; the errors are JSON, as everywhere (so no @ApiProduces).
+  @ApiOkResponse({ description: 'The event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } })
   @ApiErrors(400, 401, 429)
   async open(
     @Caller() caller: Principal,

@@ -22,13 +22,14 @@ const UpstreamRedirect = () =>
 const ApiUpstreamRedirectQuery = () =>
   applyDecorators(...['code', 'state', 'error', 'error_description', 'iss'].map((name) => ApiQuery({ name, required: false, type: String })));
 
+// Bearer auth is declared per route: the callback is public, and a class-level one would reach it too.
 @ApiTags('integrations')
-@ApiBearerAuth()
 @Controller()
 export class ConnectionsController {
   constructor(private readonly connections: ConnectionsService) {}
 
   @Get('oauth/start')
+  @ApiBearerAuth()
   @Requires({ admin: true })
   @ApiOperation({
     summary: 'Start connecting an integration to its upstream (admin): 302 to the upstream\'s authorize URL, with PKCE S256 and a sealed, single-use state',
@@ -55,6 +56,7 @@ export class ConnectionsController {
   }
 
   @Get('connections')
+  @ApiBearerAuth()
   @Requires({ admin: true })
   @ApiOperation({ summary: 'The tenant\'s connections, newest first (tokens are never returned)' })
   @ApiOkResponse({ type: ConnectionList })
@@ -64,6 +66,7 @@ export class ConnectionsController {
   }
 
   @Delete('connections/:id')
+  @ApiBearerAuth()
   @Requires({ admin: true })
   @HttpCode(200)
   @ApiOperation({ summary: 'Delete a connection and its stored tokens' })
@@ -74,11 +77,12 @@ export class ConnectionsController {
   }
 
   @Post('connections/:id/refresh')
+  @ApiBearerAuth()
   @Requires({ admin: true })
   @HttpCode(200)
   @ApiOperation({ summary: 'Get a new upstream access token with the stored refresh token' })
   @ApiOkResponse({ type: ConnectionResponse })
-  @ApiErrors(400, 401, 403, 404, 429)
+  @ApiErrors(400, 401, 403, 404, 429, 502)
   refresh(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<ConnectionResponse> {
     return this.connections.refresh(caller, id);
   }

@@ -35,7 +35,7 @@ export class IntegrationsController {
   @Get(':id')
   @ApiOperation({ summary: 'One integration with its full manifest, for install-time consent' })
   @ApiOkResponse({ type: IntegrationRecord })
-  @ApiErrors(401, 404, 429)
+  @ApiErrors(400, 401, 404, 429)
   get(@Param('id') id: string): Promise<IntegrationRecord> {
     return this.integrations.get(id);
   }

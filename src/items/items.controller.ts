@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiConflictResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
@@ -9,7 +9,7 @@ import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import {
   BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemResponse, ItemVersionList, ListItemsQuery,
-  MetadataPatchDto, PatchItemDto, VersionsQuery,
+  MetadataPatchDto, PatchItemDto, VersionConflictEnvelope, VersionsQuery,
 } from './items.dto';
 import type { Item } from './item.model';
 import { ItemsService } from './items.service';
@@ -70,7 +70,8 @@ export class ItemsController {
       '`properties` and `extensions` merge shallowly (null removes a key). A stale `version` is 409 version_conflict with {current, ancestor, conflicting_fields, merge_policy}, except when only tags, tier or state change: the server merges those (tags as adds/removes relative to the ancestor).',
   })
   @ApiOkResponse({ type: ItemResponse })
-  @ApiErrors(400, 401, 403, 404, 409, 429)
+  @ApiConflictResponse({ type: VersionConflictEnvelope, description: 'version_conflict: the item changed since `version`' })
+  @ApiErrors(400, 401, 403, 404, 429)
   patch(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Body() dto: PatchItemDto): Promise<Item> {
     return this.items.patch(caller, id, dto);
   }

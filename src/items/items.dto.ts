@@ -4,6 +4,7 @@ import {
   ValidateBy,
 } from 'class-validator';
 import { IsOptionalNonNull, IsRfc3339, IsQueryInt, MAX_INT4 } from '../common/validation';
+import { ApiInteger } from '../openapi/api-integer.decorator';
 import { STATES, ItemState } from './lifecycle';
 import type { Tier } from '../keys/api-key.entity';
 
@@ -40,7 +41,11 @@ const IsEdgeMap = () =>
   });
 
 const TAGS_DOC: ApiPropertyOptions = { type: [String], maxItems: MAX_TAGS, example: ['reading', 'work'] };
-const EXT_DOC: ApiPropertyOptions = { type: 'object', additionalProperties: { type: 'object' }, description: 'Extension namespace → object, gated by extension_permissions' };
+const EXT_DOC: ApiPropertyOptions = {
+  type: 'object',
+  additionalProperties: { type: ['object', 'null'] },
+  description: 'Extension namespace → object (null removes the namespace), gated by extension_permissions',
+};
 
 /** Fields shared by create and the writable subset of patch. */
 class ItemWritableFields {
@@ -68,11 +73,11 @@ class ItemWritableFields {
   @IsOptional() @IsString() @MaxLength(200)
   device?: string;
 
-  @ApiPropertyOptional({ minimum: -90, maximum: 90 })
+  @ApiPropertyOptional({ minimum: -90, maximum: 90, type: Number, nullable: true })
   @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(-90) @Max(90)
   capture_latitude?: number;
 
-  @ApiPropertyOptional({ minimum: -180, maximum: 180 })
+  @ApiPropertyOptional({ minimum: -180, maximum: 180, type: Number, nullable: true })
   @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(-180) @Max(180)
   capture_longitude?: number;
 
@@ -90,7 +95,7 @@ export class CreateItemDto extends ItemWritableFields {
   @IsOptionalNonNull() @IsString() @Length(1, 500)
   source_id?: string;
 
-  @ApiPropertyOptional({ description: 'Ignored: the source is stamped from the credential' })
+  @ApiPropertyOptional({ type: String, description: 'Ignored: the source is stamped from the credential' })
   @IsOptional()
   source?: unknown;
 
@@ -100,7 +105,7 @@ export class CreateItemDto extends ItemWritableFields {
 }
 
 export class PatchItemDto extends ItemWritableFields {
-  @ApiProperty({ description: 'The version the change is based on (optimistic concurrency)' })
+  @ApiInteger({ description: 'The version the change is based on (optimistic concurrency)', minimum: 1, maximum: MAX_INT4 })
   @IsDefined({ message: 'is required: the version the change is based on' }) @IsInt() @Min(1) @Max(MAX_INT4)
   version: number;
 }
@@ -110,7 +115,7 @@ export class BulkItemsDto {
   @IsIn(['create_only', 'upsert'])
   mode: 'create_only' | 'upsert';
 
-  @ApiProperty({ type: 'array', items: { type: 'object' }, maxItems: 1000, description: 'Item bodies as for POST /items' })
+  @ApiProperty({ type: [CreateItemDto], maxItems: 1000, description: 'Item bodies as for POST /items; each is checked on its own (a bad one is an error result, not a 400)' })
   @IsArray() @ArrayMaxSize(1000)
   items: unknown[];
 }
@@ -194,8 +199,8 @@ export class ItemResponse {
   @ApiProperty() type: string;
   @ApiProperty({ type: 'object', additionalProperties: true }) properties: Record<string, unknown>;
   @ApiProperty({ enum: STATES }) state: ItemState;
-  @ApiProperty() version: number;
-  @ApiProperty() schema_version: number;
+  @ApiInteger() version: number;
+  @ApiInteger() schema_version: number;
   @ApiProperty() source: string;
   @ApiProperty({ type: String, nullable: true }) source_id: string | null;
   @ApiProperty({ format: 'date-time' }) timestamp: string;
@@ -218,7 +223,7 @@ export class ItemList {
 }
 
 export class ItemVersion {
-  @ApiProperty() version: number;
+  @ApiInteger() version: number;
   @ApiProperty({ type: ItemResponse }) item: ItemResponse;
   @ApiProperty({ description: 'Id of the credential that made the change' }) changed_by: string;
   @ApiProperty() created_at: string;
@@ -235,7 +240,7 @@ class BulkItemError {
 }
 
 export class BulkItemResult {
-  @ApiProperty() index: number;
+  @ApiInteger() index: number;
   @ApiProperty({ enum: ['created', 'updated', 'error'] }) status: 'created' | 'updated' | 'error';
   @ApiPropertyOptional() id?: string;
   @ApiPropertyOptional({ type: BulkItemError }) error?: BulkItemError;
@@ -249,4 +254,24 @@ export class ItemMetadata {
   @ApiProperty() item_id: string;
   @ApiProperty({ type: [String] }) tags: string[];
   @ApiProperty({ type: 'object', additionalProperties: { type: 'object' } }) extensions: Record<string, Record<string, unknown>>;
+}
+
+class VersionConflictDetails {
+  @ApiProperty({ type: ItemResponse, description: 'The item as it is now' }) current: ItemResponse;
+  @ApiProperty({ type: ItemResponse, nullable: true, description: 'The version the change was based on; null when that version is not kept' })
+  ancestor: ItemResponse | null;
+  @ApiProperty({ type: [String], description: 'Fields the change touches that changed since the ancestor (`properties.title`, `tags`, ...)' })
+  conflicting_fields: string[];
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The type\'s merge policy' }) merge_policy: Record<string, unknown>;
+}
+
+class VersionConflictError {
+  @ApiProperty({ enum: ['version_conflict'] }) code: 'version_conflict';
+  @ApiProperty() message: string;
+  @ApiProperty({ type: VersionConflictDetails }) details: VersionConflictDetails;
+}
+
+/** The 409 of PATCH /items/{id}: the error envelope with typed details. */
+export class VersionConflictEnvelope {
+  @ApiProperty({ type: VersionConflictError }) error: VersionConflictError;
 }

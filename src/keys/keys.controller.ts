@@ -1,12 +1,12 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { AllowBootstrap, Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
 import { PageQuery } from '../common/pagination';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
-import { ApiKeyList, ApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
+import { ApiKeyList, ApiKeyResponse, CreatedApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
 import { KeysService } from './keys.service';
 
 @ApiTags('keys')
@@ -24,7 +24,8 @@ export class KeysController {
     description:
       'Needs an admin key, except on a server with no keys at all: then it needs no auth, creates the root tenant and returns its first admin key (bootstrap, closed forever afterwards). The plaintext `key` appears only in this response.',
   })
-  @ApiCreatedResponse({ type: ApiKeyResponse })
+  @ApiSecurity({}) // or none at all, for the bootstrap
+  @ApiCreatedResponse({ type: CreatedApiKeyResponse })
   @ApiErrors(400, 401, 403, 409, 429)
   create(@Caller() caller: Principal | undefined, @Body() dto: CreateKeyDto): Promise<ApiKeyResponse> {
     if (!caller) return this.keys.bootstrap(dto);

@@ -11,16 +11,17 @@ const PERMISSION_MAP_DOC: ApiPropertyOptions = {
   example: { 'core.note': 'write', 'core.*': 'read' },
 };
 
+/** No `default`s here: a PATCH leaves an absent field as it is, and generated clients send schema defaults. */
 export class UpdateKeyDto {
   @ApiPropertyOptional({ maxLength: 200 })
   @IsOptionalNonNull() @IsString() @MaxLength(200)
   label?: string;
 
-  @ApiPropertyOptional({ enum: ['admin', 'member'], default: 'member' })
+  @ApiPropertyOptional({ enum: ['admin', 'member'] })
   @IsOptionalNonNull() @IsIn(['admin', 'member'])
   role?: Role;
 
-  @ApiPropertyOptional({ enum: ['library', 'feed'], default: 'library' })
+  @ApiPropertyOptional({ enum: ['library', 'feed'] })
   @IsOptionalNonNull() @IsIn(['library', 'feed'])
   default_tier?: Tier;
 
@@ -38,6 +39,13 @@ export class UpdateKeyDto {
 }
 
 export class CreateKeyDto extends UpdateKeyDto {
+  // The defaults the server applies when it creates a key (documentation only: the checks are inherited).
+  @ApiPropertyOptional({ default: 'member', description: 'The bootstrap key is always admin' })
+  role?: Role;
+
+  @ApiPropertyOptional({ default: 'library' })
+  default_tier?: Tier;
+
   @ApiPropertyOptional({ description: 'Stamped on every item the key writes; unique per tenant; generated when omitted', maxLength: 100 })
   @IsOptionalNonNull() @Matches(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, { message: 'must be 1-100 letters, digits, ".", "_", ":" or "-"' })
   source?: string;
@@ -46,7 +54,8 @@ export class CreateKeyDto extends UpdateKeyDto {
 export class ApiKeyResponse {
   @ApiProperty() id: string;
   @ApiProperty() tenant_id: string;
-  @ApiPropertyOptional({ description: 'Plaintext key; only in the creation response' }) key?: string;
+  /** Only in a creation response, documented there (CreatedApiKeyResponse). */
+  key?: string;
   @ApiProperty({ description: 'First characters of the key, to tell keys apart' }) key_hint: string;
   @ApiProperty() label: string;
   @ApiProperty({ enum: ['admin', 'member'] }) role: Role;
@@ -58,6 +67,11 @@ export class ApiKeyResponse {
   @ApiProperty() created_at: string;
   @ApiProperty() updated_at: string;
   @ApiProperty({ nullable: true, type: String }) revoked_at: string | null;
+}
+
+/** The answer to POST /keys: the only one that carries the plaintext key. */
+export class CreatedApiKeyResponse extends ApiKeyResponse {
+  @ApiProperty({ description: 'Plaintext key; only in this response' }) key: string;
 }
 
 export class ApiKeyList {

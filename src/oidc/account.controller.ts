@@ -6,7 +6,8 @@
  * caller that asks for it.
  */
 import { Controller, Delete, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
-import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../openapi/api-errors.decorator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
@@ -15,6 +16,7 @@ import { AppConfig } from '../config/app-config';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { FormBody, FormFields } from './form-fields';
+import { ApiFormBody, ApiFormExpired, ApiPage, ApiSeeOther, ApiSignedInUser, FORM_FIELD } from './openapi-pages';
 import { clearAccountCookie, signedInAs } from './account-session';
 import { GrantsService } from './grants.service';
 import { OidcProvider } from './oidc-provider';
@@ -22,6 +24,9 @@ import { errorPage, formExpiredPage, grantsPage, securityPage, sessionsPage, sig
 import { sendPage } from './send-page';
 
 const FORM = 'application/x-www-form-urlencoded';
+
+const str = { type: 'string' };
+const REVOKED = { type: 'object', properties: { id: str, revoked: { type: 'boolean' } } };
 
 @ApiTags('oauth account')
 @Public()
@@ -39,7 +44,8 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Get('sign-up')
   @ApiOperation({ summary: 'Sign-up page (only when SVC_SIGNUP_ENABLED): a new tenant whose first user is its admin (HTML)' })
-  @ApiProduces('text/html')
+  @ApiPage(200, 'The sign-up form')
+  @ApiPage(404, 'Sign-up is not enabled')
   async signUpForm(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!this.config.SVC_SIGNUP_ENABLED) return sendPage(reply, 404, errorPage('Not available', 'Sign-up is not open on this service.'));
     await sendPage(reply, 200, signUpPage({ csrf: await this.forms.csrf(req, reply) }));
@@ -50,6 +56,11 @@ export class AccountController {
   @HttpCode(200)
   @Accepts(FORM)
   @ApiOperation({ summary: 'Sign-up form post (form-encoded: csrf, name, email, password); signs the new user in to the account pages' })
+  @ApiFormBody({ csrf: FORM_FIELD.csrf, name: { type: 'string', maxLength: 200 }, email: FORM_FIELD.email, password: { ...FORM_FIELD.password, minLength: 10 } }, ['csrf', 'name', 'email', 'password'])
+  @ApiSeeOther('Signed up and in: to /auth/security')
+  @ApiPage(400, 'The form again, with what to correct')
+  @ApiFormExpired()
+  @ApiPage(404, 'Sign-up is not enabled')
   async signUp(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!this.config.SVC_SIGNUP_ENABLED) return sendPage(reply, 404, errorPage('Not available', 'Sign-up is not open on this service.'));
     if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
@@ -68,7 +79,8 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Get('grants')
   @ApiOperation({ summary: 'Apps connected to the signed-in user (HTML; JSON with Accept: application/json)' })
-  @ApiProduces('text/html', 'application/json')
+  @ApiResponse({ status: 200, description: 'The grants page, or {grants} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { type: 'object', properties: { grants: { type: 'array', items: { type: 'object', additionalProperties: true } } } } } } })
+  @ApiSignedInUser()
   async grantsList(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
@@ -80,6 +92,9 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Get('grants/:id')
   @ApiOperation({ summary: 'One grant of the signed-in user: the app and the scopes it holds (JSON)' })
+  @ApiOkResponse({ schema: { type: 'object', additionalProperties: true } })
+  @ApiSignedInUser()
+  @ApiErrors(404)
   async grant(@Param('id') id: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
@@ -91,6 +106,9 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Delete('grants/:id')
   @ApiOperation({ summary: 'Revoke a grant of the signed-in user: its tokens stop working at once' })
+  @ApiOkResponse({ schema: REVOKED })
+  @ApiSignedInUser()
+  @ApiErrors(404)
   async remove(@Param('id') id: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
@@ -103,6 +121,11 @@ export class AccountController {
   @HttpCode(200)
   @Accepts(FORM, 'application/json')
   @ApiOperation({ summary: 'Revoke a grant (the account page\'s form; JSON callers get {id, revoked})' })
+  @ApiFormBody({ csrf: FORM_FIELD.csrf }, [], 'application/json')
+  @ApiOkResponse({ schema: REVOKED, description: 'A JSON caller' })
+  @ApiSignedInUser()
+  @ApiFormExpired()
+  @ApiErrors(404)
   async revoke(@Param('id') id: string, @FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
@@ -115,7 +138,8 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Get('sessions')
   @ApiOperation({ summary: 'The signed-in user\'s sign-in sessions (HTML; JSON with Accept: application/json)' })
-  @ApiProduces('text/html', 'application/json')
+  @ApiResponse({ status: 200, description: 'The sessions page, or {sessions} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { type: 'object', properties: { sessions: { type: 'array', items: { type: 'object', additionalProperties: true } } } } } } })
+  @ApiSignedInUser()
   async sessions(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/sessions');
     if (!user) return;
@@ -129,6 +153,10 @@ export class AccountController {
   @HttpCode(200)
   @Accepts(FORM, 'application/json')
   @ApiOperation({ summary: 'Sign out everywhere: every sign-in session of the user ends (connected apps keep their grants)' })
+  @ApiFormBody({ csrf: FORM_FIELD.csrf }, [], 'application/json')
+  @ApiOkResponse({ schema: { type: 'object', properties: { ended: { type: 'integer' } } }, description: 'A JSON caller: how many sessions ended' })
+  @ApiSignedInUser()
+  @ApiFormExpired()
   async endSessions(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/sessions');
     if (!user) return;
@@ -142,7 +170,8 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Get('security')
   @ApiOperation({ summary: 'The signed-in user\'s recent security events (HTML)' })
-  @ApiProduces('text/html')
+  @ApiPage(200, 'The security events page')
+  @ApiSignedInUser()
   async security(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/security');
     if (!user) return;

@@ -2,13 +2,18 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsIn, IsString, MaxLength } from 'class-validator';
 import { IsOptionalNonNull, IsPermissionMap } from '../common/validation';
 import type { PermissionMap } from '../keys/api-key.entity';
+import { ApiInteger } from '../openapi/api-integer.decorator';
 
 /**
  * RFC 7591 client metadata that first-party registration takes (the provider checks the values:
  * URIs, redirect rules), plus the default extension grant.
  */
 export class RegisterClientDto {
-  @ApiPropertyOptional({ type: [String], example: ['https://app.example.com/callback'], description: 'Exact-match redirect URIs' })
+  @ApiPropertyOptional({
+    type: [String],
+    example: ['https://app.example.com/callback'],
+    description: 'Exact-match redirect URIs; required (at least one) when grant_types includes authorization_code, as it does by default',
+  })
   @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(2000, { each: true })
   redirect_uris?: string[];
 
@@ -68,9 +73,9 @@ export class RegisterClientDto {
 export class RegisteredClient {
   @ApiProperty() client_id: string;
   @ApiPropertyOptional({ description: 'Confidential clients only; shown once' }) client_secret?: string;
-  @ApiProperty() client_id_issued_at: number;
+  @ApiInteger({ description: 'Seconds since the epoch' }) client_id_issued_at: number;
   @ApiProperty() tenant_id: string;
-  @ApiProperty({ type: [String] }) redirect_uris: string[];
+  @ApiPropertyOptional({ type: [String], description: 'Absent for a client without the authorization_code grant' }) redirect_uris?: string[];
   @ApiProperty({ type: [String] }) grant_types: string[];
   @ApiProperty({ type: [String] }) response_types: string[];
   @ApiProperty() token_endpoint_auth_method: string;

@@ -14,7 +14,7 @@
  */
 import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiExtension, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import type { Provider } from 'oidc-provider';
@@ -26,6 +26,7 @@ import { UsersService } from '../users/users.service';
 import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 import { FormBody, FormFields } from './form-fields';
+import { ApiFormBody, ApiFormExpired, ApiPage, ApiQueryParams, FORM_FIELD } from './openapi-pages';
 import { cookieOf } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimDeviceCode, releaseDeviceCode } from './oidc-adapter';
@@ -42,7 +43,6 @@ const normalize = (code: string) => code.toUpperCase().replace(/\W/g, '');
 const display = (normalized: string) => `${normalized.slice(0, 3)}-${normalized.slice(3)}`;
 
 @ApiTags('oauth pages')
-@ApiProduces('text/html')
 @Public()
 @Controller('auth/device')
 export class DeviceController {
@@ -57,6 +57,9 @@ export class DeviceController {
   @ApiExtension('x-error-format', 'html')
   @Get()
   @ApiOperation({ summary: 'Device verification page: enter the code, or `?user_code=XXX-XXXX` to sign in and consent at once (HTML)' })
+  @ApiQueryParams({ user_code: 'The code the device shows (XXX-XXXX)' })
+  @ApiPage(200, 'The code form, or with a valid user_code the sign-in and consent form')
+  @ApiPage(400, 'The code form again: the code is not valid or expired')
   async page(@Query('user_code') userCode: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (userCode === undefined || userCode === '') return sendPage(reply, 200, deviceCodePage({}));
     const code = await this.pending(userCode);
@@ -71,6 +74,11 @@ export class DeviceController {
   @ApiOperation({ summary: 'Device consent (form-encoded: user_code, csrf, email, password, decision, scope repeated)' })
   @HttpCode(200)
   @Accepts('application/x-www-form-urlencoded')
+  @ApiFormBody({ user_code: { type: 'string' }, csrf: FORM_FIELD.csrf, email: FORM_FIELD.email, password: FORM_FIELD.password, decision: FORM_FIELD.decision, scope: FORM_FIELD.scope, scopes_shown: FORM_FIELD.scopes_shown }, ['user_code', 'decision'])
+  @ApiPage(200, 'Device connected, or the request denied')
+  @ApiPage(400, 'The code is not valid or expired')
+  @ApiPage(401, 'The form again: wrong email or password')
+  @ApiFormExpired()
   async consent(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const code = typeof body.user_code === 'string' ? await this.pending(body.user_code) : undefined;
     const expired = () => sendPage(reply, 400, errorPage('Code expired', 'That code is not valid, or it expired. Start again on your device.'));

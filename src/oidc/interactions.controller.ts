@@ -12,7 +12,7 @@
  *                                approve (with the ticked scopes) or deny → the grant
  */
 import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiExtension, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiExtension, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Provider } from 'oidc-provider';
@@ -23,6 +23,7 @@ import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { FormBody, FormFields } from './form-fields';
+import { ApiFormBody, ApiFormExpired, ApiPage, ApiQueryParams, ApiSeeOther, FORM_FIELD } from './openapi-pages';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimInteraction } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
@@ -34,8 +35,9 @@ import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES
 const FORM = 'application/x-www-form-urlencoded';
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 
+const str = { type: 'string' };
+
 @ApiTags('oauth pages')
-@ApiProduces('text/html')
 @Public()
 @Controller('auth')
 export class InteractionsController {
@@ -53,6 +55,9 @@ export class InteractionsController {
   @ApiOperation({
     summary: 'Where the provider sends a browser mid-authorization (`?interaction=`): on to sign-in or consent (HTML); without it, the account pages (303 to /auth/grants)',
   })
+  @ApiQueryParams({ interaction: 'The interaction the provider sends the browser back with' })
+  @ApiSeeOther('To sign-in or consent; without `interaction`, to /auth/grants')
+  @ApiPage(400, 'The interaction is over or not this browser\'s')
   async start(@Query('interaction') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (uid === undefined) return reply.redirect('/auth/grants', 303);
     const details = await this.details(req, reply, uid);
@@ -64,6 +69,8 @@ export class InteractionsController {
   @Post('oauth2/authorize')
   @Accepts(FORM)
   @ApiOperation({ summary: 'Authorization request as a form post (SPEC 5.3): answered with a 303 to GET /auth/authorize with the same parameters' })
+  @ApiFormBody({ client_id: str, redirect_uri: str, response_type: str, scope: str, state: str, code_challenge: str, code_challenge_method: str, nonce: str })
+  @ApiSeeOther('To GET /auth/authorize with the same parameters')
   async authorizeByPost(@FormFields() body: FormBody, @Res() reply: FastifyReply): Promise<void> {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(body)) for (const one of list(v)) params.append(k, one);
@@ -73,6 +80,9 @@ export class InteractionsController {
   @ApiExtension('x-error-format', 'html')
   @Get('sign-in')
   @ApiOperation({ summary: 'Sign-in page: for an app\'s authorization (`uid`), or for the account pages (`return_to`) (HTML)' })
+  @ApiQueryParams({ uid: 'The interaction, when signing in for an app', return_to: 'An /auth/ page to go back to, when signing in for the account pages' })
+  @ApiPage(200, 'The sign-in form')
+  @ApiPage(400, 'The interaction is over or not this browser\'s')
   async signInForm(
     @Query('uid') uid: string | undefined,
     @Query('return_to') returnTo: string | undefined,
@@ -90,6 +100,11 @@ export class InteractionsController {
   @ApiOperation({ summary: 'Sign-in form post (form-encoded: uid or return_to, csrf, email, password)' })
   @HttpCode(200)
   @Accepts(FORM)
+  @ApiFormBody({ uid: FORM_FIELD.uid, return_to: str, csrf: FORM_FIELD.csrf, email: FORM_FIELD.email, password: FORM_FIELD.password }, ['email', 'password'])
+  @ApiSeeOther('Signed in: on with the authorization, or to return_to')
+  @ApiPage(400, 'The interaction is over or not this browser\'s')
+  @ApiPage(401, 'The sign-in form again: wrong email or password')
+  @ApiFormExpired()
   async signIn(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (body.uid === undefined) return this.account.signIn(req, reply, body);
     const details = await this.details(req, reply, body.uid, 'login', body.csrf);
@@ -106,6 +121,9 @@ export class InteractionsController {
   @ApiExtension('x-error-format', 'html')
   @Get('consent')
   @ApiOperation({ summary: 'Consent page listing the requested types, edges and extensions, each untickable (HTML)' })
+  @ApiQueryParams({ uid: 'The interaction' })
+  @ApiPage(200, 'The consent form')
+  @ApiPage(400, 'The interaction is over, not this browser\'s, or not at consent')
   async consentForm(@Query('uid') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, uid, 'consent');
     if (!details) return;
@@ -132,6 +150,10 @@ export class InteractionsController {
   @ApiOperation({ summary: 'Consent decision (form-encoded: uid, csrf, decision=approve|deny, scope repeated); redirects on to the app' })
   @HttpCode(200)
   @Accepts(FORM)
+  @ApiFormBody({ uid: FORM_FIELD.uid, csrf: FORM_FIELD.csrf, decision: FORM_FIELD.decision, scope: FORM_FIELD.scope, scopes_shown: FORM_FIELD.scopes_shown }, ['uid', 'decision'])
+  @ApiSeeOther('On to the app, with a code or access_denied')
+  @ApiPage(400, 'The interaction is over, already answered, or not this browser\'s')
+  @ApiFormExpired()
   async decide(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, body.uid, 'consent', body.csrf);
     if (!details) return;

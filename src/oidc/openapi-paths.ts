@@ -9,16 +9,31 @@ import type { OpenAPIObject } from '@nestjs/swagger';
 type PathItem = OpenAPIObject['paths'][string];
 type Operation = NonNullable<PathItem['get']>;
 
-const oauthError = {
-  description: 'RFC 6749 error: {"error","error_description"}',
-  content: { 'application/json': { schema: { type: 'object', properties: { error: { type: 'string' }, error_description: { type: 'string' } }, required: ['error'] } } },
-};
-const json = (description: string) => ({ description, content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } });
+/** An error in RFC 6749 (and RFC 6750) form; the userinfo controller uses it too. */
+export const OAUTH_ERROR_SCHEMA = { type: 'object' as const, properties: { error: { type: 'string' as const }, error_description: { type: 'string' as const } }, required: ['error'] };
+const oauthError = { description: 'RFC 6749 error: {"error","error_description"}', content: { 'application/json': { schema: OAUTH_ERROR_SCHEMA } } };
+const object = (properties: Record<string, object>, required: string[] = []) => ({ type: 'object', properties, required, additionalProperties: true });
+const json = (description: string, schema: object = { type: 'object', additionalProperties: true }) => ({ description, content: { 'application/json': { schema } } });
 const form = (properties: Record<string, object>, required: string[]) => ({
   required: true,
   content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties, required } } },
 });
 const str = { type: 'string' };
+const html = (description: string) => ({ description, content: { 'text/html': { schema: str } } });
+const int = { type: 'integer' };
+/** Client authentication at the token, revocation, introspection and device endpoints: HTTP Basic, or client_id (and client_secret) in the form. */
+const clientAuth: Array<Record<string, string[]>> = [{ client_basic: [] }, {}];
+
+const tokenResponse = object(
+  { access_token: str, token_type: { type: 'string', enum: ['Bearer'] }, expires_in: int, scope: str, refresh_token: str, id_token: str },
+  ['access_token', 'token_type', 'expires_in'],
+);
+const deviceAuthorization = object(
+  { device_code: str, user_code: str, verification_uri: str, verification_uri_complete: str, expires_in: int, interval: int },
+  ['device_code', 'user_code', 'verification_uri', 'expires_in'],
+);
+const introspection = object({ active: { type: 'boolean' }, scope: str, client_id: str, exp: int, iat: int, sub: str, token_type: str }, ['active']);
+const jwkSet = { type: 'object', properties: { keys: { type: 'array', items: { type: 'object', additionalProperties: true } } }, required: ['keys'] };
 
 function op(tag: string, summary: string, extra: Pick<Operation, 'responses'> & Partial<Operation>, errorFormat: 'oauth' | 'html' = 'oauth'): Operation {
   return { tags: [tag], summary, 'x-error-format': errorFormat, ...extra } as Operation;
@@ -30,20 +45,23 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
       { grant_type: str, code: str, code_verifier: str, redirect_uri: str, refresh_token: str, device_code: str, scope: str, client_id: str, client_secret: str },
       ['grant_type'],
     ),
-    responses: { 200: json('access_token (svc_at_…), token_type, expires_in, scope, refresh_token (svc_rt_…), id_token'), 400: oauthError, 401: oauthError },
+    security: clientAuth,
+    responses: { 200: json('access_token (svc_at_…), token_type, expires_in, scope, refresh_token (svc_rt_…), id_token', tokenResponse), 400: oauthError, 401: oauthError },
   });
   const discovery = op('oauth', 'OpenID Connect discovery / RFC 8414 metadata', { responses: { 200: json('Provider metadata') } });
-  const jwks = op('oauth', 'JSON Web Key Set of the id_token signing keys (RS256)', { responses: { 200: json('{"keys":[…]}') } });
+  const jwks = op('oauth', 'JSON Web Key Set of the id_token signing keys (RS256)', {
+    responses: { 200: { description: '{"keys":[…]}', content: { 'application/jwk-set+json': { schema: jwkSet } } } },
+  });
   const authorize = op(
     'oauth',
     'Authorization endpoint (code + PKCE S256): client_id, redirect_uri, scope, state, code_challenge, code_challenge_method=S256; signs in and asks consent, then redirects with a code',
     {
       parameters: ['client_id', 'redirect_uri', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'response_type', 'nonce'].map((name) => ({ name, in: 'query', schema: str })),
-      responses: { 303: { description: 'To sign-in, consent, or the client with a code or an error' }, 400: { description: 'An error page when the client cannot be redirected to' } },
+      responses: { 303: { description: 'To sign-in, consent, or the client with a code or an error' }, 400: html('An error page when the client cannot be redirected to') },
     },
     'html',
   );
-  return {
+  return withOperationIds({
     '/.well-known/openid-configuration': { get: discovery },
     '/.well-known/oauth-authorization-server': { get: discovery },
     '/.well-known/jwks.json': { get: jwks },
@@ -57,19 +75,22 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
     '/auth/device': {
       post: op('oauth', 'Device authorization (RFC 8628): device_code, user_code (XXX-XXXX), verification_uri, verification_uri_complete, expires_in, interval', {
         requestBody: form({ client_id: str, scope: str }, ['client_id']),
-        responses: { 200: json('Device authorization response'), 400: oauthError, 401: oauthError },
+        security: clientAuth,
+        responses: { 200: json('Device authorization response', deviceAuthorization), 400: oauthError, 401: oauthError },
       }),
     },
     '/auth/oauth2/revoke': {
       post: op('oauth', 'RFC 7009 revocation: always 200; an access token ends alone, a refresh token takes its whole grant; another client\'s token is left alone', {
         requestBody: form({ token: str, token_type_hint: str, client_id: str, client_secret: str }, ['token']),
+        security: clientAuth,
         responses: { 200: { description: 'Revoked (or nothing to revoke)' }, 400: oauthError, 401: oauthError },
       }),
     },
     '/auth/oauth2/introspect': {
       post: op('oauth', 'RFC 7662 introspection: {active} and, when active, scope, client_id, exp', {
         requestBody: form({ token: str, token_type_hint: str, client_id: str, client_secret: str }, ['token']),
-        responses: { 200: json('{"active":boolean,…}'), 400: oauthError, 401: oauthError },
+        security: clientAuth,
+        responses: { 200: json('{"active":boolean,…}', introspection), 400: oauthError, 401: oauthError },
       }),
     },
     '/auth/oauth2/register': {
@@ -81,6 +102,7 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
     '/auth/oauth2/register/{client_id}': {
       get: op('oauth', 'RFC 7592 read: a dynamically registered client\'s metadata, with its registration_access_token as the bearer token', {
         parameters: [{ name: 'client_id', in: 'path', required: true, schema: str }],
+        security: [{ registration_token: [] }],
         responses: { 200: json('Client metadata'), 401: oauthError },
       }),
     },
@@ -88,7 +110,7 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
       get: op(
         'oauth',
         'OIDC RP-initiated logout (end_session_endpoint): id_token_hint, post_logout_redirect_uri, state, client_id; asks the user to confirm',
-        { responses: { 200: { description: 'Confirmation page (HTML)' }, 303: { description: 'Back to post_logout_redirect_uri' }, 400: { description: 'Error page (HTML)' } } },
+        { responses: { 200: html('Confirmation page'), 303: { description: 'Back to post_logout_redirect_uri' }, 400: html('Error page') } },
         'html',
       ),
     },
@@ -97,7 +119,7 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
       get: op(
         'oauth',
         'Resumes an authorization once sign-in or consent is done (the provider redirects here): on to the client with a code or an error',
-        { parameters: [{ name: 'uid', in: 'path', required: true, schema: str }], responses: { 303: { description: 'To the client, or to the next step' }, 400: { description: 'Error page (HTML)' } } },
+        { parameters: [{ name: 'uid', in: 'path', required: true, schema: str }], responses: { 303: { description: 'To the client, or to the next step' }, 400: html('Error page') } },
         'html',
       ),
     },
@@ -109,7 +131,21 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
       ),
     },
     '/auth/logout/success': {
-      get: op('oauth', 'Signed-out page, when the logout named no post_logout_redirect_uri', { responses: { 200: { description: 'HTML page' } } }, 'html'),
+      get: op('oauth', 'Signed-out page, when the logout named no post_logout_redirect_uri', { responses: { 200: html('HTML page') } }, 'html'),
     },
-  };
+  });
+}
+
+/** Each operation gets an id from its method and path (`oauth_post_auth_oauth2_token`); operations are copied, as some are shared. */
+function withOperationIds(paths: Record<string, PathItem>): Record<string, PathItem> {
+  const out: Record<string, PathItem> = {};
+  for (const [path, item] of Object.entries(paths)) {
+    out[path] = Object.fromEntries(
+      Object.entries(item).map(([method, operation]) => [
+        method,
+        { ...(operation as Operation), operationId: `oauth_${method}_${path.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}` },
+      ]),
+    );
+  }
+  return out;
 }

@@ -5,14 +5,21 @@
  * The claims follow the OIDC scopes the grant holds: `sub` always (with `openid`), `profile`:
  * name, preferred_username, picture; `email`: email, email_verified. Errors in RFC 6750 form.
  */
-import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { applyDecorators, Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, Public } from '../auth/decorators';
 import { UsersService } from '../users/users.service';
 import { OidcProvider } from './oidc-provider';
+import { OAUTH_ERROR_SCHEMA } from './openapi-paths';
 
 const FORM = 'application/x-www-form-urlencoded';
+
+const ApiUserinfoErrors = () =>
+  applyDecorators(
+    ApiResponse({ status: 401, description: 'No bearer token (invalid_request), or one not valid here (invalid_token); see WWW-Authenticate', schema: OAUTH_ERROR_SCHEMA }),
+    ApiResponse({ status: 403, description: 'The grant lacks openid (insufficient_scope)', schema: OAUTH_ERROR_SCHEMA }),
+  );
 
 @ApiTags('oauth')
 @ApiBearerAuth()
@@ -27,6 +34,7 @@ export class UserinfoController {
   @ApiExtension('x-error-format', 'oauth')
   @Get(['userinfo', 'oauth2/userinfo'])
   @ApiOperation({ summary: 'OIDC claims of the signed-in user, by the scopes granted (bearer: an svc_at_ token with openid)' })
+  @ApiUserinfoErrors()
   @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true } })
   get(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     return this.answer(req, reply);
@@ -37,6 +45,7 @@ export class UserinfoController {
   @HttpCode(200)
   @Accepts(FORM)
   @ApiOperation({ summary: 'OIDC userinfo endpoint (as advertised in discovery); same as GET /auth/userinfo' })
+  @ApiUserinfoErrors()
   @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true } })
   post(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     return this.answer(req, reply);

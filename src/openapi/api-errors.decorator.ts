@@ -18,11 +18,18 @@ const DESCRIPTIONS: Record<number, string> = {
   403: 'The credential lacks a permission (forbidden, ...)',
   404: 'Not found, or invisible to this credential',
   409: 'Conflict with the current state',
-  413: 'Request body too large',
-  415: 'Unsupported content type',
+  413: 'Request body too large (invalid_request, details.limit_bytes)',
+  415: 'Unsupported content type, charset or encoding (invalid_request)',
   429: 'Rate limited (rate_limited); see Retry-After',
+  502: 'The upstream failed or refused (invalid_grant, ...)',
   503: 'A dependency is down',
 };
+
+/** The same response as a plain OpenAPI object, for documentation built after the decorators (openapi.ts). */
+export const errorResponse = (status: number) => ({
+  description: DESCRIPTIONS[status] ?? 'Error',
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelopeDto' } } },
+});
 
 export const ApiErrors = (...statuses: number[]) =>
   applyDecorators(...statuses.map((status) => ApiResponse({ status, description: DESCRIPTIONS[status] ?? 'Error', type: ErrorEnvelopeDto })));

@@ -51,7 +51,7 @@ export class OpenApiController {
 
   @Get('openapi.json')
   @ApiOperation({ summary: 'This document (OpenAPI 3.1.0)' })
-  @ApiOkResponse({ description: 'The OpenAPI document' })
+  @ApiOkResponse({ description: 'The OpenAPI document', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } })
   openapi(): OpenAPIObject {
     return this.holder.document;
   }
@@ -59,14 +59,17 @@ export class OpenApiController {
   @Get('docs')
   @Header('Content-Type', 'text/html; charset=utf-8')
   @ApiOperation({ summary: 'Browsable API reference (Swagger UI, served locally)' })
-  @ApiOkResponse({ description: 'HTML page' })
+  @ApiOkResponse({ description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } })
   docs(): string {
     return PAGE;
   }
 
   @Get('docs/:asset')
   @ApiOperation({ summary: 'A static asset of the API reference page (scripts and styles of Swagger UI)' })
-  @ApiOkResponse({ description: 'JavaScript, CSS or an image' })
+  @ApiOkResponse({
+    description: 'JavaScript, CSS or an image',
+    content: Object.fromEntries(['application/javascript', 'text/css', 'image/png'].map((type) => [type, { schema: { type: 'string', format: 'binary' } }])),
+  })
   @ApiErrors(404)
   async asset(@Param('asset') asset: string, @Res() reply: FastifyReply): Promise<void> {
     if (asset === 'init.js') {

@@ -6,6 +6,7 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { AppConfig } from '../config/app-config';
 import { oidcOpenApiPaths } from '../oidc/openapi-paths';
+import { errorResponse } from './api-errors.decorator';
 import { OpenApiDocument } from './openapi.controller';
 
 export const API_VERSION = '4.2.0';
@@ -21,10 +22,68 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     )
     .setVersion(API_VERSION)
     .addServer(config.baseUrl)
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'API key (svc_k1_...) or OAuth access token (svc_at_...)' });
+    // Opaque tokens, not JWTs: no bearerFormat.
+    .addSecurity('bearer', { type: 'http', scheme: 'bearer', description: 'API key (svc_k1_...) or OAuth access token (svc_at_...)' })
+    .addBasicAuth({ type: 'http', description: 'OAuth client authentication (client_secret_basic): client_id and client_secret' }, 'client_basic')
+    .addSecurity('registration_token', {
+      type: 'http',
+      scheme: 'bearer',
+      description: 'The registration_access_token of a dynamically registered client (RFC 7592)',
+    });
   const document = SwaggerModule.createDocument(app, builder.build());
+  documentJsonBodyErrors(document);
   for (const [path, item] of Object.entries(oidcOpenApiPaths())) document.paths[path] = { ...document.paths[path], ...item };
+  documentCommonHeaders(document);
+  for (const op of operations(document)) if (op.operationId) op.operationId = op.operationId.replace(/\[(\d+)\]$/, '_$1');
   return document;
+}
+
+type Operation = NonNullable<OpenAPIObject['paths'][string]['get']>;
+
+function* operations(document: OpenAPIObject): Generator<Operation> {
+  for (const item of Object.values(document.paths)) {
+    for (const method of ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const) if (item[method]) yield item[method];
+  }
+}
+
+/** Every service route that reads a JSON body refuses one too large (413) or of another media type (415): body-parsing.ts. */
+function documentJsonBodyErrors(document: OpenAPIObject): void {
+  for (const op of operations(document)) {
+    const body = op.requestBody && 'content' in op.requestBody ? op.requestBody.content : undefined;
+    if (!body?.['application/json']) continue;
+    for (const status of [413, 415]) op.responses[status] ??= errorResponse(status);
+  }
+}
+
+const header = (description: string) => ({ description, schema: { type: 'integer' } });
+
+/**
+ * Headers that the request pipeline adds rather than a route: the rate-limit headers on every
+ * response (rate-limit.hook.ts), Retry-After on a 429, and Idempotent-Replayed on the kept
+ * (neither 429 nor 5xx) answers of a route that takes Idempotency-Key.
+ */
+function documentCommonHeaders(document: OpenAPIObject): void {
+  document.components ??= {};
+  document.components.headers = {
+    ...document.components.headers,
+    'X-RateLimit-Limit': header('Requests allowed in the current window'),
+    'X-RateLimit-Remaining': header('Requests left in the current window'),
+    'X-RateLimit-Reset': header('Seconds until the window resets'),
+    'Retry-After': header('Seconds to wait before retrying'),
+    'Idempotent-Replayed': { description: '`true` when this is the kept answer to an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
+  };
+  const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
+  for (const op of operations(document)) {
+    const idempotent = (op.parameters ?? []).some((p) => 'in' in p && p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
+    for (const [status, response] of Object.entries(op.responses)) {
+      if (!response || '$ref' in response) continue;
+      const headers: Record<string, { $ref: string }> = {};
+      for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) headers[name] = ref(name);
+      if (status === '429') headers['Retry-After'] = ref('Retry-After');
+      if (idempotent && status !== '429' && !status.startsWith('5')) headers['Idempotent-Replayed'] = ref('Idempotent-Replayed');
+      op.responses[status] = { ...response, headers: { ...headers, ...response.headers } }; // a copy: some response objects are shared
+    }
+  }
 }
 
 export function mountOpenApi(app: INestApplication, config: AppConfig): void {

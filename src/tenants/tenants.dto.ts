@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsString, Length } from 'class-validator';
-import { ApiKeyResponse } from '../keys/keys.dto';
+import { ApiKeyResponse, CreatedApiKeyResponse } from '../keys/keys.dto';
 
 export class CreateTenantDto {
   @ApiProperty({ minLength: 1, maxLength: 200 })
@@ -16,5 +16,5 @@ export class TenantResponse {
 
 export class CreatedTenantResponse {
   @ApiProperty({ type: TenantResponse }) tenant: TenantResponse;
-  @ApiProperty({ type: ApiKeyResponse, description: 'The new tenant\'s first admin key, plaintext included once' }) admin_key: ApiKeyResponse;
+  @ApiProperty({ type: CreatedApiKeyResponse, description: 'The new tenant\'s first admin key, plaintext included once' }) admin_key: ApiKeyResponse;
 }

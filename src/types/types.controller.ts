@@ -34,7 +34,7 @@ export class TypesController {
   @Get(':name')
   @ApiOperation({ summary: 'Retrieve a type' })
   @ApiOkResponse({ type: TypeResponse })
-  @ApiErrors(401, 404, 429)
+  @ApiErrors(400, 401, 404, 429)
   get(@Caller() caller: Principal, @Param('name') name: string): Promise<TypeResponse> {
     return this.types.get(caller, name);
   }
@@ -53,7 +53,7 @@ export class TypesController {
   @Requires(TYPE_WRITE)
   @ApiOperation({ summary: 'Delete a tenant type; only while it has no items and no subtypes' })
   @ApiOkResponse({ type: TypeResponse })
-  @ApiErrors(401, 403, 404, 409, 429)
+  @ApiErrors(400, 401, 403, 404, 409, 429)
   remove(@Caller() caller: Principal, @Param('name') name: string): Promise<TypeResponse> {
     return this.types.remove(caller, name);
   }

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
+import { ApiInteger } from '../openapi/api-integer.decorator';
 import { IsDottedName, IsOptionalNonNull } from '../common/validation';
 import { MERGE_POLICIES, MergePolicy } from './type-schema';
 
@@ -49,7 +50,7 @@ export class TypeResponse {
   resolved_schema: Record<string, unknown>;
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } }) merge_policy: Record<string, MergePolicy>;
   @ApiProperty() core: boolean;
-  @ApiProperty({ description: 'Bumped on every schema change; items record it as schema_version' }) version: number;
+  @ApiInteger({ description: 'Bumped on every schema change; items record it as schema_version' }) version: number;
   @ApiProperty() created_at: string;
   @ApiProperty() updated_at: string;
 }

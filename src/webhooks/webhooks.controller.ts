@@ -7,7 +7,7 @@ import { PageQuery } from '../common/pagination';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import {
-  CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, UpdateWebhookDto, WebhookList, WebhookResponse,
+  CreatedWebhookResponse, CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, UpdateWebhookDto, WebhookList, WebhookResponse,
 } from './webhooks.dto';
 import { WebhooksService } from './webhooks.service';
 
@@ -24,7 +24,7 @@ export class WebhooksController {
     description:
       'Any credential may register one; it receives the selected events about what that credential may read. The `secret` (generated when omitted) appears only in this response.',
   })
-  @ApiCreatedResponse({ type: WebhookResponse })
+  @ApiCreatedResponse({ type: CreatedWebhookResponse })
   @ApiErrors(400, 401, 429)
   create(@Caller() caller: Principal, @Body() dto: CreateWebhookDto): Promise<WebhookResponse> {
     return this.webhooks.create(caller, dto);

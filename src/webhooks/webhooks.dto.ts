@@ -4,6 +4,7 @@ import { PageQuery } from '../common/pagination';
 import { isPattern } from '../common/type-pattern';
 import { IsOptionalNonNull, IsPatternList } from '../common/validation';
 import { EVENT_NAMES, isEventPattern } from '../events/event-catalogue';
+import { ApiInteger } from '../openapi/api-integer.decorator';
 
 const IsEventPatterns = () =>
   ValidateBy({
@@ -63,10 +64,16 @@ export class WebhookResponse {
   @ApiProperty({ type: [String] }) events: string[];
   @ApiProperty({ type: [String], nullable: true }) type_filter: string[] | null;
   @ApiProperty() disabled: boolean;
-  @ApiPropertyOptional({ description: 'Only in the creation response' }) secret?: string;
+  /** Only in a creation response, documented there (CreatedWebhookResponse). */
+  secret?: string;
   @ApiProperty({ description: 'The credential that registered it; deliveries are what it may read' }) credential_id: string;
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiProperty({ format: 'date-time' }) updated_at: string;
+}
+
+/** The answer to POST /webhooks: the only one that carries the signing secret. */
+export class CreatedWebhookResponse extends WebhookResponse {
+  @ApiProperty({ description: 'Signing secret; only in this response' }) secret: string;
 }
 
 export class WebhookList {
@@ -84,10 +91,10 @@ export class DeliveriesQuery extends PageQuery {
 }
 
 export class DeliveryAttempt {
-  @ApiProperty() attempt: number;
+  @ApiInteger() attempt: number;
   @ApiProperty({ description: 'The X-Svc-Delivery-Id it was sent with' }) id: string;
-  @ApiProperty({ type: Number, nullable: true, description: 'The receiver\'s HTTP status; null when none came back' }) status_code: number | null;
-  @ApiProperty() duration_ms: number;
+  @ApiInteger({ nullable: true, description: 'The receiver\'s HTTP status; null when none came back' }) status_code: number | null;
+  @ApiInteger() duration_ms: number;
   @ApiProperty({ type: String, nullable: true }) error: string | null;
   @ApiProperty({ format: 'date-time' }) created_at: string;
 }
@@ -98,9 +105,9 @@ export class DeliveryResponse {
   @ApiProperty() event: string;
   @ApiProperty({ description: 'X-Svc-Event-Id: the same on every attempt' }) event_id: string;
   @ApiProperty({ enum: DELIVERY_STATUSES }) status: DeliveryStatus;
-  @ApiProperty({ description: 'Attempts made so far' }) attempts: number;
+  @ApiInteger({ description: 'Attempts made so far' }) attempts: number;
   @ApiProperty({ type: String, nullable: true, format: 'date-time' }) next_attempt_at: string | null;
-  @ApiProperty({ type: Number, nullable: true }) last_status_code: number | null;
+  @ApiInteger({ nullable: true }) last_status_code: number | null;
   @ApiProperty({ type: String, nullable: true }) last_error: string | null;
   @ApiProperty({ type: [DeliveryAttempt] }) attempt_log: DeliveryAttempt[];
   @ApiProperty({ format: 'date-time' }) created_at: string;
