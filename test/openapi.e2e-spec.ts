@@ -1,4 +1,5 @@
 /** CONTRACT: GET /openapi.json (OpenAPI 3.1.0, info.version 4.2.0) lists every route; /docs works offline. */
+import { EVENT_NAMES } from '../src/events/event-catalogue';
 import { startApp, TestApp } from './support/app';
 
 /**
@@ -142,6 +143,19 @@ describe('OpenAPI and docs', () => {
   it('gives every operation an operationId usable as an identifier', () => {
     const bad = operations().filter(({ op }) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(op.operationId ?? '')).map(({ method, path }) => `${method} ${path}`);
     expect(bad).toEqual([]);
+  });
+
+  it('describes every event a webhook receives (OpenAPI 3.1 webhooks): its body, components that exist, and the signature headers', () => {
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_NAMES].sort());
+    for (const [name, item] of Object.entries<any>(doc.webhooks)) {
+      const schema = item.post.requestBody.content['application/json'].schema;
+      expect(schema.properties.event.enum).toEqual([name]);
+      const subject = schema.required.find((f: string) => f !== 'event');
+      expect(doc.components.schemas[schema.properties[subject].$ref.split('/').pop()]).toBeDefined();
+      const headers = item.post.parameters.map((p: { name: string }) => p.name);
+      expect(headers).toEqual(expect.arrayContaining(['X-Svc-Event-Id', 'X-Svc-Delivery-Id', 'X-Svc-Signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature']));
+    }
+    expect(doc.webhooks['item.created'].post.requestBody.content['application/json'].schema.properties.item.$ref).toBe('#/components/schemas/ItemResponse');
   });
 
   it('serves the browsable reference and all of its assets itself', async () => {

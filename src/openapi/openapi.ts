@@ -6,6 +6,7 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { AppConfig } from '../config/app-config';
 import { oidcOpenApiPaths } from '../oidc/openapi-paths';
+import { openApiWebhooks } from '../webhooks/openapi-webhooks';
 import { errorResponse } from './api-errors.decorator';
 import { OpenApiDocument } from './openapi.controller';
 
@@ -34,6 +35,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   documentJsonBodyErrors(document);
   for (const [path, item] of Object.entries(oidcOpenApiPaths())) document.paths[path] = { ...document.paths[path], ...item };
   documentCommonHeaders(document);
+  document.webhooks = openApiWebhooks();
   for (const op of operations(document)) if (op.operationId) op.operationId = op.operationId.replace(/\[(\d+)\]$/, '_$1');
   return document;
 }
