@@ -6,6 +6,7 @@
 import { Client } from 'pg';
 import { clearRedisPrefix, dropDatabase, PG_SERVER, REDIS_URL, uniqueName } from './support/app';
 import { ensureBuilt, freePort, runService, Service, waitHealthy } from './support/process';
+import { Receiver } from './support/receiver';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(60_000);
@@ -170,6 +171,34 @@ describe('the service process', () => {
     expect(everything).not.toContain(secret);
     expect(everything).not.toContain(encodeURIComponent(key));
     expect(everything).not.toContain(secret.slice(0, 16));
+  });
+
+  it('on SIGTERM lets webhook attempts under way finish and records them before the pools close, then ends cleanly', async () => {
+    const receiver = new Receiver();
+    const target = await receiver.start();
+    receiver.respond = () => new Promise((resolve) => setTimeout(() => resolve(200), 1500));
+    try {
+      const e = env({ PORT: String(await freePort()), WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', LOG_LEVEL: 'warn' });
+      const s = start(e);
+      const base = `http://127.0.0.1:${e.PORT}`;
+      await waitHealthy(s, base);
+      const post = async (path: string, body: unknown, key?: string) =>
+        (await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) })).json();
+      const { key } = (await post('/keys', {})) as { key: string };
+      await post('/webhooks', { url: `${target}/slow`, events: ['item.created'] }, key);
+      for (let i = 0; i < 5; i++) await post('/items', { type: 'core.note', properties: { title: `n${i}` } }, key);
+      await waitFor(() => receiver.requests.length === 5, 'five attempts under way');
+
+      s.child.kill('SIGTERM');
+      const { code, signal } = await s.exited;
+      expect(code === 0 || signal === 'SIGTERM').toBe(true);
+      expect(s.stderr()).toBe('');
+      expect(s.stdout()).not.toMatch(/"level":(50|60)/); // no error logged on the way out
+      const db = new URL(e.DATABASE_URL).pathname.slice(1);
+      expect((await pgQuery<{ status: string }>(db, 'SELECT status FROM webhook_deliveries')).map((r) => r.status)).toEqual(Array(5).fill('succeeded'));
+    } finally {
+      await receiver.stop();
+    }
   });
 
   it('MIGRATIONS_RUN=false leaves a new database without the schema', async () => {

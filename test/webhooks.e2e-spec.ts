@@ -476,7 +476,8 @@ describe('webhooks while Redis is away', () => {
     for (let i = 0; i < 3; i++) items.push((await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: `while away ${i}` } }).expect(201)).body.id);
     const got = await waitFor(() => receiver.requests.filter((r) => r.path === '/no-redis').length === 3 && receiver.requests, 'the three deliveries');
     expect(got.map((r) => JSON.parse(r.body).item.id).sort()).toEqual([...items].sort());
-    expect((await t.http.get(`/webhooks/${hook.id}/deliveries?status=succeeded`).set(bearer(admin)).expect(200)).body.deliveries).toHaveLength(3);
+    // Recorded just after the attempts.
+    await waitFor(async () => (await t.http.get(`/webhooks/${hook.id}/deliveries?status=succeeded`).set(bearer(admin)).expect(200)).body.deliveries.length === 3, 'the three recorded');
     await redis.restore();
   });
 });
@@ -519,7 +520,10 @@ describe('an instance that does not deliver (EVENT_DELIVERY_ENABLED=false)', () 
     const workerStarted = new Date();
     worker = await startApp({ ...settings, DATABASE_URL: api.databaseUrl, REDIS_PREFIX: api.config.REDIS_PREFIX });
     await waitFor(() => receiver.at('/split').length === 1, 'the delivery, by the instance that delivers');
-    const [delivery] = (await api.http.get(`/webhooks/${hook.id}/deliveries`).set(bearer(admin)).expect(200)).body.deliveries;
+    // Its record is written just after the attempt.
+    const listed = async () => (await api.http.get(`/webhooks/${hook.id}/deliveries`).set(bearer(admin)).expect(200)).body.deliveries;
+    await waitFor(async () => (await listed()).length === 1, 'the delivery recorded');
+    const [delivery] = await listed();
     expect(new Date(delivery.attempt_log[0].created_at).getTime()).toBeGreaterThanOrEqual(workerStarted.getTime() - 1000);
     await note();
     await waitFor(() => receiver.at('/split').length === 2, 'the next write, delivered');

@@ -1,13 +1,14 @@
 /**
  * What every background sweep shares: a pass every `intervalMs` on each instance (timers that
  * do not hold the process open), never two passes of one task at once, none after shutdown
- * has begun, and a failed pass only logged, since the next one tries again.
+ * has begun, and a failed pass only logged, since the next one tries again. Shutdown waits for
+ * a pass under way, before the connection pools close (their onApplicationShutdown).
  */
-import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Logger, OnApplicationBootstrap } from '@nestjs/common';
 
-export abstract class PeriodicTask implements OnApplicationBootstrap, OnApplicationShutdown {
+export abstract class PeriodicTask implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private timer?: NodeJS.Timeout;
-  private running = false;
+  private running?: Promise<number>;
   /** Set at shutdown; a long pass checks it between batches. */
   protected stopped = false;
 
@@ -30,22 +31,21 @@ export abstract class PeriodicTask implements OnApplicationBootstrap, OnApplicat
     this.timer.unref();
   }
 
-  onApplicationShutdown(): void {
+  async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    await this.running;
   }
 
   /** Runs a pass now (0 when one is already running or shutdown has begun). */
-  async sweep(): Promise<number> {
-    if (this.running || this.stopped) return 0;
-    this.running = true;
-    try {
-      return await this.pass();
-    } catch (err) {
-      if (!this.stopped) this.logger.warn({ err }, this.failure);
-      return 0;
-    } finally {
-      this.running = false;
-    }
+  sweep(): Promise<number> {
+    if (this.running || this.stopped) return Promise.resolve(0);
+    this.running = this.pass()
+      .catch((err: unknown) => {
+        if (!this.stopped) this.logger.warn({ err }, this.failure);
+        return 0;
+      })
+      .finally(() => (this.running = undefined));
+    return this.running;
   }
 }

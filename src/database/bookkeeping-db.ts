@@ -13,20 +13,28 @@
  * visits every one of their heap pages again until vacuum (5 ms against 0.03 ms per pass after
  * a few thousand events, measured in docs/events.md).
  */
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Pool } from 'pg';
 import { AppConfig } from '../config/app-config';
+import { GuardedClient, poolGuards } from './pg-guards';
 
 type Sql = <T = any>(text: string, params?: unknown[]) => Promise<T[]>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const POOL_SIZE = 4;
 
 @Injectable()
-export class BookkeepingDb implements OnModuleDestroy {
+export class BookkeepingDb implements OnApplicationShutdown {
   private readonly pool: Pool;
 
   constructor(config: AppConfig) {
-    this.pool = new Pool({ connectionString: config.DATABASE_URL, max: POOL_SIZE, options: '-c synchronous_commit=off -c enable_bitmapscan=off' });
+    this.pool = new Pool({
+      connectionString: config.DATABASE_URL,
+      max: POOL_SIZE,
+      connectionTimeoutMillis: 5000,
+      options: '-c synchronous_commit=off -c enable_bitmapscan=off',
+      Client: GuardedClient,
+      ...poolGuards(config.DATABASE_STATEMENT_TIMEOUT_MS),
+    });
     this.pool.on('error', () => undefined); // an idle connection's failure; the next checkout reconnects
   }
 
@@ -39,19 +47,28 @@ export class BookkeepingDb implements OnModuleDestroy {
   async underLock<T>(lockId: number, work: () => Promise<T>): Promise<T> {
     if (!Number.isSafeInteger(lockId)) throw new Error(`not a lock id: ${lockId}`);
     const client = await this.pool.connect();
+    // A checked-out client's connection can fail while `work` runs (a restarted server): pg
+    // reports it as an 'error' event, which must not go unheard, and the client is not reused.
+    let failed: Error | undefined;
+    const onError = (err: Error) => (failed = err);
+    client.on('error', onError);
     try {
       // One round trip: on a busy machine each one can wait for a core.
-      await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${lockId})`);
+      await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${lockId})`).catch((err: Error) => {
+        throw (failed = err);
+      });
       return await work();
     } finally {
       // Ending the transaction releases the lock. Not waited for: the connection runs its
       // statements in order, so the next user of it (or of the lock) comes after.
-      client.query('ROLLBACK').catch(() => undefined);
-      client.release();
+      if (!failed) client.query('ROLLBACK').catch(() => undefined);
+      client.removeListener('error', onError);
+      client.release(failed);
     }
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /** After the HTTP server has closed and the relay and dispatcher have stopped (their beforeApplicationShutdown). */
+  async onApplicationShutdown(): Promise<void> {
     await this.pool.end();
   }
 }

@@ -22,7 +22,7 @@
  * channel `<prefix>events:wake`, and every POLL_MS regardless (events committed by an
  * instance that died before relaying them, or whose announcement was lost).
  */
-import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { orTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { BookkeepingDb } from '../database/bookkeeping-db';
@@ -44,7 +44,7 @@ const PUBLISH_WAIT_MS = 2000;
 type Claimed = PublishedEvent & { reclaimed: boolean };
 
 @Injectable()
-export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown {
+export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Events');
   private timer?: NodeJS.Timeout;
   private draining?: Promise<void>;
@@ -95,7 +95,8 @@ export class EventRelay implements OnApplicationBootstrap, OnApplicationShutdown
       });
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before the pools close: a pass under way finishes; events committed from here on are left to the other instances' relays. */
+  async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
     await Promise.all([this.draining, this.announcing]);

@@ -16,7 +16,9 @@
  * late publishes its events after those of transactions that committed before it, and a replay
  * finds them in that same place. Events not published yet are not replayed; they come live.
  * An id the outbox no longer has (too old, or unknown) is answered with a `stream.reset` event
- * before going live, so the client knows to resynchronise.
+ * before going live, so the client knows to resynchronise. When the live subscription itself is
+ * lost (Redis went away) and comes back, open streams catch up the same way, from where each
+ * was served to (`catchUp`).
  */
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -60,6 +62,10 @@ interface Subscriber {
   held: PublishedEvent[] | null;
   /** How far the replay got in the publication order: held events up to there were replayed, or precede Last-Event-ID. */
   replayedTo?: string;
+  /** How far this stream has been served in the publication order (sent, or not for it): where a catch-up starts. */
+  position?: string;
+  /** The subscription was lost and came back while a replay ran: catch up again once it is done. */
+  behind?: boolean;
   /** Ids written lately: an event can arrive both by replay and live, or twice live. */
   seen: Set<string>;
 }
@@ -86,6 +92,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       const events = JSON.parse(message) as PublishedEvent[];
       this.chain = this.chain.then(() => this.dispatch(events)).catch((err: unknown) => this.logger.warn({ err }, 'event stream dispatch failed'));
     });
+    this.pubsub.onResubscribed(() => this.catchUp());
     const heartbeat = setInterval(() => this.subscribers.forEach((s) => this.write(s, ': heartbeat\n\n')), this.config.EVENTS_HEARTBEAT_SECONDS * 1000);
     const credentials = setInterval(() => void this.recheckCredentials(), CREDENTIAL_CHECK_MS);
     const slots = setInterval(() => void this.slots.renew().catch((err: unknown) => this.logger.warn({ err }, 'stream slots not renewed')), SLOT_RENEW_MS);
@@ -122,6 +129,8 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     });
     if (!slot) return void reply.raw.end();
     const sub: Subscriber = { principal, tokenScopes: tokenScopesOf(principal), slot, filter, reply, held: lastEventId ? [] : null, seen: new Set() };
+    // Where a catch-up would start if the live subscription is lost; without it, such a stream is closed instead.
+    if (lastEventId === undefined) sub.position = await this.latestPosition(principal.tenantId).catch(() => undefined);
     reply.raw.on('close', () => this.forget(sub));
     if (reply.raw.destroyed || reply.request.raw.destroyed) return this.forget(sub); // the client left while the slot was taken
     this.subscribers.add(sub);
@@ -146,6 +155,46 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       await this.send(sub, after === undefined ? held : held.filter((e) => e.published_seq === undefined || compareSeq(e.published_seq, after) > 0));
     }
     sub.held = null;
+    if (sub.behind) {
+      sub.behind = false;
+      await this.catchUpOne(sub);
+    }
+  }
+
+  /**
+   * The live subscription was lost and is back (Redis went away): what was published meanwhile
+   * never arrives, so each stream replays from where it was served to, as a Last-Event-ID
+   * resume does, without closing. A stream with no such place (opened while the database was
+   * away) is closed; its client reconnects, with Last-Event-ID if it got any event.
+   */
+  private catchUp(): void {
+    for (const sub of this.subscribers) {
+      if (sub.held) sub.behind = true; // a replay under way: again once it is done
+      else if (sub.position === undefined) this.close(sub);
+      else void this.catchUpOne(sub);
+    }
+  }
+
+  private async catchUpOne(sub: Subscriber): Promise<void> {
+    if (!this.subscribers.has(sub) || sub.position === undefined) return;
+    sub.held = [];
+    try {
+      await this.replayAfter(sub, sub.position);
+    } catch (err) {
+      this.logger.warn({ err }, 'event stream could not catch up; closing it');
+      this.close(sub);
+    } finally {
+      await this.goLive(sub);
+    }
+  }
+
+  /** The tenant's last publication number (0 before any). */
+  private async latestPosition(tenantId: string): Promise<string> {
+    const [row] = await this.db.query(
+      `SELECT coalesce(max(published_seq), 0)::text AS at FROM events WHERE tenant_id = $1 AND published_seq IS NOT NULL`,
+      [tenantId],
+    );
+    return row.at;
   }
 
   private async replay(sub: Subscriber, lastEventId: string): Promise<void> {
@@ -159,11 +208,19 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     if (!from) {
       const reason = { reason: 'last_event_id_unknown', message: 'Events after this id are no longer kept (or it was never issued); resynchronise, then follow the live stream' };
       this.write(sub, `event: stream.reset\ndata: ${JSON.stringify(reason)}\n\n`);
+      sub.position = await this.latestPosition(tenantId).catch(() => undefined);
       return;
     }
+    await this.replayAfter(sub, from.published_seq);
+  }
+
+  /** Replays the tenant's events published after `after`, in publication order. */
+  private async replayAfter(sub: Subscriber, after: string): Promise<void> {
+    const tenantId = sub.principal.tenantId;
+    sub.position = after;
     // The relay commits an event's number before publishing it: an event this stream missed
     // live (published before it subscribed) is already visible here.
-    for (let after: string = from.published_seq; ; ) {
+    for (;;) {
       sub.replayedTo = after;
       // Ordered by the column, qualified: the bare name would mean the text output column ('10' < '9').
       const page: PublishedEvent[] = await this.db.query(
@@ -187,10 +244,11 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     }
   }
 
-  private async send(sub: Subscriber, events: StoredEvent[]): Promise<void> {
+  private async send(sub: Subscriber, events: PublishedEvent[]): Promise<void> {
     if (!events.length) return;
     const types = await this.types.catalog(sub.principal.tenantId);
     for (const e of events) {
+      if (e.published_seq !== undefined && (sub.position === undefined || compareSeq(e.published_seq, sub.position) > 0)) sub.position = e.published_seq;
       if (sub.seen.has(e.id) || !selects(sub.filter.events, sub.filter.typeFilter, e, types) || !mayReceive(sub.principal, e, types)) continue;
       sub.seen.add(e.id);
       if (sub.seen.size > SEEN_IDS) sub.seen.delete(sub.seen.values().next().value!);

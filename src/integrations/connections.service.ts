@@ -15,7 +15,7 @@
  * (common/target-policy.ts): no private, loopback or metadata address unless
  * WEBHOOK_ALLOW_PRIVATE_TARGETS allows it, checked where the connection is made; no redirects.
  */
-import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import Redis from 'ioredis';
 import { createHash, randomBytes } from 'node:crypto';
@@ -86,7 +86,7 @@ const toConnection = (r: ConnectionRow): ConnectionResponse => ({
 });
 
 @Injectable()
-export class ConnectionsService implements OnModuleDestroy {
+export class ConnectionsService implements OnApplicationShutdown {
   private readonly allowlist: Set<string>;
   private readonly upstream: Agent;
 
@@ -101,7 +101,8 @@ export class ConnectionsService implements OnModuleDestroy {
     this.upstream = guardedAgent(config.allowPrivateWebhookTargets);
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /** After the HTTP server has closed: a refresh in flight finishes first. */
+  async onApplicationShutdown(): Promise<void> {
     await this.upstream.destroy();
   }
 

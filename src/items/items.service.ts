@@ -48,8 +48,19 @@ export class ItemsService {
   // ---------------------------------------------------------------- writes
 
   async create(p: Principal, dto: CreateItemDto): Promise<{ item: Item; created: boolean }> {
-    const { row, created } = await this.db.transaction((m) => this.write(m, p, dto, 'upsert'));
-    return { item: await this.present(p, row), created };
+    return this.db.transaction(async (m) => {
+      const { row, created } = await this.write(m, p, dto, 'upsert');
+      return { item: await this.present(p, row, m), created };
+    });
+  }
+
+  /**
+   * A write and the item it answers with, in one transaction: should reading the answer fail
+   * (the database went away), the write is rolled back with it, so a 500 never hides a
+   * committed change that a retry would make again.
+   */
+  private writeAndPresent(p: Principal, work: (m: EntityManager) => Promise<ItemRow>): Promise<Item> {
+    return this.db.transaction(async (m) => this.present(p, await work(m), m));
   }
 
   async bulk(p: Principal, dto: BulkItemsDto): Promise<BulkItemsResponse> {
@@ -177,7 +188,7 @@ export class ItemsService {
   }
 
   async patch(p: Principal, id: string, dto: PatchItemDto): Promise<Item> {
-    const row = await this.db.transaction(async (m) => {
+    return this.writeAndPresent(p, async (m) => {
       const current = await this.lockVisible(m, p, id);
       if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
       const { version, ...changes } = dto;
@@ -190,7 +201,7 @@ export class ItemsService {
         if (!ancestor || !onlyAutoMerged(touched)) {
           const type = await this.types.forWrite(p.tenantId, current.type, m);
           throw ApiError.conflict('version_conflict', `The item is at version ${current.version}, not ${version}`, {
-            current: await this.present(p, current),
+            current: await this.present(p, current, m),
             ancestor: ancestor ? toItem(p, ancestor) : null,
             conflicting_fields: ancestor ? conflictingFields(touched, ancestor, current) : touched,
             merge_policy: type?.mergePolicy ?? {},
@@ -221,19 +232,17 @@ export class ItemsService {
         schema_version: schemaVersion,
       });
     });
-    return this.present(p, row);
   }
 
   /** DELETE /items/{id}: moves the item to trash (idempotent). */
   async trash(p: Principal, id: string): Promise<Item> {
-    const row = await this.db.transaction(async (m) => {
+    return this.writeAndPresent(p, async (m) => {
       const current = await this.lockVisible(m, p, id);
       if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
       if (current.state === 'trashed') return current;
       assertTransition(current.state, 'trashed');
       return this.writer.update(m, p, current, { state: 'trashed' });
     });
-    return this.present(p, row);
   }
 
   async patchMetadata(p: Principal, id: string, dto: MetadataPatchDto): Promise<ItemMetadata> {
@@ -403,13 +412,13 @@ export class ItemsService {
     return rows[0]?.snapshot;
   }
 
-  private async present(p: Principal, row: ItemRow): Promise<Item> {
-    return (await this.presentMany(p, [row]))[0];
+  private async present(p: Principal, row: ItemRow, m?: EntityManager): Promise<Item> {
+    return (await this.presentMany(p, [row], m))[0];
   }
 
   /** Items as the caller may see them, with their outgoing edges. */
-  async presentMany(p: Principal, rows: ItemRow[]): Promise<Item[]> {
-    const edges = await this.edges.outgoingFor(p, rows.map((r) => r.id));
+  async presentMany(p: Principal, rows: ItemRow[], m?: EntityManager): Promise<Item[]> {
+    const edges = await this.edges.outgoingFor(p, rows.map((r) => r.id), m);
     return rows.map((r) => toItem(p, r, edges.get(r.id)));
   }
 

@@ -13,6 +13,7 @@ export const REDIS = Symbol('REDIS');
 export class RedisPubSub implements OnApplicationShutdown {
   private subscriber?: Redis;
   private readonly handlers = new Map<string, Array<(message: string) => void>>();
+  private readonly resubscribed: Array<() => void> = [];
 
   constructor(
     private readonly config: AppConfig,
@@ -38,11 +39,29 @@ export class RedisPubSub implements OnApplicationShutdown {
     if (!this.subscriber) {
       this.subscriber = this.redis.duplicate();
       this.subscriber.on('message', (ch: string, msg: string) => this.handlers.get(ch)?.forEach((h) => h(msg)));
+      // The client reconnects and subscribes again by itself; 'close' and 'ready' tell the gap.
+      this.subscriber.on('error', () => undefined);
+      let lost = false;
+      this.subscriber.on('close', () => (lost = true));
+      this.subscriber.on('ready', () => {
+        if (!lost) return;
+        lost = false;
+        this.resubscribed.forEach((listener) => listener());
+      });
     }
     const list = this.handlers.get(channel) ?? [];
     list.push(handler);
     this.handlers.set(channel, list);
     if (list.length === 1) await this.subscriber.subscribe(channel);
+  }
+
+  /**
+   * `listener` runs each time the subscriptions are back after their connection was lost:
+   * whatever was published meanwhile never arrives, so a listener with its own record of what
+   * was sent catches up from it.
+   */
+  onResubscribed(listener: () => void): void {
+    this.resubscribed.push(listener);
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -16,15 +16,16 @@
  * bounded (filters with many edge clauses make many shapes); any other statement runs
  * unnamed, still generically planned, only parsed and planned each time.
  */
-import type { OnModuleDestroy } from '@nestjs/common';
+import type { OnApplicationShutdown } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { Pool, QueryConfig } from 'pg';
+import { GuardedClient, poolGuards } from '../database/pg-guards';
 import type { Statement } from './search.sql';
 
 /** Statement shapes prepared per connection at most. */
 const MAX_PREPARED = 32;
 
-export class SearchStatements implements OnModuleDestroy {
+export class SearchStatements implements OnApplicationShutdown {
   private readonly pool: Pool;
   private readonly names = new Map<string, string>();
 
@@ -34,7 +35,7 @@ export class SearchStatements implements OnModuleDestroy {
    * as the slowest, while a short queue here serves them in turn (README, "Searches queue in
    * the service", has the measurements).
    */
-  constructor(databaseUrl: string, max: number) {
+  constructor(databaseUrl: string, max: number, statementTimeoutMs = 0) {
     this.pool = new Pool({
       connectionString: databaseUrl,
       max,
@@ -42,7 +43,11 @@ export class SearchStatements implements OnModuleDestroy {
       // Named, so that pg_stat_activity tells the searches apart from the rest.
       application_name: 'svc-search',
       options: '-c plan_cache_mode=force_generic_plan',
+      Client: GuardedClient,
+      ...poolGuards(statementTimeoutMs),
     });
+    // An idle connection's failure (a restarted server): the pool drops it and the next search reconnects.
+    this.pool.on('error', () => undefined);
   }
 
   async query<T>(s: Statement): Promise<T[]> {
@@ -56,7 +61,8 @@ export class SearchStatements implements OnModuleDestroy {
     return this.pool.end();
   }
 
-  onModuleDestroy(): Promise<void> {
+  /** After the HTTP server has closed: searches in flight finish first. */
+  onApplicationShutdown(): Promise<void> {
     return this.end();
   }
 

@@ -17,7 +17,7 @@ import { SearchStatements } from './search-statements';
   controllers: [SearchController],
   providers: [
     SearchService,
-    { provide: SearchStatements, useFactory: (config: AppConfig) => new SearchStatements(config.DATABASE_URL, config.SEARCH_DB_POOL_SIZE), inject: [AppConfig] },
+    { provide: SearchStatements, useFactory: (config: AppConfig) => new SearchStatements(config.DATABASE_URL, config.SEARCH_DB_POOL_SIZE, config.DATABASE_STATEMENT_TIMEOUT_MS), inject: [AppConfig] },
   ],
   exports: [SearchService],
 })

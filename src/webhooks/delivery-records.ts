@@ -8,7 +8,7 @@
  * write fails, its events stay undispatched: their relay lease lapses and the relay plans the
  * deliveries that have no row again (event-relay.ts).
  */
-import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import { BookkeepingDb } from '../database/bookkeeping-db';
 import type { DeliveryRef, Prepared } from './webhook-dispatcher';
@@ -59,7 +59,7 @@ interface Waiting {
 }
 
 @Injectable()
-export class DeliveryRecords implements OnApplicationShutdown {
+export class DeliveryRecords implements BeforeApplicationShutdown {
   private pending: Waiting[] = [];
   /** Events whose deliveries are all recorded, marked dispatched with the next write. */
   private dispatched: EventRef[] = [];
@@ -71,8 +71,14 @@ export class DeliveryRecords implements OnApplicationShutdown {
 
   constructor(private readonly db: BookkeepingDb) {}
 
-  async onApplicationShutdown(): Promise<void> {
-    await this.flushing;
+  /** Before the pools close. The dispatcher also drains what its last attempts recorded. */
+  beforeApplicationShutdown(): Promise<void> {
+    return this.drain();
+  }
+
+  /** Resolves once every record so far is written (or its write failed). */
+  async drain(): Promise<void> {
+    while (this.flushing) await this.flushing;
   }
 
   /** A relay pass's deliveries, owed by their events; an event that owes none is dispatched with the next write. */

@@ -15,7 +15,7 @@
  * cannot slow other webhooks' deliveries, and item writes never wait for any of it.
  */
 import { InjectQueue } from '@nestjs/bull';
-import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Queue } from 'bull';
 import type { Agent, Dispatcher } from 'undici';
 import { newId } from '../common/ids';
@@ -55,6 +55,8 @@ const MAX_CONNECTIONS_PER_ORIGIN = PER_WEBHOOK_CONCURRENCY * 16;
  * updates the row. Most attempts end sooner and write their row once, with the outcome.
  */
 const VISIBLE_AFTER_MS = 1000;
+/** How long shutdown lets attempts under way finish before cutting their connections. */
+const SHUTDOWN_GRACE_MS = 5000;
 /** Lease time beyond the receiver's timeout: a margin for queueing and recording. */
 const LEASE_MARGIN_MS = 30_000;
 const MAX_ERROR_LENGTH = 500;
@@ -110,11 +112,13 @@ class KeyedLimiter {
 }
 
 @Injectable()
-export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
+export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('Webhooks');
   private readonly limiter = new KeyedLimiter(PER_WEBHOOK_CONCURRENCY);
   /** Deliveries queued or in flight in this process, so the sweeper does not queue them twice. */
   private readonly inFlight = new Set<string>();
+  /** Their attempts, for shutdown to wait on. */
+  private readonly running = new Set<Promise<void>>();
   /**
    * Keep-alive connections per target origin, opened through the SSRF guard's own DNS lookup.
    * undici rather than node:http: half the CPU per request (bench/webhooks.ts, docs/events.md).
@@ -156,9 +160,22 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
       .catch((err: unknown) => this.logger.error({ err }, 'webhook retry worker stopped'));
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /**
+   * Before the pools close: no attempt starts from here on (those waiting for a slot are left to
+   * their leases, like any unrecorded first attempt); those under way get SHUTDOWN_GRACE_MS to
+   * end, then their connections are cut (recorded as failed attempts, retried on the schedule),
+   * and their records are written.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    await this.agent.destroy();
+    const settled = Promise.allSettled([...this.running]);
+    if (!(await withinTimeout(settled, SHUTDOWN_GRACE_MS))) await this.agent.destroy();
+    await settled;
+    await this.records.drain();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (!this.agent.destroyed) await this.agent.destroy();
   }
 
   /**
@@ -180,8 +197,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
       }
       const lineFull = this.limiter.waiting(p.webhookId) >= MAX_WAITING_PER_WEBHOOK;
       const written = this.recordUnattempted(p, lineFull ? undefined : this.leaseMs);
-      if (lineFull) void written.catch(() => undefined);
-      else
+      // Heard at once: the attempt below may not start before the write fails. A failed write
+      // leaves the event to its lease, and the relay plans the delivery again.
+      written.catch(() => undefined);
+      if (!lineFull)
         this.queueAttempt(p, async () => {
           await written;
           await this.attemptPrepared(p);
@@ -207,10 +226,14 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     if (this.stopped || this.inFlight.has(ref.deliveryId)) return true;
     if (this.limiter.waiting(ref.webhookId) >= MAX_WAITING_PER_WEBHOOK) return false;
     this.inFlight.add(ref.deliveryId);
-    void this.limiter
+    const running: Promise<void> = this.limiter
       .run(ref.webhookId, attempt)
       .catch((err: unknown) => this.logger.error({ err, deliveryId: ref.deliveryId }, 'webhook attempt failed unexpectedly'))
-      .finally(() => this.inFlight.delete(ref.deliveryId));
+      .finally(() => {
+        this.inFlight.delete(ref.deliveryId);
+        this.running.delete(running);
+      });
+    this.running.add(running);
     return true;
   }
 

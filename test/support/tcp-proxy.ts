@@ -7,6 +7,7 @@ import net from 'node:net';
 export class TcpProxy {
   private server?: net.Server;
   private readonly sockets = new Set<net.Socket>();
+  private readonly pairs = new Set<[net.Socket, net.Socket]>();
   port = 0;
 
   constructor(
@@ -26,6 +27,9 @@ export class TcpProxy {
           upstream.destroy();
         });
       }
+      const pair: [net.Socket, net.Socket] = [client, upstream];
+      this.pairs.add(pair);
+      client.on('close', () => this.pairs.delete(pair));
       client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((resolve, reject) => {
@@ -44,6 +48,20 @@ export class TcpProxy {
     for (const s of this.sockets) s.destroy();
     this.sockets.clear();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /**
+   * The open connections go silent and stay open (a server that hangs, or a network that
+   * drops packets without a reset): nothing more is forwarded either way. New ones work.
+   */
+  stall(): void {
+    for (const [client, upstream] of this.pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    }
+    this.pairs.clear();
   }
 
   /** Listens again on the same port. */

@@ -1,0 +1,115 @@
+/**
+ * Dependency faults while the service runs, with the real PostgreSQL and Redis behind TCP
+ * proxies the tests control (the shared servers are never touched): PostgreSQL ending every
+ * connection (a restart or failover), PostgreSQL going silent on its open connections (a hung
+ * server or a network that drops packets), and the Redis subscription of the event streams
+ * going away and coming back.
+ */
+import { Client } from 'pg';
+import { bearer, bootstrapAdmin, PG_SERVER, REDIS_URL, startApp, TestApp, uniqueName } from './support/app';
+import { SseClient } from './support/sse';
+import { TcpProxy } from './support/tcp-proxy';
+import { waitFor } from './support/wait';
+
+jest.setTimeout(60_000);
+
+const proxyFor = async (url: string, defaultPort: number) => {
+  const u = new URL(url);
+  const proxy = await new TcpProxy(u.hostname, Number(u.port || defaultPort)).start();
+  u.port = String(proxy.port);
+  return { proxy, url: u.toString() };
+};
+
+describe('PostgreSQL faults', () => {
+  let t: TestApp;
+  let admin: string;
+  let pg: TcpProxy;
+
+  beforeAll(async () => {
+    const via = await proxyFor(PG_SERVER, 5432);
+    pg = via.proxy;
+    const url = new URL(via.url);
+    url.pathname = `/${uniqueName('svc_faults')}`;
+    // A short statement timeout makes the client-side read timeout (statement timeout + 5 s) short too.
+    t = await startApp({ DATABASE_URL: url.toString(), DATABASE_STATEMENT_TIMEOUT_MS: '1000' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => {
+    await pg?.stop(); // first: connections it left silent would hold the pools' ending up
+    await t?.close();
+  });
+
+  const note = (title: string) => t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title } });
+  const search = (q: string) => t.http.get('/search').query({ q }).set(bearer(admin));
+
+  it('keeps serving when PostgreSQL ends every connection (a restart): no pool is left with a dead one, nothing crashes', async () => {
+    expect((await note('before the restart')).status).toBe(201);
+    expect((await search('restart')).status).toBe(200);
+    const database = new URL(t.databaseUrl).pathname.slice(1);
+    const killer = new Client({ connectionString: `${PG_SERVER}/postgres` });
+    await killer.connect();
+    try {
+      const { rowCount } = await killer.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [database]);
+      expect(rowCount).toBeGreaterThan(0);
+    } finally {
+      await killer.end();
+    }
+    await waitFor(async () => (await search('restart')).status === 200 && (await note('after the restart')).status === 201, 'searches and writes again');
+    for (let i = 0; i < 10; i++) {
+      expect((await search('restart')).status).toBe(200);
+      expect((await note(`after ${i}`)).status).toBe(201);
+    }
+  });
+
+  it('cuts the connections whose server stopped answering, and serves again with new ones', async () => {
+    // Every pool holds a few open connections, then they all go silent.
+    await Promise.all(Array.from({ length: 8 }, (_, i) => Promise.all([note(`warm ${i}`), search('warm')])));
+    pg.stall();
+    const round = () => Promise.all([...Array.from({ length: 8 }, () => t.http.get('/items').set(bearer(admin))), ...Array.from({ length: 4 }, () => search('stall'))]);
+    // A request that drew a silent connection fails after the read timeout, in the envelope; that
+    // connection is then gone, so each one costs one failure, and the pools fill with new ones.
+    for (const res of await round()) {
+      if (res.status !== 200) expect(res.body.error.code).toBe('internal_error');
+    }
+    await waitFor(async () => (await round()).every((r) => r.status === 200), 'every request answered again', 40_000, 200);
+    expect((await note('after the stall')).status).toBe(201);
+  });
+});
+
+describe('the event streams\' Redis subscription lost and back', () => {
+  let t: TestApp;
+  let admin: string;
+  let redis: TcpProxy;
+  const streams: SseClient[] = [];
+
+  beforeAll(async () => {
+    const via = await proxyFor(REDIS_URL, 6379);
+    redis = via.proxy;
+    t = await startApp({ REDIS_URL: via.url });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => {
+    streams.forEach((s) => s.close());
+    await redis?.restore().catch(() => undefined);
+    await t?.close();
+    await redis?.stop();
+  });
+
+  it('catches open streams up on what was published meanwhile, in order, without repeats, and stays live', async () => {
+    const note = async (title: string) => (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title } }).expect(201)).body.id;
+    const s = await SseClient.open(`${t.url}/events?events=item.created`, bearer(admin));
+    streams.push(s);
+    const ids = () => s.named().map((e) => e.body.item.id);
+    const first = await note('before');
+    await waitFor(() => ids().length === 1, 'the live event');
+
+    await redis.cut();
+    const meanwhile = [await note('while away 1'), await note('while away 2')];
+    await redis.restore();
+    await waitFor(() => ids().length === 3, 'the events published while the subscription was away');
+    const after = await note('after');
+    await waitFor(() => ids().length === 4, 'the next live event');
+    expect(ids()).toEqual([first, ...meanwhile, after]);
+    expect(s.closed).toBe(false);
+  });
+});
