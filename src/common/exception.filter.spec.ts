@@ -30,4 +30,24 @@ describe('toApiError', () => {
     }
     expect(toApiError(new Error(secret), undefined).details).toBeUndefined();
   });
+
+  it('turns a dependency that is away into a 503 service_unavailable, however it is wrapped', () => {
+    const wrapped = (driverError: object) => Object.assign(new Error('query failed: SELECT 1'), { driverError });
+    const away = [
+      new Error('Connection terminated unexpectedly'),
+      new Error('timeout exceeded when trying to connect'),
+      wrapped(new Error('Query read timeout')),
+      wrapped(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })),
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      new Error('Connection is closed.'),
+      new Error('Redis is not connected (reconnecting)'),
+    ];
+    for (const thrown of away) {
+      const e = toApiError(thrown, 'req-1');
+      expect([e.status, e.code]).toEqual([503, 'service_unavailable']);
+      expect(e.details).toEqual({ request_id: 'req-1' });
+    }
+    // A failed statement is not an outage: a unique violation, a cancelled statement.
+    for (const code of ['23505', '57014']) expect(toApiError(wrapped(Object.assign(new Error('x'), { code })), 'r').status).toBe(500);
+  });
 });

@@ -1,11 +1,13 @@
 /**
  * Maps every thrown thing to the SPEC 2.9 envelope: ApiError as is, Nest's HttpExceptions
- * (unknown routes, and Fastify's own 4xx errors, which Nest wraps in them) by status, and
- * anything else to a 500 that leaks nothing but a request id.
+ * (unknown routes, and Fastify's own 4xx errors, which Nest wraps in them) by status, a
+ * dependency that is away to a 503 with Retry-After, and anything else to a 500; both leak
+ * nothing but a request id.
  */
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ErrorCode } from './api-error';
+import { isDependencyUnavailable } from './unavailable';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'invalid_request',
@@ -29,7 +31,9 @@ export function toApiError(err: unknown, requestId: string | undefined): ApiErro
       return new ApiError(status, code, message);
     }
   }
-  return new ApiError(500, 'internal_error', 'Something went wrong on our side', requestId ? { request_id: requestId } : undefined);
+  const details = requestId ? { request_id: requestId } : undefined;
+  if (isDependencyUnavailable(err)) return new ApiError(503, 'service_unavailable', 'A service this one depends on is unavailable; retry shortly', details);
+  return new ApiError(500, 'internal_error', 'Something went wrong on our side', details);
 }
 
 @Catch()
@@ -42,9 +46,8 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
     const reply = ctx.getResponse<FastifyReply>();
     const requestId = req?.id ? String(req.id) : undefined;
     const apiError = toApiError(err, requestId);
-    if (apiError.status >= 500) {
-      this.logger.error({ err, requestId }, 'unhandled error');
-    }
+    if (apiError.status === 503) this.logger.warn({ err, requestId }, 'dependency unavailable');
+    else if (apiError.status >= 500) this.logger.error({ err, requestId }, 'unhandled error');
     if (reply.raw.headersSent) {
       reply.raw.destroy();
       return;
@@ -52,6 +55,7 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
     if (apiError.status === 401) reply.header('WWW-Authenticate', bearerChallenge(req, apiError));
     // SPEC 8.1: every 429 carries Retry-After, whichever limit refused (the rate limiter sets its own).
     if (apiError.status === 429 && !reply.hasHeader('Retry-After')) reply.header('Retry-After', String(apiError.details?.retry_after ?? 1));
+    if (apiError.status === 503) reply.header('Retry-After', '2');
     reply.status(apiError.status).send(apiError.toEnvelope());
   }
 }

@@ -22,7 +22,7 @@ const DESCRIPTIONS: Record<number, string> = {
   415: 'Unsupported content type, charset or encoding (invalid_request)',
   429: 'Rate limited (rate_limited); see Retry-After',
   502: 'The upstream failed or refused (invalid_grant, ...)',
-  503: 'A dependency is down',
+  503: 'A dependency is away (service_unavailable); retry after Retry-After',
 };
 
 /** The same response as a plain OpenAPI object, for documentation built after the decorators (openapi.ts). */

@@ -48,12 +48,16 @@ function* operations(document: OpenAPIObject): Generator<Operation> {
   }
 }
 
-/** Every service route that reads a JSON body refuses one too large (413) or of another media type (415): body-parsing.ts. */
+/**
+ * Errors the request pipeline answers for any route, rather than the route: every service route
+ * that reads a JSON body refuses one too large (413) or of another media type (415:
+ * body-parsing.ts), and every one answers 503 while a dependency is away (exception.filter.ts).
+ */
 function documentJsonBodyErrors(document: OpenAPIObject): void {
   for (const op of operations(document)) {
     const body = op.requestBody && 'content' in op.requestBody ? op.requestBody.content : undefined;
-    if (!body?.['application/json']) continue;
-    for (const status of [413, 415]) op.responses[status] ??= errorResponse(status);
+    if (body?.['application/json']) for (const status of [413, 415]) op.responses[status] ??= errorResponse(status);
+    if (JSON.stringify(op.responses).includes('ErrorEnvelopeDto')) op.responses[503] ??= errorResponse(503);
   }
 }
 
