@@ -62,6 +62,14 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect(spoofed).toEqual(doc);
   });
 
+  it('answers the browser pages\' repeated or unknown query parameters with the page, never a 500', async () => {
+    for (const path of ['/auth/device?user_code=&user_code=', '/auth/device?user_code=BCD-FGHJ&user_code=x', '/auth/sign-in?uid=a&uid=b', '/auth/consent?uid=a&uid=b', '/auth?interaction=a&interaction=b', '/auth/device?utm_source=mail']) {
+      const res = await t.http.get(path);
+      expect(res.status).toBeLessThan(500);
+      if (res.status !== 303) expect(res.headers['content-type']).toMatch(/^text\/html/);
+    }
+  });
+
   it('publishes the RS256 signing key, public parts only, at /auth/jwks and the well-known path', async () => {
     for (const path of ['/auth/jwks', '/.well-known/jwks.json']) {
       const { keys } = (await t.http.get(path).expect(200)).body;

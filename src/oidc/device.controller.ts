@@ -12,7 +12,7 @@
  * gets "Code expired". Without that, a denial shown as accepted could still let the device in,
  * and two approvals made two grants.
  */
-import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { ApiExtension, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -25,7 +25,7 @@ import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
-import { FormBody, FormFields } from './form-fields';
+import { FormBody, FormFields, PageQuery } from './form-fields';
 import { ApiFormBody, ApiFormExpired, ApiPage, ApiQueryParams, FORM_FIELD } from './openapi-pages';
 import { cookieOf } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
@@ -60,7 +60,7 @@ export class DeviceController {
   @ApiQueryParams({ user_code: 'The code the device shows (XXX-XXXX)' })
   @ApiPage(200, 'The code form, or with a valid user_code the sign-in and consent form')
   @ApiPage(400, 'The code form again: the code is not valid or expired')
-  async page(@Query('user_code') userCode: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async page(@PageQuery('user_code') userCode: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (userCode === undefined || userCode === '') return sendPage(reply, 200, deviceCodePage({}));
     const code = await this.pending(userCode);
     if (!code) return sendPage(reply, 400, deviceCodePage({ error: 'That code is not valid, or it expired. Check your device and try again.' }));

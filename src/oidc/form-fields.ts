@@ -1,7 +1,8 @@
 /**
- * The fields of a browser form post to the sign-in, consent and account pages: `{}` when the
- * request has no body or not an object, so that a bare POST gets the page's own refusal (an
- * expired form) rather than a 500.
+ * What the browser pages (sign-in, consent, device, account) read from a request, shaped so
+ * that odd input gets the page's own answer rather than a 500: the fields of a form post (`{}`
+ * when the request has no body or not an object, so that a bare POST gets the page's refusal,
+ * an expired form), and a query parameter's text.
  */
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
@@ -11,4 +12,13 @@ export type FormBody = Record<string, unknown>;
 export const FormFields = createParamDecorator((_: unknown, ctx: ExecutionContext): FormBody => {
   const body = ctx.switchToHttp().getRequest<FastifyRequest>().body;
   return body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as FormBody) : {};
+});
+
+/**
+ * A query parameter of a page: its text when given once, else undefined (a repeated one has no
+ * agreed meaning). Other parameters are ignored, as pages do (a link may carry tracking ones).
+ */
+export const PageQuery = createParamDecorator((name: string, ctx: ExecutionContext): string | undefined => {
+  const value = (ctx.switchToHttp().getRequest<FastifyRequest>().query as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value : undefined;
 });

@@ -11,7 +11,7 @@
  *   POST /auth/authorize/decision (and its SPEC twin POST /auth/oauth2/consent)
  *                                approve (with the ticked scopes) or deny → the grant
  */
-import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import { ApiExtension, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -22,7 +22,7 @@ import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
-import { FormBody, FormFields } from './form-fields';
+import { FormBody, FormFields, PageQuery } from './form-fields';
 import { ApiFormBody, ApiFormExpired, ApiPage, ApiQueryParams, ApiSeeOther, FORM_FIELD } from './openapi-pages';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimInteraction } from './oidc-adapter';
@@ -58,7 +58,7 @@ export class InteractionsController {
   @ApiQueryParams({ interaction: 'The interaction the provider sends the browser back with' })
   @ApiSeeOther('To sign-in or consent; without `interaction`, to /auth/grants')
   @ApiPage(400, 'The interaction is over or not this browser\'s')
-  async start(@Query('interaction') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async start(@PageQuery('interaction') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (uid === undefined) return reply.redirect('/auth/grants', 303);
     const details = await this.details(req, reply, uid);
     if (!details) return;
@@ -84,8 +84,8 @@ export class InteractionsController {
   @ApiPage(200, 'The sign-in form')
   @ApiPage(400, 'The interaction is over or not this browser\'s')
   async signInForm(
-    @Query('uid') uid: string | undefined,
-    @Query('return_to') returnTo: string | undefined,
+    @PageQuery('uid') uid: string | undefined,
+    @PageQuery('return_to') returnTo: string | undefined,
     @Req() req: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
@@ -124,7 +124,7 @@ export class InteractionsController {
   @ApiQueryParams({ uid: 'The interaction' })
   @ApiPage(200, 'The consent form')
   @ApiPage(400, 'The interaction is over, not this browser\'s, or not at consent')
-  async consentForm(@Query('uid') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async consentForm(@PageQuery('uid') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, uid, 'consent');
     if (!details) return;
     const clientId = String(details.params.client_id);

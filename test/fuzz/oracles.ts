@@ -95,8 +95,9 @@ export function queryViolations(op: Operation, query: string): string[] {
     if (name.text === '') continue; // "&&", "=x": parsers differ on empty names, no verdict
     if (!declared.has(name.text)) {
       // Only where the operation validates a query object at all (README: unknown fields are
-      // 400, as GET /keys?colour=red is); a route without parameters may ignore a query.
-      if (!declared.size) continue;
+      // 400, as GET /keys?colour=red is); a route without parameters may ignore a query, and a
+      // browser page ignores what it does not know, as pages do (a link may carry tracking ones).
+      if (!declared.size || op.errorFormat === 'html') continue;
       out.push(`query.${name.text.slice(0, 40)}: unknown parameter`);
       continue;
     }
