@@ -64,6 +64,20 @@ describe('type patterns', () => {
       expect(bestMatch(['core.*', 'core.note.*'], 'core.note.x')).toBe('core.note.*');
     });
 
+    it('prefers a match on the type\'s own name to one through an ancestor, then the nearer ancestor, whatever the names\' spelling or order', () => {
+      const recipe = { name: 'acme.recipe', ancestors: ['core.note'] };
+      const quick = { name: 'zeta.quick', ancestors: ['core.note'] };
+      for (const order of [(x: string[]) => x, (x: string[]) => [...x].reverse()]) {
+        expect(bestMatch(order(['acme.*', 'core.*']), recipe)).toBe('acme.*');
+        expect(bestMatch(order(['zeta.*', 'core.*']), quick)).toBe('zeta.*');
+        expect(bestMatch(order(['zeta.*', 'core.note.*']), quick)).toBe('zeta.*');
+        expect(bestMatch(order(['*', 'core.*']), quick)).toBe('core.*');
+        const deep = { name: 'x.leaf', ancestors: ['y.mid', 'core.note'] };
+        expect(bestMatch(order(['core.note.*', 'y.*']), deep)).toBe('y.*');
+        expect(bestMatch(order(['core.*', 'core.note.*']), deep)).toBe('core.note.*');
+      }
+    });
+
     it('returns undefined when nothing matches', () => {
       expect(bestMatch(['core.*', 'acme.recipe'], 'other.thing')).toBeUndefined();
       expect(bestMatch([], 'core.note')).toBeUndefined();

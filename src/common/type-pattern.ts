@@ -49,13 +49,32 @@ export function specificity(pattern: string): number {
   return wildcard ? segments * 2 - 1 : segments * 2;
 }
 
-/** The pattern in `patterns` that best matches `name`, or undefined. */
+/**
+ * How closely a pattern fits a type, as a tuple compared in order: a pattern that matches the
+ * type's own name fits better than one that matches only through an ancestor, a nearer
+ * ancestor better than a farther one, and then the more specific pattern. Undefined when the
+ * pattern does not match. So `{"acme.*": "read", "core.*": "write"}` gives `acme.recipe` (a
+ * subtype of `core.note`) read, whatever the names' spelling or order.
+ */
+function fit(pattern: string, ref: TypeRef): [number, number, number] | undefined {
+  if (pattern === '*') return [0, 0, 0];
+  const base = pattern.endsWith('.*') ? pattern.slice(0, -2) : undefined;
+  const matches = (n: string) => (base === undefined ? n === pattern : n === base || n.startsWith(base + '.'));
+  if (matches(ref.name)) return [2, 0, specificity(pattern)];
+  if (base === undefined) return undefined;
+  const nearest = ref.ancestors.findIndex(matches);
+  return nearest === -1 ? undefined : [1, -nearest, specificity(pattern)];
+}
+
+/** The pattern in `patterns` that best matches `name` (see `fit`), or undefined. */
 export function bestMatch(patterns: Iterable<string>, name: string | TypeRef): string | undefined {
-  let best: string | undefined;
-  for (const p of patterns) {
-    if (matchesPattern(p, name) && (best === undefined || specificity(p) > specificity(best))) best = p;
+  const ref = typeof name === 'string' ? { name, ancestors: [] } : name;
+  let best: { pattern: string; fit: [number, number, number] } | undefined;
+  for (const pattern of patterns) {
+    const f = fit(pattern, ref);
+    if (f && (!best || (f[0] - best.fit[0] || f[1] - best.fit[1] || f[2] - best.fit[2]) > 0)) best = { pattern, fit: f };
   }
-  return best;
+  return best?.pattern;
 }
 
 /** A name pattern as SQL conditions (for names without lineage, such as edge types). */
