@@ -123,8 +123,9 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
   private async work(ref: JobRef, job: Claimed): Promise<void> {
     let { processed, cancel_requested: cancel, errors_kept: kept } = job;
     for (;;) {
-      if (cancel) return this.finish(ref, 'cancelled');
+      // Done is done: a cancel that came after the last chunk stopped nothing.
       if (processed >= job.item_ids.length) return this.finish(ref, 'completed');
+      if (cancel) return this.finish(ref, 'cancelled');
       if (this.stopping) return;
       const p = await this.principalOf(ref, job);
       if (!p) return this.finish(ref, 'failed', 'The credential that started this job has been revoked');

@@ -193,12 +193,13 @@ export class ItemsService {
       if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
       const { version, ...changes } = dto;
       const touched = touchedFields(changes);
-      if (touched.length === 0) return current;
+      if (touched.length === 0 && version === current.version) return current;
       this.assertMetadataWrite(p, changes.tags, changes.extensions);
       let tags = changes.tags;
       if (version !== current.version) {
         const ancestor = version < current.version ? await this.snapshot(m, p.tenantId, id, version) : undefined;
-        if (!ancestor || !onlyAutoMerged(touched)) {
+        // A stale version is a conflict (SPEC 9) unless every field it touches merges by itself; an empty change touches none to merge.
+        if (!ancestor || touched.length === 0 || !onlyAutoMerged(touched)) {
           const type = await this.types.forWrite(p.tenantId, current.type, m);
           throw ApiError.conflict('version_conflict', `The item is at version ${current.version}, not ${version}`, {
             current: await this.present(p, current, m),

@@ -99,6 +99,19 @@ describe('items: versions and conflicts', () => {
       expect((await admin.get(`/items/${item.id}`)).body).toEqual(server.body);
     });
 
+    it('an empty change with a stale version → 409 version_conflict too; with the current version it is a no-op', async () => {
+      const item = await createItem(admin, { type: 'core.note', properties: { title: 't' } });
+      await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'moved on' } });
+      for (const body of [{ version: 1 }, { version: 1, properties: {} }]) {
+        const res = await admin.patch(`/items/${item.id}`, body);
+        expectError(res, 409, 'version_conflict');
+        expect(res.body.error.details).toMatchObject({ current: { version: 2 }, conflicting_fields: [] });
+      }
+      const same = await admin.patch(`/items/${item.id}`, { version: 2 });
+      expectStatus(same, 200);
+      expect(same.body.version).toBe(2);
+    });
+
     it('core types report their per-field merge policy (default manual)', async () => {
       const item = await createItem(admin, { type: 'core.note', properties: { title: 't' } });
       await admin.patch(`/items/${item.id}`, { version: 1, properties: { body: 'b' } });
