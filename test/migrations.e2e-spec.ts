@@ -187,6 +187,37 @@ describe('migrations', () => {
     expect(await ds.query(`SELECT proname FROM pg_proc WHERE proname LIKE 'item_search_scope%'`)).toEqual([]);
   });
 
+  it('subtypes stored before 2400 keep their parents\' rules after it (every generation), and it reverts', async () => {
+    const at = migrations.findIndex((m) => m.name === 'SubtypesKeepParentRules1732300002400');
+    ds = await open(migrations.slice(0, at));
+    await ds.runMigrations({ transaction: 'each' });
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'types') ON CONFLICT DO NOTHING`, [TENANT]);
+    // As the code before it resolved them: the child's keywords replaced the parent's.
+    const strict = { type: 'object', properties: { title: { type: 'string', maxLength: 5 } } };
+    const loose = { type: 'object', properties: { title: { type: 'string', maxLength: 500 } } };
+    const type = (name: string, parent: string | null, schema: object, resolved: object) =>
+      ds!.query(
+        `INSERT INTO item_types (tenant_id, name, parent, schema, resolved_schema, merge_policy, core, version, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, '{}', false, 1, now(), now())`,
+        [TENANT, name, parent, schema, resolved],
+      );
+    await type('m.base', null, strict, strict);
+    await type('m.base.loose', 'm.base', { properties: { title: { maxLength: 500 } } }, loose);
+    await type('m.base.loose.leaf', 'm.base.loose', {}, loose);
+    await ds.destroy();
+
+    ds = await open(migrations);
+    await ds.runMigrations({ transaction: 'each' });
+    const resolved = async (name: string) => (await ds!.query(`SELECT resolved_schema FROM item_types WHERE tenant_id = $1 AND name = $2`, [TENANT, name]))[0].resolved_schema;
+    expect((await resolved('m.base.loose')).allOf).toEqual([strict]);
+    expect((await resolved('m.base.loose.leaf')).allOf).toEqual([{ ...loose, allOf: [strict] }]);
+    expect(await resolved('m.base')).toEqual(strict);
+
+    await ds.undoLastMigration({ transaction: 'each' });
+    expect(await resolved('m.base.loose')).toEqual(loose);
+    expect(await resolved('m.base.loose.leaf')).toEqual(loose);
+  });
+
   it('every migration reverts, down to an empty schema, and applies again', async () => {
     ds = await open(migrations);
     await ds.runMigrations({ transaction: 'each' });

@@ -162,6 +162,22 @@ describe('types', () => {
       expectStatus(await admin.post('/items', { type: 'acme.quicktask', properties: { title: 't', status: 'done' } }), 201);
     });
 
+    it('cannot loosen its parent: opening a closed schema is inheritance_violation, and restated limits only narrow', async () => {
+      expectStatus(
+        await admin.post('/types', {
+          name: 'acme.strict',
+          schema: { additionalProperties: false, properties: { title: { type: 'string', maxLength: 5, pattern: '^a' }, kind: { type: 'string', enum: ['x', 'y'] } } },
+        }),
+        201,
+      );
+      expectError(await admin.post('/types', { name: 'acme.strict.open', parent: 'acme.strict', schema: { additionalProperties: true } }), 400, 'inheritance_violation');
+      expectStatus(await admin.post('/types', { name: 'acme.strict.long', parent: 'acme.strict', schema: { properties: { title: { maxLength: 500, pattern: '.*' } } } }), 201);
+      // Whatever the subtype restates, `acme.strict.*` still promises the parent's rules of every item it matches.
+      expectError(await admin.post('/items', { type: 'acme.strict.long', properties: { title: 'zzzzzzzzzz' } }), 400, 'invalid_properties');
+      expectError(await admin.post('/items', { type: 'acme.strict.long', properties: { title: 'abc', zzz: 1 } }), 400, 'invalid_properties');
+      expectStatus(await admin.post('/items', { type: 'acme.strict.long', properties: { title: 'abc', kind: 'x' } }), 201);
+    });
+
     it('contradicting a parent property type → 400 inheritance_violation', async () => {
       const res = await admin.post('/types', { name: 'acme.badnote', parent: 'core.note', schema: { properties: { title: { type: 'integer' } } } });
       expectError(res, 400, 'inheritance_violation');

@@ -97,6 +97,29 @@ describe('type schemas', () => {
       expect(thrownApiError(() => resolveSubtypeSchema(closed, { properties: { title: { type: 'string', maxLength: 3 } } }))).toBeUndefined();
     });
 
+    it('a parent without additional properties cannot be opened up by a subtype', () => {
+      const closed = { ...parent, additionalProperties: false };
+      for (const open of [true, {}, { type: 'string' }]) {
+        expect(thrownApiError(() => resolveSubtypeSchema(closed, { additionalProperties: open }))?.code).toBe('inheritance_violation');
+      }
+      expect(thrownApiError(() => resolveSubtypeSchema(closed, { additionalProperties: false }))).toBeUndefined();
+    });
+
+    it('a subtype only narrows: its items also satisfy every rule of the parent, whatever keywords it restates', () => {
+      const strict: JsonSchema = { type: 'object', properties: { title: { type: 'string', maxLength: 5, pattern: '^a' }, n: { type: 'integer', maximum: 10 } } };
+      const loose = resolveSubtypeSchema(strict, { properties: { title: { maxLength: 500, pattern: '.*' }, n: { maximum: 1000 } } });
+      const fn = validatorFor(`spec:${cacheSeq++}`, loose);
+      expect(fn({ title: 'abc', n: 3 })).toBe(true);
+      expect(fn({ title: 'zzzzzzzzzz' })).toBe(false);
+      expect(fn({ n: 500 })).toBe(false);
+      // Two generations deep: the grandparent's rules hold too.
+      const grandchild = resolveSubtypeSchema(loose, { properties: { extra: str } });
+      expect(validatorFor(`spec:${cacheSeq++}`, grandchild)({ title: 'zzzzzzzzzz', extra: 'x' })).toBe(false);
+      // A parent with its own $id: the copy the subtype carries drops it, so the schema compiles.
+      const identified = resolveSubtypeSchema({ ...strict, $id: 'https://example.com/strict' }, {});
+      expect(validatorFor(`spec:${cacheSeq++}`, identified)({ title: 'abc' })).toBe(true);
+    });
+
     it('resolved schemas validate items: parent-required enforced for the subtype', () => {
       const out = resolveSubtypeSchema(parent, { properties: { rating: { type: 'integer' } } });
       const fn = validatorFor(`spec:${cacheSeq++}`, out);

@@ -1,7 +1,7 @@
 /**
  * JSON Schema rules for item types: checking a submitted schema (ajv), merging a subtype's
- * schema onto its parent's (adding is allowed, dropping or contradicting is not), and the
- * compiled validators for item properties.
+ * schema onto its parent's (adding is allowed, dropping or contradicting is not, and the parent's
+ * rules keep applying: a subtype only narrows), and the compiled validators for item properties.
  */
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types';
@@ -90,7 +90,7 @@ export function resolveSubtypeSchema(parent: JsonSchema, child: JsonSchema): Jso
     }
     merged[name] = { ...base, ...prop };
   }
-  if (parent.additionalProperties === false && Object.keys(childProps).some((n) => !parentProps[n])) {
+  if (parent.additionalProperties === false && (Object.keys(childProps).some((n) => !parentProps[n]) || (child.additionalProperties ?? false) !== false)) {
     violations.push({ field: '*', message: 'the parent allows no additional properties, so a subtype cannot add any' });
   }
   if (violations.length) {
@@ -105,7 +105,19 @@ export function resolveSubtypeSchema(parent: JsonSchema, child: JsonSchema): Jso
     properties: merged,
     ...(required.length ? { required } : {}),
     ...(additionalProperties !== undefined ? { additionalProperties } : {}),
+    allOf: [parentRules(parent), ...(Array.isArray(child.allOf) ? child.allOf : [])],
   };
+}
+
+/**
+ * The parent's whole resolved schema, which a subtype's items must also satisfy: the merge above
+ * lets a subtype's keyword replace its parent's (`maxLength`, `pattern`, `minimum`, …), and
+ * without this a subtype could loosen what `parent.*` promises of every item it matches. With
+ * it, a subtype's keywords can only narrow. Its own `$id` and `$schema` stay at the root.
+ */
+function parentRules(parent: JsonSchema): JsonSchema {
+  const { $id, $schema, ...rules } = parent; // eslint-disable-line @typescript-eslint/no-unused-vars
+  return rules;
 }
 
 const compiled = new Map<string, ValidateFunction>();
@@ -129,12 +141,14 @@ export function propertyIssues(errors: ErrorObject[]): { missing: string[]; inva
     if (e.keyword === 'required') {
       const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
       missing.push(base ? `${base}.${e.params.missingProperty}` : e.params.missingProperty);
-    } else {
+    } else if (e.keyword !== 'allOf') {
       const field = e.instancePath.replace(/^\//, '').replace(/\//g, '.') || (e.params.additionalProperty ?? '(properties)');
       invalid.push({ field, message: e.message ?? 'is invalid' });
     }
   }
-  return { missing, invalid };
+  // A subtype's schema and its parent's (in `allOf`) can both report one problem.
+  const seen = new Set<string>();
+  return { missing: [...new Set(missing)], invalid: invalid.filter((i) => !seen.has(`${i.field}\n${i.message}`) && seen.add(`${i.field}\n${i.message}`)) };
 }
 
 /** Merge policy of every property of a type, defaulting to `manual`. */

@@ -23,6 +23,7 @@ import { WebhookCredentialScopes1732300002000 } from './1732300002000-webhook-cr
 import { OauthSecretsAtRest1732300002100 } from './1732300002100-oauth-secrets-at-rest';
 import { EventPublishOrder1732300002200 } from './1732300002200-event-publish-order';
 import { SearchTagsFirst1732300002300 } from './1732300002300-search-tags-first';
+import { SubtypesKeepParentRules1732300002400 } from './1732300002400-subtypes-keep-parent-rules';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -49,4 +50,5 @@ export const migrations = [
   OauthSecretsAtRest1732300002100,
   EventPublishOrder1732300002200,
   SearchTagsFirst1732300002300,
+  SubtypesKeepParentRules1732300002400,
 ];
