@@ -213,9 +213,41 @@ describe('migrations', () => {
     expect((await resolved('m.base.loose.leaf')).allOf).toEqual([{ ...loose, allOf: [strict] }]);
     expect(await resolved('m.base')).toEqual(strict);
 
-    await ds.undoLastMigration({ transaction: 'each' });
+    // Back to just before 2400, whatever came after it.
+    while ((await ds.query(`SELECT name FROM migrations ORDER BY id DESC LIMIT 1`))[0].name !== migrations[at - 1].name) {
+      await ds.undoLastMigration({ transaction: 'each' });
+    }
     expect(await resolved('m.base.loose')).toEqual(loose);
     expect(await resolved('m.base.loose.leaf')).toEqual(loose);
+  });
+
+  it('items in the trash before 2500 remember the state they were trashed from, from their history', async () => {
+    const at = migrations.findIndex((m) => m.name === 'ItemsTrashedFrom1732300002500');
+    ds = await open(migrations.slice(0, at));
+    await ds.runMigrations({ transaction: 'each' });
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'trash') ON CONFLICT DO NOTHING`, [TENANT]);
+    const item = async (id: string, states: string[]) => {
+      await ds!.query(
+        `INSERT INTO items (tenant_id, id, type, properties, state, version, source, "timestamp", tier, tags, created_at, updated_at)
+         VALUES ($1, $2, 'core.note', '{"title":"t"}', $3, $4, 's', now(), 'library', '{}', now(), now())`,
+        [TENANT, id, states[states.length - 1], states.length],
+      );
+      for (const [n, state] of states.entries()) {
+        await ds!.query(`INSERT INTO item_versions (tenant_id, item_id, version, snapshot, changed_by, created_at) VALUES ($1, $2, $3, $4, 'k', now())`, [
+          TENANT, id, n + 1, { state },
+        ]);
+      }
+    };
+    const [revoked, archived, live] = ['aaaaaaaa-0000-4000-8000-000000000001', 'aaaaaaaa-0000-4000-8000-000000000002', 'aaaaaaaa-0000-4000-8000-000000000003'];
+    await item(revoked, ['active', 'revoked', 'trashed']);
+    await item(archived, ['archived', 'trashed', 'trashed']);
+    await item(live, ['active', 'trashed', 'active']);
+    await ds.destroy();
+
+    ds = await open(migrations);
+    await ds.runMigrations({ transaction: 'each' });
+    const rows: Array<{ id: string; trashed_from: string | null }> = await ds.query(`SELECT id, trashed_from FROM items WHERE id = ANY($1) ORDER BY id`, [[revoked, archived, live]]);
+    expect(rows.map((r) => r.trashed_from)).toEqual(['revoked', 'archived', null]);
   });
 
   it('every migration reverts, down to an empty schema, and applies again', async () => {

@@ -9,7 +9,7 @@ import { planChange, specOf } from './bulk-actions';
 const row = (over: Partial<ItemRow> = {}): ItemRow => ({
   tenant_id: 't', id: 'i', type: 'core.task', properties: { title: 'a', priority: 1 }, state: 'active', version: 1, schema_version: 1,
   source: 's', source_id: null, timestamp: new Date('2026-01-01T00:00:00Z'), tier: 'library', device: null, capture_latitude: null,
-  capture_longitude: null, tags: ['x'], extensions: {}, created_at: new Date(), updated_at: new Date(), ...over,
+  capture_longitude: null, tags: ['x'], extensions: {}, created_at: new Date(), updated_at: new Date(), trashed_from: null, ...over,
 });
 
 const schema = {

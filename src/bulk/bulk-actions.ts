@@ -10,7 +10,7 @@ import type { Tier } from '../keys/api-key.entity';
 import { changeTags, mergeProperties, propertiesError, tooManyTags } from '../items/item-changes';
 import type { ItemRow } from '../items/item.model';
 import type { ItemChanges } from '../items/item-writer';
-import { canTransition, ItemState } from '../items/lifecycle';
+import { canTransition, ItemState, transitionError } from '../items/lifecycle';
 import type { ResolvedType } from '../types/types.service';
 
 export const BULK_ACTIONS = ['transition', 'purge', 'update_tags', 'update_tier', 'update_properties', 'update_timestamp'] as const;
@@ -93,7 +93,7 @@ export function planChange(spec: BulkSpec, row: ItemRow, type?: ResolvedType): P
     case 'transition': {
       const to = spec.to_state!;
       if (row.state === to) return 'unchanged';
-      if (!canTransition(row.state, to)) return ApiError.badRequest('invalid_transition', `An item cannot move from ${row.state} to ${to}`);
+      if (!canTransition(row, to)) return transitionError(row, to);
       return { changes: { state: to } };
     }
     case 'update_tags': {

@@ -21,6 +21,7 @@ function row(over: Partial<ItemRow> = {}): ItemRow {
     extensions: {},
     created_at: new Date('2024-01-01T00:00:00.000Z'),
     updated_at: new Date('2024-01-01T00:00:00.000Z'),
+    trashed_from: null,
     ...over,
   };
 }

@@ -73,6 +73,8 @@ export class ItemWriter {
     }
     const q = (c: string) => `"${c}"`;
     const sets = columns.map((c) => `${q(c)} = x.${q(c)}`);
+    // Where a move into the trash came from, kept while it stays there (SET reads the old row).
+    if (columns.includes('state')) sets.push(`trashed_from = CASE WHEN x.state <> 'trashed' THEN NULL WHEN i.state = 'trashed' THEN i.trashed_from ELSE i.state END`);
     const recordType = ['id uuid', ...columns.map((c) => `${q(c)} ${CHANGEABLE[c]}`)].join(', ');
     const [rows]: [ItemRow[], number] = await m.query(
       `UPDATE items i SET ${sets.join(', ')}, version = i.version + 1, updated_at = now()

@@ -23,11 +23,13 @@ export interface ItemRow {
   extensions: Record<string, Record<string, unknown>>;
   created_at: Date | string;
   updated_at: Date | string;
+  /** For a trashed item, the state it was trashed from (lifecycle.ts); never shown. */
+  trashed_from: ItemState | null;
 }
 
 export const ITEM_COLUMNS =
   'tenant_id, id, type, properties, state, version, schema_version, source, source_id, "timestamp", tier, device, ' +
-  'capture_latitude, capture_longitude, tags, extensions, created_at, updated_at';
+  'capture_latitude, capture_longitude, tags, extensions, created_at, updated_at, trashed_from';
 
 /** ITEM_COLUMNS qualified with the items alias `i`. */
 export const ITEM_COLUMNS_I = ITEM_COLUMNS.split(',')

@@ -166,7 +166,7 @@ export class ItemsService {
       this.validateProperties(type, dto.properties);
       await this.assertBlobsExist(p, dto.properties);
     }
-    if (dto.state !== undefined) assertTransition(existing.state, dto.state);
+    if (dto.state !== undefined) assertTransition(existing, dto.state);
     const next = {
       properties: dto.properties ?? existing.properties,
       tags: dto.tags ?? existing.tags,
@@ -210,7 +210,7 @@ export class ItemsService {
         }
         if (tags !== undefined) tags = mergeTags(ancestor.tags, tags, current.tags);
       }
-      if (changes.state !== undefined) assertTransition(current.state, changes.state);
+      if (changes.state !== undefined) assertTransition(current, changes.state);
       const properties = mergeProperties(current.properties, changes.properties);
       let schemaVersion = current.schema_version;
       if (changes.properties !== undefined) {
@@ -241,7 +241,7 @@ export class ItemsService {
       const current = await this.lockVisible(m, p, id);
       if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
       if (current.state === 'trashed') return current;
-      assertTransition(current.state, 'trashed');
+      assertTransition(current, 'trashed');
       return this.writer.update(m, p, current, { state: 'trashed' });
     });
   }

@@ -13,11 +13,19 @@ describe('item lifecycle', () => {
   });
 
   it.each(TABLE)('canTransition(%s, %s) is %s', (from, to, allowed) => {
-    expect(canTransition(from, to)).toBe(allowed);
+    expect(canTransition({ state: from }, to)).toBe(allowed);
+  });
+
+  it('a trashed item goes back to active unless it was revoked before: then it stays in the trash until purged', () => {
+    expect(canTransition({ state: 'trashed', trashed_from: 'archived' }, 'active')).toBe(true);
+    expect(canTransition({ state: 'trashed', trashed_from: 'revoked' }, 'active')).toBe(false);
+    expect(canTransition({ state: 'trashed', trashed_from: 'revoked' }, 'trashed')).toBe(true);
+    const err = thrownApiError(() => assertTransition({ state: 'trashed', trashed_from: 'revoked' }, 'active'));
+    expect([err?.status, err?.code, err?.details]).toEqual([400, 'invalid_transition', { from: 'trashed', to: 'active' }]);
   });
 
   it.each(TABLE)('assertTransition(%s, %s): allowed=%s, otherwise 400 invalid_transition', (from, to, allowed) => {
-    const err = thrownApiError(() => assertTransition(from, to));
+    const err = thrownApiError(() => assertTransition({ state: from }, to));
     if (allowed) {
       expect(err).toBeUndefined();
     } else {

@@ -85,6 +85,23 @@ describe('items: lifecycle', () => {
     }
   });
 
+  it('a revoked item is not revived through the trash, by PATCH or by a bulk transition; it can still be purged', async () => {
+    const revoked = await itemIn('revoked');
+    const trashed = await admin.delete(`/items/${revoked.id}`);
+    expectStatus(trashed, 200);
+    expectError(await admin.patch(`/items/${revoked.id}`, { version: trashed.body.version, state: 'active' }), 400, 'invalid_transition');
+    const bulk = await admin.post('/items/bulk_action', { action: 'transition', to_state: 'active', filter: { state: 'trashed' }, max_items: 50 });
+    expectStatus(bulk, 200);
+    expect((await admin.get(`/items/${revoked.id}`)).body.state).toBe('trashed');
+    // An item trashed from another state comes back as before.
+    const archived = await itemIn('archived');
+    const thrown = await admin.delete(`/items/${archived.id}`);
+    expectStatus(await admin.patch(`/items/${archived.id}`, { version: thrown.body.version, state: 'active' }), 200);
+    const purge = await admin.post('/items/bulk_action', { action: 'purge', confirm: 'PURGE', filter: { state: 'trashed' }, max_items: 50 });
+    expectStatus(purge, 200);
+    expectError(await admin.get(`/items/${revoked.id}`), 404, 'item_not_found');
+  });
+
   it('every move is a recorded revision', async () => {
     const { id } = await itemIn('active');
     let version = 1;

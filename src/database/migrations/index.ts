@@ -24,6 +24,7 @@ import { OauthSecretsAtRest1732300002100 } from './1732300002100-oauth-secrets-a
 import { EventPublishOrder1732300002200 } from './1732300002200-event-publish-order';
 import { SearchTagsFirst1732300002300 } from './1732300002300-search-tags-first';
 import { SubtypesKeepParentRules1732300002400 } from './1732300002400-subtypes-keep-parent-rules';
+import { ItemsTrashedFrom1732300002500 } from './1732300002500-items-trashed-from';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -51,4 +52,5 @@ export const migrations = [
   EventPublishOrder1732300002200,
   SearchTagsFirst1732300002300,
   SubtypesKeepParentRules1732300002400,
+  ItemsTrashedFrom1732300002500,
 ];
