@@ -6,7 +6,7 @@
  * going away and coming back.
  */
 import { Client } from 'pg';
-import { bearer, bootstrapAdmin, PG_SERVER, REDIS_URL, startApp, TestApp, uniqueName } from './support/app';
+import { bearer, bootstrapAdmin, createKey, PG_SERVER, REDIS_URL, startApp, TestApp, uniqueName } from './support/app';
 import { SseClient } from './support/sse';
 import { TcpProxy } from './support/tcp-proxy';
 import { waitFor } from './support/wait';
@@ -112,5 +112,39 @@ describe('the event streams\' Redis subscription lost and back', () => {
     await waitFor(() => ids().length === 4, 'the next live event');
     expect(ids()).toEqual([first, ...meanwhile, after]);
     expect(s.closed).toBe(false);
+  });
+});
+
+describe('a key revoked while one instance has lost Redis', () => {
+  let cut: TestApp;
+  let other: TestApp;
+  let redis: TcpProxy;
+
+  beforeAll(async () => {
+    const via = await proxyFor(REDIS_URL, 6379);
+    redis = via.proxy;
+    cut = await startApp({ REDIS_URL: via.url });
+    // The same deployment (database and prefix), with a Redis connection that never drops.
+    other = await startApp({ DATABASE_URL: cut.databaseUrl, REDIS_PREFIX: cut.config.REDIS_PREFIX });
+  });
+  afterAll(async () => {
+    await redis?.restore().catch(() => undefined);
+    await other?.app.close();
+    await cut?.close();
+    await redis?.stop();
+  });
+
+  it('is answered 200 (it is committed), and refused on every instance once Redis takes the change', async () => {
+    const admin = (await bootstrapAdmin(cut)).key;
+    const member = await createKey(cut, admin, { role: 'member', type_permissions: { '*': 'read' } });
+    for (let i = 0; i < 2; i++) await other.http.get('/items').set(bearer(member.key)).expect(200); // cached on the other instance
+
+    await redis.cut();
+    const revoked = await cut.http.delete(`/keys/${member.id}`).set(bearer(admin));
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.revoked_at).not.toBeNull();
+    await redis.restore();
+    await waitFor(async () => (await other.http.get('/items').set(bearer(member.key))).status === 401, 'the key refused on the other instance', 10_000, 200);
+    expect((await cut.http.get('/items').set(bearer(member.key))).status).toBe(401);
   });
 });

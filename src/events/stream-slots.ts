@@ -10,7 +10,8 @@
  * streams lapse after SLOT_TTL_MS instead of holding the cap forever. One script (trim the lapsed,
  * count, add) makes the check and the taking one step, so two instances cannot both take the
  * last slot. Should Redis fail, this instance's own count stands in, as the rate limiter does:
- * the cap then holds per instance.
+ * the cap then holds per instance; slots of streams that closed meanwhile are removed at the
+ * next renewal that Redis takes.
  */
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import Redis from 'ioredis';
@@ -52,6 +53,8 @@ export interface StreamSlot {
 export class StreamSlots {
   private readonly logger = new Logger('Events');
   private readonly held = new Set<StreamSlot>();
+  /** Slots of streams that closed while Redis could not be told. */
+  private readonly unreleased: StreamSlot[] = [];
   /** Streams open on this instance, by `c:<tenant>:<credential>` and `t:<tenant>`. */
   private readonly counts = new Map<string, number>();
 
@@ -96,14 +99,27 @@ export class StreamSlots {
       else this.counts.delete(key);
     }
     try {
-      await this.redis.multi().zrem(slot.keys[0], slot.id).zrem(slot.keys[1], slot.id).exec();
+      await this.remove([slot]);
     } catch {
-      // not renewed any more, it lapses after SLOT_TTL_MS
+      this.unreleased.push(slot); // Redis is away: removed at the next renewal, else it lapses after SLOT_TTL_MS
     }
   }
 
-  /** Keeps the slots of this instance's open streams from lapsing (every SLOT_RENEW_MS). */
+  private async remove(slots: StreamSlot[]): Promise<void> {
+    const batch = this.redis.multi();
+    for (const slot of slots) batch.zrem(slot.keys[0], slot.id).zrem(slot.keys[1], slot.id);
+    await batch.exec();
+  }
+
+  /** Keeps the slots of this instance's open streams from lapsing (every SLOT_RENEW_MS), and frees those closed while Redis was away. */
   async renew(): Promise<void> {
+    if (this.unreleased.length) {
+      const slots = this.unreleased.splice(0);
+      await this.remove(slots).catch((err: unknown) => {
+        this.unreleased.push(...slots);
+        throw err;
+      });
+    }
     if (!this.held.size) return;
     const lapsesAt = Date.now() + SLOT_TTL_MS;
     const batch = this.redis.pipeline();

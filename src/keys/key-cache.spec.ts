@@ -17,8 +17,10 @@ describe('KeyCache', () => {
   let a: KeyCache;
   let b: KeyCache;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     redis = new Redis(REDIS_URL);
+    redis.setMaxListeners(0); // each test's caches watch the one connection
+    await redis.ping(); // connected, as the service is before it serves (a cache does not wait on a Redis that is away)
   });
   afterAll(() => redis.disconnect());
 

@@ -15,7 +15,10 @@
  * instance reads the counter once per window rather than once per request (README,
  * "Scale-out notes"). Each instance compares its own monotonic clock with itself only, so
  * clock skew between machines does not matter.
- * When Redis cannot answer, nothing is served from or put into the cache.
+ * When Redis cannot answer, nothing is served from or put into the cache; when it is back, the
+ * cache starts empty (a change made meanwhile may not have bumped the counter). A change whose
+ * bump Redis did not take is still answered (it is committed): this instance keeps bumping until
+ * Redis takes it, so instances that never lost Redis drop their entries too.
  */
 import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
@@ -31,6 +34,9 @@ const GENERATION_TIMEOUT_MS = 500;
 export const GENERATION_WINDOW_MS = 50;
 /** Added to a change's wait, for timer granularity (the clocks' drift over 50 ms is far below it). */
 const WAIT_MARGIN_MS = 5;
+/** How long a change waits for its bump before answering anyway; then the bump is retried this often. */
+const BUMP_TIMEOUT_MS = 1000;
+const BUMP_RETRY_MS = 1000;
 
 /** The Redis counters of credential changes: API keys, and OAuth tokens and grants. */
 export const KEYS_GENERATION = 'keys:generation';
@@ -54,11 +60,20 @@ export class KeyCache {
   private newest?: { sentAt: number; value: Promise<string | undefined> };
   /** Monotonic milliseconds (a test stands in its own clock). */
   now: () => number = () => performance.now();
+  /** A bump Redis has not taken yet, being retried. */
+  private bumping?: Promise<void>;
 
   constructor(
     private readonly config: AppConfig,
     @Inject(REDIS) private readonly redis: Redis,
-  ) {}
+  ) {
+    let lost = false;
+    redis.on('close', () => (lost = true));
+    redis.on('ready', () => {
+      if (lost) this.entries.clear();
+      lost = false;
+    });
+  }
 
   private get counter(): string {
     return `${this.config.REDIS_PREFIX}${this.counterName}`;
@@ -66,6 +81,7 @@ export class KeyCache {
 
   /** The current generation of key changes, or undefined when Redis does not answer in time. */
   generation(): Promise<string | undefined> {
+    if (this.redis.status !== 'ready') return Promise.resolve(undefined); // no wait on a Redis that is away
     const now = this.now();
     if (this.newest === undefined || now - this.newest.sentAt > GENERATION_WINDOW_MS) {
       const value = withinTimeout(this.redis.get(this.counter).then((v) => v ?? '0'), GENERATION_TIMEOUT_MS);
@@ -98,6 +114,17 @@ export class KeyCache {
    */
   async invalidate(hash?: string): Promise<void> {
     if (hash !== undefined) this.entries.delete(hash);
-    await bumpGeneration(this.redis, this.counter);
+    if (await withinTimeout(bumpGeneration(this.redis, this.counter).then(() => true), BUMP_TIMEOUT_MS)) return;
+    // Redis is away: no instance serves from its cache meanwhile (`generation`), and this one
+    // empties its own; the bump follows once Redis takes it.
+    this.entries.clear();
+    this.bumping ??= this.bumpUntilTaken().finally(() => (this.bumping = undefined));
+  }
+
+  private async bumpUntilTaken(): Promise<void> {
+    for (;;) {
+      await sleep(BUMP_RETRY_MS);
+      if (await withinTimeout(this.redis.incr(this.counter).then(() => true), BUMP_TIMEOUT_MS)) return;
+    }
   }
 }

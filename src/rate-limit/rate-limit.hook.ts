@@ -43,6 +43,8 @@ export class RateLimitHook {
         points,
         duration: WINDOW_SECONDS,
         insuranceLimiter: new RateLimiterMemory({ points, duration: WINDOW_SECONDS }),
+        // While Redis is away, count in memory at once instead of waiting out the client's retries (seconds per request).
+        rejectIfRedisNotReady: true,
       });
       this.limiters.set(points, limiter);
     }

@@ -3,7 +3,7 @@
  * pub/sub subscriptions, which Redis requires to be separate. Keys and channels are prefixed
  * with REDIS_PREFIX so several deployments (or test runs) can share one server.
  */
-import { Global, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import Redis from 'ioredis';
 import { AppConfig } from '../config/app-config';
 
@@ -75,8 +75,22 @@ export class RedisPubSub implements OnApplicationShutdown {
     {
       provide: REDIS,
       inject: [AppConfig],
-      useFactory: (config: AppConfig) =>
-        new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false }),
+      useFactory: (config: AppConfig) => {
+        const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+        // The client reconnects by itself: one line when the connection goes and one when it is
+        // back, rather than ioredis's own line on stderr at every failed attempt.
+        const logger = new Logger('Redis');
+        let down = false;
+        redis.on('error', (err: Error) => {
+          if (!down) logger.warn({ err }, 'Redis connection lost; reconnecting');
+          down = true;
+        });
+        redis.on('ready', () => {
+          if (down) logger.log('Redis connection back');
+          down = false;
+        });
+        return redis;
+      },
     },
     RedisPubSub,
   ],
