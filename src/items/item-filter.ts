@@ -87,8 +87,10 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   if (f.tier && f.tier !== 'all') where.push(`${alias}.tier = ${p(f.tier)}`);
   if (f.tags?.length) where.push(`${alias}.tags @> ${p(f.tags)}::text[]`);
   if (f.source !== undefined) where.push(`${alias}.source = ${p(f.source)}`);
-  if (f.since !== undefined) where.push(`${alias}."timestamp" >= ${p(f.since)}`);
-  if (f.until !== undefined) where.push(`${alias}."timestamp" < ${p(f.until)}`);
+  // At the millisecond, as timestamps are stored: `since` at the very instant an item was written
+  // with (sub-millisecond digits included) finds it, and `until` at that instant leaves it out.
+  if (f.since !== undefined) where.push(`${alias}."timestamp" >= ${p(toMillisecond(f.since))}`);
+  if (f.until !== undefined) where.push(`${alias}."timestamp" < ${p(toMillisecond(f.until))}`);
   for (const e of f.edges ?? []) {
     const typeCond = e.edgeType === '*' ? '' : ` AND e.edge_type = ${p(e.edgeType)}`;
     where.push(
@@ -103,3 +105,6 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   }
   return where.join(' AND ');
 }
+
+/** An RFC 3339 instant (already validated) cut to the millisecond. */
+const toMillisecond = (instant: string) => new Date(instant).toISOString();

@@ -192,6 +192,15 @@ describe('items: create, upsert, bulk, delete', () => {
     });
   });
 
+  it('keeps timestamps to the millisecond, and since/until compare at that precision', async () => {
+    const at = '1999-03-03T03:03:03.123456789Z';
+    const item = await createItem(admin, { type: 'core.task', properties: { title: 'precise' }, timestamp: at });
+    expect(item.timestamp).toBe('1999-03-03T03:03:03.123Z');
+    const found = async (q: Record<string, string>) => (await admin.get('/items', { type: 'core.task', ...q })).body.items.map((i: { id: string }) => i.id);
+    expect(await found({ since: '1999-03-03T03:03:03.123456Z', until: '2000-01-01T00:00:00Z' })).toEqual([item.id]);
+    expect(await found({ since: '1999-01-01T00:00:00Z', until: '1999-03-03T03:03:03.123456Z' })).toEqual([]);
+  });
+
   describe('natural key (source, source_id)', () => {
     it('POST with an existing source_id → 200, same id, version + 1, properties replaced', async () => {
       const first = await admin.post('/items', { type: 'core.note', source_id: 'nk-1', properties: { title: 'one', body: 'first body' }, tags: ['x'] });
