@@ -10,6 +10,7 @@
  */
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
+import { isDependencyUnavailable } from '../common/unavailable';
 import { BookkeepingDb } from '../database/bookkeeping-db';
 import type { DeliveryRef, Prepared } from './webhook-dispatcher';
 
@@ -51,6 +52,26 @@ const ATTEMPT_ENTRY = `jsonb_build_object('attempt', o.attempt, 'id', o.attempt_
  * writing as soon as the previous write returned made statements of 7 rows.
  */
 const GATHER_MS = 10;
+/** Waits before each retry of a record statement while the database is away. */
+const RECORD_RETRIES_MS = [500, 1000, 2000, 4000];
+
+/**
+ * A record statement again, while PostgreSQL is away, for a few seconds: a record given up
+ * leaves its event to its lease, and the delivery is sent again once that lapses (a short
+ * database blip re-sent a thousand deliveries). Each statement is atomic; one that committed
+ * though its answer was lost fails again on its own rows, and the relay plans only the
+ * deliveries without one.
+ */
+export async function retryingWhileAway(statement: () => Promise<void>, waitsMs: readonly number[] = RECORD_RETRIES_MS): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await statement();
+    } catch (err) {
+      if (attempt >= waitsMs.length || !isDependencyUnavailable(err)) throw err;
+      await delay(waitsMs[attempt]);
+    }
+  }
+}
 
 interface Waiting {
   record: Recorded;
@@ -142,8 +163,8 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
   private async write(batch: Recorded[], dispatched: EventRef[]): Promise<void> {
     const inserts = batch.filter((r) => r.insert);
     const updates = batch.filter((r) => !r.insert);
-    if (inserts.length || dispatched.length) await this.insertFirsts(inserts, dispatched);
-    if (updates.length) await this.updateLater(updates);
+    if (inserts.length || dispatched.length) await retryingWhileAway(() => this.insertFirsts(inserts, dispatched));
+    if (updates.length) await retryingWhileAway(() => this.updateLater(updates));
   }
 
   /** Rows for planned deliveries, with their first outcome, and the events now dispatched. */

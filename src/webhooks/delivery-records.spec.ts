@@ -1,0 +1,33 @@
+import { retryingWhileAway } from './delivery-records';
+
+describe('delivery records: a statement while the database is away', () => {
+  const away = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+
+  it('is tried again while the database is away, and lands once it is back', async () => {
+    let calls = 0;
+    await retryingWhileAway(async () => {
+      if (++calls < 3) throw away();
+    }, [1, 1, 1]);
+    expect(calls).toBe(3);
+  });
+
+  it('gives up after its last wait, with the error', async () => {
+    let calls = 0;
+    const failing = retryingWhileAway(async () => {
+      calls++;
+      throw away();
+    }, [1, 1]);
+    await expect(failing).rejects.toThrow('ECONNREFUSED');
+    expect(calls).toBe(3);
+  });
+
+  it('is not tried again for an error of the statement itself', async () => {
+    let calls = 0;
+    const failing = retryingWhileAway(async () => {
+      calls++;
+      throw Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' });
+    }, [1, 1]);
+    await expect(failing).rejects.toThrow('duplicate key');
+    expect(calls).toBe(1);
+  });
+});
