@@ -16,7 +16,7 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Pool } from 'pg';
 import { AppConfig } from '../config/app-config';
-import { GuardedClient, poolGuards } from './pg-guards';
+import { poolGuards } from './pg-guards';
 
 type Sql = <T = any>(text: string, params?: unknown[]) => Promise<T[]>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -32,7 +32,6 @@ export class BookkeepingDb implements OnApplicationShutdown {
       max: POOL_SIZE,
       connectionTimeoutMillis: 5000,
       options: '-c synchronous_commit=off -c enable_bitmapscan=off',
-      Client: GuardedClient,
       ...poolGuards(config.DATABASE_STATEMENT_TIMEOUT_MS),
     });
     this.pool.on('error', () => undefined); // an idle connection's failure; the next checkout reconnects

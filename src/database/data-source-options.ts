@@ -4,7 +4,7 @@ import { DataSource, DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { entities } from './entities';
 import { migrations } from './migrations';
-import { GuardedClient, poolGuards } from './pg-guards';
+import { poolGuards } from './pg-guards';
 import { StartupError, redactUrl } from '../common/startup-error';
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
@@ -21,7 +21,7 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
     // A statement past the timeout is cancelled by PostgreSQL: a runaway query cannot hold a
     // backend (and a pool connection) after its caller has long gone; a server that stopped
     // answering loses the connection (pg-guards.ts).
-    extra: { max: 20, connectionTimeoutMillis: 5000, Client: GuardedClient, ...poolGuards(config.DATABASE_STATEMENT_TIMEOUT_MS) },
+    extra: { max: 20, connectionTimeoutMillis: 5000, ...poolGuards(config.DATABASE_STATEMENT_TIMEOUT_MS) },
   };
 }
 

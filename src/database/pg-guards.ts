@@ -18,14 +18,17 @@ import { Client, ClientConfig } from 'pg';
 const READ_MARGIN_MS = 5000;
 
 export interface PoolGuards {
+  Client: typeof GuardedClient;
   statement_timeout?: number;
   query_timeout?: number;
   keepAlive: true;
   keepAliveInitialDelayMillis: number;
 }
 
+/** The pool options above, to spread into any pool's (pg's or TypeORM's `extra`). */
 export function poolGuards(statementTimeoutMs: number): PoolGuards {
   return {
+    Client: GuardedClient,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + READ_MARGIN_MS } : {}),

@@ -56,7 +56,7 @@ export class ItemsService {
 
   /**
    * A write and the item it answers with, in one transaction: should reading the answer fail
-   * (the database went away), the write is rolled back with it, so a 500 never hides a
+   * (the database went away), the write is rolled back with it, so a 5xx never hides a
    * committed change that a retry would make again.
    */
   private writeAndPresent(p: Principal, work: (m: EntityManager) => Promise<ItemRow>): Promise<Item> {

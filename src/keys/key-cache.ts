@@ -26,7 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
-import { REDIS } from '../redis/redis.module';
+import { onReconnect, REDIS } from '../redis/redis.module';
 
 const MAX_ENTRIES = 10_000;
 const GENERATION_TIMEOUT_MS = 500;
@@ -67,12 +67,7 @@ export class KeyCache {
     private readonly config: AppConfig,
     @Inject(REDIS) private readonly redis: Redis,
   ) {
-    let lost = false;
-    redis.on('close', () => (lost = true));
-    redis.on('ready', () => {
-      if (lost) this.entries.clear();
-      lost = false;
-    });
+    onReconnect(redis, () => this.entries.clear());
   }
 
   private get counter(): string {

@@ -32,7 +32,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
       description: 'The registration_access_token of a dynamically registered client (RFC 7592)',
     });
   const document = SwaggerModule.createDocument(app, builder.build());
-  documentJsonBodyErrors(document);
+  documentPipelineErrors(document);
   for (const [path, item] of Object.entries(oidcOpenApiPaths())) document.paths[path] = { ...document.paths[path], ...item };
   documentCommonHeaders(document);
   document.webhooks = openApiWebhooks();
@@ -53,7 +53,7 @@ function* operations(document: OpenAPIObject): Generator<Operation> {
  * that reads a JSON body refuses one too large (413) or of another media type (415:
  * body-parsing.ts), and every one answers 503 while a dependency is away (exception.filter.ts).
  */
-function documentJsonBodyErrors(document: OpenAPIObject): void {
+function documentPipelineErrors(document: OpenAPIObject): void {
   for (const op of operations(document)) {
     const body = op.requestBody && 'content' in op.requestBody ? op.requestBody.content : undefined;
     if (body?.['application/json']) for (const status of [413, 415]) op.responses[status] ??= errorResponse(status);

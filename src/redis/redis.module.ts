@@ -9,6 +9,20 @@ import { AppConfig } from '../config/app-config';
 
 export const REDIS = Symbol('REDIS');
 
+/**
+ * Calls `back` each time `client` is ready again after its connection closed (ioredis
+ * reconnects by itself): what was sent or changed meanwhile may have been missed.
+ */
+export function onReconnect(client: Redis, back: () => void): void {
+  let lost = false;
+  client.on('close', () => (lost = true));
+  client.on('ready', () => {
+    if (!lost) return;
+    lost = false;
+    back();
+  });
+}
+
 @Injectable()
 export class RedisPubSub implements OnApplicationShutdown {
   private subscriber?: Redis;
@@ -39,15 +53,9 @@ export class RedisPubSub implements OnApplicationShutdown {
     if (!this.subscriber) {
       this.subscriber = this.redis.duplicate();
       this.subscriber.on('message', (ch: string, msg: string) => this.handlers.get(ch)?.forEach((h) => h(msg)));
-      // The client reconnects and subscribes again by itself; 'close' and 'ready' tell the gap.
+      // The client reconnects and subscribes again by itself.
       this.subscriber.on('error', () => undefined);
-      let lost = false;
-      this.subscriber.on('close', () => (lost = true));
-      this.subscriber.on('ready', () => {
-        if (!lost) return;
-        lost = false;
-        this.resubscribed.forEach((listener) => listener());
-      });
+      onReconnect(this.subscriber, () => this.resubscribed.forEach((listener) => listener()));
     }
     const list = this.handlers.get(channel) ?? [];
     list.push(handler);
@@ -85,7 +93,7 @@ export class RedisPubSub implements OnApplicationShutdown {
           if (!down) logger.warn({ err }, 'Redis connection lost; reconnecting');
           down = true;
         });
-        redis.on('ready', () => {
+        onReconnect(redis, () => {
           if (down) logger.log('Redis connection back');
           down = false;
         });

@@ -19,7 +19,7 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { Pool, QueryConfig } from 'pg';
-import { GuardedClient, poolGuards } from '../database/pg-guards';
+import { poolGuards } from '../database/pg-guards';
 import type { Statement } from './search.sql';
 
 /** Statement shapes prepared per connection at most. */
@@ -43,7 +43,6 @@ export class SearchStatements implements OnApplicationShutdown {
       // Named, so that pg_stat_activity tells the searches apart from the rest.
       application_name: 'svc-search',
       options: '-c plan_cache_mode=force_generic_plan',
-      Client: GuardedClient,
       ...poolGuards(statementTimeoutMs),
     });
     // An idle connection's failure (a restarted server): the pool drops it and the next search reconnects.

@@ -115,10 +115,11 @@ class KeyedLimiter {
 export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('Webhooks');
   private readonly limiter = new KeyedLimiter(PER_WEBHOOK_CONCURRENCY);
-  /** Deliveries queued or in flight in this process, so the sweeper does not queue them twice. */
-  private readonly inFlight = new Set<string>();
-  /** Their attempts, for shutdown to wait on. */
-  private readonly running = new Set<Promise<void>>();
+  /**
+   * Attempts queued or in flight in this process, by delivery: the sweeper does not queue a
+   * delivery twice, and shutdown waits on them.
+   */
+  private readonly inFlight = new Map<string, Promise<void>>();
   /**
    * Keep-alive connections per target origin, opened through the SSRF guard's own DNS lookup.
    * undici rather than node:http: half the CPU per request (bench/webhooks.ts, docs/events.md).
@@ -168,7 +169,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
    */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    const settled = Promise.allSettled([...this.running]);
+    const settled = Promise.allSettled([...this.inFlight.values()]);
     if (!(await withinTimeout(settled, SHUTDOWN_GRACE_MS))) await this.agent.destroy();
     await settled;
     await this.records.drain();
@@ -225,15 +226,11 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   private queueAttempt(ref: DeliveryRef, attempt: () => Promise<void>): boolean {
     if (this.stopped || this.inFlight.has(ref.deliveryId)) return true;
     if (this.limiter.waiting(ref.webhookId) >= MAX_WAITING_PER_WEBHOOK) return false;
-    this.inFlight.add(ref.deliveryId);
-    const running: Promise<void> = this.limiter
+    const running = this.limiter
       .run(ref.webhookId, attempt)
       .catch((err: unknown) => this.logger.error({ err, deliveryId: ref.deliveryId }, 'webhook attempt failed unexpectedly'))
-      .finally(() => {
-        this.inFlight.delete(ref.deliveryId);
-        this.running.delete(running);
-      });
-    this.running.add(running);
+      .finally(() => this.inFlight.delete(ref.deliveryId));
+    this.inFlight.set(ref.deliveryId, running);
     return true;
   }
 
