@@ -9,7 +9,7 @@ import type { EntityManager } from 'typeorm';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { blobReferences } from '../items/item-changes';
-import { ITEM_COLUMNS, ItemRow } from '../items/item.model';
+import { ITEM_COLUMNS, ITEM_WRITE_LOCK, ItemRow } from '../items/item.model';
 import { Change, ItemWriter } from '../items/item-writer';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { BulkItemError, BulkSpec, planChange } from './bulk-actions';
@@ -21,6 +21,12 @@ export interface ChunkOutcome {
   blobHashes: string[];
 }
 
+/**
+ * Rows are locked in id order, the one order of every bulk run and chunk, so that concurrent
+ * runs cannot deadlock; a purge takes the lock its DELETE needs.
+ */
+const rowLock = (spec: BulkSpec) => (spec.action === 'purge' ? ' FOR UPDATE' : ITEM_WRITE_LOCK);
+
 const itemError = (id: string, err: ApiError): BulkItemError => ({ id, code: err.code, message: err.message });
 
 @Injectable()
@@ -30,10 +36,17 @@ export class BulkRunner {
     private readonly writer: ItemWriter,
   ) {}
 
+  /**
+   * Locks the rows of a whole run at its start (a direct run: one transaction over several
+   * chunks), in the order each chunk locks its own.
+   */
+  async lockAll(m: EntityManager, p: Principal, spec: BulkSpec, ids: string[]): Promise<void> {
+    await m.query(`SELECT 1 FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[]) ORDER BY id${rowLock(spec)}`, [p.tenantId, ids]);
+  }
+
   async applyChunk(m: EntityManager, p: Principal, spec: BulkSpec, ids: string[]): Promise<ChunkOutcome> {
-    // In id order, so that chunks of concurrent bulk runs lock their rows in one global order.
     const rows: ItemRow[] = await m.query(
-      `SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[]) ORDER BY id FOR UPDATE`,
+      `SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[]) ORDER BY id${rowLock(spec)}`,
       [p.tenantId, ids],
     );
     const found = new Map(rows.map((r) => [r.id, r]));

@@ -97,6 +97,7 @@ export class BulkService {
     const errors: BulkItemError[] = [];
     const blobHashes = new Set<string>();
     await this.db.transaction(async (m) => {
+      await this.runner.lockAll(m, p, spec, ids);
       for (let at = 0; at < ids.length; at += CHUNK_SIZE) {
         const outcome = await this.runner.applyChunk(m, p, spec, ids.slice(at, at + CHUNK_SIZE));
         succeeded.push(...outcome.succeeded);

@@ -50,4 +50,13 @@ describe('toApiError', () => {
     // A failed statement is not an outage: a unique violation, a cancelled statement.
     for (const code of ['23505', '57014']) expect(toApiError(wrapped(Object.assign(new Error('x'), { code })), 'r').status).toBe(500);
   });
+
+  it('turns a transaction that lost to concurrent ones (deadlock, serialization failure, lock timeout) into a 409 conflict', () => {
+    for (const code of ['40P01', '40001', '55P03']) {
+      const lost = Object.assign(new Error('query failed'), { driverError: Object.assign(new Error('deadlock detected'), { code }) });
+      const e = toApiError(lost, 'req-2');
+      expect([e.status, e.code]).toEqual([409, 'conflict']);
+      expect(e.details).toEqual({ request_id: 'req-2' });
+    }
+  });
 });

@@ -1,13 +1,13 @@
 /**
  * Maps every thrown thing to the SPEC 2.9 envelope: ApiError as is, Nest's HttpExceptions
  * (unknown routes, and Fastify's own 4xx errors, which Nest wraps in them) by status, a
- * dependency that is away to a 503 with Retry-After, and anything else to a 500; both leak
- * nothing but a request id.
+ * dependency that is away to a 503 with Retry-After, a transaction that lost to concurrent ones
+ * (a deadlock) to a 409, and anything else to a 500; these leak nothing but a request id.
  */
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ErrorCode } from './api-error';
-import { isDependencyUnavailable } from './unavailable';
+import { isDependencyUnavailable, isWriteCollision } from './unavailable';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'invalid_request',
@@ -33,6 +33,7 @@ export function toApiError(err: unknown, requestId: string | undefined): ApiErro
   }
   const details = requestId ? { request_id: requestId } : undefined;
   if (isDependencyUnavailable(err)) return new ApiError(503, 'service_unavailable', 'A service this one depends on is unavailable; retry shortly', details);
+  if (isWriteCollision(err)) return ApiError.conflict('conflict', 'The request collided with concurrent writes and changed nothing; send it again', details);
   return new ApiError(500, 'internal_error', 'Something went wrong on our side', details);
 }
 
@@ -47,6 +48,7 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
     const requestId = req?.id ? String(req.id) : undefined;
     const apiError = toApiError(err, requestId);
     if (apiError.status === 503) this.logger.warn({ err, requestId }, 'dependency unavailable');
+    else if (apiError !== err && apiError.status === 409) this.logger.warn({ err, requestId }, 'write collision');
     else if (apiError.status >= 500) this.logger.error({ err, requestId }, 'unhandled error');
     if (reply.raw.headersSent) {
       reply.raw.destroy();

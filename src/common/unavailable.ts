@@ -1,9 +1,6 @@
 /**
- * Whether an error says that a dependency (PostgreSQL, Redis) could not be reached, or dropped
- * or stopped answering on a connection, rather than that the service has a bug. Such a request
- * is answered 503 `service_unavailable` with Retry-After: the client may retry it as it is.
- * Nothing it began stays done: a write is one transaction, which the broken connection rolled
- * back.
+ * Errors that are not the service's bug, after which the client may send the same request
+ * again: it changed nothing, as a write is one transaction, which the error rolled back.
  */
 
 /** PostgreSQL SQLSTATEs: connection exceptions (08), the server shutting down or starting (57P0x), too many connections. */
@@ -20,11 +17,37 @@ const MESSAGES = [
   /^Reached the max retries per request limit/,
 ];
 
-export function isDependencyUnavailable(err: unknown): boolean {
-  for (let e = err as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; depth++) {
-    if (typeof e.code === 'string' && (PG_CODES.test(e.code) || SOCKET_CODES.has(e.code))) return true;
-    if (typeof e.message === 'string' && MESSAGES.some((m) => m.test(e!.message as string))) return true;
-    e = (e.driverError ?? e.cause) as typeof e; // TypeORM's QueryFailedError wraps the driver's error
+/**
+ * PostgreSQL SQLSTATEs of a transaction that lost to concurrent ones and was rolled back:
+ * deadlock_detected, serialization_failure, lock_not_available. Answered 409 `conflict`: the
+ * request changed nothing, and the same request may be sent again.
+ */
+const COLLISION_CODES = /^(40P01|40001|55P03)$/;
+
+type Chained = { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
+
+/** Whether `test` holds for the error or one it wraps (TypeORM's QueryFailedError wraps the driver's error). */
+function inChain(err: unknown, test: (e: Chained) => boolean): boolean {
+  for (let e = err as Chained | undefined, depth = 0; e && depth < 4; depth++) {
+    if (test(e)) return true;
+    e = (e.driverError ?? e.cause) as Chained | undefined;
   }
   return false;
+}
+
+/**
+ * Whether a dependency (PostgreSQL, Redis) could not be reached, or dropped or stopped answering
+ * on a connection. Answered 503 `service_unavailable` with Retry-After.
+ */
+export function isDependencyUnavailable(err: unknown): boolean {
+  return inChain(
+    err,
+    (e) =>
+      (typeof e.code === 'string' && (PG_CODES.test(e.code) || SOCKET_CODES.has(e.code))) ||
+      (typeof e.message === 'string' && MESSAGES.some((m) => m.test(e.message as string))),
+  );
+}
+
+export function isWriteCollision(err: unknown): boolean {
+  return inChain(err, (e) => typeof e.code === 'string' && COLLISION_CODES.test(e.code));
 }

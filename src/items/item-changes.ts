@@ -49,10 +49,10 @@ export function changeTags(tags: string[], add: string[] = [], remove: string[] 
   return remove.length ? out.filter((t) => !remove.includes(t)) : out;
 }
 
-/** 400 `validation_error` when added tags would take an item past MAX_TAGS. */
-export function tooManyTags(before: string[], after: string[]): ApiError | undefined {
+/** 400 `validation_error` on `field` when added tags would take an item past MAX_TAGS. */
+export function tooManyTags(before: string[], after: string[], field = 'add_tags'): ApiError | undefined {
   if (after.length <= MAX_TAGS || after.length <= before.length) return undefined;
-  return validationError([{ field: 'add_tags', message: `an item carries at most ${MAX_TAGS} tags; this would make ${after.length}` }]);
+  return validationError([{ field, message: `an item carries at most ${MAX_TAGS} tags; this would make ${after.length}` }]);
 }
 
 /**

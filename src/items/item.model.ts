@@ -31,6 +31,14 @@ export const ITEM_COLUMNS =
   'tenant_id, id, type, properties, state, version, schema_version, source, source_id, "timestamp", tier, device, ' +
   'capture_latitude, capture_longitude, tags, extensions, created_at, updated_at, trashed_from';
 
+/**
+ * The row lock of an item a write is about to change: the one its UPDATE takes anyway, as an
+ * item's key never changes. FOR UPDATE would also block the foreign-key checks (FOR KEY SHARE)
+ * of edges being linked to the item meanwhile, and two writes, each holding its item while
+ * linking an edge to the other's, would deadlock.
+ */
+export const ITEM_WRITE_LOCK = ' FOR NO KEY UPDATE';
+
 /** ITEM_COLUMNS qualified with the items alias `i`. */
 export const ITEM_COLUMNS_I = ITEM_COLUMNS.split(',')
   .map((c) => `i.${c.trim()}`)

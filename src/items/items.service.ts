@@ -24,7 +24,7 @@ import { validationError } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
 import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooManyTags } from './item-changes';
-import { Item, ITEM_COLUMNS, ItemRow, toItem } from './item.model';
+import { Item, ITEM_COLUMNS, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
 import { ItemWriter } from './item-writer';
 import { assertTypePattern, EdgeClause, ItemFilter, itemWhere, parseEdgeClauses, parseTags } from './item-filter';
 import {
@@ -34,6 +34,16 @@ import {
 import { assertInitialState, assertTransition } from './lifecycle';
 
 const notFound = () => ApiError.notFound('item_not_found', 'No such item');
+
+/** A bulk element's natural key, if it names one (the element is validated later). */
+const sourceIdOf = (raw: unknown): string | undefined => {
+  const id = raw !== null && typeof raw === 'object' ? (raw as { source_id?: unknown }).source_id : undefined;
+  return typeof id === 'string' ? id : undefined;
+};
+
+/** Natural keys in code-unit order, elements without one after all that have one. */
+const compareNaturalKeys = (a: string | undefined, b: string | undefined): number =>
+  a === b ? 0 : a === undefined ? 1 : b === undefined ? -1 : a < b ? -1 : 1;
 
 @Injectable()
 export class ItemsService {
@@ -63,10 +73,26 @@ export class ItemsService {
     return this.db.transaction(async (m) => this.present(p, await work(m), m));
   }
 
+  /**
+   * Locks are taken in one order across requests, or two that sync the same keys in different
+   * orders would each hold a key the other waits for, and deadlock: first the items the natural
+   * keys already name, in id order (as bulk actions lock theirs); then the elements are written
+   * in the order of their natural keys (those without one last), which orders the inserts of
+   * new keys. Each result goes back to its element's index.
+   */
   async bulk(p: Principal, dto: BulkItemsDto): Promise<BulkItemsResponse> {
     const results: BulkItemResult[] = [];
+    const order = [...dto.items.entries()].sort(([, a], [, b]) => compareNaturalKeys(sourceIdOf(a), sourceIdOf(b)));
+    const keys = [...new Set(order.map(([, raw]) => sourceIdOf(raw)).filter((k) => k !== undefined))];
     await this.db.transaction(async (m) => {
-      for (const [index, raw] of dto.items.entries()) {
+      if (keys.length > 1) {
+        await m.query(`SELECT 1 FROM items WHERE tenant_id = $1 AND source = $2 AND source_id = ANY($3::text[]) ORDER BY id${ITEM_WRITE_LOCK}`, [
+          p.tenantId,
+          p.source,
+          keys,
+        ]);
+      }
+      for (const [index, raw] of order) {
         let savepoint = false;
         try {
           const body = await this.parseItemBody(raw);
@@ -83,7 +109,7 @@ export class ItemsService {
         }
       }
     });
-    return { results };
+    return { results: results.sort((a, b) => a.index - b.index) };
   }
 
   /**
@@ -208,7 +234,12 @@ export class ItemsService {
             merge_policy: type?.mergePolicy ?? {},
           });
         }
-        if (tags !== undefined) tags = mergeTags(ancestor.tags, tags, current.tags);
+        if (tags !== undefined) {
+          // The merge keeps tags added meanwhile, which can take the item past the cap the request alone kept to.
+          tags = mergeTags(ancestor.tags, tags, current.tags);
+          const tagsError = tooManyTags(current.tags, tags, 'tags');
+          if (tagsError) throw tagsError;
+        }
       }
       if (changes.state !== undefined) assertTransition(current, changes.state);
       const properties = mergeProperties(current.properties, changes.properties);
@@ -387,11 +418,11 @@ export class ItemsService {
 
   /** Locks an item the caller can see (404 otherwise, including when its type is unreadable). */
   private lockVisible(m: EntityManager, p: Principal, id: string): Promise<ItemRow> {
-    return this.findVisible(m, p, id, ' FOR UPDATE');
+    return this.findVisible(m, p, id, ITEM_WRITE_LOCK);
   }
 
   /** An item the caller can see; 404 item_not_found also when its type is unreadable. */
-  private async findVisible(m: EntityManager, p: Principal, id: string, lock: '' | ' FOR UPDATE' = ''): Promise<ItemRow> {
+  private async findVisible(m: EntityManager, p: Principal, id: string, lock: '' | typeof ITEM_WRITE_LOCK = ''): Promise<ItemRow> {
     const rows: ItemRow[] = await m.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2${lock}`, [p.tenantId, id]);
     if (!rows[0] || !(await this.types.can(p, rows[0].type, 'read'))) throw notFound();
     return rows[0];
@@ -399,7 +430,7 @@ export class ItemsService {
 
   private async lockByNaturalKey(m: EntityManager, p: Principal, sourceId: string): Promise<ItemRow | undefined> {
     const rows: ItemRow[] = await m.query(
-      `SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND source = $2 AND source_id = $3 FOR UPDATE`,
+      `SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND source = $2 AND source_id = $3${ITEM_WRITE_LOCK}`,
       [p.tenantId, p.source, sourceId],
     );
     return rows[0];

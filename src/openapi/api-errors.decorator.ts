@@ -17,7 +17,7 @@ const DESCRIPTIONS: Record<number, string> = {
   401: 'Missing, invalid or revoked bearer token (unauthorized)',
   403: 'The credential lacks a permission (forbidden, ...)',
   404: 'Not found, or invisible to this credential',
-  409: 'Conflict with the current state',
+  409: 'Conflict with the current state, or a write that collided with concurrent ones (conflict: it changed nothing; send it again)',
   413: 'Request body too large (invalid_request, details.limit_bytes)',
   415: 'Unsupported content type, charset or encoding (invalid_request)',
   429: 'Rate limited (rate_limited); see Retry-After',

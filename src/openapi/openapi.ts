@@ -36,28 +36,34 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   for (const [path, item] of Object.entries(oidcOpenApiPaths())) document.paths[path] = { ...document.paths[path], ...item };
   documentCommonHeaders(document);
   document.webhooks = openApiWebhooks();
-  for (const op of operations(document)) if (op.operationId) op.operationId = op.operationId.replace(/\[(\d+)\]$/, '_$1');
+  for (const [, op] of operations(document)) if (op.operationId) op.operationId = op.operationId.replace(/\[(\d+)\]$/, '_$1');
   return document;
 }
 
 type Operation = NonNullable<OpenAPIObject['paths'][string]['get']>;
 
-function* operations(document: OpenAPIObject): Generator<Operation> {
+const WRITES = new Set<string>(['put', 'post', 'delete', 'patch']);
+
+/** Every operation, with its method. */
+function* operations(document: OpenAPIObject): Generator<[method: string, op: Operation]> {
   for (const item of Object.values(document.paths)) {
-    for (const method of ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const) if (item[method]) yield item[method];
+    for (const method of ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const) if (item[method]) yield [method, item[method]];
   }
 }
 
 /**
  * Errors the request pipeline answers for any route, rather than the route: every service route
  * that reads a JSON body refuses one too large (413) or of another media type (415:
- * body-parsing.ts), and every one answers 503 while a dependency is away (exception.filter.ts).
+ * body-parsing.ts), every one answers 503 while a dependency is away, and every write 409
+ * `conflict` when its transaction lost to concurrent ones (exception.filter.ts).
  */
 function documentPipelineErrors(document: OpenAPIObject): void {
-  for (const op of operations(document)) {
+  for (const [method, op] of operations(document)) {
     const body = op.requestBody && 'content' in op.requestBody ? op.requestBody.content : undefined;
     if (body?.['application/json']) for (const status of [413, 415]) op.responses[status] ??= errorResponse(status);
-    if (JSON.stringify(op.responses).includes('ErrorEnvelopeDto')) op.responses[503] ??= errorResponse(503);
+    if (!JSON.stringify(op.responses).includes('ErrorEnvelopeDto')) continue;
+    op.responses[503] ??= errorResponse(503);
+    if (WRITES.has(method)) op.responses[409] ??= errorResponse(409);
   }
 }
 
@@ -79,7 +85,7 @@ function documentCommonHeaders(document: OpenAPIObject): void {
     'Idempotent-Replayed': { description: '`true` when this is the kept answer to an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
   };
   const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
-  for (const op of operations(document)) {
+  for (const [, op] of operations(document)) {
     const idempotent = (op.parameters ?? []).some((p) => 'in' in p && p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
     for (const [status, response] of Object.entries(op.responses)) {
       if (!response || '$ref' in response) continue;

@@ -4,7 +4,7 @@
  * merge for tags/tier/state), racing PATCHes, and the revision history.
  */
 import { bootstrapAdmin, startApp, TestApp } from '../support/app';
-import { Api, api, createItem, expectError, expectStatus, ITEM_FIELDS } from './helpers';
+import { Api, api, createItem, expectError, expectStatus, ITEM_FIELDS, note } from './helpers';
 
 describe('items: versions and conflicts', () => {
   let t: TestApp;
@@ -171,6 +171,17 @@ describe('items: versions and conflicts', () => {
       expect([...staleAdd.body.tags].sort()).toEqual(['a', 'c', 'd']); // b stays removed
     });
 
+    it('a tag merge that would take the item past 100 tags → 400 validation_error, nothing written', async () => {
+      const item = await createItem(admin, doc({ title: 't' }, { tags: ['a'] }));
+      const full = ['a', ...Array.from({ length: 99 }, (_, i) => `t${i}`)];
+      expectStatus(await admin.patch(`/items/${item.id}`, { version: 1, tags: full }), 200);
+      const stale = await admin.patch(`/items/${item.id}`, { version: 1, tags: ['a', 'x'] });
+      expectError(stale, 400, 'validation_error');
+      expect(stale.body.error.details.fields.map((f: any) => f.field)).toEqual(['tags']);
+      const now = (await admin.get(`/items/${item.id}`)).body;
+      expect(now).toMatchObject({ version: 2, tags: full });
+    });
+
     it('touching only tier and state → 200 with the client values', async () => {
       const item = await createItem(admin, doc({ title: 't' }, { tags: ['k'] }));
       await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'server' } });
@@ -211,6 +222,75 @@ describe('items: versions and conflicts', () => {
       const final = await admin.get(`/items/${item.id}`);
       expect(final.body.version).toBe(5);
       expect([...final.body.tags].sort()).toEqual(['base', 'p', 'q', 'r', 's']);
+    });
+  });
+
+  describe('concurrent writes that lock the same items in different orders', () => {
+    // Each of these deadlocked in PostgreSQL (one request answered 500) in nearly every round.
+    const statuses = (rs: Array<{ status: number }>) => rs.map((r) => r.status);
+    const sourced = (sourceId: string, extra: Record<string, unknown> = {}) => ({ type: 'core.note', source_id: sourceId, properties: { title: sourceId }, ...extra });
+
+    it('two bulk upserts of the same natural keys in opposite orders both succeed, results in request order', async () => {
+      for (let round = 0; round < 5; round++) {
+        const keys = Array.from({ length: 6 }, (_, i) => `order-${round}-${i}`);
+        const body = (ks: string[]) => ({ mode: 'upsert', items: ks.map((k) => sourced(k)) });
+        const rs = await Promise.all([admin.post('/items/bulk', body(keys)), admin.post('/items/bulk', body([...keys].reverse()))]);
+        expect(statuses(rs)).toEqual([200, 200]);
+        const ids = (r: (typeof rs)[number]) => r.body.results.map((x: any) => x.id);
+        expect(rs[0].body.results.map((x: any) => x.index)).toEqual([0, 1, 2, 3, 4, 5]);
+        expect(ids(rs[1])).toEqual([...ids(rs[0])].reverse());
+        expect(new Set(ids(rs[0])).size).toBe(6);
+      }
+    });
+
+    it('natural-key upserts linking edges to each other\'s items both succeed', async () => {
+      const edgeType = await admin.post('/edge-types', { name: 'acme.mutual', source_types: ['*'], target_types: ['*'] });
+      expectStatus(edgeType, 201);
+      for (let round = 0; round < 5; round++) {
+        const [x, y] = [`mutual-x${round}`, `mutual-y${round}`];
+        const X = await createItem(admin, sourced(x));
+        const Y = await createItem(admin, sourced(y));
+        const rs = await Promise.all([admin.post('/items', sourced(x, { edges: { 'acme.mutual': [Y.id] } })), admin.post('/items', sourced(y, { edges: { 'acme.mutual': [X.id] } }))]);
+        expect(statuses(rs)).toEqual([200, 200]);
+        expect(rs[0].body.edges).toEqual({ 'acme.mutual': [Y.id] });
+        expect(rs[1].body.edges).toEqual({ 'acme.mutual': [X.id] });
+      }
+    });
+
+    it('a bulk upsert and a bulk action over the same items both succeed', async () => {
+      for (let round = 0; round < 5; round++) {
+        const tag = `both-${round}`;
+        const items = (title: string) => Array.from({ length: 30 }, (_, i) => sourced(`both-${round}-${i}`, { properties: { title }, tags: [tag] }));
+        expectStatus(await admin.post('/items/bulk', { mode: 'upsert', items: items('a') }), 200);
+        const rs = await Promise.all([
+          admin.post('/items/bulk', { mode: 'upsert', items: items('b') }),
+          admin.post('/items/bulk_action', { action: 'update_tier', tier: 'feed', filter: { tags: [tag] } }),
+        ]);
+        expect(statuses(rs)).toEqual([200, 200]);
+        expect(rs[1].body).toMatchObject({ matched: 30, succeeded: 30, errored: 0 });
+      }
+    });
+
+    it('a direct bulk action over several chunks and small ones over some of its items all succeed', async () => {
+      const created = await admin.post('/items/bulk', { mode: 'create_only', items: Array.from({ length: 700 }, (_, i) => note(`chunked ${i}`, { tags: ['chunked'] })) });
+      expectStatus(created, 200);
+      const ids: string[] = created.body.results.map((r: any) => r.id);
+      // An item of the first chunk (oldest 500) and one of the second whose id sorts before it:
+      // locking chunk by chunk took them in opposite orders.
+      const pairs = ids
+        .slice(0, 500)
+        .map((first) => [first, ids.slice(500).find((second) => second < first)])
+        .filter((pair): pair is [string, string] => pair[1] !== undefined)
+        .slice(0, 3);
+      expect(pairs.length).toBe(3);
+      for (const [round, pair] of pairs.entries()) {
+        for (const id of pair) expectStatus(await admin.patch(`/items/${id}/metadata`, { add_tags: [`pair-${round}`] }), 200);
+        const small = Array.from({ length: 4 }, (_, k) =>
+          admin.post('/items/bulk_action', { action: 'update_properties', properties: { k }, filter: { tags: [`pair-${round}`] } }),
+        );
+        const big = admin.post('/items/bulk_action', { action: 'update_tier', tier: round % 2 ? 'library' : 'feed', filter: { tags: ['chunked'] } });
+        expect(statuses(await Promise.all([big, ...small]))).toEqual([200, 200, 200, 200, 200]);
+      }
     });
   });
 
