@@ -10,6 +10,7 @@ import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import Redis from 'ioredis';
+import { Client } from 'pg';
 import { PER_WEBHOOK_CONCURRENCY } from '../src/webhooks/webhook-dispatcher';
 import { bearer, bootstrapAdmin, clearRedisPrefix, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
@@ -340,6 +341,30 @@ describe('webhooks (e2e)', () => {
       const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
       await waitFor(async () => (await get(admin, `/webhooks/${hook.id}/deliveries`)).body.deliveries[0].status === 'succeeded', 'success');
       expect(d.event_id).toBe(receiver.at(hook.path)[1].headers['x-svc-event-id']);
+    });
+
+    it('records the other webhooks\' deliveries of an event whose webhook was deleted meanwhile, sending none twice', async () => {
+      const keep = await register(admin, { events: ['item.created'] });
+      const doomed = await register(admin, { events: ['item.created'] });
+      const deleter = new Client({ connectionString: t.config.DATABASE_URL });
+      await deleter.connect();
+      try {
+        // The deletion is under way (not committed) while the event is fanned out to both webhooks and their deliveries recorded.
+        await deleter.query(`BEGIN; DELETE FROM webhooks WHERE id = '${doomed.id}'`);
+        await note().expect(201);
+        await waitFor(() => receiver.at(keep.path).length === 1 && receiver.at(doomed.path).length === 1, 'both first attempts');
+        await waitFor(async () => (await t.sql(`SELECT 1 FROM pg_locks WHERE NOT granted`)).length > 0, 'the records waiting on the deletion');
+        await deleter.query('COMMIT');
+      } finally {
+        await deleter.end();
+      }
+      const listed = await waitFor(async () => {
+        const { deliveries } = (await get(admin, `/webhooks/${keep.id}/deliveries`).expect(200)).body;
+        return deliveries.length === 1 && deliveries;
+      }, 'the kept webhook\'s delivery recorded');
+      expect(listed[0]).toMatchObject({ status: 'succeeded', event_id: receiver.at(keep.path)[0].headers['x-svc-event-id'] });
+      expect(receiver.at(keep.path)).toHaveLength(1);
+      expect(await t.sql(`SELECT 1 FROM webhook_deliveries WHERE webhook_id = $1`, [doomed.id])).toEqual([]);
     });
 
     it('a receiver that never answers does not hold up another webhook', async () => {

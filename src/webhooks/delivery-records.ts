@@ -172,7 +172,9 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
     const column = <T>(f: (r: Recorded) => T) => batch.map(f);
     const bodies = [...new Set(batch.map((r) => r.insert!.body))];
     const bodyIndex = new Map(bodies.map((b, i) => [b, i + 1]));
-    // A webhook deleted meanwhile has its deliveries dropped by the join, not failing the batch.
+    // A webhook deleted meanwhile has its deliveries dropped by the join, not failing the batch:
+    // the lock waits for a deletion under way and then skips the row, where the join alone (as of
+    // the statement's start) would keep it and the foreign key would refuse the whole batch.
     await this.db.query(
       `WITH recorded AS (
          INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event, body, status, attempts, next_attempt_at,
@@ -185,6 +187,7 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
                        $11::int[], $12::text[], $13::text[], $14::float8[], $17::float8[])
                 AS o(tenant_id, id, webhook_id, event_id, event, body, attempt, attempt_id, status_code, duration_ms, error, status, delay_ms, lease_ms)
            JOIN webhooks w ON w.tenant_id = o.tenant_id AND w.id = o.webhook_id
+            FOR KEY SHARE OF w
          RETURNING 1)
        UPDATE events SET dispatched_at = now(), relay_lease_until = NULL
         WHERE (tenant_id, id) IN (SELECT * FROM unnest($15::uuid[], $16::uuid[]))`,
