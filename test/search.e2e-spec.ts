@@ -121,6 +121,24 @@ describe('search', () => {
       expect(ids(await search(c, 'okapi'))).toEqual([item.id]);
     });
 
+    it('finds words inside <…>, and the parts of URLs, host names, e-mail addresses and file names', async () => {
+      const item = await createItem(c, {
+        type: 'core.note',
+        properties: {
+          title: 'generics',
+          body: 'use List<pademelon> here, if a<bandicoot and quoll>d; see https://www.bilby.org/marsupials, write to numbat@tassie.example about report.pdf',
+        },
+      });
+      for (const q of ['pademelon', 'bandicoot', 'quoll', 'bilby', 'marsupials', 'tassie', 'numbat', 'report', 'List<pademelon>', 'www.bilby.org', 'numbat@tassie.example']) {
+        expect({ q, found: ids(await search(c, q)) }).toEqual({ q, found: [item.id] });
+      }
+      // A word that breaks apart is a phrase: its parts in that order.
+      expect(ids(await search(c, 'org.bilby'))).toEqual([]);
+      expect(ids(await search(c, 'generics -tassie.example'))).toEqual([]);
+      const [hit] = await search(c, 'pademelon');
+      expect(hit.snippet_html).toContain('<mark>pademelon</mark>');
+    });
+
     it('follows a natural-key upsert', async () => {
       const first = await createItem(c, note('capybara', { source_id: 'ext-1' }));
       const res = await c.post('/items', note('tapir', { source_id: 'ext-1' }));

@@ -31,6 +31,18 @@ describe('search query', () => {
     });
   });
 
+  it('reads <, >, @, /, : and . as spaces, a word they split as a phrase (as the stored text is parsed)', () => {
+    expect(parseSearch('List<pademelon>')).toMatchObject({ text: '"List pademelon"', positive: ['List', 'pademelon'], phrase: true });
+    expect(parseSearch('see www.bilby.org/marsupials')).toMatchObject({ text: 'see "www bilby org marsupials"', prefix: undefined });
+    expect(parseSearch('numbat@tassie.example -spam.example')).toMatchObject({
+      text: '"numbat tassie example" -"spam example"',
+      excluded: '"spam example"',
+      positive: ['numbat', 'tassie', 'example'],
+    });
+    expect(parseSearch('"a.b c" or d')).toMatchObject({ text: '"a b c" or d', prefix: 'd' });
+    expect(parseSearch('plain words').text).toBe('plain words');
+  });
+
   it('collects positive words, exclusions and phrases for the fallback', () => {
     expect(parseSearch('helo wrold')).toMatchObject({ positive: ['helo', 'wrold'], excluded: '', phrase: false });
     expect(parseSearch('helo -world -"big dog" or cat')).toMatchObject({
@@ -84,7 +96,7 @@ describe('search query', () => {
   });
 
   it('for a caller who may not read tags, always tests the item\'s text without them, exclusions included', () => {
-    const withoutTags = `to_tsvector('simple', i.search_document) @@`;
+    const withoutTags = `to_tsvector('simple', translate(i.search_document, '<>@/:.', '      ')) @@`;
     for (const q of ['hello wor', 'pie -secret', '-secret', '"of the" dusk']) {
       const sql = matchClause(q, 't', [], { tags: false });
       expect(sql).toContain(withoutTags);

@@ -26,6 +26,18 @@ import { COMMON_WORDS } from './common-words';
  */
 export const SEARCH_CONFIG = 'simple';
 
+/**
+ * Characters read as spaces before text is parsed into words, in the stored vectors (migration
+ * 1732300002600) and in queries alike. PostgreSQL's parser takes `<…>` for an XML tag and drops
+ * it, words inside and all, and keeps URLs, host names, e-mail addresses and file names whole:
+ * "pademelon" would not find "List<pademelon>", nor "bilby" find "www.bilby.org/marsupials".
+ */
+export const WORD_BREAKS = '<>@/:.';
+const WORD_BREAK = new RegExp(`[${WORD_BREAKS}]`, 'g');
+
+/** `sql` (a text expression) with WORD_BREAKS read as spaces. */
+export const wordsSql = (sql: string) => `translate(${sql}, '${WORD_BREAKS}', '${' '.repeat(WORD_BREAKS.length)}')`;
+
 export const MAX_QUERY_LENGTH = 1000;
 /** How many words of a query the trigram fallback looks at. */
 const MAX_FALLBACK_WORDS = 8;
@@ -37,7 +49,7 @@ interface Term {
 }
 
 export interface ParsedSearch {
-  /** The query as given (trimmed), for websearch_to_tsquery. */
+  /** The query for websearch_to_tsquery: its terms as given, split at WORD_BREAKS. */
   text: string;
   /** The last plain word, matched as a prefix. */
   prefix?: string;
@@ -102,9 +114,24 @@ function terms(text: string): Array<Term | 'or'> {
   return out;
 }
 
+/**
+ * A term with WORD_BREAKS read as spaces. A word they split becomes a phrase, as the stored
+ * text has its parts in a row ("www.bilby.org" finds them in that order), and a negated one
+ * stays one term.
+ */
+function splitTerm(t: Term | 'or'): Term | 'or' {
+  if (t === 'or') return t;
+  const text = t.text.replace(WORD_BREAK, ' ');
+  return text === t.text ? t : { ...t, text: text.trim(), quoted: true };
+}
+
+/** The query websearch_to_tsquery reads, written back from its terms. */
+const websearchText = (list: Array<Term | 'or'>) =>
+  list.map((t) => (t === 'or' ? 'or' : `${t.negated ? '-' : ''}${t.quoted ? `"${t.text}"` : t.text}`)).join(' ');
+
 export function parseSearch(q: string): ParsedSearch {
-  const text = q.trim();
-  const list = terms(text);
+  const list = terms(q.trim()).map(splitTerm);
+  const text = websearchText(list);
   const last = list[list.length - 1];
   const prefix =
     last !== undefined && last !== 'or' && !last.quoted && !last.negated && PLAIN_WORD.test(last.text) && last.text.toLowerCase() !== 'or'
@@ -132,7 +159,7 @@ export function parseSearch(q: string): ParsedSearch {
     excluded,
     phrase,
     grams: [...new Set(required.flatMap((t) => commonGrams(t.text)))],
-    indexText: kept.length === 0 ? undefined : kept.length === operands.length ? text : kept.map((t) => (t.quoted ? `"${t.text}"` : t.text)).join(' '),
+    indexText: kept.length === 0 ? undefined : kept.length === operands.length ? text : websearchText(kept),
   };
 }
 
@@ -230,7 +257,7 @@ export interface MatchOptions {
  * (`search_document`, the snippets' source: its first 47,000 characters or so).
  */
 export function matchVector(alias: string, tags: boolean): string {
-  return tags ? `${alias}.search_vector` : `to_tsvector('${SEARCH_CONFIG}', ${alias}.search_document)`;
+  return tags ? `${alias}.search_vector` : `to_tsvector('${SEARCH_CONFIG}', ${wordsSql(`${alias}.search_document`)})`;
 }
 
 /**

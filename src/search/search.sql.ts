@@ -6,7 +6,7 @@
 import { outgoingEdgesSql } from '../edges/edge-rules';
 import { ITEM_COLUMNS_I } from '../items/item.model';
 import { ItemFilter, itemWhere } from '../items/item-filter';
-import { matchVector, ParsedSearch, SEARCH_CONFIG, textMatch } from './search-query';
+import { matchVector, ParsedSearch, SEARCH_CONFIG, textMatch, wordsSql } from './search-query';
 import { HEADLINE_OPTIONS, HEADLINE_SOURCE_CHARS } from './snippet';
 
 export interface SearchStatementInput {
@@ -71,7 +71,7 @@ export function searchStatement(input: SearchStatementInput): Statement {
     rank = `greatest(similarity(i.search_title, ${whole}), word_similarity(${whole}, i.search_title))`;
     // Highlight the title's words that resemble a query word.
     headlineQuery = `(SELECT coalesce(string_agg(quote_literal(t.word), ' | '), '')::tsquery
-                        FROM unnest(tsvector_to_array(to_tsvector('${SEARCH_CONFIG}', i.search_title))) AS t(word)
+                        FROM unnest(tsvector_to_array(to_tsvector('${SEARCH_CONFIG}', ${wordsSql('i.search_title')}))) AS t(word)
                        WHERE t.word ~ '^[[:alnum:]]+$'
                          AND EXISTS (SELECT 1 FROM unnest(${bind(parsed.positive)}::text[]) AS q(word)
                                       WHERE similarity(t.word, lower(q.word)) >= 0.25))`;
@@ -82,6 +82,9 @@ export function searchStatement(input: SearchStatementInput): Statement {
   const document = input.showTags
     ? `concat_ws(' · ', nullif(i.search_document, ''), nullif(translate(array_to_string(i.tags, ' '), U&'\\E000\\E001', ''), ''))`
     : 'i.search_document';
+  // ts_headline parses the text it shows, and would drop a `<…>` as an XML tag, words and all:
+  // a space after each `<` keeps them (the snippet shows them as `< word>`).
+  const shown = `replace(left(${document}, ${HEADLINE_SOURCE_CHARS}), '<', '< ')`;
   const sql = `
     WITH hits AS (
       SELECT i.id, (${score})::float8 AS score
@@ -91,7 +94,7 @@ export function searchStatement(input: SearchStatementInput): Statement {
        LIMIT ${bind(input.limit)} OFFSET ${bind(input.offset)}
     )
     SELECT ${ITEM_COLUMNS_I}, h.score,
-           ts_headline('${SEARCH_CONFIG}', left(${document}, ${HEADLINE_SOURCE_CHARS}), ${headlineQuery}, ${bind(HEADLINE_OPTIONS)}) AS headline,
+           ts_headline('${SEARCH_CONFIG}', ${shown}, ${headlineQuery}, ${bind(HEADLINE_OPTIONS)}) AS headline,
            ${outgoingEdgesSql(tenant)} AS outgoing
       FROM hits h
       JOIN items i ON i.tenant_id = ${tenant} AND i.id = h.id

@@ -1,13 +1,17 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /** The weight-B text: tags first (up) or, as migration 0600 had it, last (down). */
-const TAGS_FIRST = `left(array_to_string(coalesce(p_tags, '{}'), ' ') || ' '
+export const TAGS_FIRST = `left(array_to_string(coalesce(p_tags, '{}'), ' ') || ' '
                                                    || coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'B'), ''), 20000)`;
 const TAGS_LAST = `left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'B'), '')
                                                    || ' ' || array_to_string(coalesce(p_tags, '{}'), ' '), 20000)`;
 
-/** item_search_index of migration 0600, with its weight-B text as given. */
-const itemSearchIndex = (weightB: string) => `
+/**
+ * item_search_index of migration 0600, with its weight-B text as given, and each weight's text
+ * passed through `words` (SQL in, SQL out) before it is parsed: as it is here, and as migration
+ * 1732300002600 has it.
+ */
+export const itemSearchIndex = (weightB: string, words: (text: string) => string = (text) => text) => `
       CREATE OR REPLACE FUNCTION item_search_index(p_tenant uuid, p_type text, p_properties jsonb, p_tags text[],
                                         OUT vector tsvector, OUT title text, OUT document text)
       LANGUAGE plpgsql STABLE PARALLEL SAFE AS $fn$
@@ -17,10 +21,10 @@ const itemSearchIndex = (weightB: string) => `
         SELECT t.resolved_schema INTO sch FROM item_types t
          WHERE t.tenant_id IN (p_tenant, '00000000-0000-0000-0000-000000000000') AND t.name = p_type
          ORDER BY t.tenant_id = p_tenant DESC LIMIT 1;
-        SELECT setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'A'), ''), 10000)), 'A')
-            || setweight(to_tsvector('simple', ${weightB}), 'B')
-            || setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'C'), ''), 100000)), 'C')
-            || setweight(to_tsvector('simple', left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'D'), ''), 100000)), 'D'),
+        SELECT setweight(to_tsvector('simple', ${words(`left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'A'), ''), 10000)`)}), 'A')
+            || setweight(to_tsvector('simple', ${words(weightB)}), 'B')
+            || setweight(to_tsvector('simple', ${words(`left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'C'), ''), 100000)`)}), 'C')
+            || setweight(to_tsvector('simple', ${words(`left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'D'), ''), 100000)`)}), 'D'),
                left(coalesce(string_agg(s.txt, ' ') FILTER (WHERE s.weight = 'A'), ''), 1000),
                translate(concat_ws(' · ',
                  left(string_agg(s.txt, ' · ') FILTER (WHERE s.weight = 'A'), 2000),

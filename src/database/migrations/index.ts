@@ -25,6 +25,7 @@ import { EventPublishOrder1732300002200 } from './1732300002200-event-publish-or
 import { SearchTagsFirst1732300002300 } from './1732300002300-search-tags-first';
 import { SubtypesKeepParentRules1732300002400 } from './1732300002400-subtypes-keep-parent-rules';
 import { ItemsTrashedFrom1732300002500 } from './1732300002500-items-trashed-from';
+import { SearchWordBreaks1732300002600 } from './1732300002600-search-word-breaks';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -53,4 +54,5 @@ export const migrations = [
   SearchTagsFirst1732300002300,
   SubtypesKeepParentRules1732300002400,
   ItemsTrashedFrom1732300002500,
+  SearchWordBreaks1732300002600,
 ];
