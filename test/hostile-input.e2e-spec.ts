@@ -177,6 +177,17 @@ describe('hostile input (e2e)', () => {
     expect(badFields(await t.http.get(path).set(bearer(admin)))).toEqual([field]);
   });
 
+  it('a body that is not a JSON object (an array, a string, a number, null) is 400 validation_error on (body)', async () => {
+    const raw = (path: string, json: string) => t.http.post(path).set(bearer(admin)).set('Content-Type', 'application/json').send(json);
+    for (const path of ['/items', '/items/bulk', '/items/bulk_action', '/webhooks', '/types', '/keys', '/edges']) {
+      for (const json of ['[1]', '[]', '[{"type":"core.note"}]', '"x"', '3', 'null']) {
+        const res = await raw(path, json);
+        expectError(res, 400, 'validation_error');
+        expect({ path, json, fields: res.body.error.details.fields }).toEqual({ path, json, fields: [{ field: '(body)', message: 'must be a JSON object' }] });
+      }
+    }
+  });
+
   it('prototype-shaped keys are refused, not silently dropped', async () => {
     const raw = (path: string, json: string) => t.http.post(path).set(bearer(admin)).set('Content-Type', 'application/json').send(json);
     expect(badFields(await raw('/tenants', '{"name":"x","toString":"y"}'))).toEqual(['toString']);

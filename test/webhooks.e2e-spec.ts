@@ -69,6 +69,10 @@ describe('webhooks (e2e)', () => {
       expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['item.exploded'] }))).toEqual(['events']);
       expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: [] }))).toEqual(['events']);
       expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['*'], type_filter: ['Bad!'] }))).toEqual(['type_filter']);
+      // An empty list would select no item event, or read as every type: neither is what it says.
+      expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['*'], type_filter: [] }))).toEqual(['type_filter']);
+      const hook = await register(admin, { type_filter: ['core.note'] });
+      expect(badFields(await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ type_filter: [] }))).toEqual(['type_filter']);
       expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['*'], secret: 'short' }))).toEqual(['secret']);
       expect(badFields(await post(admin, '/webhooks', { url: 'https://no-such-host.invalid/x', events: ['*'] }))).toEqual(['url']);
       // Plain http is for local-development targets, even with private targets allowed.

@@ -2,7 +2,7 @@
  * Request validation: the global ValidationPipe (whitelisting, 400 `validation_error` listing
  * every bad field) and the reusable decorators the DTOs share.
  */
-import { applyDecorators, ValidationError, ValidationPipe } from '@nestjs/common';
+import { applyDecorators, ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { registerDecorator, ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
@@ -36,12 +36,26 @@ export function validationError(fields: FieldIssue[], message = 'The request has
 }
 
 /**
+ * Every request body is an object, and a JSON array is refused as such, as `3` or `"x"` are
+ * (body-parsing.ts): body-parser takes arrays, and class-validator would report an array's
+ * indexes as unknown fields, or worse.
+ */
+class ObjectBodyValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type === 'body' && Array.isArray(value) && this.toValidate(metadata)) {
+      throw validationError([{ field: '(body)', message: 'must be a JSON object' }]);
+    }
+    return super.transform(value, metadata);
+  }
+}
+
+/**
  * The global pipe refuses unknown fields. `{ unknownFields: 'drop' }` makes one that drops them
  * instead, for input another party shapes (an upstream's redirect), applied through a custom
  * parameter decorator, which the global pipe leaves alone.
  */
 export function createValidationPipe(o: { unknownFields: 'refuse' | 'drop' } = { unknownFields: 'refuse' }): ValidationPipe {
-  return new ValidationPipe({
+  return new ObjectBodyValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: o.unknownFields === 'refuse',
     transform: true,

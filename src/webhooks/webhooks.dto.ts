@@ -16,7 +16,7 @@ const IsEventPatterns = () =>
   });
 
 const EVENTS_DOC: ApiPropertyOptions = { type: [String], example: ['item.created', 'edge.*'], description: `Event names or patterns: ${EVENT_NAMES.join(', ')}; \`*\` for all` };
-const TYPE_FILTER_DOC: ApiPropertyOptions = { type: [String], nullable: true, example: ['core.note', 'acme.*'], description: 'Limits item events to these type patterns (subtypes included under `parent.*`); null or absent: every type' };
+const TYPE_FILTER_DOC: ApiPropertyOptions = { type: [String], nullable: true, example: ['core.note', 'acme.*'], description: 'Limits item events to these type patterns (subtypes included under `parent.*`); null or absent: every type. An empty list is refused: it would select no item event, or read as every type' };
 
 export class CreateWebhookDto {
   @ApiProperty({ example: 'https://example.com/hooks/svc', description: 'HTTPS target (plain http and private addresses only when WEBHOOK_ALLOW_PRIVATE_TARGETS)' })
@@ -28,7 +28,7 @@ export class CreateWebhookDto {
   events: string[];
 
   @ApiPropertyOptional(TYPE_FILTER_DOC)
-  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsPatternList()
+  @IsOptional() @IsArray() @ArrayNotEmpty({ message: 'must list at least one type pattern; null (or leaving it out) means every type' }) @ArrayMaxSize(50) @IsPatternList()
   type_filter?: string[] | null;
 
   @ApiPropertyOptional({ description: 'Signing secret, 16-256 printable characters without spaces; generated (`whsec_…`) when omitted. Returned only in this response.' })
@@ -50,7 +50,7 @@ export class UpdateWebhookDto {
   events?: string[];
 
   @ApiPropertyOptional(TYPE_FILTER_DOC)
-  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsPatternList()
+  @IsOptional() @IsArray() @ArrayNotEmpty({ message: 'must list at least one type pattern; null (or leaving it out) means every type' }) @ArrayMaxSize(50) @IsPatternList()
   type_filter?: string[] | null;
 
   @ApiPropertyOptional()

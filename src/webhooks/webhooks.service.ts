@@ -102,7 +102,7 @@ export class WebhooksService {
     const [row]: WebhookRow[] = await this.db.query(
       `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, credential_scopes)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
-      [p.tenantId, id, dto.url, dto.events, dto.type_filter?.length ? dto.type_filter : null, dto.disabled ?? false,
+      [p.tenantId, id, dto.url, dto.events, dto.type_filter ?? null, dto.disabled ?? false,
         await this.secrets.seal(secret, secretAad(p.tenantId, id)), p.credentialId, tokenScopesOf(p)],
     );
     return toResponse(row, secret);
@@ -143,7 +143,7 @@ export class WebhooksService {
         dto.url ?? null,
         dto.events ?? null,
         dto.type_filter !== undefined,
-        dto.type_filter?.length ? dto.type_filter : null,
+        dto.type_filter ?? null,
         dto.disabled ?? null,
       ],
     );
