@@ -31,6 +31,12 @@ export interface ItemFilter {
   backrefs?: EdgeClause[];
   /** Set by the service from the caller's permissions; undefined = no narrowing. */
   permittedTypes?: string[];
+  /**
+   * The types of the items at the other end of an edge clause that the caller may read;
+   * undefined = all. An edge to an item the caller cannot see is not there for it: a clause
+   * naming one would otherwise tell that the item exists, and what links to it.
+   */
+  readableTypes?: string[];
 }
 
 /**
@@ -91,18 +97,14 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   // with (sub-millisecond digits included) finds it, and `until` at that instant leaves it out.
   if (f.since !== undefined) where.push(`${alias}."timestamp" >= ${p(toMillisecond(f.since))}`);
   if (f.until !== undefined) where.push(`${alias}."timestamp" < ${p(toMillisecond(f.until))}`);
-  for (const e of f.edges ?? []) {
-    const typeCond = e.edgeType === '*' ? '' : ` AND e.edge_type = ${p(e.edgeType)}`;
-    where.push(
-      `EXISTS (SELECT 1 FROM edges e WHERE e.tenant_id = ${alias}.tenant_id AND e.source_id = ${alias}.id AND e.target_id = ${p(e.itemId)}${typeCond})`,
-    );
-  }
-  for (const b of f.backrefs ?? []) {
-    const typeCond = b.edgeType === '*' ? '' : ` AND e.edge_type = ${p(b.edgeType)}`;
-    where.push(
-      `EXISTS (SELECT 1 FROM edges e WHERE e.tenant_id = ${alias}.tenant_id AND e.target_id = ${alias}.id AND e.source_id = ${p(b.itemId)}${typeCond})`,
-    );
-  }
+  const readable = f.readableTypes === undefined ? undefined : p(f.readableTypes);
+  const clause = (c: EdgeClause, near: 'source_id' | 'target_id', far: 'source_id' | 'target_id') => {
+    const typeCond = c.edgeType === '*' ? '' : ` AND e.edge_type = ${p(c.edgeType)}`;
+    const farItem = readable ? ` AND EXISTS (SELECT 1 FROM items o WHERE o.tenant_id = e.tenant_id AND o.id = e.${far} AND o.type = ANY(${readable}::text[]))` : '';
+    return `EXISTS (SELECT 1 FROM edges e WHERE e.tenant_id = ${alias}.tenant_id AND e.${near} = ${alias}.id AND e.${far} = ${p(c.itemId)}${typeCond}${farItem})`;
+  };
+  for (const e of f.edges ?? []) where.push(clause(e, 'source_id', 'target_id'));
+  for (const b of f.backrefs ?? []) where.push(clause(b, 'target_id', 'source_id'));
   return where.join(' AND ');
 }
 

@@ -320,6 +320,7 @@ export class ItemsService {
     const tags = parseTags(q.tags);
     // Which items carry a tag says what their tags are: filtering by tags reads them.
     if (tags?.length && !canMetadata(p, 'read')) throw ApiError.forbidden('Filtering by tags needs the metadata:read scope');
+    const permittedTypes = await this.types.permittedTypeNames(p, access);
     return {
       types: q.type === undefined || q.type === '*' ? undefined : (await this.types.catalog(p.tenantId)).matching(q.type),
       state: q.state,
@@ -330,7 +331,8 @@ export class ItemsService {
       until: q.until,
       edges,
       backrefs,
-      permittedTypes: await this.types.permittedTypeNames(p, access),
+      permittedTypes,
+      readableTypes: edges.length || backrefs.length ? (access === 'read' ? permittedTypes : await this.types.permittedTypeNames(p, 'read')) : undefined,
     };
   }
 

@@ -63,6 +63,24 @@ describe('items: permissions and metadata', () => {
       expect((await reader.get('/items', { type: 'core.bookmark' })).body.items).toEqual([]);
     });
 
+    it('edge and backref filters see no edge to or from a bookmark: they cannot tell that it exists', async () => {
+      expectStatus(await admin.post('/edge-types', { name: 'acme.seealso', source_types: ['*'], target_types: ['*'] }), 201);
+      const linking = await createItem(admin, note('links to the bookmark', { edges: { 'acme.seealso': [bookmark.id] } }));
+      const linked = await createItem(admin, note('linked from the bookmark'));
+      expectStatus(await admin.post('/edges', { type: 'acme.seealso', source_id: bookmark.id, target_id: linked.id }), 201);
+      const seer = await member({ type_permissions: { 'core.note': 'read' }, edge_permissions: { 'acme.seealso': 'read' } });
+      // The admin sees both edges through the filters; the member, who sees both notes, neither.
+      expect((await admin.get('/items', { edge: `acme.seealso:${bookmark.id}` })).body.items.map((i: any) => i.id)).toEqual([linking.id]);
+      expect((await admin.get('/items', { backref: `acme.seealso:${bookmark.id}` })).body.items.map((i: any) => i.id)).toEqual([linked.id]);
+      for (const query of [{ edge: `acme.seealso:${bookmark.id}` }, { backref: `acme.seealso:${bookmark.id}` }]) {
+        const res = await seer.get('/items', query);
+        expect({ query, items: res.body.items }).toEqual({ query, items: [] });
+        const found = await seer.get('/search', { q: 'bookmark', ...query });
+        expect({ query, results: found.body.results }).toEqual({ query, results: [] });
+      }
+      expect((await seer.get('/items', { edge: `acme.seealso:${linked.id}` })).body.items).toEqual([]);
+    });
+
     it('writing a note → 403 type_not_permitted (create, patch, delete, tags)', async () => {
       expectError(await reader.post('/items', note('nope')), 403, 'type_not_permitted');
       expectError(await reader.post('/items', { type: 'core.bookmark', properties: { url: 'https://x.test' } }), 403, 'type_not_permitted');
