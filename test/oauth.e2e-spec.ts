@@ -295,6 +295,56 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const res = await t.http.post('/auth/oauth2/token').auth(client.client_id, 'not-the-secret').type('form').send({ grant_type: 'client_credentials' });
     expect(res.status).toBe(401);
     expect(res.body).toMatchObject({ error: 'invalid_client', error_description: expect.any(String) });
+    // RFC 6749 5.2: the client tried the Authorization header, so the answer names its scheme.
+    expect(res.headers['www-authenticate']).toBe('Basic realm="svc"');
+  });
+
+  it('answers a token request whose body it cannot read with a 4xx, not a 500', async () => {
+    for (const path of ['/auth/oauth2/token', '/auth/token', '/auth/device/token']) {
+      const res = await t.http.post(path).auth(client.client_id, client.client_secret).set('Content-Type', 'text/plain').send('grant_type=client_credentials');
+      expect([path, res.status >= 400 && res.status < 500]).toEqual([path, true]);
+    }
+  });
+
+  it('answers unauthorized_client for a grant type the client was not registered for, and invalid_client without client authentication (RFC 6749 5.2)', async () => {
+    for (const form of [{ grant_type: 'refresh_token', refresh_token: 'svc_rt_x' }, { grant_type: 'authorization_code', code: 'x', redirect_uri: 'https://app.example.com/cb', code_verifier: 'x'.repeat(43) }]) {
+      const res = await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send(form);
+      expect([form.grant_type, res.status, res.body.error]).toEqual([form.grant_type, 400, 'unauthorized_client']);
+    }
+    const anonymous: Array<[string, Record<string, string>]> = [
+      ['/auth/oauth2/token', { grant_type: 'client_credentials' }],
+      ['/auth/oauth2/introspect', { token: 'svc_at_x' }],
+      ['/auth/oauth2/revoke', { token: 'svc_at_x' }],
+    ];
+    // Without the Authorization header, 400 (SPEC 7); with it, 401 and the challenge (RFC 6749 5.2).
+    for (const [path, form] of anonymous) {
+      const res = await t.http.post(path).type('form').send(form);
+      expect([path, res.status, res.body.error, res.headers['www-authenticate']]).toEqual([path, 400, 'invalid_client', undefined]);
+    }
+    const inBody = await t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: 'not-the-secret' });
+    expect([inBody.status, inBody.body.error, inBody.headers['www-authenticate']]).toEqual([400, 'invalid_client', undefined]);
+    const unknown = await t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'client_credentials', client_id: 'no-such-client' });
+    expect([unknown.status, unknown.body.error]).toEqual([400, 'invalid_client']);
+    // HTTP Basic that names no client.
+    const noId = await t.http.post('/auth/oauth2/token').set('Authorization', `Basic ${Buffer.from(':a secret').toString('base64')}`).type('form').send({ grant_type: 'client_credentials' });
+    expect([noId.status, noId.body.error, noId.headers['www-authenticate']]).toEqual([401, 'invalid_client', 'Basic realm="svc"']);
+  });
+
+  it('refuses client_credentials through open registration: such a client has no tenant for its tokens to act in', async () => {
+    const ccOnly = { grant_types: ['client_credentials'], response_types: [], redirect_uris: [] };
+    const withCode = { grant_types: ['authorization_code', 'refresh_token', 'client_credentials'], redirect_uris: ['https://app.example.com/cb'] };
+    for (const metadata of [ccOnly, withCode]) {
+      const res = await t.http.post('/auth/oauth2/register').send(metadata);
+      expect([metadata.grant_types.join(), res.status, res.body.error]).toEqual([metadata.grant_types.join(), 400, 'invalid_client_metadata']);
+      expect(res.body.error_description).toMatch(/tenant/);
+    }
+    // An admin's client belongs to the admin's tenant, and may.
+    await t.http.post('/auth/clients').set(bearer(admin)).send(ccOnly).expect(201);
+    // One registered openly before the rule still loads, for its users' consents.
+    const earlier = (await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'] }).expect(201)).body;
+    await t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{grant_types}', $2::jsonb) WHERE model = 'Client' AND id = $1`, [earlier.client_id, JSON.stringify(withCode.grant_types)]);
+    const read = await t.http.get(new URL(earlier.registration_client_uri).pathname).set(bearer(earlier.registration_access_token));
+    expect([read.status, read.body.grant_types]).toEqual([200, withCode.grant_types]);
   });
 });
 
@@ -338,6 +388,54 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     return { callback: new URL(back.leftTo!), verifier };
   };
   const tokenRequest = (form: Record<string, string>) => t.http.post('/auth/oauth2/token').type('form').send({ client_id: rp.clientMetadata().client_id, ...form });
+
+  /**
+   * One authorization of `app` in the browser `agent`, as `email`: signs in when the browser is
+   * not signed in (or `prompt: 'login'` asks again), submits the provider's self-posting form
+   * that signs the browser's previous user out, and approves the consent page when one is shown
+   * (with only the `tick`ed scopes when given); the tokens the app then gets.
+   */
+  const connect = async (
+    agent: ReturnType<typeof request.agent>,
+    app: oidc.Configuration,
+    o: { scope?: string; email?: string; prompt?: string; redirect?: string; tick?: string[] } = {},
+  ) => {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const url = oidc.buildAuthorizationUrl(app, {
+      redirect_uri: o.redirect ?? redirectUri,
+      scope: o.scope ?? 'openid core.note:read',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+      ...(o.prompt ? { prompt: o.prompt } : {}),
+    });
+    let at = await browse(agent, url.pathname + url.search);
+    for (let step = 0; step < 4 && !at.leftTo; step++) {
+      const signOut = /<form method="post" action="[^"]*(\/auth\/logout\/confirm)"/.exec(at.page!)?.[1];
+      const form = new URLSearchParams(signOut ? { xsrf: field(at.page!, 'xsrf'), logout: field(at.page!, 'logout') } : { uid: field(at.page!, 'uid'), csrf: field(at.page!, 'csrf') });
+      if (at.path.startsWith('/auth/sign-in')) Object.entries({ email: o.email ?? 'ada@example.com', password: 'correct horse battery' }).forEach(([k, v]) => form.append(k, v));
+      else if (!signOut) {
+        form.append('decision', 'approve');
+        if (o.tick) [...o.tick.map((s) => ['scope', s]), ['scopes_shown', '1']].forEach(([k, v]) => form.append(k, v));
+      }
+      const res = await agent.post(signOut ?? (at.path.startsWith('/auth/sign-in') ? '/auth/sign-in' : '/auth/authorize/decision')).type('form').send(form.toString());
+      if (res.status !== 303) throw new Error(`${at.path}: ${res.status} ${res.text.slice(0, 200)}`);
+      const next = new URL(res.headers.location, t.url);
+      at = await browse(agent, next.pathname + next.search);
+    }
+    return oidc.authorizationCodeGrant(app, new URL(at.leftTo!), { pkceCodeVerifier: verifier, expectedState: state });
+  };
+  /** A public client of the tenant, as a relying party. */
+  const registerApp = async (clientName: string, scope: string, redirectUris = [redirectUri]) => {
+    const { client_id } = (await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: clientName, redirect_uris: redirectUris, scope, token_endpoint_auth_method: 'none' }).expect(201)).body;
+    return oidc.discovery(new URL(t.url), client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+  };
+  /** Signs `agent` in to the account pages as Ada. */
+  const accountSignIn = async (agent: ReturnType<typeof request.agent>) => {
+    const form = await agent.get('/auth/sign-in?return_to=/auth/grants').expect(200);
+    await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: field(form.text, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' }).expect(303);
+  };
 
   it('signs in, lets the user untick scopes, and issues tokens with exactly what was granted', async () => {
     const agent = request.agent(t.url);
@@ -627,6 +725,154 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const to = new URL(res.headers.location);
     expect(to.searchParams.get('error')).toBe('invalid_request');
   });
+
+  it('keeps apps\' tokens when the user signs out, another app signs them out, or someone else signs in on the browser: only the grant ends them', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'bob@example.com', password: 'correct horse battery', name: 'Bob' }).expect(201);
+    const other = await registerApp('Other app', 'openid core.note:read');
+    /** Each token is used here for the first time: the API caches what a token resolved to. */
+    const stillWorks = async (app: oidc.Configuration, tokens: oidc.TokenEndpointResponse) => {
+      await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+      await t.http.get('/auth/userinfo').set(bearer(tokens.access_token)).expect(200);
+      const introspected = await t.http.post('/auth/oauth2/introspect').type('form').send({ token: tokens.access_token, client_id: app.clientMetadata().client_id });
+      expect(introspected.body.active).toBe(true);
+      const refreshed = await t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: app.clientMetadata().client_id });
+      expect([refreshed.status, refreshed.body.error]).toEqual([200, undefined]);
+    };
+
+    // Signing out everywhere ends the browser's session.
+    const laptop = request.agent(t.url);
+    const beforeSignOut = await connect(laptop, rp);
+    const account = request.agent(t.url);
+    await accountSignIn(account);
+    const sessions = await account.get('/auth/sessions').expect(200);
+    await account.post('/auth/sessions/revoke').type('form').send({ csrf: field(sessions.text, 'csrf') }).expect(303);
+    await stillWorks(rp, beforeSignOut);
+
+    // Another app's RP-initiated logout ends the session both apps were authorized in.
+    const phone = request.agent(t.url);
+    const [notes, viaOther] = [await connect(phone, rp), await connect(phone, other)];
+    // As sessions stored before grants outlived them: their authorizations do not say they persist after a logout.
+    const [{ n: unmarked }] = await t.sql<{ n: number }>(
+      `WITH u AS (UPDATE oidc_models SET payload = jsonb_set(payload, '{authorizations}', (SELECT jsonb_object_agg(k, v - 'persistsLogout') FROM jsonb_each(payload->'authorizations') AS e(k, v)))
+        WHERE model = 'Session' AND payload->'authorizations' IS NOT NULL RETURNING 1) SELECT count(*)::int AS n FROM u`,
+    );
+    expect(unmarked).toBeGreaterThanOrEqual(1);
+    const confirm = await phone.get(`/auth/logout?client_id=${other.clientMetadata().client_id}`).expect(200);
+    const action = new URL(/<form[^>]*action="([^"]+)"/.exec(confirm.text)![1].replace(/&amp;/g, '&'), t.url);
+    const out = await phone.post(action.pathname).type('form').send({ xsrf: field(confirm.text, 'xsrf'), logout: 'yes' });
+    expect([out.status, out.headers.location]).toEqual([303, expect.stringContaining('/auth/logout/success')]);
+    await stillWorks(rp, notes);
+    await stillWorks(other, viaOther);
+
+    // Someone else signs in on the same browser.
+    const shared = request.agent(t.url);
+    const adas = await connect(shared, rp);
+    await connect(shared, rp, { prompt: 'login', email: 'bob@example.com' });
+    await stillWorks(rp, adas);
+
+    // Tokens stored while the provider's default bound them to their session (long gone) too.
+    const older = await connect(request.agent(t.url), rp);
+    await t.sql(
+      `UPDATE oidc_models SET payload = payload || '{"expiresWithSession": true, "sessionUid": "a-session-long-gone"}' WHERE id = ANY($1)`,
+      [[older.access_token, older.refresh_token!].map(storedTokenId)],
+    );
+    await stillWorks(rp, older);
+  });
+
+  it('refuses an expired access token at userinfo exactly as the API does', async () => {
+    const tokens = await connect(request.agent(t.url), rp, { scope: 'openid email' });
+    // Expired five seconds ago: within oidc-provider's clock tolerance, which the API does not allow.
+    await t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 5)) WHERE id = $1`, [storedTokenId(tokens.access_token)]);
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'expired_token');
+    for (const res of [await t.http.get('/auth/oauth2/userinfo').set(bearer(tokens.access_token)), await t.http.post('/auth/oauth2/userinfo').set(bearer(tokens.access_token))]) {
+      expect([res.status, res.body.error]).toEqual([401, 'invalid_token']);
+      expect(res.headers['www-authenticate']).toContain('error="invalid_token"');
+    }
+    const introspected = await t.http.post('/auth/oauth2/introspect').type('form').send({ token: tokens.access_token, client_id: rp.clientMetadata().client_id });
+    expect(introspected.body).toEqual({ active: false });
+  });
+
+  it('keeps one grant per user and app across browsers: later consents add to it (created: false), and revoking it ends every token', async () => {
+    const app = await registerApp('Laptop and phone app', 'openid core.note:read core.note:write');
+    const clientId = app.clientMetadata().client_id;
+    const [laptop, phone] = [request.agent(t.url), request.agent(t.url)];
+    // The first consent leaves core.note:write out; asking again in the same browser, then on a phone, gives it after all.
+    const first = await connect(laptop, app, { scope: 'openid core.note:read core.note:write', tick: ['openid', 'core.note:read'] });
+    expect(first.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid']);
+    const again = await connect(laptop, app, { scope: 'openid core.note:read core.note:write', prompt: 'consent' });
+    const onPhone = await connect(phone, app, { scope: 'openid core.note:write' });
+    expect(onPhone.scope!.split(' ').sort()).toEqual(['core.note:write', 'openid']);
+
+    const grants = await t.sql<{ id: string }>(`SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [clientId]);
+    expect(grants).toHaveLength(1);
+    const consents = await t.sql<{ grant_id: string; created: boolean }>(
+      `SELECT grant_id, (details->>'created')::boolean AS created FROM audit_events WHERE action = 'auth.grant.created' AND client_id = $1`,
+      [clientId],
+    );
+    expect(consents.map((c) => c.grant_id)).toEqual([grants[0].id, grants[0].id, grants[0].id]);
+    expect(consents.map((c) => c.created).sort()).toEqual([false, false, true]);
+    const account = request.agent(t.url);
+    await accountSignIn(account);
+    const listed = (await account.get('/auth/grants').set('Accept', 'application/json').expect(200)).body.grants.filter((g: { client_id: string }) => g.client_id === clientId);
+    expect(listed.map((g: { id: string; scope: string }) => [g.id, g.scope.split(' ').sort()])).toEqual([[grants[0].id, ['core.note:read', 'core.note:write', 'openid']]]);
+
+    await account.post(`/auth/grants/${grants[0].id}/revoke`).send({}).expect(200);
+    for (const tokens of [first, again, onPhone]) {
+      expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+      const refresh = await t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId });
+      expect(refresh.body.error).toBe('invalid_grant');
+    }
+    // Connecting again makes a new grant: a first consent again.
+    await connect(phone, app);
+    const [latest] = await t.sql<{ created: boolean }>(
+      `SELECT (details->>'created')::boolean AS created FROM audit_events WHERE action = 'auth.grant.created' AND client_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1`,
+      [clientId],
+    );
+    expect(latest.created).toBe(true);
+  });
+
+  it('makes one grant of first consents to an app given at once in two browsers', async () => {
+    for (let round = 0; round < 3; round++) {
+      const app = await registerApp(`Race app ${round}`, 'openid core.note:read');
+      const atConsent = await Promise.all(
+        [0, 1].map(async () => {
+          const agent = request.agent(t.url);
+          const url = oidc.buildAuthorizationUrl(app, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256' });
+          const signIn = await browse(agent, url.pathname + url.search);
+          const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
+          const consent = await browse(agent, new URL(signedIn.headers.location, t.url).pathname);
+          return { agent, form: { uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' } };
+        }),
+      );
+      const decisions = await Promise.all(atConsent.map(({ agent, form }) => agent.post('/auth/authorize/decision').type('form').send(form)));
+      expect(decisions.map((d) => d.status)).toEqual([303, 303]);
+      const clientId = app.clientMetadata().client_id;
+      expect(await t.sql(`SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [clientId])).toHaveLength(1);
+      const consents = await t.sql<{ created: boolean }>(`SELECT (details->>'created')::boolean AS created FROM audit_events WHERE action = 'auth.grant.created' AND client_id = $1`, [clientId]);
+      expect(consents.map((c) => c.created).sort()).toEqual([false, true]);
+    }
+  });
+
+  it('takes a loopback IP redirect URI on any port (RFC 8252 7.3), the rest of it exactly; localhost and other hosts exactly', async () => {
+    const port = Number(new URL(t.url).port) + 1;
+    const app = await registerApp('Desktop app', 'openid core.note:read', ['http://127.0.0.1:9/cb', 'http://[::1]:9/cb?app=1', 'http://localhost:9/cb']);
+    const tokens = await connect(request.agent(t.url), app, { redirect: `http://127.0.0.1:${port}/cb` });
+    await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+
+    const asks = async (redirect: string) => {
+      const url = oidc.buildAuthorizationUrl(app, { redirect_uri: redirect, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256' });
+      const res = await t.http.get(url.pathname + url.search);
+      return [redirect, res.status === 303 && res.headers.location.startsWith('/auth/?interaction=') ? 'sign-in' : res.status];
+    };
+    for (const ok of [`http://127.0.0.1:${port}/cb`, 'http://127.0.0.1/cb', 'http://[::1]:49152/cb?app=1', 'http://127.0.0.1:9/cb']) expect(await asks(ok)).toEqual([ok, 'sign-in']);
+    for (const refused of ['http://127.0.0.1:49152/other', 'http://127.0.0.1:49152/cb?x=1', 'http://[::1]:49152/cb', 'http://localhost:49152/cb', 'https://127.0.0.1:49152/cb']) {
+      expect(await asks(refused)).toEqual([refused, 400]);
+    }
+    // The native-app rule of oidc-provider let localhost through on any port; the one rule here does not.
+    const native = (await t.http.post('/auth/clients').set(bearer(admin)).send({ application_type: 'native', redirect_uris: ['http://localhost:9/cb'], token_endpoint_auth_method: 'none' }).expect(201)).body;
+    const nativeAsks = await t.http.get(`/auth/authorize?${new URLSearchParams({ response_type: 'code', client_id: native.client_id, redirect_uri: 'http://localhost:49152/cb', scope: 'openid', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' })}`);
+    expect(nativeAsks.status).toBe(400);
+  });
 });
 
 describe('OAuth provider: device authorization grant (RFC 8628)', () => {
@@ -742,13 +988,42 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     }
 
     for (let round = 0; round < 3; round++) {
-      const [grantsBefore, auditsBefore] = [await grants(), await audits()];
+      const auditsBefore = await audits();
       const { pages, poll: res } = await race(approve, approve);
       expect(pages.sort()).toEqual(['200 Device connected', '400 Code expired']);
       expect(res.body.access_token).toMatch(/^svc_at_/);
-      expect(await grants()).toBe(grantsBefore + 1);
+      // One decision, recorded once, on the user's one grant for the app.
+      expect(await grants()).toBe(1);
       expect(await audits()).toBe(auditsBefore + 1);
     }
+  }, 30_000);
+
+  it('records consents on several devices on the user\'s one grant for the app; revoking it ends every device\'s tokens', async () => {
+    const grants = async () => t.sql<{ id: string }>(`SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [clientId]);
+    const connectDevice = async (scope: string[]) => {
+      const device = await oidc.initiateDeviceAuthorization(rp, { scope: scope.join(' ') });
+      expect(await answer(device.verification_uri_complete!, { email: 'tv@example.com', password: 'a long tv password', decision: 'approve', scope })).toBe(200);
+      const res = await poll(device.device_code);
+      expect(res.body.access_token).toMatch(/^svc_at_/);
+      return res.body as { access_token: string; refresh_token: string; scope: string };
+    };
+    const kitchen = await connectDevice(['openid']);
+    const bedroom = await connectDevice(['openid', 'core.note:read']);
+    expect(bedroom.scope.split(' ').sort()).toEqual(['core.note:read', 'openid']);
+    const [grant, ...more] = await grants();
+    expect(more).toEqual([]);
+    const consents = await t.sql<{ created: boolean }>(
+      `SELECT (details->>'created')::boolean AS created FROM audit_events WHERE action = 'auth.grant.created' AND grant_id = $1`,
+      [grant.id],
+    );
+    expect(consents.filter((c) => c.created)).toHaveLength(1);
+    expect(consents.length).toBeGreaterThanOrEqual(2);
+
+    const account = request.agent(t.url);
+    const form = await account.get('/auth/sign-in?return_to=/auth/grants').expect(200);
+    await account.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: field(form.text, 'csrf'), email: 'tv@example.com', password: 'a long tv password' }).expect(303);
+    await account.post(`/auth/grants/${grant.id}/revoke`).send({}).expect(200);
+    for (const tokens of [kitchen, bedroom]) expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
   }, 30_000);
 
   it('answers expired_token once the device code has expired, and an unknown user code gets an error page', async () => {

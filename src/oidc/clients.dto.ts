@@ -12,7 +12,7 @@ export class RegisterClientDto {
   @ApiPropertyOptional({
     type: [String],
     example: ['https://app.example.com/callback'],
-    description: 'Exact-match redirect URIs; required (at least one) when grant_types includes authorization_code, as it does by default',
+    description: 'Exact-match redirect URIs (a loopback IP one, http://127.0.0.1 or http://[::1], matches on any port); required (at least one) when grant_types includes authorization_code, as it does by default',
   })
   @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(2000, { each: true })
   redirect_uris?: string[];

@@ -3,9 +3,16 @@
  * scopes a user is shown (known to the service, and for API scopes within what the client
  * registered), and the grant a decision makes (what was ticked is granted, the rest refused,
  * so the provider does not ask again and the token's scope is exactly the ticked ones).
+ *
+ * A user's connection to a client is one grant (SPEC 5.8), whichever browser or device the user
+ * consents on: the first consent makes it (`created: true` in the audit), every later one
+ * decides again on the scopes it asked about and keeps the rest (`created: false`). So revoking
+ * it ends every token of the connection.
  */
 import type { Client, Provider } from 'oidc-provider';
+import type { DataSource } from 'typeorm';
 import type { AuditService } from '../audit/audit.service';
+import { connectionGrantId, underConnectionLock } from './oidc-adapter';
 import { isApiScope, isKnownScope, OIDC_SCOPES } from './scopes';
 
 /** A form field that may come once or repeated (`scope=a&scope=b`). */
@@ -35,10 +42,25 @@ export function grantedScopes(requested: string[], ticked: string[], shown: bool
   return ticked.length || shown ? requested.filter((s) => ticked.includes(s)) : requested;
 }
 
-/** Saves the grant and its `auth.grant.created` audit row (SPEC 6.4). */
+type Grant = InstanceType<Provider['Grant']>;
+
+/** Takes scopes out of those the grant refused: ticked now, they are granted (the provider lets a refusal win). */
+function unreject(grant: Grant, resource: string, scopes: string[]): void {
+  const rejected = (grant as unknown as { rejected?: { openid?: { scope?: string }; resources?: Record<string, string> } }).rejected;
+  const keep = (list: string) => list.split(' ').filter((s) => !scopes.includes(s)).join(' ');
+  if (rejected?.openid?.scope) rejected.openid.scope = keep(rejected.openid.scope);
+  if (rejected?.resources?.[resource]) rejected.resources[resource] = keep(rejected.resources[resource]);
+}
+
+/**
+ * Saves the decision on the user's grant for the client (made by the first consent) and its
+ * `auth.grant.created` audit row (SPEC 6.4). `grantId` is the one the browser session knows
+ * for the client, if any.
+ */
 export async function recordConsent(
   provider: Provider,
   audit: AuditService,
+  db: DataSource,
   o: {
     grantId?: string;
     tenantId: string;
@@ -50,22 +72,29 @@ export async function recordConsent(
     source: 'authorization_code' | 'device';
   },
 ): Promise<string> {
-  const existing = o.grantId ? await provider.Grant.find(o.grantId) : undefined;
-  const grant = existing ?? new provider.Grant({ accountId: o.accountId, clientId: o.clientId });
   const refused = o.requested.filter((s) => !o.granted.includes(s));
   const join = (scopes: string[]) => scopes.join(' ');
-  if (o.granted.some(isOidc)) grant.addOIDCScope(join(o.granted.filter(isOidc)));
-  if (refused.some(isOidc)) grant.rejectOIDCScope(join(refused.filter(isOidc)));
-  if (o.granted.some(isApiScope)) grant.addResourceScope(o.resource, join(o.granted.filter(isApiScope)));
-  if (refused.some(isApiScope)) grant.rejectResourceScope(o.resource, join(refused.filter(isApiScope)));
-  const grantId = await grant.save();
+  const { grantId, created } = await underConnectionLock(db, o.accountId, o.clientId, async (m) => {
+    const ofConnection = async (id: string | undefined) => {
+      const grant = id ? await provider.Grant.find(id) : undefined;
+      return grant?.accountId === o.accountId && grant.clientId === o.clientId ? grant : undefined;
+    };
+    const existing = (await ofConnection(o.grantId)) ?? (await ofConnection(await connectionGrantId(m, o.accountId, o.clientId)));
+    const grant = existing ?? new provider.Grant({ accountId: o.accountId, clientId: o.clientId });
+    unreject(grant, o.resource, o.granted);
+    if (o.granted.some(isOidc)) grant.addOIDCScope(join(o.granted.filter(isOidc)));
+    if (refused.some(isOidc)) grant.rejectOIDCScope(join(refused.filter(isOidc)));
+    if (o.granted.some(isApiScope)) grant.addResourceScope(o.resource, join(o.granted.filter(isApiScope)));
+    if (refused.some(isApiScope)) grant.rejectResourceScope(o.resource, join(refused.filter(isApiScope)));
+    return { grantId: await grant.save(), created: !existing };
+  });
   await audit.record({
     tenantId: o.tenantId,
     action: 'auth.grant.created',
     clientId: o.clientId,
     userId: o.accountId,
     grantId,
-    details: { source: o.source, created: !existing, scope: join(o.granted) },
+    details: { source: o.source, created, scope: join(o.granted) },
   });
   return grantId;
 }

@@ -103,7 +103,7 @@ export class DeviceController {
         const requested = requestedScopes(await provider.Client.find(code.clientId!), code.params?.scope);
         const granted = grantedScopes(withinUserRole(requested, user.role), list(body.scope), body[SCOPES_SHOWN] !== undefined);
         const resource = this.config.baseUrl;
-        const grantId = await recordConsent(provider, this.audit, {
+        const grantId = await recordConsent(provider, this.audit, this.db, {
           tenantId: user.tenant_id,
           accountId: user.id,
           clientId: code.clientId!,

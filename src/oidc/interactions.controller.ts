@@ -172,7 +172,7 @@ export class InteractionsController {
     // What the user's role may not give is refused with the rest, or the provider would ask again.
     const requested = requestedScopes(client, details.params.scope);
     const offered = withinUserRole(requested, user.role);
-    const grantId = await recordConsent(provider, this.audit, {
+    const grantId = await recordConsent(provider, this.audit, this.db, {
       grantId: details.grantId,
       tenantId: user.tenant_id,
       accountId,

@@ -5,7 +5,8 @@
  * (scopes.ts) plus the client's default extension grant, and it is always a member: what an
  * app may do is exactly what was granted. Expired: 401 `expired_token`; unknown or revoked:
  * 401 `unauthorized`, at once: resolutions are cached (oauth-token-cache.ts) under a generation
- * that every revocation bumps.
+ * that every revocation bumps. Which stored token a bearer value names, and whether it is still
+ * good, is `findAccessToken`'s rule, which userinfo follows too.
  *
  * `principalByCredential` answers the same for the credential a token stood for (its grant, or
  * `client:<id>` for client credentials), for what outlives a request: webhooks, event streams and
@@ -19,7 +20,7 @@
  * grant loses, or a revocation, takes effect; a scope it gains never reaches the token's work.
  */
 import { Injectable } from '@nestjs/common';
-import type { Client } from 'oidc-provider';
+import type { Client, Provider } from 'oidc-provider';
 import type { OAuthTokenResolver, Principal, Resolution } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import type { PermissionMap } from '../keys/api-key.entity';
@@ -36,6 +37,21 @@ interface StoredToken {
   grantId?: string;
   scope?: string;
   isExpired: boolean;
+}
+
+/**
+ * The stored access token (or client-credentials token) a bearer value names, or why it is not
+ * good: expired from its `exp` on exactly (the provider's own lookup allows 15 seconds of clock
+ * tolerance, so its answer would disagree with this one), unknown, or of a grant since revoked.
+ */
+export async function findAccessToken(provider: Provider, token: string): Promise<StoredToken | { error: 'unauthorized' | 'expired_token' }> {
+  const found = ((await provider.AccessToken.find(token, { ignoreExpiration: true })) ??
+    (await provider.ClientCredentials.find(token, { ignoreExpiration: true }))) as StoredToken | undefined;
+  if (!found) return { error: 'unauthorized' };
+  if (found.isExpired) return { error: 'expired_token' };
+  // A token saved by the winner of a race to use a code, after the loser revoked the grant (oidc-adapter.ts), outlives it.
+  if (found.grantId && !(await provider.Grant.find(found.grantId))) return { error: 'unauthorized' };
+  return found;
 }
 
 @Injectable()
@@ -59,12 +75,8 @@ export class OAuthTokens implements OAuthTokenResolver {
 
   private async load(token: string): Promise<{ principal: Principal; expiresAt: number } | { error: 'unauthorized' | 'expired_token' }> {
     const provider = await this.oidc.get();
-    const found = ((await provider.AccessToken.find(token, { ignoreExpiration: true })) ??
-      (await provider.ClientCredentials.find(token, { ignoreExpiration: true }))) as StoredToken | undefined;
-    if (!found) return { error: 'unauthorized' };
-    if (found.isExpired) return { error: 'expired_token' };
-    // A token saved by the winner of a race to use a code, after the loser revoked the grant (oidc-adapter.ts), outlives it.
-    if (found.grantId && !(await provider.Grant.find(found.grantId))) return { error: 'unauthorized' };
+    const found = await findAccessToken(provider, token);
+    if ('error' in found) return found;
     const client = await provider.Client.find(found.clientId);
     const principal = client && (await this.principalOf(client, found.accountId, found.grantId, (found.scope ?? '').split(' ')));
     return principal ? { principal, expiresAt: found.exp * 1000 } : { error: 'unauthorized' };

@@ -20,10 +20,15 @@
  * Using a code or refresh token is one conditional UPDATE: of two requests that present the same
  * one at the same moment (both having read it unused), one wins; for the other it is a reuse,
  * and like a reuse the provider sees in sequence, it revokes the grant with all its tokens.
+ *
+ * A user's connection to a client has one grant (SPEC 5.8): consent finds it, or makes it, under
+ * the connection's lock (`underConnectionLock`), inside whose transaction the adapter's own
+ * queries run too.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { SecretBox } from '../crypto/secret-box';
 import { hashSecret } from '../keys/key-secrets';
 
@@ -60,6 +65,32 @@ export function storedTokenId(value: string): string {
 }
 
 const rowId = (model: string, id: string) => (TOKEN_MODELS.has(model) ? storedTokenId(id) : id);
+
+/** The transaction of `underConnectionLock` that the adapter's queries made inside it join. */
+const joined = new AsyncLocalStorage<EntityManager>();
+
+/**
+ * Runs `work` in one transaction holding the advisory lock of one user's connection to one
+ * client, so that consents given at once (two browsers, a browser and a device) find or make one
+ * grant between them. The provider's reads and saves made by `work` run in that transaction as
+ * well: the lock holds one pooled connection, not one while waiting for another.
+ */
+export function underConnectionLock<T>(db: DataSource, accountId: string, clientId: string, work: (m: EntityManager) => Promise<T>): Promise<T> {
+  return db.transaction(async (m) => {
+    await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`oauth-connection:${accountId}:${clientId}`]);
+    return joined.run(m, () => work(m));
+  });
+}
+
+/** The grant of a user's connection to a client (the newest, should an older version of the service have left several). */
+export async function connectionGrantId(m: EntityManager, accountId: string, clientId: string): Promise<string | undefined> {
+  const [row]: Array<{ id: string }> = await m.query(
+    `SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1 AND payload->>'clientId' = $2 AND (expires_at IS NULL OR expires_at > now())
+      ORDER BY (payload->>'iat')::bigint DESC, id LIMIT 1`,
+    [accountId, clientId],
+  );
+  return row?.id;
+}
 
 /** A used refresh token (see the header). */
 const TOMBSTONE = `(model = 'RefreshToken' AND consumed_at IS NOT NULL)`;
@@ -121,16 +152,17 @@ export async function releaseDeviceCode(db: DataSource, jti: string, token: stri
 }
 
 /**
- * @param revokingOneAccessToken true while the revocation endpoint revokes an access token:
- *   then the provider's clean-up of the token's grant is skipped (SPEC 5.7: the token only;
- *   a refresh token takes the whole grant with it).
+ * @param keepsGrant true while a revocation must leave the rest of the grant alone (an access
+ *   token's at the revocation endpoint, SPEC 5.7: the token only, where a refresh token takes the
+ *   whole grant with it; a logout's): then the provider's clean-up of the grant's tokens is skipped.
  */
 export function postgresAdapter(
   db: DataSource,
   secrets: SecretBox,
   concurrentUse: ConcurrentUse,
-  revokingOneAccessToken: () => boolean,
+  keepsGrant: () => boolean,
 ): new (model: string) => Adapter {
+  const sql = (text: string, params: unknown[]) => (joined.getStore() ?? db).query(text, params);
   return class PostgresAdapter implements Adapter {
     constructor(private readonly model: string) {}
 
@@ -143,7 +175,7 @@ export function postgresAdapter(
         const { jti: _value, ...rest } = payload;
         stored = this.model === 'DeviceCode' ? { ...rest, [SEALED_JTI]: await secrets.seal(id, deviceJtiAad(key)) } : rest;
       }
-      await db.query(
+      await sql(
         `INSERT INTO oidc_models (model, id, payload, grant_id, user_code, uid, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7::int > 0 THEN now() + make_interval(secs => $7) END)
          ON CONFLICT (model, id) DO UPDATE SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id,
@@ -171,29 +203,29 @@ export function postgresAdapter(
 
     async consume(id: string): Promise<void> {
       const key = rowId(this.model, id);
-      const [, used]: [unknown, number] = await db.query(
+      const [, used]: [unknown, number] = await sql(
         `UPDATE oidc_models SET consumed_at = now() WHERE model = $1 AND id = $2 AND consumed_at IS NULL`,
         [this.model, key],
       );
       if (used === 1) return;
-      const [row]: Array<{ grant_id: string | null }> = await db.query(`SELECT grant_id FROM oidc_models WHERE model = $1 AND id = $2`, [this.model, key]);
+      const [row]: Array<{ grant_id: string | null }> = await sql(`SELECT grant_id FROM oidc_models WHERE model = $1 AND id = $2`, [this.model, key]);
       const grantId = row?.grant_id ?? undefined;
       if (grantId) await deleteGrant(db, grantId);
       await concurrentUse(this.model, grantId);
     }
 
     async destroy(id: string): Promise<void> {
-      await db.query(`DELETE FROM oidc_models WHERE model = $1 AND id = $2 AND NOT ${TOMBSTONE}`, [this.model, rowId(this.model, id)]);
+      await sql(`DELETE FROM oidc_models WHERE model = $1 AND id = $2 AND NOT ${TOMBSTONE}`, [this.model, rowId(this.model, id)]);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
-      if (revokingOneAccessToken()) return;
-      await db.query(`DELETE FROM oidc_models WHERE grant_id = $1 AND NOT ${TOMBSTONE}`, [grantId]);
+      if (keepsGrant()) return;
+      await sql(`DELETE FROM oidc_models WHERE grant_id = $1 AND NOT ${TOMBSTONE}`, [grantId]);
     }
 
     /** The stored payload as the provider saved it: `jti` is put back by `find`, or here from the sealed copy. */
     private async findBy(column: 'id' | 'user_code' | 'uid', value: string): Promise<AdapterPayload | undefined> {
-      const [row]: Array<{ id: string; payload: AdapterPayload; consumed: boolean }> = await db.query(
+      const [row]: Array<{ id: string; payload: AdapterPayload; consumed: boolean }> = await sql(
         `SELECT id, payload, consumed_at IS NOT NULL AS consumed FROM oidc_models WHERE model = $1 AND ${column} = $2`,
         [this.model, value],
       );

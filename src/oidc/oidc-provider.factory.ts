@@ -8,6 +8,10 @@
  * Access tokens are opaque `svc_at_…`, refresh tokens `svc_rt_…`: oidc-provider has no option
  * for a prefix, so the models' `generateTokenId` is wrapped (checked by the tests against this
  * pinned version).
+ *
+ * Tokens belong to their grant, not to the browser session they were issued in: signing out, or
+ * another sign-in in that browser, leaves connected apps alone (only revoking the grant ends them).
+ * A loopback redirect URI (127.0.0.1, [::1]) matches whatever port a request names (RFC 8252 7.3).
  */
 import type { Provider as ProviderType, Configuration, ClientMetadata, KoaContextWithOIDC } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
@@ -15,7 +19,7 @@ import { LOOPBACK_HOSTS } from '../common/target-policy';
 import { AppConfig } from '../config/app-config';
 import type { SecretBox } from '../crypto/secret-box';
 import type { UsersService } from '../users/users.service';
-import { installDevicePolling } from './device-polling';
+import { DEVICE_GRANT_TYPE, installDevicePolling } from './device-polling';
 import { providerInternals } from './provider-internals';
 import { isUsedRefreshToken, postgresAdapter } from './oidc-adapter';
 import { errorPage, logoutPage, messagePage } from './pages';
@@ -66,11 +70,29 @@ function apiScopes(ctx: KoaContextWithOIDC, client: { scope?: string }, resource
   return [...new Set([...asked, ...granted])].filter((s) => isApiScope(s) && (!registered || registered.has(s))).join(' ');
 }
 
-function refuseUnsafeClient(metadata: ClientMetadata, errors: typeof import('oidc-provider').errors): void {
+/**
+ * Revocations that leave the grant and its other tokens alone, where the provider would take them
+ * all: an access token's at the revocation endpoint (SPEC 5.7: that token only), and a logout's
+ * (grants outlive sessions, SPEC 5.8; a session stored while `expiresWithSession` was the
+ * provider's default would still have its authorizations revoked).
+ */
+function keepsGrant(ctx: KoaContextWithOIDC | undefined): boolean {
+  const route = ctx?.oidc?.route;
+  return (route === 'revocation' && !!ctx!.oidc.entities.AccessToken) || route === 'end_session_confirm';
+}
+
+function refuseUnsafeClient(metadata: ClientMetadata, errors: typeof import('oidc-provider').errors, registration: boolean): void {
   // RFC 6749 4.4: client_credentials is for confidential clients only. A public client's id is
   // no secret, so anyone knowing it would get the tenant's tokens.
   if (metadata.token_endpoint_auth_method === 'none' && metadata.grant_types?.includes('client_credentials')) {
     throw new errors.InvalidClientMetadata('client_credentials needs a confidential client (token_endpoint_auth_method other than none)');
+  }
+  // A client-credentials token acts in its client's tenant; an openly registered client has none,
+  // so its tokens would be refused by the API while introspection called them active. At
+  // registration only: a client registered before this rule keeps loading, for its users'
+  // consents (its client-credentials tokens were never of use).
+  if (registration && !metadata.tenant_id && metadata.grant_types?.includes('client_credentials')) {
+    throw new errors.InvalidClientMetadata('client_credentials needs a client of a tenant: an admin registers it with POST /auth/clients');
   }
   // OAuth 2.1 and RFC 8252 8.3: a code or a logout may go back over plain http to the user's own
   // machine only; elsewhere anyone on the path could read it.
@@ -97,11 +119,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       if (ctx && grantId) ctx.oidc.provider.emit('grant.revoked', ctx, grantId);
       const what = { AuthorizationCode: 'authorization code', RefreshToken: 'refresh token', DeviceCode: 'device code' }[model] ?? 'grant';
       throw new errors.InvalidGrant(`${what} already used`);
-    }, () => {
-      // Revoking an access token: the provider would take the rest of its grant with it.
-      const ctx = Provider.ctx as KoaContextWithOIDC | undefined;
-      return ctx?.oidc?.route === 'revocation' && !!ctx.oidc.entities.AccessToken;
-    }),
+    }, () => keepsGrant(Provider.ctx as KoaContextWithOIDC | undefined)),
+    revokeGrantPolicy: (ctx) => !keepsGrant(ctx),
     jwks: { keys: deps.keys as never },
     // SPEC 5.6: RS256 is the one algorithm advertised, and so the one a client may register.
     enabledJWA: { idTokenSigningAlgValues: ['RS256'], userinfoSigningAlgValues: ['RS256'], introspectionSigningAlgValues: ['RS256'], authorizationSigningAlgValues: ['RS256'] },
@@ -115,8 +134,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       properties: [...EXTRA_CLIENT_METADATA],
       validator(ctx, key, value, metadata) {
         // Rules of the client as a whole, beyond oidc-provider's own; checked on every load too, so
-        // a client stored before a rule cannot get around it.
-        if (key === 'tenant_id') refuseUnsafeClient(metadata, errors);
+        // a client stored before a rule cannot get around it (but for one, see refuseUnsafeClient).
+        if (key === 'tenant_id') refuseUnsafeClient(metadata, errors, ctx?.oidc?.route === 'registration');
         // Open registration (RFC 7591) makes tenant-less clients; only an admin (POST /auth/clients) gives one a tenant or an extension grant.
         if (value !== undefined && ctx?.oidc?.route === 'registration') {
           throw new errors.InvalidClientMetadata(`${key} is set by POST /auth/clients only`);
@@ -181,6 +200,10 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     interactions: { url: (_ctx, interaction) => `/auth/?interaction=${encodeURIComponent(interaction.uid)}` },
     // Code (and device) grants get a refresh token without asking for offline_access; every refresh rotates it.
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    // The provider's default ties tokens issued without offline_access to the browser session (and
+    // a logout revokes their grants): an app would lose access whenever the user signs out, or
+    // someone else signs in on that browser. Grants outlive sessions here (SPEC 5.8).
+    expiresWithSession: async () => false,
     rotateRefreshToken: true,
     // The id_token carries the profile and email claims its scopes grant (SPEC 5.6), not only userinfo.
     conformIdTokenClaims: false,
@@ -204,10 +227,12 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   // oidc-mount.ts sets the X-Forwarded-* headers itself (SVC_BASE_URL's origin, Fastify's client address).
   provider.proxy = true;
   prefixTokens(provider);
+  unbindTokensFromSessions(provider);
+  allowAnyLoopbackPort(provider);
   await teachScopeGrammar(provider);
   provider.use(reportGrantedScope);
   provider.use(reportTokenReuse(deps.db));
-  provider.use(reportUnauthorizedDeviceClient);
+  provider.use(reportClientErrors);
   await installDevicePolling(provider, deps.db, config.baseUrl, config.OAUTH_DEVICE_POLL_INTERVAL);
   return provider;
 }
@@ -232,15 +257,83 @@ function reportTokenReuse(db: DataSource) {
   };
 }
 
+/** The endpoints that authenticate a client (oidc-provider's lib/shared/client_auth.js). */
+const CLIENT_ROUTES = new Set(['token', 'device_authorization', 'introspection', 'revocation']);
+
 /**
- * RFC 8628 3.2 / RFC 6749 5.2: a client not registered for the device grant is
- * `unauthorized_client`; the provider answers `invalid_request`.
+ * RFC 6749 5.2 (and RFC 8628 3.2, RFC 7662 2.3) where the provider answers `invalid_request`:
+ * - a grant type the client is not registered for, at the token or device authorization
+ *   endpoint, is `unauthorized_client`;
+ * - a request without any client authentication is `invalid_client`.
+ * An `invalid_client` is 401 with `WWW-Authenticate: Basic` when the client tried the
+ * Authorization header, as RFC 6749 requires, and 400 otherwise, where SPEC 7 lists it (the
+ * provider answers 401 for a wrong secret sent in the body too).
  */
-async function reportUnauthorizedDeviceClient(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+async function reportClientErrors(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
   await next();
-  const body = ctx.body as { error?: string } | undefined;
-  if (ctx.oidc?.route !== 'device_authorization' || body?.error !== 'invalid_request') return;
-  if (ctx.oidc.client && !ctx.oidc.client.grantTypeAllowed('urn:ietf:params:oauth:grant-type:device_code')) body.error = 'unauthorized_client';
+  const body = ctx.body as { error?: string; error_description?: string } | undefined;
+  const route = ctx.oidc?.route;
+  if (!route || !CLIENT_ROUTES.has(route) || typeof body?.error !== 'string') return;
+  const { client } = ctx.oidc;
+  const grantType = route === 'device_authorization' ? DEVICE_GRANT_TYPE : route === 'token' ? (ctx.oidc.params as { grant_type?: unknown } | undefined)?.grant_type : undefined;
+  if (body.error === 'invalid_request' && client && typeof grantType === 'string' && !client.grantTypeAllowed(grantType)) body.error = 'unauthorized_client';
+  // The provider's only sign of this case is its description (lib/shared/client_auth.js of the pinned version; the tests check it).
+  if (body.error === 'invalid_request' && !client && body.error_description === 'no client authentication mechanism provided') {
+    Object.assign(body, { error: 'invalid_client', error_description: 'client authentication is required (HTTP Basic, or client_id for a public client)' });
+  }
+  if (body.error !== 'invalid_client') return;
+  if (ctx.get('authorization')) {
+    ctx.status = 401;
+    ctx.set('WWW-Authenticate', 'Basic realm="svc"');
+  } else {
+    ctx.status = 400;
+    ctx.remove('WWW-Authenticate');
+  }
+}
+
+/**
+ * Tokens already stored when `expiresWithSession` was the provider's default still name their
+ * session; their lookups skip the session check, so they too depend on their grant alone.
+ */
+function unbindTokensFromSessions(provider: ProviderType): void {
+  for (const model of [provider.AccessToken, provider.RefreshToken] as unknown as Array<{ find(value: string, options?: object): Promise<unknown> }>) {
+    const find = model.find.bind(model);
+    model.find = (value, options) => find(value, { ...options, ignoreSessionBinding: true });
+  }
+}
+
+/**
+ * OAuth 2.1 8.4.2, RFC 8252 7.3: a native app listens on whatever loopback port it gets, so a
+ * redirect URI to a loopback IP literal over http matches a request's whatever its port; the rest
+ * (path, query) still matches exactly. `localhost` stays exact (RFC 8252 8.3 advises against it;
+ * the provider's own rule, for native clients only, also took it), and so does every other URI.
+ */
+const LOOPBACK_IP_REDIRECT = /^http:\/\/(127\.0\.0\.1|\[::1\])(?::\d{1,5})?(?=[/?]|$)/;
+
+/** The URI without its port when it is a loopback IP redirect URI, else undefined. */
+function withoutLoopbackPort(uri: string): string | undefined {
+  const match = LOOPBACK_IP_REDIRECT.exec(uri);
+  return match && URL.canParse(uri) ? `http://${match[1]}${uri.slice(match[0].length)}` : undefined;
+}
+
+function allowAnyLoopbackPort(provider: ProviderType): void {
+  const matches = (registered: string[] | undefined, value: string) => {
+    if (registered?.includes(value)) return true;
+    const portless = withoutLoopbackPort(value);
+    return portless !== undefined && !!registered?.some((uri) => withoutLoopbackPort(uri) === portless);
+  };
+  const client = provider.Client.prototype as unknown as {
+    redirectUris?: string[];
+    postLogoutRedirectUris?: string[];
+    redirectUriAllowed(value: string): boolean;
+    postLogoutRedirectUriAllowed(value: string): boolean;
+  };
+  client.redirectUriAllowed = function redirectUriAllowed(this: typeof client, value: string) {
+    return matches(this.redirectUris, value);
+  };
+  client.postLogoutRedirectUriAllowed = function postLogoutRedirectUriAllowed(this: typeof client, value: string) {
+    return matches(this.postLogoutRedirectUris, value);
+  };
 }
 
 /**

@@ -10,6 +10,7 @@ import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, Public } from '../auth/decorators';
 import { UsersService } from '../users/users.service';
+import { findAccessToken } from './oauth-tokens';
 import { OidcProvider } from './oidc-provider';
 import { OAUTH_ERROR_SCHEMA } from './openapi-paths';
 
@@ -56,8 +57,10 @@ export class UserinfoController {
     const token = /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
     if (!token) return this.fail(reply, 401, 'invalid_request', 'A bearer access token is required', 'Bearer realm="svc"');
     const provider = await this.oidc.get();
-    const at = (await provider.AccessToken.find(token)) as { accountId?: string; grantId?: string } | undefined;
-    if (!at?.accountId || !at.grantId) return this.fail(reply, 401, 'invalid_token', 'The access token is not valid for userinfo');
+    // The API's rule, so userinfo and the API agree on every token (an expired one included).
+    const at = await findAccessToken(provider, token);
+    if ('error' in at) return this.fail(reply, 401, 'invalid_token', at.error === 'expired_token' ? 'The access token expired' : 'The access token is not valid for userinfo');
+    if (!at.accountId || !at.grantId) return this.fail(reply, 401, 'invalid_token', 'The access token is not valid for userinfo');
     const grant = await provider.Grant.find(at.grantId);
     const scopes = new Set((grant?.getOIDCScope() ?? '').split(' '));
     if (!scopes.has('openid')) return this.fail(reply, 403, 'insufficient_scope', 'The grant does not include openid');
