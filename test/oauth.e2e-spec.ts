@@ -277,6 +277,23 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect(res.body.access_token).toBeUndefined();
   });
 
+  it('redirects after a logout without an id_token_hint only for a client an admin registered', async () => {
+    const bye = 'https://app.example/bye';
+    const open = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example/cb'], post_logout_redirect_uris: [bye], token_endpoint_auth_method: 'none' }).expect(201);
+    const refused = await t.http.get('/auth/logout').query({ client_id: open.body.client_id, post_logout_redirect_uri: bye });
+    expect([refused.status, refused.headers.location]).toEqual([400, undefined]);
+    expect(refused.text).toContain('id_token_hint');
+
+    const admins = await t.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', redirect_uris: ['https://app.example/cb'], post_logout_redirect_uris: [bye] }).expect(201);
+    const browser = request.agent(t.url);
+    // No session: the provider's own self-submitting form, which is not to be framed either.
+    const form = await browser.get('/auth/logout').query({ client_id: admins.body.client_id, post_logout_redirect_uri: bye }).expect(200);
+    expect([form.headers['x-frame-options'], form.headers['content-security-policy']]).toEqual(['DENY', expect.stringContaining("frame-ancestors 'none'")]);
+    const action = new URL(/<form[^>]*action="([^"]+)"/.exec(form.text)![1].replace(/&amp;/g, '&'), t.url);
+    const out = await browser.post(action.pathname).type('form').send({ xsrf: field(form.text, 'xsrf'), logout: 'yes' });
+    expect([out.status, out.headers.location]).toEqual([303, bye]);
+  });
+
   it('takes plain http redirect URIs to loopback hosts only', async () => {
     for (const uri of ['http://app.example/cb', 'http://10.0.0.5/cb']) {
       expectError(await t.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', redirect_uris: [uri] }), 400, 'validation_error');

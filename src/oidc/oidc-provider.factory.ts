@@ -229,6 +229,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   prefixTokens(provider);
   unbindTokensFromSessions(provider);
   allowAnyLoopbackPort(provider);
+  confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, errors);
+  provider.use(neverFramed);
   await teachScopeGrammar(provider);
   provider.use(reportGrantedScope);
   provider.use(reportTokenReuse(deps.db));
@@ -289,6 +291,38 @@ async function reportClientErrors(ctx: KoaContextWithOIDC, next: () => Promise<v
     ctx.status = 400;
     ctx.remove('WWW-Authenticate');
   }
+}
+
+/**
+ * RP-Initiated Logout 1.0 §3: without an id_token_hint, the provider must not redirect after a
+ * logout unless it has other means of confirming that the target is legitimate. A client an
+ * admin registered (it has a tenant) is such a means; an openly registered one is not: anyone
+ * could register a URI of theirs and bounce signed-out users to it without a click.
+ */
+function confirmPostLogoutRedirects(provider: ProviderType, currentCtx: () => KoaContextWithOIDC | undefined, errors: typeof import('oidc-provider').errors): void {
+  const client = provider.Client.prototype as unknown as {
+    metadata(): ClientMetadata;
+    postLogoutRedirectUriAllowed(value: string): boolean;
+  };
+  const allowed = client.postLogoutRedirectUriAllowed;
+  client.postLogoutRedirectUriAllowed = function postLogoutRedirectUriAllowed(this: typeof client, value: string) {
+    if (!allowed.call(this, value)) return false;
+    if (!this.metadata().tenant_id && !(currentCtx()?.oidc?.params as { id_token_hint?: unknown } | undefined)?.id_token_hint) {
+      throw new errors.InvalidRequest('post_logout_redirect_uri needs an id_token_hint for a client registered through open registration');
+    }
+    return true;
+  };
+}
+
+/**
+ * The provider's own HTML (the self-submitting forms of `response_mode=form_post` and of a logout
+ * without a session) comes without the pages' headers (send-page.ts): it is not to be framed either.
+ */
+async function neverFramed(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next();
+  if (!ctx.response.is('html') || ctx.response.get('X-Frame-Options')) return;
+  ctx.set('X-Frame-Options', 'DENY');
+  if (!ctx.response.get('Content-Security-Policy')) ctx.set('Content-Security-Policy', "frame-ancestors 'none'");
 }
 
 /**
