@@ -260,6 +260,28 @@ describe('idempotency keys', () => {
       expect(await keysLabelled('abandoned')).toBe(1);
     });
 
+    it('never runs again work whose response was not kept: its transaction marked the key applied', async () => {
+      const idem = randomUUID();
+      const body = { label: 'applied' };
+      const key = [admin.tenantId, admin.id, keyDigest(idem)];
+      // The response cannot be kept, as when the instance dies right after the work committed.
+      await t.sql(`CREATE FUNCTION refuse_completion() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'not now'; END $$`);
+      await t.sql(`CREATE TRIGGER refuse_completion BEFORE UPDATE ON idempotency_keys FOR EACH ROW WHEN (NEW.state = 'completed') EXECUTE FUNCTION refuse_completion()`);
+      try {
+        expect((await post(body, idem)).status).toBe(201);
+      } finally {
+        await t.sql(`DROP TRIGGER refuse_completion ON idempotency_keys`);
+        await t.sql(`DROP FUNCTION refuse_completion()`);
+      }
+      expect(await t.sql(`SELECT state FROM idempotency_keys WHERE ${where}`, key)).toEqual([{ state: 'applied' }]);
+      // Past the claim's lease, the retry is refused, not run again.
+      await t.sql(`UPDATE idempotency_keys SET created_at = created_at - interval '1 hour' WHERE ${where}`, key);
+      const retry = await post(body, idem);
+      expectError(retry, 409, 'conflict');
+      expect(retry.body.error.message).toMatch(/applied/);
+      expect(await keysLabelled('applied')).toBe(1);
+    });
+
     it('refuses a different body at once', async () => {
       const idem = randomUUID();
       await stage(idem, { label: 'first body' });

@@ -118,11 +118,12 @@ export class BulkService {
   }
 
   private async createJob(p: Principal, spec: BulkSpec, ids: string[]): Promise<BulkJobDto> {
-    const [row]: JobRow[] = await this.db.query(
+    // In a transaction of its own, which marks an Idempotency-Key applied as it commits (claim-applied.ts).
+    const [row]: JobRow[] = await this.db.transaction((m) => m.query(
       `INSERT INTO bulk_jobs (tenant_id, id, action, spec, credential_id, principal, status, item_ids, matched)
        VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7::uuid[], $8) RETURNING ${JOB_COLUMNS}`,
       [p.tenantId, newId(), spec.action, spec, p.credentialId, p, ids, ids.length],
-    );
+    ));
     await this.enqueue({ tenantId: p.tenantId, jobId: row.id });
     return toJob(row);
   }

@@ -2,6 +2,7 @@
 import { Client } from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
+import { ClaimAppliedSubscriber } from '../idempotency/claim-applied';
 import { entities } from './entities';
 import { migrations } from './migrations';
 import { poolGuards } from './pg-guards';
@@ -13,6 +14,7 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
     url: config.DATABASE_URL,
     entities,
     migrations,
+    subscribers: [ClaimAppliedSubscriber],
     // Migrations are run by runMigrations() below, under a lock, never by TypeORM at connect.
     migrationsRun: false,
     migrationsTransactionMode: 'each',

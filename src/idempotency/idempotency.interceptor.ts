@@ -9,9 +9,12 @@
  * 2. Claim (owner, key) in Postgres for this request's fingerprint (method, URL, canonical body).
  * 3. Claimed: run the handler; keep its status and body, a 4xx error envelope included. 5xx
  *    and 429 are not kept: the claim is released, so a retry runs again.
+ *    The transaction that commits the work marks the claim `applied` as it commits
+ *    (claim-applied.ts), so a claim whose response was never kept (the instance died, or the
+ *    write failed) is not taken over and run again when its lease runs out.
  * 4. Not claimed: another fingerprint is 409 `conflict`; a completed row is replayed (status,
- *    body, `Idempotent-Replayed: true`); a row still in progress is polled until it completes
- *    (then replayed) or released (then claimed), and after WAIT_MS is 409 `conflict`.
+ *    body, `Idempotent-Replayed: true`); a row still in progress (or applied) is polled until it
+ *    completes (then replayed) or is released (then claimed), and after WAIT_MS is 409 `conflict`.
  *
  * Only status and body are replayed, not other headers the handler set. Routes must return
  * JSON-serialisable values; a streamed response is sent but not kept.
@@ -31,6 +34,7 @@ import {
   parseIdempotencyKey,
   requestFingerprint,
 } from './idempotency-key';
+import { pendingClaim } from './claim-applied';
 import { Claim, IdempotencyStore, StoredKey } from './idempotency.store';
 import { openResponse, sealResponse } from './response-seal';
 
@@ -77,9 +81,11 @@ export class IdempotencyInterceptor implements NestInterceptor {
         throw keyConflict(key, 'This Idempotency-Key was already used with a different request (method, path or body)');
       }
       if (row?.state === 'completed') return this.replay(attempt, row, res);
-      if (Date.now() >= deadline) {
-        throw keyConflict(key, 'A request with this Idempotency-Key is still in progress; retry later');
+      // Applied, and its request is gone (or its response could not be kept): never run it again.
+      if (row?.state === 'applied' && (row.abandoned || Date.now() >= deadline)) {
+        throw keyConflict(key, 'The request with this Idempotency-Key was applied, but its response was not kept; read the outcome back instead of retrying');
       }
+      if (Date.now() >= deadline) throw keyConflict(key, 'A request with this Idempotency-Key is still in progress; retry later');
       if (row) await sleep(poll); // in progress: wait; gone (released or expired): claim again at once
     }
   }
@@ -87,7 +93,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private async execute(attempt: Attempt, claim: Claim, res: FastifyReply, next: CallHandler): Promise<unknown> {
     let body: unknown;
     try {
-      body = await lastValueFrom(next.handle(), { defaultValue: undefined });
+      // The work's transaction marks the claim applied as it commits (claim-applied.ts).
+      const pending = { owner: attempt.owner, keyHash: attempt.digest, claim, marked: false };
+      body = await pendingClaim.run(pending, () => lastValueFrom(next.handle(), { defaultValue: undefined }));
     } catch (err) {
       const error = toApiError(err, undefined);
       // The filter sends exactly this envelope with this status for the error.
@@ -102,8 +110,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (body instanceof StreamableFile || !keeps(res.statusCode)) await this.store.release(attempt.owner, attempt.digest, claim);
       else await this.keep(attempt, claim, res.statusCode, body);
     } catch (err) {
-      // The work is done, so its response still goes out. The claim stays in progress: retries
-      // get 409 until the lease runs out rather than running the work twice at once.
+      // The work is done, so its response still goes out. The claim stays applied: retries get
+      // 409 rather than running the work again.
       this.logger.error({ err }, 'idempotency key could not be completed');
     }
     return body;

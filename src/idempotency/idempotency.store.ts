@@ -11,16 +11,19 @@ import type { KeyOwner } from './idempotency-key';
 
 /**
  * How long a claim may stay in progress before a retry may take it over. It only matters when
- * the instance running the first request died; a live request finishes long before (and the
- * retry of a vanished one would run again under a new key anyway).
+ * the instance running the first request died before its work committed (a claim whose work
+ * committed is `applied`, and never taken over); a live request finishes long before.
  */
 export const CLAIM_LEASE_SECONDS = 300;
 
 export interface StoredKey {
   fingerprint: string;
-  state: 'in_progress' | 'completed';
+  /** `applied`: the work committed (claim-applied.ts), its response not kept (yet). */
+  state: 'in_progress' | 'applied' | 'completed';
   responseStatus: number | null;
   responseBody: Buffer | null;
+  /** Claimed longer ago than the lease: the request that claimed it is gone. */
+  abandoned: boolean;
 }
 
 /** Identifies one claim, so a claim that was taken over is never completed or released by its first holder. */
@@ -55,26 +58,32 @@ export class IdempotencyStore {
 
   /** The live (unexpired) row of a key. */
   async find(owner: KeyOwner, keyHash: string): Promise<StoredKey | undefined> {
-    const rows: Array<{ fingerprint: string; state: StoredKey['state']; response_status: number | null; response_body: Buffer | null }> =
+    const rows: Array<{ fingerprint: string; state: StoredKey['state']; response_status: number | null; response_body: Buffer | null; abandoned: boolean }> =
       await this.db.query(
-        `SELECT fingerprint, state, response_status, response_body FROM idempotency_keys
+        `SELECT fingerprint, state, response_status, response_body, created_at <= clock_timestamp() - make_interval(secs => $4) AS abandoned
+           FROM idempotency_keys
           WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND expires_at > clock_timestamp()`,
-        [owner.tenantId, owner.credentialId, keyHash],
+        [owner.tenantId, owner.credentialId, keyHash, CLAIM_LEASE_SECONDS],
       );
     const row = rows[0];
-    return row && { fingerprint: row.fingerprint, state: row.state, responseStatus: row.response_status, responseBody: row.response_body };
+    return (
+      row && { fingerprint: row.fingerprint, state: row.state, responseStatus: row.response_status, responseBody: row.response_body, abandoned: row.abandoned }
+    );
   }
 
   /** Keeps the response of a claimed request. */
   async complete(owner: KeyOwner, keyHash: string, claim: Claim, status: number, sealedBody: Buffer): Promise<void> {
     await this.db.query(
       `UPDATE idempotency_keys SET state = 'completed', response_status = $5, response_body = $6
-        WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND state = 'in_progress' AND created_at = $4::timestamptz`,
+        WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND state IN ('in_progress', 'applied') AND created_at = $4::timestamptz`,
       [owner.tenantId, owner.credentialId, keyHash, claim, status, sealedBody],
     );
   }
 
-  /** Gives a claim up (the request failed in a way worth retrying), so the next retry runs again. */
+  /**
+   * Gives a claim up (the request failed in a way worth retrying), so the next retry runs again;
+   * not once its work was applied, which a retry must not do again.
+   */
   async release(owner: KeyOwner, keyHash: string, claim: Claim): Promise<void> {
     await this.db.query(
       `DELETE FROM idempotency_keys

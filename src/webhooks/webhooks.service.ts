@@ -99,11 +99,14 @@ export class WebhooksService {
     await this.assertTarget(dto.url);
     const id = newId();
     const secret = dto.secret ?? generateSecret();
-    const [row]: WebhookRow[] = await this.db.query(
-      `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, credential_scopes)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
-      [p.tenantId, id, dto.url, dto.events, dto.type_filter ?? null, dto.disabled ?? false,
-        await this.secrets.seal(secret, secretAad(p.tenantId, id)), p.credentialId, tokenScopesOf(p)],
+    const sealed = await this.secrets.seal(secret, secretAad(p.tenantId, id));
+    // In a transaction of its own, which marks an Idempotency-Key applied as it commits (claim-applied.ts).
+    const [row]: WebhookRow[] = await this.db.transaction((m) =>
+      m.query(
+        `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, credential_scopes)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
+        [p.tenantId, id, dto.url, dto.events, dto.type_filter ?? null, dto.disabled ?? false, sealed, p.credentialId, tokenScopesOf(p)],
+      ),
     );
     return toResponse(row, secret);
   }

@@ -26,6 +26,7 @@ import { SearchTagsFirst1732300002300 } from './1732300002300-search-tags-first'
 import { SubtypesKeepParentRules1732300002400 } from './1732300002400-subtypes-keep-parent-rules';
 import { ItemsTrashedFrom1732300002500 } from './1732300002500-items-trashed-from';
 import { SearchWordBreaks1732300002600 } from './1732300002600-search-word-breaks';
+import { IdempotencyApplied1732300002700 } from './1732300002700-idempotency-applied';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -55,4 +56,5 @@ export const migrations = [
   SubtypesKeepParentRules1732300002400,
   ItemsTrashedFrom1732300002500,
   SearchWordBreaks1732300002600,
+  IdempotencyApplied1732300002700,
 ];

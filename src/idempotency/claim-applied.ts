@@ -1,0 +1,38 @@
+/**
+ * Marks an idempotency claim `applied` in the transaction that commits its request's work, so
+ * that the work and the mark commit together or not at all (Stripe-style atomic phases). The
+ * response is kept afterwards (idempotency.store.ts `complete`); should the instance die in
+ * between, or that write fail, a retry finds the key applied and is refused, never run again.
+ *
+ * The interceptor runs the handler inside `pendingClaim.run`; every TypeORM transaction that
+ * commits within it (the request's own, and only those: others run outside that context) passes
+ * here just before its COMMIT, and the first one marks the claim. A route whose write commits
+ * outside a TypeORM transaction is not covered: the idempotent routes write in one.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { EntitySubscriberInterface, EventSubscriber, TransactionCommitEvent } from 'typeorm';
+import type { KeyOwner } from './idempotency-key';
+
+export interface PendingClaim {
+  owner: KeyOwner;
+  keyHash: string;
+  /** The claim's identity (its created_at), so a claim taken over is never marked by its first holder. */
+  claim: string;
+  marked: boolean;
+}
+
+export const pendingClaim = new AsyncLocalStorage<PendingClaim>();
+
+@EventSubscriber()
+export class ClaimAppliedSubscriber implements EntitySubscriberInterface {
+  async beforeTransactionCommit(event: TransactionCommitEvent): Promise<void> {
+    const pending = pendingClaim.getStore();
+    if (!pending || pending.marked) return;
+    await event.queryRunner.query(
+      `UPDATE idempotency_keys SET state = 'applied'
+        WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND state = 'in_progress' AND created_at = $4::timestamptz`,
+      [pending.owner.tenantId, pending.owner.credentialId, pending.keyHash, pending.claim],
+    );
+    pending.marked = true;
+  }
+}
