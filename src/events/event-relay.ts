@@ -14,7 +14,8 @@
  * live in `published_seq` order, which is the order a Last-Event-ID replay follows
  * (event-stream.ts). The claim commits before the batch is published, so a stream that gets an
  * event live finds it in the outbox when it resumes. An event taken up again is numbered and
- * published again, at its new place. The fan-out plans a batch while it is being published,
+ * published again, at its new place; its first place stays (`first_published_seq`), which is
+ * where a stream resuming after it resumes from. The fan-out plans a batch while it is being published,
  * under the lock; the attempts and their records run outside it, so instances still share them.
  *
  * It runs when a transaction that recorded events commits on this instance, when an instance
@@ -150,7 +151,8 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
              SELECT tenant_id AS t_id, id AS e_id, relay_lease_until IS NOT NULL AS reclaimed FROM events
               WHERE dispatched_at IS NULL AND (relay_lease_until IS NULL OR relay_lease_until < now())
               ORDER BY seq LIMIT ${BATCH} FOR UPDATE SKIP LOCKED) claimable)
-         UPDATE events SET relay_lease_until = now() + make_interval(secs => $1::float8 / 1000), published_seq = next.p
+         UPDATE events SET relay_lease_until = now() + make_interval(secs => $1::float8 / 1000), published_seq = next.p,
+                           first_published_seq = coalesce(first_published_seq, next.p)
            FROM next WHERE tenant_id = next.t_id AND id = next.e_id
          RETURNING ${EVENT_COLUMNS}, published_seq::text AS published_seq, next.reclaimed`,
         [leaseMs],

@@ -11,7 +11,8 @@
  *
  * Resuming: with `Last-Event-ID` the stream first replays the tenant's events published after
  * that one from the outbox (kept EVENT_RETENTION_DAYS), while live events wait, then goes live
- * without gaps or repeats. Both follow the relay's publication order (`published_seq`, see
+ * without gaps or repeats (but for the events an instance that died was publishing, which come
+ * again: at least once). Both follow the relay's publication order (`published_seq`, see
  * event-relay.ts), not the order writers inserted their events in: a transaction that commits
  * late publishes its events after those of transactions that committed before it, and a replay
  * finds them in that same place. Events not published yet are not replayed; they come live.
@@ -201,7 +202,10 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     const tenantId = sub.principal.tenantId;
     const [from] = isId(lastEventId)
       ? await this.db.query(
-          `SELECT published_seq::text AS published_seq FROM events WHERE tenant_id = $1 AND id = $2 AND published_seq IS NOT NULL`,
+          // From the event's first place: one taken up again since (its relay died) was published
+          // again later, and resuming from there would skip what was published in between.
+          `SELECT coalesce(first_published_seq, published_seq)::text AS published_seq FROM events
+            WHERE tenant_id = $1 AND id = $2 AND published_seq IS NOT NULL`,
           [tenantId, lastEventId],
         )
       : [];

@@ -27,6 +27,7 @@ import { SubtypesKeepParentRules1732300002400 } from './1732300002400-subtypes-k
 import { ItemsTrashedFrom1732300002500 } from './1732300002500-items-trashed-from';
 import { SearchWordBreaks1732300002600 } from './1732300002600-search-word-breaks';
 import { IdempotencyApplied1732300002700 } from './1732300002700-idempotency-applied';
+import { EventsFirstPublishedSeq1732300002800 } from './1732300002800-events-first-published-seq';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -57,4 +58,5 @@ export const migrations = [
   ItemsTrashedFrom1732300002500,
   SearchWordBreaks1732300002600,
   IdempotencyApplied1732300002700,
+  EventsFirstPublishedSeq1732300002800,
 ];
