@@ -42,6 +42,19 @@ describe('migrations', () => {
   });
   afterAll(() => dropDatabase(name));
 
+  it('creates a missing database once, however many starters race to create it', async () => {
+    const racing = uniqueName('svc_test_create_race');
+    try {
+      // Each round's CREATEs run at once: one wins, the others see it taken (42P04, or 23505 from pg_database's index).
+      for (let round = 0; round < 3; round++) {
+        await dropDatabase(racing);
+        await Promise.all(Array.from({ length: 6 }, () => ensureDatabase(`${PG_SERVER}/${racing}`)));
+      }
+    } finally {
+      await dropDatabase(racing);
+    }
+  });
+
   it('search storage upgrades items written before it, common grams follow writes, and both revert', async () => {
     const storage = migrations.findIndex((m) => m.name === 'SearchStorage1732300000600');
     ds = await open(migrations.slice(0, storage));

@@ -45,7 +45,9 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (!rowCount) {
       await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
-        if (err.code !== '42P04') throw err; // created by a concurrent starter
+        // Created by a concurrent starter: duplicate_database, or, when both CREATEs ran at
+        // once, the unique index of pg_database (unique_violation).
+        if (err.code !== '42P04' && err.code !== '23505') throw err;
       });
     }
   } finally {
