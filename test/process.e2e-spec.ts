@@ -173,7 +173,7 @@ describe('the service process', () => {
     expect(everything).not.toContain(secret.slice(0, 16));
   });
 
-  it('on SIGTERM lets webhook attempts under way finish and records them before the pools close, then ends cleanly', async () => {
+  it('on SIGTERM lets webhook attempts under way finish and records them before the pools close, refuses new event streams, then ends cleanly', async () => {
     const receiver = new Receiver();
     const target = await receiver.start();
     receiver.respond = () => new Promise((resolve) => setTimeout(() => resolve(200), 1500));
@@ -190,10 +190,21 @@ describe('the service process', () => {
       await waitFor(() => receiver.requests.length === 5, 'five attempts under way');
 
       s.child.kill('SIGTERM');
+      // A stream client comes back (retry: 3000) while the attempts finish: a stream opened now
+      // would hold the server open until the shutdown deadline, so it is sent elsewhere.
+      // Streams that opened before shutdown began are closed by it; left open here, as a client would.
+      const refused = await waitFor(async () => {
+        const res = await fetch(`${base}/events`, { headers: { authorization: `Bearer ${key}` } });
+        return res.status !== 200 && res;
+      }, 'a new event stream refused during shutdown');
+      expect([refused.status, refused.headers.get('retry-after')]).toEqual([503, '2']);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('service_unavailable');
       const { code, signal } = await s.exited;
       expect(code === 0 || signal === 'SIGTERM').toBe(true);
       expect(s.stderr()).toBe('');
-      expect(s.stdout()).not.toMatch(/"level":(50|60)/); // no error logged on the way out
+      // No error logged on the way out, but the request lines of the streams refused (5xx are logged at error).
+      const errors = s.stdout().split('\n').filter((l) => /"level":(50|60)/.test(l) && !/"url":"\/events".*"statusCode":503/.test(l));
+      expect(errors).toEqual([]);
       const db = new URL(e.DATABASE_URL).pathname.slice(1);
       expect((await pgQuery<{ status: string }>(db, 'SELECT status FROM webhook_deliveries')).map((r) => r.status)).toEqual(Array(5).fill('succeeded'));
     } finally {

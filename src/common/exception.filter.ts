@@ -47,9 +47,12 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
     const reply = ctx.getResponse<FastifyReply>();
     const requestId = req?.id ? String(req.id) : undefined;
     const apiError = toApiError(err, requestId);
-    if (apiError.status === 503) this.logger.warn({ err, requestId }, 'dependency unavailable');
-    else if (apiError !== err && apiError.status === 409) this.logger.warn({ err, requestId }, 'write collision');
-    else if (apiError.status >= 500) this.logger.error({ err, requestId }, 'unhandled error');
+    // A deliberate answer (an ApiError) is logged by its request line alone.
+    if (apiError !== err) {
+      if (apiError.status === 503) this.logger.warn({ err, requestId }, 'dependency unavailable');
+      else if (apiError.status === 409) this.logger.warn({ err, requestId }, 'write collision');
+      else if (apiError.status >= 500) this.logger.error({ err, requestId }, 'unhandled error');
+    }
     if (reply.raw.headersSent) {
       reply.raw.destroy();
       return;

@@ -26,6 +26,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { FastifyReply } from 'fastify';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal';
+import { ApiError } from '../common/api-error';
 import { isId } from '../common/ids';
 import { AppConfig } from '../config/app-config';
 import { CredentialsService } from '../auth/credentials.service';
@@ -76,6 +77,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   private readonly logger = new Logger('Events');
   private readonly subscribers = new Set<Subscriber>();
   private timers: NodeJS.Timeout[] = [];
+  private stopping = false;
   /** Live events are handled one after another, so each stream sees them in arrival order. */
   private chain: Promise<void> = Promise.resolve();
 
@@ -101,8 +103,13 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     this.timers.forEach((t) => t.unref());
   }
 
-  /** Before the HTTP server closes, which would otherwise wait for every open stream. */
+  /**
+   * Before the HTTP server closes, which would otherwise wait for every open stream. From here on
+   * no stream opens (503 with Retry-After): a client told `retry: 3000` comes back within the
+   * other shutdown hooks, and its new stream would hold the server open until the deadline.
+   */
   beforeApplicationShutdown(): void {
+    this.stopping = true;
     this.timers.forEach(clearInterval);
     for (const s of this.subscribers) this.close(s);
   }
@@ -118,6 +125,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
    * already has as many streams open as allowed.
    */
   async open(principal: Principal, filter: StreamFilter, lastEventId: string | undefined, reply: FastifyReply): Promise<void> {
+    if (this.stopping) throw new ApiError(503, 'service_unavailable', 'This instance is shutting down; reconnect (with Last-Event-ID) to another');
     const head = reply.request.method === 'HEAD'; // the headers, no stream: holds no slot
     const slot = head ? undefined : await this.slots.take(principal);
     reply.hijack();
