@@ -5,12 +5,13 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { BlobsService } from '../src/blobs/blobs.service';
+import { StagingJanitor } from '../src/blobs/staging-janitor';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
 import { waitFor } from './support/wait';
@@ -286,6 +287,19 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       await expectStoredOnce(admin.tenantId, sha256(bytes), bytes);
       if (storage === 'postgres') expect(await chunkRows(admin.tenantId, sha256(bytes))).toBe(1);
       expect(await stagingFiles()).toEqual([]);
+    });
+
+    it('removes, now and then, the staging files of uploads that died with a process, and only those', async () => {
+      const staging = join(blobDir, '.staging');
+      await mkdir(staging, { recursive: true });
+      const [dead, live] = [join(staging, 'died-with-its-process'), join(staging, 'still-being-written')];
+      await writeFile(dead, randomBytes(1024));
+      await writeFile(live, randomBytes(1024));
+      const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+      await utimes(dead, twoHoursAgo, twoHoursAgo);
+      expect(await t.app.get(StagingJanitor).sweep()).toBe(1);
+      expect(await stagingFiles()).toEqual(['still-being-written']);
+      await rm(live);
     });
 
     it('cleans up after a client that disconnects mid-upload', async () => {

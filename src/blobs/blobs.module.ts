@@ -14,11 +14,13 @@ import { BlobsController } from './blobs.controller';
 import { BlobsService } from './blobs.service';
 import { DiskBlobStore } from './disk-blob-store';
 import { PostgresBlobStore } from './postgres-blob-store';
+import { StagingJanitor } from './staging-janitor';
 
 @Module({
   controllers: [BlobsController],
   providers: [
     BlobsService,
+    StagingJanitor,
     {
       provide: BLOB_STORE,
       inject: [AppConfig, getDataSourceToken()],

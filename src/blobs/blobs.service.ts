@@ -25,7 +25,7 @@ import { BLOB_STORE, BlobStore } from './blob-store';
 import { BlobResponse } from './blobs.dto';
 import { stageUpload, UploadAborted, UploadTooLarge } from './upload-staging';
 
-/** Staging files older than this at start-up belong to uploads that died with a process. */
+/** Staging files untouched this long belong to uploads that died with a process (a live one writes on). */
 const STALE_STAGING_MS = 60 * 60 * 1000;
 
 interface BlobRow {
@@ -69,19 +69,31 @@ export class BlobsService implements OnModuleInit {
     this.maxBytes = config.BLOB_MAX_BYTES;
   }
 
-  /** Sweeps staging files left by a crashed process. Creates nothing: an instance that never
-   *  receives an upload leaves no trace on disk. */
   async onModuleInit(): Promise<void> {
+    await this.removeStaleStaging();
+  }
+
+  /**
+   * Removes the staging files left by uploads that died with a process (any instance's: they
+   * may share BLOB_DIR), at start-up and then now and then (StagingJanitor); returns how many.
+   * Creates nothing: an instance that never receives an upload leaves no trace on disk.
+   */
+  async removeStaleStaging(): Promise<number> {
     const names = await readdir(this.stagingDir).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return [];
       throw err;
     });
     const cutoff = Date.now() - STALE_STAGING_MS;
+    let removed = 0;
     for (const name of names) {
       const file = join(this.stagingDir, name);
       const info = await stat(file).catch(() => undefined);
-      if (info && info.mtimeMs < cutoff) await rm(file, { force: true });
+      if (info && info.mtimeMs < cutoff) {
+        await rm(file, { force: true });
+        removed++;
+      }
     }
+    return removed;
   }
 
   /**
