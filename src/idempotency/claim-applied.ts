@@ -6,8 +6,9 @@
  *
  * The interceptor runs the handler inside `pendingClaim.run`; every TypeORM transaction that
  * commits within it (the request's own, and only those: others run outside that context) passes
- * here just before its COMMIT, and the first one marks the claim. A route whose write commits
- * outside a TypeORM transaction is not covered: the idempotent routes write in one.
+ * here just before its COMMIT, and the first one marks the claim. So an idempotent route
+ * commits its work in its first transaction (each does: one transaction per request), and a
+ * write that commits outside a TypeORM transaction would not be covered.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { EntitySubscriberInterface, EventSubscriber, TransactionCommitEvent } from 'typeorm';
