@@ -54,8 +54,12 @@ export function requestId(req: IncomingMessage): string {
   return typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
 }
 
+/**
+ * 503 is a warning, not an error: a dependency away (logged once more, as such, by the exception
+ * filter) or an instance refusing new streams while it shuts down, which every rolling restart does.
+ */
 function levelOf(res: FastifyReply['raw']): Level {
-  return res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
+  return res.statusCode >= 500 && res.statusCode !== 503 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
 }
 
 /**
