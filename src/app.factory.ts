@@ -18,7 +18,7 @@ import type { Logger as PinoLogger } from 'pino';
 import { AppModule } from './app.module';
 import { CredentialHook } from './auth/credential.hook';
 import { registerBodyParsers } from './common/body-parsing';
-import { clientErrorHandler, frameworkErrors, PreRoutingStep, refuseUnsupported, requireHost } from './common/protocol-errors';
+import { clientErrorHandler, dropBodyOfGet, frameworkErrors, PreRoutingStep, refuseUnsupported, requireHost } from './common/protocol-errors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
 import { redactUrl, StartupError } from './common/startup-error';
 import { createValidationPipe } from './common/validation';
@@ -79,6 +79,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   // rate limit. Unknown routes and unparsable bodies pass through these too.
   const http = app.getHttpAdapter().getInstance();
   http.addHook('onRequest', requestLogging(logger));
+  http.addHook('onRequest', dropBodyOfGet);
   const credentials = app.get(CredentialHook);
   const rateLimit = app.get(RateLimitHook);
   http.addHook('onRequest', credentials.onRequest);

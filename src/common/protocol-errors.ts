@@ -89,6 +89,26 @@ export function frameworkErrors(steps: readonly PreRoutingStep[]) {
   };
 }
 
+/**
+ * The body of a GET or HEAD request means nothing (RFC 9110 9.3.1) and no route reads one, so it
+ * is read to its end and dropped before the request is handled. Left unread, the answer went out
+ * with `Connection: close` while the body was still arriving, and the closed socket reset the
+ * connection midway through a large answer (GET /openapi.json) to a client that sends all of its
+ * body before it reads, as simple clients do. The server's request timeout bounds the wait.
+ */
+export const dropBodyOfGet: onRequestHookHandler = (request, _reply, done) => {
+  const { method, headers, raw } = request;
+  const hasBody = (headers['content-length'] !== undefined && headers['content-length'] !== '0') || headers['transfer-encoding'] !== undefined;
+  if ((method !== 'GET' && method !== 'HEAD') || !hasBody || raw.readableEnded) return done();
+  let waiting = true;
+  const go = () => {
+    if (!waiting) return;
+    waiting = false;
+    done();
+  };
+  raw.once('end', go).once('close', go).resume();
+};
+
 /** HTTP/1.1 requires Host (RFC 9112 3.2); Node's check is turned off so the refusal can be ours. */
 export const requireHost: onRequestHookHandler = (request, reply, done) => {
   if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {

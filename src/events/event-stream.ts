@@ -141,7 +141,9 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     // Where a catch-up would start if the live subscription is lost; without it, such a stream is closed instead.
     if (lastEventId === undefined) sub.position = await this.latestPosition(principal.tenantId).catch(() => undefined);
     reply.raw.on('close', () => this.forget(sub));
-    if (reply.raw.destroyed || reply.request.raw.destroyed) return this.forget(sub); // the client left while the slot was taken
+    // The client left while the slot was taken. Its socket says so: the request stream is also
+    // destroyed once a body sent with the GET has been read to its end (protocol-errors.ts).
+    if (reply.raw.destroyed || reply.request.raw.socket?.destroyed !== false) return this.forget(sub);
     this.subscribers.add(sub);
     this.write(sub, 'retry: 3000\n\n');
     if (lastEventId === undefined) return;
