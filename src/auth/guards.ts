@@ -8,6 +8,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import typeis from 'type-is';
 import { ApiError } from '../common/api-error';
+import { announcesBody } from '../common/body-parsing';
 import { inputIssues } from '../common/input-policy';
 import { validationError } from '../common/validation';
 import { bootstrapClosed, KeysService } from '../keys/keys.service';
@@ -81,8 +82,7 @@ export class InputGuard implements CanActivate {
     if (issues.length) throw validationError(issues, 'The URL is not acceptable input');
     // Set aside by body-parsing.ts to be answered here, after the caller is known.
     if (req.bodyError) throw req.bodyError;
-    const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-    if (!BODY_METHODS.has(req.method) || !hasBody) return true;
+    if (!BODY_METHODS.has(req.method) || !announcesBody(req.headers)) return true;
     const accepted = meta<string[]>(this.reflector, ACCEPTS, ctx) ?? ['application/json', '+json'];
     if (accepted.includes('*') || typeis(req.raw, accepted)) return true;
     throw new ApiError(415, 'invalid_request', `Content-Type must be ${accepted.join(' or ')}`, {

@@ -14,6 +14,7 @@
  * (a blob uploaded as application/json is stored, not parsed).
  */
 import { applyDecorators } from '@nestjs/common';
+import type { IncomingHttpHeaders } from 'node:http';
 import { RouteConfig } from '@nestjs/platform-fastify';
 import bodyParser from 'body-parser';
 import type { FastifyInstance } from 'fastify';
@@ -35,6 +36,10 @@ declare module 'fastify' {
     perElement?: string;
   }
 }
+
+/** Whether a request says it carries a body (a non-zero Content-Length, or chunks). */
+export const announcesBody = (headers: IncomingHttpHeaders): boolean =>
+  Number(headers['content-length'] ?? 0) > 0 || headers['transfer-encoding'] !== undefined;
 
 /** The handler reads the raw request body as a stream, of any media type. */
 export const StreamedBody = () => applyDecorators(Accepts('*'), RouteConfig({ streamedBody: true }));

@@ -19,6 +19,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ApiError } from './api-error';
+import { announcesBody } from './body-parsing';
 import { toApiError } from './exception.filter';
 
 function refusal(code: string | undefined): ApiError {
@@ -98,8 +99,7 @@ export function frameworkErrors(steps: readonly PreRoutingStep[]) {
  */
 export const dropBodyOfGet: onRequestHookHandler = (request, _reply, done) => {
   const { method, headers, raw } = request;
-  const hasBody = (headers['content-length'] !== undefined && headers['content-length'] !== '0') || headers['transfer-encoding'] !== undefined;
-  if ((method !== 'GET' && method !== 'HEAD') || !hasBody || raw.readableEnded) return done();
+  if ((method !== 'GET' && method !== 'HEAD') || !announcesBody(headers) || raw.readableEnded) return done();
   let waiting = true;
   const go = () => {
     if (!waiting) return;

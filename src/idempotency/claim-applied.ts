@@ -13,12 +13,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { EntitySubscriberInterface, EventSubscriber, TransactionCommitEvent } from 'typeorm';
 import type { KeyOwner } from './idempotency-key';
+import { Claim, markApplied } from './idempotency.store';
 
 export interface PendingClaim {
   owner: KeyOwner;
   keyHash: string;
-  /** The claim's identity (its created_at), so a claim taken over is never marked by its first holder. */
-  claim: string;
+  /** The claim's identity, so a claim taken over is never marked by its first holder. */
+  claim: Claim;
   marked: boolean;
 }
 
@@ -29,11 +30,7 @@ export class ClaimAppliedSubscriber implements EntitySubscriberInterface {
   async beforeTransactionCommit(event: TransactionCommitEvent): Promise<void> {
     const pending = pendingClaim.getStore();
     if (!pending || pending.marked) return;
-    await event.queryRunner.query(
-      `UPDATE idempotency_keys SET state = 'applied'
-        WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND state = 'in_progress' AND created_at = $4::timestamptz`,
-      [pending.owner.tenantId, pending.owner.credentialId, pending.keyHash, pending.claim],
-    );
+    await markApplied((sql, params) => event.queryRunner.query(sql, params), pending.owner, pending.keyHash, pending.claim);
     pending.marked = true;
   }
 }

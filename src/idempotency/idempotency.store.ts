@@ -29,6 +29,18 @@ export interface StoredKey {
 /** Identifies one claim, so a claim that was taken over is never completed or released by its first holder. */
 export type Claim = string;
 
+/**
+ * Marks a claim `applied`, through `query`: the connection of the transaction that commits its
+ * request's work (claim-applied.ts), so that both commit together.
+ */
+export async function markApplied(query: (sql: string, params: unknown[]) => Promise<unknown>, owner: KeyOwner, keyHash: string, claim: Claim): Promise<void> {
+  await query(
+    `UPDATE idempotency_keys SET state = 'applied'
+      WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND state = 'in_progress' AND created_at = $4::timestamptz`,
+    [owner.tenantId, owner.credentialId, keyHash, claim],
+  );
+}
+
 @Injectable()
 export class IdempotencyStore {
   constructor(
