@@ -78,6 +78,17 @@ describe('hostile input (e2e)', () => {
     expect(res.body.results[1].error).toMatchObject({ code: 'validation_error', details: { fields: [{ field: 'properties.title' }] } });
     expect(res.body.results[2].error.code).toBe('validation_error');
     expect(await count('items')).toBe(before + 2);
+    // A NUL in a natural key among valid ones (the keys are locked before the elements are written).
+    const keyed = await post('/items/bulk', {
+      mode: 'create_only',
+      items: [
+        { type: 'core.note', properties: { title: 'keyed' }, source_id: 'hostile-nk-1' },
+        { type: 'core.note', properties: { title: 'keyed' }, source_id: 'hostile-nk\u0000' },
+        { type: 'core.note', properties: { title: 'keyed' }, source_id: 'hostile-nk-2' },
+      ],
+    }).expect(200);
+    expect(keyed.body.results.map((r: { status: string }) => r.status)).toEqual(['created', 'error', 'created']);
+    expect(keyed.body.results[1].error).toMatchObject({ code: 'validation_error', details: { fields: [{ field: 'source_id' }] } });
     // Outside the elements the body itself is checked.
     expect(badFields(await post('/items/bulk', { mode: 'upsert\u0000', items: [] }))).toEqual(['mode']);
   });

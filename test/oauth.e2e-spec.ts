@@ -70,6 +70,15 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     }
   });
 
+  it('answers an id with a NUL character (which nothing stored can have) as unknown, not with a 500', async () => {
+    const authorize = await t.http.get('/auth/authorize?client_id=%00&response_type=code&scope=openid');
+    expect(authorize.status).toBe(400);
+    const token = await t.http.post('/auth/token').type('form').send({ grant_type: 'client_credentials', client_id: 'a\u0000', client_secret: 'x' });
+    expect(token.status).toBe(400);
+    expect(token.body.error).toBe('invalid_client');
+    for (const path of ['/auth/device?user_code=AB%00', '/auth/sign-in?uid=%00', '/auth/consent?uid=%00']) expect((await t.http.get(path)).status).toBeLessThan(500);
+  });
+
   it('publishes the RS256 signing key, public parts only, at /auth/jwks and the well-known path', async () => {
     for (const path of ['/auth/jwks', '/.well-known/jwks.json']) {
       const { keys } = (await t.http.get(path).expect(200)).body;

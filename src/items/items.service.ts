@@ -35,12 +35,6 @@ import { assertInitialState, assertTransition } from './lifecycle';
 
 const notFound = () => ApiError.notFound('item_not_found', 'No such item');
 
-/** A bulk element's natural key, if it names one (the element is validated later). */
-const sourceIdOf = (raw: unknown): string | undefined => {
-  const id = raw !== null && typeof raw === 'object' ? (raw as { source_id?: unknown }).source_id : undefined;
-  return typeof id === 'string' ? id : undefined;
-};
-
 /** Natural keys in code-unit order, elements without one after all that have one. */
 const compareNaturalKeys = (a: string | undefined, b: string | undefined): number =>
   a === b ? 0 : a === undefined ? 1 : b === undefined ? -1 : a < b ? -1 : 1;
@@ -82,8 +76,18 @@ export class ItemsService {
    */
   async bulk(p: Principal, dto: BulkItemsDto): Promise<BulkItemsResponse> {
     const results: BulkItemResult[] = [];
-    const order = [...dto.items.entries()].sort(([, a], [, b]) => compareNaturalKeys(sourceIdOf(a), sourceIdOf(b)));
-    const keys = [...new Set(order.map(([, raw]) => sourceIdOf(raw)).filter((k) => k !== undefined))];
+    // Every element is validated before any lock is taken: only valid natural keys are locked.
+    const valid: Array<[number, CreateItemDto]> = [];
+    for (const [index, raw] of dto.items.entries()) {
+      try {
+        valid.push([index, await this.parseItemBody(raw)]);
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        results.push({ index, status: 'error', error: err.toEnvelope().error });
+      }
+    }
+    const order = valid.sort(([, a], [, b]) => compareNaturalKeys(a.source_id, b.source_id));
+    const keys = [...new Set(order.map(([, body]) => body.source_id).filter((k) => k !== undefined))];
     await this.db.transaction(async (m) => {
       if (keys.length > 1) {
         await m.query(`SELECT 1 FROM items WHERE tenant_id = $1 AND source = $2 AND source_id = ANY($3::text[]) ORDER BY id${ITEM_WRITE_LOCK}`, [
@@ -92,19 +96,15 @@ export class ItemsService {
           keys,
         ]);
       }
-      for (const [index, raw] of order) {
-        let savepoint = false;
+      for (const [index, body] of order) {
+        await m.query('SAVEPOINT bulk_item');
         try {
-          const body = await this.parseItemBody(raw);
-          await m.query('SAVEPOINT bulk_item');
-          savepoint = true;
           const { row, created } = await this.write(m, p, body, dto.mode);
           await m.query('RELEASE SAVEPOINT bulk_item');
           results.push({ index, status: created ? 'created' : 'updated', id: row.id });
         } catch (err) {
           if (!(err instanceof ApiError)) throw err;
-          // Only when one was taken: ROLLBACK TO a missing savepoint is an error that aborts the whole transaction.
-          if (savepoint) await m.query('ROLLBACK TO SAVEPOINT bulk_item');
+          await m.query('ROLLBACK TO SAVEPOINT bulk_item');
           results.push({ index, status: 'error', error: err.toEnvelope().error });
         }
       }

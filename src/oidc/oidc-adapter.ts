@@ -225,6 +225,8 @@ export function postgresAdapter(
 
     /** The stored payload as the provider saved it: `jti` is put back by `find`, or here from the sealed copy. */
     private async findBy(column: 'id' | 'user_code' | 'uid', value: string): Promise<AdapterPayload | undefined> {
+      // A value the client made up, such as a client_id: PostgreSQL's text cannot hold NUL, so no row has one.
+      if (value.includes('\0')) return undefined;
       const [row]: Array<{ id: string; payload: AdapterPayload; consumed: boolean }> = await sql(
         `SELECT id, payload, consumed_at IS NOT NULL AS consumed FROM oidc_models WHERE model = $1 AND ${column} = $2`,
         [this.model, value],
