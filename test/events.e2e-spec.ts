@@ -280,7 +280,22 @@ describe('event stream (e2e, two instances)', () => {
     await note('before-revoke');
     await waitFor(() => titles(s).includes('before-revoke'), 'an event before revocation');
     await a.http.delete(`/keys/${k.id}`).set(bearer(admin)).expect(200);
+    await note('after-revoke');
     await waitFor(() => s.closed, 'the stream to close');
+    expect(titles(s)).not.toContain('after-revoke');
+  });
+
+  it('sends a narrowed key\'s stream only what the key may read from the moment the change is acknowledged', async () => {
+    const k = await createKey(a, admin, { label: 'narrowed-stream', type_permissions: { '*': 'read' } });
+    const s = await open(b, k.key);
+    await note('before-narrowing');
+    await waitFor(() => titles(s).includes('before-narrowing'), 'an event before the narrowing');
+    await a.http.patch(`/keys/${k.id}`).set(bearer(admin)).send({ type_permissions: { 'core.task': 'read' } }).expect(200);
+    await note('after-narrowing');
+    await a.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title: 'still readable' } }).expect(201);
+    await waitFor(() => titles(s).includes('still readable'), 'the readable event after the narrowing');
+    expect(titles(s)).not.toContain('after-narrowing');
+    s.close();
   });
 
   it('sends an item\'s outgoing edges only as GET /items/{id} shows them: read on the edge type and on the target\'s type', async () => {

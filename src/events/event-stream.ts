@@ -1,8 +1,9 @@
 /**
  * Server-sent events (`GET /events`): every instance subscribes to the relay's Redis channel
  * and writes each event to its own open streams of that tenant, filtered like webhooks
- * (`events`, `type_filter`) and by what the stream's credential may read now; a credential
- * revoked since is disconnected at the next check (every CREDENTIAL_CHECK_MS). The check never
+ * (`events`, `type_filter`) and by what the stream's credential may read now (looked up, cached
+ * under the credential generation, before each batch is written); a revoked credential's stream
+ * gets nothing more, and an idle one is disconnected at the next check (every CREDENTIAL_CHECK_MS). The check never
  * widens a stream: an OAuth token's stream keeps to that token's scopes however wide its client
  * or grant is (`withinTokenScopes`), so only a narrowing or a revocation takes effect.
  *
@@ -260,6 +261,13 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
 
   private async send(sub: Subscriber, events: PublishedEvent[]): Promise<void> {
     if (!events.length) return;
+    // As webhooks are, against the credential as it is now (a cached lookup): a key revoked or
+    // narrowed a moment ago gets nothing it may no longer read, whatever the periodic check's timing.
+    try {
+      if (!(await this.refreshPrincipal(sub))) return;
+    } catch {
+      // the credential as last read; the periodic check decides
+    }
     const types = await this.types.catalog(sub.principal.tenantId);
     for (const e of events) {
       if (e.published_seq !== undefined && (sub.position === undefined || compareSeq(e.published_seq, sub.position) > 0)) sub.position = e.published_seq;
@@ -285,13 +293,22 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   async recheckCredentials(): Promise<void> {
     for (const sub of this.subscribers) {
       try {
-        const now = await this.credentials.principalById(sub.principal.tenantId, sub.principal.credentialId);
-        if (now) sub.principal = withinTokenScopes(now, sub.tokenScopes);
-        else this.close(sub);
+        await this.refreshPrincipal(sub);
       } catch {
         // the next check decides; a database hiccup must not drop every stream
       }
     }
+  }
+
+  /** The stream's credential as it is now, held to its token's scopes; false (the stream closed) once it is revoked. */
+  private async refreshPrincipal(sub: Subscriber): Promise<boolean> {
+    const now = await this.credentials.principalById(sub.principal.tenantId, sub.principal.credentialId);
+    if (!now) {
+      this.close(sub);
+      return false;
+    }
+    sub.principal = withinTokenScopes(now, sub.tokenScopes);
+    return true;
   }
 
   private close(sub: Subscriber): void {
