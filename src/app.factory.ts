@@ -18,7 +18,7 @@ import type { Logger as PinoLogger } from 'pino';
 import { AppModule } from './app.module';
 import { CredentialHook } from './auth/credential.hook';
 import { registerBodyParsers } from './common/body-parsing';
-import { clientErrorHandler, dropBodyOfGet, frameworkErrors, PreRoutingStep, refuseUnsupported, requireHost } from './common/protocol-errors';
+import { clientErrorHandler, dropBodyOfGet, frameworkErrors, PreRoutingStep, refuseUnsupported, refuseWhileClosing, requireHost } from './common/protocol-errors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
 import { redactUrl, StartupError } from './common/startup-error';
 import { createValidationPipe } from './common/validation';
@@ -59,6 +59,7 @@ function adapter(config: AppConfig, logger: PinoLogger, preRouting: readonly Pre
     frameworkErrors: frameworkErrors(preRouting),
     clientErrorHandler: clientErrorHandler(logger),
     http: { requireHostHeader: false },
+    return503OnClosing: false, // refuseWhileClosing answers in the envelope
   });
 }
 
@@ -79,6 +80,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   // rate limit. Unknown routes and unparsable bodies pass through these too.
   const http = app.getHttpAdapter().getInstance();
   http.addHook('onRequest', requestLogging(logger));
+  http.addHook('onRequest', refuseWhileClosing(http));
   http.addHook('onRequest', dropBodyOfGet);
   const credentials = app.get(CredentialHook);
   const rateLimit = app.get(RateLimitHook);

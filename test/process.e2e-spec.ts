@@ -6,6 +6,7 @@
 import { Client } from 'pg';
 import { clearRedisPrefix, dropDatabase, PG_SERVER, REDIS_URL, uniqueName } from './support/app';
 import { ensureBuilt, freePort, runService, Service, waitHealthy } from './support/process';
+import { pipelineUntilClosed } from './support/raw-http';
 import { Receiver } from './support/receiver';
 import { waitFor } from './support/wait';
 
@@ -210,6 +211,27 @@ describe('the service process', () => {
     } finally {
       await receiver.stop();
     }
+  });
+
+  it('answers requests that reach it while it closes (pipelined, or on a busy kept-alive connection) with the 503 envelope and Retry-After', async () => {
+    const e = env({ PORT: String(await freePort()), LOG_LEVEL: 'warn' });
+    const s = start(e);
+    const base = `http://127.0.0.1:${e.PORT}`;
+    await waitHealthy(s, base);
+    const { key } = (await (await fetch(`${base}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { key: string };
+    const request = `GET /items?limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\n\r\n`;
+    const connections = Array.from({ length: 4 }, () => pipelineUntilClosed(base, request));
+    await waitFor(() => connections.every((c) => c.answers.length >= 10), 'every connection answered in turn');
+    s.child.kill('SIGTERM');
+    const answers = (await Promise.all(connections.map((c) => c.closed))).flat();
+    await s.exited;
+    for (const answer of answers.filter((a) => a.status !== 200)) {
+      expect(answer.status).toBe(503);
+      expect(answer.headers).toMatch(/\r\nretry-after: *2/i);
+      expect(answer.headers).toMatch(/\r\nx-request-id: /i);
+      expect(JSON.parse(answer.body).error.code).toBe('service_unavailable');
+    }
+    expect(answers.filter((a) => a.status === 200).length).toBeGreaterThan(0);
   });
 
   it('MIGRATIONS_RUN=false leaves a new database without the schema', async () => {

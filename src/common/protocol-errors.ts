@@ -11,8 +11,9 @@
  * - An HTTP/1.1 request without a Host header (Node's own answer would be an empty 400), an
  *   `Expect` other than `100-continue` (Node's: a bare 417), and `CONNECT` (Node's: a closed
  *   connection), answered on the server itself (`refuseUnsupported`).
+ * - A request that reaches the server while it closes (Fastify's: a bare 503), `refuseWhileClosing`.
  */
-import type { FastifyError, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { IncomingMessage, Server, ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
@@ -108,6 +109,28 @@ export const dropBodyOfGet: onRequestHookHandler = (request, _reply, done) => {
   };
   raw.once('end', go).once('close', go).resume();
 };
+
+/**
+ * A request that reaches a server already closing (pipelined, or on a kept-alive connection
+ * that was busy when the shutdown began): 503 in the envelope, with Retry-After, where Fastify's
+ * own answer (`return503OnClosing`, turned off) would be a bare body without either. Its
+ * response closes the connection, so the client's next request goes to another instance.
+ */
+export function refuseWhileClosing(http: FastifyInstance): onRequestHookHandler {
+  let closing = false;
+  http.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  return (_request, reply, done) => {
+    if (!closing) return done();
+    void reply
+      .status(503)
+      .header('Retry-After', '2')
+      .header('Connection', 'close')
+      .send(new ApiError(503, 'service_unavailable', 'This instance is shutting down; send the request again').toEnvelope());
+  };
+}
 
 /** HTTP/1.1 requires Host (RFC 9112 3.2); Node's check is turned off so the refusal can be ours. */
 export const requireHost: onRequestHookHandler = (request, reply, done) => {
