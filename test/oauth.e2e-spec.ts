@@ -183,6 +183,21 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect(ok.body.access_token).toMatch(/^svc_at_/);
   });
 
+  it('answers item metadata without tags to a token that may not read them, and writes its extensions', async () => {
+    const writer = (
+      await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], scope: 'core.note:write', extension_permissions: { 'acme.notes': 'write' } }).expect(201)
+    ).body;
+    const { access_token } = (
+      await t.http.post('/auth/token').auth(writer.client_id, writer.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:write' }).expect(200)
+    ).body;
+    const item = (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'metadata' }, tags: ['hidden'] }).expect(201)).body;
+    const patched = await t.http.patch(`/items/${item.id}/metadata`).set(bearer(access_token)).send({ extensions: { 'acme.notes': { colour: 'blue' } } });
+    expect([patched.status, patched.body]).toEqual([200, { item_id: item.id, extensions: { 'acme.notes': { colour: 'blue' } } }]);
+    expect((await t.http.get(`/items/${item.id}/metadata`).set(bearer(access_token)).expect(200)).body).toEqual(patched.body);
+    const stored = (await t.http.get(`/items/${item.id}`).set(bearer(admin)).expect(200)).body;
+    expect([stored.version, stored.tags, stored.extensions]).toEqual([2, ['hidden'], { 'acme.notes': { colour: 'blue' } }]);
+  });
+
   it('matches search and bulk filters without tags for a token that may not read them', async () => {
     const tagged = (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'quarterly report' }, tags: ['confidentialmerger'] }).expect(201)).body;
     const plain = (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'quarterly plan' } }).expect(201)).body;

@@ -252,7 +252,7 @@ export class BulkItemsResponse {
 
 export class ItemMetadata {
   @ApiProperty() item_id: string;
-  @ApiProperty({ type: [String] }) tags: string[];
+  @ApiPropertyOptional({ type: [String], description: 'Absent for OAuth tokens without metadata:read' }) tags?: string[];
   @ApiProperty({ type: 'object', additionalProperties: { type: 'object' } }) extensions: Record<string, Record<string, unknown>>;
 }
 
