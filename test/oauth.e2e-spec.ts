@@ -198,6 +198,20 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect([stored.version, stored.tags, stored.extensions]).toEqual([2, ['hidden'], { 'acme.notes': { colour: 'blue' } }]);
   });
 
+  it('answers a narrower token of the same client 409 for an Idempotency-Key a wider one used, never with its kept response', async () => {
+    const tokenFor = async (scope: string) =>
+      (await t.http.post('/auth/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope }).expect(200)).body.access_token as string;
+    const [wide, narrow] = [await tokenFor('core.note:read core.note:write'), await tokenFor('core.note:read')];
+    const send = (token: string) =>
+      t.http.post('/items').set(bearer(token)).set('Idempotency-Key', 'scoped-key').send({ type: 'core.note', properties: { title: 'kept per scopes' } });
+    const created = await send(wide).expect(201);
+    expectError(await send(narrow), 409, 'conflict');
+    const replayed = await send(wide).expect(201);
+    expect([replayed.headers['idempotent-replayed'], replayed.body.id]).toEqual(['true', created.body.id]);
+    // The same scopes asked in another order are the same owner.
+    expect((await send(await tokenFor('core.note:write core.note:read')).expect(201)).body.id).toBe(created.body.id);
+  });
+
   it('matches search and bulk filters without tags for a token that may not read them', async () => {
     const tagged = (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'quarterly report' }, tags: ['confidentialmerger'] }).expect(201)).body;
     const plain = (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'quarterly plan' } }).expect(201)).body;

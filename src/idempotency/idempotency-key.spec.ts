@@ -23,6 +23,12 @@ describe('idempotency key rules', () => {
     expect(requestFingerprint('POST', '/keys?x=1', { a: 1, b: 2 })).not.toBe(f);
     expect(requestFingerprint('PUT', '/keys', { a: 1, b: 2 })).not.toBe(f);
     expect(requestFingerprint('POST', '/keys', undefined)).not.toBe(requestFingerprint('POST', '/keys', {}));
+    // An OAuth token's scopes, in any order; an API key (null) fingerprints as before they counted.
+    const scoped = requestFingerprint('POST', '/keys', { a: 1, b: 2 }, ['b:read', 'a:write']);
+    expect(requestFingerprint('POST', '/keys', { a: 1, b: 2 }, ['a:write', 'b:read'])).toBe(scoped);
+    expect(requestFingerprint('POST', '/keys', { a: 1, b: 2 }, ['a:write'])).not.toBe(scoped);
+    expect(requestFingerprint('POST', '/keys', { a: 1, b: 2 }, [])).not.toBe(f);
+    expect(requestFingerprint('POST', '/keys', { a: 1, b: 2 }, null)).toBe(f);
   });
 
   it('seals a response so only the same key, owner, row and status open it', () => {

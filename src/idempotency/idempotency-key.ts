@@ -39,9 +39,14 @@ export function canonicalJson(value: unknown): string {
   });
 }
 
-/** SHA-256 of method, full URL (path and query) and canonical body. */
-export function requestFingerprint(method: string, originalUrl: string, body: unknown): string {
-  return createHash('sha256').update(`${method.toUpperCase()}\n${originalUrl}\n${canonicalJson(body)}`).digest('hex');
+/**
+ * SHA-256 of method, full URL (path and query) and canonical body, and for an OAuth token its
+ * scopes: tokens of one grant or client share its keys, and a narrower token must not be
+ * replayed a response kept for a wider one (what it could not have asked for itself).
+ */
+export function requestFingerprint(method: string, originalUrl: string, body: unknown, tokenScopes: readonly string[] | null = null): string {
+  const scopes = tokenScopes ? `\n${[...new Set(tokenScopes)].sort().join(' ')}` : '';
+  return createHash('sha256').update(`${method.toUpperCase()}\n${originalUrl}\n${canonicalJson(body)}${scopes}`).digest('hex');
 }
 
 /** The stored form of the key: its SHA-256, so the table never holds what unlocks the stored responses. */

@@ -6,7 +6,8 @@
  * is kept and replayed like any other 4xx). The steps:
  *
  * 1. Check the header (400 `validation_error` naming `Idempotency-Key`).
- * 2. Claim (owner, key) in Postgres for this request's fingerprint (method, URL, canonical body).
+ * 2. Claim (owner, key) in Postgres for this request's fingerprint (method, URL, canonical body,
+ *    an OAuth token's scopes).
  * 3. Claimed: run the handler; keep its status and body, a 4xx error envelope included. 5xx
  *    and 429 are not kept: the claim is released, so a retry runs again.
  *    The transaction that commits the work marks the claim `applied` as it commits
@@ -24,6 +25,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, lastValueFrom, Observable } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal';
+import { tokenScopesOf } from '../oidc/scopes';
 import { toApiError } from '../common/exception.filter';
 import {
   IDEMPOTENT_REPLAYED_HEADER,
@@ -71,14 +73,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private async run(req: FastifyRequest, principal: Principal, res: FastifyReply, header: string | string[], next: CallHandler): Promise<unknown> {
     const key = parseIdempotencyKey(header);
     const attempt: Attempt = { key, digest: keyDigest(key), owner: ownerOf(principal) };
-    const fingerprint = requestFingerprint(req.method, req.url, req.body);
+    const fingerprint = requestFingerprint(req.method, req.url, req.body, tokenScopesOf(principal));
     const deadline = Date.now() + WAIT_MS;
     for (let poll = FIRST_POLL_MS; ; poll = Math.min(poll * 2, MAX_POLL_MS)) {
       const claim = await this.store.claim(attempt.owner, attempt.digest, fingerprint);
       if (claim) return this.execute(attempt, claim, res, next);
       const row = await this.store.find(attempt.owner, attempt.digest);
       if (row && row.fingerprint !== fingerprint) {
-        throw keyConflict(key, 'This Idempotency-Key was already used with a different request (method, path or body)');
+        throw keyConflict(key, 'This Idempotency-Key was already used with a different request (method, path, body or token scopes)');
       }
       if (row?.state === 'completed') return this.replay(attempt, row, res);
       // Applied, and its request is gone (or its response could not be kept): never run it again.
