@@ -144,6 +144,17 @@ describe('idempotency keys', () => {
     expect(await keysLabelled('no-header')).toBe(2);
   });
 
+  it('replays the Location of a 202 bulk job with its body', async () => {
+    const idem = randomUUID();
+    const start = () =>
+      t.http.post('/items/bulk_action').set(bearer(admin.key)).set(IDEM, idem).send({ action: 'update_tier', tier: 'library', filter: { type: 'core.note' }, async: true }).expect(202);
+    const first = await start();
+    const again = await start();
+    expect(replayed(again)).toBe(true);
+    expect([again.headers.location, again.body]).toEqual([first.headers.location, first.body]);
+    expect(first.headers.location).toBe(`/items/bulk_action/jobs/${first.body.id}`);
+  });
+
   it('leaves routes it does not decorate alone, even with a header', async () => {
     const created = await post({ label: 'undecorated' }).expect(201);
     // PATCH /keys/:id is not idempotent by key: both run, and the header is not checked.

@@ -17,7 +17,7 @@
  *    body, `Idempotent-Replayed: true`); a row still in progress (or applied) is polled until it
  *    completes (then replayed) or is released (then claimed), and after WAIT_MS is 409 `conflict`.
  *
- * Only status and body are replayed, not other headers the handler set. Routes must return
+ * Status, body and `Location` are replayed, not other headers the handler set. Routes must return
  * JSON-serialisable values; a streamed response is sent but not kept.
  */
 import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor, StreamableFile } from '@nestjs/common';
@@ -102,7 +102,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       const error = toApiError(err, undefined);
       // The filter sends exactly this envelope with this status for the error.
       await (keeps(error.status)
-        ? this.keep(attempt, claim, error.status, error.toEnvelope())
+        ? this.keep(attempt, claim, error.status, error.toEnvelope(), null)
         : this.store.release(attempt.owner, attempt.digest, claim)
       ).catch((storeErr: unknown) => this.logger.error({ err: storeErr }, 'idempotency key could not be finished'));
       throw err;
@@ -110,7 +110,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     try {
       // Nest set the route's status before the interceptors ran; a handler may have changed it since.
       if (body instanceof StreamableFile || !keeps(res.statusCode)) await this.store.release(attempt.owner, attempt.digest, claim);
-      else await this.keep(attempt, claim, res.statusCode, body);
+      else await this.keep(attempt, claim, res.statusCode, body, (res.getHeader('Location') as string | undefined) ?? null);
     } catch (err) {
       // The work is done, so its response still goes out. The claim stays applied: retries get
       // 409 rather than running the work again.
@@ -124,16 +124,17 @@ export class IdempotencyInterceptor implements NestInterceptor {
    * plaintext `key` (and for POST /webhooks the `secret`): Stripe replays those too, so a client
    * whose first response was lost still gets its key. They are stored sealed (response-seal.ts).
    */
-  private async keep(attempt: Attempt, claim: Claim, status: number, body: unknown): Promise<void> {
+  private async keep(attempt: Attempt, claim: Claim, status: number, body: unknown, location: string | null): Promise<void> {
     const json = body === undefined ? '' : JSON.stringify(body);
     const sealed = sealResponse(attempt.key, attempt.owner, attempt.digest, status, json ?? '');
-    await this.store.complete(attempt.owner, attempt.digest, claim, status, sealed);
+    await this.store.complete(attempt.owner, attempt.digest, claim, status, sealed, location);
   }
 
   private replay(attempt: Attempt, row: StoredKey, res: FastifyReply): unknown {
     const status = row.responseStatus as number;
     const json = openResponse(attempt.key, attempt.owner, attempt.digest, status, row.responseBody as Buffer);
     res.status(status);
+    if (row.responseLocation) res.header('Location', row.responseLocation);
     res.header(IDEMPOTENT_REPLAYED_HEADER, 'true');
     return json === '' ? undefined : JSON.parse(json);
   }

@@ -22,6 +22,8 @@ export interface StoredKey {
   state: 'in_progress' | 'applied' | 'completed';
   responseStatus: number | null;
   responseBody: Buffer | null;
+  /** The kept response's Location header, if it had one. */
+  responseLocation: string | null;
   /** Claimed longer ago than the lease: the request that claimed it is gone. */
   abandoned: boolean;
 }
@@ -70,25 +72,38 @@ export class IdempotencyStore {
 
   /** The live (unexpired) row of a key. */
   async find(owner: KeyOwner, keyHash: string): Promise<StoredKey | undefined> {
-    const rows: Array<{ fingerprint: string; state: StoredKey['state']; response_status: number | null; response_body: Buffer | null; abandoned: boolean }> =
-      await this.db.query(
-        `SELECT fingerprint, state, response_status, response_body, created_at <= clock_timestamp() - make_interval(secs => $4) AS abandoned
+    const rows: Array<{
+      fingerprint: string;
+      state: StoredKey['state'];
+      response_status: number | null;
+      response_body: Buffer | null;
+      response_location: string | null;
+      abandoned: boolean;
+    }> = await this.db.query(
+        `SELECT fingerprint, state, response_status, response_body, response_location, created_at <= clock_timestamp() - make_interval(secs => $4) AS abandoned
            FROM idempotency_keys
           WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND expires_at > clock_timestamp()`,
         [owner.tenantId, owner.credentialId, keyHash, CLAIM_LEASE_SECONDS],
       );
     const row = rows[0];
     return (
-      row && { fingerprint: row.fingerprint, state: row.state, responseStatus: row.response_status, responseBody: row.response_body, abandoned: row.abandoned }
+      row && {
+        fingerprint: row.fingerprint,
+        state: row.state,
+        responseStatus: row.response_status,
+        responseBody: row.response_body,
+        responseLocation: row.response_location,
+        abandoned: row.abandoned,
+      }
     );
   }
 
   /** Keeps the response of a claimed request. */
-  async complete(owner: KeyOwner, keyHash: string, claim: Claim, status: number, sealedBody: Buffer): Promise<void> {
+  async complete(owner: KeyOwner, keyHash: string, claim: Claim, status: number, sealedBody: Buffer, location: string | null): Promise<void> {
     await this.db.query(
-      `UPDATE idempotency_keys SET state = 'completed', response_status = $5, response_body = $6
+      `UPDATE idempotency_keys SET state = 'completed', response_status = $5, response_body = $6, response_location = $7
         WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND state IN ('in_progress', 'applied') AND created_at = $4::timestamptz`,
-      [owner.tenantId, owner.credentialId, keyHash, claim, status, sealedBody],
+      [owner.tenantId, owner.credentialId, keyHash, claim, status, sealedBody, location],
     );
   }
 

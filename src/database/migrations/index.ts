@@ -28,6 +28,7 @@ import { ItemsTrashedFrom1732300002500 } from './1732300002500-items-trashed-fro
 import { SearchWordBreaks1732300002600 } from './1732300002600-search-word-breaks';
 import { IdempotencyApplied1732300002700 } from './1732300002700-idempotency-applied';
 import { EventsFirstPublishedSeq1732300002800 } from './1732300002800-events-first-published-seq';
+import { IdempotencyLocation1732300002900 } from './1732300002900-idempotency-location';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -59,4 +60,5 @@ export const migrations = [
   SearchWordBreaks1732300002600,
   IdempotencyApplied1732300002700,
   EventsFirstPublishedSeq1732300002800,
+  IdempotencyLocation1732300002900,
 ];
