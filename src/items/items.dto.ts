@@ -224,7 +224,7 @@ export class ItemList {
 
 export class ItemVersion {
   @ApiInteger() version: number;
-  @ApiProperty({ type: ItemResponse }) item: ItemResponse;
+  @ApiProperty({ type: ItemResponse, description: 'The item as this revision left it; `edges` is always empty: edges are not versioned (GET /items/{id} shows them)' }) item: ItemResponse;
   @ApiProperty({ description: 'Id of the credential that made the change' }) changed_by: string;
   @ApiProperty() created_at: string;
 }
@@ -258,7 +258,7 @@ export class ItemMetadata {
 
 class VersionConflictDetails {
   @ApiProperty({ type: ItemResponse, description: 'The item as it is now' }) current: ItemResponse;
-  @ApiProperty({ type: ItemResponse, nullable: true, description: 'The version the change was based on; null when that version is not kept' })
+  @ApiProperty({ type: ItemResponse, nullable: true, description: 'The version the change was based on (its `edges` empty: edges are not versioned); null when that version is not kept' })
   ancestor: ItemResponse | null;
   @ApiProperty({ type: [String], description: 'Fields the change touches that changed since the ancestor (`properties.title`, `tags`, ...)' })
   conflicting_fields: string[];
