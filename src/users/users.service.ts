@@ -111,10 +111,9 @@ export class UsersService {
     const rows = await this.db.transaction(async (m) => {
       const [deleted]: [UserRow[], number] = await m.query(`DELETE FROM users WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`, [p.tenantId, id]);
       if (deleted[0]) {
-        await m.query(
-          `DELETE FROM oidc_models WHERE payload->>'accountId' = $1 OR grant_id IN (SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1)`,
-          [id],
-        );
+        // Two statements, each on its index (an OR of both kept PostgreSQL scanning every tenant's rows).
+        await m.query(`DELETE FROM oidc_models WHERE grant_id IN (SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1)`, [id]);
+        await m.query(`DELETE FROM oidc_models WHERE payload->>'accountId' = $1`, [id]);
       }
       return deleted;
     });

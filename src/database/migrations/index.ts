@@ -29,6 +29,7 @@ import { SearchWordBreaks1732300002600 } from './1732300002600-search-word-break
 import { IdempotencyApplied1732300002700 } from './1732300002700-idempotency-applied';
 import { EventsFirstPublishedSeq1732300002800 } from './1732300002800-events-first-published-seq';
 import { IdempotencyLocation1732300002900 } from './1732300002900-idempotency-location';
+import { RetentionAndAccountIndexes1732300003000 } from './1732300003000-retention-and-account-indexes';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -61,4 +62,5 @@ export const migrations = [
   IdempotencyApplied1732300002700,
   EventsFirstPublishedSeq1732300002800,
   IdempotencyLocation1732300002900,
+  RetentionAndAccountIndexes1732300003000,
 ];
