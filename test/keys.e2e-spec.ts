@@ -60,6 +60,9 @@ describe('keys', () => {
         expect(badFields(await t.http.patch(`/keys/${anyKey.id}`).set(bearer(admin.key)).send({ [field]: null }))).toEqual([field]);
       }
       expect(badFields(await t.http.post('/keys').set(bearer(admin.key)).send({ source: null, label: null })).sort()).toEqual(['label', 'source']);
+      // What OAuth apps' items carry: a key with it could upsert over an app's items.
+      expect(badFields(await t.http.post('/keys').set(bearer(admin.key)).send({ source: 'app:some-client' }))).toEqual(['source']);
+      expect((await t.http.post('/keys').set(bearer(admin.key)).send({ source: 'apps:ours' }).expect(201)).body.source).toBe('apps:ours');
       expect(badFields(await t.http.patch(`/keys/${anyKey.id}`).set(bearer(admin.key)).send({ edge_permissions: { x: 'delete' } }))).toEqual([
         'edge_permissions',
       ]);

@@ -46,8 +46,10 @@ export class CreateKeyDto extends UpdateKeyDto {
   @ApiPropertyOptional({ default: 'library' })
   default_tier?: Tier;
 
-  @ApiPropertyOptional({ description: 'Stamped on every item the key writes; unique per tenant; generated when omitted', maxLength: 100 })
-  @IsOptionalNonNull() @Matches(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, { message: 'must be 1-100 letters, digits, ".", "_", ":" or "-"' })
+  // `app:<client_id>` is what OAuth apps' items carry: a key taking it could upsert over an app's items.
+  @ApiPropertyOptional({ description: 'Stamped on every item the key writes; unique per tenant; generated when omitted; `app:` is reserved for OAuth apps', maxLength: 100 })
+  @IsOptionalNonNull()
+  @Matches(/^(?!app:)[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, { message: 'must be 1-100 letters, digits, ".", "_", ":" or "-", and not start with "app:" (reserved for OAuth apps)' })
   source?: string;
 }
 
