@@ -671,6 +671,18 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     await t.http.post('/types').set(bearer(root.tokens.access_token)).send(type).expect(201);
   });
 
+  it('ends a deleted user\'s grants at once and audits each one as revoked (by user_deleted)', async () => {
+    const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'leaving@example.com', password: 'correct horse battery', name: 'Leaving' }).expect(201)).body;
+    const tokens = await connect(request.agent(t.url), rp, { email: 'leaving@example.com' });
+    await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+    const [{ id: grantId }] = (await t.http.get('/audit?action=auth.grant.created').set(bearer(admin)).expect(200)).body.events.filter((e: { user_id: string }) => e.user_id === user.id).map((e: { grant_id: string }) => ({ id: e.grant_id }));
+
+    await t.http.delete(`/users/${user.id}`).set(bearer(admin)).expect(200);
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    const revoked = (await t.http.get('/audit?action=auth.grant.revoked').set(bearer(admin)).expect(200)).body.events.filter((e: { user_id: string }) => e.user_id === user.id);
+    expect(revoked).toEqual([expect.objectContaining({ grant_id: grantId, client_id: rp.clientMetadata().client_id, details: { by: 'user_deleted' } })]);
+  });
+
   it('revokes an access token alone, and with a refresh token the whole grant (SPEC 5.7)', async () => {
     const { callback, verifier } = await authorize('revoke-one');
     const tokens = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: 'revoke-one' });

@@ -4,7 +4,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import type { Principal } from '../auth/principal';
 import { newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
@@ -26,8 +26,12 @@ const toEvent = (r: AuditRow): AuditEvent => ({ ...r, created_at: r.created_at.t
 export class AuditService {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  async record(e: { tenantId: string; action: AuditAction; clientId?: string; userId?: string; grantId?: string; details?: Record<string, unknown> }): Promise<void> {
-    await this.db.query(
+  /** Appends an event; within `m`'s transaction when given, so it commits with what it records. */
+  async record(
+    e: { tenantId: string; action: AuditAction; clientId?: string; userId?: string; grantId?: string; details?: Record<string, unknown> },
+    m: EntityManager = this.db.manager,
+  ): Promise<void> {
+    await m.query(
       `INSERT INTO audit_events (tenant_id, id, action, client_id, user_id, grant_id, details) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
       [e.tenantId, newId(), e.action, e.clientId ?? null, e.userId ?? null, e.grantId ?? null, e.details ?? {}],
     );

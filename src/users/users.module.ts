@@ -1,7 +1,8 @@
 /** Users: `/users` (admin) and the lookups the OAuth provider signs people in with. */
 import { Module } from '@nestjs/common';
+import { AuditModule } from '../audit/audit.module';
 import { UsersController } from './users.controller';
 import { UsersService } from './users.service';
 
-@Module({ controllers: [UsersController], providers: [UsersService], exports: [UsersService] })
+@Module({ imports: [AuditModule], controllers: [UsersController], providers: [UsersService], exports: [UsersService] })
 export class UsersModule {}

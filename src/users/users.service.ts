@@ -7,6 +7,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
@@ -48,6 +49,7 @@ export class UsersService {
     @InjectDataSource() private readonly db: DataSource,
     @Inject(REDIS) private readonly redis: Redis,
     private readonly config: AppConfig,
+    private readonly audit: AuditService,
   ) {}
 
   async create(p: Principal, dto: CreateUserDto): Promise<UserResponse> {
@@ -106,14 +108,27 @@ export class UsersService {
     return toUser(row);
   }
 
-  /** Deletes the user with their OAuth grants, tokens and sessions: the tokens stop working at once. */
+  /**
+   * Deletes the user with their OAuth grants, tokens and sessions: the tokens stop working at
+   * once, and each grant's end is audited (`auth.grant.revoked`, by `user_deleted`).
+   */
   async remove(p: Principal, id: string): Promise<UserResponse> {
     const rows = await this.db.transaction(async (m) => {
       const [deleted]: [UserRow[], number] = await m.query(`DELETE FROM users WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`, [p.tenantId, id]);
       if (deleted[0]) {
-        // Two statements, each on its index (an OR of both kept PostgreSQL scanning every tenant's rows).
-        await m.query(`DELETE FROM oidc_models WHERE grant_id IN (SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1)`, [id]);
+        const grants: Array<{ id: string; client_id: string }> = await m.query(
+          `SELECT id, payload->>'clientId' AS client_id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1`,
+          [id],
+        );
+        // The grants' tokens, then every row of the account: each statement on its index.
+        await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[])`, [grants.map((g) => g.id)]);
         await m.query(`DELETE FROM oidc_models WHERE payload->>'accountId' = $1`, [id]);
+        for (const grant of grants) {
+          await this.audit.record(
+            { tenantId: p.tenantId, action: 'auth.grant.revoked', clientId: grant.client_id, userId: id, grantId: grant.id, details: { by: 'user_deleted' } },
+            m,
+          );
+        }
       }
       return deleted;
     });
