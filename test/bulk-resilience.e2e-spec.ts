@@ -1,14 +1,15 @@
 /**
  * Bulk jobs survive what production does to them (issue 17, point 5): a worker SIGKILLed in
- * the middle of a job, Redis losing the queue while jobs are queued and running, and two
- * instances sharing the work. In each case every matched item is changed exactly once: its
- * version goes from 1 to 2 and it has exactly two revisions.
+ * the middle of a job, Redis losing the queue while jobs are queued and running, two instances
+ * sharing the work, and one of them shut down gracefully mid-job. In each case every matched
+ * item is changed exactly once: its version goes from 1 to 2 and it has exactly two revisions.
  *
  * A job is held at a known point without sleeping: the test locks one item row (SELECT … FOR
  * UPDATE in its own transaction) that sits in a later chunk, so the chunks before it commit
  * and the worker waits on the lock until the test lets go.
  */
 import { Client } from 'pg';
+import { BulkWorker } from '../src/bulk/bulk-worker';
 import { bearer, bootstrapAdmin, clearRedisPrefix, dropDatabase, PG_SERVER, REDIS_URL, startApp, TestApp, uniqueName } from './support/app';
 import { ensureBuilt, freePort, runService, Service, waitHealthy } from './support/process';
 import { waitFor } from './support/wait';
@@ -200,5 +201,55 @@ describe('two instances', () => {
     const done = await jobWhen(http(worker.url, key), submitted.body.id, 'the job to complete on the worker instance', (j) => j.status === 'completed');
     expect(done.succeeded).toBe(ids.length);
     await expectChangedOnce(front.sql, ids, 'moved');
+  });
+});
+
+describe('an instance shut down gracefully mid-job', () => {
+  // The sweeper passes every half lease: with a lease this long, nothing but the stopping
+  // instance's hand-off gets the job to the other one within the test.
+  const lease = { BULK_JOB_LEASE: '10m' };
+  let a: TestApp;
+  let b: TestApp | undefined;
+
+  beforeAll(async () => {
+    a = await startApp(lease);
+  });
+  afterAll(async () => {
+    await b?.app.close();
+    await a?.close();
+    await b?.close();
+  });
+
+  it('hands its job on: another instance resumes it after the last committed chunk at once', async () => {
+    const { key } = await bootstrapAdmin(a);
+    const api = http(a.url, key);
+    // One creation call per chunk, so that the job's chunks are their items in turn.
+    const ids: string[] = [];
+    for (const count of [CHUNK, CHUNK, 50]) ids.push(...(await createNotes(api, 'handoff', count)));
+    const lock = await lockItem(a.databaseUrl, ids[CHUNK + 10]);
+
+    const submitted = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['handed'], filter: { tags: ['handoff'] }, async: true });
+    expect(submitted.status).toBe(202);
+    await jobWhen(api, submitted.body.id, 'the first chunk to commit on A', (j) => j.processed === CHUNK);
+    b = await startApp({ ...lease, DATABASE_URL: a.databaseUrl, REDIS_PREFIX: a.config.REDIS_PREFIX });
+
+    // A's second chunk waits for the row; the lock is let go only once A has begun to shut down.
+    const worker = a.app.get(BulkWorker);
+    const shutdown = worker.beforeApplicationShutdown.bind(worker);
+    const stopping = new Promise<void>((resolve) =>
+      jest.spyOn(worker, 'beforeApplicationShutdown').mockImplementation(() => {
+        const stopped = shutdown();
+        resolve();
+        return stopped;
+      }),
+    );
+    const closed = a.app.close();
+    await stopping;
+    await lock.release();
+
+    const done = await jobWhen(http(b.url, key), submitted.body.id, 'instance B to complete the job', (j) => j.status === 'completed');
+    await closed;
+    expect(done).toMatchObject({ matched: ids.length, processed: ids.length, succeeded: ids.length, errored: 0 });
+    await expectChangedOnce(b.sql, ids, 'handed');
   });
 });

@@ -2,11 +2,12 @@
  * Bulk actions end to end (`POST /items/bulk_action` and its jobs): request validation naming
  * each field, who may do what (purge is admin-only, a member's match set is narrowed to the
  * types it may write), the selection (the same filter as `GET /items`, plus free text), the cap,
- * dry runs, direct runs (200 result) and jobs (202, polled to their end), every action's
+ * dry runs, direct runs (200 result) and jobs (202, polled to their end), the filter tested
+ * again as each item is locked (an item that no longer matches is left alone), every action's
  * per-item rules (the lifecycle table, the types' schemas), versions and revisions, events with
  * and without `emit_events`, purge (edges, history, blob references), job visibility and
- * listing, and cancellation of a queued job (on an instance that runs no jobs) and of a running
- * one (held between chunks by a row lock taken from the test).
+ * listing, cancellation of a queued job (on an instance that runs no jobs) and of a running one,
+ * and the credential checked before each chunk (runs held by a row lock taken from the test).
  */
 import { Client } from 'pg';
 import type { Response } from 'supertest';
@@ -120,6 +121,38 @@ describe('bulk actions (e2e)', () => {
     const res = await get(admin, `/items/${id}`);
     expectStatus(res, 200);
     return res.body;
+  }
+
+  /**
+   * Holds a row lock on `id` while `during` runs, from a connection of the test's own.
+   * `blocked` waits until another session (a bulk run) waits for that lock.
+   */
+  async function withRowLock<T>(
+    id: string,
+    during: (release: () => Promise<void>, blocked: () => Promise<unknown>) => Promise<T>,
+  ): Promise<T> {
+    const lock = new Client({ connectionString: t.databaseUrl });
+    await lock.connect();
+    let released = false;
+    const release = async () => {
+      if (released) return;
+      released = true;
+      await lock.query('ROLLBACK');
+    };
+    const [{ pid }] = (await lock.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
+    const blocked = () =>
+      waitFor(async () => {
+        const rows = await t.sql(`SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, [pid]);
+        return rows.length > 0;
+      }, 'a bulk run to wait for the locked row');
+    try {
+      await lock.query('BEGIN');
+      await lock.query('SELECT 1 FROM items WHERE id = $1 FOR UPDATE', [id]);
+      return await during(release, blocked);
+    } finally {
+      await release().catch(() => undefined);
+      await lock.end();
+    }
   }
 
   beforeAll(async () => {
@@ -984,6 +1017,63 @@ describe('bulk actions (e2e)', () => {
     });
   });
 
+  describe('an item that no longer matches the filter when its chunk locks it', () => {
+    /**
+     * Purges five trashed items with `run` while the test holds the row a chunk locks first
+     * (the lowest id), and meanwhile restores the last one (the highest id) to active: under
+     * its lock that one no longer matches `state: trashed`.
+     */
+    async function purgeWhileOneIsRestored(run: (body: Body) => Promise<any>): Promise<{ purged: string[]; restored: string; outcome: any }> {
+      const tag = freshTag('rematch');
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) ids.push(await itemIn('trashed', tag));
+      const order = sorted(ids);
+      const restored = order[4];
+      const outcome = await withRowLock(order[0], async (release, blocked) => {
+        const pending = run({ action: 'purge', confirm: 'PURGE', filter: { state: 'trashed', tags: [tag] } });
+        pending.catch(() => undefined); // awaited below; a failure must not surface as unhandled first
+        await blocked();
+        const { version } = await itemById(restored);
+        expectStatus(await t.http.patch(`/items/${restored}`).set(bearer(admin)).send({ version, state: 'active' }), 200);
+        await release();
+        return pending;
+      });
+      return { purged: order.slice(0, 4), restored, outcome };
+    }
+
+    async function expectLeftAlone(purged: string[], restored: string): Promise<void> {
+      expect(await versions([...purged, restored])).toEqual(new Map([[restored, 3]]));
+      expect(await itemById(restored)).toMatchObject({ state: 'active', version: 3 });
+      expect(await itemEvents([restored])).not.toHaveProperty('item.deleted');
+    }
+
+    it('a direct run leaves it alone, neither succeeded nor an error', async () => {
+      const { purged, restored, outcome } = await purgeWhileOneIsRestored(async (body) => bulk(body));
+      expectStatus(outcome, 200);
+      expect(outcome.body).toMatchObject({ action: 'purge', matched: 5, succeeded: 4, errored: 0, errors: [] });
+      expect(sorted(outcome.body.ids)).toEqual(purged);
+      await expectLeftAlone(purged, restored);
+    });
+
+    it('a job leaves it alone, neither succeeded nor an error, and counts it processed', async () => {
+      const { purged, restored, outcome } = await purgeWhileOneIsRestored(async (body) => {
+        const res = await bulk({ ...body, async: true });
+        expectStatus(res, 202);
+        expect(res.body.matched).toBe(5);
+        return waitForJob(res.body.id, ended, 'the job to end');
+      });
+      expect(outcome).toMatchObject({
+        status: 'completed',
+        matched: 5,
+        processed: 5,
+        succeeded: 4,
+        errored: 0,
+        result: { action: 'purge', matched: 5, succeeded: 4, errored: 0, errors: [] },
+      });
+      await expectLeftAlone(purged, restored);
+    });
+  });
+
   describe('cancellation and failure of a running job', () => {
     /** Three creation calls, so that the job's chunks are [c1], [c2], [c3] in creation order. */
     let c1: string[];
@@ -997,38 +1087,6 @@ describe('bulk actions (e2e)', () => {
       c2 = await seed(notes(CHUNK, bigTag, { tags: [bigTag, 'c2'] }));
       c3 = await seed(notes(5, bigTag, { tags: [bigTag, 'c3'] }));
     });
-
-    /**
-     * Holds a row lock on `id` while `during` runs, from a connection of the test's own.
-     * `blocked` waits until another session (the job's next chunk) waits for that lock.
-     */
-    async function withRowLock<T>(
-      id: string,
-      during: (release: () => Promise<void>, blocked: () => Promise<unknown>) => Promise<T>,
-    ): Promise<T> {
-      const lock = new Client({ connectionString: t.databaseUrl });
-      await lock.connect();
-      let released = false;
-      const release = async () => {
-        if (released) return;
-        released = true;
-        await lock.query('ROLLBACK');
-      };
-      const [{ pid }] = (await lock.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
-      const blocked = () =>
-        waitFor(async () => {
-          const rows = await t.sql(`SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, [pid]);
-          return rows.length > 0;
-        }, 'the job to wait for the locked row');
-      try {
-        await lock.query('BEGIN');
-        await lock.query('SELECT 1 FROM items WHERE id = $1 FOR UPDATE', [id]);
-        return await during(release, blocked);
-      } finally {
-        await release().catch(() => undefined);
-        await lock.end();
-      }
-    }
 
     it('more than BULK_SYNC_MAX matches run as a job (202) without async; a DELETE while it runs stops it between chunks', async () => {
       const all = [...c1, ...c2, ...c3];
@@ -1148,6 +1206,37 @@ describe('bulk actions (e2e)', () => {
       expect(result).toMatchObject({ status: 'completed', matched: 1005, processed: 1005, succeeded: 2 * CHUNK, errored: 5 });
       expect(sorted(result.result.errors.map((e: any) => e.id))).toEqual(sorted(c3));
       expect(new Set(result.result.errors.map((e: any) => e.code))).toEqual(new Set(['item_not_found']));
+    });
+
+    it('fails a purge job when the key that started it is no longer an admin, between chunks', async () => {
+      const k = await createKey(t, admin, { label: 'to demote', role: 'admin' });
+      const tag = freshTag('demoted');
+      const d1 = await seed(notes(CHUNK, tag, { tags: [tag, 'd1'] }));
+      const d2 = await seed(notes(CHUNK, tag, { tags: [tag, 'd2'] }));
+      const d3 = await seed(notes(5, tag, { tags: [tag, 'd3'] }));
+      const result = await withRowLock(d2[3], async (release, blocked) => {
+        const res = await bulk({ action: 'purge', confirm: 'PURGE', filter: { tags: [tag] } }, k.key);
+        expectStatus(res, 202);
+        const id = res.body.id as string;
+        await waitForJob(id, (j) => j.status === 'in_progress' && j.processed >= CHUNK, 'the first chunk');
+        // The second chunk has started (with the credential as it was then) and waits for the row.
+        await blocked();
+        expectStatus(await t.http.patch(`/keys/${k.id}`).set(bearer(admin)).send({ role: 'member', type_permissions: { 'core.note': 'write' } }), 200);
+        await release();
+        return waitForJob(id, ended, 'the job to stop');
+      });
+      expect(result).toMatchObject({
+        status: 'failed',
+        matched: 1005,
+        processed: 2 * CHUNK,
+        succeeded: 2 * CHUNK,
+        error: expect.stringContaining('admin'),
+        finished_at: expect.stringMatching(RFC3339),
+        result: { action: 'purge', matched: 1005, succeeded: 2 * CHUNK, errored: 0 },
+      });
+      expect((await versions([...d1, ...d2])).size).toBe(0);
+      await expectVersions(d3, 1);
+      expect(await jobEvents(result.id)).toEqual(['bulk_job.failed']);
     });
   });
 

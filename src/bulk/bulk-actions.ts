@@ -8,6 +8,7 @@ import { ApiError } from '../common/api-error';
 import { FieldIssue, validationError } from '../common/validation';
 import type { Tier } from '../keys/api-key.entity';
 import { changeTags, mergeProperties, propertiesError, tooManyTags } from '../items/item-changes';
+import type { ItemFilter } from '../items/item-filter';
 import type { ItemRow } from '../items/item.model';
 import type { ItemChanges } from '../items/item-writer';
 import { canTransition, ItemState, transitionError } from '../items/lifecycle';
@@ -31,12 +32,29 @@ export const MAX_KEPT_ERRORS = 1000;
 export interface BulkSpec {
   action: BulkAction;
   emit_events: boolean;
+  /**
+   * Set once the match set is taken; absent from jobs submitted before the filter was kept
+   * with them, which act on their whole match set.
+   */
+  filter?: BulkFilter;
   to_state?: ItemState;
   add_tags?: string[];
   remove_tags?: string[];
   tier?: Tier;
   properties?: Record<string, unknown>;
   timestamp?: string;
+}
+
+/**
+ * Which items the action is for: `GET /items`' filter as resolved at submission (type patterns
+ * to names, a member narrowed to the types it could write then) and the free text. An item
+ * changed after submission may no longer meet it, so each chunk applies it again under its row
+ * locks (bulk-runner.ts).
+ */
+export interface BulkFilter {
+  items: ItemFilter;
+  /** `filter.filter`, in `GET /search`'s syntax. */
+  text?: string;
 }
 
 export interface BulkItemError {

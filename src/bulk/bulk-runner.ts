@@ -1,18 +1,22 @@
 /**
  * Applies a bulk action to one chunk of items inside the caller's transaction: locks the
- * rows, checks each item (still there, its type writable by the credential now, the action's
- * per-item rule), and writes the changes through the items' one write path (ItemWriter) in a
- * few set-based statements. A direct run and a job's chunk are the same call.
+ * rows that still match the filter, checks each item (still there, its type writable by the
+ * credential now, the action's per-item rule), and writes the changes through the items' one
+ * write path (ItemWriter) in a few set-based statements. A direct run and a job's chunk are
+ * the same call.
  */
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { blobReferences } from '../items/item-changes';
-import { ITEM_COLUMNS, ITEM_WRITE_LOCK, ItemRow } from '../items/item.model';
+import { itemWhere } from '../items/item-filter';
+import { ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRow } from '../items/item.model';
 import { Change, ItemWriter } from '../items/item-writer';
+import { SearchService } from '../search/search.service';
 import { ResolvedType, TypesService } from '../types/types.service';
-import { BulkItemError, BulkSpec, planChange } from './bulk-actions';
+import { BulkFilter, BulkItemError, BulkSpec, planChange } from './bulk-actions';
 
 export interface ChunkOutcome {
   succeeded: string[];
@@ -29,12 +33,25 @@ const rowLock = (spec: BulkSpec) => (spec.action === 'purge' ? ' FOR UPDATE' : I
 
 const itemError = (id: string, err: ApiError): BulkItemError => ({ id, code: err.code, message: err.message });
 
+/** The filter of a job stored without one (submitted before jobs kept theirs): any item. */
+const ANY_ITEM: BulkFilter = { items: { state: 'all' } };
+
 @Injectable()
 export class BulkRunner {
   constructor(
     private readonly types: TypesService,
     private readonly writer: ItemWriter,
+    private readonly search: SearchService,
   ) {}
+
+  /**
+   * The filter as a condition on `items i`, with the credential's sight of tags as it is now:
+   * the match set is taken with it, and each chunk applies it again.
+   */
+  where(p: Principal, f: BulkFilter, params: unknown[]): string {
+    const where = itemWhere(p.tenantId, f.items, params);
+    return f.text === undefined ? where : `${where} AND ${this.search.matchClause(f.text, p.tenantId, params, { tags: canMetadata(p, 'read') })}`;
+  }
 
   /**
    * Locks the rows of a whole run at its start (a direct run: one transaction over several
@@ -44,18 +61,28 @@ export class BulkRunner {
     await m.query(`SELECT 1 FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[]) ORDER BY id${rowLock(spec)}`, [p.tenantId, ids]);
   }
 
+  /**
+   * An item written since the match set was taken is acted on only if it still matches: the
+   * filter is tested in the statement that locks the row, so against the row as it is locked.
+   * One that no longer matches is left alone, neither succeeded nor an error.
+   */
   async applyChunk(m: EntityManager, p: Principal, spec: BulkSpec, ids: string[]): Promise<ChunkOutcome> {
+    const params: unknown[] = [];
+    const where = this.where(p, spec.filter ?? ANY_ITEM, params);
+    params.push(ids);
     const rows: ItemRow[] = await m.query(
-      `SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[]) ORDER BY id${rowLock(spec)}`,
-      [p.tenantId, ids],
+      `SELECT ${ITEM_COLUMNS_I} FROM items i WHERE ${where} AND i.id = ANY($${params.length}::uuid[]) ORDER BY i.id${rowLock(spec)}`,
+      params,
     );
     const found = new Map(rows.map((r) => [r.id, r]));
+    const unmatched = await this.existing(m, p, ids.filter((id) => !found.has(id)));
     const errors: BulkItemError[] = [];
     const writable: ItemRow[] = [];
     for (const id of ids) {
       const row = found.get(id);
-      if (!row) errors.push({ id, code: 'item_not_found', message: 'The item no longer exists' });
-      else if (!(await this.types.can(p, row.type, 'write'))) {
+      if (!row) {
+        if (!unmatched.has(id)) errors.push({ id, code: 'item_not_found', message: 'The item no longer exists' });
+      } else if (!(await this.types.can(p, row.type, 'write'))) {
         errors.push({ id, code: 'type_not_permitted', message: `This credential may not write items of type ${row.type}` });
       } else writable.push(row);
     }
@@ -85,5 +112,12 @@ export class BulkRunner {
     }
     await this.writer.updateMany(m, p, changes, spec.emit_events);
     return { succeeded, errors, blobHashes: [] };
+  }
+
+  /** Of the ids the locking statement left out, those still there: they no longer match. */
+  private async existing(m: EntityManager, p: Principal, ids: string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const rows: Array<{ id: string }> = await m.query(`SELECT id FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [p.tenantId, ids]);
+    return new Set(rows.map((r) => r.id));
   }
 }

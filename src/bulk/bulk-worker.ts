@@ -7,9 +7,10 @@
  * the job is still this worker's and still where the worker thought it was; so whatever
  * happens (a SIGKILL, a lost Redis, two workers handed the same job) every item is changed
  * exactly once, and a resumed job starts after the last committed chunk. The cancel flag and
- * the credential (one revoked since submission fails the job) are checked between
- * chunks. On shutdown a run stops at the next chunk boundary and gives up its lease, so
- * another instance resumes it without waiting.
+ * the credential (one revoked since submission, or a purge's no longer admin, fails the job)
+ * are checked between chunks. On shutdown the instance takes no more jobs, and a run stops at
+ * the next chunk boundary, gives up its lease and queues the job again, so another instance
+ * resumes it without waiting.
  */
 import { InjectQueue } from '@nestjs/bull';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
@@ -20,6 +21,8 @@ import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal';
+import { isAdmin } from '../auth/permissions';
+import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { Outbox } from '../events/outbox';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
@@ -28,6 +31,7 @@ import { CredentialsService } from '../auth/credentials.service';
 import { BulkSpec, CHUNK_SIZE, MAX_KEPT_ERRORS } from './bulk-actions';
 import { JOB_COLUMNS, JobRow, toJob } from './bulk-job.model';
 import { BulkRunner } from './bulk-runner';
+import { BulkService } from './bulk.service';
 
 type JobRef = JobPayloads['bulk.run'];
 
@@ -58,6 +62,7 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly runner: BulkRunner,
+    private readonly bulk: BulkService,
     private readonly credentials: CredentialsService,
     private readonly outbox: Outbox,
     private readonly config: AppConfig,
@@ -72,7 +77,12 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    this.stopping = true;
+    if (!this.stopping) {
+      this.stopping = true;
+      // Here only, and without waiting for the runs: a job handed on (run) must go to another
+      // instance. Once only: pausing a queue already closed would connect it again.
+      await withinTimeout(this.queue.pause(true, true), 2000);
+    }
     await Promise.allSettled([...this.runs]);
   }
 
@@ -83,7 +93,8 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
 
   /** Runs the job from where its last committed chunk left off, if no other worker holds it. */
   async run(ref: JobRef): Promise<void> {
-    if (this.stopping) return;
+    // Taken as shutdown began: straight on to another instance.
+    if (this.stopping) return this.bulk.enqueue(ref, true);
     const job = await this.claim(ref);
     if (!job) return;
     const leaseMs = this.config.bulkJobLeaseMs;
@@ -98,6 +109,9 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
         .query(`UPDATE bulk_jobs SET lease_owner = NULL, lease_until = NULL WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3`, [ref.tenantId, ref.jobId, this.owner])
         .catch(() => undefined);
     }
+    // Stopped for shutdown: this run's Bull job completes as it returns, which would leave the
+    // job to the next sweep; queued again, another instance takes it now (a no-op if it ended).
+    if (this.stopping) await this.bulk.enqueue(ref, true);
   }
 
   private async claim(ref: JobRef): Promise<Claimed | undefined> {
@@ -129,6 +143,9 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
       if (this.stopping) return;
       const p = await this.principalOf(ref, job);
       if (!p) return this.finish(ref, 'failed', 'The credential that started this job has been revoked');
+      if (job.spec.action === 'purge' && !isAdmin(p)) {
+        return this.finish(ref, 'failed', 'The credential that started this job is no longer an admin, and only an admin may purge');
+      }
       const chunk = job.item_ids.slice(processed, processed + CHUNK_SIZE);
       const step = await this.commitChunk(ref, p, job.spec, chunk, processed, kept);
       if (!step) return;

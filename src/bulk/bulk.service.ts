@@ -21,11 +21,9 @@ import { decodeCursor, pageOf } from '../common/pagination';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { Outbox } from '../events/outbox';
-import { itemWhere } from '../items/item-filter';
 import { ItemsService } from '../items/items.service';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
-import { SearchService } from '../search/search.service';
-import { BulkItemError, BulkSpec, CHUNK_SIZE, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT, specOf } from './bulk-actions';
+import { BulkFilter, BulkItemError, BulkSpec, CHUNK_SIZE, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT, specOf } from './bulk-actions';
 import { BulkActionDto, BulkJobDto, BulkJobList, BulkResultDto, ListBulkJobsQuery } from './bulk.dto';
 import { JOB_COLUMNS, JobRow, toJob } from './bulk-job.model';
 import { BulkRunner } from './bulk-runner';
@@ -39,7 +37,6 @@ export class BulkService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly items: ItemsService,
-    private readonly search: SearchService,
     private readonly runner: BulkRunner,
     private readonly outbox: Outbox,
     private readonly config: AppConfig,
@@ -56,7 +53,7 @@ export class BulkService {
     if (spec.action === 'update_tags' && !canMetadata(p, 'write')) throw ApiError.forbidden('Writing tags needs the metadata:write scope');
     if (spec.properties) await this.items.assertBlobsExist(p, spec.properties);
 
-    const ids = await this.match(p, dto, maxItems);
+    const { filter, ids } = await this.match(p, dto, maxItems);
     if (ids.length > maxItems) {
       throw ApiError.badRequest('bulk_cap_exceeded', `The filter matches more than max_items (${maxItems}) items; narrow it or raise max_items`, {
         max_items: maxItems,
@@ -64,31 +61,33 @@ export class BulkService {
       });
     }
     if (dto.dry_run) return { result: { action: spec.action, matched: ids.length, succeeded: 0, errored: 0, dry_run: true, ids } };
-    if (dto.async || ids.length > this.config.BULK_SYNC_MAX) return { job: await this.createJob(p, spec, ids) };
-    return { result: await this.runDirect(p, spec, ids) };
+    const run: BulkSpec = { ...spec, filter };
+    if (dto.async || ids.length > this.config.BULK_SYNC_MAX) return { job: await this.createJob(p, run, ids) };
+    return { result: await this.runDirect(p, run, ids) };
   }
 
   /**
    * The ids the filter selects, oldest first, at most `max + 1` (one more tells the cap was
    * passed): `GET /items`' filter, narrowed for members to the types they may write, and the
-   * free text with `GET /search`'s engine.
+   * free text with `GET /search`'s engine. The filter goes with the run, whose chunks apply it
+   * again (bulk-runner.ts).
    */
-  private async match(p: Principal, dto: BulkActionDto, max: number): Promise<string[]> {
+  private async match(p: Principal, dto: BulkActionDto, max: number): Promise<{ filter: BulkFilter; ids: string[] }> {
     const f = dto.filter ?? {};
-    const filter = await this.items.filterFor(
+    const items = await this.items.filterFor(
       p,
       { type: f.type, state: f.state, tier: f.tier, tags: f.tags?.join(','), source: f.source, since: f.since, until: f.until },
       'write',
     );
+    const filter: BulkFilter = { items, text: f.filter };
     const params: unknown[] = [];
-    let where = itemWhere(p.tenantId, filter, params);
-    if (f.filter !== undefined) where += ` AND ${this.search.matchClause(f.filter, p.tenantId, params, { tags: canMetadata(p, 'read') })}`;
+    const where = this.runner.where(p, filter, params);
     params.push(max + 1);
     const rows: Array<{ id: string }> = await this.db.query(
       `SELECT i.id FROM items i WHERE ${where} ORDER BY i.created_at, i.id LIMIT $${params.length}`,
       params,
     );
-    return rows.map((r) => r.id);
+    return { filter, ids: rows.map((r) => r.id) };
   }
 
   /** The direct path: every chunk in one transaction, so the result is all there or not at all. */
@@ -128,9 +127,15 @@ export class BulkService {
     return toJob(row);
   }
 
-  /** Queues a run of the job; if Redis cannot take it now, the sweeper will (bulk-sweeper.ts). */
-  async enqueue(ref: JobPayloads['bulk.run']): Promise<void> {
-    const added = this.queue.add('bulk.run', ref, { jobId: ref.jobId, removeOnComplete: true, removeOnFail: true });
+  /**
+   * Queues a run of the job; if Redis cannot take it now, the sweeper will (bulk-sweeper.ts).
+   * The Bull job's id is the bulk job's, so queuing twice queues once; a run handed on by a
+   * worker that shuts down (`handOff`) gets an id of its own, as that worker's Bull job still
+   * holds the bulk job's.
+   */
+  async enqueue(ref: JobPayloads['bulk.run'], handOff = false): Promise<void> {
+    const jobId = handOff ? `${ref.jobId}:${newId()}` : ref.jobId;
+    const added = this.queue.add('bulk.run', ref, { jobId, removeOnComplete: true, removeOnFail: true });
     if (!(await withinTimeout(added, 2000))) this.logger.warn({ jobId: ref.jobId }, 'bulk job not queued (Redis); the sweeper will pick it up');
   }
 
