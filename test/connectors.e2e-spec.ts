@@ -2,9 +2,13 @@
  * The connector OAuth bootstrap (SPEC 5.9; issue 18): the service connects an integration to its
  * upstream, here a second instance of the service acting as the OAuth provider, over real HTTP.
  * The round trip, every refusal (redirect_uri off the allowlist, tampered, expired and replayed
- * state), tokens sealed at rest, refresh through the stored refresh token (also from several
- * requests at once, against an upstream that refuses a reused one), delete.
+ * state, a starting admin key revoked or demoted before the callback), tokens sealed at rest,
+ * refresh through the stored refresh token (also from several requests at once, against an
+ * upstream that refuses a reused one), delete. Malformed token responses and token URLs that
+ * break the manifest rule, against a token endpoint of the test's own.
  */
+import { createServer, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { SecretBox } from '../src/crypto/secret-box';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
@@ -178,6 +182,23 @@ describe('connector OAuth bootstrap', () => {
     expect(await count()).toBe(before);
   });
 
+  it.each([
+    ['revoked', (id: string) => svc.http.delete(`/keys/${id}`).set(bearer(admin)).expect(200)],
+    ['demoted', (id: string) => svc.http.patch(`/keys/${id}`).set(bearer(admin)).send({ role: 'member' }).expect(200)],
+  ])('connects nothing when the admin key that started the flow was %s before the callback', async (_, change) => {
+    const temporary = (await svc.http.post('/keys').set(bearer(admin)).send({ label: 'temporary admin', role: 'admin' }).expect(201)).body;
+    const started = await svc.http.get('/oauth/start').query({ integration_id: integrationId, redirect_uri: BACK }).set(bearer(temporary.key)).expect(302);
+    const callback = await consentUpstream(started.headers.location);
+    await change(temporary.id);
+    const res = await svc.http.get(callback.pathname + callback.search);
+    expect(res.status).toBe(302);
+    const back = new URL(res.headers.location);
+    expect(back.origin + back.pathname).toBe(BACK);
+    expect(back.searchParams.get('error')).toBe('access_denied');
+    expect(back.searchParams.get('connection_id')).toBeNull();
+    expect(await svc.sql(`SELECT 1 FROM connections WHERE created_by = $1`, [temporary.id])).toHaveLength(0);
+  });
+
   it('is for admins; the callback needs no bearer but a state', async () => {
     const member = (await svc.http.post('/keys').set(bearer(admin)).send({ label: 'm', role: 'member' }).expect(201)).body.key;
     expectError(await svc.http.get('/oauth/start').query({ integration_id: integrationId, redirect_uri: BACK }).set(bearer(member)), 403, 'forbidden');
@@ -232,5 +253,118 @@ describe('connector token endpoints with private targets off', () => {
     expect(back.searchParams.get('connection_id')).toBeNull();
     expect(receiver.requests).toHaveLength(0);
     expect(await svc.sql(`SELECT 1 FROM connections`)).toHaveLength(0);
+  });
+});
+
+describe('connector token responses and token URLs', () => {
+  let svc: TestApp;
+  let admin: string;
+  let base: string;
+  let server: Server;
+  /** What the token endpoint answers (200, as JSON text); every request to it is counted. */
+  let answer = '';
+  let requests = 0;
+  const VALID = '{"access_token":"at-1","refresh_token":"rt-1","token_type":"Bearer","scope":null,"expires_in":3600}';
+  // Each one broke the service (500) or was stored as it came.
+  const MALFORMED = [
+    '{"access_token":"at","expires_in":1e20}',
+    '{"access_token":"at","expires_in":-1e400}',
+    '{"access_token":"at","expires_in":-1}',
+    '{"access_token":"at","expires_in":"3600"}',
+    '{"access_token":"at","refresh_token":12345}',
+    '{"access_token":"at","refresh_token":{}}',
+    '{"access_token":"a\\u0000t"}',
+    '{"access_token":"at","scope":"read\\u0000"}',
+    '{"access_token":"at","scope":{"read":true}}',
+    '{"access_token":"at","token_type":["Bearer"]}',
+    '{"access_token":""}',
+    'null',
+  ];
+
+  const register = async (name: string) =>
+    (
+      await svc.http
+        .post('/integrations')
+        .set(bearer(admin))
+        .send({
+          manifest: {
+            name,
+            version: '1.0.0',
+            publisher: 'Acme',
+            direction: 'read',
+            runtime_compatibility: ['svc>=4.2'],
+            oauth: { authorize_url: `${base}/authorize`, token_url: `${base}/token`, client_id: 'svc' },
+          },
+        })
+        .expect(201)
+    ).body.id as string;
+  const callback = async (name: string, integrationId: string) => {
+    const started = await svc.http.get('/oauth/start').query({ integration_id: integrationId, redirect_uri: BACK }).set(bearer(admin)).expect(302);
+    const res = await svc.http.get(`/oauth/callback/${name}`).query({ code: 'a-code', state: new URL(started.headers.location).searchParams.get('state') });
+    expect(res.status).toBe(302);
+    const back = new URL(res.headers.location);
+    expect(back.origin + back.pathname).toBe(BACK);
+    return back.searchParams;
+  };
+  const count = async () => (await svc.sql<{ n: number }>(`SELECT count(*)::int AS n FROM connections`))[0].n;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      requests++;
+      req.resume().on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(answer));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    svc = await startApp({ SVC_OAUTH_REDIRECT_ALLOWLIST: BACK });
+    admin = (await bootstrapAdmin(svc)).key;
+  });
+  afterAll(async () => {
+    await svc?.close();
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  it('sends the user back with server_error for a malformed token response, and stores nothing', async () => {
+    const id = await register('acme.malformed');
+    for (const body of MALFORMED) {
+      answer = body;
+      const back = await callback('acme.malformed', id);
+      expect([body, back.get('error'), back.get('connection_id')]).toEqual([body, 'server_error', null]);
+      expect(back.get('error_description')).toEqual(expect.any(String));
+    }
+    expect(await count()).toBe(0);
+  });
+
+  it('answers a refresh that gets a malformed token response 400 invalid_grant and keeps the stored tokens', async () => {
+    const id = await register('acme.refreshed');
+    answer = VALID;
+    const connectionId = (await callback('acme.refreshed', id)).get('connection_id');
+    const stored = () => svc.sql(`SELECT access_token_sealed, refresh_token_sealed, token_type, scope, expires_at, refreshed_at FROM connections WHERE id = $1`, [connectionId]);
+    const before = await stored();
+    expect(before).toHaveLength(1);
+    for (const body of MALFORMED) {
+      answer = body;
+      const res = await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin));
+      expect([body, res.status, res.body.error?.code]).toEqual([body, 400, 'invalid_grant']);
+    }
+    expect(await stored()).toEqual(before);
+    answer = VALID;
+    await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).expect(200);
+  });
+
+  it.each([
+    ['acme.userinfo', 'http://user:secret@127.0.0.1'],
+    ['acme.mapped', 'http://[::ffff:127.0.0.1]'],
+  ])('does not call the token_url of a stored manifest (%s, %s…) that breaks the manifest rule, and stores nothing', async (name, origin) => {
+    // As a manifest registered before the rule was checked on the parsed URL may have it.
+    const id = await register(name);
+    await svc.sql(`UPDATE integrations SET manifest = jsonb_set(manifest, '{oauth,token_url}', to_jsonb($1::text)) WHERE id = $2`, [`${origin}:${new URL(base).port}/token`, id]);
+    answer = VALID;
+    const seen = requests;
+    const back = await callback(name, id);
+    expect(back.get('error')).toBe('temporarily_unavailable');
+    expect(back.get('connection_id')).toBeNull();
+    expect(requests).toBe(seen);
+    expect(await svc.sql(`SELECT 1 FROM connections WHERE integration_id = $1`, [id])).toHaveLength(0);
   });
 });

@@ -100,6 +100,22 @@ describe('integrations', () => {
     expect((await t.http.get('/integrations').set(bearer(otherAdmin)).expect(200)).body.integrations).toHaveLength(3);
   });
 
+  it('takes OAuth URLs by the host they name: https, or plain http to a loopback host, never with user info', async () => {
+    const oauth = (authorize_url: string, token_url: string) => manifest({ name: 'acme.urls', oauth: { authorize_url, token_url } });
+    for (const [authorize, token] of [
+      ['http://127.0.0.1:x@evil.example/authorize', 'http://localhost:443@evil.example/token'],
+      ['https://user:secret@auth.acme.example/authorize', 'http://[::1]@evil.example/token'],
+      ['http://evil.example/127.0.0.1/authorize', 'not a url'],
+    ]) {
+      expect(badFields(await register(root, { manifest: oauth(authorize, token) })).sort()).toEqual(['manifest.oauth.authorize_url', 'manifest.oauth.token_url']);
+    }
+    expect((await register(root, { manifest: oauth('http://[::1]:8080/authorize', 'http://localhost/token') })).status).toBe(201);
+  });
+
+  it('refuses an empty name filter', async () => {
+    expect(badFields(await t.http.get('/integrations?name=').set(bearer(member)))).toEqual(['name']);
+  });
+
   it('answers 404 integration_not_found for an unknown id, whatever its shape', async () => {
     expectError(await t.http.get('/integrations/00000000-0000-4000-8000-000000000000').set(bearer(member)), 404, 'integration_not_found');
     expectError(await t.http.get('/integrations/nope').set(bearer(member)), 404, 'integration_not_found');

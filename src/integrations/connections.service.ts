@@ -8,12 +8,14 @@
  * after STATE_TTL_SECONDS and is used once (a Redis marker).
  * `callback`: opens the state, exchanges the code with the verifier at the upstream's token URL,
  * stores the tokens sealed in a connection of the tenant, and returns the redirect_uri to send
- * the user back to. A tampered, expired or replayed state stores nothing.
+ * the user back to. A tampered, expired or replayed state stores nothing; nor does a flow whose
+ * admin credential was revoked or demoted meanwhile.
  * `refresh`: a new access token from the stored refresh token; refreshes of one connection take
  * turns (see there).
  * Token endpoints are called under the same address policy as webhook targets
  * (common/target-policy.ts): no private, loopback or metadata address unless
  * WEBHOOK_ALLOW_PRIVATE_TARGETS allows it, checked where the connection is made; no redirects.
+ * Their answers are checked whole before anything is stored (`tokenResponseProblem`).
  */
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -21,6 +23,8 @@ import Redis from 'ioredis';
 import { createHash, randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { Agent, Dispatcher } from 'undici';
+import { CredentialsService } from '../auth/credentials.service';
+import { isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isId, newId } from '../common/ids';
@@ -31,12 +35,14 @@ import { SecretBox } from '../crypto/secret-box';
 import { REDIS } from '../redis/redis.module';
 import { ConnectionList, ConnectionResponse } from './connections.dto';
 import { IntegrationsService } from './integrations.service';
-import type { Manifest } from './manifest-schema';
+import { Manifest, oauthUrlProblem } from './manifest-schema';
 import { normalizeRedirect, redirectAllowlist } from './redirect-allowlist';
 
 const STATE_TTL_SECONDS = 600;
 const STATE_AAD = 'connector-oauth-state';
 const UPSTREAM_TIMEOUT_MS = 10_000;
+/** Ten years: beyond any real access token's lifetime, and well within PostgreSQL's timestamps. */
+const MAX_EXPIRES_IN_SECONDS = 10 * 365 * 86_400;
 
 interface State {
   nonce: string;
@@ -63,12 +69,13 @@ interface ConnectionRow {
   refreshed_at: Date | null;
 }
 
+/** A token response that passed `tokenResponseProblem` (null stands for absent, as some upstreams send it). */
 interface UpstreamTokens {
   access_token: string;
-  refresh_token?: string;
-  token_type?: string;
-  scope?: string;
-  expires_in?: number;
+  refresh_token?: string | null;
+  token_type?: string | null;
+  scope?: string | null;
+  expires_in?: number | null;
 }
 
 const invalidRequest = (message: string) => ApiError.badRequest('invalid_request', message);
@@ -85,6 +92,34 @@ const toConnection = (r: ConnectionRow): ConnectionResponse => ({
   refreshed_at: r.refreshed_at?.toISOString() ?? null,
 });
 
+/** The redirect_uri with an RFC 6749 4.1.2.1 error, for the user's browser. */
+function withError(back: URL, error: string, description: string): string {
+  back.searchParams.set('error', error);
+  back.searchParams.set('error_description', description);
+  return back.toString();
+}
+
+/**
+ * Why an upstream's successful token response (RFC 6749 5.1) cannot be stored, or undefined: it
+ * comes from outside and goes into sealed strings, text columns and a timestamp, so each field
+ * must be what those hold. PostgreSQL text cannot hold NUL; an expires_in out of range is no date.
+ * The reasons name fields, never their values (tokens).
+ */
+function tokenResponseProblem(body: Record<string, unknown>): string | undefined {
+  if (typeof body.access_token !== 'string' || !body.access_token) return 'access_token is missing or not a non-empty string';
+  for (const name of ['access_token', 'refresh_token', 'token_type', 'scope']) {
+    const value = body[name];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'string') return `${name} is not a string`;
+    if (value.includes('\0')) return `${name} contains a NUL character`;
+  }
+  const expiresIn = body.expires_in;
+  if (expiresIn !== undefined && expiresIn !== null && !(typeof expiresIn === 'number' && expiresIn >= 0 && expiresIn <= MAX_EXPIRES_IN_SECONDS)) {
+    return `expires_in is not a number of seconds from 0 to ${MAX_EXPIRES_IN_SECONDS}`;
+  }
+  return undefined;
+}
+
 @Injectable()
 export class ConnectionsService implements OnApplicationShutdown {
   private readonly allowlist: Set<string>;
@@ -95,6 +130,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     @Inject(REDIS) private readonly redis: Redis,
     private readonly secrets: SecretBox,
     private readonly integrations: IntegrationsService,
+    private readonly credentials: CredentialsService,
     private readonly config: AppConfig,
   ) {
     this.allowlist = redirectAllowlist(config.SVC_OAUTH_REDIRECT_ALLOWLIST);
@@ -150,11 +186,12 @@ export class ConnectionsService implements OnApplicationShutdown {
   async callback(provider: string, q: { code?: string; state?: string; error?: string; error_description?: string }): Promise<string> {
     const state = await this.openState(q.state, provider);
     const back = new URL(state.redirectUri);
-    if (q.error || !q.code) {
-      back.searchParams.set('error', q.error ? q.error.slice(0, 100) : 'invalid_request');
-      back.searchParams.set('error_description', q.error ? (q.error_description ?? 'The upstream refused').slice(0, 500) : 'The upstream sent neither a code nor an error');
-      return back.toString();
-    }
+    if (q.error) return withError(back, q.error.slice(0, 100), (q.error_description ?? 'The upstream refused').slice(0, 500));
+    if (!q.code) return withError(back, 'invalid_request', 'The upstream sent neither a code nor an error');
+    // The connection is made on the authority of the admin who started the flow, as that
+    // credential is now: one revoked (SPEC 4.5: at once) or demoted since connects nothing.
+    const starter = await this.credentials.principalById(state.tenantId, state.credentialId);
+    if (!starter || !isAdmin(starter)) return withError(back, 'access_denied', 'The credential that started this connection was revoked or is no longer an admin');
     const integration = await this.integrations.get(state.integrationId);
     const manifest = integration.manifest as unknown as Manifest;
     let tokens: UpstreamTokens;
@@ -170,9 +207,7 @@ export class ConnectionsService implements OnApplicationShutdown {
       if (!(err instanceof ApiError)) throw err;
       // The user is in a browser on the way back to the app: send them on with the reason.
       const upstreamError = err.details?.upstream_error;
-      back.searchParams.set('error', err.status === 502 ? 'temporarily_unavailable' : typeof upstreamError === 'string' ? upstreamError.slice(0, 100) : 'server_error');
-      back.searchParams.set('error_description', err.message);
-      return back.toString();
+      return withError(back, err.status === 502 ? 'temporarily_unavailable' : typeof upstreamError === 'string' ? upstreamError.slice(0, 100) : 'server_error', err.message);
     }
     const id = newId();
     await this.db.query(
@@ -263,8 +298,11 @@ export class ConnectionsService implements OnApplicationShutdown {
   }
 
   private async tokenRequest(manifest: Manifest, form: Record<string, string>): Promise<UpstreamTokens> {
-    const url = new URL(manifest.oauth!.token_url);
     const unreachable = (why: string) => new ApiError(502, 'invalid_grant', `The upstream token endpoint did not answer (${why})`);
+    // Manifests registered before the rule was checked on parsed URLs may still break it.
+    const insecure = oauthUrlProblem(manifest.oauth!.token_url);
+    if (insecure) throw unreachable(`refused: the manifest's token_url ${insecure}`);
+    const url = new URL(manifest.oauth!.token_url);
     const refused = literalAddressProblem(url, this.config.allowPrivateWebhookTargets);
     if (refused) throw unreachable(refused);
     let res: Dispatcher.ResponseData;
@@ -280,16 +318,18 @@ export class ConnectionsService implements OnApplicationShutdown {
     } catch (err) {
       throw unreachable(requestErrorText(err as Error));
     }
-    const body = (await res.body.json().catch(() => ({}))) as UpstreamTokens & { error?: string; error_description?: string };
+    const parsed: unknown = await res.body.json().catch(() => undefined);
+    const body = (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {}) as Record<string, unknown>;
     const ok = res.statusCode >= 200 && res.statusCode < 300;
-    if (!ok || typeof body.access_token !== 'string') {
-      const reason = body.error
-        ? `${body.error}${body.error_description ? ` (${body.error_description})` : ''}`
-        : ok
-          ? `answered ${res.statusCode} without an access_token`
-          : `answered ${res.statusCode}`;
-      throw ApiError.badRequest('invalid_grant', `The upstream refused the exchange: ${reason}`, typeof body.error === 'string' ? { upstream_error: body.error } : undefined);
+    const upstreamError = typeof body.error === 'string' && body.error ? body.error : undefined;
+    if (!ok || (upstreamError && body.access_token === undefined)) {
+      const description = typeof body.error_description === 'string' && body.error_description ? ` (${body.error_description})` : '';
+      const reason = upstreamError ? `${upstreamError}${description}` : `answered ${res.statusCode}`;
+      throw ApiError.badRequest('invalid_grant', `The upstream refused the exchange: ${reason}`, upstreamError ? { upstream_error: upstreamError } : undefined);
     }
-    return body;
+    // The upstream's failure, answered as its refusals are (the callback sends server_error); nothing is stored.
+    const problem = tokenResponseProblem(body);
+    if (problem) throw ApiError.badRequest('invalid_grant', `The upstream's token response was not valid: ${problem}`);
+    return body as unknown as UpstreamTokens;
   }
 }

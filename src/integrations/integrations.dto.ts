@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsObject, IsString, MaxLength } from 'class-validator';
+import { IsObject, IsString, MaxLength, MinLength } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { IsOptionalNonNull } from '../common/validation';
 import { DIRECTIONS } from './manifest-schema';
@@ -44,6 +44,6 @@ export class IntegrationList {
 
 export class ListIntegrationsQuery extends PageQuery {
   @ApiPropertyOptional({ description: 'Only this manifest name (every version of it)' })
-  @IsOptionalNonNull() @IsString() @MaxLength(200)
+  @IsOptionalNonNull() @IsString() @MinLength(1) @MaxLength(200)
   name?: string;
 }

@@ -14,9 +14,23 @@ import type { FieldIssue } from '../common/validation';
 
 export const DIRECTIONS = ['read', 'write', 'bidirectional'] as const;
 
-/** HTTPS, or plain HTTP to a loopback host (local development, as for webhooks). */
-const loopback = [...LOOPBACK_HOSTS].map((host) => host.replace(/[.[\]]/g, '\\$&')).join('|');
-const https = { type: 'string', format: 'uri', pattern: `^(https://|http://(${loopback})[:/])`, maxLength: 2000 };
+const OAUTH_URL_RULE = 'must be an https URL (plain http only to a loopback host: 127.0.0.1, [::1], localhost), without user info';
+
+/**
+ * Why a manifest's OAuth URL may not be used, or undefined: HTTPS, or plain HTTP to a loopback
+ * host (local development, as for webhooks), judged on the host WHATWG URL parsing finds, the one
+ * a request goes to (`http://127.0.0.1:x@evil.example` names evil.example). User info is refused
+ * outright: it is what makes such a URL look like another host, and no upstream needs it.
+ * Checked at registration and again before each token request, for manifests stored before.
+ */
+export function oauthUrlProblem(text: string): string | undefined {
+  const url = URL.canParse(text) ? new URL(text) : undefined;
+  const secure = url?.protocol === 'https:' || (url?.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname));
+  return secure && !url.username && !url.password ? undefined : OAUTH_URL_RULE;
+}
+
+const OAUTH_URL_FORMAT = 'oauth-url';
+const oauthUrl = { type: 'string', format: OAUTH_URL_FORMAT, maxLength: 2000 };
 const text = (max: number) => ({ type: 'string', minLength: 1, maxLength: max });
 
 export const MANIFEST_SCHEMA = {
@@ -50,8 +64,8 @@ export const MANIFEST_SCHEMA = {
       additionalProperties: false,
       required: ['authorize_url', 'token_url'],
       properties: {
-        authorize_url: https,
-        token_url: https,
+        authorize_url: oauthUrl,
+        token_url: oauthUrl,
         scopes: { type: 'array', maxItems: 100, items: text(200), uniqueItems: true },
         client_id: text(500),
       },
@@ -82,6 +96,8 @@ export const MANIFEST_SCHEMA = {
 
 const ajv = new Ajv({ allErrors: true, strict: false, logger: false });
 addFormats(ajv);
+// A format, not a check after the schema, so that a bad URL is named with the other schema errors.
+ajv.addFormat(OAUTH_URL_FORMAT, { type: 'string', validate: (text: string) => oauthUrlProblem(text) === undefined });
 const validate = ajv.compile(MANIFEST_SCHEMA);
 
 export interface Manifest {
@@ -110,7 +126,12 @@ export function manifestIssues(manifest: unknown): FieldIssue[] {
   if (!validate(manifest)) {
     return (validate.errors ?? []).map((e) => ({
       field: fieldOf(e),
-      message: e.keyword === 'additionalProperties' ? 'is not a manifest field' : (e.message ?? 'is invalid'),
+      message:
+        e.keyword === 'additionalProperties'
+          ? 'is not a manifest field'
+          : e.keyword === 'format' && e.params.format === OAUTH_URL_FORMAT
+            ? OAUTH_URL_RULE
+            : (e.message ?? 'is invalid'),
     }));
   }
   const m = manifest as Manifest;
