@@ -596,6 +596,25 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(byDigest.body.error).toBe('invalid_grant');
   });
 
+  it('refuses an account form posted with a token bound to someone else\'s planted nonce cookie', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'csrf@example.com', password: 'correct horse battery', name: 'Target' }).expect(201);
+    const cookie = (res: request.Response, name: string) => ((res.headers['set-cookie'] as unknown as string[]) ?? []).map((c) => c.split(';')[0]).find((c) => c.startsWith(`${name}=`))!;
+    // The attacker's own nonce and the token the sign-in page gave it.
+    const attackerPage = await request(t.url).get('/auth/sign-in').expect(200);
+    const [attackerNonce, attackerToken] = [cookie(attackerPage, 'svc_form_nonce'), field(attackerPage.text, 'csrf')];
+    // The victim signs in in their own browser.
+    const victim = request.agent(t.url);
+    const form = await victim.get('/auth/sign-in?return_to=/auth/sessions').expect(200);
+    const login = await victim.post('/auth/sign-in').type('form').send({ return_to: '/auth/sessions', csrf: field(form.text, 'csrf'), email: 'csrf@example.com', password: 'correct horse battery' }).expect(303);
+    const account = cookie(login, 'svc_account');
+
+    const planted = await request(t.url).post('/auth/sessions/revoke').set('Cookie', `${attackerNonce}; ${account}`).type('form').send({ csrf: attackerToken });
+    expect(planted.status).toBe(403);
+    await victim.get('/auth/sessions').expect(200); // still signed in
+    const own = await victim.get('/auth/sessions').expect(200);
+    expect((await victim.post('/auth/sessions/revoke').type('form').send({ csrf: field(own.text, 'csrf') })).status).toBe(303);
+  });
+
   it('ends the account pages\' sign-in in every browser when the user signs out everywhere', async () => {
     const signIn = async (agent: ReturnType<typeof request.agent>) => {
       const form = await agent.get('/auth/sign-in?return_to=/auth/grants').expect(200);
@@ -1138,7 +1157,10 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
     expect((await agent.get('/auth/security')).text).toContain('lin@example.com');
     const [user] = await open.sql<{ role: string; tenant: string }>(`SELECT u.role, t.name AS tenant FROM users u JOIN tenants t ON t.id = u.tenant_id WHERE u.email = 'lin@example.com'`);
     expect(user).toEqual({ role: 'admin', tenant: 'Lin' });
-    expect((await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: 'LIN@example.com', password: 'a long sign-up password' })).status).toBe(400);
+    // Signing in renewed the forms' tokens (they are bound to the account cookie): the old one is stale.
+    expect((await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: 'LIN@example.com', password: 'a long sign-up password' })).status).toBe(403);
+    const fresh = /name="csrf" value="([^"]*)"/.exec((await agent.get('/auth/sign-up').expect(200)).text)![1];
+    expect((await agent.post('/auth/sign-up').type('form').send({ csrf: fresh, name: 'Lin', email: 'LIN@example.com', password: 'a long sign-up password' })).status).toBe(400);
     expect((await request(open.url).post('/auth/sign-up').type('form').send({ csrf: 'x', name: 'M', email: 'm@example.com', password: 'a long sign-up password' })).status).toBe(403);
   });
 });

@@ -1,20 +1,26 @@
 /**
  * The account pages' sign-in (GET and POST /auth/sign-in without an app, handed over by
  * interactions.controller.ts), which sets the account cookie (account-session.ts), and the CSRF
- * tokens of the account forms: an HMAC bound to a random nonce cookie (SameSite=Strict).
+ * tokens of the account forms: an HMAC bound to a random nonce cookie (SameSite=Strict) and to
+ * the account cookie the browser is signed in with. The nonce alone would not do: someone who
+ * can plant cookies for the host (a sibling subdomain, plain HTTP) could plant their own nonce
+ * beside the victim's account cookie and post with the matching token.
  */
 import { Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { AppConfig } from '../config/app-config';
 import { UserRow, UsersService } from '../users/users.service';
-import { cookieOf, setAccountCookie } from './account-session';
+import { ACCOUNT_COOKIE, cookieOf, setAccountCookie } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { OidcProvider } from './oidc-provider';
 import { formExpiredPage, signInPage } from './pages';
 import { sendPage } from './send-page';
 
 const NONCE = 'svc_form_nonce';
+
+/** What a form's token is bound to: the nonce, and the account cookie (none before signing in). */
+const formSubject = (req: FastifyRequest, nonce: string) => `account-form:${nonce}:${cookieOf(req, ACCOUNT_COOKIE) ?? ''}`;
 
 /** Only the account pages are places to return to after signing in. */
 const safeReturn = (to: unknown) => (typeof to === 'string' && /^\/auth\/(grants|sessions|security)(\/[\w-]*)?$/.test(to) ? to : '/auth/grants');
@@ -54,11 +60,11 @@ export class AccountForms {
       nonce = randomBytes(18).toString('base64url');
       reply.header('Set-Cookie', `${NONCE}=${nonce}; Path=/auth; HttpOnly; SameSite=Strict${this.config.baseUrl.startsWith('https:') ? '; Secure' : ''}`);
     }
-    return csrfToken(await this.oidc.csrfKey(), `account-form:${nonce}`);
+    return csrfToken(await this.oidc.csrfKey(), formSubject(req, nonce));
   }
 
   async valid(req: FastifyRequest, token: unknown): Promise<boolean> {
     const nonce = cookieOf(req, NONCE);
-    return nonce !== undefined && csrfValid(await this.oidc.csrfKey(), `account-form:${nonce}`, token);
+    return nonce !== undefined && csrfValid(await this.oidc.csrfKey(), formSubject(req, nonce), token);
   }
 }
