@@ -1151,6 +1151,8 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
     // An address built to make a backtracking pattern take hours is refused at once, by its length.
     const hostile = await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: `a@${'.'.repeat(300_000)}@`, password: 'a long sign-up password' });
     expect(hostile.status).toBe(400);
+    // The same email rule as POST /users.
+    expect((await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: 'lin@b.c', password: 'a long sign-up password' })).status).toBe(400);
     const created = await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: 'lin@example.com', password: 'a long sign-up password' });
     expect(created.status).toBe(303);
     expect(created.headers.location).toBe('/auth/security');

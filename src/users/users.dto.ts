@@ -1,11 +1,14 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsEmail, IsIn, IsString, IsUrl, Length, MaxLength } from 'class-validator';
+import { IsEmail, isEmail, IsIn, IsString, IsUrl, Length, MaxLength } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { IsOptionalNonNull } from '../common/validation';
 
 export const USER_ROLES = ['admin', 'member'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
+
+/** The one rule for a user's email, POST /users and the sign-up page alike (length first: the check backtracks on long input). */
+export const isUserEmail = (email: string): boolean => email.length <= 254 && isEmail(email);
 
 export class CreateUserDto {
   @ApiProperty({ example: 'ada@example.com', maxLength: 254, description: 'Signs in to this user only: unique across the service, in any letter case' })
