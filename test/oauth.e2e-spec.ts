@@ -1164,6 +1164,26 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
     const fresh = /name="csrf" value="([^"]*)"/.exec((await agent.get('/auth/sign-up').expect(200)).text)![1];
     expect((await agent.post('/auth/sign-up').type('form').send({ csrf: fresh, name: 'Lin', email: 'LIN@example.com', password: 'a long sign-up password' })).status).toBe(400);
     expect((await request(open.url).post('/auth/sign-up').type('form').send({ csrf: 'x', name: 'M', email: 'm@example.com', password: 'a long sign-up password' })).status).toBe(403);
+
+    // The new tenant's admin user gets its first API key on the security page, shown once.
+    const security = await agent.get('/auth/security').expect(200);
+    const keyCsrf = field(security.text, 'csrf');
+    expect((await agent.post('/auth/keys').type('form').send({ csrf: 'forged', label: 'cli' })).status).toBe(403);
+    const shown = await agent.post('/auth/keys').type('form').send({ csrf: keyCsrf, label: 'cli' }).expect(200);
+    expect(shown.headers['cache-control']).toBe('no-store');
+    const key = /<code id="key">([^<]+)<\/code>/.exec(shown.text)![1];
+    const keys = (await open.http.get('/keys').set(bearer(key)).expect(200)).body.keys;
+    expect(keys.map((k: { label: string; role: string }) => [k.label, k.role])).toEqual([['cli', 'admin']]);
+    await open.http.post('/users').set(bearer(key)).send({ email: 'member@lin.example', password: 'a long member password', name: 'Member' }).expect(201);
+    // A member user has no such form, and its post is refused.
+    const member = request.agent(open.url);
+    const signInForm = await member.get('/auth/sign-in?return_to=/auth/security').expect(200);
+    await member.post('/auth/sign-in').type('form').send({ return_to: '/auth/security', csrf: field(signInForm.text, 'csrf'), email: 'member@lin.example', password: 'a long member password' }).expect(303);
+    const memberPage = await member.get('/auth/security').expect(200);
+    expect(memberPage.text).not.toContain('/auth/keys');
+    const memberCsrf = field((await member.get('/auth/sessions').expect(200)).text, 'csrf');
+    expect((await member.post('/auth/keys').type('form').send({ csrf: memberCsrf })).status).toBe(403);
+    expect((await open.http.get('/keys').set(bearer(key)).expect(200)).body.keys).toHaveLength(1);
   });
 });
 

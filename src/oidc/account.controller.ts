@@ -1,6 +1,8 @@
 /**
  * The user's account pages (SPEC 5.3, 5.8): connected apps (`/auth/grants`, with inspect and
- * revoke), sign-in sessions (`/auth/sessions`, sign out everywhere) and `/auth/security`. A user
+ * revoke), sign-in sessions (`/auth/sessions`, sign out everywhere) and `/auth/security`, where
+ * an admin user can create an admin API key (`POST /auth/keys`: how a tenant made by sign-up gets
+ * its first key). A user
  * signs in to them at `/auth/sign-in` (account-forms.ts); signing out everywhere ends that sign-in
  * in every browser (account-session.ts). Pages are HTML; the revoke routes also answer JSON to a
  * caller that asks for it.
@@ -13,6 +15,7 @@ import { Accepts, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
+import { KeysService } from '../keys/keys.service';
 import { isUserEmail } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
@@ -21,7 +24,7 @@ import { ApiFormBody, ApiFormExpired, ApiPage, ApiSeeOther, ApiSignedInUser, FOR
 import { clearAccountCookie, signedInAs } from './account-session';
 import { GrantsService } from './grants.service';
 import { OidcProvider } from './oidc-provider';
-import { errorPage, formExpiredPage, grantsPage, securityPage, sessionsPage, signUpPage } from './pages';
+import { createdKeyPage, errorPage, formExpiredPage, grantsPage, securityPage, sessionsPage, signUpPage } from './pages';
 import { sendPage } from './send-page';
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -39,6 +42,7 @@ export class AccountController {
     private readonly grants: GrantsService,
     private readonly forms: AccountForms,
     private readonly audit: AuditService,
+    private readonly keys: KeysService,
     private readonly config: AppConfig,
   ) {}
 
@@ -177,7 +181,37 @@ export class AccountController {
     if (!user) return;
     const events = await this.audit.forUser(user.tenant_id, user.id);
     const names = await this.grants.clientNames(events.map((e) => e.client_id));
-    await sendPage(reply, 200, securityPage({ email: user.email, events: events.map((e) => ({ ...e, client_name: e.client_id ? names.get(e.client_id) : undefined })) }));
+    await sendPage(
+      reply,
+      200,
+      securityPage({
+        email: user.email,
+        events: events.map((e) => ({ ...e, client_name: e.client_id ? names.get(e.client_id) : undefined })),
+        keyForm: user.role === 'admin' ? { csrf: await this.forms.csrf(req, reply) } : undefined,
+      }),
+    );
+  }
+
+  @ApiExtension('x-error-format', 'html')
+  @Post('keys')
+  @HttpCode(200)
+  @Accepts(FORM)
+  @ApiOperation({ summary: 'An admin user creates an admin API key of their tenant (the security page\'s form); the page shows it once' })
+  @ApiFormBody({ csrf: FORM_FIELD.csrf, label: { type: 'string', maxLength: 200 } }, ['csrf'])
+  @ApiPage(200, 'The new key, shown once')
+  @ApiPage(403, 'The signed-in user is not an admin')
+  @ApiSignedInUser()
+  @ApiFormExpired()
+  async createKey(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const user = await this.user(req, reply, '/auth/security');
+    if (!user) return;
+    if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
+    if (user.role !== 'admin') return sendPage(reply, 403, errorPage('Not allowed', 'Only an admin user may create API keys.'));
+    const given = typeof body.label === 'string' ? body.label.trim() : '';
+    const label = (given || `${user.email} (account page)`).slice(0, 200);
+    const created = await this.keys.create(user.tenant_id, { role: 'admin', label });
+    reply.header('Cache-Control', 'no-store');
+    await sendPage(reply, 200, createdKeyPage({ key: created.key!, label }));
   }
 
   /** The signed-in user; otherwise a redirect to sign in (HTML) or 401 (JSON), and undefined. */

@@ -6,6 +6,7 @@
 import { Module } from '@nestjs/common';
 import { OAUTH_TOKEN_RESOLVER } from '../auth/principal';
 import { AuditModule } from '../audit/audit.module';
+import { KeysModule } from '../keys/keys.module';
 import { UsersModule } from '../users/users.module';
 import { AccountForms } from './account-forms';
 import { AccountController } from './account.controller';
@@ -22,7 +23,7 @@ import { SigningKeys } from './signing-keys';
 import { UserinfoController } from './userinfo.controller';
 
 @Module({
-  imports: [UsersModule, AuditModule],
+  imports: [UsersModule, AuditModule, KeysModule],
   controllers: [ClientsController, InteractionsController, DeviceController, UserinfoController, AccountController],
   providers: [AccountForms, GrantsService, OidcJanitor, OAuthTokenCache, SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
   exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER],

@@ -172,13 +172,37 @@ export function sessionsPage(o: { csrf: string; sessions: Array<{ signed_in_at: 
   );
 }
 
-export function securityPage(o: { email: string; events: Array<{ action: string; client_id: string | null; client_name?: string; created_at: string }> }): string {
+/**
+ * The security page; an admin user also gets the form that creates an admin API key, the one way
+ * a tenant made through sign-up (whose first admin is a user) gets a key for the API.
+ */
+export function securityPage(o: {
+  email: string;
+  events: Array<{ action: string; client_id: string | null; client_name?: string; created_at: string }>;
+  keyForm?: { csrf: string };
+}): string {
   const app = (e: { client_id: string | null; client_name?: string }) =>
     e.client_name && e.client_name !== e.client_id ? `<strong>${escapeHtml(e.client_name)}</strong> (<code>${escapeHtml(e.client_id ?? '')}</code>)` : `<code>${escapeHtml(e.client_id ?? '')}</code>`;
   const rows = o.events
     .map((e) => `<li>${escapeHtml(e.created_at)}: ${e.action === 'auth.grant.created' ? 'access given to' : 'access revoked from'} ${app(e)}</li>`)
     .join('');
-  return page('Security', `${nav}<h1>Security</h1><p>Signed in as <strong>${escapeHtml(o.email)}</strong>.</p><h2>Recent activity</h2>${rows ? `<ul>${rows}</ul>` : '<p>Nothing yet.</p>'}`);
+  const keyForm = o.keyForm
+    ? `<h2>API keys</h2><p>An admin API key acts for your whole workspace through the API. It is shown once.</p>
+<form method="post" action="/auth/keys">${hidden('csrf', o.keyForm.csrf)}
+<label for="label">Label</label><input id="label" name="label" maxlength="200">
+<button type="submit">Create an admin API key</button></form>`
+    : '';
+  return page('Security', `${nav}<h1>Security</h1><p>Signed in as <strong>${escapeHtml(o.email)}</strong>.</p><h2>Recent activity</h2>${rows ? `<ul>${rows}</ul>` : '<p>Nothing yet.</p>'}${keyForm}`);
+}
+
+/** A key just created on the account pages: its only showing. */
+export function createdKeyPage(o: { key: string; label: string }): string {
+  return page(
+    'API key created',
+    `${nav}<h1>API key created</h1><p>Copy it now: it is not shown again.</p>
+<p><strong>${escapeHtml(o.label)}</strong></p><p><code id="key">${escapeHtml(o.key)}</code></p>
+<p>Send it as <code>Authorization: Bearer …</code>. Manage keys with <code>/keys</code>.</p>`,
+  );
 }
 
 /**
