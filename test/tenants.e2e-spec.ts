@@ -26,6 +26,9 @@ describe('tenants', () => {
       expect(list.body.keys.map((k: { id: string }) => k.id)).toEqual([res.body.admin_key.id]);
       const row = await t.sql<{ is_root: boolean }>('SELECT is_root FROM tenants WHERE id = $1', [res.body.tenant.id]);
       expect(row).toEqual([{ is_root: false }]);
+      // A name of the longest kind still gives a label within a key label's 200 characters.
+      const long = await t.http.post('/tenants').set(bearer(root.key)).send({ name: 'n'.repeat(200) }).expect(201);
+      expect(long.body.admin_key.label).toHaveLength(200);
     });
 
     it('by anyone else: 403 forbidden (or 401 without a key), and nothing is created', async () => {

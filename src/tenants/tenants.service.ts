@@ -18,7 +18,8 @@ export class TenantsService {
     return this.db.transaction(async (m) => {
       const tenant = m.create(TenantEntity, { id: newId(), name, isRoot: false, createdAt: new Date() });
       await m.insert(TenantEntity, tenant);
-      const adminKey = await this.keys.insert(m, tenant.id, { role: 'admin', label: `${name} admin` });
+      // Within a key label's 200 characters, however long the name.
+      const adminKey = await this.keys.insert(m, tenant.id, { role: 'admin', label: `${name} admin`.slice(0, 200) });
       return { tenant: { id: tenant.id, name: tenant.name, created_at: tenant.createdAt.toISOString() }, admin_key: adminKey };
     });
   }
