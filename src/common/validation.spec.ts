@@ -1,6 +1,6 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { IsQueryInt, isRfc3339 } from './validation';
+import { IsQueryInt, IsRfc3339, isRfc3339 } from './validation';
 
 describe('isRfc3339', () => {
   it.each(['2026-01-02T03:04:05Z', '2026-01-02t03:04:05z', '2026-01-02T03:04:05.123456+02:00', '2024-02-29T23:59:59-11:30'])('accepts %s', (v) => {
@@ -26,6 +26,35 @@ describe('isRfc3339', () => {
     1767323045,
   ])('refuses %p', (v) => {
     expect(isRfc3339(v)).toBe(false);
+  });
+});
+
+describe('IsRfc3339', () => {
+  class T {
+    @IsRfc3339()
+    at: unknown;
+  }
+  const check = (at: unknown) => {
+    const t = plainToInstance(T, { at });
+    return validateSync(t).length ? 'refused' : t.at;
+  };
+
+  it.each([
+    ['2026-01-02T03:04:05Z', '2026-01-02T03:04:05.000Z'],
+    ['2026-01-02t03:04:05.5+02:00', '2026-01-02T01:04:05.500Z'],
+    ['2020-01-01T00:00:00.1239999Z', '2020-01-01T00:00:00.123Z'], // cut, not rounded to .124
+    ['9999-12-31T23:59:59.9999999Z', '9999-12-31T23:59:59.999Z'], // not rounded into year 10000
+    ['0001-01-01T00:00:00.0009999Z', '0001-01-01T00:00:00.000Z'],
+    ['2016-12-31T23:59:59.999999999-15:59', '2017-01-01T15:58:59.999Z'],
+  ])('keeps %s as the instant %s, cut to the millisecond', (sent, kept) => {
+    expect(check(sent)).toBe(kept);
+  });
+
+  it('takes the years 1 to 9999 to apply to the instant once cut and taken to UTC', () => {
+    expect(check('9999-12-31T23:59:59.9999999+00:00')).toBe('9999-12-31T23:59:59.999Z');
+    expect(check('9999-12-31T23:59:59.9999999-00:01')).toBe('refused'); // year 10000
+    expect(check('0001-01-01T00:00:00.9999999+00:01')).toBe('refused'); // year 0
+    expect(check('2026-01-02T03:04:05')).toBe('refused');
   });
 });
 

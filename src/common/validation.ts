@@ -144,36 +144,51 @@ export const IsQueryInt = (min: number, max: number) =>
 /** The largest value of a PostgreSQL `integer` column (item versions). */
 export const MAX_INT4 = 2_147_483_647;
 
-const RFC3339_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
+const RFC3339_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|([+-])(\d{2}):(\d{2}))$/;
 
-/**
- * An RFC 3339 date-time: a zone (`Z` or `±hh:mm`) is required, and every field in range. Two
- * narrowings: offsets up to ±15:59 (no zone is further out; PostgreSQL refuses more), and
- * instants between years 1 and 9999 once the offset is applied (so they store, and read back,
- * as RFC 3339). A leap second (`:60`) is refused: neither JavaScript nor PostgreSQL keep one.
- */
-export function isRfc3339(value: unknown): boolean {
-  if (typeof value !== 'string') return false;
-  const m = RFC3339_RE.exec(value);
-  if (!m) return false;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
-  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  const zoneOk = m[9] === undefined || (Number(m[9]) <= 15 && Number(m[10]) <= 59);
-  if (!(year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 && minute <= 59 && second <= 59 && zoneOk)) {
-    return false;
-  }
-  const instant = Date.parse(value);
-  return instant >= MIN_INSTANT && instant <= MAX_INSTANT;
-}
-
-const MIN_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+const MIN_INSTANT = Date.parse('0001-01-01T00:00:00.000Z');
 const MAX_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
 
+/**
+ * An RFC 3339 date-time as the service keeps it, or undefined when it is not one. A zone (`Z`
+ * or `±hh:mm`) is required, and every field in range. Narrowings: offsets up to ±15:59 (no zone
+ * is further out; PostgreSQL refuses more); a leap second (`:60`) is refused, as neither
+ * JavaScript nor PostgreSQL keep one; digits past the millisecond are cut off here, before the
+ * value goes anywhere, since PostgreSQL would round them instead (`.9999999` into the next second,
+ * `9999-12-31T23:59:59.9999999Z` into year 10000); and the instant, once cut and the offset
+ * applied, must fall in years 1 to 9999, so that it stores, and reads back, as RFC 3339.
+ */
+export function rfc3339Instant(value: unknown): Date | undefined {
+  if (typeof value !== 'string') return undefined;
+  const m = RFC3339_RE.exec(value);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  const zoneOk = m[9] === undefined || (Number(m[10]) <= 15 && Number(m[11]) <= 59);
+  if (!(year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 && minute <= 59 && second <= 59 && zoneOk)) {
+    return undefined;
+  }
+  const millis = (m[7] ?? '').slice(0, 3).padEnd(3, '0');
+  const zone = m[9] === undefined ? 'Z' : `${m[9]}${m[10]}:${m[11]}`;
+  // ECMAScript's own date-time format, which every engine parses alike.
+  const instant = Date.parse(`${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.${millis}${zone}`);
+  return instant >= MIN_INSTANT && instant <= MAX_INSTANT ? new Date(instant) : undefined;
+}
+
+export const isRfc3339 = (value: unknown): boolean => rfc3339Instant(value) !== undefined;
+
+/**
+ * A date-time field: validated as `rfc3339Instant` says, and replaced by the instant it keeps,
+ * in UTC (`2026-01-02T03:04:05.123Z`), so that what is stored or compared is what reads back.
+ */
 export const IsRfc3339 = () =>
-  ValidateBy({
-    name: 'isRfc3339',
-    validator: {
-      validate: isRfc3339,
-      defaultMessage: () => 'must be an RFC 3339 date-time with a time zone, such as "2026-01-02T03:04:05Z"',
-    },
-  });
+  applyDecorators(
+    Transform(({ value }) => rfc3339Instant(value)?.toISOString() ?? value),
+    ValidateBy({
+      name: 'isRfc3339',
+      validator: {
+        validate: isRfc3339,
+        defaultMessage: () => 'must be an RFC 3339 date-time with a time zone (years 0001 to 9999 in UTC), such as "2026-01-02T03:04:05Z"',
+      },
+    }),
+  );

@@ -93,10 +93,9 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   if (f.tier && f.tier !== 'all') where.push(`${alias}.tier = ${p(f.tier)}`);
   if (f.tags?.length) where.push(`${alias}.tags @> ${p(f.tags)}::text[]`);
   if (f.source !== undefined) where.push(`${alias}.source = ${p(f.source)}`);
-  // At the millisecond, as timestamps are stored: `since` at the very instant an item was written
-  // with (sub-millisecond digits included) finds it, and `until` at that instant leaves it out.
-  if (f.since !== undefined) where.push(`${alias}."timestamp" >= ${p(toMillisecond(f.since))}`);
-  if (f.until !== undefined) where.push(`${alias}."timestamp" < ${p(toMillisecond(f.until))}`);
+  // Already cut to the millisecond, as timestamps are stored (common/validation.ts IsRfc3339).
+  if (f.since !== undefined) where.push(`${alias}."timestamp" >= ${p(f.since)}`);
+  if (f.until !== undefined) where.push(`${alias}."timestamp" < ${p(f.until)}`);
   const readable = f.readableTypes === undefined ? undefined : p(f.readableTypes);
   const clause = (c: EdgeClause, near: 'source_id' | 'target_id', far: 'source_id' | 'target_id') => {
     const typeCond = c.edgeType === '*' ? '' : ` AND e.edge_type = ${p(c.edgeType)}`;
@@ -107,6 +106,3 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   for (const b of f.backrefs ?? []) where.push(clause(b, 'target_id', 'source_id'));
   return where.join(' AND ');
 }
-
-/** An RFC 3339 instant (already validated) cut to the millisecond. */
-const toMillisecond = (instant: string) => new Date(instant).toISOString();

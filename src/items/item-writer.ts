@@ -6,6 +6,7 @@
  * write, the lifecycle, the type's schema): this module only writes.
  */
 import { Injectable } from '@nestjs/common';
+import { isDeepStrictEqual } from 'node:util';
 import type { EntityManager } from 'typeorm';
 import { tenantWide } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
@@ -29,6 +30,16 @@ const CHANGEABLE: Record<string, string> = {
 };
 
 export type ItemChanges = Partial<Pick<ItemRow, keyof typeof CHANGEABLE & keyof ItemRow>>;
+
+/**
+ * The instant a write stamps on an item (`created_at`, `updated_at`, a defaulted `timestamp`).
+ * One clock for inserts and updates, whichever instance writes: the database's. The statement's
+ * time, not the transaction's: an upsert that waited for a racing insert of its natural key
+ * updates after that insert, though its transaction may have begun before it, and `updated_at`
+ * must not come before `created_at`. To the millisecond, the precision of the API and of list
+ * cursors.
+ */
+export const WRITE_INSTANT = `date_trunc('milliseconds', statement_timestamp())`;
 
 export interface Change {
   current: ItemRow;
@@ -55,7 +66,13 @@ export class ItemWriter {
     await this.outbox.record(m, p, 'item.created', { item_type: row.type }, itemSubject(everything, row, edges?.get(row.id), targets));
   }
 
+  /**
+   * One item's change. One that leaves every value as it is writes nothing (no version, revision
+   * or event) and answers the item as it is: `version` counts changes, and a client sending what
+   * is already there changes nothing anyone could see.
+   */
   async update(m: EntityManager, p: Principal, current: ItemRow, changes: ItemChanges): Promise<ItemRow> {
+    if (changesNothing(current, changes)) return current;
     return (await this.updateMany(m, p, [{ current, changes }]))[0];
   }
 
@@ -77,7 +94,7 @@ export class ItemWriter {
     if (columns.includes('state')) sets.push(`trashed_from = CASE WHEN x.state <> 'trashed' THEN NULL WHEN i.state = 'trashed' THEN i.trashed_from ELSE i.state END`);
     const recordType = ['id uuid', ...columns.map((c) => `${q(c)} ${CHANGEABLE[c]}`)].join(', ');
     const [rows]: [ItemRow[], number] = await m.query(
-      `UPDATE items i SET ${sets.join(', ')}, version = i.version + 1, updated_at = now()
+      `UPDATE items i SET ${sets.join(', ')}, version = i.version + 1, updated_at = ${WRITE_INSTANT}
          FROM jsonb_to_recordset($2::jsonb) AS x(${recordType})
         WHERE i.tenant_id = $1 AND i.id = x.id
        RETURNING ${ITEM_COLUMNS_I}`,
@@ -147,6 +164,17 @@ export class ItemWriter {
       [p.tenantId, p.credentialId, JSON.stringify(rows.map((r) => ({ item_id: r.id, version: r.version, snapshot: r, created_at: r.updated_at })))],
     );
   }
+}
+
+/**
+ * Whether `changes` leave the item's values as they are. `schema_version` alone is no change: it
+ * only says which version of the type's schema last checked the properties, which still fit.
+ */
+function changesNothing(current: ItemRow, changes: ItemChanges): boolean {
+  const comparable = (column: string, value: unknown) => (column === 'timestamp' ? new Date(value as Date | string).getTime() : value);
+  return Object.entries(changes).every(
+    ([column, value]) => column === 'schema_version' || isDeepStrictEqual(comparable(column, (current as unknown as Record<string, unknown>)[column]), comparable(column, value)),
+  );
 }
 
 /** An item event's subject: the item as an admin sees it, with the types of its edges' targets. */

@@ -25,11 +25,11 @@ export class ItemsController {
   @ApiOperation({
     summary: 'Create an item, or update it through its natural key',
     description:
-      '201 when created. When `source_id` is given and this credential\'s source already has an item with it, that item is updated (properties and given fields replaced) and the response is 200. `source` is stamped from the credential; a client-sent one is ignored.',
+      '201 when created. When `source_id` is given and this credential\'s source already has an item with it, that item is updated (properties and given fields replaced) and the response is 200. `source` is stamped from the credential; a client-sent one is ignored. `edges` naming an unknown edge type or an item the caller cannot see: 404 edge_type_not_found or item_not_found.',
   })
   @ApiCreatedResponse({ type: ItemResponse })
   @ApiOkResponse({ type: ItemResponse, description: 'Updated through the natural key' })
-  @ApiErrors(400, 401, 403, 409, 429)
+  @ApiErrors(400, 401, 403, 404, 409, 429)
   async create(@Caller() caller: Principal, @Body() dto: CreateItemDto, @Res({ passthrough: true }) res: FastifyReply): Promise<Item> {
     const { item, created } = await this.items.create(caller, dto);
     res.status(created ? 201 : 200);
@@ -67,7 +67,7 @@ export class ItemsController {
   @ApiOperation({
     summary: 'Change an item (optimistic concurrency on `version`)',
     description:
-      '`properties` and `extensions` merge shallowly (null removes a key). A stale `version` is 409 version_conflict with {current, ancestor, conflicting_fields, merge_policy}, except when only tags, tier or state change: the server merges those (tags as adds/removes relative to the ancestor).',
+      '`properties` and `extensions` merge shallowly (null removes a key). A stale `version` is 409 version_conflict with {current, ancestor, conflicting_fields, merge_policy}, except when only tags, tier or state change: the server merges those (tags as adds/removes relative to the ancestor). A patch that changes nothing answers the item as it is, without a new version.',
   })
   @ApiOkResponse({ type: ItemResponse })
   @ApiConflictResponse({ type: VersionConflictEnvelope, description: 'version_conflict: the item changed since `version`' })

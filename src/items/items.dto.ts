@@ -1,4 +1,6 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
 import {
   ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min,
   ValidateBy,
@@ -11,14 +13,21 @@ import type { Tier } from '../keys/api-key.entity';
 export const MAX_TAGS = 100;
 const TAG_RE = /^[^,\s][^,]{0,99}$/u;
 
+/**
+ * A list of tags, each kept once, where it first appears: an item carries a set of tags, and
+ * every list that writes them (create, upsert, PATCH, metadata, bulk) comes through here.
+ */
 export const IsTagList = () =>
-  ValidateBy({
-    name: 'isTagList',
-    validator: {
-      validate: (v: unknown) => Array.isArray(v) && v.length <= MAX_TAGS && v.every((t) => typeof t === 'string' && TAG_RE.test(t) && t.trim() === t),
-      defaultMessage: () => `must be an array of at most ${MAX_TAGS} tags, each 1-100 characters without commas or surrounding spaces`,
-    },
-  });
+  applyDecorators(
+    Transform(({ value }) => (Array.isArray(value) ? [...new Set(value)] : value)),
+    ValidateBy({
+      name: 'isTagList',
+      validator: {
+        validate: (v: unknown) => Array.isArray(v) && v.length <= MAX_TAGS && v.every((t) => typeof t === 'string' && TAG_RE.test(t) && t.trim() === t),
+        defaultMessage: () => `must be an array of at most ${MAX_TAGS} tags, each 1-100 characters without commas or surrounding spaces`,
+      },
+    }),
+  );
 
 const IsObjectMap = (what: string) =>
   ValidateBy({
@@ -71,15 +80,15 @@ class ItemWritableFields {
 
   @ApiPropertyOptional({ maxLength: 200, nullable: true, type: String })
   @IsOptional() @IsString() @MaxLength(200)
-  device?: string;
+  device?: string | null;
 
   @ApiPropertyOptional({ minimum: -90, maximum: 90, type: Number, nullable: true })
   @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(-90) @Max(90)
-  capture_latitude?: number;
+  capture_latitude?: number | null;
 
   @ApiPropertyOptional({ minimum: -180, maximum: 180, type: Number, nullable: true })
   @IsOptional() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(-180) @Max(180)
-  capture_longitude?: number;
+  capture_longitude?: number | null;
 
   @ApiPropertyOptional(EXT_DOC)
   @IsOptionalNonNull() @IsObjectMap('extension namespace')

@@ -8,7 +8,6 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { plainToInstance } from 'class-transformer';
 import { validate as classValidate } from 'class-validator';
-import { isDeepStrictEqual } from 'node:util';
 import { DataSource, EntityManager } from 'typeorm';
 import { canEdgeType, canExtension, canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
@@ -25,7 +24,7 @@ import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
 import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooManyTags } from './item-changes';
 import { Item, ITEM_COLUMNS, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
-import { ItemWriter } from './item-writer';
+import { ItemWriter, WRITE_INSTANT } from './item-writer';
 import { assertTypePattern, EdgeClause, ItemFilter, itemWhere, parseEdgeClauses, parseTags } from './item-filter';
 import {
   BulkItemResult, BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemVersionList, ListItemsQuery,
@@ -34,6 +33,9 @@ import {
 import { assertInitialState, assertTransition } from './lifecycle';
 
 const notFound = () => ApiError.notFound('item_not_found', 'No such item');
+
+/** A nullable field's next value: absent keeps the current one, `null` clears it. */
+const given = <T>(sent: T | undefined, current: T): T => (sent !== undefined ? sent : current);
 
 /** Natural keys in code-unit order, elements without one after all that have one. */
 const compareNaturalKeys = (a: string | undefined, b: string | undefined): number =>
@@ -143,17 +145,16 @@ export class ItemsService {
     await this.assertBlobsExist(p, properties);
     const state = dto.state ?? 'active';
     assertInitialState(state);
-    const now = new Date();
     const rows: ItemRow[] = await m.query(
       `INSERT INTO items (tenant_id, id, type, properties, state, version, schema_version, source, source_id, "timestamp", tier,
                           device, capture_latitude, capture_longitude, tags, extensions, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)
+       VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, COALESCE($9::timestamptz, ${WRITE_INSTANT}), $10, $11, $12, $13, $14, $15, ${WRITE_INSTANT}, ${WRITE_INSTANT})
        ON CONFLICT (tenant_id, source, source_id) WHERE source_id IS NOT NULL DO NOTHING
        RETURNING ${ITEM_COLUMNS}`,
       [
-        p.tenantId, newId(), type.name, properties, state, type.version, p.source, dto.source_id ?? null, dto.timestamp ?? now,
+        p.tenantId, newId(), type.name, properties, state, type.version, p.source, dto.source_id ?? null, dto.timestamp ?? null,
         dto.tier ?? p.defaultTier, dto.device ?? null, dto.capture_latitude ?? null, dto.capture_longitude ?? null,
-        dto.tags ?? [], mergeExtensions({}, dto.extensions), now,
+        dto.tags ?? [], mergeExtensions({}, dto.extensions),
       ],
     );
     if (rows.length === 0) {
@@ -193,24 +194,20 @@ export class ItemsService {
       await this.assertBlobsExist(p, dto.properties);
     }
     if (dto.state !== undefined) assertTransition(existing, dto.state);
-    const next = {
+    // Edges of an upsert are additive: ones that already exist are kept as they are.
+    if (dto.edges) await this.edges.createMany(m, p, existing, dto.edges);
+    return this.writer.update(m, p, existing, {
       properties: dto.properties ?? existing.properties,
       tags: dto.tags ?? existing.tags,
       tier: dto.tier ?? existing.tier,
       state: dto.state ?? existing.state,
-      timestamp: dto.timestamp ? new Date(dto.timestamp).toISOString() : new Date(existing.timestamp).toISOString(),
-      device: dto.device ?? existing.device,
-      capture_latitude: dto.capture_latitude ?? existing.capture_latitude,
-      capture_longitude: dto.capture_longitude ?? existing.capture_longitude,
+      timestamp: dto.timestamp ?? existing.timestamp,
+      device: given(dto.device, existing.device),
+      capture_latitude: given(dto.capture_latitude, existing.capture_latitude),
+      capture_longitude: given(dto.capture_longitude, existing.capture_longitude),
       extensions: mergeExtensions(existing.extensions, dto.extensions),
-    };
-    const unchanged = Object.entries(next).every(([k, v]) =>
-      isDeepStrictEqual(k === 'timestamp' ? new Date(existing.timestamp).toISOString() : (existing as unknown as Record<string, unknown>)[k], v),
-    );
-    // Edges of an upsert are additive: ones that already exist are kept as they are.
-    if (dto.edges) await this.edges.createMany(m, p, existing, dto.edges);
-    if (unchanged) return existing; // an idempotent re-sync does not grow the history
-    return this.writer.update(m, p, existing, { ...next, schema_version: type.version });
+      schema_version: type.version,
+    });
   }
 
   async patch(p: Principal, id: string, dto: PatchItemDto): Promise<Item> {
@@ -219,7 +216,6 @@ export class ItemsService {
       if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
       const { version, ...changes } = dto;
       const touched = touchedFields(changes);
-      if (touched.length === 0 && version === current.version) return current;
       this.assertMetadataWrite(p, changes.tags, changes.extensions);
       let tags = changes.tags;
       if (version !== current.version) {
@@ -257,9 +253,9 @@ export class ItemsService {
         tier: changes.tier ?? current.tier,
         state: changes.state ?? current.state,
         timestamp: changes.timestamp ?? current.timestamp,
-        device: changes.device !== undefined ? changes.device : current.device,
-        capture_latitude: changes.capture_latitude !== undefined ? changes.capture_latitude : current.capture_latitude,
-        capture_longitude: changes.capture_longitude !== undefined ? changes.capture_longitude : current.capture_longitude,
+        device: given(changes.device, current.device),
+        capture_latitude: given(changes.capture_latitude, current.capture_latitude),
+        capture_longitude: given(changes.capture_longitude, current.capture_longitude),
         extensions: mergeExtensions(current.extensions, changes.extensions),
         schema_version: schemaVersion,
       });
@@ -271,7 +267,6 @@ export class ItemsService {
     return this.writeAndPresent(p, async (m) => {
       const current = await this.lockVisible(m, p, id);
       if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
-      if (current.state === 'trashed') return current;
       assertTransition(current, 'trashed');
       return this.writer.update(m, p, current, { state: 'trashed' });
     });
@@ -288,9 +283,7 @@ export class ItemsService {
       const tags = changeTags(dto.tags ?? current.tags, dto.add_tags, dto.remove_tags);
       const tagsError = tooManyTags(current.tags, tags);
       if (tagsError) throw tagsError;
-      const extensions = mergeExtensions(current.extensions, dto.extensions);
-      if (isDeepStrictEqual(tags, current.tags) && isDeepStrictEqual(extensions, current.extensions)) return current;
-      return this.writer.update(m, p, current, { tags, extensions });
+      return this.writer.update(m, p, current, { tags, extensions: mergeExtensions(current.extensions, dto.extensions) });
     });
     return this.metadataOf(p, row);
   }
@@ -375,9 +368,13 @@ export class ItemsService {
 
   // ---------------------------------------------------------------- helpers
 
+  /**
+   * A type the caller may not read is answered as one that does not exist, as GET /types/{name}
+   * answers it: a 403 would tell a member which types the tenant has.
+   */
   private async writableType(m: EntityManager, p: Principal, name: string): Promise<ResolvedType> {
     const type = await this.types.forWrite(p.tenantId, name, m);
-    if (!type) throw ApiError.badRequest('invalid_type', `Unknown type "${name}"`, { type: name });
+    if (!type || !(await this.types.can(p, name, 'read'))) throw ApiError.badRequest('invalid_type', `Unknown type "${name}"`, { type: name });
     if (!(await this.types.can(p, name, 'write'))) throw this.typeNotPermitted(name);
     return type;
   }

@@ -59,6 +59,30 @@ describe('items: versions and conflicts', () => {
       expect(res.body.extensions).not.toHaveProperty('acme.one');
     });
 
+    it('a PATCH that changes nothing → 200 with the item as it is: no new version, revision or event', async () => {
+      const item = await createItem(admin, doc({ title: 'still' }, { tags: ['k'], timestamp: '2020-05-05T05:05:05.500Z', device: null }));
+      const events = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM events WHERE payload->'item'->>'id' = $1`, [item.id]))[0].n;
+      const eventsBefore = await events();
+      for (const body of [
+        { version: 1, state: 'active' },
+        { version: 1, properties: { absent: null } },
+        { version: 1, properties: { title: 'still' }, tags: ['k', 'k'], tier: 'library', extensions: { 'acme.none': null } },
+        { version: 1, timestamp: '2020-05-05T07:05:05.5009+02:00', device: null, capture_latitude: null },
+        { version: 1 },
+      ]) {
+        const res = await admin.patch(`/items/${item.id}`, body);
+        expectStatus(res, 200);
+        expect({ body, item: res.body }).toEqual({ body, item });
+      }
+      expect((await admin.get(`/items/${item.id}/versions`)).body.versions).toHaveLength(1);
+      expect(await events()).toBe(eventsBefore);
+      const changed = await admin.patch(`/items/${item.id}`, { version: 1, state: 'archived' });
+      expect(changed.body.version).toBe(2);
+      // A stale version is still a conflict when what it sends is what is there now.
+      expectError(await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'still' } }), 409, 'version_conflict');
+      expectError(await admin.patch(`/items/${item.id}`, { version: 1 }), 409, 'version_conflict');
+    });
+
     it('properties are validated after the merge', async () => {
       const item = await createItem(admin, { type: 'core.bookmark', properties: { url: 'https://example.com' } });
       expectError(await admin.patch(`/items/${item.id}`, { version: 1, properties: { url: null } }), 400, 'missing_required_field');

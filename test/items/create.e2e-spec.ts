@@ -135,6 +135,33 @@ describe('items: create, upsert, bulk, delete', () => {
       }
     });
 
+    it('a tag sent more than once is kept once, where it first appears, wherever tags are written', async () => {
+      const item = await createItem(admin, note('tags', { tags: ['a', 'b', 'a', 'c', 'b'], source_id: 'dup-tags' }));
+      expect(item.tags).toEqual(['a', 'b', 'c']);
+      const upserted = await admin.post('/items', note('tags', { tags: ['d', 'd'], source_id: 'dup-tags' }));
+      expectStatus(upserted, 200);
+      expect(upserted.body.tags).toEqual(['d']);
+      const patched = await admin.patch(`/items/${item.id}`, { version: upserted.body.version, tags: ['x', 'y', 'x'] });
+      expectStatus(patched, 200);
+      expect(patched.body.tags).toEqual(['x', 'y']);
+      const replaced = await admin.patch(`/items/${item.id}/metadata`, { tags: ['m', 'm'] });
+      expectStatus(replaced, 200);
+      expect(replaced.body.tags).toEqual(['m']);
+      const added = await admin.patch(`/items/${item.id}/metadata`, { add_tags: ['n', 'm', 'n'] });
+      expect(added.body.tags).toEqual(['m', 'n']);
+      const bulk = await admin.post('/items/bulk', { mode: 'upsert', items: [note('bulk tags', { tags: ['p', 'p', 'q'] })] });
+      expect((await admin.get(`/items/${bulk.body.results[0].id}`)).body.tags).toEqual(['p', 'q']);
+      // What is stored is what is read: a list filter by the tag finds the item once.
+      expect((await admin.get('/items', { tags: 'm' })).body.items.map((i: { id: string }) => i.id)).toEqual([item.id]);
+      expect((await t.sql(`SELECT tags FROM items WHERE id = $1`, [item.id]))[0]).toEqual({ tags: ['m', 'n'] });
+    });
+
+    it('the OpenAPI document lists 404 for POST /items: edges name edge types and items that may not exist', async () => {
+      const doc = (await t.http.get('/openapi.json').expect(200)).body;
+      expect(Object.keys(doc.paths['/items'].post.responses)).toContain('404');
+      expectError(await admin.post('/items', note('edge to nowhere', { edges: { 'acme.nowhere': [randomUUID()] } })), 404, 'edge_type_not_found');
+    });
+
     it('an unknown type → 400 invalid_type', async () => {
       expectError(await admin.post('/items', { type: 'acme.unknown', properties: {} }), 400, 'invalid_type');
       expectError(await admin.post('/items', { type: 'core.nope', properties: {} }), 400, 'invalid_type');
@@ -199,6 +226,40 @@ describe('items: create, upsert, bulk, delete', () => {
     const found = async (q: Record<string, string>) => (await admin.get('/items', { type: 'core.task', ...q })).body.items.map((i: { id: string }) => i.id);
     expect(await found({ since: '1999-03-03T03:03:03.123456Z', until: '2000-01-01T00:00:00Z' })).toEqual([item.id]);
     expect(await found({ since: '1999-01-01T00:00:00Z', until: '1999-03-03T03:03:03.123456Z' })).toEqual([]);
+  });
+
+  it('cuts digits past the millisecond (never rounds them) wherever a timestamp is written or compared; years 0001-9999 apply to the cut instant', async () => {
+    const last = await createItem(admin, { type: 'core.note', properties: { title: 'last instant' }, timestamp: '9999-12-31T23:59:59.9999999Z', tags: ['cut'] });
+    expect(last.timestamp).toBe('9999-12-31T23:59:59.999Z');
+    expect((await admin.get(`/items/${last.id}`)).body.timestamp).toBe('9999-12-31T23:59:59.999Z');
+    const item = await createItem(admin, { type: 'core.note', properties: { title: 'cut' }, timestamp: '2001-02-03T04:05:06.1239999Z', source_id: 'cut-1', tags: ['cut'] });
+    expect(item.timestamp).toBe('2001-02-03T04:05:06.123Z');
+    const upserted = await admin.post('/items', { type: 'core.note', properties: { title: 'cut' }, timestamp: '2001-02-03T04:05:06.4569999Z', source_id: 'cut-1', tags: ['cut'] });
+    expectStatus(upserted, 200);
+    expect(upserted.body.timestamp).toBe('2001-02-03T04:05:06.456Z');
+    const patched = await admin.patch(`/items/${item.id}`, { version: upserted.body.version, timestamp: '2001-02-03T04:05:06.7899999+00:00' });
+    expectStatus(patched, 200);
+    expect(patched.body.timestamp).toBe('2001-02-03T04:05:06.789Z');
+    const bulk = await admin.post('/items/bulk', { mode: 'upsert', items: [{ type: 'core.note', properties: { title: 'bulk cut' }, timestamp: '2001-02-03T04:05:06.9999999Z', tags: ['cut'] }] });
+    expect((await admin.get(`/items/${bulk.body.results[0].id}`)).body.timestamp).toBe('2001-02-03T04:05:06.999Z');
+
+    const found = async (q: Record<string, string>) => (await admin.get('/items', { tags: 'cut', ...q })).body.items.map((i: { id: string }) => i.id);
+    expect(await found({ since: '2001-02-03T04:05:06.7899999Z', until: '2001-02-03T04:05:06.9989999Z' })).toEqual([item.id]);
+    expect(await found({ since: '2001-02-03T04:05:06.9999999Z', until: '9999-12-31T23:59:59.9999999Z' })).toEqual([bulk.body.results[0].id]);
+
+    const action = await admin.post('/items/bulk_action', { action: 'update_timestamp', filter: { tags: ['cut'], until: '3000-01-01T00:00:00Z' }, timestamp: '2002-01-01T00:00:00.0009999Z' });
+    expectStatus(action, 200);
+    expect((await admin.get(`/items/${item.id}`)).body.timestamp).toBe('2002-01-01T00:00:00.000Z');
+
+    // Cut, then taken to UTC, these fall in years 10000 and 0.
+    for (const timestamp of ['9999-12-31T23:59:59.9999999-00:01', '0001-01-01T00:00:00.9999999+00:01']) {
+      const res = await admin.post('/items', note('out of range', { timestamp }));
+      expectError(res, 400, 'validation_error');
+      expect(res.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(['timestamp']);
+    }
+    const list = await admin.get('/items', { until: '9999-12-31T23:59:59.9999999-00:01' });
+    expectError(list, 400, 'validation_error');
+    expect(list.body.error.details.fields.map((f: { field: string }) => f.field)).toEqual(['until']);
   });
 
   describe('natural key (source, source_id)', () => {
@@ -273,6 +334,18 @@ describe('items: create, upsert, bulk, delete', () => {
         expect(text).not.toContain('core.bookmark');
       }
       expect((await admin.get(`/items/${hidden.id}`)).body).toMatchObject({ type: 'core.bookmark', version: 1 });
+    });
+
+    it('a re-post clears device and capture coordinates sent as null, and keeps them when absent, as PATCH does', async () => {
+      const located = { device: 'phone-2', capture_latitude: 48.85, capture_longitude: 2.35 };
+      const first = await createItem(admin, note('located', { source_id: 'nk-nulls', ...located }));
+      const kept = await admin.post('/items', note('located again', { source_id: 'nk-nulls' }));
+      expectStatus(kept, 200);
+      expect(kept.body).toMatchObject(located);
+      const cleared = await admin.post('/items', note('located again', { source_id: 'nk-nulls', device: null, capture_latitude: null, capture_longitude: null }));
+      expectStatus(cleared, 200);
+      expect(cleared.body).toMatchObject({ id: first.id, version: 3, device: null, capture_latitude: null, capture_longitude: null });
+      expect((await admin.get(`/items/${first.id}`)).body).toMatchObject({ device: null, capture_latitude: null, capture_longitude: null });
     });
 
     it('a re-post may move the state along an allowed edge only', async () => {
@@ -393,6 +466,19 @@ describe('items: create, upsert, bulk, delete', () => {
         items: [note('first', { source_id: 'bulk-twice-c' }), note('second', { source_id: 'bulk-twice-c' })],
       });
       expect(dup.body.results.map((r: any) => r.status === 'error' ? r.error.code : r.status)).toEqual(['created', 'duplicate_source']);
+    });
+
+    it('an item created and updated in one write: updated_at and the revisions never go back before created_at', async () => {
+      // The natural keys before it put the item's insert well after the transaction began.
+      const before = Array.from({ length: 30 }, (_, i) => note(`early ${i}`, { source_id: `clock-a-${String(i).padStart(2, '0')}` }));
+      const res = await admin.post('/items/bulk', { mode: 'upsert', items: [...before, note('first', { source_id: 'clock-z' }), note('second', { source_id: 'clock-z' })] });
+      expectStatus(res, 200);
+      expect(res.body.results.slice(-2).map((r: any) => r.status)).toEqual(['created', 'updated']);
+      const item = (await admin.get(`/items/${res.body.results[31].id}`)).body;
+      expect(item.version).toBe(2);
+      expect(Date.parse(item.updated_at)).toBeGreaterThanOrEqual(Date.parse(item.created_at));
+      const [v2, v1] = (await admin.get(`/items/${item.id}/versions`)).body.versions;
+      expect(Date.parse(v2.created_at)).toBeGreaterThanOrEqual(Date.parse(v1.created_at));
     });
 
     it('more than 1000 items, a bad mode or no items array → 400 validation_error', async () => {

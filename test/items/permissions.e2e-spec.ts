@@ -83,7 +83,6 @@ describe('items: permissions and metadata', () => {
 
     it('writing a note → 403 type_not_permitted (create, patch, delete, tags)', async () => {
       expectError(await reader.post('/items', note('nope')), 403, 'type_not_permitted');
-      expectError(await reader.post('/items', { type: 'core.bookmark', properties: { url: 'https://x.test' } }), 403, 'type_not_permitted');
       expectError(await reader.patch(`/items/${noteItem.id}`, { version: noteItem.version, properties: { title: 'x' } }), 403, 'type_not_permitted');
       expectError(await reader.delete(`/items/${noteItem.id}`), 403, 'type_not_permitted');
       expectError(await reader.patch(`/items/${noteItem.id}/metadata`, { add_tags: ['x'] }), 403, 'type_not_permitted');
@@ -91,6 +90,20 @@ describe('items: permissions and metadata', () => {
       expectStatus(bulk, 200);
       expect(bulk.body.results[0]).toMatchObject({ status: 'error', error: { code: 'type_not_permitted' } });
       expect((await admin.get(`/items/${noteItem.id}`)).body.version).toBe(noteItem.version);
+    });
+
+    it('writing a type it may not read is answered as for a type that does not exist: 400 invalid_type, single or bulk', async () => {
+      const answer = async (type: string) => {
+        const res = await reader.post('/items', { type, properties: { url: 'https://x.test' } });
+        const bulk = await reader.post('/items/bulk', { mode: 'upsert', items: [{ type, properties: {} }] });
+        expectStatus(bulk, 200);
+        // With the name taken out, nothing tells the two apart.
+        return JSON.stringify({ status: res.status, body: res.body, bulk: bulk.body.results[0].error }).split(type).join('<type>');
+      };
+      const missing = await answer('acme.neverdefined');
+      expect(JSON.parse(missing)).toMatchObject({ status: 400, body: { error: { code: 'invalid_type', details: { type: '<type>' } } }, bulk: { code: 'invalid_type' } });
+      expect(await answer('core.bookmark')).toBe(missing);
+      expect((await reader.get('/types/core.bookmark')).status).toBe((await reader.get('/types/acme.neverdefined')).status);
     });
 
     it('with no extension permissions, no extension namespace is shown', async () => {
@@ -126,7 +139,7 @@ describe('items: permissions and metadata', () => {
       await admin.post('/types', { name: 'acme.hidden', schema: {} });
       const hidden = await createItem(admin, { type: 'acme.hidden', properties: {} });
       expectError(await writer.get(`/items/${hidden.id}`), 404, 'item_not_found');
-      expectError(await writer.post('/items', { type: 'acme.hidden', properties: {} }), 403, 'type_not_permitted');
+      expectError(await writer.post('/items', { type: 'acme.hidden', properties: {} }), 400, 'invalid_type');
       expect((await writer.get('/items', { type: '*' })).body.items.map((i: any) => i.id)).not.toContain(hidden.id);
     });
   });

@@ -31,9 +31,10 @@ describe('parent.* covers subtypes (e2e)', () => {
     const hidden = await t.http.get(`/items/${recipe}`).set(bearer(exact));
     expect(hidden.status).toBe(404);
     expect(hidden.body.error.code).toBe('item_not_found');
+    // The subtype is not readable either: for this key it does not exist.
     const denied = await t.http.post('/items').set(bearer(exact)).send({ type: 'acme.recipe', properties: { title: 'x' } });
-    expect(denied.status).toBe(403);
-    expect(denied.body.error.code).toBe('type_not_permitted');
+    expect(denied.status).toBe(400);
+    expect(denied.body.error.code).toBe('invalid_type');
     const listed = await t.http.get('/items').set(bearer(wide)).expect(200);
     const ids = listed.body.items.map((i: { id: string }) => i.id);
     expect(ids).toEqual(expect.arrayContaining([recipe, note]));
