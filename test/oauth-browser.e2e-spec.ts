@@ -92,7 +92,7 @@ describe('OAuth pages in Chromium', () => {
     // Without metadata:read, tags are not readable, and so not filterable either (the matches would tell them).
     expectError(await t.http.get('/items?tags=secret').set(bearer(tokens.access_token)), 403, 'forbidden');
     expectError(await t.http.get('/search?q=x&tags=secret').set(bearer(tokens.access_token)), 403, 'forbidden');
-    expectError(await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.note', properties: { title: 'no' } }), 400, 'invalid_type');
+    expectError(await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.note', properties: { title: 'no' } }), 403, 'type_not_permitted');
   });
 
   it('connects a device through the page its code leads to', async () => {
