@@ -1,7 +1,8 @@
 /**
  * Types over HTTP: core types are listed and immutable; tenant types are created with
  * validated JSON Schemas, inherit from a parent without contradicting it, carry merge
- * policies, can change only while unused, are admin-only to write and are tenant-scoped.
+ * policies, can change only while unused, are admin-only to write and are tenant-scoped; and a
+ * schema can neither reach past its tenant nor harm validation for others (the limits).
  */
 import { Api, api, expectError, expectStatus, RFC3339 } from './items/helpers';
 import { bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
@@ -10,12 +11,24 @@ describe('types', () => {
   let t: TestApp;
   let admin: Api;
   let adminKey: string;
+  let tenantId: string;
 
   beforeAll(async () => {
     t = await startApp();
-    adminKey = (await bootstrapAdmin(t)).key;
+    ({ key: adminKey, tenantId } = await bootstrapAdmin(t));
     admin = api(t, adminKey);
   });
+
+  /** Stores a type as an older version of the service could have, past today's checks. */
+  async function storeOldType(tenant: string, name: string, schema: Record<string, unknown>): Promise<void> {
+    await t.sql(
+      `INSERT INTO item_types (tenant_id, name, parent, schema, resolved_schema, merge_policy, core, version, created_at, updated_at)
+       VALUES ($1, $2, NULL, $3, $3, '{}', false, 1, now(), now())`,
+      [tenant, name, { type: 'object', ...schema }],
+    );
+  }
+  /** The JSON pointers an invalid_schema error names. */
+  const refusedAt = (res: { body: any }) => expectError(res as never, 400, 'invalid_schema').details!.errors.map((e: { path: string }) => e.path);
   afterAll(() => t?.close());
 
   const recipeSchema = {
@@ -136,6 +149,196 @@ describe('types', () => {
     });
   });
 
+  describe('what a schema may not do', () => {
+    it('"$async" anywhere is 400 invalid_schema naming it', async () => {
+      const schemas = [
+        { $async: true, properties: { n: { type: 'integer' } } },
+        { properties: { n: { $async: true, type: 'integer' } } },
+        { definitions: { d: { $async: true } }, properties: {} },
+      ];
+      const paths = [];
+      for (const schema of schemas) paths.push(...refusedAt(await admin.post('/types', { name: 'acme.async', schema })));
+      expect(paths).toEqual(['/$async', '/properties/n/$async', '/definitions/d/$async']);
+      expectError(await admin.get('/types/acme.async'), 404, 'type_not_found');
+    });
+
+    it('a type stored with "$async" before it was refused fails every write with 400 invalid_schema, valid-looking ones too, and the service answers on', async () => {
+      await storeOldType(tenantId, 'acme.oldasync', { $async: true, properties: { n: { type: 'integer' } } });
+      // ajv answers such a schema with a Promise: truthy, so it passed as valid; and the
+      // rejection of an invalid one went unhandled, which ended the process.
+      for (const properties of [{ n: 1 }, { n: 'one' }, { n: 2 }]) {
+        expectError(await admin.post('/items', { type: 'acme.oldasync', properties }), 400, 'invalid_schema');
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      expectStatus(await admin.post('/items', { type: 'core.note', properties: { title: 'still here' } }), 201);
+    });
+
+    it('identifiers, anchors, dynamic references and any $ref but a pointer into the schema itself are 400 invalid_schema; properties named "id" or "$id" are fine', async () => {
+      const cases: Array<[Record<string, unknown>, string]> = [
+        [{ $id: 'urn:acme:secret2', properties: {} }, '/$id'],
+        [{ properties: { a: { $id: 'urn:acme:a', type: 'string' } } }, '/properties/a/$id'],
+        [{ properties: { a: { id: 'urn:acme:a', type: 'string' } } }, '/properties/a/id'],
+        [{ $defs: { a: { $anchor: 'here', type: 'string' } } }, '/$defs/a/$anchor'],
+        [{ properties: { a: { $dynamicRef: '#meta' } } }, '/properties/a/$dynamicRef'],
+        [{ properties: { a: { $dynamicAnchor: 'meta' } } }, '/properties/a/$dynamicAnchor'],
+        [{ properties: { a: { $recursiveRef: '#' } } }, '/properties/a/$recursiveRef'],
+        [{ $recursiveAnchor: true, properties: {} }, '/$recursiveAnchor'],
+        [{ properties: { a: { $ref: 'urn:acme:secret2' } } }, '/properties/a/$ref'],
+        [{ properties: { a: { $ref: 'http://json-schema.org/draft-07/schema#' } } }, '/properties/a/$ref'],
+        [{ properties: { a: { $ref: 'other.json#/definitions/x' } } }, '/properties/a/$ref'],
+        [{ properties: { a: { $ref: '#here' } } }, '/properties/a/$ref'],
+        // A pointer must land on a schema: `default` holds data, which ajv would compile as one.
+        [{ default: { $async: true }, properties: { a: { $ref: '#/default' } } }, '/properties/a/$ref'],
+      ];
+      for (const [schema, path] of cases) {
+        const res = await admin.post('/types', { name: 'acme.reaching', schema });
+        expect({ schema, paths: refusedAt(res) }).toEqual({ schema, paths: [path] });
+      }
+      const named = await admin.post('/types', {
+        name: 'acme.named',
+        schema: { properties: { id: { type: 'string' }, $id: { type: 'integer' }, self: { $ref: '#/properties/id' } }, required: ['id'] },
+      });
+      expectStatus(named, 201);
+      expectStatus(await admin.post('/items', { type: 'acme.named', properties: { id: 'x', $id: 1, self: 'y' } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.named', properties: { id: 'x', $id: 'one' } }), 400, 'invalid_properties');
+    });
+
+    it("a type stored with an $id is reachable by no other tenant's $ref, its writes keep working, and so do its subtypes'", async () => {
+      await storeOldType(tenantId, 'acme.secret', { $id: 'urn:acme:secret2', properties: { s: { type: 'string', pattern: '^SECRET-[0-9]{4}$' } } });
+      for (const s of ['SECRET-0001', 'SECRET-0002']) expectStatus(await admin.post('/items', { type: 'acme.secret', properties: { s } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.secret', properties: { s: 'nope' } }), 400, 'invalid_properties');
+
+      const other = await createTenant(t, adminKey, 'types-ref-probe');
+      const probe = api(t, other.key);
+      expect(refusedAt(await probe.post('/types', { name: 'b.probe', schema: { properties: { x: { $ref: 'urn:acme:secret2' } } } }))).toEqual([
+        '/properties/x/$ref',
+      ]);
+      // Stored past the checks, its writes cannot resolve the reference either: no existence
+      // oracle, and no error quoting the other tenant's schema.
+      await storeOldType(other.tenantId, 'b.probe', { properties: { x: { $ref: 'urn:acme:secret2' } } });
+      for (const x of [{ s: 'guess' }, { s: 'SECRET-0001' }, 'x']) {
+        const res = await probe.post('/items', { type: 'b.probe', properties: { x } });
+        expectError(res, 400, 'invalid_schema');
+        expect(res.text).not.toMatch(/SECRET|\[0-9\]/);
+      }
+
+      // The subtype's copy of its parent's rules leaves the $id out.
+      expectStatus(await admin.post('/types', { name: 'acme.secret.kid', parent: 'acme.secret', schema: { properties: { t: { type: 'string' } } } }), 201);
+      expectStatus(await admin.post('/items', { type: 'acme.secret.kid', properties: { s: 'SECRET-0003', t: 'x' } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.secret.kid', properties: { s: 'nope' } }), 400, 'invalid_properties');
+    });
+
+    it('pattern validation keeps working for every type after many creations with patterns, refused ones included', async () => {
+      const patterned = (n: number, tag: string) =>
+        Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: 'string', pattern: `^${tag}${i}-[a-z]{8}[0-9]{4}$` }]));
+      expectStatus(await admin.post('/types', { name: 'acme.pat.taken', schema: { properties: patterned(3, 'taken') } }), 201);
+      // The name is checked before the patterns are compiled: what would fail them is not reached.
+      const lookbehind = { z: { type: 'string', pattern: '(?<=a)b' } };
+      expectError(await admin.post('/types', { name: 'acme.pat.taken', schema: { properties: lookbehind } }), 409, 'type_already_exists');
+      for (let round = 0; round < 12; round++) {
+        // 500 patterns: the audit's schema, which each time took 1/9 of the RE2 heap for good.
+        expect(refusedAt(await admin.post('/types', { name: `acme.pat.many${round}`, schema: { properties: patterned(500, `m${round}x`) } }))).toEqual(['/']);
+        // A taken name is refused before anything is compiled.
+        expectError(await admin.post('/types', { name: 'acme.pat.taken', schema: { properties: patterned(60, `d${round}x`) } }), 409, 'type_already_exists');
+        // RE2 refuses the last pattern after compiling the others.
+        const refused = { ...patterned(40, `r${round}x`), ...lookbehind };
+        expectError(await admin.post('/types', { name: `acme.pat.bad${round}`, schema: { properties: refused } }), 400, 'invalid_schema');
+        // Large but within the limits (\p{L} compiles to some 135 KB): together, more than one RE2 heap holds.
+        const heavy = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`p${i}`, { type: 'string', pattern: `h${round}x${i}\\p{L}` }]));
+        expectStatus(await admin.post('/types', { name: `acme.pat.heavy${round}`, schema: { properties: heavy } }), 201);
+      }
+      expectStatus(await admin.post('/types', { name: 'acme.pat.code', schema: { properties: { code: { type: 'string', pattern: '^[A-Z]{3}$' } } } }), 201);
+      expectStatus(await admin.post('/items', { type: 'acme.pat.code', properties: { code: 'ABC' } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.pat.code', properties: { code: 'abc' } }), 400, 'invalid_properties');
+      expectStatus(await admin.post('/items', { type: 'acme.pat.taken', properties: { p0: 'taken0-abcdefgh1234' } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.pat.taken', properties: { p0: 'taken0' } }), 400, 'invalid_properties');
+      expectStatus(await admin.post('/items', { type: 'acme.pat.heavy0', properties: { p0: 'h0x0é' } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.pat.heavy0', properties: { p0: 'h0x0-' } }), 400, 'invalid_properties');
+      // And in another tenant.
+      const other = api(t, (await createTenant(t, adminKey, 'types-pattern-other')).key);
+      expectStatus(await other.post('/types', { name: 'b.code', schema: { properties: { code: { type: 'string', pattern: '^[a-z]+$' } } } }), 201);
+      expectError(await other.post('/items', { type: 'b.code', properties: { code: 'ABC' } }), 400, 'invalid_properties');
+    }, 120_000);
+
+    it('regular expressions are bounded: how many, how long, and how large they compile', async () => {
+      const props = (patterns: string[]) => Object.fromEntries(patterns.map((pattern, i) => [`p${i}`, { type: 'string', pattern }]));
+      expect(refusedAt(await admin.post('/types', { name: 'acme.re', schema: { properties: props([`^${'a'.repeat(513)}$`]) } }))).toEqual(['/properties/p0/pattern']);
+      expect(refusedAt(await admin.post('/types', { name: 'acme.re', schema: { properties: props(Array.from({ length: 65 }, (_, i) => `^x${i}$`)) } }))).toEqual(['/']);
+      // 9 characters, but a second and 2 MB of RE2's heap to compile.
+      expect(refusedAt(await admin.post('/types', { name: 'acme.re', schema: { properties: props(['\\p{L}{50}']) } }))).toEqual(['/']);
+      expect(refusedAt(await admin.post('/types', { name: 'acme.re', schema: { patternProperties: { '^(x.{1000}){3}$': {} } } }))).toEqual(['/']);
+      const fits = await admin.post('/types', { name: 'acme.re', schema: { properties: props([...Array.from({ length: 63 }, (_, i) => `^x${i}$`), '^\\p{Lu}\\p{Ll}+$']) } });
+      expectStatus(fits, 201);
+      expectError(await admin.post('/items', { type: 'acme.re', properties: { p63: 'émile' } }), 400, 'invalid_properties');
+      expectStatus(await admin.post('/items', { type: 'acme.re', properties: { p63: 'Émile', p0: 'x0' } }), 201);
+    });
+
+    it('uniqueItems is refused where ajv would compare elements pairwise, kept where it indexes them', async () => {
+      for (const tags of [
+        { type: 'array', uniqueItems: true },
+        { type: 'array', items: { type: 'object' }, uniqueItems: true },
+        { type: 'array', items: { type: ['string', 'array'] }, uniqueItems: true },
+        { type: 'array', items: [{ type: 'string' }], uniqueItems: true },
+        { type: 'array', items: { $ref: '#/definitions/tag' }, uniqueItems: true },
+      ]) {
+        const schema = { definitions: { tag: { type: 'string' } }, properties: { tags: tags } };
+        expect(refusedAt(await admin.post('/types', { name: 'acme.uniq', schema }))).toEqual(['/properties/tags/uniqueItems']);
+      }
+      const ok = await admin.post('/types', { name: 'acme.uniq', schema: { properties: { tags: { type: 'array', items: { type: ['string', 'integer'] }, uniqueItems: true } } } });
+      expectStatus(ok, 201);
+      expectStatus(await admin.post('/items', { type: 'acme.uniq', properties: { tags: ['a', 'b', 1, '1'] } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.uniq', properties: { tags: ['a', 'b', 'a'] } }), 400, 'invalid_properties');
+      // A subtype cannot bring it back by merging: its resolved schema is what is checked.
+      expectStatus(await admin.post('/types', { name: 'acme.listy', schema: { properties: { tags: { type: 'array', items: { type: 'object' } } } } }), 201);
+      expect(refusedAt(await admin.post('/types', { name: 'acme.listy.uniq', parent: 'acme.listy', schema: { properties: { tags: { uniqueItems: true } } } }))).toEqual([
+        '/properties/tags/uniqueItems',
+      ]);
+    });
+
+    it('enums and schemas are bounded in size', async () => {
+      const values = (n: number) => Array.from({ length: n }, (_, i) => `v${i}`);
+      const many = await admin.post('/types', { name: 'acme.enum', schema: { properties: { list: { type: 'array', items: { enum: values(257) } } } } });
+      expect(refusedAt(many)).toEqual(['/properties/list/items/enum']);
+      expectStatus(await admin.post('/types', { name: 'acme.enum', schema: { properties: { list: { type: 'array', items: { enum: values(256) } } } } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.enum', properties: { list: ['v1', 'v256'] } }), 400, 'invalid_properties');
+      const big = await admin.post('/types', { name: 'acme.big', schema: { properties: { a: { type: 'string', description: 'x'.repeat(64 * 1024) } } } });
+      expectError(big, 400, 'invalid_schema');
+      expect(big.body.error.message).toMatch(/bytes/);
+      // A subtype's resolved schema holds its parent's twice (merged, and whole in allOf).
+      const described = (name: string) => ({ properties: { [name]: { type: 'string', description: 'x'.repeat(45 * 1024) } } });
+      expectStatus(await admin.post('/types', { name: 'acme.wordy', schema: described('a') }), 201);
+      const wordier = await admin.post('/types', { name: 'acme.wordy.more', parent: 'acme.wordy', schema: described('b') });
+      expectError(wordier, 400, 'invalid_schema');
+      expect(wordier.body.error.message).toMatch(/resolved .* bytes/);
+    });
+
+    it('references that multiply, or loop without descending into the data, are refused', async () => {
+      // Each level applies the next twice: 2^12 schemas to one value.
+      const defs = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`d${i}`, { allOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] }]));
+      const doubling = { $defs: { ...defs, d12: { type: 'string' } }, properties: { x: { $ref: '#/$defs/d0' } } };
+      expect(refusedAt(await admin.post('/types', { name: 'acme.refs', schema: doubling }))).toEqual(['/']);
+      const loop = { $defs: { a: { $ref: '#/$defs/b' }, b: { anyOf: [{ $ref: '#/$defs/a' }] } }, properties: { x: { $ref: '#/$defs/a' } } };
+      expect(refusedAt(await admin.post('/types', { name: 'acme.refs', schema: loop }))).toHaveLength(1);
+      expect(refusedAt(await admin.post('/types', { name: 'acme.refs', schema: { properties: { a: { $ref: '#/properties/a' } } } }))).toHaveLength(1);
+      // Recursion that descends into the data is fine.
+      const tree = { properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#' } } } };
+      expectStatus(await admin.post('/types', { name: 'acme.refs', schema: tree }), 201);
+      expectStatus(await admin.post('/items', { type: 'acme.refs', properties: { name: 'a', children: [{ name: 'b', children: [{ name: 'c' }] }] } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.refs', properties: { name: 'a', children: [{ name: 'b', children: [{ name: 3 }] }] } }), 400, 'invalid_properties');
+    });
+
+    it('a type stored with a schema that cannot compile fails its writes with 400 invalid_schema, a bulk write one element at a time', async () => {
+      await storeOldType(tenantId, 'acme.broken', { properties: { a: { $ref: '#/definitions/missing' } } });
+      expectError(await admin.post('/items', { type: 'acme.broken', properties: { a: 1 } }), 400, 'invalid_schema');
+      const bulk = await admin.post('/items/bulk', {
+        mode: 'upsert',
+        items: [{ type: 'acme.broken', properties: { a: 1 } }, { type: 'core.note', properties: { title: 'beside it' } }],
+      });
+      expectStatus(bulk, 200);
+      expect(bulk.body.results.map((r: any) => [r.status, r.error?.code])).toEqual([['error', 'invalid_schema'], ['created', undefined]]);
+    });
+  });
+
   describe('subtypes', () => {
     it('may add properties; the resolved schema carries parent and child properties', async () => {
       const res = await admin.post('/types', {
@@ -226,6 +429,58 @@ describe('types', () => {
       const res = await admin.post('/types', { name: 'acme.base.child', parent: 'acme.base', schema: { properties: { c: { type: 'string' } } }, merge_policy: { b: 'client_wins' } });
       expectStatus(res, 201);
       expect(res.body.merge_policy).toEqual({ a: 'union', b: 'client_wins', c: 'manual' });
+    });
+
+    it("a subtype's definitions sit beside its parent's: the parent's $refs keep meaning the parent's, so parent.* never matches an item the parent would refuse", async () => {
+      const parent = { $defs: { code: { type: 'string', pattern: '^[A-Z]{3}$' } }, properties: { code: { $ref: '#/$defs/code' } } };
+      expectStatus(await admin.post('/types', { name: 'acme.coded', schema: parent }), 201);
+      expectStatus(await admin.post('/types', { name: 'acme.coded.loose', parent: 'acme.coded', schema: { $defs: { code: { type: 'string' } } } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.coded.loose', properties: { code: 'abc' } }), 400, 'invalid_properties');
+      expectStatus(await admin.post('/items', { type: 'acme.coded.loose', properties: { code: 'ABC' } }), 201);
+      // The subtype's own $refs mean its own definitions, or its parent's where it has none.
+      const alias = { $defs: { code: { type: 'string', maxLength: 4 } }, properties: { alias: { $ref: '#/$defs/code' } } };
+      expectStatus(await admin.post('/types', { name: 'acme.coded.alias', parent: 'acme.coded', schema: alias }), 201);
+      expectStatus(await admin.post('/items', { type: 'acme.coded.alias', properties: { code: 'ABC', alias: 'abc' } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.coded.alias', properties: { code: 'ABC', alias: 'abcde' } }), 400, 'invalid_properties');
+      expectStatus(await admin.post('/types', { name: 'acme.coded.other', parent: 'acme.coded', schema: { properties: { other: { $ref: '#/$defs/code' } } } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.coded.other', properties: { other: 'abc' } }), 400, 'invalid_properties');
+    });
+
+    it("a subtype with definitions of its own keeps its parent's $refs resolving: created, and its items validated, one by one and in bulk", async () => {
+      const parent = { definitions: { pos: { type: 'integer', minimum: 0 } }, properties: { x: { $ref: '#/definitions/pos' } } };
+      expectStatus(await admin.post('/types', { name: 'acme.geo', schema: parent }), 201);
+      const child = { definitions: { other: { type: 'string' } }, properties: { label: { $ref: '#/definitions/other' } } };
+      expectStatus(await admin.post('/types', { name: 'acme.geo.named', parent: 'acme.geo', schema: child }), 201);
+      expectStatus(await admin.post('/items', { type: 'acme.geo.named', properties: { x: 1, label: 'a' } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.geo.named', properties: { x: -1 } }), 400, 'invalid_properties');
+      expectError(await admin.post('/items', { type: 'acme.geo.named', properties: { label: 5 } }), 400, 'invalid_properties');
+      const bulk = await admin.post('/items/bulk', {
+        mode: 'upsert',
+        items: [{ type: 'acme.geo.named', properties: { x: 2 } }, { type: 'acme.geo.named', properties: { x: -2 } }],
+      });
+      expectStatus(bulk, 200);
+      expect(bulk.body.results.map((r: any) => [r.status, r.error?.code])).toEqual([['created', undefined], ['error', 'invalid_properties']]);
+    });
+
+    it('may forbid a parent property with false', async () => {
+      expectStatus(await admin.post('/types', { name: 'acme.open', schema: { properties: { x: { type: 'string' }, y: { type: 'string' } } } }), 201);
+      const res = await admin.post('/types', { name: 'acme.open.nox', parent: 'acme.open', schema: { properties: { x: false } } });
+      expectStatus(res, 201);
+      expect(res.body.resolved_schema.properties.x).toBe(false);
+      expectError(await admin.post('/items', { type: 'acme.open.nox', properties: { x: 'a' } }), 400, 'invalid_properties');
+      expectStatus(await admin.post('/items', { type: 'acme.open.nox', properties: { y: 'a' } }), 201);
+    });
+
+    it('a chain of parents holds at most 16 types: a 17th is 400 inheritance_violation naming parent', async () => {
+      expectStatus(await admin.post('/types', { name: 'acme.deep0', schema: { properties: { a: { type: 'string', maxLength: 3 } } } }), 201);
+      for (let i = 1; i < 16; i++) {
+        expectStatus(await admin.post('/types', { name: `acme.deep${i}`, parent: `acme.deep${i - 1}`, schema: { properties: { [`p${i}`]: { type: 'integer' } } } }), 201);
+      }
+      const res = await admin.post('/types', { name: 'acme.deep16', parent: 'acme.deep15', schema: {} });
+      expectError(res, 400, 'inheritance_violation');
+      expect(res.body.error.details.fields.map((f: any) => f.field)).toEqual(['parent']);
+      expectStatus(await admin.post('/items', { type: 'acme.deep15', properties: { a: 'abc', p15: 1 } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.deep15', properties: { a: 'abcd' } }), 400, 'invalid_properties');
     });
 
     it('a missing parent → 404 type_not_found', async () => {

@@ -2,6 +2,7 @@
  * The rules for computing an item's next values, as pure functions: one definition each,
  * used by single writes (items.service.ts) and bulk actions (src/bulk) alike.
  */
+import type { ErrorObject } from 'ajv';
 import { ApiError } from '../common/api-error';
 import { FieldIssue, validationError } from '../common/validation';
 import type { ResolvedType } from '../types/types.service';
@@ -57,11 +58,19 @@ export function tooManyTags(before: string[], after: string[], field = 'add_tags
 
 /**
  * Why `properties` do not fit the type's schema: 400 `missing_required_field` or
- * `invalid_properties` naming each field; undefined when they fit.
+ * `invalid_properties` naming each field, or `invalid_schema` when the type's schema cannot
+ * check them (a per-item outcome in bulk writes, like the others); undefined when they fit.
  */
 export function propertiesError(type: ResolvedType, properties: Record<string, unknown>): ApiError | undefined {
-  if (type.validate(properties)) return undefined;
-  const { missing, invalid } = propertyIssues(type.validate.errors ?? []);
+  let errors: ErrorObject[];
+  try {
+    errors = type.validate(properties);
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+  if (!errors.length) return undefined;
+  const { missing, invalid } = propertyIssues(errors);
   if (missing.length) {
     return ApiError.badRequest('missing_required_field', `Missing required properties: ${missing.join(', ')}`, {
       fields: missing.map((field) => ({ field: `properties.${field}`, message: 'is required' })),

@@ -1,14 +1,19 @@
 import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
-import { assertValidSchema, JsonSchema, propertyIssues, resolveMergePolicy, resolveSubtypeSchema, validatorFor } from './type-schema';
+import { assertUsableSchema, assertValidSchema, JsonSchema, propertyIssues, resolveMergePolicy, resolveSubtypeSchema, validatorFor } from './type-schema';
 
 const str = { type: 'string' };
 let cacheSeq = 0;
+/** A validator for `schema` (fresh cache key per call), answering whether a value fits. */
+function fitsFor(schema: JsonSchema) {
+  const fn = validatorFor(`spec:${cacheSeq++}`, schema);
+  return (value: unknown) => fn(value as Record<string, unknown>).length === 0;
+}
 /** ajv errors for `value` against `schema` (fresh cache key per call). */
 function errorsFor(schema: JsonSchema, value: unknown) {
-  const fn = validatorFor(`spec:${cacheSeq++}`, schema);
-  expect(fn(value)).toBe(false);
-  return fn.errors ?? [];
+  const errors = validatorFor(`spec:${cacheSeq++}`, schema)(value as Record<string, unknown>);
+  expect(errors.length).toBeGreaterThan(0);
+  return errors;
 }
 
 describe('type schemas', () => {
@@ -35,12 +40,56 @@ describe('type schemas', () => {
       ['a non-boolean searchable', { properties: { a: { type: 'string', searchable: 'no' } } }],
       ['a malformed required', { properties: { a: str }, required: 'a' }],
       ['a negative minLength', { properties: { a: { type: 'string', minLength: -1 } } }],
-      ['an uncompilable $ref', { properties: { a: { $ref: '#/definitions/missing' } } }],
     ])('rejects %s with 400 invalid_schema', (_, schema) => {
       const err = thrownApiError(() => assertValidSchema(schema));
       expect(err).toBeInstanceOf(ApiError);
       expect(err!.status).toBe(400);
       expect(err!.code).toBe('invalid_schema');
+    });
+  });
+
+  describe('assertUsableSchema', () => {
+    const refusal = (schema: JsonSchema) => {
+      const err = thrownApiError(() => assertUsableSchema({ type: 'object', ...schema }));
+      expect(err?.code).toBe('invalid_schema');
+      return (err!.details!.errors as Array<{ path: string }>).map((e) => e.path);
+    };
+
+    it.each<[string, JsonSchema, string[]]>([
+      ['$async', { properties: { a: { $async: true } } }, ['/properties/a/$async']],
+      ['$id', { $id: 'urn:x' }, ['/$id']],
+      ['an id under a keyword, not a property name', { properties: { id: { id: 'urn:x' } } }, ['/properties/id/id']],
+      ['$anchor', { $defs: { a: { $anchor: 'a' } } }, ['/$defs/a/$anchor']],
+      ['a $ref to another document', { properties: { a: { $ref: 'urn:x' } } }, ['/properties/a/$ref']],
+      ['a $ref to nothing', { properties: { a: { $ref: '#/definitions/missing' } } }, ['/properties/a/$ref']],
+      ['a $ref to a definition map', { definitions: {}, properties: { a: { $ref: '#/definitions' } } }, ['/properties/a/$ref']],
+      ['a $ref into data', { examples: [{ $async: true }], properties: { a: { $ref: '#/examples/0' } } }, ['/properties/a/$ref']],
+      ['a $ref that is no URI', { properties: { a: { $ref: '#/%' } } }, ['/properties/a/$ref']],
+      ['uniqueItems over objects', { properties: { a: { type: 'array', items: { type: 'object' }, uniqueItems: true } } }, ['/properties/a/uniqueItems']],
+      ['uniqueItems with no items type', { properties: { a: { type: 'array', items: {}, uniqueItems: true } } }, ['/properties/a/uniqueItems']],
+      ['a long enum', { properties: { a: { enum: Array.from({ length: 257 }, (_, i) => i) } } }, ['/properties/a/enum']],
+      ['a long pattern', { patternProperties: { ['x'.repeat(513)]: {} } }, ['/patternProperties']],
+      ['too many patterns', { properties: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`p${i}`, { pattern: `^${i}$` }])) }, ['/']],
+      ['heavy patterns', { properties: { a: { pattern: '[^x]{1000}' }, b: { pattern: '.{1000}' } } }, ['/']],
+      ['a same-value $ref cycle', { properties: { a: { $ref: '#/properties/b' }, b: { not: { $ref: '#/properties/a' } } } }, ['/properties/a']],
+      ['a root that applies itself to itself', { allOf: [{ $ref: '#' }] }, ['/']],
+      ['branches that multiply', { $defs: { x: { anyOf: Array.from({ length: 17 }, () => ({ $ref: '#/$defs/y' })) }, y: { anyOf: Array.from({ length: 16 }, () => ({ type: 'string' })) } }, properties: { a: { $ref: '#/$defs/x' } } }, ['/']],
+      ['properties and patternProperties doubling at each level', { properties: { a: { $ref: '#' } }, patternProperties: { '^a$': { $ref: '#' } } }, ['/']],
+    ])('refuses %s', (_, schema, paths) => {
+      expect(refusal(schema)).toEqual(paths);
+    });
+
+    it.each<[string, JsonSchema]>([
+      ['a tree', { properties: { children: { type: 'array', items: { $ref: '#' } } } }],
+      ['properties named like keywords', { properties: { id: { type: 'string' }, $id: {}, $ref: { type: 'string' }, $async: {} } }],
+      ['a reference to a definition', { definitions: { pos: { type: 'integer', minimum: 0 } }, properties: { a: { $ref: '#/definitions/pos' } } }],
+      ['an escaped pointer', { $defs: { 'a/b': { type: 'string' }, '~': {} }, properties: { a: { $ref: '#/$defs/a~1b' }, b: { $ref: '#/$defs/%7E0' } } }],
+      ['unused definitions that loop', { $defs: { a: { $ref: '#/$defs/a' } } }],
+      ['uniqueItems over scalars', { properties: { a: { type: 'array', items: { type: ['string', 'null'] }, uniqueItems: true } } }],
+      ['the limits themselves', { properties: { a: { enum: Array.from({ length: 256 }, (_, i) => i) }, b: { pattern: `^${'x'.repeat(510)}$` } } }],
+      ['a property many schemas apply to, within the bound', { properties: { a: { anyOf: Array.from({ length: 255 }, () => ({ type: 'string' })) } } }],
+    ])('accepts %s', (_, schema) => {
+      expect(thrownApiError(() => assertUsableSchema({ type: 'object', ...schema }))).toBeUndefined();
     });
   });
 
@@ -108,24 +157,69 @@ describe('type schemas', () => {
     it('a subtype only narrows: its items also satisfy every rule of the parent, whatever keywords it restates', () => {
       const strict: JsonSchema = { type: 'object', properties: { title: { type: 'string', maxLength: 5, pattern: '^a' }, n: { type: 'integer', maximum: 10 } } };
       const loose = resolveSubtypeSchema(strict, { properties: { title: { maxLength: 500, pattern: '.*' }, n: { maximum: 1000 } } });
-      const fn = validatorFor(`spec:${cacheSeq++}`, loose);
-      expect(fn({ title: 'abc', n: 3 })).toBe(true);
-      expect(fn({ title: 'zzzzzzzzzz' })).toBe(false);
-      expect(fn({ n: 500 })).toBe(false);
+      const fits = fitsFor(loose);
+      expect(fits({ title: 'abc', n: 3 })).toBe(true);
+      expect(fits({ title: 'zzzzzzzzzz' })).toBe(false);
+      expect(fits({ n: 500 })).toBe(false);
       // Two generations deep: the grandparent's rules hold too.
       const grandchild = resolveSubtypeSchema(loose, { properties: { extra: str } });
-      expect(validatorFor(`spec:${cacheSeq++}`, grandchild)({ title: 'zzzzzzzzzz', extra: 'x' })).toBe(false);
-      // A parent with its own $id: the copy the subtype carries drops it, so the schema compiles.
+      expect(fitsFor(grandchild)({ title: 'zzzzzzzzzz', extra: 'x' })).toBe(false);
+      // A parent stored with its own $id (refused now, kept by older types): the subtype's copy drops it.
       const identified = resolveSubtypeSchema({ ...strict, $id: 'https://example.com/strict' }, {});
-      expect(validatorFor(`spec:${cacheSeq++}`, identified)({ title: 'abc' })).toBe(true);
+      expect(fitsFor(identified)({ title: 'abc' })).toBe(true);
+    });
+
+    it("the parent's $refs keep meaning the parent's definitions, whatever the subtype defines", () => {
+      const coded: JsonSchema = { type: 'object', $defs: { code: { type: 'string', pattern: '^[A-Z]{3}$' } }, properties: { code: { $ref: '#/$defs/code' }, self: { $ref: '#' } } };
+      const out = resolveSubtypeSchema(coded, { $defs: { code: { type: 'string' }, own: { type: 'integer' } }, properties: { n: { $ref: '#/$defs/own' } } });
+      expect(out.allOf[0].properties).toEqual({ code: { $ref: '#/allOf/0/$defs/code' }, self: { $ref: '#/allOf/0' } });
+      expect(out.properties.code).toEqual({ $ref: '#/allOf/0/$defs/code' });
+      expect(Object.keys(out.$defs).sort()).toEqual(['code', 'own']);
+      const fits = fitsFor(out);
+      expect(fits({ code: 'ABC', n: 1 })).toBe(true);
+      expect(fits({ code: 'abc' })).toBe(false);
+      expect(fits({ n: 'one' })).toBe(false);
+      expect(fits({ self: { code: 'abc' } })).toBe(false);
+      // A generation further down, after the grandchild's own allOf entries, the pointers move with the copy.
+      const grandchild = resolveSubtypeSchema(out, { allOf: [{ required: ['n'] }], properties: { m: { $ref: '#/allOf/0' } } });
+      expect(grandchild.allOf[1].allOf[0].properties.code).toEqual({ $ref: '#/allOf/1/allOf/0/$defs/code' });
+      const fitsGrandchild = fitsFor(grandchild);
+      expect(fitsGrandchild({ code: 'abc', n: 1 })).toBe(false);
+      expect(fitsGrandchild({ code: 'ABC', n: 1, m: {} })).toBe(false);
+      expect(fitsGrandchild({ code: 'ABC', n: 1, m: { n: 2 } })).toBe(true);
+    });
+
+    it('a property the subtype sets to false is forbidden; one set to true keeps the parent schema', () => {
+      const out = resolveSubtypeSchema(parent, { properties: { title: false, url: true } });
+      expect(out.properties.title).toBe(false);
+      expect(out.properties.url).toEqual(parent.properties.url);
+      expect(fitsFor(out)({ url: 'https://example.com', title: 'x' })).toBe(false);
+      expect(fitsFor(out)({ url: 'https://example.com' })).toBe(true);
     });
 
     it('resolved schemas validate items: parent-required enforced for the subtype', () => {
       const out = resolveSubtypeSchema(parent, { properties: { rating: { type: 'integer' } } });
-      const fn = validatorFor(`spec:${cacheSeq++}`, out);
-      expect(fn({ url: 'https://example.com', rating: 3 })).toBe(true);
-      expect(fn({ rating: 3 })).toBe(false);
-      expect(fn({ url: 'https://example.com', rating: 'x' })).toBe(false);
+      const fits = fitsFor(out);
+      expect(fits({ url: 'https://example.com', rating: 3 })).toBe(true);
+      expect(fits({ rating: 3 })).toBe(false);
+      expect(fits({ url: 'https://example.com', rating: 'x' })).toBe(false);
+    });
+  });
+
+  describe('validatorFor', () => {
+    it('lists every problem of small properties, only the first of large ones', () => {
+      const schema = { type: 'object', properties: { list: { type: 'array', items: { anyOf: [{ const: 1 }, { const: 2 }] } }, n: { type: 'integer' } } };
+      const fn = validatorFor(`spec:${cacheSeq++}`, schema);
+      expect(new Set(fn({ list: [3, 4], n: 'x' }).map((e) => e.instancePath))).toEqual(new Set(['/list/0', '/list/1', '/n']));
+      // Every failed branch of every element is an error object: millions, for a 1 MB array.
+      expect(fn({ list: Array.from({ length: 5000 }, () => 3) }).length).toBeLessThanOrEqual(3);
+    });
+
+    it('answers invalid_schema for a schema it cannot use, and never takes a Promise for valid', () => {
+      const broken = validatorFor(`spec:${cacheSeq++}`, { type: 'object', properties: { a: { $ref: '#/nowhere' } } });
+      expect(thrownApiError(() => broken({ a: 1 }))?.code).toBe('invalid_schema');
+      const async = validatorFor(`spec:${cacheSeq++}`, { $async: true, type: 'object', properties: { a: { type: 'integer' } } });
+      for (const a of [1, 'x']) expect(thrownApiError(() => async({ a }))?.code).toBe('invalid_schema');
     });
   });
 

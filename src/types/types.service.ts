@@ -4,7 +4,6 @@
  */
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { ValidateFunction } from 'ajv';
 import { DataSource, EntityManager } from 'typeorm';
 import { canType } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
@@ -12,7 +11,9 @@ import { ApiError } from '../common/api-error';
 import { matchesPattern, TypeRef } from '../common/type-pattern';
 import { RedisPubSub } from '../redis/redis.module';
 import { CreateTypeDto, TypeResponse, UpdateTypeDto } from './types.dto';
-import { assertValidSchema, JsonSchema, MergePolicy, resolveMergePolicy, resolveSubtypeSchema, validatorFor } from './type-schema';
+import {
+  assertUsableSchema, assertValidSchema, JsonSchema, MergePolicy, PropertiesValidator, resolveMergePolicy, resolveSubtypeSchema, SCHEMA_LIMITS, validatorFor,
+} from './type-schema';
 
 export const CORE_TENANT = '00000000-0000-0000-0000-000000000000';
 /** Names under it are core types' (reserved to them). */
@@ -45,7 +46,7 @@ export interface ResolvedType {
   version: number;
   schema: JsonSchema;
   mergePolicy: Record<string, MergePolicy>;
-  validate: ValidateFunction;
+  validate: PropertiesValidator;
 }
 
 /**
@@ -176,6 +177,7 @@ export class TypesService implements OnModuleInit {
       if (await this.row(p.tenantId, dto.name, m)) {
         throw ApiError.conflict('type_already_exists', `A type named "${dto.name}" already exists`, { name: dto.name });
       }
+      // Compiling (in resolve) comes after every cheaper refusal: it is what costs.
       const { resolved, mergePolicy } = await this.resolve(p.tenantId, dto.parent ?? null, dto.schema, dto.merge_policy ?? {}, m);
       const now = new Date();
       const [row]: TypeRow[] = await m.query(
@@ -266,6 +268,10 @@ export class TypesService implements OnModuleInit {
     return current;
   }
 
+  /**
+   * The schema items of a type with this parent and schema are validated against, checked to be
+   * usable (compiled: 400 invalid_schema), and its merge policy.
+   */
   private async resolve(
     tenantId: string,
     parentName: string | null,
@@ -273,12 +279,27 @@ export class TypesService implements OnModuleInit {
     policy: Record<string, MergePolicy>,
     m: EntityManager,
   ): Promise<{ resolved: JsonSchema; mergePolicy: Record<string, MergePolicy> }> {
-    if (!parentName) return { resolved: { ...schema, type: 'object' }, mergePolicy: policy };
+    if (!parentName) {
+      const resolved = { ...schema, type: 'object' };
+      assertUsableSchema(resolved);
+      return { resolved, mergePolicy: policy };
+    }
     const parent = await this.row(tenantId, parentName, m);
     if (!parent) throw ApiError.notFound('type_not_found', `Parent type "${parentName}" does not exist`);
-    return {
-      resolved: resolveSubtypeSchema(parent.resolved_schema, schema),
-      mergePolicy: { ...parent.merge_policy, ...policy },
-    };
+    // Each generation copies its parent's rules, so resolved schemas grow with the square of depth.
+    const chain = (await this.lineage(tenantId, m)).ref(parentName).ancestors.length + 2;
+    if (chain > SCHEMA_LIMITS.typeDepth) {
+      throw ApiError.badRequest('inheritance_violation', `A chain of parent types holds at most ${SCHEMA_LIMITS.typeDepth} types`, {
+        fields: [{ field: 'parent', message: `has ${chain - 2} ancestors, so its subtype would have ${chain - 1}; a type has at most ${SCHEMA_LIMITS.typeDepth - 1}` }],
+      });
+    }
+    const resolved = resolveSubtypeSchema(parent.resolved_schema, schema);
+    assertUsableSchema(resolved);
+    return { resolved, mergePolicy: { ...parent.merge_policy, ...policy } };
+  }
+
+  /** The tenant's type lineage as it stands inside the transaction `m`. */
+  private async lineage(tenantId: string, m: EntityManager): Promise<TypeCatalog> {
+    return new TypeCatalog(await m.query('SELECT name, parent FROM item_types WHERE tenant_id IN ($1, $2)', [tenantId, CORE_TENANT]));
   }
 }
