@@ -279,6 +279,8 @@ describe('connector token responses and token URLs', () => {
     '{"access_token":"at","token_type":["Bearer"]}',
     '{"access_token":""}',
     'null',
+    // Read whole, an upstream's answer of any size was held in memory.
+    `{"access_token":"at","padding":"${'x'.repeat(256 * 1024)}"}`,
   ];
 
   const register = async (name: string) =>

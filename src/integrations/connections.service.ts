@@ -39,6 +39,7 @@ import { Manifest, oauthUrlProblem } from './manifest-schema';
 import { normalizeRedirect, redirectAllowlist } from './redirect-allowlist';
 
 const STATE_TTL_SECONDS = 600;
+const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
 const STATE_AAD = 'connector-oauth-state';
 const UPSTREAM_TIMEOUT_MS = 10_000;
 /** Ten years: beyond any real access token's lifetime, and well within PostgreSQL's timestamps. */
@@ -134,7 +135,8 @@ export class ConnectionsService implements OnApplicationShutdown {
     private readonly config: AppConfig,
   ) {
     this.allowlist = redirectAllowlist(config.SVC_OAUTH_REDIRECT_ALLOWLIST);
-    this.upstream = guardedAgent(config.allowPrivateWebhookTargets);
+    // A token response is a few hundred bytes: a larger one is not read whole (it counts as not valid).
+    this.upstream = guardedAgent(config.allowPrivateWebhookTargets, { maxResponseSize: MAX_TOKEN_RESPONSE_BYTES });
   }
 
   /** After the HTTP server has closed: a refresh in flight finishes first. */
