@@ -7,7 +7,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ErrorCode } from './api-error';
-import { isDependencyUnavailable, isWriteCollision } from './unavailable';
+import { isDependencyUnavailable, isWriteCollision, UNAVAILABLE_RETRY_AFTER_SECONDS } from './unavailable';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'invalid_request',
@@ -60,7 +60,7 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
     if (apiError.status === 401) reply.header('WWW-Authenticate', bearerChallenge(req, apiError));
     // SPEC 8.1: every 429 carries Retry-After, whichever limit refused (the rate limiter sets its own).
     if (apiError.status === 429 && !reply.hasHeader('Retry-After')) reply.header('Retry-After', String(apiError.details?.retry_after ?? 1));
-    if (apiError.status === 503) reply.header('Retry-After', '2');
+    if (apiError.status === 503) reply.header('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS);
     reply.status(apiError.status).send(apiError.toEnvelope());
   }
 }

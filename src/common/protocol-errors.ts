@@ -22,6 +22,7 @@ import type { Logger } from 'pino';
 import { ApiError } from './api-error';
 import { announcesBody } from './body-parsing';
 import { toApiError } from './exception.filter';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './unavailable';
 
 function refusal(code: string | undefined): ApiError {
   if (code === 'HPE_HEADER_OVERFLOW') return new ApiError(431, 'invalid_request', 'The request headers are too large');
@@ -126,7 +127,7 @@ export function refuseWhileClosing(http: FastifyInstance): onRequestHookHandler 
     if (!closing) return done();
     void reply
       .status(503)
-      .header('Retry-After', '2')
+      .header('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS)
       .header('Connection', 'close')
       .send(new ApiError(503, 'service_unavailable', 'This instance is shutting down; send the request again').toEnvelope());
   };

@@ -3,6 +3,9 @@
  * again: it changed nothing, as a write is one transaction, which the error rolled back.
  */
 
+/** The Retry-After of every 503 `service_unavailable`: a dependency away, or an instance shutting down. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = '2';
+
 /** PostgreSQL SQLSTATEs: connection exceptions (08), the server shutting down or starting (57P0x), too many connections. */
 const PG_CODES = /^(08...|57P0[123]|53300)$/;
 /** Node's socket errors. */
