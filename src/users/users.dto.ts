@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsEmail, isEmail, IsIn, IsString, IsUrl, Length, MaxLength } from 'class-validator';
+import { isEmail, IsIn, IsString, IsUrl, Length, MaxLength, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { IsOptionalNonNull } from '../common/validation';
 
@@ -13,7 +13,10 @@ export const isUserEmail = (email: string): boolean => email.length <= 254 && is
 export class CreateUserDto {
   @ApiProperty({ example: 'ada@example.com', maxLength: 254, description: 'Signs in to this user only: unique across the service, in any letter case' })
   @Transform(({ value }) => (typeof value === 'string' ? value.trim() : value))
-  @IsEmail() @MaxLength(254)
+  @ValidateBy({
+    name: 'isUserEmail',
+    validator: { validate: (v: unknown) => typeof v === 'string' && isUserEmail(v), defaultMessage: () => 'must be an email address of at most 254 characters' },
+  })
   email: string;
 
   @ApiProperty({ minLength: 10, maxLength: 1024, description: 'Stored as a scrypt hash; never returned' })
