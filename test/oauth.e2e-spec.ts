@@ -234,6 +234,24 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect((await dryRun(access_token).expect(200)).body.matched).toBe(0);
   });
 
+  it('ranks without tags for a token that may not read them: a tagged twin scores as its untagged one', async () => {
+    const twin = (tags: string[]) =>
+      t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'ocelot numbers', body: 'ocelot quarterly' }, tags }).expect(201);
+    const [tagged, plain] = [(await twin(['ocelot'])).body, (await twin([])).body];
+    const { access_token } = (
+      await t.http.post('/auth/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' }).expect(200)
+    ).body;
+    const scores = async (token: string) => {
+      const { results } = (await t.http.get('/search').query({ q: 'ocelot' }).set(bearer(token)).expect(200)).body;
+      return Object.fromEntries(results.map((r: { item: { id: string }; relevance_score: number }) => [r.item.id, r.relevance_score]));
+    };
+    const forAdmin = await scores(admin);
+    expect(forAdmin[tagged.id]).toBeGreaterThan(forAdmin[plain.id]);
+    const forToken = await scores(access_token);
+    expect(Object.keys(forToken).sort()).toEqual([tagged.id, plain.id].sort());
+    expect(forToken[tagged.id]).toBeCloseTo(forToken[plain.id], 6);
+  });
+
   it('introspects and revokes (RFC 7662, RFC 7009); a revoked token is 401 at once', async () => {
     const { access_token } = await oidc.clientCredentialsGrant(rp, { scope: 'core.note:read' });
     const active = await oidc.tokenIntrospection(rp, access_token);

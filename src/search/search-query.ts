@@ -261,6 +261,18 @@ export function matchVector(alias: string, tags: boolean): string {
 }
 
 /**
+ * What a match is ranked on. Tags share weight B with description-like properties in
+ * search_vector, so for a caller who may not read tags ranking on it would tell a tagged item
+ * from an untagged twin by its score. Such a caller ranks on the title at weight A beside the
+ * document, which has no tags: titles still come first, and nothing else is weighted.
+ */
+export function rankVector(alias: string, tags: boolean): string {
+  return tags
+    ? `${alias}.search_vector`
+    : `(setweight(to_tsvector('${SEARCH_CONFIG}', ${wordsSql(`${alias}.search_title`)}), 'A') || ${matchVector(alias, false)})`;
+}
+
+/**
  * What item_search_scoped_query widens (migration 1732300000800) in a tsquery's text form:
  * phrase operators. Lexemes are quoted in that form, so one holding these characters can only
  * make the exact test run when it need not.

@@ -24,7 +24,8 @@
  * near-ties and lifts fresh items, but an old, much better match still wins (a pure
  * exponential would bury every year-old item). The clock is the current hour
  * (date_trunc), so the scores, and therefore the order, hold still while a client pages.
- * Order: score desc, then id, so limit/offset pages never overlap or skip.
+ * Order: score desc, then id, so limit/offset pages never overlap or skip while no matching
+ * item is written.
  */
 import { Injectable } from '@nestjs/common';
 import { canMetadata } from '../auth/permissions';
