@@ -72,6 +72,19 @@ describe('event stream (e2e, two instances)', () => {
     expect(badFields(await b.http.get('/events?type_filter=Bad!').set(bearer(admin)))).toEqual(['type_filter']);
   });
 
+  it('refuses an empty type_filter, as POST /webhooks does, and a repeated parameter, saying to give it once', async () => {
+    // An empty list would select no item event, or read as every type.
+    for (const query of ['?type_filter=,', '?type_filter=', '?type_filter=%20,%20']) {
+      expect(badFields(await b.http.get(`/events${query}`).set(bearer(admin)))).toEqual(['type_filter']);
+    }
+    const repeated = expectError(await b.http.get('/events?events=item.created&events=edge.created').set(bearer(admin)), 400, 'validation_error');
+    expect(repeated.details!.fields).toEqual([{ field: 'events', message: 'give events once, as one comma-separated list' }]);
+    const repeatedTypes = expectError(await b.http.get('/events?type_filter=core.note&type_filter=acme.*').set(bearer(admin)), 400, 'validation_error');
+    expect(repeatedTypes.details!.fields).toEqual([{ field: 'type_filter', message: 'give type_filter once, as one comma-separated list' }]);
+    const long = expectError(await b.http.get(`/events?events=${'item.created,'.repeat(200)}`).set(bearer(admin)), 400, 'validation_error');
+    expect(long.details!.fields).toEqual([{ field: 'events', message: 'must be at most 2000 characters' }]);
+  });
+
   it('delivers events written on one instance to a stream on the other, with heartbeats', async () => {
     const s = await open(b, admin);
     expect(s.status).toBe(200);

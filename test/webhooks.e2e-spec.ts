@@ -4,7 +4,9 @@
  * short schedule, failure and manual retry, who receives what, nothing for a rolled-back
  * change, a Redis loss, and a hanging receiver that does not hold up another webhook. Bodies
  * carry only the edges the registering credential may read; a webhook registered with an OAuth
- * token keeps to that token's scopes.
+ * token keeps to that token's scopes, and belongs to no narrower token of its client. First
+ * attempts waiting in line are not sent to a webhook changed or deleted meanwhile (on another
+ * instance), nor for a revoked credential; an admin retry never takes over a running attempt.
  */
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
@@ -120,6 +122,46 @@ describe('webhooks (e2e)', () => {
         await t.http.delete(`/webhooks/${hook.id}`).set(bearer(admin)).expect(200);
       }
     });
+
+    it('refuses a url the parser would call as another (whitespace, control characters, backslashes) or port 0, on PATCH as on POST', async () => {
+      const hook = await register(admin);
+      const patch = (body: object) => t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send(body);
+      const port = new URL(base).port;
+      for (const url of [` ${base}/spaced `, `${base}/new\nline`, `${base}/tab\tbed`, `${base}/nul\u0000`, `http://127.0.0.1:${port}\\back\\slash`, 'http://127.0.0.1:0/x']) {
+        expect(badFields(await post(admin, '/webhooks', { url, events: ['*'] }))).toEqual(['url']);
+        expect(badFields(await patch({ url }))).toEqual(['url']);
+      }
+      // A PATCH is held to the rules of registration: plain http only to local-development targets.
+      expect(badFields(await patch({ url: 'http://93.184.216.34/x' }))).toEqual(['url']);
+      expect((await get(admin, `/webhooks/${hook.id}`).expect(200)).body.url).toBe(`${base}${hook.path}`);
+      // What the parser keeps as it is passes, and is stored as sent.
+      expect((await patch({ url: `${base}/a%20b?q=1` }).expect(200)).body.url).toBe(`${base}/a%20b?q=1`);
+    });
+
+    it('lets an OAuth token see and change only the webhooks registered within its own scopes, not a wider token\'s of its client', async () => {
+      const client = (await post(admin, '/auth/clients', { grant_types: ['client_credentials'], scope: 'core.note:read *:read metadata:read' }).expect(201)).body;
+      const token = async (scope: string) =>
+        (await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope }).expect(200))
+          .body.access_token as string;
+      const narrow = await token('core.note:read');
+      const wide = await token('*:read metadata:read');
+      const narrowHook = await register(narrow, { events: ['item.created'] });
+      const wideHook = await register(wide, { events: ['item.created'] });
+      const listed = async (key: string) => (await get(key, '/webhooks').expect(200)).body.webhooks.map((w: { id: string }) => w.id).sort();
+      // Both were registered by the client's credential; the narrow token owns only its own.
+      expect((await get(admin, `/webhooks/${wideHook.id}`).expect(200)).body.credential_id).toBe(`client:${client.client_id}`);
+      expect(await listed(narrow)).toEqual([narrowHook.id]);
+      expectError(await get(narrow, `/webhooks/${wideHook.id}`), 404, 'webhook_not_found');
+      expectError(await get(narrow, `/webhooks/${wideHook.id}/deliveries`), 404, 'webhook_not_found');
+      expectError(await t.http.patch(`/webhooks/${wideHook.id}`).set(bearer(narrow)).send({ url: `${base}/taken-over`, events: ['*'] }), 404, 'webhook_not_found');
+      expectError(await t.http.delete(`/webhooks/${wideHook.id}`).set(bearer(narrow)), 404, 'webhook_not_found');
+      expect((await get(admin, `/webhooks/${wideHook.id}`).expect(200)).body).toMatchObject({ url: `${base}${wideHook.path}`, events: ['item.created'] });
+      // A token with every scope either was registered with owns both; each owns its own.
+      expect(await listed(await token('core.note:read *:read metadata:read'))).toEqual([narrowHook.id, wideHook.id].sort());
+      expect(await listed(wide)).toEqual([wideHook.id]);
+      await t.http.patch(`/webhooks/${narrowHook.id}`).set(bearer(narrow)).send({ disabled: true }).expect(200);
+      await get(narrow, `/webhooks/${narrowHook.id}/deliveries`).expect(200);
+    });
   });
 
   describe('delivery', () => {
@@ -188,6 +230,24 @@ describe('webhooks (e2e)', () => {
       expect(done.attempts).toBe(4);
       expect(receiver.at(hook.path)).toHaveLength(4);
       expectError(await post(admin, `/webhooks/${hook.id}/deliveries/${hook.id}/retry`, {}), 404, 'not_found');
+    });
+
+    it('answers a retry of a disabled webhook\'s delivery 409 conflict, leaving the delivery as it was', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      await note().expect(201);
+      const done = await waitFor(async () => {
+        const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
+        return d?.status === 'succeeded' && d;
+      }, 'the delivery');
+      await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ disabled: true }).expect(200);
+      const refused = expectError(await post(admin, `/webhooks/${hook.id}/deliveries/${done.id}/retry`, {}), 409, 'conflict');
+      expect(refused.message).toMatch(/disabled/);
+      const [after] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
+      expect(after).toMatchObject({ id: done.id, status: 'succeeded', attempts: 1, next_attempt_at: null });
+      // Enabled again, it can be retried.
+      await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ disabled: false }).expect(200);
+      await post(admin, `/webhooks/${hook.id}/deliveries/${done.id}/retry`, {}).expect(202);
+      await waitFor(() => receiver.at(hook.path).length === 2, 'the retried attempt');
     });
 
     it('selects by events and type_filter (subtypes under parent.*), and a disabled webhook gets nothing', async () => {
@@ -421,6 +481,14 @@ describe('webhook targets with private targets off', () => {
     await t.http.post('/webhooks').set(bearer(admin)).send({ url: 'https://93.184.216.34/hooks', events: ['*'] }).expect(201);
   });
 
+  it('holds a PATCHed url to the same rules: no plain http, no private address', async () => {
+    const hook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: 'https://93.184.216.34/hooks', events: ['*'] }).expect(201)).body;
+    for (const url of ['http://93.184.216.34/hooks', 'https://127.0.0.1/x', 'https://localhost/x']) {
+      expect(badFields(await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ url }))).toEqual(['url']);
+    }
+    expect((await t.http.get(`/webhooks/${hook.id}`).set(bearer(admin)).expect(200)).body.url).toBe('https://93.184.216.34/hooks');
+  });
+
   it('refuses at delivery a name that has come to resolve to a private address (DNS rebinding)', async () => {
     const receiver = new Receiver();
     const base = await receiver.start();
@@ -472,6 +540,85 @@ describe('a first attempt that takes a while', () => {
     expect(done).toMatchObject({ id: pending.id, status: 'succeeded', attempts: 1, last_status_code: 200 });
     expect(await list('pending')).toEqual([]);
     expect(receiver.requests).toHaveLength(1);
+  });
+
+  it('answers an admin retry 409 conflict while an attempt holds the delivery, and leaves its lease alone', async () => {
+    let answer!: (status: number) => void;
+    receiver.respond = () => new Promise((resolve) => (answer = resolve));
+    const hook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/slow-retry`, events: ['item.created'] }).expect(201)).body;
+    await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'slow retry' } }).expect(201);
+    const listed = async () => (await t.http.get(`/webhooks/${hook.id}/deliveries`).set(bearer(admin)).expect(200)).body.deliveries;
+    const [running] = await waitFor(async () => (await listed()).length === 1 && listed(), 'the delivery listed while its attempt runs');
+    const lease = async () => (await t.sql<{ lease_until: Date | null }>(`SELECT lease_until FROM webhook_deliveries WHERE id = $1`, [running.id]))[0].lease_until;
+    const held = await lease();
+    expect(held!.getTime()).toBeGreaterThan(Date.now());
+    const retry = () => t.http.post(`/webhooks/${hook.id}/deliveries/${running.id}/retry`).set(bearer(admin)).send({});
+    const refused = expectError(await retry(), 409, 'conflict');
+    expect(refused.message).toMatch(/under way/);
+    expect(await lease()).toEqual(held);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.at('/slow-retry')).toHaveLength(1); // not sent a second time meanwhile
+    receiver.respond = () => 200;
+    answer(200);
+    await waitFor(async () => (await listed())[0].status === 'succeeded', 'the attempt\'s outcome');
+    // Once it has ended, the delivery can be retried.
+    await retry().expect(202);
+    const [again] = await waitFor(async () => (await listed())[0].attempts === 2 && listed(), 'the retried attempt');
+    expect(again.attempt_log.map((a: { attempt: number }) => a.attempt)).toEqual([1, 2]);
+    expect(receiver.at('/slow-retry')).toHaveLength(2);
+  });
+});
+
+describe('first attempts waiting in line when their webhook changes', () => {
+  const receiver = new Receiver();
+  let t: TestApp;
+  /** Another instance, which does not deliver: the changes are made there, and heard by `t` through Redis. */
+  let other: TestApp;
+  let admin: string;
+  let base: string;
+
+  beforeAll(async () => {
+    base = await receiver.start();
+    // Attempts that hang end after 3 s: the changes below are made while the first ones hang.
+    const settings = { WEBHOOK_TIMEOUT_MS: '3000', WEBHOOK_RETRY_SCHEDULE: '1s,1s', WEBHOOK_SWEEP_INTERVAL: '500ms' };
+    t = await startApp(settings);
+    other = await startApp({ ...settings, DATABASE_URL: t.databaseUrl, REDIS_PREFIX: t.config.REDIS_PREFIX, EVENT_DELIVERY_ENABLED: 'false' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => {
+    await other?.app.close();
+    await t?.close();
+    await other?.close();
+    await receiver.stop();
+  });
+
+  it('sends none of them to a webhook deleted, disabled or re-pointed, or whose credential was revoked, on another instance', async () => {
+    await t.http.post('/types').set(bearer(admin)).send({ name: 'acme.backlog', schema: { type: 'object' } }).expect(201);
+    const member = await createKey(t, admin, { label: 'backlog', type_permissions: { 'acme.*': 'read' } });
+    const register = async (key: string, path: string) =>
+      (await t.http.post('/webhooks').set(bearer(key)).send({ url: `${base}${path}`, events: ['item.created'], type_filter: ['acme.backlog'] }).expect(201)).body.id as string;
+    const hooks = { deleted: await register(admin, '/deleted'), disabled: await register(admin, '/disabled'), moved: await register(admin, '/moved'), revoked: await register(member.key, '/revoked') };
+    const old = ['/deleted', '/disabled', '/moved', '/revoked'];
+    receiver.respond = (r) => (old.includes(r.path) ? 'hang' : 200);
+    const items = Array.from({ length: 40 }, (_, i) => ({ type: 'acme.backlog', properties: { i } }));
+    await t.http.post('/items/bulk').set(bearer(admin)).send({ mode: 'create_only', items }).expect(200);
+    // Each webhook has its first PER_WEBHOOK_CONCURRENCY attempts hanging, and the rest waiting in line.
+    await waitFor(() => old.every((path) => receiver.at(path).length === PER_WEBHOOK_CONCURRENCY), 'the first attempts under way');
+
+    await other.http.delete(`/webhooks/${hooks.deleted}`).set(bearer(admin)).expect(200);
+    await other.http.patch(`/webhooks/${hooks.disabled}`).set(bearer(admin)).send({ disabled: true }).expect(200);
+    await other.http.patch(`/webhooks/${hooks.moved}`).set(bearer(admin)).send({ url: `${base}/moved-to` }).expect(200);
+    await other.http.delete(`/keys/${member.id}`).set(bearer(admin)).expect(200);
+
+    // The moved webhook's deliveries all reach its new URL: those that waited, and the retries of those that hung.
+    await waitFor(() => new Set(receiver.at('/moved-to').map((r) => r.headers['x-svc-event-id'])).size === 40, 'every delivery at the new URL');
+    const count = async (webhookId: string, status: string) =>
+      Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = $2`, [webhookId, status]))[0].n);
+    // The revoked credential's are given up; the disabled webhook's wait, due, for it to be enabled again.
+    await waitFor(async () => (await count(hooks.revoked, 'failed')) === 40, 'the revoked credential\'s deliveries given up');
+    await waitFor(async () => (await count(hooks.disabled, 'pending')) === 40, 'the disabled webhook\'s deliveries recorded');
+    await waitFor(async () => (await t.sql(`SELECT 1 FROM events WHERE dispatched_at IS NULL`)).length === 0, 'every event dispatched');
+    for (const path of old) expect([path, receiver.at(path).length]).toEqual([path, PER_WEBHOOK_CONCURRENCY]);
   });
 });
 

@@ -19,6 +19,16 @@ describe('webhook target policy', () => {
     expect(urlProblem('https://user:pw@example.com/', true)).toMatch(/credentials/);
   });
 
+  it('refuses what the URL parser would call otherwise than stored: whitespace, control characters, backslashes, port 0', () => {
+    for (const text of [' http://127.0.0.1:4191/a ', 'http://127.0.0.1:4191/a\nb', 'http://127.0.0.1:4191/a\tb', 'https://example.com/a b',
+      'https://example.com\\hook', 'https://example.com/a\u0000', 'https://example.com/a\u007f', 'https://example.com/\u00a0']) {
+      expect(urlProblem(text, true)).toMatch(/whitespace, control characters or backslashes/);
+    }
+    expect(urlProblem('http://127.0.0.1:0/hook', true)).toMatch(/port 0/);
+    expect(urlProblem('https://example.com:00/hook', true)).toMatch(/port 0/);
+    expect(urlProblem('https://example.com:8443/a%20b?q=1#f', false)).toBeUndefined();
+  });
+
   it('refuses at connection time a name that resolves to a private address (DNS rebinding)', async () => {
     const lookup = (allowPrivate: boolean) =>
       new Promise<unknown>((resolve) => guardedLookup(allowPrivate)('localhost', {}, (err, address) => resolve(err ?? address)));

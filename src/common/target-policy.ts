@@ -29,7 +29,18 @@ export function isPublicAddress(address: string): boolean {
   return parsed.range() === 'unicast' && (parsed.kind() === 'ipv4' || parsed.match(GLOBAL_UNICAST_V6));
 }
 
-/** Why a URL may not be a webhook target (syntax and scheme only), or undefined. */
+/**
+ * Characters the URL parser drops or rewrites (surrounding spaces, tabs and newlines anywhere,
+ * `\` read as `/`), or that have no place in a URL unencoded.
+ */
+const REWRITTEN_CHARS = /[\s\x00-\x1f\x7f-\x9f\\]/;
+
+/**
+ * Why a URL may not be a webhook target (syntax and scheme only), or undefined. A URL is stored
+ * as sent and parsed again at each attempt, so one the parser would call as another (a stripped
+ * newline, a `\` read as `/`) is refused rather than shown as something it is not; so is port 0,
+ * which nothing listens on.
+ */
 export function urlProblem(text: string, allowPrivate: boolean): string | undefined {
   let url: URL;
   try {
@@ -37,9 +48,11 @@ export function urlProblem(text: string, allowPrivate: boolean): string | undefi
   } catch {
     return 'must be an absolute http(s) URL';
   }
+  if (REWRITTEN_CHARS.test(text)) return 'must not contain whitespace, control characters or backslashes (percent-encode them)';
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an https URL';
   if (url.protocol === 'http:' && !allowPrivate) return 'must be an https URL (plain http is for local development only)';
   if (url.username || url.password) return 'must not carry credentials';
+  if (url.port === '0') return 'must not name port 0';
   return undefined;
 }
 

@@ -1,6 +1,6 @@
 import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsOptional, ValidateBy } from 'class-validator';
 import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
@@ -11,13 +11,29 @@ import { EVENT_NAMES, isEventPattern } from './event-catalogue';
 import { EventStream, StreamFilter } from './event-stream';
 import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT } from './stream-slots';
 
+/**
+ * A comma list of at most `maxLength` characters, given once: a repeated parameter
+ * (`?events=a&events=b`) arrives as an array, and is told so rather than called too long.
+ */
+const IsCommaList = (maxLength: number) =>
+  ValidateBy({
+    name: 'isCommaList',
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && v.length <= maxLength,
+      defaultMessage: (args) =>
+        Array.isArray(args?.value)
+          ? `give ${args!.property} once, as one comma-separated list`
+          : typeof args?.value === 'string' ? `must be at most ${maxLength} characters` : 'must be a comma-separated list',
+    },
+  });
+
 export class EventStreamQuery {
-  @ApiPropertyOptional({ description: `Comma list of event names or patterns (${EVENT_NAMES.join(', ')}); default \`*\``, example: 'item.*,edge.created' })
-  @IsOptional() @IsString() @MaxLength(2000)
+  @ApiPropertyOptional({ description: `Comma list of event names or patterns (${EVENT_NAMES.join(', ')}); default \`*\``, example: 'item.*,edge.created', maxLength: 2000 })
+  @IsOptional() @IsCommaList(2000)
   events?: string;
 
-  @ApiPropertyOptional({ description: 'Comma list of type patterns limiting item events', example: 'core.note,acme.*' })
-  @IsOptional() @IsString() @MaxLength(2000)
+  @ApiPropertyOptional({ description: 'Comma list of type patterns limiting item events (at least one; leave it out for every type)', example: 'core.note,acme.*', maxLength: 2000 })
+  @IsOptional() @IsCommaList(2000)
   type_filter?: string;
 }
 
@@ -29,7 +45,9 @@ function parseFilter(q: EventStreamQuery): StreamFilter {
   if (!events.length || !events.every((p) => isPattern(p) && isEventPattern(p))) {
     issues.push({ field: 'events', message: `must list event names (${EVENT_NAMES.join(', ')}), patterns such as "item.*", or "*"` });
   }
-  if (typeFilter && !typeFilter.every(isPattern)) issues.push({ field: 'type_filter', message: 'must list type names or patterns such as "acme.*"' });
+  // An empty list (`?type_filter=` or `,`) is refused, as a webhook's is: it would select no item event, or read as every type.
+  if (typeFilter && !typeFilter.length) issues.push({ field: 'type_filter', message: 'must list at least one type pattern; leave it out for every type' });
+  else if (typeFilter && !typeFilter.every(isPattern)) issues.push({ field: 'type_filter', message: 'must list type names or patterns such as "acme.*"' });
   if (issues.length) throw validationError(issues);
   return { events, typeFilter };
 }

@@ -3,7 +3,10 @@
  * first attempt, a Bull retry and a sweeper on any instance never send the same attempt twice
  * at once. A first attempt comes from the relay under its event's lease, before its delivery
  * has a row; any later attempt claims its row first and is checked against the registering
- * credential again (webhook-fanout.ts, `recheck`). An attempt POSTs the body with fresh
+ * credential again (webhook-fanout.ts, `recheck`). A first attempt goes out as planned only if,
+ * when its turn comes, its webhook has not changed since (webhook-changes.ts) and its credential
+ * still exists; otherwise it goes through its row like a later attempt, to the webhook as it is
+ * then (an attempt already sent is not recalled). An attempt POSTs the body with fresh
  * signatures, then its outcome is recorded (delivery-records.ts: the first one inserts the
  * row) and, on failure, the next attempt is scheduled on WEBHOOK_RETRY_SCHEDULE as a Bull
  * delayed job; after the last one the delivery is `failed`. The row is the truth: a job Redis
@@ -27,6 +30,7 @@ import { BookkeepingDb } from '../database/bookkeeping-db';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
 import { DeliveryRecords, Outcome, Recorded } from './delivery-records';
 import { secretAad, signDelivery } from './signature';
+import { WebhookChanges } from './webhook-changes';
 import { WebhookFanout } from './webhook-fanout';
 
 /**
@@ -77,6 +81,10 @@ export interface Prepared extends DeliveryRef {
   leaseUntil: number;
   /** Planned by the relay and not in the table yet: its first record inserts the row. */
   unrecorded?: boolean;
+  /** A first attempt's: the WebhookChanges mark its plan read the webhook under. */
+  plannedAt?: number;
+  /** A first attempt's: the credential that registered the webhook. */
+  credentialId?: string;
 }
 
 /** Runs at most `limit` tasks per key at once; the rest wait their turn. */
@@ -136,6 +144,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     private readonly db: BookkeepingDb,
     private readonly records: DeliveryRecords,
     private readonly fanout: WebhookFanout,
+    private readonly changes: WebhookChanges,
     private readonly config: AppConfig,
     private readonly secrets: SecretBox,
     @InjectQueue(QUEUES.webhooks) private readonly queue: Queue<JobPayloads['webhook.deliver']>,
@@ -234,17 +243,21 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     return true;
   }
 
-  private async claimAndAttempt(ref: DeliveryRef): Promise<void> {
+  /**
+   * Claims the row (`held`: one this process holds the lease of already, for a first attempt
+   * sent through its row) and attempts it as the webhook and its credential are now.
+   */
+  private async claimAndAttempt(ref: DeliveryRef, held = false): Promise<void> {
     if (this.stopped) return;
-    const [claimed] = await this.db.query<Omit<Prepared, keyof DeliveryRef | 'leaseUntil'> & { credentialId: string; credentialScopes: string[] | null }>(
+    const [claimed] = await this.db.query<Omit<Prepared, keyof DeliveryRef | 'leaseUntil' | 'credentialId'> & { credentialId: string; credentialScopes: string[] | null }>(
       `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
          FROM webhooks w
         WHERE d.tenant_id = $1 AND d.id = $2 AND d.status = 'pending' AND d.next_attempt_at <= now() + interval '1 second'
-          AND (d.lease_until IS NULL OR d.lease_until < now())
+          AND CASE WHEN $4 THEN d.lease_until > now() ELSE (d.lease_until IS NULL OR d.lease_until < now()) END
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
         RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, w.url, w.secret_sealed AS "secretSealed",
                   w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes"`,
-      [ref.tenantId, ref.deliveryId, this.leaseMs],
+      [ref.tenantId, ref.deliveryId, this.leaseMs, held],
     );
     if (!claimed) return;
     const { credentialId, credentialScopes, ...delivery } = claimed;
@@ -262,6 +275,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       if (d.unrecorded) await this.recordUnattempted(d, undefined);
       return;
     }
+    if (d.plannedAt !== undefined && !(await this.stillAsPlanned(d))) return this.attemptFromRow(d);
     const attemptId = newId();
     let revealed = false;
     const reveal = d.unrecorded
@@ -281,6 +295,28 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const recorded: Recorded = { ref: refOf(d), attempt, attemptId, outcome, status, delayMs, insert: d.unrecorded && !revealed ? d : undefined };
     await this.records.record(recorded);
     if (status === 'pending') await this.scheduleRetry(recorded);
+  }
+
+  /**
+   * Whether a first attempt may go out as planned, now that its turn has come: its webhook has
+   * not changed since the plan read it (no database read: WebhookChanges), and the credential
+   * that registered it still exists (a cached look-up).
+   */
+  private async stillAsPlanned(d: Prepared): Promise<boolean> {
+    if (this.changes.changedSince(d.webhookId, d.plannedAt!)) return false;
+    return this.fanout.registrantActive(d.tenantId, d.credentialId!);
+  }
+
+  /**
+   * A first attempt whose webhook changed, or whose credential was revoked, while it waited: its
+   * row (written now if it has none, leased here) is claimed again and attempted as a later
+   * attempt is, with the webhook's URL and secret and the credential as they are now. A webhook
+   * deleted meanwhile keeps no row; a disabled one's row is not claimed, and waits, due, for
+   * the webhook to be enabled again; a revoked credential's delivery is `failed`.
+   */
+  private async attemptFromRow(d: Prepared): Promise<void> {
+    if (d.unrecorded) await this.recordUnattempted(d, this.leaseMs);
+    await this.claimAndAttempt(refOf(d), true);
   }
 
   /** A planned delivery's row before any attempt: leased for an attempt to come here, else due for the sweeper. */

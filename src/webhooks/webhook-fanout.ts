@@ -7,17 +7,26 @@
  * wide its client or grant is or becomes. The body is rendered for that credential (unreadable
  * extension namespaces and edges left out) and stored with the delivery. A later attempt is
  * checked again the same way (`recheck`). The dispatcher records each planned delivery with its
- * first attempt.
+ * first attempt; one that waited in line while its webhook changed (webhook-changes.ts) or its
+ * credential was revoked (`registrantActive`) goes through its row and `recheck` too.
  */
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal';
-import { newId } from '../common/ids';
+import { isId, newId } from '../common/ids';
 import { BookkeepingDb } from '../database/bookkeeping-db';
 import { EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from '../events/event-catalogue';
 import { CredentialsService } from '../auth/credentials.service';
 import { withinTokenScopes } from '../oidc/scopes';
 import { TypesService } from '../types/types.service';
+import { WebhookChanges } from './webhook-changes';
 import type { Prepared } from './webhook-dispatcher';
+
+/**
+ * How long one look-up of an OAuth client or grant serves the first attempts about to be sent
+ * (`registrantActive`): unlike an API key's, it is not cached, and a busy webhook starts
+ * hundreds of attempts a second.
+ */
+const REGISTRANT_CHECK_MS = 1000;
 
 interface Subscription {
   tenant_id: string;
@@ -32,10 +41,14 @@ interface Subscription {
 
 @Injectable()
 export class WebhookFanout {
+  /** Per registering credential, whether it still exists, looked up at most REGISTRANT_CHECK_MS ago. */
+  private readonly registrants = new Map<string, { active: Promise<boolean>; until: number }>();
+
   constructor(
     private readonly db: BookkeepingDb,
     private readonly credentials: CredentialsService,
     private readonly types: TypesService,
+    private readonly changes: WebhookChanges,
   ) {}
 
   /**
@@ -44,6 +57,7 @@ export class WebhookFanout {
    */
   async plan(events: Array<StoredEvent & { reclaimed?: boolean }>, leaseMs: number): Promise<Prepared[]> {
     const tenants = [...new Set(events.map((e) => e.tenant_id))];
+    const plannedAt = this.changes.mark(); // before the webhooks are read: a change committed after counts
     const subscriptions = await this.db.query<Subscription>(
       `SELECT tenant_id, id, url, secret_sealed, events, type_filter, credential_id, credential_scopes FROM webhooks
         WHERE tenant_id = ANY($1::uuid[]) AND NOT disabled`,
@@ -83,6 +97,8 @@ export class WebhookFanout {
           url: s.url,
           secretSealed: s.secret_sealed,
           leaseUntil: Date.now() + leaseMs,
+          plannedAt,
+          credentialId: s.credential_id,
         });
       }
     }
@@ -105,6 +121,26 @@ export class WebhookFanout {
     if (!event) return {};
     const types = await this.types.catalog(tenantId);
     return mayReceive(owner, event, types) ? { body: renderBody(owner, event, types) } : null;
+  }
+
+  /**
+   * Whether the credential that registered a webhook still exists: checked by a first attempt
+   * just before it is sent, since it may have waited in its webhook's line since it was planned.
+   * An API key's look-up is cached under the key generation, so a revocation holds from its
+   * answer; an OAuth client's or grant's within REGISTRANT_CHECK_MS. False (the attempt then goes
+   * through the row, and `recheck`) also when the look-up fails.
+   */
+  registrantActive(tenantId: string, credentialId: string): Promise<boolean> {
+    const lookUp = () => this.credentials.principalById(tenantId, credentialId).then((p) => p !== null, () => false);
+    if (isId(credentialId)) return lookUp();
+    const key = `${tenantId}:${credentialId}`;
+    const now = Date.now();
+    const hit = this.registrants.get(key);
+    if (hit && hit.until > now) return hit.active;
+    if (this.registrants.size > 10_000) this.registrants.clear();
+    const active = lookUp();
+    this.registrants.set(key, { active, until: now + REGISTRANT_CHECK_MS });
+    return active;
   }
 
   /** `<event>:<webhook>` of the deliveries already recorded for these events. */

@@ -74,9 +74,12 @@ export class WebhooksController {
   @Post(':id/deliveries/:delivery_id/retry')
   @HttpCode(202)
   @Requires({ admin: true })
-  @ApiOperation({ summary: 'Attempt a delivery again now, whatever its state (admin); a failed delivery that fails again stays failed' })
+  @ApiOperation({
+    summary: 'Attempt a delivery again now, whatever its state (admin); a failed delivery that fails again stays failed',
+    description: '409 `conflict` while an attempt of it is under way (retry once it has ended), or when the webhook is disabled.',
+  })
   @ApiAcceptedResponse({ type: DeliveryResponse })
-  @ApiErrors(400, 401, 403, 404, 429)
+  @ApiErrors(400, 401, 403, 404, 409, 429)
   retry(
     @Caller() caller: Principal,
     @Param('id', ParseIdPipe) id: string,

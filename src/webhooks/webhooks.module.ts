@@ -9,6 +9,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { TypesModule } from '../types/types.module';
 import { DeliveryRecords } from './delivery-records';
+import { WebhookChanges } from './webhook-changes';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import { WebhookFanout } from './webhook-fanout';
 import { WebhookSweeper } from './webhook-sweeper';
@@ -18,7 +19,7 @@ import { WebhooksService } from './webhooks.service';
 @Module({
   imports: [AuthModule, TypesModule],
   controllers: [WebhooksController],
-  providers: [WebhooksService, DeliveryRecords, WebhookDispatcher, WebhookFanout, WebhookSweeper],
+  providers: [WebhooksService, DeliveryRecords, WebhookChanges, WebhookDispatcher, WebhookFanout, WebhookSweeper],
   exports: [WebhookFanout, WebhookDispatcher],
 })
 export class WebhooksModule {}

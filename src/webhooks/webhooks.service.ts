@@ -4,7 +4,9 @@
  * changes it, and it receives only what that credential may read (webhook-fanout.ts), and, when
  * it is an OAuth token, only within that token's scopes, kept as `credential_scopes`. Every
  * statement is scoped by tenant_id; the secret is stored sealed (crypto/secret-box.ts) and
- * returned only once, on creation.
+ * returned only once, on creation. A change or removal is announced to every instance
+ * (webhook-changes.ts) before it is answered, so first attempts still waiting are not sent to
+ * the webhook as it was.
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -20,6 +22,7 @@ import { SecretBox } from '../crypto/secret-box';
 import { generateSecret, secretAad } from './signature';
 import { assertTargetAddress, TargetRefused, urlProblem } from '../common/target-policy';
 import { tokenScopesOf } from '../oidc/scopes';
+import { WebhookChanges } from './webhook-changes';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import {
   CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, UpdateWebhookDto, WebhookList, WebhookResponse,
@@ -41,6 +44,22 @@ export interface WebhookRow {
 const WEBHOOK_COLUMNS = 'tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, created_at, updated_at';
 
 const notFound = () => ApiError.notFound('webhook_not_found', 'No such webhook');
+
+/**
+ * Which webhooks a caller sees and changes, as SQL over the two parameters `ownerOf` gives, from
+ * `$at`: an admin, the tenant's; another credential, those it registered. Tokens of one OAuth
+ * client or grant share their credential id, so a token owns only the webhooks registered within
+ * its own scopes: a narrower token must not take over (and receive through) a wider one's. A
+ * token's webhook registered before its scopes were kept (credential_scopes null) is an admin's
+ * to manage.
+ */
+const OWNED_BY = (at: number) =>
+  `($${at}::text IS NULL OR (credential_id = $${at} AND ($${at + 1}::text[] IS NULL OR credential_scopes <@ $${at + 1}::text[])))`;
+
+/** The parameters of OWNED_BY: the caller's credential (null for an admin) and token scopes (null for an API key). */
+function ownerOf(p: Principal): [string | null, string[] | null] {
+  return isAdmin(p) ? [null, null] : [p.credentialId, tokenScopesOf(p)];
+}
 
 function toResponse(r: WebhookRow, secret?: string): WebhookResponse {
   return {
@@ -93,6 +112,7 @@ export class WebhooksService {
     private readonly config: AppConfig,
     private readonly secrets: SecretBox,
     private readonly dispatcher: WebhookDispatcher,
+    private readonly changes: WebhookChanges,
   ) {}
 
   async create(p: Principal, dto: CreateWebhookDto): Promise<WebhookResponse> {
@@ -116,10 +136,10 @@ export class WebhooksService {
     const after = decodeCursor(page.cursor);
     const rows: WebhookRow[] = await this.db.query(
       `SELECT ${WEBHOOK_COLUMNS} FROM webhooks
-        WHERE tenant_id = $1 AND ($2::text IS NULL OR credential_id = $2)
-          AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
-        ORDER BY created_at DESC, id DESC LIMIT $5`,
-      [p.tenantId, this.ownerFilter(p), after?.createdAt ?? null, after?.id ?? null, limit + 1],
+        WHERE tenant_id = $1 AND ${OWNED_BY(4)}
+          AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+        ORDER BY created_at DESC, id DESC LIMIT $6`,
+      [p.tenantId, after?.createdAt ?? null, after?.id ?? null, ...ownerOf(p), limit + 1],
     );
     const { page: webhooks, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
     return { webhooks: webhooks.map((r) => toResponse(r)), next_cursor };
@@ -136,21 +156,22 @@ export class WebhooksService {
   async update(p: Principal, id: string, dto: UpdateWebhookDto): Promise<WebhookResponse> {
     if (dto.url !== undefined) await this.assertTarget(dto.url);
     const [[row]]: [WebhookRow[], number] = await this.db.query(
-      `UPDATE webhooks SET url = coalesce($4, url), events = coalesce($5, events),
-              type_filter = CASE WHEN $6 THEN $7::text[] ELSE type_filter END, disabled = coalesce($8, disabled), updated_at = now()
-        WHERE tenant_id = $1 AND id = $2 AND ($3::text IS NULL OR credential_id = $3) RETURNING ${WEBHOOK_COLUMNS}`,
+      `UPDATE webhooks SET url = coalesce($3, url), events = coalesce($4, events),
+              type_filter = CASE WHEN $5 THEN $6::text[] ELSE type_filter END, disabled = coalesce($7, disabled), updated_at = now()
+        WHERE tenant_id = $1 AND id = $2 AND ${OWNED_BY(8)} RETURNING ${WEBHOOK_COLUMNS}`,
       [
         p.tenantId,
         id,
-        this.ownerFilter(p),
         dto.url ?? null,
         dto.events ?? null,
         dto.type_filter !== undefined,
         dto.type_filter ?? null,
         dto.disabled ?? null,
+        ...ownerOf(p),
       ],
     );
     if (!row) throw notFound();
+    await this.changes.announce(row.id);
     return toResponse(row);
   }
 
@@ -158,6 +179,7 @@ export class WebhooksService {
   async remove(p: Principal, id: string): Promise<WebhookResponse> {
     const current = await this.find(p, id);
     await this.db.query(`DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2`, [p.tenantId, current.id]);
+    await this.changes.announce(current.id);
     return toResponse(current);
   }
 
@@ -175,18 +197,39 @@ export class WebhooksService {
     return { deliveries: deliveries.map(toDelivery), next_cursor };
   }
 
-  /** Admin: makes a delivery due now, whatever its state, and attempts it at once. */
+  /**
+   * Admin: makes a delivery due now, whatever its state, and attempts it at once. Not while an
+   * attempt holds its lease (under way, or queued to start, on some instance): clearing the lease
+   * would let another instance send it at the same time. Not for a disabled webhook either,
+   * whose deliveries are not attempted.
+   */
   async retry(p: Principal, webhookId: string, deliveryId: string): Promise<DeliveryResponse> {
     const webhook = await this.find(p, webhookId);
+    // The webhook is checked in the statement too: one disabled since `find` holds the retry back.
     const [, updated]: [unknown, number] = await this.db.query(
-      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), lease_until = NULL, updated_at = now()
-        WHERE tenant_id = $1 AND webhook_id = $2 AND id = $3`,
+      `UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), lease_until = NULL, updated_at = now()
+         FROM webhooks w
+        WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3 AND (d.lease_until IS NULL OR d.lease_until < now())
+          AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled`,
       [p.tenantId, webhook.id, deliveryId],
     );
-    if (!updated) throw ApiError.notFound('not_found', 'No such delivery of this webhook');
+    if (!updated) throw await this.whyNotRetried(p.tenantId, webhook.id, deliveryId);
     this.dispatcher.attemptSoon({ tenantId: p.tenantId, deliveryId, webhookId: webhook.id });
     const [row] = await this.deliveryRows(`d.tenant_id = $1 AND d.id = $2`, [p.tenantId, deliveryId]);
     return toDelivery(row);
+  }
+
+  private async whyNotRetried(tenantId: string, webhookId: string, deliveryId: string): Promise<ApiError> {
+    const [found]: Array<{ disabled: boolean }> = await this.db.query(
+      `SELECT w.disabled
+         FROM webhook_deliveries d JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id
+        WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3`,
+      [tenantId, webhookId, deliveryId],
+    );
+    if (!found) return ApiError.notFound('not_found', 'No such delivery of this webhook');
+    if (found.disabled) return ApiError.conflict('conflict', 'The webhook is disabled: enable it (PATCH disabled: false) to retry its deliveries');
+    // Else its lease was held when the retry looked (and may have ended since: the retry can be sent again).
+    return ApiError.conflict('conflict', 'An attempt of this delivery is under way or about to start; retry once it has ended');
   }
 
   private deliveryRows(where: string, params: unknown[]): Promise<DeliveryRow[]> {
@@ -197,15 +240,10 @@ export class WebhooksService {
     );
   }
 
-  /** Admins see the tenant's webhooks; other credentials those they registered. */
-  private ownerFilter(p: Principal): string | null {
-    return isAdmin(p) ? null : p.credentialId;
-  }
-
   private async find(p: Principal, id: string): Promise<WebhookRow> {
     const [row]: WebhookRow[] = await this.db.query(
-      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE tenant_id = $1 AND id = $2 AND ($3::text IS NULL OR credential_id = $3)`,
-      [p.tenantId, id, this.ownerFilter(p)],
+      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE tenant_id = $1 AND id = $2 AND ${OWNED_BY(3)}`,
+      [p.tenantId, id, ...ownerOf(p)],
     );
     if (!row) throw notFound();
     return row;
