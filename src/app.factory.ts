@@ -18,7 +18,16 @@ import type { Logger as PinoLogger } from 'pino';
 import { AppModule } from './app.module';
 import { CredentialHook } from './auth/credential.hook';
 import { registerBodyParsers } from './common/body-parsing';
-import { clientErrorHandler, dropBodyOfGet, frameworkErrors, PreRoutingStep, refuseUnsupported, refuseWhileClosing, requireHost } from './common/protocol-errors';
+import {
+  clientErrorHandler,
+  dropBodyOfGet,
+  frameworkErrors,
+  PreRoutingStep,
+  refuseUnsupported,
+  refuseWhileClosing,
+  requireHost,
+  requireValidQuery,
+} from './common/protocol-errors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
 import { redactUrl, StartupError } from './common/startup-error';
 import { createValidationPipe } from './common/validation';
@@ -88,6 +97,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   http.addHook('onRequest', rateLimit.onRequest);
   // After the rate limit, so that its refusal carries the X-RateLimit-* headers too.
   http.addHook('onRequest', requireHost);
+  http.addHook('onRequest', requireValidQuery);
   http.addHook('onRequest', app.get(OidcMount).onRequest);
   preRouting.push(
     (request, reply) => new Promise<void>((resolve, reject) => credentials.onRequest(request, reply, (err) => (err ? reject(err) : resolve()))),

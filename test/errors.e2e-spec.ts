@@ -1,6 +1,7 @@
 /** The error envelope (SPEC 2.9, part 7) for failures outside any one resource's rules. */
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
+import { rawRequest } from './support/raw-http';
 
 describe('error envelope', () => {
   let t: TestApp;
@@ -74,6 +75,27 @@ describe('error envelope', () => {
     const res = await t.http.get('/keys/%E0%A4%A').set(bearer(admin));
     expectError(res, 400, 'invalid_request');
     expect(res.headers['x-request-id']).toEqual(expect.any(String));
+  });
+
+  it('a query string that is not validly percent-encoded is 400 invalid_request, as such a path is', async () => {
+    // Sent as is: an HTTP client would re-encode (or drop) the bad escapes.
+    const get = async (target: string) => {
+      const res = await rawRequest(t.url, `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\nConnection: close\r\n\r\n`);
+      return { status: res.status, error: res.status === 200 ? undefined : JSON.parse(Buffer.from(res.body, 'latin1').toString('utf8')).error };
+    };
+    for (const query of ['limit=%E0', 'limit=%ZZ', 'lim%it=5', 'limit=5&tag=%C3']) {
+      expect(await get(`/keys?${query}`)).toEqual({ status: 400, error: expect.objectContaining({ code: 'invalid_request' }) });
+    }
+    // A valid escape, UTF-8 included, reads as its character.
+    expect(await get('/keys?caf%C3%A9=1')).toEqual({ status: 400, error: expect.objectContaining({ details: { fields: [{ field: 'café', message: expect.any(String) }] } }) });
+    expect(await get('/keys?limit=%35')).toEqual({ status: 200 });
+  });
+
+  it('a route with no query parameters refuses unknown ones like the others: 400 validation_error naming them', async () => {
+    const [key] = (await t.http.get('/keys').set(bearer(admin)).expect(200)).body.keys;
+    expect(badFields(await t.http.get(`/keys/${key.id}?colour=red&size=2`).set(bearer(admin))).sort()).toEqual(['colour', 'size']);
+    expect(badFields(await t.http.get('/health?verbose=1'))).toEqual(['verbose']);
+    await t.http.get(`/keys/${key.id}`).set(bearer(admin)).expect(200);
   });
 
   it('routes match in any case and with a trailing slash', async () => {

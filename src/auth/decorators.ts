@@ -41,5 +41,19 @@ declare module 'fastify' {
   interface FastifyRequest extends AuthedRequest {}
 }
 
+const queryReaders = new WeakSet<object>();
+
+/**
+ * A parameter decorator that reads the query string itself (and decides what to do with
+ * parameters it does not know). InputGuard refuses unknown query parameters on a route that
+ * reads the query through none of `@Query()`, `@Req()` or one of these.
+ */
+export function createQueryDecorator<T>(factory: (data: T, ctx: ExecutionContext) => unknown): ReturnType<typeof createParamDecorator<T>> {
+  queryReaders.add(factory);
+  return createParamDecorator(factory);
+}
+
+export const readsQueryItself = (factory: unknown): boolean => typeof factory === 'function' && queryReaders.has(factory);
+
 /** The caller. On a bootstrap route it is undefined while bootstrap is open. */
 export const Caller = createParamDecorator((_: unknown, ctx: ExecutionContext) => ctx.switchToHttp().getRequest<AuthedRequest>().principal);

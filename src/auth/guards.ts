@@ -4,6 +4,8 @@
  * parse, and is it something this route reads?).
  */
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { CUSTOM_ROUTE_ARGS_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import typeis from 'type-is';
@@ -12,7 +14,7 @@ import { announcesBody } from '../common/body-parsing';
 import { inputIssues } from '../common/input-policy';
 import { validationError } from '../common/validation';
 import { bootstrapClosed, KeysService } from '../keys/keys.service';
-import { ACCEPTS, BOOTSTRAP_ROUTE, PUBLIC_ROUTE, REQUIREMENT, Requirement } from './decorators';
+import { ACCEPTS, BOOTSTRAP_ROUTE, PUBLIC_ROUTE, readsQueryItself, REQUIREMENT, Requirement } from './decorators';
 import { canEdgeType, canExtension, canType, hasScope, isAdmin } from './permissions';
 
 function meta<T>(reflector: Reflector, key: string, ctx: ExecutionContext): T | undefined {
@@ -71,6 +73,27 @@ function describe(r: Requirement): string {
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
+const readsQuery = new WeakMap<object, boolean>();
+
+/**
+ * Whether a route reads the query string: through `@Query()`, the raw request, or a decorator
+ * made with createQueryDecorator. A route that reads it none of these ways has no query DTO to
+ * refuse unknown parameters with, so the guard refuses them for it.
+ */
+function routeReadsQuery(ctx: ExecutionContext): boolean {
+  const handler = ctx.getHandler();
+  let reads = readsQuery.get(handler);
+  if (reads === undefined) {
+    const args: Record<string, { factory?: unknown }> = Reflect.getMetadata(ROUTE_ARGS_METADATA, ctx.getClass(), handler.name) ?? {};
+    const readers = new Set([String(RouteParamtypes.QUERY), String(RouteParamtypes.REQUEST)]);
+    reads = Object.entries(args).some(([key, arg]) =>
+      key.includes(CUSTOM_ROUTE_ARGS_METADATA) ? readsQueryItself(arg.factory) : readers.has(key.split(':')[0]),
+    );
+    readsQuery.set(handler, reads);
+  }
+  return reads;
+}
+
 @Injectable()
 export class InputGuard implements CanActivate {
   constructor(private readonly reflector: Reflector) {}
@@ -80,6 +103,8 @@ export class InputGuard implements CanActivate {
     // Path parameters and the query string pass the same text policy as bodies (input-policy.ts).
     const issues = [...inputIssues(req.params), ...inputIssues(req.query)];
     if (issues.length) throw validationError(issues, 'The URL is not acceptable input');
+    const unread = routeReadsQuery(ctx) ? [] : Object.keys(req.query ?? {});
+    if (unread.length) throw validationError(unread.map((field) => ({ field, message: 'is not a known field' })));
     // Set aside by body-parsing.ts to be answered here, after the caller is known.
     if (req.bodyError) throw req.bodyError;
     if (!BODY_METHODS.has(req.method) || !announcesBody(req.headers)) return true;

@@ -8,6 +8,8 @@
  *   runs no onRequest hook for it, so the refusal runs the pipeline's credential and rate-limit
  *   steps itself: it counts against the caller's bucket and carries the X-RateLimit-* headers
  *   like every other response (SPEC 8.1).
+ * - A query string that is not validly percent-encoded (`requireValidQuery`): the router does
+ *   not look at the query, and Fastify's parser keeps bad escapes as text.
  * - An HTTP/1.1 request without a Host header (Node's own answer would be an empty 400), an
  *   `Expect` other than `100-continue` (Node's: a bare 417), and `CONNECT` (Node's: a closed
  *   connection), answered on the server itself (`refuseUnsupported`).
@@ -134,6 +136,25 @@ export function refuseWhileClosing(http: FastifyInstance): onRequestHookHandler 
 }
 
 /** HTTP/1.1 requires Host (RFC 9112 3.2); Node's check is turned off so the refusal can be ours. */
+/**
+ * A query string that is not validly percent-encoded (`%zz`, or escapes that are not UTF-8): 400,
+ * as the router answers such a path. Fastify's query parser keeps a bad escape as text, so
+ * `?tags=%E0` matched a tag spelt "%E0" while `/items/%E0` was refused.
+ */
+export const requireValidQuery: onRequestHookHandler = (request, reply, done) => {
+  const { url } = request;
+  const start = url.indexOf('?');
+  if (start < 0 || !url.includes('%', start)) return done();
+  const end = url.indexOf('#', start);
+  try {
+    for (const part of url.slice(start + 1, end < 0 ? undefined : end).split(/[&=]/)) decodeURIComponent(part);
+  } catch {
+    void reply.status(400).send(new ApiError(400, 'invalid_request', 'The query string is not validly percent-encoded').toEnvelope());
+    return;
+  }
+  done();
+};
+
 export const requireHost: onRequestHookHandler = (request, reply, done) => {
   if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
     void reply.status(400).send(new ApiError(400, 'invalid_request', 'An HTTP/1.1 request needs a Host header').toEnvelope());

@@ -1,7 +1,7 @@
-import { applyDecorators, Controller, createParamDecorator, Delete, ExecutionContext, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { applyDecorators, Controller, Delete, ExecutionContext, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Caller, Public, Requires } from '../auth/decorators';
+import { Caller, createQueryDecorator, Public, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
 import { createValidationPipe } from '../common/validation';
@@ -15,10 +15,8 @@ import { ConnectionsService } from './connections.service';
  * `authuser`, `prompt`, `session_state`, `error_uri`). The global pipe, which refuses unknown
  * fields, does not apply to a custom parameter decorator.
  */
-const UpstreamRedirect = () =>
-  createParamDecorator((_: unknown, ctx: ExecutionContext) => ctx.switchToHttp().getRequest<FastifyRequest>().query)(
-    createValidationPipe({ unknownFields: 'drop' }),
-  );
+const upstreamQuery = createQueryDecorator((_: unknown, ctx: ExecutionContext) => ctx.switchToHttp().getRequest<FastifyRequest>().query);
+const UpstreamRedirect = () => upstreamQuery(createValidationPipe({ unknownFields: 'drop' }));
 const ApiUpstreamRedirectQuery = () =>
   applyDecorators(...['code', 'state', 'error', 'error_description', 'iss'].map((name) => ApiQuery({ name, required: false, type: String })));
 

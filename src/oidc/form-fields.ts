@@ -6,6 +6,7 @@
  */
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
+import { createQueryDecorator } from '../auth/decorators';
 
 export type FormBody = Record<string, unknown>;
 
@@ -18,7 +19,7 @@ export const FormFields = createParamDecorator((_: unknown, ctx: ExecutionContex
  * A query parameter of a page: its text when given once, else undefined (a repeated one has no
  * agreed meaning). Other parameters are ignored, as pages do (a link may carry tracking ones).
  */
-export const PageQuery = createParamDecorator((name: string, ctx: ExecutionContext): string | undefined => {
+export const PageQuery = createQueryDecorator((name: string, ctx: ExecutionContext): string | undefined => {
   const value = (ctx.switchToHttp().getRequest<FastifyRequest>().query as Record<string, unknown> | undefined)?.[name];
   return typeof value === 'string' ? value : undefined;
 });
