@@ -10,6 +10,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { BlobsService } from '../src/blobs/blobs.service';
 import { StagingJanitor } from '../src/blobs/staging-janitor';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
@@ -204,6 +205,40 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       expect(res.status).toBe(304);
       expect(res.body.length).toBe(0);
       expect(res.headers.etag).toBe(`"${hash}"`);
+    });
+
+    it('evaluates If-None-Match whatever Cache-Control the request carries (fetch adds no-cache): weak tags, lists and * too', async () => {
+      for (const value of [`"${hash}"`, `W/"${hash}"`, `"other", "${hash}"`, '*']) {
+        const res = await raw(t, 'GET', `/blobs/${hash}`, { key: admin.key, headers: { 'If-None-Match': value, 'Cache-Control': 'no-cache' } });
+        expect([value, res.status, res.body.length]).toEqual([value, 304, 0]);
+      }
+      const stale = await raw(t, 'GET', `/blobs/${hash}`, { key: admin.key, headers: { 'If-None-Match': '"other"' } });
+      expect([stale.status, stale.body.equals(png)]).toEqual([200, true]);
+    });
+
+    it('stores a body sent with Content-Encoding gzip, deflate or br as its decoded bytes', async () => {
+      const content = Buffer.from(`compressible ${'text '.repeat(2000)}${randomBytes(8).toString('hex')}`);
+      for (const [coding, encode] of [['gzip', gzipSync], ['deflate', deflateSync], ['BR', brotliCompressSync]] as const) {
+        const res = await raw(t, 'POST', '/blobs', { key: admin.key, body: encode(content), headers: { 'Content-Type': 'text/plain', 'Content-Encoding': coding } });
+        expect([coding, res.status]).toEqual([coding, coding === 'gzip' ? 201 : 200]);
+        expect(JSON.parse(res.body.toString())).toMatchObject({ hash: sha256(content), size: content.length });
+      }
+      const got = await raw(t, 'GET', `/blobs/${sha256(content)}`, { key: admin.key });
+      expect([got.headers['content-encoding'], got.body.equals(content)]).toEqual([undefined, true]);
+      await expectStoredOnce(admin.tenantId, sha256(content), content);
+    });
+
+    it('refuses another Content-Encoding (415) and bytes that do not decode as declared (400), storing nothing', async () => {
+      const before = await storedFiles();
+      for (const coding of ['zstd', 'gzip, br', 'compress']) {
+        const res = await raw(t, 'POST', '/blobs', { key: admin.key, body: gzipSync('x'), headers: { 'Content-Encoding': coding } });
+        rawError(res, 415, 'invalid_request');
+      }
+      const corrupt = Buffer.concat([gzipSync(randomBytes(5000)).subarray(0, 200), randomBytes(300)]);
+      rawError(await raw(t, 'POST', '/blobs', { key: admin.key, body: corrupt, headers: { 'Content-Encoding': 'gzip' } }), 400, 'invalid_request');
+      rawError(await raw(t, 'POST', '/blobs', { key: admin.key, body: randomBytes(100), headers: { 'Content-Encoding': 'br' } }), 400, 'invalid_request');
+      expect(await storedFiles()).toEqual(before);
+      await waitFor(async () => (await stagingFiles()).length === 0);
     });
 
     it('stores a JSON-typed upload verbatim instead of parsing it', async () => {
@@ -455,6 +490,19 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       rawError(res, 413, 'blob_too_large');
       expect(res.headers.connection).toBe('close');
       await expectNothingStored();
+    });
+
+    it('413 blob_too_large when an encoded body decodes past the limit, however small it was sent', async () => {
+      const bomb = gzipSync(Buffer.alloc(50 * MiB));
+      expect(bomb.length).toBeLessThan(1024 * 1024);
+      const res = await raw(small, 'POST', '/blobs', { key, body: bomb, headers: { 'Content-Encoding': 'gzip' } });
+      rawError(res, 413, 'blob_too_large');
+      await expectNothingStored();
+      // And exactly the limit, decoded, is taken though it is sent shorter.
+      expect((await raw(small, 'POST', '/blobs', { key, body: gzipSync(Buffer.alloc(1024, 1)), headers: { 'Content-Encoding': 'gzip' } })).status).toBe(201);
+      await small.sql('DELETE FROM blobs');
+      await small.sql('DELETE FROM blob_chunks');
+      await rm(smallDir, { recursive: true, force: true });
     });
 
     it('413 reaches the client reliably while it is still uploading', async () => {

@@ -12,7 +12,6 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import fresh from 'fresh';
 import { Caller } from '../auth/decorators';
 import { isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
@@ -59,18 +58,20 @@ export class BlobsController {
       'The raw request body is the content, of any Content-Type (stored and sent back on download; default application/octet-stream). ' +
       'It is streamed, never buffered whole, and named by its SHA-256. Content is stored once per tenant: uploading bytes the tenant ' +
       'already has returns 200 with the existing record. Bodies over BLOB_MAX_BYTES get 413 blob_too_large and the connection is closed. ' +
+      'A body sent with Content-Encoding gzip, deflate or br is stored decoded (hashed, counted and sent back as its decoded bytes); ' +
+      'another Content-Encoding is 415, and bytes that do not decode are 400 invalid_request. ' +
       'Needs an admin credential or write permission on at least one type. Items refer to the blob as "sha256:<hash>" (the `ref` field).',
   })
   @ApiConsumes('application/octet-stream', '*/*')
   @ApiBody({ schema: { type: 'string', format: 'binary' } })
   @ApiCreatedResponse({ type: BlobResponse, description: 'Stored' })
   @ApiOkResponse({ type: BlobResponse, description: 'The tenant already had these bytes; nothing new was stored' })
-  @ApiErrors(400, 401, 403, 413, 429)
+  @ApiErrors(400, 401, 403, 413, 415, 429)
   async upload(@Caller() caller: Principal, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     try {
       if (!mayUpload(caller)) throw ApiError.forbidden('Uploading blobs needs an admin credential or write permission on a type');
       const contentType = uploadMediaType(req.headers['content-type']);
-      const { blob, created } = await this.blobs.upload(caller.tenantId, req.raw, contentType, declaredLength(req));
+      const { blob, created } = await this.blobs.upload(caller.tenantId, req.raw, contentType, declaredLength(req), req.headers['content-encoding']);
       await reply.status(created ? 201 : 200).send(blob);
     } catch (err) {
       // A refused body is not read to its end (it may be huge): answer, then end the
@@ -138,6 +139,17 @@ export class BlobsController {
 }
 
 /**
+ * Whether If-None-Match names the entity tag (RFC 9110 13.1.2: weak comparison, `*` for any).
+ * Whatever Cache-Control the request carries: its `no-cache` is addressed to caches, not to the
+ * origin, and fetch() adds it to every request with a conditional header.
+ */
+function namesEntityTag(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}
+
+/**
  * Sets the download headers. Returns false when the client's copy is current (304 sent).
  * Content-Length is the blob's size on HEAD too, where no body follows.
  * `Content-Security-Policy: sandbox` keeps an uploaded HTML or SVG file from running script
@@ -151,7 +163,7 @@ function setContentHeaders(req: FastifyRequest, reply: FastifyReply, blob: BlobR
     'Content-Security-Policy': "default-src 'none'; sandbox",
   };
   reply.headers(headers);
-  if (fresh(req.headers, { etag: headers.ETag })) {
+  if (namesEntityTag(req.headers['if-none-match'], headers.ETag)) {
     void reply.status(304).send();
     return false;
   }

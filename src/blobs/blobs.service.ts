@@ -4,8 +4,10 @@
  * the items module's "which of these blob references does this tenant lack?".
  *
  * Upload steps:
- *   1. reject a declared Content-Length over BLOB_MAX_BYTES before reading anything (413);
- *   2. stream the body into `<BLOB_DIR>/.staging/<uuid>` through SHA-256, stopping past the limit;
+ *   1. reject a declared Content-Length over BLOB_MAX_BYTES before reading anything (413), and a
+ *      Content-Encoding other than gzip, deflate, br or identity (415);
+ *   2. stream the body, decoded as its Content-Encoding says, into `<BLOB_DIR>/.staging/<uuid>`
+ *      through SHA-256, stopping past the limit (which counts decoded bytes);
  *   3. if the tenant already has the hash (and the store has the bytes): 200 with that record;
  *   4. store the content, then INSERT the metadata row (ON CONFLICT DO NOTHING: a concurrent
  *      upload of the same bytes may win; either way the result is one row and one copy);
@@ -23,7 +25,8 @@ import { AppConfig } from '../config/app-config';
 import { blobRef, parseBlobHash } from './blob-hash';
 import { BLOB_STORE, BlobStore } from './blob-store';
 import { BlobResponse } from './blobs.dto';
-import { stageUpload, UploadAborted, UploadTooLarge } from './upload-staging';
+import { unsupportedEncoding } from '../common/body-parsing';
+import { decodeUpload, isUploadEncoding, stageUpload, UploadAborted, UploadNotEncodedAsDeclared, UploadTooLarge } from './upload-staging';
 
 /** Staging files untouched this long belong to uploads that died with a process (a live one writes on). */
 const STALE_STAGING_MS = 60 * 60 * 1000;
@@ -105,17 +108,24 @@ export class BlobsService implements OnModuleInit {
     body: Readable,
     contentType: string,
     declaredLength: number | undefined,
+    contentEncoding = 'identity',
   ): Promise<{ blob: BlobResponse; created: boolean }> {
-    if (declaredLength !== undefined && declaredLength > this.maxBytes) throw blobTooLarge(this.maxBytes);
+    const coding = contentEncoding.trim().toLowerCase();
+    if (!isUploadEncoding(coding)) throw unsupportedEncoding();
+    // An encoded body's length says nothing certain of its content's.
+    if (coding === 'identity' && declaredLength !== undefined && declaredLength > this.maxBytes) throw blobTooLarge(this.maxBytes);
     await mkdir(this.stagingDir, { recursive: true });
     const staged = join(this.stagingDir, randomUUID());
     try {
       let hash: string;
       let size: number;
+      const decoded = coding === 'identity' ? undefined : decodeUpload(body, coding);
       try {
-        ({ hash, size } = await stageUpload(body, staged, this.maxBytes));
+        ({ hash, size } = await stageUpload(decoded?.content ?? body, staged, this.maxBytes));
       } catch (err) {
+        decoded?.stop();
         if (err instanceof UploadTooLarge) throw blobTooLarge(this.maxBytes);
+        if (err instanceof UploadNotEncodedAsDeclared) throw ApiError.badRequest('invalid_request', 'The request body does not match its Content-Encoding');
         if (err instanceof UploadAborted) throw ApiError.badRequest('invalid_request', 'The upload was interrupted');
         throw err;
       }

@@ -9,7 +9,8 @@
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 
 export interface StagedUpload {
   hash: string;
@@ -26,6 +27,46 @@ export class UploadAborted extends Error {
   constructor() {
     super('the client closed the connection before the upload was complete');
   }
+}
+
+/** The body's bytes are not what its Content-Encoding says they are. */
+export class UploadNotEncodedAsDeclared extends Error {
+  constructor() {
+    super('the request body does not match its Content-Encoding');
+  }
+}
+
+/** The Content-Encodings a blob upload may use: those JSON bodies take (body-parsing.ts). */
+const DECODERS = { gzip: createGunzip, deflate: createInflate, br: createBrotliDecompress } as const;
+
+export const isUploadEncoding = (coding: string): coding is keyof typeof DECODERS | 'identity' => coding === 'identity' || coding in DECODERS;
+
+/**
+ * The content of an upload whose body is encoded (`coding` from isUploadEncoding): the request
+ * decoded as it arrives, so that the blob is the bytes the client meant, hashed and counted
+ * decoded. Bytes the decoder refuses end the content with UploadNotEncodedAsDeclared; a client
+ * that goes away ends it with an error (UploadAborted in stageUpload). `stop` detaches the
+ * decoder (past the size limit, the rest is not worth decoding) and drops what else arrives:
+ * the request itself is never destroyed, for the reason stageUpload gives.
+ */
+export function decodeUpload(request: Readable, coding: keyof typeof DECODERS): { content: Readable; stop: () => void } {
+  const decoder = DECODERS[coding]();
+  const stop = () => {
+    request.unpipe(decoder);
+    request.resume();
+    decoder.destroy();
+  };
+  const content = new PassThrough();
+  decoder.on('error', (err) => {
+    stop();
+    content.destroy(err instanceof UploadAborted ? err : new UploadNotEncodedAsDeclared());
+  });
+  const aborted = () => {
+    if (!request.readableEnded) decoder.destroy(new UploadAborted());
+  };
+  request.once('close', aborted).once('error', aborted);
+  request.pipe(decoder).pipe(content);
+  return { content, stop };
 }
 
 /**
@@ -72,7 +113,7 @@ export function stageUpload(source: Readable, file: string, maxBytes: number): P
       detach();
       out.end();
     };
-    const onSourceError = () => fail(new UploadAborted());
+    const onSourceError = (err: unknown) => fail(err instanceof UploadNotEncodedAsDeclared ? err : new UploadAborted());
     const onSourceClose = () => {
       if (!source.readableEnded) fail(new UploadAborted());
     };

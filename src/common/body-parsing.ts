@@ -51,6 +51,10 @@ export const StreamedBody = () => applyDecorators(Accepts('*'), RouteConfig({ st
  */
 export const PerElementBody = (field: string) => RouteConfig({ perElement: field });
 
+/** A Content-Encoding other than those body-parser decodes (and blob uploads, upload-staging.ts). */
+export const unsupportedEncoding = (): ApiError =>
+  new ApiError(415, 'invalid_request', 'Unsupported Content-Encoding: use gzip, deflate, br or identity');
+
 /** body-parser's refusals (http-errors with a `type`) in the envelope. */
 export function bodyParserError(err: unknown): ApiError {
   const { type, status, limit, body } = err as { type?: string; status?: number; limit?: number; body?: unknown };
@@ -62,9 +66,7 @@ export function bodyParserError(err: unknown): ApiError {
   if (type === 'entity.too.large') {
     return new ApiError(413, 'invalid_request', 'The request body is too large', limit ? { limit_bytes: limit } : undefined);
   }
-  if (type === 'encoding.unsupported') {
-    return new ApiError(415, 'invalid_request', 'Unsupported Content-Encoding: use gzip, deflate, br or identity');
-  }
+  if (type === 'encoding.unsupported') return unsupportedEncoding();
   if (type === 'charset.unsupported') return new ApiError(415, 'invalid_request', 'Unsupported charset: use utf-8');
   if (status === 400) {
     // raw-body's inflation and stream errors: bytes that are not what Content-Encoding says, a
