@@ -55,15 +55,16 @@ describe('rate limits', () => {
     it('refusals before routing count and carry the headers too: a URL not validly percent-encoded, no Host', async () => {
       const k = await createKey(t, minter, { label: 'mangled' });
       const remaining: number[] = [];
-      for (let i = 0; i < 8; i++) {
-        const res = await t.http.get('/keys/%E0%A4%A').set(bearer(k.key));
+      for (let i = 0; i < 10; i++) {
+        const res = await t.http.get(`/keys${i}/%E0%A4%A`).set(bearer(k.key));
         expectError(res, 400, 'invalid_request');
-        remaining.push(expectLimitHeaders(res, 8).remaining);
+        remaining.push(expectLimitHeaders(res, 10).remaining);
       }
-      expect(remaining).toEqual([7, 6, 5, 4, 3, 2, 1, 0]);
-      expectRateLimited(await t.http.get('/keys/%E0%A4%A').set(bearer(k.key)), 8);
-      // The same bucket as the routed requests of that path segment.
-      expectRateLimited(await t.http.get('/keys').set(bearer(k.key)), 8);
+      expect(remaining).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+      expectRateLimited(await t.http.get('/keys/%E0%A4%A').set(bearer(k.key)), 10);
+      // They matched no route: the bucket of unknown paths, apart from the routes' own.
+      expectRateLimited(await t.http.get('/no-such-path').set(bearer(k.key)), 10);
+      expectLimitHeaders(await t.http.get('/keys').set(bearer(k.key)).expect(403), 8);
 
       const hostless = await rawRequest(t.url, `GET /health HTTP/1.1\r\nAuthorization: Bearer ${k.key}\r\nConnection: close\r\n\r\n`);
       expect(hostless.status).toBe(400);
@@ -112,7 +113,7 @@ describe('rate limits', () => {
       expect(expectLimitHeaders(res, 5).remaining).toBe(4);
     });
 
-    it('OAuth endpoints answer 429 in the RFC 6749 form, and count each Basic-authenticated client apart', async () => {
+    it('OAuth endpoints answer 429 in the RFC 6749 form; clients authenticating with HTTP Basic count per address', async () => {
       const client = (await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'] }).expect(201)).body;
       const other = (await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'] }).expect(201)).body;
       const token = (c: { client_id: string; client_secret: string }) =>
@@ -123,11 +124,104 @@ describe('rate limits', () => {
       expect(refused.body).toEqual({ error: 'rate_limited', error_description: expect.any(String) });
       expect(refused.headers['retry-after']).toMatch(/^\d+$/);
       expect(refused.headers['x-ratelimit-remaining']).toBe('0');
-      // Another client from the same address has its own bucket.
-      expect(expectLimitHeaders(await token(other).expect(200), 4).remaining).toBe(3);
+      // The client id is not verified before the limit: another client from the same address shares the bucket.
+      expect((await token(other)).body).toEqual({ error: 'rate_limited', error_description: expect.any(String) });
       const revoke = () => t.http.post('/auth/oauth2/revoke').auth(client.client_id, client.client_secret).type('form').send({ token: 'svc_at_x' });
       for (let i = 0; i < 5; i++) expect((await revoke()).status).toBe(200);
       expect((await revoke()).body).toEqual({ error: 'rate_limited', error_description: expect.any(String) });
+    });
+  });
+
+  /** Each test from its own address (X-Forwarded-For, trusted here), so that the per-address buckets start empty. */
+  describe('the bucket is the one of the routed path, and the address where secrets are guessed', () => {
+    let t: TestApp;
+    let admin: string;
+    beforeAll(async () => {
+      t = await startApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5', TRUST_PROXY: 'true' });
+      admin = (await bootstrapAdmin(t)).key;
+    });
+    afterAll(() => t.close());
+
+    const raw = (target: string, address: string) =>
+      rawRequest(
+        t.url,
+        `POST ${target} HTTP/1.1\r\nHost: ${new URL(t.url).host}\r\nX-Forwarded-For: ${address}\r\n` +
+          'Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}',
+      );
+    const header = (res: { headers: string }, name: string) => new RegExp(`^${name}: (.*)$`, 'im').exec(res.headers)?.[1];
+
+    it('a fragment in the request target does not open another bucket', async () => {
+      const remaining: (string | undefined)[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await raw(`/items#${i}`, '203.0.113.21');
+        expect(res.status).toBe(401);
+        expect(header(res, 'x-ratelimit-limit')).toBe('5');
+        remaining.push(header(res, 'x-ratelimit-remaining'));
+      }
+      expect(remaining).toEqual(['4', '3', '2', '1', '0']);
+      const refused = await raw('/items#5', '203.0.113.21');
+      expect(refused.status).toBe(429);
+      expect(JSON.parse(refused.body).error.code).toBe('rate_limited');
+      expectRateLimited(await t.http.post('/items').set('X-Forwarded-For', '203.0.113.21').send({}), 5);
+    });
+
+    it('an absolute-form target counts in the bucket of the path it routes to', async () => {
+      const target = `${t.url}/auth/sign-in`;
+      for (let i = 0; i < 4; i++) {
+        const res = await raw(target, '203.0.113.22');
+        expect(res.status).not.toBe(429);
+        expect(header(res, 'x-ratelimit-limit')).toBe('4'); // the password forms' tight limit, not the base of `/`
+        expect(header(res, 'x-ratelimit-remaining')).toBe(String(3 - i));
+      }
+      expect((await raw(target, '203.0.113.22')).status).toBe(429);
+      expectRateLimited(await t.http.post('/auth/sign-in').set('X-Forwarded-For', '203.0.113.22').type('form').send({}), 4);
+    });
+
+    it('the password forms and the token endpoints count per address whatever token the request carries', async () => {
+      const k1 = (await createKey(t, admin, { label: 'guesser-1', role: 'admin' })).key;
+      const k2 = (await createKey(t, admin, { label: 'guesser-2', role: 'admin' })).key;
+      const signIn = (key?: string) => {
+        const req = t.http.post('/auth/sign-in').set('X-Forwarded-For', '203.0.113.23').type('form');
+        return (key ? req.set(bearer(key)) : req).send({ email: 'someone@example.com', password: 'guess' });
+      };
+      for (let i = 0; i < 4; i++) expect(expectLimitHeaders(await signIn(k1), 4).remaining).toBe(3 - i);
+      expectRateLimited(await signIn(k2), 4);
+      expectRateLimited(await signIn(), 4);
+
+      const token = (key: string) =>
+        t.http.post('/auth/token').set('X-Forwarded-For', '203.0.113.23').set(bearer(key)).type('form').send({ grant_type: 'client_credentials' });
+      for (let i = 0; i < 4; i++) expect((await token(k1)).status).not.toBe(429);
+      const refused = await token(k2);
+      expect(refused.status).toBe(429);
+      expect(refused.body).toEqual({ error: 'rate_limited', error_description: expect.any(String) });
+    });
+
+    it('paths that match no route count in one bucket, whatever their first segment', async () => {
+      const remaining: (string | undefined)[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await raw(`/made-up-${i}`, '203.0.113.25');
+        expect(res.status).toBe(404);
+        remaining.push(header(res, 'x-ratelimit-remaining'));
+      }
+      expect(remaining).toEqual(['4', '3', '2', '1', '0']);
+      expect((await raw('/yet-another', '203.0.113.25')).status).toBe(429);
+      // A route's own bucket is apart.
+      expect((await raw('/items', '203.0.113.25')).status).toBe(401);
+    });
+
+    it('made-up HTTP Basic client ids do not open buckets of their own', async () => {
+      const register = (i: number) =>
+        t.http.post('/auth/oauth2/register').set('X-Forwarded-For', '203.0.113.24').auth(`made-up-${i}`, 'x').send({ redirect_uris: 'not a list' });
+      const remaining: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await register(i);
+        expect(res.status).not.toBe(429);
+        remaining.push(expectLimitHeaders(res, 5).remaining);
+      }
+      expect(remaining).toEqual([4, 3, 2, 1, 0]);
+      const refused = await register(5);
+      expect(refused.status).toBe(429);
+      expect(refused.body).toEqual({ error: 'rate_limited', error_description: expect.any(String) });
     });
   });
 

@@ -1,5 +1,5 @@
 /**
- * Per-credential, per-path-segment rate limits in Redis (shared by every instance), with the
+ * Per-caller, per-path-segment rate limits in Redis (shared by every instance), with the
  * X-RateLimit-* headers on every response and 429 `rate_limited` + Retry-After past the limit.
  * Should Redis fail, an in-memory limiter of the same size stands in rather than letting
  * everything through or failing every request.
@@ -11,13 +11,41 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limite
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { REDIS } from '../redis/redis.module';
-import { basicClientId, bucketFor } from './rate-limit.policy';
+import { bucketFor } from './rate-limit.policy';
 
 const WINDOW_SECONDS = 60;
 
-/** The path as the router matches it (percent-decoded), so that `/%6Beys` counts as `/keys`. */
-function routedPath(url: string): string {
-  const path = url.split('?', 1)[0];
+/**
+ * The path the request was routed by, so that no other spelling of the request target (letter
+ * case, percent-encoding, a fragment, the absolute form `http://host/path`, a trailing slash)
+ * counts against another bucket than the route's: the matched route's own path (`/items/:id`),
+ * which the router (find-my-way) has settled before any onRequest hook runs.
+ */
+function routedPath(req: FastifyRequest): string {
+  if (req.routeOptions.url) return req.routeOptions.url;
+  const path = unroutedPath(req.url);
+  return SERVED_UNROUTED.test(path) ? path : UNKNOWN_PATH;
+}
+
+/**
+ * What is served without a route of its own: the provider's endpoints (oidc-mount.ts). Every
+ * other request that matched no route counts in one bucket, UNKNOWN_PATH's, so that made-up first
+ * segments (`/x1`, `/x2`, …) cannot each open a bucket, and a key in Redis.
+ */
+const SERVED_UNROUTED = /^\/(auth|\.well-known)(\/|$)/i;
+const UNKNOWN_PATH = '/(unknown)';
+
+/**
+ * The path of a request that matched no route: an unknown path, the provider's endpoints (which
+ * oidc-mount.ts serves from the unmatched request), or a URL refused before routing. Taken as
+ * find-my-way reads the target before it matches: the path of the absolute form, cut at the
+ * first `?` or `#` (not at `;`: useSemicolonDelimiter is off), percent-decoded. Trailing
+ * slashes and letter case are the policy's to ignore.
+ */
+function unroutedPath(url: string): string {
+  const authority = /^https?:\/\/[^/?]*/i.exec(url);
+  const target = authority ? url.slice(authority[0].length) : url;
+  const path = (target.startsWith('/') ? target : `/${target}`).split(/[?#]/, 1)[0];
   try {
     return decodeURIComponent(path);
   } catch {
@@ -54,11 +82,8 @@ export class RateLimitHook {
   /** A fastify onRequest hook, after CredentialHook. */
   readonly onRequest = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> => {
     if (!this.config.RATE_LIMIT_ENABLED) return;
-    const path = routedPath(req.url);
-    const { bucket, limit, oauth } = bucketFor(req.method, path, this.config.RATE_LIMIT_REQUESTS);
-    const client = oauth && basicClientId(req.headers.authorization);
-    // A client is counted per address too, so that knowing its (public) id is not enough to exhaust its bucket.
-    const caller = req.principal ? `k:${req.principal.credentialId}` : client ? `c:${client}:ip:${req.ip}` : `ip:${req.ip}`;
+    const { bucket, limit, oauth, perIp } = bucketFor(req.method, routedPath(req), this.config.RATE_LIMIT_REQUESTS);
+    const caller = req.principal && !perIp ? `k:${req.principal.credentialId}` : `ip:${req.ip}`;
     const setHeaders = (r: RateLimiterRes) => {
       reply.header('X-RateLimit-Limit', String(limit));
       reply.header('X-RateLimit-Remaining', String(Math.max(0, r.remainingPoints)));

@@ -1,32 +1,40 @@
 /**
  * Which bucket a request counts against and how big it is (SPEC 8.1). Pure, so it is unit
- * tested on its own.
+ * tested on its own; `path` is the path the request was routed by (rate-limit.hook.ts).
  *
  * - one bucket per caller (key id, or client IP before authentication) per first path segment;
  * - reads (GET, HEAD, OPTIONS) get twice the base limit, in a bucket of their own;
  * - `/keys`, the token endpoints and the password forms (sign-in, sign-up, the device page's
  *   consent) are capped at TIGHT_LIMIT, and below the base however low it is, because they are
  *   where credentials are minted or guessed;
+ * - the token endpoints and the password forms count per client IP whatever credential the
+ *   request carries: what is guessed there (passwords, client secrets, codes) is not the
+ *   caller's credential, so holding several keys must not multiply the guesses an address gets;
  * - the OAuth protocol endpoints (token, revocation, introspection, registration, device
- *   authorization, userinfo) answer a 429 in RFC 6749's error form, which their clients parse,
- *   and count a client authenticating with HTTP Basic per client and address.
+ *   authorization, userinfo) answer a 429 in RFC 6749's error form, which their clients parse.
+ *   A client authenticating with HTTP Basic counts like any caller without a valid token, per
+ *   IP: its id is not verified before the limit, so a bucket of its own would let a made-up id
+ *   open a fresh one with each request.
  */
 export const TIGHT_LIMIT = 30;
 /** The tight limit for a base: at most TIGHT_LIMIT, and below the base however low it is set (SPEC 8.1). */
 export const tightLimit = (baseLimit: number) => Math.max(1, Math.min(TIGHT_LIMIT, baseLimit - 1));
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-// Case-insensitive like the routing (app.factory.ts), so `/AUTH/TOKEN` cannot dodge the tight cap.
-const TOKEN_PATHS = /^\/auth\/(token|oauth2\/token|device\/token)\/?$/i;
-const PASSWORD_FORMS = /^\/auth\/(sign-in|sign-up|device\/consent)\/?$/i;
-const OAUTH_ENDPOINTS = /^\/auth\/(token|userinfo|device\/token|oauth2\/(token|revoke|introspect|register|userinfo))\/?$/i;
+// Case-insensitive like the routing (app.factory.ts), so `/AUTH/TOKEN` cannot dodge the tight cap,
+// and with any number of trailing slashes, which oidc-mount.ts drops before it matches the provider's paths.
+const TOKEN_PATHS = /^\/auth\/(token|oauth2\/token|device\/token)\/*$/i;
+const PASSWORD_FORMS = /^\/auth\/(sign-in|sign-up|device\/consent)\/*$/i;
+const OAUTH_ENDPOINTS = /^\/auth\/(token|userinfo|device\/token|oauth2\/(token|revoke|introspect|register|userinfo))\/*$/i;
 /** POST only: GET /auth/device is the user-code page. */
-const DEVICE_AUTHORIZATION = /^\/auth\/device\/?$/i;
+const DEVICE_AUTHORIZATION = /^\/auth\/device\/*$/i;
 
 export interface BucketRule {
   bucket: string;
   limit: number;
   /** An OAuth protocol endpoint (see the header). */
   oauth?: true;
+  /** Counted per client IP whatever credential the request carries (see the header). */
+  perIp?: true;
 }
 
 export function bucketFor(method: string, path: string, baseLimit: number): BucketRule {
@@ -34,29 +42,23 @@ export function bucketFor(method: string, path: string, baseLimit: number): Buck
   const read = READ_METHODS.has(method.toUpperCase());
   let limit = baseLimit;
   let name = segment;
+  let perIp = false;
   if (TOKEN_PATHS.test(path)) {
     name = 'auth-token';
     limit = tightLimit(baseLimit);
+    perIp = true;
   } else if (PASSWORD_FORMS.test(path) && !read) {
     name = 'auth-password';
     limit = tightLimit(baseLimit);
+    perIp = true;
   } else if (segment === 'keys') {
     limit = tightLimit(baseLimit);
   }
   const oauth = OAUTH_ENDPOINTS.test(path) || (DEVICE_AUTHORIZATION.test(path) && !read);
-  return { bucket: `${name}:${read ? 'r' : 'w'}`, limit: read ? limit * 2 : limit, ...(oauth ? { oauth } : {}) };
-}
-
-/** The client id of an HTTP Basic client authentication (RFC 6749 2.3.1: form-encoded), if there is one. */
-export function basicClientId(authorization: string | undefined): string | undefined {
-  const match = /^Basic ([A-Za-z0-9+/=]{1,1400})$/i.exec(authorization ?? '');
-  if (!match) return undefined;
-  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon < 1) return undefined;
-  try {
-    return decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
-  } catch {
-    return undefined;
-  }
+  return {
+    bucket: `${name}:${read ? 'r' : 'w'}`,
+    limit: read ? limit * 2 : limit,
+    ...(oauth ? { oauth } : {}),
+    ...(perIp ? { perIp } : {}),
+  };
 }
