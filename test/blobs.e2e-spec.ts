@@ -238,7 +238,7 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       rawError(await raw(t, 'POST', '/blobs', { key: admin.key, body: corrupt, headers: { 'Content-Encoding': 'gzip' } }), 400, 'invalid_request');
       rawError(await raw(t, 'POST', '/blobs', { key: admin.key, body: randomBytes(100), headers: { 'Content-Encoding': 'br' } }), 400, 'invalid_request');
       expect(await storedFiles()).toEqual(before);
-      await waitFor(async () => (await stagingFiles()).length === 0);
+      await waitFor(async () => (await stagingFiles()).length === 0, 'the staging files to be removed');
     });
 
     it('stores a JSON-typed upload verbatim instead of parsing it', async () => {
