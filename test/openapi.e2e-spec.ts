@@ -1,6 +1,11 @@
 /** CONTRACT: GET /openapi.json (OpenAPI 3.1.0, info.version 4.2.0) lists every route; /docs works offline. */
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { isPattern } from '../src/common/type-pattern';
 import { EVENT_NAMES } from '../src/events/event-catalogue';
-import { startApp, TestApp } from './support/app';
+import { MetadataPatchDto } from '../src/items/items.dto';
+import { CreateKeyDto } from '../src/keys/keys.dto';
+import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 
 /**
  * Every (path, methods) the running Fastify instance routes, from its route tree
@@ -105,6 +110,68 @@ describe('OpenAPI and docs', () => {
   it('documents no request defaults that a PATCH would not apply', () => {
     for (const field of Object.values<any>(schema('UpdateKeyDto').properties)) expect(field.default).toBeUndefined();
     expect(schema('CreateKeyDto').properties.role.default).toBe('member');
+    expect(schema('PatchItemDto').properties.tier.description ?? '').not.toMatch(/default/i);
+    expect(schema('CreateItemDto').properties.tier.description).toMatch(/default_tier/);
+  });
+
+  /** The operations the service routes itself: the provider's own (oidc/openapi-paths.ts) have ids `oauth_<method>_<path>`. */
+  const serviceOperations = () => operations().filter(({ op }) => !op.operationId.startsWith('oauth_'));
+  const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
+
+  it('documents 429 on every operation, with Retry-After and the rate-limit headers, in the form its route answers', () => {
+    const missing = operations()
+      .filter(({ op }) => !['Retry-After', ...RATE_LIMIT_HEADERS].every((h) => op.responses['429']?.headers?.[h]))
+      .map(({ method, path }) => `${method} ${path}`);
+    expect(missing).toEqual([]);
+    const body = (method: string, path: string) => doc.paths[path][method].responses['429'].content['application/json'].schema;
+    for (const [method, path] of [['post', '/auth/oauth2/token'], ['post', '/auth/device'], ['get', '/auth/userinfo']]) expect(body(method, path).properties.error.type).toBe('string');
+    for (const [method, path] of [['get', '/health'], ['post', '/auth/sign-in'], ['get', '/openapi.json'], ['get', '/auth/oauth2/register/{client_id}']]) {
+      expect(body(method, path).$ref).toBe('#/components/schemas/ErrorEnvelopeDto');
+    }
+  });
+
+  it('describes each 429 in the form the running service sends it, and X-RateLimit-Reset as the Unix time it says', async () => {
+    const reset = doc.components.headers['X-RateLimit-Reset'].description;
+    expect(reset).toMatch(/Unix time/);
+    expect(reset).not.toMatch(/seconds until/i);
+    const limited = await startApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '1' });
+    try {
+      for (const [method, url, path] of [
+        ['post', '/auth/oauth2/token', '/auth/oauth2/token'],
+        ['get', '/health', '/health'],
+        ['get', '/auth/oauth2/register/x', '/auth/oauth2/register/{client_id}'],
+      ]) {
+        const send = () => (method === 'post' ? limited.http.post(url).type('form').send('a=b') : limited.http.get(url));
+        let res = await send();
+        for (let i = 0; i < 3 && res.status !== 429; i++) res = await send();
+        expect([url, res.status]).toEqual([url, 429]);
+        const oauthForm = !doc.paths[path][method].responses['429'].content['application/json'].schema.$ref;
+        expect([url, typeof res.body.error]).toEqual([url, oauthForm ? 'string' : 'object']);
+        const now = Date.now() / 1000;
+        expect(Number(res.headers['x-ratelimit-reset'])).toBeGreaterThan(now - 1);
+        expect(Number(res.headers['x-ratelimit-reset'])).toBeLessThan(now + 120);
+      }
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('documents Retry-After on every 503 service_unavailable', () => {
+    const missing = operations()
+      .filter(({ op }) => op.responses['503']?.content?.['application/json']?.schema?.$ref === '#/components/schemas/ErrorEnvelopeDto' && !op.responses['503'].headers?.['Retry-After'])
+      .map(({ method, path }) => `${method} ${path}`);
+    expect(operations().filter(({ op }) => op.responses['503']).length).toBeGreaterThan(0);
+    expect(missing).toEqual([]);
+  });
+
+  it('says when the rate-limit headers are sent, and that every GET answers HEAD', async () => {
+    expect(doc.info.description).not.toMatch(/Every response carries X-RateLimit/);
+    expect(doc.info.description).toMatch(/RATE_LIMIT_ENABLED/);
+    expect(doc.info.description).toMatch(/Every GET operation also answers HEAD/);
+    for (const { path } of operations().filter(({ method, path }) => method === 'get' && !path.includes('{') && path !== '/events')) {
+      const [get, head] = [await t.http.get(path).redirects(0), await t.http.head(path).redirects(0)];
+      expect([path, head.status]).toEqual([path, get.status]);
+    }
   });
 
   it('types whole numbers as integer, in bodies and in query parameters', () => {
@@ -122,6 +189,71 @@ describe('OpenAPI and docs', () => {
     const events = doc.paths['/events'].get.responses;
     expect(Object.keys(events['200'].content)).toEqual(['text/event-stream']);
     for (const status of ['400', '401', '429']) expect(Object.keys(events[status].content)).toEqual(['application/json']);
+  });
+
+  it('lists 413 and 415 on every write the service routes itself, whatever body it documents', async () => {
+    const writes = serviceOperations().filter(({ method }) => ['post', 'put', 'patch', 'delete'].includes(method));
+    expect(writes.map(({ method, path }) => `${method} ${path}`)).toEqual(expect.arrayContaining(['delete /items/{id}', 'post /connections/{id}/refresh']));
+    const missing = writes.filter(({ op }) => !op.responses['413'] || !op.responses['415']).map(({ method, path }) => `${method} ${path}`);
+    expect(missing).toEqual([]);
+    // As the running service answers: a body on a route that documents none is still read, and refused.
+    const admin = (await bootstrapAdmin(t)).key;
+    const id = '00000000-0000-4000-8000-000000000001';
+    const big = await t.http.delete(`/items/${id}`).set(bearer(admin)).type('json').send(JSON.stringify({ x: 'y'.repeat(1_100_000) }));
+    expect([big.status, big.body.error?.code]).toEqual([413, 'invalid_request']);
+    const text = await t.http.post(`/connections/${id}/refresh`).set(bearer(admin)).type('text').send('x');
+    expect([text.status, text.body.error?.code]).toEqual([415, 'invalid_request']);
+  });
+
+  it('documents the blob upload\'s own 413 (blob_too_large), not the JSON body limit', () => {
+    expect(doc.paths['/blobs'].post.responses['413'].description).toMatch(/blob_too_large/);
+  });
+
+  it('describes every response, and lists every tag it uses at the top level with a description', () => {
+    const empty = operations().flatMap(({ method, path, op }) =>
+      Object.entries<any>(op.responses)
+        .filter(([, response]) => !response.description)
+        .map(([status]) => `${method} ${path} ${status}`),
+    );
+    expect(empty).toEqual([]);
+    const used = new Set([...operations().flatMap(({ op }) => op.tags ?? []), ...Object.values<any>(doc.webhooks).flatMap((item) => item.post.tags ?? [])]);
+    const listed = new Map((doc.tags ?? []).map((tag: { name: string; description?: string }) => [tag.name, tag.description]));
+    expect([...used].filter((tag) => !listed.get(tag))).toEqual([]);
+  });
+
+  it('documents the scope an invalid_scope token error names', () => {
+    expect(doc.paths['/auth/oauth2/token'].post.responses['400'].content['application/json'].schema.properties.scope).toMatchObject({ type: 'string' });
+  });
+
+  it('states the limits the validators enforce, as they enforce them', () => {
+    const accepts = (dto: new () => object, body: object) => validateSync(plainToInstance(dto, body)).length === 0;
+    const tags = schema('CreateItemDto').properties.tags;
+    expect(tags).toMatchObject({ maxItems: 100, items: { minLength: 1, maxLength: 100 } });
+    const tag = new RegExp(tags.items.pattern, 'u');
+    for (const sample of ['work', 'a b', 'x'.repeat(100), '😀'.repeat(100), '', ' work', 'work ', '\twork', 'a,b', ',', 'x'.repeat(101)]) {
+      expect([sample, tag.test(sample)]).toEqual([sample, accepts(MetadataPatchDto, { tags: [sample] })]);
+    }
+    for (const [dto, field] of [['MetadataPatchDto', 'add_tags'], ['BulkActionDto', 'remove_tags'], ['BulkFilterDto', 'tags']]) {
+      expect(schema(dto).properties[field].items.pattern).toBe(tags.items.pattern);
+    }
+    const source = new RegExp(schema('CreateKeyDto').properties.source.pattern, 'u');
+    for (const sample of ['crm', 'crm:v2', 'a.b_c-d', 'x'.repeat(100), 'app:x', 'App:x', '-x', 'x'.repeat(101), 'a b']) {
+      expect([sample, source.test(sample)]).toEqual([sample, accepts(CreateKeyDto, { source: sample })]);
+    }
+    for (const [dto, field] of [['CreateKeyDto', 'type_permissions'], ['UpdateKeyDto', 'edge_permissions'], ['RegisterClientDto', 'extension_permissions']]) {
+      const map = schema(dto).properties[field];
+      expect(map).toMatchObject({ maxProperties: 200, propertyNames: { maxLength: 200 } });
+      const name = new RegExp(map.propertyNames.pattern, 'u');
+      for (const sample of ['*', 'core.note', 'core.*', 'a-b_c.d', 'Core', 'core.', '.*', 'core.*.x']) expect([sample, name.test(sample)]).toEqual([sample, isPattern(sample)]);
+    }
+    for (const field of ['source_types', 'target_types']) expect(schema('CreateEdgeTypeDto').properties[field]).toMatchObject({ minItems: 1, maxItems: 50, items: { maxLength: 200 } });
+    const client = schema('RegisterClientDto').properties;
+    expect(client.redirect_uris).toMatchObject({ maxItems: 20, items: { maxLength: 2000 } });
+    expect(client.post_logout_redirect_uris).toMatchObject({ maxItems: 20, items: { maxLength: 2000 } });
+    expect(client.contacts).toMatchObject({ maxItems: 20, items: { maxLength: 320 } });
+    expect(schema('CreateTypeDto').properties.name).toMatchObject({ maxLength: 200, pattern: expect.any(String) });
+    expect(new RegExp(schema('CreateTypeDto').properties.name.pattern, 'u').test('acme.recipe')).toBe(true);
+    expect(new RegExp(schema('CreateTypeDto').properties.name.pattern, 'u').test('Acme.recipe')).toBe(false);
   });
 
   it('lists 413 and 415 on every operation that takes a JSON body', () => {

@@ -4,7 +4,7 @@ import { IsBoolean, IsIn, IsInt, IsObject, IsString, MaxLength, Min, ValidateNes
 import { PageQuery } from '../common/pagination';
 import { IsOptionalNonNull, IsRfc3339, IsTypePattern } from '../common/validation';
 import type { Tier } from '../keys/api-key.entity';
-import { IsTagList, MAX_TAGS } from '../items/items.dto';
+import { IsTagList, TAGS_DOC } from '../items/items.dto';
 import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
 import { ItemState, STATES } from '../items/lifecycle';
 import { MAX_QUERY_LENGTH } from '../search/search-query';
@@ -20,7 +20,7 @@ export class BulkFilterDto {
   @IsOptionalNonNull() @IsString() @MaxLength(200)
   source?: string;
 
-  @ApiPropertyOptional({ type: [String], maxItems: MAX_TAGS, description: 'Items carrying all of these tags' })
+  @ApiPropertyOptional({ ...TAGS_DOC, description: 'Items carrying all of these tags' })
   @IsOptionalNonNull() @IsTagList()
   tags?: string[];
 
@@ -83,11 +83,11 @@ export class BulkActionDto {
   @IsOptionalNonNull() @IsIn(STATES)
   to_state?: ItemState;
 
-  @ApiPropertyOptional({ type: [String], maxItems: MAX_TAGS, description: 'update_tags: tags to add' })
+  @ApiPropertyOptional({ ...TAGS_DOC, description: 'update_tags: tags to add' })
   @IsOptionalNonNull() @IsTagList()
   add_tags?: string[];
 
-  @ApiPropertyOptional({ type: [String], maxItems: MAX_TAGS, description: 'update_tags: tags to remove (applied after the additions)' })
+  @ApiPropertyOptional({ ...TAGS_DOC, description: 'update_tags: tags to remove (applied after the additions)' })
   @IsOptionalNonNull() @IsTagList()
   remove_tags?: string[];
 

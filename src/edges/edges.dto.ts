@@ -2,7 +2,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { isPattern } from '../common/type-pattern';
+import { DOTTED_NAME_RE, isPattern, PATTERN_RE } from '../common/type-pattern';
 import { IsDottedName, IsOptionalNonNull, IsPatternList } from '../common/validation';
 
 export const CARDINALITIES = ['one', 'many'] as const;
@@ -20,15 +20,15 @@ const IsPatternOrName = () =>
   });
 
 export class CreateEdgeTypeDto {
-  @ApiProperty({ example: 'acme.depends_on', description: 'Dotted lowercase name, unique in the tenant' })
+  @ApiProperty({ example: 'acme.depends_on', description: 'Dotted lowercase name, unique in the tenant', maxLength: 200, pattern: DOTTED_NAME_RE })
   @IsString() @MaxLength(200) @IsDottedName()
   name: string;
 
-  @ApiProperty({ type: [String], example: ['core.task', 'acme.*'], description: 'Type patterns a source item must match (any of them)' })
+  @ApiProperty({ type: [String], minItems: 1, maxItems: 50, maxLength: 200, pattern: PATTERN_RE, example: ['core.task', 'acme.*'], description: 'Type patterns a source item must match (any of them)' })
   @IsArray() @ArrayNotEmpty() @ArrayMaxSize(50) @IsPatternList()
   source_types: string[];
 
-  @ApiProperty({ type: [String], example: ['core.task'], description: 'Type patterns a target item must match (any of them)' })
+  @ApiProperty({ type: [String], minItems: 1, maxItems: 50, maxLength: 200, pattern: PATTERN_RE, example: ['core.task'], description: 'Type patterns a target item must match (any of them)' })
   @IsArray() @ArrayNotEmpty() @ArrayMaxSize(50) @IsPatternList()
   target_types: string[];
 
@@ -60,7 +60,7 @@ export class EdgeTypeList {
 }
 
 export class CreateEdgeDto {
-  @ApiProperty({ example: 'acme.depends_on', description: 'Edge type name' })
+  @ApiProperty({ example: 'acme.depends_on', description: 'Edge type name', maxLength: 200, pattern: DOTTED_NAME_RE })
   @IsString() @MaxLength(200) @IsDottedName()
   type: string;
 

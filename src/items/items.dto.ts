@@ -49,7 +49,18 @@ const IsEdgeMap = () =>
     },
   });
 
-const TAGS_DOC: ApiPropertyOptions = { type: [String], maxItems: MAX_TAGS, example: ['reading', 'work'] };
+/**
+ * What IsTagList accepts, for the document: TAG_RE and its trim() check as one pattern (JS's
+ * `\s` is the whitespace trim() removes). Lengths are in characters (code points).
+ */
+export const TAGS_DOC: ApiPropertyOptions = {
+  type: [String],
+  maxItems: MAX_TAGS,
+  minLength: 1,
+  maxLength: 100,
+  pattern: /^[^,\s](?:[^,]{0,98}[^,\s])?$/,
+  example: ['reading', 'work'],
+};
 const EXT_DOC: ApiPropertyOptions = {
   type: 'object',
   additionalProperties: { type: ['object', 'null'] },
@@ -66,7 +77,7 @@ class ItemWritableFields {
   @IsOptionalNonNull() @IsTagList()
   tags?: string[];
 
-  @ApiPropertyOptional({ enum: ['library', 'feed'], description: 'Defaults to the key\'s default_tier' })
+  @ApiPropertyOptional({ enum: ['library', 'feed'] })
   @IsOptionalNonNull() @IsIn(['library', 'feed'])
   tier?: Tier;
 
@@ -96,6 +107,10 @@ class ItemWritableFields {
 }
 
 export class CreateItemDto extends ItemWritableFields {
+  // What the server applies when it creates an item (documentation only: the checks are inherited).
+  @ApiPropertyOptional({ enum: ['library', 'feed'], description: 'Defaults to the key\'s default_tier' })
+  tier?: Tier;
+
   @ApiProperty({ example: 'core.note' })
   @IsString() @Length(1, 200)
   type: string;

@@ -1,15 +1,22 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsString, Matches, MaxLength } from 'class-validator';
+import { PATTERN_RE } from '../common/type-pattern';
 import { IsOptionalNonNull, IsPermissionMap } from '../common/validation';
 import type { PermissionMap, Role, Tier } from './api-key.entity';
 
 import type { ApiPropertyOptions } from '@nestjs/swagger';
 
-const PERMISSION_MAP_DOC: ApiPropertyOptions = {
+/**
+ * What IsPermissionMap accepts: at most 200 patterns (isPattern: at most 200 characters each),
+ * each read or write. Cast: @nestjs/swagger's types lack JSON Schema's propertyNames, which it passes on.
+ */
+export const PERMISSION_MAP_DOC = {
   type: 'object',
   additionalProperties: { type: 'string', enum: ['read', 'write'] },
+  maxProperties: 200,
+  propertyNames: { pattern: PATTERN_RE.source, maxLength: 200 },
   example: { 'core.note': 'write', 'core.*': 'read' },
-};
+} as ApiPropertyOptions;
 
 /** No `default`s here: a PATCH leaves an absent field as it is, and generated clients send schema defaults. */
 export class UpdateKeyDto {
@@ -47,7 +54,11 @@ export class CreateKeyDto extends UpdateKeyDto {
   default_tier?: Tier;
 
   // `app:<client_id>` is what OAuth apps' items carry: a key taking it could upsert over an app's items.
-  @ApiPropertyOptional({ description: 'Stamped on every item the key writes; unique per tenant; generated when omitted; `app:` is reserved for OAuth apps', maxLength: 100 })
+  @ApiPropertyOptional({
+    description: 'Stamped on every item the key writes; unique per tenant; generated when omitted; `app:` is reserved for OAuth apps',
+    maxLength: 100,
+    pattern: '^(?!app:)[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$',
+  })
   @IsOptionalNonNull()
   @Matches(/^(?!app:)[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, { message: 'must be 1-100 letters, digits, ".", "_", ":" or "-", and not start with "app:" (reserved for OAuth apps)' })
   source?: string;

@@ -96,7 +96,7 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Get('grants/:id')
   @ApiOperation({ summary: 'One grant of the signed-in user: the app and the scopes it holds (JSON)' })
-  @ApiOkResponse({ schema: { type: 'object', additionalProperties: true } })
+  @ApiOkResponse({ schema: { type: 'object', additionalProperties: true }, description: 'The grant: the app and the scopes it holds' })
   @ApiSignedInUser()
   @ApiErrors(404)
   async grant(@Param('id') id: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
@@ -110,7 +110,7 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Delete('grants/:id')
   @ApiOperation({ summary: 'Revoke a grant of the signed-in user: its tokens stop working at once' })
-  @ApiOkResponse({ schema: REVOKED })
+  @ApiOkResponse({ schema: REVOKED, description: 'Revoked: {id, revoked: true}' })
   @ApiSignedInUser()
   @ApiErrors(404)
   async remove(@Param('id') id: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {

@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsIn, IsString, MaxLength } from 'class-validator';
 import { IsOptionalNonNull, IsPermissionMap } from '../common/validation';
 import type { PermissionMap } from '../keys/api-key.entity';
+import { PERMISSION_MAP_DOC } from '../keys/keys.dto';
 import { ApiInteger } from '../openapi/api-integer.decorator';
 
 /**
@@ -13,15 +14,22 @@ export class RegisterClientDto {
     type: [String],
     example: ['https://app.example.com/callback'],
     description: 'Exact-match redirect URIs (a loopback IP one, http://127.0.0.1 or http://[::1], matches on any port); required (at least one) when grant_types includes authorization_code, as it does by default',
+    maxItems: 20,
+    maxLength: 2000,
   })
   @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(2000, { each: true })
   redirect_uris?: string[];
 
-  @ApiPropertyOptional({ type: [String], example: ['authorization_code', 'refresh_token'], description: 'Default authorization_code and refresh_token' })
+  @ApiPropertyOptional({
+    type: [String],
+    enum: ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'],
+    example: ['authorization_code', 'refresh_token'],
+    description: 'Default authorization_code and refresh_token',
+  })
   @IsOptionalNonNull() @IsArray() @IsIn(['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'], { each: true })
   grant_types?: string[];
 
-  @ApiPropertyOptional({ type: [String], example: ['code'] })
+  @ApiPropertyOptional({ type: [String], enum: ['code'], example: ['code'] })
   @IsOptionalNonNull() @IsArray() @IsIn(['code'], { each: true })
   response_types?: string[];
 
@@ -37,7 +45,13 @@ export class RegisterClientDto {
   @IsOptionalNonNull() @IsString() @MaxLength(4000)
   scope?: string;
 
-  @ApiPropertyOptional({ type: [String], example: ['https://app.example.com/signed-out'], description: 'Where RP-initiated logout may return to (OpenID RP-Initiated Logout)' })
+  @ApiPropertyOptional({
+    type: [String],
+    maxItems: 20,
+    maxLength: 2000,
+    example: ['https://app.example.com/signed-out'],
+    description: 'Where RP-initiated logout may return to (OpenID RP-Initiated Logout)',
+  })
   @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(2000, { each: true })
   post_logout_redirect_uris?: string[];
 
@@ -45,7 +59,7 @@ export class RegisterClientDto {
   @IsOptionalNonNull() @IsIn(['web', 'native'])
   application_type?: string;
 
-  @ApiPropertyOptional({ type: [String], example: ['ops@example.com'] })
+  @ApiPropertyOptional({ type: [String], maxItems: 20, maxLength: 320, example: ['ops@example.com'] })
   @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(320, { each: true })
   contacts?: string[];
 
@@ -65,7 +79,7 @@ export class RegisterClientDto {
   @IsOptionalNonNull() @IsString() @MaxLength(2000)
   tos_uri?: string;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: { enum: ['read', 'write'] }, description: 'Default extension grant of the client\'s tokens (SPEC 5.4)' })
+  @ApiPropertyOptional({ ...PERMISSION_MAP_DOC, example: { 'acme.notes': 'write' }, description: 'Default extension grant of the client\'s tokens (SPEC 5.4)' })
   @IsOptionalNonNull() @IsPermissionMap()
   extension_permissions?: PermissionMap;
 }

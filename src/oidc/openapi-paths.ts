@@ -2,7 +2,8 @@
  * The provider's own endpoints (served by oidc-provider through oidc-mount.ts, not by Nest
  * controllers) as OpenAPI paths, so that GET /openapi.json describes every route. Errors there
  * are in RFC 6749 form (`x-error-format: oauth`), except the authorization endpoint, which
- * answers a browser (`html`) when it cannot redirect.
+ * answers a browser (`html`) when it cannot redirect. Their 429 (and the rate-limit headers)
+ * are added with every other route's, in openapi.ts.
  */
 import type { OpenAPIObject } from '@nestjs/swagger';
 
@@ -10,7 +11,16 @@ type PathItem = OpenAPIObject['paths'][string];
 type Operation = NonNullable<PathItem['get']>;
 
 /** An error in RFC 6749 (and RFC 6750) form; the userinfo controller uses it too. */
-export const OAUTH_ERROR_SCHEMA = { type: 'object' as const, properties: { error: { type: 'string' as const }, error_description: { type: 'string' as const } }, required: ['error'] };
+export const OAUTH_ERROR_SCHEMA = {
+  type: 'object' as const,
+  properties: {
+    error: { type: 'string' as const },
+    error_description: { type: 'string' as const },
+    // oidc-provider's InvalidScope adds the scope it refused.
+    scope: { type: 'string' as const, description: 'With invalid_scope: the requested scope that was refused' },
+  },
+  required: ['error'],
+};
 const oauthError = { description: 'RFC 6749 error: {"error","error_description"}', content: { 'application/json': { schema: OAUTH_ERROR_SCHEMA } } };
 const object = (properties: Record<string, object>, required: string[] = []) => ({ type: 'object', properties, required, additionalProperties: true });
 const json = (description: string, schema: object = { type: 'object', additionalProperties: true }) => ({ description, content: { 'application/json': { schema } } });

@@ -36,7 +36,7 @@ export class UserinfoController {
   @Get(['userinfo', 'oauth2/userinfo'])
   @ApiOperation({ summary: 'OIDC claims of the signed-in user, by the scopes granted (bearer: an svc_at_ token with openid)' })
   @ApiUserinfoErrors()
-  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true } })
+  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true }, description: 'The claims: sub, and those of the profile and email scopes granted' })
   get(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     return this.answer(req, reply);
   }
@@ -47,7 +47,7 @@ export class UserinfoController {
   @Accepts(FORM)
   @ApiOperation({ summary: 'OIDC userinfo endpoint (as advertised in discovery); same as GET /auth/userinfo' })
   @ApiUserinfoErrors()
-  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true } })
+  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true }, description: 'The claims: sub, and those of the profile and email scopes granted' })
   post(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     return this.answer(req, reply);
   }

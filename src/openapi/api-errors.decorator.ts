@@ -18,7 +18,7 @@ const DESCRIPTIONS: Record<number, string> = {
   403: 'The credential lacks a permission (forbidden, ...)',
   404: 'Not found, or invisible to this credential',
   409: 'Conflict with the current state, or a write that collided with concurrent ones (conflict: it changed nothing; send it again)',
-  413: 'Request body too large (invalid_request, details.limit_bytes)',
+  413: 'Request body larger than JSON_BODY_LIMIT (invalid_request, details.limit_bytes)',
   415: 'Unsupported content type, charset or encoding (invalid_request)',
   429: 'Rate limited (rate_limited); see Retry-After',
   502: 'The upstream failed or refused (invalid_grant, ...)',
@@ -31,5 +31,17 @@ export const errorResponse = (status: number) => ({
   content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelopeDto' } } },
 });
 
-export const ApiErrors = (...statuses: number[]) =>
-  applyDecorators(...statuses.map((status) => ApiResponse({ status, description: DESCRIPTIONS[status] ?? 'Error', type: ErrorEnvelopeDto })));
+/**
+ * A status, or a status with the route's own description where its answer differs from the
+ * pipeline's (`[413, 'Over BLOB_MAX_BYTES (blob_too_large, details.max_bytes)']`); the
+ * post-processing in openapi.ts leaves a status a route documented as it is.
+ */
+export type ApiErrorSpec = number | [status: number, description: string];
+
+export const ApiErrors = (...errors: ApiErrorSpec[]) =>
+  applyDecorators(
+    ...errors.map((error) => {
+      const [status, description] = typeof error === 'number' ? [error, DESCRIPTIONS[error] ?? 'Error'] : error;
+      return ApiResponse({ status, description, type: ErrorEnvelopeDto });
+    }),
+  );

@@ -4,13 +4,37 @@
  */
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { STATUS_CODES } from 'node:http';
 import type { AppConfig } from '../config/app-config';
-import { oidcOpenApiPaths } from '../oidc/openapi-paths';
+import { OAUTH_ERROR_SCHEMA, oidcOpenApiPaths } from '../oidc/openapi-paths';
+import { bucketFor } from '../rate-limit/rate-limit.policy';
 import { openApiWebhooks } from '../webhooks/openapi-webhooks';
 import { errorResponse } from './api-errors.decorator';
 import { OpenApiDocument } from './openapi.controller';
 
 export const API_VERSION = '4.2.0';
+
+/** The operations' tags, in the order the reference lists them. */
+const TAGS: Array<[name: string, description: string]> = [
+  ['items', 'Typed items: create, upsert by natural key, read, change with optimistic concurrency, trash, history, tags and extensions'],
+  ['bulk actions', 'Actions over every item a filter matches (tags, tier, state, properties, purge), at once or as a background job'],
+  ['types', 'Item types: the core ones and the tenant\'s own, with their JSON Schema and merge policy'],
+  ['edges', 'Edge types and the typed links between items'],
+  ['blobs', 'Content-addressed binary content that items refer to as sha256:<hash>'],
+  ['search', 'Full-text search over the tenant\'s items'],
+  ['events', 'The stream of item and job events (Server-Sent Events)'],
+  ['webhooks', 'Signed HTTP deliveries of events, their delivery history and retries'],
+  ['keys', 'API keys: role, source, default tier and permission maps'],
+  ['tenants', 'Tenants and their first admin key'],
+  ['users', 'The people of a tenant who sign in to the OAuth provider'],
+  ['audit', 'The tenant\'s audit events'],
+  ['integrations', 'Integration manifests, and connections to upstream services through their OAuth'],
+  ['oauth', 'The OAuth 2.1 / OpenID Connect provider: discovery, keys, authorization, tokens, revocation, introspection, registration, userinfo, logout'],
+  ['oauth pages', 'The provider\'s HTML pages: sign-in, consent, device code entry'],
+  ['oauth account', 'A signed-in user\'s own grants, sessions and security page'],
+  ['health', 'Liveness and dependency health'],
+  ['meta', 'This document and the browsable reference'],
+];
 
 export function buildOpenApiDocument(app: INestApplication, config: AppConfig): OpenAPIObject {
   const builder = new DocumentBuilder()
@@ -19,7 +43,10 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     .setDescription(
       'Multi-tenant store of typed items with search, bulk actions, API keys, OAuth 2.1/OIDC and webhooks. ' +
         'Every error uses the envelope {"error":{"code","message","details?"}}; clients branch on error.code. ' +
-        'Every response carries X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset; a 429 also carries Retry-After.',
+        'With rate limiting on (RATE_LIMIT_ENABLED, the default), responses carry X-RateLimit-Limit, X-RateLimit-Remaining and ' +
+        'X-RateLimit-Reset (Unix time in seconds), and a 429 also Retry-After; only refusals made before a request is counted carry ' +
+        'none: requests the HTTP layer cannot parse (a malformed request line or headers, 408, 417, 431) and a 503 while the instance ' +
+        'shuts down or while a bearer token cannot be checked. Every GET operation also answers HEAD: the same status and headers, without a body.',
     )
     .setVersion(API_VERSION)
     .addServer(config.baseUrl)
@@ -31,12 +58,15 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
       scheme: 'bearer',
       description: 'The registration_access_token of a dynamically registered client (RFC 7592)',
     });
+  for (const [name, description] of TAGS) builder.addTag(name, description);
   const document = SwaggerModule.createDocument(app, builder.build());
   documentPipelineErrors(document);
   for (const [path, item] of Object.entries(oidcOpenApiPaths())) document.paths[path] = { ...document.paths[path], ...item };
+  documentRateLimit(document);
+  describeSuccesses(document);
   documentCommonHeaders(document);
   document.webhooks = openApiWebhooks();
-  for (const [, op] of operations(document)) if (op.operationId) op.operationId = op.operationId.replace(/\[(\d+)\]$/, '_$1');
+  for (const [, , op] of operations(document)) if (op.operationId) op.operationId = op.operationId.replace(/\[(\d+)\]$/, '_$1');
   return document;
 }
 
@@ -44,26 +74,54 @@ type Operation = NonNullable<OpenAPIObject['paths'][string]['get']>;
 
 const WRITES = new Set<string>(['put', 'post', 'delete', 'patch']);
 
-/** Every operation, with its method. */
-function* operations(document: OpenAPIObject): Generator<[method: string, op: Operation]> {
-  for (const item of Object.values(document.paths)) {
-    for (const method of ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const) if (item[method]) yield [method, item[method]];
+/** Every operation, with its path and method. */
+function* operations(document: OpenAPIObject): Generator<[path: string, method: string, op: Operation]> {
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const method of ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const) if (item[method]) yield [path, method, item[method]];
   }
 }
 
 /**
  * Errors the request pipeline answers for any route, rather than the route: every service route
- * that reads a JSON body refuses one too large (413) or of another media type (415:
- * body-parsing.ts), every one answers 503 while a dependency is away, and every write 409
- * `conflict` when its transaction lost to concurrent ones (exception.filter.ts).
+ * that may be sent a body (POST, PUT, PATCH and DELETE) refuses one too large (413) or with a
+ * charset, Content-Encoding or Content-Type it does not read (415: body-parsing.ts, InputGuard,
+ * and Fastify for a Content-Type that is no media type), every one answers 503 while a
+ * dependency is away, and every write 409 `conflict` when its transaction lost to concurrent
+ * ones (exception.filter.ts). Runs before the provider's own endpoints are added: those read
+ * their bodies themselves and answer 400 in RFC 6749 form instead.
  */
 function documentPipelineErrors(document: OpenAPIObject): void {
-  for (const [method, op] of operations(document)) {
-    const body = op.requestBody && 'content' in op.requestBody ? op.requestBody.content : undefined;
-    if (body?.['application/json']) for (const status of [413, 415]) op.responses[status] ??= errorResponse(status);
+  for (const [, method, op] of operations(document)) {
+    if (WRITES.has(method)) for (const status of [413, 415]) op.responses[status] ??= errorResponse(status);
     if (!JSON.stringify(op.responses).includes('ErrorEnvelopeDto')) continue;
     op.responses[503] ??= errorResponse(503);
     if (WRITES.has(method)) op.responses[409] ??= errorResponse(409);
+  }
+}
+
+/** The 429 of the OAuth protocol endpoints, which their clients parse as RFC 6749 errors (rate-limit.hook.ts). */
+const oauthRateLimited = {
+  description: 'Rate limited: {"error":"rate_limited","error_description"} (RFC 6749 form); see Retry-After',
+  content: { 'application/json': { schema: OAUTH_ERROR_SCHEMA } },
+};
+
+/** Every route is rate limited (rate-limit.hook.ts), in the error form its bucket rule says (rate-limit.policy.ts). */
+function documentRateLimit(document: OpenAPIObject): void {
+  for (const [path, method, op] of operations(document)) {
+    op.responses[429] ??= bucketFor(method.toUpperCase(), path, 1).oauth ? oauthRateLimited : errorResponse(429);
+  }
+}
+
+/** A success the decorators left without a description gets its status and the schema of its body. */
+function describeSuccesses(document: OpenAPIObject): void {
+  for (const [, , op] of operations(document)) {
+    for (const [status, response] of Object.entries(op.responses)) {
+      if (!response || '$ref' in response || response.description) continue;
+      const schema = response.content?.['application/json']?.schema as { $ref?: string; items?: { $ref?: string } } | undefined;
+      const name = (schema?.$ref ?? schema?.items?.$ref)?.split('/').pop();
+      const text = STATUS_CODES[Number(status)] ?? 'Success';
+      op.responses[status] = { ...response, description: name ? `${text}, with a body of schema ${name}` : text };
+    }
   }
 }
 
@@ -71,27 +129,29 @@ const header = (description: string) => ({ description, schema: { type: 'integer
 
 /**
  * Headers that the request pipeline adds rather than a route: the rate-limit headers on every
- * response (rate-limit.hook.ts), Retry-After on a 429, and Idempotent-Replayed on the kept
- * (neither 429 nor 5xx) answers of a route that takes Idempotency-Key.
+ * response (rate-limit.hook.ts), Retry-After on a 429 and on a 503 `service_unavailable`
+ * (exception.filter.ts; not on GET /health's own 503, whose body says what is down), and
+ * Idempotent-Replayed on the kept (neither 429 nor 5xx) answers of a route that takes Idempotency-Key.
  */
 function documentCommonHeaders(document: OpenAPIObject): void {
   document.components ??= {};
   document.components.headers = {
     ...document.components.headers,
-    'X-RateLimit-Limit': header('Requests allowed in the current window'),
-    'X-RateLimit-Remaining': header('Requests left in the current window'),
-    'X-RateLimit-Reset': header('Seconds until the window resets'),
+    'X-RateLimit-Limit': header('Requests allowed in the current window (sent while rate limiting is on)'),
+    'X-RateLimit-Remaining': header('Requests left in the current window (sent while rate limiting is on)'),
+    'X-RateLimit-Reset': header('Unix time (seconds since the epoch) at which the current window resets (sent while rate limiting is on)'),
     'Retry-After': header('Seconds to wait before retrying'),
     'Idempotent-Replayed': { description: '`true` when this is the kept answer to an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
   };
   const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
-  for (const [, op] of operations(document)) {
+  for (const [, , op] of operations(document)) {
     const idempotent = (op.parameters ?? []).some((p) => 'in' in p && p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
     for (const [status, response] of Object.entries(op.responses)) {
       if (!response || '$ref' in response) continue;
       const headers: Record<string, { $ref: string }> = {};
       for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) headers[name] = ref(name);
-      if (status === '429') headers['Retry-After'] = ref('Retry-After');
+      const unavailable = status === '503' && JSON.stringify(response).includes('ErrorEnvelopeDto');
+      if (status === '429' || unavailable) headers['Retry-After'] = ref('Retry-After');
       if (idempotent && status !== '429' && !status.startsWith('5')) headers['Idempotent-Replayed'] = ref('Idempotent-Replayed');
       op.responses[status] = { ...response, headers: { ...headers, ...response.headers } }; // a copy: some response objects are shared
     }
