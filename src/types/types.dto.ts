@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
 import { ApiInteger } from '../openapi/api-integer.decorator';
+import { DOTTED_NAME_RE } from '../common/type-pattern';
 import { IsDottedName, IsOptionalNonNull } from '../common/validation';
 import { MERGE_POLICIES, MergePolicy } from './type-schema';
 
@@ -25,11 +26,11 @@ export class UpdateTypeDto {
 }
 
 export class CreateTypeDto {
-  @ApiProperty({ example: 'acme.recipe' })
+  @ApiProperty({ example: 'acme.recipe', description: 'Dotted lowercase name', maxLength: 200, pattern: DOTTED_NAME_RE })
   @IsString() @MaxLength(200) @IsDottedName()
   name: string;
 
-  @ApiPropertyOptional({ example: 'core.note' })
+  @ApiPropertyOptional({ example: 'core.note', description: 'The parent type\'s name', maxLength: 200, pattern: DOTTED_NAME_RE })
   @IsOptionalNonNull() @IsString() @IsDottedName()
   parent?: string;
 
