@@ -260,6 +260,21 @@ describe('types', () => {
       expectError(await other.post('/items', { type: 'b.code', properties: { code: 'ABC' } }), 400, 'invalid_properties');
     }, 120_000);
 
+    it('a pattern too slow for a long value is 400 invalid_schema, and the server answers others meanwhile', async () => {
+      // Within every schema limit, yet minutes of matching over 50,000 "é" (src/types/pattern-check.ts).
+      const schema = { properties: { text: { type: 'string', pattern: '(.{1,1000})x' }, code: { type: 'string', pattern: '^[a-z]+$' } } };
+      expectStatus(await admin.post('/types', { name: 'acme.pat.slow', schema }), 201);
+      const order: string[] = [];
+      const slow = admin.post('/items', { type: 'acme.pat.slow', properties: { text: 'é'.repeat(50_000) } }).then((res) => (order.push('slow'), res));
+      await t.http.get('/health').expect(200);
+      order.push('health');
+      expectError(await slow, 400, 'invalid_schema');
+      expect(order).toEqual(['health', 'slow']);
+      // Long values that match quickly are checked off the event loop too, and pass or fail as ever.
+      expectStatus(await admin.post('/items', { type: 'acme.pat.slow', properties: { text: 'note x', code: 'a'.repeat(200_000) } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.pat.slow', properties: { code: `${'a'.repeat(200_000)}A` } }), 400, 'invalid_properties');
+    }, 60_000);
+
     it('regular expressions are bounded: how many, how long, and how large they compile', async () => {
       const props = (patterns: string[]) => Object.fromEntries(patterns.map((pattern, i) => [`p${i}`, { type: 'string', pattern }]));
       expect(refusedAt(await admin.post('/types', { name: 'acme.re', schema: { properties: props([`^${'a'.repeat(513)}$`]) } }))).toEqual(['/properties/p0/pattern']);

@@ -28,7 +28,7 @@ describe('specOf: the per-action fields', () => {
     expect(specOf({ action: 'update_tags', remove_tags: ['a'] })).toEqual({ action: 'update_tags', emit_events: true, remove_tags: ['a'] });
   });
 
-  it('names every missing, foreign or wrong field in one validation_error', () => {
+  it('names every missing, foreign or wrong field in one validation_error', async () => {
     const err = thrownApiError(() => specOf({ action: 'transition', tier: 'feed', confirm: 'PURGE' }));
     expect(err?.code).toBe('validation_error');
     expect(fields(err)).toEqual(['confirm', 'tier', 'to_state']);
@@ -40,45 +40,45 @@ describe('specOf: the per-action fields', () => {
 });
 
 describe('planChange: one action on one item', () => {
-  it.each(LIFECYCLE_TABLE)('transition %s → %s follows the lifecycle table (allowed: %s)', (from, to, allowed) => {
-    const plan = planChange({ action: 'transition', emit_events: true, to_state: to }, row({ state: from }));
+  it.each(LIFECYCLE_TABLE)('transition %s → %s follows the lifecycle table (allowed: %s)', async (from, to, allowed) => {
+    const plan = await planChange({ action: 'transition', emit_events: true, to_state: to }, row({ state: from }));
     if (from === to) expect(plan).toBe('unchanged');
     else if (allowed) expect(plan).toEqual({ changes: { state: to } });
     else expect(plan).toMatchObject({ code: 'invalid_transition' });
   });
 
-  it('update_tags adds once, removes after adding, and leaves an unchanged item alone', () => {
+  it('update_tags adds once, removes after adding, and leaves an unchanged item alone', async () => {
     const spec = { action: 'update_tags', emit_events: true } as const;
-    expect(planChange({ ...spec, add_tags: ['y', 'x'] }, row())).toEqual({ changes: { tags: ['x', 'y'] } });
-    expect(planChange({ ...spec, add_tags: ['z'], remove_tags: ['x', 'z'] }, row())).toEqual({ changes: { tags: [] } });
-    expect(planChange({ ...spec, add_tags: ['x'] }, row())).toBe('unchanged');
+    expect(await planChange({ ...spec, add_tags: ['y', 'x'] }, row())).toEqual({ changes: { tags: ['x', 'y'] } });
+    expect(await planChange({ ...spec, add_tags: ['z'], remove_tags: ['x', 'z'] }, row())).toEqual({ changes: { tags: [] } });
+    expect(await planChange({ ...spec, add_tags: ['x'] }, row())).toBe('unchanged');
   });
 
-  it('update_tier and update_timestamp change only what differs', () => {
-    expect(planChange({ action: 'update_tier', emit_events: true, tier: 'library' }, row())).toBe('unchanged');
-    expect(planChange({ action: 'update_tier', emit_events: true, tier: 'feed' }, row())).toEqual({ changes: { tier: 'feed' } });
-    expect(planChange({ action: 'update_timestamp', emit_events: true, timestamp: '2026-01-01T01:00:00+01:00' }, row())).toBe('unchanged');
-    expect(planChange({ action: 'update_timestamp', emit_events: true, timestamp: '2026-02-01T00:00:00Z' }, row())).toEqual({
+  it('update_tier and update_timestamp change only what differs', async () => {
+    expect(await planChange({ action: 'update_tier', emit_events: true, tier: 'library' }, row())).toBe('unchanged');
+    expect(await planChange({ action: 'update_tier', emit_events: true, tier: 'feed' }, row())).toEqual({ changes: { tier: 'feed' } });
+    expect(await planChange({ action: 'update_timestamp', emit_events: true, timestamp: '2026-01-01T01:00:00+01:00' }, row())).toBe('unchanged');
+    expect(await planChange({ action: 'update_timestamp', emit_events: true, timestamp: '2026-02-01T00:00:00Z' }, row())).toEqual({
       changes: { timestamp: new Date('2026-02-01T00:00:00Z') },
     });
   });
 
-  it('update_properties merges shallowly and checks the result against the type', () => {
+  it('update_properties merges shallowly and checks the result against the type', async () => {
     const spec = { action: 'update_properties', emit_events: true } as const;
-    expect(planChange({ ...spec, properties: { priority: 2, title: null } as never }, row(), taskType)).toMatchObject({ code: 'missing_required_field' });
-    expect(planChange({ ...spec, properties: { priority: 9 } }, row(), taskType)).toMatchObject({ code: 'invalid_properties' });
-    expect(planChange({ ...spec, properties: { priority: 1 } }, row(), taskType)).toBe('unchanged');
-    expect(planChange({ ...spec, properties: { priority: 4 } }, row(), taskType)).toEqual({
+    expect(await planChange({ ...spec, properties: { priority: 2, title: null } as never }, row(), taskType)).toMatchObject({ code: 'missing_required_field' });
+    expect(await planChange({ ...spec, properties: { priority: 9 } }, row(), taskType)).toMatchObject({ code: 'invalid_properties' });
+    expect(await planChange({ ...spec, properties: { priority: 1 } }, row(), taskType)).toBe('unchanged');
+    expect(await planChange({ ...spec, properties: { priority: 4 } }, row(), taskType)).toEqual({
       changes: { properties: { title: 'a', priority: 4 }, schema_version: 3 },
     });
-    expect(planChange({ ...spec, properties: { priority: 4 } }, row(), undefined)).toMatchObject({ code: 'invalid_type' });
+    expect(await planChange({ ...spec, properties: { priority: 4 } }, row(), undefined)).toMatchObject({ code: 'invalid_type' });
   });
 });
 
 describe('update_tags past the tag limit', () => {
-  it('is that item\'s validation_error, while removing from an over-full item is fine', () => {
+  it('is that item\'s validation_error, while removing from an over-full item is fine', async () => {
     const full = row({ tags: Array.from({ length: 100 }, (_, i) => `t${i}`) });
-    expect(planChange({ action: 'update_tags', emit_events: true, add_tags: ['one-more'] }, full)).toMatchObject({ code: 'validation_error' });
-    expect(planChange({ action: 'update_tags', emit_events: true, remove_tags: ['t0'] }, full)).toMatchObject({ changes: { tags: expect.any(Array) } });
+    expect(await planChange({ action: 'update_tags', emit_events: true, add_tags: ['one-more'] }, full)).toMatchObject({ code: 'validation_error' });
+    expect(await planChange({ action: 'update_tags', emit_events: true, remove_tags: ['t0'] }, full)).toMatchObject({ changes: { tags: expect.any(Array) } });
   });
 });

@@ -106,7 +106,7 @@ export function specOf(body: Partial<Record<SpecField, unknown>> & { action: Bul
 export type Plan = { changes: ItemChanges } | 'unchanged' | ApiError;
 
 /** `type` is the item's type, resolved for writing; needed by update_properties only. */
-export function planChange(spec: BulkSpec, row: ItemRow, type?: ResolvedType): Plan {
+export async function planChange(spec: BulkSpec, row: ItemRow, type?: ResolvedType): Promise<Plan> {
   switch (spec.action) {
     case 'transition': {
       const to = spec.to_state!;
@@ -128,7 +128,7 @@ export function planChange(spec: BulkSpec, row: ItemRow, type?: ResolvedType): P
       if (!type) return ApiError.badRequest('invalid_type', `Type ${row.type} no longer exists`);
       const properties = mergeProperties(row.properties, spec.properties);
       if (isDeepStrictEqual(properties, row.properties)) return 'unchanged';
-      return propertiesError(type, properties) ?? { changes: { properties, schema_version: type.version } };
+      return (await propertiesError(type, properties)) ?? { changes: { properties, schema_version: type.version } };
     }
     case 'purge':
       throw new Error('purge is not a per-item change');

@@ -102,7 +102,7 @@ export class BulkRunner {
         if (!typesByName.has(row.type)) typesByName.set(row.type, await this.types.forWrite(p.tenantId, row.type, m));
         type = typesByName.get(row.type);
       }
-      const plan = planChange(spec, row, type);
+      const plan = await planChange(spec, row, type);
       if (plan instanceof ApiError) {
         errors.push(itemError(row.id, plan));
         continue;

@@ -61,10 +61,10 @@ export function tooManyTags(before: string[], after: string[], field = 'add_tags
  * `invalid_properties` naming each field, or `invalid_schema` when the type's schema cannot
  * check them (a per-item outcome in bulk writes, like the others); undefined when they fit.
  */
-export function propertiesError(type: ResolvedType, properties: Record<string, unknown>): ApiError | undefined {
+export async function propertiesError(type: ResolvedType, properties: Record<string, unknown>): Promise<ApiError | undefined> {
   let errors: ErrorObject[];
   try {
-    errors = type.validate(properties);
+    errors = await type.validate(properties);
   } catch (err) {
     if (err instanceof ApiError) return err;
     throw err;

@@ -141,7 +141,7 @@ export class ItemsService {
       if (existing) return { row: await this.upsertExisting(m, p, existing, dto, type, mode), created: false };
     }
     const properties = dto.properties ?? {};
-    this.validateProperties(type, properties);
+    await this.validateProperties(type, properties);
     await this.assertBlobsExist(p, properties);
     const state = dto.state ?? 'active';
     assertInitialState(state);
@@ -190,7 +190,7 @@ export class ItemsService {
       throw validationError([{ field: 'type', message }]);
     }
     if (dto.properties !== undefined) {
-      this.validateProperties(type, dto.properties);
+      await this.validateProperties(type, dto.properties);
       await this.assertBlobsExist(p, dto.properties);
     }
     if (dto.state !== undefined) assertTransition(existing, dto.state);
@@ -243,7 +243,7 @@ export class ItemsService {
       if (changes.properties !== undefined) {
         const type = await this.types.forWrite(p.tenantId, current.type, m);
         if (!type) throw ApiError.badRequest('invalid_type', `Type ${current.type} no longer exists`);
-        this.validateProperties(type, properties);
+        await this.validateProperties(type, properties);
         await this.assertBlobsExist(p, changes.properties);
         schemaVersion = type.version;
       }
@@ -383,8 +383,8 @@ export class ItemsService {
     return new ApiError(403, 'type_not_permitted', `This credential may not write items of type ${type}`, { type });
   }
 
-  private validateProperties(type: ResolvedType, properties: Record<string, unknown>): void {
-    const error = propertiesError(type, properties);
+  private async validateProperties(type: ResolvedType, properties: Record<string, unknown>): Promise<void> {
+    const error = await propertiesError(type, properties);
     if (error) throw error;
   }
 

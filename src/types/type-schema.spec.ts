@@ -1,17 +1,17 @@
 import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
-import { assertUsableSchema, assertValidSchema, JsonSchema, propertyIssues, resolveMergePolicy, resolveSubtypeSchema, validatorFor } from './type-schema';
+import { assertUsableSchema, assertValidSchema, checkProperties, JsonSchema, propertyIssues, resolveMergePolicy, resolveSubtypeSchema, validatorFor } from './type-schema';
 
 const str = { type: 'string' };
 let cacheSeq = 0;
 /** A validator for `schema` (fresh cache key per call), answering whether a value fits. */
 function fitsFor(schema: JsonSchema) {
-  const fn = validatorFor(`spec:${cacheSeq++}`, schema);
-  return (value: unknown) => fn(value as Record<string, unknown>).length === 0;
+  const key = `spec:${cacheSeq++}`;
+  return (value: unknown) => checkProperties(key, schema, value).length === 0;
 }
 /** ajv errors for `value` against `schema` (fresh cache key per call). */
 function errorsFor(schema: JsonSchema, value: unknown) {
-  const errors = validatorFor(`spec:${cacheSeq++}`, schema)(value as Record<string, unknown>);
+  const errors = checkProperties(`spec:${cacheSeq++}`, schema, value);
   expect(errors.length).toBeGreaterThan(0);
   return errors;
 }
@@ -206,20 +206,40 @@ describe('type schemas', () => {
     });
   });
 
-  describe('validatorFor', () => {
+  describe('checkProperties', () => {
     it('lists every problem of small properties, only the first of large ones', () => {
       const schema = { type: 'object', properties: { list: { type: 'array', items: { anyOf: [{ const: 1 }, { const: 2 }] } }, n: { type: 'integer' } } };
-      const fn = validatorFor(`spec:${cacheSeq++}`, schema);
+      const key = `spec:${cacheSeq++}`;
+      const fn = (value: unknown) => checkProperties(key, schema, value);
       expect(new Set(fn({ list: [3, 4], n: 'x' }).map((e) => e.instancePath))).toEqual(new Set(['/list/0', '/list/1', '/n']));
       // Every failed branch of every element is an error object: millions, for a 1 MB array.
       expect(fn({ list: Array.from({ length: 5000 }, () => 3) }).length).toBeLessThanOrEqual(3);
     });
 
     it('answers invalid_schema for a schema it cannot use, and never takes a Promise for valid', () => {
-      const broken = validatorFor(`spec:${cacheSeq++}`, { type: 'object', properties: { a: { $ref: '#/nowhere' } } });
-      expect(thrownApiError(() => broken({ a: 1 }))?.code).toBe('invalid_schema');
-      const async = validatorFor(`spec:${cacheSeq++}`, { $async: true, type: 'object', properties: { a: { type: 'integer' } } });
-      for (const a of [1, 'x']) expect(thrownApiError(() => async({ a }))?.code).toBe('invalid_schema');
+      const broken = `spec:${cacheSeq++}`;
+      expect(thrownApiError(() => checkProperties(broken, { type: 'object', properties: { a: { $ref: '#/nowhere' } } }, { a: 1 }))?.code).toBe('invalid_schema');
+      const async = { $async: true, type: 'object', properties: { a: { type: 'integer' } } };
+      for (const a of [1, 'x']) expect(thrownApiError(() => checkProperties(`spec:${cacheSeq++}`, async, { a }))?.code).toBe('invalid_schema');
+    });
+  });
+
+  describe('validatorFor: long text under patterns is checked in a worker, within a time limit', () => {
+    const schema = { type: 'object', properties: { code: { type: 'string', pattern: '^[a-z]+$' }, slow: { type: 'string', pattern: '(.{1,1000})x' } } };
+    const validate = validatorFor(`spec:${cacheSeq++}`, schema);
+
+    it('answers as the main thread would, fitting or not, for values long enough to go to the worker', async () => {
+      const long = 'a'.repeat(300);
+      expect(await validate({ code: long })).toEqual([]);
+      const errors = await validate({ code: `${long}1` });
+      expect(errors.map((e) => [e.instancePath, e.keyword])).toEqual([['/code', 'pattern']]);
+      expect(errors).toEqual(checkProperties(`spec:${cacheSeq++}`, schema, { code: `${long}1` }));
+    });
+
+    it('refuses with invalid_schema a check that runs past the limit, and goes on checking afterwards', async () => {
+      // Stopped, not waited out: the match alone takes minutes, past the test's own timeout.
+      await expect(validate({ slow: 'é'.repeat(50_000) })).rejects.toMatchObject({ status: 400, code: 'invalid_schema' });
+      expect(await validate({ code: 'a'.repeat(400) })).toEqual([]);
     });
   });
 

@@ -7,6 +7,7 @@
 import Ajv, { ErrorObject, Options, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ApiError } from '../common/api-error';
+import { patternChecker } from './pattern-check';
 import { regexCost, RegexEngine } from './regex-engine';
 
 export type JsonSchema = Record<string, any>;
@@ -544,18 +545,58 @@ function moreValuesThan(value: unknown, limit: number): boolean {
 
 /**
  * Checks item properties against a type's resolved schema: the problems found ([] when they
- * fit). Throws 400 invalid_schema (an ApiError) when the schema cannot check them.
+ * fit). Rejects with 400 invalid_schema (an ApiError) when the schema cannot check them.
  */
-export type PropertiesValidator = (properties: Record<string, unknown>) => ErrorObject[];
+export type PropertiesValidator = (properties: Record<string, unknown>) => Promise<ErrorObject[]>;
+
+/**
+ * Above this many (regexCost + 1) × characters of text, properties are checked off the event
+ * loop (pattern-check.ts): at the slowest rate measured, some 160 ns per unit and byte of
+ * UTF-8, that many take about 30 ms. Most items of most types stay under it, and types without
+ * patterns never pay for the count.
+ */
+const IN_PROCESS_MATCH_UNITS = 100_000;
 
 /** A type's validator; `cacheKey` must change whenever the schema does. Compiled on first use. */
 export function validatorFor(cacheKey: string, schema: JsonSchema): PropertiesValidator {
-  return (properties) => {
-    const first = run(cacheKey, schema, 'quick', properties);
-    if (!first) return [];
-    if (moreValuesThan(properties, MAX_VALUES_LISTED)) return first;
-    return run(cacheKey, schema, 'full', properties) ?? first;
+  const weight = regexWeight(schema);
+  const inProcess = weight === 0 ? Infinity : Math.floor(IN_PROCESS_MATCH_UNITS / (weight + 1));
+  return async (properties) =>
+    inProcess !== Infinity && textLonger(properties, inProcess)
+      ? patternChecker.check(cacheKey, schema, properties)
+      : checkProperties(cacheKey, schema, properties);
+}
+
+/** validatorFor's check, in this thread (pattern-check.worker.ts runs it in the worker). */
+export function checkProperties(cacheKey: string, schema: JsonSchema, properties: unknown): ErrorObject[] {
+  const first = run(cacheKey, schema, 'quick', properties);
+  if (!first) return [];
+  if (moreValuesThan(properties, MAX_VALUES_LISTED)) return first;
+  return run(cacheKey, schema, 'full', properties) ?? first;
+}
+
+/** The summed regexCost of a schema's distinct regular expressions (`pattern`, `patternProperties`). */
+function regexWeight(schema: JsonSchema): number {
+  const regexes = new Set<string>();
+  eachSchema(schema, (s) => {
+    if (typeof s === 'boolean') return;
+    if (typeof s.pattern === 'string') regexes.add(s.pattern);
+    if (s.patternProperties && typeof s.patternProperties === 'object') for (const source of Object.keys(s.patternProperties)) regexes.add(source);
+  });
+  return [...regexes].reduce((sum, r) => sum + regexCost(r), 0);
+}
+
+/** Whether the strings of `value` (object keys included, which patternProperties match) are more than `limit` characters. */
+function textLonger(value: unknown, limit: number): boolean {
+  let left = limit;
+  const count = (v: unknown): boolean => {
+    if (typeof v === 'string') return (left -= v.length) < 0;
+    if (v === null || typeof v !== 'object') return false;
+    if (Array.isArray(v)) return v.some(count);
+    for (const [key, child] of Object.entries(v)) if ((left -= key.length) < 0 || count(child)) return true;
+    return false;
   };
+  return count(value);
 }
 
 /** Turns ajv's errors into field issues: which property, and what is wrong with it. */

@@ -1,0 +1,18 @@
+/** The worker of pattern-check.ts: checks properties against a schema, as the main thread would. */
+import { parentPort } from 'node:worker_threads';
+import { ApiError } from '../common/api-error';
+import type { CheckAnswer, CheckRequest } from './pattern-check';
+import { checkProperties } from './type-schema';
+
+parentPort!.on('message', (request: CheckRequest) => {
+  let answer: CheckAnswer;
+  try {
+    answer = { id: request.id, errors: checkProperties(request.cacheKey, request.schema, request.properties) };
+  } catch (err) {
+    answer =
+      err instanceof ApiError
+        ? { id: request.id, apiError: { status: err.status, code: err.code, message: err.message, details: err.details } }
+        : { id: request.id, failure: (err as Error).message };
+  }
+  parentPort!.postMessage(answer);
+});
