@@ -15,11 +15,11 @@ const IsEventPatterns = () =>
     },
   });
 
-const EVENTS_DOC: ApiPropertyOptions = { type: [String], example: ['item.created', 'edge.*'], description: `Event names or patterns: ${EVENT_NAMES.join(', ')}; \`*\` for all` };
-const TYPE_FILTER_DOC: ApiPropertyOptions = { type: [String], nullable: true, example: ['core.note', 'acme.*'], description: 'Limits item events to these type patterns (subtypes included under `parent.*`); null or absent: every type. An empty list is refused: it would select no item event, or read as every type' };
+const EVENTS_DOC: ApiPropertyOptions = { type: [String], minItems: 1, maxItems: 50, example: ['item.created', 'edge.*'], description: `Event names or patterns: ${EVENT_NAMES.join(', ')}; \`*\` for all` };
+const TYPE_FILTER_DOC: ApiPropertyOptions = { type: [String], nullable: true, minItems: 1, maxItems: 50, example: ['core.note', 'acme.*'], description: 'Limits item events to these type patterns (subtypes included under `parent.*`); null or absent: every type. An empty list is refused: it would select no item event, or read as every type' };
 
 export class CreateWebhookDto {
-  @ApiProperty({ example: 'https://example.com/hooks/svc', description: 'HTTPS target (plain http and private addresses only when WEBHOOK_ALLOW_PRIVATE_TARGETS)' })
+  @ApiProperty({ example: 'https://example.com/hooks/svc', maxLength: 2048, description: 'HTTPS target (plain http and private addresses only when WEBHOOK_ALLOW_PRIVATE_TARGETS); no whitespace, control characters or backslashes' })
   @IsString() @MaxLength(2048)
   url: string;
 
@@ -31,7 +31,7 @@ export class CreateWebhookDto {
   @IsOptional() @IsArray() @ArrayNotEmpty({ message: 'must list at least one type pattern; null (or leaving it out) means every type' }) @ArrayMaxSize(50) @IsPatternList()
   type_filter?: string[] | null;
 
-  @ApiPropertyOptional({ description: 'Signing secret, 16-256 printable characters without spaces; generated (`whsec_…`) when omitted. Returned only in this response.' })
+  @ApiPropertyOptional({ minLength: 16, maxLength: 256, pattern: '^[!-~]+$', description: 'Signing secret, 16-256 printable characters without spaces; generated (`whsec_…`) when omitted. Returned only in this response.' })
   @IsOptionalNonNull() @IsString() @Matches(/^[\x21-\x7e]{16,256}$/, { message: 'must be 16-256 printable ASCII characters without spaces' })
   secret?: string;
 
@@ -41,7 +41,7 @@ export class CreateWebhookDto {
 }
 
 export class UpdateWebhookDto {
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ maxLength: 2048, description: 'The same rules as at registration' })
   @IsOptionalNonNull() @IsString() @MaxLength(2048)
   url?: string;
 
