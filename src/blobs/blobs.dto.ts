@@ -10,7 +10,7 @@ export class BlobResponse {
   @ApiProperty({ type: 'integer', description: 'Size in bytes' })
   size: number;
 
-  @ApiProperty({ description: 'Content-Type given at the first upload of these bytes', example: 'image/png' })
+  @ApiProperty({ description: 'Content-Type given at the first upload of these bytes', example: 'image/png', maxLength: 255 })
   content_type: string;
 
   @ApiProperty({ format: 'date-time', description: 'When this tenant first stored these bytes' })
