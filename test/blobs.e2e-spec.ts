@@ -216,6 +216,13 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       expect([stale.status, stale.body.equals(png)]).toEqual([200, true]);
     });
 
+    it('refuses query parameters, which no blob route reads, as every route does', async () => {
+      for (const path of [`/blobs/${hash}?download=1`, `/blobs/${hash}/metadata?x=1`]) {
+        expect(expectError(await t.http.get(path).set(bearer(admin.key)), 400, 'validation_error').details?.fields).toEqual([{ field: path.split('?')[1].split('=')[0], message: 'is not a known field' }]);
+      }
+      expect((await raw(t, 'HEAD', `/blobs/${hash}?download=1`, { key: admin.key })).status).toBe(400);
+    });
+
     it('stores a body sent with Content-Encoding gzip, deflate or br as its decoded bytes', async () => {
       const content = Buffer.from(`compressible ${'text '.repeat(2000)}${randomBytes(8).toString('hex')}`);
       for (const [coding, encode] of [['gzip', gzipSync], ['deflate', deflateSync], ['BR', brotliCompressSync]] as const) {

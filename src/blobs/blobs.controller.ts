@@ -1,4 +1,4 @@
-import { Controller, Get, Head, Param, Post, Req, Res } from '@nestjs/common';
+import { Controller, Get, Head, Headers, Param, Post, Req, Res } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiBody,
@@ -94,11 +94,11 @@ export class BlobsController {
   async head(
     @Caller() caller: Principal,
     @Param('hash', ParseBlobHashPipe) hash: string,
-    @Req() req: FastifyRequest,
+    @Headers('if-none-match') ifNoneMatch: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const blob = await this.blobs.get(caller.tenantId, hash);
-    if (setContentHeaders(req, reply, blob)) await reply.send();
+    if (setContentHeaders(ifNoneMatch, reply, blob)) await reply.send();
   }
 
   @Get(':hash')
@@ -116,11 +116,11 @@ export class BlobsController {
   async download(
     @Caller() caller: Principal,
     @Param('hash', ParseBlobHashPipe) hash: string,
-    @Req() req: FastifyRequest,
+    @Headers('if-none-match') ifNoneMatch: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const { blob, content } = await this.blobs.open(caller.tenantId, hash);
-    if (!setContentHeaders(req, reply, blob)) {
+    if (!setContentHeaders(ifNoneMatch, reply, blob)) {
       content.destroy();
       return;
     }
@@ -156,7 +156,7 @@ function namesEntityTag(header: string | undefined, etag: string): boolean {
  * `Content-Security-Policy: sandbox` keeps an uploaded HTML or SVG file from running script
  * with the API's origin should a browser open it.
  */
-function setContentHeaders(req: FastifyRequest, reply: FastifyReply, blob: BlobResponse): boolean {
+function setContentHeaders(ifNoneMatch: string | undefined, reply: FastifyReply, blob: BlobResponse): boolean {
   const headers = {
     ETag: `"${blob.hash}"`,
     'Cache-Control': 'private, max-age=31536000, immutable',
@@ -164,7 +164,7 @@ function setContentHeaders(req: FastifyRequest, reply: FastifyReply, blob: BlobR
     'Content-Security-Policy': "default-src 'none'; sandbox",
   };
   reply.headers(headers);
-  if (namesEntityTag(req.headers['if-none-match'], headers.ETag)) {
+  if (namesEntityTag(ifNoneMatch, headers.ETag)) {
     void reply.status(304).send();
     return false;
   }
