@@ -1,18 +1,20 @@
-import { Body, Controller, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { randomBytes } from 'node:crypto';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
-import { validationError } from '../common/validation';
+import { PageQuery } from '../common/pagination';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
-import { RegisteredClient, RegisterClientDto } from './clients.dto';
-import { OidcProvider } from './oidc-provider';
+import { OAuthClient, OAuthClientList, ParseClientIdPipe, RegisteredClient, RegisterClientDto, RotatedClient } from './clients.dto';
+import { ClientsService } from './clients.service';
+
+const WHO_MANAGES = 'Admins manage their tenant\'s clients; a root-tenant admin also manages clients made by open registration (RFC 7591), which have no tenant. Any other client is 404 `not_found`.';
 
 @ApiTags('oauth')
 @ApiBearerAuth()
 @Controller('auth/clients')
 export class ClientsController {
-  constructor(private readonly oidc: OidcProvider) {}
+  constructor(private readonly clients: ClientsService) {}
 
   @Post()
   @Requires({ admin: true })
@@ -24,30 +26,58 @@ export class ClientsController {
   })
   @ApiCreatedResponse({ type: RegisteredClient })
   @ApiErrors(400, 401, 403, 429)
-  async register(@Caller() p: Principal, @Body() dto: RegisterClientDto): Promise<RegisteredClient> {
-    const method = dto.token_endpoint_auth_method ?? 'client_secret_basic';
-    const grants = dto.grant_types ?? ['authorization_code', 'refresh_token'];
-    const given = Object.fromEntries(Object.entries(dto).filter(([, v]) => v !== undefined));
-    const metadata = {
-      response_types: grants.includes('authorization_code') ? ['code'] : [],
-      ...given,
-      grant_types: grants,
-      token_endpoint_auth_method: method,
-      client_id: randomBytes(24).toString('base64url'),
-      ...(method === 'none' ? {} : { client_secret: randomBytes(32).toString('base64url') }),
-      client_id_issued_at: Math.floor(Date.now() / 1000),
-      tenant_id: p.tenantId,
-      extension_permissions: dto.extension_permissions ?? {},
-    };
-    const provider = await this.oidc.get();
-    try {
-      await provider.Client.validate(metadata as never);
-    } catch (err) {
-      const e = err as { error?: string; error_description?: string };
-      if (e.error) throw validationError([{ field: '(client)', message: e.error_description ?? e.error }], 'The client metadata is not valid');
-      throw err;
-    }
-    await (provider.Client as unknown as { adapter: { upsert(id: string, payload: object, ttl: number): Promise<void> } }).adapter.upsert(metadata.client_id, metadata, 0);
-    return metadata as RegisteredClient;
+  register(@Caller() p: Principal, @Body() dto: RegisterClientDto): Promise<RegisteredClient> {
+    return this.clients.register(p, dto);
+  }
+
+  @Get()
+  @Requires({ admin: true })
+  @ApiOperation({ summary: 'List the OAuth clients the caller manages (admin), newest first; secrets never included', description: WHO_MANAGES })
+  @ApiOkResponse({ type: OAuthClientList })
+  @ApiErrors(400, 401, 403, 429)
+  list(@Caller() p: Principal, @Query() page: PageQuery): Promise<OAuthClientList> {
+    return this.clients.list(p, page.limit, page.cursor);
+  }
+
+  @Get(':client_id')
+  @Requires({ admin: true })
+  @ApiOperation({ summary: 'Retrieve an OAuth client (admin); its secret is never included', description: WHO_MANAGES })
+  @ApiOkResponse({ type: OAuthClient })
+  @ApiErrors(400, 401, 403, 404, 429)
+  get(@Caller() p: Principal, @Param('client_id', ParseClientIdPipe) clientId: string): Promise<OAuthClient> {
+    return this.clients.get(p, clientId);
+  }
+
+  @Delete(':client_id')
+  @HttpCode(200)
+  @Requires({ admin: true })
+  @ApiOperation({
+    summary: 'Delete an OAuth client (admin) with everything it holds; its tokens get 401 from the next request',
+    description:
+      'Ends its grants (each audited as `auth.grant.revoked` with `details.by` `client_deleted`) with their access and refresh tokens and codes, ' +
+      'its client-credentials tokens, pending device codes and its place in browser sessions. Its secret no longer authenticates. ' +
+      WHO_MANAGES,
+  })
+  @ApiOkResponse({ type: OAuthClient, description: 'The deleted client' })
+  @ApiErrors(400, 401, 403, 404, 429)
+  remove(@Caller() p: Principal, @Param('client_id', ParseClientIdPipe) clientId: string): Promise<OAuthClient> {
+    return this.clients.remove(p, clientId);
+  }
+
+  @Post(':client_id/secret')
+  @HttpCode(200)
+  @Requires({ admin: true })
+  @Idempotent()
+  @ApiOperation({
+    summary: 'Rotate a confidential OAuth client\'s secret (admin): the new one is shown once, the old one fails at once',
+    description:
+      'The new secret is stored encrypted, as at registration. The client\'s client-credentials tokens end with the old secret (401 from the next request); ' +
+      'the grants users gave, and their tokens, stay. A public client (`token_endpoint_auth_method: none`) has no secret: 409 `conflict`. ' +
+      WHO_MANAGES,
+  })
+  @ApiOkResponse({ type: RotatedClient })
+  @ApiErrors(400, 401, 403, 404, 409, 429)
+  rotateSecret(@Caller() p: Principal, @Param('client_id', ParseClientIdPipe) clientId: string): Promise<RotatedClient> {
+    return this.clients.rotateSecret(p, clientId);
   }
 }

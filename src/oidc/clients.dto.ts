@@ -1,5 +1,7 @@
+import { Injectable, PipeTransform } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsIn, IsString, MaxLength } from 'class-validator';
+import { ApiError } from '../common/api-error';
 import { IsOptionalNonNull, IsPermissionMap } from '../common/validation';
 import type { PermissionMap } from '../keys/api-key.entity';
 import { PERMISSION_MAP_DOC } from '../keys/keys.dto';
@@ -84,11 +86,10 @@ export class RegisterClientDto {
   extension_permissions?: PermissionMap;
 }
 
-export class RegisteredClient {
+/** What every answer about a client shows: its metadata, never its secret. */
+class ClientFields {
   @ApiProperty() client_id: string;
-  @ApiPropertyOptional({ description: 'Confidential clients only; shown once' }) client_secret?: string;
   @ApiInteger({ description: 'Seconds since the epoch' }) client_id_issued_at: number;
-  @ApiProperty() tenant_id: string;
   @ApiPropertyOptional({ type: [String], description: 'Absent for a client without the authorization_code grant' }) redirect_uris?: string[];
   @ApiProperty({ type: [String] }) grant_types: string[];
   @ApiProperty({ type: [String] }) response_types: string[];
@@ -103,4 +104,39 @@ export class RegisteredClient {
   @ApiPropertyOptional() policy_uri?: string;
   @ApiPropertyOptional() tos_uri?: string;
   @ApiProperty({ type: 'object', additionalProperties: { enum: ['read', 'write'] } }) extension_permissions: PermissionMap;
+}
+
+export class RegisteredClient extends ClientFields {
+  @ApiPropertyOptional({ description: 'Confidential clients only; shown once' }) client_secret?: string;
+  @ApiProperty() tenant_id: string;
+}
+
+export class OAuthClient extends ClientFields {
+  @ApiProperty({ nullable: true, type: String, description: 'null for a client registered through open registration (RFC 7591), which a root-tenant admin manages' })
+  tenant_id: string | null;
+}
+
+export class OAuthClientList {
+  @ApiProperty({ type: [OAuthClient] }) clients: OAuthClient[];
+  @ApiProperty({ nullable: true, type: String }) next_cursor: string | null;
+}
+
+export class RotatedClient extends OAuthClient {
+  @ApiProperty({ description: 'The new secret, shown only here; the previous one no longer authenticates' }) client_secret: string;
+}
+
+/**
+ * A client id as the service makes them (POST /auth/clients: base64url; open registration:
+ * oidc-provider's nanoid); anything else is 400 `invalid_id` rather than a pointless lookup.
+ */
+const CLIENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+export const isClientId = (value: string): boolean => CLIENT_ID.test(value);
+
+@Injectable()
+export class ParseClientIdPipe implements PipeTransform<string, string> {
+  transform(value: string): string {
+    if (!isClientId(value)) throw ApiError.badRequest('invalid_id', `"${value.slice(0, 64)}" is not a valid client id`);
+    return value;
+  }
 }

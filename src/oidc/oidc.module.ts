@@ -11,6 +11,7 @@ import { UsersModule } from '../users/users.module';
 import { AccountForms } from './account-forms';
 import { AccountController } from './account.controller';
 import { ClientsController } from './clients.controller';
+import { ClientsService } from './clients.service';
 import { DeviceController } from './device.controller';
 import { InteractionsController } from './interactions.controller';
 import { GrantsService } from './grants.service';
@@ -25,7 +26,7 @@ import { UserinfoController } from './userinfo.controller';
 @Module({
   imports: [UsersModule, AuditModule, KeysModule],
   controllers: [ClientsController, InteractionsController, DeviceController, UserinfoController, AccountController],
-  providers: [AccountForms, GrantsService, OidcJanitor, OAuthTokenCache, SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
+  providers: [AccountForms, ClientsService, GrantsService, OidcJanitor, OAuthTokenCache, SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
   exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER],
 })
 export class OidcModule {}

@@ -1,0 +1,226 @@
+/**
+ * OAuth clients as admins manage them (/auth/clients): registration, listing, reading, deletion
+ * and secret rotation. A client belongs to the tenant an admin registered it for, and that
+ * tenant's admins manage it. An openly registered client (RFC 7591) has no tenant; the root
+ * tenant's admins manage those, as the operators of the server whose open registration made
+ * them (else nobody could remove an abusive one, or one whose secret leaked). Anyone else gets
+ * 404 `not_found`. A secret is shown once: at registration, or by the rotation that made it.
+ *
+ * Deleting a client ends everything it holds, in one transaction: its grants (each audited as
+ * `auth.grant.revoked` by `client_deleted`, in the tenant of the user who gave it) with every
+ * token and code they issued, its client-credentials tokens, pending device codes, registration
+ * access token, sign-ins in progress and its place in browser sessions. Its tokens are 401 from
+ * the next request on every instance: the OAuth token cache's generation is bumped.
+ *
+ * Rotation writes the new secret through the provider's adapter, which seals it as it sealed the
+ * first; the provider reads a client from storage on every use, so the old secret fails at once.
+ * The client's client-credentials tokens end with it (the old secret alone was enough to get
+ * them, so a leaked secret may have); the grants users gave stay.
+ */
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { randomBytes } from 'node:crypto';
+import type { Provider } from 'oidc-provider';
+import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
+import type { Principal } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { isId } from '../common/ids';
+import { pageOf } from '../common/pagination';
+import { validationError } from '../common/validation';
+import { isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient } from './clients.dto';
+import { OAuthTokenCache } from './oauth-token-cache';
+import { underConnectionLock } from './oidc-adapter';
+import { OidcProvider } from './oidc-provider';
+
+/** The provider's storage of clients (oidc-adapter.ts): `find` opens the sealed secret, `upsert` seals it. */
+interface ClientStore {
+  find(id: string): Promise<Record<string, unknown> | undefined>;
+  upsert(id: string, payload: object, expiresIn: number): Promise<void>;
+}
+
+const storeOf = (provider: Provider) => (provider.Client as unknown as { adapter: ClientStore }).adapter;
+
+const newSecret = () => randomBytes(32).toString('base64url');
+
+/** The metadata an answer shows; an allow-list, so that no secret, nor anything the provider adds, is. */
+const SHOWN = [
+  'client_id',
+  'client_id_issued_at',
+  'redirect_uris',
+  'grant_types',
+  'response_types',
+  'token_endpoint_auth_method',
+  'client_name',
+  'scope',
+  'post_logout_redirect_uris',
+  'application_type',
+  'contacts',
+  'client_uri',
+  'logo_uri',
+  'policy_uri',
+  'tos_uri',
+] as const;
+
+function toClient(payload: Record<string, unknown>): OAuthClient {
+  const shown = Object.fromEntries(SHOWN.filter((k) => payload[k] !== undefined).map((k) => [k, payload[k]]));
+  return { ...shown, tenant_id: payload.tenant_id ?? null, extension_permissions: payload.extension_permissions ?? {} } as OAuthClient;
+}
+
+/** The clients `p` manages (see the header), as a condition on oidc_models' payload with its parameters from `$at`. */
+function managedBy(p: Principal, at: number): [string, unknown[]] {
+  return [`(payload->>'tenant_id' = $${at} OR ($${at + 1}::boolean AND payload->>'tenant_id' IS NULL))`, [p.tenantId, p.isRootTenant]];
+}
+
+const notFound = () => ApiError.notFound('not_found', 'No such client');
+
+/** When a client was registered; lists are newest first. */
+const ISSUED_AT = `COALESCE((payload->>'client_id_issued_at')::bigint, 0)`;
+
+/**
+ * A cursor of `pageOf` (common/pagination.ts: the position's time and id), whose own decoder
+ * takes UUIDs only; a client id is not one. Only what `pageOf` makes passes.
+ */
+function decodeClientCursor(cursor: string | undefined): { issuedAt: number; id: string } | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    const ms = typeof at === 'string' ? Date.parse(at) : NaN;
+    if (typeof id === 'string' && isClientId(id) && Number.isInteger(ms / 1000) && new Date(ms).toISOString() === at) return { issuedAt: ms / 1000, id };
+  } catch {
+    // fall through
+  }
+  throw validationError([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
+}
+
+/**
+ * Rows that belong to a client without belonging to one of its grants (those go with the grant):
+ * client-credentials tokens, device codes not yet approved, the registration access token of an
+ * openly registered client.
+ */
+const GRANTLESS_MODELS = ['ClientCredentials', 'DeviceCode', 'RegistrationAccessToken'];
+
+@Injectable()
+export class ClientsService {
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly oidc: OidcProvider,
+    private readonly audit: AuditService,
+    private readonly tokenCache: OAuthTokenCache,
+  ) {}
+
+  async register(p: Principal, dto: RegisterClientDto): Promise<RegisteredClient> {
+    const method = dto.token_endpoint_auth_method ?? 'client_secret_basic';
+    const grants = dto.grant_types ?? ['authorization_code', 'refresh_token'];
+    const given = Object.fromEntries(Object.entries(dto).filter(([, v]) => v !== undefined));
+    const metadata = {
+      response_types: grants.includes('authorization_code') ? ['code'] : [],
+      ...given,
+      grant_types: grants,
+      token_endpoint_auth_method: method,
+      client_id: randomBytes(24).toString('base64url'),
+      ...(method === 'none' ? {} : { client_secret: newSecret() }),
+      client_id_issued_at: Math.floor(Date.now() / 1000),
+      tenant_id: p.tenantId,
+      extension_permissions: dto.extension_permissions ?? {},
+    };
+    const provider = await this.oidc.get();
+    try {
+      await provider.Client.validate(metadata as never);
+    } catch (err) {
+      const e = err as { error?: string; error_description?: string };
+      if (e.error) throw validationError([{ field: '(client)', message: e.error_description ?? e.error }], 'The client metadata is not valid');
+      throw err;
+    }
+    await storeOf(provider).upsert(metadata.client_id, metadata, 0);
+    return metadata as RegisteredClient;
+  }
+
+  async list(p: Principal, limit = 50, cursor?: string): Promise<OAuthClientList> {
+    const after = decodeClientCursor(cursor);
+    const [managed, params] = managedBy(p, 1);
+    const rows: Array<{ id: string; payload: Record<string, unknown>; issued_at: string }> = await this.db.query(
+      `SELECT id, payload, ${ISSUED_AT} AS issued_at FROM oidc_models
+        WHERE model = 'Client' AND ${managed} AND ($3::bigint IS NULL OR (${ISSUED_AT}, id) < ($3, $4::text))
+        ORDER BY ${ISSUED_AT} DESC, id DESC LIMIT $5`,
+      [...params, after?.issuedAt ?? null, after?.id ?? null, limit + 1],
+    );
+    const { page, next_cursor } = pageOf(rows, limit, (r) => new Date(Number(r.issued_at) * 1000));
+    return { clients: page.map((r) => toClient(r.payload)), next_cursor };
+  }
+
+  async get(p: Principal, clientId: string): Promise<OAuthClient> {
+    const [managed, params] = managedBy(p, 2);
+    const [row]: Array<{ payload: Record<string, unknown> }> = await this.db.query(
+      `SELECT payload FROM oidc_models WHERE model = 'Client' AND id = $1 AND ${managed}`,
+      [clientId, ...params],
+    );
+    if (!row) throw notFound();
+    return toClient(row.payload);
+  }
+
+  /** Deletes the client and everything it holds (see the header). */
+  async remove(p: Principal, clientId: string): Promise<OAuthClient> {
+    const client = await this.db.transaction(async (m) => {
+      const [managed, params] = managedBy(p, 2);
+      const [deleted]: [Array<{ payload: Record<string, unknown> }>, number] = await m.query(
+        `DELETE FROM oidc_models WHERE model = 'Client' AND id = $1 AND ${managed} RETURNING payload`,
+        [clientId, ...params],
+      );
+      if (!deleted[0]) return undefined;
+      const [grants]: [Array<{ id: string; user_id: string | null }>, number] = await m.query(
+        `DELETE FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1 RETURNING id, payload->>'accountId' AS user_id`,
+        [clientId],
+      );
+      // Used refresh tokens go too: with their client gone, presenting one is invalid_client before any reuse.
+      await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[])`, [grants.map((g) => g.id)]);
+      await m.query(`DELETE FROM oidc_models WHERE model = ANY($2::text[]) AND payload->>'clientId' = $1`, [clientId, GRANTLESS_MODELS]);
+      await m.query(`DELETE FROM oidc_models WHERE model = 'Interaction' AND payload->'params'->>'client_id' = $1`, [clientId]);
+      await m.query(
+        `UPDATE oidc_models SET payload = payload #- ARRAY['authorizations', $1] WHERE model = 'Session' AND payload->'authorizations' ? $1`,
+        [clientId],
+      );
+      const userIds = grants.map((g) => g.user_id).filter((id): id is string => !!id && isId(id));
+      const users: Array<{ id: string; tenant_id: string }> = await m.query(`SELECT id::text, tenant_id FROM users WHERE id = ANY($1::uuid[])`, [userIds]);
+      const tenantOf = new Map(users.map((u) => [u.id, u.tenant_id]));
+      for (const grant of grants) {
+        // A grant's tenant is its user's (an open client serves every tenant's users).
+        const tenantId = (grant.user_id && tenantOf.get(grant.user_id)) ?? (deleted[0].payload.tenant_id as string | undefined);
+        if (!tenantId) continue;
+        await this.audit.record(
+          { tenantId, action: 'auth.grant.revoked', clientId, userId: grant.user_id ?? undefined, grantId: grant.id, details: { by: 'client_deleted' } },
+          m,
+        );
+      }
+      return toClient(deleted[0].payload);
+    });
+    if (!client) throw notFound();
+    await this.tokenCache.invalidate();
+    return client;
+  }
+
+  /** A new secret for a confidential client (see the header); 409 `conflict` for a public one. */
+  async rotateSecret(p: Principal, clientId: string): Promise<RotatedClient> {
+    const store = storeOf(await this.oidc.get());
+    // The adapter's reads and writes join this transaction (that is what `underConnectionLock`
+    // offers besides its lock, which no consent contends for under this account id), so the row
+    // lock taken here holds until the new secret commits: a deletion either went first (404) or
+    // waits, and never sees the client written back.
+    const rotated = await underConnectionLock(this.db, 'client-admin', clientId, async (m) => {
+      const [managed, params] = managedBy(p, 2);
+      const [row] = await m.query(`SELECT 1 FROM oidc_models WHERE model = 'Client' AND id = $1 AND ${managed} FOR UPDATE`, [clientId, ...params]);
+      const metadata = row && (await store.find(clientId));
+      if (!metadata) return undefined;
+      if (metadata.token_endpoint_auth_method === 'none') {
+        throw ApiError.conflict('conflict', 'A public client (token_endpoint_auth_method none) has no secret to rotate');
+      }
+      const client_secret = newSecret();
+      await store.upsert(clientId, { ...metadata, client_secret }, 0);
+      await m.query(`DELETE FROM oidc_models WHERE model = 'ClientCredentials' AND payload->>'clientId' = $1`, [clientId]);
+      return { ...toClient(metadata), client_secret };
+    });
+    if (!rotated) throw notFound();
+    await this.tokenCache.invalidate();
+    return rotated;
+  }
+}

@@ -1,0 +1,256 @@
+/**
+ * Admins managing OAuth clients (/auth/clients): listing and reading without secrets, deletion
+ * that ends every token and grant of the client at once (audited), secret rotation, and who
+ * manages which client (the tenant's admins; a root-tenant admin for openly registered ones).
+ * Tokens are real: client credentials with HTTP Basic, and an authorization code a user approves
+ * in the sign-in and consent pages.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import request from 'supertest';
+import { browse, field } from './support/browse';
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { expectError } from './support/envelope';
+
+const redirectUri = 'https://app.example.com/callback';
+const password = 'correct horse battery';
+
+interface Client {
+  client_id: string;
+  client_secret?: string;
+}
+
+describe('OAuth clients: admin listing, deletion and secret rotation', () => {
+  let t: TestApp;
+  let root: string;
+  let admin: string;
+  let otherAdmin: string;
+
+  beforeAll(async () => {
+    t = await startApp();
+    root = (await bootstrapAdmin(t)).key;
+    admin = (await createTenant(t, root, 'acme')).key;
+    otherAdmin = (await createTenant(t, root, 'other')).key;
+  });
+  afterAll(async () => t?.close());
+
+  const register = async (body: Record<string, unknown>, key = admin): Promise<Client> =>
+    (await t.http.post('/auth/clients').set(bearer(key)).send(body).expect(201)).body;
+  const serviceAccount = () => register({ client_name: 'importer', grant_types: ['client_credentials'], scope: 'core.note:read' });
+  const clientCredentials = (c: Client, secret = c.client_secret!) =>
+    t.http.post('/auth/token').auth(c.client_id, secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' });
+  const tokenOf = async (c: Client) => {
+    const res = await clientCredentials(c);
+    if (res.status !== 200) throw new Error(`client_credentials: ${res.status} ${res.text}`);
+    return res.body.access_token as string;
+  };
+  const introspect = (c: Client, token: string, secret = c.client_secret!) => t.http.post('/auth/oauth2/introspect').auth(c.client_id, secret).type('form').send({ token });
+
+  /** `email` signs in and approves `client`'s request for openid and core.note:read; the tokens the client gets for the code. */
+  const approve = async (c: Client, email: string) => {
+    const agent = request.agent(t.url);
+    const verifier = randomBytes(32).toString('base64url');
+    const query = new URLSearchParams({
+      client_id: c.client_id,
+      redirect_uri: redirectUri,
+      response_type: 'code',
+      scope: 'openid core.note:read',
+      state: 'st',
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
+    });
+    const signIn = await browse(agent, t.url, `/auth/authorize?${query}`);
+    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email, password });
+    const consent = await browse(agent, t.url, new URL(signedIn.headers.location, t.url).pathname);
+    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' });
+    const back = await browse(agent, t.url, new URL(decision.headers.location, t.url).pathname);
+    const code = new URL(back.leftTo!).searchParams.get('code')!;
+    const tokens = await t.http.post('/auth/token').auth(c.client_id, c.client_secret!).type('form').send({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier });
+    if (tokens.status !== 200) throw new Error(`code exchange: ${tokens.status} ${tokens.text}`);
+    return tokens.body as { access_token: string; refresh_token: string };
+  };
+  const webApp = () =>
+    register({ client_name: 'Notes app', redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token', 'client_credentials'], scope: 'openid core.note:read' });
+
+  it('lists the tenant\'s clients newest first, a page at a time, and reads one, never with a secret', async () => {
+    const made = [await serviceAccount(), await register({ client_name: 'spa', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }), await serviceAccount()];
+    await register({ grant_types: ['client_credentials'] }, otherAdmin);
+    const seen: Array<Record<string, unknown>> = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const res: request.Response = await t.http.get('/auth/clients').query({ limit: 2, ...(cursor ? { cursor } : {}) }).set(bearer(admin)).expect(200);
+      expect(res.body.clients.length).toBeLessThanOrEqual(2);
+      seen.push(...res.body.clients);
+      cursor = res.body.next_cursor;
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(2);
+    // Only this tenant's, each once, in the order of one long page.
+    expect(seen.map((c) => c.client_id).sort()).toEqual(made.map((c) => c.client_id).sort());
+    const whole = (await t.http.get('/auth/clients').set(bearer(admin)).expect(200)).body;
+    expect([whole.clients.map((c: Client) => c.client_id), whole.next_cursor]).toEqual([seen.map((c) => c.client_id), null]);
+    expect(seen.filter((c) => 'client_secret' in c)).toEqual([]);
+    const text = JSON.stringify(seen);
+    for (const c of made) if (c.client_secret) expect(text).not.toContain(c.client_secret);
+    expect(seen.find((c) => c.client_name === 'spa')).toMatchObject({ token_endpoint_auth_method: 'none', tenant_id: expect.any(String), extension_permissions: {} });
+
+    const one = (await t.http.get(`/auth/clients/${made[0].client_id}`).set(bearer(admin)).expect(200)).body;
+    expect(one).toMatchObject({ client_id: made[0].client_id, client_name: 'importer', grant_types: ['client_credentials'], scope: 'core.note:read' });
+    expect(one).not.toHaveProperty('client_secret');
+    expectError(await t.http.get(`/auth/clients/${made[0].client_id}`).set(bearer(otherAdmin)), 404, 'not_found');
+    expectError(await t.http.get(`/auth/clients/${made[0].client_id}`).set(bearer(root)), 404, 'not_found');
+    expectError(await t.http.get('/auth/clients/no-such-client').set(bearer(admin)), 404, 'not_found');
+    expectError(await t.http.get('/auth/clients?cursor=bogus').set(bearer(admin)), 400, 'validation_error');
+    expectError(await t.http.get('/auth/clients?limit=0').set(bearer(admin)), 400, 'validation_error');
+  });
+
+  it('refuses a malformed client id (400 invalid_id) and callers that are not admins (403)', async () => {
+    const c = await serviceAccount();
+    for (const res of [
+      await t.http.get('/auth/clients/a%20b').set(bearer(admin)),
+      await t.http.delete('/auth/clients/a%2Cb').set(bearer(admin)),
+      await t.http.post(`/auth/clients/${'x'.repeat(101)}/secret`).set(bearer(admin)),
+    ]) {
+      expectError(res, 400, 'invalid_id');
+    }
+    const member = (await createKey(t, admin, { label: 'member' })).key;
+    expectError(await t.http.get('/auth/clients').set(bearer(member)), 403, 'forbidden');
+    expectError(await t.http.delete(`/auth/clients/${c.client_id}`).set(bearer(member)), 403, 'forbidden');
+    expectError(await t.http.post(`/auth/clients/${c.client_id}/secret`).set(bearer(member)), 403, 'forbidden');
+    // Nor may the client's own token manage it.
+    expectError(await t.http.delete(`/auth/clients/${c.client_id}`).set(bearer(await tokenOf(c))), 403, 'forbidden');
+    await t.http.get(`/auth/clients/${c.client_id}`).set(bearer(admin)).expect(200);
+    // Registration still has the provider check the metadata.
+    expectError(await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], token_endpoint_auth_method: 'none' }), 400, 'validation_error');
+  });
+
+  it('documents the routes in /openapi.json, errors in the envelope, the rotated secret as required', async () => {
+    const doc = (await t.http.get('/openapi.json').expect(200)).body;
+    const op = (path: string, method: string) => doc.paths[path]?.[method];
+    expect(Object.keys(op('/auth/clients', 'get').responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '429']));
+    expect(Object.keys(op('/auth/clients/{client_id}', 'get').responses)).toEqual(expect.arrayContaining(['200', '400', '404']));
+    expect(Object.keys(op('/auth/clients/{client_id}', 'delete').responses)).toEqual(expect.arrayContaining(['200', '400', '404']));
+    const rotate = op('/auth/clients/{client_id}/secret', 'post');
+    expect(Object.keys(rotate.responses)).toEqual(expect.arrayContaining(['200', '400', '404', '409']));
+    expect(JSON.stringify(rotate.responses['409'])).toContain('ErrorEnvelope');
+    expect(rotate.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['client_id', 'Idempotency-Key']));
+    for (const [path, method] of [['/auth/clients', 'get'], ['/auth/clients/{client_id}', 'get'], ['/auth/clients/{client_id}', 'delete'], ['/auth/clients/{client_id}/secret', 'post']]) {
+      const responses = Object.entries<{ description?: string }>(op(path, method).responses);
+      expect(responses.filter(([, r]) => !r.description)).toEqual([]);
+      if (method !== 'get') expect(Object.keys(op(path, method).responses)).toEqual(expect.arrayContaining(['413', '415']));
+      expect(op(path, method).security).toEqual([{ bearer: [] }]);
+    }
+    const schema = (ref: string) => doc.components.schemas[ref.split('/').pop()!];
+    expect(schema(rotate.responses['200'].content['application/json'].schema.$ref).required).toContain('client_secret');
+    const listed = schema(op('/auth/clients', 'get').responses['200'].content['application/json'].schema.$ref);
+    expect(Object.keys(listed.properties)).toEqual(['clients', 'next_cursor']);
+    expect(schema(listed.properties.clients.items.$ref).properties).not.toHaveProperty('client_secret');
+  });
+
+  it('deletes a client: its tokens are 401 at once, its secret gets nothing, each grant is ended and audited (by client_deleted)', async () => {
+    const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'ada@example.com', password, name: 'Ada' }).expect(201)).body;
+    const app = await webApp();
+    const sibling = await serviceAccount();
+    const machine = await tokenOf(app);
+    const ada = await approve(app, 'ada@example.com');
+    for (const token of [machine, ada.access_token]) {
+      await t.http.get('/items').set(bearer(token)).expect(200);
+      expect((await introspect(app, token)).body.active).toBe(true);
+    }
+    const [{ id: grantId }] = await t.sql<{ id: string }>(`SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [app.client_id]);
+    expect((await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Session' AND payload->'authorizations' ? $1`, [app.client_id])).length).toBe(1);
+
+    expectError(await t.http.delete(`/auth/clients/${app.client_id}`).set(bearer(otherAdmin)), 404, 'not_found');
+    expectError(await t.http.delete(`/auth/clients/${app.client_id}`).set(bearer(root)), 404, 'not_found');
+    await t.http.get('/items').set(bearer(machine)).expect(200);
+
+    const deleted = await t.http.delete(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200);
+    expect(deleted.body).toMatchObject({ client_id: app.client_id, client_name: 'Notes app' });
+    expect(deleted.body).not.toHaveProperty('client_secret');
+
+    for (const token of [machine, ada.access_token]) {
+      expectError(await t.http.get('/items').set(bearer(token)), 401, 'unauthorized');
+      // The client cannot ask about it any more, and another client learns nothing.
+      expect([(await introspect(app, token)).status, (await introspect(app, token)).body.error]).toEqual([401, 'invalid_client']);
+      expect((await introspect(sibling, token)).body).toEqual({ active: false });
+    }
+    const again = await clientCredentials(app);
+    expect([again.status, again.body.error]).toEqual([401, 'invalid_client']);
+    const refresh = await t.http.post('/auth/token').auth(app.client_id, app.client_secret!).type('form').send({ grant_type: 'refresh_token', refresh_token: ada.refresh_token });
+    expect([refresh.status, refresh.body.error]).toEqual([401, 'invalid_client']);
+    // Nothing of the client is left: tokens, grant, codes, the browser session's reference to it.
+    const left = await t.sql<{ model: string }>(`SELECT model FROM oidc_models WHERE id = $1 OR payload::text LIKE '%' || $1 || '%' OR grant_id = $2`, [app.client_id, grantId]);
+    expect(left).toEqual([]);
+
+    const revoked = (await t.http.get('/audit?action=auth.grant.revoked').set(bearer(admin)).expect(200)).body.events;
+    expect(revoked).toEqual([expect.objectContaining({ client_id: app.client_id, user_id: user.id, grant_id: grantId, details: { by: 'client_deleted' } })]);
+    expect((await t.http.get('/audit?action=auth.grant.revoked').set(bearer(otherAdmin)).expect(200)).body.events).toEqual([]);
+
+    expectError(await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)), 404, 'not_found');
+    expectError(await t.http.delete(`/auth/clients/${app.client_id}`).set(bearer(admin)), 404, 'not_found');
+    expectError(await t.http.post(`/auth/clients/${app.client_id}/secret`).set(bearer(admin)), 404, 'not_found');
+    // Another client of the tenant is untouched.
+    await t.http.get('/items').set(bearer(await tokenOf(sibling))).expect(200);
+  });
+
+  it('rotates a confidential client\'s secret: shown once and stored sealed, the old one refused at once with its tokens; user grants stay', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'bob@example.com', password, name: 'Bob' }).expect(201);
+    const app = await webApp();
+    const machine = await tokenOf(app);
+    const bob = await approve(app, 'bob@example.com');
+    expectError(await t.http.post(`/auth/clients/${app.client_id}/secret`).set(bearer(otherAdmin)), 404, 'not_found');
+    expectError(await t.http.post(`/auth/clients/${app.client_id}/secret`).set(bearer(root)), 404, 'not_found');
+
+    const res = await t.http.post(`/auth/clients/${app.client_id}/secret`).set(bearer(admin)).expect(200);
+    const secret = res.body.client_secret as string;
+    expect(res.body).toMatchObject({ client_id: app.client_id, client_name: 'Notes app', client_secret: expect.any(String) });
+    expect(secret).not.toBe(app.client_secret);
+    const [{ payload }] = await t.sql<{ payload: string }>(`SELECT payload::text FROM oidc_models WHERE model = 'Client' AND id = $1`, [app.client_id]);
+    expect(payload).not.toContain(secret);
+    expect(JSON.parse(payload)).toMatchObject({ client_secret_sealed: true });
+
+    const old = await clientCredentials(app);
+    expect([old.status, old.body.error]).toEqual([401, 'invalid_client']);
+    expect((await introspect(app, bob.access_token)).status).toBe(401);
+    // The token the old secret got ends with it; the user's grant lives on, its refresh token now with the new secret.
+    expectError(await t.http.get('/items').set(bearer(machine)), 401, 'unauthorized');
+    await t.http.get('/items').set(bearer(bob.access_token)).expect(200);
+    const refreshed = await t.http.post('/auth/token').auth(app.client_id, secret).type('form').send({ grant_type: 'refresh_token', refresh_token: bob.refresh_token }).expect(200);
+    await t.http.get('/items').set(bearer(refreshed.body.access_token)).expect(200);
+    await t.http.get('/items').set(bearer(await tokenOf({ ...app, client_secret: secret }))).expect(200);
+    expect((await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200)).body).not.toHaveProperty('client_secret');
+
+    // A retry with the same Idempotency-Key gets the first answer, and does not rotate again.
+    const key = randomBytes(16).toString('hex');
+    const first = await t.http.post(`/auth/clients/${app.client_id}/secret`).set(bearer(admin)).set('Idempotency-Key', key).expect(200);
+    const retry = await t.http.post(`/auth/clients/${app.client_id}/secret`).set(bearer(admin)).set('Idempotency-Key', key).expect(200);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.body.client_secret).toBe(first.body.client_secret);
+    await tokenOf({ ...app, client_secret: first.body.client_secret });
+
+    const spa = await register({ client_name: 'spa', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
+    expectError(await t.http.post(`/auth/clients/${spa.client_id}/secret`).set(bearer(admin)), 409, 'conflict');
+  });
+
+  it('lets the root tenant\'s admins, and no one else, manage a client made by open registration', async () => {
+    const open = (await t.http.post('/auth/oauth2/register').send({ client_name: 'stranger', redirect_uris: [redirectUri] }).expect(201)).body;
+    const { pathname } = new URL(open.registration_client_uri);
+    for (const [method, path] of [['get', ''], ['delete', ''], ['post', '/secret']] as const) {
+      expectError(await t.http[method](`/auth/clients/${open.client_id}${path}`).set(bearer(admin)), 404, 'not_found');
+    }
+    expect((await t.http.get('/auth/clients').set(bearer(admin)).expect(200)).body.clients.map((c: Client) => c.client_id)).not.toContain(open.client_id);
+
+    const listed = (await t.http.get('/auth/clients').set(bearer(root)).expect(200)).body.clients;
+    expect(listed.find((c: Client) => c.client_id === open.client_id)).toMatchObject({ client_name: 'stranger', tenant_id: null });
+    expect(JSON.stringify(listed)).not.toContain(open.client_secret);
+
+    const rotated = (await t.http.post(`/auth/clients/${open.client_id}/secret`).set(bearer(root)).expect(200)).body;
+    expect((await introspect(open, 'svc_at_x')).status).toBe(401);
+    expect((await introspect(open, 'svc_at_x', rotated.client_secret)).body).toEqual({ active: false });
+
+    await t.http.delete(`/auth/clients/${open.client_id}`).set(bearer(root)).expect(200);
+    // Its registration access token went with it (RFC 7592 read).
+    expect((await t.http.get(pathname).set(bearer(open.registration_access_token))).status).toBe(401);
+    expect((await introspect(open, 'svc_at_x', rotated.client_secret)).status).toBe(401);
+  });
+});
