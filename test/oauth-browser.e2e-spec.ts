@@ -2,13 +2,16 @@
  * The provider's pages in a real browser (Debian's Chromium through playwright-core): sign-in
  * and partial consent in the code flow, and the device page, each saved as a screenshot under
  * test-artifacts/screenshots (git-ignored). The tokens are then taken with openid-client, as
- * the app would.
+ * the app would. Then the same pages as plain HTTP where no browser is needed: which tenant's
+ * users a client serves, who may answer a device, what the account pages show.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import * as oidc from 'openid-client';
 import { Browser, chromium, Page } from 'playwright-core';
-import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
+import request from 'supertest';
+import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
+import { browse as browseOn, field } from './support/browse';
 import { expectError } from './support/envelope';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -172,5 +175,190 @@ describe('OAuth pages in Chromium', () => {
     // The pages load nothing from anywhere else (the provider's stock pages fetch web fonts).
     expect(elsewhere).toEqual([]);
     await context.close();
+  });
+});
+
+describe('OAuth pages over plain HTTP: tenants, device answers, sessions, paths', () => {
+  let t: TestApp;
+  let tenantA: { key: string; tenantId: string };
+  let tenantB: { key: string; tenantId: string };
+  /** Tenant A's web app and device app, both with an extension grant. */
+  let notes: oidc.Configuration;
+  let tv: oidc.Configuration;
+  const password = 'a long plain password';
+
+  type Agent = ReturnType<typeof request.agent>;
+  const browse = (agent: Agent, path: string) => browseOn(agent, t.url, path);
+  const discover = (clientId: string) => oidc.discovery(new URL(t.url), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+  const pathOf = (url: string) => new URL(url, t.url).pathname + new URL(url, t.url).search;
+
+  beforeAll(async () => {
+    t = await startApp({ OAUTH_DEVICE_POLL_INTERVAL: '1' });
+    const root = (await bootstrapAdmin(t)).key;
+    tenantA = await createTenant(t, root, 'Workspace A');
+    tenantB = await createTenant(t, root, 'Workspace B');
+    await t.http.post('/users').set(bearer(tenantA.key)).send({ email: 'ann@a.example', password, name: 'Ann' }).expect(201);
+    await t.http.post('/users').set(bearer(tenantB.key)).send({ email: 'bob@b.example', password, name: 'Bob' }).expect(201);
+    const web = await t.http
+      .post('/auth/clients')
+      .set(bearer(tenantA.key))
+      .send({ client_name: 'A notes', redirect_uris: [REDIRECT], scope: 'openid core.note:read core.note:write', token_endpoint_auth_method: 'none', extension_permissions: { 'acme.*': 'write' } })
+      .expect(201);
+    const device = await t.http
+      .post('/auth/clients')
+      .set(bearer(tenantA.key))
+      .send({ client_name: 'A display', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], scope: 'openid core.note:read edge.acme.links:read', token_endpoint_auth_method: 'none', extension_permissions: { 'acme.notes': 'read' } })
+      .expect(201);
+    [notes, tv] = [await discover(web.body.client_id), await discover(device.body.client_id)];
+  });
+  afterAll(async () => t?.close());
+
+  /** Starts an authorization of `app` in `agent`: the first page that is not a redirect, as the response. */
+  const startAuthorization = async (agent: Agent, app: oidc.Configuration, state: string) => {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = oidc.buildAuthorizationUrl(app, { redirect_uri: REDIRECT, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state });
+    let res = await agent.get(url.pathname + url.search);
+    while (res.status === 303 && new URL(res.headers.location, t.url).origin === t.url) res = await agent.get(pathOf(res.headers.location));
+    return { res, verifier };
+  };
+  const signIn = (agent: Agent, page: string, email: string) =>
+    agent.post('/auth/sign-in').type('form').send({ uid: field(page, 'uid'), csrf: field(page, 'csrf'), email, password });
+  /** The refusal page's link back to the app: where it leaves for, with the app's error. */
+  const backToApp = async (agent: Agent, page: string) => {
+    const link = /<a href="([^"]+)">Go back to the application<\/a>/.exec(page)![1].replace(/&amp;/g, '&');
+    return new URL((await browse(agent, pathOf(link))).leftTo!);
+  };
+  /** Opens the device page for `device` in a fresh browser and posts `form` on it. */
+  const answerDevice = async (device: oidc.DeviceAuthorizationResponse, form: Record<string, string>) => {
+    const agent = request.agent(t.url);
+    const page = await agent.get(pathOf(device.verification_uri_complete!)).expect(200);
+    const res = await agent.post('/auth/device/consent').type('form').send({ user_code: field(page.text, 'user_code'), csrf: field(page.text, 'csrf'), ...form });
+    return { page: page.text, res };
+  };
+  const poll = (device: oidc.DeviceAuthorizationResponse) =>
+    t.http.post('/auth/device/token').type('form').send({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.device_code, client_id: tv.clientMetadata().client_id });
+
+  it('refuses a tenant\'s client to another tenant\'s user at sign-in, with a page, and the app gets access_denied', async () => {
+    const agent = request.agent(t.url);
+    const { res: form } = await startAuthorization(agent, notes, 'other-tenant');
+    expect(form.status).toBe(200);
+    const refused = await signIn(agent, form.text, 'bob@b.example');
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain('<strong>A notes</strong> belongs to another workspace');
+    const back = await backToApp(agent, refused.text);
+    expect([back.origin + back.pathname, back.searchParams.get('error'), back.searchParams.get('state')]).toEqual([REDIRECT, 'access_denied', 'other-tenant']);
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant'`)).toEqual([]);
+
+    // The tenant's own user connects as before.
+    const own = request.agent(t.url);
+    const { res: ownForm, verifier } = await startAuthorization(own, notes, 'own-tenant');
+    const signedIn = await signIn(own, ownForm.text, 'ann@a.example').expect(303);
+    const consent = await browse(own, pathOf(signedIn.headers.location));
+    const decision = await own.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' }).expect(303);
+    const leftTo = (await browse(own, pathOf(decision.headers.location))).leftTo!;
+    const tokens = await oidc.authorizationCodeGrant(notes, new URL(leftTo), { pkceCodeVerifier: verifier, expectedState: 'own-tenant' });
+    const note = await t.http.post('/items').set(bearer(tenantA.key)).send({ type: 'core.note', properties: { title: 'A' } }).expect(201);
+    await t.http.get(`/items/${note.body.id}`).set(bearer(tokens.access_token)).expect(200);
+  });
+
+  it('lets anyone use an openly registered client, and refuses a tenant\'s client at consent to a user signed in for another app', async () => {
+    const open = (await t.http.post('/auth/oauth2/register').send({ client_name: 'Open app', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', scope: 'openid core.note:read' }).expect(201)).body;
+    const agent = request.agent(t.url);
+    const { res: form, verifier } = await startAuthorization(agent, await discover(open.client_id), 'open');
+    const signedIn = await signIn(agent, form.text, 'bob@b.example').expect(303);
+    const consent = await browse(agent, pathOf(signedIn.headers.location));
+    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' }).expect(303);
+    const leftTo = (await browse(agent, pathOf(decision.headers.location))).leftTo!;
+    const tokens = await oidc.authorizationCodeGrant(await discover(open.client_id), new URL(leftTo), { pkceCodeVerifier: verifier, expectedState: 'open' });
+    const note = await t.http.post('/items').set(bearer(tenantB.key)).send({ type: 'core.note', properties: { title: 'B' } }).expect(201);
+    await t.http.get(`/items/${note.body.id}`).set(bearer(tokens.access_token)).expect(200);
+
+    // Signed in already, Bob goes straight to the consent of tenant A's app: refused there.
+    const { res: refused } = await startAuthorization(agent, notes, 'at-consent');
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain('belongs to another workspace');
+    const back = await backToApp(agent, refused.text);
+    expect([back.searchParams.get('error'), back.searchParams.get('state')]).toEqual(['access_denied', 'at-consent']);
+  });
+
+  it('gives no token of a tenant\'s client to another tenant\'s user, even of a grant made before the rule', async () => {
+    const open = (await t.http.post('/auth/oauth2/register').send({ client_name: 'Later A app', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', scope: 'openid core.note:read' }).expect(201)).body;
+    const app = await discover(open.client_id);
+    const agent = request.agent(t.url);
+    const { res: form, verifier } = await startAuthorization(agent, app, 'before');
+    const signedIn = await signIn(agent, form.text, 'bob@b.example').expect(303);
+    const consent = await browse(agent, pathOf(signedIn.headers.location));
+    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' }).expect(303);
+    const tokens = await oidc.authorizationCodeGrant(app, new URL((await browse(agent, pathOf(decision.headers.location))).leftTo!), { pkceCodeVerifier: verifier, expectedState: 'before' });
+    // The client becomes tenant A's, with an extension grant, as if Bob's consent had been given to such a client.
+    await t.sql(`UPDATE oidc_models SET payload = payload || $2::jsonb WHERE model = 'Client' AND id = $1`, [open.client_id, JSON.stringify({ tenant_id: tenantA.tenantId, extension_permissions: { '*': 'write' } })]);
+    const refreshed = await oidc.refreshTokenGrant(app, tokens.refresh_token!);
+    expectError(await t.http.get('/items').set(bearer(refreshed.access_token)), 401, 'unauthorized');
+  });
+
+  it('refuses a tenant\'s device app to another tenant\'s user, and the device gets access_denied', async () => {
+    const device = await oidc.initiateDeviceAuthorization(tv, { scope: 'openid core.note:read' });
+    const { res } = await answerDevice(device, { email: 'bob@b.example', password, decision: 'approve' });
+    expect(res.status).toBe(403);
+    expect(res.text).toContain('<strong>A display</strong> belongs to another workspace');
+    expect((await poll(device)).body.error).toBe('access_denied');
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [tv.clientMetadata().client_id])).toEqual([]);
+  });
+
+  it('lists the app\'s extension grant on the device page, as on the code flow\'s consent page', async () => {
+    const device = await oidc.initiateDeviceAuthorization(tv, { scope: 'openid core.note:read edge.acme.links:read' });
+    const { page } = await answerDevice(device, {});
+    for (const literal of ['core.note:read', 'items of type core.note', 'edge.acme.links:read', 'edges of type acme.links', 'extension namespaces: <code>acme.notes</code> (read)']) {
+      expect(page).toContain(literal);
+    }
+  });
+
+  it('takes a device decision either way only with the user\'s email and password', async () => {
+    const device = await oidc.initiateDeviceAuthorization(tv, { scope: 'openid' });
+    const anonymous = await answerDevice(device, { decision: 'deny' });
+    expect(anonymous.res.status).toBe(401);
+    expect(anonymous.res.text).toContain('The email or the password is not right.');
+    expect((await answerDevice(device, { email: 'ann@a.example', password: 'not the password', decision: 'deny' })).res.status).toBe(401);
+    expect((await poll(device)).body.error).toBe('authorization_pending');
+    const denied = await answerDevice(device, { email: 'ann@a.example', password, decision: 'deny' });
+    expect([denied.res.status, /<h1>([^<]*)<\/h1>/.exec(denied.res.text)?.[1]]).toEqual([200, 'Not connected']);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect((await poll(device)).body.error).toBe('access_denied');
+  });
+
+  it('lists sign-in sessions without the session cookies\' values', async () => {
+    const agent = request.agent(t.url);
+    const { res: form } = await startAuthorization(agent, notes, 'session');
+    // Signing in for an app opens a provider session (on the way on to its consent page).
+    const signedIn = await signIn(agent, form.text, 'ann@a.example').expect(303);
+    await browse(agent, pathOf(signedIn.headers.location));
+    const account = await agent.get('/auth/sign-in?return_to=/auth/sessions').expect(200);
+    await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/sessions', csrf: field(account.text, 'csrf'), email: 'ann@a.example', password }).expect(303);
+    const listed = async () => (await agent.get('/auth/sessions').set('Accept', 'application/json').expect(200)).body.sessions as Array<{ id: string }>;
+    const sessions = await listed();
+    expect(sessions.length).toBeGreaterThanOrEqual(1);
+    // A provider session's id is its browser's `_session` cookie.
+    const ann = `SELECT id::text FROM users WHERE email = 'ann@a.example'`;
+    const cookies = (await t.sql<{ id: string }>(`SELECT id FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = (${ann})`)).map((r) => r.id);
+    expect(cookies.length).toBeGreaterThanOrEqual(1);
+    for (const { id } of sessions) {
+      expect(cookies).not.toContain(id);
+      for (const cookie of cookies) expect(id).not.toContain(cookie);
+    }
+    expect(await listed()).toEqual(sessions);
+    const page = await agent.get('/auth/sessions').expect(200);
+    await agent.post('/auth/sessions/revoke').type('form').send({ csrf: field(page.text, 'csrf') }).expect(303);
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Session' AND id = ANY($1)`, [cookies])).toEqual([]);
+  });
+
+  it('serves the provider\'s sub-paths in any letter case, the ids in them as sent', async () => {
+    const open = (await t.http.post('/auth/oauth2/register').send({ redirect_uris: [REDIRECT] }).expect(201)).body;
+    const { pathname } = new URL(open.registration_client_uri);
+    expect(pathname).toBe(`/auth/oauth2/register/${open.client_id}`);
+    for (const path of [pathname, `/Auth/OAuth2/Register/${open.client_id}`, `/AUTH/OAUTH2/REGISTER/${open.client_id}`]) {
+      const res = await t.http.get(path).set(bearer(open.registration_access_token));
+      expect([path, res.status, res.body.client_id]).toEqual([path, 200, open.client_id]);
+    }
+    expect((await t.http.get(`/Auth/Logout/Success`)).status).toBe(200);
   });
 });

@@ -336,19 +336,23 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
 
   it('redirects after a logout without an id_token_hint only for a client an admin registered', async () => {
     const bye = 'https://app.example/bye';
+    /** Where a logout that names the client and asks to go to `bye` ends, in a browser without a session. */
+    const logout = async (clientId: string) => {
+      const browser = request.agent(t.url);
+      // No session: the provider's own self-submitting form, which is not to be framed either.
+      const form = await browser.get('/auth/logout').query({ client_id: clientId, post_logout_redirect_uri: bye }).expect(200);
+      expect([form.headers['x-frame-options'], form.headers['content-security-policy']]).toEqual(['DENY', expect.stringContaining("frame-ancestors 'none'")]);
+      const action = new URL(/<form[^>]*action="([^"]+)"/.exec(form.text)![1].replace(/&amp;/g, '&'), t.url);
+      const out = await browser.post(action.pathname).type('form').send({ xsrf: field(form.text, 'xsrf'), logout: 'yes' });
+      expect(out.status).toBe(303);
+      return out.headers.location;
+    };
+    // An openly registered client's URI could be anyone's: the logout ends at the signed-out page.
     const open = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example/cb'], post_logout_redirect_uris: [bye], token_endpoint_auth_method: 'none' }).expect(201);
-    const refused = await t.http.get('/auth/logout').query({ client_id: open.body.client_id, post_logout_redirect_uri: bye });
-    expect([refused.status, refused.headers.location]).toEqual([400, undefined]);
-    expect(refused.text).toContain('id_token_hint');
+    expect(await logout(open.body.client_id)).toBe(`${t.url}/auth/logout/success`);
 
     const admins = await t.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', redirect_uris: ['https://app.example/cb'], post_logout_redirect_uris: [bye] }).expect(201);
-    const browser = request.agent(t.url);
-    // No session: the provider's own self-submitting form, which is not to be framed either.
-    const form = await browser.get('/auth/logout').query({ client_id: admins.body.client_id, post_logout_redirect_uri: bye }).expect(200);
-    expect([form.headers['x-frame-options'], form.headers['content-security-policy']]).toEqual(['DENY', expect.stringContaining("frame-ancestors 'none'")]);
-    const action = new URL(/<form[^>]*action="([^"]+)"/.exec(form.text)![1].replace(/&amp;/g, '&'), t.url);
-    const out = await browser.post(action.pathname).type('form').send({ xsrf: field(form.text, 'xsrf'), logout: 'yes' });
-    expect([out.status, out.headers.location]).toEqual([303, bye]);
+    expect(await logout(admins.body.client_id)).toBe(bye);
   });
 
   it('takes plain http redirect URIs to loopback hosts only', async () => {
@@ -363,6 +367,32 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     for (const uri of ['http://127.0.0.1:8080/cb', 'http://localhost/cb', 'http://[::1]:9000/cb', 'https://app.example/cb']) {
       await t.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', redirect_uris: [uri] }).expect(201);
     }
+  });
+
+  it('refuses through open registration longer lists than POST /auth/clients takes, and redirect URIs RFC 8252 and RFC 6749 rule out (RFC 7591 form)', async () => {
+    const register = (metadata: object) => t.http.post('/auth/oauth2/register').send(metadata);
+    const many = (n: number, f: (i: number) => string) => Array.from({ length: n }, (_, i) => f(i));
+    const cb = ['https://app.example/cb'];
+    // The provider names a fault of redirect_uris invalid_redirect_uri, any other invalid_client_metadata.
+    for (const [metadata, error] of [
+      [{ redirect_uris: many(21, (i) => `https://app.example/cb/${i}`) }, 'invalid_redirect_uri'],
+      [{ redirect_uris: cb, post_logout_redirect_uris: many(21, (i) => `https://app.example/bye/${i}`) }, 'invalid_client_metadata'],
+      [{ redirect_uris: cb, contacts: many(21, (i) => `ops${i}@example.com`) }, 'invalid_client_metadata'],
+    ] as const) {
+      const res = await register(metadata);
+      expect([res.status, res.body.error, res.body.error_description]).toEqual([400, error, expect.stringContaining('at most 20')]);
+    }
+    await register({ redirect_uris: many(20, (i) => `https://app.example/cb/${i}`) }).expect(201);
+
+    const native = { application_type: 'native', token_endpoint_auth_method: 'none' };
+    const refused = ['urn:ietf:wg:oauth:2.0:oob', 'myapp:/cb', 'https://user:pass@app.example/cb', 'http://127.0.0.1:0/cb', 'http://127.0.0.1:08080/cb', 'http://[::1]:0080/cb', `https://app.example/${'a'.repeat(2000)}`];
+    for (const uri of refused) {
+      const res = await register({ ...native, redirect_uris: [uri] });
+      expect([uri, res.status, res.body.error]).toEqual([uri, 400, 'invalid_redirect_uri']);
+    }
+    const logout = await register({ ...native, redirect_uris: ['com.example.app:/cb'], post_logout_redirect_uris: ['myapp:/bye'] });
+    expect([logout.status, logout.body.error]).toEqual([400, 'invalid_redirect_uri']);
+    for (const uri of ['com.example.app:/cb', 'http://127.0.0.1:8080/cb', 'http://[::1]/cb', 'https://app.example/cb']) await register({ ...native, redirect_uris: [uri] }).expect(201);
   });
 
   it('answers invalid_client for a wrong client secret (RFC 6749 form)', async () => {
@@ -505,6 +535,11 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const { client_id } = (await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: clientName, redirect_uris: redirectUris, scope, token_endpoint_auth_method: 'none' }).expect(201)).body;
     return oidc.discovery(new URL(t.url), client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
   };
+  /** The `auth.grant.revoked` rows of a grant. */
+  const revocationsOf = (grantId: string) =>
+    t.sql<{ user_id: string; details: object }>(`SELECT user_id::text, details FROM audit_events WHERE action = 'auth.grant.revoked' AND grant_id = $1`, [grantId]);
+  /** The grant a code (or any token) belongs to. */
+  const grantOf = async (value: string) => (await t.sql<{ grant_id: string }>(`SELECT grant_id FROM oidc_models WHERE id = $1`, [storedTokenId(value)]))[0].grant_id;
   /** Signs `agent` in to the account pages as Ada. */
   const accountSignIn = async (agent: ReturnType<typeof request.agent>) => {
     const form = await agent.get('/auth/sign-in?return_to=/auth/grants').expect(200);
@@ -664,12 +699,16 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
   });
 
   it('lets one of several requests presenting one code or refresh token at once use it; the others revoke the grant', async () => {
+    const [{ id: ada }] = await t.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'ada@example.com'`);
     const first = await authorize('race-code');
     const code = { grant_type: 'authorization_code', code: first.callback.searchParams.get('code')!, redirect_uri: redirectUri, code_verifier: first.verifier };
+    const codeGrant = await grantOf(code.code);
     const exchanges = await Promise.all(Array.from({ length: 8 }, () => tokenRequest(code)));
     expect(exchanges.map((r) => r.body.error ?? r.status).sort()).toEqual([200, ...Array(7).fill('invalid_grant')]);
     const won = exchanges.find((r) => r.status === 200)!;
     expectError(await t.http.get('/items').set(bearer(won.body.access_token)), 401, 'unauthorized');
+    // One grant revoked, audited once (SPEC 6.4), however many requests lost.
+    expect(await revocationsOf(codeGrant)).toEqual([{ user_id: ada, details: { by: 'token_reuse' } }]);
 
     const second = await authorize('race-refresh');
     const tokens = await oidc.authorizationCodeGrant(rp, second.callback, { pkceCodeVerifier: second.verifier, expectedState: 'race-refresh' });
@@ -678,6 +717,94 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const rotated = refreshes.find((r) => r.status === 200)!;
     expectError(await t.http.get('/items').set(bearer(rotated.body.access_token)), 401, 'unauthorized');
     expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token })).body.error).toBe('invalid_grant');
+    expect(await revocationsOf(await grantOf(tokens.refresh_token!))).toEqual([{ user_id: ada, details: { by: 'token_reuse' } }]);
+  });
+
+  it('audits the revocation of a grant whose code was used twice (SPEC 6.4)', async () => {
+    const [{ id: ada }] = await t.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'ada@example.com'`);
+    const { callback, verifier } = await authorize('code-twice');
+    const code = { grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: redirectUri, code_verifier: verifier };
+    const grantId = await grantOf(code.code);
+    const tokens = (await tokenRequest(code).expect(200)).body;
+    expect((await tokenRequest(code)).body.error).toBe('invalid_grant');
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    expect(await revocationsOf(grantId)).toEqual([{ user_id: ada, details: { by: 'token_reuse' } }]);
+  });
+
+  it('answers userinfo by the OIDC scopes its access token was issued with, not by all its grant holds (OIDC Core 5.3)', async () => {
+    const app = await registerApp('Profile reader', 'openid profile email core.note:read');
+    const agent = request.agent(t.url);
+    const full = await connect(agent, app, { scope: 'openid profile email' });
+    const apiOnly = await connect(agent, app, { scope: 'core.note:read' });
+    expect([apiOnly.scope, apiOnly.id_token]).toEqual(['core.note:read', undefined]);
+    for (const res of [await t.http.get('/auth/oauth2/userinfo').set(bearer(apiOnly.access_token)), await t.http.post('/auth/oauth2/userinfo').set(bearer(apiOnly.access_token))]) {
+      expect([res.status, res.body.error]).toEqual([403, 'insufficient_scope']);
+      expect(res.headers['www-authenticate']).toContain('error="insufficient_scope"');
+    }
+    const openidOnly = await connect(agent, app, { scope: 'openid core.note:read' });
+    const { sub } = openidOnly.claims()!;
+    expect((await t.http.get('/auth/userinfo').set(bearer(openidOnly.access_token)).expect(200)).body).toEqual({ sub });
+    expect((await t.http.get('/auth/userinfo').set(bearer(full.access_token)).expect(200)).body).toEqual({
+      sub,
+      name: 'Ada Lovelace',
+      preferred_username: 'ada@example.com',
+      picture: 'https://example.com/ada.png',
+      email: 'ada@example.com',
+      email_verified: false,
+    });
+  });
+
+  it('lists in a token response\'s scope exactly what its access token carries: a refresh may ask for less, a re-consent may withdraw (RFC 6749 5.1)', async () => {
+    const app = await registerApp('Scope reporter', 'openid email core.note:read');
+    const agent = request.agent(t.url);
+    const first = await connect(agent, app, { scope: 'openid email core.note:read' });
+    expect(first.scope!.split(' ').sort()).toEqual(['core.note:read', 'email', 'openid']);
+    const refresh = async (refreshToken: string, scope?: string) =>
+      (await tokenRequest({ client_id: app.clientMetadata().client_id, grant_type: 'refresh_token', refresh_token: refreshToken, ...(scope ? { scope } : {}) }).expect(200)).body;
+    // A refresh asking for the API scope alone: no id_token, no OIDC scope, and no userinfo.
+    const narrowed = await refresh(first.refresh_token!, 'core.note:read');
+    expect([narrowed.scope, narrowed.id_token]).toEqual(['core.note:read', undefined]);
+    expect((await t.http.get('/auth/userinfo').set(bearer(narrowed.access_token))).status).toBe(403);
+
+    // Consenting again without email withdraws it from the grant: the next tokens no longer have it anywhere.
+    await connect(agent, app, { scope: 'openid email core.note:read', prompt: 'consent', tick: ['openid', 'core.note:read'] });
+    const after = await refresh(narrowed.refresh_token);
+    expect(after.scope.split(' ').sort()).toEqual(['core.note:read', 'openid']);
+    const claims = JSON.parse(Buffer.from(after.id_token.split('.')[1], 'base64url').toString());
+    expect(claims).not.toHaveProperty('email');
+    expect((await t.http.get('/auth/userinfo').set(bearer(after.access_token)).expect(200)).body).toEqual({ sub: claims.sub });
+    // Nor does userinfo answer it to the token issued before.
+    expect((await t.http.get('/auth/userinfo').set(bearer(first.access_token)).expect(200)).body).toEqual({ sub: claims.sub });
+  });
+
+  it('goes back to an openly registered client after a logout only for an id_token_hint of the account signed in (RP-Initiated Logout 1.0 §3)', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'mallory@example.com', password: 'correct horse battery', name: 'Mallory' }).expect(201);
+    const landing = 'https://evil.example/landing';
+    const registered = (await t.http.post('/auth/oauth2/register').send({ client_name: 'Lure', redirect_uris: [redirectUri], post_logout_redirect_uris: [landing], token_endpoint_auth_method: 'none' }).expect(201)).body;
+    const lure = await oidc.discovery(new URL(t.url), registered.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    // The client's owner signs in to it and has an id_token of their own.
+    const mallorys = (await connect(request.agent(t.url), lure, { scope: 'openid', email: 'mallory@example.com' })).id_token!;
+    /** Where a logout with `hint` ends in `browser`: "Yes" or "No" on the confirmation page, or the provider's self-submitting form. */
+    const logout = async (browser: ReturnType<typeof request.agent>, hint: string, choice: { logout?: string } = { logout: 'yes' }) => {
+      const page = await browser.get('/auth/logout').query({ id_token_hint: hint, post_logout_redirect_uri: landing }).expect(200);
+      const action = new URL(/<form[^>]*action="([^"]+)"/.exec(page.text)![1].replace(/&amp;/g, '&'), t.url);
+      const out = await browser.post(action.pathname).type('form').send({ xsrf: field(page.text, 'xsrf'), ...choice });
+      expect(out.status).toBe(303);
+      return new URL(out.headers.location, t.url);
+    };
+    const signedOutPage = `${t.url}/auth/logout/success`;
+
+    // Ada, signed in, is sent to a logout with Mallory's hint: either button ends on the service.
+    const victim = request.agent(t.url);
+    await connect(victim, rp);
+    expect((await logout(victim, mallorys, {})).href).toMatch(new RegExp(`^${signedOutPage}`));
+    expect((await logout(victim, mallorys)).href).toBe(signedOutPage);
+    // No session: the provider's page submits itself, and ends on the service too.
+    expect((await logout(request.agent(t.url), mallorys)).href).toBe(signedOutPage);
+
+    // Ada's own sign-in to the client, and its hint: back to the client.
+    const adas = (await connect(victim, lure, { scope: 'openid' })).id_token!;
+    expect((await logout(victim, adas)).href).toBe(landing);
   });
 
   it('lets a member user give an app only what a member may do: managing types is an admin user\'s to give', async () => {
@@ -1060,7 +1187,8 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
   it('refuses a wrong password on the page, and a denial reaches the device as access_denied', async () => {
     const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
     expect(await answer(device.verification_uri_complete!, { email: 'tv@example.com', password: 'not the password', decision: 'approve' })).toBe(401);
-    expect(await answer(device.verification_uri_complete!, { decision: 'deny' })).toBe(200);
+    // A denial too needs the user's password (device.controller.ts): anyone who saw the code could deny it otherwise.
+    expect(await answer(device.verification_uri_complete!, { email: 'tv@example.com', password: 'a long tv password', decision: 'deny' })).toBe(200);
     const res = await poll(device.device_code);
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('access_denied');
@@ -1081,7 +1209,7 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     }
 
     for (let round = 0; round < 5; round++) {
-      const { pages, poll: res } = await race(approve, { decision: 'deny' });
+      const { pages, poll: res } = await race(approve, { ...approve, decision: 'deny' });
       const decided = pages.filter((p) => p.startsWith('200'));
       expect(decided).toHaveLength(1);
       expect(pages.filter((p) => !p.startsWith('200'))).toEqual(['400 Code expired']);
@@ -1143,6 +1271,20 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(page.status).toBe(400);
     expect(page.headers['content-type']).toMatch(/^text\/html/);
   });
+
+  it('audits the revocation of a grant whose device code was used twice (SPEC 6.4)', async () => {
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid core.note:read' });
+    expect(await answer(device.verification_uri_complete!, { email: 'tv@example.com', password: 'a long tv password', decision: 'approve' })).toBe(200);
+    const tokens = await poll(device.device_code);
+    expect(tokens.status).toBe(200);
+    const [{ grant_id: grantId }] = await t.sql<{ grant_id: string }>(`SELECT grant_id FROM oidc_models WHERE id = $1`, [storedTokenId(device.device_code)]);
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // the poll interval
+    expect((await poll(device.device_code)).body.error).toBe('invalid_grant');
+    expectError(await t.http.get('/items').set(bearer(tokens.body.access_token)), 401, 'unauthorized');
+    const [{ id: owner }] = await t.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'tv@example.com'`);
+    const revoked = await t.sql(`SELECT user_id::text, details FROM audit_events WHERE action = 'auth.grant.revoked' AND grant_id = $1`, [grantId]);
+    expect(revoked).toEqual([{ user_id: owner, details: { by: 'token_reuse' } }]);
+  });
 });
 
 describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
@@ -1159,6 +1301,17 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
 
   it('is closed unless enabled', async () => {
     expect((await closed.http.get('/auth/sign-up')).status).toBe(404);
+  });
+
+  it('no longer vouches for an admin\'s post-logout redirect URIs once anyone can be an admin: a logout without a session ends on the service', async () => {
+    const admin = (await bootstrapAdmin(open)).key;
+    const bye = 'https://app.example/bye';
+    const client = (await open.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', redirect_uris: ['https://app.example/cb'], post_logout_redirect_uris: [bye] }).expect(201)).body;
+    const browser = request.agent(open.url);
+    const form = await browser.get('/auth/logout').query({ client_id: client.client_id, post_logout_redirect_uri: bye }).expect(200);
+    const action = new URL(/<form[^>]*action="([^"]+)"/.exec(form.text)![1].replace(/&amp;/g, '&'), open.url);
+    const out = await browser.post(action.pathname).type('form').send({ xsrf: field(form.text, 'xsrf'), logout: 'yes' });
+    expect([out.status, out.headers.location]).toEqual([303, `${open.url}/auth/logout/success`]);
   });
 
   it('creates a tenant whose first user is its admin, and signs them in to the account pages', async () => {

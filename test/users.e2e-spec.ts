@@ -2,7 +2,9 @@
  * `/users` (CONTRACT "Users"): admins create, list, read and delete the users of their tenant,
  * who sign in to the OAuth provider. Passwords are stored as scrypt hashes, never returned.
  */
+import request from 'supertest';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { field } from './support/browse';
 import { badFields, expectError } from './support/envelope';
 
 describe('users', () => {
@@ -12,7 +14,7 @@ describe('users', () => {
   let otherAdmin: string;
 
   beforeAll(async () => {
-    t = await startApp();
+    t = await startApp({ SVC_SIGNUP_ENABLED: 'true' });
     admin = (await bootstrapAdmin(t)).key;
     member = (await createKey(t, admin, { label: 'member', role: 'member' })).key;
     otherAdmin = (await createTenant(t, admin)).key;
@@ -51,6 +53,21 @@ describe('users', () => {
       ['email', 'name', 'password', 'picture', 'role'],
     );
     expect(badFields(await create(admin, { email: 'c@example.com', password: 'long enough pw', name: 'C', password_hash: 'x' }))).toEqual(['password_hash']);
+  });
+
+  it('refuses a password of only whitespace, on POST /users and on the sign-up page alike', async () => {
+    for (const password of [' '.repeat(12), ' \t\n'.repeat(4)]) {
+      expect(badFields(await create(admin, { email: 'blank@example.com', password, name: 'Blank' }))).toEqual(['password']);
+    }
+    const agent = request.agent(t.url);
+    const csrf = field((await agent.get('/auth/sign-up').expect(200)).text, 'csrf');
+    const blank = await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Blank', email: 'blank@example.com', password: ' '.repeat(12) });
+    expect(blank.status).toBe(400);
+    expect(blank.text).toContain('The password needs at least 10 characters, not only spaces.');
+    expect(await t.sql(`SELECT 1 FROM users WHERE email = 'blank@example.com'`)).toEqual([]);
+    // Spaces inside a password are fine.
+    await create(admin, { email: 'spaced@example.com', password: '  a b c d e  ', name: 'Spaced' }).expect(201);
+    await t.http.delete(`/users/${(await t.sql<{ id: string }>(`SELECT id FROM users WHERE email = 'spaced@example.com'`))[0].id}`).set(bearer(admin)).expect(200);
   });
 
   it('lists the tenant\'s users newest first with cursor pagination, and reads one', async () => {

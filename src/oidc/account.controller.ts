@@ -16,7 +16,7 @@ import { AuditService } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { KeysService } from '../keys/keys.service';
-import { isUserEmail } from '../users/users.dto';
+import { isUserEmail, isUserPassword } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { FormBody, FormFields } from './form-fields';
@@ -74,7 +74,7 @@ export class AccountController {
     const again = (error: string) => sendPage(reply, 400, signUpPage({ csrf: String(body.csrf), name, email, error }));
     if (!name || name.length > 200) return again('Give a name of at most 200 characters.');
     if (!isUserEmail(email)) return again('Give a valid email address.');
-    if (password.length < 10 || password.length > 1024) return again('The password needs at least 10 characters.');
+    if (!isUserPassword(password)) return again('The password needs at least 10 characters, not only spaces.');
     const user = await this.users.signUp(email, password, name);
     if (!user) return again('An account with this email already exists.');
     await this.forms.signInAs(reply, user, '/auth/security');

@@ -7,6 +7,10 @@
  * CSRF: the GET sets a random cookie (SameSite=Strict, this path only) and the form carries an
  * HMAC of it with the user code; the POST needs both to agree.
  *
+ * Either decision needs the user's email and password: without them, anyone who saw the code
+ * could deny the device. A client registered for a tenant serves its users only (`servesUser`):
+ * another tenant's user is refused, and the device told `access_denied`.
+ *
  * One decision per code: a submission first claims the code (`claimDeviceCode`, a conditional
  * UPDATE of its row in oidc_models) and only the one that claims it decides; any other, at the same moment or later,
  * gets "Code expired". Without that, a denial shown as accepted could still let the device in,
@@ -26,12 +30,13 @@ import { UsersService } from '../users/users.service';
 import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 import { FormBody, FormFields, PageQuery } from './form-fields';
-import { ApiFormBody, ApiFormExpired, ApiPage, ApiQueryParams, FORM_FIELD } from './openapi-pages';
+import { ApiFormBody, ApiPage, ApiQueryParams, FORM_FIELD } from './openapi-pages';
 import { cookieOf } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimDeviceCode, releaseDeviceCode } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
-import { deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messagePage } from './pages';
+import { clientRegistration, servesUser } from './oauth-tokens';
+import { deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messagePage, otherWorkspacePage } from './pages';
 import { sendPage } from './send-page';
 
 const COOKIE = 'svc_device_csrf';
@@ -77,8 +82,8 @@ export class DeviceController {
   @ApiFormBody({ user_code: { type: 'string' }, csrf: FORM_FIELD.csrf, email: FORM_FIELD.email, password: FORM_FIELD.password, decision: FORM_FIELD.decision, scope: FORM_FIELD.scope, scopes_shown: FORM_FIELD.scopes_shown }, ['user_code', 'decision'])
   @ApiPage(200, 'Device connected, or the request denied')
   @ApiPage(400, 'The code is not valid or expired')
-  @ApiPage(401, 'The form again: wrong email or password')
-  @ApiFormExpired()
+  @ApiPage(401, 'The form again: wrong email or password (either decision needs them)')
+  @ApiPage(403, '"Form expired" (CSRF), or the app belongs to another tenant than the user\'s: the device is told access_denied')
   async consent(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const code = typeof body.user_code === 'string' ? await this.pending(body.user_code) : undefined;
     const expired = () => sendPage(reply, 400, errorPage('Code expired', 'That code is not valid, or it expired. Start again on your device.'));
@@ -87,20 +92,21 @@ export class DeviceController {
     if (!nonce || !csrfValid(await this.oidc.csrfKey(), `device:${nonce}:${code.userCode}`, body.csrf)) {
       return sendPage(reply, 403, formExpiredPage('Open the link from your device again.'));
     }
-    const approve = body.decision === 'approve';
     const email = typeof body.email === 'string' ? body.email : '';
-    const user = approve ? await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '') : undefined;
-    if (approve && !user) {
-      return sendPage(reply, 401, await this.consentPage(code, String(body.csrf), email, 'The email or the password is not right.'));
-    }
+    const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
+    if (!user) return sendPage(reply, 401, await this.consentPage(code, String(body.csrf), email, 'The email or the password is not right.'));
+    const provider = await this.oidc.get();
+    const client = await provider.Client.find(code.clientId!);
+    const otherTenant = !servesUser(client, user);
+    const approve = body.decision === 'approve' && !otherTenant;
     const claim = await claimDeviceCode(this.db, code.jti);
     if (!claim) return expired();
     try {
-      if (!user) {
-        Object.assign(code, { error: 'access_denied', errorDescription: 'The user denied the request' });
+      if (!approve) {
+        const why = otherTenant ? 'This app is only for the users of the workspace it belongs to' : 'The user denied the request';
+        Object.assign(code, { error: 'access_denied', errorDescription: why });
       } else {
-        const provider = await this.oidc.get();
-        const requested = requestedScopes(await provider.Client.find(code.clientId!), code.params?.scope);
+        const requested = requestedScopes(client, code.params?.scope);
         const granted = grantedScopes(withinUserRole(requested, user.role), list(body.scope), body[SCOPES_SHOWN] !== undefined);
         const resource = this.config.baseUrl;
         const grantId = await recordConsent(provider, this.audit, this.db, {
@@ -120,7 +126,10 @@ export class DeviceController {
       await releaseDeviceCode(this.db, code.jti, claim).catch(() => undefined);
       throw err;
     }
-    if (!user) return sendPage(reply, 200, messagePage('Not connected', 'You denied the request. You can close this page.'));
+    if (otherTenant) {
+      return sendPage(reply, 403, otherWorkspacePage({ clientName: client?.clientName ?? code.clientId!, outcome: 'The device was not connected.' }));
+    }
+    if (!approve) return sendPage(reply, 200, messagePage('Not connected', 'You denied the request. You can close this page.'));
     await sendPage(reply, 200, messagePage('Device connected', 'You can close this page and go back to your device.'));
   }
 
@@ -139,6 +148,7 @@ export class DeviceController {
       csrf,
       clientName: client?.clientName ?? code.clientId!,
       scopes: requestedScopes(client, code.params?.scope),
+      extensions: clientRegistration(client).extensions,
       email,
       error,
     });

@@ -8,6 +8,7 @@
  * which voids every account-pages cookie set until then (account-session.ts).
  */
 import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
@@ -27,10 +28,13 @@ export interface GrantView {
 }
 
 export interface SessionView {
+  /** A digest of the session's id: the id itself is the browser's `_session` cookie, which would sign in as the user. */
   id: string;
   signed_in_at: string;
   expires_at: string | null;
 }
+
+const sessionViewId = (sessionId: string) => createHash('sha256').update(`session-view:${sessionId}`).digest('base64url');
 
 const iso = (epochSeconds: unknown) => (typeof epochSeconds === 'number' ? new Date(epochSeconds * 1000).toISOString() : null);
 
@@ -93,7 +97,7 @@ export class GrantsService {
       `SELECT id, payload FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1 AND (expires_at IS NULL OR expires_at > now())`,
       [userId],
     );
-    return rows.map((r) => ({ id: r.id, signed_in_at: iso(r.payload.loginTs ?? r.payload.iat)!, expires_at: iso(r.payload.exp) }));
+    return rows.map((r) => ({ id: sessionViewId(r.id), signed_in_at: iso(r.payload.loginTs ?? r.payload.iat)!, expires_at: iso(r.payload.exp) }));
   }
 
   /** Sign out everywhere: every provider session of the user ends, and every account-pages cookie (apps keep their grants). */

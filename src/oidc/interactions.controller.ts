@@ -10,6 +10,10 @@
  *   GET  /auth/consent?uid=      the requested scopes, literally, each one untickable
  *   POST /auth/authorize/decision (and its SPEC twin POST /auth/oauth2/consent)
  *                                approve (with the ticked scopes) or deny → the grant
+ *
+ * A client registered for a tenant serves that tenant's users only (`servesUser`): a user of
+ * another tenant is refused at the sign-in or the consent, whichever comes first, with a page
+ * whose link takes the app its `access_denied` (RFC 6749 4.1.2.1).
  */
 import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import { ApiExtension, ApiOperation, ApiTags } from '@nestjs/swagger';
@@ -20,14 +24,15 @@ import { DataSource } from 'typeorm';
 import { Accepts, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
-import { UsersService } from '../users/users.service';
+import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { FormBody, FormFields, PageQuery } from './form-fields';
 import { ApiFormBody, ApiFormExpired, ApiPage, ApiQueryParams, ApiSeeOther, FORM_FIELD } from './openapi-pages';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimInteraction } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
-import { consentPage, errorPage, formExpiredPage, signInPage } from './pages';
+import { clientRegistration, servesUser } from './oauth-tokens';
+import { consentPage, errorPage, formExpiredPage, otherWorkspacePage, signInPage } from './pages';
 import { sendPage } from './send-page';
 import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
@@ -115,6 +120,7 @@ export class InteractionsController {
       const form = { uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details), email };
       return sendPage(reply, 401, signInPage({ ...form, error: 'The email or the password is not right.' }));
     }
+    if (await this.refusedForTenant(req, reply, details, user)) return;
     await this.finish(req, reply, { login: { accountId: user.id } });
   }
 
@@ -124,12 +130,15 @@ export class InteractionsController {
   @ApiQueryParams({ uid: 'The interaction' })
   @ApiPage(200, 'The consent form')
   @ApiPage(400, 'The interaction is over, not this browser\'s, or not at consent')
+  @ApiPage(403, 'The app belongs to another tenant than the user\'s: refused, with a link that takes it access_denied')
   async consentForm(@PageQuery('uid') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, uid, 'consent');
     if (!details) return;
     const clientId = String(details.params.client_id);
     const client = await (await this.oidc.get()).Client.find(clientId);
     const user = details.session?.accountId ? await this.users.byId(details.session.accountId) : undefined;
+    // Signed in earlier (for another app), the user comes here without the sign-in's check.
+    if (user && (await this.refusedForTenant(req, reply, details, user))) return;
     const asked = requestedScopes(client, details.params.scope);
     await sendPage(
       reply,
@@ -140,7 +149,7 @@ export class InteractionsController {
         action: '/auth/authorize/decision',
         clientName: client?.clientName ?? clientId,
         scopes: user ? withinUserRole(asked, user.role) : asked,
-        extensions: ((client?.metadata() as { extension_permissions?: Record<string, string> })?.extension_permissions) ?? {},
+        extensions: clientRegistration(client).extensions,
       }),
     );
   }
@@ -168,6 +177,7 @@ export class InteractionsController {
     const accountId = details.session!.accountId;
     const user = await this.users.byId(accountId);
     if (!user) return sendPage(reply, 400, errorPage('Account gone', 'The account that signed in no longer exists.'));
+    if (await this.refusedForTenant(req, reply, details, user)) return;
     const client = await provider.Client.find(clientId);
     // What the user's role may not give is refused with the rest, or the provider would ask again.
     const requested = requestedScopes(client, details.params.scope);
@@ -210,9 +220,25 @@ export class InteractionsController {
   }
 
   private async finish(req: FastifyRequest, reply: FastifyReply, result: Record<string, unknown>): Promise<void> {
-    const provider = await this.oidc.get();
-    const to = await provider.interactionResult(req.raw, reply.raw, result, { mergeWithLastSubmission: true });
-    await reply.redirect(to, 303);
+    await reply.redirect(await this.result(req, reply, result), 303);
+  }
+
+  /** Ends the interaction with `result`: the URL that takes the browser on to the app with it. */
+  private async result(req: FastifyRequest, reply: FastifyReply, result: Record<string, unknown>): Promise<string> {
+    return (await this.oidc.get()).interactionResult(req.raw, reply.raw, result, { mergeWithLastSubmission: true });
+  }
+
+  /**
+   * Whether the app is of another tenant than `user` (`servesUser`), and if so ends the
+   * interaction with `access_denied` and sends the page that says why (its link takes the app
+   * the error; a redirect at once would leave the user with only the app's account of it).
+   */
+  private async refusedForTenant(req: FastifyRequest, reply: FastifyReply, details: Details, user: UserRow): Promise<boolean> {
+    const client = await (await this.oidc.get()).Client.find(String(details.params.client_id));
+    if (servesUser(client, user)) return false;
+    const backTo = await this.result(req, reply, { error: 'access_denied', error_description: 'This app is only for the users of the workspace it belongs to' });
+    await sendPage(reply, 403, otherWorkspacePage({ clientName: client?.clientName ?? String(details.params.client_id), backTo, outcome: 'Nothing was shared with it.' }));
+    return true;
   }
 
   private async clientName(details: Details): Promise<string> {

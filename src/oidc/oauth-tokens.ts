@@ -3,8 +3,11 @@
  * (OAUTH_TOKEN_RESOLVER) for any token with that prefix. The token's tenant is its user's
  * (a consent grant) or its client's (client credentials); its permission maps are its scopes'
  * (scopes.ts) plus the client's default extension grant, and it is always a member: what an
- * app may do is exactly what was granted. Expired: 401 `expired_token`; unknown or revoked:
- * 401 `unauthorized`, at once: resolutions are cached (oauth-token-cache.ts) under a generation
+ * app may do is exactly what was granted. A client registered for a tenant serves that tenant's
+ * users only (`servesUser`): the consent pages refuse anyone else, and a token of such a client
+ * whose user is of another tenant (a grant made before that rule) resolves to nothing, or the
+ * client's extension grant would reach into the user's tenant. Expired: 401 `expired_token`;
+ * unknown or revoked: 401 `unauthorized`, at once: resolutions are cached (oauth-token-cache.ts) under a generation
  * that every revocation bumps. Which stored token a bearer value names, and whether it is still
  * good, is `findAccessToken`'s rule, which userinfo follows too.
  *
@@ -29,6 +32,18 @@ import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 import { permissionsOf, withinUserRole } from './scopes';
+
+/** What an admin's registration (POST /auth/clients) adds to a client; an openly registered one has neither. */
+export function clientRegistration(client: Client | undefined): { tenantId?: string; extensions: PermissionMap } {
+  const metadata = (client?.metadata() ?? {}) as { tenant_id?: string; extension_permissions?: PermissionMap };
+  return { tenantId: metadata.tenant_id, extensions: metadata.extension_permissions ?? {} };
+}
+
+/** Whether `user` may authorize `client`: a client of a tenant is for its users alone, an open one for anyone. */
+export function servesUser(client: Client | undefined, user: { tenant_id: string }): boolean {
+  const { tenantId } = clientRegistration(client);
+  return tenantId === undefined || tenantId === user.tenant_id;
+}
 
 interface StoredToken {
   clientId: string;
@@ -101,9 +116,11 @@ export class OAuthTokens implements OAuthTokenResolver {
   /** A token's Principal: the user's tenant (or the client's), its scopes' maps, the client's extension grant. */
   private async principalOf(client: Client, accountId: string | undefined, grantId: string | undefined, scopes: string[]): Promise<Principal | undefined> {
     const { clientId } = client;
-    const metadata = client.metadata() as { tenant_id?: string; extension_permissions?: PermissionMap };
+    const registration = clientRegistration(client);
     const user = accountId ? await this.users.byId(accountId) : undefined;
-    const tenantId = accountId ? user?.tenant_id : metadata.tenant_id;
+    // A grant of another tenant's user, made before the consent pages checked: invalid, not acting in the user's tenant.
+    if (user && !servesUser(client, user)) return undefined;
+    const tenantId = accountId ? user?.tenant_id : registration.tenantId;
     if (!tenantId) return undefined;
     // A user's role bounds what their grants can do, also for a grant made before a demotion.
     const granted = user ? withinUserRole(scopes.filter(Boolean), user.role) : scopes.filter(Boolean);
@@ -116,7 +133,7 @@ export class OAuthTokens implements OAuthTokenResolver {
       source: `app:${clientId}`,
       defaultTier: 'library',
       ...permissionsOf(granted),
-      extensionPerms: metadata.extension_permissions ?? {},
+      extensionPerms: registration.extensions,
       scopes: granted,
     };
   }

@@ -95,9 +95,17 @@ export async function connectionGrantId(m: EntityManager, accountId: string, cli
 /** A used refresh token (see the header). */
 const TOMBSTONE = `(model = 'RefreshToken' AND consumed_at IS NOT NULL)`;
 
-/** Deletes a grant with every token and code it issued, keeping used refresh tokens as tombstones. */
-export async function deleteGrant(db: DataSource, grantId: string): Promise<void> {
-  await db.query(`DELETE FROM oidc_models WHERE (grant_id = $1 OR (model = 'Grant' AND id = $1)) AND NOT ${TOMBSTONE}`, [grantId]);
+/**
+ * Deletes a grant with every token and code it issued, keeping used refresh tokens as tombstones.
+ * Answers the grant's account when this call deleted the grant (undefined when it was gone already).
+ */
+export async function deleteGrant(db: DataSource, grantId: string): Promise<string | undefined> {
+  const [rows]: [Array<{ account_id: string | null }>, number] = await db.query(
+    `DELETE FROM oidc_models WHERE (grant_id = $1 OR (model = 'Grant' AND id = $1)) AND NOT ${TOMBSTONE}
+      RETURNING CASE WHEN model = 'Grant' THEN payload->>'accountId' END AS account_id`,
+    [grantId],
+  );
+  return rows.find((r) => r.account_id)?.account_id ?? undefined;
 }
 
 /** Whether this refresh token was used already (a reuse if presented again). */
@@ -111,6 +119,13 @@ export async function isUsedRefreshToken(db: DataSource, token: string): Promise
  * must throw the error the client gets.
  */
 export type ConcurrentUse = (model: string, grantId: string | undefined) => Promise<never>;
+
+/**
+ * Called when a revocation deleted a grant, with the account it was for: the row is gone before
+ * the provider announces the revocation, and several requests may revoke one grant at once (a
+ * race to use a code): this is called for the one whose delete took the row.
+ */
+export type GrantDeleted = (grantId: string, accountId: string) => void;
 
 /**
  * Takes an interaction's decision for the caller: true for exactly one of any number of
@@ -161,6 +176,7 @@ export function postgresAdapter(
   secrets: SecretBox,
   concurrentUse: ConcurrentUse,
   keepsGrant: () => boolean,
+  grantDeleted: GrantDeleted,
 ): new (model: string) => Adapter {
   const sql = (text: string, params: unknown[]) => (joined.getStore() ?? db).query(text, params);
   return class PostgresAdapter implements Adapter {
@@ -210,12 +226,18 @@ export function postgresAdapter(
       if (used === 1) return;
       const [row]: Array<{ grant_id: string | null }> = await sql(`SELECT grant_id FROM oidc_models WHERE model = $1 AND id = $2`, [this.model, key]);
       const grantId = row?.grant_id ?? undefined;
-      if (grantId) await deleteGrant(db, grantId);
+      const accountId = grantId ? await deleteGrant(db, grantId) : undefined;
+      if (grantId && accountId) grantDeleted(grantId, accountId);
       await concurrentUse(this.model, grantId);
     }
 
     async destroy(id: string): Promise<void> {
-      await sql(`DELETE FROM oidc_models WHERE model = $1 AND id = $2 AND NOT ${TOMBSTONE}`, [this.model, rowId(this.model, id)]);
+      const [rows]: [Array<{ account_id: string | null }>, number] = await sql(
+        `DELETE FROM oidc_models WHERE model = $1 AND id = $2 AND NOT ${TOMBSTONE} RETURNING payload->>'accountId' AS account_id`,
+        [this.model, rowId(this.model, id)],
+      );
+      // The provider destroys a grant only to revoke it (lib/helpers/revoke.js).
+      if (this.model === 'Grant' && rows[0]?.account_id) grantDeleted(id, rows[0].account_id);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {

@@ -46,8 +46,21 @@ const PATHS = new Map<string, { target: string; methods: string[] }>([
  */
 const READ_SUB_PATHS = new RegExp(
   `^(${OIDC_ROUTES.authorization}/(?!decision$)[^/]+|${OIDC_ROUTES.registration}/[^/]+|${OIDC_ROUTES.end_session}/success)$`,
+  'i',
 );
-const POST_SUB_PATHS = new RegExp(`^${OIDC_ROUTES.end_session}/[^/]+$`);
+const POST_SUB_PATHS = new RegExp(`^${OIDC_ROUTES.end_session}/[^/]+$`, 'i');
+
+/**
+ * A sub-path as the provider spells it: its route's prefix in the provider's letter case, the
+ * rest as sent (an interaction uid or client id is case-sensitive; a logout step is a word of the
+ * provider's, lower case).
+ */
+function providerSpelling(path: string): string {
+  const lower = path.toLowerCase();
+  if (lower.startsWith(`${OIDC_ROUTES.end_session}/`)) return lower;
+  const prefix = [OIDC_ROUTES.authorization, OIDC_ROUTES.registration].find((p) => lower.startsWith(`${p}/`))!;
+  return prefix + path.slice(prefix.length);
+}
 
 @Injectable()
 export class OidcMount {
@@ -70,7 +83,11 @@ export class OidcMount {
     // Any letter case, as the rest of the routing (app.factory.ts); the provider gets its own spelling.
     const route =
       PATHS.get(path.toLowerCase()) ??
-      (READ_SUB_PATHS.test(path) ? { target: path, methods: READ } : POST_SUB_PATHS.test(path) ? { target: path, methods: POST } : undefined);
+      (READ_SUB_PATHS.test(path)
+        ? { target: providerSpelling(path), methods: READ }
+        : POST_SUB_PATHS.test(path)
+          ? { target: providerSpelling(path), methods: POST }
+          : undefined);
     if (!route || !route.methods.includes(req.method)) return done();
     const target = route.target;
     const url = target + (query === -1 ? '' : req.url.slice(query));

@@ -70,6 +70,25 @@ function apiScopes(ctx: KoaContextWithOIDC, client: { scope?: string }, resource
   return [...new Set([...asked, ...granted])].filter((s) => isApiScope(s) && (!registered || registered.has(s))).join(' ');
 }
 
+/** The grants a request's revocations deleted, with their accounts (see `revokedGrantAccount`). */
+const REVOKED_GRANTS = Symbol('revokedGrants');
+
+function noteRevokedGrant(ctx: KoaContextWithOIDC | undefined, grantId: string, accountId: string): void {
+  if (!ctx) return;
+  const state = ctx.state as { [REVOKED_GRANTS]?: Map<string, string> };
+  (state[REVOKED_GRANTS] ??= new Map()).set(grantId, accountId);
+}
+
+/**
+ * The account of a grant this request's revocation deleted, for the `grant.revoked` event's audit:
+ * the provider announces a revocation after the grant is gone, and a reused code's before the code
+ * is among the request's entities. Undefined when this request deleted no such grant (another
+ * request of a race to use one code or refresh token already had): one revocation, one answer.
+ */
+export function revokedGrantAccount(ctx: KoaContextWithOIDC, grantId: string): string | undefined {
+  return (ctx.state as { [REVOKED_GRANTS]?: Map<string, string> })[REVOKED_GRANTS]?.get(grantId);
+}
+
 /**
  * Revocations that leave the grant and its other tokens alone, where the provider would take them
  * all: an access token's at the revocation endpoint (SPEC 5.7: that token only), and a logout's
@@ -96,13 +115,59 @@ function refuseUnsafeClient(metadata: ClientMetadata, errors: typeof import('oid
   }
   // OAuth 2.1 and RFC 8252 8.3: a code or a logout may go back over plain http to the user's own
   // machine only; elsewhere anyone on the path could read it.
-  for (const uri of [...(metadata.redirect_uris ?? []), ...(metadata.post_logout_redirect_uris ?? [])]) {
+  for (const uri of redirectUrisOf(metadata)) {
     const url = URL.canParse(uri) ? new URL(uri) : undefined;
     if (url?.protocol === 'http:' && !LOOPBACK_HOSTS.has(url.hostname)) {
       // The class takes no description of its own (its default speaks of a redirect_uri mismatch).
       throw Object.assign(new errors.InvalidRedirectUri(), {
         error_description: `${uri}: plain http is allowed only to a loopback host (127.0.0.1, [::1], localhost); use https`,
       });
+    }
+  }
+}
+
+/** The redirect and post-logout redirect URIs of metadata not yet checked by the provider (the validator runs first). */
+function redirectUrisOf(metadata: ClientMetadata): string[] {
+  const lists: unknown[] = [metadata.redirect_uris, metadata.post_logout_redirect_uris];
+  return lists.flatMap((list) => (Array.isArray(list) ? list.filter((uri): uri is string => typeof uri === 'string') : []));
+}
+
+/** The limits POST /auth/clients documents (clients.dto.ts): a list takes at most 20 entries, a URI 2000 characters. */
+const MAX_LIST_ENTRIES = 20;
+const MAX_URI_LENGTH = 2000;
+
+/** An authority's user information and port as written (URL normalizes them away: `:08080` reads as 8080). */
+const AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/(?<userinfo>[^/?#@]*@)?(?:\[[^\]/?#]*\]|[^/?#:]*)(?::(?<port>[^/?#]*))?/i;
+
+/** Why open registration refuses a redirect URI the provider's own rules let through, or undefined. */
+function redirectUriProblem(uri: string): string | undefined {
+  if (uri.length > MAX_URI_LENGTH) return `longer than ${MAX_URI_LENGTH} characters`;
+  const url = URL.parse(uri);
+  if (!url) return undefined; // the provider's own message
+  const scheme = url.protocol.slice(0, -1);
+  // OAuth 2.1 drops the out-of-band "redirect"; RFC 8252 7.1: a private-use scheme is a reverse domain name (com.example.app).
+  if (scheme === 'urn') return 'out-of-band (urn:) redirects are not supported: use a loopback or a reverse-domain private-use URI (RFC 8252)';
+  if (scheme !== 'http' && scheme !== 'https' && !scheme.includes('.')) return `a private-use scheme must be a reverse domain name such as com.example.app (RFC 8252 7.1), not ${scheme}`;
+  const authority = AUTHORITY.exec(uri)?.groups;
+  // RFC 6749 3.1.2 wants an absolute URI to send a code to, not credentials for it.
+  if (authority?.userinfo !== undefined || url.username || url.password) return 'must not carry a user name or password';
+  if (authority?.port !== undefined && !/^[1-9][0-9]{0,4}$/.test(authority.port)) return 'a port, when given, is 1-65535 written without leading zeros';
+  return undefined;
+}
+
+/**
+ * Open registration's limits beyond the provider's rules (RFC 7591 error form): list sizes as POST
+ * /auth/clients takes them, and redirect URIs of the forms `redirectUriProblem` refuses. At
+ * registration only, like the tenant rule of `refuseUnsafeClient`: a client stored before keeps loading.
+ */
+function refuseOddRegistration(metadata: ClientMetadata, errors: typeof import('oidc-provider').errors): void {
+  for (const [key, value] of Object.entries(metadata)) {
+    if (Array.isArray(value) && value.length > MAX_LIST_ENTRIES) throw new errors.InvalidClientMetadata(`${key} takes at most ${MAX_LIST_ENTRIES} entries`);
+  }
+  for (const uri of redirectUrisOf(metadata)) {
+    const problem = redirectUriProblem(uri);
+    if (problem) {
+      throw Object.assign(new errors.InvalidRedirectUri(), { error_description: `${uri.length > 100 ? `${uri.slice(0, 100)}…` : uri}: ${problem}` });
     }
   }
 }
@@ -114,12 +179,18 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   const configuration: Configuration = {
     // A code or refresh token two requests used at once: the loser's is a reuse (the adapter has
     // revoked the grant), reported as the provider reports one it sees in sequence.
-    adapter: postgresAdapter(deps.db, deps.secrets, async (model, grantId) => {
-      const ctx = Provider.ctx as KoaContextWithOIDC | undefined;
-      if (ctx && grantId) ctx.oidc.provider.emit('grant.revoked', ctx, grantId);
-      const what = { AuthorizationCode: 'authorization code', RefreshToken: 'refresh token', DeviceCode: 'device code' }[model] ?? 'grant';
-      throw new errors.InvalidGrant(`${what} already used`);
-    }, () => keepsGrant(Provider.ctx as KoaContextWithOIDC | undefined)),
+    adapter: postgresAdapter(
+      deps.db,
+      deps.secrets,
+      async (model, grantId) => {
+        const ctx = Provider.ctx as KoaContextWithOIDC | undefined;
+        if (ctx && grantId) ctx.oidc.provider.emit('grant.revoked', ctx, grantId);
+        const what = { AuthorizationCode: 'authorization code', RefreshToken: 'refresh token', DeviceCode: 'device code' }[model] ?? 'grant';
+        throw new errors.InvalidGrant(`${what} already used`);
+      },
+      () => keepsGrant(Provider.ctx as KoaContextWithOIDC | undefined),
+      (grantId, accountId) => noteRevokedGrant(Provider.ctx as KoaContextWithOIDC | undefined, grantId, accountId),
+    ),
     revokeGrantPolicy: (ctx) => !keepsGrant(ctx),
     jwks: { keys: deps.keys as never },
     // SPEC 5.6: RS256 is the one algorithm advertised, and so the one a client may register.
@@ -136,6 +207,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
         // Rules of the client as a whole, beyond oidc-provider's own; checked on every load too, so
         // a client stored before a rule cannot get around it (but for one, see refuseUnsafeClient).
         if (key === 'tenant_id') refuseUnsafeClient(metadata, errors, ctx?.oidc?.route === 'registration');
+        if (key === 'tenant_id' && ctx?.oidc?.route === 'registration') refuseOddRegistration(metadata, errors);
         // Open registration (RFC 7591) makes tenant-less clients; only an admin (POST /auth/clients) gives one a tenant or an extension grant.
         if (value !== undefined && ctx?.oidc?.route === 'registration') {
           throw new errors.InvalidClientMetadata(`${key} is set by POST /auth/clients only`);
@@ -227,12 +299,12 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   // oidc-mount.ts sets the X-Forwarded-* headers itself (SVC_BASE_URL's origin, Fastify's client address).
   provider.proxy = true;
   prefixTokens(provider);
+  carryOidcScopes(provider, () => Provider.ctx as KoaContextWithOIDC | undefined);
   unbindTokensFromSessions(provider);
   allowAnyLoopbackPort(provider);
-  confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, errors);
+  confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
   provider.use(neverFramed);
   await teachScopeGrammar(provider);
-  provider.use(reportGrantedScope);
   provider.use(reportTokenReuse(deps.db));
   provider.use(reportClientErrors);
   await installDevicePolling(provider, deps.db, config.baseUrl, config.OAUTH_DEVICE_POLL_INTERVAL);
@@ -294,12 +366,17 @@ async function reportClientErrors(ctx: KoaContextWithOIDC, next: () => Promise<v
 }
 
 /**
- * RP-Initiated Logout 1.0 §3: without an id_token_hint, the provider must not redirect after a
- * logout unless it has other means of confirming that the target is legitimate. A client an
- * admin registered (it has a tenant) is such a means; an openly registered one is not: anyone
- * could register a URI of theirs and bounce signed-out users to it without a click.
+ * RP-Initiated Logout 1.0 §3: the provider must not send the browser on to a
+ * post_logout_redirect_uri unless it can confirm that the target is legitimate. A client an admin
+ * registered (it has a tenant) is vouched for by that admin, unless sign-up is open, when anyone
+ * can be the admin of a tenant of their own. Otherwise anyone may have registered the URI and got
+ * an id_token for an account of their own, so only an id_token_hint naming the account the browser
+ * is signed in with confirms it: that user signed in to the client. An unconfirmed redirect is
+ * dropped (set before the provider keeps it for the confirmation) and the logout ends at the
+ * signed-out page: without a session the provider's page submits itself, so a redirect there
+ * would bounce anyone to the URI without a click.
  */
-function confirmPostLogoutRedirects(provider: ProviderType, currentCtx: () => KoaContextWithOIDC | undefined, errors: typeof import('oidc-provider').errors): void {
+function confirmPostLogoutRedirects(provider: ProviderType, currentCtx: () => KoaContextWithOIDC | undefined, signupOpen: boolean): void {
   const client = provider.Client.prototype as unknown as {
     metadata(): ClientMetadata;
     postLogoutRedirectUriAllowed(value: string): boolean;
@@ -307,9 +384,13 @@ function confirmPostLogoutRedirects(provider: ProviderType, currentCtx: () => Ko
   const allowed = client.postLogoutRedirectUriAllowed;
   client.postLogoutRedirectUriAllowed = function postLogoutRedirectUriAllowed(this: typeof client, value: string) {
     if (!allowed.call(this, value)) return false;
-    if (!this.metadata().tenant_id && !(currentCtx()?.oidc?.params as { id_token_hint?: unknown } | undefined)?.id_token_hint) {
-      throw new errors.InvalidRequest('post_logout_redirect_uri needs an id_token_hint for a client registered through open registration');
-    }
+    if (this.metadata().tenant_id && !signupOpen) return true;
+    const ctx = currentCtx();
+    if (!ctx) return false;
+    const hinted = (ctx.oidc.entities.IdTokenHint as { payload?: { sub?: unknown } } | undefined)?.payload?.sub;
+    const account = ctx.oidc.session?.accountId;
+    // The one hook the provider offers here is this check (end_session.js reads the parameter after it).
+    if (!account || hinted !== account) (ctx.oidc.params as { post_logout_redirect_uri?: string }).post_logout_redirect_uri = undefined;
     return true;
   };
 }
@@ -371,19 +452,31 @@ function allowAnyLoopbackPort(provider: ProviderType): void {
 }
 
 /**
- * A token response's `scope` is everything granted (SPEC 5.2): the access token, which is for
- * the API, carries the API scopes, and the OIDC scopes granted with them (openid, profile,
- * email) are added from the code, refresh token or device code the tokens came from.
+ * An access token is for the API and gets the API's scopes as its resource server's; it also
+ * carries the OIDC scopes (openid, profile, email) it was issued with: those the code, device
+ * code or refresh request asked for (a refresh's `scope` may narrow them) and the grant holds
+ * when the token is issued, as the id_token issued beside it has them. Userinfo answers by them
+ * (OIDC Core 5.3, 5.4), and the token response's `scope`, which is the access token's, lists
+ * exactly them and the API scopes (SPEC 5.2, RFC 6749 5.1). `offline_access` is about the refresh
+ * token, which every code and device grant gets here, and stays out.
  */
-async function reportGrantedScope(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
-  await next();
-  const body = ctx.body as { access_token?: string; scope?: string } | undefined;
-  if (ctx.oidc?.route !== 'token' || !body?.access_token) return;
-  const e = ctx.oidc.entities as Record<string, { scope?: string } | undefined>;
-  const source = e.AuthorizationCode ?? e.RefreshToken ?? e.DeviceCode;
-  const oidcScopes = (source?.scope ?? '').split(' ').filter((s) => (OIDC_SCOPES as readonly string[]).includes(s) && s !== 'offline_access');
-  const scope = [...new Set([...oidcScopes, ...(body.scope ?? '').split(' ')])].filter(Boolean).join(' ');
-  if (scope) body.scope = scope;
+function carryOidcScopes(provider: ProviderType, currentCtx: () => KoaContextWithOIDC | undefined): void {
+  type Scoped = { scope?: string; scopes: Set<string> };
+  const model = provider.AccessToken.prototype as unknown as { scope?: string; save(): Promise<string> };
+  const save = model.save;
+  model.save = function saveWithOidcScopes(this: typeof model) {
+    const ctx = currentCtx();
+    const e = (ctx?.oidc?.entities ?? {}) as Record<string, unknown>;
+    const grant = e.Grant as { getOIDCScopeFiltered(filter: Set<string>): string } | undefined;
+    const source = (e.AuthorizationCode ?? e.DeviceCode ?? e.RefreshToken) as Scoped | undefined;
+    if (ctx?.oidc.route === 'token' && grant && source) {
+      const params = ctx.oidc.params as { grant_type?: string; scope?: string };
+      const asked = params.grant_type === 'refresh_token' && params.scope ? ctx.oidc.requestParamScopes : source.scopes;
+      const oidc = grant.getOIDCScopeFiltered(asked).split(' ').filter((s) => s !== 'offline_access');
+      this.scope = [...new Set([...oidc, ...(this.scope ?? '').split(' ')])].filter(Boolean).join(' ');
+    }
+    return save.call(this);
+  };
 }
 
 /**

@@ -11,7 +11,7 @@ import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
-import { createProvider } from './oidc-provider.factory';
+import { createProvider, revokedGrantAccount } from './oidc-provider.factory';
 import { SigningKeys } from './signing-keys';
 
 @Injectable()
@@ -61,13 +61,16 @@ export class OidcProvider {
     return provider;
   }
 
-  /** `auth.grant.revoked` for a grant the provider revoked (the revocation endpoint, a refresh token's reuse). */
+  /**
+   * `auth.grant.revoked` for a grant the provider revoked (the revocation endpoint; a refresh
+   * token's, code's or device code's reuse), once: by the request that deleted it, whose account
+   * the adapter kept (the grant is gone by now).
+   */
   private async auditRevocation(ctx: KoaContextWithOIDC, grantId: string): Promise<void> {
     try {
-      const entities = ctx.oidc.entities as Record<string, { accountId?: string } | undefined>;
-      const accountId = (entities.AccessToken ?? entities.RefreshToken ?? entities.AuthorizationCode ?? entities.DeviceCode)?.accountId;
+      const accountId = revokedGrantAccount(ctx, grantId);
       const user = accountId ? await this.users.byId(accountId) : undefined;
-      if (!user) return; // a client-credentials token: no grant a user gave
+      if (!user) return; // revoked by another request of a race, or its user is gone
       const by = ctx.oidc.route === 'token' ? 'token_reuse' : 'revocation_endpoint';
       await this.audit.record({ tenantId: user.tenant_id, action: 'auth.grant.revoked', clientId: ctx.oidc.client?.clientId, userId: user.id, grantId, details: { by } });
     } catch (err) {

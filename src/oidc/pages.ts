@@ -59,6 +59,27 @@ export function describeScope(scope: string): string {
   return p.access === 'read' ? `Read ${what}` : `Read, create and change ${what}`;
 }
 
+/**
+ * What an app asks for, as both consent pages show it (SPEC 5.2): each scope untickable, named in
+ * words and literally, then the client's extension grant, which comes with whatever is given.
+ */
+function requestedAccess(legend: string, scopes: string[], extensions: Record<string, string>): string {
+  const boxes = scopes
+    .map((s, i) => `<label class="scope"><input type="checkbox" name="scope" value="${escapeHtml(s)}" id="scope-${i}" checked> ${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></label>`)
+    .join('\n');
+  const granted = Object.entries(extensions);
+  return `<fieldset><legend>${legend} (untick what you do not want to give)</legend>
+${boxes ? `${hidden(SCOPES_SHOWN, '1')}${boxes}` : '<p>Nothing beyond signing you in.</p>'}
+</fieldset>
+${
+  granted.length
+    ? `<p>With every item it may read, it also gets these extension namespaces: ${granted
+        .map(([ns, access]) => `<code>${escapeHtml(ns)}</code> (${escapeHtml(access)})`)
+        .join(', ')}.</p>`
+    : ''
+}`;
+}
+
 export function consentPage(o: {
   uid: string;
   csrf: string;
@@ -67,28 +88,28 @@ export function consentPage(o: {
   scopes: string[];
   extensions: Record<string, string>;
 }): string {
-  const boxes = o.scopes
-    .map((s, i) => `<label class="scope"><input type="checkbox" name="scope" value="${escapeHtml(s)}" id="scope-${i}" checked> ${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></label>`)
-    .join('\n');
-  const extensions = Object.entries(o.extensions);
   return page(
     'Allow access',
     `<h1>Allow <strong>${escapeHtml(o.clientName)}</strong> to:</h1>
 <form method="post" action="${escapeHtml(o.action)}">
 ${hidden('uid', o.uid)}${hidden('csrf', o.csrf)}
-<fieldset><legend>Requested access (untick what you do not want to give)</legend>
-${boxes ? `${hidden(SCOPES_SHOWN, '1')}${boxes}` : '<p>Nothing beyond signing you in.</p>'}
-</fieldset>
-${
-  extensions.length
-    ? `<p>With every item it may read, it also gets these extension namespaces: ${extensions
-        .map(([ns, access]) => `<code>${escapeHtml(ns)}</code> (${escapeHtml(access)})`)
-        .join(', ')}.</p>`
-    : ''
-}
+${requestedAccess('Requested access', o.scopes, o.extensions)}
 <button type="submit" name="decision" value="approve">Allow</button>
 <button type="submit" name="decision" value="deny">Deny</button>
 </form>`,
+  );
+}
+
+/**
+ * An app registered for another tenant (workspace) than the user's: refused. `backTo`, where
+ * there is an app to go back to, tells it `access_denied`.
+ */
+export function otherWorkspacePage(o: { clientName: string; backTo?: string; outcome: string }): string {
+  return page(
+    'Not available',
+    `<h1>Not available</h1>
+<p class="error" role="alert"><strong>${escapeHtml(o.clientName)}</strong> belongs to another workspace: only its users can connect it. ${escapeHtml(o.outcome)}</p>
+${o.backTo ? `<p><a href="${escapeHtml(o.backTo)}">Go back to the application</a></p>` : ''}`,
   );
 }
 
@@ -110,12 +131,10 @@ export function deviceConsentPage(o: {
   csrf: string;
   clientName: string;
   scopes: string[];
+  extensions: Record<string, string>;
   email?: string;
   error?: string;
 }): string {
-  const boxes = o.scopes
-    .map((s, i) => `<label class="scope"><input type="checkbox" name="scope" value="${escapeHtml(s)}" id="scope-${i}" checked> ${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></label>`)
-    .join('\n');
   return page(
     'Connect a device',
     `<h1>Connect <strong>${escapeHtml(o.clientName)}</strong></h1>
@@ -125,9 +144,7 @@ ${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
 ${hidden('user_code', o.userCode)}${hidden('csrf', o.csrf)}
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
-<fieldset><legend>It asks to (untick what you do not want to give)</legend>
-${boxes ? `${hidden(SCOPES_SHOWN, '1')}${boxes}` : '<p>Nothing beyond signing you in.</p>'}
-</fieldset>
+${requestedAccess('It asks to', o.scopes, o.extensions)}
 <button type="submit" name="decision" value="approve">Allow</button>
 <button type="submit" name="decision" value="deny">Deny</button>
 </form>`,

@@ -2,8 +2,11 @@
  * OIDC userinfo (SPEC 5.3, 5.6): `POST` and `GET /auth/oauth2/userinfo` (the advertised
  * endpoint; OIDC Core wants both methods) and `GET /auth/userinfo`. Served here rather than by oidc-provider, whose userinfo refuses an
  * access token issued for a resource server, and every token of this service is for its API.
- * The claims follow the OIDC scopes the grant holds: `sub` always (with `openid`), `profile`:
- * name, preferred_username, picture; `email`: email, email_verified. Errors in RFC 6750 form.
+ * The claims follow the OIDC scopes the access token was issued with (OIDC Core 5.3, 5.4;
+ * oidc-provider.factory.ts puts them beside its API scopes), as far as its grant still holds them:
+ * a token without `openid` is 403 `insufficient_scope` whatever else its grant holds; `sub`
+ * always, `profile`: name, preferred_username, picture; `email`: email, email_verified. Errors in
+ * RFC 6750 form.
  */
 import { applyDecorators, Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
@@ -19,7 +22,7 @@ const FORM = 'application/x-www-form-urlencoded';
 const ApiUserinfoErrors = () =>
   applyDecorators(
     ApiResponse({ status: 401, description: 'No bearer token (invalid_request), or one not valid here (invalid_token); see WWW-Authenticate', schema: OAUTH_ERROR_SCHEMA }),
-    ApiResponse({ status: 403, description: 'The grant lacks openid (insufficient_scope)', schema: OAUTH_ERROR_SCHEMA }),
+    ApiResponse({ status: 403, description: 'The access token was not issued for openid (insufficient_scope)', schema: OAUTH_ERROR_SCHEMA }),
   );
 
 @ApiTags('oauth')
@@ -34,9 +37,9 @@ export class UserinfoController {
 
   @ApiExtension('x-error-format', 'oauth')
   @Get(['userinfo', 'oauth2/userinfo'])
-  @ApiOperation({ summary: 'OIDC claims of the signed-in user, by the scopes granted (bearer: an svc_at_ token with openid)' })
+  @ApiOperation({ summary: 'OIDC claims of the signed-in user, by the scopes of the token (bearer: an svc_at_ token issued with openid)' })
   @ApiUserinfoErrors()
-  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true }, description: 'The claims: sub, and those of the profile and email scopes granted' })
+  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true }, description: 'The claims: sub, and those of the token\'s profile and email scopes' })
   get(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     return this.answer(req, reply);
   }
@@ -47,7 +50,7 @@ export class UserinfoController {
   @Accepts(FORM)
   @ApiOperation({ summary: 'OIDC userinfo endpoint (as advertised in discovery); same as GET /auth/userinfo' })
   @ApiUserinfoErrors()
-  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true }, description: 'The claims: sub, and those of the profile and email scopes granted' })
+  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true }, description: 'The claims: sub, and those of the token\'s profile and email scopes' })
   post(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     return this.answer(req, reply);
   }
@@ -62,8 +65,9 @@ export class UserinfoController {
     if ('error' in at) return this.fail(reply, 401, 'invalid_token', at.error === 'expired_token' ? 'The access token expired' : 'The access token is not valid for userinfo');
     if (!at.accountId || !at.grantId) return this.fail(reply, 401, 'invalid_token', 'The access token is not valid for userinfo');
     const grant = await provider.Grant.find(at.grantId);
-    const scopes = new Set((grant?.getOIDCScope() ?? '').split(' '));
-    if (!scopes.has('openid')) return this.fail(reply, 403, 'insufficient_scope', 'The grant does not include openid');
+    const held = new Set((grant?.getOIDCScope() ?? '').split(' '));
+    const scopes = new Set((at.scope ?? '').split(' ').filter((s) => held.has(s)));
+    if (!scopes.has('openid')) return this.fail(reply, 403, 'insufficient_scope', 'The access token was not issued for openid', undefined, 'openid');
     const user = await this.users.byId(at.accountId);
     if (!user) return this.fail(reply, 401, 'invalid_token', 'The user no longer exists');
     await reply
@@ -75,11 +79,11 @@ export class UserinfoController {
       });
   }
 
-  /** RFC 6750 3: the challenge carries the error, except when no token was presented at all (`challenge`). */
-  private async fail(reply: FastifyReply, status: number, error: string, description: string, challenge?: string): Promise<void> {
+  /** RFC 6750 3: the challenge carries the error (and the `scope` needed), except when no token was presented at all (`challenge`). */
+  private async fail(reply: FastifyReply, status: number, error: string, description: string, challenge?: string, scope?: string): Promise<void> {
     await reply
       .status(status)
-      .header('WWW-Authenticate', challenge ?? `Bearer realm="svc", error="${error}", error_description="${description}"`)
+      .header('WWW-Authenticate', challenge ?? `Bearer realm="svc", error="${error}", error_description="${description}"${scope ? `, scope="${scope}"` : ''}`)
       .header('Cache-Control', 'no-store')
       .send({ error, error_description: description });
   }

@@ -10,6 +10,12 @@ export type UserRole = (typeof USER_ROLES)[number];
 /** The one rule for a user's email, POST /users and the sign-up page alike (length first: the check backtracks on long input). */
 export const isUserEmail = (email: string): boolean => email.length <= 254 && isEmail(email);
 
+/**
+ * The one rule for a password, POST /users and the sign-up page alike: 10 to 1024 characters,
+ * not all of them whitespace (ten spaces pass a length check and guess in one try).
+ */
+export const isUserPassword = (password: string): boolean => password.length >= 10 && password.length <= 1024 && /\S/.test(password);
+
 export class CreateUserDto {
   @ApiProperty({ example: 'ada@example.com', maxLength: 254, description: 'Signs in to this user only: unique across the service, in any letter case' })
   @Transform(({ value }) => (typeof value === 'string' ? value.trim() : value))
@@ -19,8 +25,11 @@ export class CreateUserDto {
   })
   email: string;
 
-  @ApiProperty({ minLength: 10, maxLength: 1024, description: 'Stored as a scrypt hash; never returned' })
-  @IsString() @Length(10, 1024)
+  @ApiProperty({ minLength: 10, maxLength: 1024, description: 'Not only whitespace. Stored as a scrypt hash; never returned' })
+  @ValidateBy({
+    name: 'isUserPassword',
+    validator: { validate: (v: unknown) => typeof v === 'string' && isUserPassword(v), defaultMessage: () => 'must be 10 to 1024 characters, not all whitespace' },
+  })
   password: string;
 
   @ApiProperty({ maxLength: 200 })
