@@ -15,6 +15,6 @@ import { EdgesService } from './edges.service';
   imports: [TypesModule],
   controllers: [EdgeTypesController, EdgesController],
   providers: [EdgeTypesService, EdgesService],
-  exports: [EdgesService],
+  exports: [EdgesService, EdgeTypesService],
 })
 export class EdgesModule {}

@@ -16,6 +16,8 @@ import { ItemState, STATES } from './lifecycle';
 export interface EdgeClause {
   edgeType: string; // name or '*'
   itemId: string;
+  /** For `*`: the edge types the caller may read, when that is not all of them. */
+  readableEdgeTypes?: string[];
 }
 
 export interface ItemFilter {
@@ -98,7 +100,8 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   if (f.until !== undefined) where.push(`${alias}."timestamp" < ${p(f.until)}`);
   const readable = f.readableTypes === undefined ? undefined : p(f.readableTypes);
   const clause = (c: EdgeClause, near: 'source_id' | 'target_id', far: 'source_id' | 'target_id') => {
-    const typeCond = c.edgeType === '*' ? '' : ` AND e.edge_type = ${p(c.edgeType)}`;
+    const typeCond =
+      c.edgeType !== '*' ? ` AND e.edge_type = ${p(c.edgeType)}` : c.readableEdgeTypes ? ` AND e.edge_type = ANY(${p(c.readableEdgeTypes)}::text[])` : '';
     const farItem = readable ? ` AND EXISTS (SELECT 1 FROM items o WHERE o.tenant_id = e.tenant_id AND o.id = e.${far} AND o.type = ANY(${readable}::text[]))` : '';
     return `EXISTS (SELECT 1 FROM edges e WHERE e.tenant_id = ${alias}.tenant_id AND e.${near} = ${alias}.id AND e.${far} = ${p(c.itemId)}${typeCond}${farItem})`;
   };

@@ -15,6 +15,7 @@ import { ApiError } from '../common/api-error';
 import { BlobsService } from '../blobs/blobs.service';
 import type { FetchedOutgoingEdge } from '../edges/edge-rules';
 import { EdgesService } from '../edges/edges.service';
+import { EdgeTypesService } from '../edges/edge-types.service';
 import { newId } from '../common/ids';
 import { inputIssues } from '../common/input-policy';
 import { decodeCursor, pageOf } from '../common/pagination';
@@ -47,6 +48,7 @@ export class ItemsService {
     @InjectDataSource() private readonly db: DataSource,
     private readonly types: TypesService,
     private readonly edges: EdgesService,
+    private readonly edgeTypes: EdgeTypesService,
     private readonly blobs: BlobsService,
     private readonly writer: ItemWriter,
   ) {}
@@ -309,7 +311,7 @@ export class ItemsService {
     assertTypePattern(q.type);
     const edges = parseEdgeClauses('edge', q.edge);
     const backrefs = parseEdgeClauses('backref', q.backref);
-    this.assertEdgeClausesReadable(p, [...edges, ...backrefs]);
+    await this.narrowEdgeClauses(p, [...edges, ...backrefs]);
     const tags = parseTags(q.tags);
     // Which items carry a tag says what their tags are: filtering by tags reads them.
     if (tags?.length && !canMetadata(p, 'read')) throw ApiError.forbidden('Filtering by tags needs the metadata:read scope');
@@ -407,11 +409,15 @@ export class ItemsService {
     }
   }
 
-  private assertEdgeClausesReadable(p: Principal, clauses: EdgeClause[]): void {
+  /**
+   * An edge clause naming an edge type the caller may not read is 403; `*` ("any edge type") means
+   * any the caller may read, as in GET /items/{id}/edges, rather than a type named `*`.
+   */
+  private async narrowEdgeClauses(p: Principal, clauses: EdgeClause[]): Promise<void> {
     for (const c of clauses) {
-      if (!canEdgeType(p, c.edgeType, 'read')) {
-        throw new ApiError(403, 'forbidden', `This credential may not read edges of type ${c.edgeType}`, { edge_type: c.edgeType });
-      }
+      if (canEdgeType(p, c.edgeType, 'read')) continue;
+      if (c.edgeType !== '*') throw new ApiError(403, 'forbidden', `This credential may not read edges of type ${c.edgeType}`, { edge_type: c.edgeType });
+      c.readableEdgeTypes = (await this.edgeTypes.readableNames(p)) ?? [];
     }
   }
 

@@ -81,6 +81,22 @@ describe('items: permissions and metadata', () => {
       expect((await seer.get('/items', { edge: `acme.seealso:${linked.id}` })).body.items).toEqual([]);
     });
 
+    it('an edge clause of any type (*) means any edge type the member may read; a named one it may not read is 403', async () => {
+      for (const name of ['acme.cites', 'acme.hidden']) expectStatus(await admin.post('/edge-types', { name, source_types: ['*'], target_types: ['*'] }), 201);
+      const target = await createItem(admin, note('cited'));
+      const citing = await createItem(admin, note('cites it', { edges: { 'acme.cites': [target.id] } }));
+      const hiding = await createItem(admin, note('hides a link to it', { edges: { 'acme.hidden': [target.id] } }));
+      const reader = await member({ type_permissions: { 'core.note': 'read' }, edge_permissions: { 'acme.cites': 'read' } });
+      const ids = async (who: Api, query: Record<string, string>) => (await who.get('/items', query)).body.items.map((i: any) => i.id).sort();
+      expect(await ids(admin, { edge: `*:${target.id}` })).toEqual([citing.id, hiding.id].sort());
+      expect(await ids(reader, { edge: `*:${target.id}` })).toEqual([citing.id]);
+      expect(await ids(reader, { backref: `*:${citing.id}` })).toEqual([target.id]);
+      expect(await ids(reader, { backref: `*:${hiding.id}` })).toEqual([]);
+      expectError(await reader.get('/items', { edge: `acme.hidden:${target.id}` }), 403, 'forbidden');
+      // With no edge type to read, `*` matches nothing rather than refusing.
+      expect(await ids(await member({ type_permissions: { 'core.note': 'read' } }), { edge: `*:${target.id}` })).toEqual([]);
+    });
+
     it('writing a note → 403 type_not_permitted (create, patch, delete, tags)', async () => {
       expectError(await reader.post('/items', note('nope')), 403, 'type_not_permitted');
       expectError(await reader.patch(`/items/${noteItem.id}`, { version: noteItem.version, properties: { title: 'x' } }), 403, 'type_not_permitted');
