@@ -29,6 +29,13 @@ describe('tenants', () => {
       // A name of the longest kind still gives a label within a key label's 200 characters.
       const long = await t.http.post('/tenants').set(bearer(root.key)).send({ name: 'n'.repeat(200) }).expect(201);
       expect(long.body.admin_key.label).toHaveLength(200);
+      // Cut between characters: 200 emoji are 400 UTF-16 units, and half of one is text the service refuses.
+      const emoji = await t.http.post('/tenants').set(bearer(root.key)).send({ name: `a${'😀'.repeat(199)}` }).expect(201);
+      expect([...emoji.body.admin_key.label]).toHaveLength(200);
+      expect(emoji.body.admin_key.label).toBe(`a${'😀'.repeat(199)}`);
+      const stored = await t.http.get(`/keys/${emoji.body.admin_key.id}`).set(bearer(emoji.body.admin_key.key)).expect(200);
+      expect(stored.body.label).toBe(emoji.body.admin_key.label);
+      expect(badFields(await t.http.post('/tenants').set(bearer(root.key)).send({ name: '   ' }))).toEqual(['name']);
     });
 
     it('by anyone else: 403 forbidden (or 401 without a key), and nothing is created', async () => {

@@ -15,7 +15,7 @@ export class AuditEvent {
   @ApiProperty({
     type: 'object',
     additionalProperties: true,
-    description: 'auth.grant.created: `source` (authorization_code or device), `created` (first consent, or false for a re-consent), `scope`; auth.grant.revoked: `by` (user, revocation_endpoint, token_reuse or user_deleted)',
+    description: 'auth.grant.created: `source` (authorization_code or device), `created` (first consent, or false for a re-consent), `scope`; auth.grant.revoked: `by` (user, revocation_endpoint, token_reuse, user_deleted or client_deleted)',
   })
   details: Record<string, unknown>;
   @ApiProperty({ format: 'date-time' }) created_at: string;

@@ -6,10 +6,11 @@
  * is kept and replayed like any other 4xx). The steps:
  *
  * 1. Check the header (400 `validation_error` naming `Idempotency-Key`).
- * 2. Claim (owner, key) in Postgres for this request's fingerprint (method, URL, canonical body,
- *    an OAuth token's scopes).
- * 3. Claimed: run the handler; keep its status and body, a 4xx error envelope included. 5xx
- *    and 429 are not kept: the claim is released, so a retry runs again.
+ * 2. Claim (owner, key) in Postgres for this request's fingerprint (method, path as routed, query,
+ *    canonical body, an OAuth token's scopes).
+ * 3. Claimed: run the handler; keep its status and body, a 4xx error envelope included. 5xx,
+ *    429 and a write collision's 409 (the transaction lost to concurrent ones and changed
+ *    nothing: "send it again") are not kept: the claim is released, so a retry runs again.
  *    The transaction that commits the work marks the claim `applied` as it commits
  *    (claim-applied.ts), so a claim whose response was never kept (the instance died, or the
  *    write failed) is not taken over and run again when its lease runs out.
@@ -27,6 +28,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal';
 import { tokenScopesOf } from '../oidc/scopes';
 import { toApiError } from '../common/exception.filter';
+import { isWriteCollision } from '../common/unavailable';
 import {
   IDEMPOTENT_REPLAYED_HEADER,
   keyConflict,
@@ -47,6 +49,19 @@ const MAX_POLL_MS = 250;
 
 /** Kept responses are final outcomes; these are worth retrying, so they are not kept. */
 const keeps = (status: number) => status < 500 && status !== 429;
+
+/**
+ * The request's URL as the router took it, so that `/Items/` is the same request as `/items`:
+ * the matched route with its parameters as sent, and the query. For a request spelt as the route
+ * is (lower case, no trailing slash) it is the URL itself, as fingerprints were before.
+ */
+function routedUrl(req: FastifyRequest): string {
+  const route = req.routeOptions.url;
+  if (!route) return req.url;
+  const params = req.params as Record<string, string>;
+  const query = req.url.indexOf('?');
+  return route.replace(/:(\w+)/g, (_, name: string) => params[name] ?? '') + (query < 0 ? '' : req.url.slice(query));
+}
 
 interface Attempt {
   key: string;
@@ -73,7 +88,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   private async run(req: FastifyRequest, principal: Principal, res: FastifyReply, header: string | string[], next: CallHandler): Promise<unknown> {
     const key = parseIdempotencyKey(header);
     const attempt: Attempt = { key, digest: keyDigest(key), owner: ownerOf(principal) };
-    const fingerprint = requestFingerprint(req.method, req.url, req.body, tokenScopesOf(principal));
+    const fingerprint = requestFingerprint(req.method, routedUrl(req), req.body, tokenScopesOf(principal));
     const deadline = Date.now() + WAIT_MS;
     for (let poll = FIRST_POLL_MS; ; poll = Math.min(poll * 2, MAX_POLL_MS)) {
       const claim = await this.store.claim(attempt.owner, attempt.digest, fingerprint);
@@ -101,7 +116,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     } catch (err) {
       const error = toApiError(err, undefined);
       // The filter sends exactly this envelope with this status for the error.
-      await (keeps(error.status)
+      await (keeps(error.status) && !isWriteCollision(err)
         ? this.keep(attempt, claim, error.status, error.toEnvelope(), null)
         : this.store.release(attempt.owner, attempt.digest, claim)
       ).catch((storeErr: unknown) => this.logger.error({ err: storeErr }, 'idempotency key could not be finished'));

@@ -1,10 +1,10 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsString, Length } from 'class-validator';
+import { IsString, Length, Matches } from 'class-validator';
 import { ApiKeyResponse, CreatedApiKeyResponse } from '../keys/keys.dto';
 
 export class CreateTenantDto {
-  @ApiProperty({ minLength: 1, maxLength: 200 })
-  @IsString() @Length(1, 200)
+  @ApiProperty({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'Not only whitespace' })
+  @IsString() @Length(1, 200) @Matches(/\S/, { message: 'must not be only whitespace' })
   name: string;
 }
 

@@ -18,8 +18,9 @@ export class TenantsService {
     return this.db.transaction(async (m) => {
       const tenant = m.create(TenantEntity, { id: newId(), name, isRoot: false, createdAt: new Date() });
       await m.insert(TenantEntity, tenant);
-      // Within a key label's 200 characters, however long the name.
-      const adminKey = await this.keys.insert(m, tenant.id, { role: 'admin', label: `${name} admin`.slice(0, 200) });
+      // Within a key label's 200 characters, however long the name, cut between characters (an
+      // emoji is two UTF-16 units, and half of one is text the service refuses).
+      const adminKey = await this.keys.insert(m, tenant.id, { role: 'admin', label: [...`${name} admin`].slice(0, 200).join('') });
       return { tenant: { id: tenant.id, name: tenant.name, created_at: tenant.createdAt.toISOString() }, admin_key: adminKey };
     });
   }

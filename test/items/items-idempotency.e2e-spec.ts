@@ -23,6 +23,43 @@ describe('idempotency on item writes', () => {
     expect(other.body.error.code).toBe('conflict');
   });
 
+  it('compares the path as routed: letter case and a trailing slash make no other request', async () => {
+    const body = { type: 'core.note', properties: { title: 'spelt twice' } };
+    const headers = { ...bearer(admin), 'Idempotency-Key': 'item-create-spelling' };
+    const first = await t.http.post('/items').set(headers).send(body).expect(201);
+    for (const path of ['/Items', '/items/', '/ITEMS/']) {
+      const again = await t.http.post(path).set(headers).send(body).expect(201);
+      expect([path, again.headers['idempotent-replayed'], again.body.id]).toEqual([path, 'true', first.body.id]);
+    }
+  });
+
+  it('does not keep a write collision\'s 409 ("changed nothing; send it again"): the retry with the key runs', async () => {
+    // A deadlock, as PostgreSQL reports a transaction that lost to concurrent ones, on inserts of this title until it is lifted.
+    await t.sql(`CREATE TABLE collide (lifted boolean NOT NULL);
+                 INSERT INTO collide VALUES (false);
+                 CREATE FUNCTION collide() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN
+                   IF NEW.properties->>'title' = 'collides once' AND NOT (SELECT lifted FROM collide) THEN
+                     RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
+                   END IF;
+                   RETURN NEW;
+                 END $$;
+                 CREATE TRIGGER collide BEFORE INSERT ON items FOR EACH ROW EXECUTE FUNCTION collide();`);
+    try {
+      const headers = { ...bearer(admin), 'Idempotency-Key': 'item-collides' };
+      const body = { type: 'core.note', properties: { title: 'collides once' } };
+      const collided = await t.http.post('/items').set(headers).send(body);
+      expect([collided.status, collided.body.error?.code]).toEqual([409, 'conflict']);
+      await t.sql('UPDATE collide SET lifted = true');
+      const retried = await t.http.post('/items').set(headers).send(body).expect(201);
+      expect(retried.headers['idempotent-replayed']).toBeUndefined();
+      const again = await t.http.post('/items').set(headers).send(body).expect(201);
+      expect([again.headers['idempotent-replayed'], again.body.id]).toEqual(['true', retried.body.id]);
+    } finally {
+      await t.sql('DROP TRIGGER collide ON items; DROP FUNCTION collide(); DROP TABLE collide');
+    }
+  });
+
   it('runs concurrent POST /items/bulk with one key once', async () => {
     const body = { mode: 'create_only', items: [{ type: 'core.note', properties: { title: 'bulk-once' } }] };
     const headers = { ...bearer(admin), 'Idempotency-Key': 'bulk-1' };
