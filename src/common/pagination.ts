@@ -38,12 +38,13 @@ export function pageOf<T extends { id: string }>(
   return { page, next_cursor };
 }
 
-export function decodeCursor(cursor: string | undefined): Position | undefined {
+/** `validId`: what an id of the listed rows looks like (UUIDs, but for OAuth clients' ids). */
+export function decodeCursor(cursor: string | undefined, validId: (id: string) => boolean = isId): Position | undefined {
   if (cursor === undefined) return undefined;
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
     // Only what encodeCursor makes passes: a forged id or date must not reach SQL.
-    if (typeof createdAt === 'string' && typeof id === 'string' && isId(id) && /^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(createdAt) && new Date(createdAt).toISOString() === createdAt) {
+    if (typeof createdAt === 'string' && typeof id === 'string' && validId(id) && /^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(createdAt) && new Date(createdAt).toISOString() === createdAt) {
       return { createdAt, id };
     }
   } catch {

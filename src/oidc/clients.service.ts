@@ -26,7 +26,7 @@ import { AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isId } from '../common/ids';
-import { pageOf } from '../common/pagination';
+import { decodeCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient } from './clients.dto';
 import { OAuthTokenCache } from './oauth-token-cache';
@@ -77,21 +77,6 @@ const notFound = () => ApiError.notFound('not_found', 'No such client');
 /** When a client was registered; lists are newest first. */
 const ISSUED_AT = `COALESCE((payload->>'client_id_issued_at')::bigint, 0)`;
 
-/**
- * A cursor of `pageOf` (common/pagination.ts: the position's time and id), whose own decoder
- * takes UUIDs only; a client id is not one. Only what `pageOf` makes passes.
- */
-function decodeClientCursor(cursor: string | undefined): { issuedAt: number; id: string } | undefined {
-  if (cursor === undefined) return undefined;
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    const ms = typeof at === 'string' ? Date.parse(at) : NaN;
-    if (typeof id === 'string' && isClientId(id) && Number.isInteger(ms / 1000) && new Date(ms).toISOString() === at) return { issuedAt: ms / 1000, id };
-  } catch {
-    // fall through
-  }
-  throw validationError([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
-}
 
 /**
  * Rows that belong to a client without belonging to one of its grants (those go with the grant):
@@ -137,13 +122,16 @@ export class ClientsService {
   }
 
   async list(p: Principal, limit = 50, cursor?: string): Promise<OAuthClientList> {
-    const after = decodeClientCursor(cursor);
+    const position = decodeCursor(cursor, isClientId);
+    // Registration times are whole seconds: a cursor with a fraction was not made here.
+    const issuedAt = position && Date.parse(position.createdAt) / 1000;
+    if (issuedAt !== undefined && !Number.isInteger(issuedAt)) throw validationError([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
     const [managed, params] = managedBy(p, 1);
     const rows: Array<{ id: string; payload: Record<string, unknown>; issued_at: string }> = await this.db.query(
       `SELECT id, payload, ${ISSUED_AT} AS issued_at FROM oidc_models
         WHERE model = 'Client' AND ${managed} AND ($3::bigint IS NULL OR (${ISSUED_AT}, id) < ($3, $4::text))
         ORDER BY ${ISSUED_AT} DESC, id DESC LIMIT $5`,
-      [...params, after?.issuedAt ?? null, after?.id ?? null, limit + 1],
+      [...params, issuedAt ?? null, position?.id ?? null, limit + 1],
     );
     const { page, next_cursor } = pageOf(rows, limit, (r) => new Date(Number(r.issued_at) * 1000));
     return { clients: page.map((r) => toClient(r.payload)), next_cursor };
