@@ -90,6 +90,11 @@ describe('OAuth clients: admin listing, deletion and secret rotation', () => {
     const whole = (await t.http.get('/auth/clients').set(bearer(admin)).expect(200)).body;
     expect([whole.clients.map((c: Client) => c.client_id), whole.next_cursor]).toEqual([seen.map((c) => c.client_id), null]);
     expect(seen.filter((c) => 'client_secret' in c)).toEqual([]);
+    // Cursors this service did not make are 400, a fraction of a second included (registration times are whole seconds).
+    const forged = (position: unknown[]) => Buffer.from(JSON.stringify(position)).toString('base64url');
+    for (const cursor of ['nonsense', forged(['2026-01-01T00:00:00.500Z', 'abc']), forged(['2026-01-01T00:00:00.000Z', 'a b'])]) {
+      expectError(await t.http.get('/auth/clients').query({ cursor }).set(bearer(admin)), 400, 'validation_error');
+    }
     const text = JSON.stringify(seen);
     for (const c of made) if (c.client_secret) expect(text).not.toContain(c.client_secret);
     expect(seen.find((c) => c.client_name === 'spa')).toMatchObject({ token_endpoint_auth_method: 'none', tenant_id: expect.any(String), extension_permissions: {} });
