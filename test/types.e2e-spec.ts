@@ -275,6 +275,15 @@ describe('types', () => {
       expectError(await admin.post('/items', { type: 'acme.pat.slow', properties: { code: `${'a'.repeat(200_000)}A` } }), 400, 'invalid_properties');
     }, 60_000);
 
+    it('a batch write checks its slow values within one budget, and writes the elements that fit', async () => {
+      const slow = { type: 'acme.pat.slow', properties: { text: 'é'.repeat(50_000) } };
+      const items = [slow, slow, slow, slow, slow, { type: 'acme.pat.slow', properties: { code: 'fits' } }];
+      const res = await admin.post('/items/bulk', { mode: 'upsert', items });
+      expectStatus(res, 200);
+      const outcomes = res.body.results.map((r: { status: string; error?: { code: string } }) => r.error?.code ?? r.status);
+      expect(outcomes).toEqual([...Array(5).fill('invalid_schema'), 'created']);
+    }, 60_000);
+
     it('regular expressions are bounded: how many, how long, and how large they compile', async () => {
       const props = (patterns: string[]) => Object.fromEntries(patterns.map((pattern, i) => [`p${i}`, { type: 'string', pattern }]));
       expect(refusedAt(await admin.post('/types', { name: 'acme.re', schema: { properties: props([`^${'a'.repeat(513)}$`]) } }))).toEqual(['/properties/p0/pattern']);

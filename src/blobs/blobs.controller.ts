@@ -59,7 +59,7 @@ export class BlobsController {
       'a media type of at most 255 characters, else 400 invalid_request). ' +
       'It is streamed, never buffered whole, and named by its SHA-256. Content is stored once per tenant: uploading bytes the tenant ' +
       'already has returns 200 with the existing record. Bodies over BLOB_MAX_BYTES get 413 blob_too_large and the connection is closed. ' +
-      'A body sent with Content-Encoding gzip, deflate or br is stored decoded (hashed, counted and sent back as its decoded bytes); ' +
+      'A body sent with Content-Encoding gzip, deflate or br is stored decoded (hashed and sent back as its decoded bytes; the size limit applies to the bytes sent and to the decoded bytes); ' +
       'another Content-Encoding is 415, and bytes that do not decode are 400 invalid_request. ' +
       'Needs an admin credential or write permission on at least one type. Items refer to the blob as "sha256:<hash>" (the `ref` field).',
   })

@@ -7,7 +7,8 @@
  *   1. reject a declared Content-Length over BLOB_MAX_BYTES before reading anything (413), and a
  *      Content-Encoding other than gzip, deflate, br or identity (415);
  *   2. stream the body, decoded as its Content-Encoding says, into `<BLOB_DIR>/.staging/<uuid>`
- *      through SHA-256, stopping past the limit (which counts decoded bytes);
+ *      through SHA-256, stopping past the limit (which counts the bytes sent and, apart, the
+ *      decoded bytes);
  *   3. if the tenant already has the hash (and the store has the bytes): 200 with that record;
  *   4. store the content, then INSERT the metadata row (ON CONFLICT DO NOTHING: a concurrent
  *      upload of the same bytes may win; either way the result is one row and one copy);
@@ -112,14 +113,14 @@ export class BlobsService implements OnModuleInit {
   ): Promise<{ blob: BlobResponse; created: boolean }> {
     const coding = contentEncoding.trim().toLowerCase();
     if (!isUploadEncoding(coding)) throw unsupportedEncoding();
-    // An encoded body's length says nothing certain of its content's.
-    if (coding === 'identity' && declaredLength !== undefined && declaredLength > this.maxBytes) throw blobTooLarge(this.maxBytes);
+    // The limit holds for the bytes sent whatever their encoding (decodeUpload counts them too).
+    if (declaredLength !== undefined && declaredLength > this.maxBytes) throw blobTooLarge(this.maxBytes);
     await mkdir(this.stagingDir, { recursive: true });
     const staged = join(this.stagingDir, randomUUID());
     try {
       let hash: string;
       let size: number;
-      const decoded = coding === 'identity' ? undefined : decodeUpload(body, coding);
+      const decoded = coding === 'identity' ? undefined : decodeUpload(body, coding, this.maxBytes);
       try {
         ({ hash, size } = await stageUpload(decoded?.content ?? body, staged, this.maxBytes));
       } catch (err) {

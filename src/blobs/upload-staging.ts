@@ -44,19 +44,31 @@ export const isUploadEncoding = (coding: string): coding is keyof typeof DECODER
 /**
  * The content of an upload whose body is encoded (`coding` from isUploadEncoding): the request
  * decoded as it arrives, so that the blob is the bytes the client meant, hashed and counted
- * decoded. Bytes the decoder refuses end the content with UploadNotEncodedAsDeclared; a client
- * that goes away ends it with an error (UploadAborted in stageUpload). `stop` detaches the
- * decoder (past the size limit, the rest is not worth decoding) and drops what else arrives:
- * the request itself is never destroyed, for the reason stageUpload gives.
+ * decoded. The bytes as sent count against `maxBytes` too (more than that ends the content with
+ * UploadTooLarge): a body can grow without its content growing (empty gzip members decode to
+ * nothing), and it costs bandwidth and decoding all the same. Bytes the decoder refuses end the
+ * content with UploadNotEncodedAsDeclared; a client that goes away ends it with an error
+ * (UploadAborted in stageUpload). `stop` detaches the decoder (past a size limit, the rest is
+ * not worth decoding) and drops what else arrives: the request itself is never destroyed, for
+ * the reason stageUpload gives.
  */
-export function decodeUpload(request: Readable, coding: keyof typeof DECODERS): { content: Readable; stop: () => void } {
+export function decodeUpload(request: Readable, coding: keyof typeof DECODERS, maxBytes: number): { content: Readable; stop: () => void } {
   const decoder = DECODERS[coding]();
   const stop = () => {
+    request.off('data', count);
     request.unpipe(decoder);
     request.resume();
     decoder.destroy();
   };
   const content = new PassThrough();
+  let sent = 0;
+  const count = (chunk: Buffer) => {
+    sent += chunk.length;
+    if (sent <= maxBytes) return;
+    stop();
+    content.destroy(new UploadTooLarge(maxBytes));
+  };
+  request.on('data', count); // before pipe's listener, so the chunk past the limit is never decoded
   decoder.on('error', (err) => {
     stop();
     content.destroy(err instanceof UploadAborted ? err : new UploadNotEncodedAsDeclared());
@@ -113,7 +125,7 @@ export function stageUpload(source: Readable, file: string, maxBytes: number): P
       detach();
       out.end();
     };
-    const onSourceError = (err: unknown) => fail(err instanceof UploadNotEncodedAsDeclared ? err : new UploadAborted());
+    const onSourceError = (err: unknown) => fail(err instanceof UploadNotEncodedAsDeclared || err instanceof UploadTooLarge ? err : new UploadAborted());
     const onSourceClose = () => {
       if (!source.readableEnded) fail(new UploadAborted());
     };

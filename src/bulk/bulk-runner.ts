@@ -15,6 +15,7 @@ import { itemWhere } from '../items/item-filter';
 import { ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRow } from '../items/item.model';
 import { Change, ItemWriter } from '../items/item-writer';
 import { SearchService } from '../search/search.service';
+import { BATCH_PATTERN_BUDGET_MS, withPatternBudget } from '../types/pattern-check';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { BulkFilter, BulkItemError, BulkSpec, planChange } from './bulk-actions';
 
@@ -66,7 +67,12 @@ export class BulkRunner {
    * filter is tested in the statement that locks the row, so against the row as it is locked.
    * One that no longer matches is left alone, neither succeeded nor an error.
    */
-  async applyChunk(m: EntityManager, p: Principal, spec: BulkSpec, ids: string[]): Promise<ChunkOutcome> {
+  applyChunk(m: EntityManager, p: Principal, spec: BulkSpec, ids: string[]): Promise<ChunkOutcome> {
+    // The chunk's rows are locked while its items' properties are checked.
+    return withPatternBudget(BATCH_PATTERN_BUDGET_MS, () => this.applyLocked(m, p, spec, ids));
+  }
+
+  private async applyLocked(m: EntityManager, p: Principal, spec: BulkSpec, ids: string[]): Promise<ChunkOutcome> {
     const params: unknown[] = [];
     const where = this.where(p, spec.filter ?? ANY_ITEM, params);
     params.push(ids);

@@ -16,6 +16,7 @@ import { BlobsService } from '../blobs/blobs.service';
 import type { FetchedOutgoingEdge } from '../edges/edge-rules';
 import { EdgesService } from '../edges/edges.service';
 import { EdgeTypesService } from '../edges/edge-types.service';
+import { BATCH_PATTERN_BUDGET_MS, withPatternBudget } from '../types/pattern-check';
 import { newId } from '../common/ids';
 import { inputIssues } from '../common/input-policy';
 import { decodeCursor, pageOf } from '../common/pagination';
@@ -78,7 +79,12 @@ export class ItemsService {
    * in the order of their natural keys (those without one last), which orders the inserts of
    * new keys. Each result goes back to its element's index.
    */
-  async bulk(p: Principal, dto: BulkItemsDto): Promise<BulkItemsResponse> {
+  bulk(p: Principal, dto: BulkItemsDto): Promise<BulkItemsResponse> {
+    // Its elements are written in one transaction: their pattern checks share one budget.
+    return withPatternBudget(BATCH_PATTERN_BUDGET_MS, () => this.bulkWithin(p, dto));
+  }
+
+  private async bulkWithin(p: Principal, dto: BulkItemsDto): Promise<BulkItemsResponse> {
     const results: BulkItemResult[] = [];
     // Every element is validated before any lock is taken: only valid natural keys are locked.
     const valid: Array<[number, CreateItemDto]> = [];

@@ -6,14 +6,20 @@
  * 160 s over as many "é" (re2-wasm, measured 2026-11-26), in the process every tenant shares.
  * Wasm code stops when its worker is terminated (3 ms after `terminate()`, measured).
  *
- * One worker: checks run one at a time, each within CHECK_TIMEOUT_MS of being asked for (waiting
- * included), so a flood of slow checks delays others by at most that long before they are refused.
+ * One worker, one check at a time. The time limit runs from when a check is handed to a worker
+ * that has loaded its code (a fresh one takes ~0.1 s to, and seconds under ts-jest), so a check is refused (400 `invalid_schema`) only for its own slowness; one that
+ * waited in line longer than QUEUE_WAIT_MS behind others is 503 `service_unavailable`, to be
+ * retried. A request that checks many items (batch writes, bulk actions) runs under a budget for
+ * all its checks together (`withPatternBudget`), so that it cannot hold its transaction for a
+ * second per item.
  */
 import type { ErrorObject } from 'ajv';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Worker } from 'node:worker_threads';
 import { ApiError } from '../common/api-error';
 
 export const CHECK_TIMEOUT_MS = 1000;
+const QUEUE_WAIT_MS = 2000;
 
 /** What the worker is asked and answers (pattern-check.worker.ts). */
 export interface CheckRequest {
@@ -23,61 +29,99 @@ export interface CheckRequest {
   properties: unknown;
 }
 export type CheckAnswer =
+  | { ready: true }
   | { id: number; errors: ErrorObject[] }
   | { id: number; apiError: { status: number; code: ApiError['code']; message: string; details?: Record<string, unknown> } }
   | { id: number; failure: string };
 
+interface Budget {
+  limitMs: number;
+  leftMs: number;
+}
+
 interface Pending {
   request: CheckRequest;
-  deadline: number;
+  queuedAt: number;
+  budget?: Budget;
   resolve: (errors: ErrorObject[]) => void;
   reject: (err: Error) => void;
 }
 
-const tooSlow = () =>
-  ApiError.badRequest(
-    'invalid_schema',
-    `The type's schema cannot check these properties: its patterns took more than ${CHECK_TIMEOUT_MS} ms over these values; shorten the values or simplify the patterns`,
-  );
+const cannotCheck = (why: string) => ApiError.badRequest('invalid_schema', `The type's schema cannot check these properties: ${why}`);
+const tooSlow = (ms: number) => cannotCheck(`its patterns took more than ${ms} ms over these values; shorten the values or simplify the patterns`);
+const overBudget = (ms: number) =>
+  cannotCheck(`this request's pattern checks took more than ${ms} ms in all; send fewer or shorter items, or simplify the patterns`);
+const busy = () => new ApiError(503, 'service_unavailable', 'Pattern checks are busy; retry shortly');
+
+const budgets = new AsyncLocalStorage<Budget>();
+
+/** A batch write's or a bulk chunk's time for pattern checks in the worker, all its items together. */
+export const BATCH_PATTERN_BUDGET_MS = 3000;
+
+/** Runs `work` with at most `ms` of pattern checks in the worker for all of it together. */
+export function withPatternBudget<T>(ms: number, work: () => Promise<T>): Promise<T> {
+  return budgets.run({ limitMs: ms, leftMs: ms }, work);
+}
 
 class PatternChecker {
   private worker?: Worker;
   private readonly queue: Pending[] = [];
-  private running?: Pending & { timer: NodeJS.Timeout };
+  private running?: Pending & { worker: Worker; startedAt: number; timer?: NodeJS.Timeout };
+  /** Workers that have loaded their code: a check's time runs from then, not from a cold start. */
+  private readonly ready = new WeakSet<Worker>();
   private nextId = 1;
 
   check(cacheKey: string, schema: Record<string, unknown>, properties: unknown): Promise<ErrorObject[]> {
+    const budget = budgets.getStore();
+    if (budget && budget.leftMs <= 0) return Promise.reject(overBudget(budget.limitMs));
     return new Promise((resolve, reject) => {
-      this.queue.push({ request: { id: this.nextId++, cacheKey, schema, properties }, deadline: Date.now() + CHECK_TIMEOUT_MS, resolve, reject });
+      this.queue.push({ request: { id: this.nextId++, cacheKey, schema, properties }, queuedAt: Date.now(), budget, resolve, reject });
       this.next();
     });
   }
 
   private next(): void {
-    if (this.running) return;
-    let next: Pending | undefined;
-    while ((next = this.queue.shift()) && next.deadline <= Date.now()) next.reject(tooSlow());
-    if (!next) return;
-    const job = next;
-    const worker = this.started();
-    const timer = setTimeout(() => {
-      // Stuck in a match: the worker goes, and the next check gets a fresh one.
-      this.stop(worker);
-      this.finish(job.request.id, (p) => p.reject(tooSlow()));
-    }, job.deadline - Date.now());
-    this.running = { ...job, timer };
-    try {
-      worker.postMessage(job.request);
-    } catch (err) {
-      this.finish(job.request.id, (p) => p.reject(err as Error)); // properties that cannot be cloned
+    while (!this.running) {
+      const job = this.queue.shift();
+      if (!job) return;
+      if (Date.now() - job.queuedAt > QUEUE_WAIT_MS) {
+        job.reject(busy());
+        continue;
+      }
+      try {
+        this.start(job);
+      } catch (err) {
+        job.reject(err as Error); // the worker could not start, or the properties cannot be cloned
+      }
     }
   }
 
-  private finish(id: number, settle: (p: Pending) => void): void {
+  private start(job: Pending): void {
+    const worker = this.started();
+    worker.postMessage(job.request); // its answer comes on a later turn, once `running` is set
+    this.running = { ...job, worker, startedAt: Date.now() };
+    if (this.ready.has(worker)) this.startClock();
+  }
+
+  /** The running check's time limit, from now: it is in a worker that has loaded its code. */
+  private startClock(): void {
+    const running = this.running!;
+    const { worker, request } = running;
+    running.startedAt = Date.now();
+    running.timer = setTimeout(() => {
+      // Stuck in a match: the worker goes, and the next check gets a fresh one.
+      this.stop(worker);
+      this.finish(worker, request.id, (p) => p.reject(p.budget && p.budget.leftMs <= 0 ? overBudget(p.budget.limitMs) : tooSlow(CHECK_TIMEOUT_MS)));
+    }, Math.min(CHECK_TIMEOUT_MS, running.budget?.leftMs ?? Infinity));
+  }
+
+  /** Settles the running check, if it is `id` on `worker`, and starts the next. */
+  private finish(worker: Worker, id: number, settle: (p: Pending) => void): void {
     const running = this.running;
-    if (!running || running.request.id !== id) return;
+    if (!running || running.worker !== worker || running.request.id !== id) return;
     clearTimeout(running.timer);
     this.running = undefined;
+    if (running.budget) running.budget.leftMs -= Date.now() - running.startedAt;
     settle(running);
     this.next();
   }
@@ -89,22 +133,24 @@ class PatternChecker {
     const worker = new Worker(`${__dirname}/pattern-check.worker.${ts ? 'ts' : 'js'}`, {
       execArgv: ts ? ['--require', 'ts-node/register/transpile-only'] : [],
     });
-    worker.on('message', (answer: CheckAnswer) =>
-      this.finish(answer.id, (p) => {
+    worker.on('message', (answer: CheckAnswer) => {
+      if ('ready' in answer) {
+        this.ready.add(worker);
+        if (this.running?.worker === worker) this.startClock();
+        return;
+      }
+      this.finish(worker, answer.id, (p) => {
         if ('errors' in answer) p.resolve(answer.errors);
         else if ('apiError' in answer) p.reject(new ApiError(answer.apiError.status, answer.apiError.code, answer.apiError.message, answer.apiError.details));
         else p.reject(new Error(answer.failure));
-      }),
-    );
-    worker.on('error', (err) => {
+      });
+    });
+    const failed = (err: Error) => {
       this.stop(worker);
-      if (this.running) this.finish(this.running.request.id, (p) => p.reject(err));
-    });
-    worker.on('exit', () => {
-      if (this.worker !== worker) return;
-      this.worker = undefined;
-      if (this.running) this.finish(this.running.request.id, (p) => p.reject(new Error('the pattern check worker exited')));
-    });
+      if (this.running?.worker === worker) this.finish(worker, this.running.request.id, (p) => p.reject(err));
+    };
+    worker.on('error', failed);
+    worker.on('exit', () => failed(new Error('the pattern check worker exited')));
     worker.unref(); // after the listeners, which would ref it again: it must not keep a stopping process alive
     this.worker = worker;
     return worker;

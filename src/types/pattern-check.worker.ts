@@ -16,3 +16,4 @@ parentPort!.on('message', (request: CheckRequest) => {
   }
   parentPort!.postMessage(answer);
 });
+parentPort!.postMessage({ ready: true } satisfies CheckAnswer);

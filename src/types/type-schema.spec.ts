@@ -1,5 +1,6 @@
 import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
+import { withPatternBudget } from './pattern-check';
 import { assertUsableSchema, assertValidSchema, checkProperties, JsonSchema, propertyIssues, resolveMergePolicy, resolveSubtypeSchema, validatorFor } from './type-schema';
 
 const str = { type: 'string' };
@@ -241,6 +242,27 @@ describe('type schemas', () => {
       await expect(validate({ slow: 'é'.repeat(50_000) })).rejects.toMatchObject({ status: 400, code: 'invalid_schema' });
       expect(await validate({ code: 'a'.repeat(400) })).toEqual([]);
     });
+
+    it('refuses a check that waited too long behind slow ones 503, to be retried, not invalid_schema', async () => {
+      const slow = () => validate({ slow: 'é'.repeat(50_000) });
+      const results = await Promise.allSettled([slow(), slow(), slow(), slow(), slow()]);
+      const codes = results.map((r) => (r.status === 'rejected' ? (r.reason as ApiError).code : 'fitted'));
+      expect([codes[0], codes[4]]).toEqual(['invalid_schema', 'service_unavailable']);
+      expect(codes.every((c) => c === 'invalid_schema' || c === 'service_unavailable')).toBe(true);
+    }, 15_000);
+
+    it('holds a batch to one budget for all its checks: past it, even values that fit are refused', async () => {
+      const codes = await withPatternBudget(1500, async () => {
+        const outcomes: string[] = [];
+        for (const properties of [{ slow: 'é'.repeat(50_000) }, { slow: 'é'.repeat(50_000) }, { code: 'a'.repeat(400) }]) {
+          outcomes.push(await validate(properties).then(() => 'fitted', (err: ApiError) => err.code));
+        }
+        return outcomes;
+      });
+      expect(codes).toEqual(['invalid_schema', 'invalid_schema', 'invalid_schema']);
+      // Outside the batch, the same value fits.
+      expect(await validate({ code: 'a'.repeat(400) })).toEqual([]);
+    }, 15_000);
   });
 
   describe('propertyIssues', () => {
