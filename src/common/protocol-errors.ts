@@ -135,7 +135,6 @@ export function refuseWhileClosing(http: FastifyInstance): onRequestHookHandler 
   };
 }
 
-/** HTTP/1.1 requires Host (RFC 9112 3.2); Node's check is turned off so the refusal can be ours. */
 /**
  * A query string that is not validly percent-encoded (`%zz`, or escapes that are not UTF-8): 400,
  * as the router answers such a path. Fastify's query parser keeps a bad escape as text, so
@@ -155,6 +154,7 @@ export const requireValidQuery: onRequestHookHandler = (request, reply, done) =>
   done();
 };
 
+/** HTTP/1.1 requires Host (RFC 9112 3.2); Node's check is turned off so the refusal can be ours. */
 export const requireHost: onRequestHookHandler = (request, reply, done) => {
   if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
     void reply.status(400).send(new ApiError(400, 'invalid_request', 'An HTTP/1.1 request needs a Host header').toEnvelope());
