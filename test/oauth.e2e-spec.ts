@@ -14,7 +14,7 @@ import { OidcJanitor } from '../src/oidc/oidc-janitor';
 import { browse as browseOn, field } from './support/browse';
 import { Receiver } from './support/receiver';
 import { waitFor } from './support/wait';
-import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
 
 /** The oidc_models rows (model and where) that hold any of `values` as they are, in the id or anywhere in the payload. */
@@ -1022,6 +1022,19 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     }
     const introspected = await t.http.post('/auth/oauth2/introspect').type('form').send({ token: tokens.access_token, client_id: rp.clientMetadata().client_id });
     expect(introspected.body).toEqual({ active: false });
+  });
+
+  it('refuses at userinfo, as the API does, a token of a tenant\'s client for another tenant\'s user (a grant made before the rule)', async () => {
+    const app = await registerApp('Later another tenant\'s app', 'openid profile core.note:read');
+    const tokens = await connect(request.agent(t.url), app, { scope: 'openid profile core.note:read' });
+    // The client becomes another tenant's, as if Ada's consent had been given to such a client.
+    const other = await createTenant(t, admin, 'userinfo-other');
+    await t.sql(`UPDATE oidc_models SET payload = payload || $2::jsonb WHERE model = 'Client' AND id = $1`, [app.clientMetadata().client_id, JSON.stringify({ tenant_id: other.tenantId })]);
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    for (const res of [await t.http.get('/auth/oauth2/userinfo').set(bearer(tokens.access_token)), await t.http.post('/auth/oauth2/userinfo').set(bearer(tokens.access_token))]) {
+      expect([res.status, res.body.error]).toEqual([401, 'invalid_token']);
+      expect(res.headers['www-authenticate']).toContain('error="invalid_token"');
+    }
   });
 
   it('keeps one grant per user and app across browsers: later consents add to it (created: false), and revoking it ends every token', async () => {

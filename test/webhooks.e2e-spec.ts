@@ -310,6 +310,22 @@ describe('webhooks (e2e)', () => {
       expect(receiver.at(hook.path)).toHaveLength(2);
     });
 
+    it('sends no retry of an event its webhook was PATCHed to no longer subscribe to, at its old URL or new: the delivery fails with why', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      const moved = `/hook-${++path}`;
+      receiver.respond = (r) => (r.path === hook.path ? 500 : 200);
+      await note().expect(201);
+      await waitFor(() => receiver.at(hook.path).length === 1, 'the first attempt');
+      await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ events: ['item.deleted'], url: `${base}${moved}` }).expect(200);
+      const ended = await waitFor(async () => {
+        const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
+        return d?.status === 'failed' && d;
+      }, 'the delivery given up');
+      expect(ended).toMatchObject({ event: 'item.created', attempts: 1, next_attempt_at: null, last_error: 'The webhook no longer subscribes to this event' });
+      expect(receiver.at(hook.path)).toHaveLength(1);
+      expect(receiver.at(moved)).toHaveLength(0);
+    });
+
     it('item.created shows the edges its write created, as GET /items/{id} does', async () => {
       await post(admin, '/edge-types', { name: 'acme.refs', source_types: ['*'], target_types: ['*'] }).expect(201);
       const target = (await note().expect(201)).body;

@@ -5,15 +5,16 @@
  * The claims follow the OIDC scopes the access token was issued with (OIDC Core 5.3, 5.4;
  * oidc-provider.factory.ts puts them beside its API scopes), as far as its grant still holds them:
  * a token without `openid` is 403 `insufficient_scope` whatever else its grant holds; `sub`
- * always, `profile`: name, preferred_username, picture; `email`: email, email_verified. Errors in
- * RFC 6750 form.
+ * always, `profile`: name, preferred_username, picture; `email`: email, email_verified. A token
+ * the API refuses (expired, revoked, of a tenant's client for another tenant's user) is 401
+ * `invalid_token` here. Errors in RFC 6750 form.
  */
 import { applyDecorators, Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, Public } from '../auth/decorators';
 import { UsersService } from '../users/users.service';
-import { findAccessToken } from './oauth-tokens';
+import { findAccessToken, servesUser } from './oauth-tokens';
 import { OidcProvider } from './oidc-provider';
 import { OAUTH_ERROR_SCHEMA } from './openapi-paths';
 
@@ -64,11 +65,14 @@ export class UserinfoController {
     const at = await findAccessToken(provider, token);
     if ('error' in at) return this.fail(reply, 401, 'invalid_token', at.error === 'expired_token' ? 'The access token expired' : 'The access token is not valid for userinfo');
     if (!at.accountId || !at.grantId) return this.fail(reply, 401, 'invalid_token', 'The access token is not valid for userinfo');
+    // The API's rule too (oauth-tokens.ts): a tenant's client serves its own users only, so a token
+    // of a grant made for another tenant's user before that rule is no token here either.
+    const [client, user] = await Promise.all([provider.Client.find(at.clientId), this.users.byId(at.accountId)]);
+    if (!client || (user && !servesUser(client, user))) return this.fail(reply, 401, 'invalid_token', 'The access token is not valid for userinfo');
     const grant = await provider.Grant.find(at.grantId);
     const held = new Set((grant?.getOIDCScope() ?? '').split(' '));
     const scopes = new Set((at.scope ?? '').split(' ').filter((s) => held.has(s)));
     if (!scopes.has('openid')) return this.fail(reply, 403, 'insufficient_scope', 'The access token was not issued for openid', undefined, 'openid');
-    const user = await this.users.byId(at.accountId);
     if (!user) return this.fail(reply, 401, 'invalid_token', 'The user no longer exists');
     await reply
       .header('Cache-Control', 'no-store')

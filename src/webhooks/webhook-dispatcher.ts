@@ -2,8 +2,9 @@
  * Attempts webhook deliveries (SPEC 6.1-6.3). Every attempt runs under a lease, so the relay's
  * first attempt, a Bull retry and a sweeper on any instance never send the same attempt twice
  * at once. A first attempt comes from the relay under its event's lease, before its delivery
- * has a row; any later attempt claims its row first and is checked against the registering
- * credential again (webhook-fanout.ts, `recheck`). A first attempt goes out as planned only if,
+ * has a row; any later attempt claims its row first and is checked against the webhook's
+ * subscription as it is then and the registering credential again (webhook-fanout.ts,
+ * `stillSelects`, `recheck`). A first attempt goes out as planned only if,
  * when its turn comes, its webhook has not changed since (webhook-changes.ts) and its credential
  * still exists; otherwise it goes through its row like a later attempt, to the webhook as it is
  * then (an attempt already sent is not recalled). An attempt POSTs the body with fresh
@@ -245,22 +246,36 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
 
   /**
    * Claims the row (`held`: one this process holds the lease of already, for a first attempt
-   * sent through its row) and attempts it as the webhook and its credential are now.
+   * sent through its row) and attempts it as the webhook and its credential are now: not at all
+   * when the webhook's subscription no longer selects the event, or the credential may no longer
+   * receive it (the delivery is then `failed`, with why).
    */
   private async claimAndAttempt(ref: DeliveryRef, held = false): Promise<void> {
     if (this.stopped) return;
-    const [claimed] = await this.db.query<Omit<Prepared, keyof DeliveryRef | 'leaseUntil' | 'credentialId'> & { credentialId: string; credentialScopes: string[] | null }>(
+    type Claimed = Omit<Prepared, keyof DeliveryRef | 'leaseUntil' | 'credentialId'> & {
+      credentialId: string;
+      credentialScopes: string[] | null;
+      events: string[];
+      typeFilter: string[] | null;
+      /** An item event's item type, from the body (null for other events): what `type_filter` matches. */
+      itemType: string | null;
+    };
+    const [claimed] = await this.db.query<Claimed>(
       `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
          FROM webhooks w
         WHERE d.tenant_id = $1 AND d.id = $2 AND d.status = 'pending' AND d.next_attempt_at <= now() + interval '1 second'
           AND CASE WHEN $4 THEN d.lease_until > now() ELSE (d.lease_until IS NULL OR d.lease_until < now()) END
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
         RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, w.url, w.secret_sealed AS "secretSealed",
-                  w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes"`,
+                  w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes",
+                  w.events, w.type_filter AS "typeFilter", d.body::json -> 'item' ->> 'type' AS "itemType"`,
       [ref.tenantId, ref.deliveryId, this.leaseMs, held],
     );
     if (!claimed) return;
-    const { credentialId, credentialScopes, ...delivery } = claimed;
+    const { credentialId, credentialScopes, events, typeFilter, itemType, ...delivery } = claimed;
+    // A webhook narrowed since the delivery was planned no longer gets it, at its new URL or old.
+    if (!(await this.fanout.stillSelects(ref.tenantId, events, typeFilter, { name: delivery.event, itemType })))
+      return this.records.abandon(refOf(ref), 'The webhook no longer subscribes to this event');
     const allowed = await this.fanout.recheck(ref.tenantId, delivery.eventId, credentialId, credentialScopes);
     if (!allowed) return this.records.abandon(refOf(ref), 'The credential that registered the webhook may no longer receive this event');
     await this.attemptPrepared({ ...ref, ...delivery, body: allowed.body ?? delivery.body, leaseUntil: Date.now() + this.leaseMs });
@@ -310,9 +325,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   /**
    * A first attempt whose webhook changed, or whose credential was revoked, while it waited: its
    * row (written now if it has none, leased here) is claimed again and attempted as a later
-   * attempt is, with the webhook's URL and secret and the credential as they are now. A webhook
-   * deleted meanwhile keeps no row; a disabled one's row is not claimed, and waits, due, for
-   * the webhook to be enabled again; a revoked credential's delivery is `failed`.
+   * attempt is, with the webhook's URL, secret, `events` and `type_filter` and the credential as
+   * they are now. A webhook deleted meanwhile keeps no row; a disabled one's row is not claimed,
+   * and waits, due, for the webhook to be enabled again; a delivery of an event the webhook no
+   * longer subscribes to, or of a revoked credential, is `failed`.
    */
   private async attemptFromRow(d: Prepared): Promise<void> {
     if (d.unrecorded) await this.recordUnattempted(d, this.leaseMs);

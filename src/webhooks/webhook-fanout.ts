@@ -6,7 +6,8 @@
  * never gets more than that token's scopes (`credential_scopes`, see `withinTokenScopes`), however
  * wide its client or grant is or becomes. The body is rendered for that credential (unreadable
  * extension namespaces and edges left out) and stored with the delivery. A later attempt is
- * checked again the same way (`recheck`). The dispatcher records each planned delivery with its
+ * checked again the same way (`recheck`), and against the webhook's `events` and `type_filter` as
+ * they are then (`stillSelects`). The dispatcher records each planned delivery with its
  * first attempt; one that waited in line while its webhook changed (webhook-changes.ts) or its
  * credential was revoked (`registrantActive`) goes through its row and `recheck` too.
  */
@@ -121,6 +122,17 @@ export class WebhookFanout {
     if (!event) return {};
     const types = await this.types.catalog(tenantId);
     return mayReceive(owner, event, types) ? { body: renderBody(owner, event, types) } : null;
+  }
+
+  /**
+   * Whether a webhook's `events` and `type_filter`, as they are now, still select a delivery's
+   * event: a later attempt (or a first one sent through its row) of an event the webhook was
+   * narrowed away from since it was planned is not sent. The delivery row keeps the event's
+   * name and, for an item event, the item's type in its body, which is all `selects` reads.
+   */
+  async stillSelects(tenantId: string, events: string[], typeFilter: string[] | null, event: { name: string; itemType: string | null }): Promise<boolean> {
+    const audience = event.itemType === null ? {} : { item_type: event.itemType };
+    return selects(events, typeFilter, { name: event.name, audience } as StoredEvent, await this.types.catalog(tenantId));
   }
 
   /**
