@@ -9,7 +9,7 @@
  * client's extension grant would reach into the user's tenant. Expired: 401 `expired_token`;
  * unknown or revoked: 401 `unauthorized`, at once: resolutions are cached (oauth-token-cache.ts) under a generation
  * that every revocation bumps. Which stored token a bearer value names, and whether it is still
- * good, is `findAccessToken`'s rule, which userinfo follows too.
+ * good, is `findAccessToken`'s rule, which userinfo follows too, with `servesUser`.
  *
  * `principalByCredential` answers the same for the credential a token stood for (its grant, or
  * `client:<id>` for client credentials), for what outlives a request: webhooks, event streams and
