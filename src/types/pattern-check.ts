@@ -6,7 +6,9 @@
  * 160 s over as many "é" (re2-wasm, measured 2026-11-26), in the process every tenant shares.
  * Wasm code stops when its worker is terminated (3 ms after `terminate()`, measured).
  *
- * One worker, one check at a time. The time limit runs from when a check is handed to a worker
+ * One worker, one check at a time, taken in turn from each tenant with checks waiting (at most
+ * MAX_WAITING_PER_OWNER each; more are 503), so one tenant's flood of slow checks delays another
+ * tenant's check by at most one check per tenant waiting. The time limit runs from when a check is handed to a worker
  * that has loaded its code (a fresh one takes ~0.1 s to, and seconds under ts-jest), so a check is refused (400 `invalid_schema`) only for its own slowness; one that
  * waited in line longer than QUEUE_WAIT_MS behind others is 503 `service_unavailable`, to be
  * retried. A request that checks many items (batch writes, bulk actions) runs under a budget for
@@ -20,6 +22,7 @@ import { ApiError } from '../common/api-error';
 
 export const CHECK_TIMEOUT_MS = 1000;
 const QUEUE_WAIT_MS = 2000;
+const MAX_WAITING_PER_OWNER = 16;
 
 /** What the worker is asked and answers (pattern-check.worker.ts). */
 export interface CheckRequest {
@@ -40,6 +43,7 @@ interface Budget {
 }
 
 interface Pending {
+  owner: string;
   request: CheckRequest;
   queuedAt: number;
   budget?: Budget;
@@ -65,24 +69,51 @@ export function withPatternBudget<T>(ms: number, work: () => Promise<T>): Promis
 
 class PatternChecker {
   private worker?: Worker;
-  private readonly queue: Pending[] = [];
+  /** Checks waiting, per owner, in the order the owners take turns (a Map keeps insertion order). */
+  private readonly waiting = new Map<string, Pending[]>();
+  private lastOwner?: string;
   private running?: Pending & { worker: Worker; startedAt: number; timer?: NodeJS.Timeout };
   /** Workers that have loaded their code: a check's time runs from then, not from a cold start. */
   private readonly ready = new WeakSet<Worker>();
   private nextId = 1;
 
-  check(cacheKey: string, schema: Record<string, unknown>, properties: unknown): Promise<ErrorObject[]> {
+  check(owner: string, cacheKey: string, schema: Record<string, unknown>, properties: unknown): Promise<ErrorObject[]> {
     const budget = budgets.getStore();
     if (budget && budget.leftMs <= 0) return Promise.reject(overBudget(budget.limitMs));
+    const line = this.waiting.get(owner) ?? [];
+    if (line.length >= MAX_WAITING_PER_OWNER) return Promise.reject(busy());
     return new Promise((resolve, reject) => {
-      this.queue.push({ request: { id: this.nextId++, cacheKey, schema, properties }, queuedAt: Date.now(), budget, resolve, reject });
+      line.push({ owner, request: { id: this.nextId++, cacheKey, schema, properties }, queuedAt: Date.now(), budget, resolve, reject });
+      this.waiting.set(owner, line);
       this.next();
     });
   }
 
+  /**
+   * The next check: the first waiting owner's, but not the owner just served while another
+   * waits (one that arrived while it ran comes next); the owner served then goes last.
+   */
+  private take(): Pending | undefined {
+    let chosen: [string, Pending[]] | undefined;
+    for (const entry of this.waiting) {
+      chosen ??= entry;
+      if (entry[0] !== this.lastOwner) {
+        chosen = entry;
+        break;
+      }
+    }
+    if (!chosen) return undefined;
+    const [owner, line] = chosen;
+    const job = line.shift()!;
+    this.waiting.delete(owner);
+    if (line.length) this.waiting.set(owner, line);
+    this.lastOwner = owner;
+    return job;
+  }
+
   private next(): void {
     while (!this.running) {
-      const job = this.queue.shift();
+      const job = this.take();
       if (!job) return;
       if (Date.now() - job.queuedAt > QUEUE_WAIT_MS) {
         job.reject(busy());

@@ -251,6 +251,14 @@ describe('type schemas', () => {
       expect(codes.every((c) => c === 'invalid_schema' || c === 'service_unavailable')).toBe(true);
     }, 15_000);
 
+    it('takes checks in turn from each tenant: one tenant\'s flood of slow checks does not hold up another\'s', async () => {
+      const flooding = validatorFor(`spec:${cacheSeq++}`, schema, 'tenant-a');
+      const other = validatorFor(`spec:${cacheSeq++}`, schema, 'tenant-b');
+      const flood = Array.from({ length: 5 }, () => flooding({ slow: 'é'.repeat(50_000) }).then(() => 'fitted', (err: ApiError) => err.code));
+      expect(await other({ code: 'a'.repeat(400) })).toEqual([]);
+      expect(new Set(await Promise.all(flood))).toEqual(new Set(['invalid_schema', 'service_unavailable']));
+    }, 15_000);
+
     it('holds a batch to one budget for all its checks: past it, even values that fit are refused', async () => {
       const codes = await withPatternBudget(1500, async () => {
         const outcomes: string[] = [];

@@ -557,13 +557,16 @@ export type PropertiesValidator = (properties: Record<string, unknown>) => Promi
  */
 const IN_PROCESS_MATCH_UNITS = 100_000;
 
-/** A type's validator; `cacheKey` must change whenever the schema does. Compiled on first use. */
-export function validatorFor(cacheKey: string, schema: JsonSchema): PropertiesValidator {
+/**
+ * A type's validator; `cacheKey` must change whenever the schema does. Compiled on first use.
+ * `owner` (the type's tenant) is whose turn a check in the worker takes (pattern-check.ts).
+ */
+export function validatorFor(cacheKey: string, schema: JsonSchema, owner = cacheKey): PropertiesValidator {
   const weight = regexWeight(schema);
   const inProcess = weight === 0 ? Infinity : Math.floor(IN_PROCESS_MATCH_UNITS / (weight + 1));
   return async (properties) =>
     inProcess !== Infinity && textLonger(properties, inProcess)
-      ? patternChecker.check(cacheKey, schema, properties)
+      ? patternChecker.check(owner, cacheKey, schema, properties)
       : checkProperties(cacheKey, schema, properties);
 }
 

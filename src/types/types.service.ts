@@ -235,7 +235,7 @@ export class TypesService implements OnModuleInit {
       version: r.version,
       schema: r.resolved_schema,
       mergePolicy: resolveMergePolicy(r.resolved_schema, r.merge_policy),
-      validate: validatorFor(`${r.tenant_id}:${r.name}:${r.version}:${r.updated_at.getTime()}`, r.resolved_schema),
+      validate: validatorFor(`${r.tenant_id}:${r.name}:${r.version}:${r.updated_at.getTime()}`, r.resolved_schema, r.tenant_id),
     };
   }
 
