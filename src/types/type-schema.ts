@@ -232,10 +232,7 @@ function assertWithinLimits(schema: JsonSchema, selfContained: boolean): void {
         problems.push({ path: `${at}/$ref`, message: 'must be a JSON pointer into this schema: "#" or "#/…"' });
       } else if (s.$ref !== undefined) refs.push({ at, ref: s.$ref });
     }
-    if (typeof s.pattern === 'string') regex(s.pattern, `${at}/pattern`);
-    if (s.patternProperties && typeof s.patternProperties === 'object') {
-      for (const source of Object.keys(s.patternProperties)) regex(source, `${at}/patternProperties`);
-    }
+    for (const [source, pointer] of ownRegexes(s, at)) regex(source, pointer);
     if (Array.isArray(s.enum) && s.enum.length > SCHEMA_LIMITS.enumValues) {
       problems.push({ path: `${at}/enum`, message: `has ${s.enum.length} values; at most ${SCHEMA_LIMITS.enumValues}` });
     }
@@ -252,7 +249,7 @@ function assertWithinLimits(schema: JsonSchema, selfContained: boolean): void {
   if (regexes.size > SCHEMA_LIMITS.regexes) {
     problems.push({ path: '/', message: `uses ${regexes.size} distinct regular expressions (pattern, patternProperties); at most ${SCHEMA_LIMITS.regexes}` });
   }
-  const cost = [...regexes].reduce((sum, r) => sum + regexCost(r), 0);
+  const cost = weightOf(regexes);
   if (cost > SCHEMA_LIMITS.regexCost) {
     problems.push({
       path: '/',
@@ -578,15 +575,26 @@ export function checkProperties(cacheKey: string, schema: JsonSchema, properties
   return run(cacheKey, schema, 'full', properties) ?? first;
 }
 
-/** The summed regexCost of a schema's distinct regular expressions (`pattern`, `patternProperties`). */
+/** A schema node's own regular expressions (`pattern`, `patternProperties` keys), each with the pointer it stands at. */
+function ownRegexes(s: JsonSchema, at: string): Array<[source: string, pointer: string]> {
+  const found: Array<[string, string]> = [];
+  if (typeof s.pattern === 'string') found.push([s.pattern, `${at}/pattern`]);
+  if (s.patternProperties && typeof s.patternProperties === 'object') {
+    for (const source of Object.keys(s.patternProperties)) found.push([source, `${at}/patternProperties`]);
+  }
+  return found;
+}
+
+/** The summed regexCost of distinct regular expressions: what SCHEMA_LIMITS.regexCost bounds. */
+const weightOf = (regexes: Set<string>): number => [...regexes].reduce((sum, r) => sum + regexCost(r), 0);
+
+/** The weight of a schema's regular expressions, all of them (a stored schema may be past today's limits). */
 function regexWeight(schema: JsonSchema): number {
   const regexes = new Set<string>();
-  eachSchema(schema, (s) => {
-    if (typeof s === 'boolean') return;
-    if (typeof s.pattern === 'string') regexes.add(s.pattern);
-    if (s.patternProperties && typeof s.patternProperties === 'object') for (const source of Object.keys(s.patternProperties)) regexes.add(source);
+  eachSchema(schema, (s, at) => {
+    if (typeof s !== 'boolean') for (const [source] of ownRegexes(s, at)) regexes.add(source);
   });
-  return [...regexes].reduce((sum, r) => sum + regexCost(r), 0);
+  return weightOf(regexes);
 }
 
 /** Whether the strings of `value` (object keys included, which patternProperties match) are more than `limit` characters. */
