@@ -51,7 +51,8 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
-const cannotCheck = (why: string) => ApiError.badRequest('invalid_schema', `The type's schema cannot check these properties: ${why}`);
+/** 400 invalid_schema: the type's schema cannot check the properties (here, or in type-schema.ts), and why. */
+export const cannotCheck = (why: string) => ApiError.badRequest('invalid_schema', `The type's schema cannot check these properties: ${why}`);
 const tooSlow = (ms: number) => cannotCheck(`its patterns took more than ${ms} ms over these values; shorten the values or simplify the patterns`);
 const overBudget = (ms: number) =>
   cannotCheck(`this request's pattern checks took more than ${ms} ms in all; send fewer or shorter items, or simplify the patterns`);

@@ -7,7 +7,7 @@
 import Ajv, { ErrorObject, Options, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ApiError } from '../common/api-error';
-import { patternChecker } from './pattern-check';
+import { cannotCheck, patternChecker } from './pattern-check';
 import { regexCost, RegexEngine } from './regex-engine';
 
 export type JsonSchema = Record<string, any>;
@@ -498,10 +498,6 @@ function compiledFor(cacheKey: string, schema: JsonSchema): Compiled {
   compiled.set(cacheKey, entry);
   if (compiled.size > MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
   return entry;
-}
-
-function cannotCheck(message: string): ApiError {
-  return ApiError.badRequest('invalid_schema', `The type's schema cannot check these properties: ${message}`);
 }
 
 /**
