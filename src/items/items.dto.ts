@@ -255,6 +255,8 @@ export class ItemVersion {
 
 export class ItemVersionList {
   @ApiProperty({ type: [ItemVersion] }) versions: ItemVersion[];
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Pass as `before` for the next page; null on the last page' })
+  next_before: number | null;
 }
 
 class BulkItemError {

@@ -358,13 +358,17 @@ export class ItemsService {
 
   async versions(p: Principal, id: string, q: VersionsQuery): Promise<ItemVersionList> {
     await this.findVisible(this.db.manager, p, id);
+    const limit = q.limit ?? 50;
     const rows: Array<{ version: number; snapshot: ItemRow; changed_by: string; created_at: Date }> = await this.db.query(
       `SELECT version, snapshot, changed_by, created_at FROM item_versions
         WHERE tenant_id = $1 AND item_id = $2 AND ($3::int IS NULL OR version < $3)
         ORDER BY version DESC LIMIT $4`,
-      [p.tenantId, id, q.before ?? null, q.limit ?? 50],
+      [p.tenantId, id, q.before ?? null, limit + 1],
     );
+    const more = rows.length > limit;
+    if (more) rows.pop();
     return {
+      next_before: more ? rows[rows.length - 1].version : null,
       versions: rows.map((r) => ({
         version: r.version,
         item: toItem(p, r.snapshot),

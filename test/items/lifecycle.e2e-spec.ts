@@ -113,4 +113,21 @@ describe('items: lifecycle', () => {
     const history = await admin.get(`/items/${id}/versions`);
     expect(history.body.versions.map((v: any) => v.item.state)).toEqual(['trashed', 'revoked', 'active', 'trashed', 'active', 'archived', 'active']);
   });
+
+  it('the history pages by `before`: next_before names where the next page starts, null on the last', async () => {
+    const { id } = await itemIn('active');
+    let version = 1;
+    for (const state of ['archived', 'active', 'archived', 'active'] as const) {
+      version = (await admin.patch(`/items/${id}`, { version, state })).body.version;
+    }
+    const pages: number[][] = [];
+    let before: number | null | undefined;
+    do {
+      const res = await admin.get(`/items/${id}/versions?limit=2${before ? `&before=${before}` : ''}`);
+      expectStatus(res, 200);
+      pages.push(res.body.versions.map((v: any) => v.version));
+      before = res.body.next_before;
+    } while (before !== null && pages.length < 10);
+    expect(pages).toEqual([[5, 4], [3, 2], [1]]);
+  });
 });
