@@ -237,6 +237,24 @@ describe('OAuth clients: admin listing, deletion and secret rotation', () => {
     expectError(await t.http.post(`/auth/clients/${spa.client_id}/secret`).set(bearer(admin)), 409, 'conflict');
   });
 
+  it('a client-credentials token saved after its secret was rotated (a request in flight at the rotation) is refused and introspects inactive', async () => {
+    const app = await webApp();
+    const late = await tokenOf(app);
+    await t.http.get('/items').set(bearer(late)).expect(200);
+    expect((await introspect(app, late)).body).toMatchObject({ active: true, client_id: app.client_id });
+    // The token request authenticated with the old secret, and saves its token only after the rotation deleted the client's tokens.
+    const [{ row }] = await t.sql<{ row: unknown }>(`SELECT to_jsonb(m) AS row FROM oidc_models m WHERE model = 'ClientCredentials' AND payload->>'clientId' = $1`, [app.client_id]);
+    const { client_secret: secret } = (await t.http.post(`/auth/clients/${app.client_id}/secret`).set(bearer(admin)).expect(200)).body;
+    await t.sql(`INSERT INTO oidc_models SELECT * FROM jsonb_populate_record(NULL::oidc_models, $1)`, [row]);
+
+    expectError(await t.http.get('/items').set(bearer(late)), 401, 'unauthorized');
+    expect((await introspect(app, late, secret)).body).toEqual({ active: false });
+    // A token under the new secret is good, and so is the claim it carries.
+    const fresh = await tokenOf({ ...app, client_secret: secret });
+    await t.http.get('/items').set(bearer(fresh)).expect(200);
+    expect((await introspect(app, fresh, secret)).body).toMatchObject({ active: true });
+  });
+
   it('lets the root tenant\'s admins, and no one else, manage a client made by open registration', async () => {
     const open = (await t.http.post('/auth/oauth2/register').send({ client_name: 'stranger', redirect_uris: [redirectUri] }).expect(201)).body;
     const { pathname } = new URL(open.registration_client_uri);

@@ -15,7 +15,8 @@
  * Rotation writes the new secret through the provider's adapter, which seals it as it sealed the
  * first; the provider reads a client from storage on every use, so the old secret fails at once.
  * The client's client-credentials tokens end with it (the old secret alone was enough to get
- * them, so a leaked secret may have); the grants users gave stay.
+ * them, so a leaked secret may have), also one a request in flight saves after the rotation
+ * (client-secret-claim.ts); the grants users gave stay.
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';

@@ -28,6 +28,7 @@ import type { OAuthTokenResolver, Principal, Resolution } from '../auth/principa
 import { AppConfig } from '../config/app-config';
 import type { PermissionMap } from '../keys/api-key.entity';
 import { hashSecret } from '../keys/key-secrets';
+import { issuedUnderCurrentSecret } from './client-secret-claim';
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
@@ -51,6 +52,7 @@ interface StoredToken {
   accountId?: string;
   grantId?: string;
   scope?: string;
+  extra?: Record<string, unknown>;
   isExpired: boolean;
 }
 
@@ -66,6 +68,10 @@ export async function findAccessToken(provider: Provider, token: string): Promis
   if (found.isExpired) return { error: 'expired_token' };
   // A token saved by the winner of a race to use a code, after the loser revoked the grant (oidc-adapter.ts), outlives it.
   if (found.grantId && !(await provider.Grant.find(found.grantId))) return { error: 'unauthorized' };
+  if (found.extra && !found.accountId) {
+    const client = await provider.Client.find(found.clientId);
+    if (!client || !issuedUnderCurrentSecret(client, found)) return { error: 'unauthorized' };
+  }
   return found;
 }
 

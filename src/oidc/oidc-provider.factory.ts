@@ -24,6 +24,7 @@ import { providerInternals } from './provider-internals';
 import { isUsedRefreshToken, postgresAdapter } from './oidc-adapter';
 import { errorPage, logoutPage, messagePage } from './pages';
 import { setPage } from './send-page';
+import { issuedUnderCurrentSecret, secretClaim } from './client-secret-claim';
 import { isApiScope, OIDC_SCOPES } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 
@@ -218,6 +219,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
         }
       },
     },
+    extraTokenClaims: async (ctx, token) => (token.kind === 'ClientCredentials' ? secretClaim(ctx.oidc.client?.clientSecret) : undefined),
     routes: OIDC_ROUTES,
     renderError: async (ctx, out) => {
       setPage(ctx, errorPage('Something went wrong', out.error_description ? `${out.error_description} (${out.error})` : String(out.error)));
@@ -237,7 +239,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
       // A client learns about its own tokens only: another client, of any tenant, gets {"active":false}.
-      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
+      // A client-credentials token issued under a secret since rotated is not its client's any more (oauth-tokens.ts).
+      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId && issuedUnderCurrentSecret(client, token) },
       // SPEC 5.7: 200 whatever the token; another client's is left alone (not an oracle either).
       revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
       // SPEC 5.1 names bearer tokens only, and the API checks no proof of possession.
