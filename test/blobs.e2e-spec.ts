@@ -221,6 +221,9 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
         expect(expectError(await t.http.get(path).set(bearer(admin.key)), 400, 'validation_error').details?.fields).toEqual([{ field: path.split('?')[1].split('=')[0], message: 'is not a known field' }]);
       }
       expect((await raw(t, 'HEAD', `/blobs/${hash}?download=1`, { key: admin.key })).status).toBe(400);
+      const upload = await raw(t, 'POST', '/blobs?filename=a.txt', { key: admin.key, body: Buffer.from('named upload'), headers: { 'Content-Type': 'text/plain' } });
+      expect(rawError(upload, 400, 'validation_error').details?.fields).toEqual([{ field: 'filename', message: 'is not a known field' }]);
+      expect((await raw(t, 'GET', `/blobs/${sha256('named upload')}/metadata`, { key: admin.key })).status).toBe(404);
     });
 
     it('stores a body sent with Content-Encoding gzip, deflate or br as its decoded bytes', async () => {

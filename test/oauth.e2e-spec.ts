@@ -63,7 +63,7 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
   });
 
   it('answers the browser pages\' repeated or unknown query parameters with the page, never a 500', async () => {
-    for (const path of ['/auth/device?user_code=&user_code=', '/auth/device?user_code=BCD-FGHJ&user_code=x', '/auth/sign-in?uid=a&uid=b', '/auth/consent?uid=a&uid=b', '/auth?interaction=a&interaction=b', '/auth/device?utm_source=mail']) {
+    for (const path of ['/auth/device?user_code=&user_code=', '/auth/device?user_code=BCD-FGHJ&user_code=x', '/auth/sign-in?uid=a&uid=b', '/auth/consent?uid=a&uid=b', '/auth?interaction=a&interaction=b', '/auth/device?utm_source=mail', '/auth/sessions?utm_source=mail', '/auth/grants?utm_source=mail']) {
       const res = await t.http.get(path);
       expect(res.status).toBeLessThan(500);
       if (res.status !== 303) expect(res.headers['content-type']).toMatch(/^text\/html/);
@@ -593,6 +593,8 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const info = await oidc.fetchUserInfo(rp, tokens.access_token, claims.sub);
     expect(info).toEqual({ sub: claims.sub, name: 'Ada Lovelace', preferred_username: 'ada@example.com', picture: 'https://example.com/ada.png' });
     expect((await t.http.get('/auth/userinfo').set(bearer(tokens.access_token)).expect(200)).body).toEqual(info);
+    // RFC 6749 3.1: parameters the server does not know are ignored, as at the provider's other endpoints.
+    expect((await t.http.get('/auth/userinfo?utm_source=mail').set(bearer(tokens.access_token)).expect(200)).body).toEqual(info);
     const noToken = await t.http.get('/auth/userinfo');
     expect(noToken.status).toBe(401);
     expect(noToken.body.error).toBe('invalid_request');

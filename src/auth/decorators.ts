@@ -46,7 +46,7 @@ const queryReaders = new WeakSet<object>();
 /**
  * A parameter decorator that reads the query string itself (and decides what to do with
  * parameters it does not know). InputGuard refuses unknown query parameters on a route that
- * reads the query through none of `@Query()`, `@Req()` or one of these.
+ * reads the query through neither `@Query()` nor one of these.
  */
 export function createQueryDecorator<T>(factory: (data: T, ctx: ExecutionContext) => unknown): ReturnType<typeof createParamDecorator<T>> {
   queryReaders.add(factory);
@@ -54,6 +54,13 @@ export function createQueryDecorator<T>(factory: (data: T, ctx: ExecutionContext
 }
 
 export const readsQueryItself = (factory: unknown): boolean => typeof factory === 'function' && queryReaders.has(factory);
+
+/**
+ * The raw request, on a route that ignores query parameters it does not know: the browser pages
+ * (a link may gain tracking parameters on its way) and the OAuth endpoints (RFC 6749 3.1: a
+ * server ignores parameters it does not recognise). `@Req()` leaves a route under InputGuard's rule.
+ */
+export const LenientRequest = createQueryDecorator((_: unknown, ctx: ExecutionContext) => ctx.switchToHttp().getRequest());
 
 /** The caller. On a bootstrap route it is undefined while bootstrap is open. */
 export const Caller = createParamDecorator((_: unknown, ctx: ExecutionContext) => ctx.switchToHttp().getRequest<AuthedRequest>().principal);

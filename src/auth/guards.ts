@@ -76,18 +76,17 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 const readsQuery = new WeakMap<object, boolean>();
 
 /**
- * Whether a route reads the query string: through `@Query()`, the raw request, or a decorator
- * made with createQueryDecorator. A route that reads it none of these ways has no query DTO to
- * refuse unknown parameters with, so the guard refuses them for it.
+ * Whether a route reads the query string: through `@Query()` or a decorator made with
+ * createQueryDecorator. A route that reads it neither way has no query DTO to refuse unknown
+ * parameters with, so the guard refuses them for it (a route taking `@Req()` too).
  */
 function routeReadsQuery(ctx: ExecutionContext): boolean {
   const handler = ctx.getHandler();
   let reads = readsQuery.get(handler);
   if (reads === undefined) {
     const args: Record<string, { factory?: unknown }> = Reflect.getMetadata(ROUTE_ARGS_METADATA, ctx.getClass(), handler.name) ?? {};
-    const readers = new Set([String(RouteParamtypes.QUERY), String(RouteParamtypes.REQUEST)]);
     reads = Object.entries(args).some(([key, arg]) =>
-      key.includes(CUSTOM_ROUTE_ARGS_METADATA) ? readsQueryItself(arg.factory) : readers.has(key.split(':')[0]),
+      key.includes(CUSTOM_ROUTE_ARGS_METADATA) ? readsQueryItself(arg.factory) : key.split(':')[0] === String(RouteParamtypes.QUERY),
     );
     readsQuery.set(handler, reads);
   }

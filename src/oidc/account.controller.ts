@@ -7,11 +7,11 @@
  * in every browser (account-session.ts). Pages are HTML; the revoke routes also answer JSON to a
  * caller that asks for it.
  */
-import { Controller, Delete, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Accepts, Public } from '../auth/decorators';
+import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
@@ -51,7 +51,7 @@ export class AccountController {
   @ApiOperation({ summary: 'Sign-up page (only when SVC_SIGNUP_ENABLED): a new tenant whose first user is its admin (HTML)' })
   @ApiPage(200, 'The sign-up form')
   @ApiPage(404, 'Sign-up is not enabled')
-  async signUpForm(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async signUpForm(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!this.config.SVC_SIGNUP_ENABLED) return sendPage(reply, 404, errorPage('Not available', 'Sign-up is not open on this service.'));
     await sendPage(reply, 200, signUpPage({ csrf: await this.forms.csrf(req, reply) }));
   }
@@ -66,7 +66,7 @@ export class AccountController {
   @ApiPage(400, 'The form again, with what to correct')
   @ApiFormExpired()
   @ApiPage(404, 'Sign-up is not enabled')
-  async signUp(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async signUp(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!this.config.SVC_SIGNUP_ENABLED) return sendPage(reply, 404, errorPage('Not available', 'Sign-up is not open on this service.'));
     if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
     const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
@@ -85,7 +85,7 @@ export class AccountController {
   @ApiOperation({ summary: 'Apps connected to the signed-in user (HTML; JSON with Accept: application/json)' })
   @ApiResponse({ status: 200, description: 'The grants page, or {grants} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { type: 'object', properties: { grants: { type: 'array', items: { type: 'object', additionalProperties: true } } } } } } })
   @ApiSignedInUser()
-  async grantsList(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async grantsList(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
     const grants = await this.grants.list(user.id);
@@ -99,7 +99,7 @@ export class AccountController {
   @ApiOkResponse({ schema: { type: 'object', additionalProperties: true }, description: 'The grant: the app and the scopes it holds' })
   @ApiSignedInUser()
   @ApiErrors(404)
-  async grant(@Param('id') id: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async grant(@Param('id') id: string, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
     const grant = await this.grants.get(user.id, id);
@@ -113,7 +113,7 @@ export class AccountController {
   @ApiOkResponse({ schema: REVOKED, description: 'Revoked: {id, revoked: true}' })
   @ApiSignedInUser()
   @ApiErrors(404)
-  async remove(@Param('id') id: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async remove(@Param('id') id: string, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
     if (!(await this.grants.revoke(user, id, 'user'))) throw ApiError.notFound('not_found', 'No such grant');
@@ -130,7 +130,7 @@ export class AccountController {
   @ApiSignedInUser()
   @ApiFormExpired()
   @ApiErrors(404)
-  async revoke(@Param('id') id: string, @FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async revoke(@Param('id') id: string, @FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
     if (!(await this.formAllowed(req, body))) return sendPage(reply, 403, formExpiredPage());
@@ -144,7 +144,7 @@ export class AccountController {
   @ApiOperation({ summary: 'The signed-in user\'s sign-in sessions (HTML; JSON with Accept: application/json)' })
   @ApiResponse({ status: 200, description: 'The sessions page, or {sessions} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { type: 'object', properties: { sessions: { type: 'array', items: { type: 'object', additionalProperties: true } } } } } } })
   @ApiSignedInUser()
-  async sessions(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async sessions(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/sessions');
     if (!user) return;
     const sessions = await this.grants.sessions(user.id);
@@ -161,7 +161,7 @@ export class AccountController {
   @ApiOkResponse({ schema: { type: 'object', properties: { ended: { type: 'integer' } } }, description: 'A JSON caller: how many sessions ended' })
   @ApiSignedInUser()
   @ApiFormExpired()
-  async endSessions(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async endSessions(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/sessions');
     if (!user) return;
     if (!(await this.formAllowed(req, body))) return sendPage(reply, 403, formExpiredPage());
@@ -176,7 +176,7 @@ export class AccountController {
   @ApiOperation({ summary: 'The signed-in user\'s recent security events (HTML)' })
   @ApiPage(200, 'The security events page')
   @ApiSignedInUser()
-  async security(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async security(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/security');
     if (!user) return;
     const events = await this.audit.forUser(user.tenant_id, user.id);
@@ -202,7 +202,7 @@ export class AccountController {
   @ApiPage(403, 'The signed-in user is not an admin')
   @ApiSignedInUser()
   @ApiFormExpired()
-  async createKey(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async createKey(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/security');
     if (!user) return;
     if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());

@@ -16,14 +16,14 @@
  * gets "Code expired". Without that, a denial shown as accepted could still let the device in,
  * and two approvals made two grants.
  */
-import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post, Res } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { ApiExtension, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import type { Provider } from 'oidc-provider';
 import { DataSource } from 'typeorm';
-import { Accepts, Public } from '../auth/decorators';
+import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
@@ -65,7 +65,7 @@ export class DeviceController {
   @ApiQueryParams({ user_code: 'The code the device shows (XXX-XXXX)' })
   @ApiPage(200, 'The code form, or with a valid user_code the sign-in and consent form')
   @ApiPage(400, 'The code form again: the code is not valid or expired')
-  async page(@PageQuery('user_code') userCode: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async page(@PageQuery('user_code') userCode: string | undefined, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (userCode === undefined || userCode === '') return sendPage(reply, 200, deviceCodePage({}));
     const code = await this.pending(userCode);
     if (!code) return sendPage(reply, 400, deviceCodePage({ error: 'That code is not valid, or it expired. Check your device and try again.' }));
@@ -84,7 +84,7 @@ export class DeviceController {
   @ApiPage(400, 'The code is not valid or expired')
   @ApiPage(401, 'The form again: wrong email or password (either decision needs them)')
   @ApiPage(403, '"Form expired" (CSRF), or the app belongs to another tenant than the user\'s: the device is told access_denied')
-  async consent(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async consent(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const code = typeof body.user_code === 'string' ? await this.pending(body.user_code) : undefined;
     const expired = () => sendPage(reply, 400, errorPage('Code expired', 'That code is not valid, or it expired. Start again on your device.'));
     if (!code) return expired();

@@ -15,13 +15,13 @@
  * another tenant is refused at the sign-in or the consent, whichever comes first, with a page
  * whose link takes the app its `access_denied` (RFC 6749 4.1.2.1).
  */
-import { Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post, Res } from '@nestjs/common';
 import { ApiExtension, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Provider } from 'oidc-provider';
 import { DataSource } from 'typeorm';
-import { Accepts, Public } from '../auth/decorators';
+import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UserRow, UsersService } from '../users/users.service';
@@ -63,7 +63,7 @@ export class InteractionsController {
   @ApiQueryParams({ interaction: 'The interaction the provider sends the browser back with' })
   @ApiSeeOther('To sign-in or consent; without `interaction`, to /auth/grants')
   @ApiPage(400, 'The interaction is over or not this browser\'s')
-  async start(@PageQuery('interaction') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async start(@PageQuery('interaction') uid: string | undefined, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (uid === undefined) return reply.redirect('/auth/grants', 303);
     const details = await this.details(req, reply, uid);
     if (!details) return;
@@ -91,7 +91,7 @@ export class InteractionsController {
   async signInForm(
     @PageQuery('uid') uid: string | undefined,
     @PageQuery('return_to') returnTo: string | undefined,
-    @Req() req: FastifyRequest,
+    @LenientRequest() req: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     if (uid === undefined) return this.account.signInForm(req, reply, returnTo);
@@ -110,7 +110,7 @@ export class InteractionsController {
   @ApiPage(400, 'The interaction is over or not this browser\'s')
   @ApiPage(401, 'The sign-in form again: wrong email or password')
   @ApiFormExpired()
-  async signIn(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async signIn(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (body.uid === undefined) return this.account.signIn(req, reply, body);
     const details = await this.details(req, reply, body.uid, 'login', body.csrf);
     if (!details) return;
@@ -131,7 +131,7 @@ export class InteractionsController {
   @ApiPage(200, 'The consent form')
   @ApiPage(400, 'The interaction is over, not this browser\'s, or not at consent')
   @ApiPage(403, 'The app belongs to another tenant than the user\'s: refused, with a link that takes it access_denied')
-  async consentForm(@PageQuery('uid') uid: string | undefined, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async consentForm(@PageQuery('uid') uid: string | undefined, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, uid, 'consent');
     if (!details) return;
     const clientId = String(details.params.client_id);
@@ -163,7 +163,7 @@ export class InteractionsController {
   @ApiSeeOther('On to the app, with a code or access_denied')
   @ApiPage(400, 'The interaction is over, already answered, or not this browser\'s')
   @ApiFormExpired()
-  async decide(@FormFields() body: FormBody, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async decide(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const details = await this.details(req, reply, body.uid, 'consent', body.csrf);
     if (!details) return;
     if (!(await claimInteraction(this.db, details.uid))) {

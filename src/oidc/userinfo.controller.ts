@@ -9,10 +9,10 @@
  * the API refuses (expired, revoked, of a tenant's client for another tenant's user) is 401
  * `invalid_token` here. Errors in RFC 6750 form.
  */
-import { applyDecorators, Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { applyDecorators, Controller, Get, HttpCode, Post, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Accepts, Public } from '../auth/decorators';
+import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { UsersService } from '../users/users.service';
 import { findAccessToken, servesUser } from './oauth-tokens';
 import { OidcProvider } from './oidc-provider';
@@ -41,7 +41,7 @@ export class UserinfoController {
   @ApiOperation({ summary: 'OIDC claims of the signed-in user, by the scopes of the token (bearer: an svc_at_ token issued with openid)' })
   @ApiUserinfoErrors()
   @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true }, description: 'The claims: sub, and those of the token\'s profile and email scopes' })
-  get(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  get(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     return this.answer(req, reply);
   }
 
@@ -52,7 +52,7 @@ export class UserinfoController {
   @ApiOperation({ summary: 'OIDC userinfo endpoint (as advertised in discovery); same as GET /auth/userinfo' })
   @ApiUserinfoErrors()
   @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true }, description: 'The claims: sub, and those of the token\'s profile and email scopes' })
-  post(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  post(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     return this.answer(req, reply);
   }
 
