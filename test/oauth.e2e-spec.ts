@@ -779,6 +779,20 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect((await t.http.get('/auth/userinfo').set(bearer(first.access_token)).expect(200)).body).toEqual({ sub: claims.sub });
   });
 
+  it('ends a scope a later consent refuses for the tokens issued before it too, at once', async () => {
+    const app = await registerApp('Scope taker', 'openid core.note:read core.note:write');
+    const agent = request.agent(t.url);
+    const before = (await connect(agent, app, { scope: 'openid core.note:read core.note:write' })).access_token;
+    const write = () => t.http.post('/items').set(bearer(before)).send({ type: 'core.note', properties: { title: 'by the app' } });
+    expect((await write()).status).toBe(201);
+    await connect(agent, app, { scope: 'openid core.note:read core.note:write', prompt: 'consent', tick: ['openid', 'core.note:read'] });
+    expectError(await write(), 403, 'type_not_permitted');
+    await t.http.get('/items?type=core.note').set(bearer(before)).expect(200);
+    // Consenting to it again gives it back.
+    await connect(agent, app, { scope: 'openid core.note:read core.note:write', prompt: 'consent' });
+    expect((await write()).status).toBe(201);
+  });
+
   it('goes back to an openly registered client after a logout only for an id_token_hint of the account signed in (RP-Initiated Logout 1.0 §3)', async () => {
     await t.http.post('/users').set(bearer(admin)).send({ email: 'mallory@example.com', password: 'correct horse battery', name: 'Mallory' }).expect(201);
     const landing = 'https://evil.example/landing';

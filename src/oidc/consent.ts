@@ -7,11 +7,13 @@
  * A user's connection to a client is one grant (SPEC 5.8), whichever browser or device the user
  * consents on: the first consent makes it (`created: true` in the audit), every later one
  * decides again on the scopes it asked about and keeps the rest (`created: false`). So revoking
- * it ends every token of the connection.
+ * it ends every token of the connection, and a scope a later consent refuses ends for every token
+ * of it at once.
  */
 import type { Client, Provider } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
 import type { AuditService } from '../audit/audit.service';
+import type { OAuthTokenCache } from './oauth-token-cache';
 import { connectionGrantId, underConnectionLock } from './oidc-adapter';
 import { isApiScope, isKnownScope, OIDC_SCOPES } from './scopes';
 
@@ -58,9 +60,7 @@ function unreject(grant: Grant, resource: string, scopes: string[]): void {
  * for the client, if any.
  */
 export async function recordConsent(
-  provider: Provider,
-  audit: AuditService,
-  db: DataSource,
+  deps: { provider: Provider; audit: AuditService; db: DataSource; tokenCache: OAuthTokenCache },
   o: {
     grantId?: string;
     tenantId: string;
@@ -72,6 +72,7 @@ export async function recordConsent(
     source: 'authorization_code' | 'device';
   },
 ): Promise<string> {
+  const { provider, audit, db, tokenCache } = deps;
   const refused = o.requested.filter((s) => !o.granted.includes(s));
   const join = (scopes: string[]) => scopes.join(' ');
   const { grantId, created } = await underConnectionLock(db, o.accountId, o.clientId, async (m) => {
@@ -88,6 +89,8 @@ export async function recordConsent(
     if (refused.some(isApiScope)) grant.rejectResourceScope(o.resource, join(refused.filter(isApiScope)));
     return { grantId: await grant.save(), created: !existing };
   });
+  // The grant's tokens are good for what it holds now (oauth-tokens.ts): resolutions cached before this decision are not.
+  if (!created) await tokenCache.invalidate();
   await audit.record({
     tenantId: o.tenantId,
     action: 'auth.grant.created',

@@ -34,6 +34,7 @@ import { ApiFormBody, ApiPage, ApiQueryParams, FORM_FIELD } from './openapi-page
 import { cookieOf } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimDeviceCode, releaseDeviceCode } from './oidc-adapter';
+import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 import { clientRegistration, servesUser } from './oauth-tokens';
 import { deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messagePage, otherWorkspacePage } from './pages';
@@ -56,6 +57,7 @@ export class DeviceController {
     private readonly users: UsersService,
     private readonly audit: AuditService,
     private readonly config: AppConfig,
+    private readonly tokenCache: OAuthTokenCache,
     @InjectDataSource() private readonly db: DataSource,
   ) {}
 
@@ -109,7 +111,7 @@ export class DeviceController {
         const requested = requestedScopes(client, code.params?.scope);
         const granted = grantedScopes(withinUserRole(requested, user.role), list(body.scope), body[SCOPES_SHOWN] !== undefined);
         const resource = this.config.baseUrl;
-        const grantId = await recordConsent(provider, this.audit, this.db, {
+        const grantId = await recordConsent({ provider, audit: this.audit, db: this.db, tokenCache: this.tokenCache }, {
           tenantId: user.tenant_id,
           accountId: user.id,
           clientId: code.clientId!,

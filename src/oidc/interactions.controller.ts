@@ -30,6 +30,7 @@ import { FormBody, FormFields, PageQuery } from './form-fields';
 import { ApiFormBody, ApiFormExpired, ApiPage, ApiQueryParams, ApiSeeOther, FORM_FIELD } from './openapi-pages';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimInteraction } from './oidc-adapter';
+import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 import { clientRegistration, servesUser } from './oauth-tokens';
 import { consentPage, errorPage, formExpiredPage, otherWorkspacePage, signInPage } from './pages';
@@ -52,6 +53,7 @@ export class InteractionsController {
     private readonly audit: AuditService,
     private readonly account: AccountForms,
     private readonly config: AppConfig,
+    private readonly tokenCache: OAuthTokenCache,
     @InjectDataSource() private readonly db: DataSource,
   ) {}
 
@@ -182,7 +184,7 @@ export class InteractionsController {
     // What the user's role may not give is refused with the rest, or the provider would ask again.
     const requested = requestedScopes(client, details.params.scope);
     const offered = withinUserRole(requested, user.role);
-    const grantId = await recordConsent(provider, this.audit, this.db, {
+    const grantId = await recordConsent({ provider, audit: this.audit, db: this.db, tokenCache: this.tokenCache }, {
       grantId: details.grantId,
       tenantId: user.tenant_id,
       accountId,

@@ -99,7 +99,11 @@ export class OAuthTokens implements OAuthTokenResolver {
     const found = await findAccessToken(provider, token);
     if ('error' in found) return found;
     const client = await provider.Client.find(found.clientId);
-    const principal = client && (await this.principalOf(client, found.accountId, found.grantId, (found.scope ?? '').split(' ')));
+    // What the grant refused since the token was issued (a later consent) is not the token's any more.
+    const grant = found.grantId ? await provider.Grant.find(found.grantId) : undefined;
+    const held = grant && new Set(this.grantScopes(grant));
+    const scopes = (found.scope ?? '').split(' ').filter((scope) => !held || held.has(scope));
+    const principal = client && (await this.principalOf(client, found.accountId, found.grantId, scopes));
     return principal ? { principal, expiresAt: found.exp * 1000 } : { error: 'unauthorized' };
   }
 
@@ -113,10 +117,14 @@ export class OAuthTokens implements OAuthTokenResolver {
     } else {
       const grant = await provider.Grant.find(credentialId);
       const client = grant && (await provider.Client.find(grant.clientId!));
-      const scopes = grant ? `${grant.getOIDCScope()} ${grant.getResourceScope(this.config.baseUrl)}`.split(' ') : [];
-      principal = client && (await this.principalOf(client, grant!.accountId, credentialId, scopes));
+      principal = client && (await this.principalOf(client, grant!.accountId, credentialId, this.grantScopes(grant!)));
     }
     return principal?.tenantId === tenantId ? principal : null;
+  }
+
+  /** The scopes a grant holds now: given and not refused since. */
+  private grantScopes(grant: InstanceType<Provider['Grant']>): string[] {
+    return `${grant.getOIDCScope()} ${grant.getResourceScope(this.config.baseUrl)}`.split(' ');
   }
 
   /** A token's Principal: the user's tenant (or the client's), its scopes' maps, the client's extension grant. */
