@@ -43,11 +43,24 @@ export const KEYS_GENERATION = 'keys:generation';
 export const OAUTH_GENERATION = 'oauth:generation';
 
 /**
+ * A counter that never returns to a value it had. Were a lost counter (Redis flushed, the key
+ * evicted) to start again at 0, the bumps after it would climb back through values that entries
+ * were cached under before it was lost, and a key revoked in between would be served again. So a
+ * missing counter starts at the time in milliseconds times 2^20: past any value of an earlier
+ * start, unless that one saw more than a million bumps a millisecond.
+ */
+const READ_COUNTER = `local v = redis.call('GET', KEYS[1]) if v then return v end redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]`;
+const BUMP_COUNTER = `if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], ARGV[1]) end return redis.call('INCR', KEYS[1])`;
+const freshStart = () => String(BigInt(Date.now()) << 20n);
+
+const bumpCounter = (redis: Redis, counter: string) => redis.eval(BUMP_COUNTER, 1, counter, freshStart());
+
+/**
  * Bumps a generation counter and resolves once every lookup that begins afterwards, on any
  * instance, reads the new value (see the header).
  */
 export async function bumpGeneration(redis: Redis, counter: string): Promise<void> {
-  await redis.incr(counter);
+  await bumpCounter(redis, counter);
   await sleep(GENERATION_WINDOW_MS + WAIT_MARGIN_MS);
 }
 
@@ -79,7 +92,7 @@ export class KeyCache {
     if (this.redis.status !== 'ready') return Promise.resolve(undefined); // no wait on a Redis that is away
     const now = this.now();
     if (this.newest === undefined || now - this.newest.sentAt > GENERATION_WINDOW_MS) {
-      const value = withinTimeout(this.redis.get(this.counter).then((v) => v ?? '0'), GENERATION_TIMEOUT_MS);
+      const value = withinTimeout(this.redis.eval(READ_COUNTER, 1, this.counter, freshStart()).then(String), GENERATION_TIMEOUT_MS);
       this.newest = { sentAt: now, value };
     }
     return this.newest.value;
@@ -119,7 +132,7 @@ export class KeyCache {
   private async bumpUntilTaken(): Promise<void> {
     for (;;) {
       await sleep(BUMP_RETRY_MS);
-      if (await withinTimeout(this.redis.incr(this.counter).then(() => true), BUMP_TIMEOUT_MS)) return;
+      if (await withinTimeout(bumpCounter(this.redis, this.counter).then(() => true), BUMP_TIMEOUT_MS)) return;
     }
   }
 }
