@@ -26,12 +26,13 @@ describe('OAuth pages in Chromium', () => {
   let page: Page;
   let rp: oidc.Configuration;
   let tv: oidc.Configuration;
+  let admin: string;
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`);
     mkdirSync(SHOTS, { recursive: true });
     t = await startApp({ OAUTH_DEVICE_POLL_INTERVAL: '1' });
-    const admin = (await bootstrapAdmin(t)).key;
+    admin = (await bootstrapAdmin(t)).key;
     await t.http.post('/users').set(bearer(admin)).send({ email: 'grace@example.com', password: 'a long browser password', name: 'Grace Hopper' }).expect(201);
     const notes = await t.http
       .post('/auth/clients')
@@ -174,6 +175,44 @@ describe('OAuth pages in Chromium', () => {
     await p.getByLabel('Email').waitFor();
     // The pages load nothing from anywhere else (the provider's stock pages fetch web fonts).
     expect(elsewhere).toEqual([]);
+    await context.close();
+  });
+
+  it('ends the account pages\' sign-in in this browser too when the user signs out: the next person at a shared computer is not them', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'kay@example.com', password: 'a long browser password', name: 'Kay', role: 'admin' }).expect(201);
+    const context = await browser.newContext();
+    const p = await context.newPage();
+    await p.route(`${REDIRECT}**`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>back in the app</p>' }));
+    const signIn = async () => {
+      await p.getByLabel('Email').fill('kay@example.com');
+      await p.getByLabel('Password').fill('a long browser password');
+      await p.getByRole('button', { name: 'Sign in' }).click();
+    };
+    // Signed in to an app and to the account pages, in one browser.
+    const challenge = await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier());
+    await p.goto(oidc.buildAuthorizationUrl(rp, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state: 'shared' }).toString());
+    await signIn();
+    const allow = p.getByRole('button', { name: 'Allow' });
+    const back = p.getByText('back in the app');
+    await Promise.race([back.waitFor(), allow.waitFor().then(() => allow.click())]);
+    await back.waitFor();
+    await p.goto(`${t.url}/auth/sign-in?return_to=/auth/security`);
+    await signIn();
+    await p.getByText('Signed in as kay@example.com').waitFor();
+    const csrf = await p.locator('form[action="/auth/keys"] input[name="csrf"]').inputValue();
+
+    // The account pages' own way out: the provider's logout, confirmed.
+    await p.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'Sign out', exact: true }).click();
+    await p.getByRole('button', { name: 'Yes, sign me out' }).click();
+    await p.waitForURL(`${t.url}/auth/logout/success`);
+
+    // The next person at this browser is asked to sign in, and cannot use the page's form.
+    await p.goto(`${t.url}/auth/security`);
+    expect(await p.textContent('main')).not.toContain('kay@example.com');
+    expect(new URL(p.url()).pathname).toBe('/auth/sign-in');
+    const minted = await context.request.post(`${t.url}/auth/keys`, { form: { csrf, label: 'after sign out' }, maxRedirects: 0 });
+    expect(minted.status()).toBe(401);
+    expect(await t.sql(`SELECT 1 FROM api_keys WHERE label = 'after sign out'`)).toEqual([]);
     await context.close();
   });
 });

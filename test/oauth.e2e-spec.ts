@@ -810,6 +810,45 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect((await write()).status).toBe(201);
   });
 
+  it('ends the account pages\' sign-in in the browser that signs out at the provider, wherever the logout ends, and in no other browser', async () => {
+    const bye = 'https://app.example.com/bye';
+    const registered = (
+      await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: 'Leaving app', redirect_uris: [redirectUri], post_logout_redirect_uris: [bye], scope: 'openid core.note:read', token_endpoint_auth_method: 'none' }).expect(201)
+    ).body;
+    const app = await oidc.discovery(new URL(t.url), registered.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    const signedIn = async (agent: ReturnType<typeof request.agent>) => (await agent.get('/auth/security')).status === 200;
+    /** Answers the logout page `query` opens in `agent`: "Yes" by default, `{}` for "No" (or the provider's self-submitting form). */
+    const logout = async (agent: ReturnType<typeof request.agent>, query: Record<string, string>, choice: { logout?: string } = { logout: 'yes' }) => {
+      const page = await agent.get('/auth/logout').query(query).expect(200);
+      const action = new URL(/<form[^>]*action="([^"]+)"/.exec(page.text)![1].replace(/&amp;/g, '&'), t.url);
+      const out = await agent.post(action.pathname).type('form').send({ xsrf: field(page.text, 'xsrf'), ...choice });
+      expect(out.status).toBe(303);
+      return out;
+    };
+    const [laptop, phone] = [request.agent(t.url), request.agent(t.url)];
+    await accountSignIn(phone);
+
+    // Signed in to an app and to the account pages: "No, stay signed in" leaves the account pages be.
+    await connect(laptop, app);
+    await accountSignIn(laptop);
+    await logout(laptop, { client_id: registered.client_id }, {});
+    expect(await signedIn(laptop)).toBe(true);
+
+    // "Yes", and back to the app: out of both in this browser, beside the provider's own cookies.
+    const out = await logout(laptop, { client_id: registered.client_id, post_logout_redirect_uri: bye });
+    expect(out.headers.location).toBe(bye);
+    expect(out.headers['set-cookie']).toEqual(expect.arrayContaining([expect.stringMatching(/^_session=;/), 'svc_account=; Path=/auth; HttpOnly; SameSite=Lax; Max-Age=0']));
+    expect(await signedIn(laptop)).toBe(false);
+    // Not everywhere: the other browser stays signed in.
+    expect(await signedIn(phone)).toBe(true);
+
+    // Signed in to the account pages only: no provider session, and the provider's page submits itself.
+    await accountSignIn(laptop);
+    const alone = await logout(laptop, {});
+    expect(alone.headers.location).toBe(`${t.url}/auth/logout/success`);
+    expect(await signedIn(laptop)).toBe(false);
+  });
+
   it('goes back to an openly registered client after a logout only for an id_token_hint of the account signed in (RP-Initiated Logout 1.0 §3)', async () => {
     await t.http.post('/users').set(bearer(admin)).send({ email: 'mallory@example.com', password: 'correct horse battery', name: 'Mallory' }).expect(201);
     const landing = 'https://evil.example/landing';

@@ -7,6 +7,10 @@
  * them: a cookie counts only while the epoch it was stamped with is still the user's
  * `session_epoch`, which every account request checks (`signedInAs`) and which signing out
  * everywhere increments (grants.service.ts).
+ *
+ * Signing out in one browser (the provider's RP-initiated logout, which the pages' "Sign out"
+ * leads to) drops the cookie from that browser only (oidc-provider.factory.ts): the epoch stays,
+ * so the user's other browsers stay signed in.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -30,8 +34,13 @@ export function setAccountCookie(reply: FastifyReply, key: Buffer, user: { id: s
   reply.header('Set-Cookie', `${ACCOUNT_COOKIE}=${body}.${sign(key, body)}; Path=/auth; HttpOnly; SameSite=Lax; Max-Age=${TTL_SECONDS}${secure ? '; Secure' : ''}`);
 }
 
-export function clearAccountCookie(reply: FastifyReply): void {
-  reply.header('Set-Cookie', `${ACCOUNT_COOKIE}=; Path=/auth; HttpOnly; SameSite=Lax; Max-Age=0`);
+/** The Set-Cookie value that drops the account cookie from the browser (the provider's logout sends it too). */
+export function clearedAccountCookie(secure: boolean): string {
+  return `${ACCOUNT_COOKIE}=; Path=/auth; HttpOnly; SameSite=Lax; Max-Age=0${secure ? '; Secure' : ''}`;
+}
+
+export function clearAccountCookie(reply: FastifyReply, secure: boolean): void {
+  reply.header('Set-Cookie', clearedAccountCookie(secure));
 }
 
 /** The user id and session epoch of a genuine, unexpired account cookie, or undefined. */

@@ -1,10 +1,11 @@
 /**
  * The user's account pages (SPEC 5.3, 5.8): connected apps (`/auth/grants`, with inspect and
- * revoke), sign-in sessions (`/auth/sessions`, sign out everywhere) and `/auth/security`, where
+ * revoke), the sign-in sessions apps use (`/auth/sessions`, sign out everywhere) and `/auth/security`, where
  * an admin user can create an admin API key (`POST /auth/keys`: how a tenant made by sign-up gets
  * its first key). A user
- * signs in to them at `/auth/sign-in` (account-forms.ts); signing out everywhere ends that sign-in
- * in every browser (account-session.ts). Pages are HTML; the revoke routes also answer JSON to a
+ * signs in to them at `/auth/sign-in` (account-forms.ts); their "Sign out" (the provider's logout)
+ * ends that sign-in in this browser (oidc-provider.factory.ts), signing out everywhere in every
+ * browser (account-session.ts). Pages are HTML; the revoke routes also answer JSON to a
  * caller that asks for it.
  */
 import { Controller, Delete, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
@@ -141,7 +142,7 @@ export class AccountController {
 
   @ApiExtension('x-error-format', 'html')
   @Get('sessions')
-  @ApiOperation({ summary: 'The signed-in user\'s sign-in sessions (HTML; JSON with Accept: application/json)' })
+  @ApiOperation({ summary: 'The signed-in user\'s sign-in sessions for apps, not the account pages\' own sign-in (HTML; JSON with Accept: application/json)' })
   @ApiResponse({ status: 200, description: 'The sessions page, or {sessions} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { type: 'object', properties: { sessions: { type: 'array', items: { type: 'object', additionalProperties: true } } } } } } })
   @ApiSignedInUser()
   async sessions(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
@@ -166,7 +167,7 @@ export class AccountController {
     if (!user) return;
     if (!(await this.formAllowed(req, body))) return sendPage(reply, 403, formExpiredPage());
     const ended = await this.grants.endSessions(user.id);
-    clearAccountCookie(reply);
+    clearAccountCookie(reply, this.config.baseUrl.startsWith('https:'));
     if (this.wantsJson(req)) return void reply.send({ ended });
     await reply.redirect('/auth/sign-in?return_to=/auth/sessions', 303);
   }

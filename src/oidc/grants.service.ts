@@ -92,6 +92,7 @@ export class GrantsService {
     return true;
   }
 
+  /** The provider's sessions, the sign-ins apps use; the account pages' own cookie is stored nowhere to list. */
   async sessions(userId: string): Promise<SessionView[]> {
     const rows: Array<{ id: string; payload: { loginTs?: number; iat?: number; exp?: number } }> = await this.db.query(
       `SELECT id, payload FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1 AND (expires_at IS NULL OR expires_at > now())`,

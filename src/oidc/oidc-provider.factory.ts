@@ -22,6 +22,7 @@ import type { UsersService } from '../users/users.service';
 import { DEVICE_GRANT_TYPE, installDevicePolling } from './device-polling';
 import { providerInternals } from './provider-internals';
 import { isUsedRefreshToken, postgresAdapter } from './oidc-adapter';
+import { clearedAccountCookie } from './account-session';
 import { errorPage, logoutPage, messagePage } from './pages';
 import { setPage } from './send-page';
 import { issuedUnderCurrentSecret, secretClaim } from './client-secret-claim';
@@ -307,6 +308,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   allowAnyLoopbackPort(provider);
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
   provider.use(neverFramed);
+  provider.use(endAccountSignInOnLogout(config.baseUrl.startsWith('https:')));
   await teachScopeGrammar(provider);
   provider.use(reportTokenReuse(deps.db));
   provider.use(reportClientErrors);
@@ -407,6 +409,24 @@ async function neverFramed(ctx: KoaContextWithOIDC, next: () => Promise<void>): 
   if (!ctx.response.is('html') || ctx.response.get('X-Frame-Options')) return;
   ctx.set('X-Frame-Options', 'DENY');
   if (!ctx.response.get('Content-Security-Policy')) ctx.set('Content-Security-Policy', "frame-ancestors 'none'");
+}
+
+/**
+ * Signing out at the provider ("Yes, sign me out", or the self-submitting form of a logout
+ * without a session) ends the account pages' sign-in in this browser too: their cookie is the
+ * service's, not the provider's session, and a shared computer's next user must not find the
+ * pages (and their forms, such as the admin API key's) still signed in. Other browsers stay
+ * signed in (that is "sign out everywhere": account-session.ts). "No, stay signed in" ends only
+ * the asking app's part of the session, and leaves the account pages alone. Appended: the
+ * provider's own session cookies are in the same header.
+ */
+function endAccountSignInOnLogout(secure: boolean) {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> => {
+    await next();
+    const params = ctx.oidc?.params as { logout?: string } | undefined;
+    if (ctx.oidc?.route !== 'end_session_confirm' || !params?.logout || ctx.status !== 303) return;
+    ctx.append('Set-Cookie', clearedAccountCookie(secure));
+  };
 }
 
 /**

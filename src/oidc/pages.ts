@@ -167,7 +167,11 @@ ${hidden('csrf', o.csrf)}
   );
 }
 
-const nav = `<nav aria-label="Account"><a href="/auth/grants">Connected apps</a> · <a href="/auth/sessions">Sessions</a> · <a href="/auth/security">Security</a></nav>`;
+/**
+ * The account pages' menu. "Sign out" is the provider's logout (RP-initiated, without a client):
+ * it ends this browser's sign-in to apps and to these pages (oidc-provider.factory.ts).
+ */
+const nav = `<nav aria-label="Account"><a href="/auth/grants">Connected apps</a> · <a href="/auth/sessions">Sessions</a> · <a href="/auth/security">Security</a> · <a href="/auth/logout">Sign out</a></nav>`;
 
 export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client_name: string; scope: string; created_at: string }> }): string {
   const rows = o.grants
@@ -180,11 +184,19 @@ export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client
   return page('Connected apps', `${nav}<h1>Connected apps</h1>${rows ? `<ul>${rows}</ul>` : '<p>No app has access to your account.</p>'}`);
 }
 
+/**
+ * The sign-ins apps use (the provider's sessions, grants.service.ts). The account pages' own
+ * sign-in is a cookie stored nowhere (account-session.ts), so it cannot be listed: the page says
+ * how it ends instead.
+ */
 export function sessionsPage(o: { csrf: string; sessions: Array<{ signed_in_at: string; expires_at: string | null }> }): string {
   const rows = o.sessions.map((s) => `<li>Signed in ${escapeHtml(s.signed_in_at)}${s.expires_at ? `, until ${escapeHtml(s.expires_at)}` : ''}</li>`).join('');
   return page(
     'Sessions',
-    `${nav}<h1>Sessions</h1>${rows ? `<ul>${rows}</ul>` : '<p>No sign-in session is open.</p>'}
+    `${nav}<h1>Sessions</h1>
+<p>Browsers where you are signed in for apps: there an app can connect without asking for your password.</p>
+${rows ? `<ul>${rows}</ul>` : '<p>No browser is signed in for apps.</p>'}
+<p>Your sign-in to these account pages is not listed. <a href="/auth/logout">Sign out</a> ends it, and the sign-in for apps, in this browser; Sign out everywhere ends both in every browser. Connected apps keep their access either way.</p>
 <form method="post" action="/auth/sessions/revoke">${hidden('csrf', o.csrf)}<button type="submit">Sign out everywhere</button></form>`,
   );
 }
