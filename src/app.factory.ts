@@ -29,6 +29,7 @@ import {
   requireValidQuery,
 } from './common/protocol-errors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
+import { securityHeaders, setSecurityHeaders } from './common/security-headers';
 import { redactUrl, StartupError } from './common/startup-error';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
@@ -88,6 +89,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   // The pipeline before Nest's guards (ARCHITECTURE): request id and log line, credentials,
   // rate limit. Unknown routes and unparsable bodies pass through these too.
   const http = app.getHttpAdapter().getInstance();
+  // First, so that every answer carries them, the provider's (handed over below) included.
+  http.addHook('onRequest', securityHeaders);
   http.addHook('onRequest', requestLogging(logger));
   http.addHook('onRequest', refuseWhileClosing(http));
   http.addHook('onRequest', dropBodyOfGet);
@@ -100,6 +103,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   http.addHook('onRequest', requireValidQuery);
   http.addHook('onRequest', app.get(OidcMount).onRequest);
   preRouting.push(
+    async (_request, reply) => setSecurityHeaders(reply),
     (request, reply) => new Promise<void>((resolve, reject) => credentials.onRequest(request, reply, (err) => (err ? reject(err) : resolve()))),
     rateLimit.onRequest,
   );

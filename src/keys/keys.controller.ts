@@ -4,6 +4,7 @@ import { AllowBootstrap, Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
 import { PageQuery } from '../common/pagination';
+import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiKeyList, ApiKeyResponse, CreatedApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
@@ -19,6 +20,7 @@ export class KeysController {
   @AllowBootstrap()
   @Requires({ admin: true })
   @Idempotent()
+  @NoStore()
   @ApiOperation({
     summary: 'Create an API key',
     description:

@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { PageQuery } from '../common/pagination';
+import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { OAuthClient, OAuthClientList, ParseClientIdPipe, RegisteredClient, RegisterClientDto, RotatedClient } from './clients.dto';
@@ -18,6 +19,7 @@ export class ClientsController {
 
   @Post()
   @Requires({ admin: true })
+  @NoStore()
   @ApiOperation({
     summary: 'Register a first-party OAuth client of the caller\'s tenant (admin)',
     description:
@@ -68,6 +70,7 @@ export class ClientsController {
   @HttpCode(200)
   @Requires({ admin: true })
   @Idempotent()
+  @NoStore()
   @ApiOperation({
     summary: 'Rotate a confidential OAuth client\'s secret (admin): the new one is shown once, the old one fails at once',
     description:

@@ -1,4 +1,8 @@
-/** Sends one of the provider's HTML pages (pages.ts), uncached, never framed, no script allowed. */
+/**
+ * Sends one of the provider's HTML pages (pages.ts), uncached, never framed, no script allowed.
+ * `X-Content-Type-Options` and `Referrer-Policy: no-referrer` (the consent and device pages' URLs
+ * carry codes) come with every response (security-headers.ts), these pages' included.
+ */
 import type { FastifyReply } from 'fastify';
 
 const PAGE_HEADERS = {

@@ -58,6 +58,9 @@ export class OpenApiController {
 
   @Get('docs')
   @Header('Content-Type', 'text/html; charset=utf-8')
+  // Not to be framed (clickjacking); a policy of frame-ancestors alone leaves Swagger UI's own scripts and styles be.
+  @Header('X-Frame-Options', 'DENY')
+  @Header('Content-Security-Policy', "frame-ancestors 'none'")
   @ApiOperation({ summary: 'Browsable API reference (Swagger UI, served locally)' })
   @ApiOkResponse({ description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } })
   docs(): string {

@@ -5,6 +5,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { STATUS_CODES } from 'node:http';
+import { NO_STORE_EXTENSION } from '../common/security-headers';
 import type { AppConfig } from '../config/app-config';
 import { OAUTH_ERROR_SCHEMA, oidcOpenApiPaths } from '../oidc/openapi-paths';
 import { bucketFor } from '../rate-limit/rate-limit.policy';
@@ -46,7 +47,8 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
         'With rate limiting on (RATE_LIMIT_ENABLED, the default), responses carry X-RateLimit-Limit, X-RateLimit-Remaining and ' +
         'X-RateLimit-Reset (Unix time in seconds), and a 429 also Retry-After; only refusals made before a request is counted carry ' +
         'none: requests the HTTP layer cannot parse (a malformed request line or headers, 408, 417, 431) and a 503 while the instance ' +
-        'shuts down or while a bearer token cannot be checked. Every GET operation also answers HEAD: the same status and headers, without a body.',
+        'shuts down or while a bearer token cannot be checked. Every GET operation also answers HEAD: the same status and headers, without a body. ' +
+        'Every response carries X-Content-Type-Options: nosniff and Referrer-Policy: no-referrer.',
     )
     .setVersion(API_VERSION)
     .addServer(config.baseUrl)
@@ -131,7 +133,8 @@ const header = (description: string) => ({ description, schema: { type: 'integer
  * Headers that the request pipeline adds rather than a route: the rate-limit headers on every
  * response (rate-limit.hook.ts), Retry-After on a 429 and on a 503 `service_unavailable`
  * (exception.filter.ts; not on GET /health's own 503, whose body says what is down), and
- * Idempotent-Replayed on the kept (neither 429 nor 5xx) answers of a route that takes Idempotency-Key.
+ * Idempotent-Replayed on the kept (neither 429 nor 5xx) answers of a route that takes Idempotency-Key,
+ * and Cache-Control: no-store on the successes of a route marked `@NoStore()` (security-headers.ts).
  */
 function documentCommonHeaders(document: OpenAPIObject): void {
   document.components ??= {};
@@ -142,10 +145,15 @@ function documentCommonHeaders(document: OpenAPIObject): void {
     'X-RateLimit-Reset': header('Unix time (seconds since the epoch) at which the current window resets (sent while rate limiting is on)'),
     'Retry-After': header('Seconds to wait before retrying'),
     'Idempotent-Replayed': { description: '`true` when this is the kept answer to an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
+    'Cache-Control': { description: '`no-store`: the body shows a secret once, which no cache may keep', schema: { type: 'string', enum: ['no-store'] } },
   };
   const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
   for (const [, , op] of operations(document)) {
     const idempotent = (op.parameters ?? []).some((p) => 'in' in p && p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
+    // The marker has done its work once the headers say it.
+    const marked = op as Operation & { [NO_STORE_EXTENSION]?: boolean };
+    const noStore = marked[NO_STORE_EXTENSION] === true;
+    delete marked[NO_STORE_EXTENSION];
     for (const [status, response] of Object.entries(op.responses)) {
       if (!response || '$ref' in response) continue;
       const headers: Record<string, { $ref: string }> = {};
@@ -153,6 +161,7 @@ function documentCommonHeaders(document: OpenAPIObject): void {
       const unavailable = status === '503' && JSON.stringify(response).includes('ErrorEnvelopeDto');
       if (status === '429' || unavailable) headers['Retry-After'] = ref('Retry-After');
       if (idempotent && status !== '429' && !status.startsWith('5')) headers['Idempotent-Replayed'] = ref('Idempotent-Replayed');
+      if (noStore && status.startsWith('2')) headers['Cache-Control'] = ref('Cache-Control');
       op.responses[status] = { ...response, headers: { ...headers, ...response.headers } }; // a copy: some response objects are shared
     }
   }

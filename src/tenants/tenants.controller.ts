@@ -1,6 +1,7 @@
 import { Body, Controller, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Requires } from '../auth/decorators';
+import { NoStore } from '../common/security-headers';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { CreatedTenantResponse, CreateTenantDto } from './tenants.dto';
 import { TenantsService } from './tenants.service';
@@ -13,6 +14,7 @@ export class TenantsController {
 
   @Post()
   @Requires({ admin: true, rootTenant: true })
+  @NoStore()
   @ApiOperation({ summary: 'Create a tenant and its first admin key (admin key of the root tenant)' })
   @ApiCreatedResponse({ type: CreatedTenantResponse })
   @ApiErrors(400, 401, 403, 429)

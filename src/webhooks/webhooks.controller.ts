@@ -4,6 +4,7 @@ import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
 import { PageQuery } from '../common/pagination';
+import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import {
@@ -19,6 +20,7 @@ export class WebhooksController {
 
   @Post()
   @Idempotent()
+  @NoStore()
   @ApiOperation({
     summary: 'Register a webhook',
     description:
