@@ -166,6 +166,20 @@ describe('connector OAuth bootstrap', () => {
     expect(badFields(await svc.http.get('/oauth/start').query({ integration_id: integrationId, redirect_uri: BACK, extra: '1' }).set(bearer(admin)))).toEqual(['extra']);
   });
 
+  it('names a missing or empty integration_id or redirect_uri (400 validation_error), as any missing field', async () => {
+    for (const [query, fields] of [
+      [{ redirect_uri: BACK }, ['integration_id']],
+      [{ integration_id: '', redirect_uri: BACK }, ['integration_id']],
+      [{ integration_id: integrationId }, ['redirect_uri']],
+      [{ integration_id: integrationId, redirect_uri: '' }, ['redirect_uri']],
+      [{}, ['integration_id', 'redirect_uri']],
+    ] as const) {
+      const res = await svc.http.get('/oauth/start').query(query).set(bearer(admin));
+      expect([query, res.status, res.body.error?.code]).toEqual([query, 400, 'validation_error']);
+      expect(badFields(res).sort()).toEqual(fields);
+    }
+  });
+
   it('stores nothing for a tampered, foreign or expired state', async () => {
     const count = async () => (await svc.sql<{ n: number }>(`SELECT count(*)::int AS n FROM connections`))[0].n;
     const before = await count();
@@ -352,6 +366,40 @@ describe('connector token responses and token URLs', () => {
     expect(await stored()).toEqual(before);
     answer = VALID;
     await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).expect(200);
+  });
+
+  it('answers HEAD on the callback (a link scanner\'s probe) without exchanging the code or using up the state', async () => {
+    const id = await register('acme.probed');
+    answer = VALID;
+    const started = await svc.http.get('/oauth/start').query({ integration_id: id, redirect_uri: BACK }).set(bearer(admin)).expect(302);
+    const query = { code: 'a-code', state: new URL(started.headers.location).searchParams.get('state') };
+    const seen = requests;
+    const probe = await svc.http.head('/oauth/callback/acme.probed').query(query);
+    expect(probe.status).toBe(200);
+    expect(probe.headers.location).toBeUndefined();
+    expect(requests).toBe(seen);
+    expect(await svc.sql(`SELECT 1 FROM connections WHERE integration_id = $1`, [id])).toHaveLength(0);
+    // The user's own GET still connects.
+    const res = await svc.http.get('/oauth/callback/acme.probed').query(query);
+    expect(res.status).toBe(302);
+    expect(new URL(res.headers.location).searchParams.get('connection_id')).toEqual(expect.any(String));
+    expect(requests).toBe(seen + 1);
+  });
+
+  it('sends no empty client_id for a stored manifest without one: /oauth/start and refresh are 400 invalid_request naming it', async () => {
+    // As a manifest registered before oauth.client_id was required may be.
+    const id = await register('acme.clientless');
+    answer = VALID;
+    const connectionId = (await callback('acme.clientless', id)).get('connection_id');
+    await svc.sql(`UPDATE integrations SET manifest = manifest #- '{oauth,client_id}' WHERE id = $1`, [id]);
+    const seen = requests;
+    const started = await svc.http.get('/oauth/start').query({ integration_id: id, redirect_uri: BACK }).set(bearer(admin));
+    expectError(started, 400, 'invalid_request');
+    expect(started.body.error.message).toMatch(/oauth\.client_id/);
+    const refreshed = await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin));
+    expectError(refreshed, 400, 'invalid_request');
+    expect(refreshed.body.error.message).toMatch(/oauth\.client_id/);
+    expect(requests).toBe(seen);
   });
 
   it.each([

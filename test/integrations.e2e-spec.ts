@@ -12,7 +12,7 @@ const manifest = (over: Record<string, unknown> = {}) => ({
   direction: 'read',
   runtime_compatibility: ['svc>=4.2'],
   triggers: [{ kind: 'schedule', schedule: 'every 15 minutes' }],
-  oauth: { authorize_url: 'https://auth.acme.example/authorize', token_url: 'https://auth.acme.example/token', scopes: ['tasks.read'] },
+  oauth: { authorize_url: 'https://auth.acme.example/authorize', token_url: 'https://auth.acme.example/token', scopes: ['tasks.read'], client_id: 'svc-connector' },
   webhook_verification: { scheme: 'hmac-sha256', header: 'X-Acme-Signature' },
   target_types: ['core.task'],
   permissions: ['core.task:write', 'metadata:write'],
@@ -101,7 +101,7 @@ describe('integrations', () => {
   });
 
   it('takes OAuth URLs by the host they name: https, or plain http to a loopback host, never with user info', async () => {
-    const oauth = (authorize_url: string, token_url: string) => manifest({ name: 'acme.urls', oauth: { authorize_url, token_url } });
+    const oauth = (authorize_url: string, token_url: string) => manifest({ name: 'acme.urls', oauth: { authorize_url, token_url, client_id: 'svc' } });
     for (const [authorize, token] of [
       ['http://127.0.0.1:x@evil.example/authorize', 'http://localhost:443@evil.example/token'],
       ['https://user:secret@auth.acme.example/authorize', 'http://[::1]@evil.example/token'],
@@ -112,6 +112,15 @@ describe('integrations', () => {
     expect((await register(root, { manifest: oauth('http://[::1]:8080/authorize', 'http://localhost/token') })).status).toBe(201);
   });
 
+  it('requires oauth.client_id whenever a manifest has oauth (RFC 6749: every authorization request names its client)', async () => {
+    const urls = { authorize_url: 'https://auth.acme.example/authorize', token_url: 'https://auth.acme.example/token' };
+    for (const oauth of [urls, { ...urls, client_id: '' }]) {
+      expect(badFields(await register(root, { manifest: manifest({ name: 'acme.clientless', oauth }) }))).toEqual(['manifest.oauth.client_id']);
+    }
+    const { oauth: _, ...noOauth } = manifest({ name: 'acme.clientless' });
+    expect((await register(root, { manifest: noOauth })).status).toBe(201);
+  });
+
   it('refuses an empty name filter', async () => {
     expect(badFields(await t.http.get('/integrations?name=').set(bearer(member)))).toEqual(['name']);
   });
@@ -120,5 +129,7 @@ describe('integrations', () => {
     expectError(await t.http.get('/integrations/00000000-0000-4000-8000-000000000000').set(bearer(member)), 404, 'integration_not_found');
     expectError(await t.http.get('/integrations/nope').set(bearer(member)), 404, 'integration_not_found');
     expectError(await t.http.get('/integrations/nope'), 401, 'unauthorized');
+    // Save one with a NUL character, refused in every URL (README): 400 validation_error.
+    expectError(await t.http.get('/integrations/%00').set(bearer(member)), 400, 'validation_error');
   });
 });

@@ -4,6 +4,9 @@ import { validateSync } from 'class-validator';
 import { isPattern } from '../src/common/type-pattern';
 import { EVENT_NAMES } from '../src/events/event-catalogue';
 import { MetadataPatchDto } from '../src/items/items.dto';
+import { ConnectorCallbackQuery, StartConnectionQuery } from '../src/integrations/connections.dto';
+import { ListIntegrationsQuery } from '../src/integrations/integrations.dto';
+import { MANIFEST_SCHEMA } from '../src/integrations/manifest-schema';
 import { CreateKeyDto } from '../src/keys/keys.dto';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 
@@ -254,6 +257,39 @@ describe('OpenAPI and docs', () => {
     expect(schema('CreateTypeDto').properties.name).toMatchObject({ maxLength: 200, pattern: expect.any(String) });
     expect(new RegExp(schema('CreateTypeDto').properties.name.pattern, 'u').test('acme.recipe')).toBe(true);
     expect(new RegExp(schema('CreateTypeDto').properties.name.pattern, 'u').test('Acme.recipe')).toBe(false);
+  });
+
+  it('publishes the manifest schema registration applies, oauth.client_id required, with the manifest itself required', () => {
+    const register = schema('RegisterIntegrationDto');
+    expect(register.required).toContain('manifest');
+    expect(register.properties.manifest).toMatchObject(JSON.parse(JSON.stringify(MANIFEST_SCHEMA)));
+    expect(register.properties.manifest).toMatchObject({
+      additionalProperties: false,
+      properties: { oauth: { additionalProperties: false, required: expect.arrayContaining(['client_id']), properties: { client_id: { type: 'string', minLength: 1 } } } },
+    });
+  });
+
+  it('states the length limits of the integration and connector query parameters, as their validators enforce them', () => {
+    const query = (path: string) => (doc.paths[path].get.parameters as any[]).filter((p) => p.in === 'query');
+    const limits = (path: string) => Object.fromEntries(query(path).map((p) => [p.name, { required: p.required, ...p.schema }]));
+    expect(limits('/oauth/start')).toMatchObject({
+      integration_id: { required: true, minLength: 1, maxLength: 100 },
+      redirect_uri: { required: true, minLength: 1, maxLength: 2000 },
+    });
+    expect(limits('/oauth/callback/{provider}')).toMatchObject({
+      code: { maxLength: 4000 }, state: { maxLength: 8000 }, error: { maxLength: 200 }, error_description: { maxLength: 2000 },
+    });
+    expect(limits('/integrations')).toMatchObject({ name: { minLength: 1, maxLength: 200 } });
+    const accepts = (dto: new () => object, q: object) => validateSync(plainToInstance(dto, q)).length === 0;
+    for (const [dto, path] of [[StartConnectionQuery, '/oauth/start'], [ConnectorCallbackQuery, '/oauth/callback/{provider}'], [ListIntegrationsQuery, '/integrations']] as const) {
+      const valid = Object.fromEntries(query(path).filter((p) => p.required).map((p) => [p.name, 'x']));
+      for (const p of query(path).filter((p) => p.schema.maxLength)) {
+        const { minLength = 0, maxLength } = p.schema;
+        const at = (length: number) => [p.name, length, accepts(dto, { ...valid, [p.name]: 'x'.repeat(length) })];
+        expect([at(maxLength), at(maxLength + 1)]).toEqual([[p.name, maxLength, true], [p.name, maxLength + 1, false]]);
+        if (minLength) expect([at(minLength), at(minLength - 1)]).toEqual([[p.name, minLength, true], [p.name, minLength - 1, false]]);
+      }
+    }
   });
 
   it('lists 413 and 415 on every operation that takes a JSON body', () => {

@@ -3,9 +3,9 @@
  * every bad field) and the reusable decorators the DTOs share.
  */
 import { applyDecorators, ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { registerDecorator, ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
+import { IsDefined, IsString, MaxLength, MinLength, registerDecorator, ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
 import { ApiError } from './api-error';
 import { isDottedName, isPattern } from './type-pattern';
 
@@ -192,3 +192,19 @@ export const IsRfc3339 = () =>
       },
     }),
   );
+
+/**
+ * A string query parameter: validated, and documented with the same numbers, so that the
+ * OpenAPI document's minLength and maxLength are the limits the validator enforces. A required
+ * one that is missing is named as missing (validation_error), as a body field is.
+ */
+export function TextParam(o: { required?: boolean; minLength?: number; maxLength: number; description?: string }) {
+  const { required = false, minLength, maxLength, description } = o;
+  return applyDecorators(
+    (required ? ApiProperty : ApiPropertyOptional)({ type: String, minLength, maxLength, description }),
+    required ? IsDefined({ message: 'is required' }) : IsOptionalNonNull(),
+    IsString(),
+    ...(minLength ? [MinLength(minLength)] : []),
+    MaxLength(maxLength),
+  );
+}

@@ -85,4 +85,22 @@ describe('production requirements', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', SVC_ENCRYPTION_KEY: key })).toThrow(/SVC_OAUTH_REDIRECT_ALLOWLIST/);
     expect(loadConfig({ NODE_ENV: 'production', SVC_ENCRYPTION_KEY: key, SVC_OAUTH_REDIRECT_ALLOWLIST: 'https://a.example/b' }).isProduction).toBe(true);
   });
+
+  it.each([' , ,', 'not a url', 'https://a.example/b#done', 'https://user@a.example/b', 'https://a.example/b, javascript:alert(1)'])(
+    'refuses to start with SVC_OAUTH_REDIRECT_ALLOWLIST=%p, which has an entry that is no redirect_uri or none at all, in one line naming it',
+    (allowlist) => {
+      const err = configError({ NODE_ENV: 'production', SVC_ENCRYPTION_KEY: key, SVC_OAUTH_REDIRECT_ALLOWLIST: allowlist });
+      expect(err.message).toMatch(/^invalid configuration: SVC_OAUTH_REDIRECT_ALLOWLIST /);
+      expect(err.message).not.toContain('\n');
+    },
+  );
+
+  it('checks SVC_OAUTH_REDIRECT_ALLOWLIST entries outside production too, where an empty list is allowed', () => {
+    expect(configError({ SVC_OAUTH_REDIRECT_ALLOWLIST: 'https://a.example/b, not a url' }).message).toContain('"not a url"');
+    expect(() => loadConfig({ SVC_OAUTH_REDIRECT_ALLOWLIST: ' , ' })).not.toThrow();
+    // An entry with a password is named without it.
+    const withPassword = configError({ SVC_OAUTH_REDIRECT_ALLOWLIST: 'https://ops:hunter2-secret@a.example/b' }).message;
+    expect([withPassword.includes('a.example/b'), withPassword.includes('hunter2-secret')]).toEqual([true, false]);
+    expect(() => loadConfig({ NODE_ENV: 'production', SVC_ENCRYPTION_KEY: key, SVC_OAUTH_REDIRECT_ALLOWLIST: 'https://a.example/b, http://127.0.0.1:8080/cb,' })).not.toThrow();
+  });
 });

@@ -5,6 +5,7 @@
  */
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { redirectAllowlistProblem } from '../integrations/redirect-allowlist';
 
 const bool = () =>
   Transform(({ value }) => {
@@ -141,7 +142,7 @@ export class AppConfig {
 
   /** Comma list of the redirect_uri values the connector OAuth bootstrap (/oauth/start) may send
    *  a user back to, compared after normalising scheme, host, default port and path. Required in
-   *  production. */
+   *  production; every entry must be an http(s) URL without fragment or user info. */
   @IsOptional() @IsString()
   SVC_OAUTH_REDIRECT_ALLOWLIST?: string;
 
@@ -228,6 +229,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   if (!errors.length && config.isProduction && !config.SVC_OAUTH_REDIRECT_ALLOWLIST?.trim()) {
     throw new ConfigError('invalid configuration: SVC_OAUTH_REDIRECT_ALLOWLIST is required when NODE_ENV=production');
   }
+  // Its entries are checked by the rule /oauth/start compares them with (redirect-allowlist.ts).
+  const allowlistProblem = errors.length ? undefined : redirectAllowlistProblem(config.SVC_OAUTH_REDIRECT_ALLOWLIST, config.isProduction);
+  if (allowlistProblem) throw new ConfigError(`invalid configuration: SVC_OAUTH_REDIRECT_ALLOWLIST ${allowlistProblem}`);
   if (errors.length > 0) {
     const first = errors[0];
     // The type check speaks first: "PORT=x must be an integer", not "must not be greater than".

@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
 import { createValidationPipe } from '../common/validation';
 import { ApiErrors } from '../openapi/api-errors.decorator';
-import { ConnectionList, ConnectionResponse, ConnectorCallbackQuery, ListConnectionsQuery, StartConnectionQuery } from './connections.dto';
+import { ConnectionList, ConnectionResponse, ConnectorCallbackQuery, ListConnectionsQuery, StartConnectionQuery, UPSTREAM_REDIRECT_MAX_LENGTHS } from './connections.dto';
 import { ConnectionsService } from './connections.service';
 
 /**
@@ -18,7 +18,9 @@ import { ConnectionsService } from './connections.service';
 const upstreamQuery = createQueryDecorator((_: unknown, ctx: ExecutionContext) => ctx.switchToHttp().getRequest<FastifyRequest>().query);
 const UpstreamRedirect = () => upstreamQuery(createValidationPipe({ unknownFields: 'drop' }));
 const ApiUpstreamRedirectQuery = () =>
-  applyDecorators(...['code', 'state', 'error', 'error_description', 'iss'].map((name) => ApiQuery({ name, required: false, type: String })));
+  applyDecorators(
+    ...Object.entries(UPSTREAM_REDIRECT_MAX_LENGTHS).map(([name, maxLength]) => ApiQuery({ name, required: false, schema: { type: 'string', maxLength } })),
+  );
 
 // Bearer auth is declared per route: the callback is public, and a class-level one would reach it too.
 @ApiTags('integrations')
@@ -44,11 +46,19 @@ export class ConnectionsController {
   @Public()
   @ApiOperation({
     summary: 'Where the upstream sends the user back: exchanges the code, stores the tokens sealed in a connection, and redirects to the redirect_uri with connection_id (or error)',
+    description: 'HEAD answers 200 with no body and does nothing else: it neither exchanges the code nor uses up the single-use state.',
   })
   @ApiResponse({ status: 302, description: 'To the redirect_uri given at /oauth/start' })
   @ApiErrors(400, 429)
   @ApiUpstreamRedirectQuery()
   async callback(@Param('provider') provider: string, @UpstreamRedirect() q: ConnectorCallbackQuery, @Res() reply: FastifyReply): Promise<void> {
+    // Fastify answers HEAD with this route too. Link checkers and mail scanners probe a URL with
+    // HEAD before the user's browser follows it: exchanging there would spend the state and leave
+    // the user's own GET to fail.
+    if (reply.request.method === 'HEAD') {
+      await reply.status(200).header('Cache-Control', 'no-store').send();
+      return;
+    }
     const to = await this.connections.callback(provider, q);
     await reply.status(302).header('Location', to).header('Cache-Control', 'no-store').send({ redirect_to: to });
   }

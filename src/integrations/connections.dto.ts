@@ -1,24 +1,24 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsString, MaxLength } from 'class-validator';
+import { ApiProperty } from '@nestjs/swagger';
 import { PageQuery } from '../common/pagination';
-import { IsOptionalNonNull } from '../common/validation';
+import { TextParam } from '../common/validation';
 
 export class StartConnectionQuery {
-  @ApiProperty({ description: 'The integration to connect (its manifest must have `oauth`)' })
-  @IsOptionalNonNull() @IsString() @MaxLength(100)
-  integration_id?: string;
+  @TextParam({ required: true, minLength: 1, maxLength: 100, description: 'The integration to connect (its manifest must have `oauth`)' })
+  integration_id: string;
 
-  @ApiProperty({ description: 'Where to send the user afterwards; must be on SVC_OAUTH_REDIRECT_ALLOWLIST' })
-  @IsOptionalNonNull() @IsString() @MaxLength(2000)
-  redirect_uri?: string;
+  @TextParam({ required: true, minLength: 1, maxLength: 2000, description: 'Where to send the user afterwards; must be on SVC_OAUTH_REDIRECT_ALLOWLIST' })
+  redirect_uri: string;
 }
 
+/** The longest value of each parameter of the upstream's redirect the callback reads (validated and documented alike). */
+export const UPSTREAM_REDIRECT_MAX_LENGTHS = { code: 4000, state: 8000, error: 200, error_description: 2000, iss: 2000 } as const;
+
 export class ConnectorCallbackQuery {
-  @ApiPropertyOptional() @IsOptionalNonNull() @IsString() @MaxLength(4000) code?: string;
-  @ApiPropertyOptional() @IsOptionalNonNull() @IsString() @MaxLength(8000) state?: string;
-  @ApiPropertyOptional() @IsOptionalNonNull() @IsString() @MaxLength(200) error?: string;
-  @ApiPropertyOptional() @IsOptionalNonNull() @IsString() @MaxLength(2000) error_description?: string;
-  @ApiPropertyOptional() @IsOptionalNonNull() @IsString() @MaxLength(2000) iss?: string;
+  @TextParam({ maxLength: UPSTREAM_REDIRECT_MAX_LENGTHS.code }) code?: string;
+  @TextParam({ maxLength: UPSTREAM_REDIRECT_MAX_LENGTHS.state }) state?: string;
+  @TextParam({ maxLength: UPSTREAM_REDIRECT_MAX_LENGTHS.error }) error?: string;
+  @TextParam({ maxLength: UPSTREAM_REDIRECT_MAX_LENGTHS.error_description }) error_description?: string;
+  @TextParam({ maxLength: UPSTREAM_REDIRECT_MAX_LENGTHS.iss }) iss?: string;
 }
 
 export class ConnectionResponse {

@@ -93,6 +93,18 @@ const toConnection = (r: ConnectionRow): ConnectionResponse => ({
   refreshed_at: r.refreshed_at?.toISOString() ?? null,
 });
 
+/**
+ * The manifest's OAuth client id. RFC 6749 has every authorization and token request name its
+ * client, and registration requires one; a manifest stored before it did may lack it, and such
+ * an integration cannot connect until a version with one is registered: no request goes out
+ * with an empty client_id.
+ */
+function clientIdOf(manifest: Manifest): string {
+  const clientId = manifest.oauth?.client_id;
+  if (!clientId) throw invalidRequest(`Integration ${manifest.name} ${manifest.version} has no oauth.client_id; register a new version of its manifest with one`);
+  return clientId;
+}
+
 /** The redirect_uri with an RFC 6749 4.1.2.1 error, for the user's browser. */
 function withError(back: URL, error: string, description: string): string {
   back.searchParams.set('error', error);
@@ -149,12 +161,12 @@ export class ConnectionsService implements OnApplicationShutdown {
   }
 
   /** The upstream authorize URL to send the user to. */
-  async start(p: Principal, integrationId: string | undefined, redirectUri: string | undefined): Promise<string> {
-    if (!integrationId) throw invalidRequest('integration_id is required');
+  async start(p: Principal, integrationId: string, redirectUri: string): Promise<string> {
     const integration = await this.integrations.get(integrationId);
     const manifest = integration.manifest as unknown as Manifest;
     if (!manifest.oauth) throw invalidRequest(`Integration ${manifest.name} does not connect with OAuth`);
-    const normalized = redirectUri ? normalizeRedirect(redirectUri) : undefined;
+    const clientId = clientIdOf(manifest);
+    const normalized = normalizeRedirect(redirectUri);
     if (!normalized || !this.allowlist.has(normalized)) throw invalidRequest('redirect_uri is not on the service\'s redirect allowlist');
     const verifier = randomBytes(32).toString('base64url');
     const state: State = {
@@ -170,7 +182,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     const url = new URL(manifest.oauth.authorize_url);
     const params: Record<string, string> = {
       response_type: 'code',
-      client_id: manifest.oauth.client_id ?? '',
+      client_id: clientId,
       redirect_uri: this.callbackUrl(manifest.name),
       state: await this.secrets.seal(JSON.stringify(state), STATE_AAD),
       code_challenge: createHash('sha256').update(verifier).digest('base64url'),
@@ -203,7 +215,7 @@ export class ConnectionsService implements OnApplicationShutdown {
         code: q.code,
         redirect_uri: this.callbackUrl(provider),
         code_verifier: state.verifier,
-        client_id: manifest.oauth!.client_id ?? '',
+        client_id: clientIdOf(manifest),
       });
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
@@ -257,6 +269,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     if (!seen.refresh_token_sealed) throw invalidRequest('This connection has no refresh token');
     // Before the lock: while it is held, this refresh uses no pooled connection but its own.
     const manifest = (await this.integrations.get(seen.integration_id)).manifest as unknown as Manifest;
+    const clientId = clientIdOf(manifest);
     return this.db.transaction(async (m) => {
       const [row]: ConnectionRow[] = await m.query(`SELECT * FROM connections WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [p.tenantId, id]);
       if (!row) throw ApiError.notFound('not_found', 'No such connection');
@@ -264,7 +277,7 @@ export class ConnectionsService implements OnApplicationShutdown {
       // finished while this one waited.
       if (row.access_token_sealed !== seen.access_token_sealed) return toConnection(row);
       const refreshToken = await this.secrets.open(row.refresh_token_sealed!, tokenAad(p.tenantId, id, 'refresh'));
-      const tokens = await this.tokenRequest(manifest, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: manifest.oauth!.client_id ?? '' });
+      const tokens = await this.tokenRequest(manifest, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId });
       const [[updated]]: [ConnectionRow[], number] = await m.query(
         `UPDATE connections SET access_token_sealed = $3, refresh_token_sealed = coalesce($4, refresh_token_sealed), token_type = $5,
                 scope = coalesce($6, scope), expires_at = $7, refreshed_at = now()

@@ -1,16 +1,19 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsObject, IsString, MaxLength, MinLength } from 'class-validator';
+import { ApiProperty } from '@nestjs/swagger';
+import { IsObject } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { IsOptionalNonNull } from '../common/validation';
-import { DIRECTIONS } from './manifest-schema';
+import { TextParam } from '../common/validation';
+import { DIRECTIONS, MANIFEST_SCHEMA } from './manifest-schema';
 
 export class RegisterIntegrationDto {
+  // The schema registration applies (IntegrationsService), published as it is (a copy: the
+  // document's generator may add to what it is given). `required` there lists the manifest's own
+  // fields, so the property's own requiredness is `selfRequired`.
   @ApiProperty({
-    type: 'object',
-    additionalProperties: true,
+    ...(structuredClone(MANIFEST_SCHEMA) as unknown as { type: 'object'; properties: Record<string, object>; additionalProperties: false; required: string[] }),
+    selfRequired: true,
     description:
-      'The manifest: name, version (semver), publisher, direction (read, write, bidirectional), runtime_compatibility, and optionally ' +
-      'description, triggers, oauth {authorize_url, token_url, scopes}, webhook_verification, target_types, permissions (scopes), bidirectional',
+      'The manifest, checked against this schema; then each of `permissions` must be a scope of this service, each of `target_types` a type name ' +
+      'or pattern, and `bidirectional` is required when `direction` is bidirectional. Each bad field is named in details.fields.',
     example: {
       name: 'acme.tasks',
       version: '1.0.0',
@@ -43,7 +46,6 @@ export class IntegrationList {
 }
 
 export class ListIntegrationsQuery extends PageQuery {
-  @ApiPropertyOptional({ description: 'Only this manifest name (every version of it)' })
-  @IsOptionalNonNull() @IsString() @MinLength(1) @MaxLength(200)
+  @TextParam({ minLength: 1, maxLength: 200, description: 'Only this manifest name (every version of it)' })
   name?: string;
 }

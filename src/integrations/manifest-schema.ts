@@ -30,9 +30,11 @@ export function oauthUrlProblem(text: string): string | undefined {
 }
 
 const OAUTH_URL_FORMAT = 'oauth-url';
-const oauthUrl = { type: 'string', format: OAUTH_URL_FORMAT, maxLength: 2000 };
+// The rule in words too: the OpenAPI document publishes this schema, and no client knows the format.
+const oauthUrl = { type: 'string', format: OAUTH_URL_FORMAT, maxLength: 2000, description: `An OAuth endpoint: ${OAUTH_URL_RULE}` };
 const text = (max: number) => ({ type: 'string', minLength: 1, maxLength: max });
 
+/** The manifest's JSON Schema: what registration applies, and what the OpenAPI document publishes for it. */
 export const MANIFEST_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -62,7 +64,8 @@ export const MANIFEST_SCHEMA = {
     oauth: {
       type: 'object',
       additionalProperties: false,
-      required: ['authorize_url', 'token_url'],
+      // RFC 6749 4.1.1: an authorization request names its client.
+      required: ['authorize_url', 'token_url', 'client_id'],
       properties: {
         authorize_url: oauthUrl,
         token_url: oauthUrl,
@@ -108,6 +111,7 @@ export interface Manifest {
   direction: (typeof DIRECTIONS)[number];
   runtime_compatibility: string[];
   triggers?: Array<{ kind: string; event?: string; schedule?: string; description?: string }>;
+  /** `client_id` is required at registration; a manifest stored before that may lack it (see ConnectionsService). */
   oauth?: { authorize_url: string; token_url: string; scopes?: string[]; client_id?: string };
   webhook_verification?: { scheme: string; header?: string; tolerance_seconds?: number };
   target_types?: string[];

@@ -5,6 +5,8 @@
  * segments resolved. Fragments and user info are never allowed; path and query must then match
  * exactly.
  */
+import { redactUrl } from '../common/startup-error';
+
 export function normalizeRedirect(uri: string): string | undefined {
   let url: URL;
   try {
@@ -16,11 +18,29 @@ export function normalizeRedirect(uri: string): string | undefined {
   return url.href;
 }
 
+/** The list's entries (blank ones, as around a trailing comma, skipped), each with its normal form if it has one. */
+function entries(config: string | undefined): Array<{ entry: string; normalized: string | undefined }> {
+  return (config ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => ({ entry, normalized: normalizeRedirect(entry) }));
+}
+
 export function redirectAllowlist(config: string | undefined): Set<string> {
-  return new Set(
-    (config ?? '')
-      .split(',')
-      .map((entry) => normalizeRedirect(entry.trim()))
-      .filter((u): u is string => u !== undefined),
-  );
+  return new Set(entries(config).flatMap(({ normalized }) => (normalized ? [normalized] : [])));
+}
+
+/**
+ * Why the configured list cannot be used, or undefined (checked at start-up, app-config.ts): an
+ * entry that does not normalise would match no redirect_uri, and a list required but left with
+ * no entry would refuse every /oauth/start, either without saying why.
+ */
+export function redirectAllowlistProblem(config: string | undefined, required: boolean): string | undefined {
+  const all = entries(config);
+  const bad = all.find(({ normalized }) => normalized === undefined);
+  // A password in an entry is not repeated into the log.
+  if (bad) return `has the entry ${JSON.stringify(URL.canParse(bad.entry) ? redactUrl(bad.entry) : bad.entry)}, which is not an http(s) URL without a fragment or user info`;
+  if (required && !all.length) return 'lists no redirect_uri; at least one is required when NODE_ENV=production';
+  return undefined;
 }
