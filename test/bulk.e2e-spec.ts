@@ -489,8 +489,9 @@ describe('bulk actions (e2e)', () => {
         });
         expect(sorted(res.body.ids)).toEqual(sorted(allowed));
         expect(sorted(res.body.errors.map((e: any) => e.id))).toEqual(sorted(refused));
+        const fromOf = new Map([...byFrom].map(([from, id]) => [id, from]));
         for (const e of res.body.errors) {
-          expect(e).toEqual({ id: expect.any(String), code: 'invalid_transition', message: expect.any(String) });
+          expect(e).toEqual({ id: expect.any(String), code: 'invalid_transition', message: expect.any(String), details: { from: fromOf.get(e.id), to } });
           expect(e.message.length).toBeGreaterThan(0);
         }
         const after = await versions([...byFrom.values()]);
@@ -590,7 +591,9 @@ describe('bulk actions (e2e)', () => {
       expectStatus(bad, 200);
       expect(bad.body).toMatchObject({ matched: 3, succeeded: 2, errored: 1 });
       expect(sorted(bad.body.ids)).toEqual(sorted([note, bookmark]));
-      expect(bad.body.errors).toEqual([{ id: task, code: 'invalid_properties', message: expect.any(String) }]);
+      expect(bad.body.errors).toEqual([
+        { id: task, code: 'invalid_properties', message: expect.any(String), details: { fields: [{ field: 'properties.priority', message: expect.any(String) }] } },
+      ]);
       expect((await itemById(note)).properties).toEqual({ title: 'note', keep: { deep: 1 }, priority: 9 });
       expect((await itemById(task)).properties).toEqual({ title: 'task', priority: 1 });
       expect((await itemById(bookmark)).properties).toEqual({ url: 'https://example.com/x', title: 'bm', priority: 9 });
@@ -600,7 +603,9 @@ describe('bulk actions (e2e)', () => {
       const required = await bulk({ action: 'update_properties', properties: { url: null }, filter: { tags: [tag] } });
       expectStatus(required, 200);
       expect(required.body).toMatchObject({ matched: 3, succeeded: 2, errored: 1 });
-      expect(required.body.errors).toEqual([{ id: bookmark, code: 'missing_required_field', message: expect.any(String) }]);
+      expect(required.body.errors).toEqual([
+        { id: bookmark, code: 'missing_required_field', message: expect.any(String), details: { fields: [{ field: 'properties.url', message: 'is required' }] } },
+      ]);
       expect(await versions([note, task, bookmark])).toEqual(new Map([[note, 2], [task, 1], [bookmark, 2]]));
 
       // A value the schema accepts everywhere.
@@ -611,7 +616,51 @@ describe('bulk actions (e2e)', () => {
       // An invalid url format on the bookmark.
       const format = await bulk({ action: 'update_properties', properties: { url: 'not a url' }, filter: { tags: [tag], type: 'core.bookmark' } });
       expect(format.body).toMatchObject({ matched: 1, succeeded: 0, errored: 1, ids: [] });
-      expect(format.body.errors[0]).toMatchObject({ id: bookmark, code: 'invalid_properties' });
+      expect(format.body.errors[0]).toMatchObject({ id: bookmark, code: 'invalid_properties', details: { fields: [{ field: 'properties.url' }] } });
+    });
+
+    it('a per-item error carries its details: the reason a tag change is refused, the properties named, long lists cut', async () => {
+      const tag = freshTag('details');
+      const full = Array.from({ length: 99 }, (_, i) => `t${i}`);
+      const [crowded, roomy] = await seed([
+        { type: 'core.note', properties: { title: 'crowded' }, tags: [tag, ...full] },
+        { type: 'core.note', properties: { title: 'roomy' }, tags: [tag] },
+      ]);
+      const tags = await bulk({ action: 'update_tags', add_tags: ['one-more'], filter: { tags: [tag] } });
+      expectStatus(tags, 200);
+      expect(tags.body).toMatchObject({ matched: 2, succeeded: 1, errored: 1, ids: [roomy] });
+      expect(tags.body.errors).toEqual([
+        {
+          id: crowded,
+          code: 'validation_error',
+          message: expect.any(String),
+          details: { fields: [{ field: 'add_tags', message: expect.stringContaining('at most 100 tags') }] },
+        },
+      ]);
+      await expectVersions([crowded], 1);
+
+      // A type whose every property may be wrong at once: the per-item error keeps the first few.
+      const wide = 'bulkdetails.wide';
+      const props = Array.from({ length: 12 }, (_, i) => `p${i}`);
+      const created = await post(admin, '/types', {
+        name: wide,
+        schema: { type: 'object', properties: Object.fromEntries(props.map((k) => [k, { type: 'integer' }])) },
+      });
+      expectStatus(created, 201);
+      const wideTag = freshTag('wide');
+      const [item] = await seed([{ type: wide, properties: {}, tags: [wideTag] }]);
+      const patch = Object.fromEntries(props.map((k) => [k, 'not a number']));
+      const res = await bulk({ action: 'update_properties', properties: patch, filter: { tags: [wideTag] } });
+      expectStatus(res, 200);
+      expect(res.body).toMatchObject({ matched: 1, succeeded: 0, errored: 1 });
+      const [e] = res.body.errors;
+      expect(e).toMatchObject({ id: item, code: 'invalid_properties' });
+      expect(e.details.fields).toHaveLength(5);
+      for (const f of e.details.fields) expect(props.map((k) => `properties.${k}`)).toContain(f.field);
+      // A single write of the same change names every field.
+      const single = await t.http.patch(`/items/${item}`).set(bearer(admin)).send({ version: 1, properties: patch });
+      expectError(single, 400, 'invalid_properties');
+      expect(single.body.error.details.fields).toHaveLength(12);
     });
 
     it('emit_events: false records no item events; the changes and revisions are still made', async () => {
@@ -775,7 +824,7 @@ describe('bulk actions (e2e)', () => {
           succeeded: 3,
           errored: 1,
           dry_run: false,
-          errors: [{ id: trashed, code: 'invalid_transition', message: expect.any(String) }],
+          errors: [{ id: trashed, code: 'invalid_transition', message: expect.any(String), details: { from: 'trashed', to: 'archived' } }],
         },
       });
       expect(Date.parse(done.started_at)).toBeGreaterThanOrEqual(Date.parse(done.created_at));
@@ -811,7 +860,9 @@ describe('bulk actions (e2e)', () => {
       expectStatus(res, 202);
       const done = await waitForJob(res.body.id, ended, 'the job to end');
       expect(done).toMatchObject({ status: 'completed', matched: 2, processed: 2, succeeded: 1, errored: 1 });
-      expect(done.result.errors).toEqual([{ id: task, code: 'invalid_properties', message: expect.any(String) }]);
+      expect(done.result.errors).toEqual([
+        { id: task, code: 'invalid_properties', message: expect.any(String), details: { fields: [{ field: 'properties.priority', message: expect.any(String) }] } },
+      ]);
       expect(done.result).not.toHaveProperty('ids');
       expect(await versions([task, note])).toEqual(new Map([[task, 1], [note, 2]]));
     });
@@ -1139,6 +1190,41 @@ describe('bulk actions (e2e)', () => {
       expectStatus(again, 200);
       expect(again.body).toEqual(result);
       expect((await get(admin, '/items/bulk_action/jobs?status=cancelled')).body.jobs.map((j: any) => j.id)).toContain(result.id);
+    });
+
+    it('a DELETE during a job\'s last chunk (here its only one) ends it cancelled, its counters showing all was done', async () => {
+      const tag = freshTag('last-chunk');
+      const ids = await seed(notes(3, tag));
+      const result = await withRowLock(sorted(ids)[1], async (release, blocked) => {
+        const res = await bulk({ action: 'update_tags', add_tags: ['cancelled-late'], async: true, filter: { tags: [tag] } });
+        expectStatus(res, 202);
+        const id = res.body.id as string;
+        await waitForJob(id, (j) => j.status === 'in_progress', 'the job to start');
+        // Its only chunk waits for the locked row.
+        await blocked();
+        const cancel = await del(admin, `/items/bulk_action/jobs/${id}`);
+        expectStatus(cancel, 200);
+        expect(cancel.body).toMatchObject({ id, status: 'in_progress', processed: 0, cancel_requested: true });
+        await release();
+        return waitForJob(id, ended, 'the job to end');
+      });
+      // The chunk in flight was finished, and it was the last: everything was done, yet the
+      // cancel the DELETE acknowledged is what the job ends as.
+      expect(result).toMatchObject({
+        status: 'cancelled',
+        cancel_requested: true,
+        matched: 3,
+        processed: 3,
+        succeeded: 3,
+        errored: 0,
+        finished_at: expect.stringMatching(RFC3339),
+        result: { action: 'update_tags', matched: 3, succeeded: 3, errored: 0, dry_run: false, errors: [] },
+      });
+      await expectVersions(ids, 2);
+      expect(await jobEvents(result.id)).toEqual(['bulk_job.cancelled']);
+      const again = await del(admin, `/items/bulk_action/jobs/${result.id}`);
+      expectStatus(again, 200);
+      expect(again.body).toEqual(result);
     });
 
     it('fails the job when the API key that started it is revoked, between chunks', async () => {

@@ -61,6 +61,8 @@ export interface BulkItemError {
   id: string;
   code: string;
   message: string;
+  /** The error's details, as a single write's error envelope has them, bounded (bulk-runner.ts). */
+  details?: Record<string, unknown>;
 }
 
 type SpecField = Exclude<keyof BulkSpec, 'action' | 'emit_events'> | 'confirm';

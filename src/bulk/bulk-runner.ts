@@ -32,7 +32,25 @@ export interface ChunkOutcome {
  */
 const rowLock = (spec: BulkSpec) => (spec.action === 'purge' ? ' FOR UPDATE' : ITEM_WRITE_LOCK);
 
-const itemError = (id: string, err: ApiError): BulkItemError => ({ id, code: err.code, message: err.message });
+/**
+ * A job stores up to MAX_KEPT_ERRORS per-item errors in its row, so an error's details are kept
+ * short: a list in them (`fields`, naming each bad field) keeps its first entries, and details
+ * still longer than this are left out (the code and message stay).
+ */
+const MAX_DETAIL_ENTRIES = 5;
+const MAX_DETAILS_CHARS = 1024;
+
+function boundedDetails(details: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!details) return undefined;
+  const kept = Object.fromEntries(Object.entries(details).map(([k, v]) => [k, Array.isArray(v) ? v.slice(0, MAX_DETAIL_ENTRIES) : v]));
+  return JSON.stringify(kept).length <= MAX_DETAILS_CHARS ? kept : undefined;
+}
+
+/** The item's error as a single write would answer it: its code, message and (bounded) details. */
+const itemError = (id: string, err: ApiError): BulkItemError => {
+  const details = boundedDetails(err.details);
+  return { id, code: err.code, message: err.message, ...(details ? { details } : {}) };
+};
 
 /** The filter of a job stored without one (submitted before jobs kept theirs): any item. */
 const ANY_ITEM: BulkFilter = { items: { state: 'all' } };

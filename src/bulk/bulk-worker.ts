@@ -45,6 +45,8 @@ interface Claimed {
   errors_kept: number;
 }
 
+type EndStatus = 'completed' | 'failed' | 'cancelled';
+
 /** Attempts of one chunk before the job is failed. */
 const CHUNK_ATTEMPTS = 3;
 
@@ -137,9 +139,10 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
   private async work(ref: JobRef, job: Claimed): Promise<void> {
     let { processed, cancel_requested: cancel, errors_kept: kept } = job;
     for (;;) {
-      // Done is done: a cancel that came after the last chunk stopped nothing.
-      if (processed >= job.item_ids.length) return this.finish(ref, 'completed');
+      // A cancel asked for while the job ran ends it cancelled, even one that came during its
+      // last chunk (so also any job of one chunk): the counters tell how much was done.
       if (cancel) return this.finish(ref, 'cancelled');
+      if (processed >= job.item_ids.length) return this.finish(ref, 'completed');
       if (this.stopping) return;
       const p = await this.principalOf(ref, job);
       if (!p) return this.finish(ref, 'failed', 'The credential that started this job has been revoked');
@@ -204,17 +207,25 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
     }
   }
 
-  /** Ends the job, with its `bulk_job.<status>` event in the same transaction. */
-  private async finish(ref: JobRef, status: 'completed' | 'failed' | 'cancelled', error?: string): Promise<void> {
+  /**
+   * Ends the job, with its `bulk_job.<status>` event (the status it ended with) in the same
+   * transaction. A job that would complete ends cancelled if a cancel was asked for: read by the
+   * statement that ends it, which waits for a DELETE holding the row (bulk.service.ts `cancel`)
+   * and then sees its flag, so a DELETE answered `in_progress` with `cancel_requested` is never
+   * followed by `completed`, and one that comes after the end finds the job ended and leaves it.
+   */
+  private async finish(ref: JobRef, status: EndStatus, error?: string): Promise<void> {
     await this.db.transaction(async (m) => {
-      const [rows]: [JobRow[], number] = await m.query(
-        `UPDATE bulk_jobs SET status = $4, error = $5, finished_at = now(), item_ids = '{}', lease_owner = NULL, lease_until = NULL, updated_at = now()
+      const [rows]: [Array<JobRow & { status: EndStatus }>, number] = await m.query(
+        `UPDATE bulk_jobs
+            SET status = CASE WHEN $4::text = 'completed' AND cancel_requested THEN 'cancelled' ELSE $4::text END,
+                error = $5, finished_at = now(), item_ids = '{}', lease_owner = NULL, lease_until = NULL, updated_at = now()
           WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'in_progress'
          RETURNING ${JOB_COLUMNS}`,
         [ref.tenantId, ref.jobId, this.owner, status, error ?? null],
       );
       const job = rows[0];
-      if (job) await this.outbox.record(m, job.principal, `bulk_job.${status}`, { job_credential: job.credential_id }, { job: toJob(job) });
+      if (job) await this.outbox.record(m, job.principal, `bulk_job.${job.status}`, { job_credential: job.credential_id }, { job: toJob(job) });
     });
   }
 }

@@ -108,6 +108,12 @@ export class BulkItemErrorDto {
   @ApiProperty() id: string;
   @ApiProperty({ example: 'invalid_transition' }) code: string;
   @ApiProperty() message: string;
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'Why, as a single write\'s error has it (e.g. `fields`: each bad field and why; `from`/`to` of a refused transition); a list keeps its first 5 entries',
+  })
+  details?: Record<string, unknown>;
 }
 
 export class BulkResultDto {
@@ -132,7 +138,8 @@ export class BulkJobDto {
   @ApiInteger() processed: number;
   @ApiInteger() succeeded: number;
   @ApiInteger() errored: number;
-  @ApiProperty({ description: 'A cancel was asked for and will take effect between chunks' }) cancel_requested: boolean;
+  @ApiProperty({ description: 'A cancel was asked for: a running job stops at its next chunk boundary and ends `cancelled`, even when the chunk it was running was its last' })
+  cancel_requested: boolean;
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiPropertyOptional({ format: 'date-time' }) started_at?: string;
   @ApiPropertyOptional({ format: 'date-time' }) finished_at?: string;
