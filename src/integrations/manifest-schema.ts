@@ -29,7 +29,7 @@ export function oauthUrlProblem(text: string): string | undefined {
   return secure && !url.username && !url.password ? undefined : OAUTH_URL_RULE;
 }
 
-const OAUTH_URL_FORMAT = 'oauth-url';
+export const OAUTH_URL_FORMAT = 'oauth-url';
 // The rule in words too: the OpenAPI document publishes this schema, and no client knows the format.
 const oauthUrl = { type: 'string', format: OAUTH_URL_FORMAT, maxLength: 2000, description: `An OAuth endpoint: ${OAUTH_URL_RULE}` };
 const text = (max: number) => ({ type: 'string', minLength: 1, maxLength: max });
