@@ -148,3 +148,37 @@ describe('a key revoked while one instance has lost Redis', () => {
     expect((await cut.http.get('/items').set(bearer(member.key))).status).toBe(401);
   });
 });
+
+describe('rate limits while Redis is away', () => {
+  let t: TestApp;
+  let redis: TcpProxy;
+
+  beforeAll(async () => {
+    const via = await proxyFor(REDIS_URL, 6379);
+    redis = via.proxy;
+    t = await startApp({ REDIS_URL: via.url, RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5' });
+  });
+  afterAll(async () => {
+    await redis?.restore().catch(() => undefined);
+    await t?.close();
+    await redis?.stop();
+  });
+
+  it('are counted in memory at once: the headers stay, the limit holds, and the window counts in Redis again once it is back', async () => {
+    const admin = (await bootstrapAdmin(t)).key;
+    const write = () => t.http.post('/tenants').set(bearer(admin)).send({});
+    expect((await write()).headers['x-ratelimit-remaining']).toBe('4');
+
+    await redis.cut();
+    const remaining: string[] = [];
+    for (let i = 0; i < 5; i++) remaining.push((await write()).headers['x-ratelimit-remaining']);
+    expect(remaining).toEqual(['4', '3', '2', '1', '0']);
+    const refused = await write();
+    expect([refused.status, refused.body.error.code]).toEqual([429, 'rate_limited']);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+
+    await redis.restore();
+    // Back in Redis, the window holds the one request counted there before the cut.
+    await waitFor(async () => (await write()).headers['x-ratelimit-remaining'] === '3', 'the count in Redis again', 10_000, 100);
+  });
+});

@@ -1,6 +1,7 @@
 /** SPEC 8.1: per-credential, per-path-segment rolling windows in Redis, with headers on every response. */
+import Redis from 'ioredis';
 import type { Response } from 'supertest';
-import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
+import { bearer, bootstrapAdmin, createKey, REDIS_URL, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
 import { rawRequest } from './support/raw-http';
 
@@ -111,6 +112,37 @@ describe('rate limits', () => {
       // A valid key from the same address has its own bucket.
       const res = await t.http.post('/tenants').set(bearer(admin)).send({ name: 'legit' }).expect(201);
       expect(expectLimitHeaders(res, 5).remaining).toBe(4);
+    });
+
+    it('the window rolls: places free as the requests in it turn a minute old, not all at once at a boundary', async () => {
+      const k = await createKey(t, admin, { label: 'roller' }); // the minter's 4 key writes a minute are spent
+      const write = () => t.http.post('/tenants').set(bearer(k.key)).send({ name: 'x' });
+      expectError(await write(), 403, 'forbidden');
+      // The bucket as if the caller had also sent two requests 59 s ago and two 10 s ago: five, its limit.
+      const redis = new Redis(REDIS_URL);
+      try {
+        const [, [bucket]] = await redis.scan('0', 'MATCH', `${t.config.REDIS_PREFIX}rlw:*${k.id}*`, 'COUNT', 10_000);
+        const [seconds, micros] = await redis.time();
+        const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+        await redis.zadd(bucket, now - 59_000, 'old-1', now - 59_000, 'old-2', now - 10_000, 'recent-1', now - 10_000, 'recent-2');
+      } finally {
+        redis.disconnect();
+      }
+      const refused = await write();
+      expectRateLimited(refused, 5);
+      expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(2);
+      // Within about a second the two old ones leave: two places, not five; the next when the recent ones turn a minute old.
+      let first = refused;
+      for (const deadline = Date.now() + 10_000; first.status === 429 && Date.now() < deadline; ) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        first = await write();
+      }
+      expect(expectLimitHeaders(expectStatus(first, 403), 5).remaining).toBe(1);
+      expect(expectLimitHeaders(expectStatus(await write(), 403), 5).remaining).toBe(0);
+      const next = await write();
+      expectRateLimited(next, 5);
+      expect(Number(next.headers['retry-after'])).toBeGreaterThanOrEqual(40);
+      expect(Number(next.headers['retry-after'])).toBeLessThanOrEqual(51);
     });
 
     it('OAuth endpoints answer 429 in the RFC 6749 form; clients authenticating with HTTP Basic count per address', async () => {

@@ -142,7 +142,7 @@ function documentCommonHeaders(document: OpenAPIObject): void {
     ...document.components.headers,
     'X-RateLimit-Limit': header('Requests allowed in the current window (sent while rate limiting is on)'),
     'X-RateLimit-Remaining': header('Requests left in the current window (sent while rate limiting is on)'),
-    'X-RateLimit-Reset': header('Unix time (seconds since the epoch) at which the current window resets (sent while rate limiting is on)'),
+    'X-RateLimit-Reset': header('Unix time (seconds since the epoch) at which the rolling window next frees a place: its oldest request turns a minute old (sent while rate limiting is on)'),
     'Retry-After': header('Seconds to wait before retrying'),
     'Idempotent-Replayed': { description: '`true` when this is the kept answer to an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
     'Cache-Control': { description: '`no-store`: the body shows a secret once, which no cache may keep', schema: { type: 'string', enum: ['no-store'] } },

@@ -1,19 +1,19 @@
 /**
- * Per-caller, per-path-segment rate limits in Redis (shared by every instance), with the
- * X-RateLimit-* headers on every response and 429 `rate_limited` + Retry-After past the limit.
- * Should Redis fail, an in-memory limiter of the same size stands in rather than letting
- * everything through or failing every request.
+ * Per-caller, per-path-segment rate limits in Redis (shared by every instance), in rolling
+ * windows (rolling-window.ts), with the X-RateLimit-* headers on every response and 429
+ * `rate_limited` + Retry-After past the limit. Should Redis fail, an in-memory limiter of the
+ * same size (a fixed window, per instance) stands in rather than letting everything through or
+ * failing every request.
  */
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Redis from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { REDIS } from '../redis/redis.module';
 import { bucketFor } from './rate-limit.policy';
-
-const WINDOW_SECONDS = 60;
+import { takeFromWindow, WindowState, WINDOW_MS } from './rolling-window';
 
 /**
  * The path the request was routed by, so that no other spelling of the request target (letter
@@ -55,28 +55,34 @@ function unroutedPath(url: string): string {
 
 @Injectable()
 export class RateLimitHook {
-  private readonly limiters = new Map<number, RateLimiterRedis>();
+  private readonly fallbacks = new Map<number, RateLimiterMemory>();
 
   constructor(
     private readonly config: AppConfig,
     @Inject(REDIS) private readonly redis: Redis,
   ) {}
 
-  private limiter(points: number): RateLimiterRedis {
-    let limiter = this.limiters.get(points);
-    if (!limiter) {
-      limiter = new RateLimiterRedis({
-        storeClient: this.redis,
-        keyPrefix: `${this.config.REDIS_PREFIX}rl:${points}`,
-        points,
-        duration: WINDOW_SECONDS,
-        insuranceLimiter: new RateLimiterMemory({ points, duration: WINDOW_SECONDS }),
-        // While Redis is away, count in memory at once instead of waiting out the client's retries (seconds per request).
-        rejectIfRedisNotReady: true,
-      });
-      this.limiters.set(points, limiter);
+  /**
+   * A place in the bucket's window. While Redis is away, counted in memory at once instead of
+   * waiting out the client's retries (seconds per request).
+   */
+  private async take(key: string, limit: number): Promise<WindowState> {
+    if (this.redis.status === 'ready') {
+      try {
+        return await takeFromWindow(this.redis, `${this.config.REDIS_PREFIX}rlw:${limit}:${key}`, limit);
+      } catch {
+        // Redis failed mid-request: the fallback below counts this one.
+      }
     }
-    return limiter;
+    let fallback = this.fallbacks.get(limit);
+    if (!fallback) this.fallbacks.set(limit, (fallback = new RateLimiterMemory({ points: limit, duration: WINDOW_MS / 1000 })));
+    try {
+      const res = await fallback.consume(key);
+      return { allowed: true, count: res.consumedPoints, msBeforeNext: res.msBeforeNext };
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      return { allowed: false, count: limit, msBeforeNext: rejection.msBeforeNext };
+    }
   }
 
   /** A fastify onRequest hook, after CredentialHook. */
@@ -84,17 +90,13 @@ export class RateLimitHook {
     if (!this.config.RATE_LIMIT_ENABLED) return;
     const { bucket, limit, oauth, perIp } = bucketFor(req.method, routedPath(req), this.config.RATE_LIMIT_REQUESTS);
     const caller = req.principal && !perIp ? `k:${req.principal.credentialId}` : `ip:${req.ip}`;
-    const setHeaders = (r: RateLimiterRes) => {
-      reply.header('X-RateLimit-Limit', String(limit));
-      reply.header('X-RateLimit-Remaining', String(Math.max(0, r.remainingPoints)));
-      reply.header('X-RateLimit-Reset', String(Math.ceil((Date.now() + r.msBeforeNext) / 1000)));
-    };
-    try {
-      setHeaders(await this.limiter(limit).consume(`${caller}:${bucket}`));
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) throw rejection;
-      setHeaders(rejection);
-      const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+    const state = await this.take(`${caller}:${bucket}`, limit);
+    reply.header('X-RateLimit-Limit', String(limit));
+    reply.header('X-RateLimit-Remaining', String(Math.max(0, limit - state.count)));
+    // When the window next frees a place: the oldest request it holds leaves it.
+    reply.header('X-RateLimit-Reset', String(Math.ceil((Date.now() + state.msBeforeNext) / 1000)));
+    if (!state.allowed) {
+      const retryAfter = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
       reply.header('Retry-After', String(retryAfter));
       const message = `Rate limit of ${limit} requests per minute exceeded; retry in ${retryAfter}s`;
       if (oauth) return reply.code(429).header('Cache-Control', 'no-store').send({ error: 'rate_limited', error_description: message });

@@ -1,0 +1,46 @@
+/**
+ * The rolling window of SPEC 8.1: a bucket lets a request through while fewer than its limit
+ * passed in the last WINDOW_MS. Each bucket is a sorted set in Redis of the requests it let
+ * through, scored by Redis's own clock, so that instances agree whatever their clocks say; one
+ * script prunes, counts and adds, so concurrent requests on every instance count exactly. A
+ * refused request is not added: a caller that keeps knocking is not kept out longer.
+ *
+ * A fixed window would let a caller send its limit at the end of one minute and again at the
+ * start of the next: twice the limit within a few seconds.
+ */
+import type Redis from 'ioredis';
+import { randomBytes } from 'node:crypto';
+
+export const WINDOW_MS = 60_000;
+
+const TAKE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local n = redis.call('ZCARD', KEYS[1])
+local allowed = 0
+if n < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  n = n + 1
+  allowed = 1
+end
+redis.call('PEXPIRE', KEYS[1], window)
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
+return {allowed, n, now, tonumber(oldest or now)}
+`;
+
+export interface WindowState {
+  allowed: boolean;
+  /** Requests the bucket holds in its window, this one included when it was let through. */
+  count: number;
+  /** Milliseconds until the oldest of them leaves the window, freeing a place. */
+  msBeforeNext: number;
+}
+
+/** Takes a place in `key`'s window of `limit` requests, if one is free. */
+export async function takeFromWindow(redis: Redis, key: string, limit: number): Promise<WindowState> {
+  const member = randomBytes(9).toString('base64url');
+  const [allowed, count, now, oldest] = (await redis.eval(TAKE, 1, key, limit, WINDOW_MS, member)) as number[];
+  return { allowed: allowed === 1, count, msBeforeNext: Math.max(0, oldest + WINDOW_MS - now) };
+}
