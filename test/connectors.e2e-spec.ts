@@ -368,6 +368,18 @@ describe('connector token responses and token URLs', () => {
     await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).expect(200);
   });
 
+  it('answers a refresh whose upstream cannot be reached 502 upstream_unavailable (not invalid_grant, a 400) and keeps the stored tokens', async () => {
+    const id = await register('acme.gone');
+    answer = VALID;
+    const connectionId = (await callback('acme.gone', id)).get('connection_id');
+    const stored = () => svc.sql(`SELECT access_token_sealed, refresh_token_sealed, refreshed_at FROM connections WHERE id = $1`, [connectionId]);
+    const before = await stored();
+    // The upstream moved to a port where nothing listens.
+    await svc.sql(`UPDATE integrations SET manifest = jsonb_set(manifest, '{oauth,token_url}', to_jsonb('http://127.0.0.1:9/token'::text)) WHERE id = $1`, [id]);
+    expectError(await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)), 502, 'upstream_unavailable');
+    expect(await stored()).toEqual(before);
+  });
+
   it('answers HEAD on the callback (a link scanner\'s probe) without exchanging the code or using up the state', async () => {
     const id = await register('acme.probed');
     answer = VALID;

@@ -1,8 +1,9 @@
 /**
  * The one error type of the service. Every failure a client can see is an ApiError (or is
  * turned into one by the global filter), so `error.code` is always one of SPEC part 7's codes,
- * or one of the two 5xx ones SPEC leaves open: `internal_error` (a bug), `service_unavailable`
- * (a dependency away).
+ * or one of the 5xx ones SPEC leaves open: `internal_error` (a bug), `service_unavailable`
+ * (a dependency away), `upstream_unavailable` (502: a third party's endpoint called on the
+ * client's behalf, a connector's token endpoint, did not answer or may not be called).
  */
 export type ErrorCode =
   | 'validation_error' | 'missing_required_field' | 'invalid_type' | 'invalid_id' | 'invalid_transition'
@@ -13,7 +14,7 @@ export type ErrorCode =
   | 'not_found' | 'item_not_found' | 'blob_not_found' | 'type_not_found' | 'edge_not_found'
   | 'edge_type_not_found' | 'webhook_not_found' | 'bulk_job_not_found' | 'integration_not_found'
   | 'conflict' | 'version_conflict' | 'duplicate_source' | 'type_already_exists' | 'type_in_use'
-  | 'blob_too_large' | 'rate_limited' | 'internal_error' | 'service_unavailable';
+  | 'blob_too_large' | 'rate_limited' | 'internal_error' | 'service_unavailable' | 'upstream_unavailable';
 
 export interface ErrorEnvelope {
   error: { code: ErrorCode; message: string; details?: Record<string, unknown> };

@@ -313,7 +313,8 @@ export class ConnectionsService implements OnApplicationShutdown {
   }
 
   private async tokenRequest(manifest: Manifest, form: Record<string, string>): Promise<UpstreamTokens> {
-    const unreachable = (why: string) => new ApiError(502, 'invalid_grant', `The upstream token endpoint did not answer (${why})`);
+    // Not `invalid_grant`, which SPEC 7 makes a 400 about the grant: the grant may be fine, the upstream is not there.
+    const unreachable = (why: string) => new ApiError(502, 'upstream_unavailable', `The upstream token endpoint did not answer (${why})`);
     // Manifests registered before the rule was checked on parsed URLs may still break it.
     const insecure = oauthUrlProblem(manifest.oauth!.token_url);
     if (insecure) throw unreachable(`refused: the manifest's token_url ${insecure}`);

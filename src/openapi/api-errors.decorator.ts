@@ -21,7 +21,7 @@ const DESCRIPTIONS: Record<number, string> = {
   413: 'Request body larger than JSON_BODY_LIMIT (invalid_request, details.limit_bytes)',
   415: 'Unsupported content type, charset or encoding (invalid_request)',
   429: 'Rate limited (rate_limited); see Retry-After',
-  502: 'The upstream failed or refused (invalid_grant, ...)',
+  502: 'The upstream could not be reached or is not allowed (upstream_unavailable)',
   503: 'A dependency is away (service_unavailable); retry after Retry-After',
 };
 
