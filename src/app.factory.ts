@@ -19,6 +19,7 @@ import { AppModule } from './app.module';
 import { CredentialHook } from './auth/credential.hook';
 import { registerBodyParsers } from './common/body-parsing';
 import {
+  BareHeaders,
   clientErrorHandler,
   dropBodyOfGet,
   frameworkErrors,
@@ -29,7 +30,7 @@ import {
   requireValidQuery,
 } from './common/protocol-errors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
-import { securityHeaders, setSecurityHeaders } from './common/security-headers';
+import { EVERY_RESPONSE, securityHeaders, setSecurityHeaders } from './common/security-headers';
 import { redactUrl, StartupError } from './common/startup-error';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
@@ -59,7 +60,7 @@ async function checkRedis(url: string): Promise<void> {
  */
 const MAX_PARAM_LENGTH = 16 * 1024;
 
-function adapter(config: AppConfig, logger: PinoLogger, preRouting: readonly PreRoutingStep[]): FastifyAdapter {
+function adapter(config: AppConfig, logger: PinoLogger, preRouting: readonly PreRoutingStep[], bare: BareHeaders): FastifyAdapter {
   return new FastifyAdapter({
     trustProxy: config.trustProxy,
     genReqId: requestId,
@@ -67,7 +68,7 @@ function adapter(config: AppConfig, logger: PinoLogger, preRouting: readonly Pre
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Refusals below Nest, in the envelope too (protocol-errors.ts).
     frameworkErrors: frameworkErrors(preRouting),
-    clientErrorHandler: clientErrorHandler(logger),
+    clientErrorHandler: clientErrorHandler(logger, bare),
     http: { requireHostHeader: false },
     return503OnClosing: false, // refuseWhileClosing answers in the envelope
   });
@@ -79,7 +80,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   if (config.MIGRATIONS_RUN) await runMigrations(config);
   const logger = createLogger(config);
   const preRouting: PreRoutingStep[] = [];
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, logger), adapter(config, logger, preRouting), {
+  const bare: BareHeaders = {};
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, logger), adapter(config, logger, preRouting, bare), {
     bodyParser: false,
     bufferLogs: true,
     abortOnError: false,
@@ -110,7 +112,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   registerBodyParsers(http, config.JSON_BODY_LIMIT);
   app.useGlobalPipes(createValidationPipe());
   mountOpenApi(app, config);
-  refuseUnsupported(app.getHttpServer());
+  bare.of = async (address, method) => ({ ...EVERY_RESPONSE, ...(await rateLimit.unparsed(address, method)) });
+  refuseUnsupported(app.getHttpServer(), bare);
   await app.init();
   return app;
 }

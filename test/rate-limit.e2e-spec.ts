@@ -73,6 +73,28 @@ describe('rate limits', () => {
       expect(hostless.headers).toMatch(/^x-ratelimit-remaining: 9$/im);
     });
 
+    it('so do refusals of the HTTP parser, which come before any route or credential: in the address\'s bucket of unrouted paths', async () => {
+      const host = new URL(t.url).host;
+      const refusals = [
+        { request: `GET /health HTTP/1.1\r\nHost: ${host}\r\nX-Big: ${'x'.repeat(70_000)}\r\n\r\n`, status: 431, limit: 10 },
+        { request: `FOO /health HTTP/1.1\r\nHost: ${host}\r\n\r\n`, status: 400, limit: 5 },
+        { request: `POST /items HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}`, status: 400, limit: 5 },
+        { request: `GET /health HTTP/1.1\r\nHost: ${host}\r\nExpect: bogus\r\nConnection: close\r\n\r\n`, status: 417, limit: 10 },
+      ];
+      for (const { request, status, limit } of refusals) {
+        const res = await rawRequest(t.url, request);
+        expect([request.slice(0, 12), res.status]).toEqual([request.slice(0, 12), status]);
+        expect(res.headers).toMatch(new RegExp(`^x-ratelimit-limit: ${limit}$`, 'im'));
+        expect(res.headers).toMatch(/^x-ratelimit-remaining: \d+$/im);
+        expect(res.headers).toMatch(/^x-ratelimit-reset: \d+$/im);
+        expect(res.headers).toMatch(/^x-content-type-options: nosniff$/im);
+      }
+      // Each one counts.
+      const remaining = async () => Number(/^x-ratelimit-remaining: (\d+)$/im.exec((await rawRequest(t.url, refusals[3].request)).headers)![1]);
+      const first = await remaining();
+      expect(await remaining()).toBe(first - 1);
+    });
+
     it('past the limit: 429 rate_limited with Retry-After; another key of the tenant is unaffected', async () => {
       const k1 = await createKey(t, minter, { label: 'k1' });
       const k2 = await createKey(t, minter, { label: 'k2' });

@@ -3,7 +3,9 @@
  * - Node's parser (`clientError`): a malformed request line or header, an unknown method,
  *   conflicting Content-Length and Transfer-Encoding, headers past the size limit (431), a
  *   request that took too long to arrive (408). No request object exists yet, so the response
- *   carries a fresh X-Request-Id that the log line names too.
+ *   carries a fresh X-Request-Id that the log line names too, and the headers every response
+ *   has (`BareHeaders`: the security headers, and the X-RateLimit-* ones of the client address's
+ *   bucket of unrouted paths, SPEC 8.1).
  * - Fastify's router (`frameworkErrors`): a URL that is not validly percent-encoded. The router
  *   runs no onRequest hook for it, so the refusal runs the pipeline's credential and rate-limit
  *   steps itself: it counts against the caller's bucket and carries the X-RateLimit-* headers
@@ -32,44 +34,62 @@ function refusal(code: string | undefined): ApiError {
   return new ApiError(400, 'invalid_request', 'The request is not valid HTTP/1.1');
 }
 
+/**
+ * The headers every response carries, for one answered below Fastify (client address, method):
+ * `of` is set once the application exists (app.factory.ts); until then, and should it fail, none.
+ */
+export interface BareHeaders {
+  of?: (address: string | undefined, method: string) => Promise<Record<string, string>>;
+}
+
+async function headersOf(bare: BareHeaders, address: string | undefined, method: string): Promise<Record<string, string>> {
+  return (await bare.of?.(address, method).catch(() => undefined)) ?? {};
+}
+
 /** Writes the envelope as a whole response on a bare socket and closes it (no body for HEAD). */
-function answerOnSocket(socket: Duplex, apiError: ApiError, id: string, head: boolean): void {
+function answerOnSocket(socket: Duplex, apiError: ApiError, id: string, head: boolean, headers: Record<string, string>): void {
   if (socket.writable) {
     const body = JSON.stringify(apiError.toEnvelope());
+    const more = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
     socket.write(
       `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\nConnection: close\r\n\r\n${head ? '' : body}`,
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\n${more}Connection: close\r\n\r\n${head ? '' : body}`,
     );
   }
   socket.destroy();
 }
 
-export function clientErrorHandler(logger: Logger) {
+export function clientErrorHandler(logger: Logger, bare: BareHeaders) {
   return (err: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void => {
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const apiError = refusal(err.code);
     const id = randomUUID();
     logger.warn({ req: { id, remoteAddress: socket.remoteAddress }, res: { statusCode: apiError.status }, parserError: err.code }, 'request refused by the HTTP parser');
-    const head = Buffer.isBuffer(err.rawPacket) && err.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
-    answerOnSocket(socket, apiError, id, head);
+    // The method as the request line names it, if it got that far (an unknown one counts as a write).
+    const method = Buffer.isBuffer(err.rawPacket) ? (/^[A-Z]+(?= )/.exec(err.rawPacket.subarray(0, 16).toString('latin1'))?.[0] ?? '') : '';
+    void headersOf(bare, socket.remoteAddress, method).then((headers) => answerOnSocket(socket, apiError, id, method === 'HEAD', headers));
   };
 }
 
 /** What Node would answer by itself, in the envelope: an unknown `Expect`, and `CONNECT`. */
-export function refuseUnsupported(server: Server): void {
+export function refuseUnsupported(server: Server, bare: BareHeaders): void {
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const apiError = new ApiError(417, 'invalid_request', 'Only "Expect: 100-continue" is supported');
     const body = JSON.stringify(apiError.toEnvelope());
-    res.writeHead(417, {
-      'Content-Type': 'application/json',
-      'Content-Length': Buffer.byteLength(body),
-      'X-Request-Id': randomUUID(),
-      Connection: 'close',
+    void headersOf(bare, req.socket.remoteAddress, req.method ?? '').then((headers) => {
+      res.writeHead(417, {
+        ...headers,
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(body),
+        'X-Request-Id': randomUUID(),
+        Connection: 'close',
+      });
+      res.end(req.method === 'HEAD' ? undefined : body);
     });
-    res.end(req.method === 'HEAD' ? undefined : body);
   });
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-    answerOnSocket(socket, new ApiError(400, 'invalid_request', 'CONNECT is not supported: this is not a proxy'), randomUUID(), false);
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    const apiError = new ApiError(400, 'invalid_request', 'CONNECT is not supported: this is not a proxy');
+    void headersOf(bare, req.socket.remoteAddress, 'CONNECT').then((headers) => answerOnSocket(socket, apiError, randomUUID(), false, headers));
   });
 }
 

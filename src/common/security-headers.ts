@@ -15,7 +15,7 @@ import { applyDecorators, Header } from '@nestjs/common';
 import { ApiExtension } from '@nestjs/swagger';
 import type { FastifyReply, onRequestHookHandler } from 'fastify';
 
-const EVERY_RESPONSE = { 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer' } as const;
+export const EVERY_RESPONSE = { 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer' } as const;
 
 export function setSecurityHeaders(reply: FastifyReply): void {
   for (const [name, value] of Object.entries(EVERY_RESPONSE)) reply.raw.setHeader(name, value);

@@ -53,6 +53,15 @@ function unroutedPath(url: string): string {
   }
 }
 
+function limitHeaders(limit: number, state: WindowState): Record<string, string> {
+  return {
+    'X-RateLimit-Limit': String(limit),
+    'X-RateLimit-Remaining': String(Math.max(0, limit - state.count)),
+    // When the window next frees a place: the oldest request it holds leaves it.
+    'X-RateLimit-Reset': String(Math.ceil((Date.now() + state.msBeforeNext) / 1000)),
+  };
+}
+
 @Injectable()
 export class RateLimitHook {
   private readonly fallbacks = new Map<number, RateLimiterMemory>();
@@ -85,16 +94,25 @@ export class RateLimitHook {
     }
   }
 
+  /**
+   * The X-RateLimit-* headers of a request refused before it could be parsed (protocol-errors.ts),
+   * which has no route and no credential yet: it counts against its address in the bucket of
+   * paths that match no route, as a URL the router refuses does. It keeps its own answer (400,
+   * 408, 417, 431) when the bucket is full.
+   */
+  async unparsed(address: string | undefined, method: string): Promise<Record<string, string>> {
+    if (!this.config.RATE_LIMIT_ENABLED) return {};
+    const { bucket, limit } = bucketFor(method, UNKNOWN_PATH, this.config.RATE_LIMIT_REQUESTS);
+    return limitHeaders(limit, await this.take(`ip:${address}:${bucket}`, limit));
+  }
+
   /** A fastify onRequest hook, after CredentialHook. */
   readonly onRequest = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> => {
     if (!this.config.RATE_LIMIT_ENABLED) return;
     const { bucket, limit, oauth, perIp } = bucketFor(req.method, routedPath(req), this.config.RATE_LIMIT_REQUESTS);
     const caller = req.principal && !perIp ? `k:${req.principal.credentialId}` : `ip:${req.ip}`;
     const state = await this.take(`${caller}:${bucket}`, limit);
-    reply.header('X-RateLimit-Limit', String(limit));
-    reply.header('X-RateLimit-Remaining', String(Math.max(0, limit - state.count)));
-    // When the window next frees a place: the oldest request it holds leaves it.
-    reply.header('X-RateLimit-Reset', String(Math.ceil((Date.now() + state.msBeforeNext) / 1000)));
+    reply.headers(limitHeaders(limit, state));
     if (!state.allowed) {
       const retryAfter = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
       reply.header('Retry-After', String(retryAfter));
