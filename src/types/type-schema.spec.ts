@@ -254,8 +254,17 @@ describe('type schemas', () => {
     it('takes checks in turn from each tenant: one tenant\'s flood of slow checks does not hold up another\'s', async () => {
       const flooding = validatorFor(`spec:${cacheSeq++}`, schema, 'tenant-a');
       const other = validatorFor(`spec:${cacheSeq++}`, schema, 'tenant-b');
-      const flood = Array.from({ length: 5 }, () => flooding({ slow: 'é'.repeat(50_000) }).then(() => 'fitted', (err: ApiError) => err.code));
-      expect(await other({ code: 'a'.repeat(400) })).toEqual([]);
+      expect(await other({ code: 'a'.repeat(400) })).toEqual([]); // a worker ready, as in a service that has run a while
+      const settled: string[] = [];
+      const outcome = (who: string) => [(r: unknown) => (settled.push(who), r), (err: ApiError) => (settled.push(who), err.code)] as const;
+      const flood = Array.from({ length: 5 }, () => flooding({ slow: 'é'.repeat(50_000) }).then(...outcome('flood')));
+      const answer = await other({ code: 'a'.repeat(400) }).then(...outcome('other'));
+      await Promise.all(flood);
+      // Its turn came right after the flood's first check: in line behind all five it would be
+      // answered last. On a loaded machine even that one turn may outlast the wait allowed in
+      // line (then 503, retry), so the order is what is checked, and the answer only as one of two.
+      expect(settled.indexOf('other')).toBeLessThanOrEqual(1);
+      expect([[], 'service_unavailable']).toContainEqual(answer);
       expect(new Set(await Promise.all(flood))).toEqual(new Set(['invalid_schema', 'service_unavailable']));
     }, 15_000);
 
