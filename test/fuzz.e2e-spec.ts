@@ -17,7 +17,7 @@ import { loadFuzzConfig } from './fuzz/config';
 import { Fixtures, seedFixtures } from './fuzz/fixtures';
 import { OpenApiDoc, operations } from './fuzz/openapi';
 import { BodyJudge, CheckContext, ResponseJudge } from './fuzz/oracles';
-import { makeWorld, requestArb } from './fuzz/requests';
+import { coverageBudget, makeWorld, requestArb } from './fuzz/requests';
 
 const cfg = loadFuzzConfig();
 
@@ -53,9 +53,22 @@ describe('HTTP fuzzer (e2e)', () => {
       log(`fuzz: full report in ${result.reportFile}`);
 
       if (!cfg.path) {
-        // "Every operation": a route the generator never reached is a gap in the fuzzer.
+        // "Every operation": a route the generator never reached is a gap in the fuzzer, once
+        // the survey was long enough to reach them all; a shorter one (a small FUZZ_RUNS, or
+        // FUZZ_SECONDS running out first) can miss some by chance, which is only worth a warning.
         const missed = ops.map((o) => o.id).filter((id) => !result.routeCounts[id]);
-        expect(missed).toEqual([]);
+        const sent = result.surveyRequests;
+        const budget = coverageBudget(ops.length);
+        const notReached = `${missed.length} of ${ops.length} operations not reached in ${sent} requests: ${missed.join(', ')}`;
+        if (missed.length && sent < budget) {
+          const stopped = sent < cfg.runs ? ` (FUZZ_SECONDS=${cfg.seconds} ran out first: raise it too)` : '';
+          log(
+            `fuzz: WARNING: ${notReached}. The budget is too small to reach every operation: coverage is checked from ` +
+              `${budget} requests, about ${(budget / sent).toFixed(1)}x this run; use FUZZ_RUNS=${budget} or more${stopped}.`,
+          );
+        } else if (missed.length) {
+          throw new Error(`${notReached}. ${sent} requests reach every operation but for a chance under 1 in 1000: the generator (test/fuzz/requests.ts) misses these.`);
+        }
       }
       if (result.failures.length) throw new Error(result.report);
     },

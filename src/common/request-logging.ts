@@ -18,16 +18,32 @@ import type { IncomingMessage } from 'node:http';
 import type { Params } from 'nestjs-pino';
 import pino, { Level, Logger } from 'pino';
 import type { AppConfig } from '../config/app-config';
+import { API_KEY_PREFIX } from '../keys/key-secrets';
+import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX } from '../oidc/oidc-provider.factory';
+import { SECRET_PREFIX as WEBHOOK_SECRET_PREFIX } from '../webhooks/signature';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,100}$/;
-const SECRET_PARAM_RE = /(token|secret|password|code|key|assertion|verifier)/i;
+/**
+ * A parameter whose (decoded) name contains one of these, in any letter case, is masked:
+ * `access_token`, `api_key`, `apikey`, `auth`, `authorization`, `client_secret`, `passwd`, `pw`,
+ * `sig`, `session_id`, … Broad on purpose: a masked harmless parameter costs a little debugging,
+ * a key in clear is a leak (docs/operations.md lists them).
+ */
+const SECRET_PARAM_RE = /(token|secret|pass|pw|code|key|assertion|verifier|auth|bearer|credential|sig|session|cookie)/i;
+/** The service's own secrets, masked under whatever name they are sent (`?q=svc_k1_…`, `?x=Bearer svc_at_…`). */
+const OWN_SECRET_PREFIXES = [API_KEY_PREFIX, ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX];
+const isOwnSecret = (text: string) => OWN_SECRET_PREFIXES.some((prefix) => text.includes(prefix));
 
 export function maskQuery(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
-  const params = new URLSearchParams(url.slice(q + 1));
-  for (const name of [...params.keys()]) if (SECRET_PARAM_RE.test(name)) params.set(name, '[redacted]');
-  return `${url.slice(0, q)}?${params.toString()}`;
+  const masked = new URLSearchParams();
+  for (const [name, value] of new URLSearchParams(url.slice(q + 1))) {
+    // A secret sent as a bare `?svc_k1_…` is the parameter's name.
+    if (isOwnSecret(name)) masked.append('[redacted]', '');
+    else masked.append(name, SECRET_PARAM_RE.test(name) || isOwnSecret(value) ? '[redacted]' : value);
+  }
+  return `${url.slice(0, q)}?${masked.toString()}`;
 }
 
 export function createLogger(config: Pick<AppConfig, 'LOG_LEVEL'>): Logger {
@@ -64,8 +80,9 @@ function levelOf(res: FastifyReply['raw']): Level {
 
 /**
  * The first request hook: returns the request id as X-Request-Id, and logs the request once
- * its response is sent (or abandoned: "request aborted", at `warn` at least), at `info`, `warn`
- * for 4xx, `error` for 5xx.
+ * its response is sent (or abandoned: "request aborted", at `warn` at least, with a null
+ * statusCode when the client went away before the status was sent), at `info`, `warn` for 4xx,
+ * `error` for 5xx.
  */
 export function requestLogging(logger: Logger): onRequestHookHandler {
   return (req, reply, done) => {
@@ -77,13 +94,16 @@ export function requestLogging(logger: Logger): onRequestHookHandler {
       const res = reply.raw;
       res.once('close', () => {
         const finished = res.writableFinished;
-        const byStatus = levelOf(res);
+        // Until the headers are sent, statusCode is only what the handler meant to answer:
+        // an abort before that is logged with none (null), at warn.
+        const sent = res.headersSent;
+        const byStatus = sent ? levelOf(res) : 'warn';
         const level = finished || byStatus === 'error' ? byStatus : 'warn';
         if (!logger.isLevelEnabled(level)) return;
         logger[level](
           {
             req: { id, method: req.method, url: maskQuery(req.url), remoteAddress },
-            res: { statusCode: res.statusCode },
+            res: { statusCode: sent ? res.statusCode : null },
             responseTime: Math.round(performance.now() - started),
           },
           finished ? 'request completed' : 'request aborted',

@@ -518,11 +518,26 @@ export function operationArb(op: Operation, w: World): fc.Arbitrary<FuzzRequest>
   });
 }
 
+/** Raw protocol-level requests are drawn as often as this many operations. */
+const PROTOCOL_WEIGHT = 2;
+
 /**
  * Every operation with equal weight (new routes get their share without configuration), and
  * raw protocol-level requests as often as two operations.
  */
 export function requestArb(w: World): fc.Arbitrary<FuzzRequest> {
   const protocol = protocolArb(w.ops, w.fixtures, new URL(w.fixtures.base).host, withToString);
-  return fc.oneof(...w.ops.map((op) => ({ weight: 1, arbitrary: operationArb(op, w) })), { weight: 2, arbitrary: protocol });
+  return fc.oneof(...w.ops.map((op) => ({ weight: 1, arbitrary: operationArb(op, w) })), { weight: PROTOCOL_WEIGHT, arbitrary: protocol });
+}
+
+/**
+ * The survey length from which every operation is reached but for a chance under 1 in 1000,
+ * whatever the seed: requestArb draws a given operation with probability p = 1/(n + 2), so the
+ * chance that one of n operations is never drawn in R requests is at most n·(1 − p)^R, and this
+ * R keeps it under 0.001 (1257 requests for 107 operations). Below it, an operation not reached
+ * says the budget (FUZZ_RUNS) was small, not that the fuzzer has a gap.
+ */
+export function coverageBudget(operations: number): number {
+  const p = 1 / (operations + PROTOCOL_WEIGHT);
+  return Math.ceil(Math.log(operations / 0.001) / -Math.log(1 - p));
 }

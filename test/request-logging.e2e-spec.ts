@@ -1,0 +1,121 @@
+/**
+ * The request line as the running service (`node dist/src/main.js`, LOG_LEVEL=info) writes it
+ * on stdout: secrets sent in a query string are masked, by the parameter's name or because the
+ * value is one of the service's own secrets, and a request its client abandoned before the
+ * answer is logged without the status that was never sent.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { clearRedisPrefix, dropDatabase, PG_SERVER, REDIS_URL, uniqueName } from './support/app';
+import { ensureBuilt, freePort, runService, Service, waitHealthy } from './support/process';
+import { waitFor } from './support/wait';
+
+jest.setTimeout(60_000);
+
+const REDACTED = '%5Bredacted%5D'; // "[redacted]" as URLSearchParams writes it
+
+describe('request logging (the service process, LOG_LEVEL=info)', () => {
+  const db = uniqueName('svc_reqlog');
+  const prefix = `${uniqueName('svcl')}:`;
+  let blobDir: string;
+  let service: Service;
+  let base: string;
+  let adminKey: string;
+
+  /** The complete JSON lines written so far. */
+  const records = () =>
+    service
+      .stdout()
+      .split('\n')
+      .slice(0, -1)
+      .map((l) => JSON.parse(l) as Record<string, any>);
+  const requestLine = (id: string) => waitFor(() => records().find((r) => r.req?.id === id), `the request line of ${id}`);
+
+  beforeAll(async () => {
+    ensureBuilt();
+    blobDir = await mkdtemp(join(tmpdir(), 'svc-reqlog-'));
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    service = runService({
+      NODE_ENV: 'test',
+      DATABASE_URL: `${PG_SERVER}/${db}`,
+      REDIS_URL,
+      REDIS_PREFIX: prefix,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+      RATE_LIMIT_ENABLED: 'false',
+      BLOB_DIR: blobDir,
+    });
+    await waitHealthy(service, base);
+    const created = await fetch(`${base}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"label":"root"}' });
+    expect(created.status).toBe(201);
+    adminKey = ((await created.json()) as { key: string }).key;
+  }, 180_000);
+
+  afterAll(async () => {
+    await service?.stop();
+    await dropDatabase(db);
+    await clearRedisPrefix(prefix);
+    if (blobDir) await rm(blobDir, { recursive: true, force: true });
+  });
+
+  it('masks secret-looking query parameters by name, and the service’s own secrets under any name', async () => {
+    const plain = () => `plain-${randomBytes(12).toString('hex')}`;
+    const secrets: string[] = [];
+    const secret = (value: string) => (secrets.push(value), value);
+    // [query sent, query logged]: `limit`, harmless, stays as it was.
+    const byName: Array<[string, string]> = [
+      'auth', 'bearer', 'credential', 'credentials', 'pw', 'pwd', 'pass', 'passwd', 'password', 'sig', 'signature',
+      'session', 'session_id', 'cookie', 'access_token', 'api_key', 'apikey', 'API-Key', 'X-Api-Key', 'client_secret', 'code',
+    ].map((name) => [`limit=5&${name}=${secret(plain())}`, `limit=5&${name}=${REDACTED}`]);
+    const cases: Array<[string, string]> = [
+      ...byName,
+      [`authorization=Bearer%20${secret(plain())}`, `authorization=${REDACTED}`],
+      // The rule applies to the decoded name: "%61uth" is "auth".
+      [`%61uth=${secret(plain())}`, `auth=${REDACTED}`],
+      // The service's own secrets under names that say nothing.
+      [`limit=5&q=${encodeURIComponent(adminKey)}`, `limit=5&q=${REDACTED}`],
+      [`filter=Bearer%20${secret(`svc_at_${plain()}`)}`, `filter=${REDACTED}`],
+      [`next=${secret(`svc_rt_${plain()}`)}`, `next=${REDACTED}`],
+      [`x=${encodeURIComponent(secret(`whsec_${randomBytes(32).toString('base64')}`))}`, `x=${REDACTED}`],
+      // …or as a bare name.
+      [`${encodeURIComponent(adminKey)}&limit=5`, `${REDACTED}=&limit=5`],
+    ];
+
+    const ids: string[] = [];
+    for (const [query] of cases) {
+      const res = await fetch(`${base}/items?${query}`);
+      await res.arrayBuffer();
+      ids.push(res.headers.get('x-request-id')!);
+    }
+    for (const [i, [, logged]] of cases.entries()) {
+      const line = await requestLine(ids[i]);
+      expect({ msg: line.msg, url: line.req.url }).toEqual({ msg: 'request completed', url: `/items?${logged}` });
+    }
+
+    const everything = service.stdout() + service.stderr();
+    for (const s of [...secrets, adminKey.slice('svc_k1_'.length)]) expect(everything).not.toContain(s);
+    expect(everything).not.toContain(encodeURIComponent(secrets.find((s) => s.startsWith('whsec_'))!));
+  });
+
+  it('logs a request its client abandoned before the answer as aborted, with no status (none was sent)', async () => {
+    const id = `abort-${randomBytes(6).toString('hex')}`;
+    const req = http.request(new URL('/blobs', base), {
+      method: 'POST',
+      agent: false,
+      headers: { authorization: `Bearer ${adminKey}`, 'content-length': String(1024 * 1024), 'x-request-id': id },
+    });
+    req.on('error', () => undefined);
+    req.write(randomBytes(200 * 1024));
+    // The upload handler is running once its staging file exists; the client then goes away.
+    await waitFor(async () => (await readdir(join(blobDir, '.staging')).catch(() => [])).length > 0, 'the upload to be staged');
+    req.destroy();
+
+    const line = await requestLine(id);
+    expect(line).toEqual(expect.objectContaining({ level: 40, msg: 'request aborted', req: expect.objectContaining({ method: 'POST', url: '/blobs' }), res: { statusCode: null } }));
+  });
+});
