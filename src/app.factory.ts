@@ -34,7 +34,7 @@ import { EVERY_RESPONSE, securityHeaders, setSecurityHeaders } from './common/se
 import { redactUrl, StartupError } from './common/startup-error';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
-import { ensureDatabase, runMigrations } from './database/data-source-options';
+import { ensureDatabase, requireMigrated, runMigrations } from './database/data-source-options';
 import { mountOpenApi } from './openapi/openapi';
 import { RateLimitHook } from './rate-limit/rate-limit.hook';
 import { OidcMount } from './oidc/oidc-mount';
@@ -78,6 +78,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   await ensureDatabase(config.DATABASE_URL);
   await checkRedis(config.REDIS_URL);
   if (config.MIGRATIONS_RUN) await runMigrations(config);
+  else await requireMigrated(config);
   const logger = createLogger(config);
   const preRouting: PreRoutingStep[] = [];
   const bare: BareHeaders = {};

@@ -3,11 +3,14 @@
  * are one line on stderr, the database is created and migrated at start, and the structured
  * logs on stdout never contain a credential.
  */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
 import { Client } from 'pg';
 import { clearRedisPrefix, dropDatabase, PG_SERVER, REDIS_URL, uniqueName } from './support/app';
-import { ensureBuilt, freePort, runService, Service, waitHealthy } from './support/process';
+import { ensureBuilt, freePort, ROOT, runService, Service, waitHealthy } from './support/process';
 import { pipelineUntilClosed } from './support/raw-http';
 import { Receiver } from './support/receiver';
+import { TcpProxy } from './support/tcp-proxy';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(60_000);
@@ -50,9 +53,25 @@ describe('the service process', () => {
     return s;
   }
 
-  /** Runs a start that must fail; returns its exit code and stderr lines. */
+  /**
+   * Runs a start that must fail; returns its exit code and stderr lines. A start that serves
+   * instead (GET /health 200) is stopped and reported as such rather than waited on.
+   */
   async function failedStart(e: Record<string, string>): Promise<{ code: number | null; lines: string[] }> {
-    const s = start({ PORT: String(await freePort()), ...e });
+    const port = String(await freePort());
+    const s = start({ PORT: port, ...e });
+    let exited = false;
+    void s.exited.then(() => (exited = true));
+    const served = await waitFor(
+      async () => exited || (await fetch(`http://127.0.0.1:${e.PORT ?? port}/health`).then((r) => r.status === 200, () => false)),
+      'the start to fail',
+      30_000,
+      100,
+    ).then(() => !exited);
+    if (served) {
+      await s.stop();
+      return { code: null, lines: ['started and served GET /health 200'] };
+    }
     const { code } = await s.exited;
     return { code, lines: s.stderr().split('\n').filter((l) => l.trim() !== '') };
   }
@@ -174,6 +193,27 @@ describe('the service process', () => {
     expect(everything).not.toContain(secret.slice(0, 16));
   });
 
+  it('answers while its Redis connection goes silent (no answer, no reset): the rate limit counts in memory after a short wait', async () => {
+    const proxy = await new TcpProxy('127.0.0.1', Number(new URL(REDIS_URL).port || 6379)).start();
+    try {
+      const e = env({ PORT: String(await freePort()), REDIS_URL: `redis://127.0.0.1:${proxy.port}`, RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5', LOG_LEVEL: 'warn' });
+      const s = start(e);
+      const base = `http://127.0.0.1:${e.PORT}`;
+      await waitHealthy(s, base);
+      const { key } = (await (await fetch(`${base}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { key: string };
+      const write = () => fetch(`${base}/tenants`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: '{}', signal: AbortSignal.timeout(10_000) });
+      expect((await write()).headers.get('x-ratelimit-remaining')).toBe('4');
+      proxy.stall();
+      const stalled = await write();
+      expect([stalled.status, stalled.headers.get('x-ratelimit-limit'), stalled.headers.get('x-ratelimit-remaining')]).toEqual([400, '5', '4']);
+      await proxy.stop(); // the silent connection ends, so the shutdown does not wait on it
+      await s.stop();
+      expect(s.stdout()).not.toMatch(/"level":60/);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
   it('on SIGTERM lets webhook attempts under way finish and records them before the pools close, refuses new event streams, then ends cleanly', async () => {
     const receiver = new Receiver();
     const target = await receiver.start();
@@ -234,16 +274,57 @@ describe('the service process', () => {
     expect(answers.filter((a) => a.status === 200).length).toBeGreaterThan(0);
   });
 
-  it('MIGRATIONS_RUN=false leaves a new database without the schema', async () => {
-    const e = env({ PORT: String(await freePort()), MIGRATIONS_RUN: 'false' });
+  it('MIGRATIONS_RUN=false refuses to start, in one line saying how many migrations are pending and how to run them, on a new database (left without the schema)', async () => {
+    const e = env({ MIGRATIONS_RUN: 'false' });
     const db = new URL(e.DATABASE_URL).pathname.slice(1);
-    const s = start(e);
-    await waitHealthy(s, `http://127.0.0.1:${e.PORT}`);
+    const { code, lines } = await failedStart(e);
+    expect(lines).toEqual([expect.stringMatching(/^svc: \d+ migrations are pending in .* and MIGRATIONS_RUN=false; run them \(npm run migration:run, or in the Docker image npx typeorm -d dist\/ormconfig.js migration:run\)/)]);
+    expect(code).toBe(1);
     expect(await pgQuery('postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [db])).toHaveLength(1);
     const tables = (await pgQuery<{ tablename: string }>(db, `SELECT tablename FROM pg_tables WHERE schemaname = 'public'`)).map((r) => r.tablename);
     expect(tables).not.toContain('api_keys');
     expect(tables).not.toContain('tenants');
-    await s.stop();
+    expect(tables).not.toContain('migrations');
+  });
+
+  it('MIGRATIONS_RUN=false starts on a migrated database, and refuses once a migration is pending there', async () => {
+    const e = env();
+    const db = new URL(e.DATABASE_URL).pathname.slice(1);
+    const run = async (overrides: Record<string, string>) => {
+      const port = String(await freePort());
+      const s = start({ ...e, ...overrides, PORT: port });
+      await waitHealthy(s, `http://127.0.0.1:${port}`);
+      await s.stop();
+    };
+    await run({}); // migrates
+    await run({ MIGRATIONS_RUN: 'false' });
+    // A deploy whose code brings one migration more than the database has.
+    await pgQuery(db, 'DELETE FROM migrations WHERE id = (SELECT max(id) FROM migrations)');
+    const { code, lines } = await failedStart({ ...e, MIGRATIONS_RUN: 'false' });
+    expect(lines).toEqual([expect.stringMatching(/^svc: 1 migration is pending in .* and MIGRATIONS_RUN=false; run them /)]);
+    expect(code).toBe(1);
+  });
+
+  // The script the README names: `npm run oidc:rotate-key -- <args>` runs it with those args.
+  describe('npm run oidc:rotate-key', () => {
+    const rotate = (args: string[]) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = execFile(
+          process.execPath,
+          [path.join(ROOT, 'dist', 'src', 'oidc', 'rotate-signing-key.js'), ...args],
+          // No database answers here: a refusal that comes first never reaches it.
+          { cwd: ROOT, env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', DATABASE_URL: 'postgres://postgres@127.0.0.1:1/svc_rotate' } },
+          (_err, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }),
+        );
+      });
+
+    it.each([[['--retire-older-than=abc']], [['--retire', '1']]])('refuses %p with exit code 1 and one line, before it touches the database', async (args) => {
+      const { code, stdout, stderr } = await rotate(args);
+      expect([code, stdout]).toEqual([1, '']);
+      expect(stderr).toBe(
+        `oidc:rotate-key: unexpected argument ${JSON.stringify(args[0])}; nothing was rotated; usage: npm run oidc:rotate-key [-- --retire-older-than=<days, 1-36500>]\n`,
+      );
+    });
   });
 });
 

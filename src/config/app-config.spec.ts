@@ -1,3 +1,4 @@
+import Fastify from 'fastify';
 import { ConfigError, loadConfig } from './app-config';
 
 function configError(env: NodeJS.ProcessEnv): ConfigError {
@@ -67,10 +68,45 @@ describe('loadConfig', () => {
     ['JSON_BODY_LIMIT', 'lots'],
     ['SEARCH_DB_POOL_SIZE', '0'],
     ['SEARCH_DB_POOL_SIZE', '101'],
+    // Values a pattern let through that then failed start-up with "Invalid URL" or
+    // "invalid IP address", naming no variable.
+    ['SVC_BASE_URL', 'http://a b'],
+    ['DATABASE_URL', 'postgres://postgres:ab/cd@127.0.0.1:5432/x'],
+    ['DATABASE_URL', 'postgres://postgres:a#b@127.0.0.1:5432/x'],
+    ['TRUST_PROXY', 'garbage'],
+    ['TRUST_PROXY', '10.0.0.0/33'],
   ])('%s=%p is a ConfigError naming the variable', (name, value) => {
     const err = configError({ [name]: value });
     expect(err.message).toContain(name);
     expect(err.message).not.toContain('\n');
+  });
+
+  it('does not repeat the password of a DATABASE_URL that does not parse', () => {
+    const message = configError({ DATABASE_URL: 'postgres://postgres:ab/cd#ef@127.0.0.1:5432/x' }).message;
+    expect(message).toBe(
+      'invalid configuration: DATABASE_URL="postgres://postgres:***@127.0.0.1:5432/x" is not a valid URL; percent-encode characters such as / # ? @ : and spaces in the user name and password',
+    );
+    expect(loadConfig({ DATABASE_URL: 'postgres://postgres:ab%2Fcd%23ef@127.0.0.1:5432/x' }).DATABASE_URL).toContain('ab%2Fcd');
+  });
+
+  // Fastify compiles TRUST_PROXY when the app is built: a value it refuses must stop start-up
+  // here, naming the variable, and every value accepted here must build.
+  it.each([
+    'false', 'TRUE', '', '0', '2', 'loopback', 'loopback, 10.0.0.0/8', 'uniquelocal,linklocal', '10.0.0.1', '::1', 'fe80::/10',
+    '10.0.0.0/255.0.0.0', '::ffff:10.0.0.1', '192.168.0.0/32', '2001:db8::/128',
+  ])('TRUST_PROXY=%p is accepted, and Fastify builds with it', (value) => {
+    const config = loadConfig({ TRUST_PROXY: value });
+    expect(() => Fastify({ trustProxy: config.trustProxy })).not.toThrow();
+  });
+
+  it.each([
+    'garbage', '10.0.0.0/33', '::1/129', '0.0.0.0/0', '10.0.0.0/8/8', '10.0.0.0/abc', '10.0.0.0/255.0.255.0', '::/ffff::', 'Loopback',
+    'loopback,', 'loopback;10.0.0.1', '10.0.0.1 10.0.0.2', 'yes',
+  ])('TRUST_PROXY=%p, which Fastify refuses, is a ConfigError in one line naming it', (value) => {
+    expect(() => Fastify({ trustProxy: value })).toThrow();
+    const message = configError({ TRUST_PROXY: value }).message;
+    expect(message).toMatch(/^invalid configuration: TRUST_PROXY=".*" must be false, true, a hop count, or a comma list of /);
+    expect(message).not.toContain('\n');
   });
 
   it('ignores variables it does not own', () => {

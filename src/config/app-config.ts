@@ -4,7 +4,9 @@
  * An invalid value stops start-up with one line naming the variable (see main.ts).
  */
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy, validateSync } from 'class-validator';
+import ipaddr from 'ipaddr.js';
+import { maskPassword } from '../common/startup-error';
 import { redirectAllowlistProblem } from '../integrations/redirect-allowlist';
 
 const bool = () =>
@@ -17,6 +19,54 @@ const bool = () =>
   });
 const int = () =>
   Transform(({ value }) => (value === undefined || value === '' ? undefined : /^-?\d+$/.test(String(value)) ? Number(value) : value));
+/**
+ * The value parses as a WHATWG URL, as pg and the service parse it: a URL the pattern accepts
+ * may not parse (a space, a `/` or `#` in an unencoded password), and would then fail later,
+ * with a stack trace or "Invalid URL" and no variable named.
+ */
+const parsesAsUrl = (message: string) =>
+  ValidateBy({ name: 'parsesAsUrl', validator: { validate: (value) => typeof value === 'string' && URL.canParse(value), defaultMessage: () => message } });
+const fastifyTrustProxy = () =>
+  ValidateBy({
+    name: 'trustProxy',
+    validator: {
+      validate: (value) => typeof value === 'string' && trustProxyProblem(value) === undefined,
+      defaultMessage: (args) =>
+        `must be false, true, a hop count, or a comma list of IP addresses, subnets (10.0.0.0/8) and loopback, linklocal or uniquelocal: ${trustProxyProblem(String(args?.value))}`,
+    },
+  });
+
+/** The names @fastify/proxy-addr expands into ranges (case-sensitive there). */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * Why Fastify would refuse TRUST_PROXY (thrown from deep inside Nest at start, naming no
+ * variable), or undefined. Fastify hands a string that is no boolean or hop count (see
+ * `trustProxy` below) to @fastify/proxy-addr, split at commas and trimmed; this follows that
+ * package's parseipNotation with the same ipaddr.js: an address, or address/prefix (1-32 or
+ * 1-128; an IPv4 netmask too), or a range name.
+ */
+export function trustProxyProblem(value: string): string | undefined {
+  const v = value.trim().toLowerCase();
+  if (v === 'true' || v === 'false' || v === '' || /^\d+$/.test(v)) return undefined;
+  for (const entry of value.split(',').map((e) => e.trim())) {
+    if (PROXY_RANGE_NAMES.has(entry)) continue;
+    const slash = entry.lastIndexOf('/');
+    const address = slash === -1 ? entry : entry.slice(0, slash);
+    if (!ipaddr.isValid(address)) return `${JSON.stringify(entry)} is not an IP address`;
+    if (slash === -1) continue;
+    const ip = ipaddr.parse(address);
+    const max = ip.kind() === 'ipv6' ? 128 : 32;
+    const range = entry.slice(slash + 1);
+    const prefix = /^\d+$/.test(range)
+      ? Number(range)
+      : ip.kind() === 'ipv4' && ipaddr.IPv4.isValid(range)
+        ? ipaddr.IPv4.parse(range).prefixLengthFromSubnetMask()
+        : null;
+    if (prefix === null || prefix < 1 || prefix > max) return `${JSON.stringify(entry)} has no prefix length from 1 to ${max}`;
+  }
+  return undefined;
+}
 
 export class AppConfig {
   @IsIn(['development', 'production', 'test'])
@@ -29,6 +79,7 @@ export class AppConfig {
   HOST = '0.0.0.0';
 
   @Matches(/^postgres(ql)?:\/\/.+\/[^/?]+/, { message: 'must be a postgres:// URL with a database name' })
+  @parsesAsUrl('is not a valid URL; percent-encode characters such as / # ? @ : and spaces in the user name and password')
   DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/svc';
 
   @bool() @IsBoolean()
@@ -44,14 +95,14 @@ export class AppConfig {
   @Matches(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'must be 1-64 letters, digits, ":", "_" or "-"' })
   REDIS_PREFIX = 'svc:';
 
-  @IsOptional() @Matches(/^https?:\/\/[^/]+/, { message: 'must be an http(s) URL' })
+  @IsOptional() @Matches(/^https?:\/\/[^/]+/, { message: 'must be an http(s) URL' }) @parsesAsUrl('is not a valid URL')
   SVC_BASE_URL?: string;
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
   /** Whose X-Forwarded-For to believe: false, true, a hop count, or a comma list of addresses/subnets. */
-  @IsString()
+  @IsString() @fastifyTrustProxy()
   TRUST_PROXY = 'false';
 
   @bool() @IsBoolean()
@@ -238,7 +289,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     const constraints = first.constraints ?? {};
     const why = constraints.isInt ?? constraints.isBoolean ?? constraints.isIn ?? Object.values(constraints)[0] ?? 'is invalid';
     const shown = why.startsWith(first.property) ? why.slice(first.property.length).trim() : why;
-    throw new ConfigError(`invalid configuration: ${first.property}=${JSON.stringify(env[first.property] ?? '')} ${shown}`);
+    // A URL's password is not repeated into the log.
+    const value = first.property.endsWith('_URL') ? maskPassword(env[first.property] ?? '') : (env[first.property] ?? '');
+    throw new ConfigError(`invalid configuration: ${first.property}=${JSON.stringify(value)} ${shown}`);
   }
   return config;
 }

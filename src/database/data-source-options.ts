@@ -1,6 +1,6 @@
 /** Owns how the service talks to PostgreSQL: connection options, migrations, database creation. */
 import { Client } from 'pg';
-import { DataSource, DataSourceOptions } from 'typeorm';
+import { DataSource, DataSourceOptions, MigrationExecutor } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { ClaimAppliedSubscriber } from '../idempotency/claim-applied';
 import { entities } from './entities';
@@ -74,4 +74,27 @@ export async function runMigrations(config: AppConfig): Promise<void> {
     await lock.release();
     await ds.destroy();
   }
+}
+
+/**
+ * With MIGRATIONS_RUN=false, refuses to start on a database that lacks migrations this code
+ * needs: the service would otherwise answer /health 200 and then 500 on every request
+ * (missing tables), and its background tasks would log an error every second. Read-only: the
+ * migrations table is not created when missing (then every migration is pending).
+ */
+export async function requireMigrated(config: AppConfig): Promise<void> {
+  const ds = new DataSource({ ...dataSourceOptions(config), extra: { max: 1 } });
+  await ds.initialize();
+  let pending: number;
+  try {
+    pending = (await new MigrationExecutor(ds).getPendingMigrations()).length;
+  } finally {
+    await ds.destroy();
+  }
+  if (pending === 0) return;
+  const what = pending === 1 ? '1 migration is' : `${pending} migrations are`;
+  throw new StartupError(
+    `${what} pending in ${redactUrl(config.DATABASE_URL)} and MIGRATIONS_RUN=false; ` +
+      `run them (npm run migration:run, or in the Docker image npx typeorm -d dist/ormconfig.js migration:run) or start with MIGRATIONS_RUN=true`,
+  );
 }

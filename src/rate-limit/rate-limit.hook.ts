@@ -10,10 +10,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Redis from 'ioredis';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../common/api-error';
+import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { REDIS } from '../redis/redis.module';
 import { bucketFor } from './rate-limit.policy';
 import { takeFromWindow, WindowState, WINDOW_MS } from './rolling-window';
+
+/** How long a request waits for Redis's count before the in-memory fallback counts it. */
+const REDIS_WAIT_MS = 500;
 
 /**
  * The path the request was routed by, so that no other spelling of the request target (letter
@@ -73,15 +77,13 @@ export class RateLimitHook {
 
   /**
    * A place in the bucket's window. While Redis is away, counted in memory at once instead of
-   * waiting out the client's retries (seconds per request).
+   * waiting out the client's retries (seconds per request); one that fails or goes silent
+   * mid-request, after REDIS_WAIT_MS.
    */
   private async take(key: string, limit: number): Promise<WindowState> {
     if (this.redis.status === 'ready') {
-      try {
-        return await takeFromWindow(this.redis, `${this.config.REDIS_PREFIX}rlw:${limit}:${key}`, limit);
-      } catch {
-        // Redis failed mid-request: the fallback below counts this one.
-      }
+      const state = await withinTimeout(takeFromWindow(this.redis, `${this.config.REDIS_PREFIX}rlw:${limit}:${key}`, limit), REDIS_WAIT_MS);
+      if (state) return state;
     }
     let fallback = this.fallbacks.get(limit);
     if (!fallback) this.fallbacks.set(limit, (fallback = new RateLimiterMemory({ points: limit, duration: WINDOW_MS / 1000 })));
