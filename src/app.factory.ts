@@ -16,7 +16,7 @@ import Redis from 'ioredis';
 import { Logger } from 'nestjs-pino';
 import type { Logger as PinoLogger } from 'pino';
 import { AppModule } from './app.module';
-import { CredentialHook } from './auth/credential.hook';
+import { answerCredentialError, CredentialHook } from './auth/credential.hook';
 import { registerBodyParsers } from './common/body-parsing';
 import {
   BareHeaders,
@@ -95,19 +95,20 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   // First, so that every answer carries them, the provider's (handed over below) included.
   http.addHook('onRequest', securityHeaders);
   http.addHook('onRequest', requestLogging(logger));
-  http.addHook('onRequest', refuseWhileClosing(http));
   http.addHook('onRequest', dropBodyOfGet);
   const credentials = app.get(CredentialHook);
   const rateLimit = app.get(RateLimitHook);
   http.addHook('onRequest', credentials.onRequest);
   http.addHook('onRequest', rateLimit.onRequest);
-  // After the rate limit, so that its refusal carries the X-RateLimit-* headers too.
+  // After the rate limit, so that these refusals carry the X-RateLimit-* headers too.
+  http.addHook('onRequest', answerCredentialError);
+  http.addHook('onRequest', refuseWhileClosing(http));
   http.addHook('onRequest', requireHost);
   http.addHook('onRequest', requireValidQuery);
   http.addHook('onRequest', app.get(OidcMount).onRequest);
   preRouting.push(
     async (_request, reply) => setSecurityHeaders(reply),
-    (request, reply) => new Promise<void>((resolve, reject) => credentials.onRequest(request, reply, (err) => (err ? reject(err) : resolve()))),
+    (request, reply) => new Promise<void>((resolve) => credentials.onRequest(request, reply, () => resolve())),
     rateLimit.onRequest,
   );
   registerBodyParsers(http, config.JSON_BODY_LIMIT);

@@ -182,3 +182,34 @@ describe('rate limits while Redis is away', () => {
     await waitFor(async () => (await write()).headers['x-ratelimit-remaining'] === '3', 'the count in Redis again', 10_000, 100);
   });
 });
+
+describe('a bearer token that cannot be checked (PostgreSQL away)', () => {
+  let t: TestApp;
+  let pg: TcpProxy;
+
+  beforeAll(async () => {
+    const via = await proxyFor(PG_SERVER, 5432);
+    pg = via.proxy;
+    const url = new URL(via.url);
+    url.pathname = `/${uniqueName('svc_faults')}`;
+    t = await startApp({ DATABASE_URL: url.toString(), DATABASE_STATEMENT_TIMEOUT_MS: '1000', RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5' });
+  });
+  afterAll(async () => {
+    await pg?.stop();
+    await t?.close();
+  });
+
+  it('is 503 service_unavailable with Retry-After, counted by the rate limit like any request (SPEC 8.1: its headers too)', async () => {
+    await bootstrapAdmin(t);
+    await pg.cut();
+    try {
+      // A key no instance has cached: only PostgreSQL could say whether it is good.
+      const res = await t.http.get('/items').set(bearer('svc_k1_neverseenbeforeneverseenbeforeneverseenbefore00'));
+      expect([res.status, res.body.error?.code]).toEqual([503, 'service_unavailable']);
+      expect(res.headers['retry-after']).toMatch(/^\d+$/);
+      expect([res.headers['x-ratelimit-limit'], res.headers['x-ratelimit-remaining']]).toEqual(['10', '9']);
+    } finally {
+      await pg.restore();
+    }
+  });
+});

@@ -219,7 +219,7 @@ describe('the service process', () => {
     const target = await receiver.start();
     receiver.respond = () => new Promise((resolve) => setTimeout(() => resolve(200), 1500));
     try {
-      const e = env({ PORT: String(await freePort()), WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', LOG_LEVEL: 'warn' });
+      const e = env({ PORT: String(await freePort()), WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', LOG_LEVEL: 'warn', RATE_LIMIT_ENABLED: 'true' });
       const s = start(e);
       const base = `http://127.0.0.1:${e.PORT}`;
       await waitHealthy(s, base);
@@ -239,6 +239,7 @@ describe('the service process', () => {
         return res.status !== 200 && res;
       }, 'a new event stream refused during shutdown');
       expect([refused.status, refused.headers.get('retry-after')]).toEqual([503, '2']);
+      expect(refused.headers.get('x-ratelimit-limit')).toBe('600'); // SPEC 8.1: every response carries them
       expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('service_unavailable');
       const { code, signal } = await s.exited;
       expect(code === 0 || signal === 'SIGTERM').toBe(true);
@@ -254,7 +255,7 @@ describe('the service process', () => {
   });
 
   it('answers requests that reach it while it closes (pipelined, or on a busy kept-alive connection) with the 503 envelope and Retry-After', async () => {
-    const e = env({ PORT: String(await freePort()), LOG_LEVEL: 'warn' });
+    const e = env({ PORT: String(await freePort()), LOG_LEVEL: 'warn', RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '100000' });
     const s = start(e);
     const base = `http://127.0.0.1:${e.PORT}`;
     await waitHealthy(s, base);
@@ -269,6 +270,7 @@ describe('the service process', () => {
       expect(answer.status).toBe(503);
       expect(answer.headers).toMatch(/\r\nretry-after: *2/i);
       expect(answer.headers).toMatch(/\r\nx-request-id: /i);
+      expect(answer.headers).toMatch(/\r\nx-ratelimit-limit: 200000\r\n/i); // SPEC 8.1: every response carries them
       expect(JSON.parse(answer.body).error.code).toBe('service_unavailable');
     }
     expect(answers.filter((a) => a.status === 200).length).toBeGreaterThan(0);

@@ -1,7 +1,9 @@
 /**
  * First step of the pipeline after the request id: when a request carries credentials, run the
  * bearer strategy and attach the Principal (or the reason it failed). It never rejects by itself:
- * the rate limiter after it needs to know the caller, and the BearerGuard decides per route.
+ * the rate limiter after it needs to know the caller, and the BearerGuard decides per route. A
+ * token that cannot be checked at all (PostgreSQL away) is answered by `answerCredentialError`,
+ * after the rate limiter: that 503 carries the X-RateLimit-* headers too (SPEC 8.1).
  */
 import { Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
@@ -31,11 +33,13 @@ export class CredentialHook {
         done();
       },
       (err: unknown) => {
-        if (err instanceof AuthenticationFailure) {
-          req.authError = err.reason;
-          done();
-        } else done(err as Error);
+        if (err instanceof AuthenticationFailure) req.authError = err.reason;
+        else req.credentialError = err as Error;
+        done();
       },
     );
   };
 }
+
+/** A fastify onRequest hook, after the rate limiter: the failure of a token that could not be checked. */
+export const answerCredentialError = (req: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => done(req.credentialError);

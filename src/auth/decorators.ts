@@ -34,6 +34,8 @@ export const Requires = (requirement: Requirement) => SetMetadata(REQUIREMENT, r
 export interface AuthedRequest {
   principal?: Principal;
   authError?: 'unauthorized' | 'expired_token';
+  /** The token could not be checked (a dependency is away): answered once the rate limit has counted the request. */
+  credentialError?: Error;
 }
 
 declare module 'fastify' {
