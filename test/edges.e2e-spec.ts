@@ -505,6 +505,11 @@ describe('edges (e2e)', () => {
       for (const [edges, status, errorCode] of bad) {
         const r = await post(admin, '/items', { type: 'core.note', properties: { title: 'x' }, edges }).expect(status);
         expect(code(r)).toBe(errorCode);
+        // The item was not created: an error about it does not name it by an id that leads nowhere.
+        if (errorCode === 'edge_constraint_violation') {
+          const named = JSON.stringify(r.body.error).match(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g) ?? [];
+          expect(named.filter((id) => id !== b && id !== c)).toEqual([]);
+        }
       }
       const noEdgeWrite = await createKey(t, admin, { role: 'member', type_permissions: { 'core.note': 'write' }, edge_permissions: { 'test.relates': 'read' } });
       const denied = await post(noEdgeWrite.key, '/items', { type: 'core.note', properties: { title: 'x' }, edges: { 'test.relates': [b] } }).expect(403);

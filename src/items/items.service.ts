@@ -43,6 +43,17 @@ const given = <T>(sent: T | undefined, current: T): T => (sent !== undefined ? s
 const compareNaturalKeys = (a: string | undefined, b: string | undefined): number =>
   a === b ? 0 : a === undefined ? 1 : b === undefined ? -1 : a < b ? -1 : 1;
 
+/**
+ * An edge error about the item the request was creating (its type not allowed as a source, one
+ * outgoing edge too many) would name it by an id the rollback leaves pointing at nothing: it
+ * names it as the new item instead, `null` in its details.
+ */
+function asAboutNewItem(err: unknown, id: string): unknown {
+  if (!(err instanceof ApiError) || !err.details) return err;
+  const details = Object.fromEntries(Object.entries(err.details).map(([key, value]) => [key, value === id ? null : value]));
+  return new ApiError(err.status, err.code, err.message.split(id).join('the new item'), details);
+}
+
 @Injectable()
 export class ItemsService {
   constructor(
@@ -171,7 +182,7 @@ export class ItemsService {
       if (!existing) throw new Error('natural key conflict without a row');
       return { row: await this.upsertExisting(m, p, existing, dto, type, mode), created: false };
     }
-    if (dto.edges) await this.edges.createMany(m, p, rows[0], dto.edges);
+    if (dto.edges) await this.edges.createMany(m, p, rows[0], dto.edges).catch((err: unknown) => Promise.reject(asAboutNewItem(err, rows[0].id)));
     await this.writer.created(m, p, rows[0], dto.edges !== undefined);
     return { row: rows[0], created: true };
   }
