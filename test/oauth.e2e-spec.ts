@@ -779,7 +779,7 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect((await t.http.get('/auth/userinfo').set(bearer(first.access_token)).expect(200)).body).toEqual({ sub: claims.sub });
   });
 
-  it('refuses a NUL character in what the provider keeps (an authorization request, a logout, a registration, a device request) with invalid_request, never a 500', async () => {
+  it('refuses a NUL character or a lone surrogate in what the provider keeps (an authorization request, a logout, a registration, a device request) with invalid_request, never a 500', async () => {
     const client_id = rp.clientMetadata().client_id;
     const authorization = { client_id, response_type: 'code', redirect_uri: redirectUri, scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' };
     for (const param of ['state', 'nonce', 'login_hint']) {
@@ -789,8 +789,10 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     }
     const logout = await t.http.get('/auth/logout?state=%00');
     expect([logout.status, logout.text]).toEqual([400, expect.stringContaining('invalid_request')]);
-    const registration = await t.http.post('/auth/oauth2/register').send({ client_name: 'a\u0000b', redirect_uris: [redirectUri] });
-    expect([registration.status, registration.body.error]).toEqual([400, 'invalid_request']);
+    for (const client_name of ['a\u0000b', 'a\ud800b']) {
+      const registration = await t.http.post('/auth/oauth2/register').send({ client_name, redirect_uris: [redirectUri] });
+      expect([registration.status, registration.body.error]).toEqual([400, 'invalid_request']);
+    }
     const tv = (await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: 'TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'none' }).expect(201)).body;
     const device = await t.http.post('/auth/device').type('form').send({ client_id: tv.client_id, scope: 'openid', acr_values: '\u0000' });
     expect([device.status, device.body.error]).toEqual([400, 'invalid_request']);

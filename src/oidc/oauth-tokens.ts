@@ -101,6 +101,7 @@ export class OAuthTokens implements OAuthTokenResolver {
     const client = await provider.Client.find(found.clientId);
     // What the grant refused since the token was issued (a later consent) is not the token's any more.
     const grant = found.grantId ? await provider.Grant.find(found.grantId) : undefined;
+    if (found.grantId && !grant) return { error: 'unauthorized' }; // revoked since findAccessToken looked
     const held = grant && new Set(this.grantScopes(grant));
     const scopes = (found.scope ?? '').split(' ').filter((scope) => !held || held.has(scope));
     const principal = client && (await this.principalOf(client, found.accountId, found.grantId, scopes));

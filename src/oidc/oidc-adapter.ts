@@ -25,6 +25,7 @@
  * the connection's lock (`underConnectionLock`), inside whose transaction the adapter's own
  * queries run too.
  */
+import { textIssue } from '../common/input-policy';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
@@ -167,26 +168,30 @@ export async function releaseDeviceCode(db: DataSource, jti: string, token: stri
 }
 
 /**
+ * Why a payload cannot be stored, if it cannot: text with a NUL character or an unpaired
+ * surrogate, which a jsonb value cannot hold (PostgreSQL refuses them). The provider stores
+ * request parameters as they came (an authorization request's `state` or `nonce` in its
+ * Interaction, a registration's metadata in its Client), so this is where such input meets the
+ * text rule (input-policy.ts) every other route applies before it gets this far.
+ */
+function unstorableText(value: unknown): string | undefined {
+  if (typeof value === 'string') return textIssue(value);
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [key, v] of Object.entries(value)) {
+    const problem = textIssue(key) ?? unstorableText(v);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+/** An error the provider answers as it answers its own (`expose`): 400 `invalid_request`, or a redirect carrying it. */
+const textRefused = (problem: string) => Object.assign(new Error('invalid_request'), { expose: true, statusCode: 400, error_description: `a parameter ${problem}` });
+
+/**
  * @param keepsGrant true while a revocation must leave the rest of the grant alone (an access
  *   token's at the revocation endpoint, SPEC 5.7: the token only, where a refresh token takes the
  *   whole grant with it; a logout's): then the provider's clean-up of the grant's tokens is skipped.
  */
-/**
- * Whether a payload holds the NUL character, which a jsonb value cannot (PostgreSQL refuses
- * `\u0000`). The provider stores request parameters as they came (an authorization request's
- * `state` or `nonce` in its Interaction, a registration's metadata in its Client), so this is
- * where such input meets the rule every other route applies before it gets this far.
- */
-function holdsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\0');
-  if (value === null || typeof value !== 'object') return false;
-  return Object.entries(value).some(([key, v]) => key.includes('\0') || holdsNul(v));
-}
-
-/** An error the provider answers as it answers its own (`expose`): 400 `invalid_request`, or a redirect carrying it. */
-const nulRefused = () =>
-  Object.assign(new Error('invalid_request'), { expose: true, statusCode: 400, error_description: 'the request must not contain the NUL character' });
-
 export function postgresAdapter(
   db: DataSource,
   secrets: SecretBox,
@@ -199,7 +204,8 @@ export function postgresAdapter(
     constructor(private readonly model: string) {}
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
-      if (holdsNul(payload)) throw nulRefused();
+      const problem = unstorableText(payload);
+      if (problem) throw textRefused(problem);
       const key = rowId(this.model, id);
       let stored = payload;
       if (this.model === 'Client' && typeof payload.client_secret === 'string') {

@@ -25,7 +25,7 @@ import { isUsedRefreshToken, postgresAdapter } from './oidc-adapter';
 import { clearedAccountCookie } from './account-session';
 import { errorPage, logoutPage, messagePage } from './pages';
 import { setPage } from './send-page';
-import { issuedUnderCurrentSecret, secretClaim } from './client-secret-claim';
+import { issuedUnderCurrentSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { isApiScope, OIDC_SCOPES } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 
@@ -308,6 +308,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   allowAnyLoopbackPort(provider);
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
   provider.use(neverFramed);
+  provider.use(withoutSecretClaim);
   provider.use(endAccountSignInOnLogout(config.baseUrl.startsWith('https:')));
   await teachScopeGrammar(provider);
   provider.use(reportTokenReuse(deps.db));
@@ -409,6 +410,12 @@ async function neverFramed(ctx: KoaContextWithOIDC, next: () => Promise<void>): 
   if (!ctx.response.is('html') || ctx.response.get('X-Frame-Options')) return;
   ctx.set('X-Frame-Options', 'DENY');
   if (!ctx.response.get('Content-Security-Policy')) ctx.set('Content-Security-Policy', "frame-ancestors 'none'");
+}
+
+/** Introspection answers a token's claims: the one naming its secret (client-secret-claim.ts) is the service's own. */
+async function withoutSecretClaim(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next();
+  if (ctx.oidc?.route === 'introspection' && ctx.body && typeof ctx.body === 'object') delete (ctx.body as Record<string, unknown>)[SECRET_CLAIM];
 }
 
 /**
