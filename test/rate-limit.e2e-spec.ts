@@ -73,10 +73,10 @@ describe('rate limits', () => {
       expect(hostless.headers).toMatch(/^x-ratelimit-remaining: 9$/im);
     });
 
-    it('so do refusals of the HTTP parser, which come before any route or credential: in the address\'s bucket of unrouted paths', async () => {
+    it('so do refusals of the HTTP parser, which come before any route or credential: as writes, in the address\'s bucket of unrouted paths', async () => {
       const host = new URL(t.url).host;
       const refusals = [
-        { request: `GET /health HTTP/1.1\r\nHost: ${host}\r\nX-Big: ${'x'.repeat(70_000)}\r\n\r\n`, status: 431, limit: 10 },
+        { request: `GET /health HTTP/1.1\r\nHost: ${host}\r\nX-Big: ${'x'.repeat(70_000)}\r\n\r\n`, status: 431, limit: 5 },
         { request: `FOO /health HTTP/1.1\r\nHost: ${host}\r\n\r\n`, status: 400, limit: 5 },
         { request: `POST /items HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}`, status: 400, limit: 5 },
         { request: `GET /health HTTP/1.1\r\nHost: ${host}\r\nExpect: bogus\r\nConnection: close\r\n\r\n`, status: 417, limit: 10 },
@@ -89,10 +89,6 @@ describe('rate limits', () => {
         expect(res.headers).toMatch(/^x-ratelimit-reset: \d+$/im);
         expect(res.headers).toMatch(/^x-content-type-options: nosniff$/im);
       }
-      // Each one counts.
-      const remaining = async () => Number(/^x-ratelimit-remaining: (\d+)$/im.exec((await rawRequest(t.url, refusals[3].request)).headers)![1]);
-      const first = await remaining();
-      expect(await remaining()).toBe(first - 1);
     });
 
     it('past the limit: 429 rate_limited with Retry-After; another key of the tenant is unaffected', async () => {
@@ -143,7 +139,8 @@ describe('rate limits', () => {
       // The bucket as if the caller had also sent two requests 59 s ago and two 10 s ago: five, its limit.
       const redis = new Redis(REDIS_URL);
       try {
-        const [, [bucket]] = await redis.scan('0', 'MATCH', `${t.config.REDIS_PREFIX}rlw:*${k.id}*`, 'COUNT', 10_000);
+        const bucket = `${t.config.REDIS_PREFIX}rlw:k:${k.id}:tenants:w`;
+        expect(await redis.exists(bucket)).toBe(1);
         const [seconds, micros] = await redis.time();
         const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
         await redis.zadd(bucket, now - 59_000, 'old-1', now - 59_000, 'old-2', now - 10_000, 'recent-1', now - 10_000, 'recent-2');

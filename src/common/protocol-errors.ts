@@ -59,15 +59,21 @@ function answerOnSocket(socket: Duplex, apiError: ApiError, id: string, head: bo
   socket.destroy();
 }
 
+/** Sockets whose refusal is being written: the parser reports every further chunk of them again. */
+const answering = new WeakSet<Duplex>();
+
 export function clientErrorHandler(logger: Logger, bare: BareHeaders) {
   return (err: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void => {
-    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    if (err.code === 'ECONNRESET' || socket.destroyed || answering.has(socket)) return;
+    answering.add(socket);
+    socket.pause(); // nothing more of this request is read while its answer waits for the rate limit
     const apiError = refusal(err.code);
     const id = randomUUID();
     logger.warn({ req: { id, remoteAddress: socket.remoteAddress }, res: { statusCode: apiError.status }, parserError: err.code }, 'request refused by the HTTP parser');
-    // The method as the request line names it, if it got that far (an unknown one counts as a write).
-    const method = Buffer.isBuffer(err.rawPacket) ? (/^[A-Z]+(?= )/.exec(err.rawPacket.subarray(0, 16).toString('latin1'))?.[0] ?? '') : '';
-    void headersOf(bare, socket.remoteAddress, method).then((headers) => answerOnSocket(socket, apiError, id, method === 'HEAD', headers));
+    // The chunk that failed need not hold the request line, so the method is not known: every
+    // such refusal counts as a write (one bucket, the stricter), and only a HEAD seen gets no body.
+    const head = Buffer.isBuffer(err.rawPacket) && err.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
+    void headersOf(bare, socket.remoteAddress, '').then((headers) => answerOnSocket(socket, apiError, id, head, headers));
   };
 }
 
@@ -88,6 +94,7 @@ export function refuseUnsupported(server: Server, bare: BareHeaders): void {
     });
   });
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    socket.pause();
     const apiError = new ApiError(400, 'invalid_request', 'CONNECT is not supported: this is not a proxy');
     void headersOf(bare, req.socket.remoteAddress, 'CONNECT').then((headers) => answerOnSocket(socket, apiError, randomUUID(), false, headers));
   });

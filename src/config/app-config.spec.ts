@@ -135,8 +135,10 @@ describe('production requirements', () => {
     expect(configError({ SVC_OAUTH_REDIRECT_ALLOWLIST: 'https://a.example/b, not a url' }).message).toContain('"not a url"');
     expect(() => loadConfig({ SVC_OAUTH_REDIRECT_ALLOWLIST: ' , ' })).not.toThrow();
     // An entry with a password is named without it.
-    const withPassword = configError({ SVC_OAUTH_REDIRECT_ALLOWLIST: 'https://ops:hunter2-secret@a.example/b' }).message;
-    expect([withPassword.includes('a.example/b'), withPassword.includes('hunter2-secret')]).toEqual([true, false]);
+    for (const entry of ['https://ops:hunter2-secret@a.example/b', 'https://ops:hunter2-secret/x@a.example/b']) {
+      const withPassword = configError({ SVC_OAUTH_REDIRECT_ALLOWLIST: entry }).message;
+      expect([entry, withPassword.includes('a.example/b'), withPassword.includes('hunter2-secret')]).toEqual([entry, true, false]);
+    }
     expect(() => loadConfig({ NODE_ENV: 'production', SVC_ENCRYPTION_KEY: key, SVC_OAUTH_REDIRECT_ALLOWLIST: 'https://a.example/b, http://127.0.0.1:8080/cb,' })).not.toThrow();
   });
 });

@@ -277,10 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   if (!errors.length && config.isProduction && !config.SVC_ENCRYPTION_KEY) {
     throw new ConfigError('invalid configuration: SVC_ENCRYPTION_KEY is required when NODE_ENV=production');
   }
-  if (!errors.length && config.isProduction && !config.SVC_OAUTH_REDIRECT_ALLOWLIST?.trim()) {
-    throw new ConfigError('invalid configuration: SVC_OAUTH_REDIRECT_ALLOWLIST is required when NODE_ENV=production');
-  }
-  // Its entries are checked by the rule /oauth/start compares them with (redirect-allowlist.ts).
+  // Required in production, and its entries are checked by the rule /oauth/start compares them with (redirect-allowlist.ts).
   const allowlistProblem = errors.length ? undefined : redirectAllowlistProblem(config.SVC_OAUTH_REDIRECT_ALLOWLIST, config.isProduction);
   if (allowlistProblem) throw new ConfigError(`invalid configuration: SVC_OAUTH_REDIRECT_ALLOWLIST ${allowlistProblem}`);
   if (errors.length > 0) {

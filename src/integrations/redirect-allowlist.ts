@@ -40,7 +40,7 @@ export function redirectAllowlistProblem(config: string | undefined, required: b
   const all = entries(config);
   const bad = all.find(({ normalized }) => normalized === undefined);
   // A password in an entry is not repeated into the log.
-  if (bad) return `has the entry ${JSON.stringify(URL.canParse(bad.entry) ? redactUrl(bad.entry) : bad.entry)}, which is not an http(s) URL without a fragment or user info`;
-  if (required && !all.length) return 'lists no redirect_uri; at least one is required when NODE_ENV=production';
+  if (bad) return `has the entry ${JSON.stringify(redactUrl(bad.entry))}, which is not an http(s) URL without a fragment or user info`;
+  if (required && !all.length) return 'is required when NODE_ENV=production: list at least one redirect_uri';
   return undefined;
 }

@@ -18,6 +18,7 @@ import { takeFromWindow, WindowState, WINDOW_MS } from './rolling-window';
 
 /** How long a request waits for Redis's count before the in-memory fallback counts it. */
 const REDIS_WAIT_MS = 500;
+const REDIS_QUIET_MS = 5000;
 
 /**
  * The path the request was routed by, so that no other spelling of the request target (letter
@@ -69,6 +70,8 @@ function limitHeaders(limit: number, state: WindowState): Record<string, string>
 @Injectable()
 export class RateLimitHook {
   private readonly fallbacks = new Map<number, RateLimiterMemory>();
+  /** Until when Redis is not asked (see `take`). */
+  private quietUntil = 0;
 
   constructor(
     private readonly config: AppConfig,
@@ -77,13 +80,16 @@ export class RateLimitHook {
 
   /**
    * A place in the bucket's window. While Redis is away, counted in memory at once instead of
-   * waiting out the client's retries (seconds per request); one that fails or goes silent
-   * mid-request, after REDIS_WAIT_MS.
+   * waiting out the client's retries (seconds per request); when it fails or goes silent
+   * mid-request, after REDIS_WAIT_MS, and then in memory for REDIS_QUIET_MS without asking it:
+   * requests neither wait on it one after another nor pile up commands it would run late (and
+   * count twice) once it answers again.
    */
   private async take(key: string, limit: number): Promise<WindowState> {
-    if (this.redis.status === 'ready') {
-      const state = await withinTimeout(takeFromWindow(this.redis, `${this.config.REDIS_PREFIX}rlw:${limit}:${key}`, limit), REDIS_WAIT_MS);
+    if (this.redis.status === 'ready' && Date.now() >= this.quietUntil) {
+      const state = await withinTimeout(takeFromWindow(this.redis, `${this.config.REDIS_PREFIX}rlw:${key}`, limit), REDIS_WAIT_MS);
       if (state) return state;
+      this.quietUntil = Date.now() + REDIS_QUIET_MS;
     }
     let fallback = this.fallbacks.get(limit);
     if (!fallback) this.fallbacks.set(limit, (fallback = new RateLimiterMemory({ points: limit, duration: WINDOW_MS / 1000 })));
