@@ -1473,3 +1473,22 @@ describe('OAuth tokens across two instances', () => {
     expectError(await b.http.get('/items').set(bearer(token)), 401, 'unauthorized');
   });
 });
+
+describe('cookies of a service served over https', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ SVC_BASE_URL: 'https://svc.example' });
+  });
+  afterAll(() => t?.close());
+
+  it('are all Secure, and HttpOnly, the pages\' own and the provider\'s', async () => {
+    const app = (await t.http.post('/auth/oauth2/register').send({ client_name: 'Secure app', redirect_uris: ['https://app.example.com/cb'], token_endpoint_auth_method: 'none' }).expect(201)).body;
+    const authorize = { client_id: app.client_id, response_type: 'code', redirect_uri: 'https://app.example.com/cb', scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' };
+    const cookies = [
+      ...((await t.http.get('/auth/sign-in')).headers['set-cookie'] ?? []),
+      ...((await t.http.get(`/auth/authorize?${new URLSearchParams(authorize)}`)).headers['set-cookie'] ?? []),
+    ];
+    expect(cookies.length).toBeGreaterThanOrEqual(2);
+    for (const cookie of cookies) expect([cookie, /;\s*Secure/i.test(cookie), /;\s*HttpOnly/i.test(cookie)]).toEqual([cookie, true, true]);
+  });
+});

@@ -6,9 +6,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { Strategy } from 'passport-http-bearer';
 import { KeysService } from '../keys/keys.service';
-import { OAUTH_TOKEN_RESOLVER, OAuthTokenResolver, Principal, Resolution } from './principal';
-
-export const OAUTH_ACCESS_TOKEN_PREFIX = 'svc_at_';
+import { OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_TOKEN_RESOLVER, OAuthTokenResolver, Principal, Resolution } from './principal';
 
 @Injectable()
 export class BearerStrategy extends PassportStrategy(Strategy, 'bearer') {

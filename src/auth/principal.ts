@@ -24,6 +24,10 @@ export interface Principal {
 /** What a bearer token resolved to: a principal, or the reason it did not. */
 export type Resolution = { principal: Principal } | { error: 'unauthorized' | 'expired_token' };
 
+/** The prefixes of the OAuth tokens the provider issues (oidc-provider.factory.ts); the bearer strategy routes by the first. */
+export const OAUTH_ACCESS_TOKEN_PREFIX = 'svc_at_';
+export const OAUTH_REFRESH_TOKEN_PREFIX = 'svc_rt_';
+
 /**
  * Extension point for the OAuth issue: a provider under this token resolves `svc_at_` tokens.
  * Until one is registered, such tokens are simply unknown (401).

@@ -218,6 +218,11 @@ export class AppConfig {
     return (this.SVC_BASE_URL ?? `http://localhost:${this.PORT}`).replace(/\/+$/, '');
   }
 
+  /** Whether cookies the service sets are `Secure`: it is served over https. */
+  get secureCookies(): boolean {
+    return this.baseUrl.startsWith('https:');
+  }
+
   get isProduction(): boolean {
     return this.NODE_ENV === 'production';
   }

@@ -49,7 +49,7 @@ export class AccountForms {
 
   /** Sets the account cookie and sends the browser on. */
   async signInAs(reply: FastifyReply, user: UserRow, to: string): Promise<void> {
-    setAccountCookie(reply, await this.oidc.csrfKey(), user, this.config.baseUrl.startsWith('https:'));
+    setAccountCookie(reply, await this.oidc.csrfKey(), user, this.config.secureCookies);
     await reply.redirect(to, 303);
   }
 
@@ -58,7 +58,7 @@ export class AccountForms {
     let nonce = cookieOf(req, NONCE);
     if (!nonce) {
       nonce = randomBytes(18).toString('base64url');
-      reply.header('Set-Cookie', `${NONCE}=${nonce}; Path=/auth; HttpOnly; SameSite=Strict${this.config.baseUrl.startsWith('https:') ? '; Secure' : ''}`);
+      reply.header('Set-Cookie', `${NONCE}=${nonce}; Path=/auth; HttpOnly; SameSite=Strict${this.config.secureCookies ? '; Secure' : ''}`);
     }
     return csrfToken(await this.oidc.csrfKey(), formSubject(req, nonce));
   }

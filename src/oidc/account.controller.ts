@@ -167,7 +167,7 @@ export class AccountController {
     if (!user) return;
     if (!(await this.formAllowed(req, body))) return sendPage(reply, 403, formExpiredPage());
     const ended = await this.grants.endSessions(user.id);
-    clearAccountCookie(reply, this.config.baseUrl.startsWith('https:'));
+    clearAccountCookie(reply, this.config.secureCookies);
     if (this.wantsJson(req)) return void reply.send({ ended });
     await reply.redirect('/auth/sign-in?return_to=/auth/sessions', 303);
   }

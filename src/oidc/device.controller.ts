@@ -72,7 +72,7 @@ export class DeviceController {
     const code = await this.pending(userCode);
     if (!code) return sendPage(reply, 400, deviceCodePage({ error: 'That code is not valid, or it expired. Check your device and try again.' }));
     const nonce = cookieOf(req, COOKIE) ?? randomBytes(18).toString('base64url');
-    reply.header('Set-Cookie', `${COOKIE}=${nonce}; Path=/auth/device; HttpOnly; SameSite=Strict${this.config.baseUrl.startsWith('https:') ? '; Secure' : ''}`);
+    reply.header('Set-Cookie', `${COOKIE}=${nonce}; Path=/auth/device; HttpOnly; SameSite=Strict${this.config.secureCookies ? '; Secure' : ''}`);
     await sendPage(reply, 200, await this.consentPage(code, await this.csrf(nonce, code.userCode)));
   }
 

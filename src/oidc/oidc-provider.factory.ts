@@ -15,6 +15,7 @@
  */
 import type { Provider as ProviderType, Configuration, ClientMetadata, KoaContextWithOIDC } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
+import { OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../auth/principal';
 import { LOOPBACK_HOSTS } from '../common/target-policy';
 import { AppConfig } from '../config/app-config';
 import type { SecretBox } from '../crypto/secret-box';
@@ -43,9 +44,6 @@ export const OIDC_ROUTES = {
   // The provider's own user-code pages stay unreachable: GET /auth/device is the service's (device.controller.ts).
   code_verification: '/auth/device/verify',
 } as const;
-
-export const ACCESS_TOKEN_PREFIX = 'svc_at_';
-export const REFRESH_TOKEN_PREFIX = 'svc_rt_';
 
 /** Client metadata the service adds: the tenant an admin-registered client belongs to, and its default extension grant (SPEC 5.4). */
 export const EXTRA_CLIENT_METADATA = ['tenant_id', 'extension_permissions'] as const;
@@ -309,7 +307,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
   provider.use(neverFramed);
   provider.use(withoutSecretClaim);
-  provider.use(endAccountSignInOnLogout(config.baseUrl.startsWith('https:')));
+  provider.use(endAccountSignInOnLogout(config.secureCookies));
   await teachScopeGrammar(provider);
   provider.use(reportTokenReuse(deps.db));
   provider.use(reportClientErrors);
@@ -525,9 +523,9 @@ async function teachScopeGrammar(provider: ProviderType): Promise<void> {
 /** `svc_at_` and `svc_rt_` in front of the provider's random token ids (see the header). */
 function prefixTokens(provider: ProviderType): void {
   const models: Array<[{ prototype: { generateTokenId(): string } }, string]> = [
-    [provider.AccessToken as never, ACCESS_TOKEN_PREFIX],
-    [provider.ClientCredentials as never, ACCESS_TOKEN_PREFIX],
-    [provider.RefreshToken as never, REFRESH_TOKEN_PREFIX],
+    [provider.AccessToken as never, OAUTH_ACCESS_TOKEN_PREFIX],
+    [provider.ClientCredentials as never, OAUTH_ACCESS_TOKEN_PREFIX],
+    [provider.RefreshToken as never, OAUTH_REFRESH_TOKEN_PREFIX],
   ];
   for (const [model, prefix] of models) {
     const generate = model.prototype.generateTokenId;
