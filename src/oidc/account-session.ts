@@ -16,6 +16,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const ACCOUNT_COOKIE = 'svc_account';
+/** One set of attributes for setting and clearing: a browser clears only a cookie of the same path. */
+const attributes = (secure: boolean) => `Path=/auth; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
 const TTL_SECONDS = 12 * 3600;
 
 // `v2`: a cookie of the earlier form (`<user id>.<expiry>`), which no sign out could end, is not taken.
@@ -31,12 +33,12 @@ export function cookieOf(req: FastifyRequest, name: string): string | undefined 
 
 export function setAccountCookie(reply: FastifyReply, key: Buffer, user: { id: string; session_epoch: string | number }, secure: boolean): void {
   const body = `${user.id}.${user.session_epoch}.${Math.floor(Date.now() / 1000) + TTL_SECONDS}`;
-  reply.header('Set-Cookie', `${ACCOUNT_COOKIE}=${body}.${sign(key, body)}; Path=/auth; HttpOnly; SameSite=Lax; Max-Age=${TTL_SECONDS}${secure ? '; Secure' : ''}`);
+  reply.header('Set-Cookie', `${ACCOUNT_COOKIE}=${body}.${sign(key, body)}; ${attributes(secure)}; Max-Age=${TTL_SECONDS}`);
 }
 
 /** The Set-Cookie value that drops the account cookie from the browser (the provider's logout sends it too). */
 export function clearedAccountCookie(secure: boolean): string {
-  return `${ACCOUNT_COOKIE}=; Path=/auth; HttpOnly; SameSite=Lax; Max-Age=0${secure ? '; Secure' : ''}`;
+  return `${ACCOUNT_COOKIE}=; ${attributes(secure)}; Max-Age=0`;
 }
 
 export function clearAccountCookie(reply: FastifyReply, secure: boolean): void {
