@@ -8,8 +8,8 @@
  * whose user is of another tenant (a grant made before that rule) resolves to nothing, or the
  * client's extension grant would reach into the user's tenant. Expired: 401 `expired_token`;
  * unknown or revoked: 401 `unauthorized`, at once: resolutions are cached (oauth-token-cache.ts) under a generation
- * that every revocation bumps. Which stored token a bearer value names, and whether it is still
- * good, is `findAccessToken`'s rule, which userinfo follows too, with `servesUser`.
+ * that every revocation bumps. Which stored token a bearer value names, whether it is still
+ * good and for which scopes, is `findAccessToken`'s rule, which userinfo follows too, with `servesUser`.
  *
  * `principalByCredential` answers the same for the credential a token stood for (its grant, or
  * `client:<id>` for client credentials), for what outlives a request: webhooks, event streams and
@@ -56,23 +56,42 @@ interface StoredToken {
   isExpired: boolean;
 }
 
+type Grant = InstanceType<Provider['Grant']>;
+
+/** The scopes a grant holds now (given and not refused since), for the API as `resource`. */
+function grantScopes(grant: Grant, resource: string): string[] {
+  return `${grant.getOIDCScope()} ${grant.getResourceScope(resource)}`.split(' ').filter(Boolean);
+}
+
+/** A good token: as stored, its client, its grant (none for client credentials) and the scopes it is good for. */
+export interface FoundToken {
+  token: StoredToken;
+  client: Client;
+  grant?: Grant;
+  scopes: string[];
+}
+
 /**
  * The stored access token (or client-credentials token) a bearer value names, or why it is not
  * good: expired from its `exp` on exactly (the provider's own lookup allows 15 seconds of clock
- * tolerance, so its answer would disagree with this one), unknown, or of a grant since revoked.
+ * tolerance, so its answer would disagree with this one), unknown, of a grant since revoked, of
+ * a client since deleted, or issued under a client secret since rotated. It is good for the
+ * scopes it was issued with that its grant still holds: one a later consent refused is not the
+ * token's any more.
  */
-export async function findAccessToken(provider: Provider, token: string): Promise<StoredToken | { error: 'unauthorized' | 'expired_token' }> {
+export async function findAccessToken(provider: Provider, token: string, resource: string): Promise<FoundToken | { error: 'unauthorized' | 'expired_token' }> {
   const found = ((await provider.AccessToken.find(token, { ignoreExpiration: true })) ??
     (await provider.ClientCredentials.find(token, { ignoreExpiration: true }))) as StoredToken | undefined;
   if (!found) return { error: 'unauthorized' };
   if (found.isExpired) return { error: 'expired_token' };
   // A token saved by the winner of a race to use a code, after the loser revoked the grant (oidc-adapter.ts), outlives it.
-  if (found.grantId && !(await provider.Grant.find(found.grantId))) return { error: 'unauthorized' };
-  if (found.extra && !found.accountId) {
-    const client = await provider.Client.find(found.clientId);
-    if (!client || !issuedUnderCurrentSecret(client, found)) return { error: 'unauthorized' };
-  }
-  return found;
+  const grant = found.grantId ? await provider.Grant.find(found.grantId) : undefined;
+  if (found.grantId && !grant) return { error: 'unauthorized' };
+  const client = await provider.Client.find(found.clientId);
+  if (!client || (!found.accountId && !issuedUnderCurrentSecret(client, found))) return { error: 'unauthorized' };
+  const held = grant && new Set(grantScopes(grant, resource));
+  const scopes = (found.scope ?? '').split(' ').filter((scope) => scope && (!held || held.has(scope)));
+  return { token: found, client, grant, scopes };
 }
 
 @Injectable()
@@ -96,16 +115,10 @@ export class OAuthTokens implements OAuthTokenResolver {
 
   private async load(token: string): Promise<{ principal: Principal; expiresAt: number } | { error: 'unauthorized' | 'expired_token' }> {
     const provider = await this.oidc.get();
-    const found = await findAccessToken(provider, token);
+    const found = await findAccessToken(provider, token, this.config.baseUrl);
     if ('error' in found) return found;
-    const client = await provider.Client.find(found.clientId);
-    // What the grant refused since the token was issued (a later consent) is not the token's any more.
-    const grant = found.grantId ? await provider.Grant.find(found.grantId) : undefined;
-    if (found.grantId && !grant) return { error: 'unauthorized' }; // revoked since findAccessToken looked
-    const held = grant && new Set(this.grantScopes(grant));
-    const scopes = (found.scope ?? '').split(' ').filter((scope) => !held || held.has(scope));
-    const principal = client && (await this.principalOf(client, found.accountId, found.grantId, scopes));
-    return principal ? { principal, expiresAt: found.exp * 1000 } : { error: 'unauthorized' };
+    const principal = await this.principalOf(found.client, found.token.accountId, found.token.grantId, found.scopes);
+    return principal ? { principal, expiresAt: found.token.exp * 1000 } : { error: 'unauthorized' };
   }
 
   /** The Principal of a grant id, or of `client:<client id>`, as a token of it would have now; null once revoked. */
@@ -118,14 +131,9 @@ export class OAuthTokens implements OAuthTokenResolver {
     } else {
       const grant = await provider.Grant.find(credentialId);
       const client = grant && (await provider.Client.find(grant.clientId!));
-      principal = client && (await this.principalOf(client, grant!.accountId, credentialId, this.grantScopes(grant!)));
+      principal = client && (await this.principalOf(client, grant!.accountId, credentialId, grantScopes(grant!, this.config.baseUrl)));
     }
     return principal?.tenantId === tenantId ? principal : null;
-  }
-
-  /** The scopes a grant holds now: given and not refused since. */
-  private grantScopes(grant: InstanceType<Provider['Grant']>): string[] {
-    return `${grant.getOIDCScope()} ${grant.getResourceScope(this.config.baseUrl)}`.split(' ');
   }
 
   /** A token's Principal: the user's tenant (or the client's), its scopes' maps, the client's extension grant. */

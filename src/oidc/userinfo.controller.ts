@@ -13,6 +13,7 @@ import { applyDecorators, Controller, Get, HttpCode, Post, Res } from '@nestjs/c
 import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
+import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { findAccessToken, servesUser } from './oauth-tokens';
 import { OidcProvider } from './oidc-provider';
@@ -34,6 +35,7 @@ export class UserinfoController {
   constructor(
     private readonly oidc: OidcProvider,
     private readonly users: UsersService,
+    private readonly config: AppConfig,
   ) {}
 
   @ApiExtension('x-error-format', 'oauth')
@@ -62,16 +64,15 @@ export class UserinfoController {
     if (!token) return this.fail(reply, 401, 'invalid_request', 'A bearer access token is required', 'Bearer realm="svc"');
     const provider = await this.oidc.get();
     // The API's rule, so userinfo and the API agree on every token (an expired one included).
-    const at = await findAccessToken(provider, token);
+    const at = await findAccessToken(provider, token, this.config.baseUrl);
     if ('error' in at) return this.fail(reply, 401, 'invalid_token', at.error === 'expired_token' ? 'The access token expired' : 'The access token is not valid for userinfo');
-    if (!at.accountId || !at.grantId) return this.fail(reply, 401, 'invalid_token', 'The access token is not valid for userinfo');
+    const { accountId } = at.token;
+    if (!accountId || !at.grant) return this.fail(reply, 401, 'invalid_token', 'The access token is not valid for userinfo');
     // The API's rule too (oauth-tokens.ts): a tenant's client serves its own users only, so a token
     // of a grant made for another tenant's user before that rule is no token here either.
-    const [client, user] = await Promise.all([provider.Client.find(at.clientId), this.users.byId(at.accountId)]);
-    if (!client || (user && !servesUser(client, user))) return this.fail(reply, 401, 'invalid_token', 'The access token is not valid for userinfo');
-    const grant = await provider.Grant.find(at.grantId);
-    const held = new Set((grant?.getOIDCScope() ?? '').split(' '));
-    const scopes = new Set((at.scope ?? '').split(' ').filter((s) => held.has(s)));
+    const user = await this.users.byId(accountId);
+    if (user && !servesUser(at.client, user)) return this.fail(reply, 401, 'invalid_token', 'The access token is not valid for userinfo');
+    const scopes = new Set(at.scopes);
     if (!scopes.has('openid')) return this.fail(reply, 403, 'insufficient_scope', 'The access token was not issued for openid', undefined, 'openid');
     if (!user) return this.fail(reply, 401, 'invalid_token', 'The user no longer exists');
     await reply
