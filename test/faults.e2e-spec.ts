@@ -20,18 +20,22 @@ const proxyFor = async (url: string, defaultPort: number) => {
   return { proxy, url: u.toString() };
 };
 
+/** An app whose PostgreSQL (a database of its own) is behind a proxy the test controls. */
+const appBehindPostgresProxy = async (overrides: Record<string, string> = {}) => {
+  const via = await proxyFor(PG_SERVER, 5432);
+  const url = new URL(via.url);
+  url.pathname = `/${uniqueName('svc_faults')}`;
+  // A short statement timeout makes the client-side read timeout (statement timeout + 5 s) short too.
+  return { pg: via.proxy, t: await startApp({ DATABASE_URL: url.toString(), DATABASE_STATEMENT_TIMEOUT_MS: '1000', ...overrides }) };
+};
+
 describe('PostgreSQL faults', () => {
   let t: TestApp;
   let admin: string;
   let pg: TcpProxy;
 
   beforeAll(async () => {
-    const via = await proxyFor(PG_SERVER, 5432);
-    pg = via.proxy;
-    const url = new URL(via.url);
-    url.pathname = `/${uniqueName('svc_faults')}`;
-    // A short statement timeout makes the client-side read timeout (statement timeout + 5 s) short too.
-    t = await startApp({ DATABASE_URL: url.toString(), DATABASE_STATEMENT_TIMEOUT_MS: '1000' });
+    ({ pg, t } = await appBehindPostgresProxy());
     admin = (await bootstrapAdmin(t)).key;
   });
   afterAll(async () => {
@@ -188,11 +192,7 @@ describe('a bearer token that cannot be checked (PostgreSQL away)', () => {
   let pg: TcpProxy;
 
   beforeAll(async () => {
-    const via = await proxyFor(PG_SERVER, 5432);
-    pg = via.proxy;
-    const url = new URL(via.url);
-    url.pathname = `/${uniqueName('svc_faults')}`;
-    t = await startApp({ DATABASE_URL: url.toString(), DATABASE_STATEMENT_TIMEOUT_MS: '1000', RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5' });
+    ({ pg, t } = await appBehindPostgresProxy({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5' }));
   });
   afterAll(async () => {
     await pg?.stop();
