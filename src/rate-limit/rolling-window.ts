@@ -38,9 +38,20 @@ export interface WindowState {
   msBeforeNext: number;
 }
 
+type WithTake = Redis & { svcTakeFromWindow(key: string, limit: number, windowMs: number, member: string): Promise<number[]> };
+
+/**
+ * The script as a command of the client, which runs it by its hash (EVALSHA; the text goes to
+ * Redis only when Redis does not know it yet): every request runs it.
+ */
+function withTake(redis: Redis): WithTake {
+  if (!('svcTakeFromWindow' in redis)) redis.defineCommand('svcTakeFromWindow', { numberOfKeys: 1, lua: TAKE });
+  return redis as WithTake;
+}
+
 /** Takes a place in `key`'s window of `limit` requests, if one is free. */
 export async function takeFromWindow(redis: Redis, key: string, limit: number): Promise<WindowState> {
   const member = randomBytes(9).toString('base64url');
-  const [allowed, count, now, oldest] = (await redis.eval(TAKE, 1, key, limit, WINDOW_MS, member)) as number[];
+  const [allowed, count, now, oldest] = await withTake(redis).svcTakeFromWindow(key, limit, WINDOW_MS, member);
   return { allowed: allowed === 1, count, msBeforeNext: Math.max(0, oldest + WINDOW_MS - now) };
 }
