@@ -47,9 +47,9 @@ const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
  * 1-128; an IPv4 netmask too), or a range name.
  */
 export function trustProxyProblem(value: string): string | undefined {
-  const v = value.trim().toLowerCase();
-  if (v === 'true' || v === 'false' || v === '' || /^\d+$/.test(v)) return undefined;
-  for (const entry of value.split(',').map((e) => e.trim())) {
+  const setting = trustProxySetting(value);
+  if (typeof setting !== 'string') return undefined;
+  for (const entry of setting.split(',').map((e) => e.trim())) {
     if (PROXY_RANGE_NAMES.has(entry)) continue;
     const slash = entry.lastIndexOf('/');
     const address = slash === -1 ? entry : entry.slice(0, slash);
@@ -66,6 +66,18 @@ export function trustProxyProblem(value: string): string | undefined {
     if (prefix === null || prefix < 1 || prefix > max) return `${JSON.stringify(entry)} has no prefix length from 1 to ${max}`;
   }
   return undefined;
+}
+
+/** TRUST_PROXY as Fastify takes it: true, false, a hop count, or else the list itself. */
+function trustProxySetting(value: string): boolean | string | ((address: string, hop: number) => boolean) {
+  const v = value.trim().toLowerCase();
+  if (v === 'true') return true;
+  if (v === 'false' || v === '') return false;
+  if (/^\d+$/.test(v)) {
+    const hops = Number(v);
+    return (_address, hop) => hop < hops;
+  }
+  return value;
 }
 
 export class AppConfig {
@@ -248,14 +260,7 @@ export class AppConfig {
    * trusts no hop at all for a number, where a count of n means the n nearest proxies.
    */
   get trustProxy(): boolean | string | ((address: string, hop: number) => boolean) {
-    const v = this.TRUST_PROXY.trim().toLowerCase();
-    if (v === 'true') return true;
-    if (v === 'false' || v === '') return false;
-    if (/^\d+$/.test(v)) {
-      const hops = Number(v);
-      return (_address, hop) => hop < hops;
-    }
-    return this.TRUST_PROXY;
+    return trustProxySetting(this.TRUST_PROXY);
   }
 }
 
