@@ -798,15 +798,19 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect([device.status, device.body.error]).toEqual([400, 'invalid_request']);
   });
 
-  it('ends a scope a later consent refuses for the tokens issued before it too, at once', async () => {
+  it('ends a scope a later consent refuses for the tokens issued before it too, at once, in the API and in introspection', async () => {
     const app = await registerApp('Scope taker', 'openid core.note:read core.note:write');
     const agent = request.agent(t.url);
     const before = (await connect(agent, app, { scope: 'openid core.note:read core.note:write' })).access_token;
     const write = () => t.http.post('/items').set(bearer(before)).send({ type: 'core.note', properties: { title: 'by the app' } });
     expect((await write()).status).toBe(201);
+    const introspect = async () => (await t.http.post('/auth/oauth2/introspect').type('form').send({ token: before, client_id: app.clientMetadata().client_id }).expect(200)).body;
+    expect((await introspect()).scope).toBe('openid core.note:read core.note:write');
     await connect(agent, app, { scope: 'openid core.note:read core.note:write', prompt: 'consent', tick: ['openid', 'core.note:read'] });
     expectError(await write(), 403, 'type_not_permitted');
     await t.http.get('/items?type=core.note').set(bearer(before)).expect(200);
+    // Introspection agrees with the API.
+    expect(await introspect()).toMatchObject({ active: true, scope: 'openid core.note:read' });
     // Consenting to it again gives it back.
     await connect(agent, app, { scope: 'openid core.note:read core.note:write', prompt: 'consent' });
     expect((await write()).status).toBe(201);

@@ -9,7 +9,8 @@
  * client's extension grant would reach into the user's tenant. Expired: 401 `expired_token`;
  * unknown or revoked: 401 `unauthorized`, at once: resolutions are cached (oauth-token-cache.ts) under a generation
  * that every revocation bumps. Which stored token a bearer value names, whether it is still
- * good and for which scopes, is `findAccessToken`'s rule, which userinfo follows too, with `servesUser`.
+ * good and for which scopes, is `findAccessToken`'s rule, which userinfo follows too, with `servesUser`
+ * (introspection narrows `scope` the same way: `scopesStillHeld`).
  *
  * `principalByCredential` answers the same for the credential a token stood for (its grant, or
  * `client:<id>` for client credentials), for what outlives a request: webhooks, event streams and
@@ -32,7 +33,7 @@ import { issuedUnderCurrentSecret } from './client-secret-claim';
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
-import { permissionsOf, withinUserRole } from './scopes';
+import { grantScopes, permissionsOf, scopesStillHeld, withinUserRole } from './scopes';
 
 /** What an admin's registration (POST /auth/clients) adds to a client; an openly registered one has neither. */
 export function clientRegistration(client: Client | undefined): { tenantId?: string; extensions: PermissionMap } {
@@ -57,11 +58,6 @@ interface StoredToken {
 }
 
 type Grant = InstanceType<Provider['Grant']>;
-
-/** The scopes a grant holds now (given and not refused since), for the API as `resource`. */
-function grantScopes(grant: Grant, resource: string): string[] {
-  return `${grant.getOIDCScope()} ${grant.getResourceScope(resource)}`.split(' ').filter(Boolean);
-}
 
 /** A good token: as stored, its client, its grant (none for client credentials) and the scopes it is good for. */
 export interface FoundToken {
@@ -89,9 +85,7 @@ export async function findAccessToken(provider: Provider, token: string, resourc
   if (found.grantId && !grant) return { error: 'unauthorized' };
   const client = await provider.Client.find(found.clientId);
   if (!client || (!found.accountId && !issuedUnderCurrentSecret(client, found))) return { error: 'unauthorized' };
-  const held = grant && new Set(grantScopes(grant, resource));
-  const scopes = (found.scope ?? '').split(' ').filter((scope) => scope && (!held || held.has(scope)));
-  return { token: found, client, grant, scopes };
+  return { token: found, client, grant, scopes: scopesStillHeld(found.scope, grant, resource) };
 }
 
 @Injectable()

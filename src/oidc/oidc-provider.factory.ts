@@ -27,7 +27,7 @@ import { clearedAccountCookie } from './account-session';
 import { errorPage, logoutPage, messagePage } from './pages';
 import { setPage } from './send-page';
 import { issuedUnderCurrentSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
-import { isApiScope, OIDC_SCOPES } from './scopes';
+import { isApiScope, OIDC_SCOPES, scopesStillHeld } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 
 /** The SPEC's paths of the provider's own endpoints. */
@@ -306,7 +306,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   allowAnyLoopbackPort(provider);
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
   provider.use(neverFramed);
-  provider.use(withoutSecretClaim);
+  provider.use(introspectedAsTheApiSees(resource));
   provider.use(endAccountSignInOnLogout(config.secureCookies));
   await teachScopeGrammar(provider);
   provider.use(reportTokenReuse(deps.db));
@@ -410,10 +410,20 @@ async function neverFramed(ctx: KoaContextWithOIDC, next: () => Promise<void>): 
   if (!ctx.response.get('Content-Security-Policy')) ctx.set('Content-Security-Policy', "frame-ancestors 'none'");
 }
 
-/** Introspection answers a token's claims: the one naming its secret (client-secret-claim.ts) is the service's own. */
-async function withoutSecretClaim(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
-  await next();
-  if (ctx.oidc?.route === 'introspection' && ctx.body && typeof ctx.body === 'object') delete (ctx.body as Record<string, unknown>)[SECRET_CLAIM];
+/**
+ * Introspection answers what the API would accept (oauth-tokens.ts): a token's `scope` is the
+ * part its grant still holds, not what it was issued with, and the claim naming its secret
+ * (client-secret-claim.ts) is the service's own.
+ */
+function introspectedAsTheApiSees(resource: string) {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> => {
+    await next();
+    if (ctx.oidc?.route !== 'introspection' || !ctx.body || typeof ctx.body !== 'object') return;
+    const body = ctx.body as Record<string, unknown>;
+    delete body[SECRET_CLAIM];
+    const grant = ctx.oidc.entities.Grant;
+    if (body.active === true && grant) body.scope = scopesStillHeld(body.scope as string | undefined, grant, resource).join(' ') || undefined;
+  };
 }
 
 /**

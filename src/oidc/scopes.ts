@@ -9,6 +9,7 @@
  *   openid, profile, email, offline_access   OIDC's own
  */
 import { isDottedName, isPattern } from '../common/type-pattern';
+import type { Grant } from 'oidc-provider';
 import type { Principal } from '../auth/principal';
 import type { Access, PermissionMap } from '../keys/api-key.entity';
 
@@ -77,4 +78,18 @@ export function withinTokenScopes(now: Principal, tokenScopes: readonly string[]
   if (now.kind !== 'oauth' || !tokenScopes) return now;
   const granted = (now.scopes ?? []).filter((scope) => tokenScopes.includes(scope));
   return { ...now, ...permissionsOf(granted), scopes: granted };
+}
+
+/** The scopes a grant holds now (given and not refused since), for the API as `resource`. */
+export function grantScopes(grant: Grant, resource: string): string[] {
+  return `${grant.getOIDCScope()} ${grant.getResourceScope(resource)}`.split(' ').filter(Boolean);
+}
+
+/**
+ * Of the scopes a token was issued with, those it is good for now: the ones its grant still holds
+ * (a later consent may have refused some). A token without a grant (client credentials) keeps all.
+ */
+export function scopesStillHeld(scope: string | undefined, grant: Grant | undefined, resource: string): string[] {
+  const held = grant && new Set(grantScopes(grant, resource));
+  return (scope ?? '').split(' ').filter((s) => s && (!held || held.has(s)));
 }
