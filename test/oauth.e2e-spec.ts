@@ -837,8 +837,13 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     // Signed in to an app and to the account pages: "No, stay signed in" leaves the account pages be.
     await connect(laptop, app);
     await accountSignIn(laptop);
-    await logout(laptop, { client_id: registered.client_id }, {});
+    const stayed = await logout(laptop, { client_id: registered.client_id }, {});
     expect(await signedIn(laptop)).toBe(true);
+    // Its last page says so, and that the app alone was left.
+    const { pathname, search } = new URL(stayed.headers.location, t.url);
+    const stayedPage = (await laptop.get(pathname + search).expect(200)).text;
+    expect(stayedPage).toContain('still signed in');
+    expect(stayedPage).toContain('signed out of Leaving app');
 
     // "Yes", and back to the app: out of both in this browser, beside the provider's own cookies.
     const out = await logout(laptop, { client_id: registered.client_id, post_logout_redirect_uri: bye });
@@ -853,6 +858,9 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const alone = await logout(laptop, {});
     expect(alone.headers.location).toBe(`${t.url}/auth/logout/success`);
     expect(await signedIn(laptop)).toBe(false);
+    const signedOutPage = (await laptop.get('/auth/logout/success').expect(200)).text;
+    expect(signedOutPage).toContain('You have signed out.');
+    expect(signedOutPage).not.toContain('still signed in');
   });
 
   it('goes back to an openly registered client after a logout only for an id_token_hint of the account signed in (RP-Initiated Logout 1.0 §3)', async () => {

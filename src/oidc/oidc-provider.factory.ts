@@ -252,9 +252,14 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
         logoutSource: async (ctx, form) => {
           setPage(ctx, logoutPage({ form, clientName: ctx.oidc.client?.clientName }));
         },
+        // Both answers of the logout page end here: "Yes" with the browser's session gone, "No, stay
+        // signed in" with it kept (and the asking app, if any, signed out of it alone).
         postLogoutSuccessSource: async (ctx) => {
           const client = ctx.oidc.client?.clientName;
-          setPage(ctx, messagePage('Signed out', client ? `You have signed out of ${client}.` : 'You have signed out.'));
+          const stillSignedIn = !!(await ctx.oidc.provider.Session.get(ctx)).accountId;
+          const left = client ? `You have signed out of ${client}.` : '';
+          if (stillSignedIn) setPage(ctx, messagePage('Still signed in', `${left} You are still signed in to this service in this browser.`.trim()));
+          else setPage(ctx, messagePage('Signed out', left || 'You have signed out.'));
         },
       },
       pushedAuthorizationRequests: { enabled: false },
