@@ -336,11 +336,14 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
 
   it('redirects after a logout without an id_token_hint only for a client an admin registered', async () => {
     const bye = 'https://app.example/bye';
-    /** Where a logout that names the client and asks to go to `bye` ends, in a browser without a session. */
-    const logout = async (clientId: string) => {
+    /** Where a logout that names the client and asks to go to `bye` ends, in a browser without a session; sent as a GET or a form post (RP-Initiated Logout 1.0 §2). */
+    const logout = async (clientId: string, method: 'get' | 'post' = 'get') => {
       const browser = request.agent(t.url);
+      const params = { client_id: clientId, post_logout_redirect_uri: bye };
       // No session: the provider's own self-submitting form, which is not to be framed either.
-      const form = await browser.get('/auth/logout').query({ client_id: clientId, post_logout_redirect_uri: bye }).expect(200);
+      // A post is answered with the GET it stands for.
+      const get = method === 'get' ? `/auth/logout?${new URLSearchParams(params)}` : (await browser.post('/auth/logout').type('form').send(params).expect(303)).headers.location;
+      const form = await browser.get(get).expect(200);
       expect([form.headers['x-frame-options'], form.headers['content-security-policy']]).toEqual(['DENY', expect.stringContaining("frame-ancestors 'none'")]);
       const action = new URL(/<form[^>]*action="([^"]+)"/.exec(form.text)![1].replace(/&amp;/g, '&'), t.url);
       const out = await browser.post(action.pathname).type('form').send({ xsrf: field(form.text, 'xsrf'), logout: 'yes' });
@@ -353,6 +356,7 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
 
     const admins = await t.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', redirect_uris: ['https://app.example/cb'], post_logout_redirect_uris: [bye] }).expect(201);
     expect(await logout(admins.body.client_id)).toBe(bye);
+    expect(await logout(admins.body.client_id, 'post')).toBe(bye);
   });
 
   it('takes plain http redirect URIs to loopback hosts only', async () => {
@@ -1042,6 +1046,21 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const res = await t.http.get(url.pathname + url.search);
     const to = new URL(res.headers.location);
     expect(to.searchParams.get('error')).toBe('invalid_request');
+  });
+
+  it('passes an authorization request posted as a form on to GET /auth/authorize, and refuses one too long for a URL with a page', async () => {
+    // OIDC Core 3.1.2.1: POST at the advertised endpoint as well as at the SPEC's path.
+    for (const endpoint of ['/auth/authorize', '/auth/oauth2/authorize']) {
+      const posted = await t.http.post(endpoint).type('form').send({ client_id: rp.clientMetadata().client_id, scope: 'openid', state: 'a b&c' });
+      expect(posted.status).toBe(303);
+      const to = new URL(posted.headers.location, t.url);
+      expect([to.pathname, Object.fromEntries(to.searchParams)]).toEqual(['/auth/authorize', { client_id: rp.clientMetadata().client_id, scope: 'openid', state: 'a b&c' }]);
+    }
+    // Each undecodable byte becomes a nine-character escape (%EF%BF%BD) in the URL: 27 KB from a 9 KB body.
+    const long = await t.http.post('/auth/oauth2/authorize').type('form').send(`state=${'%FF'.repeat(3000)}`);
+    expect(long.status).toBe(400);
+    expect(long.headers.location).toBeUndefined();
+    expect(long.headers['content-type']).toMatch(/^text\/html/);
   });
 
   it('keeps apps\' tokens when the user signs out, another app signs them out, or someone else signs in on the browser: only the grant ends them', async () => {

@@ -39,6 +39,21 @@ import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 
 const FORM = 'application/x-www-form-urlencoded';
+/** Well inside Node's 16 KiB for a request's head, which the GET that follows must fit in. */
+const MAX_GET_URL = 8192;
+
+/** A 303 to the GET form of a posted request, unless its URL would be too long to send. */
+async function seeGet(reply: FastifyReply, path: string, body: FormBody): Promise<void> {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(body)) for (const one of list(v)) params.append(k, one);
+  const target = `${path}?${params}`;
+  // A form's body may be far longer than a URL: the browser could not send the GET (its request
+  // line would be refused, 431), nor often even read a Location that long.
+  if (target.length > MAX_GET_URL) {
+    return sendPage(reply, 400, errorPage('Request too long', `This request is too long to pass on (over ${MAX_GET_URL} characters as a URL). Go back to the application.`));
+  }
+  await reply.redirect(target, 303);
+}
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 
 const str = { type: 'string' };
@@ -72,16 +87,29 @@ export class InteractionsController {
     await reply.redirect(`/auth/${details.prompt.name === 'login' ? 'sign-in' : 'consent'}?uid=${encodeURIComponent(details.uid)}`, 303);
   }
 
+  // OIDC Core 3.1.2.1 and RP-Initiated Logout 1.0 §2: these endpoints take POST as well as GET.
+  // The provider's own POST support needs SameSite=None cookies (docs/oauth.md), so a post is
+  // answered with the GET it stands for.
   @ApiExtension('x-error-format', 'html')
-  @Post('oauth2/authorize')
+  @Post(['oauth2/authorize', 'authorize'])
   @Accepts(FORM)
-  @ApiOperation({ summary: 'Authorization request as a form post (SPEC 5.3): answered with a 303 to GET /auth/authorize with the same parameters' })
+  @ApiOperation({ summary: 'Authorization request as a form post (SPEC 5.3, OIDC Core 3.1.2.1): answered with a 303 to GET /auth/authorize with the same parameters' })
   @ApiFormBody({ client_id: str, redirect_uri: str, response_type: str, scope: str, state: str, code_challenge: str, code_challenge_method: str, nonce: str })
   @ApiSeeOther('To GET /auth/authorize with the same parameters')
+  @ApiPage(400, `The parameters would make a URL over ${MAX_GET_URL} characters`)
   async authorizeByPost(@FormFields() body: FormBody, @Res() reply: FastifyReply): Promise<void> {
-    const params = new URLSearchParams();
-    for (const [k, v] of Object.entries(body)) for (const one of list(v)) params.append(k, one);
-    await reply.redirect(`/auth/authorize?${params}`, 303);
+    await seeGet(reply, '/auth/authorize', body);
+  }
+
+  @ApiExtension('x-error-format', 'html')
+  @Post('logout')
+  @Accepts(FORM)
+  @ApiOperation({ summary: 'Logout request as a form post (RP-Initiated Logout 1.0 §2): answered with a 303 to GET /auth/logout with the same parameters' })
+  @ApiFormBody({ id_token_hint: str, post_logout_redirect_uri: str, state: str, client_id: str, logout_hint: str, ui_locales: str })
+  @ApiSeeOther('To GET /auth/logout with the same parameters')
+  @ApiPage(400, `The parameters would make a URL over ${MAX_GET_URL} characters`)
+  async logoutByPost(@FormFields() body: FormBody, @Res() reply: FastifyReply): Promise<void> {
+    await seeGet(reply, '/auth/logout', body);
   }
 
   @ApiExtension('x-error-format', 'html')

@@ -25,7 +25,7 @@ const PATHS = new Map<string, { target: string; methods: string[] }>([
   ['/.well-known/jwks.json', { target: OIDC_ROUTES.jwks, methods: READ }],
   [OIDC_ROUTES.jwks, { target: OIDC_ROUTES.jwks, methods: READ }],
   [OIDC_ROUTES.authorization, { target: OIDC_ROUTES.authorization, methods: READ }],
-  // POST /auth/oauth2/authorize is Nest's (interactions.controller.ts): a 303 to the GET form.
+  // POST /auth/authorize, /auth/oauth2/authorize and /auth/logout are Nest's (interactions.controller.ts): a 303 to the GET form.
   ['/auth/oauth2/authorize', { target: OIDC_ROUTES.authorization, methods: READ }],
   [OIDC_ROUTES.token, { target: OIDC_ROUTES.token, methods: POST }],
   ['/auth/token', { target: OIDC_ROUTES.token, methods: POST }],
