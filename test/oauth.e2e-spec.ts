@@ -273,6 +273,15 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const unknown = await t.http.post('/auth/oauth2/introspect').auth(client.client_id, client.client_secret).type('form').send({ token: 'garbage' });
     expect(unknown.status).toBe(200);
     expect(unknown.body).toEqual({ active: false });
+    // So is a JWT-shaped value, such as an id_token an app revokes at logout.
+    const jwt = 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.';
+    const revoked = await t.http.post('/auth/oauth2/revoke').auth(client.client_id, client.client_secret).type('form').send({ token: jwt });
+    expect([revoked.status, revoked.text]).toEqual([200, '']);
+    const structured = await t.http.post('/auth/oauth2/introspect').auth(client.client_id, client.client_secret).type('form').send({ token: jwt });
+    expect([structured.status, structured.body]).toEqual([200, { active: false }]);
+    // Client authentication still comes first.
+    const stranger = await t.http.post('/auth/oauth2/introspect').auth(client.client_id, 'wrong').type('form').send({ token: jwt });
+    expect([stranger.status, stranger.body.error]).toEqual([401, 'invalid_client']);
   });
 
   it('answers 401 expired_token for an expired access token and 401 unauthorized for an unknown one', async () => {

@@ -312,6 +312,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
   provider.use(neverFramed);
   provider.use(introspectedAsTheApiSees(resource));
+  provider.use(structuredTokensAreUnknown);
   provider.use(endAccountSignInOnLogout(config.secureCookies));
   await teachScopeGrammar(provider);
   provider.use(reportTokenReuse(deps.db));
@@ -413,6 +414,21 @@ async function neverFramed(ctx: KoaContextWithOIDC, next: () => Promise<void>): 
   if (!ctx.response.is('html') || ctx.response.get('X-Frame-Options')) return;
   ctx.set('X-Frame-Options', 'DENY');
   if (!ctx.response.get('Content-Security-Policy')) ctx.set('Content-Security-Policy', "frame-ancestors 'none'");
+}
+
+/**
+ * SPEC 5.7: revocation always answers 200, introspection `{"active":false}` for anything that is
+ * not a good token. The provider refuses a JWT-shaped value (an id_token an app revokes at logout,
+ * say) with `unsupported_token_type` instead; this service issues no structured access or refresh
+ * token, so such a value is merely not one of its tokens. Runs after client authentication, whose
+ * errors stand.
+ */
+async function structuredTokensAreUnknown(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next();
+  const route = ctx.oidc?.route;
+  if ((route !== 'introspection' && route !== 'revocation') || (ctx.body as { error?: string } | undefined)?.error !== 'unsupported_token_type') return;
+  ctx.status = 200;
+  ctx.body = route === 'introspection' ? { active: false } : '';
 }
 
 /**
