@@ -613,6 +613,9 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(noToken.body.error).toBe('invalid_request');
     expect(noToken.headers['www-authenticate']).toBe('Bearer realm="svc"');
     expect((await t.http.post('/auth/oauth2/userinfo').set(bearer('svc_at_nope'))).body.error).toBe('invalid_token');
+    // A body it does not take is refused in the same form its clients parse, not the API's envelope.
+    const json = await t.http.post('/auth/oauth2/userinfo').set(bearer(tokens.access_token)).send({});
+    expect([json.status, json.body]).toEqual([415, { error: 'invalid_request', error_description: expect.stringContaining('Content-Type') }]);
     expectError(await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.note', properties: { title: 'x' } }), 403, 'type_not_permitted');
 
     const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);

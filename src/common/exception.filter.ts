@@ -61,7 +61,24 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
     // SPEC 8.1: every 429 carries Retry-After, whichever limit refused (the rate limiter sets its own).
     if (apiError.status === 429 && !reply.hasHeader('Retry-After')) reply.header('Retry-After', String(apiError.details?.retry_after ?? 1));
     if (apiError.status === 503) reply.header('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS);
-    reply.status(apiError.status).send(apiError.toEnvelope());
+    reply.status(apiError.status).send(this.body(apiError));
+  }
+
+  /** The error as the route's clients read errors: the SPEC's envelope here. */
+  protected body(apiError: ApiError): unknown {
+    return apiError.toEnvelope();
+  }
+}
+
+/**
+ * For the few routes Nest serves in OAuth's place (userinfo): the same handling, with the error
+ * in RFC 6749's form (`{"error","error_description"}`), which their clients parse. Bound per controller.
+ */
+@Catch()
+export class OAuthErrorFormFilter extends EnvelopeExceptionFilter {
+  protected override body(apiError: ApiError): unknown {
+    const error = apiError.status === 503 ? 'temporarily_unavailable' : apiError.status >= 500 ? 'server_error' : 'invalid_request';
+    return { error, error_description: apiError.message };
   }
 }
 

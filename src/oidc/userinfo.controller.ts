@@ -7,12 +7,14 @@
  * a token without `openid` is 403 `insufficient_scope` whatever else its grant holds; `sub`
  * always, `profile`: name, preferred_username, picture; `email`: email, email_verified. A token
  * the API refuses (expired, revoked, of a tenant's client for another tenant's user) is 401
- * `invalid_token` here. Errors in RFC 6750 form.
+ * `invalid_token` here. Errors in RFC 6750 form, those refused before the handler (a body it cannot
+ * take) included.
  */
-import { applyDecorators, Controller, Get, HttpCode, Post, Res } from '@nestjs/common';
+import { applyDecorators, Controller, Get, HttpCode, Post, Res, UseFilters } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
+import { OAuthErrorFormFilter } from '../common/exception.filter';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { findAccessToken, servesUser } from './oauth-tokens';
@@ -30,6 +32,7 @@ const ApiUserinfoErrors = () =>
 @ApiTags('oauth')
 @ApiBearerAuth()
 @Public()
+@UseFilters(OAuthErrorFormFilter)
 @Controller('auth')
 export class UserinfoController {
   constructor(
