@@ -43,8 +43,15 @@ export function decodeCursor(cursor: string | undefined, validId: (id: string) =
   if (cursor === undefined) return undefined;
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    // Only what encodeCursor makes passes: a forged id or date must not reach SQL.
-    if (typeof createdAt === 'string' && typeof id === 'string' && validId(id) && /^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(createdAt) && new Date(createdAt).toISOString() === createdAt) {
+    // Only what encodeCursor makes passes: a forged id or date must not reach SQL. Year 0000 is
+    // a date to JavaScript and none to PostgreSQL (which goes from 1 BC to 1 AD).
+    if (
+      typeof createdAt === 'string' &&
+      typeof id === 'string' &&
+      validId(id) &&
+      /^(?!0000)\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(createdAt) &&
+      new Date(createdAt).toISOString() === createdAt
+    ) {
       return { createdAt, id };
     }
   } catch {
