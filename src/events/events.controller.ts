@@ -64,7 +64,7 @@ export class EventsController {
     description:
       'Each event: `id:` (send it back as Last-Event-ID to resume), `event:` the event name, `data:` the same JSON body a webhook gets. ' +
       'Every stream gets the events in one order, the order they were published in; a resume replays the events published after Last-Event-ID in that order, then goes live. ' +
-      'Filtered by `events`, `type_filter` and what the credential may read. A comment line every 15 s keeps the connection alive. ' +
+      'Filtered by `events`, `type_filter` and what the credential may read. A comment line every `EVENTS_HEARTBEAT_SECONDS` (15 s by default) keeps the connection alive. ' +
       'After an unknown or expired Last-Event-ID the stream starts with a `stream.reset` event. A revoked credential\'s stream is closed. ' +
       `At most ${MAX_STREAMS_PER_CREDENTIAL} open streams per credential and ${MAX_STREAMS_PER_TENANT} per tenant (all instances): past that, 429 rate_limited.`,
   })
