@@ -472,7 +472,7 @@ describe('webhook targets with private targets off', () => {
   let admin: string;
 
   beforeAll(async () => {
-    t = await startApp({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' });
+    t = await startApp({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false', WEBHOOKS_MAX_PER_TENANT: '5' });
     admin = (await bootstrapAdmin(t)).key;
   });
   afterAll(() => t.close());
@@ -523,6 +523,23 @@ describe('webhook targets with private targets off', () => {
     } finally {
       await receiver.stop();
     }
+  });
+
+  it('holds a tenant to WEBHOOKS_MAX_PER_TENANT registrations, whoever registers them, and creations at once cannot pass it together', async () => {
+    const register = (key: string) => t.http.post('/webhooks').set(bearer(key)).send({ url: 'https://93.184.216.34/hooks', events: ['*'] });
+    const member = (await createKey(t, admin, { label: 'capped', type_permissions: { '*': 'read' } })).key as string;
+    const have = (await t.http.get('/webhooks').set(bearer(admin)).expect(200)).body.webhooks.length;
+    const answers = await Promise.all([admin, member, admin, member, admin, member].map(register));
+    expect(answers.map((r) => r.status).filter((status) => status === 201)).toHaveLength(5 - have);
+    for (const refused of answers.filter((r) => r.status !== 201)) expect(expectError(refused, 409, 'conflict').details).toEqual({ limit: 5 });
+    // Another tenant has its own.
+    const other = await createTenant(t, admin);
+    await register(other.key).expect(201);
+    // Deleting one makes room for one.
+    const [first] = (await t.http.get('/webhooks').set(bearer(admin)).expect(200)).body.webhooks;
+    await t.http.delete(`/webhooks/${first.id}`).set(bearer(admin)).expect(200);
+    await register(admin).expect(201);
+    expectError(await register(admin), 409, 'conflict');
   });
 });
 

@@ -166,6 +166,11 @@ export class AppConfig {
   @IsOptional() @bool() @IsBoolean()
   WEBHOOK_ALLOW_PRIVATE_TARGETS?: boolean;
 
+  /** How many webhooks a tenant may have registered: each write fans out to all of them, so
+   *  without a bound one key could turn every write into any number of outbound requests. */
+  @int() @IsInt() @Min(1) @Max(10_000)
+  WEBHOOKS_MAX_PER_TENANT = 100;
+
   /** How long a webhook receiver has to answer one attempt. */
   @int() @IsInt() @Min(100) @Max(120_000)
   WEBHOOK_TIMEOUT_MS = 10_000;

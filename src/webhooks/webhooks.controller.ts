@@ -24,10 +24,10 @@ export class WebhooksController {
   @ApiOperation({
     summary: 'Register a webhook',
     description:
-      'Any credential may register one; it receives the selected events about what that credential may read. The `secret` (generated when omitted) appears only in this response.',
+      'Any credential may register one; it receives the selected events about what that credential may read. The `secret` (generated when omitted) appears only in this response. A tenant may have `WEBHOOKS_MAX_PER_TENANT` webhooks (100 by default); past that, 409 `conflict`.',
   })
   @ApiCreatedResponse({ type: CreatedWebhookResponse })
-  @ApiErrors(400, 401, 429)
+  @ApiErrors(400, 401, 409, 429)
   create(@Caller() caller: Principal, @Body() dto: CreateWebhookDto): Promise<WebhookResponse> {
     return this.webhooks.create(caller, dto);
   }

@@ -121,13 +121,18 @@ export class WebhooksService {
     const secret = dto.secret ?? generateSecret();
     const sealed = await this.secrets.seal(secret, secretAad(p.tenantId, id));
     // In a transaction of its own, which marks an Idempotency-Key applied as it commits (claim-applied.ts).
-    const [row]: WebhookRow[] = await this.db.transaction((m) =>
-      m.query(
+    const [row]: WebhookRow[] = await this.db.transaction(async (m) => {
+      // Counted under a lock of the tenant's registrations, so creations at once cannot pass the cap together.
+      await m.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || $1, 0))`, [p.tenantId]);
+      const [{ count }]: Array<{ count: number }> = await m.query(`SELECT count(*)::int AS count FROM webhooks WHERE tenant_id = $1`, [p.tenantId]);
+      const max = this.config.WEBHOOKS_MAX_PER_TENANT;
+      if (count >= max) throw ApiError.conflict('conflict', `The tenant has ${count} webhooks, the most it may have; delete one first`, { limit: max });
+      return m.query(
         `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, credential_scopes)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
         [p.tenantId, id, dto.url, dto.events, dto.type_filter ?? null, dto.disabled ?? false, sealed, p.credentialId, tokenScopesOf(p)],
-      ),
-    );
+      );
+    });
     return toResponse(row, secret);
   }
 
