@@ -10,6 +10,7 @@ import { DataSource } from 'typeorm';
 import { CredentialsService } from '../src/auth/credentials.service';
 import { OauthSecretsAtRest1732300002100 } from '../src/database/migrations/1732300002100-oauth-secrets-at-rest';
 import { storedTokenId } from '../src/oidc/oidc-adapter';
+import { PROVIDER_BODY_LIMIT } from '../src/oidc/oidc-provider.factory';
 import { OidcJanitor } from '../src/oidc/oidc-janitor';
 import { browse as browseOn, field } from './support/browse';
 import { Receiver } from './support/receiver';
@@ -421,6 +422,12 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
       const res = await t.http.post(path).auth(client.client_id, client.client_secret).set('Content-Type', 'text/plain').send('grant_type=client_credentials');
       expect([path, res.status >= 400 && res.status < 500]).toEqual([path, true]);
     }
+    // More than the provider reads is 413, as elsewhere, in the RFC 6749 form; as much is read.
+    const form = 'grant_type=client_credentials&scope=core.note:read&pad=';
+    const filler = (bytes: number) => form + 'x'.repeat(bytes - form.length);
+    const over = await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send(filler(PROVIDER_BODY_LIMIT + 1));
+    expect([over.status, over.body.error]).toEqual([413, 'invalid_request']);
+    await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send(filler(PROVIDER_BODY_LIMIT)).expect(200);
   });
 
   it('answers unauthorized_client for a grant type the client was not registered for, and invalid_client without client authentication (RFC 6749 5.2)', async () => {

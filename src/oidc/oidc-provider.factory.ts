@@ -310,6 +310,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   unbindTokensFromSessions(provider);
   allowAnyLoopbackPort(provider);
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
+  provider.use(bodyTooLarge);
   provider.use(neverFramed);
   provider.use(introspectedAsTheApiSees(resource));
   provider.use(structuredTokensAreUnknown);
@@ -414,6 +415,17 @@ async function neverFramed(ctx: KoaContextWithOIDC, next: () => Promise<void>): 
   if (!ctx.response.is('html') || ctx.response.get('X-Frame-Options')) return;
   ctx.set('X-Frame-Options', 'DENY');
   if (!ctx.response.get('Content-Security-Policy')) ctx.set('Content-Security-Policy', "frame-ancestors 'none'");
+}
+
+/** oidc-provider reads at most this much of a body (lib/shared/selective_body.js), and answers more with a 400 "failed to parse". */
+export const PROVIDER_BODY_LIMIT = 56 * 1024;
+
+/** A body larger than the provider reads is 413, as on every other route, in the provider's error form. */
+async function bodyTooLarge(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  if ((ctx.request.length ?? 0) <= PROVIDER_BODY_LIMIT) return next();
+  ctx.status = 413;
+  ctx.set('Connection', 'close'); // the body is not read
+  ctx.body = { error: 'invalid_request', error_description: `The request body is too large: the OAuth endpoints take at most ${PROVIDER_BODY_LIMIT} bytes` };
 }
 
 /**
