@@ -1242,6 +1242,86 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const nativeAsks = await t.http.get(`/auth/authorize?${new URLSearchParams({ response_type: 'code', client_id: native.client_id, redirect_uri: 'http://localhost:49152/cb', scope: 'openid', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' })}`);
     expect(nativeAsks.status).toBe(400);
   });
+
+  /**
+   * Ada, in the browser `agent` (signing in when it is not), asks `app` for `scope`: the consent
+   * page when one is shown, else where the browser left to; `decide` answers the page as it posts
+   * (`scopes_shown` and the ticked boxes) and answers where the browser is sent back to the app.
+   */
+  const askConsent = async (agent: ReturnType<typeof request.agent>, app: oidc.Configuration, scope: string, extra: Record<string, string> = {}) => {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const url = oidc.buildAuthorizationUrl(app, { redirect_uri: redirectUri, scope, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, ...extra });
+    let at = await browse(agent, url.pathname + url.search);
+    if (at.path.startsWith('/auth/sign-in')) {
+      const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(at.page!, 'uid'), csrf: field(at.page!, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' }).expect(303);
+      const next = new URL(signedIn.headers.location, t.url);
+      at = await browse(agent, next.pathname + next.search);
+    }
+    const consent = at.path.startsWith('/auth/consent') ? at.page : undefined;
+    const decide = async (tick: string[], decision = 'approve') => {
+      const form = new URLSearchParams({ uid: field(consent!, 'uid'), csrf: field(consent!, 'csrf'), decision, scopes_shown: '1' });
+      for (const s of tick) form.append('scope', s);
+      const res = await agent.post('/auth/authorize/decision').type('form').send(form.toString()).expect(303);
+      const next = new URL(res.headers.location, t.url);
+      return new URL((await browse(agent, next.pathname + next.search)).leftTo!);
+    };
+    return { consent, leftTo: at.leftTo ? new URL(at.leftTo) : undefined, decide, verifier, state };
+  };
+  const grantRows = (app: oidc.Configuration) => t.sql(`SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [app.clientMetadata().client_id]);
+  const consentAudits = (app: oidc.Configuration) =>
+    t.sql<{ scope: string }>(`SELECT details->>'scope' AS scope FROM audit_events WHERE action = 'auth.grant.created' AND client_id = $1 ORDER BY created_at`, [app.clientMetadata().client_id]);
+
+  it('grants openid with any approval, offering no box for it: the app gets its id_token now and at every later sign-in (OIDC Core 3.1.3.3)', async () => {
+    const app = await registerApp('Sign-in app', 'openid core.note:read');
+    const agent = request.agent(t.url);
+    const nonce = oidc.randomNonce();
+    const first = await askConsent(agent, app, 'openid core.note:read', { nonce });
+    expect(first.consent).toContain('<code>openid</code>');
+    expect(first.consent).not.toMatch(/<input[^>]*value="openid"/);
+    // A form without openid among its ticked scopes (as a hand-made post could send) gives it all the same.
+    const tokens = await oidc.authorizationCodeGrant(app, await first.decide(['core.note:read']), { pkceCodeVerifier: first.verifier, expectedState: first.state, expectedNonce: nonce });
+    expect(tokens.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid']);
+    expect(tokens.claims()!.nonce).toBe(nonce);
+    // The grant remembers no refusal of openid: the next sign-in skips the consent page and gets an id_token too.
+    const laterNonce = oidc.randomNonce();
+    const later = await askConsent(agent, app, 'openid core.note:read', { nonce: laterNonce });
+    expect(later.consent).toBeUndefined();
+    const again = await oidc.authorizationCodeGrant(app, later.leftTo!, { pkceCodeVerifier: later.verifier, expectedState: later.state, expectedNonce: laterNonce });
+    expect(again.claims()!.nonce).toBe(laterNonce);
+  });
+
+  it('offers no box for offline_access, whose refresh token comes whether asked or not: it is shown as included and granted with the approval', async () => {
+    const app = await registerApp('Offline app', 'openid offline_access core.note:read');
+    const asked = await askConsent(request.agent(t.url), app, 'openid offline_access core.note:read', { prompt: 'consent' });
+    expect(asked.consent).toContain('<code>offline_access</code>');
+    expect(asked.consent).not.toMatch(/<input[^>]*value="offline_access"/);
+    const tokens = await oidc.authorizationCodeGrant(app, await asked.decide(['core.note:read']), { pkceCodeVerifier: asked.verifier, expectedState: asked.state });
+    expect(tokens.refresh_token).toMatch(/^svc_rt_/);
+    expect(tokens.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid']);
+    expect((await consentAudits(app)).map((a) => a.scope.split(' ').sort())).toEqual([['core.note:read', 'offline_access', 'openid']]);
+  });
+
+  it('takes an Allow that grants nothing as a Deny: access_denied, no grant, no audit row, and the next authorization asks again; with openid asked, unticking every box gives openid alone', async () => {
+    const app = await registerApp('Nothing app', 'openid core.note:read core.note:write');
+    const agent = request.agent(t.url);
+    const first = await askConsent(agent, app, 'core.note:read core.note:write');
+    expect(first.consent).toContain('core.note:write');
+    const back = await first.decide([]);
+    expect([back.searchParams.get('error'), back.searchParams.get('state')]).toEqual(['access_denied', first.state]);
+    expect(await grantRows(app)).toEqual([]);
+    expect(await consentAudits(app)).toEqual([]);
+    // Nothing was remembered as refused: the same request gets the consent page again.
+    const next = await askConsent(agent, app, 'core.note:read core.note:write');
+    expect(next.consent).toContain('core.note:write');
+    expect((await next.decide([], 'deny')).searchParams.get('error')).toBe('access_denied');
+
+    // openid comes with any approval, so an Allow with every box unticked signs the user in, and gives nothing more.
+    const withOpenid = await askConsent(agent, app, 'openid core.note:read');
+    const tokens = await oidc.authorizationCodeGrant(app, await withOpenid.decide([]), { pkceCodeVerifier: withOpenid.verifier, expectedState: withOpenid.state });
+    expect([tokens.scope, typeof tokens.id_token]).toEqual(['openid', 'string']);
+    expect(await consentAudits(app)).toEqual([{ scope: 'openid' }]);
+  });
 });
 
 describe('OAuth provider: device authorization grant (RFC 8628)', () => {
@@ -1421,6 +1501,42 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     const [{ id: owner }] = await t.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'tv@example.com'`);
     const revoked = await t.sql(`SELECT user_id::text, details FROM audit_events WHERE action = 'auth.grant.revoked' AND grant_id = $1`, [grantId]);
     expect(revoked).toEqual([{ user_id: owner, details: { by: 'token_reuse' } }]);
+  });
+
+  /** The verification page of `device`, answered with `form` (email and password added) and the page's `scopes_shown`: the page shown, and the answer's status and heading. */
+  const decideDevice = async (device: oidc.DeviceAuthorizationResponse, form: Record<string, string | string[]>) => {
+    const agent = request.agent(t.url);
+    const page = await agent.get(new URL(device.verification_uri_complete!).pathname + new URL(device.verification_uri_complete!).search).expect(200);
+    const body = new URLSearchParams({ user_code: field(page.text, 'user_code'), csrf: field(page.text, 'csrf'), email: 'tv@example.com', password: 'a long tv password', scopes_shown: '1' });
+    for (const [k, v] of Object.entries(form)) for (const one of [v].flat()) body.append(k, one);
+    const res = await agent.post('/auth/device/consent').type('form').send(body.toString());
+    return { page: page.text, answer: `${res.status} ${/<h1>([^<]*)<\/h1>/.exec(res.text)?.[1]}` };
+  };
+
+  it('grants openid with any device approval, offering no box for it: the device gets its id_token', async () => {
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid core.note:read' });
+    const { page, answer: decided } = await decideDevice(device, { decision: 'approve', scope: 'core.note:read' });
+    expect(page).toContain('<code>openid</code>');
+    expect(page).not.toMatch(/<input[^>]*value="openid"/);
+    expect(decided).toBe('200 Device connected');
+    const res = await poll(device.device_code);
+    expect(res.body.scope.split(' ').sort()).toEqual(['core.note:read', 'openid']);
+    expect(typeof res.body.id_token).toBe('string');
+  });
+
+  it('takes a device Allow that grants nothing as a Deny: access_denied, the grant and the audit untouched; with openid asked, it gives openid alone', async () => {
+    const grant = () => t.sql(`SELECT payload FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [clientId]);
+    const audits = () => t.sql(`SELECT id FROM audit_events WHERE action = 'auth.grant.created' AND client_id = $1`, [clientId]);
+    const before = { grant: await grant(), audits: await audits() };
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'core.note:read' });
+    expect((await decideDevice(device, { decision: 'approve' })).answer).toBe('200 Not connected');
+    expect((await poll(device.device_code)).body.error).toBe('access_denied');
+    expect({ grant: await grant(), audits: await audits() }).toEqual(before);
+
+    const withOpenid = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid core.note:read' });
+    expect((await decideDevice(withOpenid, { decision: 'approve' })).answer).toBe('200 Device connected');
+    const res = await poll(withOpenid.device_code);
+    expect([res.body.scope, typeof res.body.id_token]).toEqual(['openid', 'string']);
   });
 });
 

@@ -1,8 +1,9 @@
 /**
  * Consent, in one place for the code flow's consent page and the device page: which requested
  * scopes a user is shown (known to the service, and for API scopes within what the client
- * registered), and the grant a decision makes (what was ticked is granted, the rest refused,
- * so the provider does not ask again and the token's scope is exactly the ticked ones).
+ * registered), which of them are a choice (all but `INCLUDED_SCOPES`), and the grant a decision
+ * makes (what was ticked is granted with the included ones, the rest refused, so the provider does
+ * not ask again and the token's scope is exactly that), or whether it makes none (`grantsAnything`).
  *
  * A user's connection to a client is one grant (SPEC 5.8), whichever browser or device the user
  * consents on: the first consent makes it (`created: true` in the audit), every later one
@@ -30,6 +31,17 @@ export function requestedScopes(client: Client | undefined, scopeParam: unknown)
 }
 
 /**
+ * The scopes that come with any approval of a request that asks for them, so the pages offer no box
+ * for them. Refusing `openid` would leave an OpenID request without the id_token its token
+ * response must carry (OIDC Core 3.1.3.3): the app's sign-in fails, and every later one too, since
+ * the grant remembers the refusal and the provider no longer asks. `offline_access` decides
+ * nothing: refresh tokens come without it (`issueRefreshToken`, oidc-provider.factory.ts).
+ */
+const INCLUDED_SCOPES: readonly string[] = ['openid', 'offline_access'];
+
+export const isIncludedScope = (s: string) => INCLUDED_SCOPES.includes(s);
+
+/**
  * A hidden field the consent pages send beside their boxes. A browser sends no field for an
  * unticked box, so without it a user who unticked every box would be read as having sent no
  * choice at all, which CONTRACT makes a grant of everything requested.
@@ -37,11 +49,23 @@ export function requestedScopes(client: Client | undefined, scopeParam: unknown)
 export const SCOPES_SHOWN = 'scopes_shown';
 
 /**
- * The scopes granted of those requested: the ticked ones; when the form carried no choice at all
- * (no box and no SCOPES_SHOWN), all of them (CONTRACT).
+ * The scopes granted of those requested: the ticked ones and the included ones; when the form
+ * carried no choice at all (no box and no SCOPES_SHOWN), all of them (CONTRACT).
  */
 export function grantedScopes(requested: string[], ticked: string[], shown: boolean): string[] {
-  return ticked.length || shown ? requested.filter((s) => ticked.includes(s)) : requested;
+  return ticked.length || shown ? requested.filter((s) => isIncludedScope(s) || ticked.includes(s)) : requested;
+}
+
+/**
+ * Whether an approval granting `granted` gives the app anything; one that does not is answered as
+ * a Deny (no grant, no `auth.grant.created` row, no refusal remembered, so the next authorization
+ * asks again). `offline_access` alone gives nothing (it is not even in the token), so it does not
+ * count. `openid` does: asked for, it comes with the approval, so unticking every box of such a
+ * request still approves the sign-in (openid alone, the API scopes refused); only a request
+ * without it comes to nothing.
+ */
+export function grantsAnything(granted: string[]): boolean {
+  return granted.some((s) => s !== 'offline_access');
 }
 
 type Grant = InstanceType<Provider['Grant']>;

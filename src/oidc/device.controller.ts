@@ -28,7 +28,7 @@ import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { withinUserRole } from './scopes';
-import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
+import { formList as list, grantedScopes, grantsAnything, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 import { FormBody, FormFields, PageQuery } from './form-fields';
 import { ApiFormBody, ApiPage, ApiQueryParams, FORM_FIELD } from './openapi-pages';
 import { cookieOf } from './account-session';
@@ -100,7 +100,10 @@ export class DeviceController {
     const provider = await this.oidc.get();
     const client = await provider.Client.find(code.clientId!);
     const otherTenant = !servesUser(client, user);
-    const approve = body.decision === 'approve' && !otherTenant;
+    const requested = requestedScopes(client, code.params?.scope);
+    const granted = grantedScopes(withinUserRole(requested, user.role), list(body.scope), body[SCOPES_SHOWN] !== undefined);
+    // An Allow that gives nothing is answered as a Deny (grantsAnything, consent.ts).
+    const approve = body.decision === 'approve' && !otherTenant && grantsAnything(granted);
     const claim = await claimDeviceCode(this.db, code.jti);
     if (!claim) return expired();
     try {
@@ -108,8 +111,6 @@ export class DeviceController {
         const why = otherTenant ? 'This app is only for the users of the workspace it belongs to' : 'The user denied the request';
         Object.assign(code, { error: 'access_denied', errorDescription: why });
       } else {
-        const requested = requestedScopes(client, code.params?.scope);
-        const granted = grantedScopes(withinUserRole(requested, user.role), list(body.scope), body[SCOPES_SHOWN] !== undefined);
         const resource = this.config.baseUrl;
         const grantId = await recordConsent({ provider, audit: this.audit, db: this.db, tokenCache: this.tokenCache }, {
           tenantId: user.tenant_id,

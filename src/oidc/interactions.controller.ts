@@ -7,9 +7,11 @@
  *                                (plain GET /auth: the account pages)
  *   GET  /auth/sign-in?uid=      the sign-in form
  *   POST /auth/sign-in           email + password → the interaction's login
- *   GET  /auth/consent?uid=      the requested scopes, literally, each one untickable
+ *   GET  /auth/consent?uid=      the requested scopes, literally, each one untickable but those
+ *                                that come with any approval (openid, offline_access)
  *   POST /auth/authorize/decision (and its SPEC twin POST /auth/oauth2/consent)
- *                                approve (with the ticked scopes) or deny → the grant
+ *                                approve (with the ticked scopes) or deny → the grant; an
+ *                                approval that grants nothing is a denial
  *
  * A client registered for a tenant serves that tenant's users only (`servesUser`): a user of
  * another tenant is refused at the sign-in or the consent, whichever comes first, with a page
@@ -36,7 +38,7 @@ import { clientRegistration, servesUser } from './oauth-tokens';
 import { consentPage, errorPage, formExpiredPage, otherWorkspacePage, signInPage } from './pages';
 import { sendPage } from './send-page';
 import { withinUserRole } from './scopes';
-import { formList as list, grantedScopes, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
+import { formList as list, grantedScopes, grantsAnything, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 
 const FORM = 'application/x-www-form-urlencoded';
 /** Well inside Node's 16 KiB for a request's head, which the GET that follows must fit in. */
@@ -199,9 +201,8 @@ export class InteractionsController {
     if (!(await claimInteraction(this.db, details.uid))) {
       return sendPage(reply, 400, errorPage('Already answered', 'This request was already approved or denied. Go back to the application.'));
     }
-    if (body.decision !== 'approve') {
-      return this.finish(req, reply, { error: 'access_denied', error_description: 'The user denied the request' });
-    }
+    const denied = { error: 'access_denied', error_description: 'The user denied the request' };
+    if (body.decision !== 'approve') return this.finish(req, reply, denied);
     const provider = await this.oidc.get();
     const clientId = String(details.params.client_id);
     const accountId = details.session!.accountId;
@@ -211,7 +212,9 @@ export class InteractionsController {
     const client = await provider.Client.find(clientId);
     // What the user's role may not give is refused with the rest, or the provider would ask again.
     const requested = requestedScopes(client, details.params.scope);
-    const offered = withinUserRole(requested, user.role);
+    const granted = grantedScopes(withinUserRole(requested, user.role), list(body.scope), body[SCOPES_SHOWN] !== undefined);
+    // An Allow that gives nothing is answered as a Deny (grantsAnything, consent.ts).
+    if (!grantsAnything(granted)) return this.finish(req, reply, denied);
     const grantId = await recordConsent({ provider, audit: this.audit, db: this.db, tokenCache: this.tokenCache }, {
       grantId: details.grantId,
       tenantId: user.tenant_id,
@@ -219,7 +222,7 @@ export class InteractionsController {
       source: 'authorization_code',
       clientId,
       requested,
-      granted: grantedScopes(offered, list(body.scope), body[SCOPES_SHOWN] !== undefined),
+      granted,
       resource: this.config.baseUrl,
     });
     await this.finish(req, reply, { consent: { grantId } });

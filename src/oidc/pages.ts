@@ -3,7 +3,7 @@
  * small stylesheet and no external asset, every value HTML-escaped. Each form carries a CSRF
  * token (interaction-csrf.ts) next to the interaction it belongs to.
  */
-import { SCOPES_SHOWN } from './consent';
+import { isIncludedScope, SCOPES_SHOWN } from './consent';
 import { parseScope } from './scopes';
 
 export function escapeHtml(text: string): string {
@@ -60,16 +60,22 @@ export function describeScope(scope: string): string {
 }
 
 /**
- * What an app asks for, as both consent pages show it (SPEC 5.2): each scope untickable, named in
- * words and literally, then the client's extension grant, which comes with whatever is given.
+ * What an app asks for, as both consent pages show it (SPEC 5.2): each scope named in words and
+ * literally, untickable but those that come with any approval (`isIncludedScope`), then the
+ * client's extension grant, which comes with whatever is given.
  */
 function requestedAccess(legend: string, scopes: string[], extensions: Record<string, string>): string {
-  const boxes = scopes
-    .map((s, i) => `<label class="scope"><input type="checkbox" name="scope" value="${escapeHtml(s)}" id="scope-${i}" checked> ${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></label>`)
+  const named = (s: string) => `${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code>`;
+  const rows = scopes
+    .map((s, i) =>
+      isIncludedScope(s)
+        ? `<p class="scope">${named(s)} (always included)</p>`
+        : `<label class="scope"><input type="checkbox" name="scope" value="${escapeHtml(s)}" id="scope-${i}" checked> ${named(s)}</label>`,
+    )
     .join('\n');
   const granted = Object.entries(extensions);
-  return `<fieldset><legend>${legend} (untick what you do not want to give)</legend>
-${boxes ? `${hidden(SCOPES_SHOWN, '1')}${boxes}` : '<p>Nothing beyond signing you in.</p>'}
+  return `<fieldset><legend>${legend}${scopes.some((s) => !isIncludedScope(s)) ? ' (untick what you do not want to give)' : ''}</legend>
+${rows ? `${hidden(SCOPES_SHOWN, '1')}${rows}` : '<p>Nothing beyond signing you in.</p>'}
 </fieldset>
 ${
   granted.length
