@@ -246,6 +246,30 @@ describe('hostile input (e2e)', () => {
     expectError(await raw('/types', '{"name":"acme.old","schema":{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}}'), 400, 'invalid_schema');
   });
 
+  it('prototype-shaped keys in a POST /items/bulk element are that element\'s error, as POST /items would refuse them', async () => {
+    const before = await count('items');
+    const res = await t.http.post('/items/bulk').set(bearer(admin)).set('Content-Type', 'application/json').send(
+      '{"mode":"upsert","items":[' +
+        '{"type":"core.note","properties":{"title":"keep","valueOf":"v","hasOwnProperty":1,"x":{"prototype":1}},"extensions":{"acme":{"constructor":1}}},' +
+        '{"type":"core.note","__proto__":{"type":"core.task"}},' +
+        '{"type":"core.note","properties":{"title":"fine"}},' +
+        '{"constructor":1,"type":"core.note"},[{"constructor":1}]]}',
+    ).expect(200);
+    expect(res.body.results.map((r: { status: string }) => r.status)).toEqual(['error', 'error', 'created', 'error', 'error']);
+    expect(res.body.results.slice(3).map((r: { error: { details: { fields: Array<{ field: string }> } } }) => r.error.details.fields[0].field)).toEqual(['constructor', '(item)']);
+    const first = res.body.results[0].error;
+    expect(first.code).toBe('validation_error');
+    expect(first.details.fields.map((f: { field: string }) => f.field).sort()).toEqual(
+      ['extensions.acme.constructor', 'properties.hasOwnProperty', 'properties.valueOf', 'properties.x.prototype'],
+    );
+    expect(res.body.results[1].error).toMatchObject({ code: 'validation_error', details: { fields: [{ field: '__proto__', message: expect.stringContaining('reserved') }] } });
+    expect(await count('items')).toBe(before + 1);
+    // POST /items/bulk_action takes one free-form object, `properties`: the whole body is checked as it is parsed.
+    const action = await t.http.post('/items/bulk_action').set(bearer(admin)).set('Content-Type', 'application/json')
+      .send('{"action":"update_properties","filter":{"type":"core.note"},"properties":{"meta":{"toString":1}}}');
+    expect(badFields(action)).toEqual(['properties.meta.toString']);
+  });
+
   it('a runaway statement is cancelled by PostgreSQL (DATABASE_STATEMENT_TIMEOUT_MS on the request pool)', async () => {
     const [{ statement_timeout }] = await t.app.get(DataSource).query('SHOW statement_timeout');
     expect(statement_timeout).toBe('30s');

@@ -45,9 +45,10 @@ export const announcesBody = (headers: IncomingHttpHeaders): boolean =>
 export const StreamedBody = () => applyDecorators(Accepts('*'), RouteConfig({ streamedBody: true }));
 
 /**
- * The text policy is left to the handler for the elements of the body's top-level array
- * `field` (POST /items/bulk reports a bad element as that element's error and writes the
- * others). Nesting depth is still checked for the whole body here.
+ * The text policy (reserved key names included) is left to the handler for the elements of the
+ * body's top-level array `field` (POST /items/bulk reports a bad element as that element's error
+ * and writes the others); the DTO marks that field @Untransformed, so the handler gets the
+ * elements as sent. Nesting depth is still checked for the whole body here.
  */
 export const PerElementBody = (field: string) => RouteConfig({ perElement: field });
 

@@ -34,14 +34,14 @@ const RESERVED_KEYS = new Set([...Object.getOwnPropertyNames(Object.prototype), 
 const isReservedKey = (key: string) => RESERVED_KEYS.has(key);
 
 export interface InputScan {
-  /** Skip the text checks inside these top-level arrays' elements (checked per element later). */
+  /** Skip the text and reserved-name checks inside this top-level array's elements (checked per element later). */
   perElement?: string;
 }
 
 /**
  * The policy's complaints about a parsed JSON value (or a query/params object), with dotted
  * paths (`properties.title`, `items.3.tags.0`); empty when the value is acceptable. Depth is
- * always checked; text is not checked inside `perElement` arrays.
+ * always checked; text and key names are not checked inside `perElement` arrays.
  */
 export function inputIssues(value: unknown, path = '', scan: InputScan = {}): FieldIssue[] {
   const issues: FieldIssue[] = [];

@@ -4,7 +4,7 @@
  */
 import { applyDecorators, ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
+import { Exclude, Transform, Type } from 'class-transformer';
 import { IsDefined, IsString, MaxLength, MinLength, registerDecorator, ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
 import { ApiError } from './api-error';
 import { isDottedName, isPattern } from './type-pattern';
@@ -14,7 +14,8 @@ export interface FieldIssue {
   message: string;
 }
 
-function flatten(errors: ValidationError[], parent = ''): FieldIssue[] {
+/** class-validator's errors as field issues, each message as the service words it (`is not a known field`). */
+export function validationIssues(errors: ValidationError[], parent = ''): FieldIssue[] {
   const out: FieldIssue[] = [];
   for (const e of errors) {
     const field = parent ? `${parent}.${e.property}` : e.property;
@@ -26,7 +27,7 @@ function flatten(errors: ValidationError[], parent = ''): FieldIssue[] {
       );
       out.push({ field, message: messages.join('; ') });
     }
-    if (e.children?.length) out.push(...flatten(e.children, field));
+    if (e.children?.length) out.push(...validationIssues(e.children, field));
   }
   return out;
 }
@@ -47,6 +48,14 @@ class ObjectBodyValidationPipe extends ValidationPipe {
     }
     return super.transform(value, metadata);
   }
+
+  /**
+   * Nest's pipe deletes `__proto__`, `prototype` and `constructor` keys, at any depth, in the
+   * value itself, before class-transformer sees it. The input policy has refused those keys
+   * wherever input enters (input-policy.ts), except in what a handler checks itself
+   * (@PerElementBody): there, deleting them would only make a refused field vanish unnoticed.
+   */
+  protected override stripProtoKeys(): void {}
 }
 
 /**
@@ -61,9 +70,26 @@ export function createValidationPipe(o: { unknownFields: 'refuse' | 'drop' } = {
     transform: true,
     forbidUnknownValues: true,
     validateCustomDecorators: o.unknownFields === 'drop',
-    exceptionFactory: (errors) => validationError(flatten(errors)),
+    exceptionFactory: (errors) => validationError(validationIssues(errors)),
   });
 }
+
+/** What class-transformer builds in place of an Untransformed field's objects: nothing to copy. */
+@Exclude()
+class Untouched {}
+
+/**
+ * A field the handler receives as the client sent it, and checks itself (POST /items/bulk checks
+ * each element as POST /items checks its body, the input policy included). class-transformer
+ * would rebuild it, and on the way drop the keys it takes for its own (`valueOf`, `toString`,
+ * …), make a `__proto__` key the copy's prototype, or throw on `{"constructor": 1}`: so it does
+ * not look inside (its objects become field-less Untouched) and the value sent is put back.
+ */
+export const Untransformed = () =>
+  applyDecorators(
+    Type(() => Untouched),
+    Transform(({ obj, key }) => (obj as Record<string, unknown>)[key], { toClassOnly: true }),
+  );
 
 /**
  * Like `@IsOptional()`, but only an absent field is skipped: an explicit `null` is validated

@@ -57,9 +57,10 @@ export function tooManyTags(before: string[], after: string[], field = 'add_tags
 }
 
 /**
- * Why `properties` do not fit the type's schema: 400 `missing_required_field` or
- * `invalid_properties` naming each field, or `invalid_schema` when the type's schema cannot
- * check them (a per-item outcome in bulk writes, like the others); undefined when they fit.
+ * Why `properties` do not fit the type's schema: 400 `missing_required_field` when a required
+ * one is missing (SPEC 7), else `invalid_properties`, either naming every problem found, or
+ * `invalid_schema` when the type's schema cannot check them (a per-item outcome in bulk
+ * writes, like the others); undefined when they fit.
  */
 export async function propertiesError(type: ResolvedType, properties: Record<string, unknown>): Promise<ApiError | undefined> {
   let errors: ErrorObject[];
@@ -71,12 +72,13 @@ export async function propertiesError(type: ResolvedType, properties: Record<str
   }
   if (!errors.length) return undefined;
   const { missing, invalid } = propertyIssues(errors);
+  const fields = [
+    ...missing.map((field): FieldIssue => ({ field: `properties.${field}`, message: 'is required' })),
+    ...invalid.map((i): FieldIssue => ({ field: `properties.${i.field}`, message: i.message })),
+  ];
   if (missing.length) {
-    return ApiError.badRequest('missing_required_field', `Missing required properties: ${missing.join(', ')}`, {
-      fields: missing.map((field) => ({ field: `properties.${field}`, message: 'is required' })),
-    });
+    const others = invalid.length ? ` (and ${invalid.length} other problem${invalid.length > 1 ? 's' : ''} in details.fields)` : '';
+    return ApiError.badRequest('missing_required_field', `Missing required properties: ${missing.join(', ')}${others}`, { fields });
   }
-  return ApiError.badRequest('invalid_properties', `The properties do not match type ${type.name}`, {
-    fields: invalid.map((i): FieldIssue => ({ field: `properties.${i.field}`, message: i.message })),
-  });
+  return ApiError.badRequest('invalid_properties', `The properties do not match type ${type.name}`, { fields });
 }

@@ -5,7 +5,7 @@ import {
   ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min,
   ValidateBy,
 } from 'class-validator';
-import { IsOptionalNonNull, IsRfc3339, IsQueryInt, MAX_INT4 } from '../common/validation';
+import { IsOptionalNonNull, IsRfc3339, IsQueryInt, MAX_INT4, Untransformed } from '../common/validation';
 import { ApiInteger } from '../openapi/api-integer.decorator';
 import { STATES, ItemState } from './lifecycle';
 import type { Tier } from '../keys/api-key.entity';
@@ -140,7 +140,7 @@ export class BulkItemsDto {
   mode: 'create_only' | 'upsert';
 
   @ApiProperty({ type: [CreateItemDto], maxItems: 1000, description: 'Item bodies as for POST /items; each is checked on its own (a bad one is an error result, not a 400)' })
-  @IsArray() @ArrayMaxSize(1000)
+  @IsArray() @ArrayMaxSize(1000) @Untransformed()
   items: unknown[];
 }
 

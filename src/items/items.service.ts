@@ -21,7 +21,7 @@ import { newId } from '../common/ids';
 import { inputIssues } from '../common/input-policy';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName } from '../common/type-pattern';
-import { validationError } from '../common/validation';
+import { validationError, validationIssues } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
 import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooManyTags } from './item-changes';
@@ -145,9 +145,7 @@ export class ItemsService {
     if (issues.length) throw validationError(issues);
     const dto = plainToInstance(CreateItemDto, raw);
     const errors = await classValidate(dto, { whitelist: true, forbidNonWhitelisted: true });
-    if (errors.length) {
-      throw validationError(errors.map((e) => ({ field: e.property, message: Object.values(e.constraints ?? {}).join('; ') || 'is invalid' })));
-    }
+    if (errors.length) throw validationError(validationIssues(errors));
     return dto;
   }
 

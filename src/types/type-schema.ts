@@ -76,30 +76,31 @@ function refuse(problems: Array<{ path: string; message: string }>): never {
   throw ApiError.badRequest('invalid_schema', `schema ${first.path}: ${first.message}${more}`, { errors: problems });
 }
 
+/** The draft-07 meta-schema's complaints about `schema`, as refuse() lists them; empty when it conforms. */
+function metaSchemaProblems(schema: JsonSchema): Array<{ path: string; message: string }> {
+  if (meta.validateSchema(schema)) return [];
+  return (meta.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message ?? 'is invalid' }));
+}
+
 /** Checks that `schema`, as submitted, is a JSON Schema for an item's `properties` object. */
 export function assertValidSchema(schema: unknown): asserts schema is JsonSchema {
-  const fail = (message: string, details?: Record<string, unknown>) => {
-    throw ApiError.badRequest('invalid_schema', message, details);
-  };
-  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) fail('schema must be a JSON Schema object');
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) refuse([{ path: '/', message: 'must be a JSON Schema object' }]);
   const s = schema as JsonSchema;
-  if (s.type !== undefined && s.type !== 'object') fail('schema.type must be "object": it describes the properties object');
+  if (s.type !== undefined && s.type !== 'object') refuse([{ path: '/type', message: 'must be "object": it describes the properties object' }]);
   if (s.properties !== undefined && (typeof s.properties !== 'object' || Array.isArray(s.properties) || s.properties === null)) {
-    fail('schema.properties must be an object');
+    refuse([{ path: '/properties', message: 'must be an object' }]);
   }
-  for (const [name, prop] of Object.entries<JsonSchema>(s.properties ?? {})) {
-    if (prop && typeof prop === 'object' && 'searchable' in prop && typeof prop.searchable !== 'boolean') {
-      fail(`schema.properties.${name}.searchable must be a boolean`);
-    }
-  }
+  const searchable = Object.entries<JsonSchema>(s.properties ?? {})
+    .filter(([, prop]) => prop && typeof prop === 'object' && 'searchable' in prop && typeof prop.searchable !== 'boolean')
+    .map(([name]) => ({ path: `/properties${pointerOf([name])}/searchable`, message: 'must be a boolean' }));
+  if (searchable.length) refuse(searchable);
   if (s.$schema !== undefined && !DRAFT_07.has(s.$schema)) {
-    fail('schema.$schema names a JSON Schema dialect this service does not know; omit it (draft-07 is assumed)');
+    refuse([{ path: '/$schema', message: 'names a JSON Schema dialect this service does not know; omit it (draft-07 is assumed)' }]);
   }
   const bytes = Buffer.byteLength(JSON.stringify(s));
-  if (bytes > SCHEMA_LIMITS.schemaBytes) fail(`schema is ${bytes} bytes of JSON; at most ${SCHEMA_LIMITS.schemaBytes}`);
-  if (!meta.validateSchema(s)) {
-    fail('schema is not a valid JSON Schema', { errors: (meta.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message })) });
-  }
+  if (bytes > SCHEMA_LIMITS.schemaBytes) refuse([{ path: '/', message: `is ${bytes} bytes of JSON; at most ${SCHEMA_LIMITS.schemaBytes}` }]);
+  const problems = metaSchemaProblems(s);
+  if (problems.length) refuse(problems);
 }
 
 // ------------------------------------------------------------------ the shape of a schema
@@ -479,9 +480,8 @@ function compile(schema: JsonSchema, allErrors: boolean): { engine: RegexEngine;
  */
 export function assertUsableSchema(schema: JsonSchema): void {
   assertWithinLimits(schema, true);
-  if (!meta.validateSchema(schema)) {
-    refuse((meta.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message ?? 'is invalid' })));
-  }
+  const problems = metaSchemaProblems(schema);
+  if (problems.length) refuse(problems);
   compile(schema, true);
 }
 
@@ -606,17 +606,23 @@ function textLonger(value: unknown, limit: number): boolean {
   return count(value);
 }
 
+/** ajv's instancePath (a JSON pointer into the properties) as a dotted field name, `key` below it appended. */
+function fieldAt(instancePath: string, key?: string): string {
+  const names = instancePath.split('/').slice(1).map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return [...names, ...(key === undefined ? [] : [key])].join('.');
+}
+
 /** Turns ajv's errors into field issues: which property, and what is wrong with it. */
 export function propertyIssues(errors: ErrorObject[]): { missing: string[]; invalid: Array<{ field: string; message: string }> } {
   const missing: string[] = [];
   const invalid: Array<{ field: string; message: string }> = [];
   for (const e of errors) {
     if (e.keyword === 'required') {
-      const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
-      missing.push(base ? `${base}.${e.params.missingProperty}` : e.params.missingProperty);
+      missing.push(fieldAt(e.instancePath, e.params.missingProperty));
     } else if (e.keyword !== 'allOf') {
-      const field = e.instancePath.replace(/^\//, '').replace(/\//g, '.') || (e.params.additionalProperty ?? '(properties)');
-      invalid.push({ field, message: e.message ?? 'is invalid' });
+      // additionalProperties is reported at the object holding the key: the field at fault is that key.
+      const key = e.keyword === 'additionalProperties' ? e.params.additionalProperty : undefined;
+      invalid.push({ field: fieldAt(e.instancePath, key) || '(properties)', message: e.message ?? 'is invalid' });
     }
   }
   // A subtype's schema and its parent's (in `allOf`) can both report one problem.

@@ -119,6 +119,25 @@ describe('items: create, upsert, bulk, delete', () => {
       expectError(await admin.post('/items', { type: 'core.bookmark' }), 400, 'missing_required_field');
     });
 
+    it('a missing required property among other problems → 400 missing_required_field listing every one', async () => {
+      const res = await admin.post('/items', { type: 'core.task', properties: { priority: 'high', status: 'nope' } });
+      const error = expectError(res, 400, 'missing_required_field');
+      expect(error.details!.fields.map((f: any) => f.field).sort()).toEqual(['properties.priority', 'properties.status', 'properties.title']);
+      expect(error.details!.fields.find((f: any) => f.field === 'properties.title').message).toBe('is required');
+      // In a bulk write, that element's error says the same.
+      const bulk = await admin.post('/items/bulk', { mode: 'upsert', items: [{ type: 'core.task', properties: { priority: 'high', status: 'nope' } }] });
+      expect(bulk.body.results[0].error).toEqual(error);
+    });
+
+    it('a key a closed object does not allow is named where it is, at any depth', async () => {
+      const closed = (properties: Record<string, unknown>) => ({ type: 'object', properties, additionalProperties: false });
+      const schema = closed({ a: closed({ ok: { type: 'string' } }), 'x/y': closed({}) });
+      expectStatus(await admin.post('/types', { name: 'acme.closed', schema }), 201);
+      const res = await admin.post('/items', { type: 'acme.closed', properties: { a: { ok: 'x', b: 1 }, 'x/y': { 'p~q': 1 }, c: 1 } });
+      const error = expectError(res, 400, 'invalid_properties');
+      expect(error.details!.fields.map((f: any) => f.field).sort()).toEqual(['properties.a.b', 'properties.c', 'properties.x/y.p~q']);
+    });
+
     it('core types allow other properties', async () => {
       const item = await createItem(admin, { type: 'core.note', properties: { title: 't', extra: { any: [1, 2] } } });
       expect(item.properties).toEqual({ title: 't', extra: { any: [1, 2] } });
@@ -448,6 +467,10 @@ describe('items: create, upsert, bulk, delete', () => {
         'validation_error',
       ]);
       expect(res.body.results.map((r: any) => r.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+      // Worded as POST /items words its body's errors.
+      const single = expectError(await admin.post('/items', { ...note('x'), unknown_field: 1 }), 400, 'validation_error');
+      expect(res.body.results[8].error.details.fields).toEqual([{ field: 'unknown_field', message: 'is not a known field' }]);
+      expect(res.body.results[8].error.details.fields).toEqual(single.details!.fields);
       for (const i of [1, 7]) expectStatus(await admin.get(`/items/${res.body.results[i].id}`), 200);
       const rows = await t.sql(`SELECT count(*)::int AS n FROM items WHERE source_id IN ('bulk-mixed-1', 'bulk-mixed-2')`);
       expect(rows[0]).toEqual({ n: 2 });
