@@ -9,6 +9,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { CredentialsService } from '../src/auth/credentials.service';
 import { OauthSecretsAtRest1732300002100 } from '../src/database/migrations/1732300002100-oauth-secrets-at-rest';
+import { OpenidNeverRefused1732300003100 } from '../src/database/migrations/1732300003100-openid-never-refused';
 import { storedTokenId } from '../src/oidc/oidc-adapter';
 import { PROVIDER_BODY_LIMIT } from '../src/oidc/oidc-provider.factory';
 import { OidcJanitor } from '../src/oidc/oidc-janitor';
@@ -1289,6 +1290,31 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(later.consent).toBeUndefined();
     const again = await oidc.authorizationCodeGrant(app, later.leftTo!, { pkceCodeVerifier: later.verifier, expectedState: later.state, expectedNonce: laterNonce });
     expect(again.claims()!.nonce).toBe(laterNonce);
+  });
+
+  it('asks again for openid where a grant from before remembers it as refused, once migration 3100 has dropped the refusal', async () => {
+    const app = await registerApp('Stuck app', 'openid core.note:read');
+    const agent = request.agent(t.url);
+    const first = await askConsent(agent, app, 'openid core.note:read');
+    await oidc.authorizationCodeGrant(app, await first.decide(['core.note:read']), { pkceCodeVerifier: first.verifier, expectedState: first.state });
+    // As the consent pages used to leave it when the user unticked openid.
+    const [{ id }] = await grantRows(app);
+    await t.sql(`UPDATE oidc_models SET payload = payload - 'openid' || '{"rejected":{"openid":{"scope":"openid"}}}' WHERE model = 'Grant' AND id = $1`, [id]);
+    const stuck = await askConsent(agent, app, 'openid core.note:read');
+    expect(stuck.consent).toBeUndefined();
+    expect((await oidc.authorizationCodeGrant(app, stuck.leftTo!, { pkceCodeVerifier: stuck.verifier, expectedState: stuck.state })).id_token).toBeUndefined();
+
+    const runner = t.app.get(DataSource).createQueryRunner();
+    try {
+      await new OpenidNeverRefused1732300003100().up(runner);
+    } finally {
+      await runner.release();
+    }
+    const nonce = oidc.randomNonce();
+    const asked = await askConsent(agent, app, 'openid core.note:read', { nonce });
+    expect(asked.consent).toContain('<code>openid</code>');
+    const tokens = await oidc.authorizationCodeGrant(app, await asked.decide(['core.note:read']), { pkceCodeVerifier: asked.verifier, expectedState: asked.state, expectedNonce: nonce });
+    expect(tokens.claims()!.nonce).toBe(nonce);
   });
 
   it('offers no box for offline_access, whose refresh token comes whether asked or not: it is shown as included and granted with the approval', async () => {

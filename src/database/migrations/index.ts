@@ -30,6 +30,7 @@ import { IdempotencyApplied1732300002700 } from './1732300002700-idempotency-app
 import { EventsFirstPublishedSeq1732300002800 } from './1732300002800-events-first-published-seq';
 import { IdempotencyLocation1732300002900 } from './1732300002900-idempotency-location';
 import { RetentionAndAccountIndexes1732300003000 } from './1732300003000-retention-and-account-indexes';
+import { OpenidNeverRefused1732300003100 } from './1732300003100-openid-never-refused';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -63,4 +64,5 @@ export const migrations = [
   EventsFirstPublishedSeq1732300002800,
   IdempotencyLocation1732300002900,
   RetentionAndAccountIndexes1732300003000,
+  OpenidNeverRefused1732300003100,
 ];
