@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
 import { keyDigest, requestFingerprint } from '../src/idempotency/idempotency-key';
 import { IdempotencyJanitor } from '../src/idempotency/idempotency.janitor';
-import { sealResponse } from '../src/idempotency/response-seal';
+import { ResponseSeal } from '../src/idempotency/response-seal';
 import { badFields, expectError } from './support/envelope';
 import { bearer, createKey, startApp, TestApp } from './support/app';
 
@@ -234,7 +234,7 @@ describe('idempotency keys', () => {
       const pending = post(body, idem).then((r) => r);
       await new Promise((resolve) => setTimeout(resolve, 200));
       const digest = keyDigest(idem);
-      const sealed = sealResponse(idem, { tenantId: admin.tenantId, credentialId: admin.id }, digest, 201, '{"done":true}');
+      const sealed = await t.app.get(ResponseSeal).seal(idem, { tenantId: admin.tenantId, credentialId: admin.id }, digest, 201, '{"done":true}');
       await t.sql(`UPDATE idempotency_keys SET state = 'completed', response_status = 201, response_body = $4 WHERE ${where}`, [
         admin.tenantId,
         admin.id,

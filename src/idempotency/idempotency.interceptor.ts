@@ -40,7 +40,7 @@ import {
 } from './idempotency-key';
 import { pendingClaim } from './claim-applied';
 import { Claim, IdempotencyStore, StoredKey } from './idempotency.store';
-import { openResponse, sealResponse } from './response-seal';
+import { ResponseSeal } from './response-seal';
 
 /** How long a retry waits for a concurrent request with its key before answering 409. */
 const WAIT_MS = 10_000;
@@ -73,7 +73,10 @@ interface Attempt {
 export class IdempotencyInterceptor implements NestInterceptor {
   private readonly logger = new Logger('Idempotency');
 
-  constructor(private readonly store: IdempotencyStore) {}
+  constructor(
+    private readonly store: IdempotencyStore,
+    private readonly seal: ResponseSeal,
+  ) {}
 
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (ctx.getType() !== 'http') return next.handle();
@@ -141,13 +144,13 @@ export class IdempotencyInterceptor implements NestInterceptor {
    */
   private async keep(attempt: Attempt, claim: Claim, status: number, body: unknown, location: string | null): Promise<void> {
     const json = body === undefined ? '' : JSON.stringify(body);
-    const sealed = sealResponse(attempt.key, attempt.owner, attempt.digest, status, json ?? '');
+    const sealed = await this.seal.seal(attempt.key, attempt.owner, attempt.digest, status, json ?? '');
     await this.store.complete(attempt.owner, attempt.digest, claim, status, sealed, location);
   }
 
-  private replay(attempt: Attempt, row: StoredKey, res: FastifyReply): unknown {
+  private async replay(attempt: Attempt, row: StoredKey, res: FastifyReply): Promise<unknown> {
     const status = row.responseStatus as number;
-    const json = openResponse(attempt.key, attempt.owner, attempt.digest, status, row.responseBody as Buffer);
+    const json = await this.seal.open(attempt.key, attempt.owner, attempt.digest, status, row.responseBody as Buffer);
     res.status(status);
     if (row.responseLocation) res.header('Location', row.responseLocation);
     res.header(IDEMPOTENT_REPLAYED_HEADER, 'true');

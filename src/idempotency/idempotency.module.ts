@@ -6,10 +6,11 @@
 import { Global, Module } from '@nestjs/common';
 import { IdempotencyJanitor } from './idempotency.janitor';
 import { IdempotencyStore } from './idempotency.store';
+import { ResponseSeal } from './response-seal';
 
 @Global()
 @Module({
-  providers: [IdempotencyStore, IdempotencyJanitor],
-  exports: [IdempotencyStore],
+  providers: [IdempotencyStore, IdempotencyJanitor, ResponseSeal],
+  exports: [IdempotencyStore, ResponseSeal],
 })
 export class IdempotencyModule {}
