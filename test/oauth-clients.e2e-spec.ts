@@ -10,6 +10,9 @@ import request from 'supertest';
 import { browse, field } from './support/browse';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
+import { Receiver } from './support/receiver';
+import { SseClient } from './support/sse';
+import { waitFor } from './support/wait';
 
 const redirectUri = 'https://app.example.com/callback';
 const password = 'correct horse battery';
@@ -255,6 +258,33 @@ describe('OAuth clients: admin listing, deletion and secret rotation', () => {
     const answer = (await introspect(app, fresh, secret)).body;
     expect(answer).toMatchObject({ active: true });
     expect(Object.keys(answer).filter((claim) => claim.includes('secret'))).toEqual([]);
+  });
+
+  it('ends with a secret rotation what the old secret\'s tokens started: their webhooks get nothing more, their event streams close', async () => {
+    const app = await register({ client_name: 'leaky', grant_types: ['client_credentials'], scope: 'core.note:read core.note:write' });
+    const receiver = new Receiver();
+    const base = await receiver.start();
+    try {
+      const token = await tokenOf(app);
+      const hook = (await t.http.post('/webhooks').set(bearer(token)).send({ url: `${base}/leaked`, events: ['item.created'] }).expect(201)).body;
+      expect(hook.credential_id).toMatch(new RegExp(`^client:${app.client_id}:[0-9a-f]{16}$`));
+      // The admin's own webhook says when the fan-out of an event is done.
+      await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/admin`, events: ['item.created'] }).expect(201);
+      const stream = await SseClient.open(`${t.url}/events`, { authorization: `Bearer ${token}` });
+      const note = () => t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'n' } }).expect(201);
+      await note();
+      await waitFor(() => receiver.at('/leaked').length === 1 && stream.named().length === 1, 'the delivery and the streamed event');
+
+      await t.http.post(`/auth/clients/${app.client_id}/secret`).set(bearer(admin)).expect(200);
+      const after = (await note()).body;
+      await waitFor(() => receiver.at('/admin').some((r) => JSON.parse(r.body).item.id === after.id), 'the admin webhook\'s delivery');
+      await waitFor(() => stream.closed, 'the stream closing');
+      expect(receiver.at('/leaked')).toHaveLength(1);
+      expect(stream.named()).toHaveLength(1);
+      expect((await t.http.get(`/webhooks/${hook.id}/deliveries`).set(bearer(admin)).expect(200)).body.deliveries).toHaveLength(1);
+    } finally {
+      await receiver.stop();
+    }
   });
 
   it('lets the root tenant\'s admins, and no one else, manage a client made by open registration', async () => {

@@ -149,7 +149,7 @@ describe('webhooks (e2e)', () => {
       const wideHook = await register(wide, { events: ['item.created'] });
       const listed = async (key: string) => (await get(key, '/webhooks').expect(200)).body.webhooks.map((w: { id: string }) => w.id).sort();
       // Both were registered by the client's credential; the narrow token owns only its own.
-      expect((await get(admin, `/webhooks/${wideHook.id}`).expect(200)).body.credential_id).toBe(`client:${client.client_id}`);
+      expect((await get(admin, `/webhooks/${wideHook.id}`).expect(200)).body.credential_id).toMatch(new RegExp(`^client:${client.client_id}:[0-9a-f]{16}$`));
       expect(await listed(narrow)).toEqual([narrowHook.id]);
       expectError(await get(narrow, `/webhooks/${wideHook.id}`), 404, 'webhook_not_found');
       expectError(await get(narrow, `/webhooks/${wideHook.id}/deliveries`), 404, 'webhook_not_found');
@@ -369,7 +369,7 @@ describe('webhooks (e2e)', () => {
       expectError(await get(token, `/items/${hidden.id}`), 404, 'item_not_found');
       const hook = await register(token, { events: ['item.created'] });
       const [row] = await t.sql<{ credential_id: string; credential_scopes: string[] }>(`SELECT credential_id, credential_scopes FROM webhooks WHERE id = $1`, [hook.id]);
-      expect(row).toEqual({ credential_id: `client:${client.client_id}`, credential_scopes: ['core.note:read'] });
+      expect(row).toEqual({ credential_id: expect.stringMatching(new RegExp(`^client:${client.client_id}:[0-9a-f]{16}$`)), credential_scopes: ['core.note:read'] });
       await post(admin, '/items', { type: 'core.document', properties: { title: 'still not for the token' } }).expect(201);
       const visible = (await note(admin, { properties: { title: 'for the token' } }).expect(201)).body;
       await waitFor(() => receiver.at(hook.path).length >= 1, 'the note\'s delivery');

@@ -4,6 +4,11 @@
  * tokens, but a token request that authenticated with the old secret just before the rotation
  * committed saves its token after that deletion. The claim ends such a token too. A token from
  * before the claim existed has none and is taken as current.
+ *
+ * The claim also names the credential a client's tokens stand for (`clientCredentialId`): what
+ * they started that outlives them (webhooks, event streams, bulk jobs) belongs to the client
+ * *under that secret*, and ends with it. A leaked secret's webhook must not outlive the rotation
+ * that answered the leak.
  */
 import type { Client } from 'oidc-provider';
 import { digestsEqual, hashSecret } from '../keys/key-secrets';
@@ -18,4 +23,21 @@ export function issuedUnderCurrentSecret(client: Client, token: object): boolean
   const issued = (token as { extra?: Record<string, unknown> }).extra?.[SECRET_CLAIM];
   const current = secretClaim(client.clientSecret)?.[SECRET_CLAIM];
   return issued === undefined || (typeof issued === 'string' && current !== undefined && digestsEqual(issued, current));
+}
+
+/** Enough of the secret's hash to tell secrets apart; the hash of a random secret gives nothing away. */
+const TAG_LENGTH = 16;
+const CLIENT_CREDENTIAL = new RegExp(`^client:(.+):([0-9a-f]{${TAG_LENGTH}})$`);
+
+/** The credential of a client's tokens issued under the secret whose claim is `secretHash`; the bare `client:<id>` for tokens from before the claim. */
+export function clientCredentialId(clientId: string, secretHash: unknown): string {
+  return typeof secretHash === 'string' ? `client:${clientId}:${secretHash.slice(0, TAG_LENGTH)}` : `client:${clientId}`;
+}
+
+/** The client of a `client:` credential, and whether the client's secret now is the one the credential names (always, for a bare one). */
+export function clientOfCredential(credentialId: string): { clientId: string; isCurrent: (client: Client) => boolean } {
+  const tagged = CLIENT_CREDENTIAL.exec(credentialId);
+  if (!tagged) return { clientId: credentialId.slice('client:'.length), isCurrent: () => true };
+  const [, clientId, tag] = tagged;
+  return { clientId, isCurrent: (client) => secretClaim(client.clientSecret)?.[SECRET_CLAIM].slice(0, TAG_LENGTH) === tag };
 }

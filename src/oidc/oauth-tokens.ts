@@ -13,7 +13,7 @@
  * (introspection narrows `scope` the same way: `scopesStillHeld`).
  *
  * `principalByCredential` answers the same for the credential a token stood for (its grant, or
- * `client:<id>` for client credentials), for what outlives a request: webhooks, event streams and
+ * `client:<id>:<secret tag>` for client credentials, client-secret-claim.ts), for what outlives a request: webhooks, event streams and
  * bulk jobs started with an OAuth token are re-checked through it, so a revoked grant stops them.
  * That credential can be wider than the token: a client registered for `a:read b:read` hands out
  * a token for `a:read` alone, a grant can hold more than one token of it asked for. So what was
@@ -29,7 +29,7 @@ import type { OAuthTokenResolver, Principal, Resolution } from '../auth/principa
 import { AppConfig } from '../config/app-config';
 import type { PermissionMap } from '../keys/api-key.entity';
 import { hashSecret } from '../keys/key-secrets';
-import { issuedUnderCurrentSecret } from './client-secret-claim';
+import { clientCredentialId, clientOfCredential, issuedUnderCurrentSecret, SECRET_CLAIM } from './client-secret-claim';
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
@@ -111,17 +111,23 @@ export class OAuthTokens implements OAuthTokenResolver {
     const provider = await this.oidc.get();
     const found = await findAccessToken(provider, token, this.config.baseUrl);
     if ('error' in found) return found;
-    const principal = await this.principalOf(found.client, found.token.accountId, found.token.grantId, found.scopes);
+    const credentialId = found.token.grantId ?? clientCredentialId(found.client.clientId, found.token.extra?.[SECRET_CLAIM]);
+    const principal = await this.principalOf(found.client, found.token.accountId, credentialId, found.scopes);
     return principal ? { principal, expiresAt: found.token.exp * 1000 } : { error: 'unauthorized' };
   }
 
-  /** The Principal of a grant id, or of `client:<client id>`, as a token of it would have now; null once revoked. */
+  /**
+   * The Principal of a grant id, or of a client's `client:…` credential (client-secret-claim.ts),
+   * as a token of it would have now; null once revoked, or once the client's secret it was issued
+   * under was rotated.
+   */
   async principalByCredential(tenantId: string, credentialId: string): Promise<Principal | null> {
     const provider = await this.oidc.get();
     let principal: Principal | undefined;
     if (credentialId.startsWith('client:')) {
-      const client = await provider.Client.find(credentialId.slice('client:'.length));
-      principal = client && (await this.principalOf(client, undefined, undefined, (client.scope ?? '').split(' ')));
+      const { clientId, isCurrent } = clientOfCredential(credentialId);
+      const client = await provider.Client.find(clientId);
+      principal = client && isCurrent(client) ? await this.principalOf(client, undefined, credentialId, (client.scope ?? '').split(' ')) : undefined;
     } else {
       const grant = await provider.Grant.find(credentialId);
       const client = grant && (await provider.Client.find(grant.clientId!));
@@ -131,7 +137,7 @@ export class OAuthTokens implements OAuthTokenResolver {
   }
 
   /** A token's Principal: the user's tenant (or the client's), its scopes' maps, the client's extension grant. */
-  private async principalOf(client: Client, accountId: string | undefined, grantId: string | undefined, scopes: string[]): Promise<Principal | undefined> {
+  private async principalOf(client: Client, accountId: string | undefined, credentialId: string, scopes: string[]): Promise<Principal | undefined> {
     const { clientId } = client;
     const registration = clientRegistration(client);
     const user = accountId ? await this.users.byId(accountId) : undefined;
@@ -143,7 +149,7 @@ export class OAuthTokens implements OAuthTokenResolver {
     const granted = user ? withinUserRole(scopes.filter(Boolean), user.role) : scopes.filter(Boolean);
     return {
       tenantId,
-      credentialId: grantId ?? `client:${clientId}`,
+      credentialId,
       kind: 'oauth',
       role: 'member',
       isRootTenant: false,
