@@ -472,7 +472,7 @@ describe('webhook targets with private targets off', () => {
   let admin: string;
 
   beforeAll(async () => {
-    t = await startApp({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false', WEBHOOKS_MAX_PER_TENANT: '5' });
+    t = await startApp({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false', WEBHOOKS_MAX_PER_TENANT: '5', WEBHOOKS_MAX_PER_CREDENTIAL: '2' });
     admin = (await bootstrapAdmin(t)).key;
   });
   afterAll(() => t.close());
@@ -540,6 +540,20 @@ describe('webhook targets with private targets off', () => {
     await t.http.delete(`/webhooks/${first.id}`).set(bearer(admin)).expect(200);
     await register(admin).expect(201);
     expectError(await register(admin), 409, 'conflict');
+  });
+
+  it('holds a credential that is not an admin\'s to WEBHOOKS_MAX_PER_CREDENTIAL, so that it cannot take the tenant\'s whole allowance', async () => {
+    const tenant = await createTenant(t, admin, 'members');
+    const register = (key: string) => t.http.post('/webhooks').set(bearer(key)).send({ url: 'https://93.184.216.34/hooks', events: ['*'], disabled: true });
+    const member = (await createKey(t, tenant.key, { label: 'member', type_permissions: {} })).key as string;
+    await register(member).expect(201);
+    await register(member).expect(201);
+    expect(expectError(await register(member), 409, 'conflict').details).toEqual({ limit: 2 });
+    // Another member, and the tenant's admin, still have room.
+    const colleague = (await createKey(t, tenant.key, { label: 'colleague', type_permissions: {} })).key as string;
+    await register(colleague).expect(201);
+    await register(tenant.key).expect(201);
+    await register(tenant.key).expect(201);
   });
 });
 

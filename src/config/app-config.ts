@@ -171,6 +171,11 @@ export class AppConfig {
   @int() @IsInt() @Min(1) @Max(10_000)
   WEBHOOKS_MAX_PER_TENANT = 100;
 
+  /** How many webhooks one credential that is not an admin's (a member key, an OAuth token's
+   *  grant or client) may hold, so that it cannot take the tenant's whole allowance. */
+  @int() @IsInt() @Min(1) @Max(10_000)
+  WEBHOOKS_MAX_PER_CREDENTIAL = 10;
+
   /** How long a webhook receiver has to answer one attempt. */
   @int() @IsInt() @Min(100) @Max(120_000)
   WEBHOOK_TIMEOUT_MS = 10_000;

@@ -124,9 +124,17 @@ export class WebhooksService {
     const [row]: WebhookRow[] = await this.db.transaction(async (m) => {
       // Counted under a lock of the tenant's registrations, so creations at once cannot pass the cap together.
       await m.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || $1, 0))`, [p.tenantId]);
-      const [{ count }]: Array<{ count: number }> = await m.query(`SELECT count(*)::int AS count FROM webhooks WHERE tenant_id = $1`, [p.tenantId]);
+      const [{ tenant, own }]: Array<{ tenant: number; own: number }> = await m.query(
+        `SELECT count(*)::int AS tenant, (count(*) FILTER (WHERE credential_id = $2))::int AS own FROM webhooks WHERE tenant_id = $1`,
+        [p.tenantId, p.credentialId],
+      );
       const max = this.config.WEBHOOKS_MAX_PER_TENANT;
-      if (count >= max) throw ApiError.conflict('conflict', `The tenant has ${count} webhooks, the most it may have; delete one first`, { limit: max });
+      if (tenant >= max) throw ApiError.conflict('conflict', `The tenant has ${tenant} webhooks, the most it may have; delete one first`, { limit: max });
+      // Any credential may register webhooks; one that is not an admin's cannot take the tenant's whole allowance.
+      const mine = this.config.WEBHOOKS_MAX_PER_CREDENTIAL;
+      if (!isAdmin(p) && own >= mine) {
+        throw ApiError.conflict('conflict', `This credential has ${own} webhooks, the most a non-admin credential may have; delete one first`, { limit: mine });
+      }
       return m.query(
         `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, credential_scopes)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
