@@ -429,6 +429,8 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const over = await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send(filler(PROVIDER_BODY_LIMIT + 1));
     expect([over.status, over.body.error]).toEqual([413, 'invalid_request']);
     await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send(filler(PROVIDER_BODY_LIMIT)).expect(200);
+    // A GET's body is no one's to read.
+    await t.http.get('/.well-known/openid-configuration').type('form').send(filler(PROVIDER_BODY_LIMIT + 1)).expect(200);
   });
 
   it('answers unauthorized_client for a grant type the client was not registered for, and invalid_client without client authentication (RFC 6749 5.2)', async () => {

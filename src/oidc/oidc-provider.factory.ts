@@ -420,9 +420,12 @@ async function neverFramed(ctx: KoaContextWithOIDC, next: () => Promise<void>): 
 /** oidc-provider reads at most this much of a body (lib/shared/selective_body.js), and answers more with a 400 "failed to parse". */
 export const PROVIDER_BODY_LIMIT = 56 * 1024;
 
-/** A body larger than the provider reads is 413, as on every other route, in the provider's error form. */
+/**
+ * A body larger than the provider reads is 413, as on every other route, in the provider's error
+ * form. Only its POST endpoints read one; a GET's body is ignored (app.factory.ts, dropBodyOfGet).
+ */
 async function bodyTooLarge(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
-  if ((ctx.request.length ?? 0) <= PROVIDER_BODY_LIMIT) return next();
+  if (ctx.method !== 'POST' || (ctx.request.length ?? 0) <= PROVIDER_BODY_LIMIT) return next();
   ctx.status = 413;
   ctx.set('Connection', 'close'); // the body is not read
   ctx.body = { error: 'invalid_request', error_description: `The request body is too large: the OAuth endpoints take at most ${PROVIDER_BODY_LIMIT} bytes` };
