@@ -1,6 +1,8 @@
 /** SPEC 2.7 and 4.5, CONTRACT "Tenants and keys": the /keys surface within one tenant. */
 import { createHash } from 'node:crypto';
+import request from 'supertest';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { field } from './support/browse';
 import { badFields, expectError } from './support/envelope';
 import { expectKeyBody } from './support/keys';
 
@@ -234,6 +236,58 @@ describe('keys', () => {
       expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
       const active = await t.sql(`SELECT 1 FROM api_keys WHERE tenant_id = $1 AND role = 'admin' AND revoked_at IS NULL`, [tenant.tenantId]);
       expect(active).toHaveLength(1);
+    });
+  });
+
+  describe('keys made on the account pages', () => {
+    /** Signs `email` in to the account pages and makes an admin key there; the plaintext key. */
+    const mint = async (email: string, label: string) => {
+      const agent = request.agent(t.url);
+      const form = await agent.get('/auth/sign-in?return_to=/auth/security').expect(200);
+      await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/security', csrf: field(form.text, 'csrf'), email, password: 'an admin user password' }).expect(303);
+      const csrf = field((await agent.get('/auth/security').expect(200)).text, 'csrf');
+      const shown = await agent.post('/auth/keys').type('form').send({ csrf, label }).expect(200);
+      return /<code id="key">([^<]+)<\/code>/.exec(shown.text)![1];
+    };
+    const keyLabelled = async (key: string, label: string) =>
+      (await t.http.get('/keys').set(bearer(key)).expect(200)).body.keys.find((k: { label: string }) => k.label === label);
+
+    it('name the user who made them, and end when that user is deleted or demoted (keys of POST /keys name no one)', async () => {
+      const tenant = await createTenant(t, admin.key, 'minting');
+      const newUser = async (email: string, by = tenant.key) =>
+        (await t.http.post('/users').set(bearer(by)).send({ email, password: 'an admin user password', name: 'Minter', role: 'admin' }).expect(201)).body;
+      const ada = await newUser('ada@minting.example');
+      const adaKey = await mint('ada@minting.example', 'looks like the ci key');
+      const minted = await keyLabelled(adaKey, 'looks like the ci key');
+      expectKeyBody(minted, false);
+      expect(minted).toMatchObject({ role: 'admin', created_by_user_id: ada.id, revoked_at: null });
+      expect((await t.http.get(`/keys/${minted.id}`).set(bearer(tenant.key)).expect(200)).body.created_by_user_id).toBe(ada.id);
+      const [first] = (await t.http.get('/keys').set(bearer(tenant.key)).expect(200)).body.keys.filter((k: { id: string }) => k.id !== minted.id);
+      expect(first.created_by_user_id).toBeNull();
+      expect((await createKey(t, tenant.key, { label: 'plain' })).created_by_user_id).toBeNull();
+
+      // Ada's key as the tenant's only admin key: deleting her would leave the tenant none, so nothing happens.
+      await t.http.delete(`/keys/${first.id}`).set(bearer(adaKey)).expect(200);
+      expectError(await t.http.delete(`/users/${ada.id}`).set(bearer(adaKey)), 409, 'conflict');
+      await t.http.get(`/users/${ada.id}`).set(bearer(adaKey)).expect(200);
+      const other = await createKey(t, adaKey, { role: 'admin', label: 'ops' });
+
+      // Used (so cached) just before, her key is refused from the very next request.
+      await t.http.get('/keys').set(bearer(adaKey)).expect(200);
+      await t.http.delete(`/users/${ada.id}`).set(bearer(other.key)).expect(200);
+      expectError(await t.http.get('/keys').set(bearer(adaKey)), 401, 'unauthorized');
+      const after = (await t.http.get(`/keys/${minted.id}`).set(bearer(other.key)).expect(200)).body;
+      expect(after).toMatchObject({ created_by_user_id: ada.id, revoked_at: expect.any(String) });
+      expect((await t.http.get('/keys').set(bearer(other.key)).expect(200)).body.keys.filter((k: { revoked_at: string | null }) => !k.revoked_at).map((k: { label: string }) => k.label).sort()).toEqual(['ops', 'plain']);
+
+      const bob = await newUser('bob@minting.example', other.key);
+      const bobKey = await mint('bob@minting.example', 'bob cli');
+      await t.http.get('/keys').set(bearer(bobKey)).expect(200);
+      await t.http.patch(`/users/${bob.id}`).set(bearer(other.key)).send({ name: 'Bob' }).expect(200);
+      await t.http.get('/keys').set(bearer(bobKey)).expect(200);
+      await t.http.patch(`/users/${bob.id}`).set(bearer(other.key)).send({ role: 'member' }).expect(200);
+      expectError(await t.http.get('/keys').set(bearer(bobKey)), 401, 'unauthorized');
+      expect((await t.http.get('/keys').set(bearer(other.key)).expect(200)).body.keys.find((k: { label: string }) => k.label === 'bob cli').revoked_at).toEqual(expect.any(String));
     });
   });
 

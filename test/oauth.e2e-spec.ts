@@ -748,6 +748,53 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(await revocationsOf(await grantOf(tokens.refresh_token!))).toEqual([{ user_id: ada, details: { by: 'token_reuse' } }]);
   });
 
+  it('audits a grant revoked by several requests at once, on the account pages and at the revocation endpoint, once: by the request that deleted it', async () => {
+    const [{ id: ada }] = await t.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'ada@example.com'`);
+    const { callback, verifier } = await authorize('revoke-race');
+    const tokens = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: 'revoke-race' });
+    const grantId = await grantOf(tokens.refresh_token!);
+    const account = request.agent(t.url);
+    await accountSignIn(account);
+    const onPage = [
+      () => account.post(`/auth/grants/${grantId}/revoke`).send({}),
+      () => account.post(`/auth/grants/${grantId}/revoke`).send({}),
+      () => account.delete(`/auth/grants/${grantId}`).set('Accept', 'application/json'),
+      () => account.delete(`/auth/grants/${grantId}`).set('Accept', 'application/json'),
+    ];
+    const atEndpoint = () => t.http.post('/auth/oauth2/revoke').type('form').send({ token: tokens.refresh_token!, client_id: rp.clientMetadata().client_id });
+    // The grant's row is held locked until every request waits to delete it, so that each one has
+    // found the grant before any deletes it: the race at its widest, not left to timing.
+    let blocked: string[] = [];
+    const waiting = async () => {
+      await t.sql('SELECT pg_stat_clear_snapshot()'); // pg_stat_activity is read once per transaction otherwise
+      blocked = (await t.sql<{ query: string }>(`SELECT query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).map((r) => r.query);
+      const pageDeletes = blocked.filter((q) => q.includes(`OR (model = 'Grant' AND id = $1)`)).length;
+      return pageDeletes === onPage.length && blocked.length > pageDeletes;
+    };
+    let answers: request.Response[];
+    await t.sql('BEGIN');
+    try {
+      await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant' AND id = $1 FOR UPDATE`, [grantId]);
+      const all = Promise.all([...onPage.map((send) => send()), atEndpoint()]);
+      await waitFor(waiting, 'every revocation to wait for the grant\'s row');
+      await t.sql('COMMIT');
+      answers = await all;
+    } catch (err) {
+      await t.sql('ROLLBACK');
+      throw new Error(`${String(err)}; blocked then: ${JSON.stringify(blocked)}`);
+    }
+    const endpoint = answers.pop()!;
+    expect(endpoint.status).toBe(200);
+    // A page request that found the grant gone under it answers as for no such grant.
+    const deleted = answers.filter((r) => r.status === 200);
+    expect(deleted.length).toBeLessThanOrEqual(1);
+    for (const r of answers.filter((a) => a.status !== 200)) expectError(r, 404, 'not_found');
+    for (const r of deleted) expect(r.body).toEqual({ id: grantId, revoked: true });
+    expect(await revocationsOf(grantId)).toEqual([{ user_id: ada, details: { by: deleted.length ? 'user' : 'revocation_endpoint' } }]);
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant' AND id = $1`, [grantId])).toEqual([]);
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+  });
+
   it('audits the revocation of a grant whose code was used twice (SPEC 6.4)', async () => {
     const [{ id: ada }] = await t.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'ada@example.com'`);
     const { callback, verifier } = await authorize('code-twice');
@@ -1350,6 +1397,85 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect([tokens.scope, typeof tokens.id_token]).toEqual(['openid', 'string']);
     expect(await consentAudits(app)).toEqual([{ scope: 'openid' }]);
   });
+
+  it('holds a demotion for the user\'s tokens at once and ends their sign-ins; a new password ends them too, the grants stay', async () => {
+    const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'demoted@example.com', password: 'correct horse battery', name: 'Demoted', role: 'admin' }).expect(201)).body;
+    const tool = await registerApp('Schema tool (demotion)', 'openid core.note:read metadata.types:write');
+    const sessions = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1`, [user.id]))[0].n;
+    const browser = request.agent(t.url);
+    const tokens = await connect(browser, tool, { scope: 'openid core.note:read metadata.types:write', email: 'demoted@example.com' });
+    expect(tokens.scope!.split(' ')).toContain('metadata.types:write');
+    // Used, so its resolution is cached, just before the demotion.
+    await t.http.post('/types').set(bearer(tokens.access_token)).send({ name: 'acme.before_demotion', schema: { type: 'object' } }).expect(201);
+    expect(await sessions()).toBeGreaterThan(0);
+
+    await t.http.patch(`/users/${user.id}`).set(bearer(admin)).send({ role: 'member' }).expect(200);
+    expectError(await t.http.post('/types').set(bearer(tokens.access_token)).send({ name: 'acme.after_demotion', schema: { type: 'object' } }), 403, 'forbidden');
+    await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+    expect(await sessions()).toBe(0);
+
+    const again = await connect(browser, rp, { email: 'demoted@example.com' });
+    expect(await sessions()).toBeGreaterThan(0);
+    await t.http.patch(`/users/${user.id}`).set(bearer(admin)).send({ password: 'a brand new password' }).expect(200);
+    expect(await sessions()).toBe(0);
+    await t.http.get('/items').set(bearer(again.access_token)).expect(200);
+    await t.http.delete(`/users/${user.id}`).set(bearer(admin)).expect(200);
+  });
+
+  it('refuses a JSON body that is not an object on the account pages\' JSON routes (400 validation_error), ending nothing', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'json@example.com', password: 'correct horse battery', name: 'Json' }).expect(201);
+    const agent = request.agent(t.url);
+    const form = await agent.get('/auth/sign-in?return_to=/auth/sessions').expect(200);
+    await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/sessions', csrf: field(form.text, 'csrf'), email: 'json@example.com', password: 'correct horse battery' }).expect(303);
+    for (const path of ['/auth/sessions/revoke', '/auth/grants/00000000-0000-4000-8000-000000000001/revoke']) {
+      for (const body of ['[]', '[{"csrf":"x"}]']) {
+        const res = await agent.post(path).set('Content-Type', 'application/json').send(body);
+        expect(expectError(res, 400, 'validation_error').details).toEqual({ fields: [{ field: '(body)', message: 'must be a JSON object' }] });
+      }
+      // Not signed in: 401 first, as everywhere.
+      expectError(await request(t.url).post(path).set('Content-Type', 'application/json').send('[]'), 401, 'unauthorized');
+    }
+    await agent.get('/auth/sessions').set('Accept', 'application/json').expect(200);
+    expect((await agent.post('/auth/sessions/revoke').set('Content-Type', 'application/json').send('{}').expect(200)).body).toEqual({ ended: expect.any(Number) });
+  });
+
+  it('throttles failed sign-ins per account, counted alike by both sign-in forms, for unknown emails too; a success starts the count again', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'guessed@example.com', password: 'correct horse battery', name: 'Guessed' }).expect(201);
+    const THROTTLED = 'Too many failed sign-ins for this account; try again in 15 minutes.';
+    const WRONG = 'The email or the password is not right.';
+    /** The account pages' sign-in form, in a fresh browser. */
+    const accountForm = async (email: string, password: string) => {
+      const agent = request.agent(t.url);
+      const form = await agent.get('/auth/sign-in?return_to=/auth/grants').expect(200);
+      return agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: field(form.text, 'csrf'), email, password });
+    };
+    /** An app's sign-in form (an authorization in progress), in a fresh browser. */
+    const appForm = async (email: string, password: string) => {
+      const agent = request.agent(t.url);
+      const url = oidc.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256', state: 'throttle' });
+      const signIn = await browse(agent, url.pathname + url.search);
+      return agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email, password });
+    };
+    const refusedWith = (res: request.Response, message: string) => {
+      expect(res.status).toBe(401);
+      expect(res.text).toContain(message);
+      expect(res.headers['set-cookie'] ?? []).not.toEqual(expect.arrayContaining([expect.stringMatching(/^svc_account=[^;]/)]));
+    };
+
+    // Nine failures, then the right password: signed in, and the count starts again.
+    for (let n = 0; n < 9; n++) refusedWith(await accountForm('guessed@example.com', `guess ${n}`), WRONG);
+    expect((await accountForm('guessed@example.com', 'correct horse battery')).status).toBe(303);
+    // Ten failures, by either form, in any letter case: the account is refused, right password or not, by either form.
+    for (let n = 0; n < 5; n++) refusedWith(await accountForm(' GUESSED@example.com', `guess ${n}`), WRONG);
+    for (let n = 0; n < 5; n++) refusedWith(await appForm('guessed@Example.COM', `guess ${n}`), WRONG);
+    refusedWith(await accountForm('guessed@example.com', 'correct horse battery'), THROTTLED);
+    refusedWith(await appForm('guessed@example.com', 'correct horse battery'), THROTTLED);
+    // Another account is not affected.
+    expect((await accountForm('ada@example.com', 'correct horse battery')).status).toBe(303);
+    // An address with no account answers exactly alike.
+    for (let n = 0; n < 10; n++) refusedWith(await accountForm('nobody@example.com', `guess ${n}`), WRONG);
+    refusedWith(await accountForm('nobody@example.com', 'correct horse battery'), THROTTLED);
+  });
 });
 
 describe('OAuth provider: device authorization grant (RFC 8628)', () => {
@@ -1565,6 +1691,24 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect((await decideDevice(withOpenid, { decision: 'approve' })).answer).toBe('200 Device connected');
     const res = await poll(withOpenid.device_code);
     expect([res.body.scope, typeof res.body.id_token]).toEqual(['openid', 'string']);
+  });
+
+  it('counts a wrong password on the device page as a failed sign-in of the account, which the sign-in pages share', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'tv2@example.com', password: 'a long tv password', name: 'TV 2' }).expect(201);
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
+    const agent = request.agent(t.url);
+    const page = await agent.get(new URL(device.verification_uri_complete!).pathname + new URL(device.verification_uri_complete!).search).expect(200);
+    const form = { user_code: field(page.text, 'user_code'), csrf: field(page.text, 'csrf'), email: 'tv2@example.com', decision: 'approve' };
+    for (let n = 0; n < 10; n++) expect((await agent.post('/auth/device/consent').type('form').send({ ...form, password: `guess ${n}` })).status).toBe(401);
+    const refused = await agent.post('/auth/device/consent').type('form').send({ ...form, password: 'a long tv password' });
+    expect(refused.status).toBe(401);
+    expect(refused.text).toContain('Too many failed sign-ins for this account; try again in 15 minutes.');
+    const signIn = request.agent(t.url);
+    const signInForm = await signIn.get('/auth/sign-in?return_to=/auth/grants').expect(200);
+    const account = await signIn.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: field(signInForm.text, 'csrf'), email: 'tv2@example.com', password: 'a long tv password' });
+    expect(account.status).toBe(401);
+    expect(account.text).toContain('Too many failed sign-ins for this account');
+    expect((await poll(device.device_code)).body.error).toBe('authorization_pending');
   });
 });
 

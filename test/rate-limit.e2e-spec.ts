@@ -247,6 +247,24 @@ describe('rate limits', () => {
       expect(refused.body).toEqual({ error: 'rate_limited', error_description: expect.any(String) });
     });
 
+    it('the account page\'s key form, where keys are minted, is capped as /keys and counts per address whatever token the request carries', async () => {
+      const k1 = (await createKey(t, admin, { label: 'browser-1', role: 'admin' })).key;
+      const k2 = (await createKey(t, admin, { label: 'browser-2', role: 'admin' })).key;
+      // Not signed in to the account pages: 401, counted all the same.
+      const mint = (key?: string) => {
+        const req = t.http.post('/auth/keys').set('X-Forwarded-For', '203.0.113.26').type('form');
+        return (key ? req.set(bearer(key)) : req).send({ csrf: 'x', label: 'minted' });
+      };
+      for (let i = 0; i < 4; i++) {
+        const res = await mint(k1);
+        expect(res.status).toBe(401);
+        expect(expectLimitHeaders(res, 4).remaining).toBe(3 - i);
+      }
+      expect([(await mint(k2)).status, (await mint()).status]).toEqual([429, 429]);
+      // The rest of /auth keeps the base limit.
+      expectLimitHeaders(await t.http.post('/auth/sessions/revoke').set('X-Forwarded-For', '203.0.113.26').send({}), 5);
+    });
+
     it('paths that match no route count in one bucket, whatever their first segment', async () => {
       const remaining: (string | undefined)[] = [];
       for (let i = 0; i < 5; i++) {

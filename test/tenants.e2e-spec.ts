@@ -1,4 +1,6 @@
 /** CONTRACT "Tenants and keys": POST /tenants, and tenant isolation of the /keys surface. */
+import { randomUUID } from 'node:crypto';
+import { keyDigest } from '../src/idempotency/idempotency-key';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { expectKeyBody } from './support/keys';
@@ -54,6 +56,56 @@ describe('tenants', () => {
       expect(badFields(await t.http.post('/tenants').set(bearer(root.key)).send({}))).toEqual(['name']);
       expect(badFields(await t.http.post('/tenants').set(bearer(root.key)).send({ name: '' }))).toEqual(['name']);
       expect(badFields(await t.http.post('/tenants').set(bearer(root.key)).send({ name: 7, plan: 'gold' })).sort()).toEqual(['name', 'plan']);
+    });
+
+    it('refuses a blank name, or one with control or bidirectional override characters, creating nothing', async () => {
+      const before = (await t.sql('SELECT 1 FROM tenants')).length;
+      for (const name of ['\u202e\u0007bell', ' \t ', 'Acme\u001b[31m', 'Acme\u009b', 'Acme\u2067', 'Acme\u202d']) {
+        const error = expectError(await t.http.post('/tenants').set(bearer(root.key)).send({ name }), 400, 'validation_error');
+        expect(error.details!.fields).toEqual([{ field: 'name', message: expect.stringContaining('control characters') }]);
+      }
+      expect(await t.sql('SELECT 1 FROM tenants')).toHaveLength(before);
+      await t.http.post('/tenants').set(bearer(root.key)).send({ name: 'Ünal & Zoë 😀 (right-to-left: שלום)' }).expect(201);
+    });
+
+    it('takes an Idempotency-Key: a retry gets the same tenant and admin key again, and makes no second tenant', async () => {
+      const idem = randomUUID();
+      const name = `idempotent ${idem}`;
+      const tenantsNamed = async (n: string) => Number((await t.sql<{ n: string }>('SELECT count(*) AS n FROM tenants WHERE name = $1', [n]))[0].n);
+      const first = await t.http.post('/tenants').set(bearer(root.key)).set('Idempotency-Key', idem).send({ name }).expect(201);
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      const retry = await t.http.post('/tenants').set(bearer(root.key)).set('Idempotency-Key', idem).send({ name }).expect(201);
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.body).toEqual(first.body);
+      expect(retry.body.admin_key.key).toBe(first.body.admin_key.key);
+      expect(await tenantsNamed(name)).toBe(1);
+      // The replayed key is the tenant's one working key.
+      const keys = (await t.http.get('/keys').set(bearer(retry.body.admin_key.key)).expect(200)).body.keys;
+      expect(keys.map((k: { id: string }) => k.id)).toEqual([first.body.admin_key.id]);
+
+      const other = await t.http.post('/tenants').set(bearer(root.key)).set('Idempotency-Key', idem).send({ name: `${name} (other)` });
+      expectError(other, 409, 'conflict');
+      expect(await tenantsNamed(`${name} (other)`)).toBe(0);
+    });
+
+    it('never runs a tenant\'s creation twice, even when its response could not be kept: its transaction marked the key applied', async () => {
+      const idem = randomUUID();
+      const name = `applied ${idem}`;
+      const post = () => t.http.post('/tenants').set(bearer(root.key)).set('Idempotency-Key', idem).send({ name });
+      await t.sql(`CREATE FUNCTION refuse_tenant_completion() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'not now'; END $$`);
+      await t.sql(`CREATE TRIGGER refuse_tenant_completion BEFORE UPDATE ON idempotency_keys FOR EACH ROW WHEN (NEW.state = 'completed') EXECUTE FUNCTION refuse_tenant_completion()`);
+      try {
+        expect((await post()).status).toBe(201);
+      } finally {
+        await t.sql(`DROP TRIGGER refuse_tenant_completion ON idempotency_keys`);
+        await t.sql(`DROP FUNCTION refuse_tenant_completion()`);
+      }
+      const where = 'key_hash = $1';
+      expect(await t.sql(`SELECT state FROM idempotency_keys WHERE ${where}`, [keyDigest(idem)])).toEqual([{ state: 'applied' }]);
+      // Past the claim's lease, the retry is refused, not run again.
+      await t.sql(`UPDATE idempotency_keys SET created_at = created_at - interval '1 hour' WHERE ${where}`, [keyDigest(idem)]);
+      expectError(await post(), 409, 'conflict');
+      expect(await t.sql('SELECT 1 FROM tenants WHERE name = $1', [name])).toHaveLength(1);
     });
   });
 

@@ -70,6 +70,13 @@ describe('users', () => {
     await t.http.delete(`/users/${(await t.sql<{ id: string }>(`SELECT id FROM users WHERE email = 'spaced@example.com'`))[0].id}`).set(bearer(admin)).expect(200);
   });
 
+  it('counts a password\'s length by character, as the OpenAPI document\'s minLength and maxLength do: an emoji is one', async () => {
+    expect(badFields(await create(admin, { email: 'emoji@example.com', password: '😀'.repeat(5) + 'abcd', name: 'Emoji' }))).toEqual(['password']);
+    expect(badFields(await create(admin, { email: 'emoji@example.com', password: '😀'.repeat(1025), name: 'Emoji' }))).toEqual(['password']);
+    const emoji = await create(admin, { email: 'emoji@example.com', password: '😀'.repeat(1024), name: 'Emoji' }).expect(201);
+    await t.http.delete(`/users/${emoji.body.id}`).set(bearer(admin)).expect(200);
+  });
+
   it('lists the tenant\'s users newest first with cursor pagination, and reads one', async () => {
     const first = await t.http.get('/users?limit=1').set(bearer(admin)).expect(200);
     expect(first.body.users.map((u: { name: string }) => u.name)).toEqual(['Bob']);
@@ -96,5 +103,87 @@ describe('users', () => {
     expect(res.body.id).toBe(u.body.id);
     expectError(await t.http.delete(`/users/${u.body.id}`).set(bearer(admin)), 404, 'not_found');
     expectError(await t.http.get('/users/not-an-id').set(bearer(admin)), 400, 'invalid_id');
+  });
+
+  it('refuses a blank name, or one with control or bidirectional override characters, on POST /users, PATCH /users and the sign-up page', async () => {
+    const bad = ['   ', '\u3000\t', 'Ada\u0007', 'Ada\nLovelace', 'Ada\u0085', 'Ada\u007f', '\u202eecilA', 'Ada\u2066x\u2069', 'Ada\u202a'];
+    for (const name of bad) {
+      expect(badFields(await create(admin, { email: 'names@example.com', password: 'long enough pw', name }))).toEqual(['name']);
+    }
+    const u = await create(admin, { email: 'names@example.com', password: 'long enough pw', name: 'Zoë 😀 Ünal' }).expect(201);
+    for (const name of bad) expect(badFields(await t.http.patch(`/users/${u.body.id}`).set(bearer(admin)).send({ name }))).toEqual(['name']);
+    expect((await t.http.get(`/users/${u.body.id}`).set(bearer(admin)).expect(200)).body.name).toBe('Zoë 😀 Ünal');
+    const agent = request.agent(t.url);
+    const csrf = field((await agent.get('/auth/sign-up').expect(200)).text, 'csrf');
+    for (const name of ['\u202e\u0007bell', 'A\u2068B']) {
+      const page = await agent.post('/auth/sign-up').type('form').send({ csrf, name, email: 'bell@example.com', password: 'a long sign-up password' });
+      expect(page.status).toBe(400);
+      expect(page.text).toContain('A name cannot hold control characters or bidirectional override characters.');
+    }
+    expect(await t.sql(`SELECT 1 FROM users WHERE email = 'bell@example.com'`)).toEqual([]);
+    await t.http.delete(`/users/${u.body.id}`).set(bearer(admin)).expect(200);
+  });
+
+  describe('PATCH /users/{id}', () => {
+    const patch = (key: string, id: string, body: unknown) => t.http.patch(`/users/${id}`).set(bearer(key)).send(body as object);
+    /** Signs a fresh browser in to the account pages; the status of the sign-in post (303: signed in). */
+    const signIn = async (email: string, password: string) => {
+      const agent = request.agent(t.url);
+      const form = await agent.get('/auth/sign-in?return_to=/auth/grants').expect(200);
+      const res = await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: field(form.text, 'csrf'), email, password });
+      return { agent, status: res.status };
+    };
+
+    it('changes name, role, picture and password, leaving absent fields as they are', async () => {
+      const u = (await create(admin, { email: 'pat@example.com', password: 'first password', name: 'Pat', role: 'admin', picture: 'https://example.com/p.png' }).expect(201)).body;
+      const renamed = await patch(admin, u.id, { name: 'Pat Smith' }).expect(200);
+      expect(renamed.body).toEqual({ ...u, name: 'Pat Smith' });
+      const demoted = await patch(admin, u.id, { role: 'member', picture: null }).expect(200);
+      expect(demoted.body).toEqual({ ...u, name: 'Pat Smith', role: 'member', picture: null });
+      expect((await patch(admin, u.id, {}).expect(200)).body).toEqual(demoted.body);
+      expect((await t.http.get(`/users/${u.id}`).set(bearer(admin)).expect(200)).body).toEqual(demoted.body);
+
+      await patch(admin, u.id, { password: 'second password' }).expect(200);
+      expect((await signIn('pat@example.com', 'first password')).status).toBe(401);
+      expect((await signIn('pat@example.com', 'second password')).status).toBe(303);
+      const [row] = await t.sql<{ password_hash: string }>(`SELECT password_hash FROM users WHERE id = $1`, [u.id]);
+      expect(row.password_hash).toMatch(/^scrypt\$/);
+      await t.http.delete(`/users/${u.id}`).set(bearer(admin)).expect(200);
+    });
+
+    it('validates as POST /users does, is admin-only, and answers 404 for another tenant\'s user', async () => {
+      const u = (await create(admin, { email: 'val@example.com', password: 'long enough pw', name: 'Val' }).expect(201)).body;
+      expect(badFields(await patch(admin, u.id, { password: 'short', name: '', role: 'owner', picture: 'http://x' })).sort()).toEqual(['name', 'password', 'picture', 'role']);
+      expect(badFields(await patch(admin, u.id, { password: ' '.repeat(12) }))).toEqual(['password']);
+      expect(badFields(await patch(admin, u.id, { name: null, role: null, password: null })).sort()).toEqual(['name', 'password', 'role']);
+      expect(badFields(await patch(admin, u.id, { email: 'new@example.com', password_hash: 'x' })).sort()).toEqual(['email', 'password_hash']);
+      expect(badFields(await patch(admin, u.id, [{ name: 'x' }]))).toEqual(['(body)']);
+      expectError(await patch(member, u.id, { name: 'M' }), 403, 'forbidden');
+      expectError(await t.http.patch(`/users/${u.id}`).send({ name: 'M' }), 401, 'unauthorized');
+      expectError(await patch(otherAdmin, u.id, { name: 'Other' }), 404, 'not_found');
+      expectError(await patch(admin, '00000000-0000-4000-8000-000000000001', { name: 'Nobody' }), 404, 'not_found');
+      expectError(await patch(admin, 'not-an-id', { name: 'x' }), 400, 'invalid_id');
+      expect((await t.http.get(`/users/${u.id}`).set(bearer(admin)).expect(200)).body).toEqual(u);
+      await t.http.delete(`/users/${u.id}`).set(bearer(admin)).expect(200);
+    });
+
+    it('ends the user\'s account-page sign-ins on a new password or a demotion, not on a rename or a promotion', async () => {
+      const u = (await create(admin, { email: 'epoch@example.com', password: 'long enough pw', name: 'Epoch', role: 'member' }).expect(201)).body;
+      const signedIn = async () => (await signIn('epoch@example.com', 'long enough pw')).agent;
+      const stillIn = async (agent: ReturnType<typeof request.agent>) => (await agent.get('/auth/grants').set('Accept', 'application/json')).status === 200;
+
+      let browser = await signedIn();
+      await patch(admin, u.id, { name: 'Epoch 2', picture: 'https://example.com/e.png' }).expect(200);
+      await patch(admin, u.id, { role: 'admin' }).expect(200);
+      expect(await stillIn(browser)).toBe(true);
+      await patch(admin, u.id, { role: 'member' }).expect(200);
+      expect(await stillIn(browser)).toBe(false);
+
+      browser = await signedIn();
+      await patch(admin, u.id, { password: 'long enough pw' }).expect(200);
+      expect(await stillIn(browser)).toBe(false);
+      expect(await stillIn(await signedIn())).toBe(true);
+      await t.http.delete(`/users/${u.id}`).set(bearer(admin)).expect(200);
+    });
   });
 });

@@ -97,6 +97,25 @@ export const Untransformed = () =>
  */
 export const IsOptionalNonNull = () => ValidateIf((_object, value) => value !== undefined);
 
+/**
+ * A name people read (a user's, a tenant's): not blank, and without control characters (C0,
+ * DEL, C1) or the bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069), which
+ * would make the name display as other text than it is, or reorder what is shown after it.
+ */
+const UNREADABLE_NAME = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
+
+export const isReadableName = (v: unknown): v is string => typeof v === 'string' && v.trim() !== '' && !UNREADABLE_NAME.test(v);
+
+/** See isReadableName; the length stays the field's own check. */
+export const IsReadableName = () =>
+  ValidateBy({
+    name: 'isReadableName',
+    validator: {
+      validate: isReadableName,
+      defaultMessage: () => 'must not be blank, nor contain control characters or bidirectional override characters',
+    },
+  });
+
 /** A map of name pattern (`*`, `a.b`, `a.b.*`) to `read` | `write`. */
 export function IsPermissionMap(options?: ValidationOptions) {
   return (object: object, propertyName: string) =>

@@ -23,4 +23,6 @@ export class ApiKeyEntity {
   @Column('timestamptz', { name: 'created_at' }) createdAt: Date;
   @Column('timestamptz', { name: 'updated_at' }) updatedAt: Date;
   @Column('timestamptz', { name: 'revoked_at', nullable: true }) revokedAt: Date | null;
+  /** The user who made the key on the account pages (POST /auth/keys); null for POST /keys and tenant provisioning. */
+  @Column('uuid', { name: 'created_by_user_id', nullable: true }) createdByUserId: string | null;
 }

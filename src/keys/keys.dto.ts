@@ -80,6 +80,12 @@ export class ApiKeyResponse {
   @ApiProperty() created_at: string;
   @ApiProperty() updated_at: string;
   @ApiProperty({ nullable: true, type: String }) revoked_at: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'The user who made the key on the account pages (POST /auth/keys); it is revoked when that user is deleted or stops being an admin. Null for keys made with POST /keys',
+  })
+  created_by_user_id: string | null;
 }
 
 /** The answer to POST /keys: the only one that carries the plaintext key. */

@@ -11,7 +11,7 @@ import { isId, newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import type { Principal, Resolution } from '../auth/principal';
 import { TenantEntity } from '../tenants/tenant.entity';
-import { ApiKeyEntity } from './api-key.entity';
+import { ApiKeyEntity, Role } from './api-key.entity';
 import { KeyCache } from './key-cache';
 import { ApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
 import { API_KEY_PREFIX, digestsEqual, generateApiKey, hashSecret, keyHint } from './key-secrets';
@@ -37,6 +37,7 @@ export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyRespon
     created_at: k.createdAt.toISOString(),
     updated_at: k.updatedAt.toISOString(),
     revoked_at: k.revokedAt ? k.revokedAt.toISOString() : null,
+    created_by_user_id: k.createdByUserId ?? null,
   };
 }
 
@@ -139,8 +140,44 @@ export class KeysService {
     return this.db.transaction((m) => this.insert(m, tenantId, dto));
   }
 
+  /**
+   * A key an admin user makes on the account pages, recorded as theirs: undefined when the user
+   * is no longer an admin of the tenant. The user's row is share-locked until the key is in, so
+   * a deletion or demotion at the same moment either comes first (no key) or after, and then
+   * revokes it (`revokeCreatedBy`).
+   */
+  async createForUser(tenantId: string, userId: string, dto: CreateKeyDto): Promise<ApiKeyResponse | undefined> {
+    return this.db.transaction(async (m) => {
+      const admin = await m.query(`SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 AND role = 'admin' FOR SHARE`, [tenantId, userId]);
+      return admin.length ? this.insert(m, tenantId, dto, userId) : undefined;
+    });
+  }
+
+  /**
+   * Revokes, in the caller's transaction, the active keys `userId` made on the account pages:
+   * they were that user's admin rights, which end with the user's deletion or demotion. Refused
+   * (409) when that would leave the tenant without an active admin key. Call `keysChanged` once
+   * the transaction commits (when this answered more than 0).
+   */
+  async revokeCreatedBy(m: EntityManager, tenantId: string, userId: string): Promise<number> {
+    await this.lockTenantKeys(m, tenantId);
+    const [revoked]: [Array<{ role: Role }>, number] = await m.query(
+      `UPDATE api_keys SET revoked_at = now(), updated_at = now() WHERE tenant_id = $1 AND created_by_user_id = $2 AND revoked_at IS NULL RETURNING role`,
+      [tenantId, userId],
+    );
+    if (revoked.some((k) => k.role === 'admin')) {
+      await this.assertAnotherAdmin(m, tenantId, [], 'This would revoke the tenant\'s last active admin key, which this user made');
+    }
+    return revoked.length;
+  }
+
+  /** After keys changed outside this service's own methods: the next request with them, on any instance, sees the change. */
+  async keysChanged(): Promise<void> {
+    await this.cache.invalidate();
+  }
+
   /** Inserts a key inside the caller's transaction; used by tenant provisioning too. */
-  async insert(m: EntityManager, tenantId: string, dto: CreateKeyDto): Promise<ApiKeyResponse> {
+  async insert(m: EntityManager, tenantId: string, dto: CreateKeyDto, createdByUserId?: string): Promise<ApiKeyResponse> {
     const plaintext = generateApiKey();
     const now = new Date();
     const key = m.create(ApiKeyEntity, {
@@ -158,6 +195,7 @@ export class KeysService {
       createdAt: now,
       updatedAt: now,
       revokedAt: null,
+      createdByUserId: createdByUserId ?? null,
     });
     try {
       // A savepoint keeps the caller's transaction usable when the insert is refused.
@@ -199,7 +237,7 @@ export class KeysService {
       await this.lockTenantKeys(m, principal.tenantId);
       const key = await this.find(m, principal.tenantId, id);
       if (key.revokedAt) throw ApiError.conflict('conflict', 'A revoked key cannot be changed; create a new one');
-      if (dto.role === 'member' && key.role === 'admin') await this.assertAnotherAdmin(m, principal.tenantId, id);
+      if (dto.role === 'member' && key.role === 'admin') await this.assertAnotherAdmin(m, principal.tenantId, [id]);
       const patch: Partial<ApiKeyEntity> = {
         ...(dto.label !== undefined && { label: dto.label }),
         ...(dto.role !== undefined && { role: dto.role }),
@@ -222,7 +260,7 @@ export class KeysService {
       await this.lockTenantKeys(m, tenantId);
       const key = await this.find(m, tenantId, id);
       if (key.revokedAt) return key;
-      if (key.role === 'admin') await this.assertAnotherAdmin(m, tenantId, id);
+      if (key.role === 'admin') await this.assertAnotherAdmin(m, tenantId, [id]);
       key.revokedAt = new Date();
       key.updatedAt = key.revokedAt;
       await m.update(ApiKeyEntity, { tenantId, id }, { revokedAt: key.revokedAt, updatedAt: key.updatedAt });
@@ -249,13 +287,13 @@ export class KeysService {
   }
 
   /** A tenant must keep one active admin key, or nobody could ever manage it again. */
-  private async assertAnotherAdmin(m: EntityManager, tenantId: string, exceptId: string): Promise<void> {
+  private async assertAnotherAdmin(m: EntityManager, tenantId: string, exceptIds: string[], why = 'This is the tenant\'s last active admin key'): Promise<void> {
     const rows = await m.query(
-      `SELECT id FROM api_keys WHERE tenant_id = $1 AND role = 'admin' AND revoked_at IS NULL AND id <> $2 LIMIT 1`,
-      [tenantId, exceptId],
+      `SELECT id FROM api_keys WHERE tenant_id = $1 AND role = 'admin' AND revoked_at IS NULL AND id <> ALL($2::uuid[]) LIMIT 1`,
+      [tenantId, exceptIds],
     );
     if (rows.length === 0) {
-      throw ApiError.conflict('conflict', 'This is the tenant\'s last active admin key; create another admin key first');
+      throw ApiError.conflict('conflict', `${why}; create another admin key first`);
     }
   }
 }

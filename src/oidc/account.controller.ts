@@ -15,12 +15,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
+import { isReadableName } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { KeysService } from '../keys/keys.service';
 import { isUserEmail, isUserPassword } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
-import { FormBody, FormFields } from './form-fields';
+import { FormBody, FormFields, refuseNonObjectJson } from './form-fields';
 import { ApiFormBody, ApiFormExpired, ApiPage, ApiSeeOther, ApiSignedInUser, FORM_FIELD } from './openapi-pages';
 import { clearAccountCookie, signedInAs } from './account-session';
 import { GrantsService } from './grants.service';
@@ -74,6 +75,7 @@ export class AccountController {
     const [name, email, password] = [text(body.name), text(body.email), typeof body.password === 'string' ? body.password : ''];
     const again = (error: string) => sendPage(reply, 400, signUpPage({ csrf: String(body.csrf), name, email, error }));
     if (!name || name.length > 200) return again('Give a name of at most 200 characters.');
+    if (!isReadableName(name)) return again('A name cannot hold control characters or bidirectional override characters.');
     if (!isUserEmail(email)) return again('Give a valid email address.');
     if (!isUserPassword(password)) return again('The password needs at least 10 characters, not only spaces.');
     const user = await this.users.signUp(email, password, name);
@@ -210,7 +212,9 @@ export class AccountController {
     if (user.role !== 'admin') return sendPage(reply, 403, errorPage('Not allowed', 'Only an admin user may create API keys.'));
     const given = typeof body.label === 'string' ? body.label.trim() : '';
     const label = (given || `${user.email} (account page)`).slice(0, 200);
-    const created = await this.keys.create(user.tenant_id, { role: 'admin', label });
+    // Recorded as the user's: deleting or demoting them revokes it (KeysService.revokeCreatedBy).
+    const created = await this.keys.createForUser(user.tenant_id, user.id, { role: 'admin', label });
+    if (!created) return sendPage(reply, 403, errorPage('Not allowed', 'Only an admin user may create API keys.'));
     reply.header('Cache-Control', 'no-store');
     await sendPage(reply, 200, createdKeyPage({ key: created.key!, label }));
   }
@@ -227,10 +231,13 @@ export class AccountController {
   /**
    * A form post needs its CSRF token. A JSON body does not: a cross-site page cannot send one
    * without a CORS preflight, which no origin passes with credentials. `Accept` is no such
-   * proof (any page can set it).
+   * proof (any page can set it). A JSON body must be an object, as everywhere (400
+   * validation_error, after the sign-in check as the API's body checks come after credentials).
    */
   private async formAllowed(req: FastifyRequest, body: FormBody): Promise<boolean> {
-    return /^application\/json\b/i.test(req.headers['content-type'] ?? '') || this.forms.valid(req, body.csrf);
+    if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) return this.forms.valid(req, body.csrf);
+    refuseNonObjectJson(req);
+    return true;
   }
 
   private wantsJson(req: FastifyRequest): boolean {

@@ -95,8 +95,8 @@ export class DeviceController {
       return sendPage(reply, 403, formExpiredPage('Open the link from your device again.'));
     }
     const email = typeof body.email === 'string' ? body.email : '';
-    const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
-    if (!user) return sendPage(reply, 401, await this.consentPage(code, String(body.csrf), email, 'The email or the password is not right.'));
+    const { user, refusal } = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
+    if (!user) return sendPage(reply, 401, await this.consentPage(code, String(body.csrf), email, refusal));
     const provider = await this.oidc.get();
     const client = await provider.Client.find(code.clientId!);
     const otherTenant = !servesUser(client, user);

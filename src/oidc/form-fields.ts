@@ -2,18 +2,31 @@
  * What the browser pages (sign-in, consent, device, account) read from a request, shaped so
  * that odd input gets the page's own answer rather than a 500: the fields of a form post (`{}`
  * when the request has no body or not an object, so that a bare POST gets the page's refusal,
- * an expired form), and a query parameter's text.
+ * an expired form; a route that takes JSON refuses a non-object with `refuseNonObjectJson`), and
+ * a query parameter's text.
  */
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { createQueryDecorator } from '../auth/decorators';
+import { validationError } from '../common/validation';
 
 export type FormBody = Record<string, unknown>;
 
+const isFields = (body: unknown): body is FormBody => body !== null && typeof body === 'object' && !Array.isArray(body);
+
 export const FormFields = createParamDecorator((_: unknown, ctx: ExecutionContext): FormBody => {
   const body = ctx.switchToHttp().getRequest<FastifyRequest>().body;
-  return body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as FormBody) : {};
+  return isFields(body) ? body : {};
 });
+
+/**
+ * For a route that also takes JSON (the account pages' revoke routes): a JSON body that is not
+ * an object is refused as the API refuses one (400 validation_error on `(body)`), not read as no
+ * fields. body-parser lets only arrays through; the other shapes it refuses itself.
+ */
+export function refuseNonObjectJson(req: FastifyRequest): void {
+  if (req.body !== undefined && !isFields(req.body)) throw validationError([{ field: '(body)', message: 'must be a JSON object' }]);
+}
 
 /**
  * A query parameter of a page: its text when given once, else undefined (a repeated one has no

@@ -13,7 +13,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
-import type { UserRow } from '../users/users.service';
+import { endSignIns, type UserRow } from '../users/users.service';
 import { deleteGrant } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
@@ -82,11 +82,15 @@ export class GrantsService {
     };
   }
 
-  /** Revokes the user's grant; false when there is no such grant of theirs. */
+  /**
+   * Revokes the user's grant; false when there is no such grant of theirs, also when a revocation
+   * at the same time (another click, the app at the revocation endpoint) deleted it first: that
+   * one audits it, so a grant revoked in a race gets one `auth.grant.revoked` row, not one each.
+   */
   async revoke(user: UserRow, id: string, by: string): Promise<boolean> {
     const grant = await this.get(user.id, id);
     if (!grant) return false;
-    await deleteGrant(this.db, id);
+    if (!(await deleteGrant(this.db, id))) return false;
     await this.tokenCache.invalidate();
     await this.audit.record({ tenantId: user.tenant_id, action: 'auth.grant.revoked', clientId: grant.client_id, userId: user.id, grantId: id, details: { by } });
     return true;
@@ -103,10 +107,6 @@ export class GrantsService {
 
   /** Sign out everywhere: every provider session of the user ends, and every account-pages cookie (apps keep their grants). */
   async endSessions(userId: string): Promise<number> {
-    return this.db.transaction(async (m) => {
-      await m.query(`UPDATE users SET session_epoch = session_epoch + 1 WHERE id = $1`, [userId]);
-      const [, count]: [unknown, number] = await m.query(`DELETE FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1`, [userId]);
-      return count;
-    });
+    return this.db.transaction((m) => endSignIns(m, userId));
   }
 }

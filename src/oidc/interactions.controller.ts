@@ -147,10 +147,10 @@ export class InteractionsController {
     const details = await this.details(req, reply, body.uid, 'login', body.csrf);
     if (!details) return;
     const email = typeof body.email === 'string' ? body.email : '';
-    const user = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
+    const { user, refusal } = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
     if (!user) {
       const form = { uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details), email };
-      return sendPage(reply, 401, signInPage({ ...form, error: 'The email or the password is not right.' }));
+      return sendPage(reply, 401, signInPage({ ...form, error: refusal }));
     }
     if (await this.refusedForTenant(req, reply, details, user)) return;
     await this.finish(req, reply, { login: { accountId: user.id } });

@@ -145,7 +145,8 @@ export class OAuthTokens implements OAuthTokenResolver {
     if (user && !servesUser(client, user)) return undefined;
     const tenantId = accountId ? user?.tenant_id : registration.tenantId;
     if (!tenantId) return undefined;
-    // A user's role bounds what their grants can do, also for a grant made before a demotion.
+    // A user's role as it is now bounds what their grants can do: a grant made before a demotion
+    // (PATCH /users/{id}, which bumps the resolution cache's generation) loses what the role no longer gives.
     const granted = user ? withinUserRole(scopes.filter(Boolean), user.role) : scopes.filter(Boolean);
     return {
       tenantId,

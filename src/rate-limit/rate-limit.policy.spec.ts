@@ -41,6 +41,14 @@ describe('bucketFor', () => {
     expect(bucketFor('GET', '/auth/sign-in', 1000)).toEqual({ bucket: 'auth:r', limit: 2000 });
   });
 
+  it('caps the account page\'s key form as /keys, per address, in a bucket of its own', () => {
+    for (const path of ['/auth/keys', '/auth/keys/', '/AUTH/Keys']) {
+      expect(bucketFor('POST', path, 1000)).toEqual({ bucket: 'auth-keys:w', limit: TIGHT_LIMIT, perIp: true });
+    }
+    expect(bucketFor('POST', '/auth/keys', 5).limit).toBe(4);
+    expect(bucketFor('POST', '/auth/keys/x', 1000)).toEqual({ bucket: 'auth:w', limit: 1000 });
+  });
+
   it('marks the OAuth protocol endpoints, and only those', () => {
     for (const path of ['/auth/oauth2/token', '/auth/token', '/auth/device/token', '/auth/oauth2/revoke', '/auth/oauth2/introspect', '/auth/oauth2/register', '/auth/userinfo', '/Auth/OAuth2/UserInfo']) {
       expect(bucketFor('POST', path, 100).oauth).toBe(true);

@@ -4,12 +4,16 @@
  *
  * - one bucket per caller (key id, or client IP before authentication) per first path segment;
  * - reads (GET, HEAD, OPTIONS) get twice the base limit, in a bucket of their own;
- * - `/keys`, the token endpoints and the password forms (sign-in, sign-up, the device page's
- *   consent) are capped at TIGHT_LIMIT, and below the base however low it is, because they are
- *   where credentials are minted or guessed;
+ * - `/keys`, the account page's key form (`POST /auth/keys`), the token endpoints and the
+ *   password forms (sign-in, sign-up, the device page's consent) are capped at TIGHT_LIMIT, and
+ *   below the base however low it is, because they are where credentials are minted or guessed;
  * - the token endpoints and the password forms count per client IP whatever credential the
  *   request carries: what is guessed there (passwords, client secrets, codes) is not the
  *   caller's credential, so holding several keys must not multiply the guesses an address gets;
+ * - so does the key form: its caller is the account pages' signed-in user, known by a cookie the
+ *   route checks after the limit, not by a bearer key. A key sent along is not that caller, so
+ *   counting per key would give a browser a fresh bucket of mints with every key it holds; the
+ *   address is the one caller the limit can tell;
  * - the OAuth protocol endpoints (token, revocation, introspection, registration, device
  *   authorization, userinfo) answer a 429 in RFC 6749's error form, which their clients parse.
  *   A client authenticating with HTTP Basic counts like any caller without a valid token, per
@@ -25,6 +29,7 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const TOKEN_PATHS = /^\/auth\/(token|oauth2\/token|device\/token)\/*$/i;
 const PASSWORD_FORMS = /^\/auth\/(sign-in|sign-up|device\/consent)\/*$/i;
 const OAUTH_ENDPOINTS = /^\/auth\/(token|userinfo|device\/token|oauth2\/(token|revoke|introspect|register|userinfo))\/*$/i;
+const ACCOUNT_KEY_FORM = /^\/auth\/keys\/*$/i;
 /** POST only: GET /auth/device is the user-code page. */
 const DEVICE_AUTHORIZATION = /^\/auth\/device\/*$/i;
 
@@ -49,6 +54,10 @@ export function bucketFor(method: string, path: string, baseLimit: number): Buck
     perIp = true;
   } else if (PASSWORD_FORMS.test(path) && !read) {
     name = 'auth-password';
+    limit = tightLimit(baseLimit);
+    perIp = true;
+  } else if (ACCOUNT_KEY_FORM.test(path) && !read) {
+    name = 'auth-keys';
     limit = tightLimit(baseLimit);
     perIp = true;
   } else if (segment === 'keys') {

@@ -1,10 +1,11 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsString, Length, Matches } from 'class-validator';
+import { IsString, Length } from 'class-validator';
+import { IsReadableName } from '../common/validation';
 import { ApiKeyResponse, CreatedApiKeyResponse } from '../keys/keys.dto';
 
 export class CreateTenantDto {
-  @ApiProperty({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'Not only whitespace' })
-  @IsString() @Length(1, 200) @Matches(/\S/, { message: 'must not be only whitespace' })
+  @ApiProperty({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'Not only whitespace; no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' })
+  @IsString() @Length(1, 200) @IsReadableName()
   name: string;
 }
 

@@ -15,6 +15,8 @@ export class TenantsService {
   ) {}
 
   async create(name: string): Promise<CreatedTenantResponse> {
+    // The tenant and its key in one transaction, the request's only one: it marks an
+    // Idempotency-Key applied as it commits (claim-applied.ts).
     return this.db.transaction(async (m) => {
       const tenant = m.create(TenantEntity, { id: newId(), name, isRoot: false, createdAt: new Date() });
       await m.insert(TenantEntity, tenant);

@@ -1,10 +1,10 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
 import { ApiErrors } from '../openapi/api-errors.decorator';
-import { CreateUserDto, ListUsersQuery, UserList, UserResponse } from './users.dto';
+import { CreateUserDto, ListUsersQuery, UpdateUserDto, UserList, UserResponse } from './users.dto';
 import { UsersService } from './users.service';
 
 @ApiTags('users')
@@ -38,11 +38,27 @@ export class UsersController {
     return this.users.get(caller, id);
   }
 
+  @Patch(':id')
+  @ApiOperation({
+    summary: 'Change a user\'s name, role, password or picture (admin)',
+    description:
+      'Absent fields stay as they are; `"picture": null` removes the picture. A new password or a demotion to `member` ends the user\'s sign-ins (the account pages\' and the sessions apps use), as signing out everywhere does; a demotion also revokes the API keys the user made on the account pages (409 `conflict` if that would leave the tenant no active admin key). A role change holds for the user\'s OAuth tokens from the next request; their grants stay.',
+  })
+  @ApiOkResponse({ type: UserResponse })
+  @ApiErrors(400, 401, 403, 404, 409, 429)
+  update(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Body() dto: UpdateUserDto): Promise<UserResponse> {
+    return this.users.update(caller, id, dto);
+  }
+
   @Delete(':id')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Delete a user (admin)' })
+  @ApiOperation({
+    summary: 'Delete a user (admin)',
+    description:
+      'Ends the user\'s grants, tokens and sessions, and revokes the API keys they made on the account pages (409 `conflict`, nothing deleted, if that would leave the tenant no active admin key).',
+  })
   @ApiOkResponse({ type: UserResponse })
-  @ApiErrors(400, 401, 403, 404, 429)
+  @ApiErrors(400, 401, 403, 404, 409, 429)
   remove(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<UserResponse> {
     return this.users.remove(caller, id);
   }

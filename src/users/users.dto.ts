@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { isEmail, IsIn, IsString, IsUrl, Length, MaxLength, ValidateBy } from 'class-validator';
+import { isEmail, IsIn, IsOptional, IsString, IsUrl, Length, MaxLength, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { IsOptionalNonNull } from '../common/validation';
+import { IsOptionalNonNull, IsReadableName } from '../common/validation';
 
 export const USER_ROLES = ['admin', 'member'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
@@ -11,10 +11,27 @@ export type UserRole = (typeof USER_ROLES)[number];
 export const isUserEmail = (email: string): boolean => email.length <= 254 && isEmail(email);
 
 /**
- * The one rule for a password, POST /users and the sign-up page alike: 10 to 1024 characters,
- * not all of them whitespace (ten spaces pass a length check and guess in one try).
+ * The one rule for a password, POST and PATCH /users and the sign-up page alike: 10 to 1024
+ * characters, not all of them whitespace (ten spaces pass a length check and guess in one try).
+ * Characters are counted as the OpenAPI document's minLength counts them, by code point: an emoji
+ * is one, not two UTF-16 units (which are never fewer, so they bound the input before it is counted).
  */
-export const isUserPassword = (password: string): boolean => password.length >= 10 && password.length <= 1024 && /\S/.test(password);
+export function isUserPassword(password: string): boolean {
+  if (password.length < 10 || password.length > 2 * 1024 || !/\S/.test(password)) return false;
+  const characters = [...password].length;
+  return characters >= 10 && characters <= 1024;
+}
+
+const IsUserPassword = () =>
+  ValidateBy({
+    name: 'isUserPassword',
+    validator: { validate: (v: unknown) => typeof v === 'string' && isUserPassword(v), defaultMessage: () => 'must be 10 to 1024 characters, not all whitespace' },
+  });
+
+const PASSWORD_DOC = { minLength: 10, maxLength: 1024, description: 'Not only whitespace. Stored as a scrypt hash; never returned' };
+const NAME_DOC = { minLength: 1, maxLength: 200, description: 'Not blank; no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' };
+const ROLE_DOC = { enum: USER_ROLES, description: 'What the user may consent to for an app: an admin grants admin rights' };
+const PICTURE_DOC = { description: 'https URL of a picture (the OIDC `picture` claim)', maxLength: 2000 };
 
 export class CreateUserDto {
   @ApiProperty({ example: 'ada@example.com', maxLength: 254, description: 'Signs in to this user only: unique across the service, in any letter case' })
@@ -25,24 +42,44 @@ export class CreateUserDto {
   })
   email: string;
 
-  @ApiProperty({ minLength: 10, maxLength: 1024, description: 'Not only whitespace. Stored as a scrypt hash; never returned' })
-  @ValidateBy({
-    name: 'isUserPassword',
-    validator: { validate: (v: unknown) => typeof v === 'string' && isUserPassword(v), defaultMessage: () => 'must be 10 to 1024 characters, not all whitespace' },
-  })
+  @ApiProperty(PASSWORD_DOC)
+  @IsUserPassword()
   password: string;
 
-  @ApiProperty({ maxLength: 200 })
-  @IsString() @Length(1, 200)
+  @ApiProperty(NAME_DOC)
+  @IsString() @Length(1, 200) @IsReadableName()
   name: string;
 
-  @ApiPropertyOptional({ enum: USER_ROLES, default: 'member', description: 'What the user may consent to for an app: an admin grants admin rights' })
+  @ApiPropertyOptional({ ...ROLE_DOC, default: 'member' })
   @IsOptionalNonNull() @IsIn(USER_ROLES)
   role?: UserRole;
 
-  @ApiPropertyOptional({ description: 'https URL of a picture (the OIDC `picture` claim)', maxLength: 2000 })
+  @ApiPropertyOptional(PICTURE_DOC)
   @IsOptionalNonNull() @IsUrl({ protocols: ['https'], require_protocol: true }) @MaxLength(2000)
   picture?: string;
+}
+
+/**
+ * PATCH /users/{id}: each field as POST /users checks it, absent ones left as they are (no
+ * `default`s: generated clients send schema defaults). The email is the account's sign-in and is
+ * not changed here.
+ */
+export class UpdateUserDto {
+  @ApiPropertyOptional(PASSWORD_DOC)
+  @IsOptionalNonNull() @IsUserPassword()
+  password?: string;
+
+  @ApiPropertyOptional(NAME_DOC)
+  @IsOptionalNonNull() @IsString() @Length(1, 200) @IsReadableName()
+  name?: string;
+
+  @ApiPropertyOptional(ROLE_DOC)
+  @IsOptionalNonNull() @IsIn(USER_ROLES)
+  role?: UserRole;
+
+  @ApiPropertyOptional({ ...PICTURE_DOC, type: String, nullable: true, description: `${PICTURE_DOC.description}; null removes it` })
+  @IsOptional() @IsUrl({ protocols: ['https'], require_protocol: true }) @MaxLength(2000)
+  picture?: string | null;
 }
 
 export class UserResponse {

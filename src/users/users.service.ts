@@ -1,12 +1,12 @@
 /**
  * Owns users: the people who sign in to the OAuth provider and consent for apps. Admins of a
- * tenant create, list and delete its users; the provider looks them up by email (sign-in, with
- * the password check) and by id (the OIDC `sub`).
+ * tenant create, list, change and delete its users; the provider looks them up by email (sign-in,
+ * with the password check and its throttle, sign-in-throttle.ts) and by id (the OIDC `sub`).
  */
 import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
@@ -14,9 +14,11 @@ import { newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { AppConfig } from '../config/app-config';
 import { bumpGeneration, OAUTH_GENERATION } from '../keys/key-cache';
+import { KeysService } from '../keys/keys.service';
 import { REDIS } from '../redis/redis.module';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from './password';
-import { CreateUserDto, ListUsersQuery, UserList, UserResponse, UserRole } from './users.dto';
+import { SignInThrottle } from './sign-in-throttle';
+import { CreateUserDto, ListUsersQuery, UpdateUserDto, UserList, UserResponse, UserRole } from './users.dto';
 
 export interface UserRow {
   tenant_id: string;
@@ -33,6 +35,10 @@ export interface UserRow {
 const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, created_at, session_epoch';
 const UNIQUE_VIOLATION = '23505';
 
+/** A sign-in's answer: the user, or what the form tells the person (the same for an unknown email as for a wrong password). */
+export type SignIn = { user: UserRow; refusal?: undefined } | { user?: undefined; refusal: string };
+const WRONG_PASSWORD = 'The email or the password is not right.';
+
 export const toUser = (r: UserRow): UserResponse => ({
   id: r.id,
   tenant_id: r.tenant_id,
@@ -43,14 +49,30 @@ export const toUser = (r: UserRow): UserResponse => ({
   created_at: r.created_at.toISOString(),
 });
 
+/**
+ * Ends every sign-in of the user, in `m`: every account-pages cookie (their epoch moves on,
+ * account-session.ts) and every provider session; apps keep their grants. Signing out everywhere
+ * (grants.service.ts), a new password and a demotion all do this. The number of provider sessions ended.
+ */
+export async function endSignIns(m: EntityManager, userId: string): Promise<number> {
+  await m.query(`UPDATE users SET session_epoch = session_epoch + 1 WHERE id = $1`, [userId]);
+  const [, count]: [unknown, number] = await m.query(`DELETE FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1`, [userId]);
+  return count;
+}
+
 @Injectable()
 export class UsersService {
+  private readonly throttle: SignInThrottle;
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     @Inject(REDIS) private readonly redis: Redis,
     private readonly config: AppConfig,
     private readonly audit: AuditService,
-  ) {}
+    private readonly keys: KeysService,
+  ) {
+    this.throttle = new SignInThrottle(redis, config.REDIS_PREFIX);
+  }
 
   async create(p: Principal, dto: CreateUserDto): Promise<UserResponse> {
     const hash = await hashPassword(dto.password);
@@ -109,13 +131,47 @@ export class UsersService {
   }
 
   /**
-   * Deletes the user with their OAuth grants, tokens and sessions: the tokens stop working at
-   * once, and each grant's end is audited (`auth.grant.revoked`, by `user_deleted`).
+   * Changes a user. A new password or a demotion ends the user's sign-ins, as signing out
+   * everywhere does (the account pages' cookies and the provider's sessions): whoever knew the old
+   * password, or signed in as an admin, is out. A demotion also revokes the API keys the user made
+   * on the account pages (`revokeCreatedBy`, 409 should that leave the tenant no admin key), and
+   * any role change holds for the user's OAuth tokens from the next request (`withinUserRole`,
+   * applied when a token is resolved, under the generation bumped here). Their grants stay.
+   */
+  async update(p: Principal, id: string, dto: UpdateUserDto): Promise<UserResponse> {
+    const hash = dto.password !== undefined ? await hashPassword(dto.password) : undefined;
+    const { row, roleChanged, keysRevoked } = await this.db.transaction(async (m) => {
+      const [before]: UserRow[] = await m.query(`SELECT ${USER_COLUMNS} FROM users WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [p.tenantId, id]);
+      if (!before) throw ApiError.notFound('not_found', 'No such user');
+      const roleChanged = dto.role !== undefined && dto.role !== before.role;
+      const demoted = roleChanged && dto.role === 'member';
+      const [[row]]: [UserRow[], number] = await m.query(
+        `UPDATE users SET name = COALESCE($3, name), role = COALESCE($4, role), picture = CASE WHEN $5 THEN $6 ELSE picture END,
+                password_hash = COALESCE($7, password_hash)
+          WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`,
+        [p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null],
+      );
+      if (hash !== undefined || demoted) await endSignIns(m, id);
+      const keysRevoked = demoted ? await this.keys.revokeCreatedBy(m, p.tenantId, id) : 0;
+      return { row, roleChanged, keysRevoked };
+    });
+    if (roleChanged) await bumpGeneration(this.redis, `${this.config.REDIS_PREFIX}${OAUTH_GENERATION}`);
+    if (keysRevoked) await this.keys.keysChanged();
+    return toUser(row);
+  }
+
+  /**
+   * Deletes the user with their OAuth grants, tokens and sessions, and revokes the API keys they
+   * made on the account pages (409, deleting nothing, should that leave the tenant no admin key):
+   * the tokens and keys stop working at once, and each grant's end is audited
+   * (`auth.grant.revoked`, by `user_deleted`).
    */
   async remove(p: Principal, id: string): Promise<UserResponse> {
+    let keysRevoked = 0;
     const rows = await this.db.transaction(async (m) => {
       const [deleted]: [UserRow[], number] = await m.query(`DELETE FROM users WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`, [p.tenantId, id]);
       if (deleted[0]) {
+        keysRevoked = await this.keys.revokeCreatedBy(m, p.tenantId, id);
         const grants: Array<{ id: string; client_id: string }> = await m.query(
           `SELECT id, payload->>'clientId' AS client_id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1`,
           [id],
@@ -134,18 +190,29 @@ export class UsersService {
     });
     if (!rows[0]) throw ApiError.notFound('not_found', 'No such user');
     await bumpGeneration(this.redis, `${this.config.REDIS_PREFIX}${OAUTH_GENERATION}`);
+    if (keysRevoked) await this.keys.keysChanged();
     return toUser(rows[0]);
   }
 
-  /** Sign-in: the user whose email and password match, in about the same time either way. */
-  async authenticate(email: string, password: string): Promise<UserRow | undefined> {
+  /**
+   * Sign-in, for every form that checks a password: the user whose email and password match, in
+   * about the same time either way; refused without a check while the email has had too many
+   * failures (sign-in-throttle.ts).
+   */
+  async authenticate(email: string, password: string): Promise<SignIn> {
+    const wait = await this.throttle.attempt(email);
+    if (wait !== undefined) {
+      return { refusal: `Too many failed sign-ins for this account; try again in ${wait} minute${wait === 1 ? '' : 's'}.` };
+    }
     const [row]: Array<UserRow & { password_hash: string }> = await this.db.query(
       `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE lower(email) = lower($1)`,
       [email.trim()],
     );
-    if (!row) return verifyAgainstNothing(password).then(() => undefined);
+    if (!row) return verifyAgainstNothing(password).then(() => ({ refusal: WRONG_PASSWORD }));
     const { password_hash, ...user } = row;
-    return (await verifyPassword(password, password_hash)) ? user : undefined;
+    if (!(await verifyPassword(password, password_hash))) return { refusal: WRONG_PASSWORD };
+    await this.throttle.succeeded(email);
+    return { user };
   }
 
   /** The OIDC `sub` → the user (any tenant: the id is unique). */

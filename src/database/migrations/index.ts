@@ -31,6 +31,7 @@ import { EventsFirstPublishedSeq1732300002800 } from './1732300002800-events-fir
 import { IdempotencyLocation1732300002900 } from './1732300002900-idempotency-location';
 import { RetentionAndAccountIndexes1732300003000 } from './1732300003000-retention-and-account-indexes';
 import { OpenidNeverRefused1732300003100 } from './1732300003100-openid-never-refused';
+import { KeysCreatedByUser1732300003200 } from './1732300003200-keys-created-by-user';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -65,4 +66,5 @@ export const migrations = [
   IdempotencyLocation1732300002900,
   RetentionAndAccountIndexes1732300003000,
   OpenidNeverRefused1732300003100,
+  KeysCreatedByUser1732300003200,
 ];
