@@ -1760,6 +1760,10 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
     expect((await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: 'LIN@example.com', password: 'a long sign-up password' })).status).toBe(403);
     const fresh = /name="csrf" value="([^"]*)"/.exec((await agent.get('/auth/sign-up').expect(200)).text)![1];
     expect((await agent.post('/auth/sign-up').type('form').send({ csrf: fresh, name: 'Lin', email: 'LIN@example.com', password: 'a long sign-up password' })).status).toBe(400);
+    // A name's 200 characters are characters: 150 emoji are 300 UTF-16 units.
+    const other = request.agent(open.url);
+    const otherCsrf = /name="csrf" value="([^"]*)"/.exec((await other.get('/auth/sign-up').expect(200)).text)![1];
+    expect((await other.post('/auth/sign-up').type('form').send({ csrf: otherCsrf, name: '\u{1F642}'.repeat(150), email: 'emoji@example.com', password: 'a long sign-up password' })).status).toBe(303);
     expect((await request(open.url).post('/auth/sign-up').type('form').send({ csrf: 'x', name: 'M', email: 'm@example.com', password: 'a long sign-up password' })).status).toBe(403);
 
     // The new tenant's admin user gets its first API key on the security page, shown once.

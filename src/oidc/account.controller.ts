@@ -74,7 +74,8 @@ export class AccountController {
     const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
     const [name, email, password] = [text(body.name), text(body.email), typeof body.password === 'string' ? body.password : ''];
     const again = (error: string) => sendPage(reply, 400, signUpPage({ csrf: String(body.csrf), name, email, error }));
-    if (!name || name.length > 200) return again('Give a name of at most 200 characters.');
+    // Characters as POST /users counts them (code points), not UTF-16 units.
+    if (!name || [...name].length > 200) return again('Give a name of at most 200 characters.');
     if (!isReadableName(name)) return again('A name cannot hold control characters or bidirectional override characters.');
     if (!isUserEmail(email)) return again('Give a valid email address.');
     if (!isUserPassword(password)) return again('The password needs at least 10 characters, not only spaces.');
