@@ -52,8 +52,10 @@ describe('idempotency key rules', () => {
       // Some of them with an IV whose first byte is the v2 marker.
       const iv = randomBytes(12);
       if (i % 2) iv[0] = 0x02;
-      const v1 = sealV1(iv, 'idem', owner, 'digest', 201, '{"n":1}');
-      expect(openResponse(randomBytes(32), 'idem', owner, 'digest', 201, v1)).toBe('{"n":1}');
+      // An empty body too (28 bytes: shorter than any v2 row).
+      const json = i % 4 < 2 ? '{"n":1}' : '';
+      const v1 = sealV1(iv, 'idem', owner, 'digest', 201, json);
+      expect(openResponse(randomBytes(32), 'idem', owner, 'digest', 201, v1)).toBe(json);
     }
   });
 });
