@@ -268,20 +268,29 @@ describe('OAuth clients: admin listing, deletion and secret rotation', () => {
       const token = await tokenOf(app);
       const hook = (await t.http.post('/webhooks').set(bearer(token)).send({ url: `${base}/leaked`, events: ['item.created'] }).expect(201)).body;
       expect(hook.credential_id).toMatch(new RegExp(`^client:${app.client_id}:[0-9a-f]{16}$`));
+      // One as a token registered it before credentials named their secret.
+      const legacy = (await t.http.post('/webhooks').set(bearer(token)).send({ url: `${base}/legacy`, events: ['item.created'] }).expect(201)).body;
+      await t.sql(`UPDATE webhooks SET credential_id = $2 WHERE id = $1`, [legacy.id, `client:${app.client_id}`]);
       // The admin's own webhook says when the fan-out of an event is done.
       await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/admin`, events: ['item.created'] }).expect(201);
       const stream = await SseClient.open(`${t.url}/events`, { authorization: `Bearer ${token}` });
       const note = () => t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'n' } }).expect(201);
       await note();
-      await waitFor(() => receiver.at('/leaked').length === 1 && stream.named().length === 1, 'the delivery and the streamed event');
+      await waitFor(() => receiver.at('/leaked').length === 1 && receiver.at('/legacy').length === 1 && stream.named().length === 1, 'the deliveries and the streamed event');
 
-      await t.http.post(`/auth/clients/${app.client_id}/secret`).set(bearer(admin)).expect(200);
+      const { client_secret } = (await t.http.post(`/auth/clients/${app.client_id}/secret`).set(bearer(admin)).expect(200)).body;
       const after = (await note()).body;
       await waitFor(() => receiver.at('/admin').some((r) => JSON.parse(r.body).item.id === after.id), 'the admin webhook\'s delivery');
       await waitFor(() => stream.closed, 'the stream closing');
       expect(receiver.at('/leaked')).toHaveLength(1);
+      expect(receiver.at('/legacy')).toHaveLength(1);
       expect(stream.named()).toHaveLength(1);
       expect((await t.http.get(`/webhooks/${hook.id}/deliveries`).set(bearer(admin)).expect(200)).body.deliveries).toHaveLength(1);
+      // The client still owns them: a token under the new secret sees them, to delete them.
+      const fresh = await tokenOf({ ...app, client_secret });
+      const listed = (await t.http.get('/webhooks').set(bearer(fresh)).expect(200)).body.webhooks.map((w: { id: string }) => w.id);
+      expect(listed.sort()).toEqual([hook.id, legacy.id].sort());
+      await t.http.delete(`/webhooks/${legacy.id}`).set(bearer(fresh)).expect(200);
     } finally {
       await receiver.stop();
     }

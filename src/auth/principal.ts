@@ -38,3 +38,18 @@ export interface OAuthTokenResolver {
   /** The Principal the credential (a grant, or `client:<id>`) stands for now; null once revoked. */
   principalByCredential(tenantId: string, credentialId: string): Promise<Principal | null>;
 }
+
+/**
+ * A client's tokens stand for `client:<client id>:<secret tag>` (oidc/client-secret-claim.ts), so
+ * that what they started ends when the secret is rotated. Who *owns* that work (sees and manages
+ * its webhooks and bulk jobs, shares its idempotency keys) is the client, whichever secret: the
+ * credential without its tag. Any other credential owns its own.
+ */
+export const CLIENT_SECRET_TAG = /^(client:.+):([0-9a-f]{16})$/;
+
+export function ownerCredential(credentialId: string): string {
+  return CLIENT_SECRET_TAG.exec(credentialId)?.[1] ?? credentialId;
+}
+
+/** `ownerCredential` of a credential column, in SQL. */
+export const ownerCredentialSql = (column: string) => `regexp_replace(${column}, '^(client:.+):[0-9a-f]{16}$', '\\1')`;

@@ -14,7 +14,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bull';
 import { DataSource, EntityManager } from 'typeorm';
 import { canMetadata, isAdmin } from '../auth/permissions';
-import type { Principal } from '../auth/principal';
+import { ownerCredential, ownerCredentialSql, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
@@ -148,8 +148,8 @@ export class BulkService {
     const params: unknown[] = [p.tenantId];
     let where = 'tenant_id = $1';
     if (!isAdmin(p)) {
-      params.push(p.credentialId);
-      where += ` AND credential_id = $${params.length}`;
+      params.push(ownerCredential(p.credentialId));
+      where += ` AND ${ownerCredentialSql('credential_id')} = $${params.length}`;
     }
     if (q.status) {
       params.push(q.status);
@@ -202,7 +202,7 @@ export class BulkService {
   private async visibleJob(m: EntityManager, p: Principal, id: string, lock = ''): Promise<JobRow> {
     const [row]: JobRow[] = await m.query(`SELECT ${JOB_COLUMNS} FROM bulk_jobs WHERE tenant_id = $1 AND id = $2${lock}`, [p.tenantId, id]);
     if (!row) throw jobNotFound();
-    if (!isAdmin(p) && row.credential_id !== p.credentialId) throw ApiError.forbidden('Only the credential that started this job, or an admin, may see or cancel it');
+    if (!isAdmin(p) && ownerCredential(row.credential_id) !== ownerCredential(p.credentialId)) throw ApiError.forbidden('Only the credential that started this job, or an admin, may see or cancel it');
     return row;
   }
 }

@@ -13,7 +13,7 @@
  * the credential that started it, and admins.
  */
 import { canExtension, canMetadata, canType, isAdmin } from '../auth/permissions';
-import type { Principal } from '../auth/principal';
+import { ownerCredential, type Principal } from '../auth/principal';
 import { matchesPattern } from '../common/type-pattern';
 import { canSeeEdge } from '../edges/edge-rules';
 import type { Item, ItemEdges } from '../items/item.model';
@@ -84,7 +84,7 @@ export function selects(events: readonly string[], typeFilter: readonly string[]
 export function mayReceive(p: Principal, e: StoredEvent, types: TypeCatalog): boolean {
   const a = e.audience;
   if ('item_type' in a) return canType(p, types.ref(a.item_type), 'read');
-  if ('job_credential' in a) return isAdmin(p) || p.credentialId === a.job_credential;
+  if ('job_credential' in a) return isAdmin(p) || ownerCredential(p.credentialId) === ownerCredential(a.job_credential);
   return canSeeEdge(p, a, types);
 }
 

@@ -3,7 +3,7 @@
  * belongs to, and the fingerprint that tells a retry from a different request under one key.
  */
 import { createHash } from 'node:crypto';
-import type { Principal } from '../auth/principal';
+import { ownerCredential, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { validationError } from '../common/validation';
 
@@ -19,7 +19,8 @@ export interface KeyOwner {
 }
 
 export function ownerOf(principal: Principal): KeyOwner {
-  return { tenantId: principal.tenantId, credentialId: principal.credentialId };
+  // A client's tokens share their keys across secret rotations (ownerCredential).
+  return { tenantId: principal.tenantId, credentialId: ownerCredential(principal.credentialId) };
 }
 
 /** The header's value, checked: 1-255 visible ASCII characters (a repeated header arrives joined by ", " and fails). */

@@ -11,6 +11,7 @@
  * that answered the leak.
  */
 import type { Client } from 'oidc-provider';
+import { CLIENT_SECRET_TAG } from '../auth/principal';
 import { digestsEqual, hashSecret } from '../keys/key-secrets';
 
 export const SECRET_CLAIM = 'client_secret_hash';
@@ -25,9 +26,8 @@ export function issuedUnderCurrentSecret(client: Client, token: object): boolean
   return issued === undefined || (typeof issued === 'string' && current !== undefined && digestsEqual(issued, current));
 }
 
-/** Enough of the secret's hash to tell secrets apart; the hash of a random secret gives nothing away. */
+/** Enough of the secret's hash to tell secrets apart (CLIENT_SECRET_TAG); the hash of a random secret gives nothing away. */
 const TAG_LENGTH = 16;
-const CLIENT_CREDENTIAL = new RegExp(`^client:(.+):([0-9a-f]{${TAG_LENGTH}})$`);
 
 /** The credential of a client's tokens issued under the secret whose claim is `secretHash`; the bare `client:<id>` for tokens from before the claim. */
 export function clientCredentialId(clientId: string, secretHash: unknown): string {
@@ -36,8 +36,9 @@ export function clientCredentialId(clientId: string, secretHash: unknown): strin
 
 /** The client of a `client:` credential, and whether the client's secret now is the one the credential names (always, for a bare one). */
 export function clientOfCredential(credentialId: string): { clientId: string; isCurrent: (client: Client) => boolean } {
-  const tagged = CLIENT_CREDENTIAL.exec(credentialId);
+  const tagged = CLIENT_SECRET_TAG.exec(credentialId);
   if (!tagged) return { clientId: credentialId.slice('client:'.length), isCurrent: () => true };
-  const [, clientId, tag] = tagged;
+  const [, owner, tag] = tagged;
+  const clientId = owner.slice('client:'.length);
   return { clientId, isCurrent: (client) => secretClaim(client.clientSecret)?.[SECRET_CLAIM].slice(0, TAG_LENGTH) === tag };
 }

@@ -22,7 +22,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
 import type { Provider } from 'oidc-provider';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
@@ -30,6 +30,7 @@ import { isId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient } from './clients.dto';
+import { clientCredentialId, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { underConnectionLock } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
@@ -206,10 +207,25 @@ export class ClientsService {
       const client_secret = newSecret();
       await store.upsert(clientId, { ...metadata, client_secret }, 0);
       await m.query(`DELETE FROM oidc_models WHERE model = 'ClientCredentials' AND payload->>'clientId' = $1`, [clientId]);
+      await endLegacyWork(m, metadata.tenant_id, clientId, metadata.client_secret);
       return { ...toClient(metadata), client_secret };
     });
     if (!rotated) throw notFound();
     await this.tokenCache.invalidate();
     return rotated;
+  }
+}
+
+/**
+ * Webhooks and bulk jobs started by the client's tokens before a credential named the secret
+ * (`client:<id>`, client-secret-claim.ts) are put under the secret being replaced, so that they
+ * end with it, as what its tokens started since does.
+ */
+async function endLegacyWork(m: EntityManager, tenantId: unknown, clientId: string, oldSecret: unknown): Promise<void> {
+  const old = clientCredentialId(clientId, typeof oldSecret === 'string' ? secretClaim(oldSecret)?.[SECRET_CLAIM] : undefined);
+  const bare = `client:${clientId}`;
+  if (typeof tenantId !== 'string' || old === bare) return;
+  for (const table of ['webhooks', 'bulk_jobs']) {
+    await m.query(`UPDATE ${table} SET credential_id = $3 WHERE tenant_id = $1 AND credential_id = $2`, [tenantId, bare, old]);
   }
 }

@@ -12,7 +12,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { isAdmin } from '../auth/permissions';
-import type { Principal } from '../auth/principal';
+import { ownerCredential, ownerCredentialSql, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
 import { decodeCursor, PageQuery, pageOf } from '../common/pagination';
@@ -54,11 +54,11 @@ const notFound = () => ApiError.notFound('webhook_not_found', 'No such webhook')
  * to manage.
  */
 const OWNED_BY = (at: number) =>
-  `($${at}::text IS NULL OR (credential_id = $${at} AND ($${at + 1}::text[] IS NULL OR credential_scopes <@ $${at + 1}::text[])))`;
+  `($${at}::text IS NULL OR (${ownerCredentialSql('credential_id')} = $${at} AND ($${at + 1}::text[] IS NULL OR credential_scopes <@ $${at + 1}::text[])))`;
 
-/** The parameters of OWNED_BY: the caller's credential (null for an admin) and token scopes (null for an API key). */
+/** The parameters of OWNED_BY: the caller's credential as an owner (null for an admin) and token scopes (null for an API key). */
 function ownerOf(p: Principal): [string | null, string[] | null] {
-  return isAdmin(p) ? [null, null] : [p.credentialId, tokenScopesOf(p)];
+  return isAdmin(p) ? [null, null] : [ownerCredential(p.credentialId), tokenScopesOf(p)];
 }
 
 function toResponse(r: WebhookRow, secret?: string): WebhookResponse {
@@ -125,8 +125,8 @@ export class WebhooksService {
       // Counted under a lock of the tenant's registrations, so creations at once cannot pass the cap together.
       await m.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || $1, 0))`, [p.tenantId]);
       const [{ tenant, own }]: Array<{ tenant: number; own: number }> = await m.query(
-        `SELECT count(*)::int AS tenant, (count(*) FILTER (WHERE credential_id = $2))::int AS own FROM webhooks WHERE tenant_id = $1`,
-        [p.tenantId, p.credentialId],
+        `SELECT count(*)::int AS tenant, (count(*) FILTER (WHERE ${ownerCredentialSql('credential_id')} = $2))::int AS own FROM webhooks WHERE tenant_id = $1`,
+        [p.tenantId, ownerCredential(p.credentialId)],
       );
       const max = this.config.WEBHOOKS_MAX_PER_TENANT;
       if (tenant >= max) throw ApiError.conflict('conflict', `The tenant has ${tenant} webhooks, the most it may have; delete one first`, { limit: max });
