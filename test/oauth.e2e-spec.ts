@@ -1412,6 +1412,9 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     await t.http.patch(`/users/${user.id}`).set(bearer(admin)).send({ role: 'member' }).expect(200);
     expectError(await t.http.post('/types').set(bearer(tokens.access_token)).send({ name: 'acme.after_demotion', schema: { type: 'object' } }), 403, 'forbidden');
     await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+    // Introspection agrees with the API.
+    const introspected = (await t.http.post('/auth/oauth2/introspect').type('form').send({ token: tokens.access_token, client_id: tool.clientMetadata().client_id }).expect(200)).body;
+    expect([introspected.active, introspected.scope.split(' ').sort()]).toEqual([true, ['core.note:read', 'openid']]);
     expect(await sessions()).toBe(0);
 
     const again = await connect(browser, rp, { email: 'demoted@example.com' });

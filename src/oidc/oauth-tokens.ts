@@ -33,19 +33,10 @@ import { clientCredentialId, clientOfCredential, issuedUnderCurrentSecret, SECRE
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
-import { grantScopes, permissionsOf, scopesStillHeld, withinUserRole } from './scopes';
+import { clientRegistration, scopesForUser } from './client-registration';
+import { grantScopes, permissionsOf, scopesStillHeld } from './scopes';
 
-/** What an admin's registration (POST /auth/clients) adds to a client; an openly registered one has neither. */
-export function clientRegistration(client: Client | undefined): { tenantId?: string; extensions: PermissionMap } {
-  const metadata = (client?.metadata() ?? {}) as { tenant_id?: string; extension_permissions?: PermissionMap };
-  return { tenantId: metadata.tenant_id, extensions: metadata.extension_permissions ?? {} };
-}
-
-/** Whether `user` may authorize `client`: a client of a tenant is for its users alone, an open one for anyone. */
-export function servesUser(client: Client | undefined, user: { tenant_id: string }): boolean {
-  const { tenantId } = clientRegistration(client);
-  return tenantId === undefined || tenantId === user.tenant_id;
-}
+export { clientRegistration, servesUser } from './client-registration';
 
 interface StoredToken {
   clientId: string;
@@ -141,13 +132,10 @@ export class OAuthTokens implements OAuthTokenResolver {
     const { clientId } = client;
     const registration = clientRegistration(client);
     const user = accountId ? await this.users.byId(accountId) : undefined;
-    // A grant of another tenant's user, made before the consent pages checked: invalid, not acting in the user's tenant.
-    if (user && !servesUser(client, user)) return undefined;
+    // The user's role as it is now (PATCH /users/{id} bumps the resolution cache's generation).
+    const granted = scopesForUser(client, accountId, user, scopes);
     const tenantId = accountId ? user?.tenant_id : registration.tenantId;
-    if (!tenantId) return undefined;
-    // A user's role as it is now bounds what their grants can do: a grant made before a demotion
-    // (PATCH /users/{id}, which bumps the resolution cache's generation) loses what the role no longer gives.
-    const granted = user ? withinUserRole(scopes.filter(Boolean), user.role) : scopes.filter(Boolean);
+    if (!granted || !tenantId) return undefined;
     return {
       tenantId,
       credentialId,

@@ -27,6 +27,7 @@ import { clearedAccountCookie } from './account-session';
 import { errorPage, logoutPage, messagePage } from './pages';
 import { setPage } from './send-page';
 import { issuedUnderCurrentSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
+import { scopesForUser } from './client-registration';
 import { isApiScope, OIDC_SCOPES, scopesStillHeld } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 
@@ -312,7 +313,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
   provider.use(bodyTooLarge);
   provider.use(neverFramed);
-  provider.use(introspectedAsTheApiSees(resource));
+  provider.use(introspectedAsTheApiSees(resource, deps.users));
   provider.use(structuredTokensAreUnknown);
   provider.use(endAccountSignInOnLogout(config.secureCookies));
   await teachScopeGrammar(provider);
@@ -448,17 +449,25 @@ async function structuredTokensAreUnknown(ctx: KoaContextWithOIDC, next: () => P
 
 /**
  * Introspection answers what the API would accept (oauth-tokens.ts): a token's `scope` is the
- * part its grant still holds, not what it was issued with, and the claim naming its secret
- * (client-secret-claim.ts) is the service's own.
+ * part its grant still holds and its user's role still allows, not what it was issued with (a
+ * token of a user since deleted, or of another tenant than its client's, is inactive), and the
+ * claim naming its secret (client-secret-claim.ts) is the service's own.
  */
-function introspectedAsTheApiSees(resource: string) {
+function introspectedAsTheApiSees(resource: string, users: UsersService) {
   return async (ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> => {
     await next();
     if (ctx.oidc?.route !== 'introspection' || !ctx.body || typeof ctx.body !== 'object') return;
     const body = ctx.body as Record<string, unknown>;
     delete body[SECRET_CLAIM];
-    const grant = ctx.oidc.entities.Grant;
-    if (body.active === true && grant) body.scope = scopesStillHeld(body.scope as string | undefined, grant, resource).join(' ') || undefined;
+    const { Grant: grant, Client: client } = ctx.oidc.entities;
+    const token = ctx.oidc.entities.AccessToken ?? ctx.oidc.entities.RefreshToken;
+    if (body.active !== true || !grant || !token) return;
+    const held = scopesStillHeld(body.scope as string | undefined, grant, resource);
+    const owner = token.clientId === client?.clientId ? client : await ctx.oidc.provider.Client.find(token.clientId!);
+    const user = token.accountId ? await users.byId(token.accountId) : undefined;
+    const scopes = owner && scopesForUser(owner, token.accountId, user, held);
+    if (!scopes) ctx.body = { active: false };
+    else body.scope = scopes.join(' ') || undefined;
   };
 }
 

@@ -1,0 +1,40 @@
+/**
+ * What a client's registration decides about the users and scopes its tokens serve: an admin's
+ * registration (POST /auth/clients) ties the client to a tenant and may grant it extensions; an
+ * openly registered one has neither. Pure, so the token resolver (oauth-tokens.ts), the consent
+ * pages and introspection (oidc-provider.factory.ts) apply one rule.
+ */
+import type { Client } from 'oidc-provider';
+import type { PermissionMap } from '../keys/api-key.entity';
+import { withinUserRole } from './scopes';
+
+/** What an admin's registration (POST /auth/clients) adds to a client; an openly registered one has neither. */
+export function clientRegistration(client: Client | undefined): { tenantId?: string; extensions: PermissionMap } {
+  const metadata = (client?.metadata() ?? {}) as { tenant_id?: string; extension_permissions?: PermissionMap };
+  return { tenantId: metadata.tenant_id, extensions: metadata.extension_permissions ?? {} };
+}
+
+/** Whether `user` may authorize `client`: a client of a tenant is for its users alone, an open one for anyone. */
+export function servesUser(client: Client | undefined, user: { tenant_id: string }): boolean {
+  const { tenantId } = clientRegistration(client);
+  return tenantId === undefined || tenantId === user.tenant_id;
+}
+
+/**
+ * What a token of `client` may do of `scopes` for its user as the user is now (`accountId`
+ * undefined: a client-credentials token, all of them): bounded by the user's role (a grant made
+ * before a demotion loses what the role no longer gives), and nothing (undefined) once the user
+ * is gone, or for a user of another tenant than the client's (a grant made before the consent
+ * pages checked).
+ */
+export function scopesForUser(
+  client: Client,
+  accountId: string | undefined,
+  user: { tenant_id: string; role: 'admin' | 'member' } | undefined,
+  scopes: string[],
+): string[] | undefined {
+  const given = scopes.filter(Boolean);
+  if (accountId === undefined) return given;
+  if (!user || !servesUser(client, user)) return undefined;
+  return withinUserRole(given, user.role);
+}
