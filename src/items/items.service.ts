@@ -54,6 +54,9 @@ function asAboutNewItem(err: unknown, id: string): unknown {
   return new ApiError(err.status, err.code, err.message.split(id).join('the new item'), details);
 }
 
+/** How often a natural key's insert is tried while concurrent writers keep creating and purging its item. */
+const NATURAL_KEY_ATTEMPTS = 5;
+
 @Injectable()
 export class ItemsService {
   constructor(
@@ -162,23 +165,27 @@ export class ItemsService {
     await this.assertBlobsExist(p, properties);
     const state = dto.state ?? 'active';
     assertInitialState(state);
-    const rows: ItemRow[] = await m.query(
-      `INSERT INTO items (tenant_id, id, type, properties, state, version, schema_version, source, source_id, "timestamp", tier,
-                          device, capture_latitude, capture_longitude, tags, extensions, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, COALESCE($9::timestamptz, ${WRITE_INSTANT}), $10, $11, $12, $13, $14, $15, ${WRITE_INSTANT}, ${WRITE_INSTANT})
-       ON CONFLICT (tenant_id, source, source_id) WHERE source_id IS NOT NULL DO NOTHING
-       RETURNING ${ITEM_COLUMNS}`,
-      [
-        p.tenantId, newId(), type.name, properties, state, type.version, p.source, dto.source_id ?? null, dto.timestamp ?? null,
-        dto.tier ?? p.defaultTier, dto.device ?? null, dto.capture_latitude ?? null, dto.capture_longitude ?? null,
-        dto.tags ?? [], mergeExtensions({}, dto.extensions),
-      ],
-    );
-    if (rows.length === 0) {
-      // Lost a race for the natural key: the other writer committed first, so update it.
+    const insert = (): Promise<ItemRow[]> =>
+      m.query(
+        `INSERT INTO items (tenant_id, id, type, properties, state, version, schema_version, source, source_id, "timestamp", tier,
+                            device, capture_latitude, capture_longitude, tags, extensions, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8, COALESCE($9::timestamptz, ${WRITE_INSTANT}), $10, $11, $12, $13, $14, $15, ${WRITE_INSTANT}, ${WRITE_INSTANT})
+         ON CONFLICT (tenant_id, source, source_id) WHERE source_id IS NOT NULL DO NOTHING
+         RETURNING ${ITEM_COLUMNS}`,
+        [
+          p.tenantId, newId(), type.name, properties, state, type.version, p.source, dto.source_id ?? null, dto.timestamp ?? null,
+          dto.tier ?? p.defaultTier, dto.device ?? null, dto.capture_latitude ?? null, dto.capture_longitude ?? null,
+          dto.tags ?? [], mergeExtensions({}, dto.extensions),
+        ],
+      );
+    let rows = await insert();
+    // Lost a race for the natural key: the other writer committed first, so update its item; if
+    // that item was purged meanwhile, the key is free again and the insert is tried anew.
+    for (let attempt = 1; rows.length === 0; attempt++) {
       const existing = await this.lockByNaturalKey(m, p, dto.source_id!);
-      if (!existing) throw new Error('natural key conflict without a row');
-      return { row: await this.upsertExisting(m, p, existing, dto, type, mode), created: false };
+      if (existing) return { row: await this.upsertExisting(m, p, existing, dto, type, mode), created: false };
+      if (attempt === NATURAL_KEY_ATTEMPTS) throw ApiError.conflict('conflict', 'The natural key kept changing hands under concurrent writes; send the request again');
+      rows = await insert();
     }
     if (dto.edges) await this.edges.createMany(m, p, rows[0], dto.edges).catch((err: unknown) => Promise.reject(asAboutNewItem(err, rows[0].id)));
     await this.writer.created(m, p, rows[0], dto.edges !== undefined);
