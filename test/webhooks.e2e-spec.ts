@@ -220,11 +220,21 @@ describe('webhooks (e2e)', () => {
       expect(badFields(await get(admin, `/webhooks/${hook.id}/deliveries?status=lost`))).toEqual(['status']);
 
       expectError(await post(member, `/webhooks/${hook.id}/deliveries/${failed.id}/retry`, {}), 403, 'forbidden');
-      receiver.respond = () => 200;
-      const retried = (await post(admin, `/webhooks/${hook.id}/deliveries/${failed.id}/retry`, {}).expect(202)).body;
+      // The webhook's line full of attempts the receiver holds: a retry's attempt waits its turn, and
+      // retries at once must not all pass meanwhile (202s that attempt nothing): one is taken, the
+      // others are told an attempt is under way.
+      let release!: () => void;
+      const held = new Promise<number>((resolve) => (release = () => resolve(200)));
+      receiver.respond = (r) => (r.path === hook.path ? held : 200);
+      await Promise.all(Array.from({ length: PER_WEBHOOK_CONCURRENCY }, () => note().expect(201)));
+      await waitFor(() => receiver.at(hook.path).length === 3 + PER_WEBHOOK_CONCURRENCY, 'the webhook\'s line full');
+      const answers = await Promise.all(Array.from({ length: 4 }, () => post(admin, `/webhooks/${hook.id}/deliveries/${failed.id}/retry`, {})));
+      expect(answers.map((r) => r.status).sort()).toEqual([202, 409, 409, 409]);
+      const retried = answers.find((r) => r.status === 202)!.body;
       expect(retried.id).toBe(failed.id);
+      release();
       const done = await waitFor(async () => {
-        const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
+        const d = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries.find((x: { id: string }) => x.id === failed.id);
         return d.status === 'succeeded' && d;
       }, 'the manual retry');
       expect(done.attempts).toBe(4);

@@ -233,6 +233,15 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     return this.queueAttempt(ref, () => this.claimAndAttempt(ref));
   }
 
+  /**
+   * An admin's retry whose statement took the row's lease for this instance: no other retry or
+   * sweeper can take the delivery meanwhile, and this one attempts it under that lease. Should the
+   * webhook's line be full, the lease lapses and the sweeper takes it.
+   */
+  attemptLeased(ref: DeliveryRef): void {
+    this.queueAttempt(ref, () => this.claimAndAttempt(ref, true));
+  }
+
   private queueAttempt(ref: DeliveryRef, attempt: () => Promise<void>): boolean {
     if (this.stopped || this.inFlight.has(ref.deliveryId)) return true;
     if (this.limiter.waiting(ref.webhookId) >= MAX_WAITING_PER_WEBHOOK) return false;
