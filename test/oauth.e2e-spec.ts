@@ -4,6 +4,8 @@
  * API with exactly their scopes, introspection and revocation, all through `openid-client` as a
  * relying party would, plus raw HTTP for the aliases and the error forms.
  */
+import Redis from 'ioredis';
+import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -16,7 +18,7 @@ import { OidcJanitor } from '../src/oidc/oidc-janitor';
 import { browse as browseOn, field } from './support/browse';
 import { Receiver } from './support/receiver';
 import { waitFor } from './support/wait';
-import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { bearer, bootstrapAdmin, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
 
 /** The oidc_models rows (model and where) that hold any of `values` as they are, in the id or anywhere in the payload. */
@@ -1398,6 +1400,73 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(await consentAudits(app)).toEqual([{ scope: 'openid' }]);
   });
 
+  it('says on the consent page when nothing asked can be given, offering no Allow; an Allow that still comes is access_denied saying nothing could be granted, not that the user denied', async () => {
+    const app = await registerApp('Nothing to give app', 'openid offline_access core.note:read metadata.types:write');
+    const agent = request.agent(t.url);
+    const allowButton = /<button[^>]*value="approve"/;
+    // offline_access alone, which gives nothing; what only an admin may give, to Ada, a member.
+    for (const [scope, extra] of [['offline_access', { prompt: 'consent' }], ['metadata.types:write', {}]] as const) {
+      const asked = await askConsent(agent, app, scope, extra);
+      expect(asked.consent).toContain('This app asks for nothing you can give it');
+      expect(asked.consent).not.toContain('Nothing beyond signing you in');
+      expect(asked.consent).not.toMatch(allowButton);
+      expect(asked.consent).toMatch(/<button[^>]*value="deny"/);
+      const back = await asked.decide([]);
+      expect([scope, back.searchParams.get('error'), back.searchParams.get('error_description')]).toEqual([scope, 'access_denied', 'Nothing the app asked for could be granted']);
+    }
+    expect(await grantRows(app)).toEqual([]);
+
+    // Something could be given, and the user unticked it all: that is what the app is told.
+    const unticked = await askConsent(agent, app, 'core.note:read');
+    expect(unticked.consent).toMatch(allowButton);
+    expect(unticked.consent).not.toContain('Nothing beyond signing you in');
+    expect((await unticked.decide([])).searchParams.get('error_description')).toBe('The user granted none of what the app asked for');
+    // A Deny is still the user's denial.
+    expect((await (await askConsent(agent, app, 'core.note:read')).decide([], 'deny')).searchParams.get('error_description')).toBe('The user denied the request');
+
+    // Only where openid is offered, and nothing else to choose, is it a sign-in alone.
+    const signInOnly = await askConsent(agent, app, 'openid offline_access', { prompt: 'consent' });
+    expect(signInOnly.consent).toContain('Nothing beyond signing you in.');
+    expect(signInOnly.consent).toMatch(allowButton);
+    const tokens = await oidc.authorizationCodeGrant(app, await signInOnly.decide([]), { pkceCodeVerifier: signInOnly.verifier, expectedState: signInOnly.state });
+    expect(typeof tokens.id_token).toBe('string');
+  });
+
+  it('makes no grant for a user deleted while their consent was being recorded: the page says the account is gone', async () => {
+    const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'leaving@example.com', password: 'correct horse battery', name: 'Leaving' }).expect(201)).body;
+    const app = await registerApp('Consent race', 'openid core.note:read');
+    const agent = request.agent(t.url);
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = oidc.buildAuthorizationUrl(app, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 's' });
+    let at = await browse(agent, url.pathname + url.search);
+    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(at.page!, 'uid'), csrf: field(at.page!, 'csrf'), email: 'leaving@example.com', password: 'correct horse battery' }).expect(303);
+    const next = new URL(signedIn.headers.location, t.url);
+    at = await browse(agent, next.pathname + next.search);
+    expect(at.path).toMatch(/^\/auth\/consent/);
+    const decision = new URLSearchParams({ uid: field(at.page!, 'uid'), csrf: field(at.page!, 'csrf'), decision: 'approve' });
+    // The user's row is held by a deletion under way when the decision comes to record the grant.
+    const waiting = async () => {
+      await t.sql('SELECT pg_stat_clear_snapshot()');
+      return (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM users WHERE tenant_id = $1 AND id = $2 FOR SHARE%'`)).length > 0;
+    };
+    let answer: request.Response;
+    await t.sql('BEGIN');
+    try {
+      await t.sql(`SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, [user.id]);
+      const sent = agent.post('/auth/authorize/decision').type('form').send(decision.toString()).then((r) => r);
+      await waitFor(waiting, 'the decision to wait for the user\'s row');
+      await t.sql(`DELETE FROM users WHERE id = $1`, [user.id]);
+      await t.sql('COMMIT');
+      answer = await sent;
+    } catch (err) {
+      await t.sql('ROLLBACK');
+      throw err;
+    }
+    expect(answer.status).toBe(400);
+    expect(answer.text).toContain('no longer exists');
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1`, [user.id])).toEqual([]);
+  });
+
   it('holds a demotion for the user\'s tokens at once and ends their sign-ins; a new password ends them too, the grants stay', async () => {
     const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'demoted@example.com', password: 'correct horse battery', name: 'Demoted', role: 'admin' }).expect(201)).body;
     const tool = await registerApp('Schema tool (demotion)', 'openid core.note:read metadata.types:write');
@@ -1444,7 +1513,7 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
 
   it('throttles failed sign-ins per account, counted alike by both sign-in forms, for unknown emails too; a success starts the count again', async () => {
     await t.http.post('/users').set(bearer(admin)).send({ email: 'guessed@example.com', password: 'correct horse battery', name: 'Guessed' }).expect(201);
-    const THROTTLED = 'Too many failed sign-ins for this account; try again in 15 minutes.';
+    const THROTTLED = /Too many failed sign-ins for this account; try again in \d+ minutes?\./;
     const WRONG = 'The email or the password is not right.';
     /** The account pages' sign-in form, in a fresh browser. */
     const accountForm = async (email: string, password: string) => {
@@ -1459,9 +1528,9 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
       const signIn = await browse(agent, url.pathname + url.search);
       return agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email, password });
     };
-    const refusedWith = (res: request.Response, message: string) => {
+    const refusedWith = (res: request.Response, message: string | RegExp) => {
       expect(res.status).toBe(401);
-      expect(res.text).toContain(message);
+      expect(res.text).toMatch(message);
       expect(res.headers['set-cookie'] ?? []).not.toEqual(expect.arrayContaining([expect.stringMatching(/^svc_account=[^;]/)]));
     };
 
@@ -1696,6 +1765,49 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect([res.body.scope, typeof res.body.id_token]).toEqual(['openid', 'string']);
   });
 
+  it('says on the device page when nothing asked can be given, offering no Allow; an Allow that still comes reaches the device as access_denied saying nothing could be granted', async () => {
+    const registered = (
+      await t.http
+        .post('/auth/clients')
+        .set(bearer(admin))
+        .send({ client_name: 'Nothing-to-give TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'], token_endpoint_auth_method: 'none', scope: 'openid offline_access core.note:read metadata.types:write' })
+        .expect(201)
+    ).body;
+    const tv = await oidc.discovery(new URL(t.url), registered.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    const pollTv = async (deviceCode: string) =>
+      (await t.http.post('/auth/device/token').type('form').send({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode, client_id: registered.client_id })).body;
+    const allowButton = /<button[^>]*value="approve"/;
+
+    const nothing = await oidc.initiateDeviceAuthorization(tv, { scope: 'offline_access' });
+    const { page, answer } = await decideDevice(nothing, { decision: 'approve' });
+    expect(page).toContain('This app asks for nothing you can give it');
+    expect(page).not.toContain('Nothing beyond signing you in');
+    expect(page).not.toMatch(allowButton);
+    expect(page).toMatch(/<button[^>]*value="deny"/);
+    expect(answer).toBe('200 Not connected');
+    expect(await pollTv(nothing.device_code)).toMatchObject({ error: 'access_denied', error_description: 'Nothing the app asked for could be granted' });
+
+    // The page knows the user only from the form it sends: a member's Allow of what only an admin may give comes to nothing.
+    const adminOnly = await oidc.initiateDeviceAuthorization(tv, { scope: 'metadata.types:write' });
+    expect((await decideDevice(adminOnly, { decision: 'approve', scope: 'metadata.types:write' })).answer).toBe('200 Not connected');
+    expect(await pollTv(adminOnly.device_code)).toMatchObject({ error: 'access_denied', error_description: 'Nothing the app asked for could be granted' });
+
+    // Something could be given, and the user unticked it all; a Deny is the user's denial.
+    const unticked = await oidc.initiateDeviceAuthorization(tv, { scope: 'core.note:read' });
+    const offered = await decideDevice(unticked, { decision: 'approve' });
+    expect(offered.page).toMatch(allowButton);
+    expect(offered.page).not.toContain('Nothing beyond signing you in');
+    expect((await pollTv(unticked.device_code)).error_description).toBe('The user granted none of what the app asked for');
+    const denied = await oidc.initiateDeviceAuthorization(tv, { scope: 'core.note:read' });
+    await decideDevice(denied, { decision: 'deny' });
+    expect((await pollTv(denied.device_code)).error_description).toBe('The user denied the request');
+
+    const signInOnly = await oidc.initiateDeviceAuthorization(tv, { scope: 'openid offline_access' });
+    const signedIn = await decideDevice(signInOnly, { decision: 'approve' });
+    expect(signedIn.page).toContain('Nothing beyond signing you in.');
+    expect(signedIn.answer).toBe('200 Device connected');
+  });
+
   it('counts a wrong password on the device page as a failed sign-in of the account, which the sign-in pages share', async () => {
     await t.http.post('/users').set(bearer(admin)).send({ email: 'tv2@example.com', password: 'a long tv password', name: 'TV 2' }).expect(201);
     const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
@@ -1705,13 +1817,75 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     for (let n = 0; n < 10; n++) expect((await agent.post('/auth/device/consent').type('form').send({ ...form, password: `guess ${n}` })).status).toBe(401);
     const refused = await agent.post('/auth/device/consent').type('form').send({ ...form, password: 'a long tv password' });
     expect(refused.status).toBe(401);
-    expect(refused.text).toContain('Too many failed sign-ins for this account; try again in 15 minutes.');
+    expect(refused.text).toMatch(/Too many failed sign-ins for this account; try again in \d+ minutes?\./);
     const signIn = request.agent(t.url);
     const signInForm = await signIn.get('/auth/sign-in?return_to=/auth/grants').expect(200);
     const account = await signIn.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: field(signInForm.text, 'csrf'), email: 'tv2@example.com', password: 'a long tv password' });
     expect(account.status).toBe(401);
     expect(account.text).toContain('Too many failed sign-ins for this account');
     expect((await poll(device.device_code)).body.error).toBe('authorization_pending');
+  });
+});
+
+describe('sign-in throttle per client address, with a ceiling per account', () => {
+  const PER_ACCOUNT = 25;
+  const THROTTLED = /Too many failed sign-ins for this account; try again in \d+ minutes?\./;
+  const WRONG = 'The email or the password is not right.';
+  let t: TestApp;
+
+  beforeAll(async () => {
+    // Behind a trusted proxy, each request names its client address (X-Forwarded-For). Ten failures
+    // per address, as by default; the ceiling lowered so that a test reaches it in a few seconds.
+    t = await startApp({ TRUST_PROXY: 'true', SIGN_IN_MAX_FAILURES_PER_ACCOUNT: String(PER_ACCOUNT) });
+    const admin = (await bootstrapAdmin(t)).key;
+    for (const email of ['owner@example.com', 'neighbour@example.com']) {
+      await t.http.post('/users').set(bearer(admin)).send({ email, password: 'correct horse battery', name: 'Owner', role: 'admin' }).expect(201);
+    }
+  });
+  afterAll(async () => t?.close());
+
+  /** The account pages' sign-in form, from `address`, in a fresh browser. */
+  const signIn = async (address: string, password: string, email = 'owner@example.com') => {
+    const agent = request.agent(t.url);
+    const form = await agent.get('/auth/sign-in?return_to=/auth/grants').set('X-Forwarded-For', address).expect(200);
+    return agent.post('/auth/sign-in').set('X-Forwarded-For', address).type('form').send({ return_to: '/auth/grants', csrf: field(form.text, 'csrf'), email, password });
+  };
+  /** `times` wrong passwords from `address`, each one checked (not refused unchecked). */
+  const fail = async (address: string, times: number, email?: string) => {
+    for (let n = 0; n < times; n++) {
+      const res = await signIn(address, `guess ${n}`, email);
+      expect([res.status, res.text.includes(WRONG)]).toEqual([401, true]);
+    }
+  };
+  const refused = (res: request.Response) => expect([res.status, res.text]).toEqual([401, expect.stringMatching(THROTTLED)]);
+
+  it('locks out the address that failed, not the account\'s owner elsewhere, until the failures from every address reach the account\'s ceiling', async () => {
+    await fail('203.0.113.1', 10);
+    refused(await signIn('203.0.113.1', 'correct horse battery'));
+    // Whoever guesses cannot keep the owner out from another address.
+    expect((await signIn('203.0.113.2', 'correct horse battery')).status).toBe(303);
+    // Failures from every address add up to the ceiling (the refused attempt and the success above
+    // do not count); then the account is refused from every address, right password or not.
+    await fail('203.0.113.2', 10);
+    await fail('203.0.113.3', PER_ACCOUNT - 20);
+    refused(await signIn('203.0.113.4', 'correct horse battery'));
+    refused(await signIn('203.0.113.2', 'correct horse battery'));
+    // Another account, from the same addresses, is not affected.
+    expect((await signIn('203.0.113.1', 'correct horse battery', 'neighbour@example.com')).status).toBe(303);
+  });
+
+  it('keeps in Redis neither the email nor the address, nor an unkeyed hash of either', async () => {
+    await fail('198.51.100.7', 1, ' Hashed@Example.com ');
+    const redis = new Redis(REDIS_URL);
+    try {
+      const keys = await redis.keys(`${t.config.REDIS_PREFIX}sign-in:*`);
+      expect(keys.length).toBeGreaterThanOrEqual(2);
+      const hashes = (v: string) => ['hex', 'base64', 'base64url'].map((e) => createHash('sha256').update(v).digest(e as 'hex'));
+      const forbidden = ['hashed@example.com', '198.51.100.7', ...hashes('hashed@example.com'), ...hashes('198.51.100.7')];
+      for (const key of keys) for (const value of forbidden) expect(key).not.toContain(value);
+    } finally {
+      redis.disconnect();
+    }
   });
 });
 

@@ -38,6 +38,9 @@ describe('tenants', () => {
       const stored = await t.http.get(`/keys/${emoji.body.admin_key.id}`).set(bearer(emoji.body.admin_key.key)).expect(200);
       expect(stored.body.label).toBe(emoji.body.admin_key.label);
       expect(badFields(await t.http.post('/tenants').set(bearer(root.key)).send({ name: '   ' }))).toEqual(['name']);
+      // Characters by code point, as a user's name and the sign-up page count them: ❤️ (with its variation selector) is two.
+      expect(badFields(await t.http.post('/tenants').set(bearer(root.key)).send({ name: 'a'.repeat(199) + '❤️' }))).toEqual(['name']);
+      await t.http.post('/tenants').set(bearer(root.key)).send({ name: 'a'.repeat(198) + '❤️' }).expect(201);
     });
 
     it('by anyone else: 403 forbidden (or 401 without a key), and nothing is created', async () => {

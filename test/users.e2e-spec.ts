@@ -124,6 +124,23 @@ describe('users', () => {
     await t.http.delete(`/users/${u.body.id}`).set(bearer(admin)).expect(200);
   });
 
+  it('counts a name\'s 200 characters by code point on POST and PATCH /users and the sign-up page alike: ❤️ (with its variation selector) is two', async () => {
+    const [longest, tooLong] = ['a'.repeat(198) + '❤️', 'a'.repeat(199) + '❤️'];
+    expect(badFields(await create(admin, { email: 'heart@example.com', password: 'long enough pw', name: tooLong }))).toEqual(['name']);
+    const u = await create(admin, { email: 'heart@example.com', password: 'long enough pw', name: longest }).expect(201);
+    expect(u.body.name).toBe(longest);
+    expect(badFields(await t.http.patch(`/users/${u.body.id}`).set(bearer(admin)).send({ name: tooLong }))).toEqual(['name']);
+    await t.http.delete(`/users/${u.body.id}`).set(bearer(admin)).expect(200);
+    const agent = request.agent(t.url);
+    const csrf = field((await agent.get('/auth/sign-up').expect(200)).text, 'csrf');
+    const signUp = (name: string) => agent.post('/auth/sign-up').type('form').send({ csrf, name, email: 'heart-up@example.com', password: 'a long sign-up password' });
+    const refused = await signUp(tooLong);
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('Give a name of at most 200 characters.');
+    await signUp(longest).expect(303);
+    expect(await t.sql(`SELECT name FROM users WHERE email = 'heart-up@example.com'`)).toEqual([{ name: longest }]);
+  });
+
   describe('PATCH /users/{id}', () => {
     const patch = (key: string, id: string, body: unknown) => t.http.patch(`/users/${id}`).set(bearer(key)).send(body as object);
     /** Signs a fresh browser in to the account pages; the status of the sign-in post (303: signed in). */

@@ -35,7 +35,7 @@ export const OAUTH_REFRESH_TOKEN_PREFIX = 'svc_rt_';
 export const OAUTH_TOKEN_RESOLVER = Symbol('OAUTH_TOKEN_RESOLVER');
 export interface OAuthTokenResolver {
   resolve(token: string): Promise<Resolution>;
-  /** The Principal the credential (a grant, or `client:<id>`) stands for now; null once revoked. */
+  /** The Principal the credential (a grant, or `client:<id>:<secret tag>` for a client's tokens) stands for now; null once revoked. */
   principalByCredential(tenantId: string, credentialId: string): Promise<Principal | null>;
 }
 

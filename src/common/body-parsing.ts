@@ -14,6 +14,8 @@
  * (a blob uploaded as application/json is stored, not parsed).
  */
 import { applyDecorators } from '@nestjs/common';
+import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import type { IncomingHttpHeaders } from 'node:http';
 import { RouteConfig } from '@nestjs/platform-fastify';
 import bodyParser from 'body-parser';
@@ -22,7 +24,7 @@ import type { IncomingMessage } from 'node:http';
 import { Accepts } from '../auth/decorators';
 import { ApiError } from './api-error';
 import { inputIssues } from './input-policy';
-import { validationError } from './validation';
+import { isUntransformed, nonObjectBodyError, validationError } from './validation';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -49,8 +51,31 @@ export const StreamedBody = () => applyDecorators(Accepts('*'), RouteConfig({ st
  * body's top-level array `field` (POST /items/bulk reports a bad element as that element's error
  * and writes the others); the DTO marks that field @Untransformed, so the handler gets the
  * elements as sent. Nesting depth is still checked for the whole body here.
+ *
+ * The two go together: nothing else keeps an element's `__proto__` key from class-transformer
+ * (the validation pipe's stripProtoKeys is off). So the decorator checks the handler's @Body()
+ * DTO as it decorates the handler (a method's parameter decorators and `design:paramtypes` are
+ * applied before its method decorators), and a route that forgets @Untransformed fails as its
+ * module loads: at start-up and in every test, not at the first hostile request. The DTO
+ * carries @Untransformed itself, rather than this decorator adding it, so that the DTO reads as
+ * what it does.
  */
-export const PerElementBody = (field: string) => RouteConfig({ perElement: field });
+export const PerElementBody =
+  (field: string): MethodDecorator =>
+  (target, key, descriptor) => {
+    const dto = bodyDto(target, key);
+    if (!isUntransformed(dto, field)) {
+      throw new Error(`@PerElementBody('${field}') on ${target.constructor.name}.${String(key)} needs a @Body() DTO whose ${field} is @Untransformed()`);
+    }
+    return RouteConfig({ perElement: field })(target, key, descriptor);
+  };
+
+/** The class of a handler's whole-body @Body() parameter, if it has one. */
+function bodyDto(target: object, key: string | symbol): unknown {
+  const args: Record<string, { index: number; data?: unknown }> = Reflect.getMetadata(ROUTE_ARGS_METADATA, target.constructor, key) ?? {};
+  const body = Object.entries(args).find(([k, arg]) => k.split(':')[0] === String(RouteParamtypes.BODY) && arg.data === undefined)?.[1];
+  return body && (Reflect.getMetadata('design:paramtypes', target, key) as unknown[] | undefined)?.[body.index];
+}
 
 /** A Content-Encoding other than those body-parser decodes (and blob uploads, upload-staging.ts). */
 export const unsupportedEncoding = (): ApiError =>
@@ -61,7 +86,7 @@ export function bodyParserError(err: unknown): ApiError {
   const { type, status, limit, body } = err as { type?: string; status?: number; limit?: number; body?: unknown };
   if (type === 'entity.parse.failed') {
     // body-parser takes only objects and arrays: `null`, `3` or `"x"` is valid JSON of the wrong shape.
-    if (isJson(body)) return validationError([{ field: '(body)', message: 'must be a JSON object' }]);
+    if (isJson(body)) return nonObjectBodyError();
     return new ApiError(400, 'invalid_request', 'The request body is not valid JSON');
   }
   if (type === 'entity.too.large') {

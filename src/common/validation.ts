@@ -37,15 +37,20 @@ export function validationError(fields: FieldIssue[], message = 'The request has
 }
 
 /**
+ * The refusal of a JSON body that is not an object, wherever one is caught: JSON of another
+ * shape (`3`, `"x"`, `null`: body-parsing.ts), an array (here), or an array sent to a page's
+ * JSON route (form-fields.ts).
+ */
+export const nonObjectBodyError = (): ApiError => validationError([{ field: '(body)', message: 'must be a JSON object' }]);
+
+/**
  * Every request body is an object, and a JSON array is refused as such, as `3` or `"x"` are
  * (body-parsing.ts): body-parser takes arrays, and class-validator would report an array's
  * indexes as unknown fields, or worse.
  */
 class ObjectBodyValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    if (metadata.type === 'body' && Array.isArray(value) && this.toValidate(metadata)) {
-      throw validationError([{ field: '(body)', message: 'must be a JSON object' }]);
-    }
+    if (metadata.type === 'body' && Array.isArray(value) && this.toValidate(metadata)) throw nonObjectBodyError();
     return super.transform(value, metadata);
   }
 
@@ -78,6 +83,8 @@ export function createValidationPipe(o: { unknownFields: 'refuse' | 'drop' } = {
 @Exclude()
 class Untouched {}
 
+const UNTRANSFORMED = Symbol('Untransformed');
+
 /**
  * A field the handler receives as the client sent it, and checks itself (POST /items/bulk checks
  * each element as POST /items checks its body, the input policy included). class-transformer
@@ -89,7 +96,12 @@ export const Untransformed = () =>
   applyDecorators(
     Type(() => Untouched),
     Transform(({ obj, key }) => (obj as Record<string, unknown>)[key], { toClassOnly: true }),
+    (target: object, key: string | symbol) => Reflect.defineMetadata(UNTRANSFORMED, true, target, key),
   );
+
+/** Whether the DTO class `dto` marks `field` @Untransformed (which @PerElementBody requires of its route's body). */
+export const isUntransformed = (dto: unknown, field: string): boolean =>
+  typeof dto === 'function' && Reflect.getMetadata(UNTRANSFORMED, dto.prototype as object, field) === true;
 
 /**
  * Like `@IsOptional()`, but only an absent field is skipped: an explicit `null` is validated
@@ -98,23 +110,14 @@ export const Untransformed = () =>
 export const IsOptionalNonNull = () => ValidateIf((_object, value) => value !== undefined);
 
 /**
- * A name people read (a user's, a tenant's): not blank, and without control characters (C0,
- * DEL, C1) or the bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069), which
- * would make the name display as other text than it is, or reorder what is shown after it.
+ * A name people read (a user's, a tenant's; isUserName in src/users/users.dto.ts adds the
+ * length): not blank, and without control characters (C0, DEL, C1) or the bidirectional
+ * overrides and isolates (U+202A–U+202E, U+2066–U+2069), which would make the name display as
+ * other text than it is, or reorder what is shown after it.
  */
 const UNREADABLE_NAME = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
 
 export const isReadableName = (v: unknown): v is string => typeof v === 'string' && v.trim() !== '' && !UNREADABLE_NAME.test(v);
-
-/** See isReadableName; the length stays the field's own check. */
-export const IsReadableName = () =>
-  ValidateBy({
-    name: 'isReadableName',
-    validator: {
-      validate: isReadableName,
-      defaultMessage: () => 'must not be blank, nor contain control characters or bidirectional override characters',
-    },
-  });
 
 /** A map of name pattern (`*`, `a.b`, `a.b.*`) to `read` | `write`. */
 export function IsPermissionMap(options?: ValidationOptions) {

@@ -213,6 +213,17 @@ export class AppConfig {
   @bool() @IsBoolean()
   SVC_SIGNUP_ENABLED = false;
 
+  /** Failed sign-ins to one account from one client address, in 15 minutes, after which that
+   *  address is refused for that account until they are over (src/users/sign-in-throttle.ts). */
+  @int() @IsInt() @Min(1) @Max(10_000)
+  SIGN_IN_MAX_FAILURES_PER_ADDRESS = 10;
+
+  /** Failed sign-ins to one account from every address together, in 15 minutes, after which
+   *  the account is refused from everywhere until they are over: the bound on guessing from
+   *  many addresses. */
+  @int() @IsInt() @Min(1) @Max(1_000_000)
+  SIGN_IN_MAX_FAILURES_PER_ACCOUNT = 100;
+
   /** Comma list of the redirect_uri values the connector OAuth bootstrap (/oauth/start) may send
    *  a user back to, compared after normalising scheme, host, default port and path. Required in
    *  production; every entry must be an http(s) URL without fragment or user info. */

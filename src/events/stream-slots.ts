@@ -1,8 +1,8 @@
 /**
  * The cap on open `GET /events` streams: at most MAX_STREAMS_PER_CREDENTIAL per credential (an
- * API key, an OAuth grant, or `client:<id>` for a client's tokens) and MAX_STREAMS_PER_TENANT per
- * tenant, past which opening one is 429 `rate_limited`. Each stream holds a slot from opening to
- * closing.
+ * API key, an OAuth grant, or `client:<id>:<secret tag>` for a client's tokens,
+ * oidc/client-secret-claim.ts) and MAX_STREAMS_PER_TENANT per tenant, past which opening one is
+ * 429 `rate_limited`. Each stream holds a slot from opening to closing.
  *
  * Counted across every instance, in Redis: a sorted set per credential and per tenant whose
  * members are the open streams, scored with when the slot lapses. The instance holding a stream

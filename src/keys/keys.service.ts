@@ -141,19 +141,6 @@ export class KeysService {
   }
 
   /**
-   * A key an admin user makes on the account pages, recorded as theirs: undefined when the user
-   * is no longer an admin of the tenant. The user's row is share-locked until the key is in, so
-   * a deletion or demotion at the same moment either comes first (no key) or after, and then
-   * revokes it (`revokeCreatedBy`).
-   */
-  async createForUser(tenantId: string, userId: string, dto: CreateKeyDto): Promise<ApiKeyResponse | undefined> {
-    return this.db.transaction(async (m) => {
-      const admin = await m.query(`SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 AND role = 'admin' FOR SHARE`, [tenantId, userId]);
-      return admin.length ? this.insert(m, tenantId, dto, userId) : undefined;
-    });
-  }
-
-  /**
    * Revokes, in the caller's transaction, the active keys `userId` made on the account pages:
    * they were that user's admin rights, which end with the user's deletion or demotion. Refused
    * (409) when that would leave the tenant without an active admin key. Call `keysChanged` once
@@ -176,7 +163,10 @@ export class KeysService {
     await this.cache.invalidate();
   }
 
-  /** Inserts a key inside the caller's transaction; used by tenant provisioning too. */
+  /**
+   * Inserts a key inside the caller's transaction; used by tenant provisioning, and by
+   * UsersService.createKey for a key a user makes (`createdByUserId`, see `revokeCreatedBy`).
+   */
   async insert(m: EntityManager, tenantId: string, dto: CreateKeyDto, createdByUserId?: string): Promise<ApiKeyResponse> {
     const plaintext = generateApiKey();
     const now = new Date();

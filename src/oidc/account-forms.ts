@@ -42,7 +42,7 @@ export class AccountForms {
   async signIn(req: FastifyRequest, reply: FastifyReply, body: Record<string, unknown>): Promise<void> {
     if (!(await this.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
     const email = typeof body.email === 'string' ? body.email : '';
-    const { user, refusal } = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
+    const { user, refusal } = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '', req.ip);
     if (!user) return this.signInForm(req, reply, body.return_to, refusal, email);
     await this.signInAs(reply, user, safeReturn(body.return_to));
   }

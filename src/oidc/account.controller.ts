@@ -15,10 +15,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
-import { isReadableName } from '../common/validation';
 import { AppConfig } from '../config/app-config';
-import { KeysService } from '../keys/keys.service';
-import { isUserEmail, isUserPassword } from '../users/users.dto';
+import { isUserEmail, isUserName, isUserPassword } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { FormBody, FormFields, refuseNonObjectJson } from './form-fields';
@@ -44,7 +42,6 @@ export class AccountController {
     private readonly grants: GrantsService,
     private readonly forms: AccountForms,
     private readonly audit: AuditService,
-    private readonly keys: KeysService,
     private readonly config: AppConfig,
   ) {}
 
@@ -74,9 +71,7 @@ export class AccountController {
     const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
     const [name, email, password] = [text(body.name), text(body.email), typeof body.password === 'string' ? body.password : ''];
     const again = (error: string) => sendPage(reply, 400, signUpPage({ csrf: String(body.csrf), name, email, error }));
-    // Characters as POST /users counts them (code points), not UTF-16 units.
-    if (!name || [...name].length > 200) return again('Give a name of at most 200 characters.');
-    if (!isReadableName(name)) return again('A name cannot hold control characters or bidirectional override characters.');
+    if (!isUserName(name)) return again('Give a name of at most 200 characters. A name cannot hold control characters or bidirectional override characters.');
     if (!isUserEmail(email)) return again('Give a valid email address.');
     if (!isUserPassword(password)) return again('The password needs at least 10 characters, not only spaces.');
     const user = await this.users.signUp(email, password, name);
@@ -210,11 +205,10 @@ export class AccountController {
     const user = await this.user(req, reply, '/auth/security');
     if (!user) return;
     if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
-    if (user.role !== 'admin') return sendPage(reply, 403, errorPage('Not allowed', 'Only an admin user may create API keys.'));
     const given = typeof body.label === 'string' ? body.label.trim() : '';
     const label = (given || `${user.email} (account page)`).slice(0, 200);
     // Recorded as the user's: deleting or demoting them revokes it (KeysService.revokeCreatedBy).
-    const created = await this.keys.createForUser(user.tenant_id, user.id, { role: 'admin', label });
+    const created = await this.users.createKey(user.tenant_id, user.id, { role: 'admin', label });
     if (!created) return sendPage(reply, 403, errorPage('Not allowed', 'Only an admin user may create API keys.'));
     reply.header('Cache-Control', 'no-store');
     await sendPage(reply, 200, createdKeyPage({ key: created.key!, label }));

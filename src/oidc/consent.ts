@@ -3,7 +3,8 @@
  * scopes a user is shown (known to the service, and for API scopes within what the client
  * registered), which of them are a choice (all but `INCLUDED_SCOPES`), and the grant a decision
  * makes (what was ticked is granted with the included ones, the rest refused, so the provider does
- * not ask again and the token's scope is exactly that), or whether it makes none (`grantsAnything`).
+ * not ask again and the token's scope is exactly that), or whether it makes none (`grantsAnything`,
+ * and then why: `nothingGranted`).
  *
  * A user's connection to a client is one grant (SPEC 5.8), whichever browser or device the user
  * consents on: the first consent makes it (`created: true` in the audit), every later one
@@ -57,15 +58,25 @@ export function grantedScopes(requested: string[], ticked: string[], shown: bool
 }
 
 /**
- * Whether an approval granting `granted` gives the app anything; one that does not is answered as
- * a Deny (no grant, no `auth.grant.created` row, no refusal remembered, so the next authorization
- * asks again). `offline_access` alone gives nothing (it is not even in the token), so it does not
- * count. `openid` does: asked for, it comes with the approval, so unticking every box of such a
- * request still approves the sign-in (openid alone, the API scopes refused); only a request
- * without it comes to nothing.
+ * Whether an approval granting `granted` gives the app anything; one that does not makes no grant
+ * (no `auth.grant.created` row, no refusal remembered, so the next authorization asks again) and
+ * the app gets `access_denied` (`nothingGranted`). `offline_access` alone gives nothing (it is not
+ * even in the token), so it does not count. `openid` does: asked for, it comes with the approval,
+ * so unticking every box of such a request still approves the sign-in (openid alone, the API
+ * scopes refused); only a request without it comes to nothing. Of the scopes a page offers, it
+ * says whether an Allow could give anything at all: the pages offer no Allow otherwise.
  */
 export function grantsAnything(granted: string[]): boolean {
   return granted.some((s) => s !== 'offline_access');
+}
+
+/**
+ * The `access_denied` description for an Allow that grants nothing: the user did not deny (so not
+ * "The user denied the request"), either nothing the user may give was asked for (`grantable`,
+ * what the user's role may give of the request) or the user unticked all of it.
+ */
+export function nothingGranted(grantable: string[]): string {
+  return grantsAnything(grantable) ? 'The user granted none of what the app asked for' : 'Nothing the app asked for could be granted';
 }
 
 type Grant = InstanceType<Provider['Grant']>;
@@ -95,11 +106,15 @@ export async function recordConsent(
     resource: string;
     source: 'authorization_code' | 'device';
   },
-): Promise<string> {
+): Promise<string | undefined> {
   const { provider, audit, db, tokenCache } = deps;
   const refused = o.requested.filter((s) => !o.granted.includes(s));
   const join = (scopes: string[]) => scopes.join(' ');
-  const { grantId, created } = await underConnectionLock(db, o.accountId, o.clientId, async (m) => {
+  const made = await underConnectionLock(db, o.accountId, o.clientId, async (m) => {
+    // The user's row is share-locked until the grant is in: a deletion at the same moment either
+    // came first (no grant: undefined) or waits, and then deletes the grant with the user's others.
+    const [user] = await m.query(`SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 FOR SHARE`, [o.tenantId, o.accountId]);
+    if (!user) return undefined;
     const ofConnection = async (id: string | undefined) => {
       const grant = id ? await provider.Grant.find(id) : undefined;
       return grant?.accountId === o.accountId && grant.clientId === o.clientId ? grant : undefined;
@@ -113,6 +128,8 @@ export async function recordConsent(
     if (refused.some(isApiScope)) grant.rejectResourceScope(o.resource, join(refused.filter(isApiScope)));
     return { grantId: await grant.save(), created: !existing };
   });
+  if (!made) return undefined;
+  const { grantId, created } = made;
   // The grant's tokens are good for what it holds now (oauth-tokens.ts): resolutions cached before this decision are not.
   if (!created) await tokenCache.invalidate();
   await audit.record({

@@ -28,7 +28,7 @@ import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { withinUserRole } from './scopes';
-import { formList as list, grantedScopes, grantsAnything, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
+import { formList as list, grantedScopes, grantsAnything, nothingGranted, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 import { FormBody, FormFields, PageQuery } from './form-fields';
 import { ApiFormBody, ApiPage, ApiQueryParams, FORM_FIELD } from './openapi-pages';
 import { cookieOf } from './account-session';
@@ -95,20 +95,23 @@ export class DeviceController {
       return sendPage(reply, 403, formExpiredPage('Open the link from your device again.'));
     }
     const email = typeof body.email === 'string' ? body.email : '';
-    const { user, refusal } = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
+    const { user, refusal } = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '', req.ip);
     if (!user) return sendPage(reply, 401, await this.consentPage(code, String(body.csrf), email, refusal));
     const provider = await this.oidc.get();
     const client = await provider.Client.find(code.clientId!);
     const otherTenant = !servesUser(client, user);
     const requested = requestedScopes(client, code.params?.scope);
-    const granted = grantedScopes(withinUserRole(requested, user.role), list(body.scope), body[SCOPES_SHOWN] !== undefined);
-    // An Allow that gives nothing is answered as a Deny (grantsAnything, consent.ts).
-    const approve = body.decision === 'approve' && !otherTenant && grantsAnything(granted);
+    const grantable = withinUserRole(requested, user.role);
+    const granted = grantedScopes(grantable, list(body.scope), body[SCOPES_SHOWN] !== undefined);
+    const denied = body.decision !== 'approve';
+    // An Allow that gives nothing makes no grant; the device is told why, not that the user denied (grantsAnything, consent.ts).
+    const approve = !denied && !otherTenant && grantsAnything(granted);
     const claim = await claimDeviceCode(this.db, code.jti);
     if (!claim) return expired();
+    let gone = false;
     try {
       if (!approve) {
-        const why = otherTenant ? 'This app is only for the users of the workspace it belongs to' : 'The user denied the request';
+        const why = otherTenant ? 'This app is only for the users of the workspace it belongs to' : denied ? 'The user denied the request' : nothingGranted(grantable);
         Object.assign(code, { error: 'access_denied', errorDescription: why });
       } else {
         const resource = this.config.baseUrl;
@@ -121,7 +124,10 @@ export class DeviceController {
           resource,
           source: 'device',
         });
-        Object.assign(code, { accountId: user.id, grantId, authTime: Math.floor(Date.now() / 1000), scope: granted.join(' '), resource });
+        // The user deleted while deciding: the device is refused, as a deleted user's would be.
+        if (!grantId) Object.assign(code, { error: 'access_denied', errorDescription: 'The account no longer exists' });
+        else Object.assign(code, { accountId: user.id, grantId, authTime: Math.floor(Date.now() / 1000), scope: granted.join(' '), resource });
+        gone = !grantId;
       }
       await code.save();
     } catch (err) {
@@ -132,7 +138,9 @@ export class DeviceController {
     if (otherTenant) {
       return sendPage(reply, 403, otherWorkspacePage({ clientName: client?.clientName ?? code.clientId!, outcome: 'The device was not connected.' }));
     }
-    if (!approve) return sendPage(reply, 200, messagePage('Not connected', 'You denied the request. You can close this page.'));
+    if (gone) return sendPage(reply, 400, errorPage('Account gone', 'The account that signed in no longer exists.'));
+    if (denied) return sendPage(reply, 200, messagePage('Not connected', 'You denied the request. You can close this page.'));
+    if (!approve) return sendPage(reply, 200, messagePage('Not connected', 'Nothing the app asked for was given to it. You can close this page.'));
     await sendPage(reply, 200, messagePage('Device connected', 'You can close this page and go back to your device.'));
   }
 

@@ -8,7 +8,7 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { createQueryDecorator } from '../auth/decorators';
-import { validationError } from '../common/validation';
+import { nonObjectBodyError } from '../common/validation';
 
 export type FormBody = Record<string, unknown>;
 
@@ -25,7 +25,7 @@ export const FormFields = createParamDecorator((_: unknown, ctx: ExecutionContex
  * fields. body-parser lets only arrays through; the other shapes it refuses itself.
  */
 export function refuseNonObjectJson(req: FastifyRequest): void {
-  if (req.body !== undefined && !isFields(req.body)) throw validationError([{ field: '(body)', message: 'must be a JSON object' }]);
+  if (req.body !== undefined && !isFields(req.body)) throw nonObjectBodyError();
 }
 
 /**

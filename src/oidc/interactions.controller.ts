@@ -11,7 +11,7 @@
  *                                that come with any approval (openid, offline_access)
  *   POST /auth/authorize/decision (and its SPEC twin POST /auth/oauth2/consent)
  *                                approve (with the ticked scopes) or deny → the grant; an
- *                                approval that grants nothing is a denial
+ *                                approval that grants nothing is access_denied too
  *
  * A client registered for a tenant serves that tenant's users only (`servesUser`): a user of
  * another tenant is refused at the sign-in or the consent, whichever comes first, with a page
@@ -38,9 +38,10 @@ import { clientRegistration, servesUser } from './oauth-tokens';
 import { consentPage, errorPage, formExpiredPage, otherWorkspacePage, signInPage } from './pages';
 import { sendPage } from './send-page';
 import { withinUserRole } from './scopes';
-import { formList as list, grantedScopes, grantsAnything, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
+import { formList as list, grantedScopes, grantsAnything, nothingGranted, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 
 const FORM = 'application/x-www-form-urlencoded';
+const accountGone = () => errorPage('Account gone', 'The account that signed in no longer exists.');
 /** Well inside Node's 16 KiB for a request's head, which the GET that follows must fit in. */
 const MAX_GET_URL = 8192;
 
@@ -147,7 +148,7 @@ export class InteractionsController {
     const details = await this.details(req, reply, body.uid, 'login', body.csrf);
     if (!details) return;
     const email = typeof body.email === 'string' ? body.email : '';
-    const { user, refusal } = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '');
+    const { user, refusal } = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '', req.ip);
     if (!user) {
       const form = { uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details), email };
       return sendPage(reply, 401, signInPage({ ...form, error: refusal }));
@@ -201,20 +202,20 @@ export class InteractionsController {
     if (!(await claimInteraction(this.db, details.uid))) {
       return sendPage(reply, 400, errorPage('Already answered', 'This request was already approved or denied. Go back to the application.'));
     }
-    const denied = { error: 'access_denied', error_description: 'The user denied the request' };
-    if (body.decision !== 'approve') return this.finish(req, reply, denied);
+    if (body.decision !== 'approve') return this.finish(req, reply, { error: 'access_denied', error_description: 'The user denied the request' });
     const provider = await this.oidc.get();
     const clientId = String(details.params.client_id);
     const accountId = details.session!.accountId;
     const user = await this.users.byId(accountId);
-    if (!user) return sendPage(reply, 400, errorPage('Account gone', 'The account that signed in no longer exists.'));
+    if (!user) return sendPage(reply, 400, accountGone());
     if (await this.refusedForTenant(req, reply, details, user)) return;
     const client = await provider.Client.find(clientId);
     // What the user's role may not give is refused with the rest, or the provider would ask again.
     const requested = requestedScopes(client, details.params.scope);
-    const granted = grantedScopes(withinUserRole(requested, user.role), list(body.scope), body[SCOPES_SHOWN] !== undefined);
-    // An Allow that gives nothing is answered as a Deny (grantsAnything, consent.ts).
-    if (!grantsAnything(granted)) return this.finish(req, reply, denied);
+    const grantable = withinUserRole(requested, user.role);
+    const granted = grantedScopes(grantable, list(body.scope), body[SCOPES_SHOWN] !== undefined);
+    // An Allow that gives nothing makes no grant; the app is told why, not that the user denied (grantsAnything, consent.ts).
+    if (!grantsAnything(granted)) return this.finish(req, reply, { error: 'access_denied', error_description: nothingGranted(grantable) });
     const grantId = await recordConsent({ provider, audit: this.audit, db: this.db, tokenCache: this.tokenCache }, {
       grantId: details.grantId,
       tenantId: user.tenant_id,
@@ -225,6 +226,7 @@ export class InteractionsController {
       granted,
       resource: this.config.baseUrl,
     });
+    if (!grantId) return sendPage(reply, 400, accountGone());
     await this.finish(req, reply, { consent: { grantId } });
   }
 
@@ -253,7 +255,15 @@ export class InteractionsController {
   }
 
   private async finish(req: FastifyRequest, reply: FastifyReply, result: Record<string, unknown>): Promise<void> {
-    await reply.redirect(await this.result(req, reply, result), 303);
+    let to: string;
+    try {
+      to = await this.result(req, reply, result);
+    } catch (err) {
+      // The interaction went while the decision was made: its user was deleted (which ends their sessions and interactions).
+      if ((err as { name?: string }).name !== 'SessionNotFound') throw err;
+      return sendPage(reply, 400, accountGone());
+    }
+    await reply.redirect(to, 303);
   }
 
   /** Ends the interaction with `result`: the URL that takes the browser on to the app with it. */

@@ -3,7 +3,7 @@
  * small stylesheet and no external asset, every value HTML-escaped. Each form carries a CSRF
  * token (interaction-csrf.ts) next to the interaction it belongs to.
  */
-import { isIncludedScope, SCOPES_SHOWN } from './consent';
+import { grantsAnything, isIncludedScope, SCOPES_SHOWN } from './consent';
 import { parseScope } from './scopes';
 
 export function escapeHtml(text: string): string {
@@ -62,9 +62,12 @@ export function describeScope(scope: string): string {
 /**
  * What an app asks for, as both consent pages show it (SPEC 5.2): each scope named in words and
  * literally, untickable but those that come with any approval (`isIncludedScope`), then the
- * client's extension grant, which comes with whatever is given.
+ * client's extension grant, which comes with whatever is given. A request of which nothing can be
+ * given (`grantsAnything`: no scope shown, or `offline_access` alone) says so, and its page offers
+ * no Allow (`decisionButtons`): an Allow would only come back `access_denied`.
  */
 function requestedAccess(legend: string, scopes: string[], extensions: Record<string, string>): string {
+  if (!grantsAnything(scopes)) return `<fieldset><legend>${legend}</legend>\n<p>This app asks for nothing you can give it.</p>\n</fieldset>`;
   const named = (s: string) => `${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code>`;
   const rows = scopes
     .map((s, i) =>
@@ -73,9 +76,11 @@ function requestedAccess(legend: string, scopes: string[], extensions: Record<st
         : `<label class="scope"><input type="checkbox" name="scope" value="${escapeHtml(s)}" id="scope-${i}" checked> ${named(s)}</label>`,
     )
     .join('\n');
+  // Something is given and none of it is a choice: openid, with offline_access at most.
+  const choice = scopes.some((s) => !isIncludedScope(s));
   const granted = Object.entries(extensions);
-  return `<fieldset><legend>${legend}${scopes.some((s) => !isIncludedScope(s)) ? ' (untick what you do not want to give)' : ''}</legend>
-${rows ? `${hidden(SCOPES_SHOWN, '1')}${rows}` : '<p>Nothing beyond signing you in.</p>'}
+  return `<fieldset><legend>${legend}${choice ? ' (untick what you do not want to give)' : ''}</legend>
+${hidden(SCOPES_SHOWN, '1')}${rows}${choice ? '' : '\n<p>Nothing beyond signing you in.</p>'}
 </fieldset>
 ${
   granted.length
@@ -85,6 +90,10 @@ ${
     : ''
 }`;
 }
+
+/** Allow where it could give anything (`requestedAccess`), and always Deny. */
+const decisionButtons = (scopes: string[]) =>
+  `${grantsAnything(scopes) ? '<button type="submit" name="decision" value="approve">Allow</button>\n' : ''}<button type="submit" name="decision" value="deny">Deny</button>`;
 
 export function consentPage(o: {
   uid: string;
@@ -100,8 +109,7 @@ export function consentPage(o: {
 <form method="post" action="${escapeHtml(o.action)}">
 ${hidden('uid', o.uid)}${hidden('csrf', o.csrf)}
 ${requestedAccess('Requested access', o.scopes, o.extensions)}
-<button type="submit" name="decision" value="approve">Allow</button>
-<button type="submit" name="decision" value="deny">Deny</button>
+${decisionButtons(o.scopes)}
 </form>`,
   );
 }
@@ -151,8 +159,7 @@ ${hidden('user_code', o.userCode)}${hidden('csrf', o.csrf)}
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 ${requestedAccess('It asks to', o.scopes, o.extensions)}
-<button type="submit" name="decision" value="approve">Allow</button>
-<button type="submit" name="decision" value="deny">Deny</button>
+${decisionButtons(o.scopes)}
 </form>`,
   );
 }

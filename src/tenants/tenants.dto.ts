@@ -1,11 +1,10 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsString, Length } from 'class-validator';
-import { IsReadableName } from '../common/validation';
 import { ApiKeyResponse, CreatedApiKeyResponse } from '../keys/keys.dto';
+import { IsUserName } from '../users/users.dto';
 
 export class CreateTenantDto {
   @ApiProperty({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'Not only whitespace; no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' })
-  @IsString() @Length(1, 200) @IsReadableName()
+  @IsUserName()
   name: string;
 }
 

@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { isEmail, IsIn, IsOptional, IsString, IsUrl, Length, MaxLength, ValidateBy } from 'class-validator';
+import { isEmail, IsIn, IsOptional, IsUrl, MaxLength, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { IsOptionalNonNull, IsReadableName } from '../common/validation';
+import { IsOptionalNonNull, isReadableName } from '../common/validation';
 
 export const USER_ROLES = ['admin', 'member'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
@@ -28,6 +28,26 @@ const IsUserPassword = () =>
     validator: { validate: (v: unknown) => typeof v === 'string' && isUserPassword(v), defaultMessage: () => 'must be 10 to 1024 characters, not all whitespace' },
   });
 
+/**
+ * The one rule for a user's name, POST and PATCH /users and the sign-up page alike, and so for a
+ * tenant's (POST /tenants; sign-up names the new tenant as its admin): not blank once trimmed, at
+ * most 200 characters, and readable (isReadableName). Characters are counted by code point, as
+ * the OpenAPI document's maxLength counts them: class-validator's length check leaves out the
+ * variation selectors U+FE0E and U+FE0F (the second half of ❤️). UTF-16 units, never fewer,
+ * bound the input before it is counted.
+ */
+export const isUserName = (name: unknown): name is string =>
+  typeof name === 'string' && name.length <= 2 * 200 && [...name].length <= 200 && isReadableName(name);
+
+export const IsUserName = () =>
+  ValidateBy({
+    name: 'isUserName',
+    validator: {
+      validate: isUserName,
+      defaultMessage: () => 'must be 1 to 200 characters, not blank, without control characters or bidirectional override characters',
+    },
+  });
+
 const PASSWORD_DOC = { minLength: 10, maxLength: 1024, description: 'Not only whitespace. Stored as a scrypt hash; never returned' };
 const NAME_DOC = { minLength: 1, maxLength: 200, description: 'Not blank; no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' };
 const ROLE_DOC = { enum: USER_ROLES, description: 'What the user may consent to for an app: an admin grants admin rights' };
@@ -47,7 +67,7 @@ export class CreateUserDto {
   password: string;
 
   @ApiProperty(NAME_DOC)
-  @IsString() @Length(1, 200) @IsReadableName()
+  @IsUserName()
   name: string;
 
   @ApiPropertyOptional({ ...ROLE_DOC, default: 'member' })
@@ -70,7 +90,7 @@ export class UpdateUserDto {
   password?: string;
 
   @ApiPropertyOptional(NAME_DOC)
-  @IsOptionalNonNull() @IsString() @Length(1, 200) @IsReadableName()
+  @IsOptionalNonNull() @IsUserName()
   name?: string;
 
   @ApiPropertyOptional(ROLE_DOC)

@@ -1,7 +1,8 @@
 /**
  * Owns users: the people who sign in to the OAuth provider and consent for apps. Admins of a
  * tenant create, list, change and delete its users; the provider looks them up by email (sign-in,
- * with the password check and its throttle, sign-in-throttle.ts) and by id (the OIDC `sub`).
+ * with the password check and its throttle, sign-in-throttle.ts) and by id (the OIDC `sub`); an
+ * admin user makes admin API keys on the account pages (`createKey`).
  */
 import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
@@ -13,7 +14,9 @@ import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { AppConfig } from '../config/app-config';
+import { SecretBox } from '../crypto/secret-box';
 import { bumpGeneration, OAUTH_GENERATION } from '../keys/key-cache';
+import { ApiKeyResponse, CreateKeyDto } from '../keys/keys.dto';
 import { KeysService } from '../keys/keys.service';
 import { REDIS } from '../redis/redis.module';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from './password';
@@ -70,8 +73,14 @@ export class UsersService {
     private readonly config: AppConfig,
     private readonly audit: AuditService,
     private readonly keys: KeysService,
+    secrets: SecretBox,
   ) {
-    this.throttle = new SignInThrottle(redis, config.REDIS_PREFIX);
+    this.throttle = new SignInThrottle(
+      redis,
+      config.REDIS_PREFIX,
+      { perAddress: config.SIGN_IN_MAX_FAILURES_PER_ADDRESS, perAccount: config.SIGN_IN_MAX_FAILURES_PER_ACCOUNT },
+      () => secrets.derive('sign-in-throttle'),
+    );
   }
 
   async create(p: Principal, dto: CreateUserDto): Promise<UserResponse> {
@@ -197,10 +206,10 @@ export class UsersService {
   /**
    * Sign-in, for every form that checks a password: the user whose email and password match, in
    * about the same time either way; refused without a check while the email has had too many
-   * failures (sign-in-throttle.ts).
+   * failures from `address` (the client's, `req.ip`), or from everywhere (sign-in-throttle.ts).
    */
-  async authenticate(email: string, password: string): Promise<SignIn> {
-    const wait = await this.throttle.attempt(email);
+  async authenticate(email: string, password: string, address: string): Promise<SignIn> {
+    const wait = await this.throttle.attempt(email, address);
     if (wait !== undefined) {
       return { refusal: `Too many failed sign-ins for this account; try again in ${wait} minute${wait === 1 ? '' : 's'}.` };
     }
@@ -211,8 +220,21 @@ export class UsersService {
     if (!row) return verifyAgainstNothing(password).then(() => ({ refusal: WRONG_PASSWORD }));
     const { password_hash, ...user } = row;
     if (!(await verifyPassword(password, password_hash))) return { refusal: WRONG_PASSWORD };
-    await this.throttle.succeeded(email);
+    await this.throttle.succeeded(email, address);
     return { user };
+  }
+
+  /**
+   * A key the user makes on the account pages, recorded as theirs: undefined when they are not
+   * (or no longer) an admin of the tenant, the one rule for who may. Their row is share-locked
+   * until the key is in, so a deletion or demotion at the same moment either comes first (no key)
+   * or after, and then revokes it (`KeysService.revokeCreatedBy`).
+   */
+  async createKey(tenantId: string, userId: string, dto: CreateKeyDto): Promise<ApiKeyResponse | undefined> {
+    return this.db.transaction(async (m) => {
+      const admin = await m.query(`SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 AND role = 'admin' FOR SHARE`, [tenantId, userId]);
+      return admin.length ? this.keys.insert(m, tenantId, dto, userId) : undefined;
+    });
   }
 
   /** The OIDC `sub` → the user (any tenant: the id is unique). */
