@@ -1627,6 +1627,42 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(res.body.error).toBe('unauthorized_client');
   });
 
+  it('connects no device for a user deleted while their consent was being recorded: the page says the account is gone, the device gets access_denied', async () => {
+    const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'gone-tv@example.com', password: 'a long tv password', name: 'Gone' }).expect(201)).body;
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid core.note:read' });
+    const agent = request.agent(t.url);
+    const page = await agent.get(new URL(device.verification_uri_complete!).pathname + new URL(device.verification_uri_complete!).search).expect(200);
+    const body = new URLSearchParams({
+      user_code: /name="user_code" value="([^"]*)"/.exec(page.text)![1],
+      csrf: /name="csrf" value="([^"]*)"/.exec(page.text)![1],
+      email: 'gone-tv@example.com',
+      password: 'a long tv password',
+      decision: 'approve',
+    });
+    // The user's row is held by a deletion under way when the decision comes to record the grant.
+    const waiting = async () => {
+      await t.sql('SELECT pg_stat_clear_snapshot()');
+      return (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM users WHERE tenant_id = $1 AND id = $2 FOR SHARE%'`)).length > 0;
+    };
+    let answered: request.Response;
+    await t.sql('BEGIN');
+    try {
+      await t.sql(`SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, [user.id]);
+      const sent = agent.post('/auth/device/consent').type('form').send(body.toString()).then((r) => r);
+      await waitFor(waiting, 'the decision to wait for the user\'s row');
+      await t.sql(`DELETE FROM users WHERE id = $1`, [user.id]);
+      await t.sql('COMMIT');
+      answered = await sent;
+    } catch (err) {
+      await t.sql('ROLLBACK');
+      throw err;
+    }
+    expect(answered.status).toBe(400);
+    expect(answered.text).toContain('no longer exists');
+    expect((await poll(device.device_code)).body.error).toBe('access_denied');
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1`, [user.id])).toEqual([]);
+  });
+
   it('refuses a wrong password on the page, and a denial reaches the device as access_denied', async () => {
     const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
     expect(await answer(device.verification_uri_complete!, { email: 'tv@example.com', password: 'not the password', decision: 'approve' })).toBe(401);
