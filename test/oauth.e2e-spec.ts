@@ -1484,6 +1484,9 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     // Introspection agrees with the API.
     const introspected = (await t.http.post('/auth/oauth2/introspect').type('form').send({ token: tokens.access_token, client_id: tool.clientMetadata().client_id }).expect(200)).body;
     expect([introspected.active, introspected.scope.split(' ').sort()]).toEqual([true, ['core.note:read', 'openid']]);
+    // A refresh's response lists only what its new token may do.
+    const refreshed = await oidc.refreshTokenGrant(tool, tokens.refresh_token!);
+    expect(refreshed.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid']);
     expect(await sessions()).toBe(0);
 
     const again = await connect(browser, rp, { email: 'demoted@example.com' });
@@ -1908,6 +1911,12 @@ describe('sign-in throttle per client address, with a ceiling per account', () =
     refused(await signIn('203.0.113.2', 'correct horse battery'));
     // Another account, from the same addresses, is not affected.
     expect((await signIn('203.0.113.1', 'correct horse battery', 'neighbour@example.com')).status).toBe(303);
+  });
+
+  it('counts every spelling of an account\'s email the sign-in matches as that account (İ lowers to i in PostgreSQL, not in JavaScript)', async () => {
+    await fail('192.0.2.9', 10, 'neighbour@example.com');
+    // Spelt with U+0130, the email reaches the same account, and its failures: refused, not signed in.
+    refused(await signIn('192.0.2.9', 'correct horse battery', 'ne\u0130ghbour@example.com'));
   });
 
   it('keeps in Redis neither the email nor the address, nor an unkeyed hash of either', async () => {

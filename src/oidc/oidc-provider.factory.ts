@@ -28,7 +28,7 @@ import { errorPage, logoutPage, messagePage } from './pages';
 import { setPage } from './send-page';
 import { issuedUnderCurrentSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { scopesForUser } from './client-registration';
-import { isApiScope, OIDC_SCOPES, scopesStillHeld } from './scopes';
+import { isApiScope, OIDC_SCOPES, scopesStillHeld, withinUserRole } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 
 /** The SPEC's paths of the provider's own endpoints. */
@@ -307,7 +307,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   // oidc-mount.ts sets the X-Forwarded-* headers itself (SVC_BASE_URL's origin, Fastify's client address).
   provider.proxy = true;
   prefixTokens(provider);
-  carryOidcScopes(provider, () => Provider.ctx as KoaContextWithOIDC | undefined);
+  carryOidcScopes(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, deps.users);
   unbindTokensFromSessions(provider);
   allowAnyLoopbackPort(provider);
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
@@ -543,11 +543,11 @@ function allowAnyLoopbackPort(provider: ProviderType): void {
  * exactly them and the API scopes (SPEC 5.2, RFC 6749 5.1). `offline_access` is about the refresh
  * token, which every code and device grant gets here, and stays out.
  */
-function carryOidcScopes(provider: ProviderType, currentCtx: () => KoaContextWithOIDC | undefined): void {
+function carryOidcScopes(provider: ProviderType, currentCtx: () => KoaContextWithOIDC | undefined, users: UsersService): void {
   type Scoped = { scope?: string; scopes: Set<string> };
-  const model = provider.AccessToken.prototype as unknown as { scope?: string; save(): Promise<string> };
+  const model = provider.AccessToken.prototype as unknown as { scope?: string; accountId?: string; save(): Promise<string> };
   const save = model.save;
-  model.save = function saveWithOidcScopes(this: typeof model) {
+  model.save = async function saveWithOidcScopes(this: typeof model) {
     const ctx = currentCtx();
     const e = (ctx?.oidc?.entities ?? {}) as Record<string, unknown>;
     const grant = e.Grant as { getOIDCScopeFiltered(filter: Set<string>): string } | undefined;
@@ -556,7 +556,10 @@ function carryOidcScopes(provider: ProviderType, currentCtx: () => KoaContextWit
       const params = ctx.oidc.params as { grant_type?: string; scope?: string };
       const asked = params.grant_type === 'refresh_token' && params.scope ? ctx.oidc.requestParamScopes : source.scopes;
       const oidc = grant.getOIDCScopeFiltered(asked).split(' ').filter((s) => s !== 'offline_access');
-      this.scope = [...new Set([...oidc, ...(this.scope ?? '').split(' ')])].filter(Boolean).join(' ');
+      const scopes = [...new Set([...oidc, ...(this.scope ?? '').split(' ')])].filter(Boolean);
+      // What the user's role no longer gives (a demotion since the grant) is not the token's either.
+      const user = this.accountId ? await users.byId(this.accountId) : undefined;
+      this.scope = (user ? withinUserRole(scopes, user.role) : scopes).join(' ');
     }
     return save.call(this);
   };

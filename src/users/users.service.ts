@@ -209,7 +209,11 @@ export class UsersService {
    * failures from `address` (the client's, `req.ip`), or from everywhere (sign-in-throttle.ts).
    */
   async authenticate(email: string, password: string, address: string): Promise<SignIn> {
-    const wait = await this.throttle.attempt(email, address);
+    // Counted under the email as the look-up below matches it (PostgreSQL's lower, not
+    // JavaScript's: they differ on letters such as U+0130), so no spelling of one account gets a
+    // count of its own.
+    const [{ matched }]: Array<{ matched: string }> = await this.db.query(`SELECT lower($1) AS matched`, [email.trim()]);
+    const wait = await this.throttle.attempt(matched, address);
     if (wait !== undefined) {
       return { refusal: `Too many failed sign-ins for this account; try again in ${wait} minute${wait === 1 ? '' : 's'}.` };
     }
@@ -220,7 +224,7 @@ export class UsersService {
     if (!row) return verifyAgainstNothing(password).then(() => ({ refusal: WRONG_PASSWORD }));
     const { password_hash, ...user } = row;
     if (!(await verifyPassword(password, password_hash))) return { refusal: WRONG_PASSWORD };
-    await this.throttle.succeeded(email, address);
+    await this.throttle.succeeded(matched, address);
     return { user };
   }
 
