@@ -1444,24 +1444,7 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     at = await browse(agent, next.pathname + next.search);
     expect(at.path).toMatch(/^\/auth\/consent/);
     const decision = new URLSearchParams({ uid: field(at.page!, 'uid'), csrf: field(at.page!, 'csrf'), decision: 'approve' });
-    // The user's row is held by a deletion under way when the decision comes to record the grant.
-    const waiting = async () => {
-      await t.sql('SELECT pg_stat_clear_snapshot()');
-      return (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM users WHERE tenant_id = $1 AND id = $2 FOR SHARE%'`)).length > 0;
-    };
-    let answer: request.Response;
-    await t.sql('BEGIN');
-    try {
-      await t.sql(`SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, [user.id]);
-      const sent = agent.post('/auth/authorize/decision').type('form').send(decision.toString()).then((r) => r);
-      await waitFor(waiting, 'the decision to wait for the user\'s row');
-      await t.sql(`DELETE FROM users WHERE id = $1`, [user.id]);
-      await t.sql('COMMIT');
-      answer = await sent;
-    } catch (err) {
-      await t.sql('ROLLBACK');
-      throw err;
-    }
+    const answer = await deletedWhileDeciding(t, user.id, () => agent.post('/auth/authorize/decision').type('form').send(decision.toString()));
     expect(answer.status).toBe(400);
     expect(answer.text).toContain('no longer exists');
     expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1`, [user.id])).toEqual([]);
@@ -1642,24 +1625,7 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
       password: 'a long tv password',
       decision: 'approve',
     });
-    // The user's row is held by a deletion under way when the decision comes to record the grant.
-    const waiting = async () => {
-      await t.sql('SELECT pg_stat_clear_snapshot()');
-      return (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM users WHERE tenant_id = $1 AND id = $2 FOR SHARE%'`)).length > 0;
-    };
-    let answered: request.Response;
-    await t.sql('BEGIN');
-    try {
-      await t.sql(`SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, [user.id]);
-      const sent = agent.post('/auth/device/consent').type('form').send(body.toString()).then((r) => r);
-      await waitFor(waiting, 'the decision to wait for the user\'s row');
-      await t.sql(`DELETE FROM users WHERE id = $1`, [user.id]);
-      await t.sql('COMMIT');
-      answered = await sent;
-    } catch (err) {
-      await t.sql('ROLLBACK');
-      throw err;
-    }
+    const answered = await deletedWhileDeciding(t, user.id, () => agent.post('/auth/device/consent').type('form').send(body.toString()));
     expect(answered.status).toBe(400);
     expect(answered.text).toContain('no longer exists');
     expect((await poll(device.device_code)).body.error).toBe('access_denied');
@@ -2056,3 +2022,26 @@ describe('cookies of a service served over https', () => {
     for (const cookie of cookies) expect([cookie, /;\s*Secure/i.test(cookie), /;\s*HttpOnly/i.test(cookie)]).toEqual([cookie, true, true]);
   });
 });
+
+/**
+ * Sends a consent decision while the user's row is held by a deletion under way: it waits for the
+ * decision to block on that row where the grant is recorded, then deletes the user and lets it go.
+ */
+async function deletedWhileDeciding(t: TestApp, userId: string, send: () => request.Test): Promise<request.Response> {
+  const waiting = async () => {
+    await t.sql('SELECT pg_stat_clear_snapshot()');
+    return (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM users WHERE tenant_id = $1 AND id = $2 FOR SHARE%'`)).length > 0;
+  };
+  await t.sql('BEGIN');
+  try {
+    await t.sql(`SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, [userId]);
+    const sent = send().then((r) => r);
+    await waitFor(waiting, 'the decision to wait for the user\'s row');
+    await t.sql(`DELETE FROM users WHERE id = $1`, [userId]);
+    await t.sql('COMMIT');
+    return await sent;
+  } catch (err) {
+    await t.sql('ROLLBACK');
+    throw err;
+  }
+}
