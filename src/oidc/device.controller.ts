@@ -37,7 +37,7 @@ import { claimDeviceCode, releaseDeviceCode } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 import { clientRegistration, servesUser } from './oauth-tokens';
-import { deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messagePage, otherWorkspacePage } from './pages';
+import { accountGonePage, deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messagePage, otherWorkspacePage } from './pages';
 import { sendPage } from './send-page';
 
 const COOKIE = 'svc_device_csrf';
@@ -138,7 +138,7 @@ export class DeviceController {
     if (otherTenant) {
       return sendPage(reply, 403, otherWorkspacePage({ clientName: client?.clientName ?? code.clientId!, outcome: 'The device was not connected.' }));
     }
-    if (gone) return sendPage(reply, 400, errorPage('Account gone', 'The account that signed in no longer exists.'));
+    if (gone) return sendPage(reply, 400, accountGonePage());
     if (denied) return sendPage(reply, 200, messagePage('Not connected', 'You denied the request. You can close this page.'));
     if (!approve) return sendPage(reply, 200, messagePage('Not connected', 'Nothing the app asked for was given to it. You can close this page.'));
     await sendPage(reply, 200, messagePage('Device connected', 'You can close this page and go back to your device.'));

@@ -35,13 +35,12 @@ import { claimInteraction } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 import { clientRegistration, servesUser } from './oauth-tokens';
-import { consentPage, errorPage, formExpiredPage, otherWorkspacePage, signInPage } from './pages';
+import { accountGonePage, consentPage, errorPage, formExpiredPage, otherWorkspacePage, signInPage } from './pages';
 import { sendPage } from './send-page';
 import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, grantsAnything, nothingGranted, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
 
 const FORM = 'application/x-www-form-urlencoded';
-const accountGone = () => errorPage('Account gone', 'The account that signed in no longer exists.');
 /** Well inside Node's 16 KiB for a request's head, which the GET that follows must fit in. */
 const MAX_GET_URL = 8192;
 
@@ -207,7 +206,7 @@ export class InteractionsController {
     const clientId = String(details.params.client_id);
     const accountId = details.session!.accountId;
     const user = await this.users.byId(accountId);
-    if (!user) return sendPage(reply, 400, accountGone());
+    if (!user) return sendPage(reply, 400, accountGonePage());
     if (await this.refusedForTenant(req, reply, details, user)) return;
     const client = await provider.Client.find(clientId);
     // What the user's role may not give is refused with the rest, or the provider would ask again.
@@ -226,7 +225,7 @@ export class InteractionsController {
       granted,
       resource: this.config.baseUrl,
     });
-    if (!grantId) return sendPage(reply, 400, accountGone());
+    if (!grantId) return sendPage(reply, 400, accountGonePage());
     await this.finish(req, reply, { consent: { grantId } });
   }
 
@@ -261,7 +260,7 @@ export class InteractionsController {
     } catch (err) {
       // The interaction went while the decision was made: its user was deleted (which ends their sessions and interactions).
       if ((err as { name?: string }).name !== 'SessionNotFound') throw err;
-      return sendPage(reply, 400, accountGone());
+      return sendPage(reply, 400, accountGonePage());
     }
     await reply.redirect(to, 303);
   }

@@ -274,3 +274,6 @@ export function formExpiredPage(advice = 'Reload the page and try again.'): stri
 export function errorPage(title: string, message: string): string {
   return page(title, `<h1>${escapeHtml(title)}</h1><p class="error" role="alert">${escapeHtml(message)}</p>`);
 }
+
+/** The answer to a decision made for an account deleted meanwhile (the consent and device pages). */
+export const accountGonePage = () => errorPage('Account gone', 'The account that signed in no longer exists.');
