@@ -780,4 +780,29 @@ describe('an instance that does not deliver (EVENT_DELIVERY_ENABLED=false)', () 
     }, 'the retried delivery, succeeded');
     expect(receiver.at('/split-retry')).toHaveLength(3);
   });
+
+  it('takes the lease for an admin retry it passes on, so that retries at once are one 202 and the rest 409', async () => {
+    const hook = (await api.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/split-race`, events: ['item.created'] }).expect(201)).body;
+    let release!: () => void;
+    const held = new Promise<number>((resolve) => (release = () => resolve(200)));
+    receiver.respond = (r) => (r.path !== '/split-race' ? 200 : receiver.at('/split-race').length <= 2 ? 500 : held);
+    await note();
+    const failed = await waitFor(async () => {
+      const { body } = await api.http.get(`/webhooks/${hook.id}/deliveries`).query({ status: 'failed' }).set(bearer(admin)).expect(200);
+      return body.deliveries[0];
+    }, 'the failed delivery');
+    const retry = () => api.http.post(`/webhooks/${hook.id}/deliveries/${failed.id}/retry`).set(bearer(admin));
+    const answers = await Promise.all(Array.from({ length: 4 }, retry));
+    expect(answers.map((r) => r.status).sort()).toEqual([202, 409, 409, 409]);
+    await waitFor(() => receiver.at('/split-race').length === 3, 'the retried attempt, held by the receiver');
+    // Under way, it still holds the lease.
+    expect((await retry()).status).toBe(409);
+    release();
+    const done = await waitFor(async () => {
+      const { body } = await api.http.get(`/webhooks/${hook.id}/deliveries`).query({ status: 'succeeded' }).set(bearer(admin)).expect(200);
+      return body.deliveries[0];
+    }, 'the retried delivery, succeeded');
+    expect(done.attempts).toBe(3);
+    expect(receiver.at('/split-race')).toHaveLength(3);
+  });
 });

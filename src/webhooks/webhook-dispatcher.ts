@@ -167,7 +167,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   onApplicationBootstrap(): void {
     if (!this.config.EVENT_DELIVERY_ENABLED) return;
     this.queue
-      .process('webhook.deliver', 16, async (job) => void this.attemptSoon(job.data))
+      .process('webhook.deliver', 16, async ({ data }) => void (data.lease ? this.attemptLeased({ ...data, lease: data.lease }) : this.attemptSoon(data)))
       .catch((err: unknown) => this.logger.error({ err }, 'webhook retry worker stopped'));
   }
 
@@ -220,26 +220,23 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /**
-   * Any later attempt (a retry, the sweeper, an admin's retry): claims the row when its
-   * webhook has a free slot. False when the webhook's waiting line is full (the delivery
-   * stays due in the table for the sweeper). An instance that does not deliver passes it to
-   * one that does, through the queue.
+   * A later attempt (a retry from the queue, the sweeper's): claims the row when its webhook has
+   * a free slot. False when the webhook's waiting line is full (the delivery stays due in the
+   * table for the sweeper).
    */
   attemptSoon(ref: DeliveryRef): boolean {
-    if (!this.config.EVENT_DELIVERY_ENABLED) {
-      void this.enqueue(ref, 0, `${ref.deliveryId}:now:${newId()}`);
-      return true;
-    }
     return this.queueAttempt(ref, () => this.claimAndAttempt(ref));
   }
 
   /**
-   * An admin's retry whose statement took the row's lease for this instance: no other retry or
-   * sweeper can take the delivery meanwhile, and this one attempts it under that lease. Should the
-   * webhook's line be full, the lease lapses and the sweeper takes it.
+   * An admin's retry whose statement took the row's lease (`ref.lease`): no other retry or sweeper
+   * can take the delivery meanwhile. It is attempted here under that lease, or, on an instance
+   * that does not deliver, by the one instance whose claim still finds that lease. Should the
+   * webhook's line be full, or the job be lost, the lease lapses and the sweeper takes it.
    */
-  attemptLeased(ref: DeliveryRef): void {
-    this.queueAttempt(ref, () => this.claimAndAttempt(ref, true));
+  attemptLeased(ref: DeliveryRef & { lease: string }): void {
+    if (!this.config.EVENT_DELIVERY_ENABLED) void this.enqueue(ref, 0, `${ref.deliveryId}:now:${newId()}`);
+    else this.queueAttempt(ref, () => this.claimAndAttempt(ref, ref.lease));
   }
 
   private queueAttempt(ref: DeliveryRef, attempt: () => Promise<void>): boolean {
@@ -255,11 +252,12 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
 
   /**
    * Claims the row (`held`: one this process holds the lease of already, for a first attempt
-   * sent through its row) and attempts it as the webhook and its credential are now: not at all
+   * sent through its row, or the lease an admin's retry took for this attempt, which only one
+   * claim can find unchanged) and attempts it as the webhook and its credential are now: not at all
    * when the webhook's subscription no longer selects the event, or the credential may no longer
    * receive it (the delivery is then `failed`, with why).
    */
-  private async claimAndAttempt(ref: DeliveryRef, held = false): Promise<void> {
+  private async claimAndAttempt(ref: DeliveryRef, held: boolean | string = false): Promise<void> {
     if (this.stopped) return;
     type Claimed = Omit<Prepared, keyof DeliveryRef | 'leaseUntil' | 'credentialId'> & {
       credentialId: string;
@@ -273,12 +271,13 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
          FROM webhooks w
         WHERE d.tenant_id = $1 AND d.id = $2 AND d.status = 'pending' AND d.next_attempt_at <= now() + interval '1 second'
-          AND CASE WHEN $4 THEN d.lease_until > now() ELSE (d.lease_until IS NULL OR d.lease_until < now()) END
+          AND CASE WHEN $4 THEN d.lease_until > now() AND ($5::timestamptz IS NULL OR d.lease_until = $5::timestamptz)
+                   ELSE (d.lease_until IS NULL OR d.lease_until < now()) END
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
         RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, w.url, w.secret_sealed AS "secretSealed",
                   w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes",
                   w.events, w.type_filter AS "typeFilter", d.body::json -> 'item' ->> 'type' AS "itemType"`,
-      [ref.tenantId, ref.deliveryId, this.leaseMs, held],
+      [ref.tenantId, ref.deliveryId, this.leaseMs, held !== false, typeof held === 'string' ? held : null],
     );
     if (!claimed) return;
     const { credentialId, credentialScopes, events, typeFilter, itemType, ...delivery } = claimed;

@@ -219,22 +219,20 @@ export class WebhooksService {
   async retry(p: Principal, webhookId: string, deliveryId: string): Promise<DeliveryResponse> {
     const webhook = await this.find(p, webhookId);
     // The webhook is checked in the statement too: one disabled since `find` holds the retry back.
-    // An instance that delivers takes the lease for its own attempt, so that a second retry at the
-    // same moment is 409 rather than a 202 that attempts nothing; one that does not leaves the
-    // lease free for the instance the queue hands the attempt to.
-    const delivers = this.config.EVENT_DELIVERY_ENABLED;
-    const [, updated]: [unknown, number] = await this.db.query(
+    // The retry takes the lease for its own attempt, here or (on an instance that does not
+    // deliver) through the queue, so that a second retry at the same moment is 409 rather than a
+    // 202 that attempts nothing.
+    const [rows, updated]: [Array<{ lease: string }>, number] = await this.db.query(
       `UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), updated_at = now(),
-              lease_until = CASE WHEN $4 THEN now() + make_interval(secs => $5::float8 / 1000) END
+              lease_until = now() + make_interval(secs => $4::float8 / 1000)
          FROM webhooks w
         WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3 AND (d.lease_until IS NULL OR d.lease_until < now())
-          AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled`,
-      [p.tenantId, webhook.id, deliveryId, delivers, this.dispatcher.leaseMs],
+          AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
+        RETURNING d.lease_until::text AS lease`,
+      [p.tenantId, webhook.id, deliveryId, this.dispatcher.leaseMs],
     );
     if (!updated) throw await this.whyNotRetried(p.tenantId, webhook.id, deliveryId);
-    const ref = { tenantId: p.tenantId, deliveryId, webhookId: webhook.id };
-    if (delivers) this.dispatcher.attemptLeased(ref);
-    else this.dispatcher.attemptSoon(ref);
+    this.dispatcher.attemptLeased({ tenantId: p.tenantId, deliveryId, webhookId: webhook.id, lease: rows[0].lease });
     const [row] = await this.deliveryRows(`d.tenant_id = $1 AND d.id = $2`, [p.tenantId, deliveryId]);
     return toDelivery(row);
   }
