@@ -15,8 +15,10 @@ import { OpenidNeverRefused1732300003100 } from '../src/database/migrations/1732
 import { storedTokenId } from '../src/oidc/oidc-adapter';
 import { PROVIDER_BODY_LIMIT } from '../src/oidc/oidc-provider.factory';
 import { OidcJanitor } from '../src/oidc/oidc-janitor';
+import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_USER } from '../src/events/stream-slots';
 import { browse as browseOn, field } from './support/browse';
 import { Receiver } from './support/receiver';
+import { SseClient } from './support/sse';
 import { waitFor } from './support/wait';
 import { bearer, bootstrapAdmin, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
@@ -995,6 +997,35 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(root.page).toContain('metadata.types:write');
     expect(root.tokens.scope!.split(' ')).toContain('metadata.types:write');
     await t.http.post('/types').set(bearer(root.tokens.access_token)).send(type).expect(201);
+  });
+
+  it(`caps a user's open event streams at ${MAX_STREAMS_PER_USER} across all their apps' grants, apart from the cap per grant`, async () => {
+    const apps = await Promise.all(['Feed one', 'Feed two', 'Feed three'].map((name) => registerApp(name, 'openid core.note:read')));
+    const agent = request.agent(t.url);
+    const tokens: string[] = [];
+    for (const app of apps) tokens.push((await connect(agent, app)).access_token);
+    const open = (token: string) => SseClient.open(`${t.url}/events`, { authorization: `Bearer ${token}` });
+    const held: SseClient[] = [];
+    try {
+      for (const token of tokens.slice(0, 2)) for (let n = 0; n < MAX_STREAMS_PER_CREDENTIAL; n++) held.push(await open(token));
+      expect(held.map((s) => s.status)).toEqual(held.map(() => 200));
+      expect(held).toHaveLength(MAX_STREAMS_PER_USER);
+      const third = await fetch(`${t.url}/events`, { headers: { authorization: `Bearer ${tokens[2]}` } });
+      expect(third.status).toBe(429);
+      expect(((await third.json()) as { error: unknown }).error).toMatchObject({ code: 'rate_limited', details: { scope: 'user', limit: MAX_STREAMS_PER_USER } });
+      // Someone else's streams are not held back by Ada's.
+      const others = await open(admin);
+      expect(others.status).toBe(200);
+      others.close();
+      held.pop()!.close();
+      const freed = await waitFor(async () => {
+        const s = await open(tokens[2]);
+        return s.status === 200 && s;
+      }, 'a stream in the slot Ada freed');
+      held.push(freed);
+    } finally {
+      held.forEach((s) => s.close());
+    }
   });
 
   it('ends a deleted user\'s grants at once and audits each one as revoked (by user_deleted)', async () => {

@@ -19,6 +19,8 @@ export interface Principal {
   edgePerms: PermissionMap;
   /** OAuth scopes as granted; undefined for API keys. */
   scopes?: string[];
+  /** The user an OAuth grant acts for (caps that hold per person, whatever their grants); undefined for API keys and client credentials. */
+  userId?: string;
 }
 
 /** What a bearer token resolved to: a principal, or the reason it did not. */

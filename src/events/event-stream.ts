@@ -7,7 +7,7 @@
  * widens a stream: an OAuth token's stream keeps to that token's scopes however wide its client
  * or grant is (`withinTokenScopes`), so only a narrowing or a revocation takes effect.
  *
- * Open streams are capped per credential and per tenant across instances (stream-slots.ts):
+ * Open streams are capped per credential, per user and per tenant across instances (stream-slots.ts):
  * past the cap, 429 `rate_limited` before the stream starts.
  *
  * Resuming: with `Last-Event-ID` the stream first replays the tenant's events published after
@@ -122,8 +122,8 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
 
   /**
    * Takes over the response: headers, replay after `lastEventId`, then live events until the
-   * client leaves. 429 `rate_limited` (nothing taken over) when the credential or its tenant
-   * already has as many streams open as allowed.
+   * client leaves. 429 `rate_limited` (nothing taken over) when the credential, its user or its
+   * tenant already has as many streams open as allowed.
    */
   async open(principal: Principal, filter: StreamFilter, lastEventId: string | undefined, reply: FastifyReply): Promise<void> {
     if (this.stopping) throw new ApiError(503, 'service_unavailable', 'This instance is shutting down; reconnect (with Last-Event-ID) to another');

@@ -9,7 +9,7 @@ import { FieldIssue, validationError } from '../common/validation';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { EVENT_NAMES, isEventPattern } from './event-catalogue';
 import { EventStream, StreamFilter } from './event-stream';
-import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT } from './stream-slots';
+import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT, MAX_STREAMS_PER_USER } from './stream-slots';
 
 /**
  * A comma list of at most `maxLength` characters, given once: a repeated parameter
@@ -66,7 +66,7 @@ export class EventsController {
       'Every stream gets the events in one order, the order they were published in; a resume replays the events published after Last-Event-ID in that order, then goes live. ' +
       'Filtered by `events`, `type_filter` and what the credential may read. A comment line every `EVENTS_HEARTBEAT_SECONDS` (15 s by default) keeps the connection alive. ' +
       'After an unknown or expired Last-Event-ID the stream starts with a `stream.reset` event. A revoked credential\'s stream is closed. ' +
-      `At most ${MAX_STREAMS_PER_CREDENTIAL} open streams per credential and ${MAX_STREAMS_PER_TENANT} per tenant (all instances): past that, 429 rate_limited.`,
+      `At most ${MAX_STREAMS_PER_CREDENTIAL} open streams per credential, ${MAX_STREAMS_PER_USER} per user across the user's OAuth grants, and ${MAX_STREAMS_PER_TENANT} per tenant (all instances): past that, 429 rate_limited.`,
   })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event id' })
   // Only the 200 is an event stream; the errors are JSON, as everywhere (so no @ApiProduces).

@@ -147,6 +147,7 @@ export class OAuthTokens implements OAuthTokenResolver {
       ...permissionsOf(granted),
       extensionPerms: registration.extensions,
       scopes: granted,
+      userId: user?.id,
     };
   }
 }
