@@ -12,6 +12,7 @@ import { DataSource } from 'typeorm';
 import { CredentialsService } from '../src/auth/credentials.service';
 import { OauthSecretsAtRest1732300002100 } from '../src/database/migrations/1732300002100-oauth-secrets-at-rest';
 import { OpenidNeverRefused1732300003100 } from '../src/database/migrations/1732300003100-openid-never-refused';
+import { WebhooksUser1732300003300 } from '../src/database/migrations/1732300003300-webhooks-user';
 import { storedTokenId } from '../src/oidc/oidc-adapter';
 import { PROVIDER_BODY_LIMIT } from '../src/oidc/oidc-provider.factory';
 import { OidcJanitor } from '../src/oidc/oidc-janitor';
@@ -1026,6 +1027,40 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     } finally {
       held.forEach((s) => s.close());
     }
+  });
+
+  it('caps the webhooks one user\'s grants hold together, those of a grant since revoked included', async () => {
+    const { WEBHOOKS_MAX_PER_CREDENTIAL: perGrant, WEBHOOKS_MAX_PER_USER: perUser } = t.config;
+    const apps = await Promise.all(Array.from({ length: Math.ceil(perUser / perGrant) + 1 }, (_, n) => registerApp(`Hooks ${n}`, 'openid core.note:read')));
+    const agent = request.agent(t.url);
+    const grants = [];
+    for (const app of apps) grants.push(await connect(agent, app));
+    // Disabled: counted all the same, and nothing is sent to them.
+    const register = (token: string) => t.http.post('/webhooks').set(bearer(token)).send({ url: 'http://127.0.0.1:9/hook', events: ['item.created'], disabled: true });
+    let made = 0;
+    for (const grant of grants.slice(0, -1)) for (let n = 0; n < perGrant && made < perUser; n++, made++) await register(grant.access_token).expect(201);
+    const last = grants[grants.length - 1];
+    expect(expectError(await register(last.access_token), 409, 'conflict').details).toEqual({ limit: perUser });
+    // Revoking a grant and granting the app again makes a new grant, but no fresh allowance.
+    await oidc.tokenRevocation(apps[0], grants[0].refresh_token!);
+    const again = await connect(agent, apps[0]);
+    expectError(await register(again.access_token), 409, 'conflict');
+    // Someone else's webhooks are not held back by Ada's.
+    await register(admin).expect(201);
+
+    // Webhooks registered before the count per user existed are attributed through their grant, where it still exists.
+    const attributed = async () =>
+      (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhooks w JOIN users u ON u.id = w.user_id WHERE u.email = 'ada@example.com'`))[0].n;
+    expect(await attributed()).toBe(perUser);
+    const runner = t.app.get(DataSource).createQueryRunner();
+    try {
+      const migration = new WebhooksUser1732300003300();
+      await migration.down(runner);
+      await migration.up(runner);
+    } finally {
+      await runner.release();
+    }
+    expect(await attributed()).toBe(perUser - perGrant);
   });
 
   it('ends a deleted user\'s grants at once and audits each one as revoked (by user_deleted)', async () => {

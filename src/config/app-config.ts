@@ -176,6 +176,11 @@ export class AppConfig {
   @int() @IsInt() @Min(1) @Max(10_000)
   WEBHOOKS_MAX_PER_CREDENTIAL = 10;
 
+  /** How many webhooks one user's OAuth grants may hold together, so that a user who grants many
+   *  apps (or revokes and grants one again) cannot take the tenant's whole allowance either. */
+  @int() @IsInt() @Min(1) @Max(10_000)
+  WEBHOOKS_MAX_PER_USER = 20;
+
   /** How long a webhook receiver has to answer one attempt. */
   @int() @IsInt() @Min(100) @Max(120_000)
   WEBHOOK_TIMEOUT_MS = 10_000;

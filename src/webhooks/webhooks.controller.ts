@@ -24,7 +24,7 @@ export class WebhooksController {
   @ApiOperation({
     summary: 'Register a webhook',
     description:
-      'Any credential may register one; it receives the selected events about what that credential may read. The `secret` (generated when omitted) appears only in this response. A tenant may have `WEBHOOKS_MAX_PER_TENANT` webhooks (100 by default), a non-admin credential `WEBHOOKS_MAX_PER_CREDENTIAL` of them (10); past that, 409 `conflict`.',
+      'Any credential may register one; it receives the selected events about what that credential may read. The `secret` (generated when omitted) appears only in this response. A tenant may have `WEBHOOKS_MAX_PER_TENANT` webhooks (100 by default), a non-admin credential `WEBHOOKS_MAX_PER_CREDENTIAL` of them (10), the OAuth grants of one user `WEBHOOKS_MAX_PER_USER` together (20); past that, 409 `conflict`.',
   })
   @ApiCreatedResponse({ type: CreatedWebhookResponse })
   @ApiErrors(400, 401, 409, 429)

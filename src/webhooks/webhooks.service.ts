@@ -124,9 +124,11 @@ export class WebhooksService {
     const [row]: WebhookRow[] = await this.db.transaction(async (m) => {
       // Counted under a lock of the tenant's registrations, so creations at once cannot pass the cap together.
       await m.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || $1, 0))`, [p.tenantId]);
-      const [{ tenant, own }]: Array<{ tenant: number; own: number }> = await m.query(
-        `SELECT count(*)::int AS tenant, (count(*) FILTER (WHERE ${ownerCredentialSql('credential_id')} = $2))::int AS own FROM webhooks WHERE tenant_id = $1`,
-        [p.tenantId, ownerCredential(p.credentialId)],
+      const [{ tenant, own, by_user: user }]: Array<{ tenant: number; own: number; by_user: number }> = await m.query(
+        `SELECT count(*)::int AS tenant, (count(*) FILTER (WHERE ${ownerCredentialSql('credential_id')} = $2))::int AS own,
+                (count(*) FILTER (WHERE user_id = $3))::int AS by_user
+           FROM webhooks WHERE tenant_id = $1`,
+        [p.tenantId, ownerCredential(p.credentialId), p.userId ?? null],
       );
       const max = this.config.WEBHOOKS_MAX_PER_TENANT;
       if (tenant >= max) throw ApiError.conflict('conflict', `The tenant has ${tenant} webhooks, the most it may have; delete one first`, { limit: max });
@@ -135,10 +137,12 @@ export class WebhooksService {
       if (!isAdmin(p) && own >= mine) {
         throw ApiError.conflict('conflict', `This credential has ${own} webhooks, the most a non-admin credential may have; delete one first`, { limit: mine });
       }
+      const users = this.config.WEBHOOKS_MAX_PER_USER;
+      if (user >= users) throw ApiError.conflict('conflict', `Your apps hold ${user} webhooks, the most one user's may have; delete one first`, { limit: users });
       return m.query(
-        `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, credential_scopes)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
-        [p.tenantId, id, dto.url, dto.events, dto.type_filter ?? null, dto.disabled ?? false, sealed, p.credentialId, tokenScopesOf(p)],
+        `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, credential_scopes, user_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${WEBHOOK_COLUMNS}`,
+        [p.tenantId, id, dto.url, dto.events, dto.type_filter ?? null, dto.disabled ?? false, sealed, p.credentialId, tokenScopesOf(p), p.userId ?? null],
       );
     });
     return toResponse(row, secret);

@@ -32,6 +32,7 @@ import { IdempotencyLocation1732300002900 } from './1732300002900-idempotency-lo
 import { RetentionAndAccountIndexes1732300003000 } from './1732300003000-retention-and-account-indexes';
 import { OpenidNeverRefused1732300003100 } from './1732300003100-openid-never-refused';
 import { KeysCreatedByUser1732300003200 } from './1732300003200-keys-created-by-user';
+import { WebhooksUser1732300003300 } from './1732300003300-webhooks-user';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -67,4 +68,5 @@ export const migrations = [
   RetentionAndAccountIndexes1732300003000,
   OpenidNeverRefused1732300003100,
   KeysCreatedByUser1732300003200,
+  WebhooksUser1732300003300,
 ];
