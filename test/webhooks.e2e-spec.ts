@@ -388,6 +388,21 @@ describe('webhooks (e2e)', () => {
       expect(receiver.at(hook.path).map((r) => JSON.parse(r.body).item.id)).toEqual([visible.id]);
     });
 
+    it('delivers to a webhook registered with a token of a client that registered no scope, by that token\'s scopes', async () => {
+      const client = (await post(admin, '/auth/clients', { grant_types: ['client_credentials'] }).expect(201)).body;
+      expect(client.scope ?? '').toBe('');
+      const token = (
+        await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form')
+          .send({ grant_type: 'client_credentials', scope: 'core.note:read' }).expect(200)
+      ).body.access_token as string;
+      const hook = await register(token, { events: ['item.created'] });
+      await post(admin, '/items', { type: 'core.document', properties: { title: 'not for the token' } }).expect(201);
+      const visible = (await note(admin, { properties: { title: 'for the scopeless client' } }).expect(201)).body;
+      await waitFor(() => receiver.at(hook.path).length >= 1, 'the note\'s delivery');
+      await waitFor(async () => (await t.sql(`SELECT 1 FROM events WHERE dispatched_at IS NULL`)).length === 0, 'the relay');
+      expect(receiver.at(hook.path).map((r) => JSON.parse(r.body).item.id)).toEqual([visible.id]);
+    });
+
     it('emits nothing for a change that rolled back', async () => {
       const hook = await register(admin);
       const before = await t.sql<{ n: string }>(`SELECT count(*) AS n FROM events`);

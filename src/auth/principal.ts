@@ -17,7 +17,11 @@ export interface Principal {
   typePerms: PermissionMap;
   extensionPerms: PermissionMap;
   edgePerms: PermissionMap;
-  /** OAuth scopes as granted; undefined for API keys. */
+  /**
+   * OAuth scopes as granted; undefined for API keys, and for the credential of a client that
+   * registered no scope (principalByCredential), whose tokens were given whatever they asked for:
+   * what its work may do is then its token's scopes alone (withinTokenScopes).
+   */
   scopes?: string[];
   /** The user an OAuth grant acts for (caps that hold per person, whatever their grants); undefined for API keys and client credentials. */
   userId?: string;

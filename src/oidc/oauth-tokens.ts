@@ -118,7 +118,7 @@ export class OAuthTokens implements OAuthTokenResolver {
     if (credentialId.startsWith('client:')) {
       const { clientId, isCurrent } = clientOfCredential(credentialId);
       const client = await provider.Client.find(clientId);
-      principal = client && isCurrent(client) ? await this.principalOf(client, undefined, credentialId, (client.scope ?? '').split(' ')) : undefined;
+      principal = client && isCurrent(client) ? await this.principalOf(client, undefined, credentialId, client.scope?.split(' ')) : undefined;
     } else {
       const grant = await provider.Grant.find(credentialId);
       const client = grant && (await provider.Client.find(grant.clientId!));
@@ -127,15 +127,18 @@ export class OAuthTokens implements OAuthTokenResolver {
     return principal?.tenantId === tenantId ? principal : null;
   }
 
-  /** A token's Principal: the user's tenant (or the client's), its scopes' maps, the client's extension grant. */
-  private async principalOf(client: Client, accountId: string | undefined, credentialId: string, scopes: string[]): Promise<Principal | undefined> {
+  /**
+   * A token's Principal: the user's tenant (or the client's), its scopes' maps, the client's
+   * extension grant. `scopes` undefined: a client's credential, for a client that registered none.
+   */
+  private async principalOf(client: Client, accountId: string | undefined, credentialId: string, scopes: string[] | undefined): Promise<Principal | undefined> {
     const { clientId } = client;
     const registration = clientRegistration(client);
     const user = accountId ? await this.users.byId(accountId) : undefined;
     // The user's role as it is now (PATCH /users/{id} bumps the resolution cache's generation).
-    const granted = scopesForUser(client, accountId, user, scopes);
+    const granted = scopes && scopesForUser(client, accountId, user, scopes);
     const tenantId = accountId ? user?.tenant_id : registration.tenantId;
-    if (!granted || !tenantId) return undefined;
+    if ((scopes && !granted) || !tenantId) return undefined;
     return {
       tenantId,
       credentialId,
@@ -144,7 +147,7 @@ export class OAuthTokens implements OAuthTokenResolver {
       isRootTenant: false,
       source: `app:${clientId}`,
       defaultTier: 'library',
-      ...permissionsOf(granted),
+      ...permissionsOf(granted ?? []),
       extensionPerms: registration.extensions,
       scopes: granted,
       userId: user?.id,

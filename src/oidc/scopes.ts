@@ -71,12 +71,13 @@ export function tokenScopesOf(p: Principal): string[] | null {
 /**
  * `now` (principalByCredential's answer) held to the scopes of the token that started something
  * long-lived (`tokenScopesOf`): the scopes both have, and the permission maps of those.
- * `tokenScopes` null (an API key, whose credential is the key itself) leaves `now` as it is. The
- * extension grant is the client's (not a scope) and follows the client as it is now.
+ * `tokenScopes` null (an API key, whose credential is the key itself) leaves `now` as it is. A
+ * client that registered no scope bounds nothing (`now.scopes` undefined): the token's scopes
+ * stand. The extension grant is the client's (not a scope) and follows the client as it is now.
  */
 export function withinTokenScopes(now: Principal, tokenScopes: readonly string[] | null | undefined): Principal {
   if (now.kind !== 'oauth' || !tokenScopes) return now;
-  const granted = (now.scopes ?? []).filter((scope) => tokenScopes.includes(scope));
+  const granted = now.scopes ? now.scopes.filter((scope) => tokenScopes.includes(scope)) : [...tokenScopes];
   return { ...now, ...permissionsOf(granted), scopes: granted };
 }
 
