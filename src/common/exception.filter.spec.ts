@@ -47,8 +47,15 @@ describe('toApiError', () => {
       expect([e.status, e.code]).toEqual([503, 'service_unavailable']);
       expect(e.details).toEqual({ request_id: 'req-1' });
     }
-    // A failed statement is not an outage: a unique violation, a cancelled statement.
-    for (const code of ['23505', '57014']) expect(toApiError(wrapped(Object.assign(new Error('x'), { code })), 'r').status).toBe(500);
+    // A failed statement is not an outage: a unique violation.
+    expect(toApiError(wrapped(Object.assign(new Error('x'), { code: '23505' })), 'r').status).toBe(500);
+  });
+
+  it('turns a statement cancelled at DATABASE_STATEMENT_TIMEOUT_MS into a 503 service_unavailable: it changed nothing, and may be sent again', () => {
+    const timedOut = Object.assign(new Error('query failed'), { driverError: Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }) });
+    const e = toApiError(timedOut, 'req-3');
+    expect([e.status, e.code]).toEqual([503, 'service_unavailable']);
+    expect(e.details).toEqual({ request_id: 'req-3' });
   });
 
   it('turns a transaction that lost to concurrent ones (deadlock, serialization failure, lock timeout) into a 409 conflict', () => {

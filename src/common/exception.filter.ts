@@ -7,7 +7,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ErrorCode } from './api-error';
-import { isDependencyUnavailable, isWriteCollision, UNAVAILABLE_RETRY_AFTER_SECONDS } from './unavailable';
+import { isDependencyUnavailable, isStatementCancelled, isWriteCollision, UNAVAILABLE_RETRY_AFTER_SECONDS } from './unavailable';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'invalid_request',
@@ -33,6 +33,9 @@ export function toApiError(err: unknown, requestId: string | undefined): ApiErro
   }
   const details = requestId ? { request_id: requestId } : undefined;
   if (isDependencyUnavailable(err)) return new ApiError(503, 'service_unavailable', 'A service this one depends on is unavailable; retry shortly', details);
+  if (isStatementCancelled(err)) {
+    return new ApiError(503, 'service_unavailable', 'The database did not finish this request in time and it changed nothing; retry shortly, or narrow it', details);
+  }
   if (isWriteCollision(err)) return ApiError.conflict('conflict', 'The request collided with concurrent writes and changed nothing; send it again', details);
   return new ApiError(500, 'internal_error', 'Something went wrong on our side', details);
 }

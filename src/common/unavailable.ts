@@ -27,6 +27,14 @@ const MESSAGES = [
  */
 const COLLISION_CODES = /^(40P01|40001|55P03)$/;
 
+/**
+ * query_canceled: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS (or an operator cancelled
+ * it). Most often the database is overloaded; a search whose words match most of a large tenant
+ * can also take that long. Either way the request changed nothing (its transaction rolled back),
+ * and it is answered 503 with Retry-After, not as the service's bug.
+ */
+const CANCELLED_CODE = '57014';
+
 type Chained = { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
 
 /** Whether `test` holds for the error or one it wraps (TypeORM's QueryFailedError wraps the driver's error). */
@@ -49,6 +57,10 @@ export function isDependencyUnavailable(err: unknown): boolean {
       (typeof e.code === 'string' && (PG_CODES.test(e.code) || SOCKET_CODES.has(e.code))) ||
       (typeof e.message === 'string' && MESSAGES.some((m) => m.test(e.message as string))),
   );
+}
+
+export function isStatementCancelled(err: unknown): boolean {
+  return inChain(err, (e) => e.code === CANCELLED_CODE);
 }
 
 export function isWriteCollision(err: unknown): boolean {
