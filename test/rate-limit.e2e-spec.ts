@@ -334,6 +334,21 @@ describe('rate limits', () => {
       expect(expectLimitHeaders(other, 6).remaining).toBe(5);
     });
 
+    it('IPv6 addresses count per /64: rotating addresses within one /64 shares its bucket', async () => {
+      for (let i = 0; i < 6; i++) {
+        const res = await trusting.http.get('/health').set('X-Forwarded-For', `2001:db8:5:6:${i}::${i + 1}`).expect(200);
+        expect(expectLimitHeaders(res, 6).remaining).toBe(5 - i);
+      }
+      expectRateLimited(await trusting.http.get('/health').set('X-Forwarded-For', '2001:db8:5:6:ffff:ffff:ffff:ffff'), 6);
+      // The next /64 is another subscriber's.
+      const next = await trusting.http.get('/health').set('X-Forwarded-For', '2001:db8:5:7::1').expect(200);
+      expect(expectLimitHeaders(next, 6).remaining).toBe(5);
+      // An IPv4-mapped address is that IPv4 client's, counted with it.
+      await trusting.http.get('/health').set('X-Forwarded-For', '203.0.113.40').expect(200);
+      const mapped = await trusting.http.get('/health').set('X-Forwarded-For', '::ffff:203.0.113.40').expect(200);
+      expect(expectLimitHeaders(mapped, 6).remaining).toBe(4);
+    });
+
     it('without it, X-Forwarded-For is ignored: every value shares the socket address\'s bucket', async () => {
       for (let i = 0; i < 6; i++) await direct.http.get('/health').set('X-Forwarded-For', `203.0.113.${10 + i}`).expect(200);
       expectRateLimited(await direct.http.get('/health').set('X-Forwarded-For', '203.0.113.99'), 6);

@@ -1,15 +1,17 @@
 /**
  * Per-caller, per-path-segment rate limits in Redis (shared by every instance), in rolling
  * windows (rolling-window.ts), with the X-RateLimit-* headers on every response and 429
- * `rate_limited` + Retry-After past the limit. Should Redis fail, an in-memory limiter of the
- * same size (a fixed window, per instance) stands in rather than letting everything through or
- * failing every request.
+ * `rate_limited` + Retry-After past the limit. A caller counted by client address counts by its
+ * `addressBucket` (client-address.ts): an IPv6 address per /64. Should Redis fail, an in-memory
+ * limiter of the same size (a fixed window, per instance) stands in rather than letting
+ * everything through or failing every request.
  */
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Redis from 'ioredis';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../common/api-error';
+import { addressBucket } from '../common/client-address';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { REDIS } from '../redis/redis.module';
@@ -111,14 +113,14 @@ export class RateLimitHook {
   async unparsed(address: string | undefined, method: string): Promise<Record<string, string>> {
     if (!this.config.RATE_LIMIT_ENABLED) return {};
     const { bucket, limit } = bucketFor(method, UNKNOWN_PATH, this.config.RATE_LIMIT_REQUESTS);
-    return limitHeaders(limit, await this.take(`ip:${address}:${bucket}`, limit));
+    return limitHeaders(limit, await this.take(`ip:${address && addressBucket(address)}:${bucket}`, limit));
   }
 
   /** A fastify onRequest hook, after CredentialHook. */
   readonly onRequest = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> => {
     if (!this.config.RATE_LIMIT_ENABLED) return;
     const { bucket, limit, oauth, perIp } = bucketFor(req.method, routedPath(req), this.config.RATE_LIMIT_REQUESTS);
-    const caller = req.principal && !perIp ? `k:${req.principal.credentialId}` : `ip:${req.ip}`;
+    const caller = req.principal && !perIp ? `k:${req.principal.credentialId}` : `ip:${addressBucket(req.ip)}`;
     const state = await this.take(`${caller}:${bucket}`, limit);
     reply.headers(limitHeaders(limit, state));
     if (!state.allowed) {

@@ -2,7 +2,8 @@
  * Which bucket a request counts against and how big it is (SPEC 8.1). Pure, so it is unit
  * tested on its own; `path` is the path the request was routed by (rate-limit.hook.ts).
  *
- * - one bucket per caller (key id, or client IP before authentication) per first path segment;
+ * - one bucket per caller (key id, or client IP before authentication, an IPv6 one per /64:
+ *   client-address.ts) per first path segment;
  * - reads (GET, HEAD, OPTIONS) get twice the base limit, in a bucket of their own;
  * - `/keys`, the account page's key form (`POST /auth/keys`), the token endpoints and the
  *   password forms (sign-in, sign-up, the device page's consent) are capped at TIGHT_LIMIT, and

@@ -4,9 +4,11 @@
  * each in a window of WINDOW_MS that starts with its first attempt:
  *
  * - per account and client address (SIGN_IN_MAX_FAILURES_PER_ADDRESS, 10): once it is reached,
- *   that address is refused for that account for the rest of the window. A refusal that held for
- *   the account from everywhere would let anyone keep its owner out with a few requests; held
- *   for one address, it keeps out only whoever guesses from there. A success clears it.
+ *   that address is refused for that account for the rest of the window (an IPv6 address with
+ *   its whole /64, which one client can send from: `addressBucket`, client-address.ts). A
+ *   refusal that held for the account from everywhere would let anyone keep its owner out with a
+ *   few requests; held for one address, it keeps out only whoever guesses from there. A success
+ *   clears it.
  * - per account from every address (SIGN_IN_MAX_FAILURES_PER_ACCOUNT, 100): the bound on
  *   guessing from many addresses, which the count per address (and the per-address rate limit)
  *   cannot give. Once it is reached the account is refused from everywhere for the rest of the
@@ -27,6 +29,7 @@
  */
 import type Redis from 'ioredis';
 import { createHmac } from 'node:crypto';
+import { addressBucket } from '../common/client-address';
 import { withinTimeout } from '../common/timeout';
 
 export const WINDOW_MS = 15 * 60_000;
@@ -72,7 +75,7 @@ export class SignInThrottle {
     const key = await this.hmacKey();
     const account = email.trim().toLowerCase();
     const digest = (parts: string[]) => createHmac('sha256', key).update(JSON.stringify(parts)).digest('base64url');
-    return [`${this.prefix}sign-in:failures:address:${digest([account, address])}`, `${this.prefix}sign-in:failures:account:${digest([account])}`];
+    return [`${this.prefix}sign-in:failures:address:${digest([account, addressBucket(address)])}`, `${this.prefix}sign-in:failures:account:${digest([account])}`];
   }
 
   /** Counts an attempt for `email` from `address`: undefined when it may go ahead, else the minutes until it may. */
