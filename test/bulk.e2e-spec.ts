@@ -938,6 +938,49 @@ describe('bulk actions (e2e)', () => {
       expect((await job(id.toUpperCase())).body.id).toBe(id);
     });
 
+    it('an OAuth token sees, lists, cancels and hears the end of only the jobs of its client\'s tokens with no scope it lacks', async () => {
+      const client = (await post(admin, '/auth/clients', { grant_types: ['client_credentials'], scope: 'core.note:write' }).expect(201)).body;
+      const token = async (scope?: string) =>
+        (await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form')
+          .send({ grant_type: 'client_credentials', ...(scope ? { scope } : {}) }).expect(200)).body.access_token as string;
+      const wide = await token('core.note:write');
+      const narrow = await token();
+      const [first] = await seed([{ type: 'core.note', properties: { title: 'the wide token\'s' } }], wide);
+      const filter = { source: `app:${client.client_id}` };
+      const listed = async (key: string) => (await get(key, '/items/bulk_action/jobs').expect(200)).body.jobs.map((j: any) => j.id);
+      const wideHears = await SseClient.open(`${t.url}/events?events=bulk_job.*`, bearer(wide));
+      const narrowHears = await SseClient.open(`${t.url}/events?events=bulk_job.*`, bearer(narrow));
+      try {
+        expect([wideHears.status, narrowHears.status]).toEqual([200, 200]);
+        const id = await withRowLock(first, async (release, blocked) => {
+          const res = await bulk({ action: 'update_tier', tier: 'feed', async: true, filter }, wide);
+          expectStatus(res, 202);
+          await blocked();
+          // Both tokens stand for the client's credential; the narrower one does not own the wider one's job.
+          expectError(await job(res.body.id, narrow), 403, 'forbidden');
+          expectError(await del(narrow, `/items/bulk_action/jobs/${res.body.id}`), 403, 'forbidden');
+          expect(await listed(narrow)).not.toContain(res.body.id);
+          expect(await listed(wide)).toContain(res.body.id);
+          await release();
+          return res.body.id as string;
+        });
+        expect(await waitForJob(id, ended, 'the wide token\'s job', wide)).toMatchObject({ status: 'completed', cancel_requested: false, succeeded: 1 });
+        await waitFor(() => wideHears.named().length > 0, 'the wide token\'s job event');
+        expect(wideHears.named().map((e) => e.body.job.id)).toEqual([id]);
+        // The narrow token's own job is its, and the wider token's too; its end is the first the narrow stream hears.
+        const own = await bulk({ action: 'update_tier', tier: 'library', async: true, filter }, narrow);
+        expectStatus(own, 202);
+        await waitFor(() => narrowHears.named().length > 0, 'the narrow token\'s own job event');
+        expect(narrowHears.named().map((e) => e.body.job.id)).toEqual([own.body.id]);
+        expect(await listed(narrow)).toContain(own.body.id);
+        expectStatus(await job(own.body.id, wide), 200);
+        expectStatus(await job(id), 200);
+      } finally {
+        wideHears.close();
+        narrowHears.close();
+      }
+    });
+
     it('DELETE on an ended job answers it unchanged (200)', async () => {
       const tag = freshTag('ended');
       await seed(notes(1, tag));
@@ -1271,6 +1314,11 @@ describe('bulk actions (e2e)', () => {
       expect(result).toMatchObject({ status: 'completed', matched: 1005, processed: 1005, succeeded: 2 * CHUNK, errored: 5 });
       expect(sorted(result.result.errors.map((e: any) => e.id))).toEqual(sorted(c3));
       expect(new Set(result.result.errors.map((e: any) => e.code))).toEqual(new Set(['type_not_permitted']));
+      // Each error is the one a single write answers: code, message and details.
+      const single = await t.http.patch(`/items/${c3[0]}`).set(bearer(k.key)).send({ version: 1, tier: 'feed' });
+      expectError(single, 403, 'type_not_permitted');
+      expect(single.body.error.details).toEqual({ type: 'core.note' });
+      expect(result.result.errors.find((e: any) => e.id === c3[0])).toEqual({ id: c3[0], ...single.body.error });
       expect((await itemById(c3[0])).tags).not.toContain('narrowed-run');
       expect((await itemById(c2[0])).tags).toContain('narrowed-run');
     });

@@ -59,3 +59,28 @@ export function ownerCredential(credentialId: string): string {
 
 /** `ownerCredential` of a credential column, in SQL. */
 export const ownerCredentialSql = (column: string) => `regexp_replace(${column}, '^(client:.+):[0-9a-f]{16}$', '\\1')`;
+
+/**
+ * Whether a caller owns work another credential started (a bulk job, and the events of its end;
+ * webhooks.service.ts `OWNED_BY` is this rule for webhooks): the same `ownerCredential`, and, as
+ * the tokens of one OAuth client or grant share that credential, no scope of the work's token the
+ * caller's token lacks, so a narrower token cannot see, change or receive a wider one's work.
+ * Scopes are the tokens' (`tokenScopesOf`: null for an API key); a token's work whose scopes were
+ * not kept (null) is an admin's. Admins, who own every work of their tenant, are not asked here.
+ */
+export function ownsWork(
+  callerCredential: string,
+  callerScopes: readonly string[] | null,
+  workCredential: string,
+  workScopes: readonly string[] | null | undefined,
+): boolean {
+  if (ownerCredential(callerCredential) !== ownerCredential(workCredential)) return false;
+  return callerScopes === null || (!!workScopes && workScopes.every((scope) => callerScopes.includes(scope)));
+}
+
+/**
+ * `ownsWork` in SQL, for a work's credential column and its token scopes (a text[] expression),
+ * over two parameters from `$at`: the caller's `ownerCredential` and token scopes.
+ */
+export const ownsWorkSql = (credentialColumn: string, workScopes: string, at: number) =>
+  `(${ownerCredentialSql(credentialColumn)} = $${at} AND ($${at + 1}::text[] IS NULL OR ${workScopes} <@ $${at + 1}::text[]))`;

@@ -1,5 +1,7 @@
 /** The stored bulk job row (migration 1732300001100) and its public shape (SPEC 2.4). */
 import type { Principal } from '../auth/principal';
+import type { Audience } from '../events/event-catalogue';
+import { tokenScopesOf } from '../oidc/scopes';
 import { BulkAction, BulkItemError, BulkSpec, FINAL_STATUSES, JobStatus } from './bulk-actions';
 import type { BulkJobDto } from './bulk.dto';
 
@@ -27,6 +29,15 @@ export interface JobRow {
 /** Every column but the match set (`item_ids`, up to 50,000 ids), which only the worker reads. */
 export const JOB_COLUMNS = `tenant_id, id, action, spec, credential_id, principal, status, matched, processed, succeeded, errored, errors,
   cardinality(blob_hashes) AS blob_hashes_referenced, cancel_requested, error, created_at, started_at, finished_at`;
+
+/** The token scopes of the job's starter (`tokenScopesOf` of its stored principal) in SQL, as text[]: null for an API key. */
+export const JOB_TOKEN_SCOPES_SQL = `(CASE WHEN principal->>'kind' = 'oauth'
+  THEN ARRAY(SELECT jsonb_array_elements_text(COALESCE(principal->'scopes', '[]'::jsonb))) END)`;
+
+/** Who receives the events of the job's end (event-catalogue.ts `mayReceive`): its credential, within its token's scopes. */
+export function jobAudience(r: JobRow): Audience {
+  return { job_credential: r.credential_id, job_scopes: tokenScopesOf(r.principal) };
+}
 
 /** The API's job: `result` once it has ended, built from the counters the chunks kept. */
 export function toJob(r: JobRow): BulkJobDto {

@@ -52,6 +52,13 @@ const itemError = (id: string, err: ApiError): BulkItemError => {
   return { id, code: err.code, message: err.message, ...(details ? { details } : {}) };
 };
 
+/**
+ * A single write's 403 for an item whose type the credential may not write, as items.service.ts
+ * `typeNotPermitted` answers it (code, message and `details.type`); that one is private to
+ * ItemsService, so the bulk e2e test compares the two.
+ */
+const typeNotPermitted = (type: string) => new ApiError(403, 'type_not_permitted', `This credential may not write items of type ${type}`, { type });
+
 /** The filter of a job stored without one (submitted before jobs kept theirs): any item. */
 const ANY_ITEM: BulkFilter = { items: { state: 'all' } };
 
@@ -107,7 +114,7 @@ export class BulkRunner {
       if (!row) {
         if (!unmatched.has(id)) errors.push({ id, code: 'item_not_found', message: 'The item no longer exists' });
       } else if (!(await this.types.can(p, row.type, 'write'))) {
-        errors.push({ id, code: 'type_not_permitted', message: `This credential may not write items of type ${row.type}` });
+        errors.push(itemError(id, typeNotPermitted(row.type)));
       } else writable.push(row);
     }
 

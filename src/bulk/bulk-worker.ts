@@ -29,7 +29,7 @@ import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
 import { tokenScopesOf, withinTokenScopes } from '../oidc/scopes';
 import { CredentialsService } from '../auth/credentials.service';
 import { BulkSpec, CHUNK_SIZE, MAX_KEPT_ERRORS } from './bulk-actions';
-import { JOB_COLUMNS, JobRow, toJob } from './bulk-job.model';
+import { JOB_COLUMNS, jobAudience, JobRow, toJob } from './bulk-job.model';
 import { BulkRunner } from './bulk-runner';
 import { BulkService } from './bulk.service';
 
@@ -225,7 +225,7 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
         [ref.tenantId, ref.jobId, this.owner, status, error ?? null],
       );
       const job = rows[0];
-      if (job) await this.outbox.record(m, job.principal, `bulk_job.${job.status}`, { job_credential: job.credential_id }, { job: toJob(job) });
+      if (job) await this.outbox.record(m, job.principal, `bulk_job.${job.status}`, jobAudience(job), { job: toJob(job) });
     });
   }
 }

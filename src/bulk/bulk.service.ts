@@ -6,7 +6,8 @@
  *   - `async: true`, or more than BULK_SYNC_MAX matches: a `bulk_jobs` row and a Bull job
  *     (202; bulk-worker.ts runs it);
  *   - otherwise the action runs here, in one transaction, chunk by chunk (200 Bulk result).
- * Job visibility: the credential that started it, and the tenant's admins; 404 across tenants.
+ * Job visibility: the credential that started it (for an OAuth token, its tokens with no scope the
+ * starting one lacks: `ownsWork`), and the tenant's admins; 404 across tenants.
  */
 import { InjectQueue } from '@nestjs/bull';
 import { Injectable, Logger } from '@nestjs/common';
@@ -14,7 +15,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bull';
 import { DataSource, EntityManager } from 'typeorm';
 import { canMetadata, isAdmin } from '../auth/permissions';
-import { ownerCredential, ownerCredentialSql, type Principal } from '../auth/principal';
+import { ownerCredential, ownsWork, ownsWorkSql, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
@@ -23,9 +24,10 @@ import { AppConfig } from '../config/app-config';
 import { Outbox } from '../events/outbox';
 import { ItemsService } from '../items/items.service';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
+import { tokenScopesOf } from '../oidc/scopes';
 import { BulkFilter, BulkItemError, BulkSpec, CHUNK_SIZE, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT, specOf } from './bulk-actions';
 import { BulkActionDto, BulkJobDto, BulkJobList, BulkResultDto, ListBulkJobsQuery } from './bulk.dto';
-import { JOB_COLUMNS, JobRow, toJob } from './bulk-job.model';
+import { JOB_COLUMNS, JOB_TOKEN_SCOPES_SQL, jobAudience, JobRow, toJob } from './bulk-job.model';
 import { BulkRunner } from './bulk-runner';
 
 const jobNotFound = () => ApiError.notFound('bulk_job_not_found', 'No such bulk job');
@@ -148,8 +150,8 @@ export class BulkService {
     const params: unknown[] = [p.tenantId];
     let where = 'tenant_id = $1';
     if (!isAdmin(p)) {
-      params.push(ownerCredential(p.credentialId));
-      where += ` AND ${ownerCredentialSql('credential_id')} = $${params.length}`;
+      params.push(ownerCredential(p.credentialId), tokenScopesOf(p));
+      where += ` AND ${ownsWorkSql('credential_id', JOB_TOKEN_SCOPES_SQL, params.length - 1)}`;
     }
     if (q.status) {
       params.push(q.status);
@@ -183,7 +185,7 @@ export class BulkService {
             WHERE tenant_id = $1 AND id = $2 RETURNING ${JOB_COLUMNS}`,
           [p.tenantId, id],
         );
-        await this.outbox.record(m, p, 'bulk_job.cancelled', { job_credential: cancelled.credential_id }, { job: toJob(cancelled) });
+        await this.outbox.record(m, p, 'bulk_job.cancelled', jobAudience(cancelled), { job: toJob(cancelled) });
         return cancelled;
       }
       if (job.status === 'in_progress' && !job.cancel_requested) {
@@ -198,11 +200,11 @@ export class BulkService {
     return toJob(row);
   }
 
-  /** The job if the caller may see it: 404 when absent (or in another tenant), 403 when it is another member's. */
+  /** The job if the caller may see it: 404 when absent (or in another tenant), 403 when it is another member's (or a wider token's of its client). */
   private async visibleJob(m: EntityManager, p: Principal, id: string, lock = ''): Promise<JobRow> {
     const [row]: JobRow[] = await m.query(`SELECT ${JOB_COLUMNS} FROM bulk_jobs WHERE tenant_id = $1 AND id = $2${lock}`, [p.tenantId, id]);
     if (!row) throw jobNotFound();
-    if (!isAdmin(p) && ownerCredential(row.credential_id) !== ownerCredential(p.credentialId)) throw ApiError.forbidden('Only the credential that started this job, or an admin, may see or cancel it');
+    if (!isAdmin(p) && !ownsWork(p.credentialId, tokenScopesOf(p), row.credential_id, tokenScopesOf(row.principal))) throw ApiError.forbidden('Only the credential that started this job, or an admin, may see or cancel it');
     return row;
   }
 }

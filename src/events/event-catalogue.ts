@@ -10,12 +10,14 @@
  *   item writer stores each target's type beside the item (`edge_targets`) for that; it is never
  *   sent.
  * A bulk job's end (`bulk_job.completed`, `.failed`, `.cancelled`) reaches what may see the job:
- * the credential that started it, and admins.
+ * the credential that started it (for an OAuth token, its tokens with no scope the job's lacks:
+ * `ownsWork`), and admins.
  */
 import { canExtension, canMetadata, canType, isAdmin } from '../auth/permissions';
-import { ownerCredential, type Principal } from '../auth/principal';
+import { ownsWork, type Principal } from '../auth/principal';
 import { matchesPattern } from '../common/type-pattern';
 import { canSeeEdge } from '../edges/edge-rules';
+import { tokenScopesOf } from '../oidc/scopes';
 import type { Item, ItemEdges } from '../items/item.model';
 import type { TypeCatalog } from '../types/types.service';
 
@@ -35,7 +37,8 @@ export type EventName = (typeof EVENT_NAMES)[number];
 export type Audience =
   | { item_type: string }
   | { edge_type: string; source_type: string; target_type: string }
-  | { job_credential: string };
+  /** `job_scopes`: the starting token's scopes (null for an API key; absent in events stored before they were kept: then no OAuth token receives them). */
+  | { job_credential: string; job_scopes?: string[] | null };
 
 export interface EdgeEventBody {
   id: string;
@@ -84,7 +87,7 @@ export function selects(events: readonly string[], typeFilter: readonly string[]
 export function mayReceive(p: Principal, e: StoredEvent, types: TypeCatalog): boolean {
   const a = e.audience;
   if ('item_type' in a) return canType(p, types.ref(a.item_type), 'read');
-  if ('job_credential' in a) return isAdmin(p) || ownerCredential(p.credentialId) === ownerCredential(a.job_credential);
+  if ('job_credential' in a) return isAdmin(p) || ownsWork(p.credentialId, tokenScopesOf(p), a.job_credential, a.job_scopes);
   return canSeeEdge(p, a, types);
 }
 
