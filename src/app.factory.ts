@@ -18,6 +18,7 @@ import type { Logger as PinoLogger } from 'pino';
 import { AppModule } from './app.module';
 import { answerCredentialError, CredentialHook } from './auth/credential.hook';
 import { registerBodyParsers } from './common/body-parsing';
+import { BodylessRouteGuard } from './common/bodyless-routes';
 import {
   BareHeaders,
   clientErrorHandler,
@@ -113,6 +114,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   );
   registerBodyParsers(http, config.JSON_BODY_LIMIT);
   app.useGlobalPipes(createValidationPipe());
+  // After AuthModule's guards (bearer, permission, input), which Nest registered as it created the app.
+  app.useGlobalGuards(new BodylessRouteGuard());
   mountOpenApi(app, config);
   bare.of = async (address, method) => ({ ...EVERY_RESPONSE, ...(await rateLimit.unparsed(address, method)) });
   refuseUnsupported(app.getHttpServer(), bare);

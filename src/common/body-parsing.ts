@@ -1,7 +1,8 @@
 /**
  * Request bodies: JSON and urlencoded forms are read by body-parser from fastify's content-type
  * parsers, so its limit (JSON_BODY_LIMIT), charset checks and Content-Encoding inflation apply;
- * every other media type is left unread, for a route that takes it or for InputGuard's 415.
+ * every other media type is left unread, for a route that takes it or for InputGuard's 415 (on
+ * DELETE to a route without a body, BodylessRouteGuard's: bodyless-routes.ts).
  * A parsed body then passes the input policy (input-policy.ts: no NUL, no unpaired surrogate,
  * at most 64 levels deep).
  *

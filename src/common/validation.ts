@@ -38,8 +38,8 @@ export function validationError(fields: FieldIssue[], message = 'The request has
 
 /**
  * The refusal of a JSON body that is not an object, wherever one is caught: JSON of another
- * shape (`3`, `"x"`, `null`: body-parsing.ts), an array (here), or an array sent to a page's
- * JSON route (form-fields.ts).
+ * shape (`3`, `"x"`, `null`: body-parsing.ts), an array (here, or bodyless-routes.ts for a route
+ * without a body), or an array sent to a page's JSON route (form-fields.ts).
  */
 export const nonObjectBodyError = (): ApiError => validationError([{ field: '(body)', message: 'must be a JSON object' }]);
 

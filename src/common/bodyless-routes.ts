@@ -1,0 +1,73 @@
+/**
+ * Routes that take no body refuse one, as a route with a body refuses unknown fields.
+ *
+ * A body's fields are checked by the validation pipe against the handler's @Body() DTO, which a
+ * handler without one never runs: so `DELETE /items/{id}` with `{"x":1}` or `[1,2]` would be
+ * answered as if nothing had been sent. This guard, after the bearer, permission and input
+ * guards (so 401, 403, an unparsable body and a refused query come first), holds such a route
+ * to what the README's input rules say of every API route: its body is absent, or the empty
+ * object `{}` (what some clients send with a DELETE or a POST without data); a field in it is
+ * an unknown field (400 `validation_error`, `is not a known field`, as the pipe names one), and
+ * JSON that is not an object the usual `(body)` refusal. A body announced in a media type other
+ * than JSON is 415, as InputGuard answers it on POST, PUT and PATCH (here also on DELETE, which
+ * InputGuard leaves alone and which would otherwise skip the body unread).
+ *
+ * A route reads a body when its handler takes one (@Body(), @RawBody(), files), declares the
+ * media types it reads (@Accepts: the form pages, userinfo's POST, and @StreamedBody's blob
+ * upload), or takes the request itself (@Req(), or a decorator made with createQueryDecorator
+ * such as @LenientRequest(): the browser pages and the OAuth endpoints read what they want of
+ * it). The OIDC provider's own endpoints are answered before Nest's routing (oidc-mount.ts) and
+ * never reach a guard. GET and HEAD bodies are dropped before the request is handled
+ * (protocol-errors.ts).
+ */
+import { CanActivate, ExecutionContext } from '@nestjs/common';
+import { CUSTOM_ROUTE_ARGS_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
+import type { FastifyRequest } from 'fastify';
+import typeis from 'type-is';
+import { ACCEPTS, readsQueryItself } from '../auth/decorators';
+import { ApiError } from './api-error';
+import { announcesBody } from './body-parsing';
+import { nonObjectBodyError, validationError } from './validation';
+
+const JSON_TYPES = ['application/json', '+json'];
+
+/** Parameters through which a handler reads the body, or the whole request. */
+const BODY_READERS = new Set([RouteParamtypes.BODY, RouteParamtypes.RAW_BODY, RouteParamtypes.FILE, RouteParamtypes.FILES, RouteParamtypes.REQUEST].map(String));
+
+const readsBodyCache = new WeakMap<object, boolean>();
+
+function routeReadsBody(ctx: ExecutionContext): boolean {
+  const handler = ctx.getHandler();
+  let reads = readsBodyCache.get(handler);
+  if (reads === undefined) {
+    const cls = ctx.getClass();
+    const args: Record<string, { factory?: unknown }> = Reflect.getMetadata(ROUTE_ARGS_METADATA, cls, handler.name) ?? {};
+    reads =
+      Reflect.getMetadata(ACCEPTS, handler) !== undefined ||
+      Reflect.getMetadata(ACCEPTS, cls) !== undefined ||
+      Object.entries(args).some(([key, arg]) =>
+        key.includes(CUSTOM_ROUTE_ARGS_METADATA) ? readsQueryItself(arg.factory) : BODY_READERS.has(key.split(':')[0]),
+      );
+    readsBodyCache.set(handler, reads);
+  }
+  return reads;
+}
+
+export class BodylessRouteGuard implements CanActivate {
+  canActivate(ctx: ExecutionContext): boolean {
+    const req = ctx.switchToHttp().getRequest<FastifyRequest>();
+    if (req.method === 'GET' || req.method === 'HEAD' || routeReadsBody(ctx)) return true;
+    if (announcesBody(req.headers) && !typeis(req.raw, JSON_TYPES)) {
+      throw new ApiError(415, 'invalid_request', `Content-Type must be ${JSON_TYPES.join(' or ')}`, {
+        content_type: req.headers['content-type'] ?? null,
+      });
+    }
+    const body: unknown = req.body;
+    if (body === undefined) return true;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw nonObjectBodyError();
+    const fields = Object.keys(body);
+    if (fields.length) throw validationError(fields.map((field) => ({ field, message: 'is not a known field' })));
+    return true;
+  }
+}
