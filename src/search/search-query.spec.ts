@@ -32,7 +32,9 @@ describe('search query', () => {
   });
 
   it('reads <, >, @, /, : and . as spaces, a word they split as a phrase (as the stored text is parsed)', () => {
-    expect(parseSearch('List<pademelon>')).toMatchObject({ text: '"List pademelon"', positive: ['List', 'pademelon'], phrase: true });
+    // `<` is an operator character to websearch_to_tsquery, which splits words there.
+    expect(parseSearch('List<pademelon>')).toMatchObject({ text: 'List "pademelon"', positive: ['List', 'pademelon'], phrase: true });
+    expect(parseSearch('List>pademelon')).toMatchObject({ text: '"List pademelon"', positive: ['List', 'pademelon'], phrase: true });
     expect(parseSearch('see www.bilby.org/marsupials')).toMatchObject({ text: 'see "www bilby org marsupials"', prefix: undefined });
     expect(parseSearch('numbat@tassie.example -spam.example')).toMatchObject({
       text: '"numbat tassie example" -"spam example"',
@@ -65,7 +67,8 @@ describe('search query', () => {
     expect(sql).not.toContain('DROP');
     expect(sql).toContain('$2');
     expect(sql).toContain('$3');
-    expect(params).toEqual(['tenant', q, 'hel']);
+    // The query as websearch_to_tsquery reads it: `(` and `)` are no part of any word.
+    expect(params).toEqual(['tenant', "x' ; DROP TABLE items; hel", 'hel']);
   });
 
   it('rewrites the last word to a prefix only when there is one', () => {
@@ -102,6 +105,81 @@ describe('search query', () => {
       expect(sql).toContain(withoutTags);
       expect(sql).not.toMatch(/ i\.search_vector @@|^i\.search_vector @@/);
     }
+  });
+
+  describe('negation, exactly where websearch_to_tsquery negates', () => {
+    // Each with websearch_to_tsquery('simple', q) of PostgreSQL 15: `-` negates wherever a term
+    // may begin (after white space, ! & | ( ) <, a closing quote or another term's end), not
+    // inside a word. The query text it is given is written back so that it reads the same.
+    it.each([
+      ['a(-b', 'a -b'], // 'a' & !'b'
+      ['a!-b', 'a -b'],
+      ['a&-b', 'a -b'],
+      ['a|-b', 'a -b'],
+      ['a<-b', 'a -b'],
+      ['a)-b', 'a -b'],
+      ['a"x"-b', 'a "x" -b'], // 'a' & 'x' & !'b'
+      ['a - b', 'a -b'],
+      ['a -!b', 'a -b'],
+      ['wombat(-secrettagalpha)', 'wombat -secrettagalpha'],
+      ['wombat!-secrettagalpha', 'wombat -secrettagalpha'],
+    ])('%s excludes b: %j, the index searched for the rest', (q, text) => {
+      const parsed = parseSearch(q);
+      expect(parsed.text).toBe(text);
+      expect(parsed.excluded).toBe(q.startsWith('wombat') ? '"secrettagalpha"' : '"b"');
+      expect(parsed.indexText).toBe(text.replace(/ -\S+$/, ''));
+      expect(parsed.prefix).toBeUndefined();
+    });
+
+    it.each([
+      ['a(-"x y"', 'a -"x y"'], // 'a' & !( 'x' <-> 'y' )
+      ['a!-"x y"', 'a -"x y"'],
+      ['a&-"x y"', 'a -"x y"'],
+      ['zebrafish(-"digs burrows")', 'zebrafish -"digs burrows"'],
+    ])('%s excludes the phrase: %j, which the index query leaves out', (q, text) => {
+      const parsed = parseSearch(q);
+      expect(parsed).toMatchObject({ text, phrase: false, indexText: text.replace(/ -".*$/, '') });
+      expect(parsed.excluded).toMatch(/^"(x y|digs burrows)"$/);
+    });
+
+    it.each([
+      ['a-b', 'a-b'], // 'a-b' <-> 'a' <-> 'b': a hyphenated word
+      ['a,-b', 'a,-b'], // 'a' <-> 'b'
+      ['a.-b', '"a -b"'], // 'a' <-> 'b' (`.` then splits it, as the stored text is)
+      ['a_-b', 'a_-b'],
+      ['a>-b', '"a -b"'],
+      ['a--b', 'a--b'],
+      ['a:-b', 'a "-b"'], // 'a' & 'b': `:` ends a word and begins the next
+      ['a,-"x y"', 'a,- "x y"'], // 'a' & 'x' <-> 'y'
+      ['a.-"x y"', '"a -" "x y"'],
+      ['a "-b"', 'a "-b"'], // inside quotes `-` is no operator
+      ['a --b', 'a b'], // 'a' & !!'b', that is b
+      ['a -(-b)', 'a b'],
+      ['a -', 'a'], // nothing to negate
+    ])('%s excludes nothing: %j, searched in the index as it is', (q, text) => {
+      const parsed = parseSearch(q);
+      expect(parsed).toMatchObject({ text, excluded: '', indexText: text });
+    });
+
+    it('reads `or` where websearch_to_tsquery does, and never searches the index with an exclusion under it', () => {
+      expect(parseSearch('a(-b or c')).toMatchObject({ text: 'a -b or c', indexText: undefined });
+      expect(parseSearch('a or(-b')).toMatchObject({ text: 'a or -b', indexText: undefined });
+      expect(parseSearch('a"x"or b')).toMatchObject({ text: 'a "x" or b', indexText: 'a "x" or b' });
+      // `or` without an operand after it: a word at the end, nothing before `(`.
+      expect(parseSearch('a or')).toMatchObject({ text: 'a "or"', positive: ['a', 'or'] });
+      expect(parseSearch('a or (')).toMatchObject({ text: 'a', indexText: 'a' });
+      expect(parseSearch('a or-b')).toMatchObject({ text: 'a or-b', excluded: '' });
+      expect(parseSearch('a - or b')).toMatchObject({ text: 'a -"or" b', excluded: '"or"', indexText: 'a b' });
+    });
+
+    it('for a caller who may not read tags, keeps the exclusion out of the index query, and fails closed should one reach it', () => {
+      const params: unknown[] = [];
+      const sql = matchClause('wombat(-secrettagalpha)', 't', params, { tags: false });
+      expect(params).toEqual(['wombat -secrettagalpha', 'wombat', 't']);
+      expect(sql).toContain(`item_search_scoped_query($3::uuid, (SELECT websearch_to_tsquery('simple', $2)))`);
+      expect(sql).toContain(`THEN NULL ELSE item_search_scoped_query(`);
+      expect(matchClause('wombat(-secrettagalpha)', 't', [], { tags: true })).not.toContain('THEN NULL');
+    });
   });
 
   it('skips the index when a query only excludes', () => {

@@ -78,40 +78,85 @@ export interface ParsedSearch {
 const PLAIN_WORD = /^[\p{L}\p{N}]+$/u;
 const HAS_WORD_CHAR = /[\p{L}\p{N}]/u;
 
-/** Splits a query the way websearch_to_tsquery reads it: terms, quotes, `-` and `or`. */
+/**
+ * White space to websearch_to_tsquery, or more: beyond ASCII, PostgreSQL asks the locale
+ * (iswspace). Reading more as space than it does is safe, as the query it is given is written
+ * back from the terms, with plain spaces between them.
+ */
+const SPACE = /[\s\u0085\u180e]/u;
+/** The characters websearch_to_tsquery skips between terms, and which end a word (ISOPERATOR). */
+const OPERATORS = new Set(['!', '&', '|', '(', ')', '<']);
+/** What ends a word besides white space: an operator character, a quote, or `:` (which begins the next word). */
+const WORD_END = new Set([...OPERATORS, '"', ':']);
+/** Letters and digits to PostgreSQL's t_isalnum (beyond ASCII it asks the locale: this is near). */
+const ALNUM = /[\p{L}\p{N}]/u;
+
+/**
+ * Splits a query into the terms websearch_to_tsquery reads, as its tokenizer does
+ * (gettoken_query_websearch in PostgreSQL's tsquery.c, with gettoken_tsvector for a word):
+ * - before a term, white space and the operator characters `! & | ( ) <` are skipped, and each
+ *   `-` negates the term: `a(-b`, `a!-b`, `a&-b`, `a"x"-b` and `a - b` exclude b as `a -b`
+ *   does, and `--b` is `!!b`, b itself. Inside a word `-` is a letter (`a-b`, `a,-b`, `a.-b`);
+ * - `"` opens a phrase, up to the next `"` or the end;
+ * - a word runs up to white space, an operator character, `"` or `:`;
+ * - after a term, `or` is OR when neither a letter, a digit, `-` nor `_` follows it and something
+ *   else than white space comes later (parse_or_operator); anywhere else it is a word. Other
+ *   characters there (no space, no operator) start the next term, ANDed.
+ * A term without lexemes (`-,`) PostgreSQL drops, with its `-`; here it stays, which only makes
+ * the checks below more careful. Since the query PostgreSQL is given is written back from these
+ * terms (websearchText), what it negates is exactly what is negated here.
+ */
 function terms(text: string): Array<Term | 'or'> {
+  const c = Array.from(text);
   const out: Array<Term | 'or'> = [];
+  let afterTerm = false;
+  let negations = 0;
+  const push = (t: string, quoted: boolean) => {
+    out.push({ text: t, quoted, negated: negations % 2 === 1 });
+    negations = 0;
+    afterTerm = true;
+  };
   let i = 0;
-  let negated = false;
-  while (i < text.length) {
-    const c = text[i];
-    if (/\s/u.test(c)) {
-      i++;
-    } else if (c === '-') {
-      negated = true;
-      i++;
-    } else if (c === '"') {
-      const end = text.indexOf('"', i + 1);
-      const stop = end === -1 ? text.length : end;
-      out.push({ text: text.slice(i + 1, stop), quoted: true, negated });
-      negated = false;
-      i = stop + 1;
-    } else {
-      let j = i;
-      while (j < text.length && !/\s/u.test(text[j]) && text[j] !== '"') j++;
-      const word = text.slice(i, j);
-      const previous = out[out.length - 1];
-      // `or` is an operator between two operands; at the start or the end it is a word.
-      if (!negated && word.toLowerCase() === 'or' && previous !== undefined && previous !== 'or' && /\S/u.test(text.slice(j))) {
+  while (i < c.length) {
+    const ch = c[i];
+    if (afterTerm) {
+      if (orOperator(c, i)) {
         out.push('or');
+        afterTerm = false;
+        i += 2;
+      } else if (OPERATORS.has(ch) || SPACE.test(ch)) {
+        i++;
       } else {
-        out.push({ text: word, quoted: false, negated });
+        afterTerm = false;
       }
-      negated = false;
+    } else if (ch === '-') {
+      negations++;
+      i++;
+    } else if (ch === '"') {
+      let j = i + 1;
+      while (j < c.length && c[j] !== '"') j++;
+      push(c.slice(i + 1, j).join(''), true);
+      i = j + 1;
+    } else if (OPERATORS.has(ch) || SPACE.test(ch)) {
+      i++;
+    } else {
+      let j = i + 1;
+      while (j < c.length && !WORD_END.has(c[j]) && !SPACE.test(c[j])) j++;
+      push(c.slice(i, j).join(''), false);
       i = j;
     }
   }
+  // `or` with no term after it (`a or (`) ORs with nothing, which PostgreSQL drops.
+  if (out[out.length - 1] === 'or') out.pop();
   return out;
+}
+
+/** Whether `or` at c[i] is the operator (parse_or_operator); only asked right after a term. */
+function orOperator(c: string[], i: number): boolean {
+  if (!['o', 'O'].includes(c[i]) || !['r', 'R'].includes(c[i + 1])) return false;
+  const next = c[i + 2];
+  if (next === undefined || next === '-' || next === '_' || ALNUM.test(next)) return false;
+  return c.slice(i + 3).some((ch) => !SPACE.test(ch));
 }
 
 /**
@@ -125,9 +170,15 @@ function splitTerm(t: Term | 'or'): Term | 'or' {
   return text === t.text ? t : { ...t, text: text.trim(), quoted: true };
 }
 
-/** The query websearch_to_tsquery reads, written back from its terms. */
+/**
+ * The query websearch_to_tsquery reads, written back from its terms. A word that begins with
+ * `or` is quoted (which changes nothing else for websearch_to_tsquery), so that it can never be
+ * read as OR here, whatever PostgreSQL's locale deems a letter.
+ */
 const websearchText = (list: Array<Term | 'or'>) =>
-  list.map((t) => (t === 'or' ? 'or' : `${t.negated ? '-' : ''}${t.quoted ? `"${t.text}"` : t.text}`)).join(' ');
+  list
+    .map((t) => (t === 'or' ? 'or' : `${t.negated ? '-' : ''}${t.quoted || /^or(?![-_a-z0-9])/i.test(t.text) ? `"${t.text}"` : t.text}`))
+    .join(' ');
 
 export function parseSearch(q: string): ParsedSearch {
   const list = terms(q.trim()).map(splitTerm);
@@ -219,8 +270,14 @@ export function textMatch(
   const parsed = typeof q === 'string' ? parseSearch(q) : q;
   const tsquery = tsquerySql(parsed, params);
   const exact = `${matchVector(alias, tags)} @@ ${tsquery}`;
-  const scoped = (column: string, query: string) =>
-    `item_search_scoped(${alias}.tenant_id, ${alias}.${column}) @@ (SELECT item_search_scoped_query(${bind(params, tenantId)}::uuid, ${query}))`;
+  const scoped = (column: string, query: string) => {
+    const tagged = `item_search_scoped_query(${bind(params, tenantId)}::uuid, ${query})`;
+    // search_vector holds the tags: for a caller who may not read them, a NOT in its query would
+    // exclude through a tag. The parser keeps every NOT out of the index query; should one ever
+    // reach it, the index matches nothing rather than tell the tag.
+    const guarded = tags || column !== 'search_vector' ? tagged : `CASE WHEN (${query})::text ~ '${NEGATION}' THEN NULL ELSE ${tagged} END`;
+    return `item_search_scoped(${alias}.tenant_id, ${alias}.${column}) @@ (SELECT ${guarded})`;
+  };
   let condition: string;
   if (parsed.grams.length > 0) {
     // The grams come from COMMON_WORDS (letters only), so quoting them as lexemes is safe. They
@@ -278,6 +335,9 @@ export function rankVector(alias: string, tags: boolean): string {
  * make the exact test run when it need not.
  */
 const WIDENED_IN_INDEX = '<(-|[0-9]+)>';
+
+/** A NOT in a tsquery's text form (outside its quoted lexemes, quotes doubled), as an SQL string's body. */
+const NEGATION = `^(?:[^'']|''(?:[^'']|'''')*'')*!`;
 
 /**
  * The free-text condition of bulk actions' `filter.filter`: the same engine as `GET /search`,
