@@ -1,6 +1,8 @@
 /** SPEC 2.7 and 4.5, CONTRACT "Tenants and keys": the /keys surface within one tenant. */
+import type Redis from 'ioredis';
 import { createHash } from 'node:crypto';
 import request from 'supertest';
+import { REDIS } from '../src/redis/redis.module';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { field } from './support/browse';
 import { badFields, expectError } from './support/envelope';
@@ -245,8 +247,8 @@ describe('keys', () => {
       const agent = request.agent(t.url);
       const form = await agent.get('/auth/sign-in?return_to=/auth/security').expect(200);
       await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/security', csrf: field(form.text, 'csrf'), email, password: 'an admin user password' }).expect(303);
-      const csrf = field((await agent.get('/auth/security').expect(200)).text, 'csrf');
-      const shown = await agent.post('/auth/keys').type('form').send({ csrf, label }).expect(200);
+      const page = (await agent.get('/auth/security').expect(200)).text;
+      const shown = await agent.post('/auth/keys').type('form').send({ csrf: field(page, 'csrf'), form_nonce: field(page, 'form_nonce'), label }).expect(200);
       return /<code id="key">([^<]+)<\/code>/.exec(shown.text)![1];
     };
     const keyLabelled = async (key: string, label: string) =>
@@ -288,6 +290,51 @@ describe('keys', () => {
       await t.http.patch(`/users/${bob.id}`).set(bearer(other.key)).send({ role: 'member' }).expect(200);
       expectError(await t.http.get('/keys').set(bearer(bobKey)), 401, 'unauthorized');
       expect((await t.http.get('/keys').set(bearer(other.key)).expect(200)).body.keys.find((k: { label: string }) => k.label === 'bob cli').revoked_at).toEqual(expect.any(String));
+    });
+
+    it('makes one key per showing of the key form: sent again (a reload of its answer) 409 "Form already used" and no key; Redis failing, 503 and no key', async () => {
+      const tenant = await createTenant(t, admin.key, 'once');
+      await t.http.post('/users').set(bearer(tenant.key)).send({ email: 'once@once.example', password: 'an admin user password', name: 'Once', role: 'admin' }).expect(201);
+      const agent = request.agent(t.url);
+      const form = await agent.get('/auth/sign-in?return_to=/auth/security').expect(200);
+      await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/security', csrf: field(form.text, 'csrf'), email: 'once@once.example', password: 'an admin user password' }).expect(303);
+      const minted = async (label: string) => (await t.sql(`SELECT 1 FROM api_keys WHERE tenant_id = $1 AND label = $2`, [tenant.tenantId, label])).length;
+      const page = (await agent.get('/auth/security').expect(200)).text;
+      const sent = { csrf: field(page, 'csrf'), form_nonce: field(page, 'form_nonce'), label: 'reloaded' };
+      expect(sent.form_nonce).toMatch(/^[\w-]{24}$/);
+      const shown = await agent.post('/auth/keys').type('form').send(sent).expect(200);
+      expect(shown.text).toContain('<code id="key">');
+      const again = await Promise.all([1, 2, 3].map(() => agent.post('/auth/keys').type('form').send(sent)));
+      for (const res of again) {
+        expect([res.status, res.headers['content-type']]).toEqual([409, 'text/html; charset=utf-8']);
+        expect(res.text).toContain('Form already used');
+        expect(res.text).toContain('href="/auth/security"');
+        expect(res.text).not.toContain('<code id="key">');
+      }
+      expect(await minted('reloaded')).toBe(1);
+      // Without its nonce the form is not the page's: refused as expired.
+      expect((await agent.post('/auth/keys').type('form').send({ csrf: sent.csrf, label: 'no nonce' })).status).toBe(403);
+      expect(await minted('no nonce')).toBe(0);
+
+      // Redis cannot tell whether the form was used: no key rather than perhaps a second one.
+      const next = (await agent.get('/auth/security').expect(200)).text;
+      const retry = { csrf: field(next, 'csrf'), form_nonce: field(next, 'form_nonce'), label: 'redis away' };
+      expect(retry.form_nonce).not.toBe(sent.form_nonce);
+      const redis = t.app.get<Redis>(REDIS);
+      const original = redis.set.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+      const away = (key: unknown, ...rest: unknown[]) => (String(key).includes('account-form:') ? Promise.reject(new Error('Redis is away')) : original(key, ...rest));
+      const set = jest.spyOn(redis, 'set').mockImplementation(away as never);
+      try {
+        const refused = await agent.post('/auth/keys').type('form').send(retry);
+        expect([refused.status, refused.headers['content-type']]).toEqual([503, 'text/html; charset=utf-8']);
+        expect(refused.text).toContain('No key was made');
+      } finally {
+        set.mockRestore();
+      }
+      expect(await minted('redis away')).toBe(0);
+      // Redis back, the same showing of the form makes its one key.
+      await agent.post('/auth/keys').type('form').send(retry).expect(200);
+      expect(await minted('redis away')).toBe(1);
     });
   });
 

@@ -9,7 +9,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { browse, field } from './support/browse';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
-import { expectError } from './support/envelope';
+import { badFields, expectError } from './support/envelope';
 import { Receiver } from './support/receiver';
 import { SseClient } from './support/sse';
 import { waitFor } from './support/wait';
@@ -130,6 +130,17 @@ describe('OAuth clients: admin listing, deletion and secret rotation', () => {
     await t.http.get(`/auth/clients/${c.client_id}`).set(bearer(admin)).expect(200);
     // Registration still has the provider check the metadata.
     expectError(await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], token_endpoint_auth_method: 'none' }), 400, 'validation_error');
+  });
+
+  it('holds a client\'s name, which the pages show users, to the service\'s name rule (400 validation_error naming client_name)', async () => {
+    const send = (client_name: string) => t.http.post('/auth/clients').set(bearer(admin)).send({ client_name, redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
+    // A bidirectional override makes "Notes \u202Eppa yliad" read "Notes daily app"; a line break or control character is no name either.
+    for (const client_name of ['x'.repeat(201), 'Notes \u202Eppa yliad', 'Notes \u2067app', 'Notes\napp', 'Notes\u0085', '   ', '']) {
+      expect([client_name.slice(0, 20), badFields(await send(client_name))]).toEqual([client_name.slice(0, 20), ['client_name']]);
+    }
+    // Counted as code points, as the OpenAPI document's maxLength counts them.
+    expect((await send('😀'.repeat(200)).expect(201)).body.client_name).toBe('😀'.repeat(200));
+    await send('Ünïcödé notes ❤️').expect(201);
   });
 
   it('documents the routes in /openapi.json, errors in the envelope, the rotated secret as required', async () => {

@@ -241,6 +241,37 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect((await dryRun(access_token).expect(200)).body.matched).toBe(0);
   });
 
+  it('excludes by the item\'s own text, wherever websearch_to_tsquery reads a `-` (after punctuation too), for a token that may not read tags', async () => {
+    const reader = (
+      await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], scope: 'core.note:read core.note:write core.task:read' }).expect(201)
+    ).body;
+    const token = async (scope: string) =>
+      (await t.http.post('/auth/token').auth(reader.client_id, reader.client_secret).type('form').send({ grant_type: 'client_credentials', scope }).expect(200)).body.access_token as string;
+    const [searcher, bulker] = [await token('core.note:read core.task:read'), await token('core.note:read core.note:write')];
+    const note = (
+      await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'Wombat note', body: 'the wombat digs burrows' }, tags: ['secrettagalpha'] }).expect(201)
+    ).body;
+    const found = async (who: string, q: string) =>
+      (await t.http.get('/search').query({ type: 'core.note', q }).set(bearer(who)).expect(200)).body.results.map((r: { item: { id: string } }) => r.item.id);
+    const matched = async (who: string, filter: string) =>
+      (await t.http.post('/items/bulk_action').set(bearer(who)).send({ action: 'transition', to_state: 'archived', dry_run: true, filter: { type: 'core.note', filter } }).expect(200)).body.matched;
+    // Were the tag read in any of these, the answer would differ from `wombat(-nosuchtag)`'s and tell it.
+    const excluding = ['wombat -secrettagalpha', 'wombat(-secrettagalpha)', 'wombat!-secrettagalpha', 'wombat&-secrettagalpha', 'wombat|-secrettagalpha', 'wombat"note"-secrettagalpha'];
+    for (const q of [...excluding, 'wombat(-nosuchtag)']) {
+      expect([q, await found(searcher, q), await matched(bulker, q)]).toEqual([q, [note.id], 1]);
+    }
+    // The admin may read tags, and its tag excludes the note however the `-` is written.
+    for (const q of excluding) expect([q, await found(admin, q), await matched(admin, q)]).toEqual([q, [], 0]);
+    // An excluded phrase after punctuation (`!( 'digs' <-> 'burrows' )`) is left to the exact test, not sent to the index.
+    const zebrafish = (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'Zebrafish tank', body: 'the zebrafish swims' } }).expect(201)).body;
+    await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'Zebrafish burrow', body: 'a zebrafish that digs burrows' } }).expect(201);
+    for (const q of ['zebrafish -"digs burrows"', 'zebrafish(-"digs burrows")', 'zebrafish!-"digs burrows"']) {
+      expect([q, await found(admin, q), await found(searcher, q), await matched(admin, q)]).toEqual([q, [zebrafish.id], [zebrafish.id], 1]);
+    }
+    // A `-` inside a word negates nothing: `wombat,-digs` is the phrase 'wombat' <-> 'digs'.
+    expect(await found(searcher, 'wombat,-digs')).toEqual([note.id]);
+  });
+
   it('ranks without tags for a token that may not read them: a tagged twin scores as its untagged one', async () => {
     const twin = (tags: string[]) =>
       t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'ocelot numbers', body: 'ocelot quarterly' }, tags }).expect(201);
@@ -413,6 +444,32 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const logout = await register({ ...native, redirect_uris: ['com.example.app:/cb'], post_logout_redirect_uris: ['myapp:/bye'] });
     expect([logout.status, logout.body.error]).toEqual([400, 'invalid_redirect_uri']);
     for (const uri of ['com.example.app:/cb', 'http://127.0.0.1:8080/cb', 'http://[::1]/cb', 'https://app.example/cb']) await register({ ...native, redirect_uris: [uri] }).expect(201);
+  });
+
+  it('holds an openly registered client\'s name to the rule POST /auth/clients applies, and its other text to its lengths (RFC 7591 form)', async () => {
+    const register = (metadata: object) => t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example/cb'], ...metadata });
+    // What the pages show as the app's name: not a screenful, nor text that reads as something else ("Notes daily app").
+    for (const client_name of ['x'.repeat(201), 'x'.repeat(45000), 'Notes \u202Eppa yliad', 'Notes \u2066app', 'Notes\napp', 'Notes\u0007', '   ', '']) {
+      const res = await register({ client_name });
+      expect([client_name.slice(0, 20), res.status, res.body.error, res.body.error_description]).toEqual([client_name.slice(0, 20), 400, 'invalid_client_metadata', expect.stringContaining('client_name')]);
+    }
+    const named = async (client_name: string) => (await register({ client_name }).expect(201)).body.client_name;
+    expect(await named('😀'.repeat(200))).toBe('😀'.repeat(200)); // characters, counted as code points
+    expect(await named('Ünïcödé notes ❤️')).toBe('Ünïcödé notes ❤️');
+    // The other text POST /auth/clients bounds, to its lengths.
+    const long = `https://app.example/${'a'.repeat(2000)}`;
+    for (const [metadata, key] of [
+      [{ client_uri: long }, 'client_uri'],
+      [{ logo_uri: long }, 'logo_uri'],
+      [{ policy_uri: long }, 'policy_uri'],
+      [{ tos_uri: long }, 'tos_uri'],
+      [{ contacts: [`${'a'.repeat(320)}@example.com`] }, 'contacts'],
+      [{ scope: `openid${' core.note:read'.repeat(300)}` }, 'scope'],
+    ] as const) {
+      const res = await register(metadata);
+      expect([key, res.status, res.body.error, res.body.error_description]).toEqual([key, 400, 'invalid_client_metadata', expect.stringMatching(new RegExp(`^${key}.*at most`))]);
+    }
+    await register({ client_uri: 'https://app.example/about', logo_uri: 'https://app.example/logo.png', contacts: ['ops@example.com'], scope: 'openid core.note:read' }).expect(201);
   });
 
   it('answers invalid_client for a wrong client secret (RFC 6749 form)', async () => {
@@ -731,6 +788,36 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect((await laptop.get('/auth/grants')).status).toBe(303);
   });
 
+  it('answers the account pages\' form posts refused (signed out, already revoked) with pages linking on, and JSON requests with the envelope', async () => {
+    const { callback, verifier } = await authorize('refused-forms');
+    await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: 'refused-forms' });
+    const account = request.agent(t.url);
+    await accountSignIn(account);
+    const grantsPage = await account.get('/auth/grants').expect(200);
+    const csrf = field(grantsPage.text, 'csrf');
+    const grantId = /action="\/auth\/grants\/([^/"]+)\/revoke"/.exec(grantsPage.text)![1];
+    const page = (res: request.Response, status: number, title: string, href: string) => {
+      expect([res.status, res.headers['content-type'], /<h1>([^<]*)<\/h1>/.exec(res.text)?.[1]]).toEqual([status, 'text/html; charset=utf-8', title]);
+      expect(res.text).toContain(`<a href="${href}">`);
+    };
+
+    await account.post(`/auth/grants/${grantId}/revoke`).type('form').send({ csrf }).expect(303);
+    // The same form sent again (a second tab, the back button): the grant is gone.
+    page(await account.post(`/auth/grants/${grantId}/revoke`).type('form').send({ csrf }), 404, 'Already revoked', '/auth/grants');
+    expectError(await account.post(`/auth/grants/${grantId}/revoke`).send({}), 404, 'not_found');
+    expectError(await account.post(`/auth/grants/${grantId}/revoke`).set('Accept', 'application/json').type('form').send({ csrf }), 404, 'not_found');
+
+    // The account pages' sign-in ends (signing out everywhere); the forms still on screen are sent.
+    const sessions = await account.get('/auth/sessions').expect(200);
+    await account.post('/auth/sessions/revoke').type('form').send({ csrf: field(sessions.text, 'csrf') }).expect(303);
+    page(await account.post(`/auth/grants/${grantId}/revoke`).type('form').send({ csrf }), 401, 'Signed out', '/auth/sign-in?return_to=%2Fauth%2Fgrants');
+    page(await account.post('/auth/sessions/revoke').type('form').send({ csrf: field(sessions.text, 'csrf') }), 401, 'Signed out', '/auth/sign-in?return_to=%2Fauth%2Fsessions');
+    page(await account.post('/auth/keys').type('form').send({ csrf, form_nonce: 'made-up-by-the-client-00', label: 'x' }), 401, 'Signed out', '/auth/sign-in?return_to=%2Fauth%2Fsecurity');
+    expectError(await account.post(`/auth/grants/${grantId}/revoke`).send({}), 401, 'unauthorized');
+    expectError(await account.post('/auth/sessions/revoke').set('Accept', 'application/json').type('form').send({ csrf }), 401, 'unauthorized');
+    expectError(await account.delete(`/auth/grants/${grantId}`), 401, 'unauthorized');
+  });
+
   it('lets one of several requests presenting one code or refresh token at once use it; the others revoke the grant', async () => {
     const [{ id: ada }] = await t.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'ada@example.com'`);
     const first = await authorize('race-code');
@@ -874,6 +961,35 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const tv = (await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: 'TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'none' }).expect(201)).body;
     const device = await t.http.post('/auth/device').type('form').send({ client_id: tv.client_id, scope: 'openid', acr_values: '\u0000' });
     expect([device.status, device.body.error]).toEqual([400, 'invalid_request']);
+  });
+
+  it('answers a NUL in a logout (GET, form post, confirmation), with or without a provider session, with the HTML error page and the service\'s headers', async () => {
+    /** The provider's HTML 400 page, with the headers every answer of the service carries and those of its pages. */
+    const refusedPage = (res: request.Response, what: string) => {
+      expect([what, res.status, res.headers['content-type']]).toEqual([what, 400, expect.stringMatching(/^text\/html/)]);
+      expect(res.text).toContain('invalid_request');
+      expect(res.headers).toMatchObject({ 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer', 'x-frame-options': 'DENY', 'x-request-id': expect.any(String) });
+      expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    };
+    const html = { Accept: 'text/html' };
+    const signedIn = request.agent(t.url);
+    await connect(signedIn, rp);
+    for (const [who, agent] of [['no session', request.agent(t.url)], ['signed in', signedIn]] as const) {
+      refusedPage(await agent.get('/auth/logout?state=%00').set(html), `${who}: GET`);
+      refusedPage(await agent.get(`/auth/logout?${new URLSearchParams({ client_id: rp.clientMetadata().client_id, state: 'a\u0000b' })}`).set(html), `${who}: GET with a client`);
+      // A form post is refused by the input policy before it is sent on to the GET it stands for, as POST /auth/authorize's is.
+      const posted = await agent.post('/auth/logout').set(html).type('form').send({ state: 'a\u0000b' });
+      expect([posted.status, posted.body.error?.details?.fields?.[0]?.field]).toEqual([400, 'state']);
+      expect(posted.headers).toMatchObject({ 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer', 'x-request-id': expect.any(String) });
+    }
+    // A caller that takes JSON gets the error as JSON, with the service's headers.
+    const json = await t.http.get('/auth/logout?state=%00').set('Accept', 'application/json');
+    expect([json.status, json.body.error, json.headers['x-content-type-options'], json.headers['referrer-policy']]).toEqual([400, 'invalid_request', 'nosniff', 'no-referrer']);
+    // The confirmation's fields are compared, never kept: a NUL in its CSRF token is a token that does not match.
+    const page = await signedIn.get('/auth/logout').set(html).expect(200); // the refusals left the session be
+    refusedPage(await signedIn.post('/auth/logout/confirm').set(html).type('form').send({ xsrf: 'a\u0000b', logout: 'yes' }), 'confirmation');
+    const confirmed = await signedIn.post('/auth/logout/confirm').set(html).type('form').send({ xsrf: field(page.text, 'xsrf'), logout: 'a\u0000b' });
+    expect([confirmed.status, confirmed.headers['x-content-type-options'], confirmed.headers['x-request-id']]).toEqual([303, 'nosniff', expect.any(String)]);
   });
 
   it('ends a scope a later consent refuses for the tokens issued before it too, at once, in the API and in introspection', async () => {
@@ -1516,6 +1632,61 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1`, [user.id])).toEqual([]);
   });
 
+  it('answers a consent decision whose interaction is gone, before the post or while it is decided, with a 400 page: no grant, no audit row', async () => {
+    const app = await registerApp('Vanishing consent', 'openid core.note:read');
+    /** A fresh browser of Ada's at the app's consent page: the interaction, and a post of the page's form with `decision`. */
+    const atConsent = async () => {
+      const agent = request.agent(t.url);
+      const { consent } = await askConsent(agent, app, 'openid core.note:read');
+      const form = { uid: field(consent!, 'uid'), csrf: field(consent!, 'csrf') };
+      return { uid: form.uid, decide: (decision: string) => agent.post('/auth/authorize/decision').type('form').send({ ...form, decision }) };
+    };
+    /** A refused decision's page: 400, HTML, not sent on to the app; its heading. */
+    const refusal = (res: request.Response) => {
+      expect([res.status, res.headers['content-type'], res.headers.location]).toEqual([400, 'text/html; charset=utf-8', undefined]);
+      return /<h1>([^<]*)<\/h1>/.exec(res.text)?.[1];
+    };
+    /**
+     * Sends a decision while the interaction's row is held: once the decision, past the provider's
+     * look at the interaction, waits to claim it, `vanish` runs in the holding transaction, which then lets it go.
+     */
+    const vanishingWhileDeciding = async (uid: string, vanish: () => Promise<unknown>, send: () => request.Test) => {
+      const waiting = async () => {
+        await t.sql('SELECT pg_stat_clear_snapshot()');
+        return (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SET consumed_at = now() WHERE model = ''Interaction''%'`)).length > 0;
+      };
+      await t.sql('BEGIN');
+      try {
+        await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Interaction' AND id = $1 FOR UPDATE`, [uid]);
+        const sent = send().then((r) => r);
+        await waitFor(waiting, 'the decision to wait for the interaction\'s row');
+        await vanish();
+        await t.sql('COMMIT');
+        return await sent;
+      } catch (err) {
+        await t.sql('ROLLBACK');
+        throw err;
+      }
+    };
+
+    // Gone before the Allow is posted (expired and swept): the page says so.
+    const swept = await atConsent();
+    await t.sql(`DELETE FROM oidc_models WHERE model = 'Interaction' AND id = $1`, [swept.uid]);
+    expect(refusal(await swept.decide('approve'))).toBe('Sign-in expired');
+
+    // Gone while the decision is made, after the provider found it: as the provider ends it,
+    // it says (SessionNotFound) the interaction expired, or the sign-in it belongs to ended.
+    const expired = await atConsent();
+    const expire = () => t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 60)) WHERE model = 'Interaction' AND id = $1`, [expired.uid]);
+    expect(refusal(await vanishingWhileDeciding(expired.uid, expire, () => expired.decide('deny')))).toEqual(expect.any(String));
+    const signedOut = await atConsent();
+    const endSession = () => t.sql(`DELETE FROM oidc_models WHERE model = 'Session' AND uid = (SELECT payload->'session'->>'uid' FROM oidc_models WHERE model = 'Interaction' AND id = $1)`, [signedOut.uid]);
+    expect(refusal(await vanishingWhileDeciding(signedOut.uid, endSession, () => signedOut.decide('deny')))).toEqual(expect.any(String));
+
+    expect(await grantRows(app)).toEqual([]);
+    expect(await consentAudits(app)).toEqual([]);
+  });
+
   it('holds a demotion for the user\'s tokens at once and ends their sign-ins; a new password ends them too, the grants stay', async () => {
     const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'demoted@example.com', password: 'correct horse battery', name: 'Demoted', role: 'admin' }).expect(201)).body;
     const tool = await registerApp('Schema tool (demotion)', 'openid core.note:read metadata.types:write');
@@ -1544,6 +1715,34 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(await sessions()).toBe(0);
     await t.http.get('/items').set(bearer(again.access_token)).expect(200);
     await t.http.delete(`/users/${user.id}`).set(bearer(admin)).expect(200);
+  });
+
+  it('ends the user\'s sign-ins, the provider\'s and the account pages\', on a new password alone, and not on a new name', async () => {
+    const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'rekeyed@example.com', password: 'correct horse battery', name: 'Rekeyed' }).expect(201)).body;
+    const app = await registerApp('Silent sign-in app', 'openid core.note:read');
+    const browser = request.agent(t.url);
+    await connect(browser, app, { email: 'rekeyed@example.com' });
+    const account = request.agent(t.url);
+    const form = await account.get('/auth/sign-in?return_to=/auth/grants').expect(200);
+    await account.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: field(form.text, 'csrf'), email: 'rekeyed@example.com', password: 'correct horse battery' }).expect(303);
+    /** Where an authorization in the browser that may show no page (prompt=none) sends it back to the app. */
+    const silently = async () => {
+      const verifier = oidc.randomPKCECodeVerifier();
+      const url = oidc.buildAuthorizationUrl(app, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'silent', prompt: 'none' });
+      const back = new URL((await browse(browser, url.pathname + url.search)).leftTo!);
+      return [back.searchParams.get('error'), back.searchParams.has('code')];
+    };
+    const accountPage = async () => {
+      const res = await account.get('/auth/grants');
+      return [res.status, res.headers.location];
+    };
+    expect([await silently(), await accountPage()]).toEqual([[null, true], [200, undefined]]);
+
+    await t.http.patch(`/users/${user.id}`).set(bearer(admin)).send({ name: 'Renamed' }).expect(200);
+    expect([await silently(), await accountPage()]).toEqual([[null, true], [200, undefined]]);
+
+    await t.http.patch(`/users/${user.id}`).set(bearer(admin)).send({ password: 'a brand new password' }).expect(200);
+    expect([await silently(), await accountPage()]).toEqual([['login_required', false], [303, '/auth/sign-in?return_to=%2Fauth%2Fgrants']]);
   });
 
   it('refuses a JSON body that is not an object on the account pages\' JSON routes (400 validation_error), ending nothing', async () => {
@@ -1879,6 +2078,43 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(signedIn.answer).toBe('200 Device connected');
   });
 
+  it('draws the device page again after a refused sign-in with the boxes the user unticked still unticked, so an Allow then grants only what was left ticked', async () => {
+    const registered = (
+      await t.http
+        .post('/auth/clients')
+        .set(bearer(admin))
+        .send({ client_name: 'Task TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'none', scope: 'openid core.note:read core.task:write metadata.types:write' })
+        .expect(201)
+    ).body;
+    const tv = await oidc.discovery(new URL(t.url), registered.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    /** The scope boxes of a page, each with whether it is ticked. */
+    const boxes = (html: string) => Object.fromEntries([...html.matchAll(/<input type="checkbox" name="scope" value="([^"]*)"[^>]*>/g)].map(([input, scope]) => [scope, / checked>$/.test(input)]));
+    const device = await oidc.initiateDeviceAuthorization(tv, { scope: 'core.note:read core.task:write' });
+    const agent = request.agent(t.url);
+    const page = await agent.get(new URL(device.verification_uri_complete!).pathname + new URL(device.verification_uri_complete!).search).expect(200);
+    expect(boxes(page.text)).toEqual({ 'core.note:read': true, 'core.task:write': true });
+    const send = (form: Record<string, string | string[]>) => {
+      const body = new URLSearchParams({ user_code: field(page.text, 'user_code'), csrf: field(page.text, 'csrf'), email: 'tv@example.com', decision: 'approve' });
+      for (const [k, v] of Object.entries(form)) for (const one of [v].flat()) body.append(k, one);
+      return agent.post('/auth/device/consent').type('form').send(body.toString());
+    };
+    // core.task:write unticked, a wrong password: the page comes back with it still unticked (and what was not asked for is never offered).
+    const wrong = await send({ password: 'not the password', scopes_shown: '1', scope: ['core.note:read', 'metadata.types:write'] });
+    expect(wrong.status).toBe(401);
+    expect(wrong.text).toContain('The email or the password is not right.');
+    expect(boxes(wrong.text)).toEqual({ 'core.note:read': true, 'core.task:write': false });
+    // Every box unticked stays so; a form that carried no choice at all is drawn with all ticked, as it would grant all.
+    expect(boxes((await send({ password: 'not the password', scopes_shown: '1' })).text)).toEqual({ 'core.note:read': false, 'core.task:write': false });
+    expect(boxes((await send({ password: 'not the password' })).text)).toEqual({ 'core.note:read': true, 'core.task:write': true });
+
+    // The user fixes the password only and clicks Allow: the form sends what the redrawn page has ticked.
+    const ticked = Object.entries(boxes(wrong.text)).filter(([, on]) => on).map(([scope]) => scope);
+    const decided = await send({ password: 'a long tv password', scopes_shown: '1', scope: ticked });
+    expect([decided.status, /<h1>([^<]*)<\/h1>/.exec(decided.text)?.[1]]).toEqual([200, 'Device connected']);
+    const res = await t.http.post('/auth/device/token').type('form').send({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.device_code, client_id: registered.client_id });
+    expect([res.status, res.body.scope]).toEqual([200, 'core.note:read']);
+  });
+
   it('counts a wrong password on the device page as a failed sign-in of the account, which the sign-in pages share', async () => {
     await t.http.post('/users').set(bearer(admin)).send({ email: 'tv2@example.com', password: 'a long tv password', name: 'TV 2' }).expect(201);
     const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
@@ -1895,6 +2131,57 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(account.status).toBe(401);
     expect(account.text).toContain('Too many failed sign-ins for this account');
     expect((await poll(device.device_code)).body.error).toBe('authorization_pending');
+  });
+});
+
+describe('the device page under the sign-in throttle per client address', () => {
+  const PER_ADDRESS = 3;
+  const THROTTLED = /Too many failed sign-ins for this account; try again in \d+ minutes?\./;
+  const WRONG = 'The email or the password is not right.';
+  let t: TestApp;
+  let rp: oidc.Configuration;
+
+  beforeAll(async () => {
+    // Behind a trusted proxy, each request names its client address (X-Forwarded-For); the limit per address lowered.
+    t = await startApp({ TRUST_PROXY: 'true', SIGN_IN_MAX_FAILURES_PER_ADDRESS: String(PER_ADDRESS), OAUTH_DEVICE_POLL_INTERVAL: '1' });
+    const admin = (await bootstrapAdmin(t)).key;
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'tv@example.com', password: 'a long tv password', name: 'TV Owner' }).expect(201);
+    const client = await t.http
+      .post('/auth/clients')
+      .set(bearer(admin))
+      .send({ client_name: 'Hall TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'none', scope: 'openid core.note:read' })
+      .expect(201);
+    rp = await oidc.discovery(new URL(t.url), client.body.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+  });
+  afterAll(async () => t?.close());
+
+  it('refuses the right password from the address that failed, as the sign-in page does, leaving the device code undecided; from another address it decides', async () => {
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid core.note:read' });
+    const poll = () =>
+      t.http.post('/auth/device/token').type('form').send({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.device_code, client_id: rp.clientMetadata().client_id });
+    /** The device page opened from `address` in a fresh browser, answered Allow with `password`. */
+    const answer = async (address: string, password: string) => {
+      const agent = request.agent(t.url);
+      const link = new URL(device.verification_uri_complete!);
+      const page = await agent.get(link.pathname + link.search).set('X-Forwarded-For', address).expect(200);
+      const form = { user_code: field(page.text, 'user_code'), csrf: field(page.text, 'csrf'), email: 'tv@example.com', password, decision: 'approve' };
+      return agent.post('/auth/device/consent').set('X-Forwarded-For', address).type('form').send(form);
+    };
+
+    for (let n = 0; n < PER_ADDRESS; n++) {
+      const res = await answer('203.0.113.1', `guess ${n}`);
+      expect([res.status, res.text.includes(WRONG)]).toEqual([401, true]);
+    }
+    const refused = await answer('203.0.113.1', 'a long tv password');
+    expect([refused.status, refused.text]).toEqual([401, expect.stringMatching(THROTTLED)]);
+    const pending = await poll();
+    expect([pending.status, pending.body.error, pending.body.access_token]).toEqual([400, 'authorization_pending', undefined]);
+
+    // The owner, from elsewhere, still connects the device with the same code.
+    const approved = await answer('203.0.113.2', 'a long tv password');
+    expect([approved.status, /<h1>([^<]*)<\/h1>/.exec(approved.text)?.[1]]).toEqual([200, 'Device connected']);
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // the poll interval
+    expect((await poll()).body.access_token).toMatch(/^svc_at_/);
   });
 });
 
@@ -2023,8 +2310,9 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
     // The new tenant's admin user gets its first API key on the security page, shown once.
     const security = await agent.get('/auth/security').expect(200);
     const keyCsrf = field(security.text, 'csrf');
-    expect((await agent.post('/auth/keys').type('form').send({ csrf: 'forged', label: 'cli' })).status).toBe(403);
-    const shown = await agent.post('/auth/keys').type('form').send({ csrf: keyCsrf, label: 'cli' }).expect(200);
+    const formNonce = field(security.text, 'form_nonce');
+    expect((await agent.post('/auth/keys').type('form').send({ csrf: 'forged', form_nonce: formNonce, label: 'cli' })).status).toBe(403);
+    const shown = await agent.post('/auth/keys').type('form').send({ csrf: keyCsrf, form_nonce: formNonce, label: 'cli' }).expect(200);
     expect(shown.headers['cache-control']).toBe('no-store');
     const key = /<code id="key">([^<]+)<\/code>/.exec(shown.text)![1];
     const keys = (await open.http.get('/keys').set(bearer(key)).expect(200)).body.keys;
@@ -2037,7 +2325,8 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
     const memberPage = await member.get('/auth/security').expect(200);
     expect(memberPage.text).not.toContain('/auth/keys');
     const memberCsrf = field((await member.get('/auth/sessions').expect(200)).text, 'csrf');
-    expect((await member.post('/auth/keys').type('form').send({ csrf: memberCsrf })).status).toBe(403);
+    const memberPost = await member.post('/auth/keys').type('form').send({ csrf: memberCsrf, form_nonce: 'made-up-by-the-member-00' });
+    expect([memberPost.status, memberPost.text.includes('Only an admin user may create API keys')]).toEqual([403, true]);
     expect((await open.http.get('/keys').set(bearer(key)).expect(200)).body.keys).toHaveLength(1);
   });
 });

@@ -5,11 +5,18 @@
  * the account cookie the browser is signed in with. The nonce alone would not do: someone who
  * can plant cookies for the host (a sibling subdomain, plain HTTP) could plant their own nonce
  * beside the victim's account cookie and post with the matching token.
+ *
+ * Those tokens serve for as long as the sign-in (12 hours), however often they are sent. A form
+ * that must act once per showing (the key form: a reload of its answer would make another key)
+ * also carries a single-use nonce (`singleUseNonce`), spent in Redis when the form is sent (`spend`).
  */
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import Redis from 'ioredis';
 import { randomBytes } from 'node:crypto';
+import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
+import { REDIS } from '../redis/redis.module';
 import { UserRow, UsersService } from '../users/users.service';
 import { ACCOUNT_COOKIE, cookieOf, setAccountCookie } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
@@ -18,6 +25,17 @@ import { formExpiredPage, signInPage } from './pages';
 import { sendPage } from './send-page';
 
 const NONCE = 'svc_form_nonce';
+
+/**
+ * How long a spent nonce is remembered: longer than the account cookie lives (12 hours), and so
+ * than the form's CSRF token, bound to that cookie, is accepted with it.
+ */
+const SPENT_TTL_SECONDS = 13 * 3600;
+const REDIS_WAIT_MS = 500;
+const SINGLE_USE_NONCE = /^[A-Za-z0-9_-]{24}$/;
+
+/** A single-use nonce sent back: `fresh` the first time, `used` after; `malformed` when it is none; `unavailable` when Redis could not tell. */
+export type Spent = 'fresh' | 'used' | 'malformed' | 'unavailable';
 
 /** What a form's token is bound to: the nonce, and the account cookie (none before signing in). */
 const formSubject = (req: FastifyRequest, nonce: string) => `account-form:${nonce}:${cookieOf(req, ACCOUNT_COOKIE) ?? ''}`;
@@ -31,6 +49,7 @@ export class AccountForms {
     private readonly oidc: OidcProvider,
     private readonly users: UsersService,
     private readonly config: AppConfig,
+    @Inject(REDIS) private readonly redis: Redis,
   ) {}
 
   /** GET /auth/sign-in without an app. */
@@ -66,5 +85,23 @@ export class AccountForms {
   async valid(req: FastifyRequest, token: unknown): Promise<boolean> {
     const nonce = cookieOf(req, NONCE);
     return nonce !== undefined && csrfValid(await this.oidc.csrfKey(), formSubject(req, nonce), token);
+  }
+
+  /** A new single-use nonce, for one showing of a form (a hidden field beside its CSRF token). */
+  singleUseNonce(): string {
+    return randomBytes(18).toString('base64url');
+  }
+
+  /**
+   * Spends a single-use nonce a form sent (after its CSRF token verified): SET NX, atomic, so of
+   * the same form sent several times, at once or later, one is `fresh`. Redis away or slow is
+   * `unavailable`, never `fresh`: the caller refuses rather than act twice unknowingly.
+   */
+  async spend(nonce: unknown): Promise<Spent> {
+    if (typeof nonce !== 'string' || !SINGLE_USE_NONCE.test(nonce)) return 'malformed';
+    if (this.redis.status !== 'ready') return 'unavailable';
+    const set = this.redis.set(`${this.config.REDIS_PREFIX}account-form:spent:${nonce}`, '1', 'EX', SPENT_TTL_SECONDS, 'NX');
+    const answer = await withinTimeout(set, REDIS_WAIT_MS);
+    return answer === 'OK' ? 'fresh' : answer === null ? 'used' : 'unavailable';
   }
 }

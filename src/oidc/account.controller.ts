@@ -6,7 +6,8 @@
  * signs in to them at `/auth/sign-in` (account-forms.ts); their "Sign out" (the provider's logout)
  * ends that sign-in in this browser (oidc-provider.factory.ts), signing out everywhere in every
  * browser (account-session.ts). Pages are HTML; the revoke routes also answer JSON to a
- * caller that asks for it.
+ * caller that asks for it. A browser's form post is refused with a page too (signed out, already
+ * revoked), a JSON caller with the API's error envelope.
  */
 import { Controller, Delete, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
@@ -20,7 +21,7 @@ import { isUserEmail, isUserName, isUserPassword } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { FormBody, FormFields, refuseNonObjectJson } from './form-fields';
-import { ApiFormBody, ApiFormExpired, ApiPage, ApiSeeOther, ApiSignedInUser, FORM_FIELD } from './openapi-pages';
+import { ApiFormBody, ApiFormExpired, ApiPage, ApiPageOrError, ApiSeeOther, ApiSignedInUser, FORM_FIELD } from './openapi-pages';
 import { clearAccountCookie, signedInAs } from './account-session';
 import { GrantsService } from './grants.service';
 import { OidcProvider } from './oidc-provider';
@@ -126,14 +127,18 @@ export class AccountController {
   @ApiOperation({ summary: 'Revoke a grant (the account page\'s form; JSON callers get {id, revoked})' })
   @ApiFormBody({ csrf: FORM_FIELD.csrf }, [], 'application/json')
   @ApiOkResponse({ schema: REVOKED, description: 'A JSON caller' })
-  @ApiSignedInUser()
+  @ApiSignedInUser({ formPost: true })
   @ApiFormExpired()
-  @ApiErrors(404)
+  @ApiPageOrError(404, 'No such grant (already revoked, or not the user\'s): a browser\'s form post gets the "Already revoked" page, linking back to /auth/grants; a JSON caller, not_found')
   async revoke(@Param('id') id: string, @FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
     if (!(await this.formAllowed(req, body))) return sendPage(reply, 403, formExpiredPage());
-    if (!(await this.grants.revoke(user, id, 'user'))) throw ApiError.notFound('not_found', 'No such grant');
+    if (!(await this.grants.revoke(user, id, 'user'))) {
+      if (!this.formPost(req)) throw ApiError.notFound('not_found', 'No such grant');
+      const back = { href: '/auth/grants', text: 'Back to connected apps' };
+      return sendPage(reply, 404, errorPage('Already revoked', 'This app\'s access was already revoked, or it is not one of your connected apps.', back));
+    }
     if (this.wantsJson(req)) return void reply.send({ id, revoked: true });
     await reply.redirect('/auth/grants', 303);
   }
@@ -158,7 +163,7 @@ export class AccountController {
   @ApiOperation({ summary: 'Sign out everywhere: every sign-in session of the user ends (connected apps keep their grants)' })
   @ApiFormBody({ csrf: FORM_FIELD.csrf }, [], 'application/json')
   @ApiOkResponse({ schema: { type: 'object', properties: { ended: { type: 'integer' } } }, description: 'A JSON caller: how many sessions ended' })
-  @ApiSignedInUser()
+  @ApiSignedInUser({ formPost: true })
   @ApiFormExpired()
   async endSessions(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/sessions');
@@ -186,7 +191,7 @@ export class AccountController {
       securityPage({
         email: user.email,
         events: events.map((e) => ({ ...e, client_name: e.client_id ? names.get(e.client_id) : undefined })),
-        keyForm: user.role === 'admin' ? { csrf: await this.forms.csrf(req, reply) } : undefined,
+        keyForm: user.role === 'admin' ? { csrf: await this.forms.csrf(req, reply), nonce: this.forms.singleUseNonce() } : undefined,
       }),
     );
   }
@@ -195,16 +200,35 @@ export class AccountController {
   @Post('keys')
   @HttpCode(200)
   @Accepts(FORM)
-  @ApiOperation({ summary: 'An admin user creates an admin API key of their tenant (the security page\'s form); the page shows it once' })
-  @ApiFormBody({ csrf: FORM_FIELD.csrf, label: { type: 'string', maxLength: 200 } }, ['csrf'])
+  @ApiOperation({ summary: 'An admin user creates an admin API key of their tenant (the security page\'s form, each showing of which makes one key at most); the page shows it once' })
+  @ApiFormBody(
+    { csrf: FORM_FIELD.csrf, form_nonce: { type: 'string', description: 'The single-use nonce of this showing of the form' }, label: { type: 'string', maxLength: 200 } },
+    ['csrf', 'form_nonce'],
+  )
   @ApiPage(200, 'The new key, shown once')
-  @ApiPage(403, 'The signed-in user is not an admin')
-  @ApiSignedInUser()
-  @ApiFormExpired()
+  @ApiPage(403, 'The signed-in user is not an admin; or "Form expired": the CSRF token or the form nonce is missing or stale')
+  @ApiPageOrError(409, '"Form already used": this showing of the form was sent before (a reload, a repeat); no key is made, nor the earlier one shown again. (Or, in the error envelope: conflict, the write lost to concurrent ones)')
+  @ApiPageOrError(503, 'Whether the form was used before could not be checked (Redis): no key is made. (Or, in the error envelope: service_unavailable, a dependency is away)')
+  @ApiSignedInUser({ formPost: true })
   async createKey(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/security');
     if (!user) return;
     if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
+    // One key per showing of the form: its token serves for the whole sign-in, so a reload of the answer, or the form sent twice, would make another.
+    const security = { href: '/auth/security', text: 'Back to the security page' };
+    switch (await this.forms.spend(body.form_nonce)) {
+      case 'malformed':
+        return sendPage(reply, 403, formExpiredPage());
+      case 'used':
+        return sendPage(
+          reply,
+          409,
+          errorPage('Form already used', 'This form was already sent (a reload, or a second click), so no other key was made; a key made the first time is not shown again. To make a new key, use the form on the security page.', security),
+        );
+      case 'unavailable':
+        reply.header('Retry-After', '5');
+        return sendPage(reply, 503, errorPage('Try again', 'No key was made: the service could not check that this form was not sent before. Try again in a moment from the security page.', security));
+    }
     const given = typeof body.label === 'string' ? body.label.trim() : '';
     const label = (given || `${user.email} (account page)`).slice(0, 200);
     // Recorded as the user's: deleting or demoting them revokes it (KeysService.revokeCreatedBy).
@@ -214,13 +238,27 @@ export class AccountController {
     await sendPage(reply, 200, createdKeyPage({ key: created.key!, label }));
   }
 
-  /** The signed-in user; otherwise a redirect to sign in (HTML) or 401 (JSON), and undefined. */
+  /**
+   * The signed-in user; otherwise a redirect to sign in (a browser's GET), a 401 page with a link
+   * to sign in (a browser's form post: the form cannot be sent on), or 401 (JSON, and any other
+   * request), and undefined.
+   */
   private async user(req: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<UserRow | undefined> {
     const user = await signedInAs(req, await this.oidc.csrfKey(), (id) => this.users.byId(id));
     if (user) return user;
+    const signIn = `/auth/sign-in?return_to=${encodeURIComponent(returnTo)}`;
+    if (this.formPost(req)) {
+      await sendPage(reply, 401, errorPage('Signed out', 'You are not signed in (any more), so this was not done. Sign in again, then try again.', { href: signIn, text: 'Sign in again' }));
+      return undefined;
+    }
     if (this.wantsJson(req) || (req.method !== 'GET' && req.method !== 'HEAD')) throw ApiError.unauthorized('Sign in at /auth/sign-in first');
-    await reply.redirect(`/auth/sign-in?return_to=${encodeURIComponent(returnTo)}`, 303);
+    await reply.redirect(signIn, 303);
     return undefined;
+  }
+
+  /** A browser's form post: form-encoded, and not asking for JSON (a JSON caller gets the API's errors). */
+  private formPost(req: FastifyRequest): boolean {
+    return req.method === 'POST' && /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '') && !this.wantsJson(req);
   }
 
   /**

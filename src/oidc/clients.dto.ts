@@ -6,6 +6,7 @@ import { IsOptionalNonNull, IsPermissionMap } from '../common/validation';
 import type { PermissionMap } from '../keys/api-key.entity';
 import { PERMISSION_MAP_DOC } from '../keys/keys.dto';
 import { ApiInteger } from '../openapi/api-integer.decorator';
+import { IsUserName } from '../users/users.dto';
 
 /**
  * RFC 7591 client metadata that first-party registration takes (the provider checks the values:
@@ -39,8 +40,12 @@ export class RegisterClientDto {
   @IsOptionalNonNull() @IsIn(['client_secret_basic', 'client_secret_post', 'none'])
   token_endpoint_auth_method?: string;
 
-  @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptionalNonNull() @IsString() @MaxLength(200)
+  @ApiPropertyOptional({
+    minLength: 1,
+    maxLength: 200,
+    description: 'Shown to users on the sign-in, consent, device, logout and account pages. The service\'s name rule: not blank; no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069). Open registration keeps to the same rule',
+  })
+  @IsOptionalNonNull() @IsUserName()
   client_name?: string;
 
   @ApiPropertyOptional({ example: 'openid core.note:read core.note:write', description: 'The scopes the client may ask for (SPEC 5.4 grammar and openid, profile, email, offline_access)' })

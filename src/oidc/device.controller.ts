@@ -96,7 +96,8 @@ export class DeviceController {
     }
     const email = typeof body.email === 'string' ? body.email : '';
     const { user, refusal } = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '', req.ip);
-    if (!user) return sendPage(reply, 401, await this.consentPage(code, String(body.csrf), email, refusal));
+    // Drawn again with the boxes as the user left them: ticked anew, an Allow after only fixing the password would give what they unticked.
+    if (!user) return sendPage(reply, 401, await this.consentPage(code, String(body.csrf), email, refusal, body));
     const provider = await this.oidc.get();
     const client = await provider.Client.find(code.clientId!);
     const otherTenant = !servesUser(client, user);
@@ -152,16 +153,25 @@ export class DeviceController {
     return code;
   }
 
-  private async consentPage(code: DeviceCode, csrf: string, email?: string, error?: string): Promise<string> {
+  /**
+   * The page for `code`; drawn again for a form `sent`, the boxes ticked are those it left ticked
+   * (of the requested scopes only; what an approval of it would grant, `grantedScopes`). The user
+   * is not known then (the sign-in was refused), so every requested scope is shown, as at first:
+   * narrowing them to the role of the account the email names would tell its role to someone
+   * without its password.
+   */
+  private async consentPage(code: DeviceCode, csrf: string, email?: string, error?: string, sent?: FormBody): Promise<string> {
     const client = await (await this.oidc.get()).Client.find(code.clientId!);
+    const scopes = requestedScopes(client, code.params?.scope);
     return deviceConsentPage({
       userCode: display(code.userCode),
       csrf,
       clientName: client?.clientName ?? code.clientId!,
-      scopes: requestedScopes(client, code.params?.scope),
+      scopes,
       extensions: clientRegistration(client).extensions,
       email,
       error,
+      ticked: sent && grantedScopes(scopes, list(sent.scope), sent[SCOPES_SHOWN] !== undefined),
     });
   }
 

@@ -174,7 +174,7 @@ export async function releaseDeviceCode(db: DataSource, jti: string, token: stri
  * Interaction, a registration's metadata in its Client), so this is where such input meets the
  * text rule (input-policy.ts) every other route applies before it gets this far.
  */
-function unstorableText(value: unknown): string | undefined {
+export function unstorableText(value: unknown): string | undefined {
   if (typeof value === 'string') return textIssue(value);
   if (value === null || typeof value !== 'object') return undefined;
   for (const [key, v] of Object.entries(value)) {
@@ -185,7 +185,7 @@ function unstorableText(value: unknown): string | undefined {
 }
 
 /** An error the provider answers as it answers its own (`expose`): 400 `invalid_request`, or a redirect carrying it. */
-const textRefused = (problem: string) => Object.assign(new Error('invalid_request'), { expose: true, statusCode: 400, error_description: `a parameter ${problem}` });
+export const textRefused = (problem: string) => Object.assign(new Error('invalid_request'), { expose: true, statusCode: 400, error_description: `a parameter ${problem}` });
 
 /**
  * @param keepsGrant true while a revocation must leave the rest of the grant alone (an access

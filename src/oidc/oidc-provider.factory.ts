@@ -16,13 +16,15 @@
 import type { Provider as ProviderType, Configuration, ClientMetadata, KoaContextWithOIDC } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
 import { OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../auth/principal';
+import { textIssue } from '../common/input-policy';
 import { LOOPBACK_HOSTS } from '../common/target-policy';
 import { AppConfig } from '../config/app-config';
 import type { SecretBox } from '../crypto/secret-box';
+import { isUserName } from '../users/users.dto';
 import type { UsersService } from '../users/users.service';
 import { DEVICE_GRANT_TYPE, installDevicePolling } from './device-polling';
 import { providerInternals } from './provider-internals';
-import { isUsedRefreshToken, postgresAdapter } from './oidc-adapter';
+import { isUsedRefreshToken, postgresAdapter, textRefused, unstorableText } from './oidc-adapter';
 import { clearedAccountCookie } from './account-session';
 import { errorPage, logoutPage, messagePage } from './pages';
 import { setPage } from './send-page';
@@ -156,14 +158,34 @@ function redirectUriProblem(uri: string): string | undefined {
   return undefined;
 }
 
+/** POST /auth/clients' limits on the other text it takes (clients.dto.ts), in UTF-16 units as it counts them. */
+const MAX_TEXT_LENGTHS = { client_uri: 2000, logo_uri: 2000, policy_uri: 2000, tos_uri: 2000, scope: 4000 } as const;
+const MAX_CONTACT_LENGTH = 320;
+
+/** The name rule (isUserName), as POST /auth/clients words it for `client_name` (IsUserName's message). */
+const CLIENT_NAME_RULE = 'client_name must be 1 to 200 characters, not blank, without control characters or bidirectional override characters';
+
 /**
- * Open registration's limits beyond the provider's rules (RFC 7591 error form): list sizes as POST
- * /auth/clients takes them, and redirect URIs of the forms `redirectUriProblem` refuses. At
- * registration only, like the tenant rule of `refuseUnsafeClient`: a client stored before keeps loading.
+ * Open registration's limits beyond the provider's rules (RFC 7591 error form): list sizes and text
+ * lengths as POST /auth/clients takes them, the display name the pages show (consent, device,
+ * sign-in, logout, connected apps) under the service's name rule as there, and redirect URIs of the
+ * forms `redirectUriProblem` refuses. At registration only, like the tenant rule of
+ * `refuseUnsafeClient`: a client stored before keeps loading.
  */
 function refuseOddRegistration(metadata: ClientMetadata, errors: typeof import('oidc-provider').errors): void {
   for (const [key, value] of Object.entries(metadata)) {
     if (Array.isArray(value) && value.length > MAX_LIST_ENTRIES) throw new errors.InvalidClientMetadata(`${key} takes at most ${MAX_LIST_ENTRIES} entries`);
+  }
+  const name: unknown = metadata.client_name;
+  // Not a string: the provider's own message. NUL or a lone surrogate: the input policy's invalid_request (oidc-adapter.ts).
+  if (typeof name === 'string' && !textIssue(name) && !isUserName(name)) throw new errors.InvalidClientMetadata(CLIENT_NAME_RULE);
+  for (const [key, max] of Object.entries(MAX_TEXT_LENGTHS)) {
+    const value: unknown = metadata[key];
+    if (typeof value === 'string' && value.length > max) throw new errors.InvalidClientMetadata(`${key} takes at most ${max} characters`);
+  }
+  const contacts: unknown = metadata.contacts;
+  if (Array.isArray(contacts) && contacts.some((c) => typeof c === 'string' && c.length > MAX_CONTACT_LENGTH)) {
+    throw new errors.InvalidClientMetadata(`contacts: an address takes at most ${MAX_CONTACT_LENGTH} characters`);
   }
   for (const uri of redirectUrisOf(metadata)) {
     const problem = redirectUriProblem(uri);
@@ -221,9 +243,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     },
     extraTokenClaims: async (ctx, token) => (token.kind === 'ClientCredentials' ? secretClaim(ctx.oidc.client?.clientSecret) : undefined),
     routes: OIDC_ROUTES,
-    renderError: async (ctx, out) => {
-      setPage(ctx, errorPage('Something went wrong', out.error_description ? `${out.error_description} (${out.error})` : String(out.error)));
-    },
+    renderError,
     ttl: {
       AccessToken: config.ACCESS_TOKEN_TTL,
       ClientCredentials: config.ACCESS_TOKEN_TTL,
@@ -311,6 +331,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   unbindTokensFromSessions(provider);
   allowAnyLoopbackPort(provider);
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
+  provider.use(answerLateErrors);
+  provider.use(refuseUnstorableLogout);
   provider.use(bodyTooLarge);
   provider.use(neverFramed);
   provider.use(introspectedAsTheApiSees(resource, deps.users));
@@ -341,6 +363,61 @@ function reportTokenReuse(db: DataSource) {
       };
     }
   };
+}
+
+/** The provider's error page (its routes' error handling renders it for a browser; so does answerLateErrors). */
+async function renderError(ctx: KoaContextWithOIDC, out: { error: string; error_description?: string }): Promise<void> {
+  setPage(ctx, errorPage('Something went wrong', out.error_description ? `${out.error_description} (${out.error})` : String(out.error)));
+}
+
+/**
+ * An error no route's error handling answered: one thrown after it, such as by the session save
+ * oidc-provider runs once more after the route (ensureSessionSave in lib/helpers/initialize_app.js)
+ * when the adapter refuses what the session holds, or by a middleware outside the routes. Koa's
+ * default would strip every header, the service's (security headers, request id: oidc-mount.ts
+ * passes them on) included, and answer in plain text. Answered instead as the routes answer an
+ * error: the error page for a browser, the OAuth error JSON otherwise, with the headers the
+ * response had before the provider took it; those set since (the failed route's cookies, its
+ * page's headers) are dropped, as Koa would drop them. Registered first, so it wraps the rest.
+ */
+async function answerLateErrors(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  const before = new Set(Object.keys(ctx.response.headers));
+  try {
+    await next();
+  } catch (err) {
+    if (ctx.headerSent || !ctx.writable) throw err;
+    const e = err as { expose?: unknown; statusCode?: unknown; message?: unknown; error_description?: unknown };
+    const status = typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : undefined;
+    const exposed = e.expose === true && status !== undefined && typeof e.message === 'string';
+    for (const name of Object.keys(ctx.response.headers)) if (!before.has(name)) ctx.remove(name);
+    const out = exposed
+      ? { error: e.message as string, ...(typeof e.error_description === 'string' ? { error_description: e.error_description } : {}) }
+      : { error: 'server_error', error_description: 'oops! something went wrong' };
+    ctx.status = exposed ? status : 500;
+    // Reported as Koa reports an unhandled error (its default logs it).
+    if (!exposed) ctx.app.emit('error', err, ctx);
+    if (ctx.accepts('json', 'html') === 'html') return renderError(ctx, out);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = out;
+  }
+}
+
+/**
+ * A logout's `state` is kept in the browser's session (for the redirect after the confirmation),
+ * and the provider saves the session again after the route's error handling, where an adapter
+ * refusal (a NUL or a lone surrogate, which PostgreSQL cannot store: oidc-adapter.ts) would end
+ * in answerLateErrors rather than in the route's answer. So such text is refused here, before the
+ * session is read, as the adapter refuses it elsewhere: 400 `invalid_request`, rendered by
+ * answerLateErrors as the routes render it. POST /auth/logout is Nest's, under the input policy,
+ * and answered with the GET it stands for (interactions.controller.ts); the confirmation's fields
+ * are compared, never kept.
+ */
+async function refuseUnstorableLogout(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  if (ctx.path === OIDC_ROUTES.end_session) {
+    const problem = unstorableText(ctx.query);
+    if (problem) throw textRefused(problem);
+  }
+  return next();
 }
 
 /** The endpoints that authenticate a client (oidc-provider's lib/shared/client_auth.js). */

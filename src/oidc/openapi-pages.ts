@@ -4,7 +4,7 @@
  * Documentation only.
  */
 import { applyDecorators } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiQuery, ApiResponse } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiExtraModels, ApiQuery, ApiResponse, getSchemaPath } from '@nestjs/swagger';
 import { ErrorEnvelopeDto } from '../openapi/api-errors.decorator';
 
 const str = { type: 'string' as const };
@@ -16,11 +16,27 @@ export const ApiPage = (status: number, description: string) => ApiResponse({ st
 export const ApiSeeOther = (description: string) =>
   ApiResponse({ status: 303, description, headers: { Location: { description: 'Where to go next', schema: str } } });
 
-/** The account pages: a browser that is not signed in goes to sign in (303); a JSON caller, or any non-GET, gets 401. */
-export const ApiSignedInUser = () =>
+/**
+ * An error answered as a page to a browser's form post and in the error envelope to a JSON
+ * caller (the account pages' routes that take both).
+ */
+export const ApiPageOrError = (status: number, description: string) =>
+  applyDecorators(
+    ApiExtraModels(ErrorEnvelopeDto),
+    ApiResponse({ status, description, content: { 'text/html': { schema: str }, 'application/json': { schema: { $ref: getSchemaPath(ErrorEnvelopeDto) } } } }),
+  );
+
+/**
+ * The account pages: a browser that is not signed in goes to sign in (303); a JSON caller, or any
+ * non-GET, gets 401. With `formPost` (a route a page's form posts to), a browser's form post gets a
+ * 401 page with a link to sign in again instead.
+ */
+export const ApiSignedInUser = (o: { formPost?: boolean } = {}) =>
   applyDecorators(
     ApiSeeOther('Not signed in (a browser GET): to /auth/sign-in?return_to=…'),
-    ApiResponse({ status: 401, description: 'Not signed in (unauthorized), for a JSON caller or a POST/DELETE', type: ErrorEnvelopeDto }),
+    o.formPost
+      ? ApiPageOrError(401, 'Not signed in: a browser\'s form post gets the "Signed out" page, linking to /auth/sign-in?return_to=…; a JSON caller, or another request, unauthorized')
+      : ApiResponse({ status: 401, description: 'Not signed in (unauthorized), for a JSON caller or a POST/DELETE', type: ErrorEnvelopeDto }),
   );
 
 /** The 403 page of a form post whose CSRF token is missing or stale. */

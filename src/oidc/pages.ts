@@ -64,16 +64,17 @@ export function describeScope(scope: string): string {
  * literally, untickable but those that come with any approval (`isIncludedScope`), then the
  * client's extension grant, which comes with whatever is given. A request of which nothing can be
  * given (`grantsAnything`: no scope shown, or `offline_access` alone) says so, and its page offers
- * no Allow (`decisionButtons`): an Allow would only come back `access_denied`.
+ * no Allow (`decisionButtons`): an Allow would only come back `access_denied`. Every box is ticked,
+ * unless `ticked` (a page drawn again) says which the user left ticked: only those are.
  */
-function requestedAccess(legend: string, scopes: string[], extensions: Record<string, string>): string {
+function requestedAccess(legend: string, scopes: string[], extensions: Record<string, string>, ticked?: readonly string[]): string {
   if (!grantsAnything(scopes)) return `<fieldset><legend>${legend}</legend>\n<p>This app asks for nothing you can give it.</p>\n</fieldset>`;
   const named = (s: string) => `${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code>`;
   const rows = scopes
     .map((s, i) =>
       isIncludedScope(s)
         ? `<p class="scope">${named(s)} (always included)</p>`
-        : `<label class="scope"><input type="checkbox" name="scope" value="${escapeHtml(s)}" id="scope-${i}" checked> ${named(s)}</label>`,
+        : `<label class="scope"><input type="checkbox" name="scope" value="${escapeHtml(s)}" id="scope-${i}"${!ticked || ticked.includes(s) ? ' checked' : ''}> ${named(s)}</label>`,
     )
     .join('\n');
   // Something is given and none of it is a choice: openid, with offline_access at most.
@@ -139,7 +140,10 @@ ${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
   );
 }
 
-/** The device flow's one page: sign in and consent together, for the code the device shows. */
+/**
+ * The device flow's one page: sign in and consent together, for the code the device shows.
+ * Drawn again after a refused sign-in, it keeps the boxes the user unticked unticked (`ticked`).
+ */
 export function deviceConsentPage(o: {
   userCode: string;
   csrf: string;
@@ -148,6 +152,7 @@ export function deviceConsentPage(o: {
   extensions: Record<string, string>;
   email?: string;
   error?: string;
+  ticked?: readonly string[];
 }): string {
   return page(
     'Connect a device',
@@ -158,7 +163,7 @@ ${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
 ${hidden('user_code', o.userCode)}${hidden('csrf', o.csrf)}
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
-${requestedAccess('It asks to', o.scopes, o.extensions)}
+${requestedAccess('It asks to', o.scopes, o.extensions, o.ticked)}
 ${decisionButtons(o.scopes)}
 </form>`,
   );
@@ -216,12 +221,13 @@ ${rows ? `<ul>${rows}</ul>` : '<p>No browser is signed in for apps.</p>'}
 
 /**
  * The security page; an admin user also gets the form that creates an admin API key, the one way
- * a tenant made through sign-up (whose first admin is a user) gets a key for the API.
+ * a tenant made through sign-up (whose first admin is a user) gets a key for the API. That form
+ * carries a single-use `form_nonce` (AccountForms.spend): sent again, it makes no other key.
  */
 export function securityPage(o: {
   email: string;
   events: Array<{ action: string; client_id: string | null; client_name?: string; created_at: string }>;
-  keyForm?: { csrf: string };
+  keyForm?: { csrf: string; nonce: string };
 }): string {
   const app = (e: { client_id: string | null; client_name?: string }) =>
     e.client_name && e.client_name !== e.client_id ? `<strong>${escapeHtml(e.client_name)}</strong> (<code>${escapeHtml(e.client_id ?? '')}</code>)` : `<code>${escapeHtml(e.client_id ?? '')}</code>`;
@@ -230,7 +236,7 @@ export function securityPage(o: {
     .join('');
   const keyForm = o.keyForm
     ? `<h2>API keys</h2><p>An admin API key acts for your whole workspace through the API. It is shown once.</p>
-<form method="post" action="/auth/keys">${hidden('csrf', o.keyForm.csrf)}
+<form method="post" action="/auth/keys">${hidden('csrf', o.keyForm.csrf)}${hidden('form_nonce', o.keyForm.nonce)}
 <label for="label">Label</label><input id="label" name="label" maxlength="200">
 <button type="submit">Create an admin API key</button></form>`
     : '';
@@ -271,8 +277,10 @@ export function formExpiredPage(advice = 'Reload the page and try again.'): stri
   return errorPage('Form expired', `This form could not be verified. ${advice}`);
 }
 
-export function errorPage(title: string, message: string): string {
-  return page(title, `<h1>${escapeHtml(title)}</h1><p class="error" role="alert">${escapeHtml(message)}</p>`);
+/** An error; `link`, where there is somewhere to go on to (signing in again, back to a list). */
+export function errorPage(title: string, message: string, link?: { href: string; text: string }): string {
+  const onward = link ? `<p><a href="${escapeHtml(link.href)}">${escapeHtml(link.text)}</a></p>` : '';
+  return page(title, `<h1>${escapeHtml(title)}</h1><p class="error" role="alert">${escapeHtml(message)}</p>${onward}`);
 }
 
 /** The answer to a decision made for an account deleted meanwhile (the consent and device pages). */
