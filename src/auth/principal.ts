@@ -62,7 +62,7 @@ export const ownerCredentialSql = (column: string) => `regexp_replace(${column},
 
 /**
  * Whether a caller owns work another credential started (a bulk job, and the events of its end;
- * webhooks.service.ts `OWNED_BY` is this rule for webhooks): the same `ownerCredential`, and, as
+ * and webhooks, whose `OWNED_BY` is `ownsWorkSql`): the same `ownerCredential`, and, as
  * the tokens of one OAuth client or grant share that credential, no scope of the work's token the
  * caller's token lacks, so a narrower token cannot see, change or receive a wider one's work.
  * Scopes are the tokens' (`tokenScopesOf`: null for an API key); a token's work whose scopes were

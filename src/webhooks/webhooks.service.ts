@@ -12,7 +12,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { isAdmin } from '../auth/permissions';
-import { ownerCredential, ownerCredentialSql, type Principal } from '../auth/principal';
+import { ownerCredential, ownerCredentialSql, ownsWorkSql, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
 import { decodeCursor, PageQuery, pageOf } from '../common/pagination';
@@ -53,8 +53,7 @@ const notFound = () => ApiError.notFound('webhook_not_found', 'No such webhook')
  * token's webhook registered before its scopes were kept (credential_scopes null) is an admin's
  * to manage.
  */
-const OWNED_BY = (at: number) =>
-  `($${at}::text IS NULL OR (${ownerCredentialSql('credential_id')} = $${at} AND ($${at + 1}::text[] IS NULL OR credential_scopes <@ $${at + 1}::text[])))`;
+const OWNED_BY = (at: number) => `($${at}::text IS NULL OR ${ownsWorkSql('credential_id', 'credential_scopes', at)})`;
 
 /** The parameters of OWNED_BY: the caller's credential as an owner (null for an admin) and token scopes (null for an API key). */
 function ownerOf(p: Principal): [string | null, string[] | null] {
