@@ -10,7 +10,7 @@ import type { EntityManager } from 'typeorm';
 import { canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
-import { blobReferences } from '../items/item-changes';
+import { blobReferences, typeNotPermitted } from '../items/item-changes';
 import { itemWhere } from '../items/item-filter';
 import { ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRow } from '../items/item.model';
 import { Change, ItemWriter } from '../items/item-writer';
@@ -52,12 +52,6 @@ const itemError = (id: string, err: ApiError): BulkItemError => {
   return { id, code: err.code, message: err.message, ...(details ? { details } : {}) };
 };
 
-/**
- * A single write's 403 for an item whose type the credential may not write, as items.service.ts
- * `typeNotPermitted` answers it (code, message and `details.type`); that one is private to
- * ItemsService, so the bulk e2e test compares the two.
- */
-const typeNotPermitted = (type: string) => new ApiError(403, 'type_not_permitted', `This credential may not write items of type ${type}`, { type });
 
 /** The filter of a job stored without one (submitted before jobs kept theirs): any item. */
 const ANY_ITEM: BulkFilter = { items: { state: 'all' } };

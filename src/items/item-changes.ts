@@ -82,3 +82,8 @@ export async function propertiesError(type: ResolvedType, properties: Record<str
   }
   return ApiError.badRequest('invalid_properties', `The properties do not match type ${type.name}`, { fields });
 }
+
+/** The 403 for an item whose type the credential may not write: a single write's, and a bulk item's error alike. */
+export function typeNotPermitted(type: string): ApiError {
+  return new ApiError(403, 'type_not_permitted', `This credential may not write items of type ${type}`, { type });
+}

@@ -24,7 +24,7 @@ import { isDottedName } from '../common/type-pattern';
 import { validationError, validationIssues } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
-import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooManyTags } from './item-changes';
+import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooManyTags, typeNotPermitted } from './item-changes';
 import { Item, ITEM_COLUMNS, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
 import { ItemWriter, WRITE_INSTANT } from './item-writer';
 import { assertTypePattern, EdgeClause, ItemFilter, itemWhere, parseEdgeClauses, parseTags } from './item-filter';
@@ -237,7 +237,7 @@ export class ItemsService {
   async patch(p: Principal, id: string, dto: PatchItemDto): Promise<Item> {
     return this.writeAndPresent(p, async (m) => {
       const current = await this.lockVisible(m, p, id);
-      if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
+      if (!(await this.types.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
       const { version, ...changes } = dto;
       const touched = touchedFields(changes);
       this.assertMetadataWrite(p, changes.tags, changes.extensions);
@@ -290,7 +290,7 @@ export class ItemsService {
   async trash(p: Principal, id: string): Promise<Item> {
     return this.writeAndPresent(p, async (m) => {
       const current = await this.lockVisible(m, p, id);
-      if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
+      if (!(await this.types.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
       assertTransition(current, 'trashed');
       return this.writer.update(m, p, current, { state: 'trashed' });
     });
@@ -301,7 +301,7 @@ export class ItemsService {
       const current = await this.lockVisible(m, p, id);
       // Tags and extensions are part of the item: changing them needs write on its type, as a
       // PATCH does, whatever the credential (and for tags, metadata:write; for an extension, its namespace).
-      if (!(await this.types.can(p, current.type, 'write'))) throw this.typeNotPermitted(current.type);
+      if (!(await this.types.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
       const touchesTags = dto.tags !== undefined || dto.add_tags !== undefined || dto.remove_tags !== undefined;
       this.assertMetadataWrite(p, touchesTags ? [] : undefined, dto.extensions);
       const tags = changeTags(dto.tags ?? current.tags, dto.add_tags, dto.remove_tags);
@@ -403,12 +403,8 @@ export class ItemsService {
   private async writableType(m: EntityManager, p: Principal, name: string): Promise<ResolvedType> {
     const type = await this.types.forWrite(p.tenantId, name, m);
     if (!type || !(await this.types.can(p, name, 'read'))) throw ApiError.badRequest('invalid_type', `Unknown type "${name}"`, { type: name });
-    if (!(await this.types.can(p, name, 'write'))) throw this.typeNotPermitted(name);
+    if (!(await this.types.can(p, name, 'write'))) throw typeNotPermitted(name);
     return type;
-  }
-
-  private typeNotPermitted(type: string): ApiError {
-    return new ApiError(403, 'type_not_permitted', `This credential may not write items of type ${type}`, { type });
   }
 
   private async validateProperties(type: ResolvedType, properties: Record<string, unknown>): Promise<void> {
