@@ -26,7 +26,7 @@ import { DEVICE_GRANT_TYPE, installDevicePolling } from './device-polling';
 import { providerInternals } from './provider-internals';
 import { isUsedRefreshToken, postgresAdapter, textRefused, unstorableText } from './oidc-adapter';
 import { clearedAccountCookie } from './account-session';
-import { errorPage, logoutPage, messagePage } from './pages';
+import { errorPage, logoutPage, messagePage, shownAppName } from './pages';
 import { setPage } from './send-page';
 import { issuedUnderCurrentSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { scopesForUser } from './client-registration';
@@ -278,7 +278,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
         postLogoutSuccessSource: async (ctx) => {
           const client = ctx.oidc.client?.clientName;
           const stillSignedIn = !!(await ctx.oidc.provider.Session.get(ctx)).accountId;
-          const left = client ? `You have signed out of ${client}.` : '';
+          const left = client ? `You have signed out of ${shownAppName(client)}.` : '';
           if (stillSignedIn) setPage(ctx, messagePage('Still signed in', `${left} You are still signed in to this service in this browser.`.trim()));
           else setPage(ctx, messagePage('Signed out', left || 'You have signed out.'));
         },

@@ -10,6 +10,21 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
+/** Control, bidi-embedding/override and isolate characters: an app's name must not reorder or hide what the page says around it. */
+const UNSHOWABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+const APP_NAME_MAX = 200;
+
+/**
+ * An app's name as pages show it: registration now keeps names to the name rule, but a client
+ * registered before may hold any text, so what it cannot do to a page is decided here too.
+ */
+export function shownAppName(name: string): string {
+  const chars = [...name.replace(UNSHOWABLE, '')];
+  return chars.length > APP_NAME_MAX ? `${chars.slice(0, APP_NAME_MAX).join('')}…` : chars.join('');
+}
+
+const appName = (name: string) => escapeHtml(shownAppName(name));
+
 const STYLE = `
   body { font: 16px/1.5 system-ui, sans-serif; max-width: 32rem; margin: 3rem auto; padding: 0 1rem; color: #1b1b1b; }
   h1 { font-size: 1.5rem; } label { display: block; margin: .75rem 0 .25rem; }
@@ -32,7 +47,7 @@ export function signInPage(o: { uid?: string; returnTo?: string; csrf: string; c
   return page(
     'Sign in',
     `<h1>Sign in</h1>
-<p>${o.clientName ? `to continue to <strong>${escapeHtml(o.clientName)}</strong>` : 'to manage the apps connected to your account'}</p>
+<p>${o.clientName ? `to continue to <strong>${appName(o.clientName)}</strong>` : 'to manage the apps connected to your account'}</p>
 ${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
 <form method="post" action="/auth/sign-in">
 ${o.uid ? hidden('uid', o.uid) : hidden('return_to', o.returnTo ?? '/auth/grants')}${hidden('csrf', o.csrf)}
@@ -106,7 +121,7 @@ export function consentPage(o: {
 }): string {
   return page(
     'Allow access',
-    `<h1>Allow <strong>${escapeHtml(o.clientName)}</strong> to:</h1>
+    `<h1>Allow <strong>${appName(o.clientName)}</strong> to:</h1>
 <form method="post" action="${escapeHtml(o.action)}">
 ${hidden('uid', o.uid)}${hidden('csrf', o.csrf)}
 ${requestedAccess('Requested access', o.scopes, o.extensions)}
@@ -123,7 +138,7 @@ export function otherWorkspacePage(o: { clientName: string; backTo?: string; out
   return page(
     'Not available',
     `<h1>Not available</h1>
-<p class="error" role="alert"><strong>${escapeHtml(o.clientName)}</strong> belongs to another workspace: only its users can connect it. ${escapeHtml(o.outcome)}</p>
+<p class="error" role="alert"><strong>${appName(o.clientName)}</strong> belongs to another workspace: only its users can connect it. ${escapeHtml(o.outcome)}</p>
 ${o.backTo ? `<p><a href="${escapeHtml(o.backTo)}">Go back to the application</a></p>` : ''}`,
   );
 }
@@ -156,7 +171,7 @@ export function deviceConsentPage(o: {
 }): string {
   return page(
     'Connect a device',
-    `<h1>Connect <strong>${escapeHtml(o.clientName)}</strong></h1>
+    `<h1>Connect <strong>${appName(o.clientName)}</strong></h1>
 <p>Check that your device shows the code <strong>${escapeHtml(o.userCode)}</strong>.</p>
 ${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
 <form method="post" action="/auth/device/consent">
@@ -194,7 +209,7 @@ const nav = `<nav aria-label="Account"><a href="/auth/grants">Connected apps</a>
 export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client_name: string; scope: string; created_at: string }> }): string {
   const rows = o.grants
     .map(
-      (g) => `<li><strong>${escapeHtml(g.client_name)}</strong>, since ${escapeHtml(g.created_at.slice(0, 10))}
+      (g) => `<li><strong>${appName(g.client_name)}</strong>, since ${escapeHtml(g.created_at.slice(0, 10))}
 <ul>${g.scope.split(' ').filter(Boolean).map((s) => `<li>${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></li>`).join('')}</ul>
 <form method="post" action="/auth/grants/${escapeHtml(g.id)}/revoke">${hidden('csrf', o.csrf)}<button type="submit">Revoke access</button></form></li>`,
     )
@@ -230,7 +245,7 @@ export function securityPage(o: {
   keyForm?: { csrf: string; nonce: string };
 }): string {
   const app = (e: { client_id: string | null; client_name?: string }) =>
-    e.client_name && e.client_name !== e.client_id ? `<strong>${escapeHtml(e.client_name)}</strong> (<code>${escapeHtml(e.client_id ?? '')}</code>)` : `<code>${escapeHtml(e.client_id ?? '')}</code>`;
+    e.client_name && e.client_name !== e.client_id ? `<strong>${appName(e.client_name)}</strong> (<code>${escapeHtml(e.client_id ?? '')}</code>)` : `<code>${escapeHtml(e.client_id ?? '')}</code>`;
   const rows = o.events
     .map((e) => `<li>${escapeHtml(e.created_at)}: ${e.action === 'auth.grant.created' ? 'access given to' : 'access revoked from'} ${app(e)}</li>`)
     .join('');
@@ -261,7 +276,7 @@ export function logoutPage(o: { form: string; clientName?: string }): string {
   return page(
     'Sign out',
     `<h1>Sign out</h1>
-<p>${o.clientName ? `<strong>${escapeHtml(o.clientName)}</strong> asks to sign you out.` : 'Do you want to sign out?'}</p>
+<p>${o.clientName ? `<strong>${appName(o.clientName)}</strong> asks to sign you out.` : 'Do you want to sign out?'}</p>
 ${o.form}
 <button type="submit" form="op.logoutForm" name="logout" value="yes" autofocus>Yes, sign me out</button>
 <button type="submit" form="op.logoutForm">No, stay signed in</button>`,
