@@ -1678,10 +1678,10 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     // it says (SessionNotFound) the interaction expired, or the sign-in it belongs to ended.
     const expired = await atConsent();
     const expire = () => t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now())::int - 60)) WHERE model = 'Interaction' AND id = $1`, [expired.uid]);
-    expect(refusal(await vanishingWhileDeciding(expired.uid, expire, () => expired.decide('deny')))).toEqual(expect.any(String));
+    expect(refusal(await vanishingWhileDeciding(expired.uid, expire, () => expired.decide('deny')))).toBe('Sign-in ended');
     const signedOut = await atConsent();
     const endSession = () => t.sql(`DELETE FROM oidc_models WHERE model = 'Session' AND uid = (SELECT payload->'session'->>'uid' FROM oidc_models WHERE model = 'Interaction' AND id = $1)`, [signedOut.uid]);
-    expect(refusal(await vanishingWhileDeciding(signedOut.uid, endSession, () => signedOut.decide('deny')))).toEqual(expect.any(String));
+    expect(refusal(await vanishingWhileDeciding(signedOut.uid, endSession, () => signedOut.decide('deny')))).toBe('Sign-in ended');
 
     expect(await grantRows(app)).toEqual([]);
     expect(await consentAudits(app)).toEqual([]);

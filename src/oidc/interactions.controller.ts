@@ -258,9 +258,11 @@ export class InteractionsController {
     try {
       to = await this.result(req, reply, result);
     } catch (err) {
-      // The interaction went while the decision was made: its user was deleted (which ends their sessions and interactions).
+      // The interaction went while the decision was made: it expired, or its session ended (signing
+      // out everywhere, a new password, a demotion, the user's deletion). An Allow's grant stays,
+      // as the user gave it; the app gets no code until it asks again.
       if ((err as { name?: string }).name !== 'SessionNotFound') throw err;
-      return sendPage(reply, 400, accountGonePage());
+      return sendPage(reply, 400, errorPage('Sign-in ended', 'This sign-in ended while you decided: it expired, or you were signed out. Go back to the application and start again.'));
     }
     await reply.redirect(to, 303);
   }
