@@ -106,6 +106,26 @@ describe('types', () => {
       expectError(await admin.post('/items', { type: 'acme.recipe', properties: { servings: 2 } }), 400, 'missing_required_field');
     });
 
+    it('keys refused by propertyNames are each named in details.fields, with what is wrong with them', async () => {
+      expectStatus(await admin.post('/types', { name: 'acme.lowerkeys', schema: { propertyNames: { pattern: '^[a-z]+$' } } }), 201);
+      const res = await admin.post('/items', { type: 'acme.lowerkeys', properties: { A: 1, b: 2, C: 3 } });
+      expectError(res, 400, 'invalid_properties');
+      expect(res.body.error.details.fields).toEqual([
+        { field: 'properties.A', message: 'property name must match pattern "^[a-z]+$"' },
+        { field: 'properties.A', message: 'property name must be valid' },
+        { field: 'properties.C', message: 'property name must match pattern "^[a-z]+$"' },
+        { field: 'properties.C', message: 'property name must be valid' },
+      ]);
+    });
+
+    it('a url-format value that made the expression backtrack for a minute (200 kB of "1:" in brackets) is refused like any bad url', async () => {
+      expectStatus(await admin.post('/types', { name: 'acme.fmturl', schema: { properties: { x: { type: 'string', format: 'url' } } } }), 201);
+      const res = await admin.post('/items', { type: 'acme.fmturl', properties: { x: `http://[${'1:'.repeat(100_000)}]` } });
+      expectError(res, 400, 'invalid_properties');
+      expect(res.body.error.details.fields).toEqual([{ field: 'properties.x', message: 'must match format "url"' }]);
+      expectStatus(await admin.post('/items', { type: 'acme.fmturl', properties: { x: 'https://example.com/a' } }), 201);
+    });
+
     it('a duplicate name → 409 type_already_exists', async () => {
       await admin.post('/types', { name: 'acme.dup', schema: {} });
       expectError(await admin.post('/types', { name: 'acme.dup', schema: { properties: { a: { type: 'string' } } } }), 409, 'type_already_exists');
@@ -136,6 +156,37 @@ describe('types', () => {
       const res = await admin.post('/types', { name: 'acme.secretive', schema: { properties: { pin: { type: 'string', searchable: false } } } });
       expectStatus(res, 201);
       expect(res.body.schema.properties.pin.searchable).toBe(false);
+    });
+
+    it('"searchable" where search never looks ($ref\'d definitions, allOf, patternProperties, tuple items) is 400 invalid_schema naming it; where it looks, it keeps values out', async () => {
+      const secret = { type: 'string', searchable: false };
+      const refused: Array<[Record<string, unknown>, string]> = [
+        [{ definitions: { pin: secret }, properties: { pin: { $ref: '#/definitions/pin' } } }, '/definitions/pin/searchable'],
+        [{ properties: { pin: { allOf: [secret] } } }, '/properties/pin/allOf/0/searchable'],
+        [{ patternProperties: { '^pin': secret } }, '/patternProperties/^pin/searchable'],
+        [{ properties: { pins: { type: 'array', items: [secret] } } }, '/properties/pins/items/0/searchable'],
+      ];
+      for (const [schema, path] of refused) {
+        const res = await admin.post('/types', { name: 'acme.leaky', schema });
+        expect(refusedAt(res)).toEqual([path]);
+        expect(res.body.error.message).toContain(path);
+      }
+      expectError(await admin.get('/types/acme.leaky'), 404, 'type_not_found');
+      // Where search looks: properties, additionalProperties and single-schema items.
+      const sealed = { properties: { label: { type: 'string' }, pins: { type: 'array', items: secret } }, additionalProperties: secret };
+      expectStatus(await admin.post('/types', { name: 'acme.sealed', schema: sealed }), 201);
+      const item = await admin.post('/items', { type: 'acme.sealed', properties: { label: 'sealedlabel', code: 'quinquagenary', pins: ['sexagenary'] } });
+      expectStatus(item, 201);
+      expect((await admin.get('/search', { q: 'sealedlabel' })).body.results.map((r: any) => r.item.id)).toEqual([item.body.id]);
+      for (const q of ['quinquagenary', 'sexagenary']) expect((await admin.get('/search', { q })).body.results).toEqual([]);
+    });
+
+    it('a type stored with "searchable" where search never looks keeps it: its merge policy can change, its schema only to one without it', async () => {
+      const leaky = { definitions: { pin: { type: 'string', searchable: false } }, properties: { pin: { $ref: '#/definitions/pin' } } };
+      await storeOldType(tenantId, 'acme.oldleaky', leaky);
+      expectStatus(await admin.patch('/types/acme.oldleaky', { merge_policy: { pin: 'client_wins' } }), 200);
+      expect(refusedAt(await admin.patch('/types/acme.oldleaky', { schema: leaky }))).toEqual(['/definitions/pin/searchable']);
+      expectStatus(await admin.patch('/types/acme.oldleaky', { schema: { properties: { pin: { type: 'string', searchable: false } } } }), 200);
     });
 
     it.each<[string, Record<string, unknown>]>([

@@ -1,3 +1,4 @@
+import { fullFormats } from 'ajv-formats/dist/formats';
 import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
 import { withPatternBudget } from './pattern-check';
@@ -46,6 +47,51 @@ describe('type schemas', () => {
       expect(err).toBeInstanceOf(ApiError);
       expect(err!.status).toBe(400);
       expect(err!.code).toBe('invalid_schema');
+    });
+
+    describe('"searchable" stands only where search honours it', () => {
+      const secret = { type: 'string', searchable: false };
+      it.each<[string, JsonSchema]>([
+        ['a property', { properties: { pin: secret } }],
+        ['a nested property', { properties: { meta: { type: 'object', properties: { pin: secret } } } }],
+        ['additionalProperties, at the root and nested', { additionalProperties: secret, properties: { m: { additionalProperties: { searchable: false } } } }],
+        ['single-schema items', { properties: { list: { type: 'array', items: { type: 'object', properties: { pin: secret } } } } }],
+        ['a property whose schema is a $ref', { definitions: { s: { type: 'string' } }, properties: { pin: { $ref: '#/definitions/s', searchable: false } } }],
+        ['true, where it may stand', { properties: { pin: { type: 'string', searchable: true } } }],
+      ])('is accepted on %s', (_, schema) => {
+        expect(thrownApiError(() => assertValidSchema(schema))).toBeUndefined();
+      });
+
+      it.each<[string, JsonSchema, string[]]>([
+        ['a $ref\'d definition', { definitions: { s: secret }, properties: { pin: { $ref: '#/definitions/s' } } }, ['/definitions/s/searchable']],
+        ['$defs', { $defs: { s: secret }, properties: {} }, ['/$defs/s/searchable']],
+        ['allOf', { properties: { pin: { allOf: [secret] } } }, ['/properties/pin/allOf/0/searchable']],
+        ['anyOf at the root', { anyOf: [{ properties: { pin: secret } }] }, ['/anyOf/0/properties/pin/searchable']],
+        ['patternProperties', { patternProperties: { '^p': secret } }, ['/patternProperties/^p/searchable']],
+        ['tuple-form items', { properties: { pair: { type: 'array', items: [secret, { type: 'string' }] } } }, ['/properties/pair/items/0/searchable']],
+        ['if/then', { properties: { a: { if: { type: 'string' }, then: secret } } }, ['/properties/a/then/searchable']],
+        ['propertyNames', { propertyNames: { searchable: false } }, ['/propertyNames/searchable']],
+        ['the root', { searchable: false, properties: {} }, ['/searchable']],
+        ['items at the root', { items: secret }, ['/items/searchable']],
+        ['true as well', { properties: { pin: { anyOf: [{ type: 'string', searchable: true }] } } }, ['/properties/pin/anyOf/0/searchable']],
+      ])('is refused on %s with 400 invalid_schema naming where', (_, schema, paths) => {
+        const err = thrownApiError(() => assertValidSchema(schema));
+        expect(err?.status).toBe(400);
+        expect(err?.code).toBe('invalid_schema');
+        expect((err!.details!.errors as Array<{ path: string; message: string }>).map((e) => e.path)).toEqual(paths);
+        expect(err!.message).toContain('has no effect here');
+      });
+
+      it('must be a boolean at any depth where it stands', () => {
+        const err = thrownApiError(() => assertValidSchema({ properties: { m: { properties: { pin: { type: 'string', searchable: 'no' } } } } }));
+        expect(err?.details).toEqual({ errors: [{ path: '/properties/m/properties/pin/searchable', message: 'must be a boolean' }] });
+      });
+
+      it('is left alone in a stored schema checked again (submitted: false)', () => {
+        const stored = { definitions: { s: secret }, properties: { pin: { allOf: [secret] } } };
+        expect(thrownApiError(() => assertValidSchema(stored, false))).toBeUndefined();
+        expect(thrownApiError(() => assertValidSchema(stored))?.code).toBe('invalid_schema');
+      });
     });
   });
 
@@ -217,6 +263,18 @@ describe('type schemas', () => {
       expect(fn({ list: Array.from({ length: 5000 }, () => 3) }).length).toBeLessThanOrEqual(3);
     });
 
+    it('checks format url in linear time (formats.ts), answering as ajv-formats would: a 200 kB adversarial value is refused', () => {
+      // Never with ajv-formats' own expression, which backtracks in time quadratic in the value's length.
+      const expression = jest.spyOn(fullFormats.url as RegExp, 'test');
+      const fits = fitsFor({ type: 'object', properties: { x: { type: 'string', format: 'url' } } });
+      expect(fits({ x: 'https://user:pw@example.com:8080/a' })).toBe(true);
+      expect(fits({ x: 'http://10.0.0.1/' })).toBe(false);
+      expect(expression).not.toHaveBeenCalled();
+      expression.mockRestore();
+      // ajv-formats' expression took 7 s over a third of this, and about a minute over it all.
+      expect(fits({ x: `http://[${'1:'.repeat(100_000)}]` })).toBe(false);
+    });
+
     it('answers invalid_schema for a schema it cannot use, and never takes a Promise for valid', () => {
       const broken = `spec:${cacheSeq++}`;
       expect(thrownApiError(() => checkProperties(broken, { type: 'object', properties: { a: { $ref: '#/nowhere' } } }, { a: 1 }))?.code).toBe('invalid_schema');
@@ -311,6 +369,19 @@ describe('type schemas', () => {
       const { missing, invalid } = propertyIssues(errorsFor(schema, { url: 'not a uri' }));
       expect(missing).toEqual([]);
       expect(invalid.map((i) => i.field)).toEqual(['url']);
+    });
+
+    it('a key refused by propertyNames is named, each one, with what is wrong with its name', () => {
+      const named = { type: 'object', propertyNames: { pattern: '^[a-z]+$' }, properties: { meta: { type: 'object', propertyNames: { maxLength: 2 } } } };
+      const { invalid } = propertyIssues(errorsFor(named, { A: 1, b: 2, C: 3, meta: { abc: 1, ok: 2 } }));
+      expect(invalid).toEqual([
+        { field: 'A', message: 'property name must match pattern "^[a-z]+$"' },
+        { field: 'A', message: 'property name must be valid' },
+        { field: 'C', message: 'property name must match pattern "^[a-z]+$"' },
+        { field: 'C', message: 'property name must be valid' },
+        { field: 'meta.abc', message: 'property name must NOT have more than 2 characters' },
+        { field: 'meta.abc', message: 'property name must be valid' },
+      ]);
     });
 
     it('an additional property is named by its own name', () => {

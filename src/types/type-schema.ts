@@ -5,8 +5,8 @@
  * breaking validation for everyone, and the validators item properties are checked with.
  */
 import Ajv, { ErrorObject, Options, ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
 import { ApiError } from '../common/api-error';
+import { addSafeFormats } from './formats';
 import { cannotCheck, patternChecker } from './pattern-check';
 import { regexCost, RegexEngine } from './regex-engine';
 
@@ -60,7 +60,8 @@ function newAjv(options: Options): Ajv {
   // Not strict: tenant schemas may carry keywords and formats ajv does not know (they are
   // ignored); and no logger, so ajv's warnings about them do not reach the console past LOG_LEVEL.
   const ajv = new Ajv({ strict: false, logger: false, ...options });
-  addFormats(ajv);
+  // ajv-formats' formats, each linear in the value's length (formats.ts: not its own `url`).
+  addSafeFormats(ajv);
   // Our own annotations inside a property schema.
   ajv.addKeyword({ keyword: 'searchable', schemaType: 'boolean' });
   return ajv;
@@ -82,17 +83,19 @@ function metaSchemaProblems(schema: JsonSchema): Array<{ path: string; message: 
   return (meta.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message ?? 'is invalid' }));
 }
 
-/** Checks that `schema`, as submitted, is a JSON Schema for an item's `properties` object. */
-export function assertValidSchema(schema: unknown): asserts schema is JsonSchema {
+/**
+ * Checks that `schema`, as submitted, is a JSON Schema for an item's `properties` object.
+ * `submitted` is false for a stored schema checked again (a PATCH of the merge policy alone):
+ * rules newer than the type (where `searchable` may stand) do not apply to it.
+ */
+export function assertValidSchema(schema: unknown, submitted = true): asserts schema is JsonSchema {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) refuse([{ path: '/', message: 'must be a JSON Schema object' }]);
   const s = schema as JsonSchema;
   if (s.type !== undefined && s.type !== 'object') refuse([{ path: '/type', message: 'must be "object": it describes the properties object' }]);
   if (s.properties !== undefined && (typeof s.properties !== 'object' || Array.isArray(s.properties) || s.properties === null)) {
     refuse([{ path: '/properties', message: 'must be an object' }]);
   }
-  const searchable = Object.entries<JsonSchema>(s.properties ?? {})
-    .filter(([, prop]) => prop && typeof prop === 'object' && 'searchable' in prop && typeof prop.searchable !== 'boolean')
-    .map(([name]) => ({ path: `/properties${pointerOf([name])}/searchable`, message: 'must be a boolean' }));
+  const searchable = searchableProblems(s, submitted);
   if (searchable.length) refuse(searchable);
   if (s.$schema !== undefined && !DRAFT_07.has(s.$schema)) {
     refuse([{ path: '/$schema', message: 'names a JSON Schema dialect this service does not know; omit it (draft-07 is assumed)' }]);
@@ -101,6 +104,53 @@ export function assertValidSchema(schema: unknown): asserts schema is JsonSchema
   if (bytes > SCHEMA_LIMITS.schemaBytes) refuse([{ path: '/', message: `is ${bytes} bytes of JSON; at most ${SCHEMA_LIMITS.schemaBytes}` }]);
   const problems = metaSchemaProblems(s);
   if (problems.length) refuse(problems);
+}
+
+/**
+ * The schemas of `schema` where `"searchable"` is honoured: search (item_search_strings,
+ * migration 1732300000500) walks an item's properties with its type's schema through
+ * `properties`, an object `additionalProperties` and an object `items`, from the root's
+ * `properties` and `additionalProperties` down, and looks at nothing else (`$ref`s and their
+ * definitions, allOf/anyOf/oneOf, if/then/else, patternProperties, an array `items`, …).
+ */
+function searchablePlaces(schema: JsonSchema): Set<string> {
+  const places = new Set<string>();
+  const visit = (s: unknown, at: string, root: boolean) => {
+    if (s === null || typeof s !== 'object' || Array.isArray(s)) return;
+    if (!root) places.add(at);
+    const { properties, additionalProperties, items } = s as JsonSchema;
+    if (properties !== null && typeof properties === 'object' && !Array.isArray(properties)) {
+      for (const [name, sub] of Object.entries(properties)) visit(sub, `${at}/properties${pointerOf([name])}`, false);
+    }
+    visit(additionalProperties, `${at}/additionalProperties`, false);
+    if (!root) visit(items, `${at}/items`, false);
+  };
+  visit(schema, '', true);
+  return places;
+}
+
+/**
+ * `"searchable"` where it means something and is a boolean. Elsewhere it would promise what
+ * search does not keep (the value would be found and shown in snippets): refused in a schema
+ * being written, left alone in a stored one.
+ */
+function searchableProblems(schema: JsonSchema, submitted: boolean): Array<{ path: string; message: string }> {
+  const places = searchablePlaces(schema);
+  const problems: Array<{ path: string; message: string }> = [];
+  eachSchema(schema, (s, at) => {
+    if (typeof s === 'boolean' || !('searchable' in s)) return;
+    if (!places.has(at)) {
+      if (submitted) {
+        problems.push({
+          path: `${at}/searchable`,
+          message:
+            'has no effect here: search honours it only on a property\'s schema, reached from the root through "properties", "additionalProperties" and single-schema "items", ' +
+            'not through "$ref", "definitions", "allOf"/"anyOf"/"oneOf", "if"/"then"/"else", "patternProperties", array "items" or the like; put it on the property itself',
+        });
+      }
+    } else if (typeof s.searchable !== 'boolean') problems.push({ path: `${at}/searchable`, message: 'must be a boolean' });
+  });
+  return problems;
 }
 
 // ------------------------------------------------------------------ the shape of a schema
@@ -620,9 +670,14 @@ export function propertyIssues(errors: ErrorObject[]): { missing: string[]; inva
     if (e.keyword === 'required') {
       missing.push(fieldAt(e.instancePath, e.params.missingProperty));
     } else if (e.keyword !== 'allOf') {
-      // additionalProperties is reported at the object holding the key: the field at fault is that key.
-      const key = e.keyword === 'additionalProperties' ? e.params.additionalProperty : undefined;
-      invalid.push({ field: fieldAt(e.instancePath, key) || '(properties)', message: e.message ?? 'is invalid' });
+      // additionalProperties and propertyNames are reported at the object holding the key, and
+      // so are the failures of a key under propertyNames' schema: the field at fault is that key.
+      const key = e.keyword === 'additionalProperties' ? e.params.additionalProperty : e.keyword === 'propertyNames' ? e.params.propertyName : e.propertyName;
+      const message = e.message ?? 'is invalid';
+      invalid.push({
+        field: fieldAt(e.instancePath, key) || '(properties)',
+        message: e.keyword !== 'propertyNames' && e.propertyName !== undefined ? `property name ${message}` : message,
+      });
     }
   }
   // A subtype's schema and its parent's (in `allOf`) can both report one problem.

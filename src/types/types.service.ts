@@ -196,7 +196,7 @@ export class TypesService implements OnModuleInit {
       await lockCatalogue(m, p.tenantId, 'exclusive');
       const current = await this.mutable(p, name, m);
       const schema = dto.schema ?? current.schema;
-      assertValidSchema(schema);
+      assertValidSchema(schema, dto.schema !== undefined);
       const { resolved, mergePolicy } = await this.resolve(p.tenantId, current.parent, schema, dto.merge_policy ?? current.merge_policy, m);
       // TypeORM answers UPDATE ... RETURNING with [rows, affected].
       const [[row]]: [TypeRow[], number] = await m.query(
