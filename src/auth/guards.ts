@@ -8,11 +8,10 @@ import { CUSTOM_ROUTE_ARGS_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import typeis from 'type-is';
 import { ApiError } from '../common/api-error';
-import { announcesBody } from '../common/body-parsing';
+import { JSON_MEDIA_TYPES, unacceptedMediaType } from '../common/body-parsing';
 import { inputIssues } from '../common/input-policy';
-import { validationError } from '../common/validation';
+import { unknownFieldsError, validationError } from '../common/validation';
 import { bootstrapClosed, KeysService } from '../keys/keys.service';
 import { ACCEPTS, BOOTSTRAP_ROUTE, PUBLIC_ROUTE, readsQueryItself, REQUIREMENT, Requirement } from './decorators';
 import { canEdgeType, canExtension, canType, hasScope, isAdmin } from './permissions';
@@ -103,14 +102,11 @@ export class InputGuard implements CanActivate {
     const issues = [...inputIssues(req.params), ...inputIssues(req.query)];
     if (issues.length) throw validationError(issues, 'The URL is not acceptable input');
     const unread = routeReadsQuery(ctx) ? [] : Object.keys(req.query ?? {});
-    if (unread.length) throw validationError(unread.map((field) => ({ field, message: 'is not a known field' })));
+    if (unread.length) throw unknownFieldsError(unread);
     // Set aside by body-parsing.ts to be answered here, after the caller is known.
     if (req.bodyError) throw req.bodyError;
-    if (!BODY_METHODS.has(req.method) || !announcesBody(req.headers)) return true;
-    const accepted = meta<string[]>(this.reflector, ACCEPTS, ctx) ?? ['application/json', '+json'];
-    if (accepted.includes('*') || typeis(req.raw, accepted)) return true;
-    throw new ApiError(415, 'invalid_request', `Content-Type must be ${accepted.join(' or ')}`, {
-      content_type: req.headers['content-type'] ?? null,
-    });
+    const refused = BODY_METHODS.has(req.method) && unacceptedMediaType(req, meta<string[]>(this.reflector, ACCEPTS, ctx) ?? JSON_MEDIA_TYPES);
+    if (refused) throw refused;
+    return true;
   }
 }

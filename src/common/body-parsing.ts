@@ -20,7 +20,8 @@ import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import type { IncomingHttpHeaders } from 'node:http';
 import { RouteConfig } from '@nestjs/platform-fastify';
 import bodyParser from 'body-parser';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import typeis from 'type-is';
 import type { IncomingMessage } from 'node:http';
 import { Accepts } from '../auth/decorators';
 import { ApiError } from './api-error';
@@ -43,6 +44,15 @@ declare module 'fastify' {
 /** Whether a request says it carries a body (a non-zero Content-Length, or chunks). */
 export const announcesBody = (headers: IncomingHttpHeaders): boolean =>
   Number(headers['content-length'] ?? 0) > 0 || headers['transfer-encoding'] !== undefined;
+
+/** What an API route reads unless it declares otherwise (@Accepts). */
+export const JSON_MEDIA_TYPES = ['application/json', '+json'];
+
+/** The 415 for a request that carries a body of none of the `accepted` media types; undefined otherwise. */
+export function unacceptedMediaType(req: FastifyRequest, accepted: readonly string[]): ApiError | undefined {
+  if (!announcesBody(req.headers) || accepted.includes('*') || typeis(req.raw, [...accepted])) return undefined;
+  return new ApiError(415, 'invalid_request', `Content-Type must be ${accepted.join(' or ')}`, { content_type: req.headers['content-type'] ?? null });
+}
 
 /** The handler reads the raw request body as a stream, of any media type. */
 export const StreamedBody = () => applyDecorators(Accepts('*'), RouteConfig({ streamedBody: true }));

@@ -24,13 +24,9 @@ import { CanActivate, ExecutionContext } from '@nestjs/common';
 import { CUSTOM_ROUTE_ARGS_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import type { FastifyRequest } from 'fastify';
-import typeis from 'type-is';
 import { ACCEPTS, readsQueryItself } from '../auth/decorators';
-import { ApiError } from './api-error';
-import { announcesBody } from './body-parsing';
-import { nonObjectBodyError, validationError } from './validation';
-
-const JSON_TYPES = ['application/json', '+json'];
+import { JSON_MEDIA_TYPES, unacceptedMediaType } from './body-parsing';
+import { nonObjectBodyError, unknownFieldsError } from './validation';
 
 /** Parameters through which a handler reads the body, or the whole request. */
 const BODY_READERS = new Set([RouteParamtypes.BODY, RouteParamtypes.RAW_BODY, RouteParamtypes.FILE, RouteParamtypes.FILES, RouteParamtypes.REQUEST].map(String));
@@ -58,16 +54,13 @@ export class BodylessRouteGuard implements CanActivate {
   canActivate(ctx: ExecutionContext): boolean {
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
     if (req.method === 'GET' || req.method === 'HEAD' || routeReadsBody(ctx)) return true;
-    if (announcesBody(req.headers) && !typeis(req.raw, JSON_TYPES)) {
-      throw new ApiError(415, 'invalid_request', `Content-Type must be ${JSON_TYPES.join(' or ')}`, {
-        content_type: req.headers['content-type'] ?? null,
-      });
-    }
+    const refused = unacceptedMediaType(req, JSON_MEDIA_TYPES);
+    if (refused) throw refused;
     const body: unknown = req.body;
     if (body === undefined) return true;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw nonObjectBodyError();
     const fields = Object.keys(body);
-    if (fields.length) throw validationError(fields.map((field) => ({ field, message: 'is not a known field' })));
+    if (fields.length) throw unknownFieldsError(fields);
     return true;
   }
 }

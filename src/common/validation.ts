@@ -14,7 +14,10 @@ export interface FieldIssue {
   message: string;
 }
 
-/** class-validator's errors as field issues, each message as the service words it (`is not a known field`). */
+/** How every refusal of a field nobody reads is worded: a body's, a query string's. */
+const UNKNOWN_FIELD = 'is not a known field';
+
+/** class-validator's errors as field issues, each message as the service words it (UNKNOWN_FIELD). */
 export function validationIssues(errors: ValidationError[], parent = ''): FieldIssue[] {
   const out: FieldIssue[] = [];
   for (const e of errors) {
@@ -23,7 +26,7 @@ export function validationIssues(errors: ValidationError[], parent = ''): FieldI
       // A missing field fails every check on it; saying it is missing says it all.
       const constraints = e.constraints.isDefined ? { isDefined: e.constraints.isDefined } : e.constraints;
       const messages = Object.entries(constraints).map(([name, msg]) =>
-        name === 'whitelistValidation' ? 'is not a known field' : msg.startsWith(e.property + ' ') ? msg.slice(e.property.length + 1) : msg,
+        name === 'whitelistValidation' ? UNKNOWN_FIELD : msg.startsWith(e.property + ' ') ? msg.slice(e.property.length + 1) : msg,
       );
       out.push({ field, message: messages.join('; ') });
     }
@@ -35,6 +38,9 @@ export function validationIssues(errors: ValidationError[], parent = ''): FieldI
 export function validationError(fields: FieldIssue[], message = 'The request has invalid fields'): ApiError {
   return ApiError.badRequest('validation_error', message, { fields });
 }
+
+/** The 400 for fields the route does not read. */
+export const unknownFieldsError = (fields: string[]): ApiError => validationError(fields.map((field) => ({ field, message: UNKNOWN_FIELD })));
 
 /**
  * The refusal of a JSON body that is not an object, wherever one is caught: JSON of another
