@@ -1,5 +1,7 @@
 /** Route metadata read by the bearer and permission guards, and the Principal parameter. */
 import { createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import { CUSTOM_ROUTE_ARGS_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import type { Access } from '../keys/api-key.entity';
 import type { Principal } from './principal';
 
@@ -56,6 +58,22 @@ export function createQueryDecorator<T>(factory: (data: T, ctx: ExecutionContext
 }
 
 export const readsQueryItself = (factory: unknown): boolean => typeof factory === 'function' && queryReaders.has(factory);
+
+/**
+ * Whether a route's handler takes a parameter of one of `kinds` (RouteParamtypes), or one made
+ * with createQueryDecorator, which reads the request itself. Asked once per handler: `cache`.
+ */
+export function takesParam(ctx: ExecutionContext, kinds: readonly RouteParamtypes[], cache: WeakMap<object, boolean>): boolean {
+  const handler = ctx.getHandler();
+  let takes = cache.get(handler);
+  if (takes === undefined) {
+    const args: Record<string, { factory?: unknown }> = Reflect.getMetadata(ROUTE_ARGS_METADATA, ctx.getClass(), handler.name) ?? {};
+    const named = new Set(kinds.map(String));
+    takes = Object.entries(args).some(([key, arg]) => (key.includes(CUSTOM_ROUTE_ARGS_METADATA) ? readsQueryItself(arg.factory) : named.has(key.split(':')[0])));
+    cache.set(handler, takes);
+  }
+  return takes;
+}
 
 /**
  * The raw request, on a route that ignores query parameters it does not know: the browser pages

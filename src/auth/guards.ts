@@ -4,7 +4,6 @@
  * parse, and is it something this route reads?).
  */
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
-import { CUSTOM_ROUTE_ARGS_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
@@ -13,7 +12,7 @@ import { JSON_MEDIA_TYPES, unacceptedMediaType } from '../common/body-parsing';
 import { inputIssues } from '../common/input-policy';
 import { unknownFieldsError, validationError } from '../common/validation';
 import { bootstrapClosed, KeysService } from '../keys/keys.service';
-import { ACCEPTS, BOOTSTRAP_ROUTE, PUBLIC_ROUTE, readsQueryItself, REQUIREMENT, Requirement } from './decorators';
+import { ACCEPTS, BOOTSTRAP_ROUTE, PUBLIC_ROUTE, REQUIREMENT, Requirement, takesParam } from './decorators';
 import { canEdgeType, canExtension, canType, hasScope, isAdmin } from './permissions';
 
 function meta<T>(reflector: Reflector, key: string, ctx: ExecutionContext): T | undefined {
@@ -79,18 +78,7 @@ const readsQuery = new WeakMap<object, boolean>();
  * createQueryDecorator. A route that reads it neither way has no query DTO to refuse unknown
  * parameters with, so the guard refuses them for it (a route taking `@Req()` too).
  */
-function routeReadsQuery(ctx: ExecutionContext): boolean {
-  const handler = ctx.getHandler();
-  let reads = readsQuery.get(handler);
-  if (reads === undefined) {
-    const args: Record<string, { factory?: unknown }> = Reflect.getMetadata(ROUTE_ARGS_METADATA, ctx.getClass(), handler.name) ?? {};
-    reads = Object.entries(args).some(([key, arg]) =>
-      key.includes(CUSTOM_ROUTE_ARGS_METADATA) ? readsQueryItself(arg.factory) : key.split(':')[0] === String(RouteParamtypes.QUERY),
-    );
-    readsQuery.set(handler, reads);
-  }
-  return reads;
-}
+const routeReadsQuery = (ctx: ExecutionContext): boolean => takesParam(ctx, [RouteParamtypes.QUERY], readsQuery);
 
 @Injectable()
 export class InputGuard implements CanActivate {

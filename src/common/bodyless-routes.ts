@@ -21,34 +21,19 @@
  * (protocol-errors.ts).
  */
 import { CanActivate, ExecutionContext } from '@nestjs/common';
-import { CUSTOM_ROUTE_ARGS_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import type { FastifyRequest } from 'fastify';
-import { ACCEPTS, readsQueryItself } from '../auth/decorators';
+import { ACCEPTS, takesParam } from '../auth/decorators';
 import { JSON_MEDIA_TYPES, unacceptedMediaType } from './body-parsing';
 import { nonObjectBodyError, unknownFieldsError } from './validation';
 
 /** Parameters through which a handler reads the body, or the whole request. */
-const BODY_READERS = new Set([RouteParamtypes.BODY, RouteParamtypes.RAW_BODY, RouteParamtypes.FILE, RouteParamtypes.FILES, RouteParamtypes.REQUEST].map(String));
+const BODY_READERS = [RouteParamtypes.BODY, RouteParamtypes.RAW_BODY, RouteParamtypes.FILE, RouteParamtypes.FILES, RouteParamtypes.REQUEST];
 
-const readsBodyCache = new WeakMap<object, boolean>();
+const readsBody = new WeakMap<object, boolean>();
 
-function routeReadsBody(ctx: ExecutionContext): boolean {
-  const handler = ctx.getHandler();
-  let reads = readsBodyCache.get(handler);
-  if (reads === undefined) {
-    const cls = ctx.getClass();
-    const args: Record<string, { factory?: unknown }> = Reflect.getMetadata(ROUTE_ARGS_METADATA, cls, handler.name) ?? {};
-    reads =
-      Reflect.getMetadata(ACCEPTS, handler) !== undefined ||
-      Reflect.getMetadata(ACCEPTS, cls) !== undefined ||
-      Object.entries(args).some(([key, arg]) =>
-        key.includes(CUSTOM_ROUTE_ARGS_METADATA) ? readsQueryItself(arg.factory) : BODY_READERS.has(key.split(':')[0]),
-      );
-    readsBodyCache.set(handler, reads);
-  }
-  return reads;
-}
+const routeReadsBody = (ctx: ExecutionContext): boolean =>
+  Reflect.getMetadata(ACCEPTS, ctx.getHandler()) !== undefined || Reflect.getMetadata(ACCEPTS, ctx.getClass()) !== undefined || takesParam(ctx, BODY_READERS, readsBody);
 
 export class BodylessRouteGuard implements CanActivate {
   canActivate(ctx: ExecutionContext): boolean {
