@@ -1,6 +1,7 @@
 import { fullFormats } from 'ajv-formats/dist/formats';
 import fc from 'fast-check';
-import { isUrl } from './formats';
+import Ajv from 'ajv';
+import { addSafeFormats, isByte, isUrl } from './formats';
 
 /** ajv-formats' own `url`: a regular expression that backtracks in time quadratic in some values' length. */
 const ajvFormatsUrl = fullFormats.url as RegExp;
@@ -46,6 +47,23 @@ describe('formats', () => {
       ['a long host', adversarial('http://', 'a-b.', 'com'), true],
     ])('answers a 200 kB value (%s) as the expression would', (_, value, answer) => {
       expect(isUrl(value)).toBe(answer);
+    });
+  });
+
+  describe('byte', () => {
+    it.each<[string, boolean]>([
+      ['', true], ['QUJD', true], ['QUI=', true], ['QQ==', true], ['aGVsbG8gd29ybGQ+Pz8/', true],
+      ['QUJ', false], ['Q===', false], ['QUJD\n', false], ['not base64\n', false], ['====\nQUJD', false], ['QUJD\nQUJD', false],
+      ['QU JD', false], ['QUJD-_', false],
+    ])('takes %j as base64: %s', (value, answer) => {
+      expect(isByte(value)).toBe(answer);
+      const ajv = new Ajv();
+      addSafeFormats(ajv);
+      expect(ajv.validate({ type: 'string', format: 'byte' }, value)).toBe(answer);
+    });
+
+    it('answers a 200 kB value whose last group is wrong', () => {
+      expect(isByte('QUJD'.repeat(50_000) + 'Q')).toBe(false);
     });
   });
 });
