@@ -107,6 +107,23 @@ describe('search', () => {
       expect(hit.snippet).not.toContain('obfuscatedpin');
     });
 
+    it("keeps a parent's searchable: false in its subtypes, whatever they restate of the property", async () => {
+      expectStatus(
+        await c.post('/types', {
+          name: 'acme.vaultlet',
+          parent: 'acme.vault',
+          schema: { properties: { secret: { searchable: true, maxLength: 100 }, meta: { type: 'object', properties: { label: { type: 'string' } } } } },
+        }),
+        201,
+      );
+      const item = await createItem(c, {
+        type: 'acme.vaultlet',
+        properties: { title: 'lockbox holder', secret: 'quinquagenarian', meta: { pin: 'cryptopinword', label: 'copperlabel' } },
+      });
+      expect(ids(await search(c, 'copperlabel'))).toEqual([item.id]);
+      for (const q of ['quinquagenarian', 'cryptopinword']) expect(ids(await search(c, q))).toEqual([]);
+    });
+
     it('follows PATCH: new words are found, replaced ones no longer', async () => {
       const item = await createItem(c, note('pangolin'));
       expect(ids(await search(c, 'pangolin'))).toEqual([item.id]);

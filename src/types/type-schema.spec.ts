@@ -187,6 +187,32 @@ describe('type schemas', () => {
       expect((err?.details?.fields as Array<{ field: string }>).map((f) => f.field)).toContain(field);
     });
 
+    describe('keeps where the parent says "searchable": false, as search reads the resolved properties alone', () => {
+      const hidden = { type: 'string', searchable: false };
+      const vault: JsonSchema = {
+        type: 'object',
+        properties: { pin: hidden, meta: { type: 'object', properties: { code: hidden, label: str } }, codes: { type: 'array', items: hidden } },
+        additionalProperties: hidden,
+      };
+
+      it.each<[string, JsonSchema, (out: JsonSchema) => unknown]>([
+        ['a subtype saying searchable: true', { properties: { pin: { searchable: true } } }, (o) => o.properties.pin],
+        ['a restated nested property', { properties: { meta: { type: 'object', properties: { code: { type: 'string', maxLength: 5 } } } } }, (o) => o.properties.meta.properties.code],
+        ['restated nested properties that leave it out', { properties: { meta: { type: 'object', properties: { label: str } } } }, (o) => o.properties.meta.properties.code],
+        ['restated array items', { properties: { codes: { type: 'array', items: { type: 'string', minLength: 1 } } } }, (o) => o.properties.codes.items],
+        ['a restated array without items', { properties: { codes: { type: 'array', maxItems: 3 } } }, (o) => o.properties.codes.items],
+        ['its own additionalProperties', { additionalProperties: { type: 'string', maxLength: 9 } }, (o) => o.additionalProperties],
+      ])('against %s', (_, child, at) => {
+        expect(at(resolveSubtypeSchema(vault, child))).toMatchObject({ searchable: false });
+      });
+
+      it('and changes nothing that validates', () => {
+        const out = resolveSubtypeSchema(vault, { properties: { meta: { type: 'object', properties: { label: str }, additionalProperties: { type: 'string', maxLength: 2 } } } });
+        expect(out.properties.meta.properties.code).toEqual({ type: 'string', maxLength: 2, searchable: false });
+        expect(resolveSubtypeSchema(parent, { properties: { title: { maxLength: 3 } } }).properties).toEqual({ ...parent.properties, title: { type: 'string', maxLength: 3 } });
+      });
+    });
+
     it('a parent without additional properties admits no new child properties', () => {
       const closed = { ...parent, additionalProperties: false };
       expect(thrownApiError(() => resolveSubtypeSchema(closed, { properties: { extra: str } }))?.code).toBe('inheritance_violation');

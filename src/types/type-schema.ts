@@ -445,7 +445,7 @@ export function resolveSubtypeSchema(parent: JsonSchema, child: JsonSchema): Jso
   const additionalProperties = child.additionalProperties ?? base.additionalProperties;
   // Both sides' definitions, for the child's references; the parent's own point into its copy.
   const definitions = (key: string) => (base[key] !== undefined || child[key] !== undefined ? { [key]: { ...base[key], ...child[key] } } : {});
-  return {
+  return keepUnsearchable(base, {
     ...base,
     ...child,
     type: 'object',
@@ -455,7 +455,48 @@ export function resolveSubtypeSchema(parent: JsonSchema, child: JsonSchema): Jso
     ...definitions('definitions'),
     ...definitions('$defs'),
     allOf: [...own, base],
+  }) as JsonSchema;
+}
+
+const isSchemaObject = (s: unknown): s is JsonSchema => s !== null && typeof s === 'object' && !Array.isArray(s);
+
+/**
+ * `merged` with each `"searchable": false` of `base` kept where search would read it. Search
+ * walks the resolved schema's `properties`, `additionalProperties` and `items` alone (not
+ * `allOf`, where the parent's rules are kept whole), and the merge above is one level deep: a
+ * subtype's `"searchable": true`, or its own nested `properties` or `additionalProperties`,
+ * would put text the parent keeps out of search back in. Where `merged` lacks the place, it gets
+ * one that validates as what stood there before (`{}`, or the `additionalProperties` schema the
+ * value would have met); where `merged` forbids the value (`false`), there is nothing to keep.
+ */
+function keepUnsearchable(base: JsonSchema | boolean, merged: JsonSchema | boolean): JsonSchema | boolean {
+  if (!isSchemaObject(base) || !isSchemaObject(merged)) return merged;
+  if (base.searchable === false) return merged.searchable === false ? merged : { ...merged, searchable: false };
+  let out = merged;
+  const put = (key: string, value: unknown) => {
+    if (out === merged) out = { ...merged };
+    out[key] = value;
   };
+  if (isSchemaObject(base.properties)) {
+    const props: Record<string, JsonSchema | boolean> = isSchemaObject(merged.properties) ? merged.properties : {};
+    const instead = merged.additionalProperties === undefined || merged.additionalProperties === true ? {} : merged.additionalProperties;
+    let kept = props;
+    for (const [name, sub] of Object.entries(base.properties as Record<string, JsonSchema | boolean>)) {
+      const there = Object.hasOwn(props, name) ? props[name] : isSchemaObject(instead) ? instead : undefined;
+      if (there === undefined) continue;
+      const next = keepUnsearchable(sub, there);
+      if (next !== there) kept = { ...kept, [name]: next };
+    }
+    if (kept !== props) put('properties', kept);
+  }
+  for (const key of ['additionalProperties', 'items']) {
+    if (!isSchemaObject(base[key])) continue;
+    const there = merged[key] === undefined || merged[key] === true ? {} : merged[key];
+    if (!isSchemaObject(there)) continue;
+    const next = keepUnsearchable(base[key], there);
+    if (next !== there) put(key, next);
+  }
+  return out;
 }
 
 /**
