@@ -263,6 +263,47 @@ describe('migrations', () => {
     expect(rows.map((r) => r.trashed_from)).toEqual(['revoked', 'archived', null]);
   });
 
+  it("subtypes stored before 3400 keep their parents' searchable: false (every generation), and their items are indexed again", async () => {
+    ds = await open(migrations);
+    await ds.runMigrations({ transaction: 'each' });
+    await revertThrough(ds, 'SubtypesKeepUnsearchable1732300003400');
+    const tenant = '66666666-6666-4666-8666-666666666666';
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'unsearchable')`, [tenant]);
+    const type = (name: string, parent: string | null, resolved: object) =>
+      ds!.query(
+        `INSERT INTO item_types (tenant_id, name, parent, schema, resolved_schema, merge_policy, core, version, created_at, updated_at)
+         VALUES ($1, $2, $3, '{}', $4, '{}', false, 1, now(), now())`,
+        [tenant, name, parent, resolved],
+      );
+    const vault = { type: 'object', properties: { secret: { type: 'string', searchable: false }, label: { type: 'string' } } };
+    // As the code before it resolved a subtype saying `"searchable": true`: the child's keyword won.
+    const leaky = { type: 'object', properties: { secret: { type: 'string', searchable: true }, label: { type: 'string' } }, allOf: [vault] };
+    const leakyLeaf = { ...leaky, allOf: [leaky] };
+    await type('u.vault', null, vault);
+    await type('u.vault.leaky', 'u.vault', leaky);
+    await type('u.vault.leaky.leaf', 'u.vault.leaky', leakyLeaf);
+    const item = async (id: string, type: string) =>
+      ds!.query(
+        `INSERT INTO items (tenant_id, id, type, properties, state, source, "timestamp", tier, tags, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, 'active', 's', now(), 'library', '{}', now(), now())`,
+        [tenant, id, type, { secret: 'quinquagenarian', label: 'copperlabel' }],
+      );
+    const [child, leaf] = ['44444444-4444-4444-8444-444444444444', '55555555-5555-4555-8555-555555555555'];
+    await item(child, 'u.vault.leaky');
+    await item(leaf, 'u.vault.leaky.leaf');
+    const found = async (word: string) =>
+      (await ds!.query(`SELECT id FROM items WHERE tenant_id = $1 AND search_vector @@ to_tsquery('simple', $2) ORDER BY id`, [tenant, word])).map((r: { id: string }) => r.id);
+    expect(await found('quinquagenarian')).toEqual([child, leaf]);
+
+    await ds.runMigrations({ transaction: 'each' });
+    const resolved = async (name: string) => (await ds!.query(`SELECT resolved_schema FROM item_types WHERE tenant_id = $1 AND name = $2`, [tenant, name]))[0].resolved_schema;
+    expect((await resolved('u.vault.leaky')).properties.secret).toEqual({ type: 'string', searchable: false });
+    expect((await resolved('u.vault.leaky.leaf')).properties.secret).toEqual({ type: 'string', searchable: false });
+    expect(await resolved('u.vault')).toEqual(vault);
+    expect(await found('quinquagenarian')).toEqual([]);
+    expect(await found('copperlabel')).toEqual([child, leaf]);
+  });
+
   it('every migration reverts, down to an empty schema, and applies again', async () => {
     ds = await open(migrations);
     await ds.runMigrations({ transaction: 'each' });

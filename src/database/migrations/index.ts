@@ -33,6 +33,7 @@ import { RetentionAndAccountIndexes1732300003000 } from './1732300003000-retenti
 import { OpenidNeverRefused1732300003100 } from './1732300003100-openid-never-refused';
 import { KeysCreatedByUser1732300003200 } from './1732300003200-keys-created-by-user';
 import { WebhooksUser1732300003300 } from './1732300003300-webhooks-user';
+import { SubtypesKeepUnsearchable1732300003400 } from './1732300003400-subtypes-keep-unsearchable';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -69,4 +70,5 @@ export const migrations = [
   OpenidNeverRefused1732300003100,
   KeysCreatedByUser1732300003200,
   WebhooksUser1732300003300,
+  SubtypesKeepUnsearchable1732300003400,
 ];
