@@ -146,6 +146,30 @@ describe('hostile input (e2e)', () => {
     expect((await gzipped(gzipSync(json))).status).toBe(201); // a correct one is read
   });
 
+  it('a body whose bytes are not UTF-8 is 400 invalid_request, not read with U+FFFD in their place; UTF-8 ones are read as sent', async () => {
+    const send = (bytes: Buffer, type = 'application/json') =>
+      fetch(`${t.url}/items`, { method: 'POST', body: bytes, headers: { ...bearer(admin), 'Content-Type': type } });
+    const body = (sourceId: Buffer) => Buffer.concat([Buffer.from('{"type":"core.note","source_id":"'), sourceId, Buffer.from('","properties":{"title":"bytes"}}')]);
+    const before = await count('items');
+    for (const bad of [Buffer.from([0xff]), Buffer.from([0xfe]), Buffer.from([0xc3]), Buffer.from([0xed, 0xa0, 0x80])]) {
+      for (const type of ['application/json', 'application/json; charset=utf-8']) {
+        const res = await send(body(bad), type);
+        expect([res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([400, 'invalid_request']);
+      }
+    }
+    // A form route (the sign-up page's) reads its body alike: refused before the form is looked at.
+    const form = await fetch(`${t.url}/auth/sign-up`, {
+      method: 'POST',
+      body: Buffer.concat([Buffer.from('csrf=x&email=a%40b.example&password=0123456789&name='), Buffer.from([0xff])]),
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    });
+    expect(form.status).toBe(400);
+    expect(await count('items')).toBe(before);
+    const ok = await send(body(Buffer.from('é😀', 'utf8')));
+    expect(ok.status).toBe(201);
+    expect(((await ok.json()) as { source_id: string }).source_id).toBe('é😀');
+  });
+
   it.each([
     ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
     ['an unknown method', 'FROB /health HTTP/1.1\r\nHost: x\r\n\r\n', 400],

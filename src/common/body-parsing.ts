@@ -6,10 +6,11 @@
  * A parsed body then passes the input policy (input-policy.ts: no NUL, no unpaired surrogate,
  * at most 64 levels deep).
  *
- * A body refused here (malformed JSON, too large, bad charset or encoding, against the policy)
- * is not answered here: fastify would answer it before any guard runs, so a caller without
- * credentials would learn about its body before being told it is not authenticated. Its
- * ApiError is kept on the request and thrown by InputGuard after the bearer and permission guards.
+ * A body refused here (malformed JSON, too large, bad charset or encoding, bytes that are not
+ * UTF-8, against the policy) is not answered here: fastify would answer it before any guard
+ * runs, so a caller without credentials would learn about its body before being told it is not
+ * authenticated. Its ApiError is kept on the request and thrown by InputGuard after the bearer
+ * and permission guards.
  *
  * A route marked @StreamedBody() reads the raw request stream itself, whatever its media type
  * (a blob uploaded as application/json is stored, not parsed).
@@ -23,6 +24,7 @@ import bodyParser from 'body-parser';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import typeis from 'type-is';
 import type { IncomingMessage } from 'node:http';
+import { isUtf8 } from 'node:buffer';
 import { Accepts } from '../auth/decorators';
 import { ApiError } from './api-error';
 import { inputIssues } from './input-policy';
@@ -105,6 +107,7 @@ export function bodyParserError(err: unknown): ApiError {
   }
   if (type === 'encoding.unsupported') return unsupportedEncoding();
   if (type === 'charset.unsupported') return new ApiError(415, 'invalid_request', 'Unsupported charset: use utf-8');
+  if (type === NOT_UTF8) return new ApiError(400, 'invalid_request', 'The request body is not valid UTF-8');
   if (status === 400) {
     // raw-body's inflation and stream errors: bytes that are not what Content-Encoding says, a
     // body shorter than Content-Length, a client that stopped sending.
@@ -124,11 +127,23 @@ function isJson(text: unknown): boolean {
 
 type Reader = (req: IncomingMessage, res: undefined, next: (err?: unknown) => void) => void;
 
+const NOT_UTF8 = 'entity.not.utf8';
+
+/**
+ * body-parser's `verify`, before the bytes are decoded: decoding puts U+FFFD in place of bytes
+ * that are not UTF-8, so `"\xff"` and `"\xfe"` became one string and, as a `source_id`, one item.
+ * The input policy refuses a NUL or an unpaired surrogate rather than change what was sent, and
+ * bytes that are not what their charset says are refused alike.
+ */
+function requireUtf8(_req: IncomingMessage, _res: unknown, body: Buffer, encoding: string | null): void {
+  if (encoding === 'utf-8' && !isUtf8(body)) throw Object.assign(new Error('The request body is not valid UTF-8'), { status: 400, type: NOT_UTF8 });
+}
+
 export function registerBodyParsers(app: FastifyInstance, limit: string): void {
   app.removeAllContentTypeParsers();
   // body-parser's own media-type test is skipped: fastify has matched the type already.
-  const json = bodyParser.json({ limit, type: () => true }) as unknown as Reader;
-  const form = bodyParser.urlencoded({ limit, extended: false, type: () => true }) as unknown as Reader;
+  const json = bodyParser.json({ limit, type: () => true, verify: requireUtf8 }) as unknown as Reader;
+  const form = bodyParser.urlencoded({ limit, extended: false, type: () => true, verify: requireUtf8 }) as unknown as Reader;
   const readers: Array<[string | RegExp, Reader]> = [
     ['application/json', json],
     [/^application\/[^;\s]+\+json(?:\s*;|$)/, json],
