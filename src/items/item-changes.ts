@@ -14,11 +14,27 @@ export type ExtensionsPatch = Record<string, Record<string, unknown> | null>;
 
 const BLOB_REF_RE = /^sha256:[0-9a-f]{64}$/;
 
-/** Blob references (`sha256:<hex>` strings) anywhere in a properties object, with their paths. */
-export function blobReferences(value: unknown, path = ''): Array<{ path: string; ref: string }> {
-  if (typeof value === 'string') return BLOB_REF_RE.test(value) ? [{ path, ref: value }] : [];
-  if (value === null || typeof value !== 'object') return [];
-  return Object.entries(value).flatMap(([k, v]) => blobReferences(v, path ? `${path}.${k}` : k));
+/** Where a value is: its key, under its parent's place (undefined at the top). */
+type Place = { key: string; parent: Place | undefined } | undefined;
+
+const spell = (at: Place): string => (at === undefined ? '' : at.parent === undefined ? at.key : `${spell(at.parent)}.${at.key}`);
+
+/**
+ * Blob references (`sha256:<hex>` strings) anywhere in a properties object, with their paths.
+ * A path is spelt only for a reference: spelling one for every value, and an array of results
+ * for every object, made this walk cost more than the rest of a large write's checks.
+ */
+export function blobReferences(value: unknown): Array<{ path: string; ref: string }> {
+  const found: Array<{ path: string; ref: string }> = [];
+  const walk = (v: unknown, at: Place): void => {
+    if (typeof v === 'string') {
+      if (v.length === 71 && BLOB_REF_RE.test(v)) found.push({ path: spell(at), ref: v });
+    } else if (v !== null && typeof v === 'object') {
+      for (const key of Object.keys(v)) walk((v as Record<string, unknown>)[key], { key, parent: at });
+    }
+  };
+  walk(value, undefined);
+  return found;
 }
 
 /** Applies an extensions patch: a namespace set to null is removed. */

@@ -6,7 +6,6 @@
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { plainToInstance } from 'class-transformer';
 import { validate as classValidate } from 'class-validator';
 import { DataSource, EntityManager } from 'typeorm';
 import { canEdgeType, canExtension, canMetadata } from '../auth/permissions';
@@ -21,7 +20,7 @@ import { newId } from '../common/ids';
 import { inputIssues } from '../common/input-policy';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName } from '../common/type-pattern';
-import { validationError, validationIssues } from '../common/validation';
+import { plainToDto, validationError, validationIssues } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
 import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooManyTags, typeNotPermitted } from './item-changes';
@@ -146,7 +145,7 @@ export class ItemsService {
     }
     const issues = inputIssues(raw);
     if (issues.length) throw validationError(issues);
-    const dto = plainToInstance(CreateItemDto, raw);
+    const dto = plainToDto(CreateItemDto, raw);
     const errors = await classValidate(dto, { whitelist: true, forbidNonWhitelisted: true });
     if (errors.length) throw validationError(validationIssues(errors));
     return dto;
