@@ -123,7 +123,7 @@ describe('webhooks (e2e)', () => {
       }
     });
 
-    it('refuses a url the parser would call as another (whitespace, control characters, backslashes) or port 0, on PATCH as on POST', async () => {
+    it('refuses a url the parser would call as another (whitespace, control characters, backslashes, a form it rewrites) or port 0, on PATCH as on POST', async () => {
       const hook = await register(admin);
       const patch = (body: object) => t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send(body);
       const port = new URL(base).port;
@@ -131,6 +131,10 @@ describe('webhooks (e2e)', () => {
         expect(badFields(await post(admin, '/webhooks', { url, events: ['*'] }))).toEqual(['url']);
         expect(badFields(await patch({ url }))).toEqual(['url']);
       }
+      // A form the parser rewrites would be shown as sent but delivered elsewhere: the answer names the form to send.
+      const rewritten = expectError(await post(admin, '/webhooks', { url: 'http:/127.0.0.1:9/x', events: ['*'] }), 400, 'validation_error');
+      expect(rewritten.details!.fields).toEqual([{ field: 'url', message: 'must be written as the URL deliveries go to: http://127.0.0.1:9/x' }]);
+      expect(badFields(await patch({ url: `${base}/a/../b` }))).toEqual(['url']);
       // A PATCH is held to the rules of registration: plain http only to local-development targets.
       expect(badFields(await patch({ url: 'http://93.184.216.34/x' }))).toEqual(['url']);
       expect((await get(admin, `/webhooks/${hook.id}`).expect(200)).body.url).toBe(`${base}${hook.path}`);

@@ -29,6 +29,23 @@ describe('webhook target policy', () => {
     expect(urlProblem('https://example.com:8443/a%20b?q=1#f', false)).toBeUndefined();
   });
 
+  it.each([
+    ['http:127.0.0.1:4190/odd1', 'http://127.0.0.1:4190/odd1'],
+    ['http:/127.0.0.1:4190/odd2', 'http://127.0.0.1:4190/odd2'],
+    ['http:///127.0.0.1:4190/odd3', 'http://127.0.0.1:4190/odd3'],
+    ['http://127.0.0.1:4190/a/../odd4', 'http://127.0.0.1:4190/odd4'],
+    ['http://127.0.0.1:4190/odd5\u00e9', 'http://127.0.0.1:4190/odd5%C3%A9'],
+    ['http://127.1:4190/odd6', 'http://127.0.0.1:4190/odd6'],
+    ['https://b\u00fccher.example/', 'https://xn--bcher-kva.example/'],
+  ])('refuses %s, which deliveries would go to as %s, naming that form', (text, href) => {
+    expect(urlProblem(text, true)).toBe(`must be written as the URL deliveries go to: ${href}`);
+  });
+
+  it.each(['https://Example.COM/hook', 'HTTPS://example.com/hook', 'https://example.com', 'https://example.com?q=1', 'https://example.com/hook?a=1&b=%2F',
+    'https://example.com/a%C3%A9%20b', 'https://example.com/a%c3%a9', 'https://example.com/Case/Kept', 'http://[::1]:4190/x'])(
+    'accepts %s, which deliveries go to as written', (text) => expect(urlProblem(text, true)).toBeUndefined(),
+  );
+
   it('refuses at connection time a name that resolves to a private address (DNS rebinding)', async () => {
     const lookup = (allowPrivate: boolean) =>
       new Promise<unknown>((resolve) => guardedLookup(allowPrivate)('localhost', {}, (err, address) => resolve(err ?? address)));

@@ -35,11 +35,20 @@ export function isPublicAddress(address: string): boolean {
  */
 const REWRITTEN_CHARS = /[\s\x00-\x1f\x7f-\x9f\\]/;
 
+/** Where an empty path would go: `https://example.com?q` is `https://example.com/?q` to the parser and on the wire. */
+const EMPTY_PATH = /^([a-z][a-z\d+.-]*:\/\/[^/?#]*)(?=[?#]|$)/i;
+
+/** ASCII letters only: the parser changes case only in scheme and host, where case means nothing; a non-ASCII letter it always encodes. */
+function asciiLower(text: string): string {
+  return text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
+
 /**
  * Why a URL may not be a webhook target (syntax and scheme only), or undefined. A URL is stored
  * as sent and parsed again at each attempt, so one the parser would call as another (a stripped
- * newline, a `\` read as `/`) is refused rather than shown as something it is not; so is port 0,
- * which nothing listens on.
+ * newline, a `\` read as `/`, `http:/host`, `/a/../b`, an unencoded `é`, `127.1`) is refused
+ * rather than shown as something it is not, and told the form it would be called as; so is
+ * port 0, which nothing listens on.
  */
 export function urlProblem(text: string, allowPrivate: boolean): string | undefined {
   let url: URL;
@@ -53,6 +62,7 @@ export function urlProblem(text: string, allowPrivate: boolean): string | undefi
   if (url.protocol === 'http:' && !allowPrivate) return 'must be an https URL (plain http is for local development only)';
   if (url.username || url.password) return 'must not carry credentials';
   if (url.port === '0') return 'must not name port 0';
+  if (asciiLower(url.href) !== asciiLower(text.replace(EMPTY_PATH, '$1/'))) return `must be written as the URL deliveries go to: ${url.href}`;
   return undefined;
 }
 
