@@ -63,7 +63,7 @@ describe('request logging (the service process, LOG_LEVEL=info)', () => {
     if (blobDir) await rm(blobDir, { recursive: true, force: true });
   });
 
-  it('masks secret-looking query parameters by name, and the service’s own secrets under any name', async () => {
+  it('masks secret-looking query parameters by name, and the service’s own secrets under any name and in the path', async () => {
     const plain = () => `plain-${randomBytes(12).toString('hex')}`;
     const secrets: string[] = [];
     const secret = (value: string) => (secrets.push(value), value);
@@ -95,6 +95,19 @@ describe('request logging (the service process, LOG_LEVEL=info)', () => {
     for (const [i, [, logged]] of cases.entries()) {
       const line = await requestLine(ids[i]);
       expect({ msg: line.msg, url: line.req.url }).toEqual({ msg: 'request completed', url: `/items?${logged}` });
+    }
+
+    // …and in the path: a key pasted where an id belongs, encoded or not, on a route or none.
+    const paths: Array<[string, string]> = [
+      [`/keys/${adminKey}`, '/keys/[redacted]'],
+      [`/nonexistent/${encodeURIComponent(adminKey).replace('s', '%73')}/x`, '/nonexistent/[redacted]/x'],
+      [`/items/${secret(`svc_at_${plain()}`)}?limit=5`, '/items/[redacted]?limit=5'],
+    ];
+    for (const [path, logged] of paths) {
+      const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${adminKey}` } });
+      await res.arrayBuffer();
+      const line = await requestLine(res.headers.get('x-request-id')!);
+      expect(line.req.url).toBe(logged);
     }
 
     const everything = service.stdout() + service.stderr();

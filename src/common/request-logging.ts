@@ -2,7 +2,8 @@
  * Logs (pino): the root logger, Nest's own logs through nestjs-pino, and one line per request
  * with a request id that is also returned as X-Request-Id. Credentials never reach the log:
  * the request line carries no headers, auth headers and cookies are redacted should anything
- * log them, and secret-looking query parameters are masked.
+ * log them, secret-looking query parameters are masked, and the service's own secrets are
+ * masked wherever in the URL they are sent.
  *
  * The request line is written here rather than by pino-http (nestjs-pino's default
  * middleware). pino-http builds two child loggers and three listeners per request even at
@@ -34,16 +35,35 @@ const SECRET_PARAM_RE = /(token|secret|pass|pw|code|key|assertion|verifier|auth|
 const OWN_SECRET_PREFIXES = [API_KEY_PREFIX, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX];
 const isOwnSecret = (text: string) => OWN_SECRET_PREFIXES.some((prefix) => text.includes(prefix));
 
-export function maskQuery(url: string): string {
+const decoded = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+};
+
+/**
+ * The URL as it is logged: the service's own secrets masked in the path (a key pasted where an
+ * id belongs, `/keys/svc_k1_…`) and in the query, and secret-looking query parameters masked.
+ */
+export function maskUrl(url: string): string {
   const q = url.indexOf('?');
-  if (q < 0) return url;
+  const path = (q < 0 ? url : url.slice(0, q))
+    .split('/')
+    .map((segment) => (isOwnSecret(decoded(segment)) ? '[redacted]' : segment))
+    .join('/');
+  return q < 0 ? path : `${path}?${maskQuery(url.slice(q + 1))}`;
+}
+
+function maskQuery(query: string): string {
   const masked = new URLSearchParams();
-  for (const [name, value] of new URLSearchParams(url.slice(q + 1))) {
+  for (const [name, value] of new URLSearchParams(query)) {
     // A secret sent as a bare `?svc_k1_…` is the parameter's name.
     if (isOwnSecret(name)) masked.append('[redacted]', '');
     else masked.append(name, SECRET_PARAM_RE.test(name) || isOwnSecret(value) ? '[redacted]' : value);
   }
-  return `${url.slice(0, q)}?${masked.toString()}`;
+  return masked.toString();
 }
 
 export function createLogger(config: Pick<AppConfig, 'LOG_LEVEL'>): Logger {
@@ -102,7 +122,7 @@ export function requestLogging(logger: Logger): onRequestHookHandler {
         if (!logger.isLevelEnabled(level)) return;
         logger[level](
           {
-            req: { id, method: req.method, url: maskQuery(req.url), remoteAddress },
+            req: { id, method: req.method, url: maskUrl(req.url), remoteAddress },
             res: { statusCode: sent ? res.statusCode : null },
             responseTime: Math.round(performance.now() - started),
           },
