@@ -336,6 +336,30 @@ describe('event stream (e2e, two instances)', () => {
     Object.values(streamsOf).forEach((s) => s.close());
   });
 
+  it('replays an item\'s events to those its type\'s parents let read when they were written, not after the type name was made again under another parent', async () => {
+    await a.http.post('/types').set(bearer(admin)).send({ name: 'zz.hr', parent: 'core.note', schema: { type: 'object' } }).expect(201);
+    const member = (await createKey(a, admin, { label: 'acme-reader', type_permissions: { 'acme.*': 'read' } })).key;
+    const marker = await open(a, admin, '?events=item.created&type_filter=core.task');
+    await a.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title: 'hr-mark' } }).expect(201);
+    await waitFor(() => titles(marker).includes('hr-mark'), 'the marking event');
+    const mark = marker.named().at(-1)!.id!;
+    marker.close();
+    const secret = (await a.http.post('/items').set(bearer(admin)).send({ type: 'zz.hr', properties: { title: 'salary review' } }).expect(201)).body;
+    await a.http.post('/items/bulk_action').set(bearer(admin)).send({ action: 'purge', filter: { type: 'zz.hr' }, confirm: 'PURGE' }).expect(200);
+    await a.http.delete('/types/zz.hr').set(bearer(admin)).expect(200);
+    await a.http.post('/types').set(bearer(admin)).send({ name: 'acme.base', schema: { type: 'object' } }).expect(201);
+    await a.http.post('/types').set(bearer(admin)).send({ name: 'zz.hr', parent: 'acme.base', schema: { type: 'object' } }).expect(201);
+    await a.http.post('/items').set(bearer(admin)).send({ type: 'zz.hr', properties: { title: 'now under acme' } }).expect(201);
+
+    const resumed = await open(b, member, '', { 'Last-Event-ID': mark });
+    await waitFor(() => titles(resumed).includes('now under acme'), 'the new type\'s item');
+    expect(titles(resumed)).toEqual(['now under acme']);
+    expect(JSON.stringify(resumed.events)).not.toContain(secret.id);
+    resumed.close();
+    const stored = await a.sql<{ audience: unknown }>(`SELECT audience FROM events WHERE payload->'item'->>'id' = $1`, [secret.id]);
+    expect(stored.map((e) => e.audience)).toEqual([1, 2].map(() => ({ item_type: 'zz.hr', lineage: { 'zz.hr': ['core.note'] } })));
+  });
+
   it('keeps an OAuth token\'s stream to the token\'s scopes after the credential re-check, though its client has more', async () => {
     const client = (await a.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], scope: 'core.note:read core.document:read' }).expect(201)).body;
     const token = (

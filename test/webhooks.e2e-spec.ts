@@ -341,6 +341,34 @@ describe('webhooks (e2e)', () => {
       expect(receiver.at(moved)).toHaveLength(0);
     });
 
+    it('keeps retrying an item.deleted delivery after the purged items\' type is deleted: type_filter and the credential\'s read see the type\'s parents as they were', async () => {
+      await post(admin, '/types', { name: 'acme.shortlived', parent: 'core.note', schema: { type: 'object' } }).expect(201);
+      const member = (await createKey(t, admin, { label: 'note-subtypes', type_permissions: { 'core.note.*': 'read' } })).key;
+      const hooks = [await register(admin, { events: ['item.deleted'], type_filter: ['core.*'] }), await register(member, { events: ['item.deleted'] })];
+      // The first attempts fail once the type is gone, so their retries come after it.
+      let typeDeleted!: () => void;
+      const failAfterDeletion = new Promise<number>((resolve) => (typeDeleted = () => resolve(500)));
+      receiver.respond = (r) => (hooks.some((h) => h.path === r.path) && receiver.at(r.path).length === 1 ? failAfterDeletion : 200);
+      const item = (await post(admin, '/items', { type: 'acme.shortlived', properties: { title: 'short-lived' } }).expect(201)).body;
+      await post(admin, '/items/bulk_action', { action: 'purge', filter: { type: 'acme.shortlived' }, confirm: 'PURGE' }).expect(200);
+      await waitFor(() => hooks.every((h) => receiver.at(h.path).length === 1), 'the first attempts');
+      await t.http.delete('/types/acme.shortlived').set(bearer(admin)).expect(200);
+      typeDeleted();
+      const ended = await Promise.all(
+        hooks.map((hook) =>
+          waitFor(async () => {
+            const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
+            return d?.status !== 'pending' && d;
+          }, 'the retry'),
+        ),
+      );
+      expect(ended.map(({ event, status, attempts, last_error }) => ({ event, status, attempts, last_error }))).toEqual([
+        { event: 'item.deleted', status: 'succeeded', attempts: 2, last_error: null },
+        { event: 'item.deleted', status: 'succeeded', attempts: 2, last_error: null },
+      ]);
+      for (const hook of hooks) expect(receiver.at(hook.path).map((r) => JSON.parse(r.body).item.id)).toEqual([item.id, item.id]);
+    });
+
     it('item.created shows the edges its write created, as GET /items/{id} does', async () => {
       await post(admin, '/edge-types', { name: 'acme.refs', source_types: ['*'], target_types: ['*'] }).expect(201);
       const target = (await note().expect(201)).body;

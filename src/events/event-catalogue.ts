@@ -9,6 +9,12 @@
  *   the target's type (`canSeeEdge`; the source is the item, which the receiver may read). The
  *   item writer stores each target's type beside the item (`edge_targets`) for that; it is never
  *   sent.
+ * An item type's place in the hierarchy is settled when the event is written: the outbox stores,
+ * beside the types an audience names, their ancestors as they were then (`lineage`), and
+ * `selects` and `mayReceive` judge by those. A type deleted and made again under another parent
+ * since (its name free again once its items are purged) neither widens a replay of the old
+ * type's events to the new parent's readers nor takes pending deliveries from those they were
+ * owed to.
  * A bulk job's end (`bulk_job.completed`, `.failed`, `.cancelled`) reaches what may see the job:
  * the credential that started it (for an OAuth token, its tokens with no scope the job's lacks:
  * `ownsWork`), and admins.
@@ -19,7 +25,7 @@ import { matchesPattern } from '../common/type-pattern';
 import { canSeeEdge } from '../edges/edge-rules';
 import { tokenScopesOf } from '../oidc/scopes';
 import type { Item, ItemEdges } from '../items/item.model';
-import type { TypeCatalog } from '../types/types.service';
+import { TypeCatalog } from '../types/types.service';
 
 export const EVENT_NAMES = [
   'item.created',
@@ -34,9 +40,15 @@ export const EVENT_NAMES = [
 ] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 
+/**
+ * Each item type an audience names, with its ancestors (nearest first) when the event was
+ * written. Absent in events stored before it was kept: those are judged by the types as they are.
+ */
+export type Lineage = Record<string, string[]>;
+
 export type Audience =
-  | { item_type: string }
-  | { edge_type: string; source_type: string; target_type: string }
+  | { item_type: string; lineage?: Lineage }
+  | { edge_type: string; source_type: string; target_type: string; lineage?: Lineage }
   /** `job_scopes`: the starting token's scopes (null for an API key; absent in events stored before they were kept: then no OAuth token receives them). */
   | { job_credential: string; job_scopes?: string[] | null };
 
@@ -70,6 +82,28 @@ export interface StoredEvent {
 export const EVENT_COLUMNS = `tenant_id, id, seq::text AS seq, name, audience, payload,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at`;
 
+/** The item types whose ancestors decide who receives an event with this audience (what the outbox stores in `lineage`). */
+export function audienceTypes(a: Audience): string[] {
+  if ('item_type' in a) return [a.item_type];
+  if ('source_type' in a) return [a.source_type, a.target_type];
+  return [];
+}
+
+const settled = new WeakMap<Lineage, TypeCatalog>();
+
+/** The types an event's audience is judged by: as they were when it was written where it says, else as they are. */
+function typesOf(e: Pick<StoredEvent, 'audience'>, now: TypeCatalog): TypeCatalog {
+  const lineage = 'lineage' in e.audience ? e.audience.lineage : undefined;
+  if (!lineage) return now;
+  let types = settled.get(lineage);
+  if (!types) {
+    const chains = Object.entries(lineage).map(([name, ancestors]) => [name, ...ancestors]);
+    types = new TypeCatalog(chains.flatMap((chain) => chain.map((name, i) => ({ name, parent: chain[i + 1] ?? null }))));
+    settled.set(lineage, types);
+  }
+  return types;
+}
+
 /** The names a registration's `events` patterns select (`*`, `item.*`, `edge.created`). */
 export function isEventPattern(pattern: string): boolean {
   return EVENT_NAMES.some((name) => matchesPattern(pattern, name));
@@ -79,16 +113,16 @@ export function isEventPattern(pattern: string): boolean {
 export function selects(events: readonly string[], typeFilter: readonly string[] | null, e: StoredEvent, types: TypeCatalog): boolean {
   if (!events.some((pattern) => matchesPattern(pattern, e.name))) return false;
   if (!typeFilter?.length || !('item_type' in e.audience)) return true; // type_filter limits item events only
-  const ref = types.ref(e.audience.item_type);
+  const ref = typesOf(e, types).ref(e.audience.item_type);
   return typeFilter.some((pattern) => matchesPattern(pattern, ref));
 }
 
 /** Whether this credential may read what the event is about. */
 export function mayReceive(p: Principal, e: StoredEvent, types: TypeCatalog): boolean {
   const a = e.audience;
-  if ('item_type' in a) return canType(p, types.ref(a.item_type), 'read');
+  if ('item_type' in a) return canType(p, typesOf(e, types).ref(a.item_type), 'read');
   if ('job_credential' in a) return isAdmin(p) || ownsWork(p.credentialId, tokenScopesOf(p), a.job_credential, a.job_scopes);
-  return canSeeEdge(p, a, types);
+  return canSeeEdge(p, a, typesOf(e, types));
 }
 
 /** The body a receiver with this principal gets: `{event, item}`, `{event, edge}` or `{event, job}`, as JSON text. */

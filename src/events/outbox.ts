@@ -3,6 +3,12 @@
  * transaction of the change, so an event exists exactly when its change committed (a rolled
  * back change, or a bulk element rolled back to its savepoint, leaves no event).
  *
+ * An event's audience is stored with the ancestors of the item types it names as they stand in
+ * that transaction (`lineage`, see event-catalogue.ts), so who receives the event does not depend
+ * on the types as they are when it is sent (a name deleted and made again under another parent).
+ * Item writes hold the type catalogue's shared lock (types.service.ts `forWrite`): the types
+ * cannot change under them.
+ *
  * After a transaction that recorded events commits, the relay on this instance is woken at
  * once (TypeORM's afterTransactionCommit); the relay's own poll covers a process that died
  * between the commit and the wake-up.
@@ -12,7 +18,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, EntitySubscriberInterface, TransactionCommitEvent } from 'typeorm';
 import type { Principal } from '../auth/principal';
 import { newId } from '../common/ids';
-import type { Audience, EventName, EventSubject } from './event-catalogue';
+import { CORE_TENANT } from '../types/types.service';
+import { Audience, audienceTypes, EventName, EventSubject } from './event-catalogue';
 
 const PENDING = 'svc:eventsRecorded';
 
@@ -45,10 +52,27 @@ export class Outbox implements OnModuleInit, EntitySubscriberInterface {
   async recordMany(m: EntityManager, p: Principal, events: RecordedEvent[]): Promise<void> {
     if (!events.length) return;
     // One json parameter (json, not jsonb, keeps each payload's field order as rendered).
+    // `up` walks each named type's parents (bounded, as a stray cycle would be endless).
     await m.query(
-      `INSERT INTO events (tenant_id, id, name, credential_id, audience, payload)
-       SELECT $1, e.id, e.name, $2, e.audience, e.payload FROM json_to_recordset($3::json) AS e(id uuid, name text, audience jsonb, payload json)`,
-      [p.tenantId, p.credentialId, JSON.stringify(events.map((e) => ({ id: newId(), ...e })))],
+      `WITH RECURSIVE e AS (
+         SELECT * FROM ROWS FROM (json_to_recordset($3::json) AS (id uuid, name text, audience jsonb, payload json, types jsonb))
+           WITH ORDINALITY AS e(id, name, audience, payload, types, ord)
+       ), up (type, ancestor, depth) AS (
+         SELECT t.name, t.parent, 1 FROM item_types t
+          WHERE t.tenant_id IN ($1, $4) AND t.parent IS NOT NULL AND t.name IN (SELECT jsonb_array_elements_text(e.types) FROM e)
+         UNION ALL
+         SELECT up.type, t.parent, up.depth + 1 FROM up JOIN item_types t ON t.tenant_id IN ($1, $4) AND t.name = up.ancestor
+          WHERE t.parent IS NOT NULL AND up.depth < 64
+       )
+       INSERT INTO events (tenant_id, id, name, credential_id, audience, payload)
+       SELECT $1, e.id, e.name, $2,
+              CASE WHEN jsonb_array_length(e.types) = 0 THEN e.audience
+                   ELSE e.audience || jsonb_build_object('lineage', (
+                     SELECT jsonb_object_agg(n.name, coalesce((SELECT jsonb_agg(up.ancestor ORDER BY up.depth) FROM up WHERE up.type = n.name), '[]'))
+                       FROM jsonb_array_elements_text(e.types) AS n(name))) END,
+              e.payload
+         FROM e ORDER BY e.ord`,
+      [p.tenantId, p.credentialId, JSON.stringify(events.map((e) => ({ id: newId(), ...e, types: audienceTypes(e.audience) }))), CORE_TENANT],
     );
     if (m.queryRunner) m.queryRunner.data[PENDING] = true;
   }

@@ -28,6 +28,7 @@ import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { BookkeepingDb } from '../database/bookkeeping-db';
+import type { Audience } from '../events/event-catalogue';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
 import { DeliveryRecords, Outcome, Recorded } from './delivery-records';
 import { secretAad, signDelivery } from './signature';
@@ -266,6 +267,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       typeFilter: string[] | null;
       /** An item event's item type, from the body (null for other events): what `type_filter` matches. */
       itemType: string | null;
+      /** The event's audience, with the types' ancestors as they were when it was written; null once the event is no longer kept. */
+      audience: Audience | null;
     };
     const [claimed] = await this.db.query<Claimed>(
       `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
@@ -276,13 +279,14 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
         RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, w.url, w.secret_sealed AS "secretSealed",
                   w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes",
-                  w.events, w.type_filter AS "typeFilter", d.body::json -> 'item' ->> 'type' AS "itemType"`,
+                  w.events, w.type_filter AS "typeFilter", d.body::json -> 'item' ->> 'type' AS "itemType",
+                  (SELECT e.audience FROM events e WHERE e.tenant_id = d.tenant_id AND e.id = d.event_id) AS audience`,
       [ref.tenantId, ref.deliveryId, this.leaseMs, held !== false, typeof held === 'string' ? held : null],
     );
     if (!claimed) return;
-    const { credentialId, credentialScopes, events, typeFilter, itemType, ...delivery } = claimed;
+    const { credentialId, credentialScopes, events, typeFilter, itemType, audience, ...delivery } = claimed;
     // A webhook narrowed since the delivery was planned no longer gets it, at its new URL or old.
-    if (!(await this.fanout.stillSelects(ref.tenantId, events, typeFilter, { name: delivery.event, itemType })))
+    if (!(await this.fanout.stillSelects(ref.tenantId, events, typeFilter, { name: delivery.event, itemType, audience })))
       return this.records.abandon(refOf(ref), 'The webhook no longer subscribes to this event');
     const allowed = await this.fanout.recheck(ref.tenantId, delivery.eventId, credentialId, credentialScopes);
     if (!allowed) return this.records.abandon(refOf(ref), 'The credential that registered the webhook may no longer receive this event');

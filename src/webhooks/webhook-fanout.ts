@@ -15,7 +15,7 @@ import { Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal';
 import { isId, newId } from '../common/ids';
 import { BookkeepingDb } from '../database/bookkeeping-db';
-import { EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from '../events/event-catalogue';
+import { Audience, EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from '../events/event-catalogue';
 import { CredentialsService } from '../auth/credentials.service';
 import { withinTokenScopes } from '../oidc/scopes';
 import { TypesService } from '../types/types.service';
@@ -127,11 +127,18 @@ export class WebhookFanout {
   /**
    * Whether a webhook's `events` and `type_filter`, as they are now, still select a delivery's
    * event: a later attempt (or a first one sent through its row) of an event the webhook was
-   * narrowed away from since it was planned is not sent. The delivery row keeps the event's
-   * name and, for an item event, the item's type in its body, which is all `selects` reads.
+   * narrowed away from since it was planned is not sent. The event's stored audience says which
+   * types `type_filter` matched when it was written; past EVENT_RETENTION_DAYS, the delivery row
+   * keeps the event's name and, for an item event, the item's type in its body, which is all
+   * `selects` reads then.
    */
-  async stillSelects(tenantId: string, events: string[], typeFilter: string[] | null, event: { name: string; itemType: string | null }): Promise<boolean> {
-    const audience = event.itemType === null ? {} : { item_type: event.itemType };
+  async stillSelects(
+    tenantId: string,
+    events: string[],
+    typeFilter: string[] | null,
+    event: { name: string; itemType: string | null; audience: Audience | null },
+  ): Promise<boolean> {
+    const audience = event.audience ?? (event.itemType === null ? {} : { item_type: event.itemType });
     return selects(events, typeFilter, { name: event.name, audience } as StoredEvent, await this.types.catalog(tenantId));
   }
 
