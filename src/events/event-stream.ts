@@ -77,6 +77,8 @@ interface Subscriber {
 export class EventStream implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Events');
   private readonly subscribers = new Set<Subscriber>();
+  /** Streams being opened: not yet among the subscribers. */
+  private opening = 0;
   private timers: NodeJS.Timeout[] = [];
   private stopping = false;
   /** Live events are handled one after another, so each stream sees them in arrival order. */
@@ -93,6 +95,10 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
 
   async onApplicationBootstrap(): Promise<void> {
     await this.pubsub.subscribe(CHANNEL, (message) => {
+      // Every instance hears every published event, each with its whole item: with no stream
+      // open or opening here there is nobody to parse it for (a 1 MB item cost 70 ms per
+      // instance). A stream opened later replays from the outbox what it is owed.
+      if (this.subscribers.size === 0 && this.opening === 0) return;
       const events = JSON.parse(message) as PublishedEvent[];
       this.chain = this.chain.then(() => this.dispatch(events)).catch((err: unknown) => this.logger.warn({ err }, 'event stream dispatch failed'));
     });
@@ -127,6 +133,17 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
    */
   async open(principal: Principal, filter: StreamFilter, lastEventId: string | undefined, reply: FastifyReply): Promise<void> {
     if (this.stopping) throw new ApiError(503, 'service_unavailable', 'This instance is shutting down; reconnect (with Last-Event-ID) to another');
+    // Until the stream is among the subscribers, events it will be owed (those after its
+    // starting position) must still be parsed and dispatched.
+    this.opening++;
+    try {
+      return await this.start(principal, filter, lastEventId, reply);
+    } finally {
+      this.opening--;
+    }
+  }
+
+  private async start(principal: Principal, filter: StreamFilter, lastEventId: string | undefined, reply: FastifyReply): Promise<void> {
     const head = reply.request.method === 'HEAD'; // the headers, no stream: holds no slot
     const slot = head ? undefined : await this.slots.take(principal);
     reply.hijack();
