@@ -13,6 +13,7 @@ import request from 'supertest';
 import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
 import { browse as browseOn, field } from './support/browse';
 import { expectError } from './support/envelope';
+import { Receiver } from './support/receiver';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SHOTS = path.join(__dirname, '..', 'test-artifacts', 'screenshots');
@@ -97,6 +98,73 @@ describe('OAuth pages in Chromium', () => {
     expectError(await t.http.get('/items?tags=secret').set(bearer(tokens.access_token)), 403, 'forbidden');
     expectError(await t.http.get('/search?q=x&tags=secret').set(bearer(tokens.access_token)), 403, 'forbidden');
     expectError(await t.http.post('/items').set(bearer(tokens.access_token)).send({ type: 'core.note', properties: { title: 'no' } }), 403, 'type_not_permitted');
+  });
+
+  it('lets a web app on another origin read userinfo with its access token (CORS), never with the browser\'s cookies; the account pages stay closed to it', async () => {
+    const context = await browser.newContext();
+    const p = await context.newPage();
+    let callback: string | undefined;
+    await p.route(`${REDIRECT}**`, async (route) => {
+      callback = route.request().url();
+      await route.fulfill({ status: 200, contentType: 'text/html', body: '<p>back in the app</p>' });
+    });
+    const verifier = oidc.randomPKCECodeVerifier();
+    const challenge = await oidc.calculatePKCECodeChallenge(verifier);
+    await p.goto(oidc.buildAuthorizationUrl(rp, { redirect_uri: REDIRECT, scope: 'openid profile', code_challenge: challenge, code_challenge_method: 'S256', state: 'cors' }).toString());
+    await p.getByLabel('Email').fill('grace@example.com');
+    await p.getByLabel('Password').fill('a long browser password');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    const allow = p.getByRole('button', { name: 'Allow' });
+    const back = p.getByText('back in the app');
+    await Promise.race([back.waitFor(), allow.waitFor().then(() => allow.click())]);
+    await back.waitFor();
+    const tokens = await oidc.authorizationCodeGrant(rp, new URL(callback!), { pkceCodeVerifier: verifier, expectedState: 'cors' });
+    // The browser is signed in to the account pages too.
+    await p.goto(`${t.url}/auth/sign-in?return_to=/auth/sessions`);
+    await p.getByLabel('Email').fill('grace@example.com');
+    await p.getByLabel('Password').fill('a long browser password');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.waitForURL(`${t.url}/auth/sessions`);
+
+    // The app's own origin: another port of this machine, in a page that intercepts nothing
+    // (Playwright answers every CORS preflight itself where a page intercepts requests).
+    const app = new Receiver();
+    const appPage = await context.newPage();
+    try {
+      await appPage.goto(await app.start());
+      const seen = await appPage.evaluate(
+        async ({ service, token }) => {
+          const call = async (path: string, init: RequestInit) => {
+            try {
+              const res = await fetch(service + path, init);
+              return { status: res.status, body: await res.text(), challenge: res.headers.get('WWW-Authenticate') };
+            } catch (err) {
+              return { failed: (err as Error).name };
+            }
+          };
+          const authorization = { Authorization: `Bearer ${token}` };
+          return {
+            get: await call('/auth/oauth2/userinfo', { headers: authorization }),
+            post: await call('/auth/oauth2/userinfo', { method: 'POST', headers: authorization, body: new URLSearchParams() }),
+            alias: await call('/auth/userinfo', { headers: authorization }),
+            refused: await call('/auth/oauth2/userinfo', { headers: { Authorization: 'Bearer svc_at_not-a-token' } }),
+            withCookies: await call('/auth/oauth2/userinfo', { headers: authorization, credentials: 'include' }),
+            signOutEverywhere: await call('/auth/sessions/revoke', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}', credentials: 'include' }),
+          };
+        },
+        { service: t.url, token: tokens.access_token },
+      );
+      const claims = JSON.stringify({ sub: tokens.claims()!.sub, name: 'Grace Hopper', preferred_username: 'grace@example.com' });
+      for (const call of ['get', 'post', 'alias'] as const) expect([call, seen[call]]).toEqual([call, { status: 200, body: claims, challenge: null }]);
+      expect(seen.refused).toMatchObject({ status: 401, challenge: expect.stringContaining('error="invalid_token"') });
+      // `Access-Control-Allow-Origin: *` lets no request with cookies through, and no account page answers a preflight.
+      expect([seen.withCookies, seen.signOutEverywhere]).toEqual([{ failed: 'TypeError' }, { failed: 'TypeError' }]);
+      await p.goto(`${t.url}/auth/sessions`);
+      expect(new URL(p.url()).pathname).toBe('/auth/sessions');
+    } finally {
+      await app.stop();
+      await context.close();
+    }
   });
 
   it('connects a device through the page its code leads to', async () => {

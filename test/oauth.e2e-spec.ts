@@ -5,7 +5,7 @@
  * relying party would, plus raw HTTP for the aliases and the error forms.
  */
 import Redis from 'ioredis';
-import { createHash } from 'node:crypto';
+import { createHash, webcrypto } from 'node:crypto';
 import * as oidc from 'openid-client';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -189,6 +189,97 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const ok = await t.http.post('/auth/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' });
     expect(ok.status).toBe(200);
     expect(ok.body.access_token).toMatch(/^svc_at_/);
+  });
+
+  it('refuses client credentials asking only for scopes it cannot be given (invalid_scope); a partial grant names its scope, and none asked is its default (RFC 6749 3.3, 5.1)', async () => {
+    const ask = (scope?: string) =>
+      t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', ...(scope === undefined ? {} : { scope }) });
+    for (const scope of ['foo', 'foo bar', 'openid', 'core.task:read foo']) {
+      const res = await ask(scope);
+      expect([scope, res.status, res.body.error, res.body.error_description]).toEqual([scope, 400, 'invalid_scope', expect.any(String)]);
+    }
+    // Part of it granted: the response says which part.
+    const partial = await ask('core.note:read foo');
+    expect([partial.status, partial.body.scope]).toEqual([200, 'core.note:read']);
+    // None asked: a token with the client's extension grant alone, as asked, so no scope to name.
+    const none = await ask();
+    expect(none.status).toBe(200);
+    expect(none.body).not.toHaveProperty('scope');
+    expect((await t.http.post('/auth/oauth2/introspect').auth(client.client_id, client.client_secret).type('form').send({ token: none.body.access_token })).body).toMatchObject({ active: true });
+  });
+
+  it('publishes for introspection and revocation every client authentication the token endpoint takes, and each works there (RFC 8414 2)', async () => {
+    const doc = (await t.http.get('/.well-known/oauth-authorization-server').expect(200)).body;
+    expect([...doc.token_endpoint_auth_methods_supported].sort()).toEqual(['client_secret_basic', 'client_secret_jwt', 'client_secret_post', 'none', 'private_key_jwt']);
+    for (const endpoint of ['introspection', 'revocation']) {
+      expect([endpoint, doc[`${endpoint}_endpoint_auth_methods_supported`]]).toEqual([endpoint, doc.token_endpoint_auth_methods_supported]);
+      // RFC 8414 2: required beside the JWT methods.
+      expect([endpoint, doc[`${endpoint}_endpoint_auth_signing_alg_values_supported`]]).toEqual([endpoint, doc.token_endpoint_auth_signing_alg_values_supported]);
+    }
+    expect(doc.token_endpoint_auth_signing_alg_values_supported).toEqual(expect.arrayContaining(['HS256', 'RS256']));
+    expect((await t.http.get('/.well-known/openid-configuration').expect(200)).body).toMatchObject({
+      introspection_endpoint_auth_methods_supported: doc.introspection_endpoint_auth_methods_supported,
+      revocation_endpoint_auth_methods_supported: doc.revocation_endpoint_auth_methods_supported,
+    });
+
+    // Each method, as a relying party configures it, at both endpoints.
+    const keys = (await webcrypto.subtle.generateKey({ name: 'RSASSA-PKCS1-v1_5', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+    const publicJwk = { ...(await webcrypto.subtle.exportKey('jwk', keys.publicKey)), kid: 'app-key', alg: 'RS256', use: 'sig' };
+    const register = async (metadata: Record<string, unknown>) =>
+      (await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'], ...metadata }).expect(201)).body as { client_id: string; client_secret?: string };
+    const post = (await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_post' }).expect(201)).body;
+    const none = await register({ token_endpoint_auth_method: 'none' });
+    const hmac = await register({ token_endpoint_auth_method: 'client_secret_jwt' });
+    const signed = await register({ token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [publicJwk] } });
+    const relyingParties: Array<[string, oidc.Configuration]> = [
+      ['client_secret_basic', rp],
+      ['client_secret_post', await oidc.discovery(new URL(t.url), post.client_id, undefined, oidc.ClientSecretPost(post.client_secret), { execute: [oidc.allowInsecureRequests] })],
+      ['none', await oidc.discovery(new URL(t.url), none.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] })],
+      ['client_secret_jwt', await oidc.discovery(new URL(t.url), hmac.client_id, undefined, oidc.ClientSecretJwt(hmac.client_secret!), { execute: [oidc.allowInsecureRequests] })],
+      ['private_key_jwt', await oidc.discovery(new URL(t.url), signed.client_id, undefined, oidc.PrivateKeyJwt({ key: keys.privateKey, kid: 'app-key' }), { execute: [oidc.allowInsecureRequests] })],
+    ];
+    expect(relyingParties.map(([method]) => method).sort()).toEqual([...doc.introspection_endpoint_auth_methods_supported].sort());
+    for (const [method, party] of relyingParties) {
+      expect([method, await oidc.tokenIntrospection(party, 'svc_at_not-a-token')]).toEqual([method, { active: false }]);
+      await expect(oidc.tokenRevocation(party, 'svc_at_not-a-token')).resolves.toBeUndefined();
+    }
+    // The methods are checked, not waved through: a wrong secret in the form is refused at both.
+    for (const path of ['/auth/oauth2/introspect', '/auth/oauth2/revoke']) {
+      const wrong = await t.http.post(path).type('form').send({ client_id: post.client_id, client_secret: 'not-the-secret', token: 'svc_at_not-a-token' });
+      expect([path, wrong.body.error]).toEqual([path, 'invalid_client']);
+    }
+  });
+
+  it('answers the CORS preflight of userinfo for any origin with Authorization, of the token, revocation and introspection endpoints as the provider does, and of nothing else', async () => {
+    const preflight = (path: string, method = 'GET') =>
+      t.http.options(path).set('Origin', 'https://app.example').set('Access-Control-Request-Method', method).set('Access-Control-Request-Headers', 'authorization');
+    for (const [path, methods] of [['/auth/oauth2/userinfo', 'GET, POST'], ['/auth/userinfo', 'GET'], ['/AUTH/OAUTH2/USERINFO/', 'GET, POST']]) {
+      const res = await preflight(path);
+      expect([path, res.status]).toEqual([path, 204]);
+      expect(res.headers).toMatchObject({ 'access-control-allow-origin': '*', 'access-control-allow-methods': methods, 'access-control-allow-headers': 'Authorization' });
+      // Never with cookies: `*` and credentials do not go together (Fetch standard).
+      expect(res.headers).not.toHaveProperty('access-control-allow-credentials');
+    }
+    // Every userinfo answer may be read by the app, a refusal's challenge included.
+    const refused = await t.http.get('/auth/oauth2/userinfo').set('Origin', 'https://app.example').set(bearer('svc_at_not-a-token'));
+    expect(refused.status).toBe(401);
+    expect(refused.headers).toMatchObject({ 'access-control-allow-origin': '*', 'access-control-expose-headers': 'WWW-Authenticate' });
+    const unreadable = await t.http.post('/auth/oauth2/userinfo').set('Origin', 'https://app.example').set('Content-Type', 'text/plain').send('x');
+    expect([unreadable.status, unreadable.headers['access-control-allow-origin']]).toEqual([415, '*']);
+
+    for (const path of ['/auth/oauth2/token', '/auth/token', '/auth/oauth2/revoke', '/auth/oauth2/introspect']) {
+      const res = await preflight(path, 'POST');
+      expect([path, res.status]).toEqual([path, 204]);
+      expect(res.headers).toMatchObject({ 'access-control-allow-origin': 'https://app.example', 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'authorization' });
+      // An OPTIONS that is no preflight is what it is on every path.
+      expectError(await t.http.options(path), 404, 'not_found');
+    }
+    // Cookie-authenticated routes (the account pages, the forms) and the rest answer no preflight.
+    for (const path of ['/auth/sessions/revoke', '/auth/grants/x/revoke', '/auth/keys', '/auth/sign-in', '/auth/authorize/decision', '/auth/clients', '/auth/oauth2/register', '/items']) {
+      const res = await preflight(path, 'POST');
+      expect([path, res.status]).toEqual([path, 404]);
+      expect(res.headers).not.toHaveProperty('access-control-allow-origin');
+    }
   });
 
   it('answers item metadata without tags to a token that may not read them, and writes its extensions', async () => {
@@ -1294,6 +1385,44 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(to.searchParams.get('state')).toBe('s1');
   });
 
+  it('refuses at once, with invalid_scope sent back to the app, a request naming no scope the client can be given: none, unknown ones, or API scopes it did not register (RFC 6749 4.1.2.1)', async () => {
+    const app = await registerApp('Scope-picky app', 'openid core.note:read');
+    const authorize = async (scope?: string) => {
+      const url = oidc.buildAuthorizationUrl(app, { redirect_uri: redirectUri, code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: 'S256', state: 'picky' });
+      if (scope === undefined) url.searchParams.delete('scope');
+      else url.searchParams.set('scope', scope);
+      return t.http.get(url.pathname + url.search);
+    };
+    const refusals: Array<[string | undefined, string | null, string | null]> = [
+      [undefined, null, 'scope is required: openid, profile, email, or API scopes such as core.note:read'],
+      ['', null, 'scope is required: openid, profile, email, or API scopes such as core.note:read'],
+      ['foo bar', 'foo bar', 'none of the requested scopes can be granted: openid, profile, email, or API scopes such as core.note:read'],
+      // As for an OIDC scope the client did not register (the provider's own answer, below).
+      ['core.bookmark:read', 'core.bookmark:read', 'requested scope is not allowed'],
+      ['foo core.bookmark:read', 'core.bookmark:read', 'requested scope is not allowed'],
+      ['openid profile', 'profile', 'requested scope is not allowed'],
+    ];
+    for (const [scope, refused, description] of refusals) {
+      const res = await authorize(scope);
+      // Straight back to the app: no sign-in first.
+      expect([scope, res.status]).toEqual([scope, 303]);
+      const back = new URL(res.headers.location, t.url);
+      expect([scope, back.origin + back.pathname, back.searchParams.get('error'), back.searchParams.get('error_description'), back.searchParams.get('scope'), back.searchParams.get('state')]).toEqual([
+        scope,
+        redirectUri,
+        'invalid_scope',
+        description,
+        refused,
+        'picky',
+      ]);
+    }
+    // Something it can be given, beside what it cannot: on to the sign-in, asking only about that.
+    for (const scope of ['core.note:read foo core.bookmark:read', 'openid foo']) {
+      const res = await authorize(scope);
+      expect([scope, res.status, new URL(res.headers.location, t.url).pathname]).toEqual([scope, 303, '/auth/']);
+    }
+  });
+
   it('refuses an authorization request without PKCE', async () => {
     const url = oidc.buildAuthorizationUrl(rp, { redirect_uri: redirectUri, scope: 'openid', state: 's2' });
     const res = await t.http.get(url.pathname + url.search);
@@ -1876,6 +2005,23 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     const res = await t.http.post('/auth/device').type('form').send({ client_id: web.body.client_id, scope: 'openid' });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('unauthorized_client');
+  });
+
+  it('refuses a device authorization naming no scope the client can be given with invalid_scope, issuing no user code', async () => {
+    const ask = (scope?: string) => t.http.post('/auth/device').type('form').send({ client_id: clientId, ...(scope === undefined ? {} : { scope }) });
+    const deviceCodes = async () => (await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'DeviceCode'`)).length;
+    const before = await deviceCodes();
+    for (const [scope, description] of [
+      [undefined, 'scope is required: openid, profile, email, or API scopes such as core.note:read'],
+      ['foo bar', 'none of the requested scopes can be granted: openid, profile, email, or API scopes such as core.note:read'],
+      ['core.task:read', 'requested scope is not allowed'],
+    ]) {
+      const res = await ask(scope);
+      expect([scope, res.status, res.body.error, res.body.error_description]).toEqual([scope, 400, 'invalid_scope', description]);
+    }
+    expect(await deviceCodes()).toBe(before);
+    const partial = await ask('core.note:read foo');
+    expect([partial.status, partial.body.user_code]).toEqual([200, expect.stringMatching(/^[A-Z]{3}-[A-Z]{4}$/)]);
   });
 
   it('connects no device for a user deleted while their consent was being recorded: the page says the account is gone, the device gets access_denied', async () => {

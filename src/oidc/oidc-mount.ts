@@ -8,12 +8,20 @@
  * The provider builds its URLs (discovery, registration) from the request's origin: that origin
  * is pinned to SVC_BASE_URL's, whatever Host or X-Forwarded-* the caller sent, and the client
  * address it sees is the one Fastify settled on under TRUST_PROXY.
+ *
+ * CORS: the provider answers its endpoints with CORS headers, and the preflight of the token,
+ * revocation and introspection endpoints is its too (a browser app, a public client, calls them
+ * with its client_id; whether an origin is let in is the provider's `clientBasedCORS`). Only a
+ * preflight goes to it (an OPTIONS with Access-Control-Request-Method): any other OPTIONS stays
+ * Nest's 404, as on every path. Userinfo, Nest's, is open to any origin (userinfo.controller.ts):
+ * its CORS headers are set here, before any of its answers, refusals before the handler included.
  */
 import { Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
 import { OIDC_ROUTES } from './oidc-provider.factory';
 import { OidcProvider } from './oidc-provider';
+import { USERINFO_CORS, USERINFO_METHODS } from './userinfo.controller';
 
 const READ = ['GET', 'HEAD'];
 const POST = ['POST'];
@@ -37,6 +45,9 @@ const PATHS = new Map<string, { target: string; methods: string[] }>([
   [OIDC_ROUTES.end_session, { target: OIDC_ROUTES.end_session, methods: READ }],
   // Userinfo (userinfo.controller.ts) and the user-code page (device.controller.ts) are Nest's.
 ]);
+
+/** The provider's endpoints whose CORS preflight it answers (see the header). */
+const PREFLIGHTS = new Set<string>([OIDC_ROUTES.token, OIDC_ROUTES.revocation, OIDC_ROUTES.introspection]);
 
 /**
  * The provider's sub-paths: the authorization's resume after an interaction (`/auth/authorize/{uid}`,
@@ -80,6 +91,8 @@ export class OidcMount {
   readonly onRequest = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
     const query = req.url.indexOf('?');
     const path = (query === -1 ? req.url : req.url.slice(0, query)).replace(/\/+$/, '') || '/';
+    // By the route the request was routed to, whatever its spelling.
+    if (USERINFO_METHODS.has(req.routeOptions.url ?? '')) reply.headers(USERINFO_CORS);
     // Any letter case, as the rest of the routing (app.factory.ts); the provider gets its own spelling.
     const route =
       PATHS.get(path.toLowerCase()) ??
@@ -88,7 +101,8 @@ export class OidcMount {
         : POST_SUB_PATHS.test(path)
           ? { target: providerSpelling(path), methods: POST }
           : undefined);
-    if (!route || !route.methods.includes(req.method)) return done();
+    const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined && PREFLIGHTS.has(route?.target ?? '');
+    if (!route || !(route.methods.includes(req.method) || preflight)) return done();
     const target = route.target;
     const url = target + (query === -1 ? '' : req.url.slice(query));
     if (this.handle) return this.pass(req, reply, url, this.handle);

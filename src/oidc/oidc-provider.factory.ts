@@ -73,6 +73,42 @@ function apiScopes(ctx: KoaContextWithOIDC, client: { scope?: string }, resource
   return [...new Set([...asked, ...granted])].filter((s) => isApiScope(s) && (!registered || registered.has(s))).join(' ');
 }
 
+const SCOPES_GRANTED = 'openid, profile, email, or API scopes such as core.note:read';
+
+/**
+ * RFC 6749 3.3, 4.1.2.1 and 5.1 (OAuth 2.1 3.2.2.1): a request whose `scope` names nothing this
+ * client can be given is `invalid_scope` before anything else happens. `apiScopes` leaves out
+ * unknown values and API scopes the client did not register (and the provider an
+ * `offline_access` without `prompt=consent`); were nothing left, the code flow would send the user
+ * to sign in only to answer `access_denied`, and client credentials would issue a token with no
+ * scope where one was asked. The authorization and device endpoints have no default scope (the
+ * user must be asked about something); client credentials asking for none keep theirs, a token
+ * with the client's extension grant alone. An API scope the client did not register is named as
+ * the provider names such an OIDC scope.
+ */
+function refuseUnusableScope(ctx: KoaContextWithOIDC, client: { scope?: string }, api: string, errors: typeof import('oidc-provider').errors): void {
+  const { route } = ctx.oidc;
+  const params = ctx.oidc.params as { scope?: string; grant_type?: string } | undefined;
+  if (route === 'authorization' || route === 'device_authorization') {
+    if (api || ctx.oidc.requestParamOIDCScopes.size) return;
+  } else if (route === 'token' && params?.grant_type === 'client_credentials') {
+    // Its tokens carry API scopes only (the resource server's): an OIDC scope gives them nothing.
+    if (api || !params.scope) return;
+  } else {
+    return;
+  }
+  // As sent: the provider may have dropped some of it from the parameters by now.
+  const sent = route === 'authorization' ? ctx.query.scope : route === 'device_authorization' ? ctx.oidc.body?.scope : params?.scope;
+  const asked = (typeof sent === 'string' ? sent : '').split(' ').filter(Boolean);
+  // The error's `scope` names what was refused; a request without one has nothing to name.
+  if (!asked.length) throw Object.assign(new errors.InvalidScope(`scope is required: ${SCOPES_GRANTED}`, ''), { scope: undefined });
+  const registered = client.scope ? new Set(client.scope.split(' ')) : undefined;
+  const unregistered = asked.find((s) => isApiScope(s) && registered && !registered.has(s));
+  if (unregistered) throw new errors.InvalidScope('requested scope is not allowed', unregistered);
+  const wanted = route === 'token' ? 'client credentials take API scopes such as core.note:read' : SCOPES_GRANTED;
+  throw new errors.InvalidScope(`none of the requested scopes can be granted: ${wanted}`, asked.join(' '));
+}
+
 /** The grants a request's revocations deleted, with their accounts (see `revokedGrantAccount`). */
 const REVOKED_GRANTS = Symbol('revokedGrants');
 
@@ -291,7 +327,9 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, indicator, client) => {
           if (indicator !== resource) throw new errors.InvalidTarget(`the only resource is ${resource}`);
-          return { scope: apiScopes(ctx, client, resource), audience: resource, accessTokenFormat: 'opaque', accessTokenTTL: config.ACCESS_TOKEN_TTL };
+          const scope = apiScopes(ctx, client, resource);
+          refuseUnusableScope(ctx, client, scope, errors);
+          return { scope, audience: resource, accessTokenFormat: 'opaque', accessTokenTTL: config.ACCESS_TOKEN_TTL };
         },
       },
     },
@@ -337,6 +375,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   provider.use(neverFramed);
   provider.use(introspectedAsTheApiSees(resource, deps.users));
   provider.use(structuredTokensAreUnknown);
+  provider.use(publishClientAuthOfEveryEndpoint);
   provider.use(endAccountSignInOnLogout(config.secureCookies));
   await teachScopeGrammar(provider);
   provider.use(reportTokenReuse(deps.db));
@@ -522,6 +561,26 @@ async function structuredTokensAreUnknown(ctx: KoaContextWithOIDC, next: () => P
   if ((route !== 'introspection' && route !== 'revocation') || (ctx.body as { error?: string } | undefined)?.error !== 'unsupported_token_type') return;
   ctx.status = 200;
   ctx.body = route === 'introspection' ? { active: false } : '';
+}
+
+/**
+ * RFC 8414 2: discovery without `introspection_endpoint_auth_methods_supported` or
+ * `revocation_endpoint_auth_methods_supported` tells a client those endpoints take
+ * client_secret_basic alone. They authenticate a client with the token endpoint's own code
+ * (lib/shared/client_auth.js of the pinned version), so they take exactly what it takes, a public
+ * client's bare client_id (`none`) included: each gets the token endpoint's list, and its JWT
+ * methods' algorithms, which RFC 8414 requires beside `client_secret_jwt` and `private_key_jwt`.
+ */
+async function publishClientAuthOfEveryEndpoint(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next();
+  if (ctx.oidc?.route !== 'discovery' || !ctx.body || typeof ctx.body !== 'object') return;
+  const body = ctx.body as Record<string, unknown>;
+  const copy = (value: unknown) => (Array.isArray(value) ? [...value] : undefined);
+  for (const endpoint of ['introspection', 'revocation']) {
+    if (!body[`${endpoint}_endpoint`]) continue;
+    body[`${endpoint}_endpoint_auth_methods_supported`] = copy(body.token_endpoint_auth_methods_supported);
+    body[`${endpoint}_endpoint_auth_signing_alg_values_supported`] = copy(body.token_endpoint_auth_signing_alg_values_supported);
+  }
 }
 
 /**

@@ -58,6 +58,15 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
     security: clientAuth,
     responses: { 200: json('access_token (svc_at_…), token_type, expires_in, scope, refresh_token (svc_rt_…), id_token', tokenResponse), 400: oauthError, 401: oauthError },
   });
+  // oidc-mount.ts hands the provider a preflight only: another OPTIONS is 404 not_found, as anywhere.
+  const preflight = op('oauth', 'CORS preflight (answered by oidc-provider): the origin and the headers asked for are let in for POST, unless the client the POST names refuses the origin then', {
+    parameters: [
+      { name: 'Access-Control-Request-Method', in: 'header', required: true, schema: str },
+      { name: 'Origin', in: 'header', schema: str },
+      { name: 'Access-Control-Request-Headers', in: 'header', schema: str },
+    ],
+    responses: { 204: { description: 'Access-Control-Allow-Origin (the Origin), Access-Control-Allow-Methods: POST, Access-Control-Allow-Headers (those asked for), Access-Control-Max-Age: 3600' } },
+  });
   const discovery = op('oauth', 'OpenID Connect discovery / RFC 8414 metadata', { responses: { 200: json('Provider metadata') } });
   const jwks = op('oauth', 'JSON Web Key Set of the id_token signing keys (RS256)', {
     responses: { 200: { description: '{"keys":[…]}', content: { 'application/jwk-set+json': { schema: jwkSet } } } },
@@ -79,9 +88,9 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
     '/auth/authorize': { get: authorize },
     // Nest's POST (interactions.controller.ts) answers a 303 to the same.
     '/auth/oauth2/authorize': { get: { ...authorize, summary: 'Alias of GET /auth/authorize (SPEC 5.3 path)' } },
-    '/auth/oauth2/token': { post: token },
-    '/auth/token': { post: { ...token, summary: 'Back-compat alias of POST /auth/oauth2/token' } },
-    '/auth/device/token': { post: { ...token, summary: 'Device flow polling: the token endpoint (authorization_pending, slow_down, expired_token, access_denied)' } },
+    '/auth/oauth2/token': { post: token, options: preflight },
+    '/auth/token': { post: { ...token, summary: 'Back-compat alias of POST /auth/oauth2/token' }, options: preflight },
+    '/auth/device/token': { post: { ...token, summary: 'Device flow polling: the token endpoint (authorization_pending, slow_down, expired_token, access_denied)' }, options: preflight },
     '/auth/device': {
       post: op('oauth', 'Device authorization (RFC 8628): device_code, user_code (XXX-XXXX), verification_uri, verification_uri_complete, expires_in, interval', {
         requestBody: form({ client_id: str, scope: str }, ['client_id']),
@@ -95,6 +104,7 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
         security: clientAuth,
         responses: { 200: { description: 'Revoked (or nothing to revoke)' }, 400: oauthError, 401: oauthError },
       }),
+      options: preflight,
     },
     '/auth/oauth2/introspect': {
       post: op('oauth', 'RFC 7662 introspection: {active} and, when active, scope, client_id, exp', {
@@ -102,6 +112,7 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
         security: clientAuth,
         responses: { 200: json('{"active":boolean,…}', introspection), 400: oauthError, 401: oauthError },
       }),
+      options: preflight,
     },
     '/auth/oauth2/register': {
       post: op('oauth', 'RFC 7591 dynamic registration, unauthenticated: a tenant-less client (use POST /auth/clients for a tenant\'s own)', {

@@ -9,8 +9,15 @@
  * the API refuses (expired, revoked, of a tenant's client for another tenant's user) is 401
  * `invalid_token` here. Errors in RFC 6750 form, those refused before the handler (a body it cannot
  * take) included.
+ *
+ * A browser app on any origin may call it (Fetch standard CORS): the token comes in the
+ * Authorization header, never in a cookie, so a page can learn nothing here it did not already
+ * hold a token for. Every answer carries `Access-Control-Allow-Origin: *` and lets the app read
+ * WWW-Authenticate (set by oidc-mount.ts for these paths, so the refusals before the handler have
+ * them too), and OPTIONS answers the preflight an Authorization header needs. Credentials
+ * (cookies) are never allowed; the account pages, which a cookie signs in to, answer no preflight.
  */
-import { applyDecorators, Controller, Get, HttpCode, Post, Res, UseFilters } from '@nestjs/common';
+import { applyDecorators, Controller, Get, HttpCode, Options, Post, Res, UseFilters } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
@@ -23,6 +30,34 @@ import { OAUTH_ERROR_SCHEMA } from './openapi-paths';
 
 const FORM = 'application/x-www-form-urlencoded';
 
+/** The userinfo routes and the methods each serves. */
+export const USERINFO_METHODS = new Map([
+  ['/auth/userinfo', 'GET'],
+  ['/auth/oauth2/userinfo', 'GET, POST'],
+]);
+
+/** On every userinfo answer (oidc-mount.ts): any origin, and the RFC 6750 challenge readable. */
+export const USERINFO_CORS = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': 'WWW-Authenticate' } as const;
+
+/** As long as oidc-provider lets a browser keep its endpoints' preflights. */
+const PREFLIGHT_MAX_AGE = '3600';
+
+const ApiPreflight = (path: string) =>
+  applyDecorators(
+    ApiExtension('x-error-format', 'oauth'),
+    ApiOperation({ summary: `CORS preflight of ${path}: any origin may send ${USERINFO_METHODS.get(path)} with an Authorization header (no cookies)` }),
+    ApiResponse({
+      status: 204,
+      description: 'Access-Control-Allow-Origin: *, the methods, Access-Control-Allow-Headers: Authorization',
+      headers: {
+        'Access-Control-Allow-Origin': { schema: { type: 'string', enum: ['*'] } },
+        'Access-Control-Allow-Methods': { schema: { type: 'string', enum: [USERINFO_METHODS.get(path)!] } },
+        'Access-Control-Allow-Headers': { schema: { type: 'string', enum: ['Authorization'] } },
+        'Access-Control-Max-Age': { schema: { type: 'string', enum: [PREFLIGHT_MAX_AGE] } },
+      },
+    }),
+  );
+
 const ApiUserinfoErrors = () =>
   applyDecorators(
     ApiResponse({ status: 401, description: 'No bearer token (invalid_request), or one not valid here (invalid_token); see WWW-Authenticate', schema: OAUTH_ERROR_SCHEMA }),
@@ -30,7 +65,6 @@ const ApiUserinfoErrors = () =>
   );
 
 @ApiTags('oauth')
-@ApiBearerAuth()
 @Public()
 @UseFilters(OAuthErrorFormFilter)
 @Controller('auth')
@@ -42,6 +76,7 @@ export class UserinfoController {
   ) {}
 
   @ApiExtension('x-error-format', 'oauth')
+  @ApiBearerAuth()
   @Get(['userinfo', 'oauth2/userinfo'])
   @ApiOperation({ summary: 'OIDC claims of the signed-in user, by the scopes of the token (bearer: an svc_at_ token issued with openid)' })
   @ApiUserinfoErrors()
@@ -51,6 +86,7 @@ export class UserinfoController {
   }
 
   @ApiExtension('x-error-format', 'oauth')
+  @ApiBearerAuth()
   @Post('oauth2/userinfo')
   @HttpCode(200)
   @Accepts(FORM)
@@ -59,6 +95,30 @@ export class UserinfoController {
   @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true }, description: 'The claims: sub, and those of the token\'s profile and email scopes' })
   post(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     return this.answer(req, reply);
+  }
+
+  @Options('userinfo')
+  @ApiPreflight('/auth/userinfo')
+  preflight(@LenientRequest() _req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    return this.allow(reply, '/auth/userinfo');
+  }
+
+  @Options('oauth2/userinfo')
+  @ApiPreflight('/auth/oauth2/userinfo')
+  preflightOAuth2(@LenientRequest() _req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    return this.allow(reply, '/auth/oauth2/userinfo');
+  }
+
+  /** The preflight's answer, to any origin (the Access-Control-Allow-Origin is already set: see the header). */
+  private async allow(reply: FastifyReply, path: string): Promise<void> {
+    const methods = USERINFO_METHODS.get(path)!;
+    await reply
+      .status(204)
+      .header('Access-Control-Allow-Methods', methods)
+      .header('Access-Control-Allow-Headers', 'Authorization')
+      .header('Access-Control-Max-Age', PREFLIGHT_MAX_AGE)
+      .header('Allow', `${methods}, OPTIONS`)
+      .send();
   }
 
   private async answer(req: FastifyRequest, reply: FastifyReply): Promise<void> {
