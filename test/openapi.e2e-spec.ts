@@ -42,8 +42,8 @@ function registeredRoutes(t: TestApp): Array<{ method: string; path: string }> {
   for (const { path: raw, methods } of routeTable(t)) {
     if (raw.endsWith('/*')) continue;
     const path = raw.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-    // HEAD beside GET is Fastify's automatic sibling route (exposeHeadRoutes), not an endpoint of its own.
-    for (const method of methods) if (!(method === 'head' && methods.includes('get'))) out.push({ method, path });
+    // HEAD beside GET, Fastify's automatic sibling route (exposeHeadRoutes), is answered too.
+    for (const method of methods) out.push({ method, path });
   }
   return out;
 }
@@ -106,7 +106,7 @@ describe('OpenAPI and docs', () => {
   /** Every operation of the document, with its method and path. */
   const operations = () =>
     Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
-      Object.entries(item).filter(([method]) => ['get', 'put', 'post', 'delete', 'patch'].includes(method)).map(([method, op]) => ({ method, path, op })),
+      Object.entries(item).filter(([method]) => ['get', 'head', 'put', 'post', 'delete', 'patch', 'options'].includes(method)).map(([method, op]) => ({ method, path, op })),
     );
   const schema = (name: string) => doc.components.schemas[name];
 
@@ -174,6 +174,7 @@ describe('OpenAPI and docs', () => {
     for (const { path } of operations().filter(({ method, path }) => method === 'get' && !path.includes('{') && path !== '/events')) {
       const [get, head] = [await t.http.get(path).redirects(0), await t.http.head(path).redirects(0)];
       expect([path, head.status]).toEqual([path, get.status]);
+      expect([path, Object.keys(doc.paths[path].head?.responses ?? {})]).toEqual([path, expect.arrayContaining([String(head.status)])]);
     }
   });
 
@@ -206,6 +207,64 @@ describe('OpenAPI and docs', () => {
     expect([big.status, big.body.error?.code]).toEqual([413, 'invalid_request']);
     const text = await t.http.post(`/connections/${id}/refresh`).set(bearer(admin)).type('text').send('x');
     expect([text.status, text.body.error?.code]).toEqual([415, 'invalid_request']);
+  });
+
+  it('documents a 400 on every operation the service routes itself, in the form its route answers input it refuses', async () => {
+    const missing = serviceOperations().filter(({ op }) => !op.responses['400']).map(({ method, path }) => `${method} ${path}`);
+    expect(missing).toEqual([]);
+    const notJson = serviceOperations()
+      .filter(({ method, op }) => method !== 'head' && !op.responses['400'].content?.['application/json'])
+      .map(({ method, path }) => `${method} ${path}`);
+    expect(notJson).toEqual([]);
+    // As the running service answers: an unknown query parameter, or a NUL where a route reads the query itself.
+    for (const [url, path, form] of [
+      ['/health?x=1', '/health', 'envelope'],
+      ['/openapi.json?x=1', '/openapi.json', 'envelope'],
+      ['/auth/sign-in?x=%00', '/auth/sign-in', 'envelope'],
+      ['/auth/userinfo?x=%00', '/auth/userinfo', 'oauth'],
+    ]) {
+      const [get, head] = [await t.http.get(url).redirects(0), await t.http.head(url).redirects(0)];
+      expect([url, get.status, head.status]).toEqual([url, 400, 400]);
+      expect([url, Object.keys(doc.paths[path].get.responses)]).toEqual([url, expect.arrayContaining(['400'])]);
+      expect([url, Object.keys(doc.paths[path].head.responses)]).toEqual([url, expect.arrayContaining(['400'])]);
+      const documented = doc.paths[path].get.responses['400'].content['application/json'].schema;
+      if (form === 'envelope') {
+        expect([url, get.body.error?.code, documented.$ref]).toEqual([url, 'validation_error', '#/components/schemas/ErrorEnvelopeDto']);
+      } else {
+        expect([url, get.body.error, documented.properties?.error?.type]).toEqual([url, 'invalid_request', 'string']);
+      }
+    }
+  });
+
+  it('documents the 413 and 415 of a route that answers errors in RFC 6749 form in that form', async () => {
+    const responses = doc.paths['/auth/oauth2/userinfo'].post.responses;
+    const text = await t.http.post('/auth/oauth2/userinfo').type('text').send('x');
+    const big = await t.http.post('/auth/oauth2/userinfo').type('form').send(`a=${'y'.repeat(1_100_000)}`);
+    for (const res of [text, big]) {
+      expect([res.status, res.body.error]).toEqual([res.status, 'invalid_request']);
+      expect([res.status, responses[String(res.status)]?.content['application/json'].schema.properties?.error?.type]).toEqual([res.status, 'string']);
+    }
+    expect([text.status, big.status]).toEqual([415, 413]);
+  });
+
+  it('documents HEAD on every GET path: the GET\'s parameters, security and errors, no bodies, an operationId of its own', () => {
+    const gets = Object.entries<Record<string, any>>(doc.paths).filter(([, item]) => item.get);
+    expect(gets.filter(([, item]) => !item.head).map(([path]) => path)).toEqual([]);
+    const errors = (op: any) => Object.keys(op.responses).filter((status) => /^[45]/.test(status)).sort();
+    // The HEADs the document derives from their GETs (the blob download declares its own).
+    for (const [path, { get, head }] of gets.filter(([, item]) => item.head.operationId === `${item.get.operationId}_head`)) {
+      expect([path, head.parameters, head.security, head['x-error-format']]).toEqual([path, get.parameters, get.security, get['x-error-format']]);
+      expect([path, errors(head)]).toEqual([path, errors(get)]);
+      expect([path, Object.keys(head.responses).some((status) => /^[23]/.test(status))]).toEqual([path, true]);
+      expect([path, Object.entries<any>(head.responses).filter(([, response]) => response.content).map(([status]) => status)]).toEqual([path, []]);
+    }
+    const ids = operations().map(({ op }) => op.operationId);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+  });
+
+  it('documents the status a HEAD that does less than its GET answers (the connector callback: 200, not the GET\'s 302)', async () => {
+    const status = (await t.http.head('/oauth/callback/x')).status;
+    expect(Object.keys(doc.paths['/oauth/callback/{provider}'].head.responses)).toContain(String(status));
   });
 
   it('documents the blob upload\'s own 413 (blob_too_large), not the JSON body limit', () => {

@@ -6,6 +6,7 @@ import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
 import { createValidationPipe } from '../common/validation';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiHeadSuccesses } from '../openapi/api-head.decorator';
 import { ConnectionList, ConnectionResponse, ConnectorCallbackQuery, ListConnectionsQuery, StartConnectionQuery, UPSTREAM_REDIRECT_MAX_LENGTHS } from './connections.dto';
 import { ConnectionsService } from './connections.service';
 
@@ -49,6 +50,7 @@ export class ConnectionsController {
     description: 'HEAD answers 200 with no body and does nothing else: it neither exchanges the code nor uses up the single-use state.',
   })
   @ApiResponse({ status: 302, description: 'To the redirect_uri given at /oauth/start' })
+  @ApiHeadSuccesses({ 200: 'Nothing else is done: the code is not exchanged and the single-use state is not spent' })
   @ApiErrors(400, 429)
   @ApiUpstreamRedirectQuery()
   async callback(@Param('provider') provider: string, @UpstreamRedirect() q: ConnectorCallbackQuery, @Res() reply: FastifyReply): Promise<void> {

@@ -3,7 +3,7 @@
  * the controllers' decorators. OpenApiController serves it.
  */
 import type { INestApplication } from '@nestjs/common';
-import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { DocumentBuilder, OpenAPIObject, ResponseObject, SwaggerModule } from '@nestjs/swagger';
 import { STATUS_CODES } from 'node:http';
 import { NO_STORE_EXTENSION } from '../common/security-headers';
 import type { AppConfig } from '../config/app-config';
@@ -11,6 +11,7 @@ import { OAUTH_ERROR_SCHEMA, oidcOpenApiPaths } from '../oidc/openapi-paths';
 import { bucketFor } from '../rate-limit/rate-limit.policy';
 import { openApiWebhooks } from '../webhooks/openapi-webhooks';
 import { errorResponse } from './api-errors.decorator';
+import { HEAD_SUCCESSES_EXTENSION } from './api-head.decorator';
 import { OpenApiDocument } from './openapi.controller';
 
 export const API_VERSION = '4.2.0';
@@ -64,11 +65,13 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   const document = SwaggerModule.createDocument(app, builder.build());
   documentPipelineErrors(document);
   for (const [path, item] of Object.entries(oidcOpenApiPaths())) document.paths[path] = { ...document.paths[path], ...item };
+  for (const [, , op] of operations(document)) if (op.operationId) op.operationId = op.operationId.replace(/\[(\d+)\]$/, '_$1');
   documentRateLimit(document);
+  // After the 429 (the GET's, without its body), before the descriptions and headers, which a HEAD gets as its own.
+  documentHead(document);
   describeSuccesses(document);
   documentCommonHeaders(document);
   document.webhooks = openApiWebhooks();
-  for (const [, , op] of operations(document)) if (op.operationId) op.operationId = op.operationId.replace(/\[(\d+)\]$/, '_$1');
   return document;
 }
 
@@ -85,19 +88,92 @@ function* operations(document: OpenAPIObject): Generator<[path: string, method: 
 
 /**
  * Errors the request pipeline answers for any route, rather than the route: every service route
+ * refuses a query or path that breaks the input rules, and a query parameter it does not read
+ * (400: InputGuard), and a body on a route that takes none (BodylessRouteGuard); every one
  * that may be sent a body (POST, PUT, PATCH and DELETE) refuses one too large (413) or with a
  * charset, Content-Encoding or Content-Type it does not read (415: body-parsing.ts, InputGuard,
  * and Fastify for a Content-Type that is no media type), every one answers 503 while a
  * dependency is away, and every write 409 `conflict` when its transaction lost to concurrent
  * ones (exception.filter.ts). Runs before the provider's own endpoints are added: those read
- * their bodies themselves and answer 400 in RFC 6749 form instead.
+ * their requests themselves and answer in RFC 6749 form instead. A route's own 400 in another
+ * media type (an HTML page) gains the pipeline's JSON one beside it, which it is answered in.
  */
 function documentPipelineErrors(document: OpenAPIObject): void {
   for (const [, method, op] of operations(document)) {
-    if (WRITES.has(method)) for (const status of [413, 415]) op.responses[status] ??= errorResponse(status);
-    if (!JSON.stringify(op.responses).includes('ErrorEnvelopeDto')) continue;
-    op.responses[503] ??= errorResponse(503);
-    if (WRITES.has(method)) op.responses[409] ??= errorResponse(409);
+    const error = (status: number) => pipelineError(op, status);
+    // A route is taken to reach a dependency when it may be sent a body or documents envelope errors of its own.
+    const reachesDependency = WRITES.has(method) || JSON.stringify(op.responses).includes('ErrorEnvelopeDto');
+    if (WRITES.has(method)) for (const status of [409, 413, 415]) op.responses[status] ??= error(status);
+    if (reachesDependency) op.responses[503] ??= error(503);
+    const own = op.responses[400];
+    const refused = error(400);
+    if (!own) op.responses[400] = refused;
+    else if (!('$ref' in own) && !own.content?.['application/json']) {
+      op.responses[400] = { ...own, description: `${own.description}. As JSON: ${refused.description}`, content: { ...own.content, ...refused.content } };
+    }
+  }
+}
+
+const PIPELINE_400 = 'A query parameter the route does not read, a query, path or body value the input rules refuse (NUL, an unpaired surrogate), a body that does not parse, or one on a route that takes none (validation_error, invalid_request)';
+
+/**
+ * The pipeline's answer in the route's error form: RFC 6749's on the few routes Nest serves in
+ * OAuth's place (`x-error-format: oauth`, answered through OAuthErrorFormFilter), the envelope elsewhere.
+ */
+function pipelineError(op: Operation, status: number): ResponseObject & Required<Pick<ResponseObject, 'content'>> {
+  if ((op as Operation & { 'x-error-format'?: string })['x-error-format'] !== 'oauth') {
+    const envelope = errorResponse(status);
+    return status === 400 ? { ...envelope, description: PIPELINE_400 } : envelope;
+  }
+  const error = status === 503 ? 'temporarily_unavailable' : 'invalid_request';
+  const why: Record<number, string> = {
+    400: 'a query or path value the input rules refuse (NUL, an unpaired surrogate), or a body that does not parse',
+    409: 'the request collided with concurrent writes and changed nothing; send it again',
+    413: 'the request body is larger than the limit',
+    415: 'unsupported content type, charset or encoding',
+    503: 'a dependency is away; retry after Retry-After',
+  };
+  return {
+    description: `RFC 6749 error {"error":"${error}","error_description"}: ${why[status]}`,
+    content: { 'application/json': { schema: OAUTH_ERROR_SCHEMA } },
+    // documentCommonHeaders adds Retry-After to the envelope's 503 by its schema; this one says it itself.
+    ...(status === 503 ? { headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } } : {}),
+  };
+}
+
+/**
+ * Fastify answers HEAD on every GET route (and oidc-mount.ts hands the provider HEAD with GET):
+ * the same status and headers without a body, unless the route says otherwise
+ * (api-head.decorator.ts). So every GET path gets a HEAD operation, beside the GET, with the
+ * GET's parameters, security and answers, bodies left out; a route that documents its own HEAD
+ * (the blob download) keeps it.
+ */
+function documentHead(document: OpenAPIObject): void {
+  for (const [path, item] of Object.entries(document.paths)) {
+    const get = item.get as (Operation & { [HEAD_SUCCESSES_EXTENSION]?: Record<string, string> }) | undefined;
+    if (!get) continue;
+    const successes = get[HEAD_SUCCESSES_EXTENSION];
+    delete get[HEAD_SUCCESSES_EXTENSION];
+    if (item.head) continue;
+    const { requestBody: _none, description: _about, ...rest } = structuredClone(get);
+    const responses: Operation['responses'] = {};
+    for (const [status, response] of Object.entries(rest.responses)) {
+      if (successes && !/^[45]/.test(status)) continue;
+      if (!response || '$ref' in response) responses[status] = response;
+      else {
+        const { content: _body, ...bodiless } = response;
+        responses[status] = bodiless;
+      }
+    }
+    for (const [status, description] of Object.entries(successes ?? {})) responses[status] = { description };
+    const head: Operation = {
+      ...rest,
+      description: successes ? `HEAD of GET ${path}: the answers below, without a body.` : `HEAD of GET ${path}: the same status and headers, without a body.`,
+      responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b))),
+      ...(get.operationId ? { operationId: `${get.operationId}_head` } : {}),
+    };
+    // Beside its GET, where a reader of the reference looks for it.
+    document.paths[path] = Object.fromEntries(Object.entries(item).flatMap(([key, value]) => (key === 'get' ? [[key, value], ['head', head]] : [[key, value]])));
   }
 }
 
@@ -148,7 +224,7 @@ function documentCommonHeaders(document: OpenAPIObject): void {
     'Cache-Control': { description: '`no-store`: the body shows a secret once, which no cache may keep', schema: { type: 'string', enum: ['no-store'] } },
   };
   const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
-  for (const [, , op] of operations(document)) {
+  for (const [path, method, op] of operations(document)) {
     const idempotent = (op.parameters ?? []).some((p) => 'in' in p && p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
     // The marker has done its work once the headers say it.
     const marked = op as Operation & { [NO_STORE_EXTENSION]?: boolean };
@@ -158,7 +234,9 @@ function documentCommonHeaders(document: OpenAPIObject): void {
       if (!response || '$ref' in response) continue;
       const headers: Record<string, { $ref: string }> = {};
       for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) headers[name] = ref(name);
-      const unavailable = status === '503' && JSON.stringify(response).includes('ErrorEnvelopeDto');
+      // A HEAD's 503 is its GET's without the body, which tells service_unavailable from GET /health's own.
+      const answered = method === 'head' ? (document.paths[path].get?.responses[status] ?? response) : response;
+      const unavailable = status === '503' && JSON.stringify(answered).includes('ErrorEnvelopeDto');
       if (status === '429' || unavailable) headers['Retry-After'] = ref('Retry-After');
       if (idempotent && status !== '429' && !status.startsWith('5')) headers['Idempotent-Replayed'] = ref('Idempotent-Replayed');
       if (noStore && status.startsWith('2')) headers['Cache-Control'] = ref('Cache-Control');
