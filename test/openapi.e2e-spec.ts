@@ -262,6 +262,13 @@ describe('OpenAPI and docs', () => {
     expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
   });
 
+  it('documents what an OPTIONS of a provider endpoint answers, preflight or not', async () => {
+    const token = doc.paths['/auth/oauth2/token'].options.responses;
+    const bare = await t.http.options('/auth/oauth2/token');
+    const preflight = await t.http.options('/auth/oauth2/token').set('Origin', 'https://app.example').set('Access-Control-Request-Method', 'POST');
+    expect([bare.status, preflight.status].filter((status) => !(String(status) in token))).toEqual([]);
+  });
+
   it('documents the status a HEAD that does less than its GET answers (the connector callback: 200, not the GET\'s 302)', async () => {
     const status = (await t.http.head('/oauth/callback/x')).status;
     expect(Object.keys(doc.paths['/oauth/callback/{provider}'].head.responses)).toContain(String(status));

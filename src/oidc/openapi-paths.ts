@@ -6,6 +6,7 @@
  * are added with every other route's, in openapi.ts.
  */
 import type { OpenAPIObject } from '@nestjs/swagger';
+import { errorResponse } from '../openapi/api-errors.decorator';
 
 type PathItem = OpenAPIObject['paths'][string];
 type Operation = NonNullable<PathItem['get']>;
@@ -65,7 +66,10 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
       { name: 'Origin', in: 'header', schema: str },
       { name: 'Access-Control-Request-Headers', in: 'header', schema: str },
     ],
-    responses: { 204: { description: 'Access-Control-Allow-Origin (the Origin), Access-Control-Allow-Methods: POST, Access-Control-Allow-Headers (those asked for), Access-Control-Max-Age: 3600' } },
+    responses: {
+      204: { description: 'Access-Control-Allow-Origin (the Origin), Access-Control-Allow-Methods: POST, Access-Control-Allow-Headers (those asked for), Access-Control-Max-Age: 3600' },
+      404: { ...errorResponse(404), description: 'Not a preflight (no Access-Control-Request-Method): not_found, as any OPTIONS elsewhere' },
+    },
   });
   const discovery = op('oauth', 'OpenID Connect discovery / RFC 8414 metadata', { responses: { 200: json('Provider metadata') } });
   const jwks = op('oauth', 'JSON Web Key Set of the id_token signing keys (RS256)', {
