@@ -21,6 +21,17 @@ const REDIRECT = 'https://notes.example.com/callback';
 
 jest.setTimeout(60_000);
 
+/** Signs grace in on the page an authorization request led to, allows the app if asked, and waits until the app is back. */
+async function signInAndAllow(p: Page): Promise<void> {
+  await p.getByLabel('Email').fill('grace@example.com');
+  await p.getByLabel('Password').fill('a long browser password');
+  await p.getByRole('button', { name: 'Sign in' }).click();
+  const allow = p.getByRole('button', { name: 'Allow' });
+  const back = p.getByText('back in the app');
+  await Promise.race([back.waitFor(), allow.waitFor().then(() => allow.click())]);
+  await back.waitFor();
+}
+
 describe('OAuth pages in Chromium', () => {
   let t: TestApp;
   let browser: Browser;
@@ -111,13 +122,7 @@ describe('OAuth pages in Chromium', () => {
     const verifier = oidc.randomPKCECodeVerifier();
     const challenge = await oidc.calculatePKCECodeChallenge(verifier);
     await p.goto(oidc.buildAuthorizationUrl(rp, { redirect_uri: REDIRECT, scope: 'openid profile', code_challenge: challenge, code_challenge_method: 'S256', state: 'cors' }).toString());
-    await p.getByLabel('Email').fill('grace@example.com');
-    await p.getByLabel('Password').fill('a long browser password');
-    await p.getByRole('button', { name: 'Sign in' }).click();
-    const allow = p.getByRole('button', { name: 'Allow' });
-    const back = p.getByText('back in the app');
-    await Promise.race([back.waitFor(), allow.waitFor().then(() => allow.click())]);
-    await back.waitFor();
+    await signInAndAllow(p);
     const tokens = await oidc.authorizationCodeGrant(rp, new URL(callback!), { pkceCodeVerifier: verifier, expectedState: 'cors' });
     // The browser is signed in to the account pages too.
     await p.goto(`${t.url}/auth/sign-in?return_to=/auth/sessions`);
@@ -218,13 +223,7 @@ describe('OAuth pages in Chromium', () => {
       await p.goto(oidc.buildAuthorizationUrl(rp, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state: 'out' }).toString());
     };
     await authorize();
-    await p.getByLabel('Email').fill('grace@example.com');
-    await p.getByLabel('Password').fill('a long browser password');
-    await p.getByRole('button', { name: 'Sign in' }).click();
-    const allow = p.getByRole('button', { name: 'Allow' });
-    const back = p.getByText('back in the app');
-    await Promise.race([back.waitFor(), allow.waitFor().then(() => allow.click())]);
-    await back.waitFor();
+    await signInAndAllow(p);
 
     const neverFramed = (res: { headers(): Record<string, string> } | null) => {
       expect(res!.headers()['x-frame-options']).toBe('DENY');
