@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { MAX_OUTGOING_EDGES } from '../src/edges/edges.service';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
-import { expectError } from './support/envelope';
+import { badFields, expectError } from './support/envelope';
 
 describe('edges (e2e)', () => {
   let t: TestApp;
@@ -106,6 +106,44 @@ describe('edges (e2e)', () => {
       await get(member.key, '/edge-types/test.relates').expect(200);
       expect(code(await get(member.key, '/edge-types/test.parent').expect(404))).toBe('edge_type_not_found');
       expect(code(await get(admin, '/edge-types/test.nope').expect(404))).toBe('edge_type_not_found');
+    });
+
+    it('lists a page at a time by name, without gaps or repeats, a member\'s pages holding only what it may read', async () => {
+      const tenant = await createTenant(t, admin, 'edge-type-paging');
+      const names = ['pg.e', 'pg.a', 'pg.d', 'pg.c', 'pg.b'];
+      for (const name of names) await post(tenant.key, '/edge-types', { name, source_types: ['*'], target_types: ['*'] }).expect(201);
+      const walk = async (key: string, limit: number) => {
+        const seen: string[] = [];
+        const sizes: number[] = [];
+        let cursor: string | null = null;
+        do {
+          const res: { body: { edge_types: Array<{ name: string }>; next_cursor: string | null } } = await t.http
+            .get('/edge-types')
+            .query({ limit, ...(cursor ? { cursor } : {}) })
+            .set(bearer(key))
+            .expect(200);
+          expect(Object.keys(res.body).sort()).toEqual(['edge_types', 'next_cursor']);
+          sizes.push(res.body.edge_types.length);
+          seen.push(...res.body.edge_types.map((e) => e.name));
+          cursor = res.body.next_cursor;
+        } while (cursor && sizes.length < 50);
+        return { seen, sizes };
+      };
+      expect(await walk(tenant.key, 2)).toEqual({ seen: [...names].sort(), sizes: [2, 2, 1] });
+      expect(await walk(tenant.key, 5)).toEqual({ seen: [...names].sort(), sizes: [5] });
+      const whole = await get(tenant.key, '/edge-types').expect(200);
+      expect([whole.body.edge_types.map((e: { name: string }) => e.name), whole.body.next_cursor]).toEqual([[...names].sort(), null]);
+
+      const member = await createKey(t, tenant.key, { role: 'member', edge_permissions: { 'pg.a': 'read', 'pg.c': 'read', 'pg.e': 'read' } });
+      expect(await walk(member.key, 2)).toEqual({ seen: ['pg.a', 'pg.c', 'pg.e'], sizes: [2, 1] });
+    });
+
+    it('a limit out of 1..100 or a cursor it did not issue is 400 validation_error', async () => {
+      for (const limit of ['0', '101', 'x', '1.5']) expect(badFields(await t.http.get('/edge-types').query({ limit }).set(bearer(admin)))).toEqual(['limit']);
+      const forged = (position: unknown) => Buffer.from(JSON.stringify(position)).toString('base64url');
+      for (const cursor of ['garbage', forged(['not a date', 'test.relates']), forged({}), forged(['2026-01-01T00:00:00.000Z', 'Not A Name'])]) {
+        expect(badFields(await t.http.get('/edge-types').query({ cursor }).set(bearer(admin)))).toEqual(['cursor']);
+      }
     });
 
     it('deletes an unused edge type, and refuses one with edges with 409 conflict', async () => {
@@ -540,6 +578,6 @@ describe('edges (e2e)', () => {
     expect(Object.keys(paths['/edge-types/{name}'] ?? {})).toEqual(expect.arrayContaining(['get', 'delete']));
     expect(Object.keys(paths['/edges'] ?? {})).toEqual(['post']);
     expect(Object.keys(paths['/edges/{id}'] ?? {})).toEqual(expect.arrayContaining(['get', 'delete']));
-    expect(Object.keys(paths['/items/{id}/edges'] ?? {})).toEqual(['get']);
+    expect(Object.keys(paths['/items/{id}/edges'] ?? {})).toEqual(['get', 'head']);
   });
 });

@@ -6,6 +6,7 @@
  */
 import { Api, api, expectError, expectStatus, RFC3339 } from './items/helpers';
 import { bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { badFields } from './support/envelope';
 
 describe('types', () => {
   let t: TestApp;
@@ -30,6 +31,23 @@ describe('types', () => {
   /** The JSON pointers an invalid_schema error names. */
   const refusedAt = (res: { body: any }) => expectError(res as never, 400, 'invalid_schema').details!.errors.map((e: { path: string }) => e.path);
   afterAll(() => t?.close());
+
+  /** The names of every page of GET /types with `query`, walked through next_cursor, and each page's size. */
+  async function walk(as: Api, query: Record<string, string | number> = {}): Promise<{ names: string[]; sizes: number[] }> {
+    const names: string[] = [];
+    const sizes: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await as.get('/types', { ...query, ...(cursor ? { cursor } : {}) });
+      expectStatus(res, 200);
+      expect(Object.keys(res.body).sort()).toEqual(['next_cursor', 'types']);
+      sizes.push(res.body.types.length);
+      names.push(...res.body.types.map((ty: any) => ty.name));
+      cursor = res.body.next_cursor;
+      expect(cursor === null || typeof cursor === 'string').toBe(true);
+    } while (cursor && sizes.length < 50);
+    return { names, sizes };
+  }
 
   const recipeSchema = {
     type: 'object',
@@ -78,6 +96,61 @@ describe('types', () => {
       expect(tenant.body.types.every((ty: any) => ty.core === false)).toBe(true);
       expect(tenant.body.types.map((ty: any) => ty.name)).toContain('kind.split');
       expectError(await admin.get('/types', { kind: 'bogus' }), 400, 'validation_error');
+    });
+  });
+
+  describe('listing a page at a time', () => {
+    it('walks pages of 2 without gaps or repeats, core types first then by name, kind and permissions narrowing the pages', async () => {
+      const tenant = await createTenant(t, adminKey, 'types-paging');
+      const own = api(t, tenant.key);
+      for (const name of ['pg.delta', 'pg.alpha', 'pg.echo', 'pg.charlie', 'pg.bravo', 'zz.hidden']) expectStatus(await own.post('/types', { name, schema: {} }), 201);
+
+      const whole = await own.get('/types');
+      expect(whole.body.next_cursor).toBeNull();
+      const core: string[] = whole.body.types.filter((ty: any) => ty.core).map((ty: any) => ty.name);
+      expect(core.length).toBeGreaterThanOrEqual(6);
+      const mine = ['pg.alpha', 'pg.bravo', 'pg.charlie', 'pg.delta', 'pg.echo', 'zz.hidden'];
+      expect(whole.body.types.map((ty: any) => ty.name)).toEqual([...[...core].sort(), ...mine]);
+
+      const all = await walk(own, { limit: 2 });
+      expect(all.names).toEqual(whole.body.types.map((ty: any) => ty.name));
+      expect(all.sizes.slice(0, -1).every((n) => n === 2)).toBe(true);
+      expect(all.sizes.at(-1)).toBeGreaterThan(0);
+
+      expect(await walk(own, { kind: 'tenant', limit: 2 })).toEqual({ names: mine, sizes: [2, 2, 2] });
+      expect((await walk(own, { kind: 'core', limit: 2 })).names).toEqual([...core].sort());
+      expect((await walk(own, { kind: 'tenant', limit: 4 })).sizes).toEqual([4, 2]);
+
+      // A member's pages hold only what it may read, and are full but for the last.
+      const member = api(t, (await createKey(t, tenant.key, { role: 'member', type_permissions: { 'core.note': 'read', 'pg.*': 'read' } })).key);
+      expect(await walk(member, { limit: 2 })).toEqual({ names: ['core.note', 'pg.alpha', 'pg.bravo', 'pg.charlie', 'pg.delta', 'pg.echo'], sizes: [2, 2, 2] });
+      expect(await walk(member, { kind: 'tenant', limit: 3 })).toEqual({ names: mine.slice(0, 5), sizes: [3, 2] });
+    });
+
+    it('answers 50 types by default and at most 100', async () => {
+      const tenant = await createTenant(t, adminKey, 'types-many');
+      await t.sql(
+        `INSERT INTO item_types (tenant_id, name, parent, schema, resolved_schema, merge_policy, core, version, created_at, updated_at)
+         SELECT $1, 'many.t' || lpad(i::text, 3, '0'), NULL, '{"type":"object"}', '{"type":"object"}', '{}', false, 1, now(), now() FROM generate_series(1, 120) i`,
+        [tenant.tenantId],
+      );
+      const own = api(t, tenant.key);
+      const first = await own.get('/types', { kind: 'tenant' });
+      expect(first.body.types).toHaveLength(50);
+      expect(typeof first.body.next_cursor).toBe('string');
+      const most = await own.get('/types', { kind: 'tenant', limit: 100 });
+      expect(most.body.types.map((ty: any) => ty.name)).toEqual(Array.from({ length: 100 }, (_, i) => `many.t${String(i + 1).padStart(3, '0')}`));
+      const rest = await own.get('/types', { kind: 'tenant', limit: 100, cursor: most.body.next_cursor });
+      expect([rest.body.types.length, rest.body.next_cursor]).toEqual([20, null]);
+    });
+
+    it('a limit out of 1..100 or a cursor it did not issue is 400 validation_error', async () => {
+      for (const limit of ['0', '101', 'x', '1.5', '-1']) expect(badFields(await admin.get('/types', { limit }))).toEqual(['limit']);
+      const forged = (position: unknown) => Buffer.from(JSON.stringify(position)).toString('base64url');
+      for (const cursor of ['garbage', forged(['not a date', 'core.note']), forged({}), forged(['2026-01-01T00:00:00.000Z', 'Not A Name'])]) {
+        expect(badFields(await admin.get('/types', { cursor }))).toEqual(['cursor']);
+      }
+      expect(badFields(await admin.get('/types', { kind: 'bogus', limit: 2 }))).toEqual(['kind']);
     });
   });
 
@@ -645,9 +718,7 @@ describe('types', () => {
       await admin.post('/types', { name: 'acme.visible', schema: {} });
       await admin.post('/types', { name: 'other.hidden', schema: {} });
       const member = api(t, (await createKey(t, adminKey, { role: 'member', type_permissions: { 'core.note': 'read', 'acme.*': 'write' } })).key);
-      const res = await member.get('/types');
-      expectStatus(res, 200);
-      const names: string[] = res.body.types.map((ty: any) => ty.name);
+      const { names } = await walk(member, { limit: 100 });
       expect(names).toContain('core.note');
       expect(names).toContain('acme.visible');
       expect(names).not.toContain('core.bookmark');

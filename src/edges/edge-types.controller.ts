@@ -1,7 +1,8 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
+import { PageQuery } from '../common/pagination';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { CreateEdgeTypeDto, EdgeTypeList, EdgeTypeResponse } from './edges.dto';
 import { EdgeTypesService } from './edge-types.service';
@@ -30,9 +31,9 @@ export class EdgeTypesController {
   @Get()
   @ApiOperation({ summary: 'List the edge types the caller may read, by name' })
   @ApiOkResponse({ type: EdgeTypeList })
-  @ApiErrors(401, 429)
-  async list(@Caller() caller: Principal): Promise<EdgeTypeList> {
-    return { edge_types: await this.edgeTypes.list(caller) };
+  @ApiErrors(400, 401, 429)
+  list(@Caller() caller: Principal, @Query() page: PageQuery): Promise<EdgeTypeList> {
+    return this.edgeTypes.list(caller, page);
   }
 
   @Get(':name')

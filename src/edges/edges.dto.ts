@@ -57,6 +57,8 @@ export class EdgeTypeResponse {
 
 export class EdgeTypeList {
   @ApiProperty({ type: [EdgeTypeResponse] }) edge_types: EdgeTypeResponse[];
+  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last page' })
+  next_cursor: string | null;
 }
 
 export class CreateEdgeDto {

@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../openapi/api-errors.decorator';
-import { CreateTypeDto, TypeList, TypeNameQuery, TypeResponse, UpdateTypeDto } from './types.dto';
+import { CreateTypeDto, ListTypesQuery, TypeList, TypeResponse, UpdateTypeDto } from './types.dto';
 import { TypesService } from './types.service';
 
 const TYPE_WRITE = { scope: 'metadata.types:write' } as const;
@@ -24,11 +24,11 @@ export class TypesController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'List the core types and the tenant\'s own types that the caller may read' })
+  @ApiOperation({ summary: 'List the core types and the tenant\'s own types that the caller may read: core types first, then by name' })
   @ApiOkResponse({ type: TypeList })
   @ApiErrors(400, 401, 429)
-  async list(@Caller() caller: Principal, @Query() q: TypeNameQuery): Promise<TypeList> {
-    return { types: await this.types.list(caller, q.kind) };
+  list(@Caller() caller: Principal, @Query() q: ListTypesQuery): Promise<TypeList> {
+    return this.types.list(caller, q);
   }
 
   @Get(':name')

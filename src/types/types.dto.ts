@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
 import { ApiInteger } from '../openapi/api-integer.decorator';
+import { PageQuery } from '../common/pagination';
 import { DOTTED_NAME_RE } from '../common/type-pattern';
 import { IsDottedName, IsOptionalNonNull } from '../common/validation';
 import { MERGE_POLICIES, MergePolicy } from './type-schema';
@@ -58,9 +59,11 @@ export class TypeResponse {
 
 export class TypeList {
   @ApiProperty({ type: [TypeResponse] }) types: TypeResponse[];
+  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last page' })
+  next_cursor: string | null;
 }
 
-export class TypeNameQuery {
+export class ListTypesQuery extends PageQuery {
   @IsOptional() @IsIn(['all', 'core', 'tenant'])
   @ApiPropertyOptional({ enum: ['all', 'core', 'tenant'], default: 'all' })
   kind?: 'all' | 'core' | 'tenant';

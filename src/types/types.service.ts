@@ -8,9 +8,10 @@ import { DataSource, EntityManager } from 'typeorm';
 import { canType } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
-import { matchesPattern, TypeRef } from '../common/type-pattern';
+import { decodeCursor, pageOf } from '../common/pagination';
+import { isDottedName, matchesPattern, TypeRef } from '../common/type-pattern';
 import { RedisPubSub } from '../redis/redis.module';
-import { CreateTypeDto, TypeResponse, UpdateTypeDto } from './types.dto';
+import { CreateTypeDto, ListTypesQuery, TypeList, TypeResponse, UpdateTypeDto } from './types.dto';
 import {
   assertUsableSchema, assertValidSchema, JsonSchema, MergePolicy, PropertiesValidator, resolveMergePolicy, resolveSubtypeSchema, SCHEMA_LIMITS, validatorFor,
 } from './type-schema';
@@ -141,6 +142,7 @@ export class TypesService implements OnModuleInit {
     await this.pubsub.publish(CATALOG_CHANNEL, tenantId);
   }
 
+  /** Every type of the tenant, core ones included: the catalogue's read (GET /types reads a page of its own). */
   private async rows(tenantId: string, m: EntityManager = this.db.manager): Promise<TypeRow[]> {
     return m.query(`SELECT ${COLUMNS} FROM item_types WHERE tenant_id IN ($1, $2) ORDER BY core DESC, name`, [tenantId, CORE_TENANT]);
   }
@@ -154,10 +156,31 @@ export class TypesService implements OnModuleInit {
     return rows[0];
   }
 
-  async list(p: Principal, kind: 'all' | 'core' | 'tenant' = 'all'): Promise<TypeResponse[]> {
-    const rows = await this.rows(p.tenantId);
-    const catalog = new TypeCatalog(rows);
-    return rows.filter((r) => canType(p, catalog.ref(r.name), 'read') && (kind === 'all' || (kind === 'core') === r.core)).map(toResponse);
+  /**
+   * GET /types: a page of the types the caller may read, core ones first, then by name, narrowed
+   * in SQL so that every page but the last is full. The cursor has every list's form with the
+   * name as its id; the name alone places it (its date goes unused), on the core side when a
+   * core type has that name.
+   */
+  async list(p: Principal, q: ListTypesQuery): Promise<TypeList> {
+    const limit = q.limit ?? 50;
+    const after = decodeCursor(q.cursor, isDottedName);
+    const readable = await this.permittedTypeNames(p, 'read');
+    const params: unknown[] = [p.tenantId, CORE_TENANT];
+    const param = (v: unknown) => `$${params.push(v)}`;
+    const where = ['tenant_id IN ($1, $2)'];
+    if (q.kind === 'core' || q.kind === 'tenant') where.push(`core = ${param(q.kind === 'core')}`);
+    if (readable) where.push(`name = ANY(${param(readable)}::text[])`);
+    if (after) {
+      const name = param(after.id);
+      where.push(`(NOT core, name) > (NOT EXISTS (SELECT 1 FROM item_types WHERE tenant_id = $2 AND name = ${name}), ${name}::text)`);
+    }
+    const rows: Array<TypeRow & { id: string }> = await this.db.query(
+      `SELECT ${COLUMNS}, name AS id FROM item_types WHERE ${where.join(' AND ')} ORDER BY core DESC, name LIMIT ${param(limit + 1)}`,
+      params,
+    );
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    return { types: page.map(toResponse), next_cursor };
   }
 
   async get(p: Principal, name: string): Promise<TypeResponse> {
