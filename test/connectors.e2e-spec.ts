@@ -4,17 +4,19 @@
  * The round trip, every refusal (redirect_uri off the allowlist, tampered, expired and replayed
  * state, a starting admin key revoked or demoted before the callback), tokens sealed at rest,
  * refresh through the stored refresh token (also from several requests at once, against an
- * upstream that refuses a reused one), delete. Malformed token responses and token URLs that
- * break the manifest rule, against a token endpoint of the test's own.
+ * upstream that refuses a reused one), delete. Malformed token responses, token URLs that
+ * break the manifest rule, and a token endpoint that hangs, trickles, resets or fails, against a
+ * token endpoint of the test's own.
  */
-import { createServer, Server } from 'node:http';
+import { createServer, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { SecretBox } from '../src/crypto/secret-box';
-import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
+import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
 import { browse, field } from './support/browse';
 import { badFields, expectError } from './support/envelope';
 import { Receiver } from './support/receiver';
+import { waitFor } from './support/wait';
 
 const BACK = 'https://app.example.com/connected';
 
@@ -278,6 +280,10 @@ describe('connector token responses and token URLs', () => {
   /** What the token endpoint answers (200, as JSON text); every request to it is counted. */
   let answer = '';
   let requests = 0;
+  const answerWith = (res: ServerResponse, status: number, body: string) => res.writeHead(status, { 'content-type': 'application/json' }).end(body);
+  /** How the token endpoint answers a request, given its form; by default `answer`. */
+  let respond: (res: ServerResponse, form: URLSearchParams) => void;
+  const byDefault = (res: ServerResponse) => answerWith(res, 200, answer);
   const VALID = '{"access_token":"at-1","refresh_token":"rt-1","token_type":"Bearer","scope":null,"expires_in":3600}';
   // Each one broke the service (500) or was stored as it came.
   const MALFORMED = [
@@ -327,12 +333,16 @@ describe('connector token responses and token URLs', () => {
   beforeAll(async () => {
     server = createServer((req, res) => {
       requests++;
-      req.resume().on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(answer));
+      let form = '';
+      req.setEncoding('utf8').on('data', (chunk: string) => (form += chunk)).on('end', () => respond(res, new URLSearchParams(form)));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     svc = await startApp({ SVC_OAUTH_REDIRECT_ALLOWLIST: BACK });
     admin = (await bootstrapAdmin(svc)).key;
+  });
+  beforeEach(() => {
+    respond = byDefault;
   });
   afterAll(async () => {
     await svc?.close();
@@ -428,5 +438,146 @@ describe('connector token responses and token URLs', () => {
     expect(back.get('connection_id')).toBeNull();
     expect(requests).toBe(seen);
     expect(await svc.sql(`SELECT 1 FROM connections WHERE integration_id = $1`, [id])).toHaveLength(0);
+  });
+
+  it('sends the user back to start again, not to the upstream, for a stored manifest whose authorize_url breaks the manifest rule: 400 invalid_request naming it', async () => {
+    // As a manifest registered before the rule was checked on the parsed URL may have it: the browser would go to evil.example.
+    const id = await register('acme.redirected');
+    await svc.sql(`UPDATE integrations SET manifest = jsonb_set(manifest, '{oauth,authorize_url}', to_jsonb('http://127.0.0.1:4165@evil.example/authorize'::text)) WHERE id = $1`, [id]);
+    const started = await svc.http.get('/oauth/start').query({ integration_id: id, redirect_uri: BACK }).set(bearer(admin));
+    expectError(started, 400, 'invalid_request');
+    expect(started.headers.location).toBeUndefined();
+    expect(started.body.error.message).toMatch(/oauth\.authorize_url/);
+  });
+
+  it('keeps the stored token_type, as it keeps scope, when a refresh\'s token response leaves it out', async () => {
+    const id = await register('acme.typed');
+    answer = VALID;
+    const connectionId = (await callback('acme.typed', id)).get('connection_id');
+    answer = '{"access_token":"at-2","scope":"read"}';
+    const refreshed = await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).expect(200);
+    expect([refreshed.body.token_type, refreshed.body.scope]).toEqual(['Bearer', 'read']);
+    answer = '{"access_token":"at-3","token_type":"mac"}';
+    const again = await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).expect(200);
+    expect([again.body.token_type, again.body.scope]).toEqual(['mac', 'read']);
+  });
+
+  it('repeats at most 500 characters of the upstream\'s error_description, and its error only when RFC 6749 allows it as a code', async () => {
+    const id = await register('acme.verbose');
+    answer = VALID;
+    const connectionId = (await callback('acme.verbose', id)).get('connection_id');
+    const long = 'd'.repeat(10_000);
+    for (const [error, shown] of [
+      ['invalid_grant', 'invalid_grant'],
+      ['access_denied but "quoted"', 'server_error'],
+      ['back\\slash', 'server_error'],
+      ['new\nline', 'server_error'],
+      ['nul\u0000', 'server_error'],
+      ['é', 'server_error'],
+      ['x'.repeat(101), 'server_error'],
+    ]) {
+      respond = (res) => answerWith(res, 400, JSON.stringify({ error, error_description: long }));
+      const back = await callback('acme.verbose', id);
+      expect([error, back.get('error'), back.get('connection_id')]).toEqual([error, shown, null]);
+      expect(back.get('error_description')!.length).toBeLessThanOrEqual(500);
+      const refused = await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin));
+      const { message, details } = expectError(refused, 400, 'invalid_grant');
+      expect(message.length).toBeLessThan(700);
+      expect([error, details?.upstream_error]).toEqual([error, shown === 'server_error' ? undefined : error]);
+      if (shown === 'server_error') expect(message).not.toContain(error);
+    }
+    // The upstream's redirect (the user declined) is held to the same rule.
+    const started = await svc.http.get('/oauth/start').query({ integration_id: id, redirect_uri: BACK }).set(bearer(admin)).expect(302);
+    const declined = await svc.http
+      .get('/oauth/callback/acme.verbose')
+      .query({ error: 'no "way"', error_description: 'n'.repeat(2000), state: new URL(started.headers.location).searchParams.get('state') });
+    const back = new URL(declined.headers.location);
+    expect([back.searchParams.get('error'), back.searchParams.get('error_description')]).toEqual(['server_error', 'n'.repeat(500)]);
+  });
+
+  it('answers an upstream that fails while sending its body or answers 5xx as unavailable (temporarily_unavailable, 502), not as a bad grant, and keeps the stored tokens', async () => {
+    const id = await register('acme.flaky');
+    answer = VALID;
+    const connectionId = (await callback('acme.flaky', id)).get('connection_id');
+    const stored = () => svc.sql(`SELECT access_token_sealed, refresh_token_sealed, token_type, scope, expires_at, refreshed_at FROM connections WHERE id = $1`, [connectionId]);
+    const before = await stored();
+    const failures: Array<[string, (res: ServerResponse) => void]> = [
+      ['200, then a body that trickles past the timeout', (res) => {
+        res.writeHead(200, { 'content-type': 'application/json' }).write('{"access_token":"at-2"');
+        const drip = setInterval(() => (res.destroyed ? clearInterval(drip) : res.write(' ')), 500);
+        res.on('close', () => clearInterval(drip));
+      }],
+      ['200, then a reset halfway through the body', (res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '200' }).write('{"access_token":"at-2"', () => res.destroy());
+      }],
+      ['503 with an OAuth error', (res) => answerWith(res, 503, '{"error":"temporarily_unavailable","error_description":"down for maintenance"}')],
+      ['500 with a page', (res) => res.writeHead(500, { 'content-type': 'text/html' }).end('<h1>Internal Server Error</h1>')],
+    ];
+    for (const [what, failure] of failures) {
+      respond = failure;
+      // At once, so that the trickle's two timeouts run together.
+      const [back, refreshed] = await Promise.all([callback('acme.flaky', id), svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).then((r) => r)]);
+      expect([what, back.get('error'), back.get('connection_id')]).toEqual([what, 'temporarily_unavailable', null]);
+      expect([what, refreshed.status, refreshed.body.error?.code]).toEqual([what, 502, 'upstream_unavailable']);
+    }
+    expect(await stored()).toEqual(before);
+    expect(await svc.sql(`SELECT 1 FROM connections WHERE integration_id = $1`, [id])).toHaveLength(1);
+  }, 25_000);
+
+  describe('refreshes of one connection at once, with the upstream slow to answer', () => {
+    const ROUNDS: Array<[string, (res: ServerResponse) => void, number, string | undefined]> = [
+      ['rotates the tokens', (res) => answerWith(res, 200, '{"access_token":"at-2","refresh_token":"rt-2","token_type":"Bearer","expires_in":3600}'), 200, undefined],
+      ['refuses the refresh token', (res) => answerWith(res, 400, '{"error":"invalid_grant","error_description":"revoked"}'), 400, 'invalid_grant'],
+      ['resets the connection', (res) => res.destroy(), 502, 'upstream_unavailable'],
+    ];
+
+    it.each(ROUNDS)('sends the refresh token once and holds no database connection while the upstream hangs, then answers all 25 as the one that called it (the upstream %s)', async (_, answerAtLast, status, code) => {
+      const id = await register(`acme.busy${status}`);
+      answer = VALID;
+      const connectionId = (await callback(`acme.busy${status}`, id)).get('connection_id');
+      const other = (await createTenant(svc, admin, `other ${status}`)).key;
+      // The first request hangs until released; any later one is refused at once, as a strict upstream refuses a reused refresh token.
+      const sent: string[] = [];
+      let release!: () => void;
+      respond = (res, form) => {
+        sent.push(form.get('refresh_token')!);
+        if (sent.length > 1) return answerWith(res, 400, '{"error":"invalid_grant","error_description":"refresh token reused"}');
+        release = () => answerAtLast(res);
+      };
+      const refreshes = Promise.all(Array.from({ length: 25 }, () => svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).then((r) => r)));
+      await waitFor(() => sent.length > 0, 'the upstream to be asked');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      // More refreshes wait than the pool has connections: another tenant is still served at once.
+      const t0 = Date.now();
+      const served = await svc.http.get('/integrations').set(bearer(other));
+      expect([served.status, Date.now() - t0 < 2000]).toEqual([200, true]);
+      release();
+      const answers = await refreshes;
+      expect(answers.map((r) => [r.status, r.body.error?.code])).toEqual(Array(25).fill([status, code]));
+      if (status === 200) expect(new Set(answers.map((r) => r.body.refreshed_at)).size).toBe(1);
+      expect(sent).toEqual(['rt-1']);
+      const [row] = await svc.sql<{ refresh_claim: string | null }>(`SELECT refresh_claim FROM connections WHERE id = $1`, [connectionId]);
+      expect(row.refresh_claim).toBeNull();
+    });
+
+    it('stores nothing from a refresh whose claim lapsed and was taken by another, which stored first: 409 conflict, the newer tokens kept', async () => {
+      const id = await register('acme.overtaken');
+      answer = VALID;
+      const connectionId = (await callback('acme.overtaken', id)).get('connection_id');
+      const held: ServerResponse[] = [];
+      respond = (res, form) => {
+        if (held.length === 0) return void held.push(res);
+        answerWith(res, 200, JSON.stringify({ access_token: 'at-new', refresh_token: `${form.get('refresh_token')}-new`, token_type: 'Bearer' }));
+      };
+      const slow = svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).then((r) => r);
+      await waitFor(() => held.length > 0, 'the upstream to be asked');
+      // As if its instance had stalled past the claim's hold.
+      await svc.sql(`UPDATE connections SET refresh_claimed_until = now() - interval '1 second' WHERE id = $1`, [connectionId]);
+      await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).expect(200);
+      const [newer] = await svc.sql(`SELECT access_token_sealed, refresh_token_sealed, refreshed_at FROM connections WHERE id = $1`, [connectionId]);
+      answerWith(held[0], 200, '{"access_token":"at-stale","refresh_token":"rt-stale","token_type":"Bearer"}');
+      expectError(await slow, 409, 'conflict');
+      expect(await svc.sql(`SELECT access_token_sealed, refresh_token_sealed, refreshed_at FROM connections WHERE id = $1`, [connectionId])).toEqual([newer]);
+    });
   });
 });

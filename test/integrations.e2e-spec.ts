@@ -112,6 +112,29 @@ describe('integrations', () => {
     expect((await register(root, { manifest: oauth('http://[::1]:8080/authorize', 'http://localhost/token') })).status).toBe(201);
   });
 
+  it('refuses OAuth URLs the URL parser rewrites into another (a backslash, a missing or extra slash, whitespace) or with port 0, as webhook targets', async () => {
+    const oauth = (authorize_url: string, token_url: string) => manifest({ name: 'acme.rewritten', oauth: { authorize_url, token_url, client_id: 'svc' } });
+    for (const [authorize, token] of [
+      ['https://evil.example\\@trusted.example/authorize', 'https://trusted.example\\token'],
+      ['https:///evil.example/authorize', 'https:evil.example/token'],
+      ['https://auth.acme.example:0/authorize', 'http://127.0.0.1:0/token'],
+      [' https://auth.acme.example/authorize', 'https://auth.acme.example/to\tken'],
+      ['https://auth.acme.example/a/../authorize', 'https://auth.acme.example:443/token'],
+    ]) {
+      const res = await register(root, { manifest: oauth(authorize, token) });
+      expect([authorize, token, badFields(res).sort()]).toEqual([authorize, token, ['manifest.oauth.authorize_url', 'manifest.oauth.token_url']]);
+    }
+    // Only ASCII case and an empty path's `/` may differ, as the parser writes them.
+    expect((await register(root, { manifest: oauth('HTTPS://Auth.Acme.Example/authorize', 'https://auth.acme.example?x=1') })).status).toBe(201);
+  });
+
+  it('takes OAuth scopes as RFC 6749 scope tokens only: no space (two scopes), quote, backslash or non-ASCII, naming each', async () => {
+    const scoped = (scopes: string[], version = '1.0.0') => manifest({ name: 'acme.scoped', version, oauth: { ...manifest().oauth, scopes } });
+    const res = await register(root, { manifest: scoped(['tasks.read', 'x y', 'say"so', 'back\\slash', 'caf\u00e9', '\t']) });
+    expect(badFields(res).sort()).toEqual(['manifest.oauth.scopes.1', 'manifest.oauth.scopes.2', 'manifest.oauth.scopes.3', 'manifest.oauth.scopes.4', 'manifest.oauth.scopes.5']);
+    expect((await register(root, { manifest: scoped(['openid', 'https://www.googleapis.com/auth/drive.readonly', 'a!#$%[]^~']) })).status).toBe(201);
+  });
+
   it('requires oauth.client_id whenever a manifest has oauth (RFC 6749: every authorization request names its client)', async () => {
     const urls = { authorize_url: 'https://auth.acme.example/authorize', token_url: 'https://auth.acme.example/token' };
     for (const oauth of [urls, { ...urls, client_id: '' }]) {

@@ -3,7 +3,7 @@
  * turned into one by the global filter), so `error.code` is always one of SPEC part 7's codes,
  * or one of the 5xx ones SPEC leaves open: `internal_error` (a bug), `service_unavailable`
  * (a dependency away), `upstream_unavailable` (502: a third party's endpoint called on the
- * client's behalf, a connector's token endpoint, did not answer or may not be called).
+ * client's behalf, a connector's token endpoint, did not answer, could not be used or may not be called).
  */
 export type ErrorCode =
   | 'validation_error' | 'missing_required_field' | 'invalid_type' | 'invalid_id' | 'invalid_transition'

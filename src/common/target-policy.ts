@@ -62,8 +62,17 @@ export function urlProblem(text: string, allowPrivate: boolean): string | undefi
   if (url.protocol === 'http:' && !allowPrivate) return 'must be an https URL (plain http is for local development only)';
   if (url.username || url.password) return 'must not carry credentials';
   if (url.port === '0') return 'must not name port 0';
-  if (asciiLower(url.href) !== asciiLower(text.replace(EMPTY_PATH, '$1/'))) return `must be written as the URL deliveries go to: ${url.href}`;
+  if (!isWrittenAsParsed(text, url)) return `must be written as the URL deliveries go to: ${url.href}`;
   return undefined;
+}
+
+/**
+ * Whether `text` is the URL `url` (its parse) goes to, as written: its href, ignoring ASCII case,
+ * with `/` for an empty path. Any other URL stored as text (integration manifests' OAuth URLs)
+ * is held to it too.
+ */
+export function isWrittenAsParsed(text: string, url: URL): boolean {
+  return asciiLower(url.href) === asciiLower(text.replace(EMPTY_PATH, '$1/'));
 }
 
 function hostOf(url: URL): string {

@@ -90,9 +90,13 @@ export class ConnectionsController {
   @ApiBearerAuth()
   @Requires({ admin: true })
   @HttpCode(200)
-  @ApiOperation({ summary: 'Get a new upstream access token with the stored refresh token' })
+  @ApiOperation({
+    summary: 'Get a new upstream access token with the stored refresh token',
+    description:
+      'One refresh of a connection at a time calls the upstream. A refresh sent while another is under way waits for it and answers as it did (200 with the tokens it stored, or its error), without calling the upstream; 409 `conflict` when that one does not finish in time or its result is not known.',
+  })
   @ApiOkResponse({ type: ConnectionResponse })
-  @ApiErrors(400, 401, 403, 404, 429, 502)
+  @ApiErrors(400, 401, 403, 404, 409, 429, 502)
   refresh(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<ConnectionResponse> {
     return this.connections.refresh(caller, id);
   }

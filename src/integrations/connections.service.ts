@@ -10,23 +10,25 @@
  * stores the tokens sealed in a connection of the tenant, and returns the redirect_uri to send
  * the user back to. A tampered, expired or replayed state stores nothing; nor does a flow whose
  * admin credential was revoked or demoted meanwhile.
- * `refresh`: a new access token from the stored refresh token; refreshes of one connection take
- * turns (see there).
+ * `refresh`: a new access token from the stored refresh token; one refresh of a connection at a
+ * time calls the upstream, and others at the same time answer with its result (see there).
  * Token endpoints are called under the same address policy as webhook targets
  * (common/target-policy.ts): no private, loopback or metadata address unless
  * WEBHOOK_ALLOW_PRIVATE_TARGETS allows it, checked where the connection is made; no redirects.
- * Their answers are checked whole before anything is stored (`tokenResponseProblem`).
+ * Their answers are checked whole before anything is stored (`tokenResponseProblem`); what they
+ * say in refusing reaches the user only as an RFC 6749 error code and a description cut short.
  */
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import Redis from 'ioredis';
 import { createHash, randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
-import type { Agent, Dispatcher } from 'undici';
+import { errors, type Agent, type Dispatcher } from 'undici';
 import { CredentialsService } from '../auth/credentials.service';
 import { isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
-import { ApiError } from '../common/api-error';
+import { ApiError, type ErrorCode } from '../common/api-error';
 import { isId, newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { AppConfig } from '../config/app-config';
@@ -44,6 +46,21 @@ const STATE_AAD = 'connector-oauth-state';
 const UPSTREAM_TIMEOUT_MS = 10_000;
 /** Ten years: beyond any real access token's lifetime, and well within PostgreSQL's timestamps. */
 const MAX_EXPIRES_IN_SECONDS = 10 * 365 * 86_400;
+/**
+ * How long a refresh's claim on a connection holds: well past the upstream call (aborted after
+ * UPSTREAM_TIMEOUT_MS) and the store after it, even behind a full pool, so that a refresh still
+ * running is never taken over, which would send its refresh token a second time. A claim whose
+ * instance died frees the connection after this long.
+ */
+const REFRESH_CLAIM_MS = 60_000;
+/** How long a refresh that found another under way waits for that one's result: as long as the upstream may take, and a little. */
+const REFRESH_WAIT_MS = UPSTREAM_TIMEOUT_MS + 5_000;
+/** How long a failed refresh's error is kept for the refreshes that waited on it. */
+const REFRESH_OUTCOME_SECONDS = 60;
+/** The longest error_description the user is sent back with, and the most of an upstream's description repeated in an error. */
+const MAX_DESCRIPTION_LENGTH = 500;
+/** RFC 6749 4.1.2.1 and 5.2: an error code is 1*( %x20-21 / %x23-5B / %x5D-7E ); a longer one than this is no code either. */
+const ERROR_CODE = /^[\x20\x21\x23-\x5B\x5D-\x7E]{1,100}$/;
 
 interface State {
   nonce: string;
@@ -68,6 +85,8 @@ interface ConnectionRow {
   expires_at: Date | null;
   created_at: Date;
   refreshed_at: Date | null;
+  refresh_claim: string | null;
+  refresh_claimed_until: Date | null;
 }
 
 /** A token response that passed `tokenResponseProblem` (null stands for absent, as some upstreams send it). */
@@ -105,10 +124,20 @@ function clientIdOf(manifest: Manifest): string {
   return clientId;
 }
 
+/** At most MAX_DESCRIPTION_LENGTH characters of a text from outside, not ending in half a surrogate pair. */
+function cut(text: string): string {
+  return text.length <= MAX_DESCRIPTION_LENGTH ? text : text.slice(0, MAX_DESCRIPTION_LENGTH).replace(/[\uD800-\uDBFF]$/, '');
+}
+
+/** An upstream's error code, if it is one (RFC 6749's characters, at most 100): anything else is not repeated to the user as a code. */
+function upstreamErrorCode(value: unknown): string | undefined {
+  return typeof value === 'string' && ERROR_CODE.test(value) ? value : undefined;
+}
+
 /** The redirect_uri with an RFC 6749 4.1.2.1 error, for the user's browser. */
 function withError(back: URL, error: string, description: string): string {
   back.searchParams.set('error', error);
-  back.searchParams.set('error_description', description);
+  back.searchParams.set('error_description', cut(description));
   return back.toString();
 }
 
@@ -166,6 +195,9 @@ export class ConnectionsService implements OnApplicationShutdown {
     const manifest = integration.manifest as unknown as Manifest;
     if (!manifest.oauth) throw invalidRequest(`Integration ${manifest.name} does not connect with OAuth`);
     const clientId = clientIdOf(manifest);
+    // As token_url before each token request: a manifest stored under an older rule may break it.
+    const insecure = oauthUrlProblem(manifest.oauth.authorize_url);
+    if (insecure) throw invalidRequest(`Integration ${manifest.name} ${manifest.version} has an oauth.authorize_url that breaks the rule (it ${insecure}); register a new version of its manifest with one that keeps it`);
     const normalized = normalizeRedirect(redirectUri);
     if (!normalized || !this.allowlist.has(normalized)) throw invalidRequest('redirect_uri is not on the service\'s redirect allowlist');
     const verifier = randomBytes(32).toString('base64url');
@@ -200,7 +232,7 @@ export class ConnectionsService implements OnApplicationShutdown {
   async callback(provider: string, q: { code?: string; state?: string; error?: string; error_description?: string }): Promise<string> {
     const state = await this.openState(q.state, provider);
     const back = new URL(state.redirectUri);
-    if (q.error) return withError(back, q.error.slice(0, 100), (q.error_description ?? 'The upstream refused').slice(0, 500));
+    if (q.error) return withError(back, upstreamErrorCode(q.error) ?? 'server_error', q.error_description ?? 'The upstream refused');
     if (!q.code) return withError(back, 'invalid_request', 'The upstream sent neither a code nor an error');
     // The connection is made on the authority of the admin who started the flow, as that
     // credential is now: one revoked (SPEC 4.5: at once) or demoted since connects nothing.
@@ -220,8 +252,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       // The user is in a browser on the way back to the app: send them on with the reason.
-      const upstreamError = err.details?.upstream_error;
-      return withError(back, err.status === 502 ? 'temporarily_unavailable' : typeof upstreamError === 'string' ? upstreamError.slice(0, 100) : 'server_error', err.message);
+      return withError(back, err.status === 502 ? 'temporarily_unavailable' : (upstreamErrorCode(err.details?.upstream_error) ?? 'server_error'), err.message);
     }
     const id = newId();
     await this.db.query(
@@ -258,39 +289,103 @@ export class ConnectionsService implements OnApplicationShutdown {
 
   /**
    * A new access token from the stored refresh token (the upstream may rotate the refresh token too).
-   * Refreshes of one connection take turns, holding the row lock across the upstream call: an
-   * upstream that rotates strictly accepts a refresh token once and may revoke the whole family
-   * when it sees it again, so two refreshes at once must never both send the stored one. One that
-   * had to wait for another answers with what that one stored rather than asking the upstream again.
+   * An upstream that rotates strictly accepts a refresh token once and may revoke the whole family
+   * when it sees it again, so two refreshes at once must never both send the stored one. A refresh
+   * first claims the connection (one statement: `refresh_claim`, until REFRESH_CLAIM_MS from now),
+   * calls the upstream holding no database connection or lock, and stores what it got only while
+   * the claim is still its own, so that one whose claim lapsed cannot overwrite newer tokens. One
+   * that finds the connection claimed does not call the upstream: it waits for that refresh and
+   * answers as it did, with the tokens it stored or the error it got (409 `conflict` when that is
+   * not known in time).
    */
   async refresh(p: Principal, id: string): Promise<ConnectionResponse> {
-    const [seen]: ConnectionRow[] = await this.db.query(`SELECT * FROM connections WHERE tenant_id = $1 AND id = $2`, [p.tenantId, id]);
-    if (!seen) throw ApiError.notFound('not_found', 'No such connection');
+    const seen = await this.connectionRow(p.tenantId, id);
     if (!seen.refresh_token_sealed) throw invalidRequest('This connection has no refresh token');
-    // Before the lock: while it is held, this refresh uses no pooled connection but its own.
     const manifest = (await this.integrations.get(seen.integration_id)).manifest as unknown as Manifest;
     const clientId = clientIdOf(manifest);
-    return this.db.transaction(async (m) => {
-      const [row]: ConnectionRow[] = await m.query(`SELECT * FROM connections WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [p.tenantId, id]);
-      if (!row) throw ApiError.notFound('not_found', 'No such connection');
-      // Every refresh seals a new access token (fresh nonce), so a changed one means another refresh
-      // finished while this one waited.
-      if (row.access_token_sealed !== seen.access_token_sealed) return toConnection(row);
-      const refreshToken = await this.secrets.open(row.refresh_token_sealed!, tokenAad(p.tenantId, id, 'refresh'));
-      const tokens = await this.tokenRequest(manifest, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId });
-      const [[updated]]: [ConnectionRow[], number] = await m.query(
-        `UPDATE connections SET access_token_sealed = $3, refresh_token_sealed = coalesce($4, refresh_token_sealed), token_type = $5,
-                scope = coalesce($6, scope), expires_at = $7, refreshed_at = now()
-          WHERE tenant_id = $1 AND id = $2 RETURNING *`,
-        [
-          p.tenantId, id,
-          await this.secrets.seal(tokens.access_token, tokenAad(p.tenantId, id, 'access')),
-          tokens.refresh_token ? await this.secrets.seal(tokens.refresh_token, tokenAad(p.tenantId, id, 'refresh')) : null,
-          tokens.token_type ?? null, tokens.scope ?? null, this.expiry(tokens),
-        ],
+    const claim = newId();
+    for (;;) {
+      const [[claimed]]: [ConnectionRow[], number] = await this.db.query(
+        `UPDATE connections SET refresh_claim = $3, refresh_claimed_until = now() + $4 * interval '1 millisecond'
+          WHERE tenant_id = $1 AND id = $2 AND (refresh_claimed_until IS NULL OR refresh_claimed_until <= now()) RETURNING *`,
+        [p.tenantId, id, claim, REFRESH_CLAIM_MS],
       );
-      return toConnection(updated);
-    });
+      if (claimed) return this.refreshClaimed(p, claimed, manifest, clientId);
+      const [other]: Array<ConnectionRow & { live: boolean }> = await this.db.query(
+        `SELECT *, refresh_claimed_until > now() AS live FROM connections WHERE tenant_id = $1 AND id = $2`,
+        [p.tenantId, id],
+      );
+      if (!other) throw ApiError.notFound('not_found', 'No such connection');
+      if (other.live) return this.awaitRefresh(p, other);
+      // The claim was let go between the two statements: by a refresh that stored new tokens
+      // since this one came, which answer it, or by one that failed, after which it may claim.
+      if (other.access_token_sealed !== seen.access_token_sealed) return toConnection(other);
+    }
+  }
+
+  private async refreshClaimed(p: Principal, row: ConnectionRow, manifest: Manifest, clientId: string): Promise<ConnectionResponse> {
+    const claim = row.refresh_claim!;
+    let tokens: UpstreamTokens;
+    try {
+      const refreshToken = await this.secrets.open(row.refresh_token_sealed!, tokenAad(p.tenantId, row.id, 'refresh'));
+      tokens = await this.tokenRequest(manifest, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId });
+    } catch (err) {
+      // For the refreshes waiting on this one, before they see the claim let go.
+      if (err instanceof ApiError) {
+        const outcome = JSON.stringify({ status: err.status, ...err.toEnvelope().error });
+        await this.redis.set(this.outcomeKey(claim), outcome, 'EX', REFRESH_OUTCOME_SECONDS).catch(() => undefined);
+      }
+      // Left held, the claim lapses by itself after REFRESH_CLAIM_MS: this refresh's error says more than a failure here.
+      await this.db
+        .query(`UPDATE connections SET refresh_claim = NULL, refresh_claimed_until = NULL WHERE tenant_id = $1 AND id = $2 AND refresh_claim = $3`, [p.tenantId, row.id, claim])
+        .catch(() => undefined);
+      throw err;
+    }
+    const [[updated]]: [ConnectionRow[], number] = await this.db.query(
+      `UPDATE connections SET access_token_sealed = $4, refresh_token_sealed = coalesce($5, refresh_token_sealed), token_type = coalesce($6, token_type),
+              scope = coalesce($7, scope), expires_at = $8, refreshed_at = now(), refresh_claim = NULL, refresh_claimed_until = NULL
+        WHERE tenant_id = $1 AND id = $2 AND refresh_claim = $3 RETURNING *`,
+      [
+        p.tenantId, row.id, claim,
+        await this.secrets.seal(tokens.access_token, tokenAad(p.tenantId, row.id, 'access')),
+        tokens.refresh_token ? await this.secrets.seal(tokens.refresh_token, tokenAad(p.tenantId, row.id, 'refresh')) : null,
+        tokens.token_type ?? null, tokens.scope ?? null, this.expiry(tokens),
+      ],
+    );
+    if (updated) return toConnection(updated);
+    await this.connectionRow(p.tenantId, row.id);
+    throw ApiError.conflict('conflict', 'This refresh took longer than its claim on the connection and another refresh took it over: the tokens it got were not stored; those of the other stand');
+  }
+
+  /**
+   * Waits for the refresh holding `claimed`'s claim, holding no database connection between
+   * looks, and answers as it did: the connection with the tokens it stored, or its error.
+   */
+  private async awaitRefresh(p: Principal, claimed: ConnectionRow): Promise<ConnectionResponse> {
+    const deadline = Date.now() + REFRESH_WAIT_MS;
+    for (let pause = 50; Date.now() < deadline; pause = Math.min(pause * 2, 1000)) {
+      await delay(Math.min(pause, Math.max(deadline - Date.now(), 0)));
+      const row = await this.connectionRow(p.tenantId, claimed.id);
+      if (row.access_token_sealed !== claimed.access_token_sealed) return toConnection(row);
+      if (row.refresh_claim === claimed.refresh_claim) continue;
+      const outcome = await this.redis.get(this.outcomeKey(claimed.refresh_claim!)).catch(() => null);
+      if (outcome) {
+        const { status, code, message, details } = JSON.parse(outcome) as { status: number; code: ErrorCode; message: string; details?: Record<string, unknown> };
+        throw new ApiError(status, code, message, details);
+      }
+      throw ApiError.conflict('conflict', 'A refresh of this connection under way when this one came did not finish; this one did not call the upstream again: try again');
+    }
+    throw ApiError.conflict('conflict', 'A refresh of this connection is under way and has not finished; try again later');
+  }
+
+  private outcomeKey(claim: string): string {
+    return `${this.config.REDIS_PREFIX}connection-refresh:${claim}`;
+  }
+
+  private async connectionRow(tenantId: string, id: string): Promise<ConnectionRow> {
+    const [row]: ConnectionRow[] = await this.db.query(`SELECT * FROM connections WHERE tenant_id = $1 AND id = $2`, [tenantId, id]);
+    if (!row) throw ApiError.notFound('not_found', 'No such connection');
+    return row;
   }
 
   private expiry(tokens: UpstreamTokens): Date | null {
@@ -314,7 +409,7 @@ export class ConnectionsService implements OnApplicationShutdown {
 
   private async tokenRequest(manifest: Manifest, form: Record<string, string>): Promise<UpstreamTokens> {
     // Not `invalid_grant`, which SPEC 7 makes a 400 about the grant: the grant may be fine, the upstream is not there.
-    const unreachable = (why: string) => new ApiError(502, 'upstream_unavailable', `The upstream token endpoint did not answer (${why})`);
+    const unreachable = (why: string) => new ApiError(502, 'upstream_unavailable', `The upstream token endpoint could not be used (${why})`);
     // Manifests registered before the rule was checked on parsed URLs may still break it.
     const insecure = oauthUrlProblem(manifest.oauth!.token_url);
     if (insecure) throw unreachable(`refused: the manifest's token_url ${insecure}`);
@@ -334,13 +429,29 @@ export class ConnectionsService implements OnApplicationShutdown {
     } catch (err) {
       throw unreachable(requestErrorText(err as Error));
     }
-    const parsed: unknown = await res.body.json().catch(() => undefined);
+    let text: string | undefined;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      // A body over the limit is an answer, and not a valid one. Anything else (the timeout while
+      // the body trickles in, a reset) is the upstream failing on the way, whatever its status said.
+      if (!(err instanceof errors.ResponseExceededMaxSizeError)) throw unreachable(requestErrorText(err as Error));
+    }
+    if (res.statusCode >= 500) throw unreachable(`answered ${res.statusCode}`);
+    let parsed: unknown;
+    try {
+      parsed = text === undefined ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
     const body = (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {}) as Record<string, unknown>;
     const ok = res.statusCode >= 200 && res.statusCode < 300;
-    const upstreamError = typeof body.error === 'string' && body.error ? body.error : undefined;
-    if (!ok || (upstreamError && body.access_token === undefined)) {
-      const description = typeof body.error_description === 'string' && body.error_description ? ` (${body.error_description})` : '';
-      const reason = upstreamError ? `${upstreamError}${description}` : `answered ${res.statusCode}`;
+    const refusal = typeof body.error === 'string' && body.error !== '';
+    if (!ok || (refusal && body.access_token === undefined)) {
+      // Only a code in RFC 6749's characters is repeated, and at most MAX_DESCRIPTION_LENGTH of the description.
+      const upstreamError = upstreamErrorCode(body.error);
+      const description = typeof body.error_description === 'string' && body.error_description ? ` (${cut(body.error_description)})` : '';
+      const reason = `${upstreamError ?? `answered ${res.statusCode}`}${description}`;
       throw ApiError.badRequest('invalid_grant', `The upstream refused the exchange: ${reason}`, upstreamError ? { upstream_error: upstreamError } : undefined);
     }
     // The upstream's failure, answered as its refusals are (the callback sends server_error); nothing is stored.

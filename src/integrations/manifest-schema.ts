@@ -8,26 +8,34 @@
 import Ajv, { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { isKnownScope } from '../oidc/scopes';
-import { LOOPBACK_HOSTS } from '../common/target-policy';
+import { isWrittenAsParsed, LOOPBACK_HOSTS } from '../common/target-policy';
 import { isPattern } from '../common/type-pattern';
 import type { FieldIssue } from '../common/validation';
 
 export const DIRECTIONS = ['read', 'write', 'bidirectional'] as const;
 
-const OAUTH_URL_RULE = 'must be an https URL (plain http only to a loopback host: 127.0.0.1, [::1], localhost), without user info';
+const OAUTH_URL_RULE =
+  'must be an https URL (plain http only to a loopback host: 127.0.0.1, [::1], localhost), without user info or port 0, written as URL parsing reads it (no backslash, whitespace or form the parser rewrites)';
 
 /**
  * Why a manifest's OAuth URL may not be used, or undefined: HTTPS, or plain HTTP to a loopback
  * host (local development, as for webhooks), judged on the host WHATWG URL parsing finds, the one
  * a request goes to (`http://127.0.0.1:x@evil.example` names evil.example). User info is refused
- * outright: it is what makes such a URL look like another host, and no upstream needs it.
- * Checked at registration and again before each token request, for manifests stored before.
+ * outright: it is what makes such a URL look like another host, and no upstream needs it. So is
+ * a URL the parser rewrites (`https://evil.example\@trusted.example/` goes to evil.example,
+ * `https:a.example` and `https:///a.example` to a.example), held to the rule webhook targets are
+ * (`isWrittenAsParsed`), and port 0, where nothing listens. Checked at registration and again at
+ * each use (the authorize redirect, each token request), for manifests stored before.
  */
 export function oauthUrlProblem(text: string): string | undefined {
   const url = URL.canParse(text) ? new URL(text) : undefined;
   const secure = url?.protocol === 'https:' || (url?.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname));
-  return secure && !url.username && !url.password ? undefined : OAUTH_URL_RULE;
+  return secure && !url.username && !url.password && url.port !== '0' && isWrittenAsParsed(text, url) ? undefined : OAUTH_URL_RULE;
 }
+
+/** RFC 6749 3.3: a scope token is `1*( %x21 / %x23-5B / %x5D-7E )`; a space would make two scopes of one. */
+const OAUTH_SCOPE_RULE = 'must be an OAuth scope token (RFC 6749 3.3): printable ASCII other than space, " and \\';
+export const OAUTH_SCOPE_FORMAT = 'oauth-scope';
 
 export const OAUTH_URL_FORMAT = 'oauth-url';
 // The rule in words too: the OpenAPI document publishes this schema, and no client knows the format.
@@ -69,7 +77,7 @@ export const MANIFEST_SCHEMA = {
       properties: {
         authorize_url: oauthUrl,
         token_url: oauthUrl,
-        scopes: { type: 'array', maxItems: 100, items: text(200), uniqueItems: true },
+        scopes: { type: 'array', maxItems: 100, items: { ...text(200), format: OAUTH_SCOPE_FORMAT, description: `A scope of the upstream: ${OAUTH_SCOPE_RULE}` }, uniqueItems: true },
         client_id: text(500),
       },
     },
@@ -101,6 +109,7 @@ const ajv = new Ajv({ allErrors: true, strict: false, logger: false });
 addFormats(ajv);
 // A format, not a check after the schema, so that a bad URL is named with the other schema errors.
 ajv.addFormat(OAUTH_URL_FORMAT, { type: 'string', validate: (text: string) => oauthUrlProblem(text) === undefined });
+ajv.addFormat(OAUTH_SCOPE_FORMAT, { type: 'string', validate: /^[\x21\x23-\x5B\x5D-\x7E]+$/ });
 const validate = ajv.compile(MANIFEST_SCHEMA);
 
 export interface Manifest {
@@ -135,7 +144,9 @@ export function manifestIssues(manifest: unknown): FieldIssue[] {
           ? 'is not a manifest field'
           : e.keyword === 'format' && e.params.format === OAUTH_URL_FORMAT
             ? OAUTH_URL_RULE
-            : (e.message ?? 'is invalid'),
+            : e.keyword === 'format' && e.params.format === OAUTH_SCOPE_FORMAT
+              ? OAUTH_SCOPE_RULE
+              : (e.message ?? 'is invalid'),
     }));
   }
   const m = manifest as Manifest;

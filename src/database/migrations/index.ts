@@ -34,6 +34,7 @@ import { OpenidNeverRefused1732300003100 } from './1732300003100-openid-never-re
 import { KeysCreatedByUser1732300003200 } from './1732300003200-keys-created-by-user';
 import { WebhooksUser1732300003300 } from './1732300003300-webhooks-user';
 import { SubtypesKeepUnsearchable1732300003400 } from './1732300003400-subtypes-keep-unsearchable';
+import { ConnectionRefreshClaim1732300003500 } from './1732300003500-connection-refresh-claim';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -71,4 +72,5 @@ export const migrations = [
   KeysCreatedByUser1732300003200,
   WebhooksUser1732300003300,
   SubtypesKeepUnsearchable1732300003400,
+  ConnectionRefreshClaim1732300003500,
 ];
