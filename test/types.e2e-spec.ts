@@ -5,7 +5,9 @@
  * schema can neither reach past its tenant nor harm validation for others (the limits).
  */
 import { Api, api, expectError, expectStatus, RFC3339 } from './items/helpers';
-import { bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { bootstrapAdmin, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
+import { TcpProxy } from './support/tcp-proxy';
+import { waitFor } from './support/wait';
 import { badFields } from './support/envelope';
 
 describe('types', () => {
@@ -745,5 +747,41 @@ describe('types', () => {
       expect(Object.keys(own.body.schema.properties)).toEqual(['b']);
       expect(Object.keys((await admin.get('/types/acme.private')).body.schema.properties)).toEqual(['a']);
     });
+  });
+});
+
+describe('types while Redis is away', () => {
+  let t: TestApp;
+  let redis: TcpProxy;
+  let admin: Api;
+
+  beforeAll(async () => {
+    const url = new URL(REDIS_URL);
+    redis = await new TcpProxy(url.hostname, Number(url.port || 6379)).start();
+    url.port = String(redis.port);
+    t = await startApp({ REDIS_URL: url.toString() });
+    admin = api(t, (await bootstrapAdmin(t)).key);
+  });
+  afterAll(async () => {
+    await redis?.restore().catch(() => undefined);
+    await t?.close();
+    await redis?.stop();
+  });
+
+  // The change commits before other instances are told: the answer says it was kept, and a
+  // silent Redis does not hold the answer until its connection resets.
+  it.each<[string, () => Promise<void>]>([
+    ['cut', () => redis.cut()],
+    ['silent', async () => redis.stall()],
+  ])('a type change is answered as kept when Redis is %s', async (how, away) => {
+    await waitFor(async () => (await t.http.get('/health')).body.checks?.redis === 'up', 'Redis connected');
+    await away();
+    const name = `acme.away${how}`;
+    expectStatus(await admin.post('/types', { name, schema: { type: 'object' } }), 201);
+    expectStatus(await admin.get(`/types/${name}`), 200);
+    expectStatus(await admin.delete(`/types/${name}`), 200);
+    expectStatus(await admin.get(`/types/${name}`), 404);
+    await redis.cut();
+    await redis.restore();
   });
 });

@@ -6,6 +6,8 @@ import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
+import { REDIS_QUIET_MS } from '../redis/redis.module';
+import { TcpProxy } from '../../test/support/tcp-proxy';
 import { GENERATION_WINDOW_MS, KeyCache } from './key-cache';
 
 const principal = { tenantId: 't', credentialId: 'k', role: 'admin' } as Principal;
@@ -102,6 +104,34 @@ describe('KeyCache', () => {
       expect(read).toHaveBeenCalledTimes(2);
     } finally {
       read.mockRestore();
+    }
+  });
+
+  it('a Redis that went silent is waited for once, then not asked for REDIS_QUIET_MS', async () => {
+    const url = new URL(REDIS_URL);
+    const proxy = await new TcpProxy(url.hostname, Number(url.port || 6379)).start();
+    const silent = new Redis({ host: url.hostname, port: proxy.port });
+    try {
+      await silent.ping();
+      const config = Object.assign(new AppConfig(), { KEY_CACHE_TTL_SECONDS: 60, REDIS_PREFIX: prefix });
+      const c = new KeyCache(config, silent);
+      let now = 1000;
+      c.now = () => now;
+      const read = jest.spyOn(silent, 'eval');
+      proxy.stall();
+      expect(await c.generation()).toBeUndefined();
+      expect(read).toHaveBeenCalledTimes(1);
+      for (const step of [GENERATION_WINDOW_MS + 1, REDIS_QUIET_MS / 2]) {
+        now += step;
+        expect(await c.generation()).toBeUndefined();
+      }
+      expect(read).toHaveBeenCalledTimes(1);
+      now += REDIS_QUIET_MS;
+      await c.generation();
+      expect(read).toHaveBeenCalledTimes(2);
+    } finally {
+      silent.disconnect();
+      await proxy.stop();
     }
   });
 });

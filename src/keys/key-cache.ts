@@ -26,10 +26,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
-import { onReconnect, REDIS } from '../redis/redis.module';
+import { onReconnect, REDIS, REDIS_QUIET_MS, REDIS_WAIT_MS } from '../redis/redis.module';
 
 const MAX_ENTRIES = 10_000;
-const GENERATION_TIMEOUT_MS = 500;
 /** How old a read of the counter a lookup may use; key changes take this much longer. */
 export const GENERATION_WINDOW_MS = 50;
 /** Added to a change's wait, for timer granularity (the clocks' drift over 50 ms is far below it). */
@@ -71,6 +70,8 @@ export class KeyCache {
   protected readonly counterName: string = KEYS_GENERATION;
   /** The newest read of the counter (resolved or still on the wire), and when it was sent. */
   private newest?: { sentAt: number; value: Promise<string | undefined> };
+  /** Until when Redis is not asked, after it left a read unanswered. */
+  private quietUntil = 0;
   /** Monotonic milliseconds (a test stands in its own clock). */
   now: () => number = () => performance.now();
   /** A bump Redis has not taken yet, being retried. */
@@ -87,12 +88,20 @@ export class KeyCache {
     return `${this.config.REDIS_PREFIX}${this.counterName}`;
   }
 
-  /** The current generation of key changes, or undefined when Redis does not answer in time. */
+  /**
+   * The current generation of key changes, or undefined when Redis does not answer in time. A
+   * Redis that is away is not waited for; one that went silent is waited for once, then left
+   * alone for REDIS_QUIET_MS, as the rate limiter does: otherwise every request of an outage
+   * would wait REDIS_WAIT_MS for it.
+   */
   generation(): Promise<string | undefined> {
-    if (this.redis.status !== 'ready') return Promise.resolve(undefined); // no wait on a Redis that is away
     const now = this.now();
+    if (this.redis.status !== 'ready' || now < this.quietUntil) return Promise.resolve(undefined);
     if (this.newest === undefined || now - this.newest.sentAt > GENERATION_WINDOW_MS) {
-      const value = withinTimeout(this.redis.eval(READ_COUNTER, 1, this.counter, freshStart()).then(String), GENERATION_TIMEOUT_MS);
+      const value = withinTimeout(this.redis.eval(READ_COUNTER, 1, this.counter, freshStart()).then(String), REDIS_WAIT_MS).then((read) => {
+        if (read === undefined) this.quietUntil = this.now() + REDIS_QUIET_MS;
+        return read;
+      });
       this.newest = { sentAt: now, value };
     }
     return this.newest.value;

@@ -16,7 +16,7 @@ import Redis from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
-import { REDIS } from '../redis/redis.module';
+import { REDIS, REDIS_WAIT_MS } from '../redis/redis.module';
 import { UserRow, UsersService } from '../users/users.service';
 import { ACCOUNT_COOKIE, cookieOf, setAccountCookie } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
@@ -31,7 +31,6 @@ const NONCE = 'svc_form_nonce';
  * than the form's CSRF token, bound to that cookie, is accepted with it.
  */
 const SPENT_TTL_SECONDS = 13 * 3600;
-const REDIS_WAIT_MS = 500;
 const SINGLE_USE_NONCE = /^[A-Za-z0-9_-]{24}$/;
 
 /** A single-use nonce sent back: `fresh` the first time, `used` after; `malformed` when it is none; `unavailable` when Redis could not tell. */

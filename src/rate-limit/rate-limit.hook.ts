@@ -14,13 +14,9 @@ import { ApiError } from '../common/api-error';
 import { addressBucket } from '../common/client-address';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
-import { REDIS } from '../redis/redis.module';
+import { REDIS, REDIS_QUIET_MS, REDIS_WAIT_MS } from '../redis/redis.module';
 import { bucketFor } from './rate-limit.policy';
 import { takeFromWindow, WindowState, WINDOW_MS } from './rolling-window';
-
-/** How long a request waits for Redis's count before the in-memory fallback counts it. */
-const REDIS_WAIT_MS = 500;
-const REDIS_QUIET_MS = 5000;
 
 /**
  * The path the request was routed by, so that no other spelling of the request target (letter

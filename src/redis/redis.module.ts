@@ -10,6 +10,16 @@ import { AppConfig } from '../config/app-config';
 export const REDIS = Symbol('REDIS');
 
 /**
+ * How long a request waits for Redis where the request can go on without it (a rate-limit
+ * count, a cache generation, a throttle, a notice to other instances): one that stops answering
+ * costs each such request this much at most.
+ */
+export const REDIS_WAIT_MS = 500;
+
+/** After such a wait went unanswered, how long those requests go on without asking Redis at all. */
+export const REDIS_QUIET_MS = 5000;
+
+/**
  * Calls `back` each time `client` is ready again after its connection closed (ioredis
  * reconnects by itself): what was sent or changed meanwhile may have been missed.
  */

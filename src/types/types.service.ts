@@ -2,7 +2,7 @@
  * Owns item types: the seeded core types (immutable) and each tenant's own, with schema
  * inheritance, merge policies and the validators items are checked against.
  */
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { canType } from '../auth/permissions';
@@ -10,7 +10,8 @@ import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName, matchesPattern, TypeRef } from '../common/type-pattern';
-import { RedisPubSub } from '../redis/redis.module';
+import { orTimeout } from '../common/timeout';
+import { RedisPubSub, REDIS_WAIT_MS } from '../redis/redis.module';
 import { CreateTypeDto, ListTypesQuery, TypeList, TypeResponse, UpdateTypeDto } from './types.dto';
 import {
   assertUsableSchema, assertValidSchema, JsonSchema, MergePolicy, PropertiesValidator, resolveMergePolicy, resolveSubtypeSchema, SCHEMA_LIMITS, validatorFor,
@@ -102,6 +103,7 @@ function toResponse(r: TypeRow): TypeResponse {
 
 @Injectable()
 export class TypesService implements OnModuleInit {
+  private readonly logger = new Logger('Types');
   private readonly catalogs = new Map<string, { catalog: Promise<TypeCatalog>; expires: number }>();
 
   constructor(
@@ -137,9 +139,18 @@ export class TypesService implements OnModuleInit {
     return p.role === 'admin' || canType(p, await this.ref(p.tenantId, typeName), access);
   }
 
+  /**
+   * After a change has committed: this instance's catalogue is dropped, and the others are told
+   * through Redis. The change stands whatever Redis does, so the answer must not depend on it
+   * (a 503 would say nothing was kept; a silent Redis held the answer until its connection
+   * reset): the notice is waited for at most REDIS_WAIT_MS, and an instance that misses it
+   * reads the change once its catalogue expires (CATALOG_TTL_MS).
+   */
   private async changed(tenantId: string): Promise<void> {
     this.catalogs.delete(tenantId);
-    await this.pubsub.publish(CATALOG_CHANNEL, tenantId);
+    await orTimeout(this.pubsub.publish(CATALOG_CHANNEL, tenantId), REDIS_WAIT_MS, 'type catalogue notice').catch((err: unknown) =>
+      this.logger.warn({ err, tenantId }, 'other instances not told of a type change; their catalogues catch up when they expire'),
+    );
   }
 
   /** Every type of the tenant, core ones included: the catalogue's read (GET /types reads a page of its own). */

@@ -31,9 +31,9 @@ import type Redis from 'ioredis';
 import { createHmac } from 'node:crypto';
 import { addressBucket } from '../common/client-address';
 import { withinTimeout } from '../common/timeout';
+import { REDIS_WAIT_MS } from '../redis/redis.module';
 
 export const WINDOW_MS = 15 * 60_000;
-const REDIS_WAIT_MS = 500;
 
 /**
  * KEYS: the account and address, the account. ARGV: the window, the limit per address, the
