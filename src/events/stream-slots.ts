@@ -11,7 +11,8 @@
  * renews its slot every SLOT_RENEW_MS, so the slots of an instance that died without closing its
  * streams lapse after SLOT_TTL_MS instead of holding the cap forever. One script (trim the lapsed,
  * count, add) makes the check and the taking one step, so two instances cannot both take the
- * last slot. Should Redis fail, this instance's own count stands in, as the rate limiter does:
+ * last slot. Should Redis fail, or not answer within REDIS_WAIT_MS, this instance's own count
+ * stands in, as the rate limiter does:
  * the cap then holds per instance; slots of streams that closed meanwhile are removed at the
  * next renewal that Redis takes.
  */
@@ -20,8 +21,9 @@ import Redis from 'ioredis';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
+import { orTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
-import { REDIS } from '../redis/redis.module';
+import { REDIS, REDIS_WAIT_MS } from '../redis/redis.module';
 
 export const MAX_STREAMS_PER_CREDENTIAL = 5;
 export const MAX_STREAMS_PER_USER = 10;
@@ -88,7 +90,9 @@ export class StreamSlots {
     try {
       const now = Date.now();
       const keys = slot.sets.map((s) => s.key);
-      const verdict = Number(await this.redis.eval(TAKE, keys.length, ...keys, now, now + SLOT_TTL_MS, slot.id, SLOT_TTL_MS, ...slot.sets.map((s) => s.limit)));
+      // A Redis that stops answering is waited for as long as any request waits for it.
+      const taking = this.redis.eval(TAKE, keys.length, ...keys, now, now + SLOT_TTL_MS, slot.id, SLOT_TTL_MS, ...slot.sets.map((s) => s.limit));
+      const verdict = Number(await orTimeout(taking, REDIS_WAIT_MS, 'stream slots'));
       full = slot.sets[verdict - 1];
     } catch (err) {
       this.logger.warn({ err }, 'stream slots: Redis failed, counting this instance\'s streams only');
