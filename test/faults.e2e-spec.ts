@@ -213,3 +213,32 @@ describe('a bearer token that cannot be checked (PostgreSQL away)', () => {
     }
   });
 });
+
+describe('the OAuth endpoints while PostgreSQL is away', () => {
+  let t: TestApp;
+  let pg: TcpProxy;
+
+  beforeAll(async () => {
+    ({ pg, t } = await appBehindPostgresProxy());
+  });
+  afterAll(async () => {
+    await pg?.stop();
+    await t?.close();
+  });
+
+  it('answer 503 temporarily_unavailable with Retry-After in their own error form, not 500 server_error, and serve again after', async () => {
+    const { key } = await bootstrapAdmin(t);
+    const client = (await t.http.post('/auth/clients').set(bearer(key)).send({ grant_types: ['client_credentials'], scope: 'core.note:read' }).expect(201)).body;
+    const token = () => t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' });
+    expect((await token()).status).toBe(200);
+    await pg.cut();
+    try {
+      for (const res of [await token(), await t.http.post('/auth/oauth2/introspect').auth(client.client_id, client.client_secret).type('form').send({ token: 'svc_at_x' })]) {
+        expect([res.status, res.body.error, res.headers['retry-after']]).toEqual([503, 'temporarily_unavailable', expect.stringMatching(/^\d+$/)]);
+      }
+    } finally {
+      await pg.restore();
+    }
+    await waitFor(async () => (await token()).status === 200, 'tokens again');
+  });
+});

@@ -18,6 +18,7 @@ import type { DataSource } from 'typeorm';
 import { OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../auth/principal';
 import { textIssue } from '../common/input-policy';
 import { LOOPBACK_HOSTS } from '../common/target-policy';
+import { isDependencyUnavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../common/unavailable';
 import { AppConfig } from '../config/app-config';
 import type { SecretBox } from '../crypto/secret-box';
 import { isUserName } from '../users/users.dto';
@@ -404,6 +405,21 @@ function reportTokenReuse(db: DataSource) {
   };
 }
 
+/**
+ * A dependency away (PostgreSQL or Redis: isDependencyUnavailable) while the provider answered,
+ * which it would answer 500 `server_error`: 503 with Retry-After, as the API answers
+ * `service_unavailable`, in the endpoint's error form, `temporarily_unavailable` (RFC 6749
+ * 4.1.2.1's name for it): the error page for a browser, the OAuth error JSON otherwise.
+ */
+export function answerUnavailable(ctx: KoaContextWithOIDC): Promise<void> | void {
+  ctx.status = 503;
+  ctx.set('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS);
+  const out = { error: 'temporarily_unavailable', error_description: 'The service cannot reach its database right now; retry after Retry-After' };
+  if (ctx.accepts('json', 'html') === 'html') return renderError(ctx, out);
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = out;
+}
+
 /** The provider's error page (its routes' error handling renders it for a browser; so does answerLateErrors). */
 async function renderError(ctx: KoaContextWithOIDC, out: { error: string; error_description?: string }): Promise<void> {
   setPage(ctx, errorPage('Something went wrong', out.error_description ? `${out.error_description} (${out.error})` : String(out.error)));
@@ -425,6 +441,10 @@ async function answerLateErrors(ctx: KoaContextWithOIDC, next: () => Promise<voi
     await next();
   } catch (err) {
     if (ctx.headerSent || !ctx.writable) throw err;
+    if (isDependencyUnavailable(err)) {
+      for (const name of Object.keys(ctx.response.headers)) if (!before.has(name)) ctx.remove(name);
+      return answerUnavailable(ctx);
+    }
     const e = err as { expose?: unknown; statusCode?: unknown; message?: unknown; error_description?: unknown };
     const status = typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : undefined;
     const exposed = e.expose === true && status !== undefined && typeof e.message === 'string';

@@ -11,7 +11,8 @@ import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
-import { createProvider, revokedGrantAccount } from './oidc-provider.factory';
+import { answerUnavailable, createProvider, revokedGrantAccount } from './oidc-provider.factory';
+import { isDependencyUnavailable } from '../common/unavailable';
 import { SigningKeys } from './signing-keys';
 
 @Injectable()
@@ -53,6 +54,13 @@ export class OidcProvider {
       await grantRevoked;
       const refused = ctx.oidc?.route === 'token' && ctx.status >= 400 && (ctx.oidc.params as { grant_type?: string } | undefined)?.grant_type === 'refresh_token';
       if (ctx.oidc?.route === 'revocation' || refused || grantRevoked) await this.tokenCache.invalidate();
+    });
+    // An error the provider's routes could not name, answered 500 `server_error` and logged by
+    // nothing: a dependency away is 503 instead (answerUnavailable); anything else is logged
+    // with its cause, under the request id the 500's log line carries.
+    provider.on('server_error', (ctx: KoaContextWithOIDC, err: unknown) => {
+      if (isDependencyUnavailable(err)) return void answerUnavailable(ctx);
+      this.logger.error({ err, request_id: ctx.response.get('x-request-id') || undefined, route: ctx.oidc?.route }, 'OAuth endpoint failed');
     });
     // Recorded before the response goes out (the middleware above waits for it).
     provider.on('grant.revoked', (ctx: KoaContextWithOIDC, grantId: string) => {

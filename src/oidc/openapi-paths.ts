@@ -84,7 +84,7 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
     },
     'html',
   );
-  return withOperationIds({
+  return withOperationIds(withUnavailable({
     '/.well-known/openid-configuration': { get: discovery },
     '/.well-known/oauth-authorization-server': { get: discovery },
     '/.well-known/jwks.json': { get: jwks },
@@ -158,7 +158,31 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
     '/auth/logout/success': {
       get: op('oauth', 'Signed-out page, when the logout named no post_logout_redirect_uri', { responses: { 200: html('HTML page') } }, 'html'),
     },
-  });
+  }));
+}
+
+/** Paths whose answers need neither PostgreSQL nor Redis (the keys are loaded when the provider is built). */
+const WITHOUT_DEPENDENCY = new Set(['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server', '/.well-known/jwks.json', '/auth/jwks', '/auth/logout/success']);
+
+/**
+ * The 503 of an endpoint that reads or writes the database (answerUnavailable in
+ * oidc-provider.factory.ts): `temporarily_unavailable` with Retry-After, as an error page for a
+ * browser, else RFC 6749 JSON. Preflights read nothing.
+ */
+function withUnavailable(paths: Record<string, PathItem>): Record<string, PathItem> {
+  const unavailable = {
+    description: 'A dependency is away: RFC 6749 error {"error":"temporarily_unavailable","error_description"} (an error page for a browser), with Retry-After',
+    headers: { 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds' } },
+    content: { 'application/json': { schema: OAUTH_ERROR_SCHEMA }, 'text/html': { schema: str } },
+  };
+  return Object.fromEntries(
+    Object.entries(paths).map(([path, item]) => [
+      path,
+      WITHOUT_DEPENDENCY.has(path)
+        ? item
+        : Object.fromEntries(Object.entries(item).map(([method, o]) => [method, method === 'options' ? o : { ...(o as Operation), responses: { ...(o as Operation).responses, 503: unavailable } }])),
+    ]),
+  );
 }
 
 /** Each operation gets an id from its method and path (`oauth_post_auth_oauth2_token`); operations are copied, as some are shared. */
