@@ -242,3 +242,41 @@ describe('the OAuth endpoints while PostgreSQL is away', () => {
     await waitFor(async () => (await token()).status === 200, 'tokens again');
   });
 });
+
+describe('an Idempotency-Key whose request failed with PostgreSQL', () => {
+  let t: TestApp;
+  let pg: TcpProxy;
+
+  beforeAll(async () => {
+    ({ pg, t } = await appBehindPostgresProxy());
+  });
+  afterAll(async () => {
+    await pg?.stop();
+    await t?.close();
+  });
+
+  it('is free for the retry once PostgreSQL is back, though the failed request could not release it then', async () => {
+    const { key } = await bootstrapAdmin(t);
+    const body = { type: 'core.note', source_id: 'idem-lock', properties: { title: 'held' } };
+    expect((await t.http.post('/items').set(bearer(key)).send(body)).status).toBe(201);
+    const database = new URL(t.databaseUrl).pathname.slice(1);
+    // A session of its own, not through the proxy, holds the item while the request waits for it.
+    const holder = new Client({ connectionString: `${PG_SERVER}/${database}` });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM items WHERE source_id = 'idem-lock' FOR UPDATE`);
+      const send = () => t.http.post('/items').set(bearer(key)).set('Idempotency-Key', 'after-the-outage').send({ ...body, properties: { title: 'again' } });
+      const first = send().then((res) => res); // sent now: a supertest request goes out once awaited
+      await waitFor(async () => (await holder.query(`SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'`, [database])).rowCount! > 0, 'the request waiting for the lock');
+      await pg.cut();
+      expect((await first).status).toBe(503);
+      await holder.query('ROLLBACK');
+      await pg.restore();
+      const retry = await send();
+      expect([retry.status, retry.body.properties?.title]).toEqual([200, 'again']);
+    } finally {
+      await holder.end();
+    }
+  });
+});

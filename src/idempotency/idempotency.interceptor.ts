@@ -28,7 +28,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal';
 import { tokenScopesOf } from '../oidc/scopes';
 import { toApiError } from '../common/exception.filter';
-import { isWriteCollision } from '../common/unavailable';
+import { isDependencyUnavailable, isWriteCollision } from '../common/unavailable';
 import {
   IDEMPOTENT_REPLAYED_HEADER,
   keyConflict,
@@ -39,7 +39,7 @@ import {
   requestFingerprint,
 } from './idempotency-key';
 import { pendingClaim } from './claim-applied';
-import { Claim, IdempotencyStore, StoredKey } from './idempotency.store';
+import { Claim, CLAIM_LEASE_SECONDS, IdempotencyStore, StoredKey } from './idempotency.store';
 import { ResponseSeal } from './response-seal';
 
 /** How long a retry waits for a concurrent request with its key before answering 409. */
@@ -121,7 +121,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       // The filter sends exactly this envelope with this status for the error.
       await (keeps(error.status) && !isWriteCollision(err)
         ? this.keep(attempt, claim, error.status, error.toEnvelope(), null)
-        : this.store.release(attempt.owner, attempt.digest, claim)
+        : this.releaseEventually(attempt, claim)
       ).catch((storeErr: unknown) => this.logger.error({ err: storeErr }, 'idempotency key could not be finished'));
       throw err;
     }
@@ -135,6 +135,29 @@ export class IdempotencyInterceptor implements NestInterceptor {
       this.logger.error({ err }, 'idempotency key could not be completed');
     }
     return body;
+  }
+
+  /**
+   * Gives the claim up. A request that failed because the database went away usually cannot
+   * release its claim either, and its retry would then wait out the claim's lease (minutes) for
+   * nothing: the release is tried again in the background, backing off up to 5 s, until the
+   * database takes it or the lease would have run out anyway. It deletes this claim only, so a
+   * late release cannot touch a retry's own.
+   */
+  private async releaseEventually(attempt: Attempt, claim: Claim): Promise<void> {
+    try {
+      await this.store.release(attempt.owner, attempt.digest, claim);
+    } catch (err) {
+      if (!isDependencyUnavailable(err)) throw err;
+      const giveUpAt = Date.now() + CLAIM_LEASE_SECONDS * 1000;
+      const retry = (delay: number) =>
+        setTimeout(() => {
+          this.store.release(attempt.owner, attempt.digest, claim).catch(() => {
+            if (Date.now() < giveUpAt) retry(Math.min(delay * 2, 5000));
+          });
+        }, delay).unref();
+      retry(250);
+    }
   }
 
   /**
