@@ -280,3 +280,44 @@ describe('an Idempotency-Key whose request failed with PostgreSQL', () => {
     }
   });
 });
+
+describe('events an instance could not publish (it had lost Redis)', () => {
+  let writer: TestApp;
+  let reader: TestApp;
+  let redis: TcpProxy;
+  const streams: SseClient[] = [];
+
+  beforeAll(async () => {
+    const via = await proxyFor(REDIS_URL, 6379);
+    redis = via.proxy;
+    writer = await startApp({ REDIS_URL: via.url });
+    // The same deployment, with a Redis connection that never drops, relaying nothing itself.
+    reader = await startApp({ DATABASE_URL: writer.databaseUrl, REDIS_PREFIX: writer.config.REDIS_PREFIX, EVENT_DELIVERY_ENABLED: 'false' });
+  });
+  afterAll(async () => {
+    streams.forEach((s) => s.close());
+    await redis?.restore().catch(() => undefined);
+    await reader?.app.close();
+    await writer?.close();
+    await redis?.stop();
+  });
+
+  it('reach the streams of other instances, in order, once a later batch is heard there', async () => {
+    const admin = (await bootstrapAdmin(writer)).key;
+    const note = async (title: string) => (await writer.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title } }).expect(201)).body.id;
+    const s = await SseClient.open(`${reader.url}/events?events=item.created`, bearer(admin));
+    streams.push(s);
+    const ids = () => s.named().map((e) => e.body.item.id);
+    const first = await note('before');
+    await waitFor(() => ids().length === 1, 'the live event');
+
+    await redis.cut();
+    const unpublished = await note('while the writer had lost Redis');
+    await redis.restore();
+    await waitFor(async () => (await writer.http.get('/health')).body.checks?.redis === 'up', 'the writer\'s Redis back');
+    const after = await note('after');
+    await waitFor(() => ids().length === 3, 'the unpublished event and the next one');
+    expect(ids()).toEqual([first, unpublished, after]);
+    expect(s.closed).toBe(false);
+  });
+});

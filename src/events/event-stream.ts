@@ -79,6 +79,8 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   private readonly subscribers = new Set<Subscriber>();
   /** Streams being opened: not yet among the subscribers. */
   private opening = 0;
+  /** The highest publication number heard while streams were open (noticeGap). */
+  private heard?: bigint;
   private timers: NodeJS.Timeout[] = [];
   private stopping = false;
   /** Live events are handled one after another, so each stream sees them in arrival order. */
@@ -98,9 +100,14 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       // Every instance hears every published event, each with its whole item: with no stream
       // open or opening here there is nobody to parse it for (a 1 MB item cost 70 ms per
       // instance). A stream opened later replays from the outbox what it is owed.
-      if (this.subscribers.size === 0 && this.opening === 0) return;
+      if (this.subscribers.size === 0 && this.opening === 0) return void (this.heard = undefined);
       const events = JSON.parse(message) as PublishedEvent[];
-      this.chain = this.chain.then(() => this.dispatch(events)).catch((err: unknown) => this.logger.warn({ err }, 'event stream dispatch failed'));
+      this.chain = this.chain
+        .then(() => {
+          this.noticeGap(events);
+          return this.dispatch(events);
+        })
+        .catch((err: unknown) => this.logger.warn({ err }, 'event stream dispatch failed'));
     });
     this.pubsub.onResubscribed(() => this.catchUp());
     const heartbeat = setInterval(() => this.subscribers.forEach((s) => this.write(s, ': heartbeat\n\n')), this.config.EVENTS_HEARTBEAT_SECONDS * 1000);
@@ -196,6 +203,23 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
    * resume does, without closing. A stream with no such place (opened while the database was
    * away) is closed; its client reconnects, with Last-Event-ID if it got any event.
    */
+  /**
+   * Batches are published in `published_seq` order, one number after another, by whichever
+   * instance relays them. A batch whose numbers do not follow the last one heard was numbered
+   * but not heard here: its relay could not publish it (that instance had lost Redis; its numbers
+   * stand, and webhooks still get it), or this subscription missed it. Open streams then catch
+   * up from the outbox before the batch is sent, as after a lost subscription. A number skipped
+   * for another reason (a claim rolled back) costs one catch-up that finds nothing.
+   */
+  private noticeGap(events: PublishedEvent[]): void {
+    const numbers = events.flatMap((e) => (e.published_seq === undefined ? [] : [BigInt(e.published_seq)]));
+    if (!numbers.length) return;
+    const first = numbers.reduce((a, b) => (b < a ? b : a));
+    const last = numbers.reduce((a, b) => (b > a ? b : a));
+    if (this.heard !== undefined && first > this.heard + 1n) this.catchUp();
+    if (this.heard === undefined || last > this.heard) this.heard = last;
+  }
+
   private catchUp(): void {
     for (const sub of this.subscribers) {
       if (sub.held) sub.behind = true; // a replay under way: again once it is done
