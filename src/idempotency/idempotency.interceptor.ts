@@ -127,7 +127,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     try {
       // Nest set the route's status before the interceptors ran; a handler may have changed it since.
-      if (body instanceof StreamableFile || !keeps(res.statusCode)) await this.store.release(attempt.owner, attempt.digest, claim);
+      if (body instanceof StreamableFile || !keeps(res.statusCode)) await this.releaseEventually(attempt, claim);
       else await this.keep(attempt, claim, res.statusCode, body, (res.getHeader('Location') as string | undefined) ?? null);
     } catch (err) {
       // The work is done, so its response still goes out. The claim stays applied: retries get
