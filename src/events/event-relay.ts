@@ -139,8 +139,9 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
    * attempts start. The lock lives in a transaction of its own connection so that the claim
    * commits before the batch is published: a stream that receives an event live and resumes
    * from it must find its number in the outbox. A batch that could not be published is
-   * answered with the error: its numbers stand, so resuming streams replay it, and webhooks,
-   * which do not depend on Redis, still get it.
+   * answered with the error: its numbers stand, so resuming streams replay it, open streams
+   * catch up on it once they hear the next batch (EventStream.noticeGap), and webhooks, which do
+   * not depend on Redis, still get it.
    */
   private pass(leaseMs: number): Promise<{ claimed: number; unpublished?: unknown }> {
     return this.db.underLock(PUBLISH_LOCK, async () => {
