@@ -29,7 +29,6 @@
  */
 import 'reflect-metadata';
 import autocannon from 'autocannon';
-import { join } from 'node:path';
 import { Client, Pool } from 'pg';
 import { ItemFilter, itemWhere } from '../src/items/item-filter';
 import { matchClause, parseSearch } from '../src/search/search-query';

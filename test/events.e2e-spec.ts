@@ -18,10 +18,10 @@ import { EventStream } from '../src/events/event-stream';
 import { EventsJanitor } from '../src/events/events-janitor';
 import { Outbox } from '../src/events/outbox';
 import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT } from '../src/events/stream-slots';
-import { bearer, bootstrapAdmin, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { SseClient } from './support/sse';
-import { TcpProxy } from './support/tcp-proxy';
+import { appBehindProxy, redisUp } from './support/behind-proxy';
 import { waitFor } from './support/wait';
 
 describe('event stream (e2e, two instances)', () => {
@@ -459,24 +459,12 @@ describe('event stream (e2e, two instances)', () => {
 });
 
 describe('GET /events while Redis is silent', () => {
-  let t: TestApp;
-  let redis: TcpProxy;
-
-  beforeAll(async () => {
-    const url = new URL(REDIS_URL);
-    redis = await new TcpProxy(url.hostname, Number(url.port || 6379)).start();
-    url.port = String(redis.port);
-    t = await startApp({ REDIS_URL: url.toString() });
-  });
-  afterAll(async () => {
-    await redis?.cut();
-    await t?.close();
-    await redis?.stop();
-  });
+  const at = appBehindProxy(['redis']);
 
   it('opens the stream, its slot counted by this instance, rather than waiting for Redis', async () => {
+    const { t, redis } = at;
     const { key } = await bootstrapAdmin(t);
-    await waitFor(async () => (await t.http.get('/health')).body.checks?.redis === 'up', 'Redis connected');
+    await redisUp(t);
     redis.stall();
     const stream = await SseClient.open(`${t.url}/events`, bearer(key));
     try {

@@ -6,50 +6,27 @@
  * going away and coming back.
  */
 import { Client } from 'pg';
-import { bearer, bootstrapAdmin, createKey, PG_SERVER, REDIS_URL, startApp, TestApp, uniqueName } from './support/app';
+import { bearer, bootstrapAdmin, createKey, PG_SERVER } from './support/app';
+import { appBehindProxy, redisUp } from './support/behind-proxy';
 import { SseClient } from './support/sse';
-import { TcpProxy } from './support/tcp-proxy';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(60_000);
 
-const proxyFor = async (url: string, defaultPort: number) => {
-  const u = new URL(url);
-  const proxy = await new TcpProxy(u.hostname, Number(u.port || defaultPort)).start();
-  u.port = String(proxy.port);
-  return { proxy, url: u.toString() };
-};
-
-/** An app whose PostgreSQL (a database of its own) is behind a proxy the test controls. */
-const appBehindPostgresProxy = async (overrides: Record<string, string> = {}) => {
-  const via = await proxyFor(PG_SERVER, 5432);
-  const url = new URL(via.url);
-  url.pathname = `/${uniqueName('svc_faults')}`;
-  // A short statement timeout makes the client-side read timeout (statement timeout + 5 s) short too.
-  return { pg: via.proxy, t: await startApp({ DATABASE_URL: url.toString(), DATABASE_STATEMENT_TIMEOUT_MS: '1000', ...overrides }) };
-};
-
 describe('PostgreSQL faults', () => {
-  let t: TestApp;
+  const at = appBehindProxy(['postgres']);
   let admin: string;
-  let pg: TcpProxy;
-
   beforeAll(async () => {
-    ({ pg, t } = await appBehindPostgresProxy());
-    admin = (await bootstrapAdmin(t)).key;
-  });
-  afterAll(async () => {
-    await pg?.stop(); // first: connections it left silent would hold the pools' ending up
-    await t?.close();
+    admin = (await bootstrapAdmin(at.t)).key;
   });
 
-  const note = (title: string) => t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title } });
-  const search = (q: string) => t.http.get('/search').query({ q }).set(bearer(admin));
+  const note = (title: string) => at.t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title } });
+  const search = (q: string) => at.t.http.get('/search').query({ q }).set(bearer(admin));
 
   it('keeps serving when PostgreSQL ends every connection (a restart): no pool is left with a dead one, nothing crashes', async () => {
     expect((await note('before the restart')).status).toBe(201);
     expect((await search('restart')).status).toBe(200);
-    const database = new URL(t.databaseUrl).pathname.slice(1);
+    const database = new URL(at.t.databaseUrl).pathname.slice(1);
     const killer = new Client({ connectionString: `${PG_SERVER}/postgres` });
     await killer.connect();
     try {
@@ -68,8 +45,8 @@ describe('PostgreSQL faults', () => {
   it('cuts the connections whose server stopped answering, and serves again with new ones', async () => {
     // Every pool holds a few open connections, then they all go silent.
     await Promise.all(Array.from({ length: 8 }, (_, i) => Promise.all([note(`warm ${i}`), search('warm')])));
-    pg.stall();
-    const round = () => Promise.all([...Array.from({ length: 8 }, () => t.http.get('/items').set(bearer(admin))), ...Array.from({ length: 4 }, () => search('stall'))]);
+    at.pg.stall();
+    const round = () => Promise.all([...Array.from({ length: 8 }, () => at.t.http.get('/items').set(bearer(admin))), ...Array.from({ length: 4 }, () => search('stall'))]);
     // A request that drew a silent connection fails after the read timeout, as a 503 to retry;
     // that connection is then gone, so each one costs one failure, and the pools fill with new ones.
     for (const res of await round()) {
@@ -82,25 +59,13 @@ describe('PostgreSQL faults', () => {
 });
 
 describe('the event streams\' Redis subscription lost and back', () => {
-  let t: TestApp;
-  let admin: string;
-  let redis: TcpProxy;
   const streams: SseClient[] = [];
-
-  beforeAll(async () => {
-    const via = await proxyFor(REDIS_URL, 6379);
-    redis = via.proxy;
-    t = await startApp({ REDIS_URL: via.url });
-    admin = (await bootstrapAdmin(t)).key;
-  });
-  afterAll(async () => {
-    streams.forEach((s) => s.close());
-    await redis?.restore().catch(() => undefined);
-    await t?.close();
-    await redis?.stop();
-  });
+  afterAll(() => streams.forEach((s) => s.close())); // before the app closes
+  const at = appBehindProxy(['redis']);
 
   it('catches open streams up on what was published meanwhile, in order, without repeats, and stays live', async () => {
+    const { t, redis } = at;
+    const admin = (await bootstrapAdmin(t)).key;
     const note = async (title: string) => (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title } }).expect(201)).body.id;
     const s = await SseClient.open(`${t.url}/events?events=item.created`, bearer(admin));
     streams.push(s);
@@ -120,25 +85,11 @@ describe('the event streams\' Redis subscription lost and back', () => {
 });
 
 describe('a key revoked while one instance has lost Redis', () => {
-  let cut: TestApp;
-  let other: TestApp;
-  let redis: TcpProxy;
-
-  beforeAll(async () => {
-    const via = await proxyFor(REDIS_URL, 6379);
-    redis = via.proxy;
-    cut = await startApp({ REDIS_URL: via.url });
-    // The same deployment (database and prefix), with a Redis connection that never drops.
-    other = await startApp({ DATABASE_URL: cut.databaseUrl, REDIS_PREFIX: cut.config.REDIS_PREFIX });
-  });
-  afterAll(async () => {
-    await redis?.restore().catch(() => undefined);
-    await other?.app.close();
-    await cut?.close();
-    await redis?.stop();
-  });
+  // The other instance's Redis connection never drops.
+  const at = appBehindProxy(['redis'], {}, [{}]);
 
   it('is answered 200 (it is committed), and refused on every instance once Redis takes the change', async () => {
+    const { t: cut, redis, others: [other] } = at;
     const admin = (await bootstrapAdmin(cut)).key;
     const member = await createKey(cut, admin, { role: 'member', type_permissions: { '*': 'read' } });
     for (let i = 0; i < 2; i++) await other.http.get('/items').set(bearer(member.key)).expect(200); // cached on the other instance
@@ -154,21 +105,10 @@ describe('a key revoked while one instance has lost Redis', () => {
 });
 
 describe('rate limits while Redis is away', () => {
-  let t: TestApp;
-  let redis: TcpProxy;
-
-  beforeAll(async () => {
-    const via = await proxyFor(REDIS_URL, 6379);
-    redis = via.proxy;
-    t = await startApp({ REDIS_URL: via.url, RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5' });
-  });
-  afterAll(async () => {
-    await redis?.restore().catch(() => undefined);
-    await t?.close();
-    await redis?.stop();
-  });
+  const at = appBehindProxy(['redis'], { RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5' });
 
   it('are counted in memory at once: the headers stay, the limit holds, and the window counts in Redis again once it is back', async () => {
+    const { t, redis } = at;
     const admin = (await bootstrapAdmin(t)).key;
     const write = () => t.http.post('/tenants').set(bearer(admin)).send({});
     expect((await write()).headers['x-ratelimit-remaining']).toBe('4');
@@ -188,18 +128,10 @@ describe('rate limits while Redis is away', () => {
 });
 
 describe('a bearer token that cannot be checked (PostgreSQL away)', () => {
-  let t: TestApp;
-  let pg: TcpProxy;
-
-  beforeAll(async () => {
-    ({ pg, t } = await appBehindPostgresProxy({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5' }));
-  });
-  afterAll(async () => {
-    await pg?.stop();
-    await t?.close();
-  });
+  const at = appBehindProxy(['postgres'], { RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '5' });
 
   it('is 503 service_unavailable with Retry-After, counted by the rate limit like any request (SPEC 8.1: its headers too)', async () => {
+    const { t, pg } = at;
     await bootstrapAdmin(t);
     await pg.cut();
     try {
@@ -215,18 +147,10 @@ describe('a bearer token that cannot be checked (PostgreSQL away)', () => {
 });
 
 describe('the OAuth endpoints while PostgreSQL is away', () => {
-  let t: TestApp;
-  let pg: TcpProxy;
-
-  beforeAll(async () => {
-    ({ pg, t } = await appBehindPostgresProxy());
-  });
-  afterAll(async () => {
-    await pg?.stop();
-    await t?.close();
-  });
+  const at = appBehindProxy(['postgres']);
 
   it('answer 503 temporarily_unavailable with Retry-After in their own error form, not 500 server_error, and serve again after', async () => {
+    const { t, pg } = at;
     const { key } = await bootstrapAdmin(t);
     const client = (await t.http.post('/auth/clients').set(bearer(key)).send({ grant_types: ['client_credentials'], scope: 'core.note:read' }).expect(201)).body;
     const token = () => t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' });
@@ -244,18 +168,10 @@ describe('the OAuth endpoints while PostgreSQL is away', () => {
 });
 
 describe('an Idempotency-Key whose request failed with PostgreSQL', () => {
-  let t: TestApp;
-  let pg: TcpProxy;
-
-  beforeAll(async () => {
-    ({ pg, t } = await appBehindPostgresProxy());
-  });
-  afterAll(async () => {
-    await pg?.stop();
-    await t?.close();
-  });
+  const at = appBehindProxy(['postgres']);
 
   it('is free for the retry once PostgreSQL is back, though the failed request could not release it then', async () => {
+    const { t, pg } = at;
     const { key } = await bootstrapAdmin(t);
     const body = { type: 'core.note', source_id: 'idem-lock', properties: { title: 'held' } };
     expect((await t.http.post('/items').set(bearer(key)).send(body)).status).toBe(201);
@@ -282,27 +198,13 @@ describe('an Idempotency-Key whose request failed with PostgreSQL', () => {
 });
 
 describe('events an instance could not publish (it had lost Redis)', () => {
-  let writer: TestApp;
-  let reader: TestApp;
-  let redis: TcpProxy;
+  // The reader's Redis connection never drops, and it relays nothing itself.
   const streams: SseClient[] = [];
-
-  beforeAll(async () => {
-    const via = await proxyFor(REDIS_URL, 6379);
-    redis = via.proxy;
-    writer = await startApp({ REDIS_URL: via.url });
-    // The same deployment, with a Redis connection that never drops, relaying nothing itself.
-    reader = await startApp({ DATABASE_URL: writer.databaseUrl, REDIS_PREFIX: writer.config.REDIS_PREFIX, EVENT_DELIVERY_ENABLED: 'false' });
-  });
-  afterAll(async () => {
-    streams.forEach((s) => s.close());
-    await redis?.restore().catch(() => undefined);
-    await reader?.app.close();
-    await writer?.close();
-    await redis?.stop();
-  });
+  afterAll(() => streams.forEach((s) => s.close())); // before the apps close
+  const at = appBehindProxy(['redis'], {}, [{ EVENT_DELIVERY_ENABLED: 'false' }]);
 
   it('reach the streams of other instances, in order, once a later batch is heard there', async () => {
+    const { t: writer, redis, others: [reader] } = at;
     const admin = (await bootstrapAdmin(writer)).key;
     const note = async (title: string) => (await writer.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title } }).expect(201)).body.id;
     const s = await SseClient.open(`${reader.url}/events?events=item.created`, bearer(admin));
@@ -314,7 +216,7 @@ describe('events an instance could not publish (it had lost Redis)', () => {
     await redis.cut();
     const unpublished = await note('while the writer had lost Redis');
     await redis.restore();
-    await waitFor(async () => (await writer.http.get('/health')).body.checks?.redis === 'up', 'the writer\'s Redis back');
+    await redisUp(writer);
     const after = await note('after');
     await waitFor(() => ids().length === 3, 'the unpublished event and the next one');
     expect(ids()).toEqual([first, unpublished, after]);

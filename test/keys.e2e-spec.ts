@@ -1,11 +1,11 @@
 /** SPEC 2.7 and 4.5, CONTRACT "Tenants and keys": the /keys surface within one tenant. */
 import { createHash } from 'node:crypto';
 import request from 'supertest';
-import { bearer, bootstrapAdmin, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { field } from './support/browse';
 import { badFields, expectError } from './support/envelope';
 import { expectKeyBody } from './support/keys';
-import { TcpProxy } from './support/tcp-proxy';
+import { appBehindProxy } from './support/behind-proxy';
 import { waitFor } from './support/wait';
 
 describe('keys', () => {
@@ -363,23 +363,10 @@ describe('keys', () => {
 });
 
 describe('keys: the account pages\' key form while Redis is away', () => {
-  let t: TestApp;
-  let redis: TcpProxy;
-
-  beforeAll(async () => {
-    const redisUrl = new URL(REDIS_URL);
-    redis = await new TcpProxy(redisUrl.hostname, Number(redisUrl.port || 6379)).start();
-    const viaRedis = new URL(REDIS_URL);
-    viaRedis.port = String(redis.port);
-    t = await startApp({ REDIS_URL: viaRedis.toString() });
-  });
-  afterAll(async () => {
-    await redis?.restore().catch(() => undefined);
-    await t?.close();
-    await redis?.stop();
-  });
+  const at = appBehindProxy(['redis']);
 
   it('makes no key while Redis cannot tell whether the form was used (503), and the same showing makes its one key once Redis is back', async () => {
+    const { t, redis } = at;
     const admin = await bootstrapAdmin(t);
     await t.http.post('/users').set(bearer(admin.key)).send({ email: 'away@once.example', password: 'an admin user password', name: 'Away', role: 'admin' }).expect(201);
     const agent = request.agent(t.url);

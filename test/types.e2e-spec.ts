@@ -5,9 +5,8 @@
  * schema can neither reach past its tenant nor harm validation for others (the limits).
  */
 import { Api, api, expectError, expectStatus, RFC3339 } from './items/helpers';
-import { bootstrapAdmin, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
-import { TcpProxy } from './support/tcp-proxy';
-import { waitFor } from './support/wait';
+import { bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { appBehindProxy, redisUp } from './support/behind-proxy';
 import { badFields } from './support/envelope';
 
 describe('types', () => {
@@ -751,30 +750,20 @@ describe('types', () => {
 });
 
 describe('types while Redis is away', () => {
-  let t: TestApp;
-  let redis: TcpProxy;
+  const at = appBehindProxy(['redis']);
   let admin: Api;
-
   beforeAll(async () => {
-    const url = new URL(REDIS_URL);
-    redis = await new TcpProxy(url.hostname, Number(url.port || 6379)).start();
-    url.port = String(redis.port);
-    t = await startApp({ REDIS_URL: url.toString() });
-    admin = api(t, (await bootstrapAdmin(t)).key);
-  });
-  afterAll(async () => {
-    await redis?.restore().catch(() => undefined);
-    await t?.close();
-    await redis?.stop();
+    admin = api(at.t, (await bootstrapAdmin(at.t)).key);
   });
 
   // The change commits before other instances are told: the answer says it was kept, and a
   // silent Redis does not hold the answer until its connection resets.
   it.each<[string, () => Promise<void>]>([
-    ['cut', () => redis.cut()],
-    ['silent', async () => redis.stall()],
+    ['cut', () => at.redis.cut()],
+    ['silent', async () => at.redis.stall()],
   ])('a type change is answered as kept when Redis is %s', async (how, away) => {
-    await waitFor(async () => (await t.http.get('/health')).body.checks?.redis === 'up', 'Redis connected');
+    const { t, redis } = at;
+    await redisUp(t);
     await away();
     const name = `acme.away${how}`;
     expectStatus(await admin.post('/types', { name, schema: { type: 'object' } }), 201);

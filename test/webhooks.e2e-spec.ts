@@ -17,7 +17,7 @@ import { PER_WEBHOOK_CONCURRENCY } from '../src/webhooks/webhook-dispatcher';
 import { bearer, bootstrapAdmin, clearRedisPrefix, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { Receiver } from './support/receiver';
-import { TcpProxy } from './support/tcp-proxy';
+import { appBehindProxy } from './support/behind-proxy';
 import { waitFor } from './support/wait';
 
 describe('webhooks (e2e)', () => {
@@ -731,28 +731,16 @@ describe('first attempts waiting in line when their webhook changes', () => {
 
 describe('webhooks while Redis is away', () => {
   const receiver = new Receiver();
-  let t: TestApp;
-  let admin: string;
   let base: string;
-  let redis: TcpProxy;
-
   beforeAll(async () => {
     base = await receiver.start();
-    const redisUrl = new URL(REDIS_URL);
-    redis = await new TcpProxy(redisUrl.hostname, Number(redisUrl.port || 6379)).start();
-    const viaProxy = new URL(REDIS_URL);
-    viaProxy.port = String(redis.port);
-    t = await startApp({ REDIS_URL: viaProxy.toString() });
-    admin = (await bootstrapAdmin(t)).key;
   });
-  afterAll(async () => {
-    await redis?.restore().catch(() => undefined);
-    await t?.close();
-    await redis?.stop();
-    await receiver.stop();
-  });
+  afterAll(() => receiver.stop());
+  const at = appBehindProxy(['redis']);
 
   it('still delivers first attempts: the relay does not wait on the event streams\' Redis', async () => {
+    const { t, redis } = at;
+    const admin = (await bootstrapAdmin(t)).key;
     const hook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/no-redis`, events: ['item.created'] }).expect(201)).body;
     await redis.cut();
     const items = [];

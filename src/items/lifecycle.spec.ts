@@ -1,7 +1,7 @@
 import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
 import { LIFECYCLE_TABLE } from '../../test/support/lifecycle-table';
-import { assertInitialState, assertTransition, canTransition, INITIAL_STATES, ItemState, STATES } from './lifecycle';
+import { assertInitialState, assertTransition, canTransition, INITIAL_STATES, STATES } from './lifecycle';
 
 const TABLE = LIFECYCLE_TABLE;
 

@@ -27,7 +27,6 @@ import { Injectable } from '@nestjs/common';
 import type { Client, Provider } from 'oidc-provider';
 import type { OAuthTokenResolver, Principal, Resolution } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
-import type { PermissionMap } from '../keys/api-key.entity';
 import { hashSecret } from '../keys/key-secrets';
 import { clientCredentialId, clientOfCredential, issuedUnderCurrentSecret, SECRET_CLAIM } from './client-secret-claim';
 import { UsersService } from '../users/users.service';
