@@ -26,7 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
-import { onReconnect, REDIS, REDIS_QUIET_MS, REDIS_WAIT_MS } from '../redis/redis.module';
+import { onReconnect, OptionalRedis, REDIS } from '../redis/redis.module';
 
 const MAX_ENTRIES = 10_000;
 /** How old a read of the counter a lookup may use; key changes take this much longer. */
@@ -70,10 +70,9 @@ export class KeyCache {
   protected readonly counterName: string = KEYS_GENERATION;
   /** The newest read of the counter (resolved or still on the wire), and when it was sent. */
   private newest?: { sentAt: number; value: Promise<string | undefined> };
-  /** Until when Redis is not asked, after it left a read unanswered. */
-  private quietUntil = 0;
   /** Monotonic milliseconds (a test stands in its own clock). */
   now: () => number = () => performance.now();
+  private readonly optional: OptionalRedis;
   /** A bump Redis has not taken yet, being retried. */
   private bumping?: Promise<void>;
 
@@ -82,6 +81,7 @@ export class KeyCache {
     @Inject(REDIS) private readonly redis: Redis,
   ) {
     onReconnect(redis, () => this.entries.clear());
+    this.optional = new OptionalRedis(redis, () => this.now());
   }
 
   private get counter(): string {
@@ -89,20 +89,14 @@ export class KeyCache {
   }
 
   /**
-   * The current generation of key changes, or undefined when Redis does not answer in time. A
-   * Redis that is away is not waited for; one that went silent is waited for once, then left
-   * alone for REDIS_QUIET_MS, as the rate limiter does: otherwise every request of an outage
-   * would wait REDIS_WAIT_MS for it.
+   * The current generation of key changes, or undefined when Redis does not answer in time
+   * (`OptionalRedis`: every request of an outage would otherwise wait for it).
    */
   generation(): Promise<string | undefined> {
+    if (!this.optional.asking) return Promise.resolve(undefined);
     const now = this.now();
-    if (this.redis.status !== 'ready' || now < this.quietUntil) return Promise.resolve(undefined);
     if (this.newest === undefined || now - this.newest.sentAt > GENERATION_WINDOW_MS) {
-      const value = withinTimeout(this.redis.eval(READ_COUNTER, 1, this.counter, freshStart()).then(String), REDIS_WAIT_MS).then((read) => {
-        if (read === undefined) this.quietUntil = this.now() + REDIS_QUIET_MS;
-        return read;
-      });
-      this.newest = { sentAt: now, value };
+      this.newest = { sentAt: now, value: this.optional.ask((redis) => redis.eval(READ_COUNTER, 1, this.counter, freshStart()).then(String)) };
     }
     return this.newest.value;
   }

@@ -12,9 +12,8 @@ import Redis from 'ioredis';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../common/api-error';
 import { addressBucket } from '../common/client-address';
-import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
-import { REDIS, REDIS_QUIET_MS, REDIS_WAIT_MS } from '../redis/redis.module';
+import { OptionalRedis, REDIS } from '../redis/redis.module';
 import { bucketFor } from './rate-limit.policy';
 import { takeFromWindow, WindowState, WINDOW_MS } from './rolling-window';
 
@@ -68,27 +67,22 @@ function limitHeaders(limit: number, state: WindowState): Record<string, string>
 @Injectable()
 export class RateLimitHook {
   private readonly fallbacks = new Map<number, RateLimiterMemory>();
-  /** Until when Redis is not asked (see `take`). */
-  private quietUntil = 0;
+  private readonly optional: OptionalRedis;
 
   constructor(
     private readonly config: AppConfig,
-    @Inject(REDIS) private readonly redis: Redis,
-  ) {}
+    @Inject(REDIS) redis: Redis,
+  ) {
+    this.optional = new OptionalRedis(redis);
+  }
 
   /**
-   * A place in the bucket's window. While Redis is away, counted in memory at once instead of
-   * waiting out the client's retries (seconds per request); when it fails or goes silent
-   * mid-request, after REDIS_WAIT_MS, and then in memory for REDIS_QUIET_MS without asking it:
-   * requests neither wait on it one after another nor pile up commands it would run late (and
-   * count twice) once it answers again.
+   * A place in the bucket's window, counted in memory whenever Redis is not asked or does not
+   * answer (`OptionalRedis`; a command run late once it answers again would count twice).
    */
   private async take(key: string, limit: number): Promise<WindowState> {
-    if (this.redis.status === 'ready' && Date.now() >= this.quietUntil) {
-      const state = await withinTimeout(takeFromWindow(this.redis, `${this.config.REDIS_PREFIX}rlw:${key}`, limit), REDIS_WAIT_MS);
-      if (state) return state;
-      this.quietUntil = Date.now() + REDIS_QUIET_MS;
-    }
+    const state = await this.optional.ask((redis) => takeFromWindow(redis, `${this.config.REDIS_PREFIX}rlw:${key}`, limit));
+    if (state) return state;
     let fallback = this.fallbacks.get(limit);
     if (!fallback) this.fallbacks.set(limit, (fallback = new RateLimiterMemory({ points: limit, duration: WINDOW_MS / 1000 })));
     try {

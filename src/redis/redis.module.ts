@@ -6,6 +6,7 @@
 import { Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import Redis from 'ioredis';
 import { AppConfig } from '../config/app-config';
+import { withinTimeout } from '../common/timeout';
 
 export const REDIS = Symbol('REDIS');
 
@@ -18,6 +19,35 @@ export const REDIS_WAIT_MS = 500;
 
 /** After such a wait went unanswered, how long those requests go on without asking Redis at all. */
 export const REDIS_QUIET_MS = 5000;
+
+/**
+ * Asks Redis where the caller can go on without an answer: not at all while the client is not
+ * connected (rather than waiting out its retries), at most REDIS_WAIT_MS while it is silent,
+ * and then not again for REDIS_QUIET_MS, so the requests of an outage neither wait on it one
+ * after another nor pile up commands it would run late once it answers again.
+ */
+export class OptionalRedis {
+  private quietUntil = 0;
+
+  constructor(
+    private readonly redis: Redis,
+    /** Monotonic milliseconds. */
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Whether `ask` would ask now. */
+  get asking(): boolean {
+    return this.redis.status === 'ready' && this.now() >= this.quietUntil;
+  }
+
+  /** The command's answer, or undefined when Redis is not asked, fails or does not answer in time. */
+  async ask<T>(command: (redis: Redis) => Promise<T>): Promise<T | undefined> {
+    if (!this.asking) return undefined;
+    const answer = await withinTimeout(command(this.redis), REDIS_WAIT_MS);
+    if (answer === undefined) this.quietUntil = this.now() + REDIS_QUIET_MS;
+    return answer;
+  }
+}
 
 /**
  * Calls `back` each time `client` is ready again after its connection closed (ioredis
