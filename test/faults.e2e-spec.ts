@@ -223,3 +223,29 @@ describe('events an instance could not publish (it had lost Redis)', () => {
     expect(s.closed).toBe(false);
   });
 });
+
+describe('a resume (Last-Event-ID) while PostgreSQL is away', () => {
+  const at = appBehindProxy(['postgres']);
+
+  it('is 503 with Retry-After before the stream starts, not a stream that starts over with stream.reset', async () => {
+    const { t, pg } = at;
+    const { key } = await bootstrapAdmin(t);
+    const created = await t.http.post('/items').set(bearer(key)).send({ type: 'core.note', properties: { title: 'to resume after' } }).expect(201);
+    const [{ id }] = await t.sql<{ id: string }>(`SELECT id FROM events WHERE payload->'item'->>'id' = $1`, [created.body.id]);
+    await waitFor(async () => (await t.sql(`SELECT 1 FROM events WHERE id = $1 AND published_seq IS NOT NULL`, [id])).length > 0, 'the event published');
+    await t.http.get('/items').set(bearer(key)).expect(200); // the key cached: only the resume needs PostgreSQL
+    await pg.cut();
+    try {
+      const res = await t.http.get('/events').set(bearer(key)).set('Last-Event-ID', id);
+      expect([res.status, res.body.error?.code, res.headers['retry-after']]).toEqual([503, 'service_unavailable', expect.stringMatching(/^\d+$/)]);
+    } finally {
+      await pg.restore();
+    }
+    const s = await SseClient.open(`${t.url}/events`, { ...bearer(key), 'Last-Event-ID': id });
+    try {
+      expect(s.status).toBe(200);
+    } finally {
+      s.close();
+    }
+  });
+});

@@ -151,6 +151,9 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   private async start(principal: Principal, filter: StreamFilter, lastEventId: string | undefined, reply: FastifyReply): Promise<void> {
+    // Settled before the answer starts: a database that cannot say where the resume starts is
+    // a 503 to retry, not a stream that would have to end as soon as it began.
+    const resumeAfter = lastEventId === undefined ? undefined : await this.resumePoint(principal.tenantId, lastEventId);
     const head = reply.request.method === 'HEAD'; // the headers, no stream: holds no slot
     const slot = head ? undefined : await this.slots.take(principal);
     reply.hijack();
@@ -162,7 +165,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       'X-Accel-Buffering': 'no',
     });
     if (!slot) return void reply.raw.end();
-    const sub: Subscriber = { principal, tokenScopes: tokenScopesOf(principal), slot, filter, reply, held: lastEventId ? [] : null, seen: new Set() };
+    const sub: Subscriber = { principal, tokenScopes: tokenScopesOf(principal), slot, filter, reply, held: resumeAfter === undefined ? null : [], seen: new Set() };
     // Where a catch-up would start if the live subscription is lost; without it, such a stream is closed instead.
     if (lastEventId === undefined) sub.position = await this.latestPosition(principal.tenantId).catch(() => undefined);
     reply.raw.on('close', () => this.forget(sub));
@@ -171,9 +174,9 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     if (reply.raw.destroyed || reply.request.raw.socket?.destroyed !== false) return this.forget(sub);
     this.subscribers.add(sub);
     this.write(sub, 'retry: 3000\n\n');
-    if (lastEventId === undefined) return;
+    if (resumeAfter === undefined) return;
     try {
-      await this.replay(sub, lastEventId);
+      await this.replay(sub, resumeAfter);
     } finally {
       await this.goLive(sub);
     }
@@ -198,12 +201,6 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   /**
-   * The live subscription was lost and is back (Redis went away): what was published meanwhile
-   * never arrives, so each stream replays from where it was served to, as a Last-Event-ID
-   * resume does, without closing. A stream with no such place (opened while the database was
-   * away) is closed; its client reconnects, with Last-Event-ID if it got any event.
-   */
-  /**
    * Batches are published in `published_seq` order, one number after another, by whichever
    * instance relays them. A batch whose numbers do not follow the last one heard was numbered
    * but not heard here: its relay could not publish it (that instance had lost Redis; its numbers
@@ -220,6 +217,12 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     if (this.heard === undefined || last > this.heard) this.heard = last;
   }
 
+  /**
+   * The live subscription was lost and is back (Redis went away), or missed a batch: what was
+   * published meanwhile never arrives, so each stream replays from where it was served to, as a
+   * Last-Event-ID resume does, without closing. A stream with no such place (opened while the
+   * database was away) is closed; its client reconnects, with Last-Event-ID if it got any event.
+   */
   private catchUp(): void {
     for (const sub of this.subscribers) {
       if (sub.held) sub.behind = true; // a replay under way: again once it is done
@@ -250,24 +253,27 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     return row.at;
   }
 
-  private async replay(sub: Subscriber, lastEventId: string): Promise<void> {
-    const tenantId = sub.principal.tenantId;
-    const [from] = isId(lastEventId)
-      ? await this.db.query(
-          // From the event's first place: one taken up again since (its relay died) was published
-          // again later, and resuming from there would skip what was published in between.
-          `SELECT coalesce(first_published_seq, published_seq)::text AS published_seq FROM events
-            WHERE tenant_id = $1 AND id = $2 AND published_seq IS NOT NULL`,
-          [tenantId, lastEventId],
-        )
-      : [];
-    if (!from) {
+  /** The publication number a resume after `lastEventId` starts after; null when the outbox does not have that event. */
+  private async resumePoint(tenantId: string, lastEventId: string): Promise<string | null> {
+    if (!isId(lastEventId)) return null;
+    const [from]: Array<{ published_seq: string }> = await this.db.query(
+      // From the event's first place: one taken up again since (its relay died) was published
+      // again later, and resuming from there would skip what was published in between.
+      `SELECT coalesce(first_published_seq, published_seq)::text AS published_seq FROM events
+        WHERE tenant_id = $1 AND id = $2 AND published_seq IS NOT NULL`,
+      [tenantId, lastEventId],
+    );
+    return from?.published_seq ?? null;
+  }
+
+  private async replay(sub: Subscriber, after: string | null): Promise<void> {
+    if (after === null) {
       const reason = { reason: 'last_event_id_unknown', message: 'Events after this id are no longer kept (or it was never issued); resynchronise, then follow the live stream' };
       this.write(sub, `event: stream.reset\ndata: ${JSON.stringify(reason)}\n\n`);
-      sub.position = await this.latestPosition(tenantId).catch(() => undefined);
+      sub.position = await this.latestPosition(sub.principal.tenantId).catch(() => undefined);
       return;
     }
-    await this.replayAfter(sub, from.published_seq);
+    await this.replayAfter(sub, after);
   }
 
   /** Replays the tenant's events published after `after`, in publication order. */
