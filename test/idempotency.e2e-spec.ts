@@ -9,7 +9,9 @@ import { keyDigest, requestFingerprint } from '../src/idempotency/idempotency-ke
 import { IdempotencyJanitor } from '../src/idempotency/idempotency.janitor';
 import { ResponseSeal } from '../src/idempotency/response-seal';
 import { badFields, expectError } from './support/envelope';
-import { bearer, createKey, startApp, TestApp } from './support/app';
+import { Client } from 'pg';
+import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
+import { waitFor } from './support/wait';
 
 const IDEM = 'Idempotency-Key';
 const replayed = (res: Response) => res.headers['idempotent-replayed'] === 'true';
@@ -261,7 +263,17 @@ describe('idempotency keys', () => {
       expect(await keysLabelled('released')).toBe(1);
     });
 
-    it('takes over a claim abandoned past its lease', async () => {
+    it('takes over a claim whose lease lapsed, however recently it was made (its request is gone)', async () => {
+      const idem = randomUUID();
+      const body = { label: 'lapsed' };
+      await stage(idem, body);
+      await t.sql(`UPDATE idempotency_keys SET lease_until = now() - interval '1 second' WHERE ${where}`, [admin.tenantId, admin.id, keyDigest(idem)]);
+      const res = await post(body, idem);
+      expect([res.status, replayed(res)]).toEqual([201, false]);
+      expect(await keysLabelled('lapsed')).toBe(1);
+    });
+
+    it('takes over a claim made without a lease (by an instance not yet upgraded) 5 minutes after it', async () => {
       const idem = randomUUID();
       const body = { label: 'abandoned' };
       await stage(idem, body, '1 hour');
@@ -286,7 +298,7 @@ describe('idempotency keys', () => {
       }
       expect(await t.sql(`SELECT state FROM idempotency_keys WHERE ${where}`, key)).toEqual([{ state: 'applied' }]);
       // Past the claim's lease, the retry is refused, not run again.
-      await t.sql(`UPDATE idempotency_keys SET created_at = created_at - interval '1 hour' WHERE ${where}`, key);
+      await t.sql(`UPDATE idempotency_keys SET lease_until = now() - interval '1 second' WHERE ${where}`, key);
       const retry = await post(body, idem);
       expectError(retry, 409, 'conflict');
       expect(retry.body.error.message).toMatch(/applied/);
@@ -297,6 +309,57 @@ describe('idempotency keys', () => {
       const idem = randomUUID();
       await stage(idem, { label: 'first body' });
       expectError(await post({ label: 'second body' }, idem), 409, 'conflict');
+    });
+  });
+
+  describe('a request that runs longer than the lease', () => {
+    let short: TestApp;
+    let holder: Client;
+    let key: string;
+    beforeAll(async () => {
+      short = await startApp({ IDEMPOTENCY_LEASE_SECONDS: '2' });
+      key = (await bootstrapAdmin(short)).key;
+      holder = new Client({ connectionString: short.databaseUrl });
+      await holder.connect();
+    });
+    afterAll(async () => {
+      await holder?.end();
+      await short?.close();
+    });
+
+    const send = (idem: string) => short.http.post('/keys').set(bearer(key)).set(IDEM, idem).send({ label: idem }).then((r) => r);
+    const claimOf = (idem: string) => `key_hash = '${keyDigest(idem)}'`;
+    /** Holds every insert into api_keys (the work of POST /keys) until the returned function is called. */
+    const holdKeyWrites = async () => {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE api_keys IN SHARE ROW EXCLUSIVE MODE');
+      return () => holder.query('COMMIT');
+    };
+    const waitingForTheLock = () =>
+      waitFor(async () => (await short.sql(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).length > 0, 'the request waiting');
+
+    it('keeps its claim alive: a retry long after waits for it and replays its answer', async () => {
+      const release = await holdKeyWrites();
+      const first = send('renewed');
+      await waitingForTheLock();
+      // Two and a half leases after the claim, its lease is still ahead: the request renewed it.
+      await waitFor(async () => (await short.sql(`SELECT 1 FROM idempotency_keys WHERE ${claimOf('renewed')} AND created_at < now() - interval '5 seconds'`)).length > 0, 'the claim older than its lease', 10_000, 200);
+      expect(await short.sql(`SELECT 1 FROM idempotency_keys WHERE ${claimOf('renewed')} AND lease_until > now()`)).toHaveLength(1);
+      const retry = send('renewed');
+      await release();
+      const [a, b] = await Promise.all([first, retry]);
+      expect([a.status, replayed(a), b.status, replayed(b), b.body.id]).toEqual([201, false, 201, true, a.body.id]);
+    });
+
+    it('commits nothing once a retry took its claim over: it answers 409 conflict and creates nothing', async () => {
+      const release = await holdKeyWrites();
+      const first = send('taken-over');
+      await waitingForTheLock();
+      // What a retry's claim does once the lease lapsed (the request could not renew it: its database was away).
+      await short.sql(`UPDATE idempotency_keys SET created_at = clock_timestamp(), lease_until = clock_timestamp() + interval '1 hour' WHERE ${claimOf('taken-over')}`);
+      await release();
+      expectError(await first, 409, 'conflict');
+      expect(await short.sql(`SELECT 1 FROM api_keys WHERE label = 'taken-over'`)).toHaveLength(0);
     });
   });
 });

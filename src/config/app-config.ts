@@ -143,6 +143,12 @@ export class AppConfig {
   @int() @IsInt() @Min(1) @Max(720)
   IDEMPOTENCY_TTL_HOURS = 24;
 
+  /** How long an Idempotency-Key's claim outlives its request's last sign of life (renewed a
+   *  third of the way through): after that, a retry may run the request again unless its work
+   *  had committed (src/idempotency). */
+  @int() @IsInt() @Min(2) @Max(3600)
+  IDEMPOTENCY_LEASE_SECONDS = 30;
+
   /** Largest blob upload in bytes (default 25 MiB); larger gets 413 `blob_too_large`. */
   @int() @IsInt() @Min(1) @Max(Number.MAX_SAFE_INTEGER)
   BLOB_MAX_BYTES = 26_214_400;

@@ -13,7 +13,9 @@
  *    nothing: "send it again") are not kept: the claim is released, so a retry runs again.
  *    The transaction that commits the work marks the claim `applied` as it commits
  *    (claim-applied.ts), so a claim whose response was never kept (the instance died, or the
- *    write failed) is not taken over and run again when its lease runs out.
+ *    write failed) is not taken over and run again when its lease runs out. The request renews
+ *    its claim's lease while it runs; one that was taken over meanwhile (it could not renew,
+ *    the database being away) cannot commit its work (claim-applied.ts).
  * 4. Not claimed: another fingerprint is 409 `conflict`; a completed row is replayed (status,
  *    body, `Idempotent-Replayed: true`); a row still in progress (or applied) is polled until it
  *    completes (then replayed) or is released (then claimed), and after WAIT_MS is 409 `conflict`.
@@ -39,7 +41,8 @@ import {
   requestFingerprint,
 } from './idempotency-key';
 import { pendingClaim } from './claim-applied';
-import { Claim, CLAIM_LEASE_SECONDS, IdempotencyStore, StoredKey } from './idempotency.store';
+import { AppConfig } from '../config/app-config';
+import { Claim, IdempotencyStore, StoredKey } from './idempotency.store';
 import { ResponseSeal } from './response-seal';
 
 /** How long a retry waits for a concurrent request with its key before answering 409. */
@@ -76,6 +79,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   constructor(
     private readonly store: IdempotencyStore,
     private readonly seal: ResponseSeal,
+    private readonly config: AppConfig,
   ) {}
 
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -111,6 +115,17 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private async execute(attempt: Attempt, claim: Claim, res: FastifyReply, next: CallHandler): Promise<unknown> {
+    const renewal = setInterval(() => {
+      this.store.renew(attempt.owner, attempt.digest, claim).catch((err: unknown) => this.logger.warn({ err }, 'idempotency claim could not be renewed'));
+    }, (this.config.IDEMPOTENCY_LEASE_SECONDS * 1000) / 3).unref();
+    try {
+      return await this.executeClaimed(attempt, claim, res, next);
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+
+  private async executeClaimed(attempt: Attempt, claim: Claim, res: FastifyReply, next: CallHandler): Promise<unknown> {
     let body: unknown;
     try {
       // The work's transaction marks the claim applied as it commits (claim-applied.ts).
@@ -139,9 +154,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   /**
    * Gives the claim up. A request that failed because the database went away usually cannot
-   * release its claim either, and its retry would then wait out the claim's lease (minutes) for
-   * nothing: the release is tried again in the background, backing off up to 5 s, until the
-   * database takes it or the lease would have run out anyway. It deletes this claim only, so a
+   * release its claim either, and its retry would then wait out the claim's lease for nothing:
+   * the release is tried again in the background, backing off up to 5 s, until the database
+   * takes it or the lease would have run out anyway. It deletes this claim only, so a
    * late release cannot touch a retry's own.
    */
   private async releaseEventually(attempt: Attempt, claim: Claim): Promise<void> {
@@ -149,7 +164,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       await this.store.release(attempt.owner, attempt.digest, claim);
     } catch (err) {
       if (!isDependencyUnavailable(err)) throw err;
-      const giveUpAt = Date.now() + CLAIM_LEASE_SECONDS * 1000;
+      const giveUpAt = Date.now() + this.config.IDEMPOTENCY_LEASE_SECONDS * 1000;
       const retry = (delay: number) =>
         setTimeout(() => {
           this.store.release(attempt.owner, attempt.digest, claim).catch(() => {

@@ -10,11 +10,14 @@ import { AppConfig } from '../config/app-config';
 import type { KeyOwner } from './idempotency-key';
 
 /**
- * How long a claim may stay in progress before a retry may take it over. It only matters when
- * the instance running the first request died before its work committed (a claim whose work
- * committed is `applied`, and never taken over); a live request finishes long before.
+ * A claim's lease runs until `lease_until`, which its request renews while it runs
+ * (IDEMPOTENCY_LEASE_SECONDS from each renewal). Once it lapses, a retry may take an
+ * `in_progress` claim over: the instance running the first request died, or never learned
+ * that its claim was taken (the reply was lost). A claim whose work committed is `applied`,
+ * and never taken over. A row without a lease (claimed by an instance not yet upgraded) keeps
+ * the rule those instances follow: 5 minutes from its claim.
  */
-export const CLAIM_LEASE_SECONDS = 300;
+const LEASE_END = `coalesce(k.lease_until, k.created_at + interval '300 seconds')`;
 
 export interface StoredKey {
   fingerprint: string;
@@ -24,7 +27,7 @@ export interface StoredKey {
   responseBody: Buffer | null;
   /** The kept response's Location header, if it had one. */
   responseLocation: string | null;
-  /** Claimed longer ago than the lease: the request that claimed it is gone. */
+  /** Its lease lapsed: the request that claimed it is gone. */
   abandoned: boolean;
 }
 
@@ -33,14 +36,17 @@ export type Claim = string;
 
 /**
  * Marks a claim `applied`, through `query`: the connection of the transaction that commits its
- * request's work (claim-applied.ts), so that both commit together.
+ * request's work (claim-applied.ts), so that both commit together. False when the claim is no
+ * longer this request's (a retry took it over after its lease lapsed): that work must not commit.
  */
-export async function markApplied(query: (sql: string, params: unknown[]) => Promise<unknown>, owner: KeyOwner, keyHash: string, claim: Claim): Promise<void> {
-  await query(
+export async function markApplied(query: (sql: string, params: unknown[]) => Promise<unknown>, owner: KeyOwner, keyHash: string, claim: Claim): Promise<boolean> {
+  // TypeORM answers an UPDATE with [rows, rowCount].
+  const [, count] = (await query(
     `UPDATE idempotency_keys SET state = 'applied'
       WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND state = 'in_progress' AND created_at = $4::timestamptz`,
     [owner.tenantId, owner.credentialId, keyHash, claim],
-  );
+  )) as [unknown, number];
+  return count > 0;
 }
 
 @Injectable()
@@ -52,22 +58,30 @@ export class IdempotencyStore {
 
   /**
    * Claims the key for a request with this fingerprint: inserts the row, or replaces one that
-   * expired or whose same-fingerprint claim outlived the lease. Undefined when a live row exists.
+   * expired or whose same-fingerprint claim's lease lapsed. Undefined when a live row exists.
    */
   async claim(owner: KeyOwner, keyHash: string, fingerprint: string): Promise<Claim | undefined> {
     const rows: Array<{ claim: string }> = await this.db.query(
-      `INSERT INTO idempotency_keys AS k (tenant_id, credential_id, key_hash, fingerprint, state, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, 'in_progress', clock_timestamp(), clock_timestamp() + make_interval(hours => $5))
+      `INSERT INTO idempotency_keys AS k (tenant_id, credential_id, key_hash, fingerprint, state, created_at, expires_at, lease_until)
+       VALUES ($1, $2, $3, $4, 'in_progress', clock_timestamp(), clock_timestamp() + make_interval(hours => $5), clock_timestamp() + make_interval(secs => $6))
        ON CONFLICT (tenant_id, credential_id, key_hash) DO UPDATE
           SET fingerprint = EXCLUDED.fingerprint, state = 'in_progress', response_status = NULL, response_body = NULL,
-              created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+              created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at, lease_until = EXCLUDED.lease_until
         WHERE k.expires_at <= clock_timestamp()
-           OR (k.state = 'in_progress' AND k.fingerprint = EXCLUDED.fingerprint
-               AND k.created_at <= clock_timestamp() - make_interval(secs => $6))
+           OR (k.state = 'in_progress' AND k.fingerprint = EXCLUDED.fingerprint AND ${LEASE_END} <= clock_timestamp())
        RETURNING k.created_at::text AS claim`,
-      [owner.tenantId, owner.credentialId, keyHash, fingerprint, this.config.IDEMPOTENCY_TTL_HOURS, CLAIM_LEASE_SECONDS],
+      [owner.tenantId, owner.credentialId, keyHash, fingerprint, this.config.IDEMPOTENCY_TTL_HOURS, this.config.IDEMPOTENCY_LEASE_SECONDS],
     );
     return rows[0]?.claim;
+  }
+
+  /** Extends the claim's lease while its request runs; nothing once the claim is no longer its own. */
+  async renew(owner: KeyOwner, keyHash: string, claim: Claim): Promise<void> {
+    await this.db.query(
+      `UPDATE idempotency_keys SET lease_until = clock_timestamp() + make_interval(secs => $5)
+        WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND state IN ('in_progress', 'applied') AND created_at = $4::timestamptz`,
+      [owner.tenantId, owner.credentialId, keyHash, claim, this.config.IDEMPOTENCY_LEASE_SECONDS],
+    );
   }
 
   /** The live (unexpired) row of a key. */
@@ -80,10 +94,10 @@ export class IdempotencyStore {
       response_location: string | null;
       abandoned: boolean;
     }> = await this.db.query(
-        `SELECT fingerprint, state, response_status, response_body, response_location, created_at <= clock_timestamp() - make_interval(secs => $4) AS abandoned
-           FROM idempotency_keys
+        `SELECT fingerprint, state, response_status, response_body, response_location, ${LEASE_END} <= clock_timestamp() AS abandoned
+           FROM idempotency_keys AS k
           WHERE tenant_id = $1 AND credential_id = $2 AND key_hash = $3 AND expires_at > clock_timestamp()`,
-        [owner.tenantId, owner.credentialId, keyHash, CLAIM_LEASE_SECONDS],
+        [owner.tenantId, owner.credentialId, keyHash],
       );
     const row = rows[0];
     return (

@@ -35,6 +35,7 @@ import { KeysCreatedByUser1732300003200 } from './1732300003200-keys-created-by-
 import { WebhooksUser1732300003300 } from './1732300003300-webhooks-user';
 import { SubtypesKeepUnsearchable1732300003400 } from './1732300003400-subtypes-keep-unsearchable';
 import { ConnectionRefreshClaim1732300003500 } from './1732300003500-connection-refresh-claim';
+import { IdempotencyClaimLease1732300003600 } from './1732300003600-idempotency-claim-lease';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -73,4 +74,5 @@ export const migrations = [
   WebhooksUser1732300003300,
   SubtypesKeepUnsearchable1732300003400,
   ConnectionRefreshClaim1732300003500,
+  IdempotencyClaimLease1732300003600,
 ];
