@@ -361,6 +361,33 @@ describe('event stream (e2e, two instances)', () => {
     expect(stored.map((e) => e.audience)).toEqual([1, 2].map(() => ({ item_type: 'zz.hr', lineage: { 'zz.hr': ['core.note'] } })));
   });
 
+  it('replays an item\'s outgoing edge to those its target type\'s parents let read when it was written, not after that type was made again under another parent', async () => {
+    await a.http.post('/types').set(bearer(admin)).send({ name: 'zz.tgt', parent: 'core.note', schema: { type: 'object' } }).expect(201);
+    await a.http.post('/edge-types').set(bearer(admin)).send({ name: 'zz.refers', source_types: ['*'], target_types: ['*'] }).expect(201);
+    const member = (await createKey(a, admin, { label: 'acme-edge-reader', type_permissions: { 'core.task': 'read', 'acme.*': 'read' }, edge_permissions: { 'zz.refers': 'read' } })).key;
+    const marker = await open(a, admin, '?events=item.created&type_filter=core.task');
+    await a.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title: 'tgt-mark' } }).expect(201);
+    await waitFor(() => titles(marker).includes('tgt-mark'), 'the marking event');
+    const mark = marker.named().at(-1)!.id!;
+    marker.close();
+    const target = (await a.http.post('/items').set(bearer(admin)).send({ type: 'zz.tgt', properties: { title: 'hidden target' } }).expect(201)).body;
+    const source = (await a.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title: 'links out' }, edges: { 'zz.refers': [target.id] } }).expect(201)).body;
+    await a.http.post('/items/bulk_action').set(bearer(admin)).send({ action: 'purge', filter: { type: 'zz.tgt' }, confirm: 'PURGE' }).expect(200);
+    await a.http.delete('/types/zz.tgt').set(bearer(admin)).expect(200);
+    await a.http.post('/types').set(bearer(admin)).send({ name: 'acme.shelf', schema: { type: 'object' } }).expect(201);
+    await a.http.post('/types').set(bearer(admin)).send({ name: 'zz.tgt', parent: 'acme.shelf', schema: { type: 'object' } }).expect(201);
+    await a.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title: 'after the remake' } }).expect(201);
+
+    const resumed = await open(b, member, '?events=item.created', { 'Last-Event-ID': mark });
+    await waitFor(() => titles(resumed).includes('after the remake'), 'the later item');
+    const replayed = resumed.named().find((e) => e.body.item.id === source.id)!.body.item;
+    expect(replayed.edges).toEqual({});
+    expect(JSON.stringify(resumed.events)).not.toContain(target.id);
+    resumed.close();
+    const stored = await a.sql<{ audience: unknown }>(`SELECT audience FROM events WHERE name = 'item.created' AND payload->'item'->>'id' = $1`, [source.id]);
+    expect(stored.map((e) => e.audience)).toEqual([{ item_type: 'core.task', lineage: { 'core.task': [], 'zz.tgt': ['core.note'] } }]);
+  });
+
   it('keeps an OAuth token\'s stream to the token\'s scopes after the credential re-check, though its client has more', async () => {
     const client = (await a.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], scope: 'core.note:read core.document:read' }).expect(201)).body;
     const token = (

@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal';
 import { TypeCatalog } from '../types/types.service';
-import { isEventPattern, mayReceive, renderBody, selects, StoredEvent } from './event-catalogue';
+import { isEventPattern, lineageTypes, mayReceive, renderBody, selects, StoredEvent } from './event-catalogue';
 
 const member = (over: Partial<Principal>): Principal => ({
   tenantId: 't', credentialId: 'k', kind: 'api_key', role: 'member', isRootTenant: false, source: 's', defaultTier: 'library',
@@ -81,5 +81,32 @@ describe('event catalogue', () => {
     const unknown: StoredEvent = { ...linked, payload: { item: (linked.payload as { item: never }).item } };
     expect(edgesFor(member({ typePerms: { '*': 'read' }, edgePerms: { '*': 'read' } }), unknown)).toEqual({});
     expect(edgesFor(member({ role: 'admin' }), unknown)).toEqual({ 'acme.cites': ['n1', 'm1'], 'secret.link': ['d1'] });
+  });
+
+  it('keeps in the lineage the types of an item\'s edge targets beside its own, once each', () => {
+    expect(lineageTypes(itemEvent)).toEqual(['acme.doc.memo']);
+    expect(lineageTypes({ ...itemEvent, payload: { item: item as never, edge_targets: { n1: 'core.note', m1: 'acme.doc.memo', n2: 'core.note' } } })).toEqual(['acme.doc.memo', 'core.note']);
+    expect(lineageTypes(edgeEvent)).toEqual(['core.note', 'acme.doc.memo']);
+    expect(lineageTypes({ ...edgeEvent, audience: { job_credential: 'k' }, payload: { job: {} } })).toEqual([]);
+  });
+
+  it('judges an edge target\'s type by its parents when the event was written, else (not in the lineage) as it is now', () => {
+    // `acme.task` was under `acme.doc` when written; a type of that name is now under `zz.base`.
+    const now = new TypeCatalog([{ name: 'core.note', parent: null }, { name: 'zz.base', parent: null }, { name: 'acme.task', parent: 'zz.base' }]);
+    const written = (lineage?: Record<string, string[]>): StoredEvent => ({
+      ...itemEvent,
+      audience: { item_type: 'core.note', ...(lineage && { lineage }) },
+      payload: { item: { ...item, type: 'core.note', edges: { 'acme.cites': ['t1'] } } as never, edge_targets: { t1: 'acme.task' } },
+    });
+    const readerOf = (parent: string) => member({ typePerms: { 'core.note': 'read', [`${parent}.*`]: 'read' }, edgePerms: { 'acme.cites': 'read' } });
+    const edgesFor = (parent: string, e: StoredEvent) => JSON.parse(renderBody(readerOf(parent), e, now)).item.edges;
+    const settled = written({ 'core.note': [], 'acme.task': ['acme.doc'] });
+    expect(edgesFor('acme.doc', settled)).toEqual({ 'acme.cites': ['t1'] });
+    expect(edgesFor('zz.base', settled)).toEqual({});
+    // Stored before the lineage covered edge targets, or before there was one: as the types are now.
+    for (const before of [written({ 'core.note': [] }), written()]) {
+      expect(edgesFor('acme.doc', before)).toEqual({});
+      expect(edgesFor('zz.base', before)).toEqual({ 'acme.cites': ['t1'] });
+    }
   });
 });

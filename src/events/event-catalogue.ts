@@ -10,11 +10,11 @@
  *   item writer stores each target's type beside the item (`edge_targets`) for that; it is never
  *   sent.
  * An item type's place in the hierarchy is settled when the event is written: the outbox stores,
- * beside the types an audience names, their ancestors as they were then (`lineage`), and
- * `selects` and `mayReceive` judge by those. A type deleted and made again under another parent
- * since (its name free again once its items are purged) neither widens a replay of the old
- * type's events to the new parent's readers nor takes pending deliveries from those they were
- * owed to.
+ * beside the types an audience names and the types of an item's edge targets, their ancestors as
+ * they were then (`lineage`), and `selects`, `mayReceive` and `renderBody` judge by those. A type
+ * deleted and made again under another parent since (its name free again once its items are
+ * purged) neither widens a replay of the old type's events (or of edges to its items) to the new
+ * parent's readers nor takes pending deliveries from those they were owed to.
  * A bulk job's end (`bulk_job.completed`, `.failed`, `.cancelled`) reaches what may see the job:
  * the credential that started it (for an OAuth token, its tokens with no scope the job's lacks:
  * `ownsWork`), and admins.
@@ -41,8 +41,10 @@ export const EVENT_NAMES = [
 export type EventName = (typeof EVENT_NAMES)[number];
 
 /**
- * Each item type an audience names, with its ancestors (nearest first) when the event was
- * written. Absent in events stored before it was kept: those are judged by the types as they are.
+ * Each item type an event's lineage covers (`lineageTypes`), with its ancestors (nearest first)
+ * when the event was written. Absent in events stored before it was kept: those are judged by the
+ * types as they are. Events stored before it covered edge targets hold the audience's types only:
+ * their edges are judged by the types as they are.
  */
 export type Lineage = Record<string, string[]>;
 
@@ -82,8 +84,17 @@ export interface StoredEvent {
 export const EVENT_COLUMNS = `tenant_id, id, seq::text AS seq, name, audience, payload,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at`;
 
-/** The item types whose ancestors decide who receives an event with this audience (what the outbox stores in `lineage`). */
-export function audienceTypes(a: Audience): string[] {
+/**
+ * The item types whose ancestors the outbox stores in an event's `lineage`: those its audience
+ * names (who receives it) and its item's edge targets' (which outgoing edges each receiver sees).
+ */
+export function lineageTypes(e: Pick<StoredEvent, 'audience' | 'payload'>): string[] {
+  const named = audienceTypes(e.audience);
+  if (!('item' in e.payload) || !e.payload.edge_targets) return named;
+  return [...new Set([...named, ...Object.values(e.payload.edge_targets)])];
+}
+
+function audienceTypes(a: Audience): string[] {
   if ('item_type' in a) return [a.item_type];
   if ('source_type' in a) return [a.source_type, a.target_type];
   return [];
@@ -131,19 +142,25 @@ export function renderBody(p: Principal, e: StoredEvent, types: TypeCatalog): st
   if ('job' in e.payload) return JSON.stringify({ event: e.name, job: e.payload.job });
   const { tags, extensions, ...item } = e.payload.item;
   // `edges` keeps its place in the item's field order; only its value is narrowed.
-  const visible: Item = { ...item, edges: readableEdges(p, item, e.payload.edge_targets ?? {}, types), extensions: {} };
+  const visible: Item = { ...item, edges: readableEdges(p, e, item, e.payload.edge_targets ?? {}, types), extensions: {} };
   for (const [ns, value] of Object.entries(extensions)) if (canExtension(p, ns, 'read')) visible.extensions[ns] = value;
   if (canMetadata(p, 'read')) visible.tags = tags;
   return JSON.stringify({ event: e.name, item: visible });
 }
 
-/** The item's outgoing edges this receiver may read, in their stored order. */
-function readableEdges(p: Principal, item: Pick<Item, 'type' | 'edges'>, targets: Record<string, string>, types: TypeCatalog): ItemEdges {
+/**
+ * The item's outgoing edges this receiver may read, in their stored order, each target's type
+ * judged as it was when the event was written (where the lineage covers it, else as it is now).
+ */
+function readableEdges(p: Principal, e: StoredEvent, item: Pick<Item, 'type' | 'edges'>, targets: Record<string, string>, now: TypeCatalog): ItemEdges {
+  const lineage = 'lineage' in e.audience ? e.audience.lineage : undefined;
+  const then = typesOf(e, now);
   const readable: ItemEdges = {};
   for (const [edgeType, ids] of Object.entries(item.edges)) {
     const kept = ids.filter((id) => {
       const targetType = targets[id];
       if (targetType === undefined) return isAdmin(p); // stored without its target types: unknown, so not shown
+      const types = lineage && !Object.hasOwn(lineage, targetType) ? now : then;
       return canSeeEdge(p, { edge_type: edgeType, source_type: item.type, target_type: targetType }, types);
     });
     if (kept.length) readable[edgeType] = kept;

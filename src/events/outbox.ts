@@ -3,9 +3,10 @@
  * transaction of the change, so an event exists exactly when its change committed (a rolled
  * back change, or a bulk element rolled back to its savepoint, leaves no event).
  *
- * An event's audience is stored with the ancestors of the item types it names as they stand in
- * that transaction (`lineage`, see event-catalogue.ts), so who receives the event does not depend
- * on the types as they are when it is sent (a name deleted and made again under another parent).
+ * An event's audience is stored with the ancestors of the item types it names, and of its item's
+ * edge targets, as they stand in that transaction (`lineage`, see event-catalogue.ts
+ * `lineageTypes`), so who receives the event, and which edges each sees, does not depend on the
+ * types as they are when it is sent (a name deleted and made again under another parent).
  * Item writes hold the type catalogue's shared lock (types.service.ts `forWrite`): the types
  * cannot change under them.
  *
@@ -19,7 +20,7 @@ import { DataSource, EntityManager, EntitySubscriberInterface, TransactionCommit
 import type { Principal } from '../auth/principal';
 import { newId } from '../common/ids';
 import { CORE_TENANT } from '../types/types.service';
-import { Audience, audienceTypes, EventName, EventSubject } from './event-catalogue';
+import { Audience, EventName, EventSubject, lineageTypes } from './event-catalogue';
 
 const PENDING = 'svc:eventsRecorded';
 
@@ -72,7 +73,7 @@ export class Outbox implements OnModuleInit, EntitySubscriberInterface {
                        FROM jsonb_array_elements_text(e.types) AS n(name))) END,
               e.payload
          FROM e ORDER BY e.ord`,
-      [p.tenantId, p.credentialId, JSON.stringify(events.map((e) => ({ id: newId(), ...e, types: audienceTypes(e.audience) }))), CORE_TENANT],
+      [p.tenantId, p.credentialId, JSON.stringify(events.map((e) => ({ id: newId(), ...e, types: lineageTypes(e) }))), CORE_TENANT],
     );
     if (m.queryRunner) m.queryRunner.data[PENDING] = true;
   }
