@@ -54,6 +54,8 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
   /** An announcement in flight, and whether another commit came meanwhile. */
   private announcing?: Promise<void>;
   private announceAgain = false;
+  /** The last publication number of batches this relay could not publish, until it tells the streams (`EventStream.publishThrough`). */
+  private unpublishedThrough?: string;
 
   constructor(
     private readonly db: BookkeepingDb,
@@ -127,9 +129,25 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
     // instance could take them, and a long backlog would hold the shutdown up.
     while (!this.stopped) {
       this.again = false;
-      const { claimed, unpublished } = await this.pass(this.dispatcher.leaseMs);
-      if (unpublished) throw unpublished;
+      const { claimed, through, unpublished } = await this.pass(this.dispatcher.leaseMs);
+      if (unpublished) {
+        if (this.unpublishedThrough === undefined || compareSeq(through!, this.unpublishedThrough) > 0) this.unpublishedThrough = through;
+        throw unpublished;
+      }
+      // A batch published after the unpublished ones tells the streams of them (its numbers do not follow).
+      if (claimed) this.unpublishedThrough = undefined;
+      else if (this.unpublishedThrough !== undefined) await this.tellUnpublished(this.unpublishedThrough);
       if (claimed < BATCH && !this.again) return;
+    }
+  }
+
+  /** Tried again at each poll until Redis takes it: quietly, as the failed publication was already logged. */
+  private async tellUnpublished(through: string): Promise<void> {
+    try {
+      await orTimeout(this.stream.publishThrough(through), PUBLISH_WAIT_MS, 'publishing events on Redis');
+      if (this.unpublishedThrough === through) this.unpublishedThrough = undefined;
+    } catch {
+      // Redis still away
     }
   }
 
@@ -140,10 +158,11 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
    * commits before the batch is published: a stream that receives an event live and resumes
    * from it must find its number in the outbox. A batch that could not be published is
    * answered with the error: its numbers stand, so resuming streams replay it, open streams
-   * catch up on it once they hear the next batch (EventStream.noticeGap), and webhooks, which do
-   * not depend on Redis, still get it.
+   * catch up on it once they hear the next batch (EventStream.noticeGap) or, should none come,
+   * this relay's notice once Redis takes messages again (`tellUnpublished`), and webhooks, which
+   * do not depend on Redis, still get it.
    */
-  private pass(leaseMs: number): Promise<{ claimed: number; unpublished?: unknown }> {
+  private pass(leaseMs: number): Promise<{ claimed: number; through?: string; unpublished?: unknown }> {
     return this.db.underLock(PUBLISH_LOCK, async () => {
       // The numbers follow `seq` within the batch: nextval runs over the rows in claim order.
       const claimed = await this.db.query<Claimed>(
@@ -169,7 +188,7 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
       } finally {
         unpublished = await publishing; // the lock is held until the publication is done either way
       }
-      return { claimed: events.length, unpublished };
+      return { claimed: events.length, through: events[events.length - 1].published_seq, unpublished };
     });
   }
 }

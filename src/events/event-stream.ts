@@ -49,6 +49,11 @@ export interface PublishedEvent extends StoredEvent {
   published_seq: string;
 }
 
+/** A relay's notice that it numbered batches up to `through` it could not publish. */
+interface PublishedThrough {
+  through: string;
+}
+
 export interface StreamFilter {
   events: string[];
   typeFilter: string[] | null;
@@ -101,11 +106,12 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       // open or opening here there is nobody to parse it for (a 1 MB item cost 70 ms per
       // instance). A stream opened later replays from the outbox what it is owed.
       if (this.subscribers.size === 0 && this.opening === 0) return void (this.heard = undefined);
-      const events = JSON.parse(message) as PublishedEvent[];
+      const batch = JSON.parse(message) as PublishedEvent[] | PublishedThrough;
       this.chain = this.chain
         .then(() => {
-          this.noticeGap(events);
-          return this.dispatch(events);
+          if (!Array.isArray(batch)) return this.noticeMissed(BigInt(batch.through));
+          this.noticeGap(batch);
+          return this.dispatch(batch);
         })
         .catch((err: unknown) => this.logger.warn({ err }, 'event stream dispatch failed'));
     });
@@ -131,6 +137,17 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   /** Called by the relay with each dispatched batch. */
   async publish(events: PublishedEvent[]): Promise<void> {
     await this.pubsub.publish(CHANNEL, JSON.stringify(events));
+  }
+
+  /**
+   * Called by a relay that could not publish batches numbered up to `through` (it had lost
+   * Redis), once Redis takes its messages again and it has no later batch to publish: open
+   * streams that have not heard that far catch up from the outbox (`noticeMissed`), rather than
+   * waiting for whatever batch comes next.
+   */
+  async publishThrough(through: string): Promise<void> {
+    const notice: PublishedThrough = { through };
+    await this.pubsub.publish(CHANNEL, JSON.stringify(notice));
   }
 
   /**
@@ -223,6 +240,13 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
    * Last-Event-ID resume does, without closing. A stream with no such place (opened while the
    * database was away) is closed; its client reconnects, with Last-Event-ID if it got any event.
    */
+  /** Batches up to `through` were numbered, and some may not have been heard here. */
+  private noticeMissed(through: bigint): void {
+    if (this.heard !== undefined && through <= this.heard) return;
+    this.heard = through;
+    this.catchUp();
+  }
+
   private catchUp(): void {
     for (const sub of this.subscribers) {
       if (sub.held) sub.behind = true; // a replay under way: again once it is done
