@@ -7,6 +7,8 @@
  * Each block works in its own tenant so result sets are exact.
  */
 import { HEADLINE_SOURCE_CHARS } from '../src/search/snippet';
+import { MAX_QUERY_WORDS } from '../src/search/search-query';
+import { badFields } from './support/envelope';
 import { bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { Api, api, createItem, expectError, expectStatus, note } from './items/helpers';
 
@@ -299,6 +301,16 @@ describe('search', () => {
       expect(r.snippet).not.toContain('<mark>');
     });
 
+    it('highlight the words of any query, however its phrase repeats them, at the cost of the words alone', async () => {
+      // A phrase of one word repeated, over text that repeats it: what ts_headline was given as
+      // the query itself, its cost grew past any bound (100 words exhausted the server's memory).
+      await createItem(c, { type: 'core.note', properties: { title: "O'Brien's back\\slash", body: 'zz '.repeat(400) } });
+      const [r] = await search(c, `"${'zz '.repeat(MAX_QUERY_WORDS).trim()}"`);
+      expect(r.snippet_html).toContain('<mark>zz</mark> <mark>zz</mark>');
+      const [quoted] = await search(c, `o'brien's back\\slash zz`);
+      expect(quoted.snippet_html).toContain('<mark>Brien</mark>&#39;<mark>s</mark> <mark>back</mark>\\<mark>slash</mark>');
+    });
+
     it('are cut from the first HEADLINE_SOURCE_CHARS characters of a long text, which is still searched whole', async () => {
       const filler = 'lorem ipsum dolor sit amet '.repeat(Math.ceil(HEADLINE_SOURCE_CHARS / 27));
       await createItem(c, { type: 'core.note', properties: { title: 'Long read', body: `quokka early. ${filler} wombat late.` } });
@@ -425,6 +437,14 @@ describe('search', () => {
     it('accepts the bounds', async () => {
       for (const query of [{ limit: 1 }, { limit: 100 }, { offset: 0 }, { offset: 10000 }] as Array<Record<string, number>>) {
         expectStatus(await c.get('/search', { q: 'x', ...query }), 200);
+      }
+      expectStatus(await c.get('/search', { q: `"${'word '.repeat(16).trim()}" ${'-other '.repeat(15)} last` }), 200);
+    });
+
+    it(`refuses more than ${MAX_QUERY_WORDS} words, phrases' and excluded ones counted, in q and in a bulk filter alike`, async () => {
+      for (const q of [`"${'word '.repeat(MAX_QUERY_WORDS + 1)}"`, `${'-other '.repeat(MAX_QUERY_WORDS)} last`, 'www.a.b.c.d.e.f.g '.repeat(5)]) {
+        expect(badFields(await c.get('/search', { q }))).toEqual(['q']);
+        expect(badFields(await c.post('/items/bulk_action', { action: 'update_tier', tier: 'feed', dry_run: true, filter: { filter: q } }))).toEqual(['filter.filter']);
       }
     });
 

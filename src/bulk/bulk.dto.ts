@@ -7,7 +7,7 @@ import type { Tier } from '../keys/api-key.entity';
 import { IsTagList, TAGS_DOC } from '../items/items.dto';
 import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
 import { ItemState, STATES } from '../items/lifecycle';
-import { MAX_QUERY_LENGTH } from '../search/search-query';
+import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS } from '../search/search-query';
 import { IsSearchText } from '../search/search.dto';
 import { BULK_ACTIONS, BulkAction, JOB_STATUSES, JobStatus, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT } from './bulk-actions';
 
@@ -32,7 +32,7 @@ export class BulkFilterDto {
   @IsOptionalNonNull() @IsRfc3339()
   until?: string;
 
-  @ApiPropertyOptional({ maxLength: MAX_QUERY_LENGTH, description: 'Free text with the semantics of `GET /search`\'s `q` (without its typo fallback)' })
+  @ApiPropertyOptional({ maxLength: MAX_QUERY_LENGTH, description: `Free text with the semantics of \`GET /search\`'s \`q\` (without its typo fallback), at most ${MAX_QUERY_WORDS} words` })
   @IsOptionalNonNull() @IsSearchText()
   filter?: string;
 

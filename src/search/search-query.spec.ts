@@ -1,7 +1,7 @@
 import { COMMON_WORDS_0700 } from '../database/migrations/1732300000700-search-common-grams';
 import { FREQUENT_WORDS_0900 } from '../database/migrations/1732300000900-search-frequent-word-grams';
 import { COMMON_WORDS } from './common-words';
-import { matchClause, parseSearch, tsquerySql } from './search-query';
+import { matchClause, parseSearch, queryWordCount, tsquerySql } from './search-query';
 
 describe('search query', () => {
   describe('prefix word', () => {
@@ -43,6 +43,14 @@ describe('search query', () => {
     });
     expect(parseSearch('"a.b c" or d')).toMatchObject({ text: '"a b c" or d', prefix: 'd' });
     expect(parseSearch('plain words').text).toBe('plain words');
+  });
+
+  it('counts every word, phrases\' and excluded ones too, and keeps all wanted words for snippets', () => {
+    expect(queryWordCount('a "b c" -d -"e f" or g www.h.i')).toBe(10);
+    expect(queryWordCount('- !! () ""')).toBe(0);
+    const many = Array.from({ length: 12 }, (_, i) => `w${i}`).join(' ');
+    expect(parseSearch(many)).toMatchObject({ positive: many.split(' ').slice(0, 8), wanted: many.split(' ') });
+    expect(parseSearch('a -b "c d"').wanted).toEqual(['a', 'c', 'd']);
   });
 
   it('collects positive words, exclusions and phrases for the fallback', () => {

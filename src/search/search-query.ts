@@ -39,6 +39,12 @@ const WORD_BREAK = new RegExp(`[${WORD_BREAKS}]`, 'g');
 export const wordsSql = (sql: string) => `translate(${sql}, '${WORD_BREAKS}', '${' '.repeat(WORD_BREAKS.length)}')`;
 
 export const MAX_QUERY_LENGTH = 1000;
+/**
+ * Most words a query may hold, phrases' words and excluded ones included: matching a phrase
+ * costs PostgreSQL about the square of its length for each item it checks (25 ms an item for
+ * 32 words of a word the item repeats, 100 ms for 64), with no bound below the 1000 characters.
+ */
+export const MAX_QUERY_WORDS = 32;
 /** How many words of a query the trigram fallback looks at. */
 const MAX_FALLBACK_WORDS = 8;
 
@@ -53,8 +59,10 @@ export interface ParsedSearch {
   text: string;
   /** The last plain word, matched as a prefix. */
   prefix?: string;
-  /** Words that should appear (not negated, not operators): the trigram fallback's input. */
+  /** Words that should appear (not negated, not operators), the first MAX_FALLBACK_WORDS: the trigram fallback's input. */
   positive: string[];
+  /** All of those words: what snippets highlight. */
+  wanted: string[];
   /** The excluded words and phrases, as a websearch query matching any of them; '' if none. */
   excluded: string;
   /** Whether the query asks for an exact phrase (then no fuzzy fallback applies). */
@@ -189,11 +197,7 @@ export function parseSearch(q: string): ParsedSearch {
       ? last.text
       : undefined;
   const operands = list.filter((t): t is Term => t !== 'or');
-  const positive = operands
-    .filter((t) => !t.negated)
-    .flatMap((t) => t.text.split(/\s+/u))
-    .filter((w) => HAS_WORD_CHAR.test(w))
-    .slice(0, MAX_FALLBACK_WORDS);
+  const wanted = wordsOf(operands.filter((t) => !t.negated));
   const excluded = operands
     .filter((t) => t.negated && HAS_WORD_CHAR.test(t.text))
     .map((t) => `"${t.text}"`)
@@ -206,12 +210,20 @@ export function parseSearch(q: string): ParsedSearch {
   return {
     text,
     prefix,
-    positive,
+    positive: wanted.slice(0, MAX_FALLBACK_WORDS),
+    wanted,
     excluded,
     phrase,
     grams: [...new Set(required.flatMap((t) => commonGrams(t.text)))],
     indexText: kept.length === 0 ? undefined : kept.length === operands.length ? text : websearchText(kept),
   };
+}
+
+const wordsOf = (operands: Term[]) => operands.flatMap((t) => t.text.split(/\s+/u)).filter((w) => HAS_WORD_CHAR.test(w));
+
+/** How many words a query holds, as MAX_QUERY_WORDS counts them. */
+export function queryWordCount(q: string): number {
+  return wordsOf(terms(q.trim()).map(splitTerm).filter((t): t is Term => t !== 'or')).length;
 }
 
 const PLAIN_PHRASE = /^[\p{L}\p{N}]+(\s+[\p{L}\p{N}]+)+$/u;
@@ -244,6 +256,23 @@ export function tsquerySql(q: ParsedSearch | string, params: unknown[]): string 
   return (
     `(SELECT ts_rewrite(${base}, to_tsquery('${SEARCH_CONFIG}', quote_literal(${word}::text)), ` +
     `to_tsquery('${SEARCH_CONFIG}', quote_literal(${word}::text) || ':*')))`
+  );
+}
+
+/**
+ * SQL of the tsquery snippets are cut with (a scalar sub-select): any of the query's wanted
+ * words, each lexeme once, the prefix word as a prefix. Not the query itself: ts_headline's cost
+ * grows with the query's items that match at the same places, without bound for a phrase of a
+ * repeated word (100 words of one exhausted the database server's memory), and a snippet only
+ * has to show where the words are.
+ */
+export function headlineQuerySql(parsed: ParsedSearch, params: unknown[]): string {
+  const prefix = parsed.prefix === undefined ? 'NULL' : `(tsvector_to_array(to_tsvector('${SEARCH_CONFIG}', ${bind(params, parsed.prefix)})))[1]`;
+  // A lexeme quoted as tsquery input reads it: quotes doubled, backslashes escaped.
+  const quoted = `'''' || replace(replace(t.word, '\\', '\\\\'), '''', '''''') || ''''`;
+  return (
+    `(SELECT coalesce(string_agg(${quoted} || CASE WHEN t.word = ${prefix} THEN ':*' ELSE '' END, ' | '), '')::tsquery ` +
+    `FROM unnest(tsvector_to_array(to_tsvector('${SEARCH_CONFIG}', ${bind(params, parsed.wanted.join(' '))}))) AS t(word))`
   );
 }
 

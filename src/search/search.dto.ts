@@ -1,22 +1,35 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
+import { IsNotEmpty, IsString, MaxLength, ValidateBy } from 'class-validator';
 import { ItemResponse, ListItemsQuery } from '../items/items.dto';
 import { IsQueryInt } from '../common/validation';
-import { MAX_QUERY_LENGTH } from './search-query';
+import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS, queryWordCount } from './search-query';
 import { HEADLINE_SOURCE_CHARS } from './snippet';
 
-/** Search text, as `q` takes it and bulk's `filter.filter`: trimmed, then not empty. */
+/** Search text, as `q` takes it and bulk's `filter.filter`: trimmed, then not empty, at most MAX_QUERY_LENGTH characters and MAX_QUERY_WORDS words. */
 export const IsSearchText = () =>
-  applyDecorators(Transform(({ value }) => (typeof value === 'string' ? value.trim() : value)), IsString(), IsNotEmpty(), MaxLength(MAX_QUERY_LENGTH));
+  applyDecorators(
+    Transform(({ value }) => (typeof value === 'string' ? value.trim() : value)),
+    IsString(),
+    IsNotEmpty(),
+    MaxLength(MAX_QUERY_LENGTH),
+    ValidateBy({
+      name: 'maxQueryWords',
+      validator: {
+        validate: (value) => typeof value !== 'string' || value.length > MAX_QUERY_LENGTH || queryWordCount(value) <= MAX_QUERY_WORDS,
+        defaultMessage: (args) => `${args?.property} must hold at most ${MAX_QUERY_WORDS} words`,
+      },
+    }),
+  );
 
 /** `GET /search`: the query text, paging, and every filter of `GET /items` except its cursor. */
 export class SearchQuery extends OmitType(ListItemsQuery, ['limit', 'cursor'] as const) {
   @ApiProperty({
     description:
       'Search text (websearch syntax): words are ANDed, `"a phrase"` matches in order, `or` between terms, `-word` excludes; ' +
-      'the last plain word also matches as a prefix. When nothing matches, titles and names similar to the words are returned instead.',
+      'the last plain word also matches as a prefix. When nothing matches, titles and names similar to the words are returned instead. ' +
+      `At most ${MAX_QUERY_WORDS} words.`,
     minLength: 1,
     maxLength: MAX_QUERY_LENGTH,
     example: 'pasta "tomato sauce" -meat',

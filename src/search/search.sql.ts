@@ -6,7 +6,7 @@
 import { outgoingEdgesSql } from '../edges/edge-rules';
 import { ITEM_COLUMNS_I } from '../items/item.model';
 import { ItemFilter, itemWhere } from '../items/item-filter';
-import { matchVector, ParsedSearch, rankVector, SEARCH_CONFIG, textMatch, wordsSql } from './search-query';
+import { headlineQuerySql, matchVector, ParsedSearch, rankVector, SEARCH_CONFIG, textMatch, wordsSql } from './search-query';
 import { HEADLINE_OPTIONS, HEADLINE_SOURCE_CHARS } from './snippet';
 
 export interface SearchStatementInput {
@@ -58,7 +58,7 @@ export function searchStatement(input: SearchStatementInput): Statement {
     const match = textMatch(parsed, input.tenantId, params, { tags: input.showTags });
     where.push(match.condition);
     rank = `ts_rank_cd(${rankVector('i', input.showTags)}, ${match.tsquery}, 32)`;
-    headlineQuery = match.tsquery;
+    headlineQuery = headlineQuerySql(parsed, params);
   } else {
     const whole = bind(parsed.positive.join(' '));
     // Any query word close to some stretch of the title: word_similarity >= 0.6 (pg_trgm's
