@@ -11,6 +11,7 @@ import { DataSource } from 'typeorm';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { rawRequest } from './support/raw-http';
+import { MAX_FIELD_ISSUES } from '../src/common/validation';
 
 function nestedJson(depth: number): string {
   return '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
@@ -255,6 +256,20 @@ describe('hostile input (e2e)', () => {
       req.end('{}');
     });
     expect(stream).toEqual({ status: 200, type: expect.stringMatching(/^text\/event-stream/) });
+  });
+
+  it(`a body with thousands of bad fields gets a 400 naming the first ${MAX_FIELD_ISSUES}, not an echo several times the body's size`, async () => {
+    const unknown = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, 0]));
+    for (const res of [
+      await post('/items/bulk_action', { action: 'update_tier', tier: 'feed', dry_run: true, ...unknown }),
+      await post('/items/bulk_action', { action: 'update_tier', tier: 'feed', dry_run: true, filter: unknown }),
+      await post('/items', { type: 'core.note', properties: { title: 'x' }, ...unknown }),
+    ]) {
+      const fields = badFields(res);
+      expect(fields).toHaveLength(MAX_FIELD_ISSUES);
+      expect(res.body.error.message).toContain(`${MAX_FIELD_ISSUES} of 5000`);
+      expect(res.text.length).toBeLessThan(5000);
+    }
   });
 
   it('prototype-shaped keys are refused, not silently dropped', async () => {

@@ -14,12 +14,10 @@
  *   such a key, even deep inside `properties`), so such a field would be lost or pass unchecked
  *   rather than be stored or refused.
  */
-import type { FieldIssue } from './validation';
+import { FieldIssue, MAX_FIELD_ISSUES } from './validation';
 
 export const MAX_JSON_DEPTH = 64;
 
-/** Stop collecting after this many: a body full of NULs needs one example per field, not all. */
-const MAX_ISSUES = 20;
 
 export function textIssue(text: string): string | undefined {
   if (text.includes('\u0000')) return 'must not contain the NUL character (U+0000)';
@@ -46,7 +44,7 @@ export interface InputScan {
 export function inputIssues(value: unknown, path = '', scan: InputScan = {}): FieldIssue[] {
   const issues: FieldIssue[] = [];
   const visit = (v: unknown, at: string, depth: number, checkText: boolean): void => {
-    if (issues.length >= MAX_ISSUES) return;
+    if (issues.length >= MAX_FIELD_ISSUES) return; // a body full of NULs needs examples, not every one
     if (typeof v === 'string') {
       const problem = checkText ? textIssue(v) : undefined;
       if (problem) issues.push({ field: at || '(body)', message: problem });

@@ -36,8 +36,12 @@ export function validationIssues(errors: ValidationError[], parent = ''): FieldI
   return out;
 }
 
+/** Most fields a 400 names: a body with thousands of bad keys needs examples, not an echo of itself several times its size. */
+export const MAX_FIELD_ISSUES = 20;
+
 export function validationError(fields: FieldIssue[], message = 'The request has invalid fields'): ApiError {
-  return ApiError.badRequest('validation_error', message, { fields });
+  if (fields.length <= MAX_FIELD_ISSUES) return ApiError.badRequest('validation_error', message, { fields });
+  return ApiError.badRequest('validation_error', `${message} (the first ${MAX_FIELD_ISSUES} of ${fields.length} are named)`, { fields: fields.slice(0, MAX_FIELD_ISSUES) });
 }
 
 /** The 400 for fields the route does not read. */
