@@ -337,19 +337,29 @@ describe('event stream (e2e, two instances)', () => {
     Object.values(streamsOf).forEach((s) => s.close());
   });
 
+  /** The id of a new event to resume after: what a test writes next comes after it. */
+  const markPosition = async (title: string) => {
+    const marker = await open(a, admin, '?events=item.created&type_filter=core.task');
+    await a.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title } }).expect(201);
+    await waitFor(() => titles(marker).includes(title), 'the marking event');
+    const mark = marker.named().at(-1)!.id!;
+    marker.close();
+    return mark;
+  };
+  /** Purges the type's items, deletes it, and makes its name again under a new type `parent`. */
+  const remakeUnder = async (name: string, parent: string) => {
+    await a.http.post('/items/bulk_action').set(bearer(admin)).send({ action: 'purge', filter: { type: name }, confirm: 'PURGE' }).expect(200);
+    await a.http.delete(`/types/${name}`).set(bearer(admin)).expect(200);
+    await a.http.post('/types').set(bearer(admin)).send({ name: parent, schema: { type: 'object' } }).expect(201);
+    await a.http.post('/types').set(bearer(admin)).send({ name, parent, schema: { type: 'object' } }).expect(201);
+  };
+
   it('replays an item\'s events to those its type\'s parents let read when they were written, not after the type name was made again under another parent', async () => {
     await a.http.post('/types').set(bearer(admin)).send({ name: 'zz.hr', parent: 'core.note', schema: { type: 'object' } }).expect(201);
     const member = (await createKey(a, admin, { label: 'acme-reader', type_permissions: { 'acme.*': 'read' } })).key;
-    const marker = await open(a, admin, '?events=item.created&type_filter=core.task');
-    await a.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title: 'hr-mark' } }).expect(201);
-    await waitFor(() => titles(marker).includes('hr-mark'), 'the marking event');
-    const mark = marker.named().at(-1)!.id!;
-    marker.close();
+    const mark = await markPosition('hr-mark');
     const secret = (await a.http.post('/items').set(bearer(admin)).send({ type: 'zz.hr', properties: { title: 'salary review' } }).expect(201)).body;
-    await a.http.post('/items/bulk_action').set(bearer(admin)).send({ action: 'purge', filter: { type: 'zz.hr' }, confirm: 'PURGE' }).expect(200);
-    await a.http.delete('/types/zz.hr').set(bearer(admin)).expect(200);
-    await a.http.post('/types').set(bearer(admin)).send({ name: 'acme.base', schema: { type: 'object' } }).expect(201);
-    await a.http.post('/types').set(bearer(admin)).send({ name: 'zz.hr', parent: 'acme.base', schema: { type: 'object' } }).expect(201);
+    await remakeUnder('zz.hr', 'acme.base');
     await a.http.post('/items').set(bearer(admin)).send({ type: 'zz.hr', properties: { title: 'now under acme' } }).expect(201);
 
     const resumed = await open(b, member, '', { 'Last-Event-ID': mark });
@@ -365,17 +375,10 @@ describe('event stream (e2e, two instances)', () => {
     await a.http.post('/types').set(bearer(admin)).send({ name: 'zz.tgt', parent: 'core.note', schema: { type: 'object' } }).expect(201);
     await a.http.post('/edge-types').set(bearer(admin)).send({ name: 'zz.refers', source_types: ['*'], target_types: ['*'] }).expect(201);
     const member = (await createKey(a, admin, { label: 'acme-edge-reader', type_permissions: { 'core.task': 'read', 'acme.*': 'read' }, edge_permissions: { 'zz.refers': 'read' } })).key;
-    const marker = await open(a, admin, '?events=item.created&type_filter=core.task');
-    await a.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title: 'tgt-mark' } }).expect(201);
-    await waitFor(() => titles(marker).includes('tgt-mark'), 'the marking event');
-    const mark = marker.named().at(-1)!.id!;
-    marker.close();
+    const mark = await markPosition('tgt-mark');
     const target = (await a.http.post('/items').set(bearer(admin)).send({ type: 'zz.tgt', properties: { title: 'hidden target' } }).expect(201)).body;
     const source = (await a.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title: 'links out' }, edges: { 'zz.refers': [target.id] } }).expect(201)).body;
-    await a.http.post('/items/bulk_action').set(bearer(admin)).send({ action: 'purge', filter: { type: 'zz.tgt' }, confirm: 'PURGE' }).expect(200);
-    await a.http.delete('/types/zz.tgt').set(bearer(admin)).expect(200);
-    await a.http.post('/types').set(bearer(admin)).send({ name: 'acme.shelf', schema: { type: 'object' } }).expect(201);
-    await a.http.post('/types').set(bearer(admin)).send({ name: 'zz.tgt', parent: 'acme.shelf', schema: { type: 'object' } }).expect(201);
+    await remakeUnder('zz.tgt', 'acme.shelf');
     await a.http.post('/items').set(bearer(admin)).send({ type: 'core.task', properties: { title: 'after the remake' } }).expect(201);
 
     const resumed = await open(b, member, '?events=item.created', { 'Last-Event-ID': mark });
