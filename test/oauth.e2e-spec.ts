@@ -271,8 +271,9 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
       const res = await preflight(path, 'POST');
       expect([path, res.status]).toEqual([path, 204]);
       expect(res.headers).toMatchObject({ 'access-control-allow-origin': 'https://app.example', 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'authorization' });
-      // An OPTIONS that is no preflight is what it is on every path.
+      // An OPTIONS that is no preflight (an empty requested method is none) is what it is on every path.
       expectError(await t.http.options(path), 404, 'not_found');
+      expectError(await t.http.options(path).set('Origin', 'https://app.example').set('Access-Control-Request-Method', ''), 404, 'not_found');
     }
     // Cookie-authenticated routes (the account pages, the forms) and the rest answer no preflight.
     for (const path of ['/auth/sessions/revoke', '/auth/grants/x/revoke', '/auth/keys', '/auth/sign-in', '/auth/authorize/decision', '/auth/clients', '/auth/oauth2/register', '/items']) {

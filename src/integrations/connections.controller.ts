@@ -1,5 +1,5 @@
 import { applyDecorators, Controller, Delete, ExecutionContext, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Caller, createQueryDecorator, Public, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
@@ -53,6 +53,8 @@ export class ConnectionsController {
   @ApiHeadSuccesses({ 200: 'Nothing else is done: the code is not exchanged and the single-use state is not spent' })
   @ApiErrors(400, 429)
   @ApiUpstreamRedirectQuery()
+  // Upstreams add parameters of their own to the redirect (RFC 6749 3.1.2: the client ignores them).
+  @ApiExtension('x-unknown-query', 'ignored')
   async callback(@Param('provider') provider: string, @UpstreamRedirect() q: ConnectorCallbackQuery, @Res() reply: FastifyReply): Promise<void> {
     // Fastify answers HEAD with this route too. Link checkers and mail scanners probe a URL with
     // HEAD before the user's browser follows it: exchanging there would spend the state and leave

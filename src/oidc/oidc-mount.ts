@@ -101,7 +101,9 @@ export class OidcMount {
         : POST_SUB_PATHS.test(path)
           ? { target: providerSpelling(path), methods: POST }
           : undefined);
-    const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined && PREFLIGHTS.has(route?.target ?? '');
+    // An empty Access-Control-Request-Method is no preflight to the provider's CORS either, which
+    // would leave it to Koa's plain-text 404: the service's own 404 answers it instead.
+    const preflight = req.method === 'OPTIONS' && Boolean(req.headers['access-control-request-method']) && PREFLIGHTS.has(route?.target ?? '');
     if (!route || !(route.methods.includes(req.method) || preflight)) return done();
     const target = route.target;
     const url = target + (query === -1 ? '' : req.url.slice(query));

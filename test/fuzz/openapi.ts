@@ -21,6 +21,8 @@ export interface Operation {
   body?: { required: boolean; mediaTypes: string[]; schema?: Schema; schemaName?: string };
   /** How the operation answers errors (`x-error-format`): the SPEC envelope unless it says otherwise. */
   errorFormat: 'envelope' | 'oauth' | 'html';
+  /** Whether the operation ignores query parameters it does not declare (`x-unknown-query: ignored`). */
+  ignoresUnknownQuery: boolean;
 }
 
 export interface OpenApiDoc {
@@ -86,7 +88,7 @@ export function operations(doc: OpenApiDoc): Operation[] {
           schemaName: json ? refName(json.schema) : undefined,
         };
       }
-      ops.push({ method: m.toUpperCase(), path, id: `${m.toUpperCase()} ${path}`, params, body, errorFormat: op['x-error-format'] ?? 'envelope' });
+      ops.push({ method: m.toUpperCase(), path, id: `${m.toUpperCase()} ${path}`, params, body, errorFormat: op['x-error-format'] ?? 'envelope', ignoresUnknownQuery: op['x-unknown-query'] === 'ignored' });
     }
   }
   return ops;

@@ -98,7 +98,7 @@ export function queryViolations(op: Operation, query: string): string[] {
       // Only where the operation validates a query object at all (README: unknown fields are
       // 400, as GET /keys?colour=red is); a route without parameters may ignore a query, and a
       // browser page ignores what it does not know, as pages do (a link may carry tracking ones).
-      if (!declared.size || op.errorFormat === 'html') continue;
+      if (!declared.size || op.errorFormat === 'html' || op.ignoresUnknownQuery) continue;
       out.push(`query.${name.text.slice(0, 40)}: unknown parameter`);
       continue;
     }
