@@ -522,6 +522,30 @@ describe('webhooks (e2e)', () => {
       expect(timedOut).toMatchObject({ status: 'pending', last_status_code: null, last_error: 'timeout after 1000 ms' });
       expect(timedOut.attempt_log[0].duration_ms).toBeGreaterThanOrEqual(1000);
     });
+
+    it('a 2xx whose body never ends completes the delivery (SPEC 6.3), once the timeout cuts the body off', async () => {
+      const trickling = await register(admin, { events: ['item.created'] });
+      receiver.respond = (r) => (r.path === trickling.path ? 'unfinished' : 200);
+      await note().expect(201);
+      const [delivery] = await waitFor(async () => {
+        const { deliveries } = (await get(admin, `/webhooks/${trickling.id}/deliveries`).expect(200)).body;
+        return deliveries.length === 1 && deliveries[0].status !== 'pending' && deliveries;
+      }, 'the delivery settled');
+      expect(delivery).toMatchObject({ status: 'succeeded', attempts: 1, last_status_code: 200, last_error: null });
+      expect(receiver.at(trickling.path)).toHaveLength(1);
+    });
+
+    it('never sends plain http to a public address, though private targets are allowed: checked again at each attempt', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      // What a name that re-resolves to a public address would reach (a literal, as no DNS answers here).
+      await t.sql(`UPDATE webhooks SET url = 'http://1.1.1.1:4199/plain' WHERE id = $1`, [hook.id]);
+      await note().expect(201);
+      const [delivery] = await waitFor(async () => {
+        const { deliveries } = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body;
+        return deliveries.length === 1 && deliveries[0].attempts > 0 && deliveries;
+      }, 'the attempt recorded');
+      expect(delivery).toMatchObject({ last_status_code: null, last_error: 'refused: plain http to 1.1.1.1, a public address: use https' });
+    });
   });
 });
 

@@ -1,4 +1,4 @@
-import { guardedLookup, isPublicAddress, TargetRefused, urlProblem } from './target-policy';
+import { guardedLookup, isPublicAddress, literalAddressProblem, TargetRefused, urlProblem } from './target-policy';
 
 describe('webhook target policy', () => {
   it.each(['93.184.216.34', '8.8.8.8', '2606:4700::1111'])('treats %s as public', (a) => expect(isPublicAddress(a)).toBe(true));
@@ -46,10 +46,23 @@ describe('webhook target policy', () => {
     'accepts %s, which deliveries go to as written', (text) => expect(urlProblem(text, true)).toBeUndefined(),
   );
 
+  const lookup = (host: string, allowPrivate: boolean, protocol: 'http:' | 'https:' = 'https:') =>
+    new Promise<unknown>((resolve) => guardedLookup(allowPrivate, protocol)(host, {}, (err, address) => resolve(err ?? address)));
+
   it('refuses at connection time a name that resolves to a private address (DNS rebinding)', async () => {
-    const lookup = (allowPrivate: boolean) =>
-      new Promise<unknown>((resolve) => guardedLookup(allowPrivate)('localhost', {}, (err, address) => resolve(err ?? address)));
-    expect(await lookup(false)).toBeInstanceOf(TargetRefused);
-    expect(await lookup(true)).toMatch(/^(127\.0\.0\.1|::1)$/);
+    expect(await lookup('localhost', false)).toBeInstanceOf(TargetRefused);
+    expect(await lookup('localhost', true)).toMatch(/^(127\.0\.0\.1|::1)$/);
+    expect(await lookup('localhost', true, 'http:')).toMatch(/^(127\.0\.0\.1|::1)$/);
+  });
+
+  it('refuses plain http to a public address at connection time and for a literal one, private targets allowed or not', async () => {
+    for (const allowPrivate of [true, false]) {
+      expect(await lookup('1.1.1.1', allowPrivate, 'http:')).toBeInstanceOf(TargetRefused);
+      expect(await lookup('1.1.1.1', allowPrivate, 'https:')).toBe('1.1.1.1');
+      expect(literalAddressProblem(new URL('http://1.1.1.1:4199/x'), allowPrivate)).toBe('refused: plain http to 1.1.1.1, a public address: use https');
+      expect(literalAddressProblem(new URL('https://1.1.1.1/x'), allowPrivate)).toBeUndefined();
+    }
+    expect(literalAddressProblem(new URL('http://127.0.0.1:4199/x'), true)).toBeUndefined();
+    expect(literalAddressProblem(new URL('https://127.0.0.1/x'), false)).toBe('refused: 127.0.0.1 is not a public address');
   });
 });

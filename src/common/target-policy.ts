@@ -12,7 +12,7 @@
 import ipaddr from 'ipaddr.js';
 import { lookup as dnsLookup, LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
-import { Agent } from 'undici';
+import { Agent, buildConnector } from 'undici';
 
 /**
  * Host names of the user's own machine, the only ones plain http may name in URLs a browser is
@@ -81,16 +81,32 @@ function hostOf(url: URL): string {
 
 export class TargetRefused extends Error {}
 
-/** Resolves the URL's host and refuses it when any address is not public (unless allowed). */
+/**
+ * The address a request over `protocol` may not go to, of all its host resolves to: a public
+ * one over plain http (`exposed`), or, unless private targets are allowed, one that is not public.
+ */
+function refusedAddress(protocol: string, addresses: readonly string[], allowPrivate: boolean): { address: string; exposed: boolean } | undefined {
+  const exposed = protocol === 'http:' ? addresses.find(isPublicAddress) : undefined;
+  if (exposed) return { address: exposed, exposed: true };
+  const blocked = allowPrivate ? undefined : addresses.find((a) => !isPublicAddress(a));
+  return blocked === undefined ? undefined : { address: blocked, exposed: false };
+}
+
+function addressProblem(protocol: string, addresses: readonly string[], allowPrivate: boolean): string | undefined {
+  const refused = refusedAddress(protocol, addresses, allowPrivate);
+  if (!refused) return undefined;
+  return refused.exposed
+    ? `resolves to ${refused.address}, a public address: use https (plain http is for local-development targets)`
+    : `resolves to ${refused.address}, which is not a public address`;
+}
+
+/** Resolves the URL's host and refuses it when any address is not public (unless allowed), or plain http reaches a public one. */
 export async function assertTargetAddress(text: string, allowPrivate: boolean): Promise<void> {
   const url = new URL(text);
   const host = hostOf(url);
   const addresses = isIP(host) ? [host] : (await lookupAll(host)).map((a) => a.address);
-  const exposed = url.protocol === 'http:' && addresses.find(isPublicAddress);
-  if (exposed) throw new TargetRefused(`resolves to ${exposed}, a public address: use https (plain http is for local-development targets)`);
-  if (allowPrivate) return;
-  const blocked = addresses.find((a) => !isPublicAddress(a));
-  if (blocked) throw new TargetRefused(`resolves to ${blocked}, which is not a public address`);
+  const problem = addressProblem(url.protocol, addresses, allowPrivate);
+  if (problem) throw new TargetRefused(problem);
 }
 
 function lookupAll(host: string): Promise<LookupAddress[]> {
@@ -101,13 +117,13 @@ function lookupAll(host: string): Promise<LookupAddress[]> {
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
-/** A `lookup` for http.request that refuses non-public addresses at connection time. */
-export function guardedLookup(allowPrivate: boolean) {
+/** A connection's `lookup` that refuses, at connection time, what `assertTargetAddress` refuses. */
+export function guardedLookup(allowPrivate: boolean, protocol: 'http:' | 'https:') {
   return (hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, []);
-      const blocked = allowPrivate ? undefined : addresses.find((a) => !isPublicAddress(a.address));
-      if (blocked) return callback(new TargetRefused(`${hostname} resolves to ${blocked.address}, which is not a public address`), []);
+      const problem = addressProblem(protocol, addresses.map((a) => a.address), allowPrivate);
+      if (problem) return callback(new TargetRefused(`${hostname} ${problem}`), []);
       if (options.all) return callback(null, addresses);
       callback(null, addresses[0].address, addresses[0].family);
     });
@@ -115,11 +131,13 @@ export function guardedLookup(allowPrivate: boolean) {
 }
 
 /**
- * An undici Agent whose connections resolve names through `guardedLookup`. Literal addresses
- * skip DNS, so a request also needs `literalAddressProblem` checked first.
+ * An undici Agent whose connections resolve names through `guardedLookup`, for the protocol of
+ * each. Literal addresses skip DNS, so a request also needs `literalAddressProblem` checked first.
  */
 export function guardedAgent(allowPrivate: boolean, options: Omit<Agent.Options, 'connect'> = {}): Agent {
-  return new Agent({ ...options, connect: { lookup: guardedLookup(allowPrivate) as never } });
+  const plain = buildConnector({ lookup: guardedLookup(allowPrivate, 'http:') } as buildConnector.BuildOptions);
+  const secure = buildConnector({ lookup: guardedLookup(allowPrivate, 'https:') } as buildConnector.BuildOptions);
+  return new Agent({ ...options, connect: (opts, callback) => (opts.protocol === 'http:' ? plain : secure)(opts, callback) });
 }
 
 /** A failed request's reason: the cause's message where undici wraps one (a refused address, a reset). */
@@ -131,6 +149,7 @@ export function requestErrorText(err: Error): string {
 /** Why a URL whose host is a literal IP address may not be called, or undefined. */
 export function literalAddressProblem(url: URL, allowPrivate: boolean): string | undefined {
   const host = hostOf(url);
-  if (isIP(host) && !allowPrivate && !isPublicAddress(host)) return `refused: ${host} is not a public address`;
-  return undefined;
+  const refused = isIP(host) ? refusedAddress(url.protocol, [host], allowPrivate) : undefined;
+  if (!refused) return undefined;
+  return refused.exposed ? `refused: plain http to ${host}, a public address: use https` : `refused: ${host} is not a public address`;
 }

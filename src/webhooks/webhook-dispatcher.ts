@@ -405,7 +405,9 @@ class AttemptTimeout extends Error {}
  * One POST through undici's dispatcher interface, resolving to the status code once the response
  * has ended (its body read and dropped, so the connection is reused). Cheaper per attempt than
  * `request()`, which builds a body stream and an abort signal for each (docs/events.md). The one
- * timer bounds the whole exchange, time waiting for a connection included.
+ * timer bounds the whole exchange, time waiting for a connection included; a response whose
+ * status came in time is its status (SPEC 6.3: a 2xx completes the delivery), however long its
+ * body would take, which is then cut off with its connection.
  */
 function exchange(agent: Agent, url: URL, headers: Record<string, string>, body: string, timeoutMs: number): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -421,7 +423,7 @@ function exchange(agent: Agent, url: URL, headers: Record<string, string>, body:
     };
     const timer = setTimeout(() => {
       const err = new AttemptTimeout(`timeout after ${timeoutMs} ms`);
-      settle(err);
+      settle(statusCode ? undefined : err);
       controller?.abort(err);
     }, timeoutMs);
     agent.dispatch(

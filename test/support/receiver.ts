@@ -1,7 +1,7 @@
 /**
  * A real webhook receiver on 127.0.0.1: records every request (raw body bytes as text, headers)
- * and answers with whatever `respond` says for it (a status, a status to come, or `hang` to
- * never answer).
+ * and answers with whatever `respond` says for it (a status, a status to come, `hang` to never
+ * answer, or `unfinished`: 200 and a body that never ends).
  */
 import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +12,7 @@ export interface Received {
   body: string;
 }
 
-export type Answer = number | Promise<number> | 'hang';
+export type Answer = number | Promise<number> | 'hang' | 'unfinished';
 
 export class Receiver {
   readonly requests: Received[] = [];
@@ -35,6 +35,7 @@ export class Receiver {
         this.requests.push(received);
         const answer = this.respond(received, this.requests.length - 1);
         if (answer === 'hang') return;
+        if (answer === 'unfinished') return void res.writeHead(200, { 'Content-Type': 'text/plain' }).write('still going');
         void Promise.resolve(answer).then((status) => {
           res.statusCode = status;
           res.end('ok');
