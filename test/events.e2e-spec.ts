@@ -84,6 +84,10 @@ describe('event stream (e2e, two instances)', () => {
     expect(repeatedTypes.details!.fields).toEqual([{ field: 'type_filter', message: 'give type_filter once, as one comma-separated list' }]);
     const long = expectError(await b.http.get(`/events?events=${'item.created,'.repeat(200)}`).set(bearer(admin)), 400, 'validation_error');
     expect(long.details!.fields).toEqual([{ field: 'events', message: 'must be at most 2000 characters' }]);
+    // As a webhook's lists: no empty entry, at most MAX_SUBSCRIPTION_PATTERNS.
+    for (const query of ['?type_filter=core.note,,core.task', '?events=item.created,', `?type_filter=${Array.from({ length: 51 }, (_, i) => `acme.t${i}`).join(',')}`]) {
+      expect(badFields(await b.http.get(`/events${query}`).set(bearer(admin)))).toEqual([query.slice(1, query.indexOf('='))]);
+    }
   });
 
   it('delivers events written on one instance to a stream on the other, with heartbeats', async () => {

@@ -40,6 +40,9 @@ export const EVENT_NAMES = [
 ] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 
+/** Most patterns a subscription (a webhook's or a stream's `events`, `type_filter`) may list. */
+export const MAX_SUBSCRIPTION_PATTERNS = 50;
+
 /**
  * Each item type an event's lineage covers (`lineageTypes`), with its ancestors (nearest first)
  * when the event was written. Absent in events stored before it was kept: those are judged by the

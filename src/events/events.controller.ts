@@ -7,7 +7,7 @@ import type { Principal } from '../auth/principal';
 import { isPattern } from '../common/type-pattern';
 import { FieldIssue, validationError } from '../common/validation';
 import { ApiErrors } from '../openapi/api-errors.decorator';
-import { EVENT_NAMES, isEventPattern } from './event-catalogue';
+import { EVENT_NAMES, isEventPattern, MAX_SUBSCRIPTION_PATTERNS } from './event-catalogue';
 import { EventStream, StreamFilter } from './event-stream';
 import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT, MAX_STREAMS_PER_USER } from './stream-slots';
 
@@ -28,25 +28,29 @@ const IsCommaList = (maxLength: number) =>
   });
 
 export class EventStreamQuery {
-  @ApiPropertyOptional({ description: `Comma list of event names or patterns (${EVENT_NAMES.join(', ')}); default \`*\``, example: 'item.*,edge.created', maxLength: 2000 })
+  @ApiPropertyOptional({ description: `Comma list of event names or patterns (${EVENT_NAMES.join(', ')}), at most ${MAX_SUBSCRIPTION_PATTERNS}; default \`*\``, example: 'item.*,edge.created', maxLength: 2000 })
   @IsOptional() @IsCommaList(2000)
   events?: string;
 
-  @ApiPropertyOptional({ description: 'Comma list of type patterns limiting item events (at least one; leave it out for every type)', example: 'core.note,acme.*', maxLength: 2000 })
+  @ApiPropertyOptional({ description: `Comma list of type patterns limiting item events (at least one, at most ${MAX_SUBSCRIPTION_PATTERNS}; leave it out for every type)`, example: 'core.note,acme.*', maxLength: 2000 })
   @IsOptional() @IsCommaList(2000)
   type_filter?: string;
 }
 
+/** The query's filter, held to a webhook's rules: at most MAX_SUBSCRIPTION_PATTERNS entries, none empty. */
 function parseFilter(q: EventStreamQuery): StreamFilter {
-  const list = (v: string | undefined) => v?.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = (v: string | undefined) => v?.split(',').map((s) => s.trim());
   const events = list(q.events) ?? ['*'];
   const typeFilter = list(q.type_filter) ?? null;
   const issues: FieldIssue[] = [];
-  if (!events.length || !events.every((p) => isPattern(p) && isEventPattern(p))) {
+  const tooMany = `must list at most ${MAX_SUBSCRIPTION_PATTERNS} patterns`;
+  if (events.length > MAX_SUBSCRIPTION_PATTERNS) issues.push({ field: 'events', message: tooMany });
+  else if (!events.every((p) => isPattern(p) && isEventPattern(p))) {
     issues.push({ field: 'events', message: `must list event names (${EVENT_NAMES.join(', ')}), patterns such as "item.*", or "*"` });
   }
   // An empty list (`?type_filter=` or `,`) is refused, as a webhook's is: it would select no item event, or read as every type.
-  if (typeFilter && !typeFilter.length) issues.push({ field: 'type_filter', message: 'must list at least one type pattern; leave it out for every type' });
+  if (typeFilter?.every((p) => !p)) issues.push({ field: 'type_filter', message: 'must list at least one type pattern; leave it out for every type' });
+  else if (typeFilter && typeFilter.length > MAX_SUBSCRIPTION_PATTERNS) issues.push({ field: 'type_filter', message: tooMany });
   else if (typeFilter && !typeFilter.every(isPattern)) issues.push({ field: 'type_filter', message: 'must list type names or patterns such as "acme.*"' });
   if (issues.length) throw validationError(issues);
   return { events, typeFilter };
