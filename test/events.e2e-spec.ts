@@ -427,6 +427,8 @@ describe('event stream (e2e, two instances)', () => {
       // SPEC 8.1: a 429 carries Retry-After, in seconds, as the envelope's retry_after says.
       expect(Number(res.retryAfter)).toBe(res.body.error.details.retry_after);
       expect(Number(res.retryAfter)).toBeGreaterThan(0);
+      // HEAD answers as GET would, and takes no slot either way.
+      expect((await app.http.head('/events').set(bearer(key))).status).toBe(429);
     }
     // Other credentials of the tenant are not held back by this one's streams; the held ones still work.
     expect((await open(b, (await createKey(a, admin, { label: 'one-stream', type_permissions: { '*': 'read' } })).key)).status).toBe(200);

@@ -171,8 +171,12 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     // Settled before the answer starts: a database that cannot say where the resume starts is
     // a 503 to retry, not a stream that would have to end as soon as it began.
     const resumeAfter = lastEventId === undefined ? undefined : await this.resumePoint(principal.tenantId, lastEventId);
-    const head = reply.request.method === 'HEAD'; // the headers, no stream: holds no slot
-    const slot = head ? undefined : await this.slots.take(principal);
+    // HEAD gets the headers GET would, 429 at the cap included, and holds no slot after.
+    let slot: StreamSlot | undefined = await this.slots.take(principal);
+    if (reply.request.method === 'HEAD') {
+      void this.slots.release(slot);
+      slot = undefined;
+    }
     reply.hijack();
     reply.raw.writeHead(200, {
       ...(reply.getHeaders() as Record<string, string>),
