@@ -4,11 +4,11 @@
  * OAuth tokens arrive here already translated into the same maps (plus scopes for metadata).
  */
 import type { Access, PermissionMap } from '../keys/api-key.entity';
-import { bestMatch, TypeRef } from '../common/type-pattern';
+import { bestMatch, bestMatchOfName, TypeRef } from '../common/type-pattern';
 import type { Principal } from './principal';
 
 function allows(map: PermissionMap, name: string | TypeRef, access: Access): boolean {
-  const pattern = bestMatch(Object.keys(map), name);
+  const pattern = typeof name === 'string' ? bestMatchOfName((p) => Object.hasOwn(map, p), name) : bestMatch(Object.keys(map), name);
   if (pattern === undefined) return false;
   const granted = map[pattern];
   return granted === 'write' || access === 'read';

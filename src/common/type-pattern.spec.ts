@@ -1,4 +1,5 @@
-import { bestMatch, isDottedName, isPattern, matchesPattern, patternToSql, specificity } from './type-pattern';
+import fc from 'fast-check';
+import { bestMatch, bestMatchOfName, isDottedName, isPattern, matchesPattern, patternToSql, specificity } from './type-pattern';
 
 describe('type patterns', () => {
   describe('matchesPattern', () => {
@@ -111,5 +112,20 @@ describe('patterns over a type lineage (SPEC 5.4: parent.* covers subtypes)', ()
   it('the most specific pattern decides over a lineage too', () => {
     expect(bestMatch(['*', 'core.note.*', 'acme.recipe'], recipe)).toBe('acme.recipe');
     expect(bestMatch(['*', 'core.note.*'], deep)).toBe('core.note.*');
+  });
+
+  describe('bestMatchOfName', () => {
+    it('picks what bestMatch picks for a name without ancestors, for any set of patterns', () => {
+      const segment = fc.constantFrom('a', 'b', 'c');
+      const name = fc.array(segment, { minLength: 1, maxLength: 4 }).map((s) => s.join('.'));
+      const pattern = fc.oneof(name, name.map((n) => `${n}.*`), fc.constant('*'));
+      fc.assert(
+        fc.property(fc.uniqueArray(pattern, { maxLength: 12 }), name, (patterns, n) => {
+          const set = new Set(patterns);
+          expect(bestMatchOfName((p) => set.has(p), n)).toBe(bestMatch(patterns, n));
+        }),
+        { numRuns: 2000, seed: 7 },
+      );
+    });
   });
 });
