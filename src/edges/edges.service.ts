@@ -353,22 +353,36 @@ export class EdgesService {
    * 400 `edge_cycle` when any of `targets` already reaches `sourceId` through edges of the
    * same type (a self-loop is the zero-length case). The walk covers every edge of the type
    * in the tenant, whatever the caller may see: acyclicity is a property of the whole graph.
+   * The new edges all leave `sourceId`, so they can only close a cycle through it and the
+   * existing edges suffice. One walk from all targets together (`reach`, deduplicated by
+   * node) costs the reachable set once, where a walk per target cost it once per target; it
+   * stops at `sourceId`. Only then does a walk back from `sourceId` (`back`, also stopping at
+   * the first target met, the nearest) name the edge that closes the cycle.
    */
   private async assertNoCycle(m: EntityManager, tenantId: string, edgeType: string, sourceId: string, targets: string[]): Promise<void> {
     const selfLoop = targets.find((t) => t === sourceId);
     if (selfLoop) throw edgeErrors.cycle(edgeType, sourceId, selfLoop);
-    const rows: Array<{ origin: string }> = await m.query(
-      `WITH RECURSIVE reach(origin, id) AS (
-         SELECT t, t FROM unnest($4::uuid[]) AS t
-         UNION
-         SELECT r.origin, e.target_id
-           FROM reach r
-           JOIN edges e ON e.tenant_id = $1 AND e.edge_type = $2 AND e.source_id = r.id
-       )
-       SELECT origin FROM reach WHERE id = $3 LIMIT 1`,
+    const rows: Array<{ target: string }> = await m.query(
+      `WITH RECURSIVE
+         reach(id) AS (
+           SELECT t FROM unnest($4::uuid[]) AS t
+           UNION
+           SELECT e.target_id
+             FROM reach r
+             JOIN edges e ON e.tenant_id = $1 AND e.edge_type = $2 AND e.source_id = r.id
+         ),
+         back(id) AS (
+           SELECT $3::uuid
+           UNION
+           SELECT e.source_id
+             FROM back b
+             JOIN edges e ON e.tenant_id = $1 AND e.edge_type = $2 AND e.target_id = b.id
+         )
+       SELECT (SELECT id FROM back WHERE id = ANY($4::uuid[]) LIMIT 1) AS target
+        WHERE EXISTS (SELECT 1 FROM reach WHERE id = $3)`,
       [tenantId, edgeType, sourceId, targets],
     );
-    if (rows[0]) throw edgeErrors.cycle(edgeType, sourceId, rows[0].origin);
+    if (rows[0]) throw edgeErrors.cycle(edgeType, sourceId, rows[0].target);
   }
 
   /** Items by id, tenant-scoped; the caller decides what "missing" means. */

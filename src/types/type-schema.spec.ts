@@ -5,6 +5,10 @@ import { withPatternBudget } from './pattern-check';
 import { assertUsableSchema, assertValidSchema, checkProperties, JsonSchema, propertyIssues, resolveMergePolicy, resolveSubtypeSchema, validatorFor } from './type-schema';
 
 const str = { type: 'string' };
+/** An enum of the integers 0 to n-1. */
+const enumOf = (n: number) => ({ enum: Array.from({ length: n }, (_, i) => i) });
+/** `n` references to definition `e`, all applying to one value. */
+const refsToE = (n: number) => ({ allOf: Array.from({ length: n }, () => ({ $ref: '#/definitions/e' })) });
 let cacheSeq = 0;
 /** A validator for `schema` (fresh cache key per call), answering whether a value fits. */
 function fitsFor(schema: JsonSchema) {
@@ -122,8 +126,15 @@ describe('type schemas', () => {
       ['a root that applies itself to itself', { allOf: [{ $ref: '#' }] }, ['/']],
       ['branches that multiply', { $defs: { x: { anyOf: Array.from({ length: 17 }, () => ({ $ref: '#/$defs/y' })) }, y: { anyOf: Array.from({ length: 16 }, () => ({ type: 'string' })) } }, properties: { a: { $ref: '#/$defs/x' } } }, ['/']],
       ['properties and patternProperties doubling at each level', { properties: { a: { $ref: '#' } }, patternProperties: { '^a$': { $ref: '#' } } }, ['/']],
+      ['127 references to one 256-value enum, on every array element', { definitions: { e: enumOf(256) }, properties: { a: { type: 'array', items: refsToE(127) } } }, ['/']],
+      ['four 256-value enums and a const on one value', { definitions: { e: enumOf(256) }, properties: { a: { ...refsToE(4), const: 0 } } }, ['/']],
     ])('refuses %s', (_, schema, paths) => {
       expect(refusal(schema)).toEqual(paths);
+    });
+
+    it('weighs each enum by its values: 127 references to a 256-value enum are within the bound on schemas, not on comparisons', () => {
+      const err = thrownApiError(() => assertUsableSchema({ type: 'object', definitions: { e: enumOf(256) }, properties: { a: { type: 'array', items: refsToE(127) } } }));
+      expect(err?.message).toMatch(/compared with up to 32512 enum values .*at most 1024/);
     });
 
     it.each<[string, JsonSchema]>([
@@ -135,6 +146,9 @@ describe('type schemas', () => {
       ['uniqueItems over scalars', { properties: { a: { type: 'array', items: { type: ['string', 'null'] }, uniqueItems: true } } }],
       ['the limits themselves', { properties: { a: { enum: Array.from({ length: 256 }, (_, i) => i) }, b: { pattern: `^${'x'.repeat(510)}$` } } }],
       ['a property many schemas apply to, within the bound', { properties: { a: { anyOf: Array.from({ length: 255 }, () => ({ type: 'string' })) } } }],
+      ['four 256-value enums on one value, the bound of enum comparisons', { definitions: { e: enumOf(256) }, properties: { a: { type: 'array', items: refsToE(4) } } }],
+      ['a const in each of 255 schemas on one value', { properties: { a: { anyOf: Array.from({ length: 255 }, (_, i) => ({ const: i })) } } }],
+      ['enums on different values, each within the bound', { definitions: { e: enumOf(256) }, properties: { a: refsToE(4), b: refsToE(4), c: { type: 'array', items: refsToE(4) } } }],
     ])('accepts %s', (_, schema) => {
       expect(thrownApiError(() => assertUsableSchema({ type: 'object', ...schema }))).toBeUndefined();
     });

@@ -41,6 +41,13 @@ export const SCHEMA_LIMITS = {
    * schema apply itself twice per level (2^30 times to one string in a 1 KB schema), or forever.
    */
   applications: 256,
+  /**
+   * Enum values (a `const` counts one) that one value of the properties can be compared with,
+   * summed over the schemas that can apply to it: each is a comparison at every value, and the
+   * two limits above multiply (127 `$ref`s to one 256-value enum held each element of an 80 KB
+   * array 650 µs, 13 s in all). Four full enums' worth: about 3 µs a value, 1.5 s over 1 MB.
+   */
+  enumComparisons: 1024,
 } as const;
 
 /**
@@ -315,18 +322,39 @@ function assertWithinLimits(schema: JsonSchema, selfContained: boolean): void {
   if (applications.count > SCHEMA_LIMITS.applications) {
     refuse([{ path: '/', message: `up to ${applications.count} schemas can apply to one value of the properties (branches, $refs and parent types' copies, at each level); at most ${SCHEMA_LIMITS.applications}` }]);
   }
+  if (applications.values > SCHEMA_LIMITS.enumComparisons) {
+    refuse([
+      {
+        path: '/',
+        message: `one value of the properties can be compared with up to ${applications.values} enum values (a const counts one), summed over the schemas that can apply to it; at most ${SCHEMA_LIMITS.enumComparisons}`,
+      },
+    ]);
+  }
 }
+
+/** What applies to one value: how many schemas, and how many enum (and const) values they compare it with. */
+interface Load {
+  schemas: number;
+  values: number;
+}
+
+/** The enum (and const) values schema `s` compares the value it applies to with. */
+const comparedValues = (s: JsonSchema | boolean): number =>
+  typeof s === 'boolean' ? 0 : (Array.isArray(s.enum) ? s.enum.length : 0) + (Object.hasOwn(s, 'const') ? 1 : 0);
 
 /**
  * An upper bound on how many schemas apply to any one value (the properties object itself, or
- * one nested in it), and a pointer on a cycle when that is what makes it unbounded. At a value,
- * a schema applies itself and its same-value subschemas (allOf/anyOf/…, its `$ref`'s target);
+ * one nested in it), and on how many enum values they compare it with (each bounded apart: the
+ * value most schemas apply to need not be the one most enum values do), and a pointer on a
+ * cycle when that is what makes it unbounded. At a value, a schema applies itself and its
+ * same-value subschemas (allOf/anyOf/…, its `$ref`'s target);
  * to a property value it passes the one of `properties`/`additionalProperties` that fits the
  * key plus every `patternProperties` schema, to an element the schemas for its position plus
  * `contains`, and so on one level down, as deep as a request body nests.
  */
-function mostApplications(nodes: Map<string, JsonSchema | boolean>): { count: number; cycle?: string } {
+function mostApplications(nodes: Map<string, JsonSchema | boolean>): { count: number; values: number; cycle?: string } {
   const CAP = 1e9;
+  const capped = (a: Load, b: Load): Load => ({ schemas: Math.min(CAP, a.schemas + b.schemas), values: Math.min(CAP, a.values + b.values) });
   const same = new Map<string, string[]>();
   const below = new Map<string, Array<{ slot: Slot; at: string }>>();
   for (const [at, s] of nodes) {
@@ -336,40 +364,45 @@ function mostApplications(nodes: Map<string, JsonSchema | boolean>): { count: nu
     below.set(at, subs.filter((sub) => sub.slot !== 'same' && sub.slot !== 'definition'));
   }
   let cycle: string | undefined;
-  let previous = new Map<string, number>();
-  let most = 0;
+  let previous = new Map<string, Load>();
+  const most: Load = { schemas: 0, values: 0 };
   for (let depth = 0; depth <= MAX_NESTING; depth++) {
-    const current = new Map<string, number>();
+    const current = new Map<string, Load>();
     const visiting = new Set<string>();
-    const count = (at: string): number => {
+    const count = (at: string): Load => {
       const known = current.get(at);
       if (known !== undefined) return known;
       if (visiting.has(at)) {
         cycle ??= at || '/';
-        return CAP;
+        return { schemas: CAP, values: CAP };
       }
       visiting.add(at);
-      let n = depth === 0 ? 1 : passedDown(below.get(at)!, previous);
-      for (const next of same.get(at)!) n = Math.min(CAP, n + count(next));
+      let n = depth === 0 ? { schemas: 1, values: comparedValues(nodes.get(at)!) } : passedDown(below.get(at)!, previous);
+      for (const next of same.get(at)!) n = capped(n, count(next));
       visiting.delete(at);
       current.set(at, n);
       return n;
     };
     for (const at of nodes.keys()) count(at);
-    most = Math.max(most, current.get('')!);
-    if (current.get('') === 0 || most >= CAP) break;
+    const root = current.get('')!;
+    most.schemas = Math.max(most.schemas, root.schemas);
+    most.values = Math.max(most.values, root.values);
+    if (root.schemas === 0 || most.schemas >= CAP) break;
     previous = current;
   }
   // A cycle in definitions nothing uses applies to nothing.
-  return most >= CAP ? { count: most, cycle } : { count: most };
+  return { count: most.schemas, values: most.values, ...(most.schemas >= CAP ? { cycle } : {}) };
 }
 
-/** How many schemas one value a level down receives from a schema's subschemas `below` it. */
-function passedDown(below: Array<{ slot: Slot; at: string }>, counts: Map<string, number>): number {
-  const of = (slot: Slot) => below.filter((s) => s.slot === slot).map((s) => counts.get(s.at)!);
-  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-  const max = (xs: number[]) => Math.max(0, ...xs);
-  return Math.max(max(of('oneKey')) + sum(of('everyKey')), sum(of('keyName')), max(of('oneIndex')) + sum(of('everyIndex')));
+/** What one value a level down receives from a schema's subschemas `below` it. */
+function passedDown(below: Array<{ slot: Slot; at: string }>, loads: Map<string, Load>): Load {
+  const each = (part: keyof Load): number => {
+    const of = (slot: Slot) => below.filter((s) => s.slot === slot).map((s) => loads.get(s.at)![part]);
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const max = (xs: number[]) => Math.max(0, ...xs);
+    return Math.max(max(of('oneKey')) + sum(of('everyKey')), sum(of('keyName')), max(of('oneIndex')) + sum(of('everyIndex')));
+  };
+  return { schemas: each('schemas'), values: each('values') };
 }
 
 // ------------------------------------------------------------------ subtypes
