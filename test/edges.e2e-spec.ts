@@ -317,6 +317,38 @@ describe('edges (e2e)', () => {
         expect(results.map(code).filter(Boolean)).toEqual(['edge_cycle']);
       }
     });
+
+    it('accepts a wide fan of targets into a shared DAG, and still refuses a cycle through it naming the edge that closes it', async () => {
+      // Every top reaches the hub and every leaf, so the check must not walk the DAG once per target.
+      const notes = (n: number, extra: (i: number) => Record<string, unknown> = () => ({})) =>
+        Array.from({ length: n }, (_, i) => ({ type: 'core.note', properties: { title: 'x' }, ...extra(i) }));
+      const bulk = async (items: unknown[]): Promise<string[]> =>
+        (await post(admin, '/items/bulk', { mode: 'create_only', items }).expect(200)).body.results.map((r: { id: string }) => r.id);
+      const natural = `fan-${randomUUID()}`;
+      const leaves = await bulk(notes(300, (i) => (i === 0 ? { source: 'test.fan', source_id: natural } : {})));
+      const [hub] = await bulk(notes(1, () => ({ edges: { 'test.depends_on': leaves } })));
+      const tops = await bulk(notes(300, () => ({ edges: { 'test.depends_on': [hub] } })));
+
+      const fan = await post(admin, '/items', { type: 'core.note', properties: { title: 'fan' }, edges: { 'test.depends_on': tops } }).expect(201);
+      expect(fan.body.edges['test.depends_on']).toEqual(tops);
+
+      const back = await link('test.depends_on', leaves[0], fan.body.id).expect(400);
+      expect(code(back)).toBe('edge_cycle');
+      expect(back.body.error.details).toMatchObject({ edge_type: 'test.depends_on', source_id: leaves[0], target_id: fan.body.id });
+
+      // Among many new edges, the one whose target reaches the source is named, and none is created.
+      const targets = [...leaves.slice(1, 100), fan.body.id, ...leaves.slice(100, 200)];
+      const upsert = await post(admin, '/items', {
+        type: 'core.note',
+        properties: { title: 'x' },
+        source: 'test.fan',
+        source_id: natural,
+        edges: { 'test.depends_on': targets },
+      }).expect(400);
+      expect(code(upsert)).toBe('edge_cycle');
+      expect(upsert.body.error.details).toMatchObject({ edge_type: 'test.depends_on', source_id: leaves[0], target_id: fan.body.id });
+      expect((await get(admin, `/items/${leaves[0]}/edges?direction=outgoing`).expect(200)).body.edges).toEqual([]);
+    });
   });
 
   describe('permissions', () => {
