@@ -478,6 +478,21 @@ describe('types', () => {
       expectError(await admin.post('/items', { type: 'acme.en127old', properties: { a: Array(20_000).fill(255) } }), 400, 'invalid_schema');
     });
 
+    it('checks a body whose values × schemas a value would hold the event loop in the worker, whose time limit refuses it; smaller bodies as before', async () => {
+      // 241 schemas apply to each element: 480,000 elements cost seconds of validation.
+      const schema = {
+        definitions: { n: { type: 'integer', minimum: 0, maximum: 300, multipleOf: 1 } },
+        properties: { a: { type: 'array', items: { allOf: Array.from({ length: 120 }, () => ({ $ref: '#/definitions/n' })) } } },
+      };
+      expectStatus(await admin.post('/types', { name: 'acme.many', schema }), 201);
+      expectStatus(await admin.post('/items', { type: 'acme.many', properties: { a: [1, 2, 3] } }), 201);
+      expectError(await admin.post('/items', { type: 'acme.many', properties: { a: [1, -1] } }), 400, 'invalid_properties');
+      // Off the event loop, checked (so refused) the same way.
+      expectError(await admin.post('/items', { type: 'acme.many', properties: { a: [...Array(5_000).fill(1), -1] } }), 400, 'invalid_properties');
+      const refused = expectError(await admin.post('/items', { type: 'acme.many', properties: { a: Array(480_000).fill(1) } }), 400, 'invalid_schema');
+      expect(refused.message).toMatch(/more than \d+ ms/);
+    });
+
     it('references that multiply, or loop without descending into the data, are refused', async () => {
       // Each level applies the next twice: 2^12 schemas to one value.
       const defs = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`d${i}`, { allOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] }]));

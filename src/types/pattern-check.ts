@@ -1,6 +1,8 @@
 /**
- * Checks item properties against a schema with patterns off the event loop, in a worker thread
- * that is stopped if a check runs past CHECK_TIMEOUT_MS. RE2 matches in time linear in the
+ * Checks item properties off the event loop, in a worker thread that is stopped if a check runs
+ * past CHECK_TIMEOUT_MS, when checking them in place could take long: long text under a schema
+ * with patterns, or many values under a schema applying many schemas to each (type-schema.ts
+ * `validatorFor`). RE2 matches in time linear in the
  * input, but with a factor as large as the pattern's compiled program once its DFA outgrows its
  * cache: `(.{1,1000})x`, within the schema limits, took 2.7 s over 50,000 ASCII characters and
  * 160 s over as many "é" (re2-wasm, measured 2026-11-26), in the process every tenant shares.
@@ -53,7 +55,7 @@ interface Pending {
 
 /** 400 invalid_schema: the type's schema cannot check the properties (here, or in type-schema.ts), and why. */
 export const cannotCheck = (why: string) => ApiError.badRequest('invalid_schema', `The type's schema cannot check these properties: ${why}`);
-const tooSlow = (ms: number) => cannotCheck(`its patterns took more than ${ms} ms over these values; shorten the values or simplify the patterns`);
+const tooSlow = (ms: number) => cannotCheck(`checking them took more than ${ms} ms; send fewer or shorter values, or simplify the schema (its patterns, the schemas applying to each value)`);
 const overBudget = (ms: number) =>
   cannotCheck(`this request's pattern checks took more than ${ms} ms in all; send fewer or shorter items, or simplify the patterns`);
 const busy = () => new ApiError(503, 'service_unavailable', 'Pattern checks are busy; retry shortly');
