@@ -57,8 +57,8 @@ interface Pending {
 export const cannotCheck = (why: string) => ApiError.badRequest('invalid_schema', `The type's schema cannot check these properties: ${why}`);
 const tooSlow = (ms: number) => cannotCheck(`checking them took more than ${ms} ms; send fewer or shorter values, or simplify the schema (its patterns, the schemas applying to each value)`);
 const overBudget = (ms: number) =>
-  cannotCheck(`this request's pattern checks took more than ${ms} ms in all; send fewer or shorter items, or simplify the patterns`);
-const busy = () => new ApiError(503, 'service_unavailable', 'Pattern checks are busy; retry shortly');
+  cannotCheck(`this request's checks off the event loop took more than ${ms} ms in all; send fewer or smaller items, or simplify the schema`);
+const busy = () => new ApiError(503, 'service_unavailable', 'Schema checks off the event loop are busy; retry shortly');
 
 const budgets = new AsyncLocalStorage<Budget>();
 
