@@ -31,10 +31,12 @@ export function pageOf<T extends { id: string }>(
   rows: T[],
   limit: number,
   createdAt: (row: T) => Date | string,
+  /** The rows were cut short of `limit` (a byte budget), and more follow. */
+  cutShort = false,
 ): { page: T[]; next_cursor: string | null } {
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
-  const next_cursor = rows.length > limit && last ? encodeCursor({ createdAt: new Date(createdAt(last)).toISOString(), id: last.id }) : null;
+  const next_cursor = (rows.length > limit || cutShort) && last ? encodeCursor({ createdAt: new Date(createdAt(last)).toISOString(), id: last.id }) : null;
   return { page, next_cursor };
 }
 

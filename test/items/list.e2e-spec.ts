@@ -3,6 +3,7 @@
  * and cursor pagination. Each block works in its own tenant so counts are exact.
  */
 import { bootstrapAdmin, createTenant, startApp, TestApp } from '../support/app';
+import { PAGE_BYTES } from '../../src/items/items.service';
 import { Api, api, createItem, expectError, expectStatus, note } from './helpers';
 
 const ids = (res: { body: { items: Array<{ id: string }> } }) => res.body.items.map((i) => i.id);
@@ -23,6 +24,27 @@ describe('items: listing', () => {
     rootKey = (await bootstrapAdmin(t)).key;
   });
   afterAll(() => t?.close());
+
+  it(`stops a page once it holds ${PAGE_BYTES / 1024 / 1024} MB of items, short of its limit, with a cursor to the rest; versions alike`, async () => {
+    const { c } = await freshTenant();
+    // Ten items of 0.95 MB: nine fit before the mark (each page holds the item that crosses it).
+    const big = (n: number) => ({ title: `big ${n}`, body: `${n} `.padEnd(950_000, 'x') });
+    const made: string[] = [];
+    for (let n = 0; n < 10; n++) made.unshift((await createItem(c, { type: 'core.note', properties: big(n), tags: ['big'] })).id);
+    const first = await c.get('/items', { tags: 'big', limit: 100 });
+    expectStatus(first, 200);
+    expect(ids(first)).toEqual(made.slice(0, 9));
+    expect(first.body.next_cursor).toEqual(expect.any(String));
+    const rest = await c.get('/items', { tags: 'big', limit: 100, cursor: first.body.next_cursor });
+    expect([ids(rest), rest.body.next_cursor]).toEqual([made.slice(9), null]);
+
+    const id = made[0];
+    for (let version = 1; version < 10; version++) expectStatus(await c.patch(`/items/${id}`, { version, properties: big(100 + version) }), 200);
+    const versions = await c.get(`/items/${id}/versions`, { limit: 100 });
+    expect(versions.body.versions.map((v: { version: number }) => v.version)).toEqual([10, 9, 8, 7, 6, 5, 4, 3, 2]);
+    const older = await c.get(`/items/${id}/versions`, { limit: 100, before: versions.body.next_before });
+    expect([older.body.versions.map((v: { version: number }) => v.version), older.body.next_before]).toEqual([[1], null]);
+  });
 
   it('an empty tenant lists nothing', async () => {
     const { c } = await freshTenant();
