@@ -134,9 +134,9 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
     '/auth/logout': {
       get: op(
         'oauth',
-        'OIDC RP-initiated logout (end_session_endpoint): id_token_hint, post_logout_redirect_uri, state, client_id; asks the user to confirm',
-        { responses: { 200: html('Confirmation page'), 303: { description: 'Back to post_logout_redirect_uri' }, 400: html('Error page') } },
-        'html',
+        'OIDC RP-initiated logout (end_session_endpoint): id_token_hint, post_logout_redirect_uri, state, client_id; asks the user to confirm. ' +
+          'Errors: an HTML page for a browser (Accept: text/html), else RFC 6749 JSON',
+        { responses: { 200: html('Confirmation page'), 303: { description: 'Back to post_logout_redirect_uri' }, 400: oauthError } },
       ),
     },
     // The provider's own steps, reached by its redirects and forms rather than called by clients.
