@@ -249,6 +249,8 @@ describe('event stream (e2e, two instances)', () => {
     s.close();
     const pending = await storedEventLike('mig pending');
     const abandoned = await storedEventLike('mig abandoned');
+    // Their templates' events relayed: the outbox holds only what this test puts there undispatched.
+    await waitFor(async () => (await a.sql(`SELECT 1 FROM events WHERE dispatched_at IS NULL`)).length === 0, 'the relay idle');
 
     // The migration again, over this outbox, in one transaction, as the migrator runs it (the
     // later one that builds on its numbers reverted first, and applied again after it).
