@@ -141,6 +141,21 @@ describe('event stream (e2e, two instances)', () => {
     expect(reset.named()[0]).toMatchObject({ event: 'stream.reset', body: { reason: 'last_event_id_unknown' } });
   });
 
+  it('replays large events in pages of bounded bytes, in order, without gaps or repeats', async () => {
+    const first = await open(a, admin);
+    await note('big start');
+    await waitFor(() => titles(first).includes('big start'), 'the mark');
+    const lastId = first.named().at(-1)!.id!;
+    first.close();
+    // Twelve events of 0.9 MB: three pages of at most 4 MiB.
+    const big = Array.from({ length: 12 }, (_, n) => `big ${n}`);
+    for (const title of big) await a.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title, body: 'x'.repeat(900_000) } }).expect(201);
+    const resumed = await open(b, admin, '?events=item.created', { 'Last-Event-ID': lastId });
+    await waitFor(() => titles(resumed).length === 12, 'the twelve replayed', 30_000);
+    expect(titles(resumed)).toEqual(big);
+    resumed.close();
+  });
+
   it('resumes without gaps after the event it names was taken up again (its relay died) and published at a later place', async () => {
     const first = await open(a, admin);
     await note('gap 1');
