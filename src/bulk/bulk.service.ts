@@ -18,7 +18,7 @@ import { canMetadata, isAdmin } from '../auth/permissions';
 import { ownerCredential, ownsWork, ownsWorkSql, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
-import { decodeCursor, pageOf } from '../common/pagination';
+import { Bounded, byteBoundedPage, cutShort, decodeCursor, pageOf } from '../common/pagination';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { Outbox } from '../events/outbox';
@@ -163,11 +163,15 @@ export class BulkService {
       where += ` AND (created_at, id) < ($${params.length - 1}, $${params.length})`;
     }
     params.push(limit + 1);
-    const rows: JobRow[] = await this.db.query(
-      `SELECT ${JOB_COLUMNS} FROM bulk_jobs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+    const rows: Array<Bounded<JobRow>> = await this.db.query(
+      byteBoundedPage(
+        `SELECT ${JOB_COLUMNS} FROM bulk_jobs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+        'created_at DESC, id DESC',
+        `octet_length(spec::text) + coalesce(octet_length(errors::text), 0)`,
+      ),
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, cutShort(rows));
     return { jobs: page.map(toJob), next_cursor };
   }
 

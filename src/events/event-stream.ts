@@ -28,6 +28,7 @@ import type { FastifyReply } from 'fastify';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { Bounded, byteBoundedPage, cutShort } from '../common/pagination';
 import { isId } from '../common/ids';
 import { AppConfig } from '../config/app-config';
 import { CredentialsService } from '../auth/credentials.service';
@@ -317,22 +318,20 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     // live (published before it subscribed) is already visible here.
     for (;;) {
       sub.replayedTo = after;
-      // Ordered by the column, qualified: the bare name would mean the text output column ('10' < '9').
-      // The page's rows first, then the bytes before each (as GET /items pages are cut).
-      const page: Array<PublishedEvent & { more: boolean | null }> = await this.db.query(
-        `SELECT ${EVENT_COLUMNS}, published_seq::text AS published_seq, more FROM (
-           SELECT p.*, lead(true) OVER w AS more,
-                  coalesce(sum(octet_length(p.payload::text)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
-             FROM (SELECT * FROM events WHERE tenant_id = $1 AND published_seq > $2::bigint ORDER BY events.published_seq LIMIT ${REPLAY_PAGE}) p
-           WINDOW w AS (ORDER BY p.published_seq)
-         ) events
-         WHERE bytes_before < ${REPLAY_PAGE_BYTES}
-         ORDER BY events.published_seq`,
+      // Ordered by the column (`ord`): the bare name would mean the text output column ('10' < '9').
+      const page: Array<Bounded<PublishedEvent>> = await this.db.query(
+        byteBoundedPage(
+          `SELECT ${EVENT_COLUMNS}, published_seq::text AS published_seq, events.published_seq AS ord FROM events
+            WHERE tenant_id = $1 AND published_seq > $2::bigint ORDER BY events.published_seq LIMIT ${REPLAY_PAGE}`,
+          'ord',
+          'octet_length(payload::text)',
+          REPLAY_PAGE_BYTES,
+        ),
         [tenantId, after],
       );
       await this.send(sub, page);
       if (page.length) sub.replayedTo = page[page.length - 1].published_seq;
-      if ((page.length < REPLAY_PAGE && !page.at(-1)?.more) || !this.subscribers.has(sub)) return;
+      if ((page.length < REPLAY_PAGE && !cutShort(page)) || !this.subscribers.has(sub)) return;
       after = sub.replayedTo;
       await this.drained(sub);
     }

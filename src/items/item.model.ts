@@ -31,6 +31,9 @@ export const ITEM_COLUMNS =
   'tenant_id, id, type, properties, state, version, schema_version, source, source_id, "timestamp", tier, device, ' +
   'capture_latitude, capture_longitude, tags, extensions, created_at, updated_at, trashed_from';
 
+/** The bytes of a row of ITEM_COLUMNS that can be large, as SQL: what a page's byte budget counts. */
+export const ITEM_BYTES = 'octet_length(properties::text) + octet_length(extensions::text)';
+
 /**
  * The row lock of an item a write is about to change: the one its UPDATE takes anyway, as an
  * item's key never changes. FOR UPDATE would also block the foreign-key checks (FOR KEY SHARE)

@@ -18,13 +18,13 @@ import { EdgeTypesService } from '../edges/edge-types.service';
 import { BATCH_PATTERN_BUDGET_MS, withPatternBudget } from '../types/pattern-check';
 import { newId } from '../common/ids';
 import { inputIssues } from '../common/input-policy';
-import { decodeCursor, pageOf } from '../common/pagination';
+import { Bounded, byteBoundedPage, cutShort, decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName } from '../common/type-pattern';
 import { plainToDto, validationError, validationIssues } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
 import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooManyTags, typeNotPermitted } from './item-changes';
-import { Item, ITEM_COLUMNS, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
+import { Item, ITEM_BYTES, ITEM_COLUMNS, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
 import { ItemWriter, WRITE_INSTANT } from './item-writer';
 import { assertTypePattern, EdgeClause, ItemFilter, itemWhere, parseEdgeClauses, parseTags } from './item-filter';
 import {
@@ -52,14 +52,6 @@ function asAboutNewItem(err: unknown, id: string): unknown {
   const details = Object.fromEntries(Object.entries(err.details).map(([key, value]) => [key, value === id ? null : value]));
   return new ApiError(err.status, err.code, err.message.split(id).join('the new item'), details);
 }
-
-/**
- * Most bytes of item JSON (properties and extensions) a page of `GET /items` or of versions
- * holds before it stops, short of its `limit`, with a `next_cursor`: at least one item, and the
- * item that crosses the mark. A page of 100 items of 1 MB was a 100 MB answer and 740 MB more of
- * this process's memory for one request.
- */
-export const PAGE_BYTES = 8 * 1024 * 1024;
 
 /** How often a natural key's insert is tried while concurrent writers keep creating and purging its item. */
 const NATURAL_KEY_ATTEMPTS = 5;
@@ -371,41 +363,28 @@ export class ItemsService {
       where += ` AND (i.created_at, i.id) < ($${params.length - 1}, $${params.length})`;
     }
     params.push(limit + 1);
-    // The rows first, then how many bytes come before each: a window over the WHERE alone would
-    // serialise every matching item of the tenant.
-    const rows: Array<ItemRow & { more: boolean | null }> = await this.db.query(
-      `SELECT ${ITEM_COLUMNS}, more FROM (
-         SELECT p.*, lead(true) OVER w AS more,
-                coalesce(sum(octet_length(p.properties::text) + octet_length(p.extensions::text)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
-           FROM (SELECT i.* FROM items i WHERE ${where} ORDER BY i.created_at DESC, i.id DESC LIMIT $${params.length}) p
-         WINDOW w AS (ORDER BY p.created_at DESC, p.id DESC)
-       ) i
-       WHERE bytes_before < ${PAGE_BYTES}
-       ORDER BY i.created_at DESC, i.id DESC`,
+    const rows: Array<Bounded<ItemRow>> = await this.db.query(
+      byteBoundedPage(`SELECT ${ITEM_COLUMNS} FROM items i WHERE ${where} ORDER BY i.created_at DESC, i.id DESC LIMIT $${params.length}`, 'created_at DESC, id DESC', ITEM_BYTES),
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, rows.at(-1)?.more === true);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, cutShort(rows));
     return { items: await this.presentMany(p, page), next_cursor };
   }
 
   async versions(p: Principal, id: string, q: VersionsQuery): Promise<ItemVersionList> {
     await this.findVisible(this.db.manager, p, id);
     const limit = q.limit ?? 50;
-    // As in `list`: the page stops once it holds PAGE_BYTES.
-    const rows: Array<{ version: number; snapshot: ItemRow; changed_by: string; created_at: Date; more: boolean | null }> = await this.db.query(
-      `SELECT version, snapshot, changed_by, created_at, more FROM (
-         SELECT v.*, lead(true) OVER w AS more,
-                coalesce(sum(octet_length(v.snapshot::text)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
-           FROM (SELECT version, snapshot, changed_by, created_at FROM item_versions
-                  WHERE tenant_id = $1 AND item_id = $2 AND ($3::int IS NULL OR version < $3)
-                  ORDER BY version DESC LIMIT $4) v
-         WINDOW w AS (ORDER BY v.version DESC)
-       ) v
-       WHERE bytes_before < ${PAGE_BYTES}
-       ORDER BY version DESC`,
+    const rows: Array<Bounded<{ version: number; snapshot: ItemRow; changed_by: string; created_at: Date }>> = await this.db.query(
+      byteBoundedPage(
+        `SELECT version, snapshot, changed_by, created_at FROM item_versions
+          WHERE tenant_id = $1 AND item_id = $2 AND ($3::int IS NULL OR version < $3)
+          ORDER BY version DESC LIMIT $4`,
+        'version DESC',
+        'octet_length(snapshot::text)',
+      ),
       [p.tenantId, id, q.before ?? null, limit + 1],
     );
-    const more = rows.length > limit || rows.at(-1)?.more === true;
+    const more = rows.length > limit || cutShort(rows);
     if (rows.length > limit) rows.pop();
     return {
       next_before: more ? rows[rows.length - 1].version : null,

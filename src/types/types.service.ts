@@ -8,7 +8,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { canType } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
-import { decodeCursor, pageOf } from '../common/pagination';
+import { Bounded, byteBoundedPage, cutShort, decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName, matchesPattern, TypeRef } from '../common/type-pattern';
 import { orTimeout } from '../common/timeout';
 import { RedisPubSub, REDIS_WAIT_MS } from '../redis/redis.module';
@@ -189,11 +189,15 @@ export class TypesService implements OnModuleInit {
       const name = param(after.id);
       where.push(`(NOT core, name) > (NOT EXISTS (SELECT 1 FROM item_types WHERE tenant_id = $2 AND name = ${name}), ${name}::text)`);
     }
-    const rows: Array<TypeRow & { id: string }> = await this.db.query(
-      `SELECT ${COLUMNS}, name AS id FROM item_types WHERE ${where.join(' AND ')} ORDER BY core DESC, name LIMIT ${param(limit + 1)}`,
+    const rows: Array<Bounded<TypeRow & { id: string }>> = await this.db.query(
+      byteBoundedPage(
+        `SELECT ${COLUMNS}, name AS id FROM item_types WHERE ${where.join(' AND ')} ORDER BY core DESC, name LIMIT ${param(limit + 1)}`,
+        'core DESC, name',
+        'octet_length(schema::text) + octet_length(resolved_schema::text)',
+      ),
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, cutShort(rows));
     return { types: page.map(toResponse), next_cursor };
   }
 

@@ -3,7 +3,7 @@
  * and cursor pagination. Each block works in its own tenant so counts are exact.
  */
 import { bootstrapAdmin, createTenant, startApp, TestApp } from '../support/app';
-import { PAGE_BYTES } from '../../src/items/items.service';
+import { PAGE_BYTES } from '../../src/common/pagination';
 import { Api, api, createItem, expectError, expectStatus, note } from './helpers';
 
 const ids = (res: { body: { items: Array<{ id: string }> } }) => res.body.items.map((i) => i.id);
