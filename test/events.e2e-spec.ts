@@ -142,11 +142,7 @@ describe('event stream (e2e, two instances)', () => {
   });
 
   it('replays large events in pages of bounded bytes, in order, without gaps or repeats', async () => {
-    const first = await open(a, admin);
-    await note('big start');
-    await waitFor(() => titles(first).includes('big start'), 'the mark');
-    const lastId = first.named().at(-1)!.id!;
-    first.close();
+    const lastId = await markPosition('big start');
     // Twelve events of 0.9 MB: three pages of at most 4 MiB.
     const big = Array.from({ length: 12 }, (_, n) => `big ${n}`);
     for (const title of big) await a.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title, body: 'x'.repeat(900_000) } }).expect(201);
