@@ -328,6 +328,15 @@ describe('connector token responses and token URLs', () => {
     expect(back.origin + back.pathname).toBe(BACK);
     return back.searchParams;
   };
+  /** A connection made through an upstream answering VALID: its integration's id and its own. */
+  const connected = async (name: string) => {
+    const id = await register(name);
+    answer = VALID;
+    return { id, connectionId: (await callback(name, id)).get('connection_id') };
+  };
+  /** A connection's stored tokens, to compare before and after a refresh that must keep them. */
+  const storedTokens = (connectionId: string | null) =>
+    svc.sql(`SELECT access_token_sealed, refresh_token_sealed, token_type, scope, expires_at, refreshed_at FROM connections WHERE id = $1`, [connectionId]);
   const count = async () => (await svc.sql<{ n: number }>(`SELECT count(*)::int AS n FROM connections`))[0].n;
 
   beforeAll(async () => {
@@ -362,10 +371,8 @@ describe('connector token responses and token URLs', () => {
   });
 
   it('answers a refresh that gets a malformed token response 400 invalid_grant and keeps the stored tokens', async () => {
-    const id = await register('acme.refreshed');
-    answer = VALID;
-    const connectionId = (await callback('acme.refreshed', id)).get('connection_id');
-    const stored = () => svc.sql(`SELECT access_token_sealed, refresh_token_sealed, token_type, scope, expires_at, refreshed_at FROM connections WHERE id = $1`, [connectionId]);
+    const { connectionId } = await connected('acme.refreshed');
+    const stored = () => storedTokens(connectionId);
     const before = await stored();
     expect(before).toHaveLength(1);
     for (const body of MALFORMED) {
@@ -379,9 +386,7 @@ describe('connector token responses and token URLs', () => {
   });
 
   it('answers a refresh whose upstream cannot be reached 502 upstream_unavailable (not invalid_grant, a 400) and keeps the stored tokens', async () => {
-    const id = await register('acme.gone');
-    answer = VALID;
-    const connectionId = (await callback('acme.gone', id)).get('connection_id');
+    const { id, connectionId } = await connected('acme.gone');
     const stored = () => svc.sql(`SELECT access_token_sealed, refresh_token_sealed, refreshed_at FROM connections WHERE id = $1`, [connectionId]);
     const before = await stored();
     // The upstream moved to a port where nothing listens.
@@ -410,9 +415,7 @@ describe('connector token responses and token URLs', () => {
 
   it('sends no empty client_id for a stored manifest without one: /oauth/start and refresh are 400 invalid_request naming it', async () => {
     // As a manifest registered before oauth.client_id was required may be.
-    const id = await register('acme.clientless');
-    answer = VALID;
-    const connectionId = (await callback('acme.clientless', id)).get('connection_id');
+    const { id, connectionId } = await connected('acme.clientless');
     await svc.sql(`UPDATE integrations SET manifest = manifest #- '{oauth,client_id}' WHERE id = $1`, [id]);
     const seen = requests;
     const started = await svc.http.get('/oauth/start').query({ integration_id: id, redirect_uri: BACK }).set(bearer(admin));
@@ -451,9 +454,7 @@ describe('connector token responses and token URLs', () => {
   });
 
   it('keeps the stored token_type, as it keeps scope, when a refresh\'s token response leaves it out', async () => {
-    const id = await register('acme.typed');
-    answer = VALID;
-    const connectionId = (await callback('acme.typed', id)).get('connection_id');
+    const { connectionId } = await connected('acme.typed');
     answer = '{"access_token":"at-2","scope":"read"}';
     const refreshed = await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).expect(200);
     expect([refreshed.body.token_type, refreshed.body.scope]).toEqual(['Bearer', 'read']);
@@ -463,9 +464,7 @@ describe('connector token responses and token URLs', () => {
   });
 
   it('repeats at most 500 characters of the upstream\'s error_description, and its error only when RFC 6749 allows it as a code', async () => {
-    const id = await register('acme.verbose');
-    answer = VALID;
-    const connectionId = (await callback('acme.verbose', id)).get('connection_id');
+    const { id, connectionId } = await connected('acme.verbose');
     const long = 'd'.repeat(10_000);
     for (const [error, shown] of [
       ['invalid_grant', 'invalid_grant'],
@@ -496,10 +495,8 @@ describe('connector token responses and token URLs', () => {
   });
 
   it('answers an upstream that fails while sending its body or answers 5xx as unavailable (temporarily_unavailable, 502), not as a bad grant, and keeps the stored tokens', async () => {
-    const id = await register('acme.flaky');
-    answer = VALID;
-    const connectionId = (await callback('acme.flaky', id)).get('connection_id');
-    const stored = () => svc.sql(`SELECT access_token_sealed, refresh_token_sealed, token_type, scope, expires_at, refreshed_at FROM connections WHERE id = $1`, [connectionId]);
+    const { id, connectionId } = await connected('acme.flaky');
+    const stored = () => storedTokens(connectionId);
     const before = await stored();
     const failures: Array<[string, (res: ServerResponse) => void]> = [
       ['200, then a body that trickles past the timeout', (res) => {
@@ -532,9 +529,7 @@ describe('connector token responses and token URLs', () => {
     ];
 
     it.each(ROUNDS)('sends the refresh token once and holds no database connection while the upstream hangs, then answers all 25 as the one that called it (the upstream %s)', async (_, answerAtLast, status, code) => {
-      const id = await register(`acme.busy${status}`);
-      answer = VALID;
-      const connectionId = (await callback(`acme.busy${status}`, id)).get('connection_id');
+      const { connectionId } = await connected(`acme.busy${status}`);
       const other = (await createTenant(svc, admin, `other ${status}`)).key;
       // The first request hangs until released; any later one is refused at once, as a strict upstream refuses a reused refresh token.
       const sent: string[] = [];
@@ -561,9 +556,7 @@ describe('connector token responses and token URLs', () => {
     });
 
     it('stores nothing from a refresh whose claim lapsed and was taken by another, which stored first: 409 conflict, the newer tokens kept', async () => {
-      const id = await register('acme.overtaken');
-      answer = VALID;
-      const connectionId = (await callback('acme.overtaken', id)).get('connection_id');
+      const { connectionId } = await connected('acme.overtaken');
       const held: ServerResponse[] = [];
       respond = (res, form) => {
         if (held.length === 0) return void held.push(res);

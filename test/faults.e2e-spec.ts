@@ -6,12 +6,25 @@
  * going away and coming back.
  */
 import { Client } from 'pg';
-import { bearer, bootstrapAdmin, createKey, PG_SERVER } from './support/app';
+import { bearer, bootstrapAdmin, createKey, PG_SERVER, TestApp } from './support/app';
 import { appBehindProxy, redisUp } from './support/behind-proxy';
 import { SseClient } from './support/sse';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(60_000);
+
+/**
+ * Notes written through `writer` by its root admin, and an item.created stream of them opened
+ * on `reader` (added to `streams`, for the describe to close): `ids` are the streamed items'.
+ */
+async function notesStreamed(writer: TestApp, reader: TestApp, streams: SseClient[]) {
+  const admin = (await bootstrapAdmin(writer)).key;
+  const note = async (title: string): Promise<string> =>
+    (await writer.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title } }).expect(201)).body.id;
+  const s = await SseClient.open(`${reader.url}/events?events=item.created`, bearer(admin));
+  streams.push(s);
+  return { note, s, ids: (): string[] => s.named().map((e) => e.body.item.id) };
+}
 
 describe('PostgreSQL faults', () => {
   const at = appBehindProxy(['postgres']);
@@ -65,11 +78,7 @@ describe('the event streams\' Redis subscription lost and back', () => {
 
   it('catches open streams up on what was published meanwhile, in order, without repeats, and stays live', async () => {
     const { t, redis } = at;
-    const admin = (await bootstrapAdmin(t)).key;
-    const note = async (title: string) => (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title } }).expect(201)).body.id;
-    const s = await SseClient.open(`${t.url}/events?events=item.created`, bearer(admin));
-    streams.push(s);
-    const ids = () => s.named().map((e) => e.body.item.id);
+    const { note, ids, s } = await notesStreamed(t, t, streams);
     const first = await note('before');
     await waitFor(() => ids().length === 1, 'the live event');
 
@@ -205,11 +214,7 @@ describe('events an instance could not publish (it had lost Redis)', () => {
 
   it('reach the streams of other instances, in order, once Redis is back, with no later batch needed', async () => {
     const { t: writer, redis, others: [reader] } = at;
-    const admin = (await bootstrapAdmin(writer)).key;
-    const note = async (title: string) => (await writer.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title } }).expect(201)).body.id;
-    const s = await SseClient.open(`${reader.url}/events?events=item.created`, bearer(admin));
-    streams.push(s);
-    const ids = () => s.named().map((e) => e.body.item.id);
+    const { note, ids, s } = await notesStreamed(writer, reader, streams);
     const first = await note('before');
     await waitFor(() => ids().length === 1, 'the live event');
 

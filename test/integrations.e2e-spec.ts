@@ -19,6 +19,9 @@ const manifest = (over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
+/** A builder of manifests named `name` with these OAuth URLs. */
+const oauthManifest = (name: string) => (authorize_url: string, token_url: string) => manifest({ name, oauth: { authorize_url, token_url, client_id: 'svc' } });
+
 describe('integrations', () => {
   let t: TestApp;
   let root: string;
@@ -101,7 +104,7 @@ describe('integrations', () => {
   });
 
   it('takes OAuth URLs by the host they name: https, or plain http to a loopback host, never with user info', async () => {
-    const oauth = (authorize_url: string, token_url: string) => manifest({ name: 'acme.urls', oauth: { authorize_url, token_url, client_id: 'svc' } });
+    const oauth = oauthManifest('acme.urls');
     for (const [authorize, token] of [
       ['http://127.0.0.1:x@evil.example/authorize', 'http://localhost:443@evil.example/token'],
       ['https://user:secret@auth.acme.example/authorize', 'http://[::1]@evil.example/token'],
@@ -113,7 +116,7 @@ describe('integrations', () => {
   });
 
   it('refuses OAuth URLs the URL parser rewrites into another (a backslash, a missing or extra slash, whitespace) or with port 0, as webhook targets', async () => {
-    const oauth = (authorize_url: string, token_url: string) => manifest({ name: 'acme.rewritten', oauth: { authorize_url, token_url, client_id: 'svc' } });
+    const oauth = oauthManifest('acme.rewritten');
     for (const [authorize, token] of [
       ['https://evil.example\\@trusted.example/authorize', 'https://trusted.example\\token'],
       ['https:///evil.example/authorize', 'https:evil.example/token'],
