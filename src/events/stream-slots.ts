@@ -11,8 +11,8 @@
  * renews its slot every SLOT_RENEW_MS, so the slots of an instance that died without closing its
  * streams lapse after SLOT_TTL_MS instead of holding the cap forever. One script (trim the lapsed,
  * count, add) makes the check and the taking one step, so two instances cannot both take the
- * last slot. Should Redis fail, or not answer within REDIS_WAIT_MS, this instance's own count
- * stands in, as the rate limiter does:
+ * last slot. Where Redis is not asked, fails or does not answer in time (`OptionalRedis`, as for
+ * the rate limiter), this instance's own count stands in:
  * the cap then holds per instance; slots of streams that closed meanwhile are removed at the
  * next renewal that Redis takes.
  */
@@ -21,9 +21,8 @@ import Redis from 'ioredis';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
-import { orTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
-import { REDIS, REDIS_WAIT_MS } from '../redis/redis.module';
+import { OptionalRedis, REDIS } from '../redis/redis.module';
 
 export const MAX_STREAMS_PER_CREDENTIAL = 5;
 export const MAX_STREAMS_PER_USER = 10;
@@ -63,10 +62,14 @@ export class StreamSlots {
   /** Streams open on this instance, by `<scope>:<tenant>:<id>`. */
   private readonly counts = new Map<string, number>();
 
+  private readonly optional: OptionalRedis;
+
   constructor(
     private readonly config: AppConfig,
     @Inject(REDIS) private readonly redis: Redis,
-  ) {}
+  ) {
+    this.optional = new OptionalRedis(redis);
+  }
 
   /** A slot for a new stream of this credential, or 429 `rate_limited` when its credential, user or tenant is at the cap. */
   async take(p: Principal): Promise<StreamSlot> {
@@ -86,18 +89,14 @@ export class StreamSlots {
         set('tenant', null, MAX_STREAMS_PER_TENANT),
       ],
     };
+    const now = Date.now();
+    const keys = slot.sets.map((s) => s.key);
+    const verdict = await this.optional.ask((redis) => redis.eval(TAKE, keys.length, ...keys, now, now + SLOT_TTL_MS, slot.id, SLOT_TTL_MS, ...slot.sets.map((s) => s.limit)));
     let full: StreamSlot['sets'][number] | undefined;
-    try {
-      const now = Date.now();
-      const keys = slot.sets.map((s) => s.key);
-      // A Redis that stops answering is waited for as long as any request waits for it.
-      const taking = this.redis.eval(TAKE, keys.length, ...keys, now, now + SLOT_TTL_MS, slot.id, SLOT_TTL_MS, ...slot.sets.map((s) => s.limit));
-      const verdict = Number(await orTimeout(taking, REDIS_WAIT_MS, 'stream slots'));
-      full = slot.sets[verdict - 1];
-    } catch (err) {
-      this.logger.warn({ err }, 'stream slots: Redis failed, counting this instance\'s streams only');
+    if (verdict === undefined) {
+      this.logger.warn('stream slots: Redis not answering, counting this instance\'s streams only');
       full = slot.sets.find((s) => (this.counts.get(s.local) ?? 0) >= s.limit);
-    }
+    } else full = slot.sets[Number(verdict) - 1];
     if (full) throw fullError(full.scope, full.limit);
     this.held.add(slot);
     for (const { local } of slot.sets) this.counts.set(local, (this.counts.get(local) ?? 0) + 1);
