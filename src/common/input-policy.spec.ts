@@ -1,4 +1,4 @@
-import { inputIssues, MAX_JSON_DEPTH, textIssue } from './input-policy';
+import { cutText, inputIssues, MAX_JSON_DEPTH, textIssue } from './input-policy';
 
 function nested(depth: number): unknown {
   let v: unknown = 'leaf';
@@ -58,5 +58,14 @@ describe('input policy', () => {
   it('stops collecting after a bounded number of issues', () => {
     const many = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`f${i}`, '\u0000']));
     expect(inputIssues(many).length).toBeLessThanOrEqual(20);
+  });
+});
+
+describe('cutText', () => {
+  it('keeps short text, cuts long text to the limit, and never ends in half a surrogate pair', () => {
+    expect(cutText('abc', 5)).toBe('abc');
+    expect(cutText('abcdef', 5)).toBe('abcde');
+    expect(cutText('abcd😀x', 5)).toBe('abcd');
+    expect(cutText('abc😀x', 5)).toBe('abc😀');
   });
 });

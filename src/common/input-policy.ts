@@ -25,6 +25,11 @@ export function textIssue(text: string): string | undefined {
   return undefined;
 }
 
+/** At most `max` UTF-16 units of a text from outside (an upstream's error, a receiver's), not ending in half a surrogate pair. */
+export function cutText(text: string, max: number): string {
+  return text.length <= max ? text : text.slice(0, max).replace(/[\uD800-\uDBFF]$/, '');
+}
+
 const join = (path: string, key: string | number) => (path ? `${path}.${key}` : String(key));
 
 const RESERVED_KEYS = new Set([...Object.getOwnPropertyNames(Object.prototype), 'prototype']);

@@ -30,6 +30,7 @@ import { isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError, type ErrorCode } from '../common/api-error';
 import { isId, newId } from '../common/ids';
+import { cutText } from '../common/input-policy';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { AppConfig } from '../config/app-config';
 import { guardedAgent, literalAddressProblem, requestErrorText } from '../common/target-policy';
@@ -124,10 +125,7 @@ function clientIdOf(manifest: Manifest): string {
   return clientId;
 }
 
-/** At most MAX_DESCRIPTION_LENGTH characters of a text from outside, not ending in half a surrogate pair. */
-function cut(text: string): string {
-  return text.length <= MAX_DESCRIPTION_LENGTH ? text : text.slice(0, MAX_DESCRIPTION_LENGTH).replace(/[\uD800-\uDBFF]$/, '');
-}
+const cut = (text: string): string => cutText(text, MAX_DESCRIPTION_LENGTH);
 
 /** An upstream's error code, if it is one (RFC 6749's characters, at most 100): anything else is not repeated to the user as a code. */
 function upstreamErrorCode(value: unknown): string | undefined {

@@ -23,6 +23,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, 
 import type { Queue } from 'bull';
 import type { Agent, Dispatcher } from 'undici';
 import { newId } from '../common/ids';
+import { cutText } from '../common/input-policy';
 import { guardedAgent, literalAddressProblem, requestErrorText } from '../common/target-policy';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
@@ -377,7 +378,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const started = performance.now();
     const done = (statusCode: number | null, error: string | null): Outcome => ({
       statusCode,
-      error: error?.slice(0, MAX_ERROR_LENGTH) ?? null,
+      error: error === null ? null : cutText(error, MAX_ERROR_LENGTH),
       durationMs: Math.round(performance.now() - started),
     });
     const url = new URL(d.url);
