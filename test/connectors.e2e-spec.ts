@@ -542,10 +542,10 @@ describe('connector token responses and token URLs', () => {
       const refreshes = Promise.all(Array.from({ length: 25 }, () => svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).then((r) => r)));
       await waitFor(() => sent.length > 0, 'the upstream to be asked');
       await new Promise((resolve) => setTimeout(resolve, 500));
-      // More refreshes wait than the pool has connections: another tenant is still served at once.
-      const t0 = Date.now();
+      // More refreshes wait than the pool has connections: another tenant is still served. Were
+      // they holding the pool, this request would wait for the release that only follows it.
       const served = await svc.http.get('/integrations').set(bearer(other));
-      expect([served.status, Date.now() - t0 < 2000]).toEqual([200, true]);
+      expect(served.status).toBe(200);
       release();
       const answers = await refreshes;
       expect(answers.map((r) => [r.status, r.body.error?.code])).toEqual(Array(25).fill([status, code]));
