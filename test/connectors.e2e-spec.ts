@@ -528,6 +528,21 @@ describe('connector token responses and token URLs', () => {
       ['resets the connection', (res) => res.destroy(), 502, 'upstream_unavailable'],
     ];
 
+    // Every refresh first tries to claim the connection with one UPDATE, which fires a statement
+    // trigger whether or not it claims: the count says how many refreshes have come that far.
+    beforeAll(async () => {
+      await svc.sql(`CREATE SEQUENCE IF NOT EXISTS test_connection_updates`);
+      await svc.sql(`CREATE OR REPLACE FUNCTION test_count_connection_updates() RETURNS trigger LANGUAGE plpgsql AS
+                       $$ BEGIN PERFORM nextval('test_connection_updates'); RETURN NULL; END $$`);
+      await svc.sql(`CREATE TRIGGER test_count_connection_updates AFTER UPDATE ON connections
+                       FOR EACH STATEMENT EXECUTE FUNCTION test_count_connection_updates()`);
+    });
+    afterAll(async () => {
+      await svc.sql(`DROP TRIGGER test_count_connection_updates ON connections`);
+    });
+    const connectionUpdates = async () =>
+      Number((await svc.sql<{ n: string }>(`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS n FROM test_connection_updates`))[0].n);
+
     it.each(ROUNDS)('sends the refresh token once and holds no database connection while the upstream hangs, then answers all 25 as the one that called it (the upstream %s)', async (_, answerAtLast, status, code) => {
       const { connectionId } = await connected(`acme.busy${status}`);
       const other = (await createTenant(svc, admin, `other ${status}`)).key;
@@ -539,9 +554,10 @@ describe('connector token responses and token URLs', () => {
         if (sent.length > 1) return answerWith(res, 400, '{"error":"invalid_grant","error_description":"refresh token reused"}');
         release = () => answerAtLast(res);
       };
+      const updatesBefore = await connectionUpdates();
       const refreshes = Promise.all(Array.from({ length: 25 }, () => svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).then((r) => r)));
       await waitFor(() => sent.length > 0, 'the upstream to be asked');
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await waitFor(async () => (await connectionUpdates()) - updatesBefore >= 25, 'every refresh to try its claim');
       // More refreshes wait than the pool has connections: another tenant is still served. Were
       // they holding the pool, this request would wait for the release that only follows it.
       const served = await svc.http.get('/integrations').set(bearer(other));
