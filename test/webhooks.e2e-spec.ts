@@ -13,7 +13,9 @@ import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import Redis from 'ioredis';
 import { Client } from 'pg';
+import { EventsJanitor } from '../src/events/events-janitor';
 import { PER_WEBHOOK_CONCURRENCY } from '../src/webhooks/webhook-dispatcher';
+import { WebhookSweeper } from '../src/webhooks/webhook-sweeper';
 import { bearer, bootstrapAdmin, clearRedisPrefix, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { Receiver } from './support/receiver';
@@ -245,6 +247,46 @@ describe('webhooks (e2e)', () => {
       const retriedItem = JSON.parse(receiver.at(hook.path)[0].body).item.id;
       expect(receiver.at(hook.path).filter((r) => JSON.parse(r.body).item.id === retriedItem)).toHaveLength(4);
       expectError(await post(admin, `/webhooks/${hook.id}/deliveries/${hook.id}/retry`, {}), 404, 'not_found');
+    });
+
+    it('stores no body with a delivery: later attempts render it from the event, kept while a delivery of it is pending; without it, nothing is sent', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      await note().expect(201);
+      const done = await waitFor(async () => {
+        const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
+        return d?.status === 'succeeded' && d;
+      }, 'the delivery');
+      const row = async () =>
+        (await t.sql<{ body: string | null; status: string; last_error: string | null }>(`SELECT body, status, last_error FROM webhook_deliveries WHERE id = $1`, [done.id]))[0];
+      expect((await row()).body).toBeNull();
+      const eventKept = async () => (await t.sql(`SELECT 1 FROM events WHERE id = $1`, [done.event_id])).length === 1;
+      await t.sql(`UPDATE events SET created_at = now() - interval '8 days' WHERE id = $1`, [done.event_id]);
+      // Pending (its next attempt an hour away), the delivery keeps its event past the retention period.
+      await t.sql(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [done.id]);
+      await t.app.get(EventsJanitor).sweep();
+      expect(await eventKept()).toBe(true);
+      await t.sql(`UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL WHERE id = $1`, [done.id]);
+      await t.app.get(EventsJanitor).sweep();
+      expect(await eventKept()).toBe(false);
+
+      // The event gone, an admin's retry has nothing to send: 409, the delivery left as it was.
+      const refused = expectError(await post(admin, `/webhooks/${hook.id}/deliveries/${done.id}/retry`, {}), 409, 'conflict');
+      expect(refused.message).toMatch(/no longer kept/);
+      expect(await row()).toMatchObject({ status: 'succeeded' });
+      // Made due meanwhile (a retry that raced the janitor), it fails with why, sending nothing.
+      await t.sql(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now() - interval '1 hour' WHERE id = $1`, [done.id]);
+      await t.app.get(WebhookSweeper).sweep();
+      expect(await waitFor(async () => ((await row()).status === 'failed' ? await row() : undefined), 'the delivery given up')).toMatchObject({
+        last_error: expect.stringMatching(/no longer kept/),
+      });
+      expect(receiver.at(hook.path)).toHaveLength(1);
+      // A delivery stored with its body (before migration 3700) still sends that body.
+      const stored = JSON.stringify({ event: 'item.created', item: { id: done.id, type: 'core.note' } });
+      await t.sql(`UPDATE webhook_deliveries SET body = $2 WHERE id = $1`, [done.id, stored]);
+      await post(admin, `/webhooks/${hook.id}/deliveries/${done.id}/retry`, {}).expect(202);
+      const [, resent] = await waitFor(() => receiver.at(hook.path).length === 2 && receiver.at(hook.path), 'the stored body sent');
+      expect(resent.body).toBe(stored);
+      new Webhook(hook.secret).verify(resent.body, resent.headers as Record<string, string>);
     });
 
     it('answers a retry of a disabled webhook\'s delivery 409 conflict, leaving the delivery as it was', async () => {

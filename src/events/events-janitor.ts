@@ -1,8 +1,9 @@
 /**
  * Retention: events older than EVENT_RETENTION_DAYS leave the outbox (they can no longer be
  * replayed; a Last-Event-ID naming one gets `stream.reset`), and so do finished deliveries of
- * that age. Undispatched events and pending deliveries are never deleted. Every instance
- * sweeps; the batched deletes are harmless when they overlap.
+ * that age. Undispatched events, pending deliveries and their events (whose bodies the
+ * deliveries' attempts render) are never deleted. Every instance sweeps; the batched deletes
+ * are harmless when they overlap.
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -30,7 +31,10 @@ export class EventsJanitor extends PeriodicTask {
   protected async pass(): Promise<number> {
     let total = 0;
     for (const sql of [
-      `DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE created_at < now() - make_interval(days => $1) AND dispatched_at IS NOT NULL LIMIT ${BATCH})`,
+      `DELETE FROM events WHERE ctid IN (
+         SELECT ctid FROM events e WHERE created_at < now() - make_interval(days => $1) AND dispatched_at IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.tenant_id = e.tenant_id AND d.event_id = e.id AND d.status = 'pending')
+          LIMIT ${BATCH})`,
       `DELETE FROM webhook_deliveries WHERE ctid IN (SELECT ctid FROM webhook_deliveries WHERE created_at < now() - make_interval(days => $1) AND status <> 'pending' LIMIT ${BATCH})`,
     ]) {
       for (let n = BATCH; n === BATCH && !this.stopped; total += n) {

@@ -170,35 +170,32 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
   /** Rows for planned deliveries, with their first outcome, and the events now dispatched. */
   private async insertFirsts(batch: Recorded[], dispatched: EventRef[]): Promise<void> {
     const column = <T>(f: (r: Recorded) => T) => batch.map(f);
-    const bodies = [...new Set(batch.map((r) => r.insert!.body))];
-    const bodyIndex = new Map(bodies.map((b, i) => [b, i + 1]));
     // A webhook deleted meanwhile has its deliveries dropped by the join, not failing the batch:
     // the lock waits for a deletion under way and then skips the row, where the join alone (as of
-    // the statement's start) would keep it and the foreign key would refuse the whole batch.
+    // the statement's start) would keep it and the foreign key would refuse the whole batch. No
+    // body is stored: a later attempt renders it from the event (migration 3700).
     await this.db.query(
       `WITH recorded AS (
-         INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event, body, status, attempts, next_attempt_at,
+         INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event, status, attempts, next_attempt_at,
                                          last_status_code, last_error, attempt_log, lease_until)
-         SELECT o.tenant_id, o.id, o.webhook_id, o.event_id, o.event, ($6::text[])[o.body], o.status, o.attempt,
+         SELECT o.tenant_id, o.id, o.webhook_id, o.event_id, o.event, o.status, o.attempt,
                 CASE WHEN o.status = 'pending' THEN now() + make_interval(secs => o.delay_ms / 1000) END,
                 o.status_code, o.error, CASE WHEN o.attempt = 0 THEN '[]'::jsonb ELSE jsonb_build_array(${ATTEMPT_ENTRY}) END,
                 now() + make_interval(secs => o.lease_ms / 1000)
-           FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $7::int[], $8::int[], $9::uuid[], $10::int[],
-                       $11::int[], $12::text[], $13::text[], $14::float8[], $17::float8[])
-                AS o(tenant_id, id, webhook_id, event_id, event, body, attempt, attempt_id, status_code, duration_ms, error, status, delay_ms, lease_ms)
+           FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::int[], $7::uuid[], $8::int[],
+                       $9::int[], $10::text[], $11::text[], $12::float8[], $15::float8[])
+                AS o(tenant_id, id, webhook_id, event_id, event, attempt, attempt_id, status_code, duration_ms, error, status, delay_ms, lease_ms)
            JOIN webhooks w ON w.tenant_id = o.tenant_id AND w.id = o.webhook_id
             FOR KEY SHARE OF w
          RETURNING 1)
        UPDATE events SET dispatched_at = now(), relay_lease_until = NULL
-        WHERE (tenant_id, id) IN (SELECT * FROM unnest($15::uuid[], $16::uuid[]))`,
+        WHERE (tenant_id, id) IN (SELECT * FROM unnest($13::uuid[], $14::uuid[]))`,
       [
         column((r) => r.ref.tenantId),
         column((r) => r.ref.deliveryId),
         column((r) => r.ref.webhookId),
         column((r) => r.insert!.eventId),
         column((r) => r.insert!.event),
-        bodies,
-        column((r) => bodyIndex.get(r.insert!.body)),
         column((r) => r.attempt),
         column((r) => r.attemptId),
         column((r) => r.outcome?.statusCode ?? null),

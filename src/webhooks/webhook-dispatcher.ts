@@ -261,7 +261,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
    */
   private async claimAndAttempt(ref: DeliveryRef, held: boolean | string = false): Promise<void> {
     if (this.stopped) return;
-    type Claimed = Omit<Prepared, keyof DeliveryRef | 'leaseUntil' | 'credentialId'> & {
+    type Claimed = Omit<Prepared, keyof DeliveryRef | 'leaseUntil' | 'credentialId' | 'body'> & {
+      /** Stored only by rows written before migration 3700; the others' is rendered from the event. */
+      body: string | null;
       credentialId: string;
       credentialScopes: string[] | null;
       events: string[];
@@ -291,7 +293,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       return this.records.abandon(refOf(ref), 'The webhook no longer subscribes to this event');
     const allowed = await this.fanout.recheck(ref.tenantId, delivery.eventId, credentialId, credentialScopes);
     if (!allowed) return this.records.abandon(refOf(ref), 'The credential that registered the webhook may no longer receive this event');
-    await this.attemptPrepared({ ...ref, ...delivery, body: allowed.body ?? delivery.body, leaseUntil: Date.now() + this.leaseMs });
+    const body = allowed.body ?? delivery.body;
+    // Events are kept while a delivery of theirs is pending; one made pending again after that (an admin's retry racing the janitor) has nothing to send.
+    if (body === null) return this.records.abandon(refOf(ref), 'Its event is no longer kept (EVENT_RETENTION_DAYS): there is no body to send');
+    await this.attemptPrepared({ ...ref, ...delivery, body, leaseUntil: Date.now() + this.leaseMs });
   }
 
   private async attemptPrepared(d: Prepared): Promise<void> {

@@ -5,9 +5,9 @@
  * or narrowed since registration stops receiving. A webhook registered with an OAuth token
  * never gets more than that token's scopes (`credential_scopes`, see `withinTokenScopes`), however
  * wide its client or grant is or becomes. The body is rendered for that credential (unreadable
- * extension namespaces and edges left out) and stored with the delivery. A later attempt is
- * checked again the same way (`recheck`), and against the webhook's `events` and `type_filter` as
- * they are then (`stillSelects`). The dispatcher records each planned delivery with its
+ * extension namespaces and edges left out); a later attempt is checked again the same way and
+ * its body rendered afresh from the event (`recheck`), so a delivery's row holds no copy of it,
+ * and checked against the webhook's `events` and `type_filter` as they are then (`stillSelects`). The dispatcher records each planned delivery with its
  * first attempt; one that waited in line while its webhook changed (webhook-changes.ts) or its
  * credential was revoked (`registrantActive`) goes through its row and `recheck` too.
  */
@@ -110,9 +110,10 @@ export class WebhookFanout {
    * A later attempt (a retry, the sweeper's, an admin's) goes through the same check as the
    * fan-out, against the registering credential as of now: null when it may no longer receive
    * the event, so a key revoked or narrowed after the first attempt stops getting retries too.
-   * While the event is kept (EVENT_RETENTION_DAYS), the body is rendered afresh for the
-   * credential; past that, the credential's existence is all that can be checked, and the
-   * stored body goes out.
+   * The body is rendered afresh for the credential from the event, which is kept while a
+   * delivery of it is pending (events-janitor.ts); `{}` when the event is gone, for a delivery
+   * stored with its body before migration 3700, whose credential's existence is then all that
+   * can be checked.
    */
   async recheck(tenantId: string, eventId: string, credentialId: string, credentialScopes: string[] | null): Promise<{ body?: string } | null> {
     const now = await this.credentials.principalById(tenantId, credentialId);

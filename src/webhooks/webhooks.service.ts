@@ -44,6 +44,8 @@ export interface WebhookRow {
 const WEBHOOK_COLUMNS = 'tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, created_at, updated_at';
 
 const notFound = () => ApiError.notFound('webhook_not_found', 'No such webhook');
+/** Whether delivery `d` has a body to send: its own (rows stored before migration 3700) or its event's, while that is kept. */
+const SENDABLE = `(d.body IS NOT NULL OR EXISTS (SELECT 1 FROM events e WHERE e.tenant_id = d.tenant_id AND e.id = d.event_id))`;
 
 /**
  * Which webhooks a caller sees and changes, as SQL over the two parameters `ownerOf` gives, from
@@ -230,7 +232,7 @@ export class WebhooksService {
               lease_until = now() + make_interval(secs => $4::float8 / 1000)
          FROM webhooks w
         WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3 AND (d.lease_until IS NULL OR d.lease_until < now())
-          AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
+          AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled AND ${SENDABLE}
         RETURNING d.lease_until::text AS lease`,
       [p.tenantId, webhook.id, deliveryId, this.dispatcher.leaseMs],
     );
@@ -241,14 +243,15 @@ export class WebhooksService {
   }
 
   private async whyNotRetried(tenantId: string, webhookId: string, deliveryId: string): Promise<ApiError> {
-    const [found]: Array<{ disabled: boolean }> = await this.db.query(
-      `SELECT w.disabled
+    const [found]: Array<{ disabled: boolean; sendable: boolean }> = await this.db.query(
+      `SELECT w.disabled, ${SENDABLE} AS sendable
          FROM webhook_deliveries d JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id
         WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3`,
       [tenantId, webhookId, deliveryId],
     );
     if (!found) return ApiError.notFound('not_found', 'No such delivery of this webhook');
     if (found.disabled) return ApiError.conflict('conflict', 'The webhook is disabled: enable it (PATCH disabled: false) to retry its deliveries');
+    if (!found.sendable) return ApiError.conflict('conflict', 'The event of this delivery is no longer kept (EVENT_RETENTION_DAYS): there is no body to send');
     // Else its lease was held when the retry looked (and may have ended since: the retry can be sent again).
     return ApiError.conflict('conflict', 'An attempt of this delivery is under way or about to start; retry once it has ended');
   }

@@ -36,6 +36,7 @@ import { WebhooksUser1732300003300 } from './1732300003300-webhooks-user';
 import { SubtypesKeepUnsearchable1732300003400 } from './1732300003400-subtypes-keep-unsearchable';
 import { ConnectionRefreshClaim1732300003500 } from './1732300003500-connection-refresh-claim';
 import { IdempotencyClaimLease1732300003600 } from './1732300003600-idempotency-claim-lease';
+import { DeliveryBodiesFromEvents1732300003700 } from './1732300003700-delivery-bodies-from-events';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -75,4 +76,5 @@ export const migrations = [
   SubtypesKeepUnsearchable1732300003400,
   ConnectionRefreshClaim1732300003500,
   IdempotencyClaimLease1732300003600,
+  DeliveryBodiesFromEvents1732300003700,
 ];
