@@ -77,6 +77,9 @@ describe('webhooks (e2e)', () => {
       expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['*'], type_filter: [] }))).toEqual(['type_filter']);
       const hook = await register(admin, { type_filter: ['core.note'] });
       expect(badFields(await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ type_filter: [] }))).toEqual(['type_filter']);
+      // A pattern listed twice would be stored, and listed back, twice.
+      expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['item.created', 'item.created'] }))).toEqual(['events']);
+      expect(badFields(await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ type_filter: ['core.*', 'core.*'] }))).toEqual(['type_filter']);
       expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['*'], secret: 'short' }))).toEqual(['secret']);
       expect(badFields(await post(admin, '/webhooks', { url: 'https://no-such-host.invalid/x', events: ['*'] }))).toEqual(['url']);
       // Plain http is for local-development targets, even with private targets allowed.

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy } from 'class-validator';
+import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { isPattern } from '../common/type-pattern';
 import { IsOptionalNonNull, IsPatternList } from '../common/validation';
@@ -15,8 +15,9 @@ const IsEventPatterns = () =>
     },
   });
 
-const EVENTS_DOC: ApiPropertyOptions = { type: [String], minItems: 1, maxItems: MAX_SUBSCRIPTION_PATTERNS, example: ['item.created', 'edge.*'], description: `Event names or patterns: ${EVENT_NAMES.join(', ')}; \`*\` for all` };
-const TYPE_FILTER_DOC: ApiPropertyOptions = { type: [String], nullable: true, minItems: 1, maxItems: MAX_SUBSCRIPTION_PATTERNS, example: ['core.note', 'acme.*'], description: 'Limits item events to these type patterns (subtypes included under `parent.*`); null or absent: every type. An empty list is refused: it would select no item event, or read as every type' };
+const NO_REPEATS = 'must not list a pattern twice';
+const EVENTS_DOC: ApiPropertyOptions = { type: [String], minItems: 1, uniqueItems: true, maxItems: MAX_SUBSCRIPTION_PATTERNS, example: ['item.created', 'edge.*'], description: `Event names or patterns: ${EVENT_NAMES.join(', ')}; \`*\` for all` };
+const TYPE_FILTER_DOC: ApiPropertyOptions = { type: [String], nullable: true, minItems: 1, uniqueItems: true, maxItems: MAX_SUBSCRIPTION_PATTERNS, example: ['core.note', 'acme.*'], description: 'Limits item events to these type patterns (subtypes included under `parent.*`); null or absent: every type. An empty list is refused: it would select no item event, or read as every type' };
 
 export class CreateWebhookDto {
   @ApiProperty({ example: 'https://example.com/hooks/svc', maxLength: 2048, description: 'HTTPS target (plain http and private addresses only when WEBHOOK_ALLOW_PRIVATE_TARGETS); no whitespace, control characters or backslashes' })
@@ -24,11 +25,11 @@ export class CreateWebhookDto {
   url: string;
 
   @ApiProperty(EVENTS_DOC)
-  @IsArray() @ArrayNotEmpty() @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @IsEventPatterns()
+  @IsArray() @ArrayNotEmpty() @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @ArrayUnique(undefined, { message: NO_REPEATS }) @IsEventPatterns()
   events: string[];
 
   @ApiPropertyOptional(TYPE_FILTER_DOC)
-  @IsOptional() @IsArray() @ArrayNotEmpty({ message: 'must list at least one type pattern; null (or leaving it out) means every type' }) @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @IsPatternList()
+  @IsOptional() @IsArray() @ArrayNotEmpty({ message: 'must list at least one type pattern; null (or leaving it out) means every type' }) @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @ArrayUnique(undefined, { message: NO_REPEATS }) @IsPatternList()
   type_filter?: string[] | null;
 
   @ApiPropertyOptional({ minLength: 16, maxLength: 256, pattern: '^[!-~]+$', description: 'Signing secret, 16-256 printable characters without spaces; generated (`whsec_…`) when omitted. Returned only in this response.' })
@@ -46,11 +47,11 @@ export class UpdateWebhookDto {
   url?: string;
 
   @ApiPropertyOptional(EVENTS_DOC)
-  @IsOptionalNonNull() @IsArray() @ArrayNotEmpty() @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @IsEventPatterns()
+  @IsOptionalNonNull() @IsArray() @ArrayNotEmpty() @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @ArrayUnique(undefined, { message: NO_REPEATS }) @IsEventPatterns()
   events?: string[];
 
   @ApiPropertyOptional(TYPE_FILTER_DOC)
-  @IsOptional() @IsArray() @ArrayNotEmpty({ message: 'must list at least one type pattern; null (or leaving it out) means every type' }) @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @IsPatternList()
+  @IsOptional() @IsArray() @ArrayNotEmpty({ message: 'must list at least one type pattern; null (or leaving it out) means every type' }) @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @ArrayUnique(undefined, { message: NO_REPEATS }) @IsPatternList()
   type_filter?: string[] | null;
 
   @ApiPropertyOptional()

@@ -95,7 +95,8 @@ function typed(type: string, s: Schema, opts: SchemaArbOptions, owner: string | 
     case 'array': {
       if (depth >= maxDepth) return fc.constant([]);
       const items = schemaArbitrary(s.items, opts, owner, undefined, depth + 1);
-      return fc.array(items, { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 4, 4) });
+      const size = { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 4, 4) };
+      return s.uniqueItems ? fc.uniqueArray(items, { ...size, selector: (v) => JSON.stringify(v) }) : fc.array(items, size);
     }
     case 'object': {
       if (depth >= maxDepth) return fc.constant({});
