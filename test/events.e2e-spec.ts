@@ -316,6 +316,24 @@ describe('event stream (e2e, two instances)', () => {
     expect(titles(s)).not.toContain('after-revoke');
   });
 
+  it('closes the stream of an OAuth access token revoked on its own (RFC 7009), while its client\'s other token streams on', async () => {
+    const client = (await a.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], scope: 'core.note:read' }).expect(201)).body;
+    const issue = async () =>
+      (await a.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form')
+        .send({ grant_type: 'client_credentials', scope: 'core.note:read' }).expect(200)).body.access_token as string;
+    const revoked = await issue();
+    const s = await open(b, revoked);
+    const other = await open(b, await issue());
+    await note('before-token-revoke');
+    await waitFor(() => titles(s).includes('before-token-revoke') && titles(other).includes('before-token-revoke'), 'the event on both streams');
+    await a.http.post('/auth/oauth2/revoke').auth(client.client_id, client.client_secret).type('form').send({ token: revoked }).expect(200);
+    await note('after-token-revoke');
+    await waitFor(() => titles(other).includes('after-token-revoke'), 'the event on the other token\'s stream');
+    await waitFor(() => s.closed, 'the revoked token\'s stream to close');
+    expect(titles(s)).not.toContain('after-token-revoke');
+    other.close();
+  });
+
   it('sends a narrowed key\'s stream only what the key may read from the moment the change is acknowledged', async () => {
     const k = await createKey(a, admin, { label: 'narrowed-stream', type_permissions: { '*': 'read' } });
     const s = await open(b, k.key);

@@ -1,13 +1,15 @@
 /**
- * The credential behind something that outlives its request (a webhook, an event stream, a bulk
- * job), as it is now: an API key by id (KeysService, cached by key generation), an OAuth grant or
- * client through the OAuth resolver. Null once revoked: the webhook gets nothing more, the stream
- * ends, the job fails.
+ * Credentials as they are now. A bearer token (`resolveBearer`): an API key (KeysService) or an
+ * `svc_at_` OAuth access token (the OAuth resolver), both cached under their revocation
+ * generation; the bearer strategy asks it for every request, and an event stream again while it
+ * is open. The credential behind something that outlives its request (a webhook, a bulk job), by
+ * id (`principalById`): an API key, an OAuth grant or client. Null once revoked: the webhook gets
+ * nothing more, the job fails.
  */
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { isId } from '../common/ids';
 import { KeysService } from '../keys/keys.service';
-import { OAUTH_TOKEN_RESOLVER, OAuthTokenResolver, Principal } from './principal';
+import { OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_TOKEN_RESOLVER, OAuthTokenResolver, Principal, Resolution } from './principal';
 
 @Injectable()
 export class CredentialsService {
@@ -15,6 +17,11 @@ export class CredentialsService {
     private readonly keys: KeysService,
     @Optional() @Inject(OAUTH_TOKEN_RESOLVER) private readonly oauth?: OAuthTokenResolver,
   ) {}
+
+  resolveBearer(token: string): Promise<Resolution> {
+    if (token.startsWith(OAUTH_ACCESS_TOKEN_PREFIX) && this.oauth) return this.oauth.resolve(token);
+    return this.keys.resolve(token);
+  }
 
   async principalById(tenantId: string, credentialId: string): Promise<Principal | null> {
     if (isId(credentialId)) {

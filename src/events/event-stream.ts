@@ -1,11 +1,13 @@
 /**
  * Server-sent events (`GET /events`): every instance subscribes to the relay's Redis channel
  * and writes each event to its own open streams of that tenant, filtered like webhooks
- * (`events`, `type_filter`) and by what the stream's credential may read now (looked up, cached
- * under the credential generation, before each batch is written); a revoked credential's stream
- * gets nothing more, and an idle one is disconnected at the next check (every CREDENTIAL_CHECK_MS). The check never
- * widens a stream: an OAuth token's stream keeps to that token's scopes however wide its client
- * or grant is (`withinTokenScopes`), so only a narrowing or a revocation takes effect.
+ * (`events`, `type_filter`) and by what the stream's bearer token may read now (resolved again,
+ * cached under the revocation generation, before each batch is written); a stream whose token is
+ * no longer accepted (its key, grant or client revoked, the access token itself revoked or
+ * expired) gets nothing more, and an idle one is disconnected at the next check (every
+ * CREDENTIAL_CHECK_MS). Resolved as the token, a stream never widens: an OAuth token's stream
+ * keeps to that token's scopes however wide its client or grant is, so only a narrowing or an
+ * end takes effect.
  *
  * Open streams are capped per credential, per user and per tenant across instances (stream-slots.ts):
  * past the cap, 429 `rate_limited` before the stream starts.
@@ -26,13 +28,13 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap }
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { FastifyReply } from 'fastify';
 import { DataSource } from 'typeorm';
+import { bearerToken } from '../auth/credential.hook';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { Bounded, byteBoundedPage, cutShort } from '../common/pagination';
 import { isId } from '../common/ids';
 import { AppConfig } from '../config/app-config';
 import { CredentialsService } from '../auth/credentials.service';
-import { tokenScopesOf, withinTokenScopes } from '../oidc/scopes';
 import { RedisPubSub } from '../redis/redis.module';
 import { TypesService } from '../types/types.service';
 import { EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from './event-catalogue';
@@ -67,8 +69,8 @@ export interface StreamFilter {
 
 interface Subscriber {
   principal: Principal;
-  /** The scopes of the OAuth token that opened the stream, which it never exceeds; null for an API key. */
-  tokenScopes: string[] | null;
+  /** The bearer token that opened the stream: the stream lasts while it would still be accepted. */
+  token: string;
   slot: StreamSlot;
   filter: StreamFilter;
   reply: FastifyReply;
@@ -192,7 +194,8 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       'X-Accel-Buffering': 'no',
     });
     if (!slot) return void reply.raw.end();
-    const sub: Subscriber = { principal, tokenScopes: tokenScopesOf(principal), slot, filter, reply, held: resumeAfter === undefined ? null : [], seen: new Set() };
+    const token = bearerToken(reply.request.headers.authorization)!; // the caller authenticated with it
+    const sub: Subscriber = { principal, token, slot, filter, reply, held: resumeAfter === undefined ? null : [], seen: new Set() };
     // Where a catch-up would start if the live subscription is lost; without it, such a stream is closed instead.
     if (lastEventId === undefined) sub.position = await this.latestPosition(principal.tenantId).catch(() => undefined);
     reply.raw.on('close', () => this.forget(sub));
@@ -389,9 +392,10 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   /**
-   * A revoked credential's streams end; a narrowed one's get only what it may still read. The
-   * credential as it is now can be wider than the token that opened the stream (an OAuth
-   * client's or grant's other scopes): held to the token's scopes, a stream never widens.
+   * A stream ends once its token would no longer be accepted (its key, grant or client revoked,
+   * the access token itself revoked or expired); a narrowed one gets only what the token may
+   * still read. The token's credential can be wider than the token (an OAuth client's or
+   * grant's other scopes): resolved as the token, a stream never widens.
    */
   async recheckCredentials(): Promise<void> {
     for (const sub of this.subscribers) {
@@ -403,14 +407,14 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     }
   }
 
-  /** The stream's credential as it is now, held to its token's scopes; false (the stream closed) once it is revoked. */
+  /** The stream's token as it resolves now; false (the stream closed) once it does not. */
   private async refreshPrincipal(sub: Subscriber): Promise<boolean> {
-    const now = await this.credentials.principalById(sub.principal.tenantId, sub.principal.credentialId);
-    if (!now) {
+    const now = await this.credentials.resolveBearer(sub.token);
+    if (!('principal' in now)) {
       this.close(sub);
       return false;
     }
-    sub.principal = withinTokenScopes(now, sub.tokenScopes);
+    sub.principal = now.principal;
     return true;
   }
 
