@@ -13,9 +13,10 @@ describe('bearer authentication', () => {
   });
   afterAll(() => t.close());
 
-  it('accepts a valid API key, with the scheme in any case', async () => {
+  it('accepts a valid API key, with the scheme in any case and one or more spaces after it (RFC 6750 2.1)', async () => {
     await t.http.get('/keys').set(bearer(admin)).expect(200);
     await t.http.get('/keys').set('Authorization', `bearer ${admin}`).expect(200);
+    await t.http.get('/keys').set('Authorization', `Bearer   ${admin}`).expect(200);
   });
 
   it.each([

@@ -15,19 +15,17 @@ export class CredentialHook {
 
   /**
    * A fastify onRequest hook. Only the Authorization header is a credential (SPEC 5.1), parsed
-   * as passport-http-bearer does (`Bearer <token>`, the scheme in any case, one space), but
-   * handed to this application's own strategy: passport's registry is process-wide, and two
+   * by `bearerToken` and handed to this application's own strategy (not passport's): passport's registry is process-wide, and two
    * instances in one process (the tests) would otherwise check each other's keys.
    */
   readonly onRequest = (req: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
-    const authorization = req.headers.authorization;
-    if (authorization === undefined) return done();
-    const parts = authorization.split(' ');
-    if (parts.length !== 2 || !/^Bearer$/i.test(parts[0]) || !parts[1]) {
+    if (req.headers.authorization === undefined) return done();
+    const token = bearerToken(req.headers.authorization);
+    if (!token) {
       req.authError = 'unauthorized'; // malformed Authorization header
       return done();
     }
-    this.strategy.validate(parts[1]).then(
+    this.strategy.validate(token).then(
       (principal) => {
         req.principal = principal;
         done();
@@ -39,6 +37,11 @@ export class CredentialHook {
       },
     );
   };
+}
+
+/** The token of an Authorization header, `Bearer <token>` (the scheme in any case, then one or more spaces: RFC 6750 2.1); undefined when it is not one. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return authorization === undefined ? undefined : /^Bearer +([^ ]+)$/i.exec(authorization)?.[1];
 }
 
 /** A fastify onRequest hook, after the rate limiter: the failure of a token that could not be checked. */
