@@ -53,6 +53,9 @@ const NAME_DOC = { minLength: 1, maxLength: 200, description: 'Not blank; no con
 const ROLE_DOC = { enum: USER_ROLES, description: 'What the user may consent to for an app: an admin grants admin rights' };
 const PICTURE_DOC = { description: 'https URL of a picture (the OIDC `picture` claim)', maxLength: 2000 };
 
+/** A picture is shown by relying parties (the ID token's `picture` claim): an https URL with a domain name or an address. */
+const IsPictureUrl = () => IsUrl({ protocols: ['https'], require_protocol: true }, { message: 'must be an https URL such as https://example.com/me.png' });
+
 export class CreateUserDto {
   @ApiProperty({ example: 'ada@example.com', maxLength: 254, description: 'Signs in to this user only: unique across the service, in any letter case' })
   @Transform(({ value }) => (typeof value === 'string' ? value.trim() : value))
@@ -75,7 +78,7 @@ export class CreateUserDto {
   role?: UserRole;
 
   @ApiPropertyOptional(PICTURE_DOC)
-  @IsOptionalNonNull() @IsUrl({ protocols: ['https'], require_protocol: true }) @MaxLength(2000)
+  @IsOptionalNonNull() @IsPictureUrl() @MaxLength(2000)
   picture?: string;
 }
 
@@ -98,7 +101,7 @@ export class UpdateUserDto {
   role?: UserRole;
 
   @ApiPropertyOptional({ ...PICTURE_DOC, type: String, nullable: true, description: `${PICTURE_DOC.description}; null removes it` })
-  @IsOptional() @IsUrl({ protocols: ['https'], require_protocol: true }) @MaxLength(2000)
+  @IsOptional() @IsPictureUrl() @MaxLength(2000)
   picture?: string | null;
 }
 
