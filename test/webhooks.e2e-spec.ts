@@ -292,6 +292,32 @@ describe('webhooks (e2e)', () => {
       new Webhook(hook.secret).verify(resent.body, resent.headers as Record<string, string>);
     });
 
+    it('does not count an admin\'s forced attempts against the retry schedule', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      receiver.respond = (r) => (r.path === hook.path ? 503 : 200);
+      await note().expect(201);
+      const delivery = async () => (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries[0];
+      const [{ id }] = await waitFor(async () => {
+        const d = await delivery();
+        return d?.attempts === 1 && [d];
+      }, 'the first attempt');
+      // Three forced attempts, more than the schedule's two retries, with the scheduled one held off meanwhile.
+      for (let forced = 1; forced <= 3; forced++) {
+        await t.sql(`UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [id]);
+        await post(admin, `/webhooks/${hook.id}/deliveries/${id}/retry`, {}).expect(202);
+        await waitFor(async () => (await t.sql(`SELECT 1 FROM webhook_deliveries WHERE id = $1 AND attempts = $2 AND lease_until IS NULL`, [id, 1 + forced])).length === 1, 'the forced attempt');
+      }
+      expect(await delivery()).toMatchObject({ id, status: 'pending', attempts: 4 });
+      // The schedule's two retries are still to come, then the delivery fails.
+      await t.sql(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = $1`, [id]);
+      const failed = await waitFor(async () => {
+        const d = await delivery();
+        return d.status === 'failed' && d;
+      }, 'the scheduled retries');
+      expect(failed.attempts).toBe(6);
+      expect(receiver.at(hook.path)).toHaveLength(6);
+    });
+
     it('answers a retry of a disabled webhook\'s delivery 409 conflict, leaving the delivery as it was', async () => {
       const hook = await register(admin, { events: ['item.created'] });
       await note().expect(201);

@@ -78,6 +78,8 @@ export interface Prepared extends DeliveryRef {
   body: string;
   /** Attempts made before this one. */
   attempts: number;
+  /** How many of the attempts, this one included, an admin forced: they do not count against the retry schedule. */
+  forcedAttempts?: number;
   url: string;
   secretSealed: string;
   /** When the lease ends (ms since the epoch). */
@@ -280,7 +282,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
           AND CASE WHEN $4 THEN d.lease_until > now() AND ($5::timestamptz IS NULL OR d.lease_until = $5::timestamptz)
                    ELSE (d.lease_until IS NULL OR d.lease_until < now()) END
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
-        RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, w.url, w.secret_sealed AS "secretSealed",
+        RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, d.forced_attempts AS "forcedAttempts", w.url, w.secret_sealed AS "secretSealed",
                   w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes",
                   w.events, w.type_filter AS "typeFilter", d.body::json -> 'item' ->> 'type' AS "itemType",
                   (SELECT e.audience FROM events e WHERE e.tenant_id = d.tenant_id AND e.id = d.event_id) AS audience`,
@@ -323,8 +325,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const attempt = d.attempts + 1;
     const ok = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
     const delays = this.retryDelaysMs;
-    const delayMs = ok || attempt > delays.length ? 0 : delays[attempt - 1];
-    const status = ok ? 'succeeded' : attempt > delays.length ? 'failed' : 'pending';
+    const scheduled = attempt - (d.forcedAttempts ?? 0); // this attempt's place in the schedule
+    const delayMs = ok || scheduled > delays.length ? 0 : delays[Math.max(scheduled, 1) - 1];
+    const status = ok ? 'succeeded' : scheduled > delays.length ? 'failed' : 'pending';
     const recorded: Recorded = { ref: refOf(d), attempt, attemptId, outcome, status, delayMs, insert: d.unrecorded && !revealed ? d : undefined };
     await this.records.record(recorded);
     if (status === 'pending') await this.scheduleRetry(recorded);

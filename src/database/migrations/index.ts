@@ -37,6 +37,7 @@ import { SubtypesKeepUnsearchable1732300003400 } from './1732300003400-subtypes-
 import { ConnectionRefreshClaim1732300003500 } from './1732300003500-connection-refresh-claim';
 import { IdempotencyClaimLease1732300003600 } from './1732300003600-idempotency-claim-lease';
 import { DeliveryBodiesFromEvents1732300003700 } from './1732300003700-delivery-bodies-from-events';
+import { DeliveryForcedAttempts1732300003800 } from './1732300003800-delivery-forced-attempts';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -77,4 +78,5 @@ export const migrations = [
   ConnectionRefreshClaim1732300003500,
   IdempotencyClaimLease1732300003600,
   DeliveryBodiesFromEvents1732300003700,
+  DeliveryForcedAttempts1732300003800,
 ];
