@@ -42,6 +42,13 @@ describe('webhooks (e2e)', () => {
 
   const note = (key = admin, extra: Record<string, unknown> = {}) => post(key, '/items', { type: 'core.note', properties: { title: 'n' }, ...extra });
 
+  /** The webhook's newest delivery, once it has succeeded. */
+  const succeeded = (hookId: string) =>
+    waitFor(async () => {
+      const [d] = (await get(admin, `/webhooks/${hookId}/deliveries`).expect(200)).body.deliveries;
+      return d?.status === 'succeeded' && d;
+    }, 'the delivery to succeed');
+
   beforeAll(async () => {
     receiver = new Receiver();
     base = await receiver.start();
@@ -206,10 +213,7 @@ describe('webhooks (e2e)', () => {
       expect(second.headers['x-svc-delivery-id']).not.toBe(first.headers['x-svc-delivery-id']);
       expect(second.body).toBe(first.body);
       new Webhook(hook.secret).verify(second.body, second.headers as Record<string, string>);
-      const delivery = await waitFor(async () => {
-        const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
-        return d?.status === 'succeeded' && d;
-      }, 'the delivery to succeed');
+      const delivery = await succeeded(hook.id);
       expect(delivery).toMatchObject({ event: 'item.created', attempts: 2, last_status_code: 200, next_attempt_at: null });
       expect(delivery.attempt_log.map((a: { status_code: number }) => a.status_code)).toEqual([500, 200]);
       expect(delivery.attempt_log[0]).toMatchObject({ attempt: 1, id: first.headers['x-svc-delivery-id'], error: expect.any(String), duration_ms: expect.any(Number) });
@@ -255,10 +259,7 @@ describe('webhooks (e2e)', () => {
     it('stores no body with a delivery: later attempts render it from the event, kept while a delivery of it is pending; without it, nothing is sent', async () => {
       const hook = await register(admin, { events: ['item.created'] });
       await note().expect(201);
-      const done = await waitFor(async () => {
-        const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
-        return d?.status === 'succeeded' && d;
-      }, 'the delivery');
+      const done = await succeeded(hook.id);
       const row = async () =>
         (await t.sql<{ body: string | null; status: string; last_error: string | null }>(`SELECT body, status, last_error FROM webhook_deliveries WHERE id = $1`, [done.id]))[0];
       expect((await row()).body).toBeNull();
@@ -321,10 +322,7 @@ describe('webhooks (e2e)', () => {
     it('answers a retry of a disabled webhook\'s delivery 409 conflict, leaving the delivery as it was', async () => {
       const hook = await register(admin, { events: ['item.created'] });
       await note().expect(201);
-      const done = await waitFor(async () => {
-        const [d] = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries;
-        return d?.status === 'succeeded' && d;
-      }, 'the delivery');
+      const done = await succeeded(hook.id);
       await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ disabled: true }).expect(200);
       const refused = expectError(await post(admin, `/webhooks/${hook.id}/deliveries/${done.id}/retry`, {}), 409, 'conflict');
       expect(refused.message).toMatch(/disabled/);
