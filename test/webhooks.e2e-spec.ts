@@ -75,6 +75,45 @@ describe('webhooks (e2e)', () => {
       expect(JSON.stringify(await t.sql('SELECT * FROM webhooks'))).not.toContain(hook.secret);
     });
 
+    it('rotates a secret: the new one shown once, deliveries signed by both until the old one expires (0: at once), others\' webhooks 404', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      const rotate = (body: Record<string, unknown>, key = admin) => post(key, `/webhooks/${hook.id}/secret`, body);
+      const rotated = await rotate({}).expect(200);
+      expect(rotated.headers['cache-control']).toBe('no-store');
+      expect(rotated.body.secret).toMatch(/^whsec_/);
+      expect(rotated.body.secret).not.toBe(hook.secret);
+      expect(Date.parse(rotated.body.previous_secret_expires_at) - Date.now()).toBeGreaterThan(86_300_000);
+      const shown = (await get(admin, `/webhooks/${hook.id}`).expect(200)).body;
+      expect(shown).toMatchObject({ previous_secret_expires_at: rotated.body.previous_secret_expires_at });
+      expect(shown.secret).toBeUndefined();
+      const stripe = new Stripe('sk_test_unused');
+      const verifies = (req: { body: string; headers: Record<string, unknown> }, secret: string) => {
+        try {
+          stripe.webhooks.constructEvent(req.body, String(req.headers['x-svc-signature']), secret);
+          new Webhook(secret, secret.startsWith('whsec_') ? undefined : { format: 'raw' }).verify(req.body, req.headers as Record<string, string>);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      await note().expect(201);
+      const [both] = await waitFor(() => receiver.at(hook.path).length === 1 && receiver.at(hook.path), 'a delivery signed by both');
+      expect([verifies(both, rotated.body.secret), verifies(both, hook.secret), verifies(both, `whsec_${'A'.repeat(43)}=`)]).toEqual([true, true, false]);
+
+      const own = 'my-own-secret,rotated-in';
+      const ended = await rotate({ secret: own, expire_previous_in: 0 }).expect(200);
+      expect(ended.body).toMatchObject({ secret: own, previous_secret_expires_at: null });
+      await note().expect(201);
+      const [, only] = await waitFor(() => receiver.at(hook.path).length === 2 && receiver.at(hook.path), 'a delivery signed by the new secret alone');
+      expect([verifies(only, own), verifies(only, rotated.body.secret), verifies(only, hook.secret)]).toEqual([true, false, false]);
+
+      for (const bad of [-1, 604_801, 1.5, '60', null]) expect(badFields(await rotate({ expire_previous_in: bad }))).toEqual(['expire_previous_in']);
+      expect(badFields(await rotate({ secret: 'short' }))).toEqual(['secret']);
+      const member = (await createKey(t, admin, { label: 'rotating-member', type_permissions: { '*': 'read' } })).key;
+      expectError(await rotate({}, member), 404, 'webhook_not_found');
+      expect((await get(admin, `/webhooks/${hook.id}`).expect(200)).body.previous_secret_expires_at).toBeNull();
+    });
+
     it('validates every field, naming it', async () => {
       expect(badFields(await post(admin, '/webhooks', { url: 'ftp://x', events: ['*'] }))).toEqual(['url']);
       expect(badFields(await post(admin, '/webhooks', { url: `${base}/x`, events: ['item.exploded'] }))).toEqual(['events']);

@@ -5,11 +5,17 @@
  * - Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`):
  *   HMAC-SHA256 over `<id>.<t>.<raw body>` keyed with the base64 part of a `whsec_` secret
  *   (a secret of another form is used as raw bytes, the libraries' `format: "raw"`).
- * Every attempt is signed afresh, so a retry carries its own timestamp.
+ * Every attempt is signed afresh, so a retry carries its own timestamp. While a rotated-out
+ * secret is still honoured, a delivery carries a signature by each secret, the newest first, in
+ * both headers (Stripe's `t=…,v1=…,v1=…`; Standard Webhooks' space-separated list): verifiers of
+ * either family accept a body any one of them signs.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 
 export const SECRET_PREFIX = 'whsec_';
+
+/** SQL: webhook row `w`'s rotated-out secret (sealed) while it is still honoured, else null. */
+export const PREVIOUS_SECRET = (w: string) => `CASE WHEN ${w}.previous_secret_expires_at > now() THEN ${w}.previous_secret_sealed END`;
 
 /** The associated data that binds a sealed secret to its webhook. */
 export const secretAad = (tenantId: string, webhookId: string) => `webhook:${tenantId}:${webhookId}`;
@@ -31,14 +37,15 @@ export interface SignedHeaders {
   'webhook-signature': string;
 }
 
-export function signDelivery(secret: string, eventId: string, body: string, unixSeconds: number): SignedHeaders {
+/** Signs with each of `secrets` (the current one first). */
+export function signDelivery(secrets: readonly string[], eventId: string, body: string, unixSeconds: number): SignedHeaders {
   const t = String(unixSeconds);
-  const svc = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
-  const standard = createHmac('sha256', standardKey(secret)).update(`${eventId}.${t}.${body}`).digest('base64');
+  const svc = secrets.map((secret) => `v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`);
+  const standard = secrets.map((secret) => `v1,${createHmac('sha256', standardKey(secret)).update(`${eventId}.${t}.${body}`).digest('base64')}`);
   return {
-    'X-Svc-Signature': `t=${t},v1=${svc}`,
+    'X-Svc-Signature': `t=${t},${svc.join(',')}`,
     'webhook-id': eventId,
     'webhook-timestamp': t,
-    'webhook-signature': `v1,${standard}`,
+    'webhook-signature': standard.join(' '),
   };
 }

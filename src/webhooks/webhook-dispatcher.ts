@@ -32,7 +32,7 @@ import { BookkeepingDb } from '../database/bookkeeping-db';
 import type { Audience } from '../events/event-catalogue';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
 import { DeliveryRecords, Outcome, Recorded } from './delivery-records';
-import { secretAad, signDelivery } from './signature';
+import { PREVIOUS_SECRET, secretAad, signDelivery } from './signature';
 import { WebhookChanges } from './webhook-changes';
 import { WebhookFanout } from './webhook-fanout';
 
@@ -82,6 +82,8 @@ export interface Prepared extends DeliveryRef {
   forcedAttempts?: number;
   url: string;
   secretSealed: string;
+  /** A rotated-out secret still honoured (POST /webhooks/{id}/secret): the delivery is signed with it too. */
+  previousSecretSealed?: string | null;
   /** When the lease ends (ms since the epoch). */
   leaseUntil: number;
   /** Planned by the relay and not in the table yet: its first record inserts the row. */
@@ -282,7 +284,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
           AND CASE WHEN $4 THEN d.lease_until > now() AND ($5::timestamptz IS NULL OR d.lease_until = $5::timestamptz)
                    ELSE (d.lease_until IS NULL OR d.lease_until < now()) END
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
-        RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, d.forced_attempts AS "forcedAttempts", w.url, w.secret_sealed AS "secretSealed",
+        RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, d.forced_attempts AS "forcedAttempts", w.url, w.secret_sealed AS "secretSealed", ${PREVIOUS_SECRET('w')} AS "previousSecretSealed",
                   w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes",
                   w.events, w.type_filter AS "typeFilter", d.body::json -> 'item' ->> 'type' AS "itemType",
                   (SELECT e.audience FROM events e WHERE e.tenant_id = d.tenant_id AND e.id = d.event_id) AS audience`,
@@ -320,7 +322,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
           this.recordUnattempted(d, this.leaseMs).catch(() => undefined);
         }, VISIBLE_AFTER_MS)
       : undefined;
-    const outcome = await this.send(d, await this.secretOf(d), attemptId);
+    const outcome = await this.send(d, await this.secretsOf(d), attemptId);
     clearTimeout(reveal);
     const attempt = d.attempts + 1;
     const ok = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
@@ -361,12 +363,18 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     return this.records.record({ ref: refOf(d), attempt: 0, attemptId: null, outcome: null, status: 'pending', delayMs: 0, insert: d, leaseMs });
   }
 
-  private async secretOf(d: Prepared): Promise<string> {
-    let secret = this.secretCache.get(d.secretSealed);
+  /** The secrets the attempt is signed with: the webhook's, and one rotated out that is still honoured. */
+  private async secretsOf(d: Prepared): Promise<string[]> {
+    const sealed = d.previousSecretSealed ? [d.secretSealed, d.previousSecretSealed] : [d.secretSealed];
+    return Promise.all(sealed.map((s) => this.openSecret(s, d)));
+  }
+
+  private async openSecret(sealed: string, d: DeliveryRef): Promise<string> {
+    let secret = this.secretCache.get(sealed);
     if (secret === undefined) {
-      secret = await this.secrets.open(d.secretSealed, secretAad(d.tenantId, d.webhookId));
+      secret = await this.secrets.open(sealed, secretAad(d.tenantId, d.webhookId));
       if (this.secretCache.size > 10_000) this.secretCache.clear();
-      this.secretCache.set(d.secretSealed, secret);
+      this.secretCache.set(sealed, secret);
     }
     return secret;
   }
@@ -382,7 +390,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     if (!(await withinTimeout(job, 2000))) this.logger.warn({ deliveryId: ref.deliveryId }, 'attempt not queued (Redis); the sweeper will pick it up');
   }
 
-  private send(d: Prepared, secret: string, attemptId: string): Promise<Outcome> {
+  private send(d: Prepared, secrets: string[], attemptId: string): Promise<Outcome> {
     const started = performance.now();
     const done = (statusCode: number | null, error: string | null): Outcome => ({
       statusCode,
@@ -399,7 +407,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       'X-Svc-Event': d.event,
       'X-Svc-Event-Id': d.eventId,
       'X-Svc-Delivery-Id': attemptId,
-      ...signDelivery(secret, d.eventId, d.body, Math.floor(Date.now() / 1000)),
+      ...signDelivery(secrets, d.eventId, d.body, Math.floor(Date.now() / 1000)),
     };
     return exchange(this.agent, url, headers, d.body, this.config.WEBHOOK_TIMEOUT_MS).then(
       (statusCode) => done(statusCode, statusCode >= 300 ? `HTTP ${statusCode}` : null),

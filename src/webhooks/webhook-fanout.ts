@@ -19,6 +19,7 @@ import { Audience, EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent }
 import { CredentialsService } from '../auth/credentials.service';
 import { withinTokenScopes } from '../oidc/scopes';
 import { TypesService } from '../types/types.service';
+import { PREVIOUS_SECRET } from './signature';
 import { WebhookChanges } from './webhook-changes';
 import type { Prepared } from './webhook-dispatcher';
 
@@ -34,6 +35,7 @@ interface Subscription {
   id: string;
   url: string;
   secret_sealed: string;
+  previous_secret_sealed: string | null;
   events: string[];
   type_filter: string[] | null;
   credential_id: string;
@@ -60,8 +62,8 @@ export class WebhookFanout {
     const tenants = [...new Set(events.map((e) => e.tenant_id))];
     const plannedAt = this.changes.mark(); // before the webhooks are read: a change committed after counts
     const subscriptions = await this.db.query<Subscription>(
-      `SELECT tenant_id, id, url, secret_sealed, events, type_filter, credential_id, credential_scopes FROM webhooks
-        WHERE tenant_id = ANY($1::uuid[]) AND NOT disabled`,
+      `SELECT tenant_id, id, url, secret_sealed, ${PREVIOUS_SECRET('w')} AS previous_secret_sealed, events, type_filter, credential_id, credential_scopes
+         FROM webhooks w WHERE tenant_id = ANY($1::uuid[]) AND NOT disabled`,
       [tenants],
     );
     if (!subscriptions.length) return [];
@@ -97,6 +99,7 @@ export class WebhookFanout {
           attempts: 0,
           url: s.url,
           secretSealed: s.secret_sealed,
+          previousSecretSealed: s.previous_secret_sealed,
           leaseUntil: Date.now() + leaseMs,
           plannedAt,
           credentialId: s.credential_id,

@@ -8,7 +8,8 @@ import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import {
-  CreatedWebhookResponse, CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, UpdateWebhookDto, WebhookList, WebhookResponse,
+  CreatedWebhookResponse, CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, RotatedWebhookResponse, RotateWebhookSecretDto, UpdateWebhookDto,
+  WebhookList, WebhookResponse,
 } from './webhooks.dto';
 import { WebhooksService } from './webhooks.service';
 
@@ -54,6 +55,23 @@ export class WebhooksController {
   @ApiErrors(400, 401, 404, 429)
   update(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Body() dto: UpdateWebhookDto): Promise<WebhookResponse> {
     return this.webhooks.update(caller, id, dto);
+  }
+
+  @Post(':id/secret')
+  @HttpCode(200)
+  @Idempotent()
+  @NoStore()
+  @ApiOperation({
+    summary: 'Rotate a webhook\'s signing secret: the new one is shown once; the old one keeps signing beside it for `expire_previous_in` seconds (a day by default)',
+    description:
+      'Until then each delivery carries a signature by each secret, the new one first, in `X-Svc-Signature` (`t=…,v1=<new>,v1=<old>`) and `webhook-signature` ' +
+      '(`v1,<new> v1,<old>`): receivers verifying with either secret accept it, with both verifier families. A rotation meanwhile drops the older secret. ' +
+      'Who may: as for PATCH.',
+  })
+  @ApiOkResponse({ type: RotatedWebhookResponse })
+  @ApiErrors(400, 401, 404, 409, 429)
+  rotateSecret(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Body() dto: RotateWebhookSecretDto): Promise<WebhookResponse> {
+    return this.webhooks.rotateSecret(caller, id, dto);
   }
 
   @Delete(':id')

@@ -1,10 +1,11 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy } from 'class-validator';
+import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { isPattern } from '../common/type-pattern';
 import { IsOptionalNonNull, IsPatternList } from '../common/validation';
 import { EVENT_NAMES, isEventPattern, MAX_SUBSCRIPTION_PATTERNS } from '../events/event-catalogue';
-import { ApiInteger } from '../openapi/api-integer.decorator';
+import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
 
 const IsEventPatterns = () =>
   ValidateBy({
@@ -16,6 +17,11 @@ const IsEventPatterns = () =>
   });
 
 const NO_REPEATS = 'must not list a pattern twice';
+const SECRET_DOC: ApiPropertyOptions = { minLength: 16, maxLength: 256, pattern: '^[!-~]+$', description: 'Signing secret, 16-256 printable characters without spaces; generated (`whsec_…`) when omitted. Returned only in this response.' };
+const IsSecret = () => applyDecorators(IsOptionalNonNull(), IsString(), Matches(/^[\x21-\x7e]{16,256}$/, { message: 'must be 16-256 printable ASCII characters without spaces' }));
+
+/** How long a rotated-out secret may keep signing beside the new one: a week. */
+export const MAX_PREVIOUS_SECRET_SECONDS = 7 * 24 * 3600;
 const EVENTS_DOC: ApiPropertyOptions = { type: [String], minItems: 1, uniqueItems: true, maxItems: MAX_SUBSCRIPTION_PATTERNS, example: ['item.created', 'edge.*'], description: `Event names or patterns: ${EVENT_NAMES.join(', ')}; \`*\` for all` };
 const TYPE_FILTER_DOC: ApiPropertyOptions = { type: [String], nullable: true, minItems: 1, uniqueItems: true, maxItems: MAX_SUBSCRIPTION_PATTERNS, example: ['core.note', 'acme.*'], description: 'Limits item events to these type patterns (subtypes included under `parent.*`); null or absent: every type. An empty list is refused: it would select no item event, or read as every type' };
 
@@ -32,8 +38,8 @@ export class CreateWebhookDto {
   @IsOptional() @IsArray() @ArrayNotEmpty({ message: 'must list at least one type pattern; null (or leaving it out) means every type' }) @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @ArrayUnique(undefined, { message: NO_REPEATS }) @IsPatternList()
   type_filter?: string[] | null;
 
-  @ApiPropertyOptional({ minLength: 16, maxLength: 256, pattern: '^[!-~]+$', description: 'Signing secret, 16-256 printable characters without spaces; generated (`whsec_…`) when omitted. Returned only in this response.' })
-  @IsOptionalNonNull() @IsString() @Matches(/^[\x21-\x7e]{16,256}$/, { message: 'must be 16-256 printable ASCII characters without spaces' })
+  @ApiPropertyOptional(SECRET_DOC)
+  @IsSecret()
   secret?: string;
 
   @ApiPropertyOptional({ default: false, description: 'Registered but receives nothing' })
@@ -59,6 +65,16 @@ export class UpdateWebhookDto {
   disabled?: boolean;
 }
 
+export class RotateWebhookSecretDto {
+  @ApiPropertyOptional(SECRET_DOC)
+  @IsSecret()
+  secret?: string;
+
+  @ApiIntegerOptional({ minimum: 0, maximum: MAX_PREVIOUS_SECRET_SECONDS, default: 86_400, description: 'Seconds the replaced secret keeps signing deliveries beside the new one, so receivers can switch over; 0 ends it at once' })
+  @IsOptionalNonNull() @IsInt() @Min(0) @Max(MAX_PREVIOUS_SECRET_SECONDS)
+  expire_previous_in?: number;
+}
+
 export class WebhookResponse {
   @ApiProperty() id: string;
   @ApiProperty() url: string;
@@ -67,6 +83,8 @@ export class WebhookResponse {
   @ApiProperty() disabled: boolean;
   /** Only in a creation response, documented there (CreatedWebhookResponse). */
   secret?: string;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: 'Until when the secret replaced by the last rotation still signs deliveries beside the current one; null when none does' })
+  previous_secret_expires_at: string | null;
   @ApiProperty({ description: 'The credential that registered it; deliveries are what it may read' }) credential_id: string;
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiProperty({ format: 'date-time' }) updated_at: string;
@@ -75,6 +93,11 @@ export class WebhookResponse {
 /** The answer to POST /webhooks: the only one that carries the signing secret. */
 export class CreatedWebhookResponse extends WebhookResponse {
   @ApiProperty({ description: 'Signing secret; only in this response' }) secret: string;
+}
+
+/** The answer to POST /webhooks/{id}/secret: the new secret, shown once. */
+export class RotatedWebhookResponse extends WebhookResponse {
+  @ApiProperty({ description: 'The new signing secret; only in this response' }) secret: string;
 }
 
 export class WebhookList {

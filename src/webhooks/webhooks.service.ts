@@ -25,7 +25,7 @@ import { tokenScopesOf } from '../oidc/scopes';
 import { WebhookChanges } from './webhook-changes';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import {
-  CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, UpdateWebhookDto, WebhookList, WebhookResponse,
+  CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, RotateWebhookSecretDto, UpdateWebhookDto, WebhookList, WebhookResponse,
 } from './webhooks.dto';
 
 export interface WebhookRow {
@@ -36,14 +36,16 @@ export interface WebhookRow {
   type_filter: string[] | null;
   disabled: boolean;
   secret_sealed: string;
+  previous_secret_expires_at: Date | null;
   credential_id: string;
   created_at: Date;
   updated_at: Date;
 }
 
-const WEBHOOK_COLUMNS = 'tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, created_at, updated_at';
+const WEBHOOK_COLUMNS = 'tenant_id, id, url, events, type_filter, disabled, secret_sealed, previous_secret_expires_at, credential_id, created_at, updated_at';
 
 const notFound = () => ApiError.notFound('webhook_not_found', 'No such webhook');
+const DEFAULT_PREVIOUS_SECRET_SECONDS = 86_400;
 /** Whether delivery `d` has a body to send: its own (rows stored before migration 3700) or its event's, while that is kept. */
 const SENDABLE = `(d.body IS NOT NULL OR EXISTS (SELECT 1 FROM events e WHERE e.tenant_id = d.tenant_id AND e.id = d.event_id))`;
 
@@ -70,6 +72,7 @@ function toResponse(r: WebhookRow, secret?: string): WebhookResponse {
     type_filter: r.type_filter,
     disabled: r.disabled,
     ...(secret ? { secret } : {}),
+    previous_secret_expires_at: r.previous_secret_expires_at && r.previous_secret_expires_at.getTime() > Date.now() ? r.previous_secret_expires_at.toISOString() : null,
     credential_id: r.credential_id,
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),
@@ -191,6 +194,27 @@ export class WebhooksService {
     if (!row) throw notFound();
     await this.changes.announce(row.id);
     return toResponse(row);
+  }
+
+  /**
+   * A new signing secret (given, or generated). The one it replaces keeps signing beside it for
+   * `expire_previous_in` seconds (a day unless said), so receivers can take the new one without
+   * refusing a delivery meanwhile; a rotation during that time drops the older one.
+   */
+  async rotateSecret(p: Principal, id: string, dto: RotateWebhookSecretDto): Promise<WebhookResponse> {
+    const secret = dto.secret ?? generateSecret();
+    const sealed = await this.secrets.seal(secret, secretAad(p.tenantId, id));
+    // In an UPDATE, the right-hand `secret_sealed` is the row's value before it.
+    const [[row]]: [WebhookRow[], number] = await this.db.query(
+      `UPDATE webhooks SET previous_secret_sealed = CASE WHEN $4 > 0 THEN secret_sealed END,
+              previous_secret_expires_at = CASE WHEN $4 > 0 THEN now() + make_interval(secs => $4) END,
+              secret_sealed = $3, updated_at = now()
+        WHERE tenant_id = $1 AND id = $2 AND ${OWNED_BY(5)} RETURNING ${WEBHOOK_COLUMNS}`,
+      [p.tenantId, id, sealed, dto.expire_previous_in ?? DEFAULT_PREVIOUS_SECRET_SECONDS, ...ownerOf(p)],
+    );
+    if (!row) throw notFound();
+    await this.changes.announce(row.id);
+    return toResponse(row, secret);
   }
 
   /** Removes the webhook with its deliveries; answers what it was. */

@@ -38,6 +38,7 @@ import { ConnectionRefreshClaim1732300003500 } from './1732300003500-connection-
 import { IdempotencyClaimLease1732300003600 } from './1732300003600-idempotency-claim-lease';
 import { DeliveryBodiesFromEvents1732300003700 } from './1732300003700-delivery-bodies-from-events';
 import { DeliveryForcedAttempts1732300003800 } from './1732300003800-delivery-forced-attempts';
+import { WebhookSecretRotation1732300003900 } from './1732300003900-webhook-secret-rotation';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -79,4 +80,5 @@ export const migrations = [
   IdempotencyClaimLease1732300003600,
   DeliveryBodiesFromEvents1732300003700,
   DeliveryForcedAttempts1732300003800,
+  WebhookSecretRotation1732300003900,
 ];
