@@ -15,6 +15,7 @@ import Redis from 'ioredis';
 import { Client } from 'pg';
 import { EventsJanitor } from '../src/events/events-janitor';
 import { PER_WEBHOOK_CONCURRENCY } from '../src/webhooks/webhook-dispatcher';
+import { WebhookFanout } from '../src/webhooks/webhook-fanout';
 import { WebhookSweeper } from '../src/webhooks/webhook-sweeper';
 import { bearer, bootstrapAdmin, clearRedisPrefix, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
@@ -431,6 +432,32 @@ describe('webhooks (e2e)', () => {
       }, 'the delivery given up');
       expect(failed).toMatchObject({ attempts: 2, next_attempt_at: null, last_error: expect.stringContaining('may no longer receive') });
       expect(receiver.at(hook.path)).toHaveLength(2);
+    });
+
+    it('sends a retry whose webhook was PATCHed between its claim and its sending to the webhook as it is now, not as the claim read it', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      const moved = `${hook.path}-moved`;
+      receiver.respond = (r) => (r.path === hook.path ? 500 : 200);
+      await note().expect(201);
+      const [first] = await waitFor(() => receiver.at(hook.path).length === 1 && receiver.at(hook.path), 'the first attempt');
+      const fanout = t.app.get(WebhookFanout);
+      const recheck = fanout.recheck.bind(fanout);
+      // The retry's claim has read the webhook; its checks run when the PATCH comes and is answered.
+      let patched = false;
+      const spy = jest.spyOn(fanout, 'recheck').mockImplementation(async (tenantId, eventId, ...rest) => {
+        if (eventId === first.headers['x-svc-event-id'] && !patched) {
+          patched = true;
+          await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ url: `${base}${moved}` }).expect(200);
+        }
+        return recheck(tenantId, eventId, ...rest);
+      });
+      try {
+        await waitFor(() => receiver.at(moved).length === 1, 'the retry at the new URL');
+      } finally {
+        spy.mockRestore();
+      }
+      expect(receiver.at(hook.path)).toHaveLength(1);
+      expect(receiver.at(moved)[0].headers['x-svc-event-id']).toBe(first.headers['x-svc-event-id']);
     });
 
     it('sends no retry of an event its webhook was PATCHed to no longer subscribe to, at its old URL or new: the delivery fails with why', async () => {

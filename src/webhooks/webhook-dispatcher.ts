@@ -88,9 +88,9 @@ export interface Prepared extends DeliveryRef {
   leaseUntil: number;
   /** Planned by the relay and not in the table yet: its first record inserts the row. */
   unrecorded?: boolean;
-  /** A first attempt's: the WebhookChanges mark its plan read the webhook under. */
+  /** The WebhookChanges mark the webhook was read under (by the plan, or the row's claim): a change heard since sends the attempt through its row again. */
   plannedAt?: number;
-  /** A first attempt's: the credential that registered the webhook. */
+  /** A first attempt's: the credential that registered the webhook, looked up again before it goes out (a claim's checks did that already). */
   credentialId?: string;
 }
 
@@ -277,6 +277,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       /** The event's audience, with the types' ancestors as they were when it was written; null once the event is no longer kept. */
       audience: Audience | null;
     };
+    // Noted before the claim reads the webhook: a PATCH or DELETE answered while the checks below
+    // run sends the attempt through the row again (attemptPrepared), not to the webhook as it was.
+    const mark = this.changes.mark();
     const [claimed] = await this.db.query<Claimed>(
       `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
          FROM webhooks w
@@ -300,7 +303,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const body = allowed.body ?? delivery.body;
     // Events are kept while a delivery of theirs is pending; one made pending again after that (an admin's retry racing the janitor) has nothing to send.
     if (body === null) return this.records.abandon(refOf(ref), 'Its event is no longer kept (EVENT_RETENTION_DAYS): there is no body to send');
-    await this.attemptPrepared({ ...ref, ...delivery, body, leaseUntil: Date.now() + this.leaseMs });
+    await this.attemptPrepared({ ...ref, ...delivery, body, leaseUntil: Date.now() + this.leaseMs, plannedAt: mark });
   }
 
   private async attemptPrepared(d: Prepared): Promise<void> {
@@ -336,13 +339,13 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /**
-   * Whether a first attempt may go out as planned, now that its turn has come: its webhook has
-   * not changed since the plan read it (no database read: WebhookChanges), and the credential
-   * that registered it still exists (a cached look-up).
+   * Whether an attempt may go out as its webhook was read, now that its turn has come: the
+   * webhook has not changed since (no database read: WebhookChanges), and, for a first attempt,
+   * the credential that registered it still exists (a cached look-up).
    */
   private async stillAsPlanned(d: Prepared): Promise<boolean> {
     if (this.changes.changedSince(d.webhookId, d.plannedAt!)) return false;
-    return this.fanout.registrantActive(d.tenantId, d.credentialId!);
+    return d.credentialId === undefined || this.fanout.registrantActive(d.tenantId, d.credentialId);
   }
 
   /**
