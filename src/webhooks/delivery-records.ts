@@ -10,7 +10,7 @@
  */
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
-import { isDependencyUnavailable } from '../common/unavailable';
+import { isDependencyUnavailable, isWriteCollision } from '../common/unavailable';
 import { BookkeepingDb } from '../database/bookkeeping-db';
 import type { DeliveryRef, Prepared } from './webhook-dispatcher';
 
@@ -54,21 +54,25 @@ const ATTEMPT_ENTRY = `jsonb_build_object('attempt', o.attempt, 'id', o.attempt_
 const GATHER_MS = 10;
 /** Waits before each retry of a record statement while the database is away. */
 const RECORD_RETRIES_MS = [500, 1000, 2000, 4000];
+/** The wait before a record statement that lost a deadlock goes again: the other transaction has its locks by then. */
+const COLLISION_RETRY_MS = 10;
 
 /**
  * A record statement again, while PostgreSQL is away, for a few seconds: a record given up
  * leaves its event to its lease, and the delivery is sent again once that lapses (a short
  * database blip re-sent a thousand deliveries). Each statement is atomic; one that committed
  * though its answer was lost fails again on its own rows, and the relay plans only the
- * deliveries without one.
+ * deliveries without one. A statement that lost a deadlock (a webhook's deletion cascading to
+ * the rows it updates, in another order) is rolled back whole and goes again at once.
  */
-export async function retryingWhileAway(statement: () => Promise<void>, waitsMs: readonly number[] = RECORD_RETRIES_MS): Promise<void> {
+export async function retryingRecord(statement: () => Promise<void>, waitsMs: readonly number[] = RECORD_RETRIES_MS): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await statement();
     } catch (err) {
-      if (attempt >= waitsMs.length || !isDependencyUnavailable(err)) throw err;
-      await delay(waitsMs[attempt]);
+      const collided = isWriteCollision(err);
+      if (attempt >= waitsMs.length || !(collided || isDependencyUnavailable(err))) throw err;
+      await delay(collided ? COLLISION_RETRY_MS : waitsMs[attempt]);
     }
   }
 }
@@ -163,8 +167,8 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
   private async write(batch: Recorded[], dispatched: EventRef[]): Promise<void> {
     const inserts = batch.filter((r) => r.insert);
     const updates = batch.filter((r) => !r.insert);
-    if (inserts.length || dispatched.length) await retryingWhileAway(() => this.insertFirsts(inserts, dispatched));
-    if (updates.length) await retryingWhileAway(() => this.updateLater(updates));
+    if (inserts.length || dispatched.length) await retryingRecord(() => this.insertFirsts(inserts, dispatched));
+    if (updates.length) await retryingRecord(() => this.updateLater(updates));
   }
 
   /** Rows for planned deliveries, with their first outcome, and the events now dispatched. */
