@@ -7,6 +7,7 @@
  */
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { errorResponse } from '../openapi/api-errors.decorator';
+import { PROVIDER_BODY_LIMIT } from './oidc-provider.factory';
 
 type PathItem = OpenAPIObject['paths'][string];
 type Operation = NonNullable<PathItem['get']>;
@@ -84,7 +85,7 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
     },
     'html',
   );
-  return withOperationIds(withUnavailable({
+  return withOperationIds(withBodyLimit(withUnavailable({
     '/.well-known/openid-configuration': { get: discovery },
     '/.well-known/oauth-authorization-server': { get: discovery },
     '/.well-known/jwks.json': { get: jwks },
@@ -158,7 +159,7 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
     '/auth/logout/success': {
       get: op('oauth', 'Signed-out page, when the logout named no post_logout_redirect_uri', { responses: { 200: html('HTML page') } }, 'html'),
     },
-  }));
+  })));
 }
 
 /** Paths whose answers need neither PostgreSQL nor Redis (the keys are loaded when the provider is built). */
@@ -182,6 +183,14 @@ function withUnavailable(paths: Record<string, PathItem>): Record<string, PathIt
         ? item
         : Object.fromEntries(Object.entries(item).map(([method, o]) => [method, method === 'options' ? o : { ...(o as Operation), responses: { ...(o as Operation).responses, 503: unavailable } }])),
     ]),
+  );
+}
+
+/** A POST body the provider would not read whole is 413, in its error form (bodyTooLarge in oidc-provider.factory.ts). */
+function withBodyLimit(paths: Record<string, PathItem>): Record<string, PathItem> {
+  const tooLarge = { ...oauthError, description: `The body is over ${PROVIDER_BODY_LIMIT} bytes: RFC 6749 error {"error":"invalid_request","error_description"}` };
+  return Object.fromEntries(
+    Object.entries(paths).map(([path, item]) => [path, item.post ? { ...item, post: { ...item.post, responses: { ...item.post.responses, 413: tooLarge } } } : item]),
   );
 }
 
