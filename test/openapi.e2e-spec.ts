@@ -274,6 +274,13 @@ describe('OpenAPI and docs', () => {
     expect(Object.keys(doc.paths['/oauth/callback/{provider}'].head.responses)).toContain(String(status));
   });
 
+  it('documents the JSON body of the connector\'s redirects, for callers that do not follow them', () => {
+    for (const [path, field] of [['/oauth/start', 'authorize_url'], ['/oauth/callback/{provider}', 'redirect_to']]) {
+      const schema = doc.paths[path].get.responses['302']?.content?.['application/json']?.schema;
+      expect([path, schema?.required]).toEqual([path, [field]]);
+    }
+  });
+
   it('documents the blob upload\'s own 413 (blob_too_large), not the JSON body limit', () => {
     expect(doc.paths['/blobs'].post.responses['413'].description).toMatch(/blob_too_large/);
   });

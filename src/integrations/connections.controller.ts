@@ -24,6 +24,9 @@ const ApiUpstreamRedirectQuery = () =>
   );
 
 // Bearer auth is declared per route: the callback is public, and a class-level one would reach it too.
+/** The JSON body of a 302, for callers that do not follow redirects: the Location, under `field`. */
+const redirectBody = (field: string, description: string) => ({ type: 'object' as const, properties: { [field]: { type: 'string' as const, format: 'uri', description } }, required: [field] });
+
 @ApiTags('integrations')
 @Controller()
 export class ConnectionsController {
@@ -36,7 +39,7 @@ export class ConnectionsController {
     summary: 'Start connecting an integration to its upstream (admin): 302 to the upstream\'s authorize URL, with PKCE S256 and a sealed, single-use state',
     description: 'The JSON body repeats the URL as `authorize_url` for callers that do not follow redirects.',
   })
-  @ApiResponse({ status: 302, description: 'To the upstream' })
+  @ApiResponse({ status: 302, description: 'To the upstream (Location); the body repeats it', schema: redirectBody('authorize_url', 'The upstream\'s authorize URL') })
   @ApiErrors(400, 401, 403, 404, 429)
   async start(@Caller() caller: Principal, @Query() q: StartConnectionQuery, @Res() reply: FastifyReply): Promise<void> {
     const url = await this.connections.start(caller, q.integration_id, q.redirect_uri);
@@ -49,7 +52,7 @@ export class ConnectionsController {
     summary: 'Where the upstream sends the user back: exchanges the code, stores the tokens sealed in a connection, and redirects to the redirect_uri with connection_id (or error)',
     description: 'HEAD answers 200 with no body and does nothing else: it neither exchanges the code nor uses up the single-use state.',
   })
-  @ApiResponse({ status: 302, description: 'To the redirect_uri given at /oauth/start' })
+  @ApiResponse({ status: 302, description: 'To the redirect_uri given at /oauth/start (Location), with `connection_id` or `error`; the body repeats it', schema: redirectBody('redirect_to', 'Where the Location header sends the browser') })
   @ApiHeadSuccesses({ 200: 'Nothing else is done: the code is not exchanged and the single-use state is not spent' })
   @ApiErrors(400, 429)
   @ApiUpstreamRedirectQuery()
