@@ -83,7 +83,7 @@ export class BulkActionDto {
   @IsOptionalNonNull() @IsIn(STATES)
   to_state?: ItemState;
 
-  @ApiPropertyOptional({ ...TAGS_DOC, description: 'update_tags: tags to add' })
+  @ApiPropertyOptional({ ...TAGS_DOC, description: 'update_tags: tags to add (update_tags needs add_tags, remove_tags or both)' })
   @IsOptionalNonNull() @IsTagList()
   add_tags?: string[];
 

@@ -81,7 +81,7 @@ class ItemWritableFields {
   @IsOptionalNonNull() @IsIn(['library', 'feed'])
   tier?: Tier;
 
-  @ApiPropertyOptional({ enum: STATES })
+  @ApiPropertyOptional({ enum: STATES, description: 'A new item starts `active` (the default) or `archived`; a change (PATCH, an upsert of an existing item) moves it only where the lifecycle allows. Else 400 `invalid_transition`' })
   @IsOptionalNonNull() @IsIn(STATES)
   state?: ItemState;
 
