@@ -16,6 +16,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
+import { cutText } from '../common/input-policy';
 import { AppConfig } from '../config/app-config';
 import { isUserEmail, isUserName, isUserPassword } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
@@ -202,7 +203,7 @@ export class AccountController {
   @Accepts(FORM)
   @ApiOperation({ summary: 'An admin user creates an admin API key of their tenant (the security page\'s form, each showing of which makes one key at most); the page shows it once' })
   @ApiFormBody(
-    { csrf: FORM_FIELD.csrf, form_nonce: { type: 'string', description: 'The single-use nonce of this showing of the form' }, label: { type: 'string', maxLength: 200 } },
+    { csrf: FORM_FIELD.csrf, form_nonce: { type: 'string', description: 'The single-use nonce of this showing of the form' }, label: { type: 'string', description: 'The first 200 characters are kept (the page\'s field takes no more); the default names the user\'s email' } },
     ['csrf', 'form_nonce'],
   )
   @ApiPage(200, 'The new key, shown once')
@@ -230,7 +231,7 @@ export class AccountController {
         return sendPage(reply, 503, errorPage('Try again', 'No key was made: the service could not check that this form was not sent before. Try again in a moment from the security page.', security));
     }
     const given = typeof body.label === 'string' ? body.label.trim() : '';
-    const label = (given || `${user.email} (account page)`).slice(0, 200);
+    const label = cutText(given || `${user.email} (account page)`, 200);
     // Recorded as the user's: deleting or demoting them revokes it (KeysService.revokeCreatedBy).
     const created = await this.users.createKey(user.tenant_id, user.id, { role: 'admin', label });
     if (!created) return sendPage(reply, 403, errorPage('Not allowed', 'Only an admin user may create API keys.'));

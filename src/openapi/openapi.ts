@@ -48,7 +48,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
         'With rate limiting on (RATE_LIMIT_ENABLED, the default), responses carry X-RateLimit-Limit, X-RateLimit-Remaining and ' +
         'X-RateLimit-Reset (Unix time in seconds), and a 429 also Retry-After; requests the HTTP layer cannot parse (a malformed ' +
         'request line or headers, 408, 417, 431) count against the client address in the bucket of unrouted paths, and a 503 while ' +
-        'the instance shuts down or while a bearer token cannot be checked is counted too. Every GET operation also answers HEAD: the same status and headers, without a body. ' +
+        'the instance shuts down or while a bearer token cannot be checked is counted too. Every GET operation also answers HEAD: the same status and headers, without a body (but where its own HEAD operation documents otherwise: the connector callback). ' +
         'Every response carries X-Content-Type-Options: nosniff and Referrer-Policy: no-referrer.',
     )
     .setVersion(API_VERSION)
