@@ -6,6 +6,7 @@
  */
 import Redis from 'ioredis';
 import { createHash, webcrypto } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import * as oidc from 'openid-client';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
@@ -585,10 +586,16 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send(filler(PROVIDER_BODY_LIMIT)).expect(200);
     // A GET's body is no one's to read.
     await t.http.get('/.well-known/openid-configuration').type('form').send(filler(PROVIDER_BODY_LIMIT + 1)).expect(200);
+    // A compressed form would be read as its compressed bytes: refused for what it is.
+    for (const encoding of ['gzip', 'zstd']) {
+      const packed = await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form')
+        .set('Content-Encoding', encoding).send(gzipSync(Buffer.from('grant_type=client_credentials&scope=core.note:read')));
+      expect([encoding, packed.status, packed.body.error]).toEqual([encoding, 415, 'invalid_request']);
+    }
     // Every POST endpoint of the provider says so in the API description, for generated clients.
     const paths = (await t.http.get('/openapi.json').expect(200)).body.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>;
     const providerPosts = ['/auth/oauth2/token', '/auth/token', '/auth/device/token', '/auth/device', '/auth/oauth2/revoke', '/auth/oauth2/introspect', '/auth/oauth2/register', '/auth/logout/confirm'];
-    expect(providerPosts.filter((path) => !paths[path]?.post?.responses['413'])).toEqual([]);
+    expect(providerPosts.filter((path) => !paths[path]?.post?.responses['413'] || !paths[path]?.post?.responses['415'])).toEqual([]);
   });
 
   it('answers unauthorized_client for a grant type the client was not registered for, and invalid_client without client authentication (RFC 6749 5.2)', async () => {

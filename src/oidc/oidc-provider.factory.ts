@@ -372,7 +372,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
   provider.use(answerLateErrors);
   provider.use(refuseUnstorableLogout);
-  provider.use(bodyTooLarge);
+  provider.use(unreadableBody);
   provider.use(neverFramed);
   provider.use(introspectedAsTheApiSees(resource, deps.users));
   provider.use(structuredTokensAreUnknown);
@@ -559,10 +559,20 @@ export const PROVIDER_BODY_LIMIT = 56 * 1024;
 
 /**
  * A body larger than the provider reads is 413, as on every other route, in the provider's error
- * form. Only its POST endpoints read one; a GET's body is ignored (app.factory.ts, dropBodyOfGet).
+ * form; so is one it cannot read as sent, compressed (415): the provider reads the bytes as they
+ * come, so a gzipped form would be parsed as garbage (a misleading `invalid_client`). Only its
+ * POST endpoints read a body; a GET's is ignored (app.factory.ts, dropBodyOfGet).
  */
-async function bodyTooLarge(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
-  if (ctx.method !== 'POST' || (ctx.request.length ?? 0) <= PROVIDER_BODY_LIMIT) return next();
+async function unreadableBody(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  if (ctx.method !== 'POST') return next();
+  const encoding = ctx.get('Content-Encoding').trim().toLowerCase();
+  if (encoding && encoding !== 'identity') {
+    ctx.status = 415;
+    ctx.set('Connection', 'close'); // the body is not read
+    ctx.body = { error: 'invalid_request', error_description: 'The OAuth endpoints read the form as sent: no Content-Encoding (or identity)' };
+    return;
+  }
+  if ((ctx.request.length ?? 0) <= PROVIDER_BODY_LIMIT) return next();
   ctx.status = 413;
   ctx.set('Connection', 'close'); // the body is not read
   ctx.body = { error: 'invalid_request', error_description: `The request body is too large: the OAuth endpoints take at most ${PROVIDER_BODY_LIMIT} bytes` };

@@ -186,11 +186,15 @@ function withUnavailable(paths: Record<string, PathItem>): Record<string, PathIt
   );
 }
 
-/** A POST body the provider would not read whole is 413, in its error form (bodyTooLarge in oidc-provider.factory.ts). */
+/** A POST body the provider would not read whole, or as sent, is 413 or 415, in its error form (unreadableBody in oidc-provider.factory.ts). */
 function withBodyLimit(paths: Record<string, PathItem>): Record<string, PathItem> {
   const tooLarge = { ...oauthError, description: `The body is over ${PROVIDER_BODY_LIMIT} bytes: RFC 6749 error {"error":"invalid_request","error_description"}` };
+  const encoded = { ...oauthError, description: 'The body was sent with a Content-Encoding other than identity: RFC 6749 error {"error":"invalid_request","error_description"}' };
   return Object.fromEntries(
-    Object.entries(paths).map(([path, item]) => [path, item.post ? { ...item, post: { ...item.post, responses: { ...item.post.responses, 413: tooLarge } } } : item]),
+    Object.entries(paths).map(([path, item]) => [
+      path,
+      item.post ? { ...item, post: { ...item.post, responses: { ...item.post.responses, 413: tooLarge, 415: encoded } } } : item,
+    ]),
   );
 }
 
