@@ -494,7 +494,7 @@ describe('connector token responses and token URLs', () => {
     expect([back.searchParams.get('error'), back.searchParams.get('error_description')]).toEqual(['server_error', 'n'.repeat(500)]);
   });
 
-  it('answers an upstream that fails while sending its body or answers 5xx as unavailable (temporarily_unavailable, 502), not as a bad grant, and keeps the stored tokens', async () => {
+  it('answers an upstream that fails while sending its body, answers 5xx or limits the rate (429) as unavailable (temporarily_unavailable, 502), not as a bad grant, and keeps the stored tokens', async () => {
     const { id, connectionId } = await connected('acme.flaky');
     const stored = () => storedTokens(connectionId);
     const before = await stored();
@@ -508,6 +508,7 @@ describe('connector token responses and token URLs', () => {
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': '200' }).write('{"access_token":"at-2"', () => res.destroy());
       }],
       ['503 with an OAuth error', (res) => answerWith(res, 503, '{"error":"temporarily_unavailable","error_description":"down for maintenance"}')],
+      ['429, rate limited', (res) => answerWith(res, 429, '{"error":"slow_down"}')],
       ['500 with a page', (res) => res.writeHead(500, { 'content-type': 'text/html' }).end('<h1>Internal Server Error</h1>')],
     ];
     for (const [what, failure] of failures) {

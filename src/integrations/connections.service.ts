@@ -435,7 +435,8 @@ export class ConnectionsService implements OnApplicationShutdown {
       // the body trickles in, a reset) is the upstream failing on the way, whatever its status said.
       if (!(err instanceof errors.ResponseExceededMaxSizeError)) throw unreachable(requestErrorText(err as Error));
     }
-    if (res.statusCode >= 500) throw unreachable(`answered ${res.statusCode}`);
+    // 429 says nothing about the grant either: the upstream is limiting this client for now.
+    if (res.statusCode >= 500 || res.statusCode === 429) throw unreachable(`answered ${res.statusCode}`);
     let parsed: unknown;
     try {
       parsed = text === undefined ? undefined : JSON.parse(text);
