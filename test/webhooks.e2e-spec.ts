@@ -259,6 +259,18 @@ describe('webhooks (e2e)', () => {
       expect(delivery.attempt_log[0]).toMatchObject({ attempt: 1, id: first.headers['x-svc-delivery-id'], error: expect.any(String), duration_ms: expect.any(Number) });
     });
 
+    it('reads one delivery as the list shows it; another webhook\'s delivery is 404, as is another tenant\'s webhook', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      const other = await register(admin, { events: ['item.created'] });
+      await note().expect(201);
+      const listed = await succeeded(hook.id);
+      expect((await get(admin, `/webhooks/${hook.id}/deliveries/${listed.id}`).expect(200)).body).toEqual(listed);
+      expectError(await get(admin, `/webhooks/${other.id}/deliveries/${listed.id}`), 404, 'not_found');
+      expectError(await get(admin, `/webhooks/${hook.id}/deliveries/not-an-id`), 400, 'invalid_id');
+      const stranger = (await createTenant(t, admin, 'delivery reader')).key;
+      expectError(await get(stranger, `/webhooks/${hook.id}/deliveries/${listed.id}`), 404, 'webhook_not_found');
+    });
+
     it('marks a delivery failed after the last retry, lists it by status, and an admin can retry it', async () => {
       const hook = await register(admin, { events: ['item.created'] });
       const member = (await createKey(t, admin, { label: 'retry-member', type_permissions: { '*': 'write' } })).key;

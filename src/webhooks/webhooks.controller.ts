@@ -91,6 +91,18 @@ export class WebhooksController {
     return this.webhooks.deliveries(caller, id, q);
   }
 
+  @Get(':id/deliveries/:delivery_id')
+  @ApiOperation({ summary: 'One delivery of a webhook, with every attempt\'s status code, duration and error' })
+  @ApiOkResponse({ type: DeliveryResponse })
+  @ApiErrors(400, 401, 404, 429)
+  delivery(
+    @Caller() caller: Principal,
+    @Param('id', ParseIdPipe) id: string,
+    @Param('delivery_id', ParseIdPipe) deliveryId: string,
+  ): Promise<DeliveryResponse> {
+    return this.webhooks.delivery(caller, id, deliveryId);
+  }
+
   @Post(':id/deliveries/:delivery_id/retry')
   @HttpCode(202)
   @Requires({ admin: true })

@@ -45,6 +45,7 @@ export interface WebhookRow {
 const WEBHOOK_COLUMNS = 'tenant_id, id, url, events, type_filter, disabled, secret_sealed, previous_secret_expires_at, credential_id, created_at, updated_at';
 
 const notFound = () => ApiError.notFound('webhook_not_found', 'No such webhook');
+const deliveryNotFound = () => ApiError.notFound('not_found', 'No such delivery of this webhook');
 const DEFAULT_PREVIOUS_SECRET_SECONDS = 86_400;
 /** Whether delivery `d` has a body to send: its own (rows stored before migration 3700) or its event's, while that is kept. */
 const SENDABLE = `(d.body IS NOT NULL OR EXISTS (SELECT 1 FROM events e WHERE e.tenant_id = d.tenant_id AND e.id = d.event_id))`;
@@ -239,6 +240,13 @@ export class WebhooksService {
     return { deliveries: deliveries.map(toDelivery), next_cursor };
   }
 
+  async delivery(p: Principal, webhookId: string, deliveryId: string): Promise<DeliveryResponse> {
+    const webhook = await this.find(p, webhookId);
+    const [row] = await this.deliveryRows(`d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3`, [p.tenantId, webhook.id, deliveryId]);
+    if (!row) throw deliveryNotFound();
+    return toDelivery(row);
+  }
+
   /**
    * Admin: makes a delivery due now, whatever its state, and attempts it at once. Not while an
    * attempt holds its lease (under way, or queued to start, on some instance): clearing the lease
@@ -273,7 +281,7 @@ export class WebhooksService {
         WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3`,
       [tenantId, webhookId, deliveryId],
     );
-    if (!found) return ApiError.notFound('not_found', 'No such delivery of this webhook');
+    if (!found) return deliveryNotFound();
     if (found.disabled) return ApiError.conflict('conflict', 'The webhook is disabled: enable it (PATCH disabled: false) to retry its deliveries');
     if (!found.sendable) return ApiError.conflict('conflict', 'The event of this delivery is no longer kept (EVENT_RETENTION_DAYS): there is no body to send');
     // Else its lease was held when the retry looked (and may have ended since: the retry can be sent again).
