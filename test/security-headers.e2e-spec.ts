@@ -67,12 +67,14 @@ describe('security headers', () => {
     const key = (body: Record<string, unknown>, idempotencyKey: string) =>
       t.http.post('/keys').set(bearer(admin)).set('Idempotency-Key', idempotencyKey).send(body).expect(201);
     const client = await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: 'importer', grant_types: ['client_credentials'] }).expect(201);
+    const webhook = await t.http.post('/webhooks').set(bearer(admin)).send({ url: 'https://93.184.216.34/hooks', events: ['*'] }).expect(201);
     const answers: Array<[string, Response, string]> = [
       ['POST /keys (bootstrap)', bootstrap, 'key'],
       ['POST /keys', await key({ label: 'member' }, 'security-headers-1'), 'key'],
       ['POST /keys (replayed)', await key({ label: 'member' }, 'security-headers-1'), 'key'],
       ['POST /tenants', await t.http.post('/tenants').set(bearer(admin)).send({ name: 'other' }).expect(201), 'admin_key'],
-      ['POST /webhooks', await t.http.post('/webhooks').set(bearer(admin)).send({ url: 'https://93.184.216.34/hooks', events: ['*'] }).expect(201), 'secret'],
+      ['POST /webhooks', webhook, 'secret'],
+      ['POST /webhooks/{id}/secret', await t.http.post(`/webhooks/${webhook.body.id}/secret`).set(bearer(admin)).send({}).expect(200), 'secret'],
       ['POST /auth/clients', client, 'client_secret'],
       ['POST /auth/clients/{client_id}/secret', await t.http.post(`/auth/clients/${client.body.client_id}/secret`).set(bearer(admin)).expect(200), 'client_secret'],
     ];
@@ -95,7 +97,7 @@ describe('security headers', () => {
       }
     }
     expect(noStore.sort()).toEqual(
-      ['POST /auth/clients 201', 'POST /auth/clients/{client_id}/secret 200', 'POST /keys 201', 'POST /tenants 201', 'POST /webhooks 201'].sort(),
+      ['POST /auth/clients 201', 'POST /auth/clients/{client_id}/secret 200', 'POST /keys 201', 'POST /tenants 201', 'POST /webhooks 201', 'POST /webhooks/{id}/secret 200'].sort(),
     );
   });
 });
