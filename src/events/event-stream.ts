@@ -295,10 +295,12 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     if (!isId(lastEventId)) return null;
     const [from]: Array<{ published_seq: string }> = await this.db.query(
       // From the event's first place: one taken up again since (its relay died) was published
-      // again later, and resuming from there would skip what was published in between.
+      // again later, and resuming from there would skip what was published in between. Not from
+      // one past the retention period, though still stored (the janitor has yet to pass, or a
+      // delivery of it is pending): events after it may be gone already, a gap a replay would hide.
       `SELECT coalesce(first_published_seq, published_seq)::text AS published_seq FROM events
-        WHERE tenant_id = $1 AND id = $2 AND published_seq IS NOT NULL`,
-      [tenantId, lastEventId],
+        WHERE tenant_id = $1 AND id = $2 AND published_seq IS NOT NULL AND created_at >= now() - make_interval(days => $3)`,
+      [tenantId, lastEventId, this.config.EVENT_RETENTION_DAYS],
     );
     return from?.published_seq ?? null;
   }
