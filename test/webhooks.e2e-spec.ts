@@ -371,6 +371,42 @@ describe('webhooks (e2e)', () => {
       expect(receiver.at(hook.path)).toHaveLength(6);
     });
 
+    it('records a forced retry that sends nothing (its webhook no longer subscribes) as no forced attempt', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      receiver.respond = (r) => (r.path === hook.path ? 503 : 200);
+      await note().expect(201);
+      const [{ id }] = await waitFor(async () => {
+        const d = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries[0];
+        return d?.attempts === 1 && [d];
+      }, 'the first attempt');
+      await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ events: ['edge.*'] }).expect(200);
+      await post(admin, `/webhooks/${hook.id}/deliveries/${id}/retry`, {}).expect(202);
+      const row = await waitFor(async () => {
+        const [r] = await t.sql<{ status: string; attempts: number; forced_attempts: number }>(`SELECT status, attempts, forced_attempts FROM webhook_deliveries WHERE id = $1`, [id]);
+        return r.status === 'failed' && r;
+      }, 'the retry given up');
+      expect(row).toEqual({ status: 'failed', attempts: 1, forced_attempts: 0 });
+    });
+
+    it('drops a delivery not made within EVENT_RETENTION_DAYS (a disabled webhook\'s) with its event, unless an attempt holds it', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      receiver.respond = (r) => (r.path === hook.path ? 503 : 200);
+      await note().expect(201);
+      const [{ id, event_id: eventId }] = await waitFor(async () => {
+        const d = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries[0];
+        return d?.attempts === 1 && [d];
+      }, 'the first attempt');
+      await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ disabled: true }).expect(200);
+      await t.sql(`UPDATE events SET created_at = now() - interval '8 days' WHERE id = $1`, [eventId]);
+      await t.sql(`UPDATE webhook_deliveries SET created_at = now() - interval '8 days', lease_until = now() + interval '1 minute' WHERE id = $1`, [id]);
+      const kept = async () => [(await t.sql(`SELECT 1 FROM webhook_deliveries WHERE id = $1`, [id])).length, (await t.sql(`SELECT 1 FROM events WHERE id = $1`, [eventId])).length];
+      await t.app.get(EventsJanitor).sweep();
+      expect(await kept()).toEqual([1, 1]); // an attempt holds it
+      await t.sql(`UPDATE webhook_deliveries SET lease_until = NULL WHERE id = $1`, [id]);
+      await t.app.get(EventsJanitor).sweep();
+      expect(await kept()).toEqual([0, 0]);
+    });
+
     it('answers a retry of a disabled webhook\'s delivery 409 conflict, leaving the delivery as it was', async () => {
       const hook = await register(admin, { events: ['item.created'] });
       await note().expect(201);

@@ -28,6 +28,8 @@ export interface Recorded {
   outcome: Outcome | null;
   status: 'succeeded' | 'pending' | 'failed';
   delayMs: number;
+  /** An admin's forced attempt: counted in `forced_attempts`, outside the retry schedule. */
+  forced?: boolean;
   /** A delivery planned by the relay: this record inserts its row. */
   insert?: Prepared;
   /** For an inserted row whose attempt is still to come in this process: its lease. */
@@ -229,11 +231,11 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
     await this.db.query(
       `UPDATE webhook_deliveries d
           SET status = o.status, attempts = o.attempt, last_status_code = o.status_code, last_error = o.error,
-              lease_until = NULL, updated_at = now(),
+              lease_until = NULL, updated_at = now(), forced_attempts = d.forced_attempts + o.forced::int,
               next_attempt_at = CASE WHEN o.status = 'pending' THEN now() + make_interval(secs => o.delay_ms / 1000) END,
               attempt_log = d.attempt_log || jsonb_build_array(${ATTEMPT_ENTRY})
-         FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::uuid[], $5::int[], $6::int[], $7::text[], $8::text[], $9::float8[])
-              AS o(tenant_id, delivery_id, attempt, attempt_id, status_code, duration_ms, error, status, delay_ms)
+         FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::uuid[], $5::int[], $6::int[], $7::text[], $8::text[], $9::float8[], $10::bool[])
+              AS o(tenant_id, delivery_id, attempt, attempt_id, status_code, duration_ms, error, status, delay_ms, forced)
         WHERE d.tenant_id = o.tenant_id AND d.id = o.delivery_id`,
       [
         column((r) => r.ref.tenantId),
@@ -245,6 +247,7 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
         column((r) => r.outcome!.error),
         column((r) => r.status),
         column((r) => r.delayMs),
+        column((r) => r.forced === true),
       ],
     );
   }

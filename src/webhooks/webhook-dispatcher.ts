@@ -78,8 +78,10 @@ export interface Prepared extends DeliveryRef {
   body: string;
   /** Attempts made before this one. */
   attempts: number;
-  /** How many of the attempts, this one included, an admin forced: they do not count against the retry schedule. */
+  /** How many of the attempts before this one an admin forced: they do not count against the retry schedule. */
   forcedAttempts?: number;
+  /** This attempt is an admin's (POST …/retry): recorded as forced, outside the schedule. */
+  forced?: boolean;
   url: string;
   secretSealed: string;
   /** A rotated-out secret still honoured (POST /webhooks/{id}/secret): the delivery is signed with it too. */
@@ -263,7 +265,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
    * when the webhook's subscription no longer selects the event, or the credential may no longer
    * receive it (the delivery is then `failed`, with why).
    */
-  private async claimAndAttempt(ref: DeliveryRef, held: boolean | string = false): Promise<void> {
+  private async claimAndAttempt(ref: DeliveryRef, held: boolean | string = false, forced = typeof held === 'string'): Promise<void> {
     if (this.stopped) return;
     type Claimed = Omit<Prepared, keyof DeliveryRef | 'leaseUntil' | 'credentialId' | 'body'> & {
       /** Stored only by rows written before migration 3700; the others' is rendered from the event. */
@@ -303,7 +305,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const body = allowed.body ?? delivery.body;
     // Events are kept while a delivery of theirs is pending; one made pending again after that (an admin's retry racing the janitor) has nothing to send.
     if (body === null) return this.records.abandon(refOf(ref), 'Its event is no longer kept (EVENT_RETENTION_DAYS): there is no body to send');
-    await this.attemptPrepared({ ...ref, ...delivery, body, leaseUntil: Date.now() + this.leaseMs, plannedAt: mark });
+    await this.attemptPrepared({ ...ref, ...delivery, body, leaseUntil: Date.now() + this.leaseMs, plannedAt: mark, forced });
   }
 
   private async attemptPrepared(d: Prepared): Promise<void> {
@@ -330,10 +332,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const attempt = d.attempts + 1;
     const ok = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
     const delays = this.retryDelaysMs;
-    const scheduled = attempt - (d.forcedAttempts ?? 0); // this attempt's place in the schedule
+    const scheduled = attempt - (d.forcedAttempts ?? 0) - (d.forced ? 1 : 0); // the attempts the schedule has made, this one included
     const delayMs = ok || scheduled > delays.length ? 0 : delays[Math.max(scheduled, 1) - 1];
     const status = ok ? 'succeeded' : scheduled > delays.length ? 'failed' : 'pending';
-    const recorded: Recorded = { ref: refOf(d), attempt, attemptId, outcome, status, delayMs, insert: d.unrecorded && !revealed ? d : undefined };
+    const recorded: Recorded = { ref: refOf(d), attempt, attemptId, outcome, status, delayMs, forced: d.forced, insert: d.unrecorded && !revealed ? d : undefined };
     await this.records.record(recorded);
     if (status === 'pending') await this.scheduleRetry(recorded);
   }
@@ -358,7 +360,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
    */
   private async attemptFromRow(d: Prepared): Promise<void> {
     if (d.unrecorded) await this.recordUnattempted(d, this.leaseMs);
-    await this.claimAndAttempt(refOf(d), true);
+    await this.claimAndAttempt(refOf(d), true, d.forced);
   }
 
   /** A planned delivery's row before any attempt: leased for an attempt to come here, else due for the sweeper. */

@@ -260,7 +260,7 @@ export class WebhooksService {
     // deliver) through the queue, so that a second retry at the same moment is 409 rather than a
     // 202 that attempts nothing.
     const [rows, updated]: [Array<{ lease: string }>, number] = await this.db.query(
-      `UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), updated_at = now(), forced_attempts = d.forced_attempts + 1,
+      `UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), updated_at = now(),
               lease_until = now() + make_interval(secs => $4::float8 / 1000)
          FROM webhooks w
         WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3 AND (d.lease_until IS NULL OR d.lease_until < now())
