@@ -20,6 +20,7 @@
 import { applyDecorators, Controller, Get, HttpCode, Options, Post, Res, UseFilters } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { bearerToken } from '../auth/credential.hook';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { OAuthErrorFormFilter } from '../common/exception.filter';
 import { AppConfig } from '../config/app-config';
@@ -122,8 +123,7 @@ export class UserinfoController {
   }
 
   private async answer(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const auth = req.headers.authorization ?? '';
-    const token = /^Bearer\s+(\S+)$/i.exec(auth)?.[1];
+    const token = bearerToken(req.headers.authorization);
     if (!token) return this.fail(reply, 401, 'invalid_request', 'A bearer access token is required', 'Bearer realm="svc"');
     const provider = await this.oidc.get();
     // The API's rule, so userinfo and the API agree on every token (an expired one included).
