@@ -11,7 +11,8 @@
  * One worker, one check at a time, taken in turn from each tenant with checks waiting (at most
  * MAX_WAITING_PER_OWNER each; more are 503), so one tenant's flood of slow checks delays another
  * tenant's check by at most one check per tenant waiting. The time limit runs from when a check is handed to a worker
- * that has loaded its code (a fresh one takes ~0.1 s to, and seconds under ts-jest), so a check is refused (400 `invalid_schema`) only for its own slowness; one that
+ * that has loaded its code (a fresh one takes ~0.1 s to, and seconds under ts-jest), and stops while the worker compiles a validator
+ * (COMPILE_TIMEOUT_MS for that), so a check is refused (400 `invalid_schema`) only for its own slowness; one that
  * waited in line longer than QUEUE_WAIT_MS behind others is 503 `service_unavailable`, to be
  * retried. A request that checks many items (batch writes, bulk actions) runs under a budget for
  * all its checks together (`withPatternBudget`), so that it cannot hold its transaction for a
@@ -23,6 +24,8 @@ import { Worker } from 'node:worker_threads';
 import { ApiError } from '../common/api-error';
 
 export const CHECK_TIMEOUT_MS = 1000;
+/** How long one validator compile in the worker may take (the schema limits keep it well under this). */
+const COMPILE_TIMEOUT_MS = 10_000;
 const QUEUE_WAIT_MS = 2000;
 const MAX_WAITING_PER_OWNER = 16;
 
@@ -35,6 +38,8 @@ export interface CheckRequest {
 }
 export type CheckAnswer =
   | { ready: true }
+  /** A validator compile started (true) or ended (false) while checking request `id`: the time limit stops, then starts afresh. */
+  | { id: number; compiling: boolean }
   | { id: number; errors: ErrorObject[] }
   | { id: number; apiError: { status: number; code: ApiError['code']; message: string; details?: Record<string, unknown> } }
   | { id: number; failure: string };
@@ -137,16 +142,25 @@ class PatternChecker {
     if (this.ready.has(worker)) this.startClock();
   }
 
-  /** The running check's time limit, from now: it is in a worker that has loaded its code. */
-  private startClock(): void {
+  /**
+   * The running check's time limit, from now: it is in a worker that has loaded its code. While
+   * the worker compiles a validator (`compile`), the limit is COMPILE_TIMEOUT_MS for the compile
+   * instead; the check's own limit, and what it takes of a budget, start afresh once it is done:
+   * a check is refused for its own slowness only.
+   */
+  private startClock(compile = false): void {
     const running = this.running!;
     const { worker, request } = running;
+    clearTimeout(running.timer);
     running.startedAt = Date.now();
+    const limitMs = compile ? COMPILE_TIMEOUT_MS : Math.min(CHECK_TIMEOUT_MS, running.budget?.leftMs ?? Infinity);
     running.timer = setTimeout(() => {
-      // Stuck in a match: the worker goes, and the next check gets a fresh one.
+      // Stuck in a match (or a compile): the worker goes, and the next check gets a fresh one.
       this.stop(worker);
-      this.finish(worker, request.id, (p) => p.reject(p.budget && p.budget.leftMs <= 0 ? overBudget(p.budget.limitMs) : tooSlow(CHECK_TIMEOUT_MS)));
-    }, Math.min(CHECK_TIMEOUT_MS, running.budget?.leftMs ?? Infinity));
+      this.finish(worker, request.id, (p) =>
+        p.reject(!compile && p.budget && p.budget.leftMs <= 0 ? overBudget(p.budget.limitMs) : tooSlow(compile ? COMPILE_TIMEOUT_MS : CHECK_TIMEOUT_MS)),
+      );
+    }, limitMs);
   }
 
   /** Settles the running check, if it is `id` on `worker`, and starts the next. */
@@ -171,6 +185,10 @@ class PatternChecker {
       if ('ready' in answer) {
         this.ready.add(worker);
         if (this.running?.worker === worker) this.startClock();
+        return;
+      }
+      if ('compiling' in answer) {
+        if (this.running?.worker === worker && this.running.request.id === answer.id) this.startClock(answer.compiling);
         return;
       }
       this.finish(worker, answer.id, (p) => {

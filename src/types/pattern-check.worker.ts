@@ -2,9 +2,10 @@
 import { parentPort } from 'node:worker_threads';
 import { ApiError } from '../common/api-error';
 import type { CheckAnswer, CheckRequest } from './pattern-check';
-import { checkProperties } from './type-schema';
+import { checkProperties, onCompile } from './type-schema';
 
 parentPort!.on('message', (request: CheckRequest) => {
+  onCompile((phase) => parentPort!.postMessage({ id: request.id, compiling: phase === 'start' } satisfies CheckAnswer));
   let answer: CheckAnswer;
   try {
     answer = { id: request.id, errors: checkProperties(request.cacheKey, request.schema, request.properties) };

@@ -621,6 +621,25 @@ export function assertUsableSchema(schema: JsonSchema): void {
   compile(schema, true);
 }
 
+/**
+ * Told when a validator compile starts and ends: the pattern-check worker tells its thread, whose
+ * time limit is for checking, not for compiling (bounded by the schema limits, and slow on a
+ * loaded machine: a schema of nine `\p{L}` patterns took over a second under load).
+ */
+let compileListener: ((phase: 'start' | 'end') => void) | undefined;
+export function onCompile(listener: typeof compileListener): void {
+  compileListener = listener;
+}
+
+function compiling<T>(work: () => T): T {
+  compileListener?.('start');
+  try {
+    return work();
+  } finally {
+    compileListener?.('end');
+  }
+}
+
 function compiledFor(cacheKey: string, schema: JsonSchema): Compiled {
   const e = currentEngine();
   let entry = compiled.get(cacheKey);
@@ -628,7 +647,7 @@ function compiledFor(cacheKey: string, schema: JsonSchema): Compiled {
   if (entry?.engine !== e) {
     // Types stored before a limit existed meet it here, and their writes get its 400.
     const load = assertWithinLimits(schema, false);
-    const { engine: made, validate } = compile(schema, false);
+    const { engine: made, validate } = compiling(() => compile(schema, false));
     entry = { engine: made, quick: validate, valueCost: costPerValue(load) };
   }
   compiled.set(cacheKey, entry);
@@ -647,7 +666,7 @@ function run(cacheKey: string, schema: JsonSchema, pass: 'quick' | 'full', prope
     const entry = compiledFor(cacheKey, schema);
     let result: unknown;
     try {
-      const validate = pass === 'quick' ? entry.quick : (entry.full ??= compileIn(entry.engine, schema, true));
+      const validate = pass === 'quick' ? entry.quick : (entry.full ??= compiling(() => compileIn(entry.engine, schema, true)));
       result = validate(properties);
       if (result === true) return undefined;
       if (result === false) return validate.errors?.length ? [...validate.errors] : [{ keyword: 'false', instancePath: '', schemaPath: '#', params: {}, message: 'is invalid' }];
