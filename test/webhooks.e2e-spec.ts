@@ -50,6 +50,13 @@ describe('webhooks (e2e)', () => {
       return d?.status === 'succeeded' && d;
     }, 'the delivery to succeed');
 
+  /** The webhook's newest delivery, once its first attempt is recorded. */
+  const firstAttempted = (hookId: string) =>
+    waitFor(async () => {
+      const [d] = (await get(admin, `/webhooks/${hookId}/deliveries`).expect(200)).body.deliveries;
+      return d?.attempts === 1 && d;
+    }, 'the first attempt');
+
   beforeAll(async () => {
     receiver = new Receiver();
     base = await receiver.start();
@@ -350,10 +357,7 @@ describe('webhooks (e2e)', () => {
       receiver.respond = (r) => (r.path === hook.path ? 503 : 200);
       await note().expect(201);
       const delivery = async () => (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries[0];
-      const [{ id }] = await waitFor(async () => {
-        const d = await delivery();
-        return d?.attempts === 1 && [d];
-      }, 'the first attempt');
+      const { id } = await firstAttempted(hook.id);
       // Three forced attempts, more than the schedule's two retries, with the scheduled one held off meanwhile.
       for (let forced = 1; forced <= 3; forced++) {
         await t.sql(`UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [id]);
@@ -375,10 +379,7 @@ describe('webhooks (e2e)', () => {
       const hook = await register(admin, { events: ['item.created'] });
       receiver.respond = (r) => (r.path === hook.path ? 503 : 200);
       await note().expect(201);
-      const [{ id }] = await waitFor(async () => {
-        const d = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries[0];
-        return d?.attempts === 1 && [d];
-      }, 'the first attempt');
+      const { id } = await firstAttempted(hook.id);
       await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ events: ['edge.*'] }).expect(200);
       await post(admin, `/webhooks/${hook.id}/deliveries/${id}/retry`, {}).expect(202);
       const row = await waitFor(async () => {
@@ -392,10 +393,7 @@ describe('webhooks (e2e)', () => {
       const hook = await register(admin, { events: ['item.created'] });
       receiver.respond = (r) => (r.path === hook.path ? 503 : 200);
       await note().expect(201);
-      const [{ id, event_id: eventId }] = await waitFor(async () => {
-        const d = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries[0];
-        return d?.attempts === 1 && [d];
-      }, 'the first attempt');
+      const { id, event_id: eventId } = await firstAttempted(hook.id);
       await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ disabled: true }).expect(200);
       await t.sql(`UPDATE events SET created_at = now() - interval '8 days' WHERE id = $1`, [eventId]);
       await t.sql(`UPDATE webhook_deliveries SET created_at = now() - interval '8 days', lease_until = now() + interval '1 minute' WHERE id = $1`, [id]);
