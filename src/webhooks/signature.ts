@@ -16,6 +16,8 @@ export const SECRET_PREFIX = 'whsec_';
 
 /** SQL: webhook row `w`'s rotated-out secret (sealed) while it is still honoured, else null. */
 export const PREVIOUS_SECRET = (w: string) => `CASE WHEN ${w}.previous_secret_expires_at > now() THEN ${w}.previous_secret_sealed END`;
+/** SQL: until when webhook row `w`'s rotated-out secret is honoured, null when it is not (any more). */
+export const PREVIOUS_SECRET_EXPIRY = (w: string) => `CASE WHEN ${w}.previous_secret_expires_at > now() THEN ${w}.previous_secret_expires_at END`;
 
 /** The associated data that binds a sealed secret to its webhook. */
 export const secretAad = (tenantId: string, webhookId: string) => `webhook:${tenantId}:${webhookId}`;

@@ -19,7 +19,7 @@ import { decodeCursor, PageQuery, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
-import { generateSecret, secretAad } from './signature';
+import { generateSecret, PREVIOUS_SECRET_EXPIRY, secretAad } from './signature';
 import { assertTargetAddress, TargetRefused, urlProblem } from '../common/target-policy';
 import { tokenScopesOf } from '../oidc/scopes';
 import { WebhookChanges } from './webhook-changes';
@@ -42,7 +42,8 @@ export interface WebhookRow {
   updated_at: Date;
 }
 
-const WEBHOOK_COLUMNS = 'tenant_id, id, url, events, type_filter, disabled, secret_sealed, previous_secret_expires_at, credential_id, created_at, updated_at';
+const WEBHOOK_COLUMNS = `tenant_id, id, url, events, type_filter, disabled, secret_sealed,
+  ${PREVIOUS_SECRET_EXPIRY('webhooks')} AS previous_secret_expires_at, credential_id, created_at, updated_at`;
 
 const notFound = () => ApiError.notFound('webhook_not_found', 'No such webhook');
 const deliveryNotFound = () => ApiError.notFound('not_found', 'No such delivery of this webhook');
@@ -73,7 +74,7 @@ function toResponse(r: WebhookRow, secret?: string): WebhookResponse {
     type_filter: r.type_filter,
     disabled: r.disabled,
     ...(secret ? { secret } : {}),
-    previous_secret_expires_at: r.previous_secret_expires_at && r.previous_secret_expires_at.getTime() > Date.now() ? r.previous_secret_expires_at.toISOString() : null,
+    previous_secret_expires_at: r.previous_secret_expires_at?.toISOString() ?? null,
     credential_id: r.credential_id,
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),
