@@ -20,6 +20,20 @@ const NO_REPEATS = 'must not list a pattern twice';
 const SECRET_DOC: ApiPropertyOptions = { minLength: 16, maxLength: 256, pattern: '^[!-~]+$', description: 'Signing secret, 16-256 printable characters without spaces; generated (`whsec_…`) when omitted. Returned only in this response.' };
 const IsSecret = () => applyDecorators(IsOptionalNonNull(), IsString(), Matches(/^[\x21-\x7e]{16,256}$/, { message: 'must be 16-256 printable ASCII characters without spaces' }));
 
+/** A subscription's `events`, at registration and in a PATCH alike. */
+const IsEventList = () =>
+  applyDecorators(IsArray(), ArrayNotEmpty(), ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS), ArrayUnique(undefined, { message: NO_REPEATS }), IsEventPatterns());
+/** A subscription's `type_filter` (null: every type), at registration and in a PATCH alike. */
+const IsTypeFilter = () =>
+  applyDecorators(
+    IsOptional(),
+    IsArray(),
+    ArrayNotEmpty({ message: 'must list at least one type pattern; null (or leaving it out) means every type' }),
+    ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS),
+    ArrayUnique(undefined, { message: NO_REPEATS }),
+    IsPatternList(),
+  );
+
 /** How long a rotated-out secret may keep signing beside the new one: a week. */
 export const MAX_PREVIOUS_SECRET_SECONDS = 7 * 24 * 3600;
 const EVENTS_DOC: ApiPropertyOptions = { type: [String], minItems: 1, uniqueItems: true, maxItems: MAX_SUBSCRIPTION_PATTERNS, example: ['item.created', 'edge.*'], description: `Event names or patterns: ${EVENT_NAMES.join(', ')}; \`*\` for all` };
@@ -31,11 +45,11 @@ export class CreateWebhookDto {
   url: string;
 
   @ApiProperty(EVENTS_DOC)
-  @IsArray() @ArrayNotEmpty() @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @ArrayUnique(undefined, { message: NO_REPEATS }) @IsEventPatterns()
+  @IsEventList()
   events: string[];
 
   @ApiPropertyOptional(TYPE_FILTER_DOC)
-  @IsOptional() @IsArray() @ArrayNotEmpty({ message: 'must list at least one type pattern; null (or leaving it out) means every type' }) @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @ArrayUnique(undefined, { message: NO_REPEATS }) @IsPatternList()
+  @IsTypeFilter()
   type_filter?: string[] | null;
 
   @ApiPropertyOptional(SECRET_DOC)
@@ -53,11 +67,11 @@ export class UpdateWebhookDto {
   url?: string;
 
   @ApiPropertyOptional(EVENTS_DOC)
-  @IsOptionalNonNull() @IsArray() @ArrayNotEmpty() @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @ArrayUnique(undefined, { message: NO_REPEATS }) @IsEventPatterns()
+  @IsOptionalNonNull() @IsEventList()
   events?: string[];
 
   @ApiPropertyOptional(TYPE_FILTER_DOC)
-  @IsOptional() @IsArray() @ArrayNotEmpty({ message: 'must list at least one type pattern; null (or leaving it out) means every type' }) @ArrayMaxSize(MAX_SUBSCRIPTION_PATTERNS) @ArrayUnique(undefined, { message: NO_REPEATS }) @IsPatternList()
+  @IsTypeFilter()
   type_filter?: string[] | null;
 
   @ApiPropertyOptional()
