@@ -18,7 +18,7 @@ import { canMetadata, isAdmin } from '../auth/permissions';
 import { ownerCredential, ownsWork, ownsWorkSql, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
-import { Bounded, byteBoundedPage, cutShort, decodeCursor, pageOf } from '../common/pagination';
+import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { Outbox } from '../events/outbox';
@@ -171,7 +171,7 @@ export class BulkService {
       ),
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, cutShort(rows));
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
     return { jobs: page.map(toJob), next_cursor };
   }
 

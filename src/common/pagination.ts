@@ -52,22 +52,21 @@ export function byteBoundedPage(page: string, order: string, bytes: string, budg
 }
 
 /** Whether rows from `byteBoundedPage` stopped short of their LIMIT with rows after them. */
-export const cutShort = (rows: Array<{ more: boolean | null }>): boolean => rows.at(-1)?.more === true;
+export const cutShort = (rows: Array<{ more?: boolean | null }>): boolean => rows.at(-1)?.more === true;
 
 /**
  * Splits rows fetched with LIMIT `limit + 1` (newest first) into the page and the cursor of the
- * next one, null on the last page.
+ * next one, null on the last page. Rows from `byteBoundedPage` say themselves when they were cut
+ * short of `limit` with more after them.
  */
-export function pageOf<T extends { id: string }>(
+export function pageOf<T extends { id: string; more?: boolean | null }>(
   rows: T[],
   limit: number,
   createdAt: (row: T) => Date | string,
-  /** The rows were cut short of `limit` (`byteBoundedPage`), and more follow. */
-  shortened = false,
 ): { page: T[]; next_cursor: string | null } {
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
-  const next_cursor = (rows.length > limit || shortened) && last ? encodeCursor({ createdAt: new Date(createdAt(last)).toISOString(), id: last.id }) : null;
+  const next_cursor = (rows.length > limit || cutShort(rows)) && last ? encodeCursor({ createdAt: new Date(createdAt(last)).toISOString(), id: last.id }) : null;
   return { page, next_cursor };
 }
 

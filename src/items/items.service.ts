@@ -367,7 +367,7 @@ export class ItemsService {
       byteBoundedPage(`SELECT ${ITEM_COLUMNS} FROM items i WHERE ${where} ORDER BY i.created_at DESC, i.id DESC LIMIT $${params.length}`, 'created_at DESC, id DESC', ITEM_BYTES),
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, cutShort(rows));
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
     return { items: await this.presentMany(p, page), next_cursor };
   }
 

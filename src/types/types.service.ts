@@ -8,7 +8,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { canType } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
-import { Bounded, byteBoundedPage, cutShort, decodeCursor, pageOf } from '../common/pagination';
+import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName, matchesPattern, TypeRef } from '../common/type-pattern';
 import { orTimeout } from '../common/timeout';
 import { RedisPubSub, REDIS_WAIT_MS } from '../redis/redis.module';
@@ -197,7 +197,7 @@ export class TypesService implements OnModuleInit {
       ),
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, cutShort(rows));
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
     return { types: page.map(toResponse), next_cursor };
   }
 
