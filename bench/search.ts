@@ -384,8 +384,8 @@ async function viaPg(statements: SearchStatements, tenantId: string, queries: st
       const input = { tenantId, filter, parsed, limit: 20, offset: 0, halfLifeDays: HALF_LIFE_DAYS, showTags: true };
       const t0 = process.hrtime.bigint();
       try {
-        const rows = await statements.query(searchStatement({ ...input, mode: 'text' }));
-        if (rows.length === 0 && fallbackApplies(parsed)) await statements.query(searchStatement({ ...input, mode: 'similar' }));
+        const rows = await statements.query(tenantId, searchStatement({ ...input, mode: 'text' }));
+        if (rows.length === 0 && fallbackApplies(parsed)) await statements.query(tenantId, searchStatement({ ...input, mode: 'similar' }));
         latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
       } catch {
         errors++;

@@ -1,54 +1,87 @@
 /**
  * SearchStatements against a real PostgreSQL: its sessions plan generically, a statement
  * shape is prepared once per connection and runs with each call's parameters, the shapes
- * a connection prepares are bounded, and so are the searches running at once.
+ * a connection prepares are bounded, and so are the searches running at once, and a tenant's
+ * share of them.
  */
+import { Client } from 'pg';
+import { ApiError } from '../src/common/api-error';
 import { SearchStatements } from '../src/search/search-statements';
 import { PG_SERVER } from './support/app';
+import { waitFor } from './support/wait';
+
+const TENANT = '00000000-0000-4000-8000-000000000001';
+const OTHER_TENANT = '00000000-0000-4000-8000-000000000002';
 
 describe('SearchStatements', () => {
-  // One connection, so that every call below sees the same server session.
+  // Calls run one at a time, so each reuses the one idle connection: every call below sees the same server session.
   const statements = new SearchStatements(`${PG_SERVER}/postgres`, 1);
   const prepared = async () =>
-    (await statements.query<{ statement: string }>({ sql: `SELECT statement FROM pg_prepared_statements`, params: [] })).map((r) => r.statement);
+    (await statements.query<{ statement: string }>(TENANT, { sql: `SELECT statement FROM pg_prepared_statements`, params: [] })).map((r) => r.statement);
 
   afterAll(() => statements.end());
 
   it('runs its sessions with generic plans', async () => {
-    expect(await statements.query({ sql: 'SELECT current_setting($1) AS mode', params: ['plan_cache_mode'] })).toEqual([
+    expect(await statements.query(TENANT, { sql: 'SELECT current_setting($1) AS mode', params: ['plan_cache_mode'] })).toEqual([
       { mode: 'force_generic_plan' },
     ]);
   });
 
   it('prepares a shape once and runs it with each call\'s parameters', async () => {
     const shape = 'SELECT $1::int * 2 AS doubled';
-    expect(await statements.query({ sql: shape, params: [3] })).toEqual([{ doubled: 6 }]);
-    expect(await statements.query({ sql: shape, params: [21] })).toEqual([{ doubled: 42 }]);
+    expect(await statements.query(TENANT, { sql: shape, params: [3] })).toEqual([{ doubled: 6 }]);
+    expect(await statements.query(TENANT, { sql: shape, params: [21] })).toEqual([{ doubled: 42 }]);
     expect((await prepared()).filter((s) => s === shape)).toHaveLength(1);
   });
 
   it('prepares a bounded number of shapes, and still runs the others', async () => {
     for (let k = 0; k < 40; k++) {
-      expect(await statements.query({ sql: `SELECT $1::int + ${k} AS n`, params: [1] })).toEqual([{ n: 1 + k }]);
+      expect(await statements.query(TENANT, { sql: `SELECT $1::int + ${k} AS n`, params: [1] })).toEqual([{ n: 1 + k }]);
     }
     const names = await prepared();
     expect(names.length).toBeGreaterThan(20);
     expect(names.length).toBeLessThanOrEqual(32);
   });
 
-  it('runs at most its pool size of statements at once, and queues the others', async () => {
+  it('runs at most its size of statements at once and one more (for another tenant), and queues the others', async () => {
     const two = new SearchStatements(`${PG_SERVER}/postgres`, 2);
     try {
       // Each statement sleeps first, then counts the search sessions busy with a statement.
       const sql = `SELECT pg_sleep(0.1),
                           (SELECT count(*)::int FROM pg_stat_activity
                             WHERE datname = current_database() AND application_name = 'svc-search' AND state = 'active') AS active`;
-      const rows = (await Promise.all(Array.from({ length: 8 }, () => two.query<{ active: number }>({ sql, params: [] })))).flat();
+      const rows = (await Promise.all(Array.from({ length: 8 }, (_, n) => two.query<{ active: number }>(`00000000-0000-4000-8000-00000000000${n % 8}`, { sql, params: [] })))).flat();
       expect(rows).toHaveLength(8);
-      expect(Math.max(...rows.map((r) => r.active))).toBeLessThanOrEqual(2);
+      expect(Math.max(...rows.map((r) => r.active))).toBeLessThanOrEqual(3);
       expect(Math.max(...rows.map((r) => r.active))).toBeGreaterThanOrEqual(1);
     } finally {
       await two.end();
+    }
+  });
+
+  it("leaves another tenant a connection while one tenant runs its share, and refuses that tenant's search waiting too long", async () => {
+    const one = new SearchStatements(`${PG_SERVER}/postgres`, 1);
+    const holder = new Client({ connectionString: `${PG_SERVER}/postgres` });
+    await holder.connect();
+    const key = 1_700_000 + Math.floor(Math.random() * 100_000);
+    try {
+      await holder.query('SELECT pg_advisory_lock($1)', [key]);
+      // The tenant's one place is taken by a statement that waits on the lock.
+      const held = one.query(TENANT, { sql: 'SELECT 1 AS done FROM (SELECT pg_advisory_xact_lock_shared($1::bigint)) l', params: [key] });
+      await waitFor(
+        async () =>
+          (await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [key])).rowCount === 1,
+        'the held search to wait on its lock',
+      );
+      expect(await one.query(OTHER_TENANT, { sql: 'SELECT 7 AS seven', params: [] })).toEqual([{ seven: 7 }]);
+      const refused = await one.query(TENANT, { sql: 'SELECT 1', params: [] }).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(ApiError);
+      expect(refused).toMatchObject({ status: 429, code: 'rate_limited', details: { limit: 1, retry_after: 1 } });
+      await holder.query('SELECT pg_advisory_unlock($1)', [key]);
+      expect(await held).toEqual([{ done: 1 }]);
+    } finally {
+      await holder.end();
+      await one.end();
     }
   });
 });

@@ -198,6 +198,13 @@ describe('search', () => {
       expect(ids(await search(c, '"apple with a red"'))).toEqual([made.greenApple]);
     });
 
+    it('widens only the last word to a prefix, not the same word inside a phrase', async () => {
+      const widened = await createItem(c, { type: 'core.note', properties: { title: 'wombat burrowing and barking' }, timestamp: ts });
+      const exact = await createItem(c, { type: 'core.note', properties: { title: 'wombat burrow here and burrowing' }, timestamp: ts });
+      expect(ids(await search(c, '"wombat burrow" burrow'))).toEqual([exact.id]);
+      expect(new Set(ids(await search(c, 'wombat burrow')))).toEqual(new Set([widened.id, exact.id]));
+    });
+
     it('matches phrases of common words exactly (common grams), on every write path', async () => {
       const hamlet = (await createItem(c, { type: 'core.note', properties: { title: 'whether to be or not to be' }, timestamp: ts })).id;
       // Every word of the phrases below, never in their order (title end and body start are adjacent).

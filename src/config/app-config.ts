@@ -134,8 +134,9 @@ export class AppConfig {
   @int() @IsInt() @Min(0) @Max(36500)
   SEARCH_RECENCY_HALF_LIFE_DAYS = 30;
 
-  /** Connections of the search pool (src/search): searches that PostgreSQL runs at once per
-   *  process; more wait their turn. Searches are CPU-bound there, so about twice its cores. */
+  /** Searches one tenant runs at once per process (src/search; the pool holds one connection
+   *  more, for other tenants); more wait their turn. Searches are CPU-bound in PostgreSQL, so
+   *  about twice its cores. */
   @int() @IsInt() @Min(1) @Max(100)
   SEARCH_DB_POOL_SIZE = 4;
 

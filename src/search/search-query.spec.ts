@@ -74,9 +74,10 @@ describe('search query', () => {
     const sql = tsquerySql(q, params);
     expect(sql).not.toContain('DROP');
     expect(sql).toContain('$2');
-    expect(sql).toContain('$3');
-    // The query as websearch_to_tsquery reads it: `(` and `)` are no part of any word.
-    expect(params).toEqual(['tenant', "x' ; DROP TABLE items; hel", 'hel']);
+    expect(sql).toContain('$4');
+    // The query as websearch_to_tsquery reads it (`(` and `)` are no part of any word), its last
+    // word as a placeholder, the placeholder, and the word it stands for.
+    expect(params).toEqual(['tenant', "x' ; DROP TABLE items; x0", 'x0', 'hel']);
   });
 
   it('rewrites the last word to a prefix only when there is one', () => {
@@ -84,14 +85,27 @@ describe('search query', () => {
     expect(tsquerySql('a b', [])).toContain('ts_rewrite(');
   });
 
+  it.each([
+    ['"foo bar" bar', 'bar', '"foo bar" x0'],
+    ['x0 X1 x2 hel', 'hel', 'x0 X1 x2 x3'],
+    ['"x0 x1" orange', 'orange', '"x0 x1" x2'],
+    ['a or orange', 'orange', 'a or x0'],
+  ])('rewrites only the last word of %j, through a placeholder found nowhere else in it', (q, prefix, text) => {
+    const parsed = parseSearch(q);
+    expect(parsed.prefix).toBe(prefix);
+    const params: unknown[] = [];
+    tsquerySql(parsed, params);
+    expect(params).toEqual([text, text.split(' ').at(-1), prefix]);
+  });
+
   it('matchClause searches the tenant-scoped index, and tests the item\'s own vector where the index query is wider', () => {
     const params: unknown[] = [];
     const tsquery = tsquerySql('hello wor', []);
     expect(matchClause('hello wor', 'tenant-1', params, { alias: 'x' })).toBe(
-      `item_search_scoped(x.tenant_id, x.search_vector) @@ (SELECT item_search_scoped_query($3::uuid, ${tsquery})) ` +
+      `item_search_scoped(x.tenant_id, x.search_vector) @@ (SELECT item_search_scoped_query($4::uuid, ${tsquery})) ` +
         `AND ((SELECT ${tsquery}::text !~ '<(-|[0-9]+)>') OR x.search_vector @@ ${tsquery})`,
     );
-    expect(params).toEqual(['hello wor', 'wor', 'tenant-1']);
+    expect(params).toEqual(['hello x0', 'x0', 'wor', 'tenant-1']);
   });
 
   it.each([
@@ -221,9 +235,9 @@ describe('search query', () => {
   it('searches the scoped grams index instead of the vector one when a phrase has common grams', () => {
     const params: unknown[] = [];
     const sql = matchClause('"of the" dusk', 't', params);
-    expect(sql).toMatch(/^item_search_scoped\(i\.tenant_id, i\.search_grams\) @@ \(SELECT item_search_scoped_query\(\$4::uuid, \$3::tsquery\)\) AND /);
+    expect(sql).toMatch(/^item_search_scoped\(i\.tenant_id, i\.search_grams\) @@ \(SELECT item_search_scoped_query\(\$5::uuid, \$4::tsquery\)\) AND /);
     expect(sql).not.toContain('i.search_vector) @@');
-    expect(params).toEqual(['"of the" dusk', 'dusk', `'of the'`, 't']);
+    expect(params).toEqual(['"of the" x0', 'x0', 'dusk', `'of the'`, 't']);
   });
 
   it('uses the common words that migrations 1732300000700 and 1732300000900 indexed', () => {

@@ -6,10 +6,9 @@
  * between two terms is OR, `-term` / `-"phrase"` excludes. On top of it the last word, when
  * it is a plain word (letters and digits, outside quotes, not negated, not `or`), matches as
  * a prefix, so "hel" finds "hello" while the user is still typing. websearch_to_tsquery has
- * no prefix syntax, so its output is rewritten with ts_rewrite: the lexeme of that word is
- * replaced by the same lexeme with `:*`. The rewrite works on the tsquery websearch built,
- * so `or` and phrase structure are never re-parsed here; if the word did not become that
- * lexeme, the rewrite changes nothing and the query is websearch's own.
+ * no prefix syntax, so its output is rewritten with ts_rewrite: the word is given to it as a
+ * placeholder, which is replaced by the word's lexeme with `:*`. The rewrite works on the
+ * tsquery websearch built, so `or` and phrase structure are never re-parsed here.
  *
  * User text only ever reaches SQL as bind parameters.
  *
@@ -250,13 +249,31 @@ function bind(params: unknown[], value: unknown): string {
 /** SQL of the tsquery for `q`, a scalar sub-select (its parameters appended to `params`). */
 export function tsquerySql(q: ParsedSearch | string, params: unknown[]): string {
   const parsed = typeof q === 'string' ? parseSearch(q) : q;
-  const base = `websearch_to_tsquery('${SEARCH_CONFIG}', ${bind(params, parsed.text)})`;
-  if (parsed.prefix === undefined) return `(SELECT ${base})`;
-  const word = bind(params, parsed.prefix);
+  if (parsed.prefix === undefined) return `(SELECT websearch_to_tsquery('${SEARCH_CONFIG}', ${bind(params, parsed.text)}))`;
+  // ts_rewrite replaces every copy of its target: rewriting the word itself would also widen it
+  // where it appears earlier, inside a phrase ('"foo bar" bar' would find "foo barista"). The
+  // last word is therefore written as a placeholder found nowhere else in the query, and only
+  // that is rewritten.
+  const { text, placeholder } = withPlaceholder(parsed.text, parsed.prefix);
   return (
-    `(SELECT ts_rewrite(${base}, to_tsquery('${SEARCH_CONFIG}', quote_literal(${word}::text)), ` +
-    `to_tsquery('${SEARCH_CONFIG}', quote_literal(${word}::text) || ':*')))`
+    `(SELECT ts_rewrite(websearch_to_tsquery('${SEARCH_CONFIG}', ${bind(params, text)}), ` +
+    `to_tsquery('${SEARCH_CONFIG}', ${bind(params, placeholder)}), ` +
+    `to_tsquery('${SEARCH_CONFIG}', quote_literal(${bind(params, parsed.prefix)}::text) || ':*')))`
   );
+}
+
+/**
+ * `text` (websearchText's, which writes the prefix word last, quoted when it begins with `or`)
+ * with that word replaced by a plain word of ASCII letters and digits that occurs nowhere in it,
+ * and so is one lexeme of its own to the parser.
+ */
+export function withPlaceholder(text: string, prefix: string): { text: string; placeholder: string } {
+  const written = text.endsWith(`"${prefix}"`) ? `"${prefix}"` : prefix;
+  const rest = text.slice(0, text.length - written.length);
+  const lower = rest.toLowerCase();
+  let n = 0;
+  while (lower.includes(`x${n}`)) n++;
+  return { text: `${rest}x${n}`, placeholder: `x${n}` };
 }
 
 /**
@@ -340,7 +357,7 @@ export interface MatchOptions {
  * The vector an item is tested against. The indexed one holds the tags (in the weight-B text,
  * beside descriptions), so for a caller who may not read tags, a match or an exclusion through
  * a tag would tell them the tag: theirs is built from the item's stored text without tags
- * (`search_document`, the snippets' source: its first 47,000 characters or so).
+ * (`search_document`, the snippets' source: cut per field, 47,000 characters at most).
  */
 export function matchVector(alias: string, tags: boolean): string {
   return tags ? `${alias}.search_vector` : `to_tsvector('${SEARCH_CONFIG}', ${wordsSql(`${alias}.search_document`)})`;

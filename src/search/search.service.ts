@@ -67,6 +67,7 @@ export class SearchService {
     const parsed = parseSearch(q);
     const page = (mode: 'text' | 'similar') =>
       this.statements.query<HitRow>(
+        p.tenantId,
         searchStatement({
           tenantId: p.tenantId,
           filter,
@@ -96,6 +97,6 @@ export class SearchService {
   }
 
   private async anyTextMatch(p: Principal, filter: ItemFilter, parsed: ParsedSearch): Promise<boolean> {
-    return (await this.statements.query(anyMatchStatement(p.tenantId, filter, parsed, canMetadata(p, 'read')))).length > 0;
+    return (await this.statements.query(p.tenantId, anyMatchStatement(p.tenantId, filter, parsed, canMetadata(p, 'read')))).length > 0;
   }
 }

@@ -24,6 +24,7 @@ import type { Queue } from 'bull';
 import type { Agent, Dispatcher } from 'undici';
 import { newId } from '../common/ids';
 import { cutText } from '../common/input-policy';
+import { KeyedLimiter } from '../common/keyed-limiter';
 import { guardedAgent, literalAddressProblem, requestErrorText } from '../common/target-policy';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
@@ -94,38 +95,6 @@ export interface Prepared extends DeliveryRef {
   plannedAt?: number;
   /** A first attempt's: the credential that registered the webhook, looked up again before it goes out (a claim's checks did that already). */
   credentialId?: string;
-}
-
-/** Runs at most `limit` tasks per key at once; the rest wait their turn. */
-class KeyedLimiter {
-  private readonly lanes = new Map<string, { running: number; waiting: Array<() => void> }>();
-
-  constructor(private readonly limit: number) {}
-
-  waiting(key: string): number {
-    return this.lanes.get(key)?.waiting.length ?? 0;
-  }
-
-  /** Tasks of `key` running or waiting. */
-  load(key: string): number {
-    const lane = this.lanes.get(key);
-    return lane ? lane.running + lane.waiting.length : 0;
-  }
-
-  async run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    let lane = this.lanes.get(key);
-    if (!lane) this.lanes.set(key, (lane = { running: 0, waiting: [] }));
-    if (lane.running >= this.limit) await new Promise<void>((resolve) => lane!.waiting.push(resolve));
-    lane.running++;
-    try {
-      return await task();
-    } finally {
-      lane.running--;
-      const next = lane.waiting.shift();
-      if (next) next();
-      else if (lane.running === 0) this.lanes.delete(key);
-    }
-  }
 }
 
 @Injectable()
