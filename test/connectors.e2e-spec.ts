@@ -281,8 +281,8 @@ describe('connector token responses and token URLs', () => {
   let answer = '';
   let requests = 0;
   const answerWith = (res: ServerResponse, status: number, body: string) => res.writeHead(status, { 'content-type': 'application/json' }).end(body);
-  /** How the token endpoint answers a request, given its form; by default `answer`. */
-  let respond: (res: ServerResponse, form: URLSearchParams) => void;
+  /** How the token endpoint answers a request, given its form (and path); by default `answer`. */
+  let respond: (res: ServerResponse, form: URLSearchParams, path: string) => void;
   const byDefault = (res: ServerResponse) => answerWith(res, 200, answer);
   const VALID = '{"access_token":"at-1","refresh_token":"rt-1","token_type":"Bearer","scope":null,"expires_in":3600}';
   // Each one broke the service (500) or was stored as it came.
@@ -295,6 +295,11 @@ describe('connector token responses and token URLs', () => {
     '{"access_token":"at","refresh_token":{}}',
     '{"access_token":"a\\u0000t"}',
     '{"access_token":"at","scope":"read\\u0000"}',
+    // Unpaired surrogates, which would be stored as U+FFFD: a token the upstream never issued.
+    '{"access_token":"AT\\ud800X","refresh_token":"RT\\udc00Y","scope":"a\\ud800b","token_type":"\\udfffB"}',
+    '{"access_token":"at","refresh_token":"RT\\udc00Y"}',
+    '{"access_token":"at","scope":"a\\ud800b"}',
+    '{"access_token":"at","token_type":"\\udfffB"}',
     '{"access_token":"at","scope":{"read":true}}',
     '{"access_token":"at","token_type":["Bearer"]}',
     '{"access_token":""}',
@@ -343,7 +348,7 @@ describe('connector token responses and token URLs', () => {
     server = createServer((req, res) => {
       requests++;
       let form = '';
-      req.setEncoding('utf8').on('data', (chunk: string) => (form += chunk)).on('end', () => respond(res, new URLSearchParams(form)));
+      req.setEncoding('utf8').on('data', (chunk: string) => (form += chunk)).on('end', () => respond(res, new URLSearchParams(form), req.url!));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -425,6 +430,34 @@ describe('connector token responses and token URLs', () => {
     expectError(refreshed, 400, 'invalid_request');
     expect(refreshed.body.error.message).toMatch(/oauth\.client_id/);
     expect(requests).toBe(seen);
+  });
+
+  it('refreshes a connection made under a version without oauth.client_id with the client id of the newest version of its name with one and the same token_url', async () => {
+    // As a manifest registered before oauth.client_id was required may be.
+    const { id, connectionId } = await connected('acme.lent');
+    await svc.sql(`UPDATE integrations SET manifest = manifest #- '{oauth,client_id}' WHERE id = $1`, [id]);
+    const registerVersion = (version: string, token_url: string, client_id: string) =>
+      svc.http
+        .post('/integrations')
+        .set(bearer(admin))
+        .send({ manifest: { name: 'acme.lent', version, publisher: 'Acme', direction: 'read', runtime_compatibility: ['svc>=4.2'], oauth: { authorize_url: `${base}/authorize`, token_url, client_id } } })
+        .expect(201);
+    const sent: Array<[string, string | null]> = [];
+    respond = (res, form, path) => {
+      sent.push([path, form.get('client_id')]);
+      answerWith(res, 200, '{"access_token":"at-2"}');
+    };
+    const refresh = () => svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin));
+    // A version at another upstream lends it no client id: its refresh token was issued at this one's.
+    await registerVersion('1.1.0', `${base}/elsewhere/token`, 'svc-elsewhere');
+    const refused = await refresh();
+    expect(expectError(refused, 400, 'invalid_request').message).toMatch(/oauth\.token_url/);
+    expect(sent).toEqual([]);
+    await registerVersion('1.2.0', `${base}/token`, 'svc-2');
+    await refresh().expect(200);
+    await registerVersion('1.3.0', `${base}/elsewhere/token`, 'svc-3');
+    await refresh().expect(200);
+    expect(sent).toEqual([['/token', 'svc-2'], ['/token', 'svc-2']]);
   });
 
   it.each([

@@ -115,7 +115,7 @@ describe('integrations', () => {
     expect((await register(root, { manifest: oauth('http://[::1]:8080/authorize', 'http://localhost/token') })).status).toBe(201);
   });
 
-  it('refuses OAuth URLs the URL parser rewrites into another (a backslash, a missing or extra slash, whitespace) or with port 0, as webhook targets', async () => {
+  it('refuses OAuth URLs the URL parser rewrites into another (a backslash, a missing or extra slash, whitespace), with port 0, as webhook targets, or with a fragment (RFC 6749 3.1, 3.2)', async () => {
     const oauth = oauthManifest('acme.rewritten');
     for (const [authorize, token] of [
       ['https://evil.example\\@trusted.example/authorize', 'https://trusted.example\\token'],
@@ -123,6 +123,7 @@ describe('integrations', () => {
       ['https://auth.acme.example:0/authorize', 'http://127.0.0.1:0/token'],
       [' https://auth.acme.example/authorize', 'https://auth.acme.example/to\tken'],
       ['https://auth.acme.example/a/../authorize', 'https://auth.acme.example:443/token'],
+      ['https://auth.acme.example/authorize#frag', 'https://auth.acme.example/token#'],
     ]) {
       const res = await register(root, { manifest: oauth(authorize, token) });
       expect([authorize, token, badFields(res).sort()]).toEqual([authorize, token, ['manifest.oauth.authorize_url', 'manifest.oauth.token_url']]);
@@ -145,6 +146,56 @@ describe('integrations', () => {
     }
     const { oauth: _, ...noOauth } = manifest({ name: 'acme.clientless' });
     expect((await register(root, { manifest: noOauth })).status).toBe(201);
+  });
+
+  it('refuses display text that is blank or has line breaks (but in descriptions), control characters or bidirectional overrides (the rule of user names), and a webhook header that is no HTTP token, naming each', async () => {
+    const res = await register(root, {
+      manifest: manifest({
+        name: 'acme.unreadable',
+        publisher: 'Evil\nCorp',
+        description: 'Acme\u202e\u0007\u001b[31m',
+        runtime_compatibility: ['   '],
+        triggers: [{ kind: 'schedule', schedule: 'daily\r\nSet: x' }, { kind: 'event', event: 'item.created\u0085' }],
+        oauth: { ...manifest().oauth, client_id: 'svc\u2066' },
+        webhook_verification: { scheme: 'hmac-sha256', header: 'X S\n' },
+      }),
+    });
+    expect(badFields(res).sort()).toEqual([
+      'manifest.description',
+      'manifest.oauth.client_id',
+      'manifest.publisher',
+      'manifest.runtime_compatibility.0',
+      'manifest.triggers.0.schedule',
+      'manifest.triggers.1.event',
+      'manifest.webhook_verification.header',
+    ]);
+    expect(badFields(await register(root, { manifest: manifest({ name: 'acme.unreadable', publisher: '   ' }) }))).toEqual(['manifest.publisher']);
+    // One problem per field: an empty text is too short, and blank.
+    expect(badFields(await register(root, { manifest: manifest({ name: 'acme.unreadable', publisher: '' }) }))).toEqual(['manifest.publisher']);
+    // A description may hold paragraphs, not other control characters.
+    expect(badFields(await register(root, { manifest: manifest({ name: 'acme.unreadable', description: 'One.\r\n\nTwo\r.' }) }))).toEqual(['manifest.description']);
+    const readable = await register(root, {
+      manifest: manifest({
+        name: 'acme.unreadable',
+        publisher: 'Acmé, Ltd. ❤️',
+        description: 'Syncs tasks.\n\nTwo-way:\r\n\t- both sides',
+        triggers: [{ kind: 'schedule', schedule: 'daily', description: 'Nightly.\nAt 2am.' }],
+        webhook_verification: { scheme: 'hmac-sha256', header: "X-Sig_1!#$%&'*+.^`|~" },
+      }),
+    });
+    expect(readable.status).toBe(201);
+    expect(readable.body.summary).not.toMatch(/[\r\n]/);
+  });
+
+  it('takes a version by the SemVer 2.0 grammar, without build metadata (which makes no other version)', async () => {
+    const versioned = (version: string) => register(root, { manifest: manifest({ name: 'acme.versioned', version }) });
+    for (const version of ['1.0.0-01', '1.0.0-.', '1.0.0-a..b', '1.0.0-', '1.0.0+..', '1.0.0+build.5', '01.0.0', '1.0', 'v1.0.0']) {
+      const res = await versioned(version);
+      expect([version, badFields(res)]).toEqual([version, ['manifest.version']]);
+    }
+    for (const version of ['1.0.0', '1.0.0-alpha.1', '1.0.0-0.3.7', '1.0.0-x-y-z.--', '1.0.0-0A.is.legal', '10.20.30-rc.1']) {
+      expect([version, (await versioned(version)).status]).toEqual([version, 201]);
+    }
   });
 
   it('refuses an empty name filter', async () => {

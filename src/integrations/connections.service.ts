@@ -30,7 +30,7 @@ import { isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError, type ErrorCode } from '../common/api-error';
 import { isId, newId } from '../common/ids';
-import { cutText } from '../common/input-policy';
+import { cutText, textIssue } from '../common/input-policy';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { AppConfig } from '../config/app-config';
 import { guardedAgent, literalAddressProblem, requestErrorText } from '../common/target-policy';
@@ -117,12 +117,13 @@ const toConnection = (r: ConnectionRow): ConnectionResponse => ({
  * The manifest's OAuth client id. RFC 6749 has every authorization and token request name its
  * client, and registration requires one; a manifest stored before it did may lack it, and such
  * an integration cannot connect until a version with one is registered: no request goes out
- * with an empty client_id.
+ * with an empty client_id. (Its connections' refresh looks further: `refreshClientId`.)
  */
-function clientIdOf(manifest: Manifest): string {
-  const clientId = manifest.oauth?.client_id;
-  if (!clientId) throw invalidRequest(`Integration ${manifest.name} ${manifest.version} has no oauth.client_id; register a new version of its manifest with one`);
-  return clientId;
+function clientIdOf(manifest: Manifest, newer?: { clientId?: string; tokenUrl: string }): string {
+  const clientId = manifest.oauth?.client_id || newer?.clientId;
+  if (clientId) return clientId;
+  const needed = newer ? `one and the same oauth.token_url (${newer.tokenUrl}), where its connections' refresh tokens were issued` : 'one';
+  throw invalidRequest(`Integration ${manifest.name} ${manifest.version} has no oauth.client_id; register a new version of its manifest with ${needed}`);
 }
 
 const cut = (text: string): string => cutText(text, MAX_DESCRIPTION_LENGTH);
@@ -142,8 +143,10 @@ function withError(back: URL, error: string, description: string): string {
 /**
  * Why an upstream's successful token response (RFC 6749 5.1) cannot be stored, or undefined: it
  * comes from outside and goes into sealed strings, text columns and a timestamp, so each field
- * must be what those hold. PostgreSQL text cannot hold NUL; an expires_in out of range is no date.
- * The reasons name fields, never their values (tokens).
+ * must be what those hold, unchanged (the input policy's text rule: PostgreSQL text cannot hold
+ * NUL, and an unpaired surrogate would be stored as U+FFFD, a token the upstream never issued
+ * sent back at the next refresh); an expires_in out of range is no date. The reasons name
+ * fields, never their values (tokens).
  */
 function tokenResponseProblem(body: Record<string, unknown>): string | undefined {
   if (typeof body.access_token !== 'string' || !body.access_token) return 'access_token is missing or not a non-empty string';
@@ -151,7 +154,8 @@ function tokenResponseProblem(body: Record<string, unknown>): string | undefined
     const value = body[name];
     if (value === undefined || value === null) continue;
     if (typeof value !== 'string') return `${name} is not a string`;
-    if (value.includes('\0')) return `${name} contains a NUL character`;
+    const issue = textIssue(value);
+    if (issue) return `${name} ${issue}`;
   }
   const expiresIn = body.expires_in;
   if (expiresIn !== undefined && expiresIn !== null && !(typeof expiresIn === 'number' && expiresIn >= 0 && expiresIn <= MAX_EXPIRES_IN_SECONDS)) {
@@ -300,7 +304,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     const seen = await this.connectionRow(p.tenantId, id);
     if (!seen.refresh_token_sealed) throw invalidRequest('This connection has no refresh token');
     const manifest = (await this.integrations.get(seen.integration_id)).manifest as unknown as Manifest;
-    const clientId = clientIdOf(manifest);
+    const clientId = await this.refreshClientId(manifest);
     const claim = newId();
     for (;;) {
       const [[claimed]]: [ConnectionRow[], number] = await this.db.query(
@@ -319,6 +323,19 @@ export class ConnectionsService implements OnApplicationShutdown {
       // since this one came, which answer it, or by one that failed, after which it may claim.
       if (other.access_token_sealed !== seen.access_token_sealed) return toConnection(other);
     }
+  }
+
+  /**
+   * The client id a connection's refresh names: its own version's. One made under a version
+   * without one (stored before registration required it) takes that of the newest version of the
+   * same name that has one and the same token_url: the refresh still goes to its own version's
+   * token_url, where its refresh token was issued, and a client id means something only at its
+   * own authorization server, so a version that moved to another upstream lends none.
+   */
+  private async refreshClientId(manifest: Manifest): Promise<string> {
+    const oauth = manifest.oauth;
+    if (!oauth || oauth.client_id) return clientIdOf(manifest);
+    return clientIdOf(manifest, { clientId: await this.integrations.newestClientId(manifest.name, oauth.token_url), tokenUrl: oauth.token_url });
   }
 
   private async refreshClaimed(p: Principal, row: ConnectionRow, manifest: Manifest, clientId: string): Promise<ConnectionResponse> {

@@ -67,6 +67,20 @@ export class IntegrationsService {
     return { integrations: page.map(toRecord), next_cursor };
   }
 
+  /**
+   * The client id of the newest registered version of `name` with one and this token_url, for
+   * connections made under a version stored without one (ConnectionsService.refreshClientId).
+   */
+  async newestClientId(name: string, tokenUrl: string): Promise<string | undefined> {
+    const [row]: Array<{ client_id: string }> = await this.db.query(
+      `SELECT manifest #>> '{oauth,client_id}' AS client_id FROM integrations
+        WHERE manifest_name = $1 AND manifest #>> '{oauth,token_url}' = $2 AND manifest #>> '{oauth,client_id}' <> ''
+        ORDER BY registered_at DESC, id DESC LIMIT 1`,
+      [name, tokenUrl],
+    );
+    return row?.client_id;
+  }
+
   /** SPEC 4.4 answers only 200, 401 and 404 here: an id that cannot exist is not found either. */
   async get(id: string): Promise<IntegrationRecord> {
     if (!isId(id)) throw notFound();

@@ -10,12 +10,12 @@ import addFormats from 'ajv-formats';
 import { isKnownScope } from '../oidc/scopes';
 import { isWrittenAsParsed, LOOPBACK_HOSTS } from '../common/target-policy';
 import { isPattern } from '../common/type-pattern';
-import type { FieldIssue } from '../common/validation';
+import { isReadableName, type FieldIssue } from '../common/validation';
 
 export const DIRECTIONS = ['read', 'write', 'bidirectional'] as const;
 
 const OAUTH_URL_RULE =
-  'must be an https URL (plain http only to a loopback host: 127.0.0.1, [::1], localhost), without user info or port 0, written as URL parsing reads it (no backslash, whitespace or form the parser rewrites)';
+  'must be an https URL (plain http only to a loopback host: 127.0.0.1, [::1], localhost), without user info, port 0 or a fragment (RFC 6749 3.1, 3.2), written as URL parsing reads it (no backslash, whitespace or form the parser rewrites)';
 
 /**
  * Why a manifest's OAuth URL may not be used, or undefined: HTTPS, or plain HTTP to a loopback
@@ -24,23 +24,56 @@ const OAUTH_URL_RULE =
  * outright: it is what makes such a URL look like another host, and no upstream needs it. So is
  * a URL the parser rewrites (`https://evil.example\@trusted.example/` goes to evil.example,
  * `https:a.example` and `https:///a.example` to a.example), held to the rule webhook targets are
- * (`isWrittenAsParsed`), and port 0, where nothing listens. Checked at registration and again at
+ * (`isWrittenAsParsed`), port 0, where nothing listens, and a fragment, which RFC 6749 3.1 and 3.2
+ * forbid in either endpoint (the authorize redirect would carry it). Checked at registration and again at
  * each use (the authorize redirect, each token request), for manifests stored before.
  */
 export function oauthUrlProblem(text: string): string | undefined {
   const url = URL.canParse(text) ? new URL(text) : undefined;
   const secure = url?.protocol === 'https:' || (url?.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname));
-  return secure && !url.username && !url.password && url.port !== '0' && isWrittenAsParsed(text, url) ? undefined : OAUTH_URL_RULE;
+  // Written as parsed, the href is the text: a `#` there, even with nothing after it, starts a fragment.
+  const fragment = url?.href.includes('#');
+  return secure && !url.username && !url.password && url.port !== '0' && !fragment && isWrittenAsParsed(text, url) ? undefined : OAUTH_URL_RULE;
 }
 
-/** RFC 6749 3.3: a scope token is `1*( %x21 / %x23-5B / %x5D-7E )`; a space would make two scopes of one. */
-const OAUTH_SCOPE_RULE = 'must be an OAuth scope token (RFC 6749 3.3): printable ASCII other than space, " and \\';
-export const OAUTH_SCOPE_FORMAT = 'oauth-scope';
+/**
+ * The manifest's own formats, each a check and the rule in words: the words name a bad field's
+ * problem, and are in the published schema too, since no client knows these formats.
+ */
+const FORMATS = {
+  'oauth-url': { validate: (text: string) => oauthUrlProblem(text) === undefined, rule: OAUTH_URL_RULE },
+  /** RFC 6749 3.3: a scope token is `1*( %x21 / %x23-5B / %x5D-7E )`; a space would make two scopes of one. */
+  'oauth-scope': { validate: /^[\x21\x23-\x5B\x5D-\x7E]+$/, rule: 'must be an OAuth scope token (RFC 6749 3.3): printable ASCII other than space, " and \\' },
+  /**
+   * The official SemVer 2.0 grammar (semver.org), without build metadata: SemVer 10 says
+   * `1.0.0+build.5` is no other version than 1.0.0, and the version names the record (the same
+   * name and version twice is 409), so it would be one version registered twice.
+   */
+  'manifest-version': {
+    validate: /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*)?$/,
+    rule: 'must be a SemVer 2.0 version (MAJOR.MINOR.PATCH, an optional pre-release such as -rc.1: dot-separated, no empty identifier, no leading zero in a numeric one), without build metadata (+...), which does not make another version',
+  },
+  /** Text a person reads (the summary is one line of it): the rule of user and tenant names. */
+  'readable-text': { validate: isReadableName, rule: 'must not be blank, nor contain control characters (line breaks included) or bidirectional override characters (U+202A-U+202E, U+2066-U+2069)' },
+  /** A description, which no one-line text is made of: paragraphs and tabs allowed, else the rule above. */
+  'readable-paragraphs': {
+    validate: (text: string) => isReadableName(text.replace(/\r\n|[\n\t]/g, ' ')),
+    rule: 'must not be blank, nor contain control characters (but line breaks \\n or \\r\\n and tabs) or bidirectional override characters (U+202A-U+202E, U+2066-U+2069)',
+  },
+  /** RFC 9110 5.1: a field name is a token, `1*tchar`. */
+  'header-name': { validate: /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/, rule: "must be an HTTP header name (RFC 9110 token): letters, digits and !#$%&'*+-.^_`|~" },
+} as const;
+type Format = keyof typeof FORMATS;
 
-export const OAUTH_URL_FORMAT = 'oauth-url';
-// The rule in words too: the OpenAPI document publishes this schema, and no client knows the format.
-const oauthUrl = { type: 'string', format: OAUTH_URL_FORMAT, maxLength: 2000, description: `An OAuth endpoint: ${OAUTH_URL_RULE}` };
-const text = (max: number) => ({ type: 'string', minLength: 1, maxLength: max });
+const formatted = (format: Format, max: number, what: string) => ({
+  type: 'string',
+  format,
+  maxLength: max,
+  description: `${what}: ${FORMATS[format].rule}`,
+});
+const oauthUrl = formatted('oauth-url', 2000, 'An OAuth endpoint');
+const text = (max: number) => ({ ...formatted('readable-text', max, 'Text'), minLength: 1 });
+const paragraphs = (max: number) => ({ ...formatted('readable-paragraphs', max, 'Text'), minLength: 1 });
 
 /** The manifest's JSON Schema: what registration applies, and what the OpenAPI document publishes for it. */
 export const MANIFEST_SCHEMA = {
@@ -49,9 +82,9 @@ export const MANIFEST_SCHEMA = {
   required: ['name', 'version', 'publisher', 'direction', 'runtime_compatibility'],
   properties: {
     name: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]*(\\.[a-z0-9][a-z0-9_-]*)*$', maxLength: 200 },
-    version: { type: 'string', pattern: '^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-[0-9A-Za-z.-]+)?(\\+[0-9A-Za-z.-]+)?$', maxLength: 100 },
+    version: formatted('manifest-version', 100, 'SemVer 2.0'),
     publisher: text(200),
-    description: text(2000),
+    description: paragraphs(2000),
     direction: { enum: [...DIRECTIONS] },
     runtime_compatibility: { type: 'array', minItems: 1, maxItems: 20, items: text(100), uniqueItems: true },
     triggers: {
@@ -65,7 +98,7 @@ export const MANIFEST_SCHEMA = {
           kind: { enum: ['event', 'schedule', 'webhook', 'manual'] },
           event: text(100),
           schedule: text(100),
-          description: text(500),
+          description: paragraphs(500),
         },
       },
     },
@@ -77,7 +110,7 @@ export const MANIFEST_SCHEMA = {
       properties: {
         authorize_url: oauthUrl,
         token_url: oauthUrl,
-        scopes: { type: 'array', maxItems: 100, items: { ...text(200), format: OAUTH_SCOPE_FORMAT, description: `A scope of the upstream: ${OAUTH_SCOPE_RULE}` }, uniqueItems: true },
+        scopes: { type: 'array', maxItems: 100, items: { ...formatted('oauth-scope', 200, 'A scope of the upstream'), minLength: 1 }, uniqueItems: true },
         client_id: text(500),
       },
     },
@@ -87,7 +120,7 @@ export const MANIFEST_SCHEMA = {
       required: ['scheme'],
       properties: {
         scheme: { enum: ['hmac-sha256', 'standard-webhooks', 'none'] },
-        header: text(100),
+        header: formatted('header-name', 100, 'The header the signature comes in'),
         tolerance_seconds: { type: 'integer', minimum: 0, maximum: 86400 },
       },
     },
@@ -105,11 +138,15 @@ export const MANIFEST_SCHEMA = {
   },
 } as const;
 
+/** Teaches an ajv instance the manifest's own formats, as registration checks them (the fuzz tests' judge of the published schema uses it too). */
+export function addManifestFormats(ajv: { addFormat(name: string, format: { type: 'string'; validate: RegExp | ((text: string) => boolean) }): unknown }): void {
+  for (const [name, { validate }] of Object.entries(FORMATS)) ajv.addFormat(name, { type: 'string', validate });
+}
+
 const ajv = new Ajv({ allErrors: true, strict: false, logger: false });
 addFormats(ajv);
-// A format, not a check after the schema, so that a bad URL is named with the other schema errors.
-ajv.addFormat(OAUTH_URL_FORMAT, { type: 'string', validate: (text: string) => oauthUrlProblem(text) === undefined });
-ajv.addFormat(OAUTH_SCOPE_FORMAT, { type: 'string', validate: /^[\x21\x23-\x5B\x5D-\x7E]+$/ });
+// Formats, not checks after the schema, so that a bad value is named with the other schema errors.
+addManifestFormats(ajv);
 const validate = ajv.compile(MANIFEST_SCHEMA);
 
 export interface Manifest {
@@ -134,20 +171,19 @@ const fieldOf = (e: ErrorObject) => {
   return ['manifest', base, extra].filter(Boolean).join('.');
 };
 
-/** Every problem of a manifest, each naming its field (`manifest.oauth.token_url`). */
+/** Every problem of a manifest, each naming its field (`manifest.oauth.token_url`), once (an empty text breaks its length and its format). */
 export function manifestIssues(manifest: unknown): FieldIssue[] {
   if (!validate(manifest)) {
-    return (validate.errors ?? []).map((e) => ({
+    const issues: FieldIssue[] = (validate.errors ?? []).map((e) => ({
       field: fieldOf(e),
       message:
         e.keyword === 'additionalProperties'
           ? 'is not a manifest field'
-          : e.keyword === 'format' && e.params.format === OAUTH_URL_FORMAT
-            ? OAUTH_URL_RULE
-            : e.keyword === 'format' && e.params.format === OAUTH_SCOPE_FORMAT
-              ? OAUTH_SCOPE_RULE
-              : (e.message ?? 'is invalid'),
+          : e.keyword === 'format'
+            ? FORMATS[e.params.format as Format].rule
+            : (e.message ?? 'is invalid'),
     }));
+    return issues.filter((issue, i) => issues.findIndex((other) => other.field === issue.field) === i);
   }
   const m = manifest as Manifest;
   const issues: FieldIssue[] = [];

@@ -20,7 +20,7 @@
  */
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { OAUTH_URL_FORMAT, oauthUrlProblem } from '../../src/integrations/manifest-schema';
+import { addManifestFormats } from '../../src/integrations/manifest-schema';
 import type { ValidateFunction } from 'ajv';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { hasLoneSurrogate, splitQuery, strictDecode } from './encoding';
@@ -149,8 +149,8 @@ export class BodyJudge {
 
   constructor(private readonly doc: OpenApiDoc) {
     addFormats(this.ajv);
-    // The one format of the document's own, as the service checks it.
-    this.ajv.addFormat(OAUTH_URL_FORMAT, { type: 'string', validate: (text: string) => oauthUrlProblem(text) === undefined });
+    // The document's own formats (the manifest's), as the service checks them.
+    addManifestFormats(this.ajv);
   }
 
   /** Reasons the body is invalid by the operation's schema; [] when valid or undecidable. */
@@ -202,8 +202,8 @@ export class ResponseJudge {
 
   constructor(private readonly doc: OpenApiDoc) {
     addFormats(this.ajv);
-    // The one format of the document's own, as the service checks it.
-    this.ajv.addFormat(OAUTH_URL_FORMAT, { type: 'string', validate: (text: string) => oauthUrlProblem(text) === undefined });
+    // The document's own formats (the manifest's), as the service checks them.
+    addManifestFormats(this.ajv);
   }
 
   violations(op: Operation, status: number, res: FuzzResponse): string[] {
