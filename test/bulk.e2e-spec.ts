@@ -191,6 +191,12 @@ describe('bulk actions (e2e)', () => {
       expect(badFields(await bulk({ action: 'transition', dry_run: true }))).toEqual(['to_state']);
     });
 
+    it('refuses a tag list longer than 100 tags, of a whole body\'s worth, naming it, in the action and in its filter', async () => {
+      const many = Array.from({ length: 100_000 }, (_, i) => `t${i}`);
+      expect(badFields(await bulk({ action: 'update_tags', add_tags: many, remove_tags: ['x'] }))).toEqual(['add_tags']);
+      expect(badFields(await bulk({ action: 'update_tags', add_tags: ['x'], filter: { tags: many }, dry_run: true }))).toEqual(['filter.tags']);
+    });
+
     it('names fields that belong to another action, and every problem at once', async () => {
       expect(badFields(await bulk({ action: 'transition', to_state: 'archived', tier: 'feed' }))).toEqual(['tier']);
       expect(badFields(await bulk({ action: 'update_tier', tier: 'feed', to_state: 'archived' }))).toEqual(['to_state']);

@@ -622,6 +622,39 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect([noId.status, noId.body.error, noId.headers['www-authenticate']]).toEqual([401, 'invalid_client', 'Basic realm="svc"']);
   });
 
+  it('answers invalid_client, 401 with the Basic challenge, for an Authorization header that holds no client credentials (RFC 6749 5.2)', async () => {
+    const endpoints: Array<[string, Record<string, string>]> = [
+      ['/auth/oauth2/token', { grant_type: 'client_credentials' }],
+      ['/auth/oauth2/introspect', { token: 'svc_at_x' }],
+      ['/auth/oauth2/revoke', { token: 'svc_at_x' }],
+      ['/auth/device', { scope: 'openid' }],
+    ];
+    const headers = [
+      `Basic ${Buffer.from('test').toString('base64')}`, // no colon
+      'Basic ',
+      'Basic',
+      'Basic not*base64',
+      'Digest x',
+      'Bearer abc',
+      `Basic ${Buffer.from(`${client.client_id}:`).toString('base64')}`, // curl -u 'someclient:'
+      `Basic ${Buffer.from('someclient:').toString('base64')}`,
+      `Basic ${Buffer.from('%zz:secret').toString('base64')}`, // not form-encoded
+    ];
+    for (const [path, form] of endpoints) {
+      for (const authorization of headers) {
+        const res = await t.http.post(path).set('Authorization', authorization).type('form').send(form);
+        expect([path, authorization, res.status, res.body.error, res.headers['www-authenticate']]).toEqual([path, authorization, 401, 'invalid_client', 'Basic realm="svc"']);
+      }
+    }
+    // What a wrong secret gets, for comparison; and a readable header with another fault stays invalid_request.
+    const wrong = await t.http.post('/auth/oauth2/introspect').auth(client.client_id, 'not-the-secret').type('form').send({ token: 'svc_at_x' });
+    expect([wrong.status, wrong.body.error, wrong.headers['www-authenticate']]).toEqual([401, 'invalid_client', 'Basic realm="svc"']);
+    const twoWays = await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', client_secret: client.client_secret });
+    expect([twoWays.status, twoWays.body.error, twoWays.headers['www-authenticate']]).toEqual([400, 'invalid_request', undefined]);
+    const mismatch = await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', client_id: 'another-client' });
+    expect([mismatch.status, mismatch.body.error, mismatch.headers['www-authenticate']]).toEqual([400, 'invalid_request', undefined]);
+  });
+
   it('refuses client_credentials through open registration: such a client has no tenant for its tokens to act in', async () => {
     const ccOnly = { grant_types: ['client_credentials'], response_types: [], redirect_uris: [] };
     const withCode = { grant_types: ['authorization_code', 'refresh_token', 'client_credentials'], redirect_uris: ['https://app.example.com/cb'] };

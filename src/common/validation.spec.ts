@@ -1,6 +1,9 @@
 import { plainToInstance, Transform, Type } from 'class-transformer';
-import { IsArray, IsObject, IsString, ValidateNested, validateSync } from 'class-validator';
-import { IsQueryInt, IsRfc3339, isRfc3339, plainToDto } from './validation';
+import type { TransformOperationExecutor as Executor } from 'class-transformer/types/TransformOperationExecutor';
+import { ArrayMaxSize, IsArray, IsObject, IsString, ValidateNested, validateSync } from 'class-validator';
+import { BulkActionDto } from '../bulk/bulk.dto';
+import { BulkItemsDto } from '../items/items.dto';
+import { IsQueryInt, IsRfc3339, isRfc3339, plainToDto, validationIssues } from './validation';
 
 describe('isRfc3339', () => {
   it.each(['2026-01-02T03:04:05Z', '2026-01-02t03:04:05z', '2026-01-02T03:04:05.123456+02:00', '2024-02-29T23:59:59-11:30'])('accepts %s', (v) => {
@@ -103,6 +106,79 @@ describe('plainToDto', () => {
   it('gives what plainToInstance gives for what is not an object', () => {
     expect(plainToDto(Outer, null)).toBe(plainToInstance(Outer, null));
     expect(plainToDto(Outer, [{ tags: ['a'] }])).toEqual(plainToInstance(Outer, [{ tags: ['a'] }]));
+  });
+});
+
+// The class plainToInstance runs, from the build it loads (its types are published apart).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { TransformOperationExecutor } = require('class-transformer/cjs/TransformOperationExecutor') as { TransformOperationExecutor: typeof Executor };
+
+describe('plainToDto and an array past its ArrayMaxSize', () => {
+  let built = 0;
+  class Element {
+    constructor() {
+      built++;
+    }
+    @IsString() name: string;
+  }
+  class Listing {
+    @IsArray() @ArrayMaxSize(3) @ValidateNested({ each: true }) @Type(() => Element) elements: Element[];
+  }
+  class Wrapper {
+    @ValidateNested() @Type(() => Listing) listing: Listing;
+  }
+  const named = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `e${i}` }));
+  const issues = (dto: object) => validationIssues(validateSync(dto, { whitelist: true, forbidNonWhitelisted: true }));
+
+  beforeEach(() => (built = 0));
+
+  it('builds the elements of an array within the limit', () => {
+    const dto = plainToDto(Listing, { elements: named(3) });
+    expect(built).toBe(3);
+    expect(dto.elements[0]).toBeInstanceOf(Element);
+    expect(issues(dto)).toEqual([]);
+  });
+
+  it('builds nothing from a longer one, which validation refuses as sent', () => {
+    const elements = named(4);
+    const dto = plainToDto(Listing, { elements });
+    expect(built).toBe(0);
+    expect(dto.elements).toBe(elements);
+    expect(issues(dto)).toContainEqual({ field: 'elements', message: 'must contain no more than 3 elements' });
+  });
+
+  it('holds inside a nested DTO', () => {
+    expect(plainToDto(Wrapper, { listing: { elements: named(3) } }).listing.elements[2]).toBeInstanceOf(Element);
+    built = 0;
+    const dto = plainToDto(Wrapper, { listing: { elements: named(4) } });
+    expect(built).toBe(0);
+    expect(dto.listing).toBeInstanceOf(Listing);
+    expect(issues(dto)).toContainEqual({ field: 'listing.elements', message: 'must contain no more than 3 elements' });
+  });
+
+  // class-transformer's visits of values: one per element it builds, a handful for the rest.
+  const visits = (dto: new () => object, plain: object) => {
+    const transform = jest.spyOn(TransformOperationExecutor.prototype, 'transform');
+    try {
+      plainToDto(dto, plain);
+      return transform.mock.calls.length;
+    } finally {
+      transform.mockRestore();
+    }
+  };
+
+  it('leaves POST /items/bulk\'s items alone past 1000 elements', () => {
+    expect(visits(BulkItemsDto, { mode: 'upsert', items: Array.from({ length: 1000 }, () => ({})) })).toBeGreaterThan(1000);
+    expect(visits(BulkItemsDto, { mode: 'upsert', items: Array.from({ length: 1001 }, () => ({})) })).toBeLessThan(10);
+    expect(visits(BulkItemsDto, { mode: 'upsert', items: Array.from({ length: 50_000 }, () => 1) })).toBeLessThan(10);
+  });
+
+  it('leaves a tag list alone past 100 tags, in a bulk action and in its filter', () => {
+    const tags = Array.from({ length: 5000 }, (_, i) => `t${i}`);
+    expect(visits(BulkActionDto, { action: 'update_tags', add_tags: tags.slice(0, 100), filter: { tags: tags.slice(0, 100) } })).toBeGreaterThan(200);
+    expect(visits(BulkActionDto, { action: 'update_tags', add_tags: tags, filter: { tags } })).toBeLessThan(10);
+    const dto = plainToDto(BulkActionDto, { action: 'update_tags', add_tags: tags, filter: { tags } });
+    expect(issues(dto).map((i) => i.field)).toEqual(['filter.tags', 'add_tags']);
   });
 });
 

@@ -13,18 +13,23 @@ import type { Tier } from '../keys/api-key.entity';
 export const MAX_TAGS = 100;
 const TAG_RE = /^[^,\s][^,]{0,99}$/u;
 
+const TAG_LIST_RULE = `must be an array of at most ${MAX_TAGS} tags, each 1-100 characters without commas or surrounding spaces`;
+
 /**
  * A list of tags, each kept once, where it first appears: an item carries a set of tags, and
- * every list that writes them (create, upsert, PATCH, metadata, bulk) comes through here.
+ * every list that writes them (create, upsert, PATCH, metadata, bulk) comes through here. The
+ * ArrayMaxSize is on the list as sent (as the document's maxItems is): a longer one is refused
+ * before it is de-duplicated (plainToDto), and says so in the same words.
  */
 export const IsTagList = () =>
   applyDecorators(
     Transform(({ value }) => (Array.isArray(value) ? [...new Set(value)] : value)),
+    ArrayMaxSize(MAX_TAGS, { message: TAG_LIST_RULE }),
     ValidateBy({
       name: 'isTagList',
       validator: {
         validate: (v: unknown) => Array.isArray(v) && v.length <= MAX_TAGS && v.every((t) => typeof t === 'string' && TAG_RE.test(t) && t.trim() === t),
-        defaultMessage: () => `must be an array of at most ${MAX_TAGS} tags, each 1-100 characters without commas or surrounding spaces`,
+        defaultMessage: () => TAG_LIST_RULE,
       },
     }),
   );

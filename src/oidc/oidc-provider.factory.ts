@@ -483,10 +483,24 @@ async function refuseUnstorableLogout(ctx: KoaContextWithOIDC, next: () => Promi
 const CLIENT_ROUTES = new Set(['token', 'device_authorization', 'introspection', 'revocation']);
 
 /**
+ * The provider's descriptions of an Authorization header it could not take client credentials
+ * from (not Basic, not base64 of `id:secret`, not form-encoded, an empty secret): its only sign
+ * of these cases, as of a request without client authentication (lib/shared/client_auth.js of
+ * the pinned version; the tests check each).
+ */
+const NO_CLIENT_AUTHENTICATION = 'no client authentication mechanism provided';
+const UNREADABLE_BASIC_CREDENTIALS = new Set([
+  'invalid authorization header value format',
+  'client_id and client_secret in the authorization header are not properly encoded',
+  'client_secret must be provided in the Authorization header',
+]);
+
+/**
  * RFC 6749 5.2 (and RFC 8628 3.2, RFC 7662 2.3) where the provider answers `invalid_request`:
  * - a grant type the client is not registered for, at the token or device authorization
  *   endpoint, is `unauthorized_client`;
- * - a request without any client authentication is `invalid_client`.
+ * - a request without any client authentication, or whose Authorization header holds no client
+ *   credentials the provider can read, is `invalid_client` (the client failed to authenticate).
  * An `invalid_client` is 401 with `WWW-Authenticate: Basic` when the client tried the
  * Authorization header, as RFC 6749 requires, and 400 otherwise, where SPEC 7 lists it (the
  * provider answers 401 for a wrong secret sent in the body too).
@@ -499,10 +513,10 @@ async function reportClientErrors(ctx: KoaContextWithOIDC, next: () => Promise<v
   const { client } = ctx.oidc;
   const grantType = route === 'device_authorization' ? DEVICE_GRANT_TYPE : route === 'token' ? (ctx.oidc.params as { grant_type?: unknown } | undefined)?.grant_type : undefined;
   if (body.error === 'invalid_request' && client && typeof grantType === 'string' && !client.grantTypeAllowed(grantType)) body.error = 'unauthorized_client';
-  // The provider's only sign of this case is its description (lib/shared/client_auth.js of the pinned version; the tests check it).
-  if (body.error === 'invalid_request' && !client && body.error_description === 'no client authentication mechanism provided') {
+  if (body.error === 'invalid_request' && !client && body.error_description === NO_CLIENT_AUTHENTICATION) {
     Object.assign(body, { error: 'invalid_client', error_description: 'client authentication is required (HTTP Basic, or client_id for a public client)' });
   }
+  if (body.error === 'invalid_request' && !client && UNREADABLE_BASIC_CREDENTIALS.has(body.error_description ?? '')) body.error = 'invalid_client';
   if (body.error !== 'invalid_client') return;
   if (ctx.get('authorization')) {
     ctx.status = 401;

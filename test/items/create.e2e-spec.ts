@@ -512,6 +512,26 @@ describe('items: create, upsert, bulk, delete', () => {
       expectError(await admin.post('/items/bulk', { items: [note('x')] }), 400, 'validation_error');
     });
 
+    it('refuses an items array of a whole body\'s worth of elements as it refuses 1001, naming the field', async () => {
+      // ~900 KB of `{}` or of numbers: refused before anything is built from the elements.
+      for (const element of [{}, 1]) {
+        const res = await admin.post('/items/bulk', { mode: 'upsert', items: Array.from({ length: 300_000 }, () => element) });
+        expect(expectError(res, 400, 'validation_error').details?.fields).toEqual([{ field: 'items', message: 'must contain no more than 1000 elements' }]);
+      }
+      const bad = await admin.post('/items/bulk', { mode: 'merge', items: Array.from({ length: 300_000 }, () => ({})) });
+      expect(expectError(bad, 400, 'validation_error').details?.fields.map((f: { field: string }) => f.field)).toEqual(['mode', 'items']);
+    });
+
+    it('refuses a tag list of more than 100 tags as sent, even when fewer remain once each is kept once', async () => {
+      const tags = Array.from({ length: 100 }, (_, i) => `t${i}`);
+      const rule = 'must be an array of at most 100 tags, each 1-100 characters without commas or surrounding spaces';
+      for (const sent of [[...tags, 't0'], Array.from({ length: 200_000 }, () => 'x')]) {
+        const res = await admin.post('/items', note('many tags', { tags: sent }));
+        expect(expectError(res, 400, 'validation_error').details?.fields).toEqual([{ field: 'tags', message: rule }]);
+      }
+      expectStatus(await admin.post('/items', note('a hundred tags', { tags: [...tags.slice(0, 99), 't0'] })), 201);
+    });
+
     it('exactly 1000 items are accepted', async () => {
       const items = Array.from({ length: 1000 }, (_, i) => note(`k${i}`, { source_id: `bulk-k-${i}` }));
       const res = await admin.post('/items/bulk', { mode: 'create_only', items });
