@@ -17,7 +17,7 @@ import { Logger } from 'nestjs-pino';
 import type { Logger as PinoLogger } from 'pino';
 import { AppModule } from './app.module';
 import { answerCredentialError, CredentialHook } from './auth/credential.hook';
-import { registerBodyParsers } from './common/body-parsing';
+import { answerHalfClosed, registerBodyParsers } from './common/body-parsing';
 import { BodylessRouteGuard } from './common/bodyless-routes';
 import {
   BareHeaders,
@@ -26,6 +26,7 @@ import {
   frameworkErrors,
   PreRoutingStep,
   refuseUnsupported,
+  refuseTransferCodings,
   refuseWhileClosing,
   requireHost,
   requireValidQuery,
@@ -61,7 +62,11 @@ async function checkRedis(url: string): Promise<void> {
  */
 const MAX_PARAM_LENGTH = 16 * 1024;
 
+/** How long Node gives a request's headers by itself, when the whole request may take longer. */
+const HEADERS_TIMEOUT_MS = 60_000;
+
 function adapter(config: AppConfig, logger: PinoLogger, preRouting: readonly PreRoutingStep[], bare: BareHeaders): FastifyAdapter {
+  const timeout = config.REQUEST_TIMEOUT_MS;
   return new FastifyAdapter({
     trustProxy: config.trustProxy,
     genReqId: requestId,
@@ -70,7 +75,18 @@ function adapter(config: AppConfig, logger: PinoLogger, preRouting: readonly Pre
     // Refusals below Nest, in the envelope too (protocol-errors.ts).
     frameworkErrors: frameworkErrors(preRouting),
     clientErrorHandler: clientErrorHandler(logger, bare),
-    http: { requireHostHeader: false },
+    // A request whose headers and body have not all arrived within REQUEST_TIMEOUT_MS is 408
+    // (clientErrorHandler). Fastify's default is no limit: a body sent a byte at a time held its
+    // connection, and a handler waiting for it, for ever. The headers' own bound is Node's
+    // default, 60 s or the whole request's if shorter (Node applies the longer of the two).
+    // Node looks for late requests every connectionsCheckingInterval (30 s by default), here a
+    // tenth of the bound at most, so that a short one holds too.
+    requestTimeout: timeout,
+    http: {
+      requireHostHeader: false,
+      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, timeout),
+      connectionsCheckingInterval: Math.min(30_000, timeout / 10),
+    },
     return503OnClosing: false, // refuseWhileClosing answers in the envelope
   });
 }
@@ -105,6 +121,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   http.addHook('onRequest', answerCredentialError);
   http.addHook('onRequest', refuseWhileClosing(http));
   http.addHook('onRequest', requireHost);
+  http.addHook('onRequest', refuseTransferCodings);
   http.addHook('onRequest', requireValidQuery);
   http.addHook('onRequest', app.get(OidcMount).onRequest);
   preRouting.push(
@@ -119,6 +136,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   mountOpenApi(app, config);
   bare.of = async (address, method) => ({ ...EVERY_RESPONSE, ...(await rateLimit.unparsed(address, method)) });
   refuseUnsupported(app.getHttpServer(), bare);
+  answerHalfClosed(app.getHttpServer());
   await app.init();
   return app;
 }

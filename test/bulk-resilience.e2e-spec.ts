@@ -1,12 +1,13 @@
 /**
  * Bulk jobs survive what production does to them (issue 17, point 5): a worker SIGKILLed in
  * the middle of a job, Redis losing the queue while jobs are queued and running, two instances
- * sharing the work, and one of them shut down gracefully mid-job. In each case every matched
+ * sharing the work, one of them shut down gracefully mid-job, and one frozen mid-chunk (SIGSTOP)
+ * while it holds its chunk's rows and taken over. In each case every matched
  * item is changed exactly once: its version goes from 1 to 2 and it has exactly two revisions.
  *
  * A job is held at a known point without sleeping: the test locks one item row (SELECT … FOR
  * UPDATE in its own transaction) that sits in a later chunk, so the chunks before it commit
- * and the worker waits on the lock until the test lets go.
+ * and the worker waits on the lock (a bounded wait, tried again) until the test lets go.
  */
 import { Client } from 'pg';
 import { BulkWorker } from '../src/bulk/bulk-worker';
@@ -44,18 +45,25 @@ async function createNotes(api: Http, tag: string, count: number): Promise<strin
   return ids;
 }
 
-/** Holds a row lock on one item until released. */
-async function lockItem(databaseUrl: string, id: string): Promise<{ release(): Promise<void> }> {
+/** Holds row locks on items (one, or a list) until released; `pid` is the holding session's. */
+async function lockItem(databaseUrl: string, id: string | string[]): Promise<{ pid: number; release(): Promise<void> }> {
   const client = new Client({ connectionString: databaseUrl });
   await client.connect();
   await client.query('BEGIN');
-  await client.query('SELECT 1 FROM items WHERE id = $1 FOR UPDATE', [id]);
+  await client.query('SELECT 1 FROM items WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [[id].flat()]);
+  const [{ pid }] = (await client.query('SELECT pg_backend_pid() AS pid')).rows;
   return {
+    pid,
     release: async () => {
       await client.query('ROLLBACK');
       await client.end();
     },
   };
+}
+
+/** The sessions waiting for a lock that session `holder` holds, with when their transactions began. */
+async function waitingOn(sql: (text: string, params?: unknown[]) => Promise<any[]>, holder: number): Promise<Array<{ pid: number; xact_start: string }>> {
+  return sql(`SELECT pid, xact_start::text AS xact_start FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [holder]);
 }
 
 async function jobWhen(api: Http, id: string, what: string, ok: (job: any) => boolean): Promise<any> {
@@ -251,5 +259,123 @@ describe('an instance shut down gracefully mid-job', () => {
     await closed;
     expect(done).toMatchObject({ matched: ids.length, processed: ids.length, succeeded: ids.length, errored: 0 });
     await expectChangedOnce(b.sql, ids, 'handed');
+  });
+});
+
+describe('a bulk job whose chunk finds its items locked by another session', () => {
+  let t: TestApp;
+  let admin: string;
+
+  beforeAll(async () => {
+    // A chunk then waits 2 s for a lock before trying again (bulk-worker.ts chunkLockWaitMs).
+    t = await startApp({ BULK_CONCURRENCY: '1', DATABASE_STATEMENT_TIMEOUT_MS: '4000' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => t?.close());
+
+  it('waits for them, however many lock waits that takes, and completes once they are free', async () => {
+    const api = http(t.url, admin);
+    const ids: string[] = [];
+    for (const count of [CHUNK, CHUNK]) ids.push(...(await createNotes(api, 'held', count)));
+    const lock = await lockItem(t.databaseUrl, ids.slice(CHUNK, CHUNK + 50));
+
+    const submitted = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['unheld'], filter: { tags: ['held'] }, async: true });
+    expect(submitted.status).toBe(202);
+    await jobWhen(api, submitted.body.id, 'the first chunk to commit', (j) => j.processed === CHUNK);
+    // Each wait is a transaction of its own: more of them than a chunk's attempts (3) before a job is failed.
+    const waits = new Set<string>();
+    await waitFor(async () => {
+      for (const w of await waitingOn(t.sql, lock.pid)) waits.add(w.xact_start);
+      return waits.size > 3;
+    }, 'the chunk to wait for the locked items four times', 60_000, 50);
+    expect((await api.get(`/items/bulk_action/jobs/${submitted.body.id}`)).body).toMatchObject({ status: 'in_progress', processed: CHUNK });
+    await lock.release();
+
+    const done = await jobWhen(api, submitted.body.id, 'the job to complete once the items are free', (j) => j.status !== 'in_progress');
+    expect(done).toMatchObject({ status: 'completed', matched: ids.length, processed: ids.length, succeeded: ids.length, errored: 0 });
+    await expectChangedOnce(t.sql, ids, 'unheld');
+  });
+});
+
+describe('a bulk job whose worker freezes mid-chunk (SIGSTOP) holding its items', () => {
+  const database = uniqueName('svc_bulk_stop');
+  const prefix = `${uniqueName('svcbs')}:`;
+  const databaseUrl = `${PG_SERVER}/${database}`;
+  const services: Service[] = [];
+  let sqlClient: Client | undefined;
+
+  // A frozen session's transaction is ended after twice the statement timeout (pg-guards.ts): 10 s.
+  const env = (port: number) => ({
+    NODE_ENV: 'test',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL,
+    REDIS_PREFIX: prefix,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_ENABLED: 'false',
+    BULK_JOB_LEASE: '2s',
+    DATABASE_STATEMENT_TIMEOUT_MS: '5000',
+  });
+
+  async function start(): Promise<{ service: Service; url: string }> {
+    const port = await freePort();
+    const service = runService(env(port));
+    services.push(service);
+    const url = `http://127.0.0.1:${port}`;
+    await waitHealthy(service, url);
+    return { service, url };
+  }
+
+  beforeAll(() => ensureBuilt(), 180_000);
+  afterAll(async () => {
+    for (const s of services) s.child.kill('SIGCONT');
+    await Promise.all(services.map((s) => s.stop()));
+    await sqlClient?.end();
+    await dropDatabase(database);
+    await clearRedisPrefix(prefix);
+  });
+
+  it('is completed by the instance that takes it over, every item changed exactly once', async () => {
+    const first = await start();
+    const { key } = (await http(first.url).post('/keys', { label: 'root' })).body;
+    const api = http(first.url, key);
+    const ids: string[] = [];
+    for (const count of [CHUNK, CHUNK, 50]) ids.push(...(await createNotes(api, 'frozen', count)));
+    sqlClient = new Client({ connectionString: databaseUrl });
+    await sqlClient.connect();
+    const sql = async (text: string, params?: unknown[]) => (await sqlClient!.query(text, params)).rows;
+
+    // The first instance's second chunk locks its rows up to this one and waits for it.
+    const lock = await lockItem(databaseUrl, ids[CHUNK + 10]);
+    const submitted = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['thawed'], filter: { tags: ['frozen'] }, async: true });
+    expect(submitted.status).toBe(202);
+    await jobWhen(api, submitted.body.id, 'the first chunk to commit', (j) => j.processed === CHUNK);
+    const [chunkSession] = await waitFor(async () => {
+      const w = await waitingOn(sql, lock.pid);
+      return w.length ? w : undefined;
+    }, 'the second chunk to wait for the locked item');
+
+    // Frozen while waiting: let go, its session takes the rows and sits idle in its transaction.
+    first.service.child.kill('SIGSTOP');
+    await lock.release();
+    await waitFor(async () => {
+      const [s] = await sql(`SELECT state FROM pg_stat_activity WHERE pid = $1`, [chunkSession.pid]);
+      return s?.state === 'idle in transaction';
+    }, 'the frozen chunk to hold its rows idle in its transaction');
+
+    const second = await start();
+    const api2 = http(second.url, key);
+    const done = await jobWhen(api2, submitted.body.id, 'the job to end on the second instance', (j) => j.status !== 'in_progress' && j.status !== 'queued');
+    expect(done).toMatchObject({ status: 'completed', matched: ids.length, processed: ids.length, succeeded: ids.length, errored: 0 });
+    expect(first.service.child.exitCode).toBeNull(); // still frozen: PostgreSQL ended its transaction
+
+    // Thawed, the first instance finds its chunk's transaction gone and the job no longer its own.
+    first.service.child.kill('SIGCONT');
+    await first.service.stop();
+    await expectChangedOnce(sql, ids, 'thawed');
+    const [events] = await sql(`SELECT count(*)::int AS n FROM events WHERE name = 'item.updated'`);
+    expect(events.n).toBe(ids.length);
+    expect((await api2.get(`/items/bulk_action/jobs/${submitted.body.id}`)).body).toMatchObject({ status: 'completed', processed: ids.length });
   });
 });

@@ -10,6 +10,7 @@
  * event per change, with the credential that caused it, and events past EVENT_RETENTION_DAYS
  * leave it (a Last-Event-ID naming one then gets `stream.reset`).
  */
+import { connect, Socket } from 'node:net';
 import { DataSource, QueryRunner } from 'typeorm';
 import type { Principal } from '../src/auth/principal';
 import { EventPublishOrder1732300002200 } from '../src/database/migrations/1732300002200-event-publish-order';
@@ -30,6 +31,7 @@ describe('event stream (e2e, two instances)', () => {
   let admin: string;
   let root: { id: string; tenantId: string };
   const streams: SseClient[] = [];
+  const rawSockets: Socket[] = [];
 
   const open = async (app: TestApp, key: string, query = '', headers: Record<string, string> = {}) => {
     const s = await SseClient.open(`${app.url}/events${query}`, { ...bearer(key), ...headers });
@@ -57,6 +59,7 @@ describe('event stream (e2e, two instances)', () => {
   });
   afterAll(async () => {
     streams.forEach((s) => s.close());
+    rawSockets.forEach((s) => s.destroy());
     await b?.app.close();
     await a?.close();
     await b?.close();
@@ -476,6 +479,45 @@ describe('event stream (e2e, two instances)', () => {
     expect((await refused(b, key)).status).toBe(429);
     held.forEach((s) => s.close());
     again.close();
+  });
+
+  /** A `GET /events` whose client reads the headers, then stops reading (its socket paused), as a stuck one does. */
+  const stuckStream = async (app: TestApp, key: string) => {
+    const { hostname, port } = new URL(app.url);
+    const socket = connect(Number(port), hostname);
+    rawSockets.push(socket);
+    const client = { socket, received: '', closed: false };
+    socket.on('data', (chunk: Buffer) => (client.received += chunk.toString('latin1')));
+    socket.on('error', () => undefined); // the server's reset, seen once it reads again
+    socket.on('close', () => (client.closed = true));
+    socket.write(`GET /events HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    await waitFor(() => client.received.includes('\r\n\r\n'), 'the stream\'s headers');
+    socket.pause();
+    return client;
+  };
+
+  it('cuts off streams whose clients stopped reading once too far behind, their slots held until the connection is gone', async () => {
+    const tenant = await createTenant(a, admin, 'sse-stuck');
+    const stuck = await Promise.all(Array.from({ length: MAX_STREAMS_PER_CREDENTIAL }, () => stuckStream(a, tenant.key)));
+    expect(stuck.map((c) => c.received.slice(0, 12))).toEqual(stuck.map(() => 'HTTP/1.1 200'));
+    expect((await refused(a, tenant.key)).status).toBe(429);
+    // Items of 0.9 MB, each sent to every stuck stream, until their slots are free: they used to be
+    // given back while the connection lingered, holding its buffers (and as much again per batch).
+    const freed: SseClient[] = [];
+    for (let n = 0; n < 60 && freed.length < MAX_STREAMS_PER_CREDENTIAL; n++) {
+      await a.http.post('/items').set(bearer(tenant.key)).send({ type: 'core.note', properties: { title: `stuck ${n}`, body: 'x'.repeat(900_000) } }).expect(201);
+      for (let s = await open(a, tenant.key); s.status === 200; s = await open(a, tenant.key)) {
+        freed.push(s);
+        if (freed.length === MAX_STREAMS_PER_CREDENTIAL) break;
+      }
+    }
+    expect(freed).toHaveLength(MAX_STREAMS_PER_CREDENTIAL);
+    // Reading again, each stuck client finds its connection dropped: cut off, not politely ended
+    // (that waits for the client to read, and keeps the connection).
+    stuck.forEach((c) => c.socket.resume());
+    await waitFor(() => stuck.every((c) => c.closed), 'every stuck connection to be gone');
+    expect(stuck.filter((c) => c.received.endsWith('0\r\n\r\n'))).toEqual([]);
+    freed.forEach((s) => s.close());
   });
 
   it(`caps open streams at ${MAX_STREAMS_PER_TENANT} per tenant across instances`, async () => {

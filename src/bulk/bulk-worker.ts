@@ -6,7 +6,10 @@
  * items' changes and the job's progress (`processed` and the counters), and it commits only if
  * the job is still this worker's and still where the worker thought it was; so whatever
  * happens (a SIGKILL, a lost Redis, two workers handed the same job) every item is changed
- * exactly once, and a resumed job starts after the last committed chunk. The cancel flag and
+ * exactly once, and a resumed job starts after the last committed chunk. A chunk whose items
+ * another session holds locked (a worker that froze mid-chunk, whose job was then taken over)
+ * waits for them a bounded time at once, then tries again: it never fails the job for that,
+ * and PostgreSQL ends a frozen session's transaction (pg-guards.ts). The cancel flag and
  * the credential (one revoked since submission, or a purge's no longer admin, fails the job)
  * are checked between chunks. On shutdown the instance takes no more jobs, and a run stops at
  * the next chunk boundary, gives up its lease and queues the job again, so another instance
@@ -49,6 +52,21 @@ type EndStatus = 'completed' | 'failed' | 'cancelled';
 
 /** Attempts of one chunk before the job is failed. */
 const CHUNK_ATTEMPTS = 3;
+
+/** PostgreSQL's lock_not_available: a lock wait ran past lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+/**
+ * How long a chunk waits for a lock before it lets go and tries again: below the statement
+ * timeout, so that the wait ends as LOCK_NOT_AVAILABLE and not as a statement cancelled for any
+ * reason, and short enough that a cancel or a shutdown is noticed while the items stay locked.
+ */
+export function chunkLockWaitMs(statementTimeoutMs: number): number {
+  return statementTimeoutMs > 0 ? Math.min(5000, Math.floor(statementTimeoutMs / 2)) : 5000;
+}
+
+/** The chunk's rows (or another lock it needs) are held by another session: try again. */
+const BLOCKED = 'blocked';
 
 /** The job is no longer this worker's to advance (taken over, cancelled while queued, ended). */
 class LostJob extends Error {}
@@ -151,6 +169,12 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
       }
       const chunk = job.item_ids.slice(processed, processed + CHUNK_SIZE);
       const step = await this.commitChunk(ref, p, job.spec, chunk, processed, kept);
+      if (step === BLOCKED) {
+        const still = await this.stillMine(ref, processed);
+        if (!still) return;
+        cancel = still.cancel_requested;
+        continue;
+      }
       if (!step) return;
       processed += chunk.length;
       kept = step.kept;
@@ -167,13 +191,26 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
     return now && withinTokenScopes(now, tokenScopesOf(job.principal));
   }
 
-  /** One chunk and the job's progress in one transaction; undefined when the run must stop. */
+  /** The job's cancel flag, if it is still this worker's and still where the worker left it. */
+  private async stillMine(ref: JobRef, at: number): Promise<{ cancel_requested: boolean } | undefined> {
+    const rows: Array<{ cancel_requested: boolean }> = await this.db.query(
+      `SELECT cancel_requested FROM bulk_jobs WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND processed = $4 AND status = 'in_progress'`,
+      [ref.tenantId, ref.jobId, this.owner, at],
+    );
+    return rows[0];
+  }
+
+  /**
+   * One chunk and the job's progress in one transaction; BLOCKED when a lock it needs is held
+   * elsewhere (nothing was changed: the transaction rolled back), undefined when the run must stop.
+   */
   private async commitChunk(
     ref: JobRef, p: Principal, spec: BulkSpec, chunk: string[], at: number, kept: number,
-  ): Promise<{ cancel: boolean; kept: number } | undefined> {
+  ): Promise<{ cancel: boolean; kept: number } | typeof BLOCKED | undefined> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.db.transaction(async (m) => {
+          await m.query(`SET LOCAL lock_timeout = ${chunkLockWaitMs(this.config.DATABASE_STATEMENT_TIMEOUT_MS)}`);
           const out = await this.runner.applyChunk(m, p, spec, chunk);
           const keep = out.errors.slice(0, Math.max(0, MAX_KEPT_ERRORS - kept));
           const [rows]: [Array<{ cancel_requested: boolean }>, number] = await m.query(
@@ -194,6 +231,10 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
         });
       } catch (err) {
         if (err instanceof LostJob) return undefined;
+        if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) {
+          this.logger.warn({ jobId: ref.jobId }, 'bulk chunk waits for items locked by another session');
+          return BLOCKED;
+        }
         this.logger.warn({ err, jobId: ref.jobId, attempt }, 'bulk chunk failed');
         if (this.stopping) return undefined;
         if (attempt >= CHUNK_ATTEMPTS) {

@@ -23,8 +23,9 @@ import { RouteConfig } from '@nestjs/platform-fastify';
 import bodyParser from 'body-parser';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import typeis from 'type-is';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { isUtf8 } from 'node:buffer';
+import { PassThrough, pipeline } from 'node:stream';
 import { Accepts } from '../auth/decorators';
 import { ApiError } from './api-error';
 import { inputIssues } from './input-policy';
@@ -139,6 +140,43 @@ function requireUtf8(_req: IncomingMessage, _res: unknown, body: Buffer, encodin
   if (encoding === 'utf-8' && !isUtf8(body)) throw Object.assign(new Error('The request body is not valid UTF-8'), { status: 400, type: NOT_UTF8 });
 }
 
+/**
+ * A client may half-close its connection (FIN) as soon as its request is sent, and read the
+ * answer after. Node's default for that (`httpAllowHalfOpen` false) destroys the request, its
+ * body unread, and ends the connection before the answer: the handler ran with no body, and the
+ * client heard nothing. Kept open, the request is answered as sent and the connection closed
+ * after its answer; a request cut short by the FIN is still 400 (clientErrorHandler).
+ * A FIN once the answer has begun still ends the connection, as Node's default did: it is how
+ * a client leaves an event stream, which would otherwise hold its slot until a write failed.
+ */
+export function answerHalfClosed(server: Server): void {
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const { socket } = req;
+    const left = () => {
+      if (res.headersSent && !res.writableFinished) socket.end();
+    };
+    socket.once('end', left);
+    res.once('close', () => socket.off('end', left));
+  });
+}
+
+type BodyRequest = IncomingMessage & { body?: unknown };
+
+/**
+ * The request's body as body-parser is to read it. body-parser skips, as if read already, a
+ * request whose socket no longer reads (on-finished's isFinished, meant for Express middleware
+ * run twice), and a client that half-closed right after its request then reached the handler
+ * with no body at all (a key with an empty label, an Idempotency-Key kept for the wrong request).
+ * The bytes are still in the request stream, so they are handed over through a stream of their
+ * own that stands for its own socket: finished once it is read.
+ */
+function bodyStream(req: IncomingMessage): BodyRequest {
+  const body = new PassThrough();
+  pipeline(req, body, () => undefined); // a request cut short errors `body`, which body-parser answers
+  return Object.assign(body, { headers: req.headers, complete: false, socket: body }) as unknown as BodyRequest;
+}
+
 export function registerBodyParsers(app: FastifyInstance, limit: string): void {
   app.removeAllContentTypeParsers();
   // body-parser's own media-type test is skipped: fastify has matched the type already.
@@ -152,7 +190,7 @@ export function registerBodyParsers(app: FastifyInstance, limit: string): void {
   for (const [type, read] of readers) {
     app.addContentTypeParser(type, (request, _payload, done) => {
       if (request.routeOptions.config.streamedBody) return done(null, undefined);
-      const raw = request.raw as IncomingMessage & { body?: unknown };
+      const raw = bodyStream(request.raw);
       read(raw, undefined, (err) => {
         if (err) {
           request.bodyError = bodyParserError(err);

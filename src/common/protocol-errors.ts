@@ -16,6 +16,7 @@
  *   `Expect` other than `100-continue` (Node's: a bare 417), and `CONNECT` (Node's: a closed
  *   connection), answered on the server itself (`refuseUnsupported`).
  * - A request that reaches the server while it closes (Fastify's: a bare 503), `refuseWhileClosing`.
+ * - A transfer coding Node reads past without applying it (`refuseTransferCodings`).
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { randomUUID } from 'node:crypto';
@@ -126,7 +127,7 @@ export function frameworkErrors(steps: readonly PreRoutingStep[]) {
  * is read to its end and dropped before the request is handled. Left unread, the answer went out
  * with `Connection: close` while the body was still arriving, and the closed socket reset the
  * connection midway through a large answer (GET /openapi.json) to a client that sends all of its
- * body before it reads, as simple clients do. The server's request timeout bounds the wait.
+ * body before it reads, as simple clients do. REQUEST_TIMEOUT_MS bounds the wait (app.factory.ts).
  */
 export const dropBodyOfGet: onRequestHookHandler = (request, _reply, done) => {
   const { method, headers, raw } = request;
@@ -179,6 +180,22 @@ export const requireValidQuery: onRequestHookHandler = (request, reply, done) =>
     return;
   }
   done();
+};
+
+/**
+ * A transfer coding other than `chunked` is refused: none is implemented. Node's parser refuses
+ * a request whose last coding is not `chunked`, but reads the chunks of `gzip, chunked` as if
+ * the gzip were not there, so a gzipped body was read as plain JSON. 400 like the parser's own
+ * refusal, not RFC 9112 6.1's 501: here a 5xx says the service failed (500, or 503 and send it
+ * again; README, "Errors"), and no input is to make it answer one (test/fuzz/oracles.ts).
+ */
+export const refuseTransferCodings: onRequestHookHandler = (request, reply, done) => {
+  const codings = request.headers['transfer-encoding']?.split(',').map((c) => c.trim().toLowerCase()).filter(Boolean);
+  if (codings === undefined || (codings.length === 1 && codings[0] === 'chunked')) return done();
+  const apiError = new ApiError(400, 'invalid_request', 'Unsupported Transfer-Encoding: only chunked is implemented', {
+    transfer_encoding: request.headers['transfer-encoding'],
+  });
+  void reply.status(400).send(apiError.toEnvelope());
 };
 
 /** HTTP/1.1 requires Host (RFC 9112 3.2); Node's check is turned off so the refusal can be ours. */

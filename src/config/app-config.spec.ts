@@ -26,6 +26,7 @@ describe('loadConfig', () => {
     expect(c.trustProxy).toBe(false);
     expect(c.isProduction).toBe(false);
     expect(c.SEARCH_DB_POOL_SIZE).toBe(4);
+    expect(c.REQUEST_TIMEOUT_MS).toBe(300_000);
   });
 
   it('treats empty strings as unset', () => {
@@ -68,6 +69,9 @@ describe('loadConfig', () => {
     ['JSON_BODY_LIMIT', 'lots'],
     ['SEARCH_DB_POOL_SIZE', '0'],
     ['SEARCH_DB_POOL_SIZE', '101'],
+    // A request must arrive in bounded time: 0 is not "no limit".
+    ['REQUEST_TIMEOUT_MS', '0'],
+    ['REQUEST_TIMEOUT_MS', '3600001'],
     // Values a pattern let through that then failed start-up with "Invalid URL" or
     // "invalid IP address", naming no variable.
     ['SVC_BASE_URL', 'http://a b'],

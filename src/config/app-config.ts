@@ -126,6 +126,11 @@ export class AppConfig {
   @Matches(/^\d+(b|kb|mb)$/i, { message: 'must be a size such as 1mb or 512kb' })
   JSON_BODY_LIMIT = '1mb';
 
+  /** Longest a request may take to arrive, headers and body (ms); later is 408. Blob uploads
+   *  must arrive whole within it: the default takes BLOB_MAX_BYTES' default 25 MiB at 700 kbit/s. */
+  @int() @IsInt() @Min(1000) @Max(3_600_000)
+  REQUEST_TIMEOUT_MS = 300_000;
+
   @int() @IsInt() @Min(0) @Max(3600)
   KEY_CACHE_TTL_SECONDS = 60;
 

@@ -9,8 +9,15 @@
  *   (`GuardedClient`), so the pool replaces it instead of handing it, still waiting on that
  *   query, to the next caller; measured with a proxy that stops forwarding, every request
  *   otherwise failed until the stuck sockets were reset.
- * With no statement timeout (0) there is no read timeout either: a statement may then run for
- * as long as it likes.
+ * - idle_in_transaction_session_timeout, twice the statement timeout: PostgreSQL ends the
+ *   session of a transaction left open by a process that froze (a VM pause, SIGSTOP, a long GC
+ *   pause) or was cut off, which otherwise keeps its row and advisory locks until the process
+ *   comes back, if ever, and stalls everyone waiting on them (a bulk job taken over from it).
+ *   No transaction of the service waits on anything slow: HTTP, Redis and password hashing
+ *   happen outside them, and the longest idle stretch is the event relay's publish-lock
+ *   session, idle while a claim, the fan-out's plan and a publication bounded at 2 s run.
+ * With no statement timeout (0) there is no read timeout or idle timeout either: a statement
+ * may then run for as long as it likes.
  */
 import { Client, ClientConfig } from 'pg';
 
@@ -21,6 +28,7 @@ export interface PoolGuards {
   Client: typeof GuardedClient;
   statement_timeout?: number;
   query_timeout?: number;
+  idle_in_transaction_session_timeout?: number;
   keepAlive: true;
   keepAliveInitialDelayMillis: number;
 }
@@ -31,9 +39,18 @@ export function poolGuards(statementTimeoutMs: number): PoolGuards {
     Client: GuardedClient,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
-    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + READ_MARGIN_MS } : {}),
+    ...(statementTimeoutMs > 0
+      ? {
+          statement_timeout: statementTimeoutMs,
+          query_timeout: statementTimeoutMs + READ_MARGIN_MS,
+          idle_in_transaction_session_timeout: idleInTransactionMs(statementTimeoutMs),
+        }
+      : {}),
   };
 }
+
+/** How long a session may sit idle inside a transaction before PostgreSQL ends it (0: no limit). */
+export const idleInTransactionMs = (statementTimeoutMs: number): number => 2 * statementTimeoutMs;
 
 /** pg's message for a query past `query_timeout` (pg/lib/client.js). */
 const READ_TIMEOUT = 'Query read timeout';

@@ -10,7 +10,10 @@
  * end takes effect.
  *
  * Open streams are capped per credential, per user and per tenant across instances (stream-slots.ts):
- * past the cap, 429 `rate_limited` before the stream starts.
+ * past the cap, 429 `rate_limited` before the stream starts. A stream holds its slot until its
+ * connection is gone, not merely until it is told to end: a client that does not read would
+ * otherwise keep its buffers while its slot went to another stream. A client that falls more
+ * than MAX_BUFFERED_BYTES behind, or stops taking anything (stream-backlog.ts), is cut off.
  *
  * Resuming: with `Last-Event-ID` the stream first replays the tenant's events published after
  * that one from the outbox (kept EVENT_RETENTION_DAYS), while live events wait, then goes live
@@ -38,6 +41,7 @@ import { CredentialsService } from '../auth/credentials.service';
 import { RedisPubSub } from '../redis/redis.module';
 import { TypesService } from '../types/types.service';
 import { EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from './event-catalogue';
+import { Backlog, cutOff, endWithin } from './stream-backlog';
 import { SLOT_RENEW_MS, StreamSlot, StreamSlots } from './stream-slots';
 
 const CHANNEL = 'events';
@@ -48,8 +52,10 @@ const REPLAY_PAGE = 500;
  */
 const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
 const CREDENTIAL_CHECK_MS = 2000;
-/** A client this far behind is disconnected; it can resume with Last-Event-ID. */
+/** A client this far behind is cut off; it can resume with Last-Event-ID. */
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/** How long a stream told to end (revoked, shutting down) waits for its client to take the end before it is cut off. */
+const CLOSE_GRACE_MS = 5000;
 const SEEN_IDS = 2000;
 
 /** An event as the relay publishes it: with its place in the publication order. */
@@ -84,6 +90,8 @@ interface Subscriber {
   behind?: boolean;
   /** Ids written lately: an event can arrive both by replay and live, or twice live. */
   seen: Set<string>;
+  /** Whether the client is taking what it is sent. */
+  backlog: Backlog;
 }
 
 @Injectable()
@@ -124,7 +132,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
         .catch((err: unknown) => this.logger.warn({ err }, 'event stream dispatch failed'));
     });
     this.pubsub.onResubscribed(() => this.catchUp());
-    const heartbeat = setInterval(() => this.subscribers.forEach((s) => this.write(s, ': heartbeat\n\n')), this.config.EVENTS_HEARTBEAT_SECONDS * 1000);
+    const heartbeat = setInterval(() => this.subscribers.forEach((s) => this.beat(s)), this.config.EVENTS_HEARTBEAT_SECONDS * 1000);
     const credentials = setInterval(() => void this.recheckCredentials(), CREDENTIAL_CHECK_MS);
     const slots = setInterval(() => void this.slots.renew().catch((err: unknown) => this.logger.warn({ err }, 'stream slots not renewed')), SLOT_RENEW_MS);
     this.timers = [heartbeat, credentials, slots];
@@ -195,7 +203,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     });
     if (!slot) return void reply.raw.end();
     const token = bearerToken(reply.request.headers.authorization)!; // the caller authenticated with it
-    const sub: Subscriber = { principal, token, slot, filter, reply, held: resumeAfter === undefined ? null : [], seen: new Set() };
+    const sub: Subscriber = { principal, token, slot, filter, reply, held: resumeAfter === undefined ? null : [], seen: new Set(), backlog: new Backlog() };
     // Where a catch-up would start if the live subscription is lost; without it, such a stream is closed instead.
     if (lastEventId === undefined) sub.position = await this.latestPosition(principal.tenantId).catch(() => undefined);
     reply.raw.on('close', () => this.forget(sub));
@@ -389,8 +397,15 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   private write(sub: Subscriber, text: string): void {
     const res = sub.reply.raw;
     if (res.destroyed || res.writableEnded) return;
-    if (res.writableLength > MAX_BUFFERED_BYTES) return this.close(sub);
+    if (res.writableLength > MAX_BUFFERED_BYTES) return this.cutOff(sub);
+    sub.backlog.before(res.writableLength);
     res.write(text);
+    sub.backlog.after(res.writableLength);
+  }
+
+  private beat(sub: Subscriber): void {
+    if (sub.backlog.stalled(sub.reply.raw.writableLength)) return this.cutOff(sub);
+    this.write(sub, ': heartbeat\n\n');
   }
 
   /**
@@ -420,12 +435,22 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     return true;
   }
 
+  /** No more events; the stream ends once its client has taken what was sent (its slot is held until then). */
   private close(sub: Subscriber): void {
-    this.forget(sub);
-    sub.reply.raw.end();
+    this.subscribers.delete(sub);
+    endWithin(sub.reply.raw, CLOSE_GRACE_MS);
   }
 
-  /** The stream is over: no more events, and its slot is free for another. */
+  /**
+   * A client too far behind, or not reading at all: its buffers are freed now (a polite end would
+   * wait behind them), and its slot once the connection is gone, which follows at once.
+   */
+  private cutOff(sub: Subscriber): void {
+    this.subscribers.delete(sub);
+    cutOff(sub.reply.raw);
+  }
+
+  /** The stream's connection is gone: its slot is free for another. */
   private forget(sub: Subscriber): void {
     this.subscribers.delete(sub);
     void this.slots.release(sub.slot);

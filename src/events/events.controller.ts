@@ -70,6 +70,7 @@ export class EventsController {
       'Every stream gets the events in one order, the order they were published in; a resume replays the events published after Last-Event-ID in that order, then goes live. ' +
       'Filtered by `events`, `type_filter` and what the credential may read. A comment line every `EVENTS_HEARTBEAT_SECONDS` (15 s by default) keeps the connection alive. ' +
       'After an unknown or expired Last-Event-ID the stream starts with a `stream.reset` event. A revoked credential\'s stream is closed. ' +
+      'A client that stops reading (more than 8 MiB behind, or taking nothing for four heartbeats) is cut off: reconnect with Last-Event-ID. ' +
       `At most ${MAX_STREAMS_PER_CREDENTIAL} open streams per credential, ${MAX_STREAMS_PER_USER} per user across the user's OAuth grants, and ${MAX_STREAMS_PER_TENANT} per tenant (all instances): past that, 429 rate_limited.`,
   })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event id' })

@@ -1,10 +1,34 @@
-import { connect } from 'node:net';
+import { connect, Socket } from 'node:net';
 
-/** Sends raw bytes and returns the raw response: for what no HTTP client would send. */
-export function rawRequest(url: string, bytes: string): Promise<{ status: number; headers: string; body: string }> {
+/**
+ * Sends raw bytes and returns the raw response: for what no HTTP client would send. `halfClose`
+ * ends the sending side with the bytes (a FIN right after the request), and still reads the answer.
+ */
+export function rawRequest(url: string, bytes: string, { halfClose = false } = {}): Promise<RawResponse> {
+  return exchange(url, (socket) => (halfClose ? socket.end(bytes) : socket.write(bytes)));
+}
+
+/**
+ * Sends `head` at once, then `body` one byte every `everyMs` (and nothing once it is all sent),
+ * until the server answers and closes: a client on a very slow link, or one holding a connection.
+ */
+export function trickleRequest(url: string, head: string, body: string, everyMs = 50): Promise<RawResponse> {
+  let sent = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const answer = exchange(url, (socket) => {
+    socket.write(head);
+    timer = setInterval(() => {
+      if (sent < body.length && socket.writable) socket.write(body[sent++]);
+    }, everyMs);
+  });
+  return answer.finally(() => clearInterval(timer));
+}
+
+/** Runs `send` on a new connection and resolves with the first response, once it is whole or the connection closes. */
+function exchange(url: string, send: (socket: Socket) => void): Promise<RawResponse> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.write(bytes));
+    const socket = connect(Number(port), hostname, () => send(socket));
     let data = '';
     socket.setEncoding('latin1');
     socket.on('data', (chunk) => {
