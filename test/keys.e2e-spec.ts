@@ -352,6 +352,26 @@ describe('keys', () => {
       expect(exact.body.next_cursor).toBeNull();
     });
 
+    it('bounds a page in bytes (8 MiB), stopping short of its limit with a cursor to the rest', async () => {
+      const tenant = await createTenant(t, admin.key, 'big-keys');
+      // Three maps of 200 patterns of 200 characters: about 125 kB of JSON a key.
+      const map = (k: number) => Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`p${k}-${i}-${'a'.repeat(185)}.*`, 'read']));
+      const made = new Set<string>((await t.http.get('/keys').set(bearer(tenant.key)).expect(200)).body.keys.map((k: { id: string }) => k.id));
+      for (let k = 0; k < 72; k++) {
+        const body = { type_permissions: map(k), extension_permissions: map(k), edge_permissions: map(k) };
+        made.add((await t.http.post('/keys').set(bearer(tenant.key)).send(body).expect(201)).body.id);
+      }
+      const first = await t.http.get('/keys').query({ limit: 100 }).set(bearer(tenant.key)).expect(200);
+      expect(first.body.keys.length).toBeLessThan(made.size);
+      expect(first.body.next_cursor).toEqual(expect.any(String));
+      expect(Buffer.byteLength(first.text)).toBeLessThan(9 * 1024 * 1024);
+      const rest = await t.http.get('/keys').query({ limit: 100, cursor: first.body.next_cursor }).set(bearer(tenant.key)).expect(200);
+      expect(rest.body.next_cursor).toBeNull();
+      const seen = [...first.body.keys, ...rest.body.keys].map((k: { id: string }) => k.id);
+      expect(seen).toHaveLength(made.size);
+      expect(new Set(seen)).toEqual(made);
+    });
+
     it('a cursor it did not issue is 400 validation_error', async () => {
       const forged = (position: unknown) => Buffer.from(JSON.stringify(position)).toString('base64url');
       // Year 0000 is a date to JavaScript but not to PostgreSQL.
