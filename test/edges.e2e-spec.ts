@@ -564,6 +564,22 @@ describe('edges (e2e)', () => {
         edges: { 'test.relates': [b, c], 'test.parent': [b] },
       }).expect(200);
       expect(again.body.edges).toEqual({ 'test.relates': [b, c], 'test.parent': [b] });
+      // A target named twice is one edge, as a tag sent twice is one tag.
+      const twice = await post(admin, '/items', {
+        type: 'core.note',
+        properties: { title: 'with edges' },
+        source_id: 'edges-upsert-1',
+        edges: { 'test.relates': [b, b, c, c], 'test.parent': [b, b] },
+      }).expect(200);
+      expect(twice.body.edges).toEqual({ 'test.relates': [b, c], 'test.parent': [b] });
+      const fresh = await post(admin, '/items', { type: 'core.note', properties: { title: 'twice' }, edges: { 'test.relates': [c, c] } }).expect(201);
+      expect(fresh.body.edges).toEqual({ 'test.relates': [c] });
+      // More than 1000 in one write, under one type or several: the field names the limit.
+      for (const edges of [{ 'test.relates': Array(1001).fill(b) }, { 'test.relates': Array(600).fill(b), 'test.parent': Array(401).fill(c) }]) {
+        const tooMany = await post(admin, '/items', { type: 'core.note', properties: { title: 'x' }, edges }).expect(400);
+        expect(code(tooMany)).toBe('validation_error');
+        expect(tooMany.body.error.details.fields).toEqual([expect.objectContaining({ field: 'edges', message: expect.stringContaining('1000') })]);
+      }
 
       const bad = [
         [{ 'test.unknown': [b] }, 404, 'edge_type_not_found'],

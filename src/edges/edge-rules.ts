@@ -10,6 +10,9 @@ import { matchesPattern, TypeRef } from '../common/type-pattern';
 import type { TypeCatalog } from '../types/types.service';
 import type { Cardinality, EdgeResponse, EdgeTypeResponse } from './edges.dto';
 
+/** Most edges one item write may carry in its `edges` field, all types together. */
+export const MAX_EDGES_PER_ITEM_WRITE = 1000;
+
 export interface EdgeTypeRow {
   name: string;
   source_types: string[];

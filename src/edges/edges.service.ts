@@ -32,14 +32,13 @@ import {
   FetchedOutgoingEdge,
   ItemRef,
   lockKey,
+  MAX_EDGES_PER_ITEM_WRITE,
   toEdgeResponse,
 } from './edge-rules';
 import { EdgeTypesService } from './edge-types.service';
 import { CreateEdgeDto, EdgeList, EdgeResponse, ItemEdgesQuery } from './edges.dto';
 
 const FOREIGN_KEY_VIOLATION = '23503';
-/** Most edges one POST /items may carry in its `edges` field. */
-export const MAX_EDGES_PER_ITEM_WRITE = 1000;
 /**
  * Most outgoing edges one item may have, all types together. Every read of the item carries
  * them (its `edges`), and so does every event about it: without a bound, one writer could make
@@ -247,7 +246,7 @@ export class EdgesService {
    * every check POST /edges makes. `edges` is the `edges` field of an item write:
    * `{"<edge type>": ["<target id>", ...]}`. Additive and idempotent, so that re-sending an
    * upsert works: edges that already exist are kept and skipped, nothing is removed. A target
-   * listed twice under one type is 400 `duplicate`. Returns the edges it created.
+   * listed twice under one type is one edge. Returns the edges it created.
    */
   async createMany(m: EntityManager, p: Principal, source: ItemRef, edges: Record<string, string[]>): Promise<EdgeResponse[]> {
     const wanted = this.parseEdgesField(edges);
@@ -286,11 +285,9 @@ export class EdgesService {
   ): Promise<EdgeResponse[]> {
     if (!endAllowed(et, 'source', types.ref(source.type))) throw edgeErrors.typeViolation(et, 'source', source);
     for (const t of targets) if (!endAllowed(et, 'target', types.ref(t.type))) throw edgeErrors.typeViolation(et, 'target', t);
-    const seen = new Set<string>();
-    for (const t of targets) {
-      if (seen.has(t.id)) throw edgeErrors.duplicate(et.name, source.id, t.id);
-      seen.add(t.id);
-    }
+    // A target named twice is one edge, as a tag sent twice is one tag: an item write says which
+    // edges should exist, and re-sending one is safe.
+    targets = [...new Map(targets.map((t) => [t.id, t])).values()];
 
     // Serialise the checks below against concurrent writers of the same type (or source).
     const key = lockKey(p.tenantId, et, source.id);

@@ -6,6 +6,7 @@ import {
   ValidateBy,
 } from 'class-validator';
 import { IsOptionalNonNull, IsRfc3339, IsQueryInt, MAX_INT4, Untransformed } from '../common/validation';
+import { MAX_EDGES_PER_ITEM_WRITE } from '../edges/edge-rules';
 import { ApiInteger } from '../openapi/api-integer.decorator';
 import { STATES, ItemState } from './lifecycle';
 import type { Tier } from '../keys/api-key.entity';
@@ -49,8 +50,8 @@ const IsEdgeMap = () =>
     name: 'isEdgeMap',
     validator: {
       validate: (v: unknown) =>
-        v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v as object).every((ids) => Array.isArray(ids) && ids.length <= 1000 && ids.every((id) => typeof id === 'string')),
-      defaultMessage: () => 'must map each edge type to an array of target item ids',
+        v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v as object).every((ids) => Array.isArray(ids) && ids.length <= MAX_EDGES_PER_ITEM_WRITE && ids.every((id) => typeof id === 'string')),
+      defaultMessage: () => `must map each edge type to an array of target item ids, at most ${MAX_EDGES_PER_ITEM_WRITE} edges in all`,
     },
   });
 
