@@ -304,6 +304,47 @@ describe('migrations', () => {
     expect(await found('copperlabel')).toEqual([child, leaf]);
   });
 
+  it("subtypes stored before 4100 keep out of search the properties they add where their parents' additionalProperties say searchable: false, and their items are indexed again", async () => {
+    ds = await open(migrations);
+    await ds.runMigrations({ transaction: 'each' });
+    await revertThrough(ds, 'SubtypesKeepUnsearchableAdded1732300004100');
+    const tenant = '77777777-7777-4777-8777-777777777777';
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'unsearchable-added')`, [tenant]);
+    const type = (name: string, parent: string | null, resolved: object) =>
+      ds!.query(
+        `INSERT INTO item_types (tenant_id, name, parent, schema, resolved_schema, merge_policy, core, version, created_at, updated_at)
+         VALUES ($1, $2, $3, '{}', $4, '{}', false, 1, now(), now())`,
+        [tenant, name, parent, resolved],
+      );
+    const hidden = { type: 'string', searchable: false };
+    const base = { type: 'object', properties: { label: { type: 'string' }, o: { type: 'object', additionalProperties: hidden } }, additionalProperties: hidden };
+    // As the code before it resolved a subtype adding `pin` and `o.pin`: as the subtype wrote them.
+    const child = {
+      type: 'object',
+      properties: { label: { type: 'string' }, pin: { type: 'string' }, o: { type: 'object', additionalProperties: hidden, properties: { pin: { type: 'string' } } } },
+      additionalProperties: hidden,
+      allOf: [base],
+    };
+    await type('v.base', null, base);
+    await type('v.base.child', 'v.base', child);
+    const id = '88888888-8888-4888-8888-888888888888';
+    await ds.query(
+      `INSERT INTO items (tenant_id, id, type, properties, state, source, "timestamp", tier, tags, created_at, updated_at)
+       VALUES ($1, $2, 'v.base.child', $3, 'active', 's', now(), 'library', '{}', now(), now())`,
+      [tenant, id, { label: 'brasslabel', pin: 'septuagenarian', o: { pin: 'octogenarian' } }],
+    );
+    const found = async (word: string) =>
+      (await ds!.query(`SELECT id FROM items WHERE tenant_id = $1 AND search_vector @@ to_tsquery('simple', $2)`, [tenant, word])).map((r: { id: string }) => r.id);
+    expect(await found('septuagenarian')).toEqual([id]);
+
+    await ds.runMigrations({ transaction: 'each' });
+    const [{ resolved_schema: resolved }] = await ds.query(`SELECT resolved_schema FROM item_types WHERE tenant_id = $1 AND name = 'v.base.child'`, [tenant]);
+    expect(resolved.properties.pin).toEqual(hidden);
+    expect(resolved.properties.o.properties.pin).toEqual(hidden);
+    for (const word of ['septuagenarian', 'octogenarian']) expect(await found(word)).toEqual([]);
+    expect(await found('brasslabel')).toEqual([id]);
+  });
+
   it('every migration reverts, down to an empty schema, and applies again', async () => {
     ds = await open(migrations);
     await ds.runMigrations({ transaction: 'each' });

@@ -1225,7 +1225,8 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
 
   it('lets a member user give an app only what a member may do: managing types is an admin user\'s to give', async () => {
     await t.http.post('/users').set(bearer(admin)).send({ email: 'root@example.com', password: 'correct horse battery', name: 'Root', role: 'admin' }).expect(201);
-    const asked = 'openid core.note:read metadata.types:write';
+    // A type it creates is one it must be able to read (acme.*:read).
+    const asked = 'openid core.note:read acme.*:read metadata.types:write';
     const registered = (await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: 'Schema tool', redirect_uris: [redirectUri], scope: asked, token_endpoint_auth_method: 'none' }).expect(201)).body;
     const tool = await oidc.discovery(new URL(t.url), registered.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
     const consentOf = async (email: string) => {
@@ -1243,7 +1244,7 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
 
     const member = await consentOf('ada@example.com');
     expect(member.page).not.toContain('metadata.types:write');
-    expect(member.tokens.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid']);
+    expect(member.tokens.scope!.split(' ').sort()).toEqual(['acme.*:read', 'core.note:read', 'openid']);
     expectError(await t.http.post('/types').set(bearer(member.tokens.access_token)).send(type), 403, 'forbidden');
 
     const root = await consentOf('root@example.com');

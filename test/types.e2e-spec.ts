@@ -5,7 +5,7 @@
  * schema can neither reach past its tenant nor harm validation for others (the limits).
  */
 import { Api, api, expectError, expectStatus, RFC3339 } from './items/helpers';
-import { bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { appBehindProxy, redisUp } from './support/behind-proxy';
 import { badFields } from './support/envelope';
 
@@ -652,6 +652,23 @@ describe('types', () => {
       expectStatus(await admin.post('/items', { type: 'acme.open.nox', properties: { y: 'a' } }), 201);
     });
 
+    it("a property the subtype adds where its parent's additionalProperties keeps keys out of search stays out of search, at the root and nested", async () => {
+      const hidden = { type: 'string', searchable: false };
+      expectStatus(await admin.post('/types', { name: 's.base', schema: { properties: { title: { type: 'string' }, o: { type: 'object', additionalProperties: { searchable: false } } }, additionalProperties: hidden } }), 201);
+      const child = await admin.post('/types', { name: 's.child', parent: 's.base', schema: { properties: { pin: { type: 'string' }, o: { properties: { pin: { type: 'string' } } } } } });
+      expectStatus(child, 201);
+      expect(child.body.resolved_schema.properties.pin).toEqual(hidden);
+      expect(child.body.resolved_schema.properties.o.properties.pin).toEqual(hidden);
+      const ids: string[] = [];
+      for (const [type, n] of [['s.base', 1], ['s.child', 2]] as const) {
+        const item = await admin.post('/items', { type, properties: { title: `zebratitle${n}`, pin: `zebraword${n}`, o: { pin: `zebranested${n}` } } });
+        expectStatus(item, 201);
+        ids.push(item.body.id);
+      }
+      expect((await admin.get('/search', { q: 'zebratitle2' })).body.results.map((r: any) => r.item.id)).toEqual([ids[1]]);
+      for (const q of ['zebraword1', 'zebraword2', 'zebranested1', 'zebranested2']) expect((await admin.get('/search', { q })).body.results).toEqual([]);
+    });
+
     it('a chain of parents holds at most 16 types: a 17th is 400 inheritance_violation naming parent', async () => {
       expectStatus(await admin.post('/types', { name: 'acme.deep0', schema: { properties: { a: { type: 'string', maxLength: 3 } } } }), 201);
       for (let i = 1; i < 16; i++) {
@@ -756,6 +773,30 @@ describe('types', () => {
       expectStatus(await member.get('/types/core.note'), 200);
       expectError(await member.get('/types/core.bookmark'), 404, 'type_not_found');
       expectError(await member.get('/types/other.hidden'), 404, 'type_not_found');
+    });
+
+    it('a token that may write types uses as a parent, or names, only types it may read: others are answered as missing, or refused before their existence is told', async () => {
+      expectStatus(await admin.post('/types', { name: 'hid.recipe', schema: recipeSchema }), 201);
+      expectStatus(await admin.post('/types', { name: 'mine.base', schema: { properties: { a: { type: 'string' } } } }), 201);
+      const client = (await t.http.post('/auth/clients').set(bearer(adminKey)).send({ grant_types: ['client_credentials'], scope: 'metadata.types:write mine.*:write' }).expect(201)).body;
+      const token = (await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form')
+        .send({ grant_type: 'client_credentials', scope: 'metadata.types:write mine.*:write' }).expect(200)).body.access_token as string;
+      const tool = api(t, token);
+      expectError(await tool.get('/types/hid.recipe'), 404, 'type_not_found');
+      // A parent it may not read is a parent that does not exist, message and all.
+      const hidden = expectError(await tool.post('/types', { name: 'mine.leak', parent: 'hid.recipe', schema: {} }), 404, 'type_not_found');
+      const missing = expectError(await tool.post('/types', { name: 'mine.leak', parent: 'hid.nothing', schema: {} }), 404, 'type_not_found');
+      expect(hidden.message).toBe(missing.message.replace('hid.nothing', 'hid.recipe'));
+      // A name it could not read is refused whether or not a type has it.
+      for (const name of ['hid.recipe', 'hid.nothing']) expectError(await tool.post('/types', { name, schema: {} }), 403, 'forbidden');
+      expectError(await admin.get('/types/hid.nothing'), 404, 'type_not_found');
+      expectStatus(await admin.patch('/types/hid.recipe', { merge_policy: {} }), 200);
+      // What it may read it uses as ever, and a subtype under its own parent, whatever its name, stays its own.
+      expectError(await tool.post('/types', { name: 'mine.base', schema: {} }), 409, 'type_already_exists');
+      const sub = await tool.post('/types', { name: 'other.sub', parent: 'mine.base', schema: { properties: { b: { type: 'string' } } } });
+      expectStatus(sub, 201);
+      expectStatus(await tool.get('/types/other.sub'), 200);
+      expectStatus(await tool.delete('/types/other.sub'), 200);
     });
 
     it("another tenant never sees the first tenant's types, and may reuse the names", async () => {

@@ -215,6 +215,9 @@ const UNREADABLE_NAME = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
 
 export const isReadableName = (v: unknown): v is string => typeof v === 'string' && v.trim() !== '' && !UNREADABLE_NAME.test(v);
 
+/** Most entries a permission map holds. */
+const MAX_PERMISSION_ENTRIES = 200;
+
 /** A map of name pattern (`*`, `a.b`, `a.b.*`) to `read` | `write`. */
 export function IsPermissionMap(options?: ValidationOptions) {
   return (object: object, propertyName: string) =>
@@ -223,14 +226,14 @@ export function IsPermissionMap(options?: ValidationOptions) {
       target: object.constructor,
       propertyName,
       options: {
-        message: `must map patterns like "*", "core.note" or "core.*" to "read" or "write"`,
+        message: `must map at most ${MAX_PERMISSION_ENTRIES} patterns like "*", "core.note" or "core.*" to "read" or "write"`,
         ...options,
       },
       validator: {
         validate(value: unknown) {
           if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
           const entries = Object.entries(value as Record<string, unknown>);
-          return entries.length <= 200 && entries.every(([k, v]) => isPattern(k) && (v === 'read' || v === 'write'));
+          return entries.length <= MAX_PERMISSION_ENTRIES && entries.every(([k, v]) => isPattern(k) && (v === 'read' || v === 'write'));
         },
       },
     });

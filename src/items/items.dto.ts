@@ -140,13 +140,17 @@ export class PatchItemDto extends ItemWritableFields {
   version: number;
 }
 
+const MAX_BULK_ITEMS = 1000;
+const BULK_ITEMS_RULE = `must be an array of at most ${MAX_BULK_ITEMS} item bodies`;
+
 export class BulkItemsDto {
   @ApiProperty({ enum: ['create_only', 'upsert'] })
   @IsIn(['create_only', 'upsert'])
   mode: 'create_only' | 'upsert';
 
-  @ApiProperty({ type: [CreateItemDto], maxItems: 1000, description: 'Item bodies as for POST /items; each is checked on its own (a bad one is an error result, not a 400)' })
-  @IsArray() @ArrayMaxSize(1000) @Untransformed()
+  @ApiProperty({ type: [CreateItemDto], maxItems: MAX_BULK_ITEMS, description: 'Item bodies as for POST /items; each is checked on its own (a bad one is an error result, not a 400)' })
+  // One message for both checks, which say it once: a missing `items` is no array, not a long one.
+  @IsArray({ message: BULK_ITEMS_RULE }) @ArrayMaxSize(MAX_BULK_ITEMS, { message: BULK_ITEMS_RULE }) @Untransformed()
   items: unknown[];
 }
 

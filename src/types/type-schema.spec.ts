@@ -2,7 +2,9 @@ import { fullFormats } from 'ajv-formats/dist/formats';
 import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
 import { withPatternBudget } from './pattern-check';
-import { assertUsableSchema, assertValidSchema, checkProperties, JsonSchema, propertyIssues, resolveMergePolicy, resolveSubtypeSchema, validatorFor } from './type-schema';
+import {
+  assertUsableSchema, assertValidSchema, checkProperties, JsonSchema, PropertiesValidator, propertyIssues, resolveMergePolicy, resolveSubtypeSchema, validatorFor,
+} from './type-schema';
 
 const str = { type: 'string' };
 /** An enum of the integers 0 to n-1. */
@@ -155,11 +157,12 @@ describe('type schemas', () => {
   });
 
   describe('resolveSubtypeSchema', () => {
-    const parent: JsonSchema = {
+    const base: JsonSchema = {
       type: 'object',
       properties: { url: { type: 'string', format: 'uri' }, title: str, status: { type: 'string', enum: ['open', 'done', 'cancelled'] } },
       required: ['url'],
     };
+    const parent = base;
 
     it('adds the child properties to the parent ones and keeps the parent required list', () => {
       const out = resolveSubtypeSchema(parent, { properties: { rating: { type: 'integer' } }, required: ['rating'] });
@@ -190,12 +193,48 @@ describe('type schemas', () => {
       expect(out.properties.status).toEqual({ type: 'string', enum: ['open', 'done', 'cancelled'], description: 'where it is' });
     });
 
+    it('lets a child narrow by integer under number, and by an enum of objects or arrays that is a subset, compared as JSON', () => {
+      const shaped: JsonSchema = {
+        type: 'object',
+        properties: {
+          n: { type: 'number' },
+          point: { type: 'object', enum: [{ x: 1, y: 2 }, { x: 0, y: 0 }] },
+          pair: { type: 'array', enum: [[1, 2], [3, 4]] },
+          status: { type: 'string', enum: ['open', 'done'] },
+        },
+      };
+      const out = resolveSubtypeSchema(shaped, {
+        properties: { n: { type: 'integer' }, point: { enum: [{ y: 2, x: 1 }] }, pair: { enum: [[3, 4]] }, status: { const: 'open' } },
+      });
+      const fits = fitsFor(out);
+      expect(fits({ n: 3, point: { x: 1, y: 2 }, pair: [3, 4], status: 'open' })).toBe(true);
+      expect(fits({ n: 3.5 })).toBe(false);
+      expect(fits({ status: 'done' })).toBe(false);
+      // A nested property keeps its type too, when restated alike or narrowed.
+      const nested: JsonSchema = { type: 'object', properties: { o: { type: 'object', properties: { x: { type: 'number' } } } } };
+      expect(thrownApiError(() => resolveSubtypeSchema(nested, { properties: { o: { properties: { x: { type: 'integer', minimum: 0 }, y: str } } } }))).toBeUndefined();
+    });
+
     it.each<[string, JsonSchema, string]>([
       ['changing a property type', { properties: { title: { type: 'integer' } } }, 'title'],
       ['widening a property type', { properties: { title: { type: ['string', 'null'] } } }, 'title'],
       ['widening an enum', { properties: { status: { type: 'string', enum: ['open', 'done', 'reopened'] } } }, 'status'],
+      ['changing a nested property type', { properties: { meta: { properties: { x: { type: 'number' } } } } }, 'meta.x'],
+      ['an enum of values outside the parent type, without restating it', { properties: { title: { enum: [1, 2] } } }, 'title'],
+      ['a const outside the parent enum', { properties: { status: { const: 'z' } } }, 'status'],
+      ['an object enum that is no subset', { properties: { point: { enum: [{ x: 1, y: 3 }] } } }, 'point'],
+      ['forbidding a property the parent requires', { properties: { url: false } }, 'url'],
+      ['forbidding a nested property the parent requires', { properties: { meta: { properties: { x: false } } } }, 'meta.x'],
     ])('rejects %s with 400 inheritance_violation naming the field', (_, child, field) => {
-      const err = thrownApiError(() => resolveSubtypeSchema(parent, child));
+      const fuller: JsonSchema = {
+        ...base,
+        properties: {
+          ...base.properties,
+          meta: { type: 'object', properties: { x: { type: 'string' } }, required: ['x'] },
+          point: { type: 'object', enum: [{ x: 1, y: 2 }, { x: 0, y: 0 }] },
+        },
+      };
+      const err = thrownApiError(() => resolveSubtypeSchema(fuller, child));
       expect(err?.status).toBe(400);
       expect(err?.code).toBe('inheritance_violation');
       expect((err?.details?.fields as Array<{ field: string }>).map((f) => f.field)).toContain(field);
@@ -216,8 +255,24 @@ describe('type schemas', () => {
         ['restated array items', { properties: { codes: { type: 'array', items: { type: 'string', minLength: 1 } } } }, (o) => o.properties.codes.items],
         ['a restated array without items', { properties: { codes: { type: 'array', maxItems: 3 } } }, (o) => o.properties.codes.items],
         ['its own additionalProperties', { additionalProperties: { type: 'string', maxLength: 9 } }, (o) => o.additionalProperties],
+        ['a property the parent has not, which its additionalProperties kept out', { properties: { secret: { type: 'string' } } }, (o) => o.properties.secret],
+        ['such a property given as true', { properties: { secret: true } }, (o) => o.properties.secret],
       ])('against %s', (_, child, at) => {
         expect(at(resolveSubtypeSchema(vault, child))).toMatchObject({ searchable: false });
+      });
+
+      it('on a nested property the parent has not, under its nested additionalProperties', () => {
+        const closedOff: JsonSchema = { type: 'object', properties: { o: { type: 'object', additionalProperties: { searchable: false } } } };
+        const out = resolveSubtypeSchema(closedOff, { properties: { o: { properties: { pin: { type: 'string' } } } } });
+        expect(out.properties.o.properties.pin).toEqual({ type: 'string', searchable: false });
+      });
+
+      it('under an additionalProperties that keeps out only what is nested in it', () => {
+        const deep: JsonSchema = { type: 'object', properties: { o: { type: 'object', additionalProperties: { type: 'object', properties: { code: hidden } } } } };
+        const out = resolveSubtypeSchema(deep, { properties: { o: { properties: { pin: { type: 'object', properties: { label: str } } } } } });
+        expect(out.properties.o.properties.pin).toEqual({ type: 'object', properties: { label: str, code: { searchable: false } } });
+        // And where the parent's additionalProperties is silent, a new property is left as written.
+        expect(resolveSubtypeSchema(parent, { properties: { rating: { type: 'integer' } } }).properties.rating).toEqual({ type: 'integer' });
       });
 
       it('and changes nothing that validates', () => {
@@ -378,6 +433,23 @@ describe('type schemas', () => {
       // Outside the batch, the same value fits.
       expect(await validate({ code: 'a'.repeat(400) })).toEqual([]);
     }, 15_000);
+
+    it('weighs a pattern as often as it can apply to one value: 255 copies of one send 50 KB to the worker, as one heavy pattern does', async () => {
+      // Under a budget already spent, a check for the worker is refused at once; one made in place is not.
+      const inPlace = (v: PropertiesValidator, properties: Record<string, unknown>) => withPatternBudget(0, () => v(properties)).then(() => true, () => false);
+      const value = `${'a'.repeat(49_990)}x`;
+      const copies = validatorFor(`spec:${cacheSeq++}`, { type: 'object', properties: { a: { allOf: Array.from({ length: 255 }, () => ({ pattern: 'x' })) } } });
+      expect(await inPlace(copies, { a: value })).toBe(false);
+      // Through $refs and inherited copies alike.
+      const refs = { type: 'object', definitions: { x: { pattern: 'x' } }, properties: { a: { allOf: Array.from({ length: 255 }, () => ({ $ref: '#/definitions/x' })) } } };
+      expect(await inPlace(validatorFor(`spec:${cacheSeq++}`, refs), { a: value })).toBe(false);
+      // One application of it stays in place, and so do patterns on different values, each weighed apart.
+      expect(await inPlace(validatorFor(`spec:${cacheSeq++}`, { type: 'object', properties: { a: { pattern: 'x' } } }), { a: value })).toBe(true);
+      const apart = { type: 'object', properties: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`p${i}`, { pattern: `x${i}` }])) };
+      expect(await inPlace(validatorFor(`spec:${cacheSeq++}`, apart), { p0: 'x0'.repeat(2000) })).toBe(true);
+      // 255 copies keep in place what is short enough for them (100,000 / 256 characters).
+      expect(await inPlace(copies, { a: 'a'.repeat(300) })).toBe(true);
+    });
 
     it('does not count compiling a validator in the worker against the check\'s time limit', async () => {
       // Within the schema limits, some 60 KB with nine \p{L} patterns: compiling it took over a

@@ -5,6 +5,7 @@
  * breaking validation for everyone, and the validators item properties are checked with.
  */
 import Ajv, { ErrorObject, Options, ValidateFunction } from 'ajv';
+import { isDeepStrictEqual } from 'node:util';
 import { ApiError } from '../common/api-error';
 import { addSafeFormats } from './formats';
 import { cannotCheck, patternChecker } from './pattern-check';
@@ -319,8 +320,8 @@ function assertWithinLimits(schema: JsonSchema, selfContained: boolean): Load {
   if (applications.cycle !== undefined) {
     refuse([{ path: applications.cycle, message: 'is part of a "$ref" cycle that never descends into the data: it would apply to one value forever' }]);
   }
-  if (applications.count > SCHEMA_LIMITS.applications) {
-    refuse([{ path: '/', message: `up to ${applications.count} schemas can apply to one value of the properties (branches, $refs and parent types' copies, at each level); at most ${SCHEMA_LIMITS.applications}` }]);
+  if (applications.schemas > SCHEMA_LIMITS.applications) {
+    refuse([{ path: '/', message: `up to ${applications.schemas} schemas can apply to one value of the properties (branches, $refs and parent types' copies, at each level); at most ${SCHEMA_LIMITS.applications}` }]);
   }
   if (applications.values > SCHEMA_LIMITS.enumComparisons) {
     refuse([
@@ -330,14 +331,22 @@ function assertWithinLimits(schema: JsonSchema, selfContained: boolean): Load {
       },
     ]);
   }
-  return { schemas: applications.count, values: applications.values };
+  return applications;
 }
 
-/** What applies to one value: how many schemas, and how many enum (and const) values they compare it with. */
+/**
+ * What applies to one value: how many schemas, how many enum (and const) values they compare it
+ * with, and the summed regexCost of the regular expressions they match it (or its keys) with,
+ * each as often as it applies: 255 `allOf` copies of one pattern match the value 255 times.
+ */
 interface Load {
   schemas: number;
   values: number;
+  regexWeight: number;
 }
+
+/** The summed regexCost of the regular expressions schema `s` matches the value it applies to (or its keys) with. */
+const matchedRegexes = (s: JsonSchema | boolean): number => (typeof s === 'boolean' ? 0 : ownRegexes(s, '').reduce((sum, [source]) => sum + regexCost(source), 0));
 
 /** The enum (and const) values schema `s` compares the value it applies to with. */
 const comparedValues = (s: JsonSchema | boolean): number =>
@@ -345,17 +354,22 @@ const comparedValues = (s: JsonSchema | boolean): number =>
 
 /**
  * An upper bound on how many schemas apply to any one value (the properties object itself, or
- * one nested in it), and on how many enum values they compare it with (each bounded apart: the
- * value most schemas apply to need not be the one most enum values do), and a pointer on a
+ * one nested in it), on how many enum values they compare it with and on the weight of the
+ * regular expressions they match it with (each bounded apart: the value most schemas apply to
+ * need not be the one most enum values do), and a pointer on a
  * cycle when that is what makes it unbounded. At a value, a schema applies itself and its
  * same-value subschemas (allOf/anyOf/…, its `$ref`'s target);
  * to a property value it passes the one of `properties`/`additionalProperties` that fits the
  * key plus every `patternProperties` schema, to an element the schemas for its position plus
  * `contains`, and so on one level down, as deep as a request body nests.
  */
-function mostApplications(nodes: Map<string, JsonSchema | boolean>): { count: number; values: number; cycle?: string } {
+function mostApplications(nodes: Map<string, JsonSchema | boolean>): Load & { cycle?: string } {
   const CAP = 1e9;
-  const capped = (a: Load, b: Load): Load => ({ schemas: Math.min(CAP, a.schemas + b.schemas), values: Math.min(CAP, a.values + b.values) });
+  const capped = (a: Load, b: Load): Load => ({
+    schemas: Math.min(CAP, a.schemas + b.schemas),
+    values: Math.min(CAP, a.values + b.values),
+    regexWeight: Math.min(CAP, a.regexWeight + b.regexWeight),
+  });
   const same = new Map<string, string[]>();
   const below = new Map<string, Array<{ slot: Slot; at: string }>>();
   for (const [at, s] of nodes) {
@@ -366,7 +380,7 @@ function mostApplications(nodes: Map<string, JsonSchema | boolean>): { count: nu
   }
   let cycle: string | undefined;
   let previous = new Map<string, Load>();
-  const most: Load = { schemas: 0, values: 0 };
+  const most: Load = { schemas: 0, values: 0, regexWeight: 0 };
   for (let depth = 0; depth <= MAX_NESTING; depth++) {
     const current = new Map<string, Load>();
     const visiting = new Set<string>();
@@ -375,10 +389,11 @@ function mostApplications(nodes: Map<string, JsonSchema | boolean>): { count: nu
       if (known !== undefined) return known;
       if (visiting.has(at)) {
         cycle ??= at || '/';
-        return { schemas: CAP, values: CAP };
+        return { schemas: CAP, values: CAP, regexWeight: CAP };
       }
       visiting.add(at);
-      let n = depth === 0 ? { schemas: 1, values: comparedValues(nodes.get(at)!) } : passedDown(below.get(at)!, previous);
+      const node = nodes.get(at)!;
+      let n = depth === 0 ? { schemas: 1, values: comparedValues(node), regexWeight: matchedRegexes(node) } : passedDown(below.get(at)!, previous);
       for (const next of same.get(at)!) n = capped(n, count(next));
       visiting.delete(at);
       current.set(at, n);
@@ -388,11 +403,12 @@ function mostApplications(nodes: Map<string, JsonSchema | boolean>): { count: nu
     const root = current.get('')!;
     most.schemas = Math.max(most.schemas, root.schemas);
     most.values = Math.max(most.values, root.values);
+    most.regexWeight = Math.max(most.regexWeight, root.regexWeight);
     if (root.schemas === 0 || most.schemas >= CAP) break;
     previous = current;
   }
   // A cycle in definitions nothing uses applies to nothing.
-  return { count: most.schemas, values: most.values, ...(most.schemas >= CAP ? { cycle } : {}) };
+  return { ...most, ...(most.schemas >= CAP ? { cycle } : {}) };
 }
 
 /** What one value a level down receives from a schema's subschemas `below` it. */
@@ -403,7 +419,7 @@ function passedDown(below: Array<{ slot: Slot; at: string }>, loads: Map<string,
     const max = (xs: number[]) => Math.max(0, ...xs);
     return Math.max(max(of('oneKey')) + sum(of('everyKey')), sum(of('keyName')), max(of('oneIndex')) + sum(of('everyIndex')));
   };
-  return { schemas: each('schemas'), values: each('values') };
+  return { schemas: each('schemas'), values: each('values'), regexWeight: each('regexWeight') };
 }
 
 // ------------------------------------------------------------------ subtypes
@@ -411,6 +427,56 @@ function passedDown(below: Array<{ slot: Slot; at: string }>, loads: Map<string,
 function typesOf(prop: JsonSchema | boolean): string[] | undefined {
   if (typeof prop === 'boolean' || prop.type === undefined) return undefined;
   return Array.isArray(prop.type) ? prop.type : [prop.type];
+}
+
+/** Whether JSON Schema type `t` stays within `types`: an `integer` is a `number`. */
+const within = (t: string, types: string[]): boolean => types.includes(t) || (t === 'integer' && types.includes('number'));
+
+/** The JSON Schema type of a JSON value (`integer` for a whole number). */
+function typeOfValue(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  return typeof v;
+}
+
+/** The values a schema lists (`const`, else `enum`): all a value may be; undefined when it lists none. */
+function listedValues(s: JsonSchema): unknown[] | undefined {
+  if (Object.hasOwn(s, 'const')) return [s.const];
+  return Array.isArray(s.enum) ? s.enum : undefined;
+}
+
+/**
+ * How a subtype's `properties` contradict its parent's, at any depth through nested
+ * `properties`: a type outside the parent's, listed values (`enum`, `const`) outside the
+ * parent's type or its listed values (compared as JSON, objects and arrays included), or
+ * `false` for a property the parent requires. Leaving `type` or `enum` out is no contradiction:
+ * the merge keeps the parent's.
+ */
+function propertyConflicts(base: JsonSchema, child: JsonSchema, prefix: string, out: Array<{ field: string; message: string }>): void {
+  const baseProps: Record<string, JsonSchema | boolean> = isSchemaObject(base.properties) ? base.properties : {};
+  const childProps: Record<string, JsonSchema | boolean> = isSchemaObject(child.properties) ? child.properties : {};
+  const required: unknown[] = Array.isArray(base.required) ? base.required : [];
+  for (const [name, prop] of Object.entries(childProps)) {
+    const field = prefix + name;
+    if (prop === false && required.includes(name)) out.push({ field, message: 'is required by the parent, so it cannot be forbidden' });
+    const baseProp = Object.hasOwn(baseProps, name) ? baseProps[name] : undefined;
+    if (!isSchemaObject(baseProp) || !isSchemaObject(prop)) continue;
+    const baseTypes = typesOf(baseProp);
+    const childTypes = typesOf(prop);
+    if (baseTypes && childTypes && !childTypes.every((t) => within(t, baseTypes))) {
+      out.push({ field, message: `must keep the parent's type ${JSON.stringify(baseProp.type)}` });
+    }
+    const allowed = listedValues(baseProp);
+    const values = listedValues(prop);
+    if (values && baseTypes && !values.every((v) => within(typeOfValue(v), baseTypes))) {
+      out.push({ field, message: `enum and const values must be of the parent's type ${JSON.stringify(baseProp.type)}` });
+    }
+    if (values && allowed && !values.every((v) => allowed.some((a) => isDeepStrictEqual(a, v)))) {
+      out.push({ field, message: "enum must be a subset of the parent's enum (and a const one of its values)" });
+    }
+    propertyConflicts(baseProp, prop, `${field}.`, out);
+  }
 }
 
 /**
@@ -450,24 +516,10 @@ export function resolveSubtypeSchema(parent: JsonSchema, child: JsonSchema): Jso
   const parentProps: Record<string, JsonSchema | boolean> = base.properties ?? {};
   const childProps: Record<string, JsonSchema | boolean> = child.properties ?? {};
   const merged: Record<string, JsonSchema | boolean> = { ...parentProps };
+  propertyConflicts(base, child, '', violations);
   for (const [name, prop] of Object.entries(childProps)) {
     const baseProp = parentProps[name];
-    if (baseProp === undefined) {
-      merged[name] = prop;
-      continue;
-    }
-    const baseTypes = typesOf(baseProp);
-    const childTypes = typesOf(prop);
-    // Leaving `type` or `enum` out is not a contradiction: the merge below keeps the parent's.
-    if (baseTypes && childTypes && !childTypes.every((t) => baseTypes.includes(t))) {
-      violations.push({ field: name, message: `must keep the parent's type ${JSON.stringify((baseProp as JsonSchema).type)}` });
-    }
-    const baseEnum = typeof baseProp === 'object' ? baseProp.enum : undefined;
-    const childEnum = typeof prop === 'object' ? prop.enum : undefined;
-    if (Array.isArray(baseEnum) && childEnum !== undefined && (!Array.isArray(childEnum) || !childEnum.every((v: unknown) => baseEnum.includes(v)))) {
-      violations.push({ field: name, message: "enum must be a subset of the parent's enum" });
-    }
-    merged[name] = mergeProperty(baseProp, prop);
+    merged[name] = baseProp === undefined ? prop : mergeProperty(baseProp, prop);
   }
   if (base.additionalProperties === false && (Object.keys(childProps).some((n) => parentProps[n] === undefined) || (child.additionalProperties ?? false) !== false)) {
     violations.push({ field: '*', message: 'the parent allows no additional properties, so a subtype cannot add any' });
@@ -499,11 +551,20 @@ const isSchemaObject = (s: unknown): s is JsonSchema => s !== null && typeof s =
  * walks the resolved schema's `properties`, `additionalProperties` and `items` alone (not
  * `allOf`, where the parent's rules are kept whole), and the merge above is one level deep: a
  * subtype's `"searchable": true`, or its own nested `properties` or `additionalProperties`,
- * would put text the parent keeps out of search back in. Where `merged` lacks the place, it gets
- * one that validates as what stood there before (`{}`, or the `additionalProperties` schema the
- * value would have met); where `merged` forbids the value (`false`), there is nothing to keep.
+ * would put text the parent keeps out of search back in. So would a property the subtype adds
+ * where the parent's `additionalProperties` kept every other key out: search read that schema
+ * for the key under the parent, and keeps reading its `"searchable": false` there. Where
+ * `merged` lacks the place, it gets one that validates as what stood there before (`{}`, or the
+ * `additionalProperties` schema the value would have met); where `merged` forbids the value
+ * (`false`), there is nothing to keep.
  */
 function keepUnsearchable(base: JsonSchema | boolean, merged: JsonSchema | boolean): JsonSchema | boolean {
+  if (merged === true) {
+    // `true` says what `{}` says, and search reads no "searchable" in it.
+    const empty = {};
+    const kept = keepUnsearchable(base, empty);
+    return kept === empty ? merged : kept;
+  }
   if (!isSchemaObject(base) || !isSchemaObject(merged)) return merged;
   if (base.searchable === false) return merged.searchable === false ? merged : { ...merged, searchable: false };
   let out = merged;
@@ -511,18 +572,19 @@ function keepUnsearchable(base: JsonSchema | boolean, merged: JsonSchema | boole
     if (out === merged) out = { ...merged };
     out[key] = value;
   };
-  if (isSchemaObject(base.properties)) {
-    const props: Record<string, JsonSchema | boolean> = isSchemaObject(merged.properties) ? merged.properties : {};
-    const instead = merged.additionalProperties === undefined || merged.additionalProperties === true ? {} : merged.additionalProperties;
-    let kept = props;
-    for (const [name, sub] of Object.entries(base.properties as Record<string, JsonSchema | boolean>)) {
-      const there = Object.hasOwn(props, name) ? props[name] : isSchemaObject(instead) ? instead : undefined;
-      if (there === undefined) continue;
-      const next = keepUnsearchable(sub, there);
-      if (next !== there) kept = { ...kept, [name]: next };
-    }
-    if (kept !== props) put('properties', kept);
+  const baseProps: Record<string, JsonSchema | boolean> = isSchemaObject(base.properties) ? base.properties : {};
+  const props: Record<string, JsonSchema | boolean> = isSchemaObject(merged.properties) ? merged.properties : {};
+  const instead = merged.additionalProperties === undefined || merged.additionalProperties === true ? {} : merged.additionalProperties;
+  let kept = props;
+  for (const name of new Set([...Object.keys(baseProps), ...Object.keys(props)])) {
+    // What search read for the key under `base`: its property, or else its additionalProperties.
+    const was = Object.hasOwn(baseProps, name) ? baseProps[name] : base.additionalProperties;
+    const there = Object.hasOwn(props, name) ? props[name] : isSchemaObject(instead) ? instead : undefined;
+    if (there === undefined) continue;
+    const next = keepUnsearchable(was, there);
+    if (next !== there) kept = { ...kept, [name]: next };
   }
+  if (kept !== props) put('properties', kept);
   for (const key of ['additionalProperties', 'items']) {
     if (!isSchemaObject(base[key])) continue;
     const there = merged[key] === undefined || merged[key] === true ? {} : merged[key];
@@ -573,6 +635,19 @@ const costPerValue = (load: Load): number => load.schemas + Math.ceil(load.value
 /** Validators by cache key, least recently used first; all of them from the current engine. */
 const compiled = new Map<string, Compiled>();
 const MAX_COMPILED = 5000;
+
+/** What applies to one value at most (assertWithinLimits), by cache key, least recently used first. */
+const loads = new Map<string, Load>();
+
+/** The schema's Load, checking it against the limits once per cache key. */
+function loadOf(cacheKey: string, schema: JsonSchema): Load {
+  // Types stored before a limit existed meet it here, and their writes get its 400.
+  const load = loads.get(cacheKey) ?? assertWithinLimits(schema, false);
+  loads.delete(cacheKey);
+  loads.set(cacheKey, load);
+  if (loads.size > MAX_COMPILED) loads.delete(loads.keys().next().value!);
+  return load;
+}
 
 /** The engine new validators are compiled in; a spent one is dropped with every validator it made. */
 function currentEngine(): RegexEngine {
@@ -645,8 +720,7 @@ function compiledFor(cacheKey: string, schema: JsonSchema): Compiled {
   let entry = compiled.get(cacheKey);
   compiled.delete(cacheKey);
   if (entry?.engine !== e) {
-    // Types stored before a limit existed meet it here, and their writes get its 400.
-    const load = assertWithinLimits(schema, false);
+    const load = loadOf(cacheKey, schema);
     const { engine: made, validate } = compiling(() => compile(schema, false));
     entry = { engine: made, quick: validate, valueCost: costPerValue(load) };
   }
@@ -700,8 +774,9 @@ export type PropertiesValidator = (properties: Record<string, unknown>) => Promi
 /**
  * Above this many (regexCost + 1) × characters of text, properties are checked off the event
  * loop (pattern-check.ts): at the slowest rate measured, some 160 ns per unit and byte of
- * UTF-8, that many take about 30 ms. Most items of most types stay under it, and types without
- * patterns never pay for the count.
+ * UTF-8, that many take about 30 ms. The regexCost is the most that can apply to one value
+ * (`Load.regexWeight`: a pattern as many times as it applies), so it bounds every character's
+ * share. Most items of most types stay under it, and types without patterns never pay for the count.
  */
 const IN_PROCESS_MATCH_UNITS = 100_000;
 
@@ -719,9 +794,9 @@ const IN_PROCESS_VALUE_UNITS = 400_000;
  * `owner` (the type's tenant) is whose turn a check in the worker takes (pattern-check.ts).
  */
 export function validatorFor(cacheKey: string, schema: JsonSchema, owner = cacheKey): PropertiesValidator {
-  const weight = regexWeight(schema);
-  const inProcess = weight === 0 ? Infinity : Math.floor(IN_PROCESS_MATCH_UNITS / (weight + 1));
   return async (properties) => {
+    const weight = loadOf(cacheKey, schema).regexWeight;
+    const inProcess = weight === 0 ? Infinity : Math.floor(IN_PROCESS_MATCH_UNITS / (weight + 1));
     const costly =
       (inProcess !== Infinity && textLonger(properties, inProcess)) ||
       moreValuesThan(properties, Math.floor(IN_PROCESS_VALUE_UNITS / compiledFor(cacheKey, schema).valueCost));
@@ -747,17 +822,8 @@ function ownRegexes(s: JsonSchema, at: string): Array<[source: string, pointer: 
   return found;
 }
 
-/** The summed regexCost of distinct regular expressions: what SCHEMA_LIMITS.regexCost bounds. */
+/** The summed regexCost of distinct regular expressions (what compiling them costs): what SCHEMA_LIMITS.regexCost bounds. */
 const weightOf = (regexes: Set<string>): number => [...regexes].reduce((sum, r) => sum + regexCost(r), 0);
-
-/** The weight of a schema's regular expressions, all of them (a stored schema may be past today's limits). */
-function regexWeight(schema: JsonSchema): number {
-  const regexes = new Set<string>();
-  eachSchema(schema, (s, at) => {
-    if (typeof s !== 'boolean') for (const [source] of ownRegexes(s, at)) regexes.add(source);
-  });
-  return weightOf(regexes);
-}
 
 /** Whether the strings of `value` (object keys included, which patternProperties match) are more than `limit` characters. */
 function textLonger(value: unknown, limit: number): boolean {

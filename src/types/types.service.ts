@@ -76,6 +76,10 @@ export class TypeCatalog {
     return [...this.refs.keys()];
   }
 
+  has(name: string): boolean {
+    return this.refs.has(name);
+  }
+
   /** Names of the types a pattern covers, subtypes included. */
   matching(pattern: string): string[] {
     return [...this.refs.values()].filter((r) => matchesPattern(pattern, r)).map((r) => r.name);
@@ -84,6 +88,8 @@ export class TypeCatalog {
 
 const CATALOG_CHANNEL = 'types:changed';
 const CATALOG_TTL_MS = 60_000;
+
+const parentNotFound = (name: string) => ApiError.notFound('type_not_found', `Parent type "${name}" does not exist`);
 
 const COLUMNS = 'tenant_id, name, parent, schema, resolved_schema, merge_policy, core, version, created_at, updated_at';
 
@@ -215,6 +221,13 @@ export class TypesService implements OnModuleInit {
     const created = await this.db.transaction(async (m) => {
       // Serialise type changes per tenant so parent checks and in-use checks cannot race.
       await lockCatalogue(m, p.tenantId, 'exclusive');
+      const lineage = await this.lineage(p.tenantId, m);
+      // Before anything else is answered about that name: a 409 must tell nothing of a type it may not read.
+      if (!this.mayCreate(p, dto.name, dto.parent ?? null, lineage)) {
+        throw ApiError.forbidden(`This credential may not create a type named "${dto.name}": it could not read it`);
+      }
+      // A parent it may not read is one that does not exist: its schema would come back in resolved_schema.
+      if (dto.parent && !canType(p, lineage.ref(dto.parent), 'read')) throw parentNotFound(dto.parent);
       if (await this.row(p.tenantId, dto.name, m)) {
         throw ApiError.conflict('type_already_exists', `A type named "${dto.name}" already exists`, { name: dto.name });
       }
@@ -326,7 +339,7 @@ export class TypesService implements OnModuleInit {
       return { resolved, mergePolicy: policy };
     }
     const parent = await this.row(tenantId, parentName, m);
-    if (!parent) throw ApiError.notFound('type_not_found', `Parent type "${parentName}" does not exist`);
+    if (!parent) throw parentNotFound(parentName);
     // Each generation copies its parent's rules, so resolved schemas grow with the square of depth.
     const chain = (await this.lineage(tenantId, m)).ref(parentName).ancestors.length + 2;
     if (chain > SCHEMA_LIMITS.typeDepth) {
@@ -337,6 +350,17 @@ export class TypesService implements OnModuleInit {
     const resolved = resolveSubtypeSchema(parent.resolved_schema, schema);
     assertUsableSchema(resolved);
     return { resolved, mergePolicy: { ...parent.merge_policy, ...policy } };
+  }
+
+  /**
+   * Whether `p` may create a type `name` under `parent`: only one it could read once created (its
+   * lineage counts, as for every type), so that what it makes is never hidden from it. A type of
+   * that name it may not read is refused alike, not 409: the answer then differs from a create's
+   * only where no grant names the type itself (names are the tenant's, one type each).
+   */
+  private mayCreate(p: Principal, name: string, parent: string | null, lineage: TypeCatalog): boolean {
+    const ancestors = parent === null ? [] : [parent, ...lineage.ref(parent).ancestors];
+    return canType(p, { name, ancestors }, 'read') && (!lineage.has(name) || canType(p, lineage.ref(name), 'read'));
   }
 
   /** The tenant's type lineage as it stands inside the transaction `m`. */

@@ -516,7 +516,7 @@ describe('items: create, upsert, bulk, delete', () => {
       // ~900 KB of `{}` or of numbers: refused before anything is built from the elements.
       for (const element of [{}, 1]) {
         const res = await admin.post('/items/bulk', { mode: 'upsert', items: Array.from({ length: 300_000 }, () => element) });
-        expect(expectError(res, 400, 'validation_error').details?.fields).toEqual([{ field: 'items', message: 'must contain no more than 1000 elements' }]);
+        expect(expectError(res, 400, 'validation_error').details?.fields).toEqual([{ field: 'items', message: 'must be an array of at most 1000 item bodies' }]);
       }
       const bad = await admin.post('/items/bulk', { mode: 'merge', items: Array.from({ length: 300_000 }, () => ({})) });
       expect(expectError(bad, 400, 'validation_error').details?.fields.map((f: { field: string }) => f.field)).toEqual(['mode', 'items']);

@@ -39,6 +39,7 @@ import { IdempotencyClaimLease1732300003600 } from './1732300003600-idempotency-
 import { DeliveryBodiesFromEvents1732300003700 } from './1732300003700-delivery-bodies-from-events';
 import { DeliveryForcedAttempts1732300003800 } from './1732300003800-delivery-forced-attempts';
 import { WebhookSecretRotation1732300003900 } from './1732300003900-webhook-secret-rotation';
+import { SubtypesKeepUnsearchableAdded1732300004100 } from './1732300004100-subtypes-keep-unsearchable-added';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -81,4 +82,5 @@ export const migrations = [
   DeliveryBodiesFromEvents1732300003700,
   DeliveryForcedAttempts1732300003800,
   WebhookSecretRotation1732300003900,
+  SubtypesKeepUnsearchableAdded1732300004100,
 ];

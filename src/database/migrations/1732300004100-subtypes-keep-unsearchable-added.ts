@@ -1,0 +1,93 @@
+import { MigrationInterface, QueryRunner } from 'typeorm';
+
+/** The tenant that holds the core types, which tenant types may extend. */
+const CORE_TENANT = '00000000-0000-0000-0000-000000000000';
+
+type Schema = Record<string, any>;
+const isObject = (s: unknown): s is Schema => s !== null && typeof s === 'object' && !Array.isArray(s);
+
+/**
+ * `keepUnsearchable` of src/types/type-schema.ts as it stood when this migration was written (a
+ * migration must keep meaning what it meant): `merged` with each `"searchable": false` of `base`
+ * kept where search's walk reads it, a property `merged` adds included (search read `base`'s
+ * `additionalProperties` for it).
+ */
+function keepUnsearchable(base: unknown, merged: unknown): unknown {
+  if (merged === true) {
+    const empty = {};
+    const kept = keepUnsearchable(base, empty);
+    return kept === empty ? merged : kept;
+  }
+  if (!isObject(base) || !isObject(merged)) return merged;
+  if (base.searchable === false) return merged.searchable === false ? merged : { ...merged, searchable: false };
+  let out = merged;
+  const put = (key: string, value: unknown) => {
+    if (out === merged) out = { ...merged };
+    out[key] = value;
+  };
+  const baseProps: Schema = isObject(base.properties) ? base.properties : {};
+  const props: Schema = isObject(merged.properties) ? merged.properties : {};
+  const instead = merged.additionalProperties === undefined || merged.additionalProperties === true ? {} : merged.additionalProperties;
+  let kept = props;
+  for (const name of new Set([...Object.keys(baseProps), ...Object.keys(props)])) {
+    const was = Object.hasOwn(baseProps, name) ? baseProps[name] : base.additionalProperties;
+    const there = Object.hasOwn(props, name) ? props[name] : isObject(instead) ? instead : undefined;
+    if (there === undefined) continue;
+    const next = keepUnsearchable(was, there);
+    if (next !== there) kept = { ...kept, [name]: next };
+  }
+  if (kept !== props) put('properties', kept);
+  for (const key of ['additionalProperties', 'items']) {
+    if (!isObject(base[key])) continue;
+    const there = merged[key] === undefined || merged[key] === true ? {} : merged[key];
+    if (!isObject(there)) continue;
+    const next = keepUnsearchable(base[key], there);
+    if (next !== there) put(key, next);
+  }
+  return out;
+}
+
+/**
+ * Migration 1732300003400 again, for what it missed: a property a subtype adds (at the root or
+ * nested) where its parent's `additionalProperties` says `"searchable": false` was searchable in
+ * the subtype's items, since search reads the subtype's own schema for it; and so was one the
+ * subtype gave as `true`. Existing subtypes are resolved again, parents first (each pass settles
+ * one more generation, and a pass that changes nothing ends it), and the items of each changed
+ * type are indexed again. Nothing validates differently. `down` leaves the schemas as they are: they keep
+ * out only what the parent meant to keep out.
+ */
+export class SubtypesKeepUnsearchableAdded1732300004100 implements MigrationInterface {
+  name = 'SubtypesKeepUnsearchableAdded1732300004100';
+
+  async up(q: QueryRunner): Promise<void> {
+    const changed = new Map<string, { tenant: string; name: string }>();
+    for (let pass = 0; pass < 100; pass++) {
+      const rows: Array<{ tenant_id: string; name: string; resolved_schema: Schema; parent_schema: Schema | null }> = await q.query(`
+        SELECT c.tenant_id, c.name, c.resolved_schema,
+               (SELECT p.resolved_schema FROM item_types p
+                 WHERE p.name = c.parent AND p.tenant_id IN (c.tenant_id, '${CORE_TENANT}')
+                 ORDER BY p.tenant_id = c.tenant_id DESC LIMIT 1) AS parent_schema
+          FROM item_types c
+         WHERE c.parent IS NOT NULL`);
+      let passChanged = 0;
+      for (const row of rows) {
+        const kept = keepUnsearchable(row.parent_schema, row.resolved_schema);
+        if (kept === row.resolved_schema) continue;
+        await q.query(`UPDATE item_types SET resolved_schema = $3 WHERE tenant_id = $1 AND name = $2`, [row.tenant_id, row.name, kept]);
+        changed.set(`${row.tenant_id}/${row.name}`, { tenant: row.tenant_id, name: row.name });
+        passChanged++;
+      }
+      if (passChanged === 0) break;
+    }
+    for (const { tenant, name } of changed.values()) {
+      await q.query(
+        `UPDATE items i SET (search_vector, search_title, search_document) = (
+                 SELECT x.vector, x.title, x.document FROM item_search_index(i.tenant_id, i.type, i.properties, i.tags) x)
+          WHERE i.tenant_id = $1 AND i.type = $2`,
+        [tenant, name],
+      );
+    }
+  }
+
+  async down(): Promise<void> {}
+}
