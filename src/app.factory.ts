@@ -34,6 +34,7 @@ import {
 import { createLogger, requestId, requestLogging } from './common/request-logging';
 import { EVERY_RESPONSE, securityHeaders, setSecurityHeaders } from './common/security-headers';
 import { redactUrl, StartupError } from './common/startup-error';
+import { orTimeout } from './common/timeout';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
 import { ensureDatabase, requireMigrated, runMigrations } from './database/data-source-options';
@@ -45,8 +46,13 @@ async function checkRedis(url: string): Promise<void> {
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 3000 });
   client.on('error', () => undefined);
   try {
-    await client.connect();
-    await client.ping();
+    // connectTimeout bounds the TCP connect only: a server that accepts and never answers (the
+    // ready check, the PING) held start-up for ever.
+    const answers = async () => {
+      await client.connect();
+      await client.ping();
+    };
+    await orTimeout(answers(), 5000, 'Redis');
   } catch (err) {
     throw new StartupError(
       `cannot reach Redis at ${redactUrl(url)} (${(err as Error).message}); start it (redis-server --daemonize yes) or set REDIS_URL`,

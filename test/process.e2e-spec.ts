@@ -4,6 +4,7 @@
  * logs on stdout never contain a credential.
  */
 import { execFile } from 'node:child_process';
+import { AddressInfo, connect, createServer } from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
 import { clearRedisPrefix, dropDatabase, PG_SERVER, REDIS_URL, uniqueName } from './support/app';
@@ -191,6 +192,48 @@ describe('the service process', () => {
     expect(everything).not.toContain(secret);
     expect(everything).not.toContain(encodeURIComponent(key));
     expect(everything).not.toContain(secret.slice(0, 16));
+  });
+
+  it('stops starting, in one line, when Redis accepts connections and never answers', async () => {
+    // A listener that accepts and reads nothing: the TCP connect succeeds, the PING never returns.
+    const silent = createServer((socket) => socket.on('error', () => undefined));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `redis://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      const { code, lines } = await failedStart(env({ REDIS_URL: url }));
+      expect(code).toBe(1);
+      expect(lines).toEqual([expect.stringContaining(`cannot reach Redis at ${url}`)]);
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('on SIGTERM answers a request in flight on a kept-alive connection, then closes that connection and ends without waiting for its deadline', async () => {
+    const e = env({ PORT: String(await freePort()), LOG_LEVEL: 'warn' });
+    const s = start(e);
+    const base = `http://127.0.0.1:${e.PORT}`;
+    await waitHealthy(s, base);
+    const { key } = (await (await fetch(`${base}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { key: string };
+    const socket = connect(Number(e.PORT), '127.0.0.1');
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    socket.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    const body = Buffer.alloc(20_000, 'x');
+    socket.write(
+      `POST /blobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: text/plain\r\n` +
+        `Content-Length: ${body.length}\r\nConnection: keep-alive\r\n\r\n`,
+    );
+    socket.write(body.subarray(0, 10_000));
+    s.child.kill('SIGTERM');
+    // The listener closes as the shutdown begins; the upload is then still in flight.
+    await waitFor(async () => (await fetch(`${base}/health`).then(() => false, () => true)), 'the listener to close');
+    socket.write(body.subarray(10_000));
+    await closed;
+    expect(received).toMatch(/^HTTP\/1\.1 201 /);
+    const { code, signal } = await s.exited;
+    // The shutdown's deadline ends the process with exit code 1; a drained one ends as SIGTERM does.
+    expect(code === 0 || code === 143 || signal === 'SIGTERM').toBe(true);
   });
 
   it('answers while its Redis connection goes silent (no answer, no reset): the rate limit counts in memory after a short wait', async () => {

@@ -41,6 +41,10 @@ describe('toApiError', () => {
       Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
       new Error('Connection is closed.'),
       new Error('Redis is not connected (reconnecting)'),
+      // A session PostgreSQL ended for sitting idle in its transaction, and TypeORM's word for a
+      // transaction whose connection was ended under it (an audit saw both answered 500).
+      wrapped(Object.assign(new Error('terminating connection due to idle-in-transaction timeout'), { code: '25P03' })),
+      new Error('Database connection provided by a query runner was already released, cannot continue to use its querying methods anymore.'),
     ];
     for (const thrown of away) {
       const e = toApiError(thrown, 'req-1');

@@ -147,10 +147,18 @@ export const dropBodyOfGet: onRequestHookHandler = (request, _reply, done) => {
  * own answer (`return503OnClosing`, turned off) would be a bare body without either. Its
  * response closes the connection, so the client's next request goes to another instance.
  */
+/** How often a closing server looks for connections that have become idle. */
+const IDLE_SWEEP_MS = 100;
+
 export function refuseWhileClosing(http: FastifyInstance): onRequestHookHandler {
   let closing = false;
   http.addHook('preClose', (done) => {
     closing = true;
+    // server.close() closes the connections idle when it is called; one whose request was in
+    // flight then stayed open once answered (keep-alive) and held the shutdown to its 25 s
+    // deadline. So connections are closed as they become idle, until the server has closed.
+    const idle = setInterval(() => http.server.closeIdleConnections(), IDLE_SWEEP_MS).unref();
+    http.server.once('close', () => clearInterval(idle));
     done();
   });
   return (_request, reply, done) => {

@@ -6,8 +6,12 @@
 /** The Retry-After of every 503 `service_unavailable`: a dependency away, or an instance shutting down. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = '2';
 
-/** PostgreSQL SQLSTATEs: connection exceptions (08), the server shutting down or starting (57P0x), too many connections. */
-const PG_CODES = /^(08...|57P0[123]|53300)$/;
+/**
+ * PostgreSQL SQLSTATEs: connection exceptions (08), the server shutting down or starting (57P0x),
+ * too many connections, and a session ended for sitting idle in its transaction (25P03: this
+ * process stalled past twice the statement timeout, pg-guards.ts).
+ */
+const PG_CODES = /^(08...|57P0[123]|53300|25P03)$/;
 /** Node's socket errors. */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 /** What pg, pg-pool and ioredis say when a connection is gone, cannot be had, or stopped answering. */
@@ -18,6 +22,8 @@ const MESSAGES = [
   /^Connection is closed\.?$/,
   /^Redis is not connected/,
   /^Reached the max retries per request limit/,
+  // TypeORM, when a transaction's connection was ended under it (terminated, or idle too long).
+  /^Database connection provided by a query runner was already released/,
 ];
 
 /**

@@ -85,6 +85,75 @@ describe('loadConfig', () => {
     expect(err.message).not.toContain('\n');
   });
 
+  // Each bounded so that no timer runs hot (0ms) or past Node's 2^31-1 ms, where it fires after
+  // 1 ms instead; and no body limit refuses every body or none.
+  it.each([
+    ['WEBHOOK_SWEEP_INTERVAL', '0ms'],
+    ['WEBHOOK_SWEEP_INTERVAL', '99ms'],
+    ['WEBHOOK_SWEEP_INTERVAL', '61m'],
+    ['WEBHOOK_SWEEP_INTERVAL', '35792m'],
+    ['WEBHOOK_SWEEP_INTERVAL', '99999m'],
+    ['WEBHOOK_SWEEP_INTERVAL', '1h'],
+    ['BULK_JOB_LEASE', '0ms'],
+    ['BULK_JOB_LEASE', '999ms'],
+    ['BULK_JOB_LEASE', '61m'],
+    ['BULK_JOB_LEASE', '99999m'],
+    ['WEBHOOK_RETRY_SCHEDULE', '0ms'],
+    ['WEBHOOK_RETRY_SCHEDULE', '30s,999ms'],
+    ['WEBHOOK_RETRY_SCHEDULE', '30s,8d'],
+    ['WEBHOOK_RETRY_SCHEDULE', '99999999d'],
+    ['WEBHOOK_RETRY_SCHEDULE', '30s,'],
+    ['WEBHOOK_RETRY_SCHEDULE', Array(21).fill('1s').join(',')],
+    ['JSON_BODY_LIMIT', '0b'],
+    ['JSON_BODY_LIMIT', '1023b'],
+    ['JSON_BODY_LIMIT', '101mb'],
+    ['JSON_BODY_LIMIT', '99999999999999999999mb'],
+    ['JSON_BODY_LIMIT', '1gb'],
+  ])('%s=%p, out of its documented range, is a ConfigError in one line naming it and the range', (name, value) => {
+    const message = configError({ [name]: value }).message;
+    expect(message).toMatch(new RegExp(`^invalid configuration: ${name}=".*" must be a (size|duration|comma list of 1-20 durations,?) .*from `));
+    expect(message).not.toContain('\n');
+  });
+
+  it.each([
+    ['WEBHOOK_SWEEP_INTERVAL', '100ms', 100],
+    ['WEBHOOK_SWEEP_INTERVAL', '60m', 3_600_000],
+    ['BULK_JOB_LEASE', '1s', 1000],
+    ['BULK_JOB_LEASE', '1000ms', 1000],
+    ['BULK_JOB_LEASE', '60m', 3_600_000],
+  ])('%s=%p, an end of its range, is accepted', (name, value, ms) => {
+    const c = loadConfig({ [name]: value });
+    expect(name === 'BULK_JOB_LEASE' ? c.bulkJobLeaseMs : c.webhookSweepIntervalMs).toBe(ms);
+  });
+
+  it('accepts the duration and size defaults and the ends of their ranges', () => {
+    const defaults = loadConfig({});
+    expect([defaults.webhookSweepIntervalMs, defaults.bulkJobLeaseMs, defaults.JSON_BODY_LIMIT]).toEqual([10_000, 30_000, '1mb']);
+    expect(defaults.webhookRetryDelaysMs).toEqual([30, 120, 600, 3600, 21_600, 86_400, 259_200].map((s) => s * 1000));
+    const ends = loadConfig({ WEBHOOK_RETRY_SCHEDULE: ' 1s, 1000ms ,7d,168h', JSON_BODY_LIMIT: '1kb' });
+    expect(ends.webhookRetryDelaysMs).toEqual([1000, 1000, 604_800_000, 604_800_000]);
+    expect(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: Array(20).fill('1s').join(',') })).not.toThrow();
+    for (const limit of ['1024b', '1KB', '100mb', '102400kb']) expect(loadConfig({ JSON_BODY_LIMIT: limit }).JSON_BODY_LIMIT).toBe(limit);
+    // Every end is within a 32-bit timer.
+    expect(Math.max(ends.webhookRetryDelaysMs[2], loadConfig({ BULK_JOB_LEASE: '60m', WEBHOOK_SWEEP_INTERVAL: '60m' }).bulkJobLeaseMs)).toBeLessThanOrEqual(2 ** 31 - 1);
+  });
+
+  it.each(['redis://:p@h:99999', 'redis://[::1', 'redis://:pa/ss@h:6379', 'redis://:pa#ss@h:6379'])(
+    'REDIS_URL=%p, which does not parse as a URL, is a ConfigError naming it, without its password',
+    (url) => {
+      const message = configError({ REDIS_URL: url }).message;
+      expect(message).toMatch(/^invalid configuration: REDIS_URL=".*" is not a valid URL/);
+      expect(message).not.toContain('\n');
+      expect(message).not.toMatch(/:p@|pa.ss/);
+    },
+  );
+
+  it('accepts a REDIS_URL with a percent-encoded password, an IPv6 host or rediss://', () => {
+    for (const url of ['redis://:pa%2Fss@h:6379', 'redis://[::1]:6379', 'rediss://user:pw@cache.example:6380/2']) {
+      expect(loadConfig({ REDIS_URL: url }).REDIS_URL).toBe(url);
+    }
+  });
+
   it('does not repeat the password of a DATABASE_URL that does not parse', () => {
     const message = configError({ DATABASE_URL: 'postgres://postgres:ab/cd#ef@127.0.0.1:5432/x' }).message;
     expect(message).toBe(

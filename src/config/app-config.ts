@@ -26,6 +26,61 @@ const int = () =>
  */
 const parsesAsUrl = (message: string) =>
   ValidateBy({ name: 'parsesAsUrl', validator: { validate: (value) => typeof value === 'string' && URL.canParse(value), defaultMessage: () => message } });
+
+type Unit = 'ms' | 's' | 'm' | 'h' | 'd';
+const UNIT_MS: Record<Unit, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `30s`, `2m`, `500ms` in one of `units` → milliseconds, or undefined when it is none. */
+function parseDuration(text: string, units: readonly string[]): number | undefined {
+  const m = /^(\d+)(ms|s|m|h|d)$/.exec(text);
+  return m && units.includes(m[2]) ? Number(m[1]) * UNIT_MS[m[2] as Unit] : undefined;
+}
+
+/** `30s`, `2m`, `500ms` → milliseconds (the format is checked by the decorators below). */
+export function durationMs(text: string): number {
+  return parseDuration(text, Object.keys(UNIT_MS))!;
+}
+
+/**
+ * A duration setting (or, with `list`, a comma list of 1-20 of them) in one of `units`, each
+ * from `min` to `max`. The bounds are what keeps a timer sane: 0 would turn a sweep into a
+ * hot loop, and Node runs a timer of 2^31 ms or more after 1 ms instead (TimeoutOverflowWarning).
+ */
+const durations = (range: { units: readonly Unit[]; min: string; max: string; list?: boolean; example: string }) => {
+  const [min, max] = [durationMs(range.min), durationMs(range.max)];
+  const within = (text: string) => {
+    const ms = parseDuration(text.trim(), range.units);
+    return ms !== undefined && ms >= min && ms <= max;
+  };
+  const what = range.list ? `a comma list of 1-20 durations, each from ${range.min} to ${range.max},` : `a duration from ${range.min} to ${range.max},`;
+  return ValidateBy({
+    name: 'durations',
+    validator: {
+      validate: (value) => typeof value === 'string' && (range.list ? value.split(',').length <= 20 && value.split(',').every(within) : within(value)),
+      defaultMessage: () => `must be ${what} such as ${range.example} (units: ${range.units.join(', ')})`,
+    },
+  });
+};
+
+const SIZE_BYTES: Record<string, number> = { b: 1, kb: 1024, mb: 1024 * 1024 };
+/** `512kb` → bytes, as body-parser reads its limit (1kb = 1024 bytes), or undefined when it is no size. */
+function sizeBytes(text: string): number | undefined {
+  const m = /^(\d+)(b|kb|mb)$/i.exec(text);
+  return m ? Number(m[1]) * SIZE_BYTES[m[2].toLowerCase()] : undefined;
+}
+/** The value is a size (`b`, `kb`, `mb`) from `min` to `max`. */
+const sizeWithin = (min: string, max: string) =>
+  ValidateBy({
+    name: 'sizeWithin',
+    validator: {
+      validate: (value) => {
+        const bytes = typeof value === 'string' ? sizeBytes(value) : undefined;
+        return bytes !== undefined && bytes >= sizeBytes(min)! && bytes <= sizeBytes(max)!;
+      },
+      defaultMessage: () => `must be a size from ${min} to ${max}, such as 1mb or 512kb`,
+    },
+  });
+
 const fastifyTrustProxy = () =>
   ValidateBy({
     name: 'trustProxy',
@@ -102,6 +157,7 @@ export class AppConfig {
   DATABASE_STATEMENT_TIMEOUT_MS = 30_000;
 
   @Matches(/^rediss?:\/\/.+/, { message: 'must be a redis:// URL' })
+  @parsesAsUrl('is not a valid URL; percent-encode characters such as / # ? @ in the password, and give a port from 0 to 65535')
   REDIS_URL = 'redis://127.0.0.1:6379';
 
   @Matches(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'must be 1-64 letters, digits, ":", "_" or "-"' })
@@ -123,7 +179,10 @@ export class AppConfig {
   @int() @IsInt() @Min(1) @Max(1_000_000)
   RATE_LIMIT_REQUESTS = 300;
 
-  @Matches(/^\d+(b|kb|mb)$/i, { message: 'must be a size such as 1mb or 512kb' })
+  /** Largest JSON or form body. At least 1kb: below it ordinary requests get 413 (0b refuses
+   *  every body); at most 100mb, since body-parser holds a whole body in memory as one string and
+   *  JSON.parse blocks the event loop for all of it (blobs, the large uploads, stream past it). */
+  @sizeWithin('1kb', '100mb')
   JSON_BODY_LIMIT = '1mb';
 
   /** Longest a request may take to arrive, headers and body (ms); later is 408. Blob uploads
@@ -169,8 +228,11 @@ export class AppConfig {
   BLOB_DIR = './data/blobs';
 
   /** Delays between a webhook delivery's attempts (src/webhooks): after the first attempt
-   *  fails, one more attempt per entry; after the last the delivery is `failed`. */
-  @Matches(/^\s*\d+(ms|s|m|h|d)\s*(,\s*\d+(ms|s|m|h|d)\s*){0,19}$/, { message: 'must be a comma list of durations such as 30s,2m,1h' })
+   *  fails, one more attempt per entry; after the last the delivery is `failed`. Each from 1s
+   *  (a receiver that just failed gets a moment) to 7d: Bull holds no Node timer longer than its
+   *  5 s guard interval for a delay, but a later retry would outlive the default
+   *  EVENT_RETENTION_DAYS, and 7d stays within a 32-bit timer wherever it is used as one. */
+  @durations({ units: ['ms', 's', 'm', 'h', 'd'], min: '1s', max: '7d', list: true, example: '30s,2m,1h' })
   WEBHOOK_RETRY_SCHEDULE = '30s,2m,10m,1h,6h,24h,72h';
 
   /** Whether webhooks may target private, loopback or link-local addresses and plain http
@@ -204,8 +266,9 @@ export class AppConfig {
   EVENT_DELIVERY_ENABLED = true;
 
   /** How often each instance looks for deliveries that are due but not queued (after a Redis
-   *  loss or a crash): the delay a lost retry can suffer beyond its schedule. */
-  @Matches(/^\d+(ms|s|m)$/, { message: 'must be a duration such as 10s' })
+   *  loss or a crash): the delay a lost retry can suffer beyond its schedule. From 100ms (each
+   *  sweep is a query on every instance) to 60m. */
+  @durations({ units: ['ms', 's', 'm'], min: '100ms', max: '60m', example: '10s' })
   WEBHOOK_SWEEP_INTERVAL = '10s';
 
   /** Bulk actions matching more items than this run as a background job (202) instead of in
@@ -218,8 +281,10 @@ export class AppConfig {
   BULK_CONCURRENCY = 2;
 
   /** How long a bulk job whose worker has died (or lost its database) waits before another
-   *  worker resumes it; the running worker renews its lease well within it. */
-  @Matches(/^\d+(ms|s|m)$/, { message: 'must be a duration such as 30s' })
+   *  worker resumes it; the running worker renews its lease well within it. From 1s to 60m:
+   *  it is Bull's lockDuration and stalledInterval, and the sweep runs every half of it and the
+   *  renewal every third, all timers. */
+  @durations({ units: ['ms', 's', 'm'], min: '1s', max: '60m', example: '30s' })
   BULK_JOB_LEASE = '30s';
 
   /** Lifetime of OAuth access tokens (`svc_at_`) in seconds (src/oidc). */
@@ -286,7 +351,7 @@ export class AppConfig {
   }
 
   get bulkJobLeaseMs(): number {
-    return Math.max(1000, durationMs(this.BULK_JOB_LEASE));
+    return durationMs(this.BULK_JOB_LEASE);
   }
 
   get webhookSweepIntervalMs(): number {
@@ -300,14 +365,6 @@ export class AppConfig {
   get trustProxy(): boolean | string | ((address: string, hop: number) => boolean) {
     return trustProxySetting(this.TRUST_PROXY);
   }
-}
-
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `30s`, `2m`, `500ms` → milliseconds (the format is checked by the decorators above). */
-export function durationMs(text: string): number {
-  const [, n, unit] = /^(\d+)(ms|s|m|h|d)$/.exec(text)!;
-  return Number(n) * UNIT_MS[unit];
 }
 
 export class ConfigError extends Error {}
