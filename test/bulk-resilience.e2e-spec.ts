@@ -87,41 +87,60 @@ async function expectChangedOnce(sql: (text: string, params?: unknown[]) => Prom
   expect(tally((r) => r.tagged)).toEqual({ 1: ids.length });
 }
 
-describe('a bulk job whose worker is SIGKILLed mid-job', () => {
-  const database = uniqueName('svc_bulk_kill');
-  const prefix = `${uniqueName('svcbk')}:`;
+/**
+ * Service processes of their own (`node dist/src/main.js`) on one database and Redis prefix, for
+ * tests that kill or freeze them; registers its hooks in the calling describe. `sql` reads that
+ * database. A frozen process is thawed before it is stopped.
+ */
+function serviceProcesses(name: string, extraEnv: Record<string, string> = {}) {
+  const database = uniqueName(`svc_bulk_${name}`);
+  const prefix = `${uniqueName('svcb')}:`;
   const databaseUrl = `${PG_SERVER}/${database}`;
   const services: Service[] = [];
-  let sqlClient: Client | undefined;
-
-  const env = (port: number) => ({
-    NODE_ENV: 'test',
-    DATABASE_URL: databaseUrl,
-    REDIS_URL,
-    REDIS_PREFIX: prefix,
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT_ENABLED: 'false',
-    BULK_JOB_LEASE: '2s',
-  });
-
-  async function start(): Promise<{ service: Service; url: string }> {
-    const port = await freePort();
-    const service = runService(env(port));
-    services.push(service);
-    const url = `http://127.0.0.1:${port}`;
-    await waitHealthy(service, url);
-    return { service, url };
-  }
+  let client: Client | undefined;
 
   beforeAll(() => ensureBuilt(), 180_000);
   afterAll(async () => {
+    for (const s of services) s.child.kill('SIGCONT');
     await Promise.all(services.map((s) => s.stop()));
-    await sqlClient?.end();
+    await client?.end();
     await dropDatabase(database);
     await clearRedisPrefix(prefix);
   });
+
+  return {
+    databaseUrl,
+    async start(): Promise<{ service: Service; url: string }> {
+      const port = await freePort();
+      const service = runService({
+        NODE_ENV: 'test',
+        DATABASE_URL: databaseUrl,
+        REDIS_URL,
+        REDIS_PREFIX: prefix,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        LOG_LEVEL: 'silent',
+        RATE_LIMIT_ENABLED: 'false',
+        BULK_JOB_LEASE: '2s',
+        ...extraEnv,
+      });
+      services.push(service);
+      const url = `http://127.0.0.1:${port}`;
+      await waitHealthy(service, url);
+      return { service, url };
+    },
+    async sql(text: string, params?: unknown[]): Promise<any[]> {
+      if (!client) {
+        client = new Client({ connectionString: databaseUrl });
+        await client.connect();
+      }
+      return (await client.query(text, params)).rows;
+    },
+  };
+}
+
+describe('a bulk job whose worker is SIGKILLed mid-job', () => {
+  const { databaseUrl, start, sql } = serviceProcesses('kill');
 
   it('is resumed after a restart from its last committed chunk, every item changed exactly once', async () => {
     const first = await start();
@@ -144,9 +163,6 @@ describe('a bulk job whose worker is SIGKILLed mid-job', () => {
     expect(done).toMatchObject({ matched: ids.length, processed: ids.length, succeeded: ids.length, errored: 0 });
     expect(done.result).toMatchObject({ matched: ids.length, succeeded: ids.length, errored: 0, errors: [] });
 
-    sqlClient = new Client({ connectionString: databaseUrl });
-    await sqlClient.connect();
-    const sql = async (text: string, params?: unknown[]) => (await sqlClient!.query(text, params)).rows;
     await expectChangedOnce(sql, ids, 'done');
     const [events] = await sql(`SELECT count(*)::int AS n FROM events WHERE name = 'item.updated'`);
     expect(events.n).toBe(ids.length);
@@ -298,43 +314,8 @@ describe('a bulk job whose chunk finds its items locked by another session', () 
 });
 
 describe('a bulk job whose worker freezes mid-chunk (SIGSTOP) holding its items', () => {
-  const database = uniqueName('svc_bulk_stop');
-  const prefix = `${uniqueName('svcbs')}:`;
-  const databaseUrl = `${PG_SERVER}/${database}`;
-  const services: Service[] = [];
-  let sqlClient: Client | undefined;
-
   // A frozen session's transaction is ended after twice the statement timeout (pg-guards.ts): 10 s.
-  const env = (port: number) => ({
-    NODE_ENV: 'test',
-    DATABASE_URL: databaseUrl,
-    REDIS_URL,
-    REDIS_PREFIX: prefix,
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT_ENABLED: 'false',
-    BULK_JOB_LEASE: '2s',
-    DATABASE_STATEMENT_TIMEOUT_MS: '5000',
-  });
-
-  async function start(): Promise<{ service: Service; url: string }> {
-    const port = await freePort();
-    const service = runService(env(port));
-    services.push(service);
-    const url = `http://127.0.0.1:${port}`;
-    await waitHealthy(service, url);
-    return { service, url };
-  }
-
-  beforeAll(() => ensureBuilt(), 180_000);
-  afterAll(async () => {
-    for (const s of services) s.child.kill('SIGCONT');
-    await Promise.all(services.map((s) => s.stop()));
-    await sqlClient?.end();
-    await dropDatabase(database);
-    await clearRedisPrefix(prefix);
-  });
+  const { databaseUrl, start, sql } = serviceProcesses('stop', { DATABASE_STATEMENT_TIMEOUT_MS: '5000' });
 
   it('is completed by the instance that takes it over, every item changed exactly once', async () => {
     const first = await start();
@@ -342,9 +323,6 @@ describe('a bulk job whose worker freezes mid-chunk (SIGSTOP) holding its items'
     const api = http(first.url, key);
     const ids: string[] = [];
     for (const count of [CHUNK, CHUNK, 50]) ids.push(...(await createNotes(api, 'frozen', count)));
-    sqlClient = new Client({ connectionString: databaseUrl });
-    await sqlClient.connect();
-    const sql = async (text: string, params?: unknown[]) => (await sqlClient!.query(text, params)).rows;
 
     // The first instance's second chunk locks its rows up to this one and waits for it.
     const lock = await lockItem(databaseUrl, ids[CHUNK + 10]);

@@ -1864,10 +1864,11 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
 
   it('holds a demotion for the user\'s tokens at once and ends their sign-ins; a new password ends them too, the grants stay', async () => {
     const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'demoted@example.com', password: 'correct horse battery', name: 'Demoted', role: 'admin' }).expect(201)).body;
-    const tool = await registerApp('Schema tool (demotion)', 'openid core.note:read metadata.types:write');
+    // A types writer creates only types it may read (acme.*).
+    const tool = await registerApp('Schema tool (demotion)', 'openid core.note:read acme.*:read metadata.types:write');
     const sessions = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1`, [user.id]))[0].n;
     const browser = request.agent(t.url);
-    const tokens = await connect(browser, tool, { scope: 'openid core.note:read metadata.types:write', email: 'demoted@example.com' });
+    const tokens = await connect(browser, tool, { scope: 'openid core.note:read acme.*:read metadata.types:write', email: 'demoted@example.com' });
     expect(tokens.scope!.split(' ')).toContain('metadata.types:write');
     // Used, so its resolution is cached, just before the demotion.
     await t.http.post('/types').set(bearer(tokens.access_token)).send({ name: 'acme.before_demotion', schema: { type: 'object' } }).expect(201);
@@ -1878,10 +1879,10 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
     // Introspection agrees with the API.
     const introspected = (await t.http.post('/auth/oauth2/introspect').type('form').send({ token: tokens.access_token, client_id: tool.clientMetadata().client_id }).expect(200)).body;
-    expect([introspected.active, introspected.scope.split(' ').sort()]).toEqual([true, ['core.note:read', 'openid']]);
+    expect([introspected.active, introspected.scope.split(' ').sort()]).toEqual([true, ['acme.*:read', 'core.note:read', 'openid']]);
     // A refresh's response lists only what its new token may do.
     const refreshed = await oidc.refreshTokenGrant(tool, tokens.refresh_token!);
-    expect(refreshed.scope!.split(' ').sort()).toEqual(['core.note:read', 'openid']);
+    expect(refreshed.scope!.split(' ').sort()).toEqual(['acme.*:read', 'core.note:read', 'openid']);
     expect(await sessions()).toBe(0);
 
     const again = await connect(browser, rp, { email: 'demoted@example.com' });
