@@ -213,6 +213,10 @@ describe('type schemas', () => {
       // A nested property keeps its type too, when restated alike or narrowed.
       const nested: JsonSchema = { type: 'object', properties: { o: { type: 'object', properties: { x: { type: 'number' } } } } };
       expect(thrownApiError(() => resolveSubtypeSchema(nested, { properties: { o: { properties: { x: { type: 'integer', minimum: 0 }, y: str } } } }))).toBeUndefined();
+      // So do array elements, narrowed or given properties of their own.
+      const listed: JsonSchema = { type: 'object', properties: { l: { type: 'array', items: { type: ['number', 'object'], enum: [1, 2, { a: 1 }] } } } };
+      expect(thrownApiError(() => resolveSubtypeSchema(listed, { properties: { l: { items: { type: 'integer', enum: [2] } } } }))).toBeUndefined();
+      expect(thrownApiError(() => resolveSubtypeSchema(listed, { properties: { l: { items: { properties: { a: { type: 'integer' } } } } } }))).toBeUndefined();
     });
 
     it.each<[string, JsonSchema, string]>([
@@ -225,6 +229,10 @@ describe('type schemas', () => {
       ['an object enum that is no subset', { properties: { point: { enum: [{ x: 1, y: 3 }] } } }, 'point'],
       ['forbidding a property the parent requires', { properties: { url: false } }, 'url'],
       ['forbidding a nested property the parent requires', { properties: { meta: { properties: { x: false } } } }, 'meta.x'],
+      ['changing the type of array elements', { properties: { labels: { items: { type: 'integer' } } } }, 'labels[]'],
+      ['widening the enum of array elements', { properties: { labels: { items: { enum: ['a', 'z'] } } } }, 'labels[]'],
+      ['changing a property type inside array elements', { properties: { spans: { items: { properties: { from: { type: 'string' } } } } } }, 'spans[].from'],
+      ['changing the type of nested array elements', { properties: { grid: { items: { items: { type: 'string' } } } } }, 'grid[][]'],
     ])('rejects %s with 400 inheritance_violation naming the field', (_, child, field) => {
       const fuller: JsonSchema = {
         ...base,
@@ -232,6 +240,9 @@ describe('type schemas', () => {
           ...base.properties,
           meta: { type: 'object', properties: { x: { type: 'string' } }, required: ['x'] },
           point: { type: 'object', enum: [{ x: 1, y: 2 }, { x: 0, y: 0 }] },
+          labels: { type: 'array', items: { type: 'string', enum: ['a', 'b'] } },
+          spans: { type: 'array', items: { type: 'object', properties: { from: { type: 'integer' } } } },
+          grid: { type: 'array', items: { type: 'array', items: { type: 'number' } } },
         },
       };
       const err = thrownApiError(() => resolveSubtypeSchema(fuller, child));

@@ -448,10 +448,11 @@ function listedValues(s: JsonSchema): unknown[] | undefined {
 
 /**
  * How a subtype's `properties` contradict its parent's, at any depth through nested
- * `properties`: a type outside the parent's, listed values (`enum`, `const`) outside the
- * parent's type or its listed values (compared as JSON, objects and arrays included), or
- * `false` for a property the parent requires. Leaving `type` or `enum` out is no contradiction:
- * the merge keeps the parent's.
+ * `properties` and array `items`: a type outside the parent's, listed values (`enum`, `const`)
+ * outside the parent's type or its listed values (compared as JSON, objects and arrays
+ * included), or `false` for a property the parent requires. Leaving `type` or `enum` out is no
+ * contradiction: the merge keeps the parent's. Such a subtype would only be unsatisfiable (its
+ * items must meet the parent's rules too, `parentRules`), so it is refused while it is written.
  */
 function propertyConflicts(base: JsonSchema, child: JsonSchema, prefix: string, out: Array<{ field: string; message: string }>): void {
   const baseProps: Record<string, JsonSchema | boolean> = isSchemaObject(base.properties) ? base.properties : {};
@@ -461,22 +462,28 @@ function propertyConflicts(base: JsonSchema, child: JsonSchema, prefix: string, 
     const field = prefix + name;
     if (prop === false && required.includes(name)) out.push({ field, message: 'is required by the parent, so it cannot be forbidden' });
     const baseProp = Object.hasOwn(baseProps, name) ? baseProps[name] : undefined;
-    if (!isSchemaObject(baseProp) || !isSchemaObject(prop)) continue;
-    const baseTypes = typesOf(baseProp);
-    const childTypes = typesOf(prop);
-    if (baseTypes && childTypes && !childTypes.every((t) => within(t, baseTypes))) {
-      out.push({ field, message: `must keep the parent's type ${JSON.stringify(baseProp.type)}` });
-    }
-    const allowed = listedValues(baseProp);
-    const values = listedValues(prop);
-    if (values && baseTypes && !values.every((v) => within(typeOfValue(v), baseTypes))) {
-      out.push({ field, message: `enum and const values must be of the parent's type ${JSON.stringify(baseProp.type)}` });
-    }
-    if (values && allowed && !values.every((v) => allowed.some((a) => isDeepStrictEqual(a, v)))) {
-      out.push({ field, message: "enum must be a subset of the parent's enum (and a const one of its values)" });
-    }
-    propertyConflicts(baseProp, prop, `${field}.`, out);
+    if (isSchemaObject(baseProp) && isSchemaObject(prop)) schemaConflicts(baseProp, prop, field, out);
   }
+}
+
+/** How one schema of a subtype (`child`, at `field`) contradicts the parent's at the same place. */
+function schemaConflicts(base: JsonSchema, child: JsonSchema, field: string, out: Array<{ field: string; message: string }>): void {
+  const baseTypes = typesOf(base);
+  const childTypes = typesOf(child);
+  if (baseTypes && childTypes && !childTypes.every((t) => within(t, baseTypes))) {
+    out.push({ field, message: `must keep the parent's type ${JSON.stringify(base.type)}` });
+  }
+  const allowed = listedValues(base);
+  const values = listedValues(child);
+  if (values && baseTypes && !values.every((v) => within(typeOfValue(v), baseTypes))) {
+    out.push({ field, message: `enum and const values must be of the parent's type ${JSON.stringify(base.type)}` });
+  }
+  if (values && allowed && !values.every((v) => allowed.some((a) => isDeepStrictEqual(a, v)))) {
+    out.push({ field, message: "enum must be a subset of the parent's enum (and a const one of its values)" });
+  }
+  propertyConflicts(base, child, `${field}.`, out);
+  // An array's elements (a schema, not a tuple's list of them), named `field[]`.
+  if (isSchemaObject(base.items) && isSchemaObject(child.items)) schemaConflicts(base.items, child.items, `${field}[]`, out);
 }
 
 /**
