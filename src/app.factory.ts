@@ -17,7 +17,7 @@ import { Logger } from 'nestjs-pino';
 import type { Logger as PinoLogger } from 'pino';
 import { AppModule } from './app.module';
 import { answerCredentialError, CredentialHook } from './auth/credential.hook';
-import { answerHalfClosed, registerBodyParsers } from './common/body-parsing';
+import { answerHalfClosed, continueOnRead, registerBodyParsers } from './common/body-parsing';
 import { BodylessRouteGuard } from './common/bodyless-routes';
 import {
   BareHeaders,
@@ -36,7 +36,7 @@ import { EVERY_RESPONSE, securityHeaders, setSecurityHeaders } from './common/se
 import { redactUrl, StartupError } from './common/startup-error';
 import { orTimeout } from './common/timeout';
 import { createValidationPipe } from './common/validation';
-import { AppConfig } from './config/app-config';
+import { AppConfig, sizeBytes } from './config/app-config';
 import { ensureDatabase, requireMigrated, runMigrations } from './database/data-source-options';
 import { mountOpenApi } from './openapi/openapi';
 import { RateLimitHook } from './rate-limit/rate-limit.hook';
@@ -135,7 +135,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     (request, reply) => new Promise<void>((resolve) => credentials.onRequest(request, reply, () => resolve())),
     rateLimit.onRequest,
   );
-  registerBodyParsers(http, config.JSON_BODY_LIMIT);
+  registerBodyParsers(http, sizeBytes(config.JSON_BODY_LIMIT)!);
   app.useGlobalPipes(createValidationPipe());
   // After AuthModule's guards (bearer, permission, input), which Nest registered as it created the app.
   app.useGlobalGuards(new BodylessRouteGuard());
@@ -143,6 +143,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   bare.of = async (address, method) => ({ ...EVERY_RESPONSE, ...(await rateLimit.unparsed(address, method)) });
   refuseUnsupported(app.getHttpServer(), bare);
   answerHalfClosed(app.getHttpServer());
+  continueOnRead(app.getHttpServer());
   await app.init();
   return app;
 }

@@ -10,7 +10,7 @@ import { gzipSync } from 'node:zlib';
 import { DataSource } from 'typeorm';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
-import { rawRequest } from './support/raw-http';
+import { expectContinue, rawRequest } from './support/raw-http';
 import { MAX_FIELD_ISSUES } from '../src/common/validation';
 
 function nestedJson(depth: number): string {
@@ -230,6 +230,33 @@ describe('hostile input (e2e)', () => {
       expect([retry.status, JSON.parse(retry.body).id]).toEqual([201, JSON.parse(res.body).id]);
       expect(retry.headers).toMatch(/^idempotent-replayed: true/im);
     }
+  });
+
+  describe('Expect: 100-continue', () => {
+    // curl asks for it before any body over 1 MB: a refusal known before the body is read is
+    // the final answer, and the client never sends the body (RFC 9110 10.1.1).
+    const head = (path: string, length: number, headers = '') =>
+      `POST ${path} HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`;
+    const json = JSON.stringify({ type: 'core.note', properties: { title: 'continued' } });
+    const auth = () => `Authorization: Bearer ${admin}\r\nContent-Type: application/json\r\n`;
+
+    it('gets 100 once the body is to be read, then the answer', async () => {
+      const res = await expectContinue(t.url, head('/items', json.length, `${auth()}Connection: close\r\n`), json);
+      expect([res.continued, res.status, JSON.parse(res.body).properties]).toEqual([true, 201, { title: 'continued' }]);
+    });
+
+    it.each([
+      ['a blob without credentials', () => head('/blobs', 64 * 1024, ''), 401, 'unauthorized'],
+      ['over JSON_BODY_LIMIT', () => head('/items', 2 * 1024 * 1024, auth()), 413, 'invalid_request'],
+      ['a blob over BLOB_MAX_BYTES', () => head('/blobs', 64 * 1024 * 1024, `Authorization: Bearer ${admin}\r\n`), 413, 'blob_too_large'],
+    ])('is refused %s without a 100, and nothing is written', async (_name, request, status, code) => {
+      const before = await Promise.all(['items', 'blobs'].map(count));
+      const res = await expectContinue(t.url, request(), json);
+      expect([res.continued, res.status, JSON.parse(res.body).error.code]).toEqual([false, status, code]);
+      // The body announced was neither sent nor read: the connection cannot carry another request.
+      expect(res.headers).toMatch(/^connection: close/im);
+      expect(await Promise.all(['items', 'blobs'].map(count))).toEqual(before);
+    });
   });
 
   it('a refused HEAD request gets the envelope\'s headers but no body', async () => {

@@ -103,9 +103,7 @@ export function bodyParserError(err: unknown): ApiError {
     if (isJson(body)) return nonObjectBodyError();
     return new ApiError(400, 'invalid_request', 'The request body is not valid JSON');
   }
-  if (type === 'entity.too.large') {
-    return new ApiError(413, 'invalid_request', 'The request body is too large', limit ? { limit_bytes: limit } : undefined);
-  }
+  if (type === 'entity.too.large') return bodyTooLarge(limit);
   if (type === 'encoding.unsupported') return unsupportedEncoding();
   if (type === 'charset.unsupported') return new ApiError(415, 'invalid_request', 'Unsupported charset: use utf-8');
   if (type === NOT_UTF8) return new ApiError(400, 'invalid_request', 'The request body is not valid UTF-8');
@@ -116,6 +114,9 @@ export function bodyParserError(err: unknown): ApiError {
   }
   return new ApiError(400, 'invalid_request', 'The request body could not be read');
 }
+
+const bodyTooLarge = (limit: number | undefined): ApiError =>
+  new ApiError(413, 'invalid_request', 'The request body is too large', limit ? { limit_bytes: limit } : undefined);
 
 function isJson(text: unknown): boolean {
   try {
@@ -161,6 +162,24 @@ export function answerHalfClosed(server: Server): void {
   });
 }
 
+/**
+ * `Expect: 100-continue` is answered with 100 only once the request's body is read. A refusal
+ * before that is the final answer and the client never sends its body (RFC 9110 10.1.1), where
+ * Node's default, 100 at once, had it send all of it first: a declared length over
+ * JSON_BODY_LIMIT (413, below), the credential and rate-limit refusals of the pipeline's
+ * hooks, and every refusal of a blob upload before it reads (401, 403, 413 over BLOB_MAX_BYTES).
+ * Node closes such a connection after the answer, the body it announced being neither sent nor
+ * read. A JSON body is read before Nest's guards run, so a missing credential is told after it.
+ */
+export function continueOnRead(server: Server): void {
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    req.once('resume', () => {
+      if (!res.headersSent) res.writeContinue();
+    });
+    server.emit('request', req, res);
+  });
+}
+
 type BodyRequest = IncomingMessage & { body?: unknown };
 
 /**
@@ -177,7 +196,13 @@ function bodyStream(req: IncomingMessage): BodyRequest {
   return Object.assign(body, { headers: req.headers, complete: false, socket: body }) as unknown as BodyRequest;
 }
 
-export function registerBodyParsers(app: FastifyInstance, limit: string): void {
+/** Whether a body read as sent (no Content-Encoding) says it is longer than `limit` bytes. */
+function declaredOver(headers: IncomingHttpHeaders, limit: number): boolean {
+  const encoding = headers['content-encoding'];
+  return (encoding === undefined || encoding.toLowerCase() === 'identity') && Number(headers['content-length'] ?? 0) > limit;
+}
+
+export function registerBodyParsers(app: FastifyInstance, limit: number): void {
   app.removeAllContentTypeParsers();
   // body-parser's own media-type test is skipped: fastify has matched the type already.
   const json = bodyParser.json({ limit, type: () => true, verify: requireUtf8 }) as unknown as Reader;
@@ -190,6 +215,12 @@ export function registerBodyParsers(app: FastifyInstance, limit: string): void {
   for (const [type, read] of readers) {
     app.addContentTypeParser(type, (request, _payload, done) => {
       if (request.routeOptions.config.streamedBody) return done(null, undefined);
+      // Refused unread (body-parser would read it all first), so that a client waiting for 100
+      // Continue is told without sending it (continueOnRead).
+      if (declaredOver(request.headers, limit)) {
+        request.bodyError = bodyTooLarge(limit);
+        return done(null, undefined);
+      }
       const raw = bodyStream(request.raw);
       read(raw, undefined, (err) => {
         if (err) {

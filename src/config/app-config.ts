@@ -64,7 +64,7 @@ const durations = (range: { units: readonly Unit[]; min: string; max: string; li
 
 const SIZE_BYTES: Record<string, number> = { b: 1, kb: 1024, mb: 1024 * 1024 };
 /** `512kb` → bytes, as body-parser reads its limit (1kb = 1024 bytes), or undefined when it is no size. */
-function sizeBytes(text: string): number | undefined {
+export function sizeBytes(text: string): number | undefined {
   const m = /^(\d+)(b|kb|mb)$/i.exec(text);
   return m ? Number(m[1]) * SIZE_BYTES[m[2].toLowerCase()] : undefined;
 }

@@ -79,3 +79,33 @@ export function pipelineUntilClosed(url: string, bytes: string, depth = 2): { an
   });
   return { answers, closed };
 }
+
+/**
+ * Sends `head` (which carries `Expect: 100-continue`) and sends `body` only once the server
+ * answers 100 Continue, as curl does: whether a 100 came, and the final response.
+ */
+export function expectContinue(url: string, head: string, body: string): Promise<RawResponse & { continued: boolean }> {
+  let continued = false;
+  return exchange(url, (socket) => {
+    socket.write(head);
+    let seen = '';
+    const interim = (chunk: string) => {
+      seen += chunk;
+      if (!seen.includes('\r\n\r\n')) return;
+      socket.off('data', interim);
+      if (seen.startsWith('HTTP/1.1 100 ')) {
+        continued = true;
+        socket.write(body);
+      }
+    };
+    socket.on('data', interim);
+  }).then((res) => (continued ? { ...continuedOnly(res), continued } : { ...res, continued }));
+}
+
+/** The final response of an exchange that began with a 100 Continue. */
+function continuedOnly(res: RawResponse): RawResponse {
+  const whole = `${res.headers}\r\n\r\n${res.body}`;
+  const final = whole.slice(whole.indexOf('\r\n\r\n') + 4);
+  const end = final.indexOf('\r\n\r\n');
+  return { status: Number(final.slice(9, 12)), headers: final.slice(0, end), body: final.slice(end + 4) };
+}
