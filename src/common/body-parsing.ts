@@ -173,9 +173,15 @@ export function answerHalfClosed(server: Server): void {
  */
 export function continueOnRead(server: Server): void {
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    req.once('resume', () => {
+    // `_read` is how every reader asks the stream for bytes, piped, flowing or iterated (the OAuth
+    // provider iterates): a 'resume' listener missed the last, which then waited for curl's 1 s.
+    const stream = req as IncomingMessage & { _read(size: number): void };
+    const read = stream._read;
+    stream._read = function (this: typeof stream, size: number) {
+      stream._read = read;
       if (!res.headersSent) res.writeContinue();
-    });
+      read.call(this, size);
+    };
     server.emit('request', req, res);
   });
 }
