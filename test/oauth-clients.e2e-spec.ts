@@ -112,6 +112,19 @@ describe('OAuth clients: admin listing, deletion and secret rotation', () => {
     expectError(await t.http.get('/auth/clients?limit=0').set(bearer(admin)), 400, 'validation_error');
   });
 
+  it('registers once per Idempotency-Key: a retry, even concurrent, gets the same client and secret', async () => {
+    const key = randomBytes(16).toString('hex');
+    const body = { client_name: 'retried', redirect_uris: [redirectUri] };
+    const send = (b: Record<string, unknown> = body) => t.http.post('/auth/clients').set(bearer(admin)).set('Idempotency-Key', key).send(b);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => send()));
+    expect(new Set(answers.map((r) => r.status))).toEqual(new Set([201]));
+    expect(new Set(answers.map((r) => `${r.body.client_id} ${r.body.client_secret}`)).size).toBe(1);
+    expect(answers.filter((r) => r.headers['idempotent-replayed'] === 'true')).toHaveLength(7);
+    const made = await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Client' AND payload->>'client_name' = 'retried'`);
+    expect(made).toHaveLength(1);
+    expectError(await send({ ...body, client_name: 'another' }), 409, 'conflict');
+  });
+
   it('refuses a malformed client id (400 invalid_id) and callers that are not admins (403)', async () => {
     const c = await serviceAccount();
     for (const res of [

@@ -120,6 +120,12 @@ describe('webhooks (e2e)', () => {
       const member = (await createKey(t, admin, { label: 'rotating-member', type_permissions: { '*': 'read' } })).key;
       expectError(await rotate({}, member), 404, 'webhook_not_found');
       expect((await get(admin, `/webhooks/${hook.id}`).expect(200)).body.previous_secret_expires_at).toBeNull();
+
+      // A retry with the same Idempotency-Key gets the secret it lost, the id in either case.
+      const retried = (id: string) => post(admin, `/webhooks/${id}/secret`, {}).set('Idempotency-Key', `rotate-${hook.id}`);
+      const first = await retried(hook.id).expect(200);
+      const again = await retried(hook.id.toUpperCase()).expect(200);
+      expect([again.headers['idempotent-replayed'], again.body.secret]).toEqual(['true', first.body.secret]);
     });
 
     it('validates every field, naming it', async () => {

@@ -8,11 +8,14 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 export const newId = (): string => randomUUID();
 export const isId = (value: string): boolean => UUID_RE.test(value);
 
+/** An id as it is stored and compared (UUIDs are read in either case); anything else as it is. */
+export const canonicalId = (value: string): string => (isId(value) ? value.toLowerCase() : value);
+
 /** Path parameter pipe: a malformed id is 400 `invalid_id` rather than a pointless lookup. */
 @Injectable()
 export class ParseIdPipe implements PipeTransform<string, string> {
   transform(value: string): string {
     if (!isId(value)) throw ApiError.badRequest('invalid_id', `"${value.slice(0, 64)}" is not a valid id`);
-    return value.toLowerCase();
+    return canonicalId(value);
   }
 }

@@ -30,6 +30,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal';
 import { tokenScopesOf } from '../oidc/scopes';
 import { toApiError } from '../common/exception.filter';
+import { canonicalId } from '../common/ids';
 import { isDependencyUnavailable, isWriteCollision } from '../common/unavailable';
 import {
   IDEMPOTENT_REPLAYED_HEADER,
@@ -63,7 +64,8 @@ function routedUrl(req: FastifyRequest): string {
   if (!route) return req.url;
   const params = req.params as Record<string, string>;
   const query = req.url.indexOf('?');
-  return route.replace(/:(\w+)/g, (_, name: string) => params[name] ?? '') + (query < 0 ? '' : req.url.slice(query));
+  // As the route's pipes read them, before they run: `/webhooks/ABC…/secret` is the same webhook.
+  return route.replace(/:(\w+)/g, (_, name: string) => canonicalId(params[name] ?? '')) + (query < 0 ? '' : req.url.slice(query));
 }
 
 interface Attempt {

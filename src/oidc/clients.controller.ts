@@ -19,6 +19,8 @@ export class ClientsController {
 
   @Post()
   @Requires({ admin: true })
+  // The secret is shown only in the response: a retry after losing it gets it again.
+  @Idempotent()
   @NoStore()
   @ApiOperation({
     summary: 'Register a first-party OAuth client of the caller\'s tenant (admin)',

@@ -32,7 +32,7 @@ import { validationError } from '../common/validation';
 import { isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient } from './clients.dto';
 import { clientCredentialId, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
-import { underConnectionLock } from './oidc-adapter';
+import { inTransaction, underConnectionLock } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
 
 /** The provider's storage of clients (oidc-adapter.ts): `find` opens the sealed secret, `upsert` seals it. */
@@ -119,7 +119,8 @@ export class ClientsService {
       if (e.error) throw validationError([{ field: '(client)', message: e.error_description ?? e.error }], 'The client metadata is not valid');
       throw err;
     }
-    await storeOf(provider).upsert(metadata.client_id, metadata, 0);
+    // In a transaction of its own, so that an Idempotency-Key's claim commits with the client.
+    await inTransaction(this.db, () => storeOf(provider).upsert(metadata.client_id, metadata, 0));
     return metadata as RegisteredClient;
   }
 

@@ -77,10 +77,15 @@ const joined = new AsyncLocalStorage<EntityManager>();
  * well: the lock holds one pooled connection, not one while waiting for another.
  */
 export function underConnectionLock<T>(db: DataSource, accountId: string, clientId: string, work: (m: EntityManager) => Promise<T>): Promise<T> {
-  return db.transaction(async (m) => {
+  return inTransaction(db, async (m) => {
     await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`oauth-connection:${accountId}:${clientId}`]);
-    return joined.run(m, () => work(m));
+    return work(m);
   });
+}
+
+/** Runs `work` in one transaction that the provider's reads and saves made by it join. */
+export function inTransaction<T>(db: DataSource, work: (m: EntityManager) => Promise<T>): Promise<T> {
+  return db.transaction((m) => joined.run(m, () => work(m)));
 }
 
 /** The grant of a user's connection to a client (the newest, should an older version of the service have left several). */
