@@ -49,7 +49,9 @@ const decoded = (segment: string): string => {
  */
 export function maskUrl(url: string): string {
   const q = url.indexOf('?');
+  // An absolute-form request target (`GET http://user:password@host/…`) may carry user-info.
   const path = (q < 0 ? url : url.slice(0, q))
+    .replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1[redacted]@')
     .split('/')
     .map((segment) => (isOwnSecret(decoded(segment)) ? '[redacted]' : segment))
     .join('/');
@@ -66,9 +68,31 @@ function maskQuery(query: string): string {
   return masked.toString();
 }
 
+/** What a database error carries that quotes the data: the statement's values, PostgreSQL's `detail`. */
+const QUOTED_DATA = ['parameters', 'detail'];
+
+/**
+ * Errors as pino's own serializer writes them, less the values of a failed statement: TypeORM's
+ * QueryFailedError holds its `parameters` (item properties, emails, password hashes) and
+ * PostgreSQL's `detail` (`Key (email)=(…) already exists`), at its top and in `driverError`.
+ * The statement's text, with its placeholders, stays: it says which query failed.
+ */
+export function serializeError(err: unknown): unknown {
+  const out = pino.stdSerializers.err(err as Error) as unknown;
+  return isRecord(out) ? withoutQuotedData({ ...out, ...(isRecord(out.driverError) ? { driverError: withoutQuotedData({ ...out.driverError }) } : {}) }) : out;
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object';
+
+function withoutQuotedData(copy: Record<string, unknown>): Record<string, unknown> {
+  for (const key of QUOTED_DATA) if (key in copy) copy[key] = '[redacted]';
+  return copy;
+}
+
 export function createLogger(config: Pick<AppConfig, 'LOG_LEVEL'>): Logger {
   return pino({
     level: config.LOG_LEVEL,
+    serializers: { err: serializeError },
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]'],
       censor: '[redacted]',
