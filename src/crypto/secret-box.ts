@@ -1,7 +1,8 @@
 /**
- * Owns the service's encryption key and what it encrypts at rest (webhook secrets now,
- * connector tokens later): AES-256-GCM, `v1.<iv>.<tag>.<ciphertext>` in base64url, with
- * associated data binding each ciphertext to its row so it cannot be moved to another.
+ * Owns the service's encryption key and what it encrypts at rest (webhook secrets, OAuth client
+ * secrets and signing keys, connector tokens): AES-256-GCM with a full 16-byte tag,
+ * `v1.<iv>.<tag>.<ciphertext>` in base64url, with associated data binding each ciphertext to its
+ * row so it cannot be moved to another.
  *
  * The key is SVC_ENCRYPTION_KEY (required in production). Elsewhere, when it is unset, a
  * random key is generated once and kept in the `service_keys` table, so development data
@@ -15,6 +16,8 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 
 const IV_BYTES = 12;
+/** GCM's full tag. Node accepts a shorter one unless told its length, and 4 bytes are forged in 2^32 tries. */
+export const GCM_TAG_BYTES = 16;
 
 export function parseKey(text: string): Buffer {
   const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
@@ -33,7 +36,7 @@ export function seal(key: Buffer, plaintext: string, aad: string): string {
 export function open(key: Buffer, sealed: string, aad: string): string {
   const [version, iv, tag, ciphertext] = sealed.split('.');
   if (version !== 'v1') throw new Error(`unknown sealed format ${version}`);
-  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'), { authTagLength: GCM_TAG_BYTES });
   decipher.setAAD(Buffer.from(aad));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
   return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');

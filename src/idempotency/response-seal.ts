@@ -13,12 +13,12 @@
  */
 import { Injectable } from '@nestjs/common';
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { SecretBox } from '../crypto/secret-box';
+import { GCM_TAG_BYTES, SecretBox } from '../crypto/secret-box';
 import type { KeyOwner } from './idempotency-key';
 
 const V2 = 0x02;
 const IV_BYTES = 12;
-const TAG_BYTES = 16;
+const TAG_BYTES = GCM_TAG_BYTES;
 
 /** `serverKey` undefined: the v1 derivation, from the header alone, for rows kept before v2. */
 function sealingKey(serverKey: Buffer | undefined, idempotencyKey: string, owner: KeyOwner): Buffer {
@@ -42,7 +42,7 @@ export function sealResponse(serverKey: Buffer, idempotencyKey: string, owner: K
 }
 
 function openSealed(key: Buffer, owner: KeyOwner, keyDigest: string, status: number, sealed: Buffer): string {
-  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
+  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
   decipher.setAAD(associatedData(owner, keyDigest, status));
   decipher.setAuthTag(sealed.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
   return Buffer.concat([decipher.update(sealed.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
