@@ -157,10 +157,13 @@ describe('a bearer token that cannot be checked (PostgreSQL away)', () => {
 
 describe('the OAuth endpoints while PostgreSQL is away', () => {
   const at = appBehindProxy(['postgres']);
+  let key: string;
+  beforeAll(async () => {
+    key = (await bootstrapAdmin(at.t)).key;
+  });
 
   it('answer 503 temporarily_unavailable with Retry-After in their own error form, not 500 server_error, and serve again after', async () => {
     const { t, pg } = at;
-    const { key } = await bootstrapAdmin(t);
     const client = (await t.http.post('/auth/clients').set(bearer(key)).send({ grant_types: ['client_credentials'], scope: 'core.note:read' }).expect(201)).body;
     const token = () => t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' });
     expect((await token()).status).toBe(200);
@@ -173,6 +176,27 @@ describe('the OAuth endpoints while PostgreSQL is away', () => {
       await pg.restore();
     }
     await waitFor(async () => (await token()).status === 200, 'tokens again');
+  });
+
+  it('answer 503 temporarily_unavailable, not 500, when PostgreSQL cancels their statement at its timeout', async () => {
+    const { t } = at;
+    const client = (await t.http.post('/auth/clients').set(bearer(key)).send({ grant_types: ['client_credentials'], scope: 'core.note:read' }).expect(201)).body;
+    const token = () => t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' });
+    expect((await token()).status).toBe(200);
+    // A session of its own holds the provider's table past the statement timeout (1 s here).
+    const holder = new Client({ connectionString: `${PG_SERVER}${new URL(t.databaseUrl).pathname}` });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE oidc_models IN ACCESS EXCLUSIVE MODE');
+      for (const res of [await token(), await t.http.post('/auth/oauth2/introspect').auth(client.client_id, client.client_secret).type('form').send({ token: 'svc_at_x' })]) {
+        expect([res.status, res.body.error, res.headers['retry-after']]).toEqual([503, 'temporarily_unavailable', expect.stringMatching(/^\d+$/)]);
+      }
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    expect((await token()).status).toBe(200);
   });
 });
 

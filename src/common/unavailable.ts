@@ -69,6 +69,9 @@ export function isStatementCancelled(err: unknown): boolean {
   return inChain(err, (e) => e.code === CANCELLED_CODE);
 }
 
+/** Whether an error is the database's, not the service's: unreachable, or a statement it cancelled. Answered 503. */
+export const isDatabaseTrouble = (err: unknown): boolean => isDependencyUnavailable(err) || isStatementCancelled(err);
+
 export function isWriteCollision(err: unknown): boolean {
   return inChain(err, (e) => typeof e.code === 'string' && COLLISION_CODES.test(e.code));
 }

@@ -18,7 +18,7 @@ import type { DataSource } from 'typeorm';
 import { OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../auth/principal';
 import { textIssue } from '../common/input-policy';
 import { LOOPBACK_HOSTS } from '../common/target-policy';
-import { isDependencyUnavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../common/unavailable';
+import { isDatabaseTrouble, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../common/unavailable';
 import { AppConfig } from '../config/app-config';
 import type { SecretBox } from '../crypto/secret-box';
 import { isUserName } from '../users/users.dto';
@@ -406,15 +406,16 @@ function reportTokenReuse(db: DataSource) {
 }
 
 /**
- * A dependency away (PostgreSQL or Redis: isDependencyUnavailable) while the provider answered,
- * which it would answer 500 `server_error`: 503 with Retry-After, as the API answers
+ * A dependency away (PostgreSQL or Redis), or a statement PostgreSQL cancelled at its timeout
+ * (isDatabaseTrouble), while the provider answered, which it would answer 500 `server_error`:
+ * 503 with Retry-After, as the API answers
  * `service_unavailable`, in the endpoint's error form, `temporarily_unavailable` (RFC 6749
  * 4.1.2.1's name for it): the error page for a browser, the OAuth error JSON otherwise.
  */
 export function answerUnavailable(ctx: KoaContextWithOIDC): Promise<void> | void {
   ctx.status = 503;
   ctx.set('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS);
-  const out = { error: 'temporarily_unavailable', error_description: 'The service cannot reach its database right now; retry after Retry-After' };
+  const out = { error: 'temporarily_unavailable', error_description: 'The service\'s database is unavailable or did not answer in time; retry after Retry-After' };
   if (ctx.accepts('json', 'html') === 'html') return renderError(ctx, out);
   ctx.set('Cache-Control', 'no-store');
   ctx.body = out;
@@ -441,7 +442,7 @@ async function answerLateErrors(ctx: KoaContextWithOIDC, next: () => Promise<voi
     await next();
   } catch (err) {
     if (ctx.headerSent || !ctx.writable) throw err;
-    if (isDependencyUnavailable(err)) {
+    if (isDatabaseTrouble(err)) {
       for (const name of Object.keys(ctx.response.headers)) if (!before.has(name)) ctx.remove(name);
       return answerUnavailable(ctx);
     }

@@ -12,7 +12,7 @@ import { SecretBox } from '../crypto/secret-box';
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { answerUnavailable, createProvider, revokedGrantAccount } from './oidc-provider.factory';
-import { isDependencyUnavailable } from '../common/unavailable';
+import { isDatabaseTrouble } from '../common/unavailable';
 import { SigningKeys } from './signing-keys';
 
 @Injectable()
@@ -56,10 +56,11 @@ export class OidcProvider {
       if (ctx.oidc?.route === 'revocation' || refused || grantRevoked) await this.tokenCache.invalidate();
     });
     // An error the provider's routes could not name, answered 500 `server_error` and logged by
-    // nothing: a dependency away is 503 instead (answerUnavailable); anything else is logged
-    // with its cause, under the request id the 500's log line carries.
+    // nothing: a dependency away, or a statement past its timeout, is 503 instead
+    // (answerUnavailable); anything else is logged with its cause, under the request id the
+    // 500's log line carries.
     provider.on('server_error', (ctx: KoaContextWithOIDC, err: unknown) => {
-      if (isDependencyUnavailable(err)) return void answerUnavailable(ctx);
+      if (isDatabaseTrouble(err)) return void answerUnavailable(ctx);
       this.logger.error({ err, request_id: ctx.response.get('x-request-id') || undefined, route: ctx.oidc?.route }, 'OAuth endpoint failed');
     });
     // Recorded before the response goes out (the middleware above waits for it).
