@@ -10,6 +10,7 @@
  * event per change, with the credential that caused it, and events past EVENT_RETENTION_DAYS
  * leave it (a Last-Event-ID naming one then gets `stream.reset`).
  */
+import Redis from 'ioredis';
 import { connect, Socket } from 'node:net';
 import { DataSource, QueryRunner } from 'typeorm';
 import type { Principal } from '../src/auth/principal';
@@ -153,6 +154,36 @@ describe('event stream (e2e, two instances)', () => {
     await waitFor(() => titles(resumed).length === 12, 'the twelve replayed', 30_000);
     expect(titles(resumed)).toEqual(big);
     resumed.close();
+  });
+
+  it('streams events too large for a Redis message live, read from the outbox, in order, each message bounded', async () => {
+    // Redis drops a subscriber whose unread messages pass its output buffer limit (32 MB).
+    const listener = new Redis(a.config.REDIS_URL);
+    const messages: string[] = [];
+    listener.on('message', (_channel: string, message: string) => messages.push(message));
+    await listener.subscribe(`${a.config.REDIS_PREFIX}events`);
+    try {
+      const s = await open(b, admin, '?events=item.created');
+      const sizes = [10, 300_000, 10, 700_000, 900_000, 10];
+      const written = await Promise.all(
+        sizes.map(async (size, n) => (await a.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: `sized ${n}`, body: 'x'.repeat(size) } }).expect(201)).body.id),
+      );
+      await waitFor(() => s.named().filter((e) => written.includes(e.body.item.id)).length === sizes.length, 'every sized event');
+      const got = s.named().filter((e) => written.includes(e.body.item.id));
+      expect(got.map((e) => e.body.item.properties.body.length).sort((x, y) => x - y)).toEqual([...sizes].sort((x, y) => x - y));
+      // In the publication order, which a resume follows too.
+      const [{ ids }] = await a.sql<{ ids: string[] }>('SELECT array_agg(payload->\'item\'->>\'id\' ORDER BY published_seq) AS ids FROM events WHERE payload->\'item\'->>\'id\' = ANY($1) AND name = \'item.created\'', [written]);
+      expect(got.map((e) => e.body.item.id)).toEqual(ids);
+      // The three large ones went as references to the outbox (each event's id in the message).
+      const [{ big }] = await a.sql<{ big: string[] }>('SELECT array_agg(id::text) AS big FROM events WHERE payload->\'item\'->>\'id\' = ANY($1) AND octet_length(payload::text) > 65536', [written]);
+      expect(big).toHaveLength(3);
+      const refs = messages.flatMap((m) => JSON.parse(m) as Array<{ id: string; ref?: true }>).filter((e) => e.ref);
+      expect(refs.map((r) => r.id).sort()).toEqual([...big].sort());
+      expect(Math.max(...messages.map((m) => Buffer.byteLength(m)))).toBeLessThanOrEqual(1024 * 1024);
+      s.close();
+    } finally {
+      listener.disconnect();
+    }
   });
 
   it('resumes without gaps after the event it names was taken up again (its relay died) and published at a later place', async () => {

@@ -8,6 +8,7 @@
 import { Client } from 'pg';
 import { bearer, bootstrapAdmin, createKey, PG_SERVER, TestApp } from './support/app';
 import { appBehindProxy, redisUp } from './support/behind-proxy';
+import { expectError } from './support/envelope';
 import { SseClient } from './support/sse';
 import { waitFor } from './support/wait';
 
@@ -110,6 +111,33 @@ describe('a key revoked while one instance has lost Redis', () => {
     await redis.restore();
     await waitFor(async () => (await other.http.get('/items').set(bearer(member.key))).status === 401, 'the key refused on the other instance', 10_000, 200);
     expect((await cut.http.get('/items').set(bearer(member.key))).status).toBe(401);
+  });
+});
+
+describe('a type changed while one instance has lost its subscription', () => {
+  const at = appBehindProxy(['redis'], {}, [{}]);
+
+  it('is seen by that instance once the subscription is back, not when its cached catalogue expires', async () => {
+    const { t: cut, redis, others: [other] } = at;
+    const admin = (await bootstrapAdmin(cut)).key;
+    for (const type of [{ name: 'acme.base' }, { name: 'other.root' }, { name: 'zz.sub', parent: 'acme.base' }]) {
+      await other.http.post('/types').set(bearer(admin)).send({ ...type, schema: { type: 'object' } }).expect(201);
+    }
+    // Write on acme.base and its subtypes: the catalogue says which types those are.
+    const member = (await createKey(cut, admin, { role: 'member', type_permissions: { 'acme.base.*': 'write' } })).key;
+    const sub = () => cut.http.post('/items').set(bearer(member)).send({ type: 'zz.sub', properties: {} });
+    expect((await sub()).status).toBe(201); // the catalogue is cached on `cut` now
+
+    await redis.cut();
+    // Made again under another parent on the other instance: its notice never reaches `cut`.
+    await other.http.delete('/types/zz.sub').set(bearer(admin)).expect(409); // it has an item
+    await cut.sql(`DELETE FROM items WHERE type = 'zz.sub'`);
+    await other.http.delete('/types/zz.sub').set(bearer(admin)).expect(200);
+    await other.http.post('/types').set(bearer(admin)).send({ name: 'zz.sub', parent: 'other.root', schema: { type: 'object' } }).expect(201);
+    await redis.restore();
+    // The catalogue lives 60 s; the lost notice must not keep the old parent that long.
+    await waitFor(async () => (await sub()).status === 400, 'zz.sub outside acme.base.* on the instance that lost Redis', 10_000, 200);
+    expectError(await sub(), 400, 'invalid_type');
   });
 });
 

@@ -57,10 +57,55 @@ const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 /** How long a stream told to end (revoked, shutting down) waits for its client to take the end before it is cut off. */
 const CLOSE_GRACE_MS = 5000;
 const SEEN_IDS = 2000;
+/**
+ * Bounds of what goes through Redis. Redis drops a subscriber whose unread messages pass its
+ * output buffer limit (32 MB by default) while staying up: one batch of 60 events of a 600 KB
+ * item, published as one 36 MB message, cut every instance's subscription, and with it their
+ * type-change notices. An event larger than INLINE_EVENT_BYTES goes as a reference the
+ * instances with streams of its tenant read from the outbox; a batch goes in messages of at
+ * most MESSAGE_BYTES (or one event).
+ */
+const INLINE_EVENT_BYTES = 64 * 1024;
+const MESSAGE_BYTES = 1024 * 1024;
 
 /** An event as the relay publishes it: with its place in the publication order. */
 export interface PublishedEvent extends StoredEvent {
   published_seq: string;
+}
+
+/** A published event too large to carry: streams that want it read it from the outbox. */
+interface PublishedRef {
+  ref: true;
+  tenant_id: string;
+  id: string;
+  published_seq: string;
+}
+
+type Published = PublishedEvent | PublishedRef;
+const isRef = (e: Published): e is PublishedRef => 'ref' in e;
+
+/** The messages a batch is published in, in publication order: JSON arrays of events or references. */
+export function messagesOf(events: PublishedEvent[]): string[] {
+  const messages: string[] = [];
+  let parts: string[] = [];
+  let bytes = 0;
+  for (const e of events) {
+    let part = JSON.stringify(e);
+    if (Buffer.byteLength(part) > INLINE_EVENT_BYTES) {
+      const ref: PublishedRef = { ref: true, tenant_id: e.tenant_id, id: e.id, published_seq: e.published_seq };
+      part = JSON.stringify(ref);
+    }
+    const size = Buffer.byteLength(part) + 1;
+    if (parts.length && bytes + size > MESSAGE_BYTES) {
+      messages.push(`[${parts.join(',')}]`);
+      parts = [];
+      bytes = 0;
+    }
+    parts.push(part);
+    bytes += size;
+  }
+  if (parts.length) messages.push(`[${parts.join(',')}]`);
+  return messages;
 }
 
 /** A relay's notice that it numbered batches up to `through` it could not publish. */
@@ -122,7 +167,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       // open or opening here there is nobody to parse it for (a 1 MB item cost 70 ms per
       // instance). A stream opened later replays from the outbox what it is owed.
       if (this.subscribers.size === 0 && this.opening === 0) return void (this.heard = undefined);
-      const batch = JSON.parse(message) as PublishedEvent[] | PublishedThrough;
+      const batch = JSON.parse(message) as Published[] | PublishedThrough;
       this.chain = this.chain
         .then(() => {
           if (!Array.isArray(batch)) return this.noticeMissed(BigInt(batch.through));
@@ -152,7 +197,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
 
   /** Called by the relay with each dispatched batch. */
   async publish(events: PublishedEvent[]): Promise<void> {
-    await this.pubsub.publish(CHANNEL, JSON.stringify(events));
+    for (const message of messagesOf(events)) await this.pubsub.publish(CHANNEL, message);
   }
 
   /**
@@ -246,7 +291,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
    * up from the outbox before the batch is sent, as after a lost subscription. A number skipped
    * for another reason (a claim rolled back) costs one catch-up that finds nothing.
    */
-  private noticeGap(events: PublishedEvent[]): void {
+  private noticeGap(events: Published[]): void {
     const numbers = events.flatMap((e) => (e.published_seq === undefined ? [] : [BigInt(e.published_seq)]));
     if (!numbers.length) return;
     const first = numbers.reduce((a, b) => (b < a ? b : a));
@@ -365,13 +410,41 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     });
   }
 
-  private async dispatch(events: PublishedEvent[]): Promise<void> {
+  private async dispatch(published: Published[]): Promise<void> {
+    let events: PublishedEvent[];
+    try {
+      events = await this.withBodies(published);
+    } catch (err) {
+      // The outbox has them, in order: the streams replay from where each was served to.
+      this.logger.warn({ err }, 'large events could not be read from the outbox; catching streams up');
+      return this.catchUp();
+    }
     for (const sub of this.subscribers) {
       const mine = events.filter((e) => e.tenant_id === sub.principal.tenantId);
       if (!mine.length) continue;
       if (sub.held) sub.held.push(...mine);
       else await this.send(sub, mine);
     }
+  }
+
+  /** The batch with its references replaced by their events from the outbox, where a stream here may want them. */
+  private async withBodies(published: Published[]): Promise<PublishedEvent[]> {
+    const tenants = new Set([...this.subscribers].map((s) => s.principal.tenantId));
+    const refs = published.filter((e): e is PublishedRef => isRef(e) && tenants.has(e.tenant_id));
+    if (!refs.length) return published.filter((e): e is PublishedEvent => !isRef(e));
+    const rows: PublishedEvent[] = await this.db.query(
+      `SELECT ${EVENT_COLUMNS}, published_seq::text AS published_seq FROM events
+        WHERE (tenant_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))`,
+      [refs.map((r) => r.tenant_id), refs.map((r) => r.id)],
+    );
+    const byId = new Map(rows.map((e) => [e.id, e]));
+    // In the batch's order, each with the number it was published under (a later relay may have
+    // numbered it again since; its stream position is this one).
+    return published.flatMap((e) => {
+      if (!isRef(e)) return [e];
+      const row = byId.get(e.id);
+      return row ? [{ ...row, published_seq: e.published_seq }] : [];
+    });
   }
 
   private async send(sub: Subscriber, events: PublishedEvent[]): Promise<void> {

@@ -65,7 +65,9 @@ export function onReconnect(client: Redis, back: () => void): void {
 
 @Injectable()
 export class RedisPubSub implements OnApplicationShutdown {
+  private readonly logger = new Logger('Redis');
   private subscriber?: Redis;
+  private closing = false;
   private readonly handlers = new Map<string, Array<(message: string) => void>>();
   private readonly resubscribed: Array<() => void> = [];
 
@@ -93,9 +95,19 @@ export class RedisPubSub implements OnApplicationShutdown {
     if (!this.subscriber) {
       this.subscriber = this.redis.duplicate();
       this.subscriber.on('message', (ch: string, msg: string) => this.handlers.get(ch)?.forEach((h) => h(msg)));
-      // The client reconnects and subscribes again by itself.
+      // The client reconnects and subscribes again by itself. Redis also drops a subscriber on
+      // its own while staying up, when messages pile up unread past its output buffer limit.
+      let lost = false;
+      this.subscriber.on('close', () => {
+        if (!lost && !this.closing) this.logger.warn('Redis subscription lost; subscribing again');
+        lost = true;
+      });
       this.subscriber.on('error', () => undefined);
-      onReconnect(this.subscriber, () => this.resubscribed.forEach((listener) => listener()));
+      onReconnect(this.subscriber, () => {
+        lost = false;
+        this.logger.log('Redis subscription back; catching up');
+        this.resubscribed.forEach((listener) => listener());
+      });
     }
     const list = this.handlers.get(channel) ?? [];
     list.push(handler);
@@ -113,6 +125,7 @@ export class RedisPubSub implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.closing = true;
     this.subscriber?.disconnect();
   }
 }

@@ -119,6 +119,8 @@ export class TypesService implements OnModuleInit {
 
   async onModuleInit(): Promise<void> {
     await this.pubsub.subscribe(CATALOG_CHANNEL, (tenantId) => this.catalogs.delete(tenantId));
+    // Notices sent while the subscription was away are lost: whatever is cached may be stale.
+    this.pubsub.onResubscribed(() => this.catalogs.clear());
   }
 
   /**
