@@ -8,13 +8,15 @@
  * attempts waiting in line are not sent to a webhook changed or deleted meanwhile (on another
  * instance), nor for a revoked credential; an admin retry never takes over a running attempt.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import Redis from 'ioredis';
 import { Client } from 'pg';
+import { SecretBox } from '../src/crypto/secret-box';
 import { EventsJanitor } from '../src/events/events-janitor';
 import { PER_WEBHOOK_CONCURRENCY } from '../src/webhooks/webhook-dispatcher';
+import { secretAad } from '../src/webhooks/signature';
 import { WebhookFanout } from '../src/webhooks/webhook-fanout';
 import { WebhookSweeper } from '../src/webhooks/webhook-sweeper';
 import { bearer, bootstrapAdmin, clearRedisPrefix, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
@@ -126,6 +128,41 @@ describe('webhooks (e2e)', () => {
       const first = await retried(hook.id).expect(200);
       const again = await retried(hook.id.toUpperCase()).expect(200);
       expect([again.headers['idempotent-replayed'], again.body.secret]).toEqual(['true', first.body.secret]);
+    });
+
+    it('refuses a chosen whsec_ secret Standard Webhooks libraries cannot decode; one they can verifies with them unchanged, and a stored one of the old rule still signs', async () => {
+      const refused = ['whsec_abc-def_ghijklmnopqrstu', 'whsec_my.webhook.secret-2026', `whsec_${randomBytes(16).toString('base64')}`, `whsec_${randomBytes(32).toString('base64').replace(/=$/, '')}`];
+      const hook = await register(admin, { events: ['item.created'] });
+      for (const secret of refused) {
+        const res = await post(admin, '/webhooks', { url: `${base}/x`, events: ['*'], secret });
+        expect(badFields(res)).toEqual(['secret']);
+        expect(res.body.error.details.fields[0].message).toMatch(/24-64 random bytes in padded standard base64/);
+        expect(badFields(await post(admin, `/webhooks/${hook.id}/secret`, { secret }))).toEqual(['secret']);
+      }
+      // PATCH sets no secret, whatever its form.
+      expect(badFields(await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ secret: `whsec_${randomBytes(32).toString('base64')}` }))).toEqual(['secret']);
+
+      // Chosen and decodable, at registration and at a rotation: `new Webhook(secret)` verifies the deliveries as it is.
+      const chosen = `whsec_${randomBytes(24).toString('base64')}`;
+      const own = await register(admin, { events: ['item.created'], secret: chosen });
+      expect(own.secret).toBe(chosen);
+      await note().expect(201);
+      const [first] = await waitFor(() => receiver.at(own.path).length === 1 && receiver.at(own.path), 'a delivery signed by the chosen secret');
+      expect(new Webhook(chosen).verify(first.body, first.headers as Record<string, string>)).toMatchObject({ event: 'item.created' });
+      const rotatedTo = `whsec_${randomBytes(64).toString('base64')}`;
+      await post(admin, `/webhooks/${own.id}/secret`, { secret: rotatedTo, expire_previous_in: 0 }).expect(200);
+      await note().expect(201);
+      const [, second] = await waitFor(() => receiver.at(own.path).length === 2 && receiver.at(own.path), 'a delivery signed by the rotated-in secret');
+      expect(new Webhook(rotatedTo).verify(second.body, second.headers as Record<string, string>)).toMatchObject({ event: 'item.created' });
+
+      // A whsec_ secret that is not base64, stored before the rule, keeps signing with its raw bytes.
+      const legacy = 'whsec_my.webhook.secret-2026';
+      const [row] = await t.sql<{ tenant_id: string }>(`SELECT tenant_id FROM webhooks WHERE id = $1`, [own.id]);
+      await t.sql(`UPDATE webhooks SET secret_sealed = $2 WHERE id = $1`, [own.id, await t.app.get(SecretBox).seal(legacy, secretAad(row.tenant_id, own.id))]);
+      await note().expect(201);
+      const [, , third] = await waitFor(() => receiver.at(own.path).length === 3 && receiver.at(own.path), 'a delivery signed by the stored secret');
+      expect(new Webhook(legacy, { format: 'raw' }).verify(third.body, third.headers as Record<string, string>)).toMatchObject({ event: 'item.created' });
+      expect(new Stripe('sk_test_unused').webhooks.constructEvent(third.body, String(third.headers['x-svc-signature']), legacy)).toMatchObject({ event: 'item.created' });
     });
 
     it('validates every field, naming it', async () => {

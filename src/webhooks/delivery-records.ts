@@ -26,7 +26,8 @@ export interface Recorded {
   attempt: number;
   attemptId: string | null;
   outcome: Outcome | null;
-  status: 'succeeded' | 'pending' | 'failed';
+  /** `unchanged`: an admin's forced attempt that failed, which leaves the row's status and next scheduled attempt as they were. */
+  status: 'succeeded' | 'pending' | 'failed' | 'unchanged';
   delayMs: number;
   /** An admin's forced attempt: counted in `forced_attempts`, outside the retry schedule. */
   forced?: boolean;
@@ -225,14 +226,20 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
     );
   }
 
-  /** The outcome of a later attempt, appended to its row's attempt_log. */
+  /**
+   * The outcome of a later attempt, appended to its row's attempt_log. A forced attempt that
+   * failed (`unchanged`) keeps the row's status and next_attempt_at: a pending delivery's
+   * scheduled retry stays when it was, a failed one stays failed.
+   */
   private async updateLater(batch: Recorded[]): Promise<void> {
     const column = <T>(f: (r: Recorded) => T) => batch.map(f);
     await this.db.query(
       `UPDATE webhook_deliveries d
-          SET status = o.status, attempts = o.attempt, last_status_code = o.status_code, last_error = o.error,
+          SET status = CASE WHEN o.status = 'unchanged' THEN d.status ELSE o.status END,
+              attempts = o.attempt, last_status_code = o.status_code, last_error = o.error,
               lease_until = NULL, updated_at = now(), forced_attempts = d.forced_attempts + o.forced::int,
-              next_attempt_at = CASE WHEN o.status = 'pending' THEN now() + make_interval(secs => o.delay_ms / 1000) END,
+              next_attempt_at = CASE WHEN o.status = 'unchanged' THEN d.next_attempt_at
+                                     WHEN o.status = 'pending' THEN now() + make_interval(secs => o.delay_ms / 1000) END,
               attempt_log = d.attempt_log || jsonb_build_array(${ATTEMPT_ENTRY})
          FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::uuid[], $5::int[], $6::int[], $7::text[], $8::text[], $9::float8[], $10::bool[])
               AS o(tenant_id, delivery_id, attempt, attempt_id, status_code, duration_ms, error, status, delay_ms, forced)

@@ -1,7 +1,9 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
-import { generateSecret, signDelivery } from './signature';
+import { chosenSecretProblem, generateSecret, signDelivery } from './signature';
+
+const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 
 describe('webhook signatures', () => {
   const body = '{"event":"item.created","item":{"id":"x"}}';
@@ -28,6 +30,43 @@ describe('webhook signatures', () => {
     const secret = 'my own secret of 24 chars!';
     const now = Math.floor(Date.now() / 1000);
     const h = signDelivery([secret], 'evt_2', body, now) as unknown as Record<string, string>;
+    expect(new Webhook(secret, { format: 'raw' }).verify(body, h)).toEqual(JSON.parse(body));
+  });
+
+  it('takes a chosen whsec_ secret only as Standard Webhooks libraries decode it, 24-64 bytes in padded base64, which they then verify unchanged', () => {
+    const now = Math.floor(Date.now() / 1000);
+    const verifies = (secret: string) => {
+      try {
+        return new Webhook(secret).verify(body, signDelivery([secret], 'evt_4', body, now) as unknown as Record<string, string>) !== undefined;
+      } catch {
+        return false;
+      }
+    };
+    const taken = [generateSecret(), `whsec_${randomBytes(24).toString('base64')}`, `whsec_${randomBytes(64).toString('base64')}`, `whsec_${randomBytes(40).toString('base64')}`];
+    for (const secret of taken) expect([secret, chosenSecretProblem(secret), verifies(secret)]).toEqual([secret, undefined, true]);
+    // The audit's two: signed as raw bytes, which `new Webhook(secret)` cannot even construct from.
+    for (const secret of ['whsec_abc-def_ghijklmnopqrstu', 'whsec_my.webhook.secret-2026']) {
+      expect(chosenSecretProblem(secret)).toMatch(/^starts with whsec_, so Standard Webhooks libraries decode the rest as base64/);
+      expect(() => new Webhook(secret)).toThrow(/Base64Coder/);
+    }
+    const key32 = randomBytes(32).toString('base64');
+    const refused = [
+      `whsec_${randomBytes(16).toString('base64')}`, // too short a key for some libraries
+      `whsec_${randomBytes(65).toString('base64')}`, // too long for them
+      `whsec_${key32.replace(/=+$/, '')}`, // unpadded: Python's and Go's decoders refuse it
+      // Stray bits in the last character: the same key to Node, another string to stricter decoders.
+      `whsec_${key32.slice(0, 42)}${BASE64[BASE64.indexOf(key32[42]) + 1]}=`,
+      `whsec_${randomBytes(30).toString('base64url')}-_`, // base64url
+    ];
+    for (const secret of refused) expect(chosenSecretProblem(secret)).toBeDefined();
+    // A secret in any other form is the caller's to use raw (and the libraries' `format: "raw"`).
+    for (const secret of ['my own secret of 24 chars!', 'WHSEC_not-base64-at-all', 'whsec-0123456789abcdef']) expect(chosenSecretProblem(secret)).toBeUndefined();
+  });
+
+  it('keeps signing a stored whsec_ secret that is not base64 (chosen before the rule) with its raw bytes', () => {
+    const secret = 'whsec_my.webhook.secret-2026';
+    const now = Math.floor(Date.now() / 1000);
+    const h = signDelivery([secret], 'evt_5', body, now) as unknown as Record<string, string>;
     expect(new Webhook(secret, { format: 'raw' }).verify(body, h)).toEqual(JSON.parse(body));
   });
 

@@ -4,7 +4,9 @@
  *   `<t>.<raw body>`; the same scheme as Stripe's, so `stripe.webhooks.constructEvent` verifies it.
  * - Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`):
  *   HMAC-SHA256 over `<id>.<t>.<raw body>` keyed with the base64 part of a `whsec_` secret
- *   (a secret of another form is used as raw bytes, the libraries' `format: "raw"`).
+ *   (a secret of another form is used as raw bytes, the libraries' `format: "raw"`). A secret
+ *   a caller chooses that starts with `whsec_` must be one those libraries can decode
+ *   (`chosenSecretProblem`); one stored before that rule that is not is still used as raw bytes.
  * Every attempt is signed afresh, so a retry carries its own timestamp. While a rotated-out
  * secret is still honoured, a delivery carries a signature by each secret, the newest first, in
  * both headers (Stripe's `t=…,v1=…,v1=…`; Standard Webhooks' space-separated list): verifiers of
@@ -24,6 +26,28 @@ export const secretAad = (tenantId: string, webhookId: string) => `webhook:${ten
 
 export function generateSecret(): string {
   return SECRET_PREFIX + randomBytes(32).toString('base64');
+}
+
+/** Standard Webhooks: a symmetric key is "between 24 bytes (192 bits) and 64 bytes (512 bits)". */
+const STANDARD_KEY_BYTES = { min: 24, max: 64 };
+
+/**
+ * Why a secret the caller chose cannot be the Standard Webhooks secret it looks like, or
+ * undefined. Their libraries strip `whsec_` and decode the rest as base64, strictly:
+ * `standardwebhooks` (JavaScript) throws on `-`, `_` or `.`, Python's and Go's on missing
+ * padding, and some refuse a key outside 24-64 bytes. Such a secret would have been used here
+ * as raw bytes, which a receiver told it is a `whsec_` value does not try. Only the canonical
+ * form (padded, no stray bits) decodes to the same key everywhere.
+ */
+export function chosenSecretProblem(secret: string): string | undefined {
+  if (!secret.startsWith(SECRET_PREFIX)) return undefined;
+  const b64 = secret.slice(SECRET_PREFIX.length);
+  const key = Buffer.from(b64, 'base64');
+  if (key.toString('base64') === b64 && key.length >= STANDARD_KEY_BYTES.min && key.length <= STANDARD_KEY_BYTES.max) return undefined;
+  return (
+    `starts with ${SECRET_PREFIX}, so Standard Webhooks libraries decode the rest as base64: it must be ${STANDARD_KEY_BYTES.min}-${STANDARD_KEY_BYTES.max} random bytes ` +
+    `in padded standard base64 (A-Z a-z 0-9 + /, = at the end), or leave the secret out to have one generated; a secret without that prefix is used as is`
+  );
 }
 
 function standardKey(secret: string): Buffer {

@@ -6,22 +6,25 @@
  * subscription as it is then and the registering credential again (webhook-fanout.ts,
  * `stillSelects`, `recheck`). A first attempt goes out as planned only if,
  * when its turn comes, its webhook has not changed since (webhook-changes.ts) and its credential
- * still exists; otherwise it goes through its row like a later attempt, to the webhook as it is
- * then (an attempt already sent is not recalled). An attempt POSTs the body with fresh
+ * is as the plan read it (neither revoked nor narrowed); otherwise it goes through its row like a
+ * later attempt, to the webhook and for the credential as they are then (an attempt already sent
+ * is not recalled). An attempt POSTs the body with fresh
  * signatures, then its outcome is recorded (delivery-records.ts: the first one inserts the
  * row) and, on failure, the next attempt is scheduled on WEBHOOK_RETRY_SCHEDULE as a Bull
  * delayed job; after the last one the delivery is `failed`. The row is the truth: a job Redis
  * lost is found again by the sweeper (webhook-sweeper.ts). Only instances with
  * EVENT_DELIVERY_ENABLED attempt anything; others pass admin retries on through the queue.
  *
- * A slow or dead receiver holds at most PER_WEBHOOK_CONCURRENCY attempts at a time; the rest of
- * its attempts wait in this process (or, past a bound, in the table for the sweeper), so it
- * cannot slow other webhooks' deliveries, and item writes never wait for any of it.
+ * A slow or dead receiver holds at most PER_WEBHOOK_CONCURRENCY attempts (and connections) of a
+ * webhook at a time; the rest of its attempts wait in this process (or, past a bound, in the
+ * table for the sweeper), so it cannot slow other webhooks' deliveries, those to the same host
+ * included, and item writes never wait for any of it.
  */
 import { InjectQueue } from '@nestjs/bull';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Queue } from 'bull';
 import type { Agent, Dispatcher } from 'undici';
+import type { Principal } from '../auth/principal';
 import { newId } from '../common/ids';
 import { cutText } from '../common/input-policy';
 import { KeyedLimiter } from '../common/keyed-limiter';
@@ -52,12 +55,6 @@ const MAX_WAITING_PER_WEBHOOK = 1000;
  */
 const MAX_UNRECORDED_PER_WEBHOOK = PER_WEBHOOK_CONCURRENCY * 4;
 /**
- * Open connections to one receiver host, whichever webhooks they serve. Webhooks often share a
- * host (one receiver, several paths): at 32 the bench's ten webhooks on one host queued inside
- * the agent and the p99 from write to first attempt reached 0.7-1.5 s; at 128, 72 ms.
- */
-const MAX_CONNECTIONS_PER_ORIGIN = PER_WEBHOOK_CONCURRENCY * 16;
-/**
  * A first attempt still running after this long gets its row written (pending, leased here), so
  * that the delivery lists show it while a slow receiver keeps it waiting; the outcome then
  * updates the row. Most attempts end sooner and write their row once, with the outcome.
@@ -83,6 +80,8 @@ export interface Prepared extends DeliveryRef {
   forcedAttempts?: number;
   /** This attempt is an admin's (POST …/retry): recorded as forced, outside the schedule. */
   forced?: boolean;
+  /** A forced attempt's: when the delivery's next scheduled attempt is due (ms since the epoch), null when it has none (it is not pending). */
+  scheduledAt?: number | null;
   url: string;
   secretSealed: string;
   /** A rotated-out secret still honoured (POST /webhooks/{id}/secret): the delivery is signed with it too. */
@@ -95,6 +94,8 @@ export interface Prepared extends DeliveryRef {
   plannedAt?: number;
   /** A first attempt's: the credential that registered the webhook, looked up again before it goes out (a claim's checks did that already). */
   credentialId?: string;
+  /** A first attempt's: that credential as the plan read it, which the body was rendered for. */
+  credentialAsPlanned?: Principal;
 }
 
 @Injectable()
@@ -129,7 +130,12 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   ) {
     this.retryDelaysMs = config.webhookRetryDelaysMs;
     this.agent = guardedAgent(config.allowPrivateWebhookTargets, {
-      connections: MAX_CONNECTIONS_PER_ORIGIN,
+      // No cap per receiver host: the per-webhook limit is the only one. Webhooks often share a
+      // host (one receiver, several paths, several tenants), and any cap shared between them let
+      // some hold every connection: at 256 per host, 17 webhooks whose receiver hung left another
+      // webhook's attempts queued behind theirs for up to WEBHOOK_TIMEOUT_MS, which its timer then
+      // counted (docs/events.md). A host gets at most PER_WEBHOOK_CONCURRENCY connections per
+      // webhook sending to it; idle keep-alive connections are still reused first.
       // The attempt's own timer bounds the whole exchange; these only must not cut it shorter.
       headersTimeout: 0,
       bodyTimeout: 0,
@@ -230,13 +236,13 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   /**
    * Claims the row (`held`: one this process holds the lease of already, for a first attempt
    * sent through its row, or the lease an admin's retry took for this attempt, which only one
-   * claim can find unchanged) and attempts it as the webhook and its credential are now: not at all
-   * when the webhook's subscription no longer selects the event, or the credential may no longer
-   * receive it (the delivery is then `failed`, with why).
+   * claim can find unchanged, whatever the delivery's status) and attempts it as the webhook and
+   * its credential are now: not at all when the webhook's subscription no longer selects the
+   * event, or the credential may no longer receive it (the delivery is then `failed`, with why).
    */
   private async claimAndAttempt(ref: DeliveryRef, held: boolean | string = false, forced = typeof held === 'string'): Promise<void> {
     if (this.stopped) return;
-    type Claimed = Omit<Prepared, keyof DeliveryRef | 'leaseUntil' | 'credentialId' | 'body'> & {
+    type Claimed = Omit<Prepared, keyof DeliveryRef | 'leaseUntil' | 'credentialId' | 'credentialAsPlanned' | 'body'> & {
       /** Stored only by rows written before migration 3700; the others' is rendered from the event. */
       body: string | null;
       credentialId: string;
@@ -251,18 +257,22 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     // Noted before the claim reads the webhook: a PATCH or DELETE answered while the checks below
     // run sends the attempt through the row again (attemptPrepared), not to the webhook as it was.
     const mark = this.changes.mark();
+    // A forced attempt takes the delivery as it is, whatever its status and however far off its
+    // next scheduled attempt: the admin's retry leaves both alone, and so does its outcome, unless
+    // it succeeds.
     const [claimed] = await this.db.query<Claimed>(
       `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
          FROM webhooks w
-        WHERE d.tenant_id = $1 AND d.id = $2 AND d.status = 'pending' AND d.next_attempt_at <= now() + interval '1 second'
+        WHERE d.tenant_id = $1 AND d.id = $2 AND ($6 OR (d.status = 'pending' AND d.next_attempt_at <= now() + interval '1 second'))
           AND CASE WHEN $4 THEN d.lease_until > now() AND ($5::timestamptz IS NULL OR d.lease_until = $5::timestamptz)
                    ELSE (d.lease_until IS NULL OR d.lease_until < now()) END
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
         RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, d.forced_attempts AS "forcedAttempts", w.url, w.secret_sealed AS "secretSealed", ${PREVIOUS_SECRET('w')} AS "previousSecretSealed",
+                  CASE WHEN d.status = 'pending' THEN extract(epoch FROM d.next_attempt_at)::float8 * 1000 END AS "scheduledAt",
                   w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes",
                   w.events, w.type_filter AS "typeFilter", d.body::json -> 'item' ->> 'type' AS "itemType",
                   (SELECT e.audience FROM events e WHERE e.tenant_id = d.tenant_id AND e.id = d.event_id) AS audience`,
-      [ref.tenantId, ref.deliveryId, this.leaseMs, held !== false, typeof held === 'string' ? held : null],
+      [ref.tenantId, ref.deliveryId, this.leaseMs, held !== false, typeof held === 'string' ? held : null, forced],
     );
     if (!claimed) return;
     const { credentialId, credentialScopes, events, typeFilter, itemType, audience, ...delivery } = claimed;
@@ -272,7 +282,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const allowed = await this.fanout.recheck(ref.tenantId, delivery.eventId, credentialId, credentialScopes);
     if (!allowed) return this.records.abandon(refOf(ref), 'The credential that registered the webhook may no longer receive this event');
     const body = allowed.body ?? delivery.body;
-    // Events are kept while a delivery of theirs is pending; one made pending again after that (an admin's retry racing the janitor) has nothing to send.
+    // Events are kept while a delivery of theirs is pending; one made due after that (an admin's retry of a finished delivery racing the janitor) has nothing to send.
     if (body === null) return this.records.abandon(refOf(ref), 'Its event is no longer kept (EVENT_RETENTION_DAYS): there is no body to send');
     await this.attemptPrepared({ ...ref, ...delivery, body, leaseUntil: Date.now() + this.leaseMs, plannedAt: mark, forced });
   }
@@ -301,31 +311,38 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const attempt = d.attempts + 1;
     const ok = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
     const delays = this.retryDelaysMs;
-    const scheduled = attempt - (d.forcedAttempts ?? 0) - (d.forced ? 1 : 0); // the attempts the schedule has made, this one included
-    const delayMs = ok || scheduled > delays.length ? 0 : delays[Math.max(scheduled, 1) - 1];
-    const status = ok ? 'succeeded' : scheduled > delays.length ? 'failed' : 'pending';
+    const scheduled = attempt - (d.forcedAttempts ?? 0); // the attempts the schedule has made, this one included
+    const delayMs = ok || d.forced || scheduled > delays.length ? 0 : delays[Math.max(scheduled, 1) - 1];
+    // An admin's forced attempt is outside the schedule: failing, it leaves the delivery's status
+    // and next scheduled attempt as they were (README), so a pending delivery's retry stays due when it was.
+    const status = ok ? 'succeeded' : d.forced ? 'unchanged' : scheduled > delays.length ? 'failed' : 'pending';
     const recorded: Recorded = { ref: refOf(d), attempt, attemptId, outcome, status, delayMs, forced: d.forced, insert: d.unrecorded && !revealed ? d : undefined };
     await this.records.record(recorded);
     if (status === 'pending') await this.scheduleRetry(recorded);
+    // The scheduled attempt's job may have come while this one held the lease, and found nothing
+    // to claim: it is queued again for its time (a job that finds the delivery not due does nothing).
+    else if (status === 'unchanged' && d.scheduledAt != null) await this.enqueue(refOf(d), Math.max(0, d.scheduledAt - Date.now()), `${d.deliveryId}:${attempt}`);
   }
 
   /**
    * Whether an attempt may go out as its webhook was read, now that its turn has come: the
    * webhook has not changed since (no database read: WebhookChanges), and, for a first attempt,
-   * the credential that registered it still exists (a cached look-up).
+   * the credential that registered it is still what the body was rendered for: not revoked, not
+   * narrowed (a cached look-up).
    */
   private async stillAsPlanned(d: Prepared): Promise<boolean> {
     if (this.changes.changedSince(d.webhookId, d.plannedAt!)) return false;
-    return d.credentialId === undefined || this.fanout.registrantActive(d.tenantId, d.credentialId);
+    return d.credentialId === undefined || this.fanout.registrantAsPlanned(d.tenantId, d.credentialId, d.credentialAsPlanned!);
   }
 
   /**
-   * A first attempt whose webhook changed, or whose credential was revoked, while it waited: its
-   * row (written now if it has none, leased here) is claimed again and attempted as a later
-   * attempt is, with the webhook's URL, secret, `events` and `type_filter` and the credential as
-   * they are now. A webhook deleted meanwhile keeps no row; a disabled one's row is not claimed,
-   * and waits, due, for the webhook to be enabled again; a delivery of an event the webhook no
-   * longer subscribes to, or of a revoked credential, is `failed`.
+   * A first attempt whose webhook changed, or whose credential was revoked or changed, while it
+   * waited: its row (written now if it has none, leased here) is claimed again and attempted as a
+   * later attempt is, with the webhook's URL, secret, `events` and `type_filter` and the credential
+   * as they are now (the body rendered again for it). A webhook deleted meanwhile keeps no row; a
+   * disabled one's row is not claimed, and waits, due, for the webhook to be enabled again; a
+   * delivery of an event the webhook no longer subscribes to, or that the credential may no longer
+   * read, is `failed`.
    */
   private async attemptFromRow(d: Prepared): Promise<void> {
     if (d.unrecorded) await this.recordUnattempted(d, this.leaseMs);
@@ -388,6 +405,18 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       (err: Error) => done(null, err instanceof AttemptTimeout ? err.message : requestErrorText(err)),
     );
   }
+
+  /**
+   * What the sweeper leaves out of a pass (webhook-sweeper.ts): the deliveries queued or running
+   * in this process, which queuing again does nothing for, and those of `webhookIds` whose line
+   * here is full, where queuing is refused.
+   */
+  queuedHere(webhookIds: Iterable<string>): { deliveryIds: string[]; fullWebhookIds: string[] } {
+    return {
+      deliveryIds: [...this.inFlight.keys()],
+      fullWebhookIds: [...webhookIds].filter((id) => this.limiter.waiting(id) >= MAX_WAITING_PER_WEBHOOK),
+    };
+  }
 }
 
 class AttemptTimeout extends Error {}
@@ -396,7 +425,8 @@ class AttemptTimeout extends Error {}
  * One POST through undici's dispatcher interface, resolving to the status code once the response
  * has ended (its body read and dropped, so the connection is reused). Cheaper per attempt than
  * `request()`, which builds a body stream and an abort signal for each (docs/events.md). The one
- * timer bounds the whole exchange, time waiting for a connection included; a response whose
+ * timer bounds the whole exchange, connecting to the receiver included (the agent has no cap per
+ * host, so an attempt never waits for a connection another webhook holds); a response whose
  * status came in time is its status (SPEC 6.3: a 2xx completes the delivery), however long its
  * body would take, which is then cut off with its connection.
  */

@@ -9,7 +9,7 @@
  * its body rendered afresh from the event (`recheck`), so a delivery's row holds no copy of it,
  * and checked against the webhook's `events` and `type_filter` as they are then (`stillSelects`). The dispatcher records each planned delivery with its
  * first attempt; one that waited in line while its webhook changed (webhook-changes.ts) or its
- * credential was revoked (`registrantActive`) goes through its row and `recheck` too.
+ * credential was revoked or changed (`registrantAsPlanned`) goes through its row and `recheck` too.
  */
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal';
@@ -25,10 +25,22 @@ import type { Prepared } from './webhook-dispatcher';
 
 /**
  * How long one look-up of an OAuth client or grant serves the first attempts about to be sent
- * (`registrantActive`): unlike an API key's, it is not cached, and a busy webhook starts
+ * (`registrantAsPlanned`): unlike an API key's, it is not cached, and a busy webhook starts
  * hundreds of attempts a second.
  */
 const REGISTRANT_CHECK_MS = 1000;
+
+/**
+ * What a credential may do, as text to compare: two look-ups of an unchanged credential give
+ * equal texts. Kept per Principal object, which the key cache hands out again and again until any
+ * key changes, so a first attempt's check is usually a map look-up.
+ */
+const grants = new WeakMap<Principal, string>();
+function grantsOf(p: Principal): string {
+  let text = grants.get(p);
+  if (text === undefined) grants.set(p, (text = JSON.stringify(p)));
+  return text;
+}
 
 interface Subscription {
   tenant_id: string;
@@ -44,8 +56,8 @@ interface Subscription {
 
 @Injectable()
 export class WebhookFanout {
-  /** Per registering credential, whether it still exists, looked up at most REGISTRANT_CHECK_MS ago. */
-  private readonly registrants = new Map<string, { active: Promise<boolean>; until: number }>();
+  /** Per registering credential, as it is (null: revoked; undefined: the look-up failed), looked up at most REGISTRANT_CHECK_MS ago. */
+  private readonly registrants = new Map<string, { now: Promise<Principal | null | undefined>; until: number }>();
 
   constructor(
     private readonly db: BookkeepingDb,
@@ -103,6 +115,7 @@ export class WebhookFanout {
           leaseUntil: Date.now() + leaseMs,
           plannedAt,
           credentialId: s.credential_id,
+          credentialAsPlanned: credentials.get(credentialKey)!,
         });
       }
     }
@@ -147,23 +160,31 @@ export class WebhookFanout {
   }
 
   /**
-   * Whether the credential that registered a webhook still exists: checked by a first attempt
-   * just before it is sent, since it may have waited in its webhook's line since it was planned.
-   * An API key's look-up is cached under the key generation, so a revocation holds from its
-   * answer; an OAuth client's or grant's within REGISTRANT_CHECK_MS. False (the attempt then goes
-   * through the row, and `recheck`) also when the look-up fails.
+   * Whether the credential that registered a webhook is still as the plan read it (`planned`,
+   * which the body was rendered for): checked by a first attempt just before it is sent, since it
+   * may have waited in its webhook's line since it was planned. False once it is revoked, or
+   * changed in what it may read (a key narrowed, a grant's scopes or a client's changed): the
+   * attempt then goes through the row, and `recheck`, which renders the body again for the
+   * credential as it is then or fails the delivery. An API key's look-up is cached under the key
+   * generation, so a change holds from its answer; an OAuth client's or grant's within
+   * REGISTRANT_CHECK_MS. False also when the look-up fails.
    */
-  registrantActive(tenantId: string, credentialId: string): Promise<boolean> {
-    const lookUp = () => this.credentials.principalById(tenantId, credentialId).then((p) => p !== null, () => false);
+  async registrantAsPlanned(tenantId: string, credentialId: string, planned: Principal | undefined): Promise<boolean> {
+    const now = await this.registrant(tenantId, credentialId);
+    return !!now && !!planned && (now === planned || grantsOf(now) === grantsOf(planned));
+  }
+
+  private registrant(tenantId: string, credentialId: string): Promise<Principal | null | undefined> {
+    const lookUp = () => this.credentials.principalById(tenantId, credentialId).catch(() => undefined);
     if (isId(credentialId)) return lookUp();
     const key = `${tenantId}:${credentialId}`;
-    const now = Date.now();
+    const at = Date.now();
     const hit = this.registrants.get(key);
-    if (hit && hit.until > now) return hit.active;
+    if (hit && hit.until > at) return hit.now;
     if (this.registrants.size > 10_000) this.registrants.clear();
-    const active = lookUp();
-    this.registrants.set(key, { active, until: now + REGISTRANT_CHECK_MS });
-    return active;
+    const now = lookUp();
+    this.registrants.set(key, { now, until: at + REGISTRANT_CHECK_MS });
+    return now;
   }
 
   /** `<event>:<webhook>` of the deliveries already recorded for these events. */

@@ -107,7 +107,7 @@ export class WebhooksController {
   @HttpCode(202)
   @Requires({ admin: true })
   @ApiOperation({
-    summary: 'Attempt a delivery again now, whatever its state (admin); a failed delivery that fails again stays failed',
+    summary: 'Attempt a delivery again now, whatever its state (admin); unless it succeeds, the delivery keeps its status and scheduled retries',
     description: '409 `conflict` while an attempt of it is under way (retry once it has ended), or when the webhook is disabled.',
   })
   @ApiAcceptedResponse({ type: DeliveryResponse })

@@ -6,6 +6,7 @@ import { isPattern } from '../common/type-pattern';
 import { IsOptionalNonNull, IsPatternList } from '../common/validation';
 import { EVENT_NAMES, isEventPattern, MAX_SUBSCRIPTION_PATTERNS } from '../events/event-catalogue';
 import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
+import { chosenSecretProblem } from './signature';
 
 const IsEventPatterns = () =>
   ValidateBy({
@@ -17,8 +18,28 @@ const IsEventPatterns = () =>
   });
 
 const NO_REPEATS = 'must not list a pattern twice';
-const SECRET_DOC: ApiPropertyOptions = { minLength: 16, maxLength: 256, pattern: '^[!-~]+$', description: 'Signing secret, 16-256 printable characters without spaces; generated (`whsec_…`) when omitted. Returned only in this response.' };
-const IsSecret = () => applyDecorators(IsOptionalNonNull(), IsString(), Matches(/^[\x21-\x7e]{16,256}$/, { message: 'must be 16-256 printable ASCII characters without spaces' }));
+const SECRET_DOC: ApiPropertyOptions = {
+  minLength: 16,
+  maxLength: 256,
+  pattern: '^[!-~]+$',
+  description:
+    'Signing secret, 16-256 printable characters without spaces; generated (`whsec_…`, 32 random bytes) when omitted. ' +
+    'One that starts with `whsec_` is a Standard Webhooks secret: the rest must be 24-64 bytes in padded standard base64, as their libraries decode it; ' +
+    'one in another form is used as raw bytes (their `format: "raw"`). Returned only in this response.',
+};
+const IsSecret = () =>
+  applyDecorators(
+    IsOptionalNonNull(),
+    IsString(),
+    Matches(/^[\x21-\x7e]{16,256}$/, { message: 'must be 16-256 printable ASCII characters without spaces' }),
+    ValidateBy({
+      name: 'isStandardWebhooksSecret',
+      validator: {
+        validate: (v: unknown) => typeof v !== 'string' || chosenSecretProblem(v) === undefined,
+        defaultMessage: (args) => chosenSecretProblem(String(args?.value)) ?? '',
+      },
+    }),
+  );
 
 /** A subscription's `events`, at registration and in a PATCH alike. */
 const IsEventList = () =>

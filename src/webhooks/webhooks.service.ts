@@ -249,7 +249,8 @@ export class WebhooksService {
   }
 
   /**
-   * Admin: makes a delivery due now, whatever its state, and attempts it at once. Not while an
+   * Admin: attempts a delivery at once, whatever its state, as an extra attempt: its status and
+   * next scheduled attempt stay as they are unless it succeeds (WebhookDispatcher). Not while an
    * attempt holds its lease (under way, or queued to start, on some instance): clearing the lease
    * would let another instance send it at the same time. Not for a disabled webhook either,
    * whose deliveries are not attempted.
@@ -261,8 +262,7 @@ export class WebhooksService {
     // deliver) through the queue, so that a second retry at the same moment is 409 rather than a
     // 202 that attempts nothing.
     const [rows, updated]: [Array<{ lease: string }>, number] = await this.db.query(
-      `UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), updated_at = now(),
-              lease_until = now() + make_interval(secs => $4::float8 / 1000)
+      `UPDATE webhook_deliveries d SET updated_at = now(), lease_until = now() + make_interval(secs => $4::float8 / 1000)
          FROM webhooks w
         WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3 AND (d.lease_until IS NULL OR d.lease_until < now())
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled AND ${SENDABLE}

@@ -1,0 +1,94 @@
+/**
+ * The webhook sweeper against a real receiver: one webhook's backlog of due deliveries, larger
+ * than a pass takes and held by a receiver that does not answer, does not keep the sweeper from
+ * the due deliveries of other webhooks, of its tenant or another, whose receivers have recovered.
+ */
+import Redis from 'ioredis';
+import { bearer, bootstrapAdmin, clearRedisPrefix, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
+import { Receiver } from './support/receiver';
+import { waitFor } from './support/wait';
+
+describe('the webhook sweeper, while one webhook has more due deliveries than a pass takes', () => {
+  let t: TestApp;
+  let receiver: Receiver;
+  let base: string;
+  let admin: string;
+  let release: (status: number) => void = () => undefined;
+
+  beforeAll(async () => {
+    receiver = new Receiver();
+    base = await receiver.start();
+    // Attempts to the dead receiver never end while the test runs: its deliveries stay due, or leased.
+    t = await startApp({ WEBHOOK_SWEEP_INTERVAL: '200ms', WEBHOOK_RETRY_SCHEDULE: '2s,2s', WEBHOOK_TIMEOUT_MS: '60000' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => {
+    release(200);
+    await t.close();
+    await receiver.stop();
+  });
+
+  const register = async (key: string, path: string, body: Record<string, unknown>) =>
+    (await t.http.post('/webhooks').set(bearer(key)).send({ url: `${base}${path}`, ...body }).expect(201)).body as { id: string };
+  const note = async (key: string) =>
+    (await t.http.post('/items').set(bearer(key)).send({ type: 'core.note', properties: { title: 'n' } }).expect(201)).body as { id: string };
+  const deliveries = (webhookId: string) =>
+    t.sql<{ id: string; status: string; attempts: number }>(`SELECT id, status, attempts FROM webhook_deliveries WHERE webhook_id = $1`, [webhookId]);
+
+  it('sends the due deliveries of webhooks whose receivers recovered, of the same tenant and another', async () => {
+    const held = new Promise<number>((resolve) => (release = resolve));
+    const down = new Set(['/same-tenant', '/other-tenant']);
+    receiver.respond = (r) => (r.path === '/dead' ? held : down.has(r.path) ? 500 : 200);
+
+    // The dead receiver's webhook: one real delivery, then 1,200 more of its event, due for an hour.
+    const dead = await register(admin, '/dead', { events: ['item.created'], type_filter: ['core.note'] });
+    const sameTenant = await register(admin, '/same-tenant', { events: ['item.updated'] });
+    const other = await createTenant(t, admin, 'swept');
+    const otherTenant = await register(other.key, '/other-tenant', { events: ['item.created'] });
+    await note(admin);
+    const [first] = await waitFor(async () => {
+      const rows = await deliveries(dead.id);
+      return rows.length === 1 && rows;
+    }, 'the dead receiver\'s first delivery listed');
+    await t.sql(
+      `INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event, status, attempts, next_attempt_at)
+       SELECT tenant_id, gen_random_uuid(), webhook_id, event_id, event, 'pending', 1, now() - interval '1 hour' + g * interval '1 millisecond'
+         FROM webhook_deliveries, generate_series(1, 1200) g WHERE id = $1`,
+      [first.id],
+    );
+    await waitFor(() => receiver.at('/dead').length >= 16, 'the dead receiver holding its attempts');
+
+    // The other two webhooks' first attempts fail; Redis then loses their retries, and their receivers recover.
+    const item = await note(admin);
+    await t.http.patch(`/items/${item.id}`).set(bearer(admin)).send({ version: 1, properties: { title: 'edited' } }).expect(200);
+    await note(other.key);
+    const failed = await waitFor(async () => {
+      const rows = [...(await deliveries(sameTenant.id)), ...(await deliveries(otherTenant.id))];
+      return rows.length === 2 && rows.every((d) => d.attempts === 1) && rows;
+    }, 'both first attempts failed');
+    // Cleared once both retries are queued, so that neither is queued after the loss.
+    const redis = new Redis(REDIS_URL);
+    try {
+      const queued = (d: { id: string }) => redis.exists(`${t.config.REDIS_PREFIX}bull:webhooks:${d.id}:1`);
+      await waitFor(async () => (await Promise.all(failed.map(queued))).every((n) => n === 1), 'both retries queued');
+    } finally {
+      redis.disconnect();
+    }
+    await clearRedisPrefix(t.config.REDIS_PREFIX);
+    down.clear();
+
+    await waitFor(async () => {
+      const rows = [...(await deliveries(sameTenant.id)), ...(await deliveries(otherTenant.id))];
+      return rows.every((d) => d.status === 'succeeded');
+    }, 'both deliveries sent by the sweeper');
+    expect([receiver.at('/same-tenant').length, receiver.at('/other-tenant').length]).toEqual([2, 2]);
+    // All the while the dead receiver's backlog was there, more than a pass's worth of it due.
+    const [{ due }] = await t.sql<{ due: number }>(
+      `SELECT count(*)::int AS due FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending' AND next_attempt_at <= now()`,
+      [dead.id],
+    );
+    expect(due).toBeGreaterThan(1000);
+
+    await t.http.delete(`/webhooks/${dead.id}`).set(bearer(admin)).expect(200);
+  });
+});
