@@ -246,6 +246,45 @@ describe('OAuth pages in Chromium', () => {
     await context.close();
   });
 
+  it('sends the provider\'s self-submitting forms on under their CSP: form_post back to the app, and a logout without a session', async () => {
+    const context = await browser.newContext();
+    const p = await context.newPage();
+    const blocked: string[] = [];
+    p.on('console', (m) => {
+      if (m.type() === 'error') blocked.push(m.text());
+    });
+    let posted: { method: string; body: string } | undefined;
+    await p.route(`${REDIRECT}**`, async (route) => {
+      posted = { method: route.request().method(), body: route.request().postData() ?? '' };
+      await route.fulfill({ status: 200, contentType: 'text/html', body: '<p>back in the app</p>' });
+    });
+    const verifier = oidc.randomPKCECodeVerifier();
+    await p.goto(
+      oidc
+        .buildAuthorizationUrl(rp, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'posted', response_mode: 'form_post' })
+        .toString(),
+    );
+    await signInAndAllow(p);
+    expect(posted!.method).toBe('POST');
+    const form = new URLSearchParams(posted!.body);
+    expect(form.get('state')).toBe('posted');
+    const tokens = await oidc.authorizationCodeGrant(rp, new URL(`${REDIRECT}?${form}`), { pkceCodeVerifier: verifier, expectedState: 'posted' });
+    expect(tokens.access_token).toMatch(/^svc_at_/);
+
+    const fresh = await browser.newContext();
+    const q = await fresh.newPage();
+    q.on('console', (m) => {
+      if (m.type() === 'error') blocked.push(m.text());
+    });
+    await q.goto(`${t.url}/auth/logout`);
+    await q.waitForURL(`${t.url}/auth/logout/success`);
+    expect(await q.getAttribute('html', 'lang')).toBe('en');
+    // No script refused by the CSP on the way (Chromium reports each refusal on the console).
+    expect(blocked).toEqual([]);
+    await fresh.close();
+    await context.close();
+  });
+
   it('ends the account pages\' sign-in in this browser too when the user signs out: the next person at a shared computer is not them', async () => {
     await t.http.post('/users').set(bearer(admin)).send({ email: 'kay@example.com', password: 'a long browser password', name: 'Kay', role: 'admin' }).expect(201);
     const context = await browser.newContext();

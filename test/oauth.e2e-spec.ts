@@ -723,7 +723,7 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
   const connect = async (
     agent: ReturnType<typeof request.agent>,
     app: oidc.Configuration,
-    o: { scope?: string; email?: string; prompt?: string; redirect?: string; tick?: string[] } = {},
+    o: { scope?: string; email?: string; prompt?: string; redirect?: string; tick?: string[]; params?: Record<string, string> } = {},
   ) => {
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
@@ -734,6 +734,7 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
       code_challenge_method: 'S256',
       state,
       ...(o.prompt ? { prompt: o.prompt } : {}),
+      ...o.params,
     });
     let at = await browse(agent, url.pathname + url.search);
     for (let step = 0; step < 4 && !at.leftTo; step++) {
@@ -1757,6 +1758,29 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(await consentAudits(app)).toEqual([{ scope: 'openid' }]);
   });
 
+  it('refuses what an Allow with every box unticked leaves out on a grant given before, whether or not openid was asked: an earlier token loses it too', async () => {
+    const app = await registerApp('Withdrawn app', 'openid metadata:read core.note:read core.note:write');
+    const agent = request.agent(t.url);
+    const before = (await connect(agent, app, { scope: 'openid metadata:read core.note:read core.note:write' })).access_token;
+    const scopes = async () => {
+      const res = (await t.http.post('/auth/oauth2/introspect').type('form').send({ token: before, client_id: app.clientMetadata().client_id }).expect(200)).body;
+      return [res.active, (res.scope ?? '').split(' ').filter(Boolean).sort()];
+    };
+    expect(await scopes()).toEqual([true, ['core.note:read', 'core.note:write', 'metadata:read', 'openid']]);
+    // Without openid: the app gets nothing (access_denied), and what the page let the user untick is no longer given.
+    const plain = await askConsent(agent, app, 'metadata:read core.note:read', { prompt: 'consent' });
+    const back = await plain.decide([]);
+    expect([back.searchParams.get('error'), back.searchParams.get('error_description')]).toEqual(['access_denied', 'The user granted none of what the app asked for']);
+    expect(await scopes()).toEqual([true, ['core.note:write', 'openid']]);
+    expectError(await t.http.get('/items?tags=x').set(bearer(before)), 403, 'forbidden');
+    // With openid: the same, and the app gets the sign-in it always comes with.
+    const withOpenid = await askConsent(agent, app, 'openid core.note:write', { prompt: 'consent' });
+    const tokens = await oidc.authorizationCodeGrant(app, await withOpenid.decide([]), { pkceCodeVerifier: withOpenid.verifier, expectedState: withOpenid.state });
+    expect(tokens.scope).toBe('openid');
+    expect(await scopes()).toEqual([true, ['openid']]);
+    expect((await consentAudits(app)).map((a) => a.scope)).toEqual([expect.any(String), '', 'openid']);
+  });
+
   it('says on the consent page when nothing asked can be given, offering no Allow; an Allow that still comes is access_denied saying nothing could be granted, not that the user denied', async () => {
     const app = await registerApp('Nothing to give app', 'openid offline_access core.note:read metadata.types:write');
     const agent = request.agent(t.url);
@@ -1787,6 +1811,133 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(signInOnly.consent).toMatch(allowButton);
     const tokens = await oidc.authorizationCodeGrant(app, await signInOnly.decide([]), { pkceCodeVerifier: signInOnly.verifier, expectedState: signInOnly.state });
     expect(typeof tokens.id_token).toBe('string');
+  });
+
+  /** The link of a refusal page (HTML-escaped in its href), followed: where it sends the browser back to the app. */
+  const followBack = async (agent: ReturnType<typeof request.agent>, html: string) => {
+    const href = /<a href="([^"]*)">Go back to the application<\/a>/.exec(html)![1].replace(/&amp;/g, '&');
+    const to = new URL(href, t.url);
+    return new URL((await browse(agent, to.pathname + to.search)).leftTo!);
+  };
+
+  it('refuses a sign-in as another account than the id_token_hint names: the app gets login_required, no code (OIDC Core 3.1.2.1)', async () => {
+    const hinted = (await t.http.post('/users').set(bearer(admin)).send({ email: 'hinted@example.com', password: 'correct horse battery', name: 'Hinted' }).expect(201)).body;
+    const app = await registerApp('Hinting app', 'openid core.note:read');
+    const { id_token: hint } = await connect(request.agent(t.url), app, { email: 'hinted@example.com' });
+    // A fresh browser: the sign-in page, where Ada signs in rather than the account the app named.
+    const agent = request.agent(t.url);
+    const url = oidc.buildAuthorizationUrl(app, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256', state: 'hinted', id_token_hint: hint! });
+    const signIn = await browse(agent, url.pathname + url.search);
+    expect(signIn.path).toMatch(/^\/auth\/sign-in\?uid=/);
+    const refused = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain('Hinting app asked for another account than the one you chose');
+    const back = await followBack(agent, refused.text);
+    expect([back.searchParams.get('error'), back.searchParams.get('state'), back.searchParams.has('code')]).toEqual(['login_required', 'hinted', false]);
+    // Signed in as Ada now, the browser is asked to sign in again for the hint, as the provider asks on the request itself.
+    const again = await browse(agent, url.pathname + url.search);
+    expect(again.path).toMatch(/^\/auth\/sign-in\?uid=/);
+    // The account the hint names goes through.
+    const tokens = await connect(request.agent(t.url), app, { email: 'hinted@example.com', params: { id_token_hint: hint! } });
+    expect(tokens.claims()!.sub).toBe(hinted.id);
+  });
+
+  it('takes prompt=select_account: the sign-in page offers the account signed in, or signing in with another; discovery lists the prompts it takes (OIDC Core 3.1.2.1)', async () => {
+    const doc = (await t.http.get('/.well-known/openid-configuration').expect(200)).body;
+    expect([...doc.prompt_values_supported].sort()).toEqual(['consent', 'login', 'none', 'select_account']);
+    expect(doc.claim_types_supported).toEqual(['normal']);
+    const other = (await t.http.post('/users').set(bearer(admin)).send({ email: 'chooser@example.com', password: 'correct horse battery', name: 'Chooser' }).expect(201)).body;
+    const ada = (await t.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'ada@example.com'`))[0].id;
+    const app = await registerApp('Account choosing app', 'openid core.note:read');
+    const browser = request.agent(t.url);
+    const { id_token: adaHint } = await connect(browser, app);
+    const { id_token: otherHint } = await connect(request.agent(t.url), app, { email: 'chooser@example.com' });
+    const choose = async (params: Record<string, string> = {}) => {
+      const verifier = oidc.randomPKCECodeVerifier();
+      const state = oidc.randomState();
+      const url = oidc.buildAuthorizationUrl(app, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, prompt: 'select_account', ...params });
+      const at = await browse(browser, url.pathname + url.search);
+      expect(at.path).toMatch(/^\/auth\/sign-in\?uid=/);
+      expect(at.page).toContain('Continue as ada@example.com');
+      const kept = await browser.post('/auth/select-account').type('form').send({ uid: field(at.page!, 'uid'), csrf: field(at.page!, 'csrf') });
+      return { kept, verifier, state };
+    };
+    // Going on as Ada: no password asked, and the app gets Ada.
+    const asAda = await choose({ id_token_hint: adaHint! });
+    expect(asAda.kept.status).toBe(303);
+    const to = new URL(asAda.kept.headers.location, t.url);
+    const back = new URL((await browse(browser, to.pathname + to.search)).leftTo!);
+    const tokens = await oidc.authorizationCodeGrant(app, back, { pkceCodeVerifier: asAda.verifier, expectedState: asAda.state });
+    expect(tokens.claims()!.sub).toBe(ada);
+    // Going on as Ada where the app named another account is refused as a sign-in would be.
+    const named = await choose({ id_token_hint: otherHint! });
+    expect(named.kept.status).toBe(403);
+    expect((await followBack(browser, named.kept.text)).searchParams.get('error')).toBe('login_required');
+    // Another account: signed in on the same page (the browser's previous user signed out on the way).
+    const chosen = await connect(browser, app, { prompt: 'select_account', email: 'chooser@example.com' });
+    expect(chosen.claims()!.sub).toBe(other.id);
+    // Without a sign-in in the browser, the page is the sign-in form alone.
+    const fresh = request.agent(t.url);
+    const url = oidc.buildAuthorizationUrl(app, { redirect_uri: redirectUri, scope: 'openid', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256', prompt: 'select_account' });
+    const alone = await browse(fresh, url.pathname + url.search);
+    expect(alone.path).toMatch(/^\/auth\/sign-in\?uid=/);
+    expect(alone.page).not.toContain('Continue as');
+    expect((await fresh.post('/auth/select-account').type('form').send({ uid: field(alone.page!, 'uid'), csrf: field(alone.page!, 'csrf') })).status).toBe(400);
+  });
+
+  it('draws the provider\'s self-submitting forms (form_post, a logout without a session) as the service\'s pages: language, viewport, main, and its one script allowed by hash', async () => {
+    const app = await registerApp('Form post app', 'openid core.note:read');
+    const agent = request.agent(t.url);
+    await connect(agent, app);
+    const ownPage = (res: request.Response) => {
+      expect(res.status).toBe(200);
+      expect(res.text).toMatch(/^<!doctype html>\s*<html lang="en">/);
+      expect(res.text).toContain('<meta name="viewport" content="width=device-width, initial-scale=1">');
+      expect(res.text).toMatch(/<main>[\s\S]*<form method="post"[\s\S]*<\/main>/);
+      expect(res.text).not.toContain('Submitting Callback');
+      expect(res.headers['content-security-policy']).toMatch(/^default-src 'none'; script-src 'sha256-[A-Za-z0-9+/]+=*'; style-src 'unsafe-inline'; frame-ancestors 'none'$/);
+      expect(res.headers['x-frame-options']).toBe('DENY');
+      expect(res.headers['cache-control']).toContain('no-store');
+    };
+    const verifier = oidc.randomPKCECodeVerifier();
+    const url = oidc.buildAuthorizationUrl(app, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'a "quoted" & <state>', response_mode: 'form_post' });
+    const posted = await agent.get(url.pathname + url.search);
+    ownPage(posted);
+    expect(/<form method="post" action="([^"]*)"/.exec(posted.text)![1]).toBe(redirectUri);
+    // The fields as the provider gave them, escaped once: the app gets them back as sent.
+    expect(posted.text).toContain('name="state" value="a &quot;quoted&quot; &amp; &lt;state&gt;"');
+    const params = new URLSearchParams({ code: field(posted.text, 'code'), state: 'a "quoted" & <state>', iss: field(posted.text, 'iss') });
+    const tokens = await oidc.authorizationCodeGrant(app, new URL(`${redirectUri}?${params}`), { pkceCodeVerifier: verifier, expectedState: 'a "quoted" & <state>' });
+    expect(tokens.access_token).toMatch(/^svc_at_/);
+
+    const signedOut = request.agent(t.url);
+    const logout = await signedOut.get('/auth/logout');
+    ownPage(logout);
+    expect(/<form method="post" action="([^"]*)"/.exec(logout.text)![1]).toBe(`${t.url}/auth/logout/confirm`);
+    const confirmed = await signedOut.post('/auth/logout/confirm').type('form').send({ xsrf: field(logout.text, 'xsrf'), logout: field(logout.text, 'logout') });
+    expect([confirmed.status, confirmed.headers.location]).toEqual([303, `${t.url}/auth/logout/success`]);
+  });
+
+  it('holds one authorization at a time per browser: a second one started replaces the first, whose page says so', async () => {
+    const app = await registerApp('Two tabs app', 'openid core.note:read');
+    const agent = request.agent(t.url);
+    const open = async (state: string) => {
+      const url = oidc.buildAuthorizationUrl(app, { redirect_uri: redirectUri, scope: 'openid core.note:read', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256', state });
+      return (await browse(agent, url.pathname + url.search)).page!;
+    };
+    const first = await open('first');
+    const second = await open('second');
+    const stale = await agent.post('/auth/sign-in').type('form').send({ uid: field(first, 'uid'), csrf: field(first, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' });
+    expect(stale.status).toBe(400);
+    expect(stale.text).toContain('A sign-in started since in this browser (in another tab or window, say) replaces an earlier one.');
+    await agent.post('/auth/sign-in').type('form').send({ uid: field(second, 'uid'), csrf: field(second, 'csrf'), email: 'ada@example.com', password: 'correct horse battery' }).expect(303);
+  });
+
+  it('says on the consent page that an edge write scope creates and deletes edges (SPEC 5.4)', async () => {
+    const app = await registerApp('Linking app', 'openid edge.acme.links:write edge.acme.links:read');
+    const asked = await askConsent(request.agent(t.url), app, 'edge.acme.links:write edge.acme.links:read');
+    expect(asked.consent).toContain('Read, create and delete edges of type acme.links <code>edge.acme.links:write</code>');
+    expect(asked.consent).toContain('Read edges of type acme.links <code>edge.acme.links:read</code>');
   });
 
   it('makes no grant for a user deleted while their consent was being recorded: the page says the account is gone', async () => {
@@ -2193,10 +2344,10 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
   });
 
   /** The verification page of `device`, answered with `form` (email and password added) and the page's `scopes_shown`: the page shown, and the answer's status and heading. */
-  const decideDevice = async (device: oidc.DeviceAuthorizationResponse, form: Record<string, string | string[]>) => {
+  const decideDevice = async (device: oidc.DeviceAuthorizationResponse, form: Record<string, string | string[]>, email = 'tv@example.com') => {
     const agent = request.agent(t.url);
     const page = await agent.get(new URL(device.verification_uri_complete!).pathname + new URL(device.verification_uri_complete!).search).expect(200);
-    const body = new URLSearchParams({ user_code: field(page.text, 'user_code'), csrf: field(page.text, 'csrf'), email: 'tv@example.com', password: 'a long tv password', scopes_shown: '1' });
+    const body = new URLSearchParams({ user_code: field(page.text, 'user_code'), csrf: field(page.text, 'csrf'), email, password: 'a long tv password', scopes_shown: '1' });
     for (const [k, v] of Object.entries(form)) for (const one of [v].flat()) body.append(k, one);
     const res = await agent.post('/auth/device/consent').type('form').send(body.toString());
     return { page: page.text, answer: `${res.status} ${/<h1>([^<]*)<\/h1>/.exec(res.text)?.[1]}` };
@@ -2213,19 +2364,33 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(typeof res.body.id_token).toBe('string');
   });
 
-  it('takes a device Allow that grants nothing as a Deny: access_denied, the grant and the audit untouched; with openid asked, it gives openid alone', async () => {
-    const grant = () => t.sql(`SELECT payload FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [clientId]);
-    const audits = () => t.sql(`SELECT id FROM audit_events WHERE action = 'auth.grant.created' AND client_id = $1`, [clientId]);
-    const before = { grant: await grant(), audits: await audits() };
+  it('takes a device Allow that grants nothing as what it says: access_denied, no grant where there was none; on a grant given before, the unticked scopes refused, whether or not openid was asked', async () => {
+    const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'unticked@example.com', password: 'a long tv password', name: 'Unticked' }).expect(201)).body;
+    const grant = () => t.sql(`SELECT payload FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1 AND payload->>'accountId' = $2`, [clientId, user.id]);
+    const audits = async () =>
+      (await t.sql<{ scope: string }>(`SELECT details->>'scope' AS scope FROM audit_events WHERE action = 'auth.grant.created' AND client_id = $1 AND user_id = $2 ORDER BY created_at`, [clientId, user.id])).map((a) => a.scope);
+    const decide = (device: oidc.DeviceAuthorizationResponse, form: Record<string, string | string[]>) => decideDevice(device, form, 'unticked@example.com');
     const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'core.note:read' });
-    expect((await decideDevice(device, { decision: 'approve' })).answer).toBe('200 Not connected');
+    expect((await decide(device, { decision: 'approve' })).answer).toBe('200 Not connected');
     expect((await poll(device.device_code)).body.error).toBe('access_denied');
-    expect({ grant: await grant(), audits: await audits() }).toEqual(before);
+    expect([await grant(), await audits()]).toEqual([[], []]);
 
     const withOpenid = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid core.note:read' });
-    expect((await decideDevice(withOpenid, { decision: 'approve' })).answer).toBe('200 Device connected');
+    expect((await decide(withOpenid, { decision: 'approve' })).answer).toBe('200 Device connected');
     const res = await poll(withOpenid.device_code);
     expect([res.body.scope, typeof res.body.id_token]).toEqual(['openid', 'string']);
+
+    // Given now, then left unticked on another device without openid: refused on the grant, the earlier token loses it.
+    const given = await oidc.initiateDeviceAuthorization(rp, { scope: 'core.note:read' });
+    expect((await decide(given, { decision: 'approve', scope: 'core.note:read' })).answer).toBe('200 Device connected');
+    const token = (await poll(given.device_code)).body.access_token;
+    const introspected = async () => (await t.http.post('/auth/oauth2/introspect').type('form').send({ token, client_id: clientId }).expect(200)).body;
+    expect(await introspected()).toMatchObject({ active: true, scope: 'core.note:read' });
+    const unticked = await oidc.initiateDeviceAuthorization(rp, { scope: 'core.note:read' });
+    expect((await decide(unticked, { decision: 'approve' })).answer).toBe('200 Not connected');
+    expect((await poll(unticked.device_code)).body.error).toBe('access_denied');
+    expect((await introspected()).scope).toBeUndefined();
+    expect(await audits()).toEqual(['openid', 'core.note:read', '']);
   });
 
   it('says on the device page when nothing asked can be given, offering no Allow; an Allow that still comes reaches the device as access_denied saying nothing could be granted', async () => {
@@ -2324,6 +2489,68 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(account.status).toBe(401);
     expect(account.text).toContain('Too many failed sign-ins for this account');
     expect((await poll(device.device_code)).body.error).toBe('authorization_pending');
+  });
+});
+
+describe('device polling under the rate limits (RFC 8628 3.5)', () => {
+  const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+  const TIGHT = 30;
+  let t: TestApp;
+  let admin: string;
+  let device: oidc.Configuration;
+  let otherDevice: oidc.Configuration;
+
+  beforeAll(async () => {
+    // Behind a trusted proxy, each request names its client address (X-Forwarded-For): each test uses its own.
+    t = await startApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '60', TRUST_PROXY: 'true', OAUTH_DEVICE_POLL_INTERVAL: '1' });
+    admin = (await bootstrapAdmin(t)).key;
+    const register = async (clientName: string) => {
+      const body = { client_name: clientName, grant_types: [DEVICE_GRANT], token_endpoint_auth_method: 'none', scope: 'openid core.note:read' };
+      const { client_id } = (await t.http.post('/auth/clients').set(bearer(admin)).send(body).expect(201)).body;
+      return oidc.discovery(new URL(t.url), client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    };
+    device = await register('Den TV');
+    otherDevice = await register('Porch TV');
+  });
+  afterAll(async () => t?.close());
+
+  const poll = (from: string, app: oidc.Configuration, deviceCode: string) =>
+    t.http.post('/auth/oauth2/token').set('X-Forwarded-For', from).type('form').send({ grant_type: DEVICE_GRANT, device_code: deviceCode, client_id: app.clientMetadata().client_id });
+  const rfc8628 = (res: request.Response) => `${res.status} ${['authorization_pending', 'slow_down'].includes(res.body.error) ? 'pending' : res.body.error}`;
+
+  it('answers devices polling from one address as RFC 8628 does, however many poll: their polls do not count against the address\'s token limit', async () => {
+    const from = '203.0.113.51';
+    const codes = await Promise.all([1, 2, 3].map(() => oidc.initiateDeviceAuthorization(device, { scope: 'openid core.note:read' })));
+    // Three devices, twelve polls each: more than the address's tight limit, as a minute of polls every five seconds is.
+    const answers: string[] = [];
+    for (let round = 0; round < 12; round++) for (const code of codes) answers.push(rfc8628(await poll(from, device, code.device_code)));
+    expect(new Set(answers)).toEqual(new Set(['400 pending']));
+    // The address's other token requests still have the whole tight limit.
+    const { client_id } = (await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'] }).expect(201)).body;
+    const guess = await t.http.post('/auth/oauth2/token').set('X-Forwarded-For', from).auth(client_id, 'a wrong secret').type('form').send({ grant_type: 'client_credentials' });
+    expect([guess.status, guess.body.error, guess.headers['x-ratelimit-limit'], guess.headers['x-ratelimit-remaining']]).toEqual([401, 'invalid_client', String(TIGHT), String(TIGHT - 1)]);
+  });
+
+  it('keeps the tight limit per address for every other token request, and a device\'s poll is still answered as RFC 8628 does once it is reached', async () => {
+    const from = '203.0.113.52';
+    const { client_id } = (await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'] }).expect(201)).body;
+    const guess = () => t.http.post('/auth/oauth2/token').set('X-Forwarded-For', from).auth(client_id, 'a wrong secret').type('form').send({ grant_type: 'client_credentials' });
+    for (let i = 0; i < TIGHT; i++) expect((await guess()).status).toBe(401);
+    const refused = await guess();
+    expect([refused.status, refused.body.error, refused.headers['x-ratelimit-remaining']]).toEqual([429, 'rate_limited', '0']);
+    expect(refused.headers['retry-after']).toMatch(/^\d+$/);
+    const code = await oidc.initiateDeviceAuthorization(device, { scope: 'openid core.note:read' });
+    expect(rfc8628(await poll(from, device, code.device_code))).toBe('400 pending');
+  });
+
+  it('counts polls for unknown device codes, or for another client\'s, against the address\'s tight limit: that is guessing', async () => {
+    const from = '203.0.113.53';
+    const someoneElses = await oidc.initiateDeviceAuthorization(otherDevice, { scope: 'openid core.note:read' });
+    for (let i = 0; i < TIGHT / 2; i++) expect((await poll(from, device, `not-a-device-code-${i}`)).body.error).toBe('invalid_grant');
+    for (let i = 0; i < TIGHT / 2; i++) expect((await poll(from, device, someoneElses.device_code)).status).toBe(400);
+    expect((await poll(from, device, 'one-guess-too-many')).status).toBe(429);
+    // The device the code was issued to polls on from that address.
+    expect(rfc8628(await poll(from, otherDevice, someoneElses.device_code))).toBe('400 pending');
   });
 });
 
@@ -2471,6 +2698,52 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
     const action = new URL(/<form[^>]*action="([^"]+)"/.exec(form.text)![1].replace(/&amp;/g, '&'), open.url);
     const out = await browser.post(action.pathname).type('form').send({ xsrf: field(form.text, 'xsrf'), logout: 'yes' });
     expect([out.status, out.headers.location]).toEqual([303, `${open.url}/auth/logout/success`]);
+  });
+
+  it('links an app\'s sign-in page to sign-up, which comes back to the authorization, for an app that serves anyone', async () => {
+    const register = async (app: TestApp) =>
+      oidc.discovery(
+        new URL(app.url),
+        (await app.http.post('/auth/oauth2/register').send({ client_name: 'Open app', redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'none', scope: 'openid' }).expect(201)).body.client_id,
+        undefined,
+        oidc.None(),
+        { execute: [oidc.allowInsecureRequests] },
+      );
+    const verifier = oidc.randomPKCECodeVerifier();
+    const authorize = async (rp: oidc.Configuration) =>
+      oidc.buildAuthorizationUrl(rp, { redirect_uri: 'https://app.example/cb', scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'new' });
+    // Closed: no link.
+    const closedUrl = await authorize(await register(closed));
+    expect((await browseOn(request.agent(closed.url), closed.url, closedUrl.pathname + closedUrl.search)).page).not.toContain('/auth/sign-up');
+
+    const rp = await register(open);
+    const agent = request.agent(open.url);
+    const url = await authorize(rp);
+    const signIn = await browseOn(agent, open.url, url.pathname + url.search);
+    const link = /<a href="([^"]*)">Create one<\/a>/.exec(signIn.page!)![1].replace(/&amp;/g, '&');
+    expect(link).toBe(`/auth/sign-up?return_to=${encodeURIComponent(`/auth/?interaction=${field(signIn.page!, 'uid')}`)}`);
+    const form = await agent.get(link).expect(200);
+    const created = await agent
+      .post('/auth/sign-up')
+      .type('form')
+      .send({ csrf: field(form.text, 'csrf'), return_to: field(form.text, 'return_to'), name: 'Newcomer', email: 'newcomer@example.com', password: 'a long sign-up password' })
+      .expect(303);
+    expect(created.headers.location).toBe(`/auth/?interaction=${field(signIn.page!, 'uid')}`);
+    // Back at the same authorization's sign-in page, where the new account signs in and goes on to the app.
+    const again = await browseOn(agent, open.url, created.headers.location);
+    expect(field(again.page!, 'uid')).toBe(field(signIn.page!, 'uid'));
+    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(again.page!, 'uid'), csrf: field(again.page!, 'csrf'), email: 'newcomer@example.com', password: 'a long sign-up password' }).expect(303);
+    let at = await browseOn(agent, open.url, new URL(signedIn.headers.location, open.url).pathname);
+    if (!at.leftTo) {
+      const decided = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(at.page!, 'uid'), csrf: field(at.page!, 'csrf'), decision: 'approve' }).expect(303);
+      at = await browseOn(agent, open.url, new URL(decided.headers.location, open.url).pathname);
+    }
+    const tokens = await oidc.authorizationCodeGrant(rp, new URL(at.leftTo!), { pkceCodeVerifier: verifier, expectedState: 'new' });
+    const [user] = await open.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'newcomer@example.com'`);
+    expect(tokens.claims()!.sub).toBe(user.id);
+    // Nowhere else: another return_to is dropped.
+    const elsewhere = await agent.get('/auth/sign-up?return_to=https://evil.example/').expect(200);
+    expect(elsewhere.text).not.toContain('name="return_to"');
   });
 
   it('creates a tenant whose first user is its admin, and signs them in to the account pages', async () => {

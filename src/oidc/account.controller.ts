@@ -21,8 +21,8 @@ import { AppConfig } from '../config/app-config';
 import { isUserEmail, isUserName, isUserPassword } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
-import { FormBody, FormFields, refuseNonObjectJson } from './form-fields';
-import { ApiFormBody, ApiFormExpired, ApiPage, ApiPageOrError, ApiSeeOther, ApiSignedInUser, FORM_FIELD } from './openapi-pages';
+import { FormBody, FormFields, PageQuery, refuseNonObjectJson } from './form-fields';
+import { ApiFormBody, ApiFormExpired, ApiPage, ApiPageOrError, ApiQueryParams, ApiSeeOther, ApiSignedInUser, FORM_FIELD } from './openapi-pages';
 import { clearAccountCookie, signedInAs } from './account-session';
 import { GrantsService } from './grants.service';
 import { OidcProvider } from './oidc-provider';
@@ -33,6 +33,12 @@ const FORM = 'application/x-www-form-urlencoded';
 
 const str = { type: 'string' };
 const REVOKED = { type: 'object', properties: { id: str, revoked: { type: 'boolean' } } };
+
+/**
+ * Where sign-up may send the new user on: back into an authorization in progress (its sign-in
+ * page links here), which then asks them to sign in; nowhere else.
+ */
+const signUpReturn = (to: unknown) => (typeof to === 'string' && /^\/auth\/\?interaction=[\w-]{1,64}$/.test(to) ? to : undefined);
 
 @ApiTags('oauth account')
 @Public()
@@ -50,20 +56,21 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Get('sign-up')
   @ApiOperation({ summary: 'Sign-up page (only when SVC_SIGNUP_ENABLED): a new tenant whose first user is its admin (HTML)' })
+  @ApiQueryParams({ return_to: 'The authorization in progress to go back to (`/auth/?interaction=…`), when coming from an app\'s sign-in page' })
   @ApiPage(200, 'The sign-up form')
   @ApiPage(404, 'Sign-up is not enabled')
-  async signUpForm(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async signUpForm(@PageQuery('return_to') returnTo: string | undefined, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (!this.config.SVC_SIGNUP_ENABLED) return sendPage(reply, 404, errorPage('Not available', 'Sign-up is not open on this service.'));
-    await sendPage(reply, 200, signUpPage({ csrf: await this.forms.csrf(req, reply) }));
+    await sendPage(reply, 200, signUpPage({ csrf: await this.forms.csrf(req, reply), returnTo: signUpReturn(returnTo) }));
   }
 
   @ApiExtension('x-error-format', 'html')
   @Post('sign-up')
   @HttpCode(200)
   @Accepts(FORM)
-  @ApiOperation({ summary: 'Sign-up form post (form-encoded: csrf, name, email, password); signs the new user in to the account pages' })
-  @ApiFormBody({ csrf: FORM_FIELD.csrf, name: { type: 'string', maxLength: 200 }, email: FORM_FIELD.email, password: { ...FORM_FIELD.password, minLength: 10 } }, ['csrf', 'name', 'email', 'password'])
-  @ApiSeeOther('Signed up and in: to /auth/security')
+  @ApiOperation({ summary: 'Sign-up form post (form-encoded: csrf, name, email, password, return_to); signs the new user in to the account pages' })
+  @ApiFormBody({ csrf: FORM_FIELD.csrf, name: { type: 'string', maxLength: 200 }, email: FORM_FIELD.email, password: { ...FORM_FIELD.password, minLength: 10 }, return_to: str }, ['csrf', 'name', 'email', 'password'])
+  @ApiSeeOther('Signed up and in: to /auth/security, or back to the authorization in progress (return_to)')
   @ApiPage(400, 'The form again, with what to correct')
   @ApiFormExpired()
   @ApiPage(404, 'Sign-up is not enabled')
@@ -72,13 +79,14 @@ export class AccountController {
     if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
     const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
     const [name, email, password] = [text(body.name), text(body.email), typeof body.password === 'string' ? body.password : ''];
-    const again = (error: string) => sendPage(reply, 400, signUpPage({ csrf: String(body.csrf), name, email, error }));
+    const returnTo = signUpReturn(body.return_to);
+    const again = (error: string) => sendPage(reply, 400, signUpPage({ csrf: String(body.csrf), name, email, error, returnTo }));
     if (!isUserName(name)) return again('Give a name of at most 200 characters. A name cannot hold control characters or bidirectional override characters.');
     if (!isUserEmail(email)) return again('Give a valid email address.');
     if (!isUserPassword(password)) return again('The password needs at least 10 characters, not only spaces.');
     const user = await this.users.signUp(email, password, name);
     if (!user) return again('An account with this email already exists.');
-    await this.forms.signInAs(reply, user, '/auth/security');
+    await this.forms.signInAs(reply, user, returnTo ?? '/auth/security');
   }
 
   @ApiExtension('x-error-format', 'html')

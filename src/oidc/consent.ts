@@ -4,7 +4,7 @@
  * registered), which of them are a choice (all but `INCLUDED_SCOPES`), and the grant a decision
  * makes (what was ticked is granted with the included ones, the rest refused, so the provider does
  * not ask again and the token's scope is exactly that), or whether it makes none (`grantsAnything`,
- * and then why: `nothingGranted`).
+ * and then why: `nothingGranted`; the refusals still hold on a grant given before).
  *
  * A user's connection to a client is one grant (SPEC 5.8), whichever browser or device the user
  * consents on: the first consent makes it (`created: true` in the audit), every later one
@@ -58,13 +58,16 @@ export function grantedScopes(requested: string[], ticked: string[], shown: bool
 }
 
 /**
- * Whether an approval granting `granted` gives the app anything; one that does not makes no grant
- * (no `auth.grant.created` row, no refusal remembered, so the next authorization asks again) and
- * the app gets `access_denied` (`nothingGranted`). `offline_access` alone gives nothing (it is not
- * even in the token), so it does not count. `openid` does: asked for, it comes with the approval,
- * so unticking every box of such a request still approves the sign-in (openid alone, the API
- * scopes refused); only a request without it comes to nothing. Of the scopes a page offers, it
- * says whether an Allow could give anything at all: the pages offer no Allow otherwise.
+ * Whether an approval granting `granted` gives the app anything; the app gets `access_denied` for
+ * one that does not (`nothingGranted`), which makes no grant where the user had none (no
+ * `auth.grant.created` row, no refusal remembered, so the next authorization asks again). Where
+ * the user gave the app a grant before, what was unticked is refused on it all the same
+ * (`recordConsent`, `givesNothing`): the page said "untick what you do not want to give", and an
+ * earlier token must not keep it. `offline_access` alone gives nothing (it is not even in the
+ * token), so it does not count. `openid` does: asked for, it comes with the approval, so unticking
+ * every box of such a request approves the sign-in (openid alone, the API scopes refused alike);
+ * only a request without it comes to nothing. Of the scopes a page offers, it says whether an Allow
+ * could give anything at all: the pages offer no Allow otherwise.
  */
 export function grantsAnything(granted: string[]): boolean {
   return granted.some((s) => s !== 'offline_access');
@@ -90,9 +93,16 @@ function unreject(grant: Grant, resource: string, scopes: string[]): void {
 }
 
 /**
+ * What recording a decision came to: the grant it is on; nothing (it gave nothing, and refused
+ * nothing or had no grant to refuse it on); or nothing because the user is gone meanwhile.
+ */
+export type Recorded = { grantId: string } | 'nothing_recorded' | 'account_gone';
+
+/**
  * Saves the decision on the user's grant for the client (made by the first consent) and its
  * `auth.grant.created` audit row (SPEC 6.4). `grantId` is the one the browser session knows
- * for the client, if any.
+ * for the client, if any. A decision that gives nothing (`givesNothing`, see `grantsAnything`)
+ * makes no grant: its refusals are saved on the grant there is, else nothing is (`nothing_recorded`).
  */
 export async function recordConsent(
   deps: { provider: Provider; audit: AuditService; db: DataSource; tokenCache: OAuthTokenCache },
@@ -105,21 +115,24 @@ export async function recordConsent(
     granted: string[];
     resource: string;
     source: 'authorization_code' | 'device';
+    givesNothing?: boolean;
   },
-): Promise<string | undefined> {
+): Promise<Recorded> {
   const { provider, audit, db, tokenCache } = deps;
   const refused = o.requested.filter((s) => !o.granted.includes(s));
+  if (o.givesNothing && !refused.length) return 'nothing_recorded';
   const join = (scopes: string[]) => scopes.join(' ');
   const made = await underConnectionLock(db, o.accountId, o.clientId, async (m) => {
     // The user's row is share-locked until the grant is in: a deletion at the same moment either
     // came first (no grant: undefined) or waits, and then deletes the grant with the user's others.
     const [user] = await m.query(`SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 FOR SHARE`, [o.tenantId, o.accountId]);
-    if (!user) return undefined;
+    if (!user) return 'account_gone' as const;
     const ofConnection = async (id: string | undefined) => {
       const grant = id ? await provider.Grant.find(id) : undefined;
       return grant?.accountId === o.accountId && grant.clientId === o.clientId ? grant : undefined;
     };
     const existing = (await ofConnection(o.grantId)) ?? (await ofConnection(await connectionGrantId(m, o.accountId, o.clientId)));
+    if (!existing && o.givesNothing) return 'nothing_recorded' as const;
     const grant = existing ?? new provider.Grant({ accountId: o.accountId, clientId: o.clientId });
     unreject(grant, o.resource, o.granted);
     if (o.granted.some(isOidc)) grant.addOIDCScope(join(o.granted.filter(isOidc)));
@@ -128,7 +141,7 @@ export async function recordConsent(
     if (refused.some(isApiScope)) grant.rejectResourceScope(o.resource, join(refused.filter(isApiScope)));
     return { grantId: await grant.save(), created: !existing };
   });
-  if (!made) return undefined;
+  if (typeof made === 'string') return made;
   const { grantId, created } = made;
   // The grant's tokens are good for what it holds now (oauth-tokens.ts): resolutions cached before this decision are not.
   if (!created) await tokenCache.invalidate();
@@ -140,5 +153,5 @@ export async function recordConsent(
     grantId,
     details: { source: o.source, created, scope: join(o.granted) },
   });
-  return grantId;
+  return { grantId };
 }

@@ -105,30 +105,36 @@ export class DeviceController {
     const grantable = withinUserRole(requested, user.role);
     const granted = grantedScopes(grantable, list(body.scope), body[SCOPES_SHOWN] !== undefined);
     const denied = body.decision !== 'approve';
-    // An Allow that gives nothing makes no grant; the device is told why, not that the user denied (grantsAnything, consent.ts).
-    const approve = !denied && !otherTenant && grantsAnything(granted);
+    const allowed = !denied && !otherTenant;
+    // An Allow that gives nothing connects nothing; the device is told why, not that the user denied
+    // (grantsAnything, consent.ts), and a grant given before still loses what was unticked.
+    const approve = allowed && grantsAnything(granted);
     const claim = await claimDeviceCode(this.db, code.jti);
     if (!claim) return expired();
     let gone = false;
     try {
-      if (!approve) {
+      const resource = this.config.baseUrl;
+      const recorded = allowed
+        ? await recordConsent({ provider, audit: this.audit, db: this.db, tokenCache: this.tokenCache }, {
+            tenantId: user.tenant_id,
+            accountId: user.id,
+            clientId: code.clientId!,
+            requested,
+            granted,
+            resource,
+            source: 'device',
+            givesNothing: !approve,
+          })
+        : undefined;
+      gone = recorded === 'account_gone';
+      if (gone) {
+        // The user deleted while deciding: the device is refused, as a deleted user's would be.
+        Object.assign(code, { error: 'access_denied', errorDescription: 'The account no longer exists' });
+      } else if (!approve || typeof recorded !== 'object') {
         const why = otherTenant ? 'This app is only for the users of the workspace it belongs to' : denied ? 'The user denied the request' : nothingGranted(grantable);
         Object.assign(code, { error: 'access_denied', errorDescription: why });
       } else {
-        const resource = this.config.baseUrl;
-        const grantId = await recordConsent({ provider, audit: this.audit, db: this.db, tokenCache: this.tokenCache }, {
-          tenantId: user.tenant_id,
-          accountId: user.id,
-          clientId: code.clientId!,
-          requested,
-          granted,
-          resource,
-          source: 'device',
-        });
-        // The user deleted while deciding: the device is refused, as a deleted user's would be.
-        if (!grantId) Object.assign(code, { error: 'access_denied', errorDescription: 'The account no longer exists' });
-        else Object.assign(code, { accountId: user.id, grantId, authTime: Math.floor(Date.now() / 1000), scope: granted.join(' '), resource });
-        gone = !grantId;
+        Object.assign(code, { accountId: user.id, grantId: recorded.grantId, authTime: Math.floor(Date.now() / 1000), scope: granted.join(' '), resource });
       }
       await code.save();
     } catch (err) {

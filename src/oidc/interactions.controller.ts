@@ -5,8 +5,10 @@
  *
  *   GET  /auth/?interaction=     where the provider sends the browser: on to one of these
  *                                (plain GET /auth: the account pages)
- *   GET  /auth/sign-in?uid=      the sign-in form
+ *   GET  /auth/sign-in?uid=      the sign-in form (with prompt=select_account, also "Continue as"
+ *                                the account the browser is signed in with)
  *   POST /auth/sign-in           email + password → the interaction's login
+ *   POST /auth/select-account    prompt=select_account: on with the account already signed in
  *   GET  /auth/consent?uid=      the requested scopes, literally, each one untickable but those
  *                                that come with any approval (openid, offline_access)
  *   POST /auth/authorize/decision (and its SPEC twin POST /auth/oauth2/consent)
@@ -15,7 +17,9 @@
  *
  * A client registered for a tenant serves that tenant's users only (`servesUser`): a user of
  * another tenant is refused at the sign-in or the consent, whichever comes first, with a page
- * whose link takes the app its `access_denied` (RFC 6749 4.1.2.1).
+ * whose link takes the app its `access_denied` (RFC 6749 4.1.2.1). An `id_token_hint` names the
+ * account the app expects (OIDC Core 3.1.2.1): another account chosen here is refused likewise,
+ * the app told `login_required` (`refusedForHint`).
  */
 import { Controller, Get, HttpCode, Post, Res } from '@nestjs/common';
 import { ApiExtension, ApiOperation, ApiTags } from '@nestjs/swagger';
@@ -35,7 +39,7 @@ import { claimInteraction } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 import { clientRegistration, servesUser } from './oauth-tokens';
-import { accountGonePage, consentPage, errorPage, formExpiredPage, otherWorkspacePage, signInPage } from './pages';
+import { accountGonePage, consentPage, errorPage, formExpiredPage, otherWorkspacePage, shownAppName, signInPage } from './pages';
 import { sendPage } from './send-page';
 import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, grantsAnything, nothingGranted, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
@@ -57,6 +61,9 @@ async function seeGet(reply: FastifyReply, path: string, body: FormBody): Promis
   await reply.redirect(target, 303);
 }
 type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
+
+/** The prompts the sign-in page answers: a sign-in, or the choice of account (OIDC Core 3.1.2.1 `select_account`). */
+const SIGN_IN_PROMPTS = ['login', 'select_account'];
 
 const str = { type: 'string' };
 
@@ -86,7 +93,7 @@ export class InteractionsController {
     if (uid === undefined) return reply.redirect('/auth/grants', 303);
     const details = await this.details(req, reply, uid);
     if (!details) return;
-    await reply.redirect(`/auth/${details.prompt.name === 'login' ? 'sign-in' : 'consent'}?uid=${encodeURIComponent(details.uid)}`, 303);
+    await reply.redirect(`/auth/${SIGN_IN_PROMPTS.includes(details.prompt.name) ? 'sign-in' : 'consent'}?uid=${encodeURIComponent(details.uid)}`, 303);
   }
 
   // OIDC Core 3.1.2.1 and RP-Initiated Logout 1.0 §2: these endpoints take POST as well as GET.
@@ -127,9 +134,9 @@ export class InteractionsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     if (uid === undefined) return this.account.signInForm(req, reply, returnTo);
-    const details = await this.details(req, reply, uid, 'login');
+    const details = await this.details(req, reply, uid, SIGN_IN_PROMPTS);
     if (!details) return;
-    await sendPage(reply, 200, signInPage({ uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details) }));
+    await sendPage(reply, 200, await this.signInPage(details));
   }
 
   @ApiExtension('x-error-format', 'html')
@@ -144,16 +151,35 @@ export class InteractionsController {
   @ApiFormExpired()
   async signIn(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (body.uid === undefined) return this.account.signIn(req, reply, body);
-    const details = await this.details(req, reply, body.uid, 'login', body.csrf);
+    const details = await this.details(req, reply, body.uid, SIGN_IN_PROMPTS, body.csrf);
     if (!details) return;
     const email = typeof body.email === 'string' ? body.email : '';
     const { user, refusal } = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '', req.ip);
-    if (!user) {
-      const form = { uid: details.uid, csrf: await this.csrf(details.uid), clientName: await this.clientName(details), email };
-      return sendPage(reply, 401, signInPage({ ...form, error: refusal }));
-    }
+    if (!user) return sendPage(reply, 401, await this.signInPage(details, { email, error: refusal }));
+    if (await this.refusedForHint(req, reply, details, user)) return;
     if (await this.refusedForTenant(req, reply, details, user)) return;
-    await this.finish(req, reply, { login: { accountId: user.id } });
+    // A sign-in also answers a select_account prompt: the account chosen is the one signed in.
+    await this.finish(req, reply, { login: { accountId: user.id }, ...(details.prompt.name === 'select_account' ? { select_account: {} } : {}) });
+  }
+
+  @ApiExtension('x-error-format', 'html')
+  @Post('select-account')
+  @ApiOperation({ summary: 'prompt=select_account: go on with the account this browser is signed in with (form-encoded: uid, csrf)' })
+  @HttpCode(200)
+  @Accepts(FORM)
+  @ApiFormBody({ uid: FORM_FIELD.uid, csrf: FORM_FIELD.csrf }, ['uid'])
+  @ApiSeeOther('On with the authorization')
+  @ApiPage(400, 'The interaction is over, not this browser\'s, or not choosing an account, or the account is gone')
+  @ApiPage(403, 'The app asked for another account (id_token_hint), or belongs to another tenant than the user\'s: refused, with a link that takes it the error')
+  @ApiFormExpired()
+  async selectAccount(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const details = await this.details(req, reply, body.uid, 'select_account', body.csrf);
+    if (!details) return;
+    const user = details.session?.accountId ? await this.users.byId(details.session.accountId) : undefined;
+    if (!user) return sendPage(reply, 400, accountGonePage());
+    if (await this.refusedForHint(req, reply, details, user)) return;
+    if (await this.refusedForTenant(req, reply, details, user)) return;
+    await this.finish(req, reply, { select_account: {} });
   }
 
   @ApiExtension('x-error-format', 'html')
@@ -213,9 +239,8 @@ export class InteractionsController {
     const requested = requestedScopes(client, details.params.scope);
     const grantable = withinUserRole(requested, user.role);
     const granted = grantedScopes(grantable, list(body.scope), body[SCOPES_SHOWN] !== undefined);
-    // An Allow that gives nothing makes no grant; the app is told why, not that the user denied (grantsAnything, consent.ts).
-    if (!grantsAnything(granted)) return this.finish(req, reply, { error: 'access_denied', error_description: nothingGranted(grantable) });
-    const grantId = await recordConsent({ provider, audit: this.audit, db: this.db, tokenCache: this.tokenCache }, {
+    const givesNothing = !grantsAnything(granted);
+    const recorded = await recordConsent({ provider, audit: this.audit, db: this.db, tokenCache: this.tokenCache }, {
       grantId: details.grantId,
       tenantId: user.tenant_id,
       accountId,
@@ -224,9 +249,12 @@ export class InteractionsController {
       requested,
       granted,
       resource: this.config.baseUrl,
+      givesNothing,
     });
-    if (!grantId) return sendPage(reply, 400, accountGonePage());
-    await this.finish(req, reply, { consent: { grantId } });
+    if (recorded === 'account_gone') return sendPage(reply, 400, accountGonePage());
+    // An Allow that gives nothing: the app is told why, not that the user denied (grantsAnything, consent.ts).
+    if (recorded === 'nothing_recorded' || givesNothing) return this.finish(req, reply, { error: 'access_denied', error_description: nothingGranted(grantable) });
+    await this.finish(req, reply, { consent: { grantId: recorded.grantId } });
   }
 
   /**
@@ -234,7 +262,7 @@ export class InteractionsController {
    * the expected prompt, with a valid CSRF token on POSTs; otherwise an error page is sent and
    * undefined returned.
    */
-  private async details(req: FastifyRequest, reply: FastifyReply, uid: unknown, prompt?: string, csrf?: unknown): Promise<Details | undefined> {
+  private async details(req: FastifyRequest, reply: FastifyReply, uid: unknown, prompt?: string | readonly string[], csrf?: unknown): Promise<Details | undefined> {
     let details: Details;
     try {
       details = await (await this.oidc.get()).interactionDetails(req.raw, reply.raw);
@@ -242,8 +270,11 @@ export class InteractionsController {
       await sendPage(reply, 400, errorPage('Sign-in expired', 'This sign-in is over or was never started. Go back to the application and start again.'));
       return undefined;
     }
-    if (details.uid !== uid || (prompt !== undefined && details.prompt.name !== prompt)) {
-      await sendPage(reply, 400, errorPage('Wrong page', 'This page does not belong to the sign-in in progress. Go back to the application and start again.'));
+    const prompts = typeof prompt === 'string' ? [prompt] : prompt;
+    if (details.uid !== uid || (prompts !== undefined && !prompts.includes(details.prompt.name))) {
+      // The browser holds one interaction at a time (docs/oauth.md): another uid is most often one a newer authorization replaced.
+      const why = details.uid !== uid ? ' A sign-in started since in this browser (in another tab or window, say) replaces an earlier one.' : '';
+      await sendPage(reply, 400, errorPage('Wrong page', `This page does not belong to the sign-in in progress.${why} Go back to the application and start again.`));
       return undefined;
     }
     if (req.method === 'POST' && !csrfValid(await this.oidc.csrfKey(), `interaction:${details.uid}`, csrf)) {
@@ -285,9 +316,38 @@ export class InteractionsController {
     return true;
   }
 
-  private async clientName(details: Details): Promise<string> {
+  /**
+   * Whether the request's `id_token_hint` names another account than `user`, and if so ends the
+   * interaction with `login_required` (OIDC Core 3.1.2.1) and sends the page that says so, as
+   * `refusedForTenant` does. The provider checks the hint against the browser's session on the
+   * authorization request only, not when the authorization resumes after this page: without this,
+   * signing in as someone else got the app a code for that account. The hint was validated on
+   * that request; it is validated again (expiry aside, as the provider does) rather than trusted.
+   */
+  private async refusedForHint(req: FastifyRequest, reply: FastifyReply, details: Details, user: UserRow): Promise<boolean> {
+    const hint = details.params.id_token_hint;
+    if (hint === undefined) return false;
+    const provider = await this.oidc.get();
+    const client = await provider.Client.find(String(details.params.client_id));
+    const hinted = client && typeof hint === 'string' ? await provider.IdToken.validate(hint, client).then(({ payload }) => payload.sub, () => undefined) : undefined;
+    if (hinted === user.id) return false;
+    const backTo = await this.result(req, reply, { error: 'login_required', error_description: 'id_token_hint and authenticated subject do not match' });
+    const app = shownAppName(client?.clientName ?? String(details.params.client_id));
+    await sendPage(reply, 403, errorPage('Another account', `${app} asked for another account than the one you chose. Nothing was shared with it.`, { href: backTo, text: 'Go back to the application' }));
+    return true;
+  }
+
+  /**
+   * The sign-in form of an interaction; choosing an account, it also offers the one the browser is
+   * signed in with. While sign-up is open it links to it, coming back here, for an app that serves
+   * anyone (a new account is of a workspace of its own, which a tenant's app does not serve).
+   */
+  private async signInPage(details: Details, o: { email?: string; error?: string } = {}): Promise<string> {
+    const current = details.prompt.name === 'select_account' && details.session?.accountId ? await this.users.byId(details.session.accountId) : undefined;
     const client = await (await this.oidc.get()).Client.find(String(details.params.client_id));
-    return client?.clientName ?? String(details.params.client_id);
+    const back = `/auth/?interaction=${encodeURIComponent(details.uid)}`;
+    const signUp = this.config.SVC_SIGNUP_ENABLED && clientRegistration(client).tenantId === undefined ? `/auth/sign-up?return_to=${encodeURIComponent(back)}` : undefined;
+    return signInPage({ uid: details.uid, csrf: await this.csrf(details.uid), clientName: client?.clientName ?? String(details.params.client_id), current: current?.email, signUp, ...o });
   }
 
   private async csrf(uid: string): Promise<string> {

@@ -27,12 +27,13 @@ import { DEVICE_GRANT_TYPE, installDevicePolling } from './device-polling';
 import { providerInternals } from './provider-internals';
 import { isUsedRefreshToken, postgresAdapter, textRefused, unstorableText } from './oidc-adapter';
 import { clearedAccountCookie } from './account-session';
-import { errorPage, logoutPage, messagePage, shownAppName } from './pages';
+import { errorPage, logoutPage, messagePage, SELF_SUBMITTING_CSP, selfSubmittingPage, shownAppName } from './pages';
 import { setPage } from './send-page';
 import { issuedUnderCurrentSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { scopesForUser } from './client-registration';
 import { isApiScope, OIDC_SCOPES, scopesStillHeld, withinUserRole } from './scopes';
 import type { PrivateJwk } from './signing-keys';
+import { prepareTokenRequestLimit, TokenRequestLimit, useTokenRequestLimit } from './token-rate-limit';
 
 /** The SPEC's paths of the provider's own endpoints. */
 export const OIDC_ROUTES = {
@@ -59,6 +60,8 @@ export interface ProviderDeps {
   users: UsersService;
   keys: PrivateJwk[];
   cookieKey: Buffer;
+  /** The token endpoints' tight limit per address (token-rate-limit.ts); none while rate limits are off. */
+  tokenLimit?: TokenRequestLimit;
 }
 
 /**
@@ -233,8 +236,13 @@ function refuseOddRegistration(metadata: ClientMetadata, errors: typeof import('
 }
 
 export async function createProvider(deps: ProviderDeps): Promise<ProviderType> {
-  const { default: Provider, errors } = await import('oidc-provider');
+  const { default: Provider, errors, interactionPolicy } = await import('oidc-provider');
   const { config } = deps;
+  const policy = interactionPolicy.base();
+  // OIDC Core 3.1.2.1's select_account (refused as unsupported otherwise): first, so the sign-in
+  // page is shown whether or not the browser is signed in; there the user goes on with the account
+  // signed in or signs in with another (interactions.controller.ts).
+  policy.add(new interactionPolicy.Prompt({ name: 'select_account', requestable: true }), 0);
   const resource = config.baseUrl;
   const configuration: Configuration = {
     // A code or refresh token two requests used at once: the loser's is a reuse (the adapter has
@@ -336,7 +344,9 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     },
     // The provider scopes its interaction cookie to this URL's path: `/auth/` reaches the sign-in,
     // consent and decision pages alike (interactions.controller.ts sends the browser on).
-    interactions: { url: (_ctx, interaction) => `/auth/?interaction=${encodeURIComponent(interaction.uid)}` },
+    interactions: { policy, url: (_ctx, interaction) => `/auth/?interaction=${encodeURIComponent(interaction.uid)}` },
+    // The provider refuses a prompt its policy does not name; discovery says which it names.
+    discovery: { prompt_values_supported: ['none', ...policy.filter((p) => p.requestable).map((p) => p.name)] },
     // Code (and device) grants get a refresh token without asking for offline_access; every refresh rotates it.
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     // The provider's default ties tokens issued without offline_access to the browser session (and
@@ -362,7 +372,9 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       };
     },
   };
+  await prepareTokenRequestLimit();
   const provider = new Provider(config.baseUrl, configuration);
+  useTokenRequestLimit(provider, deps.tokenLimit);
   // oidc-mount.ts sets the X-Forwarded-* headers itself (SVC_BASE_URL's origin, Fastify's client address).
   provider.proxy = true;
   prefixTokens(provider);
@@ -374,6 +386,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   provider.use(refuseUnstorableLogout);
   provider.use(unreadableBody);
   provider.use(neverFramed);
+  provider.use(ownSelfSubmittingForms);
   provider.use(introspectedAsTheApiSees(resource, deps.users));
   provider.use(structuredTokensAreUnknown);
   provider.use(publishClientAuthOfEveryEndpoint);
@@ -567,6 +580,30 @@ async function neverFramed(ctx: KoaContextWithOIDC, next: () => Promise<void>): 
   if (!ctx.response.is('html') || ctx.response.get('X-Frame-Options')) return;
   ctx.set('X-Frame-Options', 'DENY');
   if (!ctx.response.get('Content-Security-Policy')) ctx.set('Content-Security-Policy', "frame-ancestors 'none'");
+}
+
+/** oidc-provider's self-submitting form (lib/response_modes/form_post.js of the pinned version): its target and fields. */
+const PROVIDER_FORM_POST = /^<!DOCTYPE html>\s*<html>\s*<head>[\s\S]*<title>Submitting Callback<\/title>[\s\S]*<form method="post" action="([^"]*)">([\s\S]*?)<noscript>/;
+const PROVIDER_HIDDEN_FIELD = /<input type="hidden" name="([^"]*)" value="([^"]*)"\/>/g;
+const unescapeHtml = (text: string) => text.replace(/&(lt|gt|quot|#39|amp);/g, (_, e: string) => ({ lt: '<', gt: '>', quot: '"', '#39': "'", amp: '&' })[e]!);
+
+/**
+ * The provider writes its self-submitting form (the `form_post` answer to an app, the confirmation
+ * of a logout without a session, the sign-out before a sign-in as another user) itself, with no
+ * option to replace it, and without the pages' language, viewport or `<main>` (WCAG 3.1.1). It is
+ * drawn again as the service's page, with the same target and fields, under the pages' CSP but for
+ * its one script. A body not of that shape is left alone.
+ */
+async function ownSelfSubmittingForms(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next();
+  if (typeof ctx.body !== 'string' || !ctx.response.is('html')) return;
+  const form = PROVIDER_FORM_POST.exec(ctx.body);
+  if (!form) return;
+  const fields = [...form[2].matchAll(PROVIDER_HIDDEN_FIELD)].map((f) => [unescapeHtml(f[1]), unescapeHtml(f[2])] as const);
+  const status = ctx.status;
+  setPage(ctx, selfSubmittingPage(unescapeHtml(form[1]), fields));
+  ctx.set('Content-Security-Policy', SELF_SUBMITTING_CSP);
+  ctx.status = status;
 }
 
 /** oidc-provider reads at most this much of a body (lib/shared/selective_body.js), and answers more with a 400 "failed to parse". */

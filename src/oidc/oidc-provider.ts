@@ -2,9 +2,10 @@
  * The provider instance, built on first use rather than at start: its signing keys live in
  * the database, which a service started with MIGRATIONS_RUN=false may not have migrated yet.
  */
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { KoaContextWithOIDC, Provider } from 'oidc-provider';
+import Redis from 'ioredis';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
@@ -13,7 +14,9 @@ import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { answerUnavailable, createProvider, revokedGrantAccount } from './oidc-provider.factory';
 import { isDatabaseTrouble } from '../common/unavailable';
+import { REDIS } from '../redis/redis.module';
 import { SigningKeys } from './signing-keys';
+import { TokenRequestLimit } from './token-rate-limit';
 
 @Injectable()
 export class OidcProvider {
@@ -29,6 +32,7 @@ export class OidcProvider {
     private readonly keys: SigningKeys,
     private readonly tokenCache: OAuthTokenCache,
     private readonly audit: AuditService,
+    @Inject(REDIS) private readonly redis: Redis,
   ) {}
 
   get(): Promise<Provider> {
@@ -45,7 +49,8 @@ export class OidcProvider {
 
   private async build(): Promise<Provider> {
     const { config, db, secrets, users } = this;
-    const provider = await createProvider({ config, db, secrets, users, keys: await this.keys.load(), cookieKey: await secrets.derive('oidc-cookies') });
+    const tokenLimit = config.RATE_LIMIT_ENABLED ? new TokenRequestLimit(this.redis, config.REDIS_PREFIX, config.RATE_LIMIT_REQUESTS) : undefined;
+    const provider = await createProvider({ config, db, secrets, users, keys: await this.keys.load(), cookieKey: await secrets.derive('oidc-cookies'), tokenLimit });
     // Token resolutions are cached (oauth-token-cache.ts): a revocation, or a refused refresh
     // (a reuse revokes the grant), is answered only once every instance will see it.
     provider.use(async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {

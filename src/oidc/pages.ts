@@ -1,8 +1,10 @@
 /**
- * The provider's HTML pages (sign-in, consent, errors): plain, accessible markup with its own
- * small stylesheet and no external asset, every value HTML-escaped. Each form carries a CSRF
- * token (interaction-csrf.ts) next to the interaction it belongs to.
+ * The provider's HTML pages (sign-in, consent, errors, the self-submitting forms): plain,
+ * accessible markup with its own small stylesheet and no external asset, every value
+ * HTML-escaped. Each form carries a CSRF token (interaction-csrf.ts) next to the interaction it
+ * belongs to.
  */
+import { createHash } from 'node:crypto';
 import { grantsAnything, isIncludedScope, SCOPES_SHOWN } from './consent';
 import { parseScope } from './scopes';
 
@@ -33,28 +35,64 @@ const STYLE = `
   fieldset { border: 1px solid #ccc; margin: 1rem 0; } .error { color: #a00000; } .scope { display: block; margin: .4rem 0; }
   code { background: #f3f3f3; padding: 0 .25rem; }`;
 
-function page(title: string, body: string): string {
+function page(title: string, body: string, script?: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
+<title>${escapeHtml(title)}</title><style>${STYLE}</style>${script ? `<script>${script}</script>` : ''}</head>
 <body><main>${body}</main></body></html>`;
 }
 
-const hidden = (name: string, value: string) => `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
+const hidden = (name: string, value: string) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`;
 
-/** The sign-in form: for an app (`uid` of the interaction) or for the account pages (`returnTo`). */
-export function signInPage(o: { uid?: string; returnTo?: string; csrf: string; clientName?: string; email?: string; error?: string }): string {
+/** The pages' one script (allowed by its hash, `SELF_SUBMITTING_CSP`): a self-submitting form sends itself once the page is read. */
+const SUBMIT_SCRIPT = "document.addEventListener('DOMContentLoaded', function () { document.forms[0].submit() });";
+
+/** The Content-Security-Policy of `selfSubmittingPage`: the pages' own, but for its script. */
+export const SELF_SUBMITTING_CSP = `default-src 'none'; script-src 'sha256-${createHash('sha256').update(SUBMIT_SCRIPT).digest('base64')}'; style-src 'unsafe-inline'; frame-ancestors 'none'`;
+
+/**
+ * A form that sends itself on (the provider's: its `form_post` answer to an app, the confirmation
+ * of a logout in a browser without a session, the sign-out before a sign-in as another user), with
+ * a button for a browser without JavaScript.
+ */
+export function selfSubmittingPage(action: string, fields: ReadonlyArray<readonly [string, string]>): string {
+  return page(
+    'Continuing',
+    `<h1>Continuing…</h1>
+<form method="post" action="${escapeHtml(action)}">
+${fields.map(([name, value]) => hidden(name, value)).join('')}
+<noscript><p>JavaScript is off in this browser: continue with the button.</p><button type="submit" autofocus>Continue</button></noscript>
+</form>`,
+    SUBMIT_SCRIPT,
+  );
+}
+
+/**
+ * The sign-in form: for an app (`uid` of the interaction) or for the account pages (`returnTo`).
+ * An app asking the user to choose an account (prompt=select_account) also gets the account the
+ * browser is signed in with (`current`) to go on with, beside the form for another one.
+ */
+export function signInPage(o: { uid?: string; returnTo?: string; csrf: string; clientName?: string; email?: string; error?: string; current?: string; signUp?: string }): string {
+  const keep =
+    o.uid && o.current
+      ? `<form method="post" action="/auth/select-account">
+${hidden('uid', o.uid)}${hidden('csrf', o.csrf)}
+<p>You are signed in as <strong>${escapeHtml(o.current)}</strong>.</p>
+<button type="submit">Continue as ${escapeHtml(o.current)}</button>
+</form>
+<h2>Or use another account</h2>`
+      : '';
   return page(
     'Sign in',
     `<h1>Sign in</h1>
 <p>${o.clientName ? `to continue to <strong>${appName(o.clientName)}</strong>` : 'to manage the apps connected to your account'}</p>
 ${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
-<form method="post" action="/auth/sign-in">
+${keep}<form method="post" action="/auth/sign-in">
 ${o.uid ? hidden('uid', o.uid) : hidden('return_to', o.returnTo ?? '/auth/grants')}${hidden('csrf', o.csrf)}
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
-</form>`,
+</form>${o.signUp ? `\n<p>No account yet? <a href="${escapeHtml(o.signUp)}">Create one</a>, then sign in here.</p>` : ''}`,
   );
 }
 
@@ -71,7 +109,9 @@ export function describeScope(scope: string): string {
   if (!p) return scope;
   if (p.kind === 'metadata') return p.name === 'metadata:read' ? 'Read tags' : p.name === 'metadata:write' ? 'Read and change tags' : `Change ${p.name.slice('metadata.'.length, -':write'.length)}`;
   const what = p.kind === 'type' ? (p.name === '*' ? 'items of every type' : `items of type ${p.name}`) : `edges of type ${p.name}`;
-  return p.access === 'read' ? `Read ${what}` : `Read, create and change ${what}`;
+  if (p.access === 'read') return `Read ${what}`;
+  // SPEC 5.4: edge write is creating or deleting edges (an edge is never changed).
+  return p.kind === 'edge' ? `Read, create and delete ${what}` : `Read, create and change ${what}`;
 }
 
 /**
@@ -184,14 +224,15 @@ ${decisionButtons(o.scopes)}
   );
 }
 
-export function signUpPage(o: { csrf: string; email?: string; name?: string; error?: string }): string {
+/** The sign-up form; from an app's sign-in page, `returnTo` takes the new user back to it. */
+export function signUpPage(o: { csrf: string; email?: string; name?: string; error?: string; returnTo?: string }): string {
   return page(
     'Create an account',
     `<h1>Create an account</h1>
-<p>You get a workspace of your own, and you are its admin.</p>
+<p>You get a workspace of your own, and you are its admin.${o.returnTo ? ' Then you go back to the app\'s sign-in.' : ''}</p>
 ${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
 <form method="post" action="/auth/sign-up">
-${hidden('csrf', o.csrf)}
+${hidden('csrf', o.csrf)}${o.returnTo ? hidden('return_to', o.returnTo) : ''}
 <label for="name">Name</label><input id="name" name="name" required maxlength="200" value="${escapeHtml(o.name ?? '')}">
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
 <label for="password">Password (at least 10 characters)</label><input id="password" name="password" type="password" autocomplete="new-password" required minlength="10">

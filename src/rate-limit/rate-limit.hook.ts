@@ -9,13 +9,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Redis from 'ioredis';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../common/api-error';
 import { addressBucket } from '../common/client-address';
 import { AppConfig } from '../config/app-config';
-import { OptionalRedis, REDIS } from '../redis/redis.module';
+import { REDIS } from '../redis/redis.module';
 import { bucketFor } from './rate-limit.policy';
-import { takeFromWindow, WindowState, WINDOW_MS } from './rolling-window';
+import { limitHeaders, RollingWindows } from './rolling-window';
 
 /**
  * The path the request was routed by, so that no other spelling of the request target (letter
@@ -55,43 +54,15 @@ function unroutedPath(url: string): string {
   }
 }
 
-function limitHeaders(limit: number, state: WindowState): Record<string, string> {
-  return {
-    'X-RateLimit-Limit': String(limit),
-    'X-RateLimit-Remaining': String(Math.max(0, limit - state.count)),
-    // When the window next frees a place: the oldest request it holds leaves it.
-    'X-RateLimit-Reset': String(Math.ceil((Date.now() + state.msBeforeNext) / 1000)),
-  };
-}
-
 @Injectable()
 export class RateLimitHook {
-  private readonly fallbacks = new Map<number, RateLimiterMemory>();
-  private readonly optional: OptionalRedis;
+  private readonly windows: RollingWindows;
 
   constructor(
     private readonly config: AppConfig,
     @Inject(REDIS) redis: Redis,
   ) {
-    this.optional = new OptionalRedis(redis);
-  }
-
-  /**
-   * A place in the bucket's window, counted in memory whenever Redis is not asked or does not
-   * answer (`OptionalRedis`; a command run late once it answers again would count twice).
-   */
-  private async take(key: string, limit: number): Promise<WindowState> {
-    const state = await this.optional.ask((redis) => takeFromWindow(redis, `${this.config.REDIS_PREFIX}rlw:${key}`, limit));
-    if (state) return state;
-    let fallback = this.fallbacks.get(limit);
-    if (!fallback) this.fallbacks.set(limit, (fallback = new RateLimiterMemory({ points: limit, duration: WINDOW_MS / 1000 })));
-    try {
-      const res = await fallback.consume(key);
-      return { allowed: true, count: res.consumedPoints, msBeforeNext: res.msBeforeNext };
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) throw rejection;
-      return { allowed: false, count: limit, msBeforeNext: rejection.msBeforeNext };
-    }
+    this.windows = new RollingWindows(redis, config.REDIS_PREFIX);
   }
 
   /**
@@ -103,7 +74,7 @@ export class RateLimitHook {
   async unparsed(address: string | undefined, method: string): Promise<Record<string, string>> {
     if (!this.config.RATE_LIMIT_ENABLED) return {};
     const { bucket, limit } = bucketFor(method, UNKNOWN_PATH, this.config.RATE_LIMIT_REQUESTS);
-    return limitHeaders(limit, await this.take(`ip:${address && addressBucket(address)}:${bucket}`, limit));
+    return limitHeaders(limit, await this.windows.take(`ip:${address && addressBucket(address)}:${bucket}`, limit));
   }
 
   /** A fastify onRequest hook, after CredentialHook. */
@@ -111,7 +82,7 @@ export class RateLimitHook {
     if (!this.config.RATE_LIMIT_ENABLED) return;
     const { bucket, limit, oauth, perIp } = bucketFor(req.method, routedPath(req), this.config.RATE_LIMIT_REQUESTS);
     const caller = req.principal && !perIp ? `k:${req.principal.credentialId}` : `ip:${addressBucket(req.ip)}`;
-    const state = await this.take(`${caller}:${bucket}`, limit);
+    const state = await this.windows.take(`${caller}:${bucket}`, limit);
     reply.headers(limitHeaders(limit, state));
     if (!state.allowed) {
       const retryAfter = Math.max(1, Math.ceil(state.msBeforeNext / 1000));

@@ -1,4 +1,4 @@
-import { bucketFor, TIGHT_LIMIT } from './rate-limit.policy';
+import { bucketFor, TIGHT_LIMIT, tokenRequestRule } from './rate-limit.policy';
 
 describe('bucketFor', () => {
   it('segments by the first path component, reads and writes apart', () => {
@@ -20,16 +20,19 @@ describe('bucketFor', () => {
     expect(bucketFor('GET', '/keys/abc', 1000)).toEqual({ bucket: 'keys:r', limit: TIGHT_LIMIT * 2 });
     expect(bucketFor('POST', '/keys', TIGHT_LIMIT).limit).toBe(TIGHT_LIMIT - 1);
     expect(bucketFor('POST', '/keys', 5).limit).toBe(4);
-    expect(bucketFor('POST', '/auth/token', 5).limit).toBe(4);
+    expect(tokenRequestRule(5).limit).toBe(4);
     expect(bucketFor('POST', '/keys', 1).limit).toBe(1);
     expect(bucketFor('POST', '/KEYS', 1000)).toEqual({ bucket: 'keys:w', limit: TIGHT_LIMIT });
   });
 
-  it('puts every token endpoint in one tight bucket, apart from the rest of /auth', () => {
+  it('puts every token endpoint in one bucket per address at the base limit, apart from the rest of /auth; their tight cap is counted by the provider', () => {
     // oidc-mount.ts serves `/auth/token//` too: it drops every trailing slash.
     for (const path of ['/auth/token', '/auth/oauth2/token', '/auth/device/token', '/auth/token/', '/auth/token//', '/AUTH/TOKEN', '/auth/OAuth2/Token']) {
-      expect(bucketFor('POST', path, 1000)).toEqual({ bucket: 'auth-token:w', limit: TIGHT_LIMIT, oauth: true, perIp: true });
+      expect(bucketFor('POST', path, 1000)).toEqual({ bucket: 'auth-token-all:w', limit: 1000, oauth: true, perIp: true });
     }
+    // Which requests it counts is the provider's to tell (src/oidc/token-rate-limit.ts): not a device's polls.
+    expect(tokenRequestRule(1000)).toEqual({ bucket: 'auth-token:w', limit: TIGHT_LIMIT, oauth: true, perIp: true });
+    expect(tokenRequestRule(TIGHT_LIMIT).limit).toBe(TIGHT_LIMIT - 1);
     expect(bucketFor('GET', '/auth/authorize', 1000)).toEqual({ bucket: 'auth:r', limit: 2000 });
     expect(bucketFor('POST', '/auth/tokens', 1000)).toEqual({ bucket: 'auth:w', limit: 1000 });
   });

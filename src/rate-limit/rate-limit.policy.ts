@@ -8,6 +8,12 @@
  * - `/keys`, the account page's key form (`POST /auth/keys`), the token endpoints and the
  *   password forms (sign-in, sign-up, the device page's consent) are capped at TIGHT_LIMIT, and
  *   below the base however low it is, because they are where credentials are minted or guessed;
+ * - the token endpoints' tight cap is `tokenRequestRule`, counted by the provider once it has
+ *   read the form (src/oidc/token-rate-limit.ts), since only then can it tell a device's poll from
+ *   the rest: a device polling at its interval must never be refused with a 429 (RFC 8628 3.5
+ *   gives it authorization_pending, slow_down, access_denied and expired_token only), and its
+ *   polls are limited per device code instead. This hook counts every request there too, per IP,
+ *   at the base limit: what an address sends there at all;
  * - the token endpoints and the password forms count per client IP whatever credential the
  *   request carries: what is guessed there (passwords, client secrets, codes) is not the
  *   caller's credential, so holding several keys must not multiply the guesses an address gets;
@@ -43,6 +49,14 @@ export interface BucketRule {
   perIp?: true;
 }
 
+/**
+ * The token endpoints' tight cap per client IP, for the requests the provider counts (see the
+ * header): every one but a device's poll for a device code of its own.
+ */
+export function tokenRequestRule(baseLimit: number): BucketRule & { oauth: true; perIp: true } {
+  return { bucket: 'auth-token:w', limit: tightLimit(baseLimit), oauth: true, perIp: true };
+}
+
 export function bucketFor(method: string, path: string, baseLimit: number): BucketRule {
   const segment = (path.split('/')[1] ?? '').toLowerCase() || 'root';
   const read = READ_METHODS.has(method.toUpperCase());
@@ -50,8 +64,8 @@ export function bucketFor(method: string, path: string, baseLimit: number): Buck
   let name = segment;
   let perIp = false;
   if (TOKEN_PATHS.test(path)) {
-    name = 'auth-token';
-    limit = tightLimit(baseLimit);
+    // Every request, device polls included, at the base limit; the tight cap is tokenRequestRule's.
+    name = 'auth-token-all';
     perIp = true;
   } else if (PASSWORD_FORMS.test(path) && !read) {
     name = 'auth-password';

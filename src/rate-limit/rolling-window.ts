@@ -10,6 +10,8 @@
  */
 import type Redis from 'ioredis';
 import { randomBytes } from 'node:crypto';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { OptionalRedis } from '../redis/redis.module';
 
 export const WINDOW_MS = 60_000;
 
@@ -54,4 +56,47 @@ export async function takeFromWindow(redis: Redis, key: string, limit: number): 
   const member = randomBytes(9).toString('base64url');
   const [allowed, count, now, oldest] = await withTake(redis).svcTakeFromWindow(key, limit, WINDOW_MS, member);
   return { allowed: allowed === 1, count, msBeforeNext: Math.max(0, oldest + WINDOW_MS - now) };
+}
+
+/**
+ * Windows in Redis, shared by every instance, counted in memory instead (a fixed window of the
+ * same size, per instance) whenever Redis is not asked or does not answer (`OptionalRedis`; a
+ * command run late once it answers again would count twice): neither everything let through nor
+ * every request failed while Redis is away.
+ */
+export class RollingWindows {
+  private readonly optional: OptionalRedis;
+  private readonly fallbacks = new Map<number, RateLimiterMemory>();
+
+  constructor(
+    redis: Redis,
+    private readonly redisPrefix: string,
+  ) {
+    this.optional = new OptionalRedis(redis);
+  }
+
+  /** A place in `key`'s window of `limit` requests, if one is free. */
+  async take(key: string, limit: number): Promise<WindowState> {
+    const state = await this.optional.ask((redis) => takeFromWindow(redis, `${this.redisPrefix}rlw:${key}`, limit));
+    if (state) return state;
+    let fallback = this.fallbacks.get(limit);
+    if (!fallback) this.fallbacks.set(limit, (fallback = new RateLimiterMemory({ points: limit, duration: WINDOW_MS / 1000 })));
+    try {
+      const res = await fallback.consume(key);
+      return { allowed: true, count: res.consumedPoints, msBeforeNext: res.msBeforeNext };
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      return { allowed: false, count: limit, msBeforeNext: rejection.msBeforeNext };
+    }
+  }
+}
+
+/** The X-RateLimit-* headers of a window's answer (SPEC 8.1). */
+export function limitHeaders(limit: number, state: WindowState): Record<string, string> {
+  return {
+    'X-RateLimit-Limit': String(limit),
+    'X-RateLimit-Remaining': String(Math.max(0, limit - state.count)),
+    // When the window next frees a place: the oldest request it holds leaves it.
+    'X-RateLimit-Reset': String(Math.ceil((Date.now() + state.msBeforeNext) / 1000)),
+  };
 }
