@@ -8,9 +8,19 @@ import type { Principal } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { REDIS_QUIET_MS } from '../redis/redis.module';
 import { TcpProxy } from '../../test/support/tcp-proxy';
-import { GENERATION_WINDOW_MS, KeyCache } from './key-cache';
+import { GENERATION_WINDOW_MS, KeyCache, MAX_BYTES, SWEEP_INTERVAL_MS } from './key-cache';
 
 const principal = { tenantId: 't', credentialId: 'k', role: 'admin' } as Principal;
+/** A member key with the largest permission maps a key may have: 3 × 200 patterns of about 190 characters. */
+const fullMaps = (() => {
+  const map = (tag: string) => Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`${tag}${i}.${'a'.repeat(180)}.*`, 'read' as const]));
+  return { ...principal, role: 'member', typePerms: map('t'), extensionPerms: map('x'), edgePerms: map('e') } as Principal;
+})();
+/** Only the sweep's setInterval is faked: Redis commands and the caches' waits keep real timers. */
+const fakeInterval = () =>
+  jest.useFakeTimers({
+    doNotFake: ['Date', 'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout'],
+  });
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 describe('KeyCache', () => {
@@ -33,6 +43,9 @@ describe('KeyCache', () => {
     b = new KeyCache(config, redis);
   });
   afterEach(async () => {
+    jest.useRealTimers();
+    a.onModuleDestroy();
+    b.onModuleDestroy();
     await redis.del(`${prefix}keys:generation`);
   });
 
@@ -87,6 +100,80 @@ describe('KeyCache', () => {
     const g = await c.generation();
     c.set('h1', principal, g);
     expect(c.get('h1', g)).toBeUndefined();
+  });
+
+  describe('memory', () => {
+    let now: number;
+    beforeEach(() => {
+      now = 1000;
+      a.now = () => now;
+    });
+
+    it('drops entries past KEY_CACHE_TTL_SECONDS within a sweep, though they are never looked up again', () => {
+      fakeInterval();
+      a.set('h1', fullMaps, 'g');
+      a.set('h2', null, 'g');
+      expect(a.held().entries).toBe(2);
+      now += 60_000;
+      jest.advanceTimersByTime(SWEEP_INTERVAL_MS);
+      expect(a.held().entries).toBe(2); // not yet past the TTL
+      now += 1;
+      jest.advanceTimersByTime(SWEEP_INTERVAL_MS);
+      expect(a.held()).toEqual({ entries: 0, bytes: 0 });
+    });
+
+    it('drops an entry at the end of its maxAgeMs (a token that expires), not only at the TTL', () => {
+      fakeInterval();
+      a.set('h1', principal, 'g');
+      a.set('h2', principal, 'g', 5_000);
+      now += 5_001;
+      jest.advanceTimersByTime(SWEEP_INTERVAL_MS);
+      expect(a.held().entries).toBe(1);
+      expect(a.get('h1', 'g')).toBe(principal);
+    });
+
+    it('drops every entry of an older generation once a newer one is read', async () => {
+      fakeInterval();
+      const g = await a.generation();
+      a.set('h1', fullMaps, g);
+      a.set('h2', principal, g);
+      await b.invalidate(); // another key changed: neither entry can be served again
+      now += GENERATION_WINDOW_MS + 1;
+      const moved = await a.generation();
+      expect(moved).not.toBe(g);
+      jest.advanceTimersByTime(SWEEP_INTERVAL_MS);
+      expect(a.held()).toEqual({ entries: 0, bytes: 0 });
+      a.set('h3', principal, moved);
+      expect(a.get('h3', moved)).toBe(principal);
+    });
+
+    it('a set drops the dead entries at the old end before adding its own', () => {
+      a.set('h1', fullMaps, 'g');
+      now += 60_001;
+      a.set('h2', principal, 'g');
+      expect(a.held().entries).toBe(1);
+    });
+
+    it('holds at most MAX_BYTES, estimated from the permission maps, dropping the oldest entries first', () => {
+      const count = 1000; // about 160 MB were each counted in full
+      for (let i = 0; i < count; i++) a.set(`h${i}`, fullMaps, 'g');
+      const { entries, bytes } = a.held();
+      expect(bytes).toBeLessThanOrEqual(MAX_BYTES);
+      expect(bytes).toBeGreaterThan(MAX_BYTES - bytes / entries);
+      expect(bytes / entries).toBeGreaterThan(150_000); // what V8 holds for such a principal (about 160 KB)
+      expect(a.get('h0', 'g')).toBeUndefined();
+      expect(a.get(`h${count - 1}`, 'g')).toBe(fullMaps);
+      expect(a.get(`h${count - entries}`, 'g')).toBe(fullMaps);
+    });
+
+    it('setting a cached key again replaces its entry and its byte count', () => {
+      a.set('h1', fullMaps, 'g');
+      const once = a.held();
+      a.set('h1', fullMaps, 'g');
+      expect(a.held()).toEqual(once);
+      a.set('h1', null, 'g');
+      expect(a.held().bytes).toBeLessThan(once.bytes / 10);
+    });
   });
 
   it('lookups share one read of the counter for GENERATION_WINDOW_MS, then read it again', async () => {

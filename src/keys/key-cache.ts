@@ -19,8 +19,15 @@
  * cache starts empty (a change made meanwhile may not have bumped the counter). A change whose
  * bump Redis did not take is still answered (it is committed): this instance keeps bumping until
  * Redis takes it, so instances that never lost Redis drop their entries too.
+ *
+ * Memory: an entry can hold a principal of 600 permission patterns (about 160 KB), and a key is
+ * rarely looked up again once its caller stops, so a dead entry cannot wait for its next lookup
+ * to go. A sweep once a second while the cache is not empty drops entries past their expiry and,
+ * once a newer generation was read, every entry of an older one (none can be served again). Each
+ * cache is also capped by an estimate of the bytes it holds, made once when an entry is set, as
+ * well as by count; past either the oldest entries go first.
  */
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import Redis from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal';
@@ -29,6 +36,17 @@ import { AppConfig } from '../config/app-config';
 import { onReconnect, OptionalRedis, REDIS } from '../redis/redis.module';
 
 const MAX_ENTRIES = 10_000;
+/** The estimated bytes one cache may hold (`entryBytes`): about 400 keys with full permission maps. */
+export const MAX_BYTES = 64 * 1024 * 1024;
+/** How often expired entries and those of an older generation are dropped (`sweep`). */
+export const SWEEP_INTERVAL_MS = 1000;
+/**
+ * What an entry costs beyond its permission patterns and scopes: the principal's other fields,
+ * the cache key and the entry itself, rounded up.
+ */
+const ENTRY_BYTES = 1024;
+/** What V8 spends on a property of a parsed permission map beyond its name's characters (one byte each, ASCII); measured 79. */
+const PROPERTY_BYTES = 96;
 /** How old a read of the counter a lookup may use; key changes take this much longer. */
 export const GENERATION_WINDOW_MS = 50;
 /** Added to a change's wait, for timer granularity (the clocks' drift over 50 ms is far below it). */
@@ -63,9 +81,41 @@ export async function bumpGeneration(redis: Redis, counter: string): Promise<voi
   await sleep(GENERATION_WINDOW_MS + WAIT_MARGIN_MS);
 }
 
+/**
+ * About what a cached principal holds in the heap, for the byte cap. Estimated once per `set`,
+ * never on a lookup: walking the maps is cheap next to the database read that precedes a `set`.
+ */
+function entryBytes(key: string, principal: Principal | null): number {
+  let bytes = ENTRY_BYTES + key.length;
+  if (principal === null) return bytes;
+  for (const map of [principal.typePerms, principal.extensionPerms, principal.edgePerms]) {
+    for (const pattern in map) bytes += pattern.length + PROPERTY_BYTES;
+  }
+  for (const scope of principal.scopes ?? []) bytes += scope.length + PROPERTY_BYTES;
+  return bytes;
+}
+
+interface Entry {
+  principal: Principal | null;
+  generation: string;
+  /** On `now`'s clock. */
+  expires: number;
+  bytes: number;
+}
+
 @Injectable()
-export class KeyCache {
-  private readonly entries = new Map<string, { principal: Principal | null; generation: string; expires: number }>();
+export class KeyCache implements OnModuleDestroy {
+  /** In the order they were set, oldest first (a `set` of a present key moves it to the end). */
+  private readonly entries = new Map<string, Entry>();
+  /** The sum of the entries' `bytes`. */
+  private bytes = 0;
+  /** No entry expires before this (`sweep` has nothing to drop for expiry until then). */
+  private earliestExpiry = Infinity;
+  /** The newest generation read (by the time its read was sent), which entries of another one cannot be served under again. */
+  private current?: { sentAt: number; value: string };
+  /** Whether `current` moved since the last sweep. */
+  private generationMoved = false;
+  private sweeper?: NodeJS.Timeout;
   /** The Redis counter of this cache's changes (under REDIS_PREFIX). */
   protected readonly counterName: string = KEYS_GENERATION;
   /** The newest read of the counter (resolved or still on the wire), and when it was sent. */
@@ -80,8 +130,17 @@ export class KeyCache {
     private readonly config: AppConfig,
     @Inject(REDIS) private readonly redis: Redis,
   ) {
-    onReconnect(redis, () => this.entries.clear());
+    onReconnect(redis, () => this.clear());
     this.optional = new OptionalRedis(redis, () => this.now());
+  }
+
+  onModuleDestroy(): void {
+    this.stopSweeping();
+  }
+
+  /** What the cache holds now: entries, and their estimated bytes. */
+  held(): { entries: number; bytes: number } {
+    return { entries: this.entries.size, bytes: this.bytes };
   }
 
   private get counter(): string {
@@ -96,16 +155,26 @@ export class KeyCache {
     if (!this.optional.asking) return Promise.resolve(undefined);
     const now = this.now();
     if (this.newest === undefined || now - this.newest.sentAt > GENERATION_WINDOW_MS) {
-      this.newest = { sentAt: now, value: this.optional.ask((redis) => redis.eval(READ_COUNTER, 1, this.counter, freshStart()).then(String)) };
+      const value = this.optional.ask((redis) => redis.eval(READ_COUNTER, 1, this.counter, freshStart()).then(String));
+      // Noted before any caller's continuation runs (this callback was registered first).
+      void value.then((read) => this.noteGeneration(now, read));
+      this.newest = { sentAt: now, value };
     }
     return this.newest.value;
+  }
+
+  private noteGeneration(sentAt: number, value: string | undefined): void {
+    // An unanswered read says nothing of the counter; a read overtaken by a newer one is older news.
+    if (value === undefined || (this.current !== undefined && sentAt < this.current.sentAt)) return;
+    if (this.current !== undefined && this.current.value !== value) this.generationMoved = true;
+    this.current = { sentAt, value };
   }
 
   get(hash: string, generation: string | undefined): Principal | null | undefined {
     const hit = this.entries.get(hash);
     if (!hit) return undefined;
-    if (generation === undefined || hit.generation !== generation || hit.expires < Date.now()) {
-      this.entries.delete(hash);
+    if (generation === undefined || hit.generation !== generation || hit.expires < this.now()) {
+      this.delete(hash, hit);
       return undefined;
     }
     return hit.principal;
@@ -115,8 +184,64 @@ export class KeyCache {
   set(hash: string, principal: Principal | null, generation: string | undefined, maxAgeMs = Infinity): void {
     const ttl = Math.min(this.config.KEY_CACHE_TTL_SECONDS * 1000, maxAgeMs);
     if (ttl <= 0 || generation === undefined) return;
-    if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
-    this.entries.set(hash, { principal, generation, expires: Date.now() + ttl });
+    const now = this.now();
+    const present = this.entries.get(hash);
+    if (present) this.delete(hash, present);
+    const entry: Entry = { principal, generation, expires: now + ttl, bytes: entryBytes(hash, principal) };
+    // Dead entries at the old end go first, so the caps below evict live ones only when they must.
+    for (const [oldest, old] of this.entries) {
+      if (!this.dead(old, now)) break;
+      this.delete(oldest, old);
+    }
+    for (const [oldest, old] of this.entries) {
+      if (this.entries.size < MAX_ENTRIES && this.bytes + entry.bytes <= MAX_BYTES) break;
+      this.delete(oldest, old);
+    }
+    this.entries.set(hash, entry);
+    this.bytes += entry.bytes;
+    this.earliestExpiry = Math.min(this.earliestExpiry, entry.expires);
+    if (this.sweeper === undefined) {
+      this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
+      this.sweeper.unref(); // it does not keep the process alive
+    }
+  }
+
+  /** Whether an entry can never be served again: expired, or of a generation older than the newest read. */
+  private dead(entry: Entry, now: number): boolean {
+    return entry.expires < now || (this.current !== undefined && entry.generation !== this.current.value);
+  }
+
+  private delete(hash: string, entry: Entry): void {
+    this.entries.delete(hash);
+    this.bytes -= entry.bytes;
+  }
+
+  private clear(): void {
+    this.entries.clear();
+    this.bytes = 0;
+    this.earliestExpiry = Infinity;
+  }
+
+  /**
+   * Drops the dead entries (`dead`). Between expiries and generation changes a tick costs a
+   * comparison, otherwise one pass over the entries; the timer stops while the cache is empty.
+   */
+  private sweep(): void {
+    const now = this.now();
+    if (this.generationMoved || this.earliestExpiry < now) {
+      this.generationMoved = false;
+      this.earliestExpiry = Infinity;
+      for (const [hash, entry] of this.entries) {
+        if (this.dead(entry, now)) this.delete(hash, entry);
+        else this.earliestExpiry = Math.min(this.earliestExpiry, entry.expires);
+      }
+    }
+    if (this.entries.size === 0) this.stopSweeping();
+  }
+
+  private stopSweeping(): void {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
   }
 
   /**
@@ -124,11 +249,12 @@ export class KeyCache {
    * that begins afterwards, on any instance, sees the new generation.
    */
   async invalidate(hash?: string): Promise<void> {
-    if (hash !== undefined) this.entries.delete(hash);
+    const entry = hash === undefined ? undefined : this.entries.get(hash);
+    if (entry) this.delete(hash as string, entry);
     if (await withinTimeout(bumpGeneration(this.redis, this.counter).then(() => true), BUMP_TIMEOUT_MS)) return;
     // Redis is away: no instance serves from its cache meanwhile (`generation`), and this one
     // empties its own; the bump follows once Redis takes it.
-    this.entries.clear();
+    this.clear();
     this.bumping ??= this.bumpUntilTaken().finally(() => (this.bumping = undefined));
   }
 
