@@ -4,6 +4,7 @@
  * policies, can change only while unused, are admin-only to write and are tenant-scoped; and a
  * schema can neither reach past its tenant nor harm validation for others (the limits).
  */
+import { validatorCacheUse } from '../src/types/type-schema';
 import { Api, api, expectError, expectStatus, RFC3339 } from './items/helpers';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { appBehindProxy, redisUp } from './support/behind-proxy';
@@ -707,6 +708,21 @@ describe('types', () => {
       expectError(await admin.get('/types/acme.free'), 404, 'type_not_found');
       expectError(await admin.delete('/types/acme.free'), 404, 'type_not_found');
       expectError(await admin.patch('/types/acme.missing', { merge_policy: {} }), 404, 'type_not_found');
+    });
+
+    it('a type changed or deleted releases its cached validators on the instance that did it, not waiting to be pushed out', async () => {
+      // The app runs in this process: its validator cache is this module's.
+      const cached = () => validatorCacheUse(`${tenantId}:acme.cached:`).entries;
+      const refused = async () => expectError(await admin.post('/items', { type: 'acme.cached', properties: { a: 1 } }), 400, 'invalid_properties');
+      expectStatus(await admin.post('/types', { name: 'acme.cached', schema: { properties: { a: { type: 'string' } } } }), 201);
+      await refused();
+      expect(cached()).toBe(1);
+      expectStatus(await admin.patch('/types/acme.cached', { schema: { properties: { a: { type: 'string' }, b: { type: 'integer' } } } }), 200);
+      expect(cached()).toBe(0);
+      await refused();
+      expect(cached()).toBe(1);
+      expectStatus(await admin.delete('/types/acme.cached'), 200);
+      expect(cached()).toBe(0);
     });
 
     it('a type with items → 409 type_in_use for PATCH and DELETE (trashed items count too)', async () => {

@@ -3,7 +3,8 @@ import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
 import { withPatternBudget } from './pattern-check';
 import {
-  assertUsableSchema, assertValidSchema, checkProperties, JsonSchema, PropertiesValidator, propertyIssues, resolveMergePolicy, resolveSubtypeSchema, validatorFor,
+  assertUsableSchema, assertValidSchema, checkProperties, forgetValidators, JsonSchema, PropertiesValidator, propertyIssues, resolveMergePolicy, resolveSubtypeSchema,
+  setValidatorCacheBudget, validatorCacheUse, validatorFor,
 } from './type-schema';
 
 const str = { type: 'string' };
@@ -386,6 +387,56 @@ describe('type schemas', () => {
       expect(thrownApiError(() => checkProperties(broken, { type: 'object', properties: { a: { $ref: '#/nowhere' } } }, { a: 1 }))?.code).toBe('invalid_schema');
       const async = { $async: true, type: 'object', properties: { a: { type: 'integer' } } };
       for (const a of [1, 'x']) expect(thrownApiError(() => checkProperties(`spec:${cacheSeq++}`, async, { a }))?.code).toBe('invalid_schema');
+    });
+  });
+
+  describe('the validator cache', () => {
+    /** A schema of `n` integer properties named after `tag` (about 50 bytes of JSON each). */
+    const wide = (tag: string, n: number): JsonSchema => ({
+      type: 'object',
+      properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`${tag}_${i}`, { type: 'integer', minimum: 0, maximum: 1000 }])),
+    });
+
+    it('holds at most its budget of estimated bytes, dropping the least recently used first, and validators compile again when their type comes back', () => {
+      const budget = 2 * 1024 * 1024;
+      const was = setValidatorCacheBudget(budget);
+      try {
+        const schemas = Array.from({ length: 12 }, (_, i) => wide(`f${i}`, 100)); // some 5 KB of JSON each
+        const fits = (i: number, value: unknown) => checkProperties(`budget:${i}:1`, schemas[i], value).length === 0;
+        for (let i = 0; i < schemas.length; i++) {
+          expect(fits(i, { [`f${i}_0`]: 1 })).toBe(true);
+          const quick = validatorCacheUse(`budget:${i}:`).bytes;
+          expect(fits(i, { [`f${i}_0`]: 'x' })).toBe(false);
+          // The validator listing every error weighs as much again.
+          expect(validatorCacheUse(`budget:${i}:`).bytes).toBeGreaterThan(1.9 * quick);
+          expect(fits(0, { f0_0: 1 })).toBe(true); // type 0 stays in use
+          expect(validatorCacheUse().bytes).toBeLessThanOrEqual(budget);
+        }
+        // Both validators of one such type weigh about 550 KB: a bound on the count alone kept all 12.
+        expect(validatorCacheUse('budget:').entries).toBeLessThanOrEqual(3);
+        expect(validatorCacheUse('budget:0:').entries).toBe(1);
+        expect(validatorCacheUse('budget:1:').entries).toBe(0);
+        expect([fits(1, { f1_0: 1 }), fits(1, { f1_0: 'x' })]).toEqual([true, false]);
+      } finally {
+        setValidatorCacheBudget(was);
+      }
+    });
+
+    it('forgets the entries of a type deleted or changed (keys under its tenant:name:), and no one else\'s', () => {
+      const schema = wide('a', 5);
+      for (const key of ['t1:acme.a:1:100', 't1:acme.a:2:200', 't1:acme.ab:1:100', 't2:acme.a:1:100']) {
+        expect(checkProperties(key, schema, { a_0: 'x' }).length).toBeGreaterThan(0);
+      }
+      const before = validatorCacheUse();
+      const forgotten = validatorCacheUse('t1:acme.a:');
+      expect(forgotten.entries).toBe(2);
+      forgetValidators('t1:acme.a:');
+      expect(validatorCacheUse('t1:acme.a:')).toEqual({ entries: 0, bytes: 0 });
+      expect(validatorCacheUse()).toEqual({ entries: before.entries - 2, bytes: before.bytes - forgotten.bytes });
+      expect(validatorCacheUse('t1:acme.ab:').entries).toBe(1);
+      expect(validatorCacheUse('t2:acme.a:').entries).toBe(1);
+      // A write still holding the old schema compiles it again.
+      expect(checkProperties('t1:acme.a:2:200', schema, { a_0: 1 })).toEqual([]);
     });
   });
 

@@ -624,12 +624,14 @@ let engine: RegexEngine | undefined;
 /**
  * A type's validators: `quick` stops at the first error, `full` (made when needed) lists them
  * all. `valueCost`: what checking one value of the properties costs, at most (`costPerValue`).
+ * `bytes`: what one of them holds, estimated when `quick` is compiled (validatorBytes).
  */
 interface Compiled {
   engine: RegexEngine;
   quick: ValidateFunction;
   full?: ValidateFunction;
   valueCost: number;
+  bytes: number;
 }
 
 /**
@@ -639,28 +641,140 @@ interface Compiled {
  */
 const costPerValue = (load: Load): number => load.schemas + Math.ceil(load.values / 32);
 
-/** Validators by cache key, least recently used first; all of them from the current engine. */
-const compiled = new Map<string, Compiled>();
-const MAX_COMPILED = 5000;
-
-/** What applies to one value at most (assertWithinLimits), by cache key, least recently used first. */
-const loads = new Map<string, Load>();
-
-/** The schema's Load, checking it against the limits once per cache key. */
-function loadOf(cacheKey: string, schema: JsonSchema): Load {
-  // Types stored before a limit existed meet it here, and their writes get its 400.
-  const load = loads.get(cacheKey) ?? assertWithinLimits(schema, false);
-  loads.delete(cacheKey);
-  loads.set(cacheKey, load);
-  if (loads.size > MAX_COMPILED) loads.delete(loads.keys().next().value!);
-  return load;
+/**
+ * What is kept of a schema by cache key: its Load (assertWithinLimits, once per key) and its
+ * validators once compiled, with the bytes both hold by estimate.
+ */
+interface Cached {
+  load: Load;
+  validators?: Compiled;
+  bytes: number;
 }
 
-/** The engine new validators are compiled in; a spent one is dropped with every validator it made. */
+/**
+ * What the cache may hold, by the estimates below, in each thread that validates (the main one
+ * and pattern-check.ts's worker, whose cache is its own): with both validators compiled, some
+ * 3,400 types of ten string properties, 66 of 40 KB, or 20 at the 128 KiB a resolved schema may
+ * reach. A type pushed out is compiled again at its next write (milliseconds for most schemas,
+ * half a second at 128 KiB). A bound on the count alone let 5,000 large schemas hold gigabytes,
+ * under keys that may never come back (a deleted type's, a changed type's old version).
+ */
+const CACHE_BYTES = 256 * 1024 * 1024;
+const MAX_CACHED = 5000;
+let cacheBudget = CACHE_BYTES;
+
+/**
+ * What one compiled validator holds, from its schema's JSON size: ajv writes code some 15 times
+ * that size, and V8 keeps it as source and bytecode with the ajv behind it. Measured (heap after
+ * gc, 2026-11-27): a 38 KB schema of 700 flat properties, 1.7 MB a validator (45 per byte); ten
+ * string properties in 471 bytes, 40 KB; four 256-value enums in 15 KB, 51 KB; 27 KB mostly of
+ * descriptions, 81 KB. So the shapes that make code overestimate the others, which are only
+ * compiled again sooner.
+ */
+const VALIDATOR_BASE_BYTES = 16 * 1024;
+const VALIDATOR_BYTES_PER_SCHEMA_BYTE = 48;
+const validatorBytes = (schema: JsonSchema): number => VALIDATOR_BASE_BYTES + VALIDATOR_BYTES_PER_SCHEMA_BYTE * JSON.stringify(schema).length;
+/** A cache key, its Load and the map's entry. */
+const loadBytes = (cacheKey: string): number => 256 + 2 * cacheKey.length;
+
+/**
+ * By cache key, least recently used first; every validator in it is from the current engine. It
+ * is all tenants' (the cache key begins with the tenant): one tenant's many or large types push
+ * out others' least recently used ones, which are compiled again at their next write.
+ */
+const cache = new Map<string, Cached>();
+let cachedBytes = 0;
+
+/** The entry for `cacheKey`, now the most recently used. */
+function touch(cacheKey: string): Cached | undefined {
+  const hit = cache.get(cacheKey);
+  if (hit) {
+    cache.delete(cacheKey);
+    cache.set(cacheKey, hit);
+  }
+  return hit;
+}
+
+function weigh(entry: Cached, bytes: number): void {
+  cachedBytes += bytes - entry.bytes;
+  entry.bytes = bytes;
+}
+
+function drop(cacheKey: string, entry: Cached): void {
+  cache.delete(cacheKey);
+  cachedBytes -= entry.bytes;
+}
+
+/** Drops least recently used entries, the newest too if it alone is past the budget (its caller keeps using it). */
+function evict(): void {
+  for (const [key, entry] of cache) {
+    if (cache.size <= MAX_CACHED && cachedBytes <= cacheBudget) return;
+    drop(key, entry);
+  }
+}
+
+/** The schema's cache entry, checking it against the limits once per cache key. */
+function cachedFor(cacheKey: string, schema: JsonSchema): Cached {
+  let entry = touch(cacheKey);
+  if (!entry) {
+    // Types stored before a limit existed meet it here, and their writes get its 400.
+    entry = { load: assertWithinLimits(schema, false), bytes: 0 };
+    cache.set(cacheKey, entry);
+    weigh(entry, loadBytes(cacheKey));
+    evict();
+  }
+  return entry;
+}
+
+/** The schema's Load (what applies to one value at most: assertWithinLimits). */
+const loadOf = (cacheKey: string, schema: JsonSchema): Load => cachedFor(cacheKey, schema).load;
+
+/** Sets the validators of a cache entry and what they hold, if the entry is still cached. */
+function keep(cacheKey: string, entry: Cached, validators: Compiled | undefined): void {
+  entry.validators = validators;
+  if (cache.get(cacheKey) !== entry) return;
+  weigh(entry, loadBytes(cacheKey) + (validators ? validators.bytes * (validators.full ? 2 : 1) : 0));
+  evict();
+}
+
+/**
+ * Drops what is cached under keys starting with `prefix` (a type's `tenant:name:`), when the
+ * type is deleted or changed: those keys never come back, and would wait to be pushed out. A
+ * write still holding the old schema compiles it again; only this thread's cache is told.
+ */
+export function forgetValidators(prefix: string): void {
+  for (const [key, entry] of cache) if (key.startsWith(prefix)) drop(key, entry);
+}
+
+/** What the cache holds under keys starting with `prefix` (all of it by default): entries and estimated bytes. */
+export function validatorCacheUse(prefix = ''): { entries: number; bytes: number } {
+  if (!prefix) return { entries: cache.size, bytes: cachedBytes };
+  let entries = 0;
+  let bytes = 0;
+  for (const [key, entry] of cache) {
+    if (!key.startsWith(prefix)) continue;
+    entries++;
+    bytes += entry.bytes;
+  }
+  return { entries, bytes };
+}
+
+/** Sets the cache's budget in estimated bytes (tests); answers the one it replaces. */
+export function setValidatorCacheBudget(bytes: number): number {
+  const was = cacheBudget;
+  cacheBudget = bytes;
+  evict();
+  return was;
+}
+
+/**
+ * The engine new validators are compiled in. A spent one is dropped with every validator it
+ * made: its heap goes only with the last of them (regex-engine.ts); Loads stay.
+ */
 function currentEngine(): RegexEngine {
   if (!engine || engine.spent) {
     engine = new RegexEngine();
-    compiled.clear();
+    for (const [key, entry] of cache) if (entry.validators) keep(key, entry, undefined);
   }
   return engine;
 }
@@ -724,16 +838,21 @@ function compiling<T>(work: () => T): T {
 
 function compiledFor(cacheKey: string, schema: JsonSchema): Compiled {
   const e = currentEngine();
-  let entry = compiled.get(cacheKey);
-  compiled.delete(cacheKey);
-  if (entry?.engine !== e) {
-    const load = loadOf(cacheKey, schema);
-    const { engine: made, validate } = compiling(() => compile(schema, false));
-    entry = { engine: made, quick: validate, valueCost: costPerValue(load) };
-  }
-  compiled.set(cacheKey, entry);
-  if (compiled.size > MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
-  return entry;
+  const entry = cachedFor(cacheKey, schema);
+  if (entry.validators?.engine === e) return entry.validators;
+  const { engine: made, validate } = compiling(() => compile(schema, false));
+  const validators: Compiled = { engine: made, quick: validate, valueCost: costPerValue(entry.load), bytes: validatorBytes(schema) };
+  keep(cacheKey, entry, validators);
+  return validators;
+}
+
+/** The validator listing every error, compiled when first needed in the engine of `quick`. */
+function fullFor(cacheKey: string, schema: JsonSchema, validators: Compiled): ValidateFunction {
+  if (validators.full) return validators.full;
+  validators.full = compiling(() => compileIn(validators.engine, schema, true));
+  const entry = cache.get(cacheKey);
+  if (entry?.validators === validators) keep(cacheKey, entry, validators);
+  return validators.full;
 }
 
 /**
@@ -747,7 +866,7 @@ function run(cacheKey: string, schema: JsonSchema, pass: 'quick' | 'full', prope
     const entry = compiledFor(cacheKey, schema);
     let result: unknown;
     try {
-      const validate = pass === 'quick' ? entry.quick : (entry.full ??= compiling(() => compileIn(entry.engine, schema, true)));
+      const validate = pass === 'quick' ? entry.quick : fullFor(cacheKey, schema, entry);
       result = validate(properties);
       if (result === true) return undefined;
       if (result === false) return validate.errors?.length ? [...validate.errors] : [{ keyword: 'false', instancePath: '', schemaPath: '#', params: {}, message: 'is invalid' }];

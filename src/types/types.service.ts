@@ -14,7 +14,8 @@ import { orTimeout } from '../common/timeout';
 import { RedisPubSub, REDIS_WAIT_MS } from '../redis/redis.module';
 import { CreateTypeDto, ListTypesQuery, TypeList, TypeResponse, UpdateTypeDto } from './types.dto';
 import {
-  assertUsableSchema, assertValidSchema, JsonSchema, MergePolicy, PropertiesValidator, resolveMergePolicy, resolveSubtypeSchema, SCHEMA_LIMITS, validatorFor,
+  assertUsableSchema, assertValidSchema, forgetValidators, JsonSchema, MergePolicy, PropertiesValidator, resolveMergePolicy, resolveSubtypeSchema, SCHEMA_LIMITS,
+  validatorFor,
 } from './type-schema';
 
 export const CORE_TENANT = '00000000-0000-0000-0000-000000000000';
@@ -92,6 +93,13 @@ const CATALOG_TTL_MS = 60_000;
 const parentNotFound = (name: string) => ApiError.notFound('type_not_found', `Parent type "${name}" does not exist`);
 
 const COLUMNS = 'tenant_id, name, parent, schema, resolved_schema, merge_policy, core, version, created_at, updated_at';
+
+/**
+ * What a type's validators are cached under (type-schema.ts): a key that changes with the
+ * schema, beginning with the type's `tenant:name:` (validatorPrefix).
+ */
+const validatorPrefix = (tenantId: string, name: string) => `${tenantId}:${name}:`;
+const validatorKey = (r: TypeRow) => `${validatorPrefix(r.tenant_id, r.name)}${r.version}:${r.updated_at.getTime()}`;
 
 function toResponse(r: TypeRow): TypeResponse {
   return {
@@ -248,7 +256,7 @@ export class TypesService implements OnModuleInit {
   }
 
   async update(p: Principal, name: string, dto: UpdateTypeDto): Promise<TypeResponse> {
-    return this.db.transaction(async (m) => {
+    const updated = await this.db.transaction(async (m) => {
       await lockCatalogue(m, p.tenantId, 'exclusive');
       const current = await this.mutable(p, name, m);
       const schema = dto.schema ?? current.schema;
@@ -262,6 +270,9 @@ export class TypesService implements OnModuleInit {
       );
       return toResponse(row);
     });
+    // The old version's key never comes back; other instances push theirs out in time.
+    forgetValidators(validatorPrefix(p.tenantId, name));
+    return updated;
   }
 
   async remove(p: Principal, name: string): Promise<TypeResponse> {
@@ -271,6 +282,7 @@ export class TypesService implements OnModuleInit {
       await m.query('DELETE FROM item_types WHERE tenant_id = $1 AND name = $2', [p.tenantId, name]);
       return toResponse(current);
     });
+    forgetValidators(validatorPrefix(p.tenantId, name));
     await this.changed(p.tenantId);
     return removed;
   }
@@ -291,7 +303,7 @@ export class TypesService implements OnModuleInit {
       version: r.version,
       schema: r.resolved_schema,
       mergePolicy: resolveMergePolicy(r.resolved_schema, r.merge_policy),
-      validate: validatorFor(`${r.tenant_id}:${r.name}:${r.version}:${r.updated_at.getTime()}`, r.resolved_schema, r.tenant_id),
+      validate: validatorFor(validatorKey(r), r.resolved_schema, r.tenant_id),
     };
   }
 
