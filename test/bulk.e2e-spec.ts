@@ -14,6 +14,7 @@ import type { Response } from 'supertest';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { LIFECYCLE_TABLE, State } from './support/lifecycle-table';
+import { BulkJanitor } from '../src/bulk/bulk-janitor';
 import { SseClient } from './support/sse';
 import { waitFor } from './support/wait';
 
@@ -116,6 +117,15 @@ describe('bulk actions (e2e)', () => {
   }
 
   const ended = (j: any) => ['completed', 'failed', 'cancelled'].includes(j.status);
+
+  /** What the row of a job holds beside what the API answers. */
+  async function storedJob(id: string, app: TestApp = t): Promise<{ spec: unknown; principal: unknown; item_ids: number } | undefined> {
+    const [row] = await app.sql<{ spec: unknown; principal: unknown; item_ids: number }>(
+      `SELECT spec, principal, cardinality(item_ids) AS item_ids FROM bulk_jobs WHERE id = $1`,
+      [id],
+    );
+    return row;
+  }
 
   async function itemById(id: string): Promise<Record<string, any>> {
     const res = await get(admin, `/items/${id}`);
@@ -971,6 +981,11 @@ describe('bulk actions (e2e)', () => {
           return res.body.id as string;
         });
         expect(await waitForJob(id, ended, 'the wide token\'s job', wide)).toMatchObject({ status: 'completed', cancel_requested: false, succeeded: 1 });
+        // Ended, the row keeps of its starter only the scopes: the narrower token still does not own it.
+        expect((await storedJob(id))?.principal).toEqual({ kind: 'oauth', scopes: ['core.note:write'] });
+        expectError(await job(id, narrow), 403, 'forbidden');
+        expect(await listed(narrow)).not.toContain(id);
+        expect(await listed(wide)).toContain(id);
         await waitFor(() => wideHears.named().length > 0, 'the wide token\'s job event');
         expect(wideHears.named().map((e) => e.body.job.id)).toEqual([id]);
         // The narrow token's own job is its, and the wider token's too; its end is the first the narrow stream hears.
@@ -997,6 +1012,68 @@ describe('bulk actions (e2e)', () => {
       expect(cancel.body).toEqual(done);
       expect((await job(res.body.id)).body).toEqual(done);
       expect(await jobEvents(res.body.id)).toEqual(['bulk_job.completed']);
+    });
+
+    it('an ended job keeps neither its spec nor its starter\'s permissions; it answers, lists and is owned as before', async () => {
+      const tag = freshTag('ended-slim');
+      await seed(notes(2, tag), member.key);
+      const blob = 'x'.repeat(64 * 1024);
+      const res = await bulk({ action: 'update_properties', properties: { blob }, async: true, filter: { type: 'core.note', tags: [tag] } }, member.key);
+      expectStatus(res, 202);
+      const done = await waitForJob(res.body.id, ended, 'the job to end', member.key);
+      expect(done).toMatchObject({ status: 'completed', matched: 2, succeeded: 2 });
+      expect(await storedJob(done.id)).toEqual({ spec: null, principal: { kind: 'api_key' }, item_ids: 0 });
+      expect((await job(done.id, member.key)).body).toEqual(done);
+      expect((await job(done.id)).body).toEqual(done);
+      expectError(await job(done.id, member2.key), 403, 'forbidden');
+      const listed = async (key: string) => (await get(key, '/items/bulk_action/jobs?status=completed').expect(200)).body.jobs;
+      expect((await listed(member.key)).find((j: any) => j.id === done.id)).toEqual(done);
+      expect((await listed(member2.key)).map((j: any) => j.id)).not.toContain(done.id);
+      expect((await del(member.key, `/items/bulk_action/jobs/${done.id}`)).body).toEqual(done);
+      // The end's event names the starter, and reaches it.
+      const events = await t.sql<{ name: string; credential_id: string; audience: unknown }>(
+        `SELECT name, credential_id, audience FROM events WHERE payload->'job'->>'id' = $1`,
+        [done.id],
+      );
+      expect(events).toEqual([{ name: 'bulk_job.completed', credential_id: member.id, audience: { job_credential: member.id, job_scopes: null } }]);
+    });
+
+    it('deletes jobs ended more than BULK_JOB_RETENTION_DAYS (30) ago, and no other: not a later one, nor a running one however old', async () => {
+      const tag = freshTag('retention');
+      const [held] = await seed(notes(1, tag));
+      const endJob = async () => {
+        const res = await bulk({ action: 'update_tier', tier: 'feed', async: true, filter: { tags: [tag] } });
+        expectStatus(res, 202);
+        return (await waitForJob(res.body.id, ended, 'the job to end')).id as string;
+      };
+      const expired = await endJob();
+      const kept = await endJob();
+      const backdate = (id: string, days: number) =>
+        t.sql(
+          // created_at in whole milliseconds, as the list's cursors take it.
+          `UPDATE bulk_jobs SET created_at = date_trunc('milliseconds', now()) - make_interval(days => $2 + 1), started_at = now() - make_interval(days => $2 + 1),
+                  finished_at = now() - make_interval(days => $2) WHERE id = $1`,
+          [id, days],
+        );
+      await backdate(expired, 31);
+      await backdate(kept, 29);
+      const janitor = t.app.get(BulkJanitor);
+      await withRowLock(held, async (release, blocked) => {
+        const res = await bulk({ action: 'update_tier', tier: 'library', async: true, filter: { tags: [tag] } });
+        expectStatus(res, 202);
+        await blocked();
+        await t.sql(`UPDATE bulk_jobs SET created_at = date_trunc('milliseconds', now()) - interval '400 days', started_at = now() - interval '400 days' WHERE id = $1`, [res.body.id]);
+        expect(await janitor.sweep()).toBe(1);
+        expect((await job(res.body.id)).body).toMatchObject({ status: 'in_progress' });
+        await release();
+        expect(await waitForJob(res.body.id, ended, 'the running job to end')).toMatchObject({ status: 'completed', succeeded: 1 });
+      });
+      expectError(await job(expired), 404, 'bulk_job_not_found');
+      expectError(await del(admin, `/items/bulk_action/jobs/${expired}`), 404, 'bulk_job_not_found');
+      expect(await storedJob(expired)).toBeUndefined();
+      expect((await job(kept)).body).toMatchObject({ id: kept, status: 'completed' });
+      expect(await jobEvents(expired)).toEqual(['bulk_job.completed']);
+      expect(await janitor.sweep()).toBe(0);
     });
 
     it('lists the caller\'s jobs (an admin: the tenant\'s) newest first, with cursor pagination and a status filter', async () => {
@@ -1442,6 +1519,25 @@ describe('bulk actions (e2e)', () => {
       const listed = await q.http.get('/items/bulk_action/jobs?status=cancelled').set(bearer(qAdmin));
       expect(listed.body.jobs.map((j: any) => j.id)).toEqual([id]);
       expect((await q.http.get('/items/bulk_action/jobs?status=queued').set(bearer(qAdmin))).body.jobs.map((j: any) => j.id)).not.toContain(id);
+    });
+
+    it('a queued job is never deleted however old; one cancelled while queued keeps only what is read, and goes after the retention', async () => {
+      await seed(notes(1, 'retained'), qAdmin, q);
+      const submit = async () => {
+        const res = await qBulk({ action: 'update_tier', tier: 'feed', async: true, filter: { tags: ['retained'] } });
+        expectStatus(res, 202);
+        return res.body.id as string;
+      };
+      const waiting = await submit();
+      const cancelled = await submit();
+      expectStatus(await q.http.delete(`/items/bulk_action/jobs/${cancelled}`).set(bearer(qAdmin)), 200);
+      expect(await storedJob(cancelled, q)).toEqual({ spec: null, principal: { kind: 'api_key' }, item_ids: 0 });
+      expect(await storedJob(waiting, q)).toMatchObject({ spec: { action: 'update_tier', tier: 'feed' }, item_ids: 1 });
+      await q.sql(`UPDATE bulk_jobs SET created_at = date_trunc('milliseconds', now()) - interval '400 days', updated_at = now() - interval '400 days' WHERE id = $1`, [waiting]);
+      await q.sql(`UPDATE bulk_jobs SET created_at = date_trunc('milliseconds', now()) - interval '32 days', finished_at = now() - interval '31 days' WHERE id = $1`, [cancelled]);
+      expect(await q.app.get(BulkJanitor).sweep()).toBe(1);
+      expectError(await q.http.get(`/items/bulk_action/jobs/${cancelled}`).set(bearer(qAdmin)), 404, 'bulk_job_not_found');
+      expect((await q.http.get(`/items/bulk_action/jobs/${waiting}`).set(bearer(qAdmin))).body).toMatchObject({ status: 'queued', matched: 1 });
     });
 
     it('the member that started a queued job may cancel it; another member may not', async () => {

@@ -345,6 +345,41 @@ describe('migrations', () => {
     expect(await found('brasslabel')).toEqual([id]);
   });
 
+  it('bulk jobs ended before 4200 keep neither spec nor match set, and of their starter only kind and scopes; unfinished ones keep all; it reverts', async () => {
+    ds = await open(migrations);
+    await ds.runMigrations({ transaction: 'each' });
+    await revertThrough(ds, 'BulkJobRetention1732300004200');
+    const tenant = '99999999-9999-4999-8999-999999999999';
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'bulk-retention')`, [tenant]);
+    const principal = { tenantId: tenant, credentialId: 'c', kind: 'oauth', role: 'member', typePerms: { 'core.*': 'write' }, scopes: ['core.note:write'] };
+    const job = async (id: string, status: string, p: object = principal) =>
+      ds!.query(
+        `INSERT INTO bulk_jobs (tenant_id, id, action, spec, credential_id, principal, status, item_ids, matched, finished_at)
+         VALUES ($1, $2, 'update_tier', '{"action":"update_tier","tier":"feed"}', 'c', $3, $4, ARRAY[$2]::uuid[], 1,
+                 CASE WHEN $4 IN ('queued', 'in_progress') THEN NULL ELSE now() END)`,
+        [tenant, id, p, status],
+      );
+    const ids = { done: 'a0000000-0000-4000-8000-000000000001', key: 'a0000000-0000-4000-8000-000000000002', running: 'a0000000-0000-4000-8000-000000000003' };
+    await job(ids.done, 'completed');
+    await job(ids.key, 'cancelled', { ...principal, kind: 'api_key', scopes: undefined });
+    await job(ids.running, 'in_progress');
+    const rows = async () =>
+      Object.fromEntries(
+        (await ds!.query(`SELECT id, spec, principal, cardinality(item_ids) AS n FROM bulk_jobs WHERE tenant_id = $1`, [tenant])).map(
+          (r: { id: string; spec: unknown; principal: unknown; n: number }) => [r.id, { spec: r.spec, principal: r.principal, n: r.n }],
+        ),
+      );
+
+    await ds.runMigrations({ transaction: 'each' });
+    expect(await rows()).toEqual({
+      [ids.done]: { spec: null, principal: { kind: 'oauth', scopes: ['core.note:write'] }, n: 0 },
+      [ids.key]: { spec: null, principal: { kind: 'api_key' }, n: 0 },
+      [ids.running]: { spec: { action: 'update_tier', tier: 'feed' }, principal, n: 1 },
+    });
+    await revertThrough(ds, 'BulkJobRetention1732300004200');
+    expect((await rows())[ids.done].spec).toEqual({ action: 'update_tier' });
+  });
+
   it('every migration reverts, down to an empty schema, and applies again', async () => {
     ds = await open(migrations);
     await ds.runMigrations({ transaction: 'each' });

@@ -1,17 +1,16 @@
 /** The stored bulk job row (migration 1732300001100) and its public shape (SPEC 2.4). */
-import type { Principal } from '../auth/principal';
 import type { Audience } from '../events/event-catalogue';
-import { tokenScopesOf } from '../oidc/scopes';
-import { BulkAction, BulkItemError, BulkSpec, FINAL_STATUSES, JobStatus } from './bulk-actions';
+import { BulkAction, BulkItemError, FINAL_STATUSES, JobStatus } from './bulk-actions';
 import type { BulkJobDto } from './bulk.dto';
 
+/** A job as the API, its events and its visibility read it: none of what only its worker reads. */
 export interface JobRow {
   tenant_id: string;
   id: string;
   action: BulkAction;
-  spec: BulkSpec;
   credential_id: string;
-  principal: Principal;
+  /** `tokenScopesOf` of the starter: null for an API key. */
+  job_scopes: string[] | null;
   status: JobStatus;
   matched: number;
   processed: number;
@@ -26,17 +25,31 @@ export interface JobRow {
   finished_at: Date | null;
 }
 
-/** Every column but the match set (`item_ids`, up to 50,000 ids), which only the worker reads. */
-export const JOB_COLUMNS = `tenant_id, id, action, spec, credential_id, principal, status, matched, processed, succeeded, errored, errors,
-  cardinality(blob_hashes) AS blob_hashes_referenced, cancel_requested, error, created_at, started_at, finished_at`;
-
 /** The token scopes of the job's starter (`tokenScopesOf` of its stored principal) in SQL, as text[]: null for an API key. */
 export const JOB_TOKEN_SCOPES_SQL = `(CASE WHEN principal->>'kind' = 'oauth'
   THEN ARRAY(SELECT jsonb_array_elements_text(COALESCE(principal->'scopes', '[]'::jsonb))) END)`;
 
+/**
+ * The columns of a JobRow. Not the worker's: the match set (`item_ids`, up to 50,000 ids), the
+ * `spec` (its patch up to a whole JSON body) and the starter's whole `principal`.
+ */
+export const JOB_COLUMNS = `tenant_id, id, action, credential_id, ${JOB_TOKEN_SCOPES_SQL} AS job_scopes, status, matched, processed, succeeded, errored, errors,
+  cardinality(blob_hashes) AS blob_hashes_referenced, cancel_requested, error, created_at, started_at, finished_at`;
+
+/**
+ * What a job lets go of as it ends (SET clauses of the statement that ends it), since only a
+ * running job's worker reads it: the match set, the `spec`, and of the starter's principal all
+ * but what its visibility still needs (`kind` and `scopes`, read by JOB_TOKEN_SCOPES_SQL); the
+ * events of its end are recorded in that statement's transaction, with the audience from the
+ * row as it ends and the actor given by the caller. Migration 1732300004200 did the same to the
+ * jobs that had ended before it.
+ */
+export const ENDED_JOB_SET = `item_ids = '{}', spec = NULL,
+  principal = jsonb_strip_nulls(jsonb_build_object('kind', principal->'kind', 'scopes', principal->'scopes'))`;
+
 /** Who receives the events of the job's end (event-catalogue.ts `mayReceive`): its credential, within its token's scopes. */
 export function jobAudience(r: JobRow): Audience {
-  return { job_credential: r.credential_id, job_scopes: tokenScopesOf(r.principal) };
+  return { job_credential: r.credential_id, job_scopes: r.job_scopes };
 }
 
 /** The API's job: `result` once it has ended, built from the counters the chunks kept. */

@@ -32,7 +32,7 @@ import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
 import { tokenScopesOf, withinTokenScopes } from '../oidc/scopes';
 import { CredentialsService } from '../auth/credentials.service';
 import { BulkSpec, CHUNK_SIZE, MAX_KEPT_ERRORS } from './bulk-actions';
-import { JOB_COLUMNS, jobAudience, JobRow, toJob } from './bulk-job.model';
+import { ENDED_JOB_SET, JOB_COLUMNS, jobAudience, JobRow, toJob } from './bulk-job.model';
 import { BulkRunner } from './bulk-runner';
 import { BulkService } from './bulk.service';
 
@@ -159,16 +159,16 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
     for (;;) {
       // A cancel asked for while the job ran ends it cancelled, even one that came during its
       // last chunk (so also any job of one chunk): the counters tell how much was done.
-      if (cancel) return this.finish(ref, 'cancelled');
-      if (processed >= job.item_ids.length) return this.finish(ref, 'completed');
+      if (cancel) return this.finish(ref, job, 'cancelled');
+      if (processed >= job.item_ids.length) return this.finish(ref, job, 'completed');
       if (this.stopping) return;
       const p = await this.principalOf(ref, job);
-      if (!p) return this.finish(ref, 'failed', 'The credential that started this job has been revoked');
+      if (!p) return this.finish(ref, job, 'failed', 'The credential that started this job has been revoked');
       if (job.spec.action === 'purge' && !isAdmin(p)) {
-        return this.finish(ref, 'failed', 'The credential that started this job is no longer an admin, and only an admin may purge');
+        return this.finish(ref, job, 'failed', 'The credential that started this job is no longer an admin, and only an admin may purge');
       }
       const chunk = job.item_ids.slice(processed, processed + CHUNK_SIZE);
-      const step = await this.commitChunk(ref, p, job.spec, chunk, processed, kept);
+      const step = await this.commitChunk(ref, job, p, chunk, processed, kept);
       if (step === BLOCKED) {
         const still = await this.stillMine(ref, processed);
         if (!still) return;
@@ -205,13 +205,13 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
    * elsewhere (nothing was changed: the transaction rolled back), undefined when the run must stop.
    */
   private async commitChunk(
-    ref: JobRef, p: Principal, spec: BulkSpec, chunk: string[], at: number, kept: number,
+    ref: JobRef, job: Claimed, p: Principal, chunk: string[], at: number, kept: number,
   ): Promise<{ cancel: boolean; kept: number } | typeof BLOCKED | undefined> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.db.transaction(async (m) => {
           await m.query(`SET LOCAL lock_timeout = ${chunkLockWaitMs(this.config.DATABASE_STATEMENT_TIMEOUT_MS)}`);
-          const out = await this.runner.applyChunk(m, p, spec, chunk);
+          const out = await this.runner.applyChunk(m, p, job.spec, chunk);
           const keep = out.errors.slice(0, Math.max(0, MAX_KEPT_ERRORS - kept));
           const [rows]: [Array<{ cancel_requested: boolean }>, number] = await m.query(
             `UPDATE bulk_jobs
@@ -238,7 +238,7 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
         this.logger.warn({ err, jobId: ref.jobId, attempt }, 'bulk chunk failed');
         if (this.stopping) return undefined;
         if (attempt >= CHUNK_ATTEMPTS) {
-          await this.finish(ref, 'failed', 'An internal error stopped the job; the items of its committed chunks were changed').catch((e: unknown) =>
+          await this.finish(ref, job, 'failed', 'An internal error stopped the job; the items of its committed chunks were changed').catch((e: unknown) =>
             this.logger.error({ err: e, jobId: ref.jobId }, 'could not record the failure; the job will be resumed'),
           );
           return undefined;
@@ -254,19 +254,21 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
    * statement that ends it, which waits for a DELETE holding the row (bulk.service.ts `cancel`)
    * and then sees its flag, so a DELETE answered `in_progress` with `cancel_requested` is never
    * followed by `completed`, and one that comes after the end finds the job ended and leaves it.
+   * The row keeps only what an ended job is read for (ENDED_JOB_SET); the event's actor is the
+   * starter as claimed, the principal the row held until then.
    */
-  private async finish(ref: JobRef, status: EndStatus, error?: string): Promise<void> {
+  private async finish(ref: JobRef, job: Claimed, status: EndStatus, error?: string): Promise<void> {
     await this.db.transaction(async (m) => {
       const [rows]: [Array<JobRow & { status: EndStatus }>, number] = await m.query(
         `UPDATE bulk_jobs
             SET status = CASE WHEN $4::text = 'completed' AND cancel_requested THEN 'cancelled' ELSE $4::text END,
-                error = $5, finished_at = now(), item_ids = '{}', lease_owner = NULL, lease_until = NULL, updated_at = now()
+                error = $5, finished_at = now(), ${ENDED_JOB_SET}, lease_owner = NULL, lease_until = NULL, updated_at = now()
           WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'in_progress'
          RETURNING ${JOB_COLUMNS}`,
         [ref.tenantId, ref.jobId, this.owner, status, error ?? null],
       );
-      const job = rows[0];
-      if (job) await this.outbox.record(m, job.principal, `bulk_job.${job.status}`, jobAudience(job), { job: toJob(job) });
+      const ended = rows[0];
+      if (ended) await this.outbox.record(m, job.principal, `bulk_job.${ended.status}`, jobAudience(ended), { job: toJob(ended) });
     });
   }
 }

@@ -45,7 +45,10 @@ export class BulkController {
   }
 
   @Get('jobs')
-  @ApiOperation({ summary: 'Bulk jobs, newest first: the caller\'s own (an admin: the tenant\'s), with cursor pagination' })
+  @ApiOperation({
+    summary: 'Bulk jobs, newest first: the caller\'s own (an admin: the tenant\'s), with cursor pagination',
+    description: 'Ended jobs are listed for BULK_JOB_RETENTION_DAYS (default 30) after they ended.',
+  })
   @ApiOkResponse({ type: BulkJobList })
   @ApiErrors(400, 401, 429)
   list(@Caller() caller: Principal, @Query() q: ListBulkJobsQuery): Promise<BulkJobList> {
@@ -53,7 +56,10 @@ export class BulkController {
   }
 
   @Get('jobs/:id')
-  @ApiOperation({ summary: 'A bulk job: status, progress counters, and its result once ended' })
+  @ApiOperation({
+    summary: 'A bulk job: status, progress counters, and its result once ended',
+    description: 'An ended job (completed, failed, cancelled) is kept BULK_JOB_RETENTION_DAYS (default 30) after it ended, then deleted (404).',
+  })
   @ApiOkResponse({ schema: { $ref: getSchemaPath(BulkJobDto) } })
   @ApiErrors(400, 401, 403, 404, 429)
   get(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<BulkJobDto> {

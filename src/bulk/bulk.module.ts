@@ -1,6 +1,7 @@
 /**
  * Bulk actions: `POST /items/bulk_action` (dry run, direct run, or a job), the jobs' routes,
- * the Bull worker that runs jobs in chunks and the sweeper that re-queues what Redis lost.
+ * the Bull worker that runs jobs in chunks, the sweeper that re-queues what Redis lost, and the
+ * janitor that deletes ended jobs past their retention.
  * Items change through the items module's write path (ItemWriter), so a bulk change is the
  * same change a single write makes.
  */
@@ -10,6 +11,7 @@ import { AuthModule } from '../auth/auth.module';
 import { SearchModule } from '../search/search.module';
 import { TypesModule } from '../types/types.module';
 import { BulkController } from './bulk.controller';
+import { BulkJanitor } from './bulk-janitor';
 import { BulkRunner } from './bulk-runner';
 import { BulkService } from './bulk.service';
 import { BulkSweeper } from './bulk-sweeper';
@@ -18,6 +20,6 @@ import { BulkWorker } from './bulk-worker';
 @Module({
   imports: [ItemsModule, SearchModule, TypesModule, AuthModule],
   controllers: [BulkController],
-  providers: [BulkService, BulkRunner, BulkWorker, BulkSweeper],
+  providers: [BulkService, BulkRunner, BulkWorker, BulkSweeper, BulkJanitor],
 })
 export class BulkModule {}

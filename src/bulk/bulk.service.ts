@@ -27,7 +27,7 @@ import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
 import { tokenScopesOf } from '../oidc/scopes';
 import { BulkFilter, BulkItemError, BulkSpec, CHUNK_SIZE, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT, specOf } from './bulk-actions';
 import { BulkActionDto, BulkJobDto, BulkJobList, BulkResultDto, ListBulkJobsQuery } from './bulk.dto';
-import { JOB_COLUMNS, JOB_TOKEN_SCOPES_SQL, jobAudience, JobRow, toJob } from './bulk-job.model';
+import { ENDED_JOB_SET, JOB_COLUMNS, JOB_TOKEN_SCOPES_SQL, jobAudience, JobRow, toJob } from './bulk-job.model';
 import { BulkRunner } from './bulk-runner';
 
 const jobNotFound = () => ApiError.notFound('bulk_job_not_found', 'No such bulk job');
@@ -167,7 +167,7 @@ export class BulkService {
       byteBoundedPage(
         `SELECT ${JOB_COLUMNS} FROM bulk_jobs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
         'created_at DESC, id DESC',
-        `octet_length(spec::text) + coalesce(octet_length(errors::text), 0)`,
+        `octet_length(errors::text)`,
       ),
       params,
     );
@@ -185,7 +185,7 @@ export class BulkService {
       const job = await this.visibleJob(m, p, id, ' FOR UPDATE');
       if (job.status === 'queued') {
         const [[cancelled]]: [JobRow[], number] = await m.query(
-          `UPDATE bulk_jobs SET status = 'cancelled', cancel_requested = true, finished_at = now(), item_ids = '{}', updated_at = now()
+          `UPDATE bulk_jobs SET status = 'cancelled', cancel_requested = true, finished_at = now(), ${ENDED_JOB_SET}, updated_at = now()
             WHERE tenant_id = $1 AND id = $2 RETURNING ${JOB_COLUMNS}`,
           [p.tenantId, id],
         );
@@ -208,7 +208,7 @@ export class BulkService {
   private async visibleJob(m: EntityManager, p: Principal, id: string, lock = ''): Promise<JobRow> {
     const [row]: JobRow[] = await m.query(`SELECT ${JOB_COLUMNS} FROM bulk_jobs WHERE tenant_id = $1 AND id = $2${lock}`, [p.tenantId, id]);
     if (!row) throw jobNotFound();
-    if (!isAdmin(p) && !ownsWork(p.credentialId, tokenScopesOf(p), row.credential_id, tokenScopesOf(row.principal))) throw ApiError.forbidden('Only the credential that started this job, or an admin, may see or cancel it');
+    if (!isAdmin(p) && !ownsWork(p.credentialId, tokenScopesOf(p), row.credential_id, row.job_scopes)) throw ApiError.forbidden('Only the credential that started this job, or an admin, may see or cancel it');
     return row;
   }
 }

@@ -287,6 +287,12 @@ export class AppConfig {
   @durations({ units: ['ms', 's', 'm'], min: '1s', max: '60m', example: '30s' })
   BULK_JOB_LEASE = '30s';
 
+  /** Days an ended bulk job (completed, failed, cancelled) stays readable, counted from its
+   *  end; then the bulk janitor deletes it (src/bulk/bulk-janitor.ts). Queued and running jobs
+   *  are kept whatever their age. */
+  @int() @IsInt() @Min(1) @Max(365)
+  BULK_JOB_RETENTION_DAYS = 30;
+
   /** Lifetime of OAuth access tokens (`svc_at_`) in seconds (src/oidc). */
   @int() @IsInt() @Min(60) @Max(86_400)
   ACCESS_TOKEN_TTL = 3600;

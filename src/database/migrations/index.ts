@@ -40,6 +40,7 @@ import { DeliveryBodiesFromEvents1732300003700 } from './1732300003700-delivery-
 import { DeliveryForcedAttempts1732300003800 } from './1732300003800-delivery-forced-attempts';
 import { WebhookSecretRotation1732300003900 } from './1732300003900-webhook-secret-rotation';
 import { SubtypesKeepUnsearchableAdded1732300004100 } from './1732300004100-subtypes-keep-unsearchable-added';
+import { BulkJobRetention1732300004200 } from './1732300004200-bulk-job-retention';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -83,4 +84,5 @@ export const migrations = [
   DeliveryForcedAttempts1732300003800,
   WebhookSecretRotation1732300003900,
   SubtypesKeepUnsearchableAdded1732300004100,
+  BulkJobRetention1732300004200,
 ];
