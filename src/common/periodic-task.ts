@@ -37,6 +37,17 @@ export abstract class PeriodicTask implements OnApplicationBootstrap, BeforeAppl
     await this.running;
   }
 
+  /**
+   * Runs `batch` (one bounded statement: how many rows it took, at most `size`) until one takes
+   * fewer than `size` or shutdown begins; how many rows in all. A janitor's deletes go this way,
+   * so that none holds its locks on a large backlog for long.
+   */
+  protected async inBatches(size: number, batch: () => Promise<number>): Promise<number> {
+    let total = 0;
+    for (let n = size; n === size && !this.stopped; total += n) n = await batch();
+    return total;
+  }
+
   /** Runs a pass now (0 when one is already running or shutdown has begun). */
   sweep(): Promise<number> {
     if (this.running || this.stopped) return Promise.resolve(0);

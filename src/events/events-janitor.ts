@@ -42,9 +42,7 @@ export class EventsJanitor extends PeriodicTask {
           LIMIT ${BATCH})`,
       `DELETE FROM webhook_deliveries WHERE ctid IN (SELECT ctid FROM webhook_deliveries WHERE created_at < now() - make_interval(days => $1) AND status <> 'pending' LIMIT ${BATCH})`,
     ]) {
-      for (let n = BATCH; n === BATCH && !this.stopped; total += n) {
-        [, n] = await this.db.query(sql, [this.config.EVENT_RETENTION_DAYS]);
-      }
+      total += await this.inBatches(BATCH, async () => (await this.db.query(sql, [this.config.EVENT_RETENTION_DAYS]))[1]);
     }
     return total;
   }

@@ -23,12 +23,10 @@ export class OidcJanitor extends PeriodicTask {
 
   /** Returns how many rows it deleted. */
   protected async pass(): Promise<number> {
-    let total = 0;
-    for (let n = BATCH; n === BATCH && !this.stopped; total += n) {
-      [, n] = await this.db.query(
-        `DELETE FROM oidc_models WHERE ctid IN (SELECT ctid FROM oidc_models WHERE expires_at < now() - interval '1 day' LIMIT ${BATCH})`,
-      );
-    }
+    const total = await this.inBatches(
+      BATCH,
+      async () => (await this.db.query(`DELETE FROM oidc_models WHERE ctid IN (SELECT ctid FROM oidc_models WHERE expires_at < now() - interval '1 day' LIMIT ${BATCH})`))[1],
+    );
     const [, polls]: [unknown, number] = await this.db.query(`DELETE FROM oauth_device_polls WHERE created_at < now() - interval '1 day'`);
     return total + polls;
   }
