@@ -34,6 +34,7 @@ import type { Principal } from '../auth/principal';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { onReconnect, OptionalRedis, REDIS } from '../redis/redis.module';
+import { WeighedMap } from '../common/weighed-map';
 
 const MAX_ENTRIES = 10_000;
 /** The estimated bytes one cache may hold (`entryBytes`): about 400 keys with full permission maps. */
@@ -100,15 +101,12 @@ interface Entry {
   generation: string;
   /** On `now`'s clock. */
   expires: number;
-  bytes: number;
 }
 
 @Injectable()
 export class KeyCache implements OnModuleDestroy {
   /** In the order they were set, oldest first (a `set` of a present key moves it to the end). */
-  private readonly entries = new Map<string, Entry>();
-  /** The sum of the entries' `bytes`. */
-  private bytes = 0;
+  private readonly entries = new WeighedMap<string, Entry>(MAX_ENTRIES, MAX_BYTES);
   /** No entry expires before this (`sweep` has nothing to drop for expiry until then). */
   private earliestExpiry = Infinity;
   /** The newest generation read (by the time its read was sent), which entries of another one cannot be served under again. */
@@ -140,7 +138,7 @@ export class KeyCache implements OnModuleDestroy {
 
   /** What the cache holds now: entries, and their estimated bytes. */
   held(): { entries: number; bytes: number } {
-    return { entries: this.entries.size, bytes: this.bytes };
+    return { entries: this.entries.size, bytes: this.entries.bytes };
   }
 
   private get counter(): string {
@@ -174,7 +172,7 @@ export class KeyCache implements OnModuleDestroy {
     const hit = this.entries.get(hash);
     if (!hit) return undefined;
     if (generation === undefined || hit.generation !== generation || hit.expires < this.now()) {
-      this.delete(hash, hit);
+      this.entries.delete(hash);
       return undefined;
     }
     return hit.principal;
@@ -185,20 +183,14 @@ export class KeyCache implements OnModuleDestroy {
     const ttl = Math.min(this.config.KEY_CACHE_TTL_SECONDS * 1000, maxAgeMs);
     if (ttl <= 0 || generation === undefined) return;
     const now = this.now();
-    const present = this.entries.get(hash);
-    if (present) this.delete(hash, present);
-    const entry: Entry = { principal, generation, expires: now + ttl, bytes: entryBytes(hash, principal) };
-    // Dead entries at the old end go first, so the caps below evict live ones only when they must.
+    this.entries.delete(hash);
+    const entry: Entry = { principal, generation, expires: now + ttl };
+    // Dead entries at the old end go first, so the caps evict live ones only when they must.
     for (const [oldest, old] of this.entries) {
       if (!this.dead(old, now)) break;
-      this.delete(oldest, old);
+      this.entries.delete(oldest);
     }
-    for (const [oldest, old] of this.entries) {
-      if (this.entries.size < MAX_ENTRIES && this.bytes + entry.bytes <= MAX_BYTES) break;
-      this.delete(oldest, old);
-    }
-    this.entries.set(hash, entry);
-    this.bytes += entry.bytes;
+    this.entries.set(hash, entry, entryBytes(hash, principal));
     this.earliestExpiry = Math.min(this.earliestExpiry, entry.expires);
     if (this.sweeper === undefined) {
       this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
@@ -211,14 +203,8 @@ export class KeyCache implements OnModuleDestroy {
     return entry.expires < now || (this.current !== undefined && entry.generation !== this.current.value);
   }
 
-  private delete(hash: string, entry: Entry): void {
-    this.entries.delete(hash);
-    this.bytes -= entry.bytes;
-  }
-
   private clear(): void {
     this.entries.clear();
-    this.bytes = 0;
     this.earliestExpiry = Infinity;
   }
 
@@ -232,7 +218,7 @@ export class KeyCache implements OnModuleDestroy {
       this.generationMoved = false;
       this.earliestExpiry = Infinity;
       for (const [hash, entry] of this.entries) {
-        if (this.dead(entry, now)) this.delete(hash, entry);
+        if (this.dead(entry, now)) this.entries.delete(hash);
         else this.earliestExpiry = Math.min(this.earliestExpiry, entry.expires);
       }
     }
@@ -249,8 +235,7 @@ export class KeyCache implements OnModuleDestroy {
    * that begins afterwards, on any instance, sees the new generation.
    */
   async invalidate(hash?: string): Promise<void> {
-    const entry = hash === undefined ? undefined : this.entries.get(hash);
-    if (entry) this.delete(hash as string, entry);
+    if (hash !== undefined) this.entries.delete(hash);
     if (await withinTimeout(bumpGeneration(this.redis, this.counter).then(() => true), BUMP_TIMEOUT_MS)) return;
     // Redis is away: no instance serves from its cache meanwhile (`generation`), and this one
     // empties its own; the bump follows once Redis takes it.

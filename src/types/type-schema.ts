@@ -7,6 +7,7 @@
 import Ajv, { ErrorObject, Options, ValidateFunction } from 'ajv';
 import { isDeepStrictEqual } from 'node:util';
 import { ApiError } from '../common/api-error';
+import { WeighedMap } from '../common/weighed-map';
 import { addSafeFormats } from './formats';
 import { cannotCheck, patternChecker } from './pattern-check';
 import { regexCost, RegexEngine } from './regex-engine';
@@ -643,12 +644,11 @@ const costPerValue = (load: Load): number => load.schemas + Math.ceil(load.value
 
 /**
  * What is kept of a schema by cache key: its Load (assertWithinLimits, once per key) and its
- * validators once compiled, with the bytes both hold by estimate.
+ * validators once compiled (their estimated bytes: `cachedBytes`).
  */
 interface Cached {
   load: Load;
   validators?: Compiled;
-  bytes: number;
 }
 
 /**
@@ -661,7 +661,6 @@ interface Cached {
  */
 const CACHE_BYTES = 256 * 1024 * 1024;
 const MAX_CACHED = 5000;
-let cacheBudget = CACHE_BYTES;
 
 /**
  * What one compiled validator holds, from its schema's JSON size: ajv writes code some 15 times
@@ -682,46 +681,19 @@ const loadBytes = (cacheKey: string): number => 256 + 2 * cacheKey.length;
  * is all tenants' (the cache key begins with the tenant): one tenant's many or large types push
  * out others' least recently used ones, which are compiled again at their next write.
  */
-const cache = new Map<string, Cached>();
-let cachedBytes = 0;
+const cache = new WeighedMap<string, Cached>(MAX_CACHED, CACHE_BYTES);
 
-/** The entry for `cacheKey`, now the most recently used. */
-function touch(cacheKey: string): Cached | undefined {
-  const hit = cache.get(cacheKey);
-  if (hit) {
-    cache.delete(cacheKey);
-    cache.set(cacheKey, hit);
-  }
-  return hit;
-}
+/** What an entry holds, by estimate: its key and Load, and its validators (the full one counted again once compiled). */
+const cachedBytes = (cacheKey: string, entry: Cached): number =>
+  loadBytes(cacheKey) + (entry.validators ? entry.validators.bytes * (entry.validators.full ? 2 : 1) : 0);
 
-function weigh(entry: Cached, bytes: number): void {
-  cachedBytes += bytes - entry.bytes;
-  entry.bytes = bytes;
-}
-
-function drop(cacheKey: string, entry: Cached): void {
-  cache.delete(cacheKey);
-  cachedBytes -= entry.bytes;
-}
-
-/** Drops least recently used entries, the newest too if it alone is past the budget (its caller keeps using it). */
-function evict(): void {
-  for (const [key, entry] of cache) {
-    if (cache.size <= MAX_CACHED && cachedBytes <= cacheBudget) return;
-    drop(key, entry);
-  }
-}
-
-/** The schema's cache entry, checking it against the limits once per cache key. */
+/** The schema's cache entry, now the most recently used, checking it against the limits once per cache key. */
 function cachedFor(cacheKey: string, schema: JsonSchema): Cached {
-  let entry = touch(cacheKey);
+  let entry = cache.touch(cacheKey);
   if (!entry) {
     // Types stored before a limit existed meet it here, and their writes get its 400.
-    entry = { load: assertWithinLimits(schema, false), bytes: 0 };
-    cache.set(cacheKey, entry);
-    weigh(entry, loadBytes(cacheKey));
-    evict();
+    entry = { load: assertWithinLimits(schema, false) };
+    cache.set(cacheKey, entry, cachedBytes(cacheKey, entry));
   }
   return entry;
 }
@@ -729,12 +701,10 @@ function cachedFor(cacheKey: string, schema: JsonSchema): Cached {
 /** The schema's Load (what applies to one value at most: assertWithinLimits). */
 const loadOf = (cacheKey: string, schema: JsonSchema): Load => cachedFor(cacheKey, schema).load;
 
-/** Sets the validators of a cache entry and what they hold, if the entry is still cached. */
+/** Sets the validators of a cache entry and weighs it again, if the entry is still cached. */
 function keep(cacheKey: string, entry: Cached, validators: Compiled | undefined): void {
   entry.validators = validators;
-  if (cache.get(cacheKey) !== entry) return;
-  weigh(entry, loadBytes(cacheKey) + (validators ? validators.bytes * (validators.full ? 2 : 1) : 0));
-  evict();
+  if (cache.get(cacheKey) === entry) cache.reweigh(cacheKey, cachedBytes(cacheKey, entry));
 }
 
 /**
@@ -743,27 +713,27 @@ function keep(cacheKey: string, entry: Cached, validators: Compiled | undefined)
  * write still holding the old schema compiles it again; only this thread's cache is told.
  */
 export function forgetValidators(prefix: string): void {
-  for (const [key, entry] of cache) if (key.startsWith(prefix)) drop(key, entry);
+  for (const [key] of cache) if (key.startsWith(prefix)) cache.delete(key);
 }
 
 /** What the cache holds under keys starting with `prefix` (all of it by default): entries and estimated bytes. */
 export function validatorCacheUse(prefix = ''): { entries: number; bytes: number } {
-  if (!prefix) return { entries: cache.size, bytes: cachedBytes };
+  if (!prefix) return { entries: cache.size, bytes: cache.bytes };
   let entries = 0;
   let bytes = 0;
   for (const [key, entry] of cache) {
     if (!key.startsWith(prefix)) continue;
     entries++;
-    bytes += entry.bytes;
+    bytes += cachedBytes(key, entry);
   }
   return { entries, bytes };
 }
 
 /** Sets the cache's budget in estimated bytes (tests); answers the one it replaces. */
 export function setValidatorCacheBudget(bytes: number): number {
-  const was = cacheBudget;
-  cacheBudget = bytes;
-  evict();
+  const was = cache.maxBytes;
+  cache.maxBytes = bytes;
+  cache.evict();
   return was;
 }
 
