@@ -41,6 +41,7 @@ import { DeliveryForcedAttempts1732300003800 } from './1732300003800-delivery-fo
 import { WebhookSecretRotation1732300003900 } from './1732300003900-webhook-secret-rotation';
 import { SubtypesKeepUnsearchableAdded1732300004100 } from './1732300004100-subtypes-keep-unsearchable-added';
 import { BulkJobRetention1732300004200 } from './1732300004200-bulk-job-retention';
+import { DeliveriesDueByWebhook1732300004300 } from './1732300004300-deliveries-due-by-webhook';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -85,4 +86,5 @@ export const migrations = [
   WebhookSecretRotation1732300003900,
   SubtypesKeepUnsearchableAdded1732300004100,
   BulkJobRetention1732300004200,
+  DeliveriesDueByWebhook1732300004300,
 ];
