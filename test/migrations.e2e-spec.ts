@@ -25,6 +25,29 @@ async function revertThrough(ds: DataSource, name: string): Promise<void> {
   }
 }
 
+/**
+ * Counts from now on the UPDATEs of each item (a row trigger of the test's own); the function
+ * returned reads the counts by item id and removes the trigger.
+ */
+async function countItemUpdates(ds: DataSource): Promise<() => Promise<Record<string, number>>> {
+  await ds.query(`CREATE TABLE test_item_updates (id uuid PRIMARY KEY, n int NOT NULL)`);
+  await ds.query(`
+    CREATE FUNCTION test_item_updated() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      INSERT INTO test_item_updates VALUES (NEW.id, 1) ON CONFLICT (id) DO UPDATE SET n = test_item_updates.n + 1;
+      RETURN NULL;
+    END
+    $fn$`);
+  await ds.query(`CREATE TRIGGER test_item_updated AFTER UPDATE ON items FOR EACH ROW EXECUTE FUNCTION test_item_updated()`);
+  return async () => {
+    const rows: Array<{ id: string; n: number }> = await ds.query(`SELECT id, n FROM test_item_updates`);
+    await ds.query(`DROP TRIGGER test_item_updated ON items`);
+    await ds.query(`DROP FUNCTION test_item_updated()`);
+    await ds.query(`DROP TABLE test_item_updates`);
+    return Object.fromEntries(rows.map((r) => [r.id, r.n]));
+  };
+}
+
 describe('migrations', () => {
   const name = uniqueName('svc_test_migrations');
   const url = `${PG_SERVER}/${name}`;
@@ -295,13 +318,63 @@ describe('migrations', () => {
       (await ds!.query(`SELECT id FROM items WHERE tenant_id = $1 AND search_vector @@ to_tsquery('simple', $2) ORDER BY id`, [tenant, word])).map((r: { id: string }) => r.id);
     expect(await found('quinquagenarian')).toEqual([child, leaf]);
 
+    const updates = await countItemUpdates(ds);
     await ds.runMigrations({ transaction: 'each' });
+    // Indexed again by item_types_search_reindex as each type changed (the child in the first pass, the leaf in the second), once each.
+    expect(await updates()).toEqual({ [child]: 1, [leaf]: 1 });
     const resolved = async (name: string) => (await ds!.query(`SELECT resolved_schema FROM item_types WHERE tenant_id = $1 AND name = $2`, [tenant, name]))[0].resolved_schema;
     expect((await resolved('u.vault.leaky')).properties.secret).toEqual({ type: 'string', searchable: false });
     expect((await resolved('u.vault.leaky.leaf')).properties.secret).toEqual({ type: 'string', searchable: false });
     expect(await resolved('u.vault')).toEqual(vault);
     expect(await found('quinquagenarian')).toEqual([]);
     expect(await found('copperlabel')).toEqual([child, leaf]);
+  });
+
+  it("reverting 3700 leaves deliveries without a body as they were, pending ones pending, with the body null the code before it reads; applying it again clears that and the '' an earlier revert wrote", async () => {
+    ds = await open(migrations);
+    await ds.runMigrations({ transaction: 'each' });
+    const tenant = 'b0000000-0000-4000-8000-000000000001';
+    const [webhook, event] = ['b0000000-0000-4000-8000-000000000002', 'b0000000-0000-4000-8000-000000000003'];
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'bodies')`, [tenant]);
+    await ds.query(`INSERT INTO webhooks (tenant_id, id, url, events, secret_sealed, credential_id) VALUES ($1, $2, 'https://example.com/h', '{*}', 's', 'k')`, [tenant, webhook]);
+    await ds.query(`INSERT INTO events (tenant_id, id, name, credential_id, audience, payload) VALUES ($1, $2, 'item.created', 'k', '{}', '{}')`, [tenant, event]);
+    const stored = JSON.stringify({ event: 'item.created', item: { type: 'core.note' } });
+    const ids = { pending: 'b0000000-0000-4000-8000-000000000004', done: 'b0000000-0000-4000-8000-000000000005', stored: 'b0000000-0000-4000-8000-000000000006' };
+    const delivery = (id: string, status: string, body: string | null) =>
+      ds!.query(
+        `INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event, body, status, attempts, next_attempt_at)
+         VALUES ($1, $2, $3, $4, 'item.created', $5, $6, 1, CASE WHEN $6 = 'pending' THEN now() + interval '1 hour' END)`,
+        [tenant, id, webhook, event, body, status],
+      );
+    await delivery(ids.pending, 'pending', null);
+    await delivery(ids.done, 'succeeded', null);
+    await delivery(ids.stored, 'pending', stored);
+    const rows = async () =>
+      Object.fromEntries(
+        (
+          await ds!.query(
+            `SELECT id, body, status, last_error, next_attempt_at IS NOT NULL AS due, body::json -> 'item' ->> 'type' AS item_type FROM webhook_deliveries WHERE tenant_id = $1`,
+            [tenant],
+          )
+        ).map(({ id, ...r }: { id: string }) => [id, r]),
+      );
+
+    await revertThrough(ds, 'DeliveryBodiesFromEvents1732300003700');
+    // The statement that claims a delivery before 3700 reads `body::json -> 'item' ->> 'type'` (as `rows` does): no cast fails.
+    expect(await rows()).toEqual({
+      [ids.pending]: { body: 'null', status: 'pending', last_error: null, due: true, item_type: null },
+      [ids.done]: { body: 'null', status: 'succeeded', last_error: null, due: false, item_type: null },
+      [ids.stored]: { body: stored, status: 'pending', last_error: null, due: true, item_type: 'core.note' },
+    });
+    // What the revert wrote before: '' (and the delivery failed).
+    await ds.query(`UPDATE webhook_deliveries SET body = '' WHERE id = $1`, [ids.done]);
+
+    await ds.runMigrations({ transaction: 'each' });
+    expect(await rows()).toEqual({
+      [ids.pending]: { body: null, status: 'pending', last_error: null, due: true, item_type: null },
+      [ids.done]: { body: null, status: 'succeeded', last_error: null, due: false, item_type: null },
+      [ids.stored]: { body: stored, status: 'pending', last_error: null, due: true, item_type: 'core.note' },
+    });
   });
 
   it("subtypes stored before 4100 keep out of search the properties they add where their parents' additionalProperties say searchable: false, and their items are indexed again", async () => {
@@ -337,7 +410,10 @@ describe('migrations', () => {
       (await ds!.query(`SELECT id FROM items WHERE tenant_id = $1 AND search_vector @@ to_tsquery('simple', $2)`, [tenant, word])).map((r: { id: string }) => r.id);
     expect(await found('septuagenarian')).toEqual([id]);
 
+    const updates = await countItemUpdates(ds);
     await ds.runMigrations({ transaction: 'each' });
+    // Indexed again by item_types_search_reindex as its type changed, and only then.
+    expect(await updates()).toEqual({ [id]: 1 });
     const [{ resolved_schema: resolved }] = await ds.query(`SELECT resolved_schema FROM item_types WHERE tenant_id = $1 AND name = 'v.base.child'`, [tenant]);
     expect(resolved.properties.pin).toEqual(hidden);
     expect(resolved.properties.o.properties.pin).toEqual(hidden);
@@ -378,6 +454,32 @@ describe('migrations', () => {
     });
     await revertThrough(ds, 'BulkJobRetention1732300004200');
     expect((await rows())[ids.done].spec).toEqual({ action: 'update_tier' });
+  });
+
+  it('the typeorm CLI (ormconfig.ts) runs and reverts migrations without the statement, read and idle limits of DATABASE_STATEMENT_TIMEOUT_MS', async () => {
+    const saved = { DATABASE_URL: process.env.DATABASE_URL, DATABASE_STATEMENT_TIMEOUT_MS: process.env.DATABASE_STATEMENT_TIMEOUT_MS };
+    Object.assign(process.env, { DATABASE_URL: url, DATABASE_STATEMENT_TIMEOUT_MS: '100' });
+    let cli!: DataSource;
+    try {
+      // Loaded afresh: ormconfig.ts reads the environment when it is loaded, as the CLI loads it.
+      jest.isolateModules(() => {
+        cli = (require('../ormconfig') as typeof import('../ormconfig')).default;
+      });
+    } finally {
+      for (const [key, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
+    expect(cli.options.extra).not.toHaveProperty('query_timeout');
+    ds = await cli.initialize();
+    const [limits] = await ds.query(`SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle`);
+    expect(limits).toEqual({ statement: '0', idle: '0' });
+    // Longer than the 100 ms a request's statement may take, as a migration over a large table is.
+    await ds.query(`SELECT pg_sleep(0.3)`);
+    await ds.runMigrations({ transaction: 'each' });
+    await ds.undoLastMigration({ transaction: 'each' });
+    expect(await ds.runMigrations({ transaction: 'each' })).toHaveLength(1);
   });
 
   it('every migration reverts, down to an empty schema, and applies again', async () => {

@@ -395,6 +395,26 @@ describe('webhooks (e2e)', () => {
       new Webhook(hook.secret).verify(resent.body, resent.headers as Record<string, string>);
     });
 
+    it("takes a body of '' or 'null' (a revert of migration 3700 left them) for none: the event's is sent, and without the event the delivery fails with why", async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      await note().expect(201);
+      const done = await succeeded(hook.id);
+      const [first] = receiver.at(hook.path);
+      const row = async () => (await t.sql<{ status: string; last_error: string | null }>(`SELECT status, last_error FROM webhook_deliveries WHERE id = $1`, [done.id]))[0];
+      await t.sql(`UPDATE webhook_deliveries SET body = '' WHERE id = $1`, [done.id]);
+      await post(admin, `/webhooks/${hook.id}/deliveries/${done.id}/retry`, {}).expect(202);
+      const [, resent] = await waitFor(() => receiver.at(hook.path).length === 2 && receiver.at(hook.path), 'the body rendered from the event');
+      expect(resent.body).toBe(first.body);
+
+      await t.sql(`UPDATE webhook_deliveries SET body = 'null', status = 'pending', next_attempt_at = now() - interval '1 hour' WHERE id = $1`, [done.id]);
+      await t.sql(`DELETE FROM events WHERE id = $1`, [done.event_id]);
+      await t.app.get(WebhookSweeper).sweep();
+      expect(await waitFor(async () => ((await row()).status === 'failed' ? await row() : undefined), 'the delivery given up')).toMatchObject({
+        last_error: expect.stringMatching(/no longer kept/),
+      });
+      expect(receiver.at(hook.path)).toHaveLength(2);
+    });
+
     it('does not count an admin\'s forced attempts against the retry schedule', async () => {
       const hook = await register(admin, { events: ['item.created'] });
       receiver.respond = (r) => (r.path === hook.path ? 503 : 200);

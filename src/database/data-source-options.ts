@@ -27,6 +27,17 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   };
 }
 
+/**
+ * The connection migrations run and revert on, at start-up (runMigrations) and through the
+ * `typeorm` CLI (ormconfig.ts): without the pool guards' statement, read and idle-in-transaction
+ * limits, which are sized for a request's statements. A migration rewriting a large table may
+ * run for minutes, and one cancelled part-way is rolled back whole, to fail the same way at the
+ * next try.
+ */
+export function migrationDataSourceOptions(config: AppConfig): DataSourceOptions {
+  return { ...dataSourceOptions(config), extra: { max: 2 } };
+}
+
 /** Creates the database named in the URL when it does not exist yet. */
 export async function ensureDatabase(databaseUrl: string): Promise<void> {
   const url = new URL(databaseUrl);
@@ -62,7 +73,7 @@ const MIGRATION_LOCK = 727_002;
  * together run them once (TypeORM itself does not lock its migrations table).
  */
 export async function runMigrations(config: AppConfig): Promise<void> {
-  const ds = new DataSource({ ...dataSourceOptions(config), extra: { max: 2 } });
+  const ds = new DataSource(migrationDataSourceOptions(config));
   await ds.initialize();
   const lock = ds.createQueryRunner();
   try {

@@ -259,7 +259,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const mark = this.changes.mark();
     // A forced attempt takes the delivery as it is, whatever its status and however far off its
     // next scheduled attempt: the admin's retry leaves both alone, and so does its outcome, unless
-    // it succeeds.
+    // it succeeds. A stored body of 'null' or '' stands for none: migration 3700's down put it
+    // there, and an earlier release's up() left it. The event's is sent, and '' is never cast.
     const [claimed] = await this.db.query<Claimed>(
       `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
          FROM webhooks w
@@ -267,10 +268,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
           AND CASE WHEN $4 THEN d.lease_until > now() AND ($5::timestamptz IS NULL OR d.lease_until = $5::timestamptz)
                    ELSE (d.lease_until IS NULL OR d.lease_until < now()) END
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
-        RETURNING d.event, d.event_id AS "eventId", d.body, d.attempts, d.forced_attempts AS "forcedAttempts", w.url, w.secret_sealed AS "secretSealed", ${PREVIOUS_SECRET('w')} AS "previousSecretSealed",
+        RETURNING d.event, d.event_id AS "eventId", NULLIF(NULLIF(d.body, ''), 'null') AS body, d.attempts, d.forced_attempts AS "forcedAttempts", w.url, w.secret_sealed AS "secretSealed", ${PREVIOUS_SECRET('w')} AS "previousSecretSealed",
                   CASE WHEN d.status = 'pending' THEN extract(epoch FROM d.next_attempt_at)::float8 * 1000 END AS "scheduledAt",
                   w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes",
-                  w.events, w.type_filter AS "typeFilter", d.body::json -> 'item' ->> 'type' AS "itemType",
+                  w.events, w.type_filter AS "typeFilter", NULLIF(NULLIF(d.body, ''), 'null')::json -> 'item' ->> 'type' AS "itemType",
                   (SELECT e.audience FROM events e WHERE e.tenant_id = d.tenant_id AND e.id = d.event_id) AS audience`,
       [ref.tenantId, ref.deliveryId, this.leaseMs, held !== false, typeof held === 'string' ? held : null, forced],
     );

@@ -54,7 +54,12 @@ export class SubtypesKeepUnsearchable1732300003400 implements MigrationInterface
   name = 'SubtypesKeepUnsearchable1732300003400';
 
   async up(q: QueryRunner): Promise<void> {
-    const changed = new Map<string, { tenant: string; name: string }>();
+    // Each UPDATE of a resolved schema below fires item_types_search_reindex (migrations 0500,
+    // 0600; keepUnsearchable returns a new object only for a schema that differs: its WHEN holds),
+    // which recomputes the search columns of the type's items (of a core type's, in every
+    // tenant) with item_search_index, as this migration did, reading the schema just written. A
+    // type changed again in a later pass has its items indexed again then, so they end indexed
+    // by its final schema. Indexing them again after the passes wrote every row twice.
     for (let pass = 0; pass < 100; pass++) {
       const rows: Array<{ tenant_id: string; name: string; resolved_schema: Schema; parent_schema: Schema | null }> = await q.query(`
         SELECT c.tenant_id, c.name, c.resolved_schema,
@@ -68,18 +73,9 @@ export class SubtypesKeepUnsearchable1732300003400 implements MigrationInterface
         const kept = keepUnsearchable(row.parent_schema, row.resolved_schema);
         if (kept === row.resolved_schema) continue;
         await q.query(`UPDATE item_types SET resolved_schema = $3 WHERE tenant_id = $1 AND name = $2`, [row.tenant_id, row.name, kept]);
-        changed.set(`${row.tenant_id}/${row.name}`, { tenant: row.tenant_id, name: row.name });
         passChanged++;
       }
       if (passChanged === 0) break;
-    }
-    for (const { tenant, name } of changed.values()) {
-      await q.query(
-        `UPDATE items i SET (search_vector, search_title, search_document) = (
-                 SELECT x.vector, x.title, x.document FROM item_search_index(i.tenant_id, i.type, i.properties, i.tags) x)
-          WHERE i.tenant_id = $1 AND i.type = $2`,
-        [tenant, name],
-      );
     }
   }
 
