@@ -7,6 +7,7 @@
  */
 import http from 'node:http';
 import { gzipSync } from 'node:zlib';
+import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
@@ -107,6 +108,39 @@ describe('hostile input (e2e)', () => {
     expectError(await get('/types/%ED%A0%80'), 400, 'invalid_request');
   });
 
+  it('an id quoted in a refusal is cut between characters: the message never holds half of a surrogate pair', async () => {
+    // The cut falls inside the emoji: 63 (or 79) letters, then its two UTF-16 units.
+    const id = `${'a'.repeat(63)}😀`;
+    const wellFormed = (res: Response) => {
+      const { message } = expectError(res, 400, 'invalid_id');
+      expect([message, message.isWellFormed()]).toEqual([message, true]);
+      // A strict JSON decoder (serde_json) refuses a lone `\ud83d` escape, and with it the envelope.
+      expect(res.text).not.toMatch(/\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])/i);
+      return message;
+    };
+    for (const path of ['/items/', '/webhooks/', '/keys/', '/users/', '/items/bulk_action/jobs/', '/auth/clients/']) {
+      expect(wellFormed(await t.http.get(path + encodeURIComponent(id)).set(bearer(admin)))).toContain(`"${'a'.repeat(63)}"`);
+    }
+    expect(wellFormed(await t.http.get(`/blobs/${encodeURIComponent(`${'a'.repeat(79)}😀`)}`).set(bearer(admin)))).toContain(`"${'a'.repeat(79)}"`);
+    expect(wellFormed(await post('/edges', { type: 'acme.rel', source_id: id, target_id: id }))).toContain(`source_id "${'a'.repeat(63)}"`);
+    expect(wellFormed(await post('/items', { type: 'core.note', properties: {}, edges: { 'acme.rel': [id] } }))).toContain(`edges.acme.rel[0] "${'a'.repeat(63)}"`);
+  });
+
+  it('a text field\'s limit counts characters by code point: a variation selector after each letter doubles the count', async () => {
+    const doubled = (n: number) => 'a\ufe0f'.repeat(n / 2);
+    expect(badFields(await post('/items', { type: 'core.note', device: doubled(400) }))).toEqual(['device']);
+    expect(badFields(await post('/items', { type: 'core.note', source_id: doubled(1000) }))).toEqual(['source_id']);
+    expect(badFields(await post('/keys', { label: doubled(400) }))).toEqual(['label']);
+    expect(badFields(await t.http.get(`/search?q=${encodeURIComponent(doubled(2000))}`).set(bearer(admin)))).toEqual(['q']);
+    // At the limit, counted alike, they are taken; an emoji is one character.
+    const item = (await post('/items', { type: 'core.note', device: doubled(200), source_id: '😀'.repeat(500) }).expect(201)).body;
+    expect([item.device, item.source_id]).toEqual([doubled(200), '😀'.repeat(500)]);
+    await post('/keys', { label: '😀'.repeat(200) }).expect(201);
+    await t.http.get(`/search?q=${encodeURIComponent('😀'.repeat(1000))}`).set(bearer(admin)).expect(200);
+    // Words are counted in a text within the limit, however many UTF-16 units it takes.
+    expect(badFields(await t.http.get(`/search?q=${encodeURIComponent('a😀 '.repeat(300).trim())}`).set(bearer(admin)))).toEqual(['q']);
+  });
+
   it(`nesting deeper than 64 levels is 400 validation_error, at any depth up to the body limit`, async () => {
     const send = (json: string) => t.http.post('/items').set(bearer(admin)).set('Content-Type', 'application/json').send(json);
     const ok = await send(`{"type":"core.note","properties":{"x":${nestedJson(62)}}}`);
@@ -169,6 +203,44 @@ describe('hostile input (e2e)', () => {
     const ok = await send(body(Buffer.from('é😀', 'utf8')));
     expect(ok.status).toBe(201);
     expect(((await ok.json()) as { source_id: string }).source_id).toBe('é😀');
+  });
+
+  it('a body in a charset other than UTF-8 is 415 invalid_request, and nothing is written; UTF-8 named in any letter case is read', async () => {
+    const send = (path: string, bytes: Buffer, type: string) => fetch(`${t.url}${path}`, { method: 'POST', body: bytes, headers: { ...bearer(admin), 'Content-Type': type } });
+    // UTF-7 spells `<script>` in ASCII, which anything reading the body as UTF-8 would let by.
+    const json = '{"type":"core.note","properties":{"title":"+ADw-script+AD4- caf\u00e9"}}';
+    const utf32 = Buffer.concat([...json].map((c) => Buffer.from(Uint32Array.of(c.codePointAt(0)!).buffer)));
+    const before = await count('items');
+    for (const [charset, bytes] of [
+      ['utf-16le', Buffer.from(json, 'utf16le')],
+      ['utf-16', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(json, 'utf16le')])],
+      ['utf-32le', utf32],
+      ['utf-7', Buffer.from(json)],
+      ['utf8', Buffer.from(json)],
+      ['latin1', Buffer.from(json, 'latin1')],
+    ] as const) {
+      const res = await send('/items', bytes, `application/json; charset=${charset}`);
+      expect([charset, res.status, await res.json()]).toEqual([charset, 415, { error: { code: 'invalid_request', message: expect.any(String) } }]);
+    }
+    // A form alike (the sign-up page's): browsers send the pages' forms as UTF-8.
+    const form = await send('/auth/sign-up', Buffer.from('csrf=x&email=a%40b.example&password=0123456789&name=caf\xe9', 'latin1'), 'application/x-www-form-urlencoded; charset=iso-8859-1');
+    expect(form.status).toBe(415);
+    expect(await count('items')).toBe(before);
+    for (const type of ['application/json; charset=UTF-8', 'application/json; charset="utf-8"']) {
+      const ok = await send('/items', Buffer.from(json), type);
+      expect([type, ok.status, ((await ok.json()) as { properties: { title: string } }).properties.title]).toEqual([type, 201, '+ADw-script+AD4- café']);
+    }
+  });
+
+  it('a form whose %-escapes are not UTF-8 is 400 invalid_request, as such a query string is', async () => {
+    for (const name of ['%FF', 'ok%C3%A9%FF', '%ED%A0%80', '%C3']) {
+      const res = await fetch(`${t.url}/auth/sign-up`, {
+        method: 'POST',
+        body: `csrf=x&email=a%40b.example&password=0123456789&name=${name}`,
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      });
+      expect([name, res.status, await res.text()]).toEqual([name, 400, expect.stringContaining('"code":"invalid_request"')]);
+    }
   });
 
   it.each([

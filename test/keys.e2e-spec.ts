@@ -292,6 +292,16 @@ describe('keys', () => {
       expect((await t.http.get('/keys').set(bearer(other.key)).expect(200)).body.keys.find((k: { label: string }) => k.label === 'bob cli').revoked_at).toEqual(expect.any(String));
     });
 
+    it('keep a label to what POST /keys takes, 200 characters counted by code point: 150 emoji whole, 201 cut to 200', async () => {
+      const tenant = await createTenant(t, admin.key, 'labels');
+      await t.http.post('/users').set(bearer(tenant.key)).send({ email: 'label@labels.example', password: 'an admin user password', name: 'Labeller', role: 'admin' }).expect(201);
+      // 150 emoji are 300 UTF-16 units: within POST /keys' limit, so within the page's.
+      await createKey(t, tenant.key, { label: '😀'.repeat(150) });
+      expect(await keyLabelled(await mint('label@labels.example', '😀'.repeat(150)), '😀'.repeat(150))).toBeDefined();
+      const cut = await mint('label@labels.example', '😀'.repeat(201));
+      expect(await keyLabelled(cut, '😀'.repeat(200))).toBeDefined();
+    });
+
     it('makes one key per showing of the key form: sent again (a reload of its answer) 409 "Form already used" and no key', async () => {
       const tenant = await createTenant(t, admin.key, 'once');
       await t.http.post('/users').set(bearer(tenant.key)).send({ email: 'once@once.example', password: 'an admin user password', name: 'Once', role: 'admin' }).expect(201);
@@ -315,6 +325,26 @@ describe('keys', () => {
       // Without its nonce the form is not the page's: refused as expired.
       expect((await agent.post('/auth/keys').type('form').send({ csrf: sent.csrf, label: 'no nonce' })).status).toBe(403);
       expect(await minted('no nonce')).toBe(0);
+    });
+
+    it('refuses a label whose %-escapes are not UTF-8 (400, as in a query string), not kept as the escapes\' text, and makes no key', async () => {
+      const tenant = await createTenant(t, admin.key, 'escapes');
+      await t.http.post('/users').set(bearer(tenant.key)).send({ email: 'esc@escapes.example', password: 'an admin user password', name: 'Esc', role: 'admin' }).expect(201);
+      const agent = request.agent(t.url);
+      const form = await agent.get('/auth/sign-in?return_to=/auth/security').expect(200);
+      await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/security', csrf: field(form.text, 'csrf'), email: 'esc@escapes.example', password: 'an admin user password' }).expect(303);
+      const keys = async () => (await t.sql<{ label: string }>(`SELECT label FROM api_keys WHERE tenant_id = $1 AND created_by_user_id IS NOT NULL`, [tenant.tenantId])).map((k) => k.label);
+      const send = async (label: string) => {
+        const page = (await agent.get('/auth/security').expect(200)).text;
+        return agent.post('/auth/keys').type('form').send(`csrf=${encodeURIComponent(field(page, 'csrf'))}&form_nonce=${encodeURIComponent(field(page, 'form_nonce'))}&label=${label}`);
+      };
+      for (const label of ['ok%C3%A9%FF', '%ED%A0%80', '%FF']) {
+        const res = await send(label);
+        expect([label, res.status, res.body.error?.code]).toEqual([label, 400, 'invalid_request']);
+      }
+      expect(await keys()).toEqual([]);
+      expect((await send('caf%C3%A9+%F0%9F%94%91')).status).toBe(200);
+      expect(await keys()).toEqual(['café 🔑']);
     });
   });
 

@@ -156,6 +156,28 @@ describe('OAuth clients: admin listing, deletion and secret rotation', () => {
     await send('Ünïcödé notes ❤️').expect(201);
   });
 
+  it('holds a name of only invisible characters (zero-width, fillers, tags) blank, on POST /auth/clients and open registration alike', async () => {
+    // The consent page would ask "Allow <strong>\u200b</strong> to:", naming no app.
+    const registered = async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM oidc_models WHERE model = 'Client'`))[0].n);
+    const before = await registered();
+    for (const client_name of ['\u200b', '\u3164', '\u2800', '\u00ad\u034f', '\u2060', '\u115f\u1160', '\u{E0041}\u{E0042}']) {
+      const body = { client_name, redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' };
+      expect([client_name, badFields(await t.http.post('/auth/clients').set(bearer(admin)).send(body))]).toEqual([client_name, ['client_name']]);
+      const open = await t.http.post('/auth/oauth2/register').send(body);
+      expect([client_name, open.status, open.body.error]).toEqual([client_name, 400, 'invalid_client_metadata']);
+    }
+    expect(await registered()).toBe(before);
+  });
+
+  it('cuts a refused redirect URI quoted in open registration\'s error between characters, never inside an emoji', async () => {
+    // The quote stops at 100 UTF-16 units, here the first half of the emoji.
+    const uri = `https://user@example.com/${'b'.repeat(74)}😀/x`;
+    const res = await t.http.post('/auth/oauth2/register').send({ client_name: 'cut', redirect_uris: [uri], token_endpoint_auth_method: 'none' }).expect(400);
+    expect(res.body.error).toBe('invalid_redirect_uri');
+    expect(res.body.error_description).toBe(`https://user@example.com/${'b'.repeat(74)}…: must not carry a user name or password`);
+    expect(res.text).not.toMatch(/\\ud83d/i);
+  });
+
   it('documents the routes in /openapi.json, errors in the envelope, the rotated secret as required', async () => {
     const doc = (await t.http.get('/openapi.json').expect(200)).body;
     const op = (path: string, method: string) => doc.paths[path]?.[method];

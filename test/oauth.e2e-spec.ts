@@ -598,6 +598,43 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect(providerPosts.filter((path) => !paths[path]?.post?.responses['413'] || !paths[path]?.post?.responses['415'])).toEqual([]);
   });
 
+  it('reads its bodies as the API does: UTF-8 only (415), bytes or %-escapes that are not UTF-8 refused (400), not read as U+FFFD; a BOM dropped', async () => {
+    const post = (path: string, body: Buffer, type: string, basic?: { client_id: string; client_secret: string }) =>
+      fetch(`${t.url}${path}`, {
+        method: 'POST',
+        body,
+        headers: { 'Content-Type': type, ...(basic ? { Authorization: `Basic ${Buffer.from(`${basic.client_id}:${basic.client_secret}`).toString('base64')}` } : {}) },
+      });
+    const registration = (name: Buffer, uri = Buffer.from('https://app.example/cb')) =>
+      Buffer.concat([Buffer.from('{"token_endpoint_auth_method":"none","redirect_uris":["'), uri, Buffer.from('"],"client_name":"'), name, Buffer.from('"}')]);
+    const clients = async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM oidc_models WHERE model = 'Client'`))[0].n);
+    const before = await clients();
+    const refusals: Array<[string, Buffer, string, number, typeof client?]> = [
+      ['/auth/oauth2/register', registration(Buffer.from('App\xff\xfe', 'latin1')), 'application/json', 400],
+      ['/auth/oauth2/register', registration(Buffer.from('x'), Buffer.from('https://app.example/c\xffb', 'latin1')), 'application/json', 400],
+      ['/auth/oauth2/register', registration(Buffer.from('caf\xe9', 'latin1')), 'application/json; charset=latin1', 415],
+      ['/auth/oauth2/register', Buffer.from(registration(Buffer.from('app')).toString(), 'utf16le'), 'application/json; charset=utf-16le', 415],
+      ['/auth/oauth2/register', registration(Buffer.from('+ADw-b+AD4-app')), 'application/json; charset=utf-7', 415],
+      ['/auth/oauth2/token', Buffer.from('grant_type=client_credentials&scope=core.note:read\xff', 'latin1'), 'application/x-www-form-urlencoded', 400, client],
+      ['/auth/oauth2/token', Buffer.from('grant_type=client_credentials&scope=core.note%3Aread%FF'), 'application/x-www-form-urlencoded', 400, client],
+      ['/auth/oauth2/token', Buffer.from('grant_type=client_credentials&scope=core.note:read'), 'application/x-www-form-urlencoded; charset=iso-8859-1', 415, client],
+      ['/auth/oauth2/introspect', Buffer.from('token=svc_at_%ED%A0%80'), 'application/x-www-form-urlencoded', 400, client],
+      ['/auth/oauth2/revoke', Buffer.from('token=svc_at_%C3'), 'application/x-www-form-urlencoded', 400, client],
+      ['/auth/device', Buffer.from('client_id=x&scope=openid%FF'), 'application/x-www-form-urlencoded', 400],
+    ];
+    for (const [path, body, type, status, basic] of refusals) {
+      const res = await post(path, body, type, basic);
+      expect([path, type, res.status, await res.json()]).toEqual([path, type, status, { error: 'invalid_request', error_description: expect.any(String) }]);
+    }
+    expect(await clients()).toBe(before);
+    // A BOM (RFC 8259 8.1 lets a reader ignore it) is dropped, as on the API's routes.
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const registered = await post('/auth/oauth2/register', Buffer.concat([bom, registration(Buffer.from('Caf\u00e9 app'))]), 'application/json; charset=UTF-8');
+    expect([registered.status, ((await registered.json()) as { client_name: string }).client_name]).toEqual([201, 'Café app']);
+    const token = await post('/auth/oauth2/token', Buffer.concat([bom, Buffer.from('grant_type=client_credentials&scope=core.note%3Aread')]), 'application/x-www-form-urlencoded', client);
+    expect(token.status).toBe(200);
+  });
+
   it('answers unauthorized_client for a grant type the client was not registered for, and invalid_client without client authentication (RFC 6749 5.2)', async () => {
     for (const form of [{ grant_type: 'refresh_token', refresh_token: 'svc_rt_x' }, { grant_type: 'authorization_code', code: 'x', redirect_uri: 'https://app.example.com/cb', code_verifier: 'x'.repeat(43) }]) {
       const res = await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send(form);
@@ -1485,11 +1522,13 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
       const to = new URL(posted.headers.location, t.url);
       expect([to.pathname, Object.fromEntries(to.searchParams)]).toEqual(['/auth/authorize', { client_id: rp.clientMetadata().client_id, scope: 'openid', state: 'a b&c' }]);
     }
-    // Each undecodable byte becomes a nine-character escape (%EF%BF%BD) in the URL: 27 KB from a 9 KB body.
-    const long = await t.http.post('/auth/oauth2/authorize').type('form').send(`state=${'%FF'.repeat(3000)}`);
+    // Each emoji sent as its four bytes becomes a twelve-character escape in the URL: 36 KB from a 12 KB body.
+    const long = await t.http.post('/auth/oauth2/authorize').type('form').send(`state=${'😀'.repeat(3000)}`);
     expect(long.status).toBe(400);
     expect(long.headers.location).toBeUndefined();
     expect(long.headers['content-type']).toMatch(/^text\/html/);
+    // A form whose escapes are not UTF-8 is refused, as on every route, not passed on as their text.
+    expectError(await t.http.post('/auth/oauth2/authorize').type('form').send('scope=openid&state=%FF'), 400, 'invalid_request');
   });
 
   it('keeps apps\' tokens when the user signs out, another app signs them out, or someone else signs in on the browser: only the grant ends them', async () => {

@@ -1,14 +1,22 @@
 /** CONTRACT: GET /openapi.json (OpenAPI 3.1.0, info.version 4.2.0) lists every route; /docs works offline. */
+import { Ajv2020 } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
+import { createHash } from 'node:crypto';
 import { isPattern } from '../src/common/type-pattern';
 import { EVENT_NAMES } from '../src/events/event-catalogue';
 import { MetadataPatchDto } from '../src/items/items.dto';
 import { ConnectorCallbackQuery, StartConnectionQuery } from '../src/integrations/connections.dto';
 import { ListIntegrationsQuery } from '../src/integrations/integrations.dto';
 import { MANIFEST_SCHEMA } from '../src/integrations/manifest-schema';
+import { oidcOpenApiPaths } from '../src/oidc/openapi-paths';
+import { OPERATION_IDS } from '../src/openapi/operation-ids';
 import { CreateKeyDto } from '../src/keys/keys.dto';
+import request from 'supertest';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
+import { browse, field } from './support/browse';
+import { badFields, expectError } from './support/envelope';
 
 /**
  * Every (path, methods) the running Fastify instance routes, from its route tree
@@ -59,6 +67,23 @@ describe('OpenAPI and docs', () => {
     doc = res.body;
   });
   afterAll(() => t.close());
+
+  /** The root tenant's admin key, bootstrapped by the first test that needs it. */
+  let bootstrapped: Promise<{ key: string; id: string }> | undefined;
+  const rootAdmin = () => (bootstrapped ??= bootstrapAdmin(t));
+
+  /** Whether `data` matches a schema of the document (its $refs resolved against the document's components): true, or ajv's complaint. */
+  let ajv: Ajv2020 | undefined;
+  const matches = (schema: object, data: unknown): true | string => {
+    if (!ajv) {
+      ajv = new Ajv2020({ strict: false, allErrors: true });
+      addFormats(ajv);
+      ajv.addSchema({ $id: 'doc', components: doc.components });
+    }
+    const validate = ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/')));
+    return validate(data) || ajv.errorsText(validate.errors);
+  };
+  const json = (at: { content?: Record<string, { schema: object }> }) => at.content!['application/json'].schema;
 
   it('is OpenAPI 3.1.0 at version 4.2.0', () => {
     expect(doc.openapi).toBe('3.1.0');
@@ -117,8 +142,11 @@ describe('OpenAPI and docs', () => {
     expect(schema('CreateItemDto').properties.tier.description).toMatch(/default_tier/);
   });
 
-  /** The operations the service routes itself: the provider's own (oidc/openapi-paths.ts) have ids `oauth_<method>_<path>`. */
-  const serviceOperations = () => operations().filter(({ op }) => !op.operationId.startsWith('oauth_'));
+  /** The operations the service routes itself: not the provider's own (oidc/openapi-paths.ts), nor the HEADs beside their GETs. */
+  const serviceOperations = () => {
+    const provider = oidcOpenApiPaths();
+    return operations().filter(({ method, path }) => !provider[path]?.[(method === 'head' ? 'get' : method) as 'get']);
+  };
   const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
 
   it('documents 429 on every operation, with Retry-After and the rate-limit headers, in the form its route answers', () => {
@@ -201,7 +229,7 @@ describe('OpenAPI and docs', () => {
     const missing = writes.filter(({ op }) => !op.responses['413'] || !op.responses['415']).map(({ method, path }) => `${method} ${path}`);
     expect(missing).toEqual([]);
     // As the running service answers: a body on a route that documents none is still read, and refused.
-    const admin = (await bootstrapAdmin(t)).key;
+    const admin = (await rootAdmin()).key;
     const id = '00000000-0000-4000-8000-000000000001';
     const big = await t.http.delete(`/items/${id}`).set(bearer(admin)).type('json').send(JSON.stringify({ x: 'y'.repeat(1_100_000) }));
     expect([big.status, big.body.error?.code]).toEqual([413, 'invalid_request']);
@@ -252,7 +280,7 @@ describe('OpenAPI and docs', () => {
     expect(gets.filter(([, item]) => !item.head).map(([path]) => path)).toEqual([]);
     const errors = (op: any) => Object.keys(op.responses).filter((status) => /^[45]/.test(status)).sort();
     // The HEADs the document derives from their GETs (the blob download declares its own).
-    for (const [path, { get, head }] of gets.filter(([, item]) => item.head.operationId === `${item.get.operationId}_head`)) {
+    for (const [path, { get, head }] of gets.filter(([, item]) => item.head.operationId === `${item.get.operationId}Head`)) {
       expect([path, head.parameters, head.security, head['x-error-format']]).toEqual([path, get.parameters, get.security, get['x-error-format']]);
       expect([path, errors(head)]).toEqual([path, errors(get)]);
       expect([path, Object.keys(head.responses).some((status) => /^[23]/.test(status))]).toEqual([path, true]);
@@ -381,9 +409,27 @@ describe('OpenAPI and docs', () => {
     expect(schema('ApiKeyResponse').required ?? []).not.toContain('key');
   });
 
-  it('gives every operation an operationId usable as an identifier', () => {
-    const bad = operations().filter(({ op }) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(op.operationId ?? '')).map(({ method, path }) => `${method} ${path}`);
-    expect(bad).toEqual([]);
+  it('gives every operation a unique operationId by one naming rule: lowerCamelCase, a verb then the resource, HEAD as its GET\'s plus Head', () => {
+    const ids = operations().map(({ method, path, op }) => [`${method} ${path}`, op.operationId ?? '']);
+    expect(ids.filter(([, id]) => !/^[a-z][A-Za-z0-9]*$/.test(id) || /Controller|_/.test(id))).toEqual([]);
+    expect(ids.filter(([, id], i) => ids.findIndex(([, other]) => other === id) !== i)).toEqual([]);
+    for (const [path, item] of Object.entries<any>(doc.paths)) if (item.get && path !== '/blobs/{hash}') expect([path, item.head.operationId]).toEqual([path, `${item.get.operationId}Head`]);
+    const id = (method: string, path: string) => doc.paths[path][method].operationId;
+    expect([id('post', '/items'), id('get', '/items'), id('patch', '/items/{id}'), id('delete', '/users/{id}'), id('post', '/webhooks/{id}/secret')]).toEqual(['createItem', 'listItems', 'patchItem', 'deleteUser', 'rotateWebhookSecret']);
+    // DELETE /auth/grants/{id} ends an OAuth grant; the two paths of one handler get ids of their own.
+    expect([id('delete', '/auth/grants/{id}'), id('get', '/auth/userinfo'), id('get', '/auth/oauth2/userinfo'), id('post', '/auth/authorize/decision'), id('post', '/auth/oauth2/consent')]).toEqual([
+      'revokeGrant', 'getUserinfo', 'getOAuth2Userinfo', 'decideConsent', 'decideConsentOAuth2',
+    ]);
+    // Every id given explicitly is in use: one left behind by a renamed handler would silently stop applying.
+    const used = new Set(ids.map(([, id]) => id));
+    expect(Object.entries(OPERATION_IDS).filter(([, id]) => !used.has(id))).toEqual([]);
+    expect(Object.values<any>(doc.webhooks).map((item) => item.post.operationId)).toContain('onItemCreated');
+  });
+
+  it('lists each path\'s operations under one tag', () => {
+    const split = Object.entries<Record<string, any>>(doc.paths).filter(([, item]) => new Set(Object.values(item).map((op) => JSON.stringify(op.tags))).size > 1);
+    expect(split.map(([path]) => path)).toEqual([]);
+    expect(doc.paths['/auth/device'].get.tags).toEqual(doc.paths['/auth/device'].post.tags);
   });
 
   it('describes every event a webhook receives (OpenAPI 3.1 webhooks): its body, components that exist, and the signature headers', () => {
@@ -397,6 +443,209 @@ describe('OpenAPI and docs', () => {
       expect(headers).toEqual(expect.arrayContaining(['X-Svc-Event-Id', 'X-Svc-Delivery-Id', 'X-Svc-Signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature']));
     }
     expect(doc.webhooks['item.created'].post.requestBody.content['application/json'].schema.properties.item.$ref).toBe('#/components/schemas/ItemResponse');
+  });
+
+  it('describes the OAuth provider as security schemes: the URLs its discovery advertises, the scopes of SPEC 5.4, and the account pages\' cookie', async () => {
+    const discovery = (await t.http.get('/.well-known/openid-configuration').expect(200)).body;
+    const { oauth2, openIdConnect, account_session: cookie } = doc.components.securitySchemes;
+    expect(oauth2.flows.authorizationCode).toMatchObject({ authorizationUrl: discovery.authorization_endpoint, tokenUrl: discovery.token_endpoint, refreshUrl: discovery.token_endpoint });
+    expect(oauth2.flows.clientCredentials.tokenUrl).toBe(discovery.token_endpoint);
+    expect(Object.keys(oauth2.flows.authorizationCode.scopes)).toEqual(
+      expect.arrayContaining(['<type>:read', '<type>:write', '*:read', 'edge.<type>:read', 'edge.<type>:write', 'metadata:read', 'metadata:write', 'metadata.types:write', 'openid', 'profile', 'email']),
+    );
+    expect(Object.keys(oauth2.flows.clientCredentials.scopes)).not.toContain('openid');
+    expect(oauth2.description).toMatch(/`<type>`.*type pattern/);
+    expect(openIdConnect.openIdConnectUrl).toBe(`${discovery.issuer}/.well-known/openid-configuration`);
+    expect(cookie).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'svc_account' });
+    // Every operation says who may call it (security: [] for anyone), by schemes that exist, with scopes the scheme lists.
+    const undefinedScheme: string[] = [];
+    for (const { method, path, op } of operations()) {
+      if (!Array.isArray(op.security)) undefinedScheme.push(`${method} ${path}: no security`);
+      for (const requirement of op.security ?? []) {
+        for (const [name, scopes] of Object.entries<string[]>(requirement)) {
+          if (!doc.components.securitySchemes[name]) undefinedScheme.push(`${method} ${path}: ${name}`);
+          if (name === 'oauth2') undefinedScheme.push(...scopes.filter((scope) => !(scope in oauth2.flows.authorizationCode.scopes)).map((scope) => `${method} ${path}: ${scope}`));
+        }
+      }
+    }
+    expect(undefinedScheme).toEqual([]);
+    for (const item of Object.values<any>(doc.webhooks)) expect(item.post.security).toEqual([]);
+  });
+
+  it('offers OAuth access tokens where the guards take them, with the scopes they need; the account pages\' cookie where it signs in', async () => {
+    const security = (method: string, path: string) => doc.paths[path][method].security;
+    expect(security('post', '/types')).toEqual([{ bearer: [] }, { oauth2: ['metadata.types:write', '<type>:read'] }]);
+    expect(security('post', '/edges')).toEqual([{ bearer: [] }, { oauth2: ['edge.<type>:write', '<type>:write'] }]);
+    expect(security('get', '/items/{id}')).toEqual([{ bearer: [] }, { oauth2: ['<type>:read'] }]);
+    expect(security('get', '/items')).toEqual([{ bearer: [] }, { oauth2: [] }]);
+    expect(doc.paths['/items'].get.description).toMatch(/OAuth access tokens: .*metadata:read/);
+    expect(security('get', '/keys')).toEqual([{ bearer: [] }]);
+    expect(security('post', '/keys')).toEqual([{ bearer: [] }, {}]);
+    for (const [method, path] of [['get', '/health'], ['get', '/openapi.json'], ['post', '/auth/oauth2/register'], ['get', '/auth/sign-in'], ['get', '/.well-known/openid-configuration']]) expect([path, security(method, path)]).toEqual([path, []]);
+    for (const [method, path] of [['get', '/auth/grants'], ['get', '/auth/grants/{id}'], ['delete', '/auth/grants/{id}'], ['post', '/auth/grants/{id}/revoke'], ['get', '/auth/sessions'], ['post', '/auth/sessions/revoke']]) {
+      expect([path, security(method, path)]).toEqual([path, [{ account_session: [] }]]);
+    }
+    expect(security('get', '/auth/userinfo')).toEqual([{ oauth2: ['openid'] }, { openIdConnect: ['openid'] }]);
+    // As the guards answer a client-credentials token with one item scope: they decide before a route reads its query,
+    // so a GET is 403 exactly where the document offers no OAuth.
+    const admin = (await rootAdmin()).key;
+    const client = (await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: 'Document check', grant_types: ['client_credentials'], scope: 'core.note:read' }).expect(201)).body;
+    const token = (await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' }).expect(200)).body.access_token;
+    const gets = operations().filter(({ method, path, op }) => method === 'get' && !path.includes('{') && path !== '/events' && op.security.some((r: object) => 'bearer' in r));
+    expect(gets.length).toBeGreaterThan(10);
+    for (const { path, op } of gets) {
+      const status = (await t.http.get(path).set(bearer(token)).redirects(0)).status;
+      expect([path, status === 403]).toEqual([path, !op.security.some((r: object) => 'oauth2' in r)]);
+    }
+    // A scope its requirement names is needed: this token has no metadata.types:write.
+    expectError(await t.http.post('/types').set(bearer(token)).send({ name: 'acme.nothing', schema: { type: 'object' } }), 403, 'forbidden');
+  });
+
+  it('closes the request bodies that the validation pipeline closes, free-form members left open: the document refuses what the server refuses', async () => {
+    const admin = await rootAdmin();
+    const closed = serviceOperations().flatMap(({ method, path, op }) => {
+      const ref = op.requestBody?.content?.['application/json']?.schema?.$ref;
+      return ref ? [[`${method} ${path}`, schema(ref.split('/').pop()).additionalProperties]] : [];
+    });
+    expect(closed.length).toBeGreaterThan(15);
+    expect(closed.filter(([, additional]) => additional !== false)).toEqual([]);
+    for (const nested of ['BulkFilterDto', 'CreateItemDto']) expect(schema(nested).additionalProperties).toBe(false);
+    const note = (await t.http.post('/items').set(bearer(admin.key)).send({ type: 'core.note', properties: { title: 'to patch' } }).expect(201)).body;
+    const cases: Array<[method: 'post' | 'patch', url: string, path: string, body: Record<string, unknown>, unknown?: string]> = [
+      ['post', '/items', '/items', { type: 'core.note', properties: { title: 'free-form', anything: { nested: [1] } }, extensions: { 'acme.x': { y: 1 } } }],
+      ['post', '/items', '/items', { type: 'core.note', properties: { title: 'x' }, colour: 'red' }, 'colour'],
+      ['patch', `/items/${note.id}`, '/items/{id}', { version: 1, properties: { title: 'patched', extra: { a: 1 } }, extensions: { 'acme.x': null } }],
+      ['patch', `/items/${note.id}`, '/items/{id}', { version: 2, title: 'not a field' }, 'title'],
+      ['patch', `/items/${note.id}/metadata`, '/items/{id}/metadata', { add_tags: ['x'], extensions: { 'acme.y': { z: [] } } }],
+      ['post', '/items/bulk_action', '/items/bulk_action', { action: 'update_tags', filter: { type: 'core.note' }, add_tags: ['x'], dry_run: true }],
+      ['post', '/items/bulk_action', '/items/bulk_action', { action: 'update_tags', filter: { type: 'core.note', colour: 'red' }, add_tags: ['x'], dry_run: true }, 'filter.colour'],
+      ['post', '/types', '/types', { name: 'acme.recipe', schema: { type: 'object', properties: { title: { type: 'string' } }, 'x-anything': true } }],
+      ['post', '/types', '/types', { name: 'acme.other', schema: { type: 'object' }, colour: 'red' }, 'colour'],
+      ['patch', `/keys/${admin.id}`, '/keys/{id}', { label: 'root', scope: 'everything' }, 'scope'],
+      ['post', '/webhooks', '/webhooks', { url: 'https://hooks.example/in', events: ['item.created'], headers: {} }, 'headers'],
+    ];
+    for (const [method, url, path, body, unknown] of cases) {
+      const res = await t.http[method](url).set(bearer(admin.key)).send(body);
+      if (unknown) expect([url, badFields(res)]).toEqual([url, [unknown]]);
+      else expect([url, res.status, res.status < 300]).toEqual([url, res.status, true]);
+      const documented = matches(json(doc.paths[path][method].requestBody), body);
+      expect([url, body, documented === true]).toEqual([url, body, !unknown]);
+    }
+  });
+
+  it('types the provider\'s registration, token, userinfo and account answers as the service sends them', async () => {
+    const discovery = (await t.http.get('/.well-known/openid-configuration').expect(200)).body;
+    const grantTypes = doc.paths['/auth/oauth2/token'].post.requestBody.content['application/x-www-form-urlencoded'].schema.properties.grant_type;
+    expect([...grantTypes.enum].sort()).toEqual([...discovery.grant_types_supported].sort());
+    // RFC 7591 / 7592: open registration, and the client's read with its registration_access_token.
+    const metadata = { client_name: 'Registered', redirect_uris: ['http://127.0.0.1/cb'], scope: 'openid profile email core.note:read', token_endpoint_auth_method: 'none' };
+    expect(matches(json(doc.paths['/auth/oauth2/register'].post.requestBody), metadata)).toBe(true);
+    const registered = await t.http.post('/auth/oauth2/register').send(metadata).expect(201);
+    expect(matches(json(doc.paths['/auth/oauth2/register'].post.responses['201']), registered.body)).toBe(true);
+    expect(registered.headers['cache-control']).toBe('no-store');
+    const read = await t.http.get(new URL(registered.body.registration_client_uri).pathname).set(bearer(registered.body.registration_access_token)).expect(200);
+    expect(matches(json(doc.paths['/auth/oauth2/register/{client_id}'].get.responses['200']), read.body)).toBe(true);
+    expect(schema('DynamicClient').required).toEqual(expect.arrayContaining(['registration_access_token', 'registration_client_uri']));
+    // A user consents in the browser; the tokens, the claims, and the account pages' JSON.
+    const admin = (await rootAdmin()).key;
+    const user = { email: 'doc@example.com', password: 'correct horse battery', name: 'Doc User', picture: 'https://pictures.example/doc.png' };
+    await t.http.post('/users').set(bearer(admin)).send(user).expect(201);
+    const agent = request.agent(t.url);
+    const verifier = 'v'.repeat(43);
+    const challenge = createHash('sha256').update(verifier).digest('base64url');
+    const query = new URLSearchParams({ response_type: 'code', client_id: registered.body.client_id, redirect_uri: metadata.redirect_uris[0], scope: metadata.scope, state: 's1', code_challenge: challenge, code_challenge_method: 'S256' });
+    const signIn = await browse(agent, t.url, `/auth/authorize?${query}`);
+    const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: user.email, password: user.password }).expect(303);
+    const consent = await browse(agent, t.url, new URL(signedIn.headers.location, t.url).pathname + new URL(signedIn.headers.location, t.url).search);
+    const decided = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' }).expect(303);
+    const back = await browse(agent, t.url, new URL(decided.headers.location, t.url).pathname);
+    const code = new URL(back.leftTo!).searchParams.get('code')!;
+    const tokens = await t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'authorization_code', code, redirect_uri: metadata.redirect_uris[0], code_verifier: verifier, client_id: registered.body.client_id }).expect(200);
+    expect(matches(json(doc.paths['/auth/oauth2/token'].post.responses['200']), tokens.body)).toBe(true);
+    const claims = await t.http.get('/auth/userinfo').set(bearer(tokens.body.access_token)).expect(200);
+    expect([tokens.headers['cache-control'], claims.headers['cache-control']]).toEqual(['no-store', 'no-store']);
+    expect(claims.body).toEqual({ sub: expect.any(String), name: user.name, preferred_username: user.email, picture: user.picture, email: user.email, email_verified: false });
+    expect(Object.keys(claims.body).filter((claim) => !(claim in schema('UserinfoClaims').properties))).toEqual([]);
+    expect(matches(json(doc.paths['/auth/userinfo'].get.responses['200']), claims.body)).toBe(true);
+    const account = request.agent(t.url);
+    const form = await account.get('/auth/sign-in?return_to=/auth/grants').expect(200);
+    await account.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: field(form.text, 'csrf'), email: user.email, password: user.password }).expect(303);
+    const grants = await account.get('/auth/grants').set('Accept', 'application/json').expect(200);
+    expect(grants.body.grants).toHaveLength(1);
+    expect(matches(json(doc.paths['/auth/grants'].get.responses['200']), grants.body)).toBe(true);
+    const grant = await account.get(`/auth/grants/${grants.body.grants[0].id}`).expect(200);
+    expect(matches(json(doc.paths['/auth/grants/{id}'].get.responses['200']), grant.body)).toBe(true);
+    const sessions = await account.get('/auth/sessions').set('Accept', 'application/json').expect(200);
+    expect(sessions.body.sessions).toHaveLength(1);
+    expect(matches(json(doc.paths['/auth/sessions'].get.responses['200']), sessions.body)).toBe(true);
+    for (const name of ['AccountGrant', 'AccountSession']) expect([name, schema(name).additionalProperties]).toEqual([name, undefined]);
+  });
+
+  it('documents PATCH /items/{id}\'s 409 as either its version_conflict or the pipeline\'s conflict, and every error code as one of SPEC 7\'s', async () => {
+    const admin = (await rootAdmin()).key;
+    const conflict = json(doc.paths['/items/{id}'].patch.responses['409']);
+    const item = (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'one' } }).expect(201)).body;
+    await t.http.patch(`/items/${item.id}`).set(bearer(admin)).send({ version: 1, properties: { title: 'two' } }).expect(200);
+    const stale = await t.http.patch(`/items/${item.id}`).set(bearer(admin)).send({ version: 1, properties: { title: 'three' } });
+    expectError(stale, 409, 'version_conflict');
+    expect(matches(conflict, stale.body)).toBe(true);
+    expect(matches(conflict, { error: { code: 'conflict', message: 'The request collided with concurrent writes and changed nothing; send it again' } })).toBe(true);
+    expect(matches(conflict, { error: { code: 'no_such_code', message: 'x' } })).not.toBe(true);
+    expect(doc.paths['/items/{id}'].patch.responses['409'].description).toMatch(/version_conflict.*Or: .*conflict/);
+    const codes = schema('ErrorEnvelopeDto').properties.error.$ref ? schema(schema('ErrorEnvelopeDto').properties.error.$ref.split('/').pop()).properties.code.enum : undefined;
+    expect(codes).toEqual(expect.arrayContaining(['validation_error', 'version_conflict', 'rate_limited', 'internal_error', 'service_unavailable', 'upstream_unavailable']));
+    expect(matches(json(doc.paths['/items'].get.responses['401']), (await t.http.get('/items').set(bearer('svc_k1_nope'))).body)).toBe(true);
+  });
+
+  it('gives every timestamp of the document format date-time, and the answers match it', async () => {
+    const untyped = Object.entries<any>(doc.components.schemas).flatMap(([name, s]) =>
+      Object.entries<any>(s.properties ?? {})
+        .filter(([property, p]) => /_at$/.test(property) && [p.type].flat().includes('string') && p.format !== 'date-time')
+        .map(([property]) => `${name}.${property}`),
+    );
+    expect(untyped).toEqual([]);
+    const admin = (await rootAdmin()).key;
+    const keys = await t.http.get('/keys').set(bearer(admin)).expect(200);
+    expect(matches(json(doc.paths['/keys'].get.responses['200']), keys.body)).toBe(true);
+    const types = await t.http.get('/types').set(bearer(admin)).expect(200);
+    expect(matches(json(doc.paths['/types'].get.responses['200']), types.body)).toBe(true);
+  });
+
+  it('documents the headers the pipeline sends: X-Request-Id (which a caller may choose), WWW-Authenticate on a 401, and those of the blob 304 and the connector\'s 302', async () => {
+    const missing = operations().flatMap(({ method, path, op }) => [
+      ...(op.parameters.some((p: { name: string; in: string }) => p.name === 'X-Request-Id' && p.in === 'header') ? [] : [`${method} ${path}: no X-Request-Id parameter`]),
+      ...Object.entries<any>(op.responses).filter(([, response]) => !response.headers?.['X-Request-Id']).map(([status]) => `${method} ${path} ${status}`),
+      ...(op.responses['401'] && !op.responses['401'].headers['WWW-Authenticate'] ? [`${method} ${path} 401: no WWW-Authenticate`] : []),
+    ]);
+    expect(missing).toEqual([]);
+    // The pattern the document gives a caller's id is the one the service keeps.
+    const pattern = new RegExp(/`([^`]+)`/.exec(doc.paths['/health'].get.parameters.find((p: { name: string }) => p.name === 'X-Request-Id').description)![1]);
+    for (const id of ['trace-1.a_B', 'x'.repeat(100), 'x'.repeat(101), 'with space', 'semi;colon']) {
+      const echoed = (await t.http.get('/health').set('X-Request-Id', id)).headers['x-request-id'];
+      expect([id, echoed === id]).toEqual([id, pattern.test(id)]);
+    }
+    const unauthorized = await t.http.get('/items');
+    expect(unauthorized.headers['www-authenticate']).toBe('Bearer realm="svc"');
+    const admin = (await rootAdmin()).key;
+    const blob = (await t.http.post('/blobs').set(bearer(admin)).type('application/octet-stream').send(Buffer.from('cached bytes')).expect(201)).body;
+    const notModified = await t.http.get(`/blobs/${blob.hash}`).set(bearer(admin)).set('If-None-Match', `"${blob.hash}"`).expect(304);
+    const documented = Object.keys(doc.paths['/blobs/{hash}'].get.responses['304'].headers).map((h) => h.toLowerCase());
+    for (const sent of ['etag', 'cache-control', 'content-security-policy']) expect([sent, notModified.headers[sent] !== undefined, documented.includes(sent)]).toEqual([sent, true, true]);
+    for (const path of ['/oauth/start', '/oauth/callback/{provider}']) expect(Object.keys(doc.paths[path].get.responses['302'].headers)).toEqual(expect.arrayContaining(['Location', 'Cache-Control']));
+    for (const [method, path, status] of [['post', '/auth/oauth2/token', '200'], ['post', '/auth/oauth2/introspect', '200'], ['post', '/auth/oauth2/register', '201'], ['get', '/auth/oauth2/register/{client_id}', '200'], ['get', '/auth/userinfo', '200']]) {
+      expect([path, doc.paths[path][method].responses[status].headers['Cache-Control']]).toEqual([path, { $ref: '#/components/headers/Cache-Control' }]);
+    }
+  });
+
+  it('is the same document, byte for byte, from another start of the service', async () => {
+    const again = await startApp();
+    try {
+      const other = (await again.http.get('/openapi.json').expect(200)).text;
+      const ours = (await t.http.get('/openapi.json').expect(200)).text;
+      expect(other.replaceAll(again.url, t.url)).toBe(ours);
+    } finally {
+      await again.close();
+    }
   });
 
   it('serves the browsable reference and all of its assets itself', async () => {

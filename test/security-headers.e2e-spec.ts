@@ -96,8 +96,14 @@ describe('security headers', () => {
         }
       }
     }
+    // The secrets shown once, and what the provider, userinfo and the connector's redirects send no-store themselves.
+    const theirs = [
+      'POST /auth/oauth2/token 200', 'POST /auth/token 200', 'POST /auth/device/token 200', 'POST /auth/oauth2/introspect 200', 'POST /auth/oauth2/register 201',
+      'GET /auth/oauth2/register/{client_id} 200', 'HEAD /auth/oauth2/register/{client_id} 200', 'GET /oauth/start 302', 'HEAD /oauth/start 302', 'GET /oauth/callback/{provider} 302',
+      ...['GET /auth/userinfo', 'HEAD /auth/userinfo', 'GET /auth/oauth2/userinfo', 'HEAD /auth/oauth2/userinfo', 'POST /auth/oauth2/userinfo'].flatMap((op) => ['200', '401', '403'].map((status) => `${op} ${status}`)),
+    ];
     expect(noStore.sort()).toEqual(
-      ['POST /auth/clients 201', 'POST /auth/clients/{client_id}/secret 200', 'POST /keys 201', 'POST /tenants 201', 'POST /webhooks 201', 'POST /webhooks/{id}/secret 200'].sort(),
+      ['POST /auth/clients 201', 'POST /auth/clients/{client_id}/secret 200', 'POST /keys 201', 'POST /tenants 201', 'POST /webhooks 201', 'POST /webhooks/{id}/secret 200', ...theirs].sort(),
     );
   });
 });

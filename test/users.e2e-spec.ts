@@ -106,7 +106,9 @@ describe('users', () => {
   });
 
   it('refuses a blank name, or one with control or bidirectional override characters, on POST /users, PATCH /users and the sign-up page', async () => {
-    const bad = ['   ', '\u3000\t', 'Ada\u0007', 'Ada\nLovelace', 'Ada\u0085', 'Ada\u007f', '\u202eecilA', 'Ada\u2066x\u2069', 'Ada\u202a'];
+    // Blank too: only zero-width, filler or tag characters, which show nothing where the name should be.
+    const invisible = ['\u200b', '\u3164', '\u2800', '\u00ad\u034f', '\u2060', '\u115f\u1160', '\u{E0041}\u{E0042}'];
+    const bad = ['   ', '\u3000\t', ...invisible, 'Ada\u0007', 'Ada\nLovelace', 'Ada\u0085', 'Ada\u007f', '\u202eecilA', 'Ada\u2066x\u2069', 'Ada\u202a'];
     for (const name of bad) {
       expect(badFields(await create(admin, { email: 'names@example.com', password: 'long enough pw', name }))).toEqual(['name']);
     }
@@ -115,13 +117,31 @@ describe('users', () => {
     expect((await t.http.get(`/users/${u.body.id}`).set(bearer(admin)).expect(200)).body.name).toBe('Zoë 😀 Ünal');
     const agent = request.agent(t.url);
     const csrf = field((await agent.get('/auth/sign-up').expect(200)).text, 'csrf');
-    for (const name of ['\u202e\u0007bell', 'A\u2068B']) {
+    for (const name of ['\u202e\u0007bell', 'A\u2068B', ...invisible]) {
       const page = await agent.post('/auth/sign-up').type('form').send({ csrf, name, email: 'bell@example.com', password: 'a long sign-up password' });
       expect(page.status).toBe(400);
       expect(page.text).toContain('A name cannot hold control characters or bidirectional override characters.');
     }
     expect(await t.sql(`SELECT 1 FROM users WHERE email = 'bell@example.com'`)).toEqual([]);
     await t.http.delete(`/users/${u.body.id}`).set(bearer(admin)).expect(200);
+  });
+
+  it('refuses an email holding a bidirectional override, a zero-width or another invisible character, on POST /users and the sign-up page', async () => {
+    // Shown on the pages and sent to apps (`email`, `preferred_username`): U+202E would show a\u202eb@example.com as "amoc.elpmaxe@b".
+    const bad = ['a\u202eb@example.com', 'a\u200fb@example.com', 'a\u200b@example.com', 'ada@exa\u2060mple.com', 'a\u3164b@example.com', 'a\u2066b\u2069@example.com'];
+    for (const email of bad) {
+      const error = expectError(await create(admin, { email, password: 'long enough pw', name: 'Hidden' }), 400, 'validation_error');
+      expect([email, error.details!.fields]).toEqual([email, [{ field: 'email', message: expect.stringContaining('invisible characters') }]]);
+    }
+    const agent = request.agent(t.url);
+    const csrf = field((await agent.get('/auth/sign-up').expect(200)).text, 'csrf');
+    for (const email of bad) {
+      const page = await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Hidden', email, password: 'a long sign-up password' });
+      expect([email, page.status]).toEqual([email, 400]);
+      expect(page.text).toContain('Give a valid email address.');
+    }
+    expect(await t.sql(`SELECT email FROM users WHERE name = 'Hidden'`)).toEqual([]);
+    await create(admin, { email: 'zoë@exämple.com', password: 'long enough pw', name: 'Hidden' }).expect(201);
   });
 
   it('counts a name\'s 200 characters by code point on POST and PATCH /users and the sign-up page alike: ❤️ (with its variation selector) is two', async () => {

@@ -1,5 +1,5 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../openapi/api-errors.decorator';
@@ -7,7 +7,6 @@ import { AuditList, ListAuditQuery } from './audit.dto';
 import { AuditService } from './audit.service';
 
 @ApiTags('audit')
-@ApiBearerAuth()
 @Controller('audit')
 export class AuditController {
   constructor(private readonly audit: AuditService) {}

@@ -4,6 +4,7 @@
  */
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
+import { cutText } from '../common/input-policy';
 
 export const BLOB_HASH_RE = /^[0-9a-f]{64}$/;
 /** A blob reference as it appears in item properties. */
@@ -24,7 +25,7 @@ export class ParseBlobHashPipe implements PipeTransform<string, string> {
   transform(value: string): string {
     const hash = parseBlobHash(value);
     if (!hash) {
-      throw ApiError.badRequest('invalid_id', `"${value.slice(0, 80)}" is not a blob hash (64 lowercase hex digits, optionally prefixed "sha256:")`);
+      throw ApiError.badRequest('invalid_id', `"${cutText(value, 80)}" is not a blob hash (64 lowercase hex digits, optionally prefixed "sha256:")`);
     }
     return hash;
   }

@@ -1,6 +1,5 @@
 import { Controller, Get, Head, Headers, Param, Post, Req, Res } from '@nestjs/common';
 import {
-  ApiBearerAuth,
   ApiBody,
   ApiConsumes,
   ApiCreatedResponse,
@@ -18,6 +17,7 @@ import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { StreamedBody } from '../common/body-parsing';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { ParseBlobHashPipe } from './blob-hash';
 import { uploadMediaType } from './blob-media-type';
 import { BlobResponse } from './blobs.dto';
@@ -26,13 +26,21 @@ import { closeAfterResponse } from './lingering-close';
 
 const HASH_PARAM = { name: 'hash', description: 'SHA-256 of the content: 64 lowercase hex digits, optionally prefixed "sha256:"' };
 
+/** The headers of a download and of its 304 alike (setContentHeaders). */
+const CACHE_HEADERS = {
+  ETag: { description: 'The quoted hash; content never changes, so If-None-Match gets 304', schema: { type: 'string' } },
+  'Cache-Control': { description: 'private, max-age=31536000, immutable', schema: { type: 'string' } },
+  'Content-Security-Policy': { description: "default-src 'none'; sandbox: a browser that opens the content runs none of its script", schema: { type: 'string' } },
+} as const;
+
 // Content-Type is described by the response's media type (OpenAPI ignores it as a header).
 const CONTENT_HEADERS = {
   'Content-Length': { description: 'Size in bytes', schema: { type: 'integer' } },
-  ETag: { description: 'The quoted hash; content never changes, so If-None-Match gets 304', schema: { type: 'string' } },
-  'Cache-Control': { description: 'private, max-age=31536000, immutable', schema: { type: 'string' } },
+  ...CACHE_HEADERS,
   'X-Content-Type-Options': { description: 'nosniff', schema: { type: 'string' } },
 } as const;
+
+const ApiNotModified = () => ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)', headers: CACHE_HEADERS });
 
 /** Uploading needs an admin, or write access to at least one type (someone who can make items). */
 function mayUpload(p: Principal): boolean {
@@ -45,12 +53,12 @@ function declaredLength(req: FastifyRequest): number | undefined {
 }
 
 @ApiTags('blobs')
-@ApiBearerAuth()
 @Controller('blobs')
 export class BlobsController {
   constructor(private readonly blobs: BlobsService) {}
 
   @Post()
+  @ApiOAuth({ note: 'write on some type (any `<type>:write`).' })
   @StreamedBody()
   @ApiOperation({
     summary: 'Upload a blob',
@@ -85,11 +93,12 @@ export class BlobsController {
 
   // Declared before the GET route, which would otherwise get a HEAD route of Fastify's making.
   @Head(':hash')
+  @ApiOAuth({ note: 'any token of the tenant.' })
   @ApiOperation({ summary: 'Blob headers only: Content-Type, Content-Length, ETag, caching' })
   @ApiParam(HASH_PARAM)
   @ApiHeader({ name: 'If-None-Match', required: false })
   @ApiResponse({ status: 200, description: 'The blob exists', headers: CONTENT_HEADERS })
-  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)' })
+  @ApiNotModified()
   @ApiErrors(400, 401, 404, 429)
   async head(
     @Caller() caller: Principal,
@@ -102,6 +111,7 @@ export class BlobsController {
   }
 
   @Get(':hash')
+  @ApiOAuth({ note: 'any token of the tenant.' })
   @ApiOperation({ summary: 'Download a blob', description: 'Streams the bytes with the Content-Type given at upload.' })
   @ApiParam(HASH_PARAM)
   @ApiHeader({ name: 'If-None-Match', required: false })
@@ -111,7 +121,7 @@ export class BlobsController {
     headers: CONTENT_HEADERS,
     content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
   })
-  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)' })
+  @ApiNotModified()
   @ApiErrors(400, 401, 404, 429)
   async download(
     @Caller() caller: Principal,
@@ -130,6 +140,7 @@ export class BlobsController {
   }
 
   @Get(':hash/metadata')
+  @ApiOAuth({ note: 'any token of the tenant.' })
   @ApiOperation({ summary: 'Blob metadata: hash, ref, size, content type, creation time' })
   @ApiParam(HASH_PARAM)
   @ApiOkResponse({ type: BlobResponse })

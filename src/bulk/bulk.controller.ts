@@ -1,22 +1,23 @@
 import { Body, Controller, Delete, Get, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { BulkActionDto, BulkJobDto, BulkJobList, BulkResultDto, ListBulkJobsQuery } from './bulk.dto';
 import { BulkService } from './bulk.service';
 
 @ApiTags('bulk actions')
-@ApiBearerAuth()
 @ApiExtraModels(BulkResultDto, BulkJobDto)
 @Controller('items/bulk_action')
 export class BulkController {
   constructor(private readonly bulk: BulkService) {}
 
   @Post()
+  @ApiOAuth({ note: 'write on the types of the items it changes (`<type>:write`), `metadata:write` to change tags; `purge` needs an admin API key.' })
   @Idempotent()
   @ApiOperation({
     summary: 'Apply one action to every item a filter matches',
@@ -45,6 +46,7 @@ export class BulkController {
   }
 
   @Get('jobs')
+  @ApiOAuth({ note: 'the jobs started by the token\'s grant or client, with no scope the token lacks.' })
   @ApiOperation({
     summary: 'Bulk jobs, newest first: the caller\'s own (an admin: the tenant\'s), with cursor pagination',
     description: 'Ended jobs are listed for BULK_JOB_RETENTION_DAYS (default 30) after they ended.',
@@ -56,6 +58,7 @@ export class BulkController {
   }
 
   @Get('jobs/:id')
+  @ApiOAuth({ note: 'a job started by the token\'s grant or client, with no scope the token lacks.' })
   @ApiOperation({
     summary: 'A bulk job: status, progress counters, and its result once ended',
     description: 'An ended job (completed, failed, cancelled) is kept BULK_JOB_RETENTION_DAYS (default 30) after it ended, then deleted (404).',
@@ -67,6 +70,7 @@ export class BulkController {
   }
 
   @Delete('jobs/:id')
+  @ApiOAuth({ note: 'a job started by the token\'s grant or client, with no scope the token lacks.' })
   @ApiOperation({
     summary: 'Cancel a bulk job',
     description:

@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsObject, IsString, MaxLength, Min, ValidateNested } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsObject, IsString, Min, ValidateNested } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { IsOptionalNonNull, IsRfc3339, IsTypePattern } from '../common/validation';
+import { IsOptionalNonNull, IsRfc3339, IsTypePattern, MaxChars } from '../common/validation';
 import type { Tier } from '../keys/api-key.entity';
 import { IsTagList, TAGS_DOC } from '../items/items.dto';
 import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
@@ -17,7 +17,7 @@ export class BulkFilterDto {
   type?: string;
 
   @ApiPropertyOptional({ description: 'Items written by the credential with this source' })
-  @IsOptionalNonNull() @IsString() @MaxLength(200)
+  @IsOptionalNonNull() @IsString() @MaxChars(200)
   source?: string;
 
   @ApiPropertyOptional({ ...TAGS_DOC, description: 'Items carrying all of these tags' })

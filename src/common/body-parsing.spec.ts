@@ -1,4 +1,4 @@
-import { bodyParserError } from './body-parsing';
+import { bodyParserError, isPercentEncoded } from './body-parsing';
 
 /** Errors shaped like the ones body-parser (http-errors) raises. */
 function raised(type: string | undefined, status: number, extra: Record<string, unknown> = {}): Error {
@@ -25,5 +25,15 @@ describe('bodyParserError', () => {
     const e = bodyParserError(raised(undefined, 400));
     expect([e.status, e.code]).toEqual([400, 'invalid_request']);
     expect(e.message).not.toContain('raw parser message');
+  });
+});
+
+describe('isPercentEncoded', () => {
+  it.each(['', 'a=b&c=d', 'label=caf%C3%A9+%F0%9F%94%91', 'a%3D=b%26', '=&&=', 'a+b=100%25'])('takes %j', (text) => {
+    expect(isPercentEncoded(text)).toBe(true);
+  });
+
+  it.each(['label=%FF', 'label=ok%C3%A9%FF', 'label=%ED%A0%80', 'a=%C3', 'a=%C3&%A9', 'a=%zz', 'a=100%', '%FF=x'])('refuses %j', (text) => {
+    expect(isPercentEncoded(text)).toBe(false);
   });
 });

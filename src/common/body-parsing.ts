@@ -6,11 +6,11 @@
  * A parsed body then passes the input policy (input-policy.ts: no NUL, no unpaired surrogate,
  * at most 64 levels deep).
  *
- * A body refused here (malformed JSON, too large, bad charset or encoding, bytes that are not
- * UTF-8, against the policy) is not answered here: fastify would answer it before any guard
- * runs, so a caller without credentials would learn about its body before being told it is not
- * authenticated. Its ApiError is kept on the request and thrown by InputGuard after the bearer
- * and permission guards.
+ * A body refused here (malformed JSON, too large, a charset other than UTF-8, a bad encoding,
+ * bytes or a form's %-escapes that are not UTF-8, against the policy) is not answered here:
+ * fastify would answer it before any guard runs, so a caller without credentials would learn
+ * about its body before being told it is not authenticated. Its ApiError is kept on the request
+ * and thrown by InputGuard after the bearer and permission guards.
  *
  * A route marked @StreamedBody() reads the raw request stream itself, whatever its media type
  * (a blob uploaded as application/json is stored, not parsed).
@@ -107,6 +107,7 @@ export function bodyParserError(err: unknown): ApiError {
   if (type === 'encoding.unsupported') return unsupportedEncoding();
   if (type === 'charset.unsupported') return new ApiError(415, 'invalid_request', 'Unsupported charset: use utf-8');
   if (type === NOT_UTF8) return new ApiError(400, 'invalid_request', 'The request body is not valid UTF-8');
+  if (type === NOT_PERCENT_ENCODED) return new ApiError(400, 'invalid_request', 'The form is not validly percent-encoded: every %-escape must decode, to UTF-8');
   if (status === 400) {
     // raw-body's inflation and stream errors: bytes that are not what Content-Encoding says, a
     // body shorter than Content-Length, a client that stopped sending.
@@ -130,15 +131,46 @@ function isJson(text: unknown): boolean {
 type Reader = (req: IncomingMessage, res: undefined, next: (err?: unknown) => void) => void;
 
 const NOT_UTF8 = 'entity.not.utf8';
+const NOT_PERCENT_ENCODED = 'entity.not.percent.encoded';
+
+const refusal = (message: string, status: number, type: string) => Object.assign(new Error(message), { status, type });
 
 /**
- * body-parser's `verify`, before the bytes are decoded: decoding puts U+FFFD in place of bytes
- * that are not UTF-8, so `"\xff"` and `"\xfe"` became one string and, as a `source_id`, one item.
- * The input policy refuses a NUL or an unpaired surrogate rather than change what was sent, and
- * bytes that are not what their charset says are refused alike.
+ * Whether every %-escape of a query string or form decodes, to UTF-8. The decoders of query
+ * strings and forms (qs, Node's querystring) keep a bad escape as its text (`%FF` a label of
+ * three characters) or put U+FFFD in its place, rather than refuse it.
+ */
+export function isPercentEncoded(text: string): boolean {
+  if (!text.includes('%')) return true;
+  try {
+    for (const part of text.split(/[&=]/)) decodeURIComponent(part);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * body-parser's `verify`, before the bytes are decoded. Every body is UTF-8: JSON by RFC 8259
+ * 8.1, a form as the pages (UTF-8 themselves) send it. body-parser decoded JSON in any `utf-*`
+ * charset and forms in ISO-8859-1 too, so `charset=utf-7` turned `+ADw-script+AD4-` into
+ * `<script>` past anything that reads bodies as UTF-8, and UTF-16 or UTF-32 that did not decode
+ * became U+FFFD. Any other charset is 415, `utf8` too (the charset's name is UTF-8, RFC 3629 8),
+ * as body-parser refused it already; `encoding` is the Content-Type's charset in lower case, or
+ * `utf-8` when it names none. Decoding also puts U+FFFD in place of bytes that are not UTF-8,
+ * so `"\xff"` and `"\xfe"` became one string and, as a `source_id`, one item. The input policy
+ * refuses a NUL or an unpaired surrogate rather than change what was sent, and such bytes are
+ * refused alike.
  */
 function requireUtf8(_req: IncomingMessage, _res: unknown, body: Buffer, encoding: string | null): void {
-  if (encoding === 'utf-8' && !isUtf8(body)) throw Object.assign(new Error('The request body is not valid UTF-8'), { status: 400, type: NOT_UTF8 });
+  if (encoding !== 'utf-8') throw refusal('Unsupported charset', 415, 'charset.unsupported');
+  if (!isUtf8(body)) throw refusal('The request body is not valid UTF-8', 400, NOT_UTF8);
+}
+
+/** A form's `verify`: UTF-8, and so are its %-escapes (as a query string's, requireValidQuery). */
+function requireUtf8Form(req: IncomingMessage, res: unknown, body: Buffer, encoding: string | null): void {
+  requireUtf8(req, res, body, encoding);
+  if (!isPercentEncoded(body.toString())) throw refusal('The form is not validly percent-encoded', 400, NOT_PERCENT_ENCODED);
 }
 
 /**
@@ -208,11 +240,23 @@ function declaredOver(headers: IncomingHttpHeaders, limit: number): boolean {
   return (encoding === undefined || encoding.toLowerCase() === 'identity') && Number(headers['content-length'] ?? 0) > limit;
 }
 
+/**
+ * A body's text, read by the rules of the bodies above (UTF-8, a form's %-escapes too, at most
+ * `limit` bytes, a leading BOM dropped), for a reader of its own to parse: the OAuth provider's
+ * (oidc-provider.factory.ts), whose own reading put U+FFFD in place of bytes that are not UTF-8
+ * whatever the charset said, and refused a BOM. Rejects with body-parser's refusal (bodyParserError).
+ */
+export function readBodyText(req: IncomingMessage, limit: number, form: boolean): Promise<string> {
+  const read = bodyParser.text({ limit, type: () => true, inflate: false, verify: form ? requireUtf8Form : requireUtf8 }) as unknown as Reader;
+  const raw = bodyStream(req);
+  return new Promise((resolve, reject) => read(raw, undefined, (err) => (err ? reject(err) : resolve((raw.body as string | undefined) ?? ''))));
+}
+
 export function registerBodyParsers(app: FastifyInstance, limit: number): void {
   app.removeAllContentTypeParsers();
   // body-parser's own media-type test is skipped: fastify has matched the type already.
   const json = bodyParser.json({ limit, type: () => true, verify: requireUtf8 }) as unknown as Reader;
-  const form = bodyParser.urlencoded({ limit, extended: false, type: () => true, verify: requireUtf8 }) as unknown as Reader;
+  const form = bodyParser.urlencoded({ limit, extended: false, type: () => true, verify: requireUtf8Form }) as unknown as Reader;
   const readers: Array<[string | RegExp, Reader]> = [
     ['application/json', json],
     [/^application\/[^;\s]+\+json(?:\s*;|$)/, json],

@@ -2,6 +2,7 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { ApiError } from './api-error';
+import { cutText } from './input-policy';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -15,7 +16,7 @@ export const canonicalId = (value: string): string => (isId(value) ? value.toLow
 @Injectable()
 export class ParseIdPipe implements PipeTransform<string, string> {
   transform(value: string): string {
-    if (!isId(value)) throw ApiError.badRequest('invalid_id', `"${value.slice(0, 64)}" is not a valid id`);
+    if (!isId(value)) throw ApiError.badRequest('invalid_id', `"${cutText(value, 64)}" is not a valid id`);
     return canonicalId(value);
   }
 }

@@ -1,4 +1,4 @@
-import { cutText, inputIssues, MAX_JSON_DEPTH, textIssue } from './input-policy';
+import { cutChars, cutText, inputIssues, MAX_JSON_DEPTH, textIssue } from './input-policy';
 
 function nested(depth: number): unknown {
   let v: unknown = 'leaf';
@@ -67,5 +67,15 @@ describe('cutText', () => {
     expect(cutText('abcdef', 5)).toBe('abcde');
     expect(cutText('abcd😀x', 5)).toBe('abcd');
     expect(cutText('abc😀x', 5)).toBe('abc😀');
+  });
+});
+
+describe('cutChars', () => {
+  it('keeps text within the limit, counted in code points, and cuts longer text between characters', () => {
+    expect(cutChars('😀'.repeat(200), 200)).toBe('😀'.repeat(200));
+    expect(cutChars('😀'.repeat(201), 200)).toBe('😀'.repeat(200));
+    expect(cutChars('a\ufe0f'.repeat(200), 200)).toBe('a\ufe0f'.repeat(100));
+    expect(cutChars('a'.repeat(199) + '😀😀', 200)).toBe('a'.repeat(199) + '😀');
+    expect(cutChars('abc', 2)).toBe('ab');
   });
 });

@@ -14,7 +14,7 @@
  *   such a key, even deep inside `properties`), so such a field would be lost or pass unchecked
  *   rather than be stored or refused.
  */
-import { FieldIssue, MAX_FIELD_ISSUES } from './validation';
+import { FieldIssue, hasCharLength, MAX_FIELD_ISSUES } from './validation';
 
 export const MAX_JSON_DEPTH = 64;
 
@@ -29,6 +29,13 @@ export function textIssue(text: string): string | undefined {
 export function cutText(text: string, max: number): string {
   return text.length <= max ? text : text.slice(0, max).replace(/[\uD800-\uDBFF]$/, '');
 }
+
+/**
+ * At most `max` characters of a text, counted as the length limits count them (codePointLength):
+ * text the service makes into a field of its own (a key label) fits what the API takes. The first
+ * 2 × `max` UTF-16 units hold `max` characters whole, whatever half pair may end them.
+ */
+export const cutChars = (text: string, max: number): string => (hasCharLength(text, 0, max) ? text : [...text.slice(0, 2 * max)].slice(0, max).join(''));
 
 const join = (path: string, key: string | number) => (path ? `${path}.${key}` : String(key));
 

@@ -3,7 +3,7 @@ import type { TransformOperationExecutor as Executor } from 'class-transformer/t
 import { ArrayMaxSize, IsArray, IsObject, IsString, ValidateNested, validateSync } from 'class-validator';
 import { BulkActionDto } from '../bulk/bulk.dto';
 import { BulkItemsDto } from '../items/items.dto';
-import { IsQueryInt, IsRfc3339, isRfc3339, plainToDto, validationIssues } from './validation';
+import { CharLength, codePointLength, hasCharLength, hasHiddenCharacter, isBlank, IsQueryInt, isReadableName, IsRfc3339, isRfc3339, MaxChars, plainToDto, validationIssues } from './validation';
 
 describe('isRfc3339', () => {
   it.each(['2026-01-02T03:04:05Z', '2026-01-02t03:04:05z', '2026-01-02T03:04:05.123456+02:00', '2024-02-29T23:59:59-11:30'])('accepts %s', (v) => {
@@ -79,6 +79,67 @@ describe('IsQueryInt', () => {
 
   it.each(['0x10', ' 5', '5 ', '1e3', '+5', '-5', '5.0', '', '٣', '101', '9'.repeat(30)])('refuses %p', (n) => {
     expect(check(n)).toBe('refused');
+  });
+});
+
+describe('text people read', () => {
+  // Each shows nothing: a consent page named an app of U+200B "Allow <strong></strong> to:".
+  const invisible = ['', '   ', '\u3000\t', '\u200b', '\u3164', '\uffa0', '\u2800', '\u00ad\u034f', '\u2060', '\u115f\u1160', '\u{E0041}\u{E0042}\u{E007F}', '\ufe0f', '\u200d \u200c'];
+
+  it.each(invisible)('counts %j as blank, and so as no name', (text) => {
+    expect(isBlank(text)).toBe(true);
+    expect(isReadableName(text)).toBe(false);
+  });
+
+  it.each(['Ada', ' Ada ', '❤️', '👨‍👩‍👧', '\u200bA', '\u3164\u3164a', '\u0301'])('takes %j, which shows something, as a name', (text) => {
+    expect(isBlank(text)).toBe(false);
+    expect(isReadableName(text)).toBe(true);
+  });
+
+  it('refuses control characters and bidirectional overrides and isolates in a name, as before', () => {
+    for (const text of ['Ada\u0007', 'Ada\n', 'Ada\u0085', '\u202eecilA', 'A\u2066B\u2069']) expect(isReadableName(text)).toBe(false);
+  });
+
+  it('finds the characters an email must not hide: controls, format characters and invisible ones', () => {
+    for (const text of ['a\u202eb@example.com', 'a\u200fb@example.com', 'a\u200b@example.com', 'a@exa\u2060mple.com', 'a\u3164b@example.com', 'a\u3000b@example.com', 'a\u00adb@example.com', 'a\u0007@example.com']) {
+      expect([text, hasHiddenCharacter(text)]).toEqual([text, true]);
+    }
+    for (const text of ['ada@example.com', 'zoë@exämple.com', 'δοκιμή@παράδειγμα.δοκιμή']) expect(hasHiddenCharacter(text)).toBe(false);
+  });
+});
+
+describe('lengths in characters', () => {
+  it('counts code points: an emoji is one, ❤️ (with its variation selector) two', () => {
+    expect(codePointLength('abc')).toBe(3);
+    expect(codePointLength('😀😀')).toBe(2);
+    expect(codePointLength('a\ufe0f'.repeat(200))).toBe(400);
+    expect(codePointLength('❤️')).toBe(2);
+    expect(hasCharLength('😀'.repeat(200), 0, 200)).toBe(true);
+    expect(hasCharLength('a\ufe0f'.repeat(200), 0, 200)).toBe(false);
+    expect(hasCharLength('a'.repeat(401), 0, 200)).toBe(false);
+    expect(hasCharLength('😀', 2, 5)).toBe(false);
+    expect(hasCharLength('ab', 2, 5)).toBe(true);
+  });
+
+  class Texts {
+    @MaxChars(3)
+    short: unknown;
+
+    @CharLength(2, 3)
+    ranged: unknown;
+
+    @MaxChars(2, { each: true })
+    list: unknown;
+  }
+  const problems = (o: object) => validationIssues(validateSync(plainToInstance(Texts, { short: 'a', ranged: 'ab', list: [], ...o })));
+
+  it('holds text fields to their limit in code points, where class-validator\'s MaxLength let a variation selector through uncounted', () => {
+    expect(problems({ short: '😀😀😀', ranged: '😀😀', list: ['😀😀'] })).toEqual([]);
+    expect(problems({ short: 'a\ufe0fa\ufe0f' })).toEqual([{ field: 'short', message: 'must be shorter than or equal to 3 characters' }]);
+    expect(problems({ ranged: '\ufe0f' })).toEqual([{ field: 'ranged', message: 'must be longer than or equal to 2 characters' }]);
+    expect(problems({ ranged: 'abcd' })).toEqual([{ field: 'ranged', message: 'must be shorter than or equal to 3 characters' }]);
+    expect(problems({ list: ['ok', 'a\ufe0fb'] })).toEqual([{ field: 'list', message: 'each value in list must be shorter than or equal to 2 characters' }]);
+    expect(problems({ short: 5 })).toEqual([{ field: 'short', message: 'must be shorter than or equal to 3 characters' }]);
   });
 });
 

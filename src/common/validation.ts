@@ -6,7 +6,7 @@ import { applyDecorators, ArgumentMetadata, ValidationError, ValidationPipe } fr
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { classToPlain, ClassTransformOptions, Exclude, plainToInstance, Transform, TransformationType, Type } from 'class-transformer';
 import type { MetadataStorage } from 'class-transformer/types/MetadataStorage';
-import { getMetadataStorage, IsDefined, IsString, MaxLength, MinLength, registerDecorator, ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
+import { buildMessage, getMetadataStorage, IsDefined, IsString, registerDecorator, ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
 import { ApiError } from './api-error';
 import { isDottedName, isPattern } from './type-pattern';
 
@@ -206,14 +206,84 @@ export const isUntransformed = (dto: unknown, field: string): boolean =>
 export const IsOptionalNonNull = () => ValidateIf((_object, value) => value !== undefined);
 
 /**
- * A name people read (a user's, a tenant's; isUserName in src/users/users.dto.ts adds the
- * length): not blank, and without control characters (C0, DEL, C1) or the bidirectional
- * overrides and isolates (U+202A–U+202E, U+2066–U+2069), which would make the name display as
- * other text than it is, or reorder what is shown after it.
+ * Control characters (C0, DEL, C1) and the bidirectional overrides and isolates (U+202A–U+202E,
+ * U+2066–U+2069): in a name they would make it display as other text than it is, or reorder what
+ * is shown after it. The pages strip them from names stored before the rule (oidc/pages.ts).
  */
-const UNREADABLE_NAME = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
+export const UNREADABLE_CHARACTER = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
 
-export const isReadableName = (v: unknown): v is string => typeof v === 'string' && v.trim() !== '' && !UNREADABLE_NAME.test(v);
+/**
+ * What shows nothing by itself: whitespace, the default-ignorable code points (zero-width spaces
+ * and joiners, the soft hyphen, variation selectors, tag characters, the Hangul fillers U+115F,
+ * U+1160, U+3164 and U+FFA0), and the Braille blank U+2800, which fonts draw as an empty cell.
+ * `trim()` knows only the first.
+ */
+const INVISIBLE = String.raw`\p{White_Space}\p{Default_Ignorable_Code_Point}\u2800`;
+const BLANK = new RegExp(`^[${INVISIBLE}]*$`, 'u');
+
+/** Text with no character a reader sees: a page would show "Allow <strong></strong> to:". */
+export const isBlank = (text: string): boolean => BLANK.test(text);
+
+/**
+ * A name people read (a user's, a tenant's, an OAuth client's; isUserName in
+ * src/users/users.dto.ts adds the length): not blank (isBlank) and without an
+ * UNREADABLE_CHARACTER.
+ */
+export const isReadableName = (v: unknown): v is string => typeof v === 'string' && !UNREADABLE_CHARACTER.test(v) && !isBlank(v);
+
+/**
+ * Characters an identifier people read and compare (an email, shown on the pages and sent to
+ * apps as `email` and `preferred_username`) must not hold: controls, format characters (the
+ * bidirectional marks, overrides and isolates, zero-width characters) and any other INVISIBLE
+ * one, each of which would make two different addresses look alike, or one look like another.
+ */
+const HIDDEN_CHARACTER = new RegExp(`[\\p{Cc}\\p{Cf}${INVISIBLE}]`, 'u');
+
+export const hasHiddenCharacter = (text: string): boolean => HIDDEN_CHARACTER.test(text);
+
+const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g;
+
+/**
+ * A text's length as the README, SPEC and OpenAPI document (JSON Schema's maxLength) state
+ * limits: in characters, counted by code point. An emoji is one, ❤️ (with its variation
+ * selector) two; class-validator's isLength leaves out the variation selectors, so a text of
+ * twice the limit passed it.
+ */
+export const codePointLength = (text: string): number => text.length - (text.match(SURROGATE_PAIR)?.length ?? 0);
+
+/** Whether `text` has `min` to `max` characters (codePointLength). UTF-16 units, never fewer nor more than twice as many, bound the input before it is counted. */
+export function hasCharLength(text: string, min: number, max: number): boolean {
+  if (text.length < min || text.length > 2 * max) return false;
+  const length = codePointLength(text);
+  return length >= min && length <= max;
+}
+
+/**
+ * The length check of every text field and text query parameter, in place of class-validator's
+ * Length, MinLength and MaxLength (worded as they are): `min` to `max` characters, counted as
+ * codePointLength counts them, which is how the OpenAPI document's minLength and maxLength count.
+ */
+export const CharLength = (min: number, max: number, options?: ValidationOptions) =>
+  ValidateBy(
+    {
+      name: 'charLength',
+      constraints: [min, max],
+      validator: {
+        validate: (v: unknown) => typeof v === 'string' && hasCharLength(v, min, max),
+        defaultMessage: buildMessage(
+          (each, args) =>
+            typeof args?.value === 'string' && codePointLength(args.value) < min
+              ? `${each}$property must be longer than or equal to ${min} characters`
+              : `${each}$property must be shorter than or equal to ${max} characters`,
+          options,
+        ),
+      },
+    },
+    options,
+  );
+
+/** At most `max` characters (CharLength). */
+export const MaxChars = (max: number, options?: ValidationOptions) => CharLength(0, max, options);
 
 /** Most entries a permission map holds. */
 const MAX_PERMISSION_ENTRIES = 200;
@@ -351,7 +421,6 @@ export function TextParam(o: { required?: boolean; minLength?: number; maxLength
     (required ? ApiProperty : ApiPropertyOptional)({ type: String, minLength, maxLength, description }),
     required ? IsDefined({ message: 'is required' }) : IsOptionalNonNull(),
     IsString(),
-    ...(minLength ? [MinLength(minLength)] : []),
-    MaxLength(maxLength),
+    CharLength(minLength ?? 0, maxLength),
   );
 }

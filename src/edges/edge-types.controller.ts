@@ -1,14 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { PageQuery } from '../common/pagination';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { CreateEdgeTypeDto, EdgeTypeList, EdgeTypeResponse } from './edges.dto';
 import { EdgeTypesService } from './edge-types.service';
 
 @ApiTags('edges')
-@ApiBearerAuth()
 @Controller('edge-types')
 export class EdgeTypesController {
   constructor(private readonly edgeTypes: EdgeTypesService) {}
@@ -29,6 +29,7 @@ export class EdgeTypesController {
   }
 
   @Get()
+  @ApiOAuth({ note: 'lists the edge types the token may read (`edge.<type>:read`).' })
   @ApiOperation({ summary: 'List the edge types the caller may read, by name' })
   @ApiOkResponse({ type: EdgeTypeList })
   @ApiErrors(400, 401, 429)
@@ -37,6 +38,7 @@ export class EdgeTypesController {
   }
 
   @Get(':name')
+  @ApiOAuth({ scopes: ['edge.<type>:read'], note: '`edge.<type>` of the edge type.' })
   @ApiOperation({ summary: 'Retrieve an edge type; 404 edge_type_not_found when missing or not readable' })
   @ApiOkResponse({ type: EdgeTypeResponse })
   @ApiErrors(400, 401, 404, 429)

@@ -1,9 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { CreateEdgeDto, EdgeList, EdgeResponse, ItemEdgesQuery } from './edges.dto';
 import { EdgesService } from './edges.service';
 
@@ -12,12 +13,12 @@ import { EdgesService } from './edges.service';
  * because it is an edge listing; its three-segment path cannot collide with `/items/{id}`.
  */
 @ApiTags('edges')
-@ApiBearerAuth()
 @Controller()
 export class EdgesController {
   constructor(private readonly edges: EdgesService) {}
 
   @Post('edges')
+  @ApiOAuth({ scopes: ['edge.<type>:write', '<type>:write'], note: '`edge.<type>` of the edge type, `<type>` matching the source item\'s type.' })
   @ApiOperation({
     summary: 'Link two items',
     description:
@@ -35,6 +36,7 @@ export class EdgesController {
   }
 
   @Get('edges/:id')
+  @ApiOAuth({ scopes: ['edge.<type>:read', '<type>:read'], note: '`edge.<type>` of the edge type, `<type>` matching the types of both items.' })
   @ApiOperation({ summary: 'Retrieve an edge; 404 edge_not_found unless the caller may read the edge type and both items' })
   @ApiOkResponse({ type: EdgeResponse })
   @ApiErrors(400, 401, 404, 429)
@@ -43,6 +45,7 @@ export class EdgesController {
   }
 
   @Delete('edges/:id')
+  @ApiOAuth({ scopes: ['edge.<type>:write', '<type>:write'], note: '`edge.<type>` of the edge type, `<type>` matching the source item\'s type.' })
   @HttpCode(200)
   @ApiOperation({ summary: 'Delete an edge (same dual permission gate as creation); returns the deleted edge' })
   @ApiOkResponse({ type: EdgeResponse })
@@ -52,6 +55,7 @@ export class EdgesController {
   }
 
   @Get('items/:id/edges')
+  @ApiOAuth({ scopes: ['<type>:read'], note: '`<type>` matching the item\'s type; lists the edges of the edge types (`edge.<type>:read`) and to the items the token may read.' })
   @ApiOperation({
     summary: 'List an item\'s edges, newest first',
     description:

@@ -1,9 +1,9 @@
 /** Request bodies, query parameters and response shapes of the edge routes. */
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
+import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { DOTTED_NAME_RE, isPattern, PATTERN_RE } from '../common/type-pattern';
-import { IsDottedName, IsOptionalNonNull, IsPatternList } from '../common/validation';
+import { IsDottedName, IsOptionalNonNull, IsPatternList, MaxChars } from '../common/validation';
 
 export const CARDINALITIES = ['one', 'many'] as const;
 export type Cardinality = (typeof CARDINALITIES)[number];
@@ -21,7 +21,7 @@ const IsPatternOrName = () =>
 
 export class CreateEdgeTypeDto {
   @ApiProperty({ example: 'acme.depends_on', description: 'Dotted lowercase name, unique in the tenant', maxLength: 200, pattern: DOTTED_NAME_RE })
-  @IsString() @MaxLength(200) @IsDottedName()
+  @IsString() @MaxChars(200) @IsDottedName()
   name: string;
 
   @ApiProperty({ type: [String], minItems: 1, maxItems: 50, maxLength: 200, pattern: PATTERN_RE, example: ['core.task', 'acme.*'], description: 'Type patterns a source item must match (any of them)' })
@@ -41,7 +41,7 @@ export class CreateEdgeTypeDto {
   acyclic?: boolean;
 
   @ApiPropertyOptional({ maxLength: 1000 })
-  @IsOptionalNonNull() @IsString() @MaxLength(1000)
+  @IsOptionalNonNull() @IsString() @MaxChars(1000)
   description?: string;
 }
 
@@ -52,7 +52,7 @@ export class EdgeTypeResponse {
   @ApiProperty({ enum: CARDINALITIES }) cardinality: Cardinality;
   @ApiProperty() acyclic: boolean;
   @ApiProperty({ type: String, nullable: true }) description: string | null;
-  @ApiProperty() created_at: string;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
 }
 
 export class EdgeTypeList {
@@ -63,15 +63,15 @@ export class EdgeTypeList {
 
 export class CreateEdgeDto {
   @ApiProperty({ example: 'acme.depends_on', description: 'Edge type name', maxLength: 200, pattern: DOTTED_NAME_RE })
-  @IsString() @MaxLength(200) @IsDottedName()
+  @IsString() @MaxChars(200) @IsDottedName()
   type: string;
 
   @ApiProperty({ description: 'Id of the item the edge starts from' })
-  @IsString() @MaxLength(100)
+  @IsString() @MaxChars(100)
   source_id: string;
 
   @ApiProperty({ description: 'Id of the item the edge points to' })
-  @IsString() @MaxLength(100)
+  @IsString() @MaxChars(100)
   target_id: string;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Free-form JSON object stored with the edge', default: {} })
@@ -85,7 +85,7 @@ export class EdgeResponse {
   @ApiProperty() source_id: string;
   @ApiProperty() target_id: string;
   @ApiProperty({ type: 'object', additionalProperties: true }) properties: Record<string, unknown>;
-  @ApiProperty() created_at: string;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
 }
 
 export class EdgeList {

@@ -1,5 +1,5 @@
 import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { ApiHeader, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { IsOptional, ValidateBy } from 'class-validator';
 import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
@@ -7,6 +7,7 @@ import type { Principal } from '../auth/principal';
 import { isPattern } from '../common/type-pattern';
 import { FieldIssue, validationError } from '../common/validation';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { EVENT_NAMES, isEventPattern, MAX_SUBSCRIPTION_PATTERNS } from './event-catalogue';
 import { EventStream, StreamFilter } from './event-stream';
 import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT, MAX_STREAMS_PER_USER } from './stream-slots';
@@ -57,12 +58,12 @@ function parseFilter(q: EventStreamQuery): StreamFilter {
 }
 
 @ApiTags('events')
-@ApiBearerAuth()
 @Controller('events')
 export class EventsController {
   constructor(private readonly stream: EventStream) {}
 
   @Get()
+  @ApiOAuth({ note: 'the events about what the token may read (`<type>:read`, `edge.<type>:read`), tags with `metadata:read`, and its own jobs\' events.' })
   @ApiOperation({
     summary: 'Server-sent event stream of the tenant\'s events',
     description:

@@ -1,5 +1,5 @@
 import { applyDecorators, Controller, Delete, ExecutionContext, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiExtension, ApiOkResponse, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Caller, createQueryDecorator, Public, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
@@ -23,9 +23,14 @@ const ApiUpstreamRedirectQuery = () =>
     ...Object.entries(UPSTREAM_REDIRECT_MAX_LENGTHS).map(([name, maxLength]) => ApiQuery({ name, required: false, schema: { type: 'string', maxLength } })),
   );
 
-// Bearer auth is declared per route: the callback is public, and a class-level one would reach it too.
 /** The JSON body of a 302, for callers that do not follow redirects: the Location, under `field`. */
 const redirectBody = (field: string, description: string) => ({ type: 'object' as const, properties: { [field]: { type: 'string' as const, format: 'uri', description } }, required: [field] });
+
+/** A 302's headers: where to, and that no cache may keep it (its URL carries a single-use state or the connection's id). */
+const redirectHeaders = (location: string) => ({
+  Location: { description: location, schema: { type: 'string', format: 'uri' } },
+  'Cache-Control': { $ref: '#/components/headers/Cache-Control' },
+});
 
 @ApiTags('integrations')
 @Controller()
@@ -33,13 +38,12 @@ export class ConnectionsController {
   constructor(private readonly connections: ConnectionsService) {}
 
   @Get('oauth/start')
-  @ApiBearerAuth()
   @Requires({ admin: true })
   @ApiOperation({
     summary: 'Start connecting an integration to its upstream (admin): 302 to the upstream\'s authorize URL, with PKCE S256 and a sealed, single-use state',
     description: 'The JSON body repeats the URL as `authorize_url` for callers that do not follow redirects.',
   })
-  @ApiResponse({ status: 302, description: 'To the upstream (Location); the body repeats it', schema: redirectBody('authorize_url', 'The upstream\'s authorize URL') })
+  @ApiResponse({ status: 302, description: 'To the upstream (Location); the body repeats it', schema: redirectBody('authorize_url', 'The upstream\'s authorize URL'), headers: redirectHeaders('The upstream\'s authorize URL') })
   @ApiErrors(400, 401, 403, 404, 429)
   async start(@Caller() caller: Principal, @Query() q: StartConnectionQuery, @Res() reply: FastifyReply): Promise<void> {
     const url = await this.connections.start(caller, q.integration_id, q.redirect_uri);
@@ -52,7 +56,12 @@ export class ConnectionsController {
     summary: 'Where the upstream sends the user back: exchanges the code, stores the tokens sealed in a connection, and redirects to the redirect_uri with connection_id (or error)',
     description: 'HEAD answers 200 with no body and does nothing else: it neither exchanges the code nor uses up the single-use state.',
   })
-  @ApiResponse({ status: 302, description: 'To the redirect_uri given at /oauth/start (Location), with `connection_id` or `error`; the body repeats it', schema: redirectBody('redirect_to', 'Where the Location header sends the browser') })
+  @ApiResponse({
+    status: 302,
+    description: 'To the redirect_uri given at /oauth/start (Location), with `connection_id` or `error`; the body repeats it',
+    schema: redirectBody('redirect_to', 'Where the Location header sends the browser'),
+    headers: redirectHeaders('The redirect_uri given at /oauth/start, with `connection_id` or `error`'),
+  })
   @ApiHeadSuccesses({ 200: 'Nothing else is done: the code is not exchanged and the single-use state is not spent' })
   @ApiErrors(400, 429)
   @ApiUpstreamRedirectQuery()
@@ -71,7 +80,6 @@ export class ConnectionsController {
   }
 
   @Get('connections')
-  @ApiBearerAuth()
   @Requires({ admin: true })
   @ApiOperation({ summary: 'The tenant\'s connections, newest first (tokens are never returned)' })
   @ApiOkResponse({ type: ConnectionList })
@@ -81,7 +89,6 @@ export class ConnectionsController {
   }
 
   @Delete('connections/:id')
-  @ApiBearerAuth()
   @Requires({ admin: true })
   @HttpCode(200)
   @ApiOperation({ summary: 'Delete a connection and its stored tokens' })
@@ -92,7 +99,6 @@ export class ConnectionsController {
   }
 
   @Post('connections/:id/refresh')
-  @ApiBearerAuth()
   @Requires({ admin: true })
   @HttpCode(200)
   @ApiOperation({

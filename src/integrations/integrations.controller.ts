@@ -1,13 +1,13 @@
 import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { IntegrationList, IntegrationRecord, ListIntegrationsQuery, RegisterIntegrationDto } from './integrations.dto';
 import { IntegrationsService } from './integrations.service';
 
 @ApiTags('integrations')
-@ApiBearerAuth()
 @Controller('integrations')
 export class IntegrationsController {
   constructor(private readonly integrations: IntegrationsService) {}
@@ -25,6 +25,7 @@ export class IntegrationsController {
   }
 
   @Get()
+  @ApiOAuth({ note: 'any token of the tenant.' })
   @ApiOperation({ summary: 'Registered integrations, newest first; query `name` for every version of one' })
   @ApiOkResponse({ type: IntegrationList })
   @ApiErrors(400, 401, 429)
@@ -33,6 +34,7 @@ export class IntegrationsController {
   }
 
   @Get(':id')
+  @ApiOAuth({ note: 'any token of the tenant.' })
   @ApiOperation({ summary: 'One integration with its full manifest, for install-time consent' })
   @ApiOkResponse({ type: IntegrationRecord })
   @ApiErrors(400, 401, 404, 429)

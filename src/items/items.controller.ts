@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiConflictResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiConflictResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
@@ -7,6 +7,7 @@ import { PerElementBody } from '../common/body-parsing';
 import { ParseIdPipe } from '../common/ids';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import {
   BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemResponse, ItemVersionList, ListItemsQuery,
   MetadataPatchDto, PatchItemDto, VersionConflictEnvelope, VersionsQuery,
@@ -15,7 +16,6 @@ import type { Item } from './item.model';
 import { ItemsService } from './items.service';
 
 @ApiTags('items')
-@ApiBearerAuth()
 @Controller('items')
 export class ItemsController {
   constructor(private readonly items: ItemsService) {}
@@ -27,6 +27,7 @@ export class ItemsController {
     description:
       '201 when created. When `source_id` is given and this credential\'s source already has an item with it, that item is updated (properties and given fields replaced) and the response is 200. `source` is stamped from the credential; a client-sent one is ignored. `edges` naming an unknown edge type or an item the caller cannot see: 404 edge_type_not_found or item_not_found.',
   })
+  @ApiOAuth({ scopes: ['<type>:write'], note: '`<type>` matching the item\'s type; `tags` need `metadata:write`, an extension namespace write in the client\'s extension grant; `edges` need `edge.<edge type>:write`.' })
   @ApiCreatedResponse({ type: ItemResponse })
   @ApiOkResponse({ type: ItemResponse, description: 'Updated through the natural key' })
   @ApiErrors(400, 401, 403, 404, 409, 429)
@@ -41,6 +42,7 @@ export class ItemsController {
   @Idempotent()
   @PerElementBody('items')
   @ApiOperation({ summary: 'Write up to 1000 items; one result per item (`create_only` reports taken natural keys as duplicate_source)' })
+  @ApiOAuth({ note: 'each item needs what POST /items needs (`<type>:write` on its type, ...); one that lacks it is an error result.' })
   @ApiOkResponse({ type: BulkItemsResponse })
   @ApiErrors(400, 401, 409, 429)
   bulk(@Caller() caller: Principal, @Body() dto: BulkItemsDto): Promise<BulkItemsResponse> {
@@ -49,6 +51,7 @@ export class ItemsController {
 
   @Get()
   @ApiOperation({ summary: 'List items, newest first, with filters and cursor pagination (default state active, all tiers)' })
+  @ApiOAuth({ note: 'lists items of the types the token may read (`<type>:read`); without `metadata:read` items come without `tags` and a `tags` filter is 403.' })
   @ApiOkResponse({ type: ItemList })
   @ApiErrors(400, 401, 403, 429)
   list(@Caller() caller: Principal, @Query() q: ListItemsQuery): Promise<ItemList> {
@@ -57,6 +60,7 @@ export class ItemsController {
 
   @Get(':id')
   @ApiOperation({ summary: 'Retrieve an item (404 also when its type is not readable by the caller)' })
+  @ApiOAuth({ scopes: ['<type>:read'], note: '`<type>` matching the item\'s type; `tags` come with `metadata:read`.' })
   @ApiOkResponse({ type: ItemResponse })
   @ApiErrors(400, 401, 404, 429)
   get(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<Item> {
@@ -69,6 +73,7 @@ export class ItemsController {
     description:
       '`properties` and `extensions` merge shallowly (null removes a key). A stale `version` is 409 version_conflict with {current, ancestor, conflicting_fields, merge_policy}, except when only tags, tier or state change: the server merges those (tags as adds/removes relative to the ancestor). A patch that changes nothing answers the item as it is, without a new version.',
   })
+  @ApiOAuth({ scopes: ['<type>:write'], note: '`<type>` matching the item\'s type; `tags` need `metadata:write`, an extension namespace write in the client\'s extension grant.' })
   @ApiOkResponse({ type: ItemResponse })
   @ApiConflictResponse({ type: VersionConflictEnvelope, description: 'version_conflict: the item changed since `version`' })
   @ApiErrors(400, 401, 403, 404, 429)
@@ -79,6 +84,7 @@ export class ItemsController {
   @Delete(':id')
   @HttpCode(200)
   @ApiOperation({ summary: 'Move an item to the trash' })
+  @ApiOAuth({ scopes: ['<type>:write'], note: '`<type>` matching the item\'s type.' })
   @ApiOkResponse({ type: ItemResponse })
   @ApiErrors(400, 401, 403, 404, 429)
   trash(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<Item> {
@@ -87,6 +93,7 @@ export class ItemsController {
 
   @Get(':id/versions')
   @ApiOperation({ summary: 'Revision history, newest first' })
+  @ApiOAuth({ scopes: ['<type>:read'], note: '`<type>` matching the item\'s type.' })
   @ApiOkResponse({ type: ItemVersionList })
   @ApiErrors(400, 401, 404, 429)
   versions(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Query() q: VersionsQuery): Promise<ItemVersionList> {
@@ -95,6 +102,7 @@ export class ItemsController {
 
   @Get(':id/metadata')
   @ApiOperation({ summary: 'Tags and readable extensions of an item' })
+  @ApiOAuth({ scopes: ['<type>:read'], note: '`<type>` matching the item\'s type; `tags` come with `metadata:read`.' })
   @ApiOkResponse({ type: ItemMetadata })
   @ApiErrors(400, 401, 403, 404, 429)
   metadata(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<ItemMetadata> {
@@ -103,6 +111,7 @@ export class ItemsController {
 
   @Patch(':id/metadata')
   @ApiOperation({ summary: 'Change tags (replace, add, remove) and extension namespaces without a version check' })
+  @ApiOAuth({ scopes: ['<type>:write'], note: '`<type>` matching the item\'s type; `tags` need `metadata:write`, an extension namespace write in the client\'s extension grant.' })
   @ApiOkResponse({ type: ItemMetadata })
   @ApiErrors(400, 401, 403, 404, 429)
   patchMetadata(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Body() dto: MetadataPatchDto): Promise<ItemMetadata> {

@@ -2,10 +2,9 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import {
-  ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Length, Matches, Max, MaxLength, Min,
-  ValidateBy,
+  ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, Min, ValidateBy,
 } from 'class-validator';
-import { IsOptionalNonNull, IsRfc3339, IsQueryInt, MAX_INT4, Untransformed } from '../common/validation';
+import { CharLength, IsOptionalNonNull, IsQueryInt, IsRfc3339, MAX_INT4, MaxChars, Untransformed } from '../common/validation';
 import { MAX_EDGES_PER_ITEM_WRITE } from '../edges/edge-rules';
 import { ApiInteger } from '../openapi/api-integer.decorator';
 import { STATES, ItemState } from './lifecycle';
@@ -96,7 +95,7 @@ class ItemWritableFields {
   timestamp?: string;
 
   @ApiPropertyOptional({ maxLength: 200, nullable: true, type: String })
-  @IsOptional() @IsString() @MaxLength(200)
+  @IsOptional() @IsString() @MaxChars(200)
   device?: string | null;
 
   @ApiPropertyOptional({ minimum: -90, maximum: 90, type: Number, nullable: true })
@@ -118,11 +117,11 @@ export class CreateItemDto extends ItemWritableFields {
   tier?: Tier;
 
   @ApiProperty({ example: 'core.note' })
-  @IsString() @Length(1, 200)
+  @IsString() @CharLength(1, 200)
   type: string;
 
   @ApiPropertyOptional({ description: 'With the key\'s source, the natural key: posting it again updates the item (200)', maxLength: 500 })
-  @IsOptionalNonNull() @IsString() @Length(1, 500)
+  @IsOptionalNonNull() @IsString() @CharLength(1, 500)
   source_id?: string;
 
   @ApiPropertyOptional({ type: String, description: 'Ignored: the source is stamped from the credential' })
@@ -260,7 +259,7 @@ export class ItemVersion {
   @ApiInteger() version: number;
   @ApiProperty({ type: ItemResponse, description: 'The item as this revision left it; `edges` is always empty: edges are not versioned (GET /items/{id} shows them)' }) item: ItemResponse;
   @ApiProperty({ description: 'Id of the credential that made the change' }) changed_by: string;
-  @ApiProperty() created_at: string;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
 }
 
 export class ItemVersionList {

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AllowBootstrap, Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
@@ -11,7 +11,6 @@ import { ApiKeyList, ApiKeyResponse, CreatedApiKeyResponse, CreateKeyDto, Update
 import { KeysService } from './keys.service';
 
 @ApiTags('keys')
-@ApiBearerAuth()
 @Controller('keys')
 export class KeysController {
   constructor(private readonly keys: KeysService) {}
@@ -26,7 +25,6 @@ export class KeysController {
     description:
       'Needs an admin key, except on a server with no keys at all: then it needs no auth, creates the root tenant and returns its first admin key (bootstrap, closed forever afterwards). The plaintext `key` appears only in this response.',
   })
-  @ApiSecurity({}) // or none at all, for the bootstrap
   @ApiCreatedResponse({ type: CreatedApiKeyResponse })
   @ApiErrors(400, 401, 403, 409, 429)
   create(@Caller() caller: Principal | undefined, @Body() dto: CreateKeyDto): Promise<ApiKeyResponse> {

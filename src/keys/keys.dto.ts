@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsString, Matches, MaxLength } from 'class-validator';
+import { IsIn, IsString, Matches } from 'class-validator';
 import { PATTERN_RE } from '../common/type-pattern';
-import { IsOptionalNonNull, IsPermissionMap } from '../common/validation';
+import { cutChars } from '../common/input-policy';
+import { IsOptionalNonNull, IsPermissionMap, MaxChars } from '../common/validation';
 import type { PermissionMap, Role, Tier } from './api-key.entity';
 
 import type { ApiPropertyOptions } from '@nestjs/swagger';
@@ -18,10 +19,16 @@ export const PERMISSION_MAP_DOC = {
   example: { 'core.note': 'write', 'core.*': 'read' },
 } as ApiPropertyOptions;
 
+/** Most characters a key's label holds (MaxChars). */
+export const MAX_KEY_LABEL = 200;
+
+/** A label the service makes from other text (the account page's form, a new tenant's name), cut to what POST /keys takes. */
+export const keyLabel = (text: string): string => cutChars(text, MAX_KEY_LABEL);
+
 /** No `default`s here: a PATCH leaves an absent field as it is, and generated clients send schema defaults. */
 export class UpdateKeyDto {
-  @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptionalNonNull() @IsString() @MaxLength(200)
+  @ApiPropertyOptional({ maxLength: MAX_KEY_LABEL })
+  @IsOptionalNonNull() @IsString() @MaxChars(MAX_KEY_LABEL)
   label?: string;
 
   @ApiPropertyOptional({ enum: ['admin', 'member'] })
@@ -77,9 +84,9 @@ export class ApiKeyResponse {
   @ApiProperty(PERMISSION_MAP_DOC) type_permissions: PermissionMap;
   @ApiProperty(PERMISSION_MAP_DOC) extension_permissions: PermissionMap;
   @ApiProperty(PERMISSION_MAP_DOC) edge_permissions: PermissionMap;
-  @ApiProperty() created_at: string;
-  @ApiProperty() updated_at: string;
-  @ApiProperty({ nullable: true, type: String }) revoked_at: string | null;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ format: 'date-time' }) updated_at: string;
+  @ApiProperty({ nullable: true, type: String, format: 'date-time' }) revoked_at: string | null;
   @ApiProperty({
     nullable: true,
     type: String,

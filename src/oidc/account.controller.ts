@@ -10,17 +10,18 @@
  * revoked), a JSON caller with the API's error envelope.
  */
 import { Controller, Delete, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
-import { ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiExtension, ApiExtraModels, ApiOkResponse, ApiOperation, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
-import { cutText } from '../common/input-policy';
 import { AppConfig } from '../config/app-config';
+import { keyLabel } from '../keys/keys.dto';
 import { isUserEmail, isUserName, isUserPassword } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
+import { AccountGrant, AccountGrantList, AccountSessionList } from './account.dto';
 import { FormBody, FormFields, PageQuery, refuseNonObjectJson } from './form-fields';
 import { ApiFormBody, ApiFormExpired, ApiPage, ApiPageOrError, ApiQueryParams, ApiSeeOther, ApiSignedInUser, FORM_FIELD } from './openapi-pages';
 import { clearAccountCookie, signedInAs } from './account-session';
@@ -41,6 +42,7 @@ const REVOKED = { type: 'object', properties: { id: str, revoked: { type: 'boole
 const signUpReturn = (to: unknown) => (typeof to === 'string' && /^\/auth\/\?interaction=[\w-]{1,64}$/.test(to) ? to : undefined);
 
 @ApiTags('oauth account')
+@ApiExtraModels(AccountGrantList, AccountSessionList)
 @Public()
 @Controller('auth')
 export class AccountController {
@@ -92,7 +94,7 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Get('grants')
   @ApiOperation({ summary: 'Apps connected to the signed-in user (HTML; JSON with Accept: application/json)' })
-  @ApiResponse({ status: 200, description: 'The grants page, or {grants} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { type: 'object', properties: { grants: { type: 'array', items: { type: 'object', additionalProperties: true } } } } } } })
+  @ApiResponse({ status: 200, description: 'The grants page, or {grants} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { $ref: getSchemaPath(AccountGrantList) } } } })
   @ApiSignedInUser()
   async grantsList(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
@@ -105,7 +107,7 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Get('grants/:id')
   @ApiOperation({ summary: 'One grant of the signed-in user: the app and the scopes it holds (JSON)' })
-  @ApiOkResponse({ schema: { type: 'object', additionalProperties: true }, description: 'The grant: the app and the scopes it holds' })
+  @ApiOkResponse({ type: AccountGrant, description: 'The grant: the app and the scopes it holds' })
   @ApiSignedInUser()
   @ApiErrors(404)
   async grant(@Param('id') id: string, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
@@ -155,7 +157,7 @@ export class AccountController {
   @ApiExtension('x-error-format', 'html')
   @Get('sessions')
   @ApiOperation({ summary: 'The signed-in user\'s sign-in sessions for apps, not the account pages\' own sign-in (HTML; JSON with Accept: application/json)' })
-  @ApiResponse({ status: 200, description: 'The sessions page, or {sessions} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { type: 'object', properties: { sessions: { type: 'array', items: { type: 'object', additionalProperties: true } } } } } } })
+  @ApiResponse({ status: 200, description: 'The sessions page, or {sessions} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { $ref: getSchemaPath(AccountSessionList) } } } })
   @ApiSignedInUser()
   async sessions(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/sessions');
@@ -239,7 +241,7 @@ export class AccountController {
         return sendPage(reply, 503, errorPage('Try again', 'No key was made: the service could not check that this form was not sent before. Try again in a moment from the security page.', security));
     }
     const given = typeof body.label === 'string' ? body.label.trim() : '';
-    const label = cutText(given || `${user.email} (account page)`, 200);
+    const label = keyLabel(given || `${user.email} (account page)`);
     // Recorded as the user's: deleting or demoting them revokes it (KeysService.revokeCreatedBy).
     const created = await this.users.createKey(user.tenant_id, user.id, { role: 'admin', label });
     if (!created) return sendPage(reply, 403, errorPage('Not allowed', 'Only an admin user may create API keys.'));

@@ -1,8 +1,9 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsIn, IsString, MaxLength } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsString } from 'class-validator';
 import { ApiError } from '../common/api-error';
-import { IsOptionalNonNull, IsPermissionMap } from '../common/validation';
+import { cutText } from '../common/input-policy';
+import { IsOptionalNonNull, IsPermissionMap, MaxChars } from '../common/validation';
 import type { PermissionMap } from '../keys/api-key.entity';
 import { PERMISSION_MAP_DOC } from '../keys/keys.dto';
 import { ApiInteger } from '../openapi/api-integer.decorator';
@@ -20,7 +21,7 @@ export class RegisterClientDto {
     maxItems: 20,
     maxLength: 2000,
   })
-  @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(2000, { each: true })
+  @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxChars(2000, { each: true })
   redirect_uris?: string[];
 
   @ApiPropertyOptional({
@@ -43,13 +44,13 @@ export class RegisterClientDto {
   @ApiPropertyOptional({
     minLength: 1,
     maxLength: 200,
-    description: 'Shown to users on the sign-in, consent, device, logout and account pages. The service\'s name rule: not blank; no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069). Open registration keeps to the same rule',
+    description: 'Shown to users on the sign-in, consent, device, logout and account pages. The service\'s name rule: not blank, nor only invisible characters (U+200B, U+3164, …); no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069). Open registration keeps to the same rule',
   })
   @IsOptionalNonNull() @IsUserName()
   client_name?: string;
 
   @ApiPropertyOptional({ example: 'openid core.note:read core.note:write', description: 'The scopes the client may ask for (SPEC 5.4 grammar and openid, profile, email, offline_access)' })
-  @IsOptionalNonNull() @IsString() @MaxLength(4000)
+  @IsOptionalNonNull() @IsString() @MaxChars(4000)
   scope?: string;
 
   @ApiPropertyOptional({
@@ -59,7 +60,7 @@ export class RegisterClientDto {
     example: ['https://app.example.com/signed-out'],
     description: 'Where RP-initiated logout may return to (OpenID RP-Initiated Logout)',
   })
-  @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(2000, { each: true })
+  @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxChars(2000, { each: true })
   post_logout_redirect_uris?: string[];
 
   @ApiPropertyOptional({ enum: ['web', 'native'], default: 'web' })
@@ -67,23 +68,23 @@ export class RegisterClientDto {
   application_type?: string;
 
   @ApiPropertyOptional({ type: [String], maxItems: 20, maxLength: 320, example: ['ops@example.com'] })
-  @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxLength(320, { each: true })
+  @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxChars(320, { each: true })
   contacts?: string[];
 
   @ApiPropertyOptional({ description: 'Web page of the client, shown on the consent page' })
-  @IsOptionalNonNull() @IsString() @MaxLength(2000)
+  @IsOptionalNonNull() @IsString() @MaxChars(2000)
   client_uri?: string;
 
   @ApiPropertyOptional()
-  @IsOptionalNonNull() @IsString() @MaxLength(2000)
+  @IsOptionalNonNull() @IsString() @MaxChars(2000)
   logo_uri?: string;
 
   @ApiPropertyOptional()
-  @IsOptionalNonNull() @IsString() @MaxLength(2000)
+  @IsOptionalNonNull() @IsString() @MaxChars(2000)
   policy_uri?: string;
 
   @ApiPropertyOptional()
-  @IsOptionalNonNull() @IsString() @MaxLength(2000)
+  @IsOptionalNonNull() @IsString() @MaxChars(2000)
   tos_uri?: string;
 
   @ApiPropertyOptional({ ...PERMISSION_MAP_DOC, example: { 'acme.notes': 'write' }, description: 'Default extension grant of the client\'s tokens (SPEC 5.4)' })
@@ -141,7 +142,7 @@ export const isClientId = (value: string): boolean => CLIENT_ID.test(value);
 @Injectable()
 export class ParseClientIdPipe implements PipeTransform<string, string> {
   transform(value: string): string {
-    if (!isClientId(value)) throw ApiError.badRequest('invalid_id', `"${value.slice(0, 64)}" is not a valid client id`);
+    if (!isClientId(value)) throw ApiError.badRequest('invalid_id', `"${cutText(value, 64)}" is not a valid client id`);
     return value;
   }
 }

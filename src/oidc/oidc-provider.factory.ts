@@ -16,9 +16,11 @@
 import type { Provider as ProviderType, Configuration, ClientMetadata, KoaContextWithOIDC } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
 import { OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../auth/principal';
-import { textIssue } from '../common/input-policy';
+import { announcesBody, bodyParserError, readBodyText } from '../common/body-parsing';
+import { cutText, textIssue } from '../common/input-policy';
 import { LOOPBACK_HOSTS } from '../common/target-policy';
 import { isDatabaseTrouble, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../common/unavailable';
+import { codePointLength } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import type { SecretBox } from '../crypto/secret-box';
 import { isUserName } from '../users/users.dto';
@@ -198,7 +200,7 @@ function redirectUriProblem(uri: string): string | undefined {
   return undefined;
 }
 
-/** POST /auth/clients' limits on the other text it takes (clients.dto.ts), in UTF-16 units as it counts them. */
+/** POST /auth/clients' limits on the other text it takes (clients.dto.ts), in characters as it counts them (codePointLength). */
 const MAX_TEXT_LENGTHS = { client_uri: 2000, logo_uri: 2000, policy_uri: 2000, tos_uri: 2000, scope: 4000 } as const;
 const MAX_CONTACT_LENGTH = 320;
 
@@ -221,16 +223,16 @@ function refuseOddRegistration(metadata: ClientMetadata, errors: typeof import('
   if (typeof name === 'string' && !textIssue(name) && !isUserName(name)) throw new errors.InvalidClientMetadata(CLIENT_NAME_RULE);
   for (const [key, max] of Object.entries(MAX_TEXT_LENGTHS)) {
     const value: unknown = metadata[key];
-    if (typeof value === 'string' && value.length > max) throw new errors.InvalidClientMetadata(`${key} takes at most ${max} characters`);
+    if (typeof value === 'string' && codePointLength(value) > max) throw new errors.InvalidClientMetadata(`${key} takes at most ${max} characters`);
   }
   const contacts: unknown = metadata.contacts;
-  if (Array.isArray(contacts) && contacts.some((c) => typeof c === 'string' && c.length > MAX_CONTACT_LENGTH)) {
+  if (Array.isArray(contacts) && contacts.some((c) => typeof c === 'string' && codePointLength(c) > MAX_CONTACT_LENGTH)) {
     throw new errors.InvalidClientMetadata(`contacts: an address takes at most ${MAX_CONTACT_LENGTH} characters`);
   }
   for (const uri of redirectUrisOf(metadata)) {
     const problem = redirectUriProblem(uri);
     if (problem) {
-      throw Object.assign(new errors.InvalidRedirectUri(), { error_description: `${uri.length > 100 ? `${uri.slice(0, 100)}…` : uri}: ${problem}` });
+      throw Object.assign(new errors.InvalidRedirectUri(), { error_description: `${uri.length > 100 ? `${cutText(uri, 100)}…` : uri}: ${problem}` });
     }
   }
 }
@@ -614,20 +616,38 @@ export const PROVIDER_BODY_LIMIT = 56 * 1024;
  * form; so is one it cannot read as sent, compressed (415): the provider reads the bytes as they
  * come, so a gzipped form would be parsed as garbage (a misleading `invalid_client`). Only its
  * POST endpoints read a body; a GET's is ignored (app.factory.ts, dropBodyOfGet).
+ *
+ * A form or JSON body is then read here, by the API's rules (body-parsing.ts, readBodyText): a
+ * charset other than UTF-8 is 415, bytes or a form's %-escapes that are not UTF-8 are 400, a
+ * BOM is dropped. The provider's own reading put U+FFFD in their place whatever the charset said
+ * (a client named "App\ufffd\ufffd", shown so on the consent page), and refused a BOM. It parses
+ * the text read here (selective_body.js of the pinned version takes a body already read from
+ * `req.body`, and says so once on stderr, at the first). Other media types it refuses unread.
  */
 async function unreadableBody(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
   if (ctx.method !== 'POST') return next();
   const encoding = ctx.get('Content-Encoding').trim().toLowerCase();
   if (encoding && encoding !== 'identity') {
-    ctx.status = 415;
-    ctx.set('Connection', 'close'); // the body is not read
-    ctx.body = { error: 'invalid_request', error_description: 'The OAuth endpoints read the form as sent: no Content-Encoding (or identity)' };
-    return;
+    return refuseBody(ctx, 415, 'The OAuth endpoints read the form as sent: no Content-Encoding (or identity)');
   }
-  if ((ctx.request.length ?? 0) <= PROVIDER_BODY_LIMIT) return next();
-  ctx.status = 413;
-  ctx.set('Connection', 'close'); // the body is not read
-  ctx.body = { error: 'invalid_request', error_description: `The request body is too large: the OAuth endpoints take at most ${PROVIDER_BODY_LIMIT} bytes` };
+  if ((ctx.request.length ?? 0) > PROVIDER_BODY_LIMIT) return refuseBody(ctx, 413, TOO_LARGE);
+  const form = ctx.is('application/x-www-form-urlencoded');
+  if (!announcesBody(ctx.req.headers) || !(form || ctx.is('application/json'))) return next();
+  try {
+    (ctx.req as { body?: Buffer }).body = Buffer.from(await readBodyText(ctx.req, PROVIDER_BODY_LIMIT, Boolean(form)));
+  } catch (err) {
+    const refused = bodyParserError(err);
+    return refuseBody(ctx, refused.status, refused.status === 413 ? TOO_LARGE : refused.message);
+  }
+  return next();
+}
+
+const TOO_LARGE = `The request body is too large: the OAuth endpoints take at most ${PROVIDER_BODY_LIMIT} bytes`;
+
+function refuseBody(ctx: KoaContextWithOIDC, status: number, description: string): void {
+  ctx.status = status;
+  ctx.set('Connection', 'close'); // the body may be left unread
+  ctx.body = { error: 'invalid_request', error_description: description };
 }
 
 /**

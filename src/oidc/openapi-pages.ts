@@ -4,7 +4,7 @@
  * Documentation only.
  */
 import { applyDecorators } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiExtraModels, ApiQuery, ApiResponse, getSchemaPath } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiExtraModels, ApiQuery, ApiResponse, ApiSecurity, getSchemaPath } from '@nestjs/swagger';
 import { ErrorEnvelopeDto } from '../openapi/api-errors.decorator';
 
 const str = { type: 'string' as const };
@@ -27,12 +27,14 @@ export const ApiPageOrError = (status: number, description: string) =>
   );
 
 /**
- * The account pages: a browser that is not signed in goes to sign in (303); a JSON caller, or any
- * non-GET, gets 401. With `formPost` (a route a page's form posts to), a browser's form post gets a
- * 401 page with a link to sign in again instead.
+ * The account pages, which their own sign-in's cookie (`account_session`) authenticates: a
+ * browser that is not signed in goes to sign in (303); a JSON caller, or any non-GET, gets 401.
+ * With `formPost` (a route a page's form posts to), a browser's form post gets a 401 page with a
+ * link to sign in again instead.
  */
 export const ApiSignedInUser = (o: { formPost?: boolean } = {}) =>
   applyDecorators(
+    ApiSecurity('account_session'),
     ApiSeeOther('Not signed in (a browser GET): to /auth/sign-in?return_to=…'),
     o.formPost
       ? ApiPageOrError(401, 'Not signed in: a browser\'s form post gets the "Signed out" page, linking to /auth/sign-in?return_to=…; a JSON caller, or another request, unauthorized')

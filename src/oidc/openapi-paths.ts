@@ -5,12 +5,17 @@
  * answers a browser (`html`) when it cannot redirect. Their 429 (and the rate-limit headers)
  * are added with every other route's, in openapi.ts.
  */
-import type { OpenAPIObject } from '@nestjs/swagger';
+import type { OpenAPIObject, SchemaObject } from '@nestjs/swagger';
+import { NO_STORE_EXTENSION } from '../common/security-headers';
 import { errorResponse } from '../openapi/api-errors.decorator';
+import { DEVICE_GRANT_TYPE } from './device-polling';
 import { PROVIDER_BODY_LIMIT } from './oidc-provider.factory';
 
 type PathItem = OpenAPIObject['paths'][string];
 type Operation = NonNullable<PathItem['get']>;
+
+/** The grants of the token endpoint, as discovery's grant_types_supported lists them. */
+const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', DEVICE_GRANT_TYPE];
 
 /** An error in RFC 6749 (and RFC 6750) form; the userinfo controller uses it too. */
 export const OAUTH_ERROR_SCHEMA = {
@@ -47,18 +52,74 @@ const deviceAuthorization = object(
 const introspection = object({ active: { type: 'boolean' }, scope: str, client_id: str, exp: int, iat: int, sub: str, token_type: str }, ['active']);
 const jwkSet = { type: 'object', properties: { keys: { type: 'array', items: { type: 'object', additionalProperties: true } } }, required: ['keys'] };
 
+/** An operation, open to anyone (`security: []`) unless `extra` says how its caller authenticates. */
 function op(tag: string, summary: string, extra: Pick<Operation, 'responses'> & Partial<Operation>, errorFormat: 'oauth' | 'html' = 'oauth'): Operation {
-  return { tags: [tag], summary, 'x-error-format': errorFormat, ...extra } as Operation;
+  return { tags: [tag], summary, 'x-error-format': errorFormat, security: [], ...extra } as Operation;
 }
+
+/** An answer the provider sends with Cache-Control: no-store (tokens, client credentials): openapi.ts documents the header. */
+const noStore = { [NO_STORE_EXTENSION]: true };
+
+const uris = (description: string) => ({ type: 'array', maxItems: 20, items: { type: 'string', maxLength: 2000 }, description });
+
+/** RFC 7591 client metadata that open registration takes, with the limits POST /auth/clients applies (oidc-provider.factory.ts). */
+const CLIENT_METADATA = {
+  redirect_uris: uris('Exact-match redirect URIs: https, plain http to a loopback host only, or a reverse-domain private-use scheme (RFC 8252); required with the authorization_code grant'),
+  grant_types: { type: 'array', items: { type: 'string', enum: GRANT_TYPES }, description: 'Default authorization_code and refresh_token; client_credentials needs a client of a tenant (POST /auth/clients)' },
+  response_types: { type: 'array', items: { type: 'string', enum: ['code'] } },
+  token_endpoint_auth_method: { type: 'string', description: 'Default client_secret_basic; `none` for a public client (PKCE, no secret); see discovery\'s token_endpoint_auth_methods_supported' },
+  client_name: { type: 'string', minLength: 1, maxLength: 200, description: 'Shown to users on the sign-in, consent, device, logout and account pages' },
+  scope: { type: 'string', maxLength: 4000, description: 'The scopes the client may ask for (SPEC 5.4 grammar, and openid, profile, email, offline_access)' },
+  post_logout_redirect_uris: uris('Where RP-initiated logout may return to'),
+  application_type: { type: 'string', enum: ['web', 'native'] },
+  contacts: { type: 'array', maxItems: 20, items: { type: 'string', maxLength: 320 } },
+  client_uri: { type: 'string', maxLength: 2000 },
+  logo_uri: { type: 'string', maxLength: 2000 },
+  policy_uri: { type: 'string', maxLength: 2000 },
+  tos_uri: { type: 'string', maxLength: 2000 },
+};
+
+/** Named schemas of the provider's bodies, which the paths below refer to. */
+export function oidcOpenApiSchemas(): Record<'DynamicClientRegistration' | 'DynamicClient', SchemaObject> {
+  return {
+    DynamicClientRegistration: {
+      type: 'object',
+      description: 'RFC 7591 client metadata; other metadata oidc-provider knows is taken as it defines it. tenant_id and extension_permissions are set by POST /auth/clients only (invalid_client_metadata)',
+      properties: CLIENT_METADATA,
+      additionalProperties: true,
+    } as SchemaObject,
+    DynamicClient: {
+      type: 'object',
+      description: 'The registered client\'s metadata (RFC 7591 3.2.1, RFC 7592 3): what it registered, with the provider\'s defaults filled in',
+      properties: {
+        client_id: str,
+        client_id_issued_at: { ...int, description: 'Seconds since the epoch' },
+        client_secret: { type: 'string', description: 'A confidential client\'s secret' },
+        client_secret_expires_at: { ...int, description: 'With client_secret: 0, it does not expire' },
+        registration_access_token: { type: 'string', description: 'The bearer token of GET registration_client_uri (RFC 7592)' },
+        registration_client_uri: { type: 'string', format: 'uri', description: 'GET /auth/oauth2/register/{client_id}' },
+        ...CLIENT_METADATA,
+        id_token_signed_response_alg: { type: 'string', enum: ['RS256'] },
+        subject_type: { type: 'string', enum: ['public'] },
+        require_auth_time: { type: 'boolean' },
+      },
+      required: ['client_id', 'client_id_issued_at', 'registration_access_token', 'registration_client_uri', 'grant_types', 'response_types', 'token_endpoint_auth_method'],
+      additionalProperties: true,
+    } as SchemaObject,
+  };
+}
+
+const schemaRef = (name: keyof ReturnType<typeof oidcOpenApiSchemas>) => ({ $ref: `#/components/schemas/${name}` });
 
 export function oidcOpenApiPaths(): Record<string, PathItem> {
   const token = op('oauth', 'Token endpoint: grants authorization_code (with code_verifier), refresh_token (rotates; reuse is token_reuse_detected), client_credentials, device_code', {
     requestBody: form(
-      { grant_type: str, code: str, code_verifier: str, redirect_uri: str, refresh_token: str, device_code: str, scope: str, client_id: str, client_secret: str },
+      { grant_type: { type: 'string', enum: GRANT_TYPES }, code: str, code_verifier: str, redirect_uri: str, refresh_token: str, device_code: str, scope: str, client_id: str, client_secret: str },
       ['grant_type'],
     ),
     security: clientAuth,
     responses: { 200: json('access_token (svc_at_…), token_type, expires_in, scope, refresh_token (svc_rt_…), id_token', tokenResponse), 400: oauthError, 401: oauthError },
+    ...noStore,
   });
   // oidc-mount.ts hands the provider a preflight only: another OPTIONS is 404 not_found, as anywhere.
   const preflight = op('oauth', 'CORS preflight (answered by oidc-provider): the origin and the headers asked for are let in for POST, unless the client the POST names refuses the origin then', {
@@ -116,20 +177,23 @@ export function oidcOpenApiPaths(): Record<string, PathItem> {
         requestBody: form({ token: str, token_type_hint: str, client_id: str, client_secret: str }, ['token']),
         security: clientAuth,
         responses: { 200: json('{"active":boolean,…}', introspection), 400: oauthError, 401: oauthError },
+        ...noStore,
       }),
       options: preflight,
     },
     '/auth/oauth2/register': {
       post: op('oauth', 'RFC 7591 dynamic registration, unauthenticated: a tenant-less client (use POST /auth/clients for a tenant\'s own)', {
-        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
-        responses: { 201: json('Client metadata with client_id (and client_secret), registration_client_uri and registration_access_token'), 400: oauthError },
+        requestBody: { required: true, content: { 'application/json': { schema: schemaRef('DynamicClientRegistration') } } },
+        responses: { 201: json('Client metadata with client_id (and client_secret), registration_client_uri and registration_access_token', schemaRef('DynamicClient')), 400: oauthError },
+        ...noStore,
       }),
     },
     '/auth/oauth2/register/{client_id}': {
       get: op('oauth', 'RFC 7592 read: a dynamically registered client\'s metadata, with its registration_access_token as the bearer token', {
         parameters: [{ name: 'client_id', in: 'path', required: true, schema: str }],
         security: [{ registration_token: [] }],
-        responses: { 200: json('Client metadata'), 401: oauthError },
+        responses: { 200: json('Client metadata', schemaRef('DynamicClient')), 401: oauthError },
+        ...noStore,
       }),
     },
     '/auth/logout': {
@@ -186,10 +250,10 @@ function withUnavailable(paths: Record<string, PathItem>): Record<string, PathIt
   );
 }
 
-/** A POST body the provider would not read whole, or as sent, is 413 or 415, in its error form (unreadableBody in oidc-provider.factory.ts). */
+/** A POST body the provider would not read whole, as sent, or as UTF-8, is 413 or 415, in its error form (unreadableBody in oidc-provider.factory.ts). */
 function withBodyLimit(paths: Record<string, PathItem>): Record<string, PathItem> {
   const tooLarge = { ...oauthError, description: `The body is over ${PROVIDER_BODY_LIMIT} bytes: RFC 6749 error {"error":"invalid_request","error_description"}` };
-  const encoded = { ...oauthError, description: 'The body was sent with a Content-Encoding other than identity: RFC 6749 error {"error":"invalid_request","error_description"}' };
+  const encoded = { ...oauthError, description: 'The body was sent with a Content-Encoding other than identity, or in a charset other than UTF-8: RFC 6749 error {"error":"invalid_request","error_description"}' };
   return Object.fromEntries(
     Object.entries(paths).map(([path, item]) => [
       path,
@@ -198,15 +262,43 @@ function withBodyLimit(paths: Record<string, PathItem>): Record<string, PathItem
   );
 }
 
-/** Each operation gets an id from its method and path (`oauth_post_auth_oauth2_token`); operations are copied, as some are shared. */
+/** The operationIds (the naming rule of openapi/operation-ids.ts), by method and path. */
+const OPERATION_IDS: Record<string, string> = {
+  'get /.well-known/openid-configuration': 'getOpenIdConfiguration',
+  'get /.well-known/oauth-authorization-server': 'getAuthorizationServerMetadata',
+  'get /.well-known/jwks.json': 'getWellKnownJwks',
+  'get /auth/jwks': 'getJwks',
+  'get /auth/authorize': 'authorize',
+  'get /auth/oauth2/authorize': 'authorizeOAuth2',
+  'post /auth/oauth2/token': 'requestToken',
+  'options /auth/oauth2/token': 'preflightToken',
+  'post /auth/token': 'requestTokenBackCompat',
+  'options /auth/token': 'preflightTokenBackCompat',
+  'post /auth/device/token': 'pollDeviceToken',
+  'options /auth/device/token': 'preflightDeviceToken',
+  'post /auth/device': 'authorizeDevice',
+  'post /auth/oauth2/revoke': 'revokeToken',
+  'options /auth/oauth2/revoke': 'preflightRevokeToken',
+  'post /auth/oauth2/introspect': 'introspectToken',
+  'options /auth/oauth2/introspect': 'preflightIntrospectToken',
+  'post /auth/oauth2/register': 'registerDynamicClient',
+  'get /auth/oauth2/register/{client_id}': 'getDynamicClient',
+  'get /auth/logout': 'logout',
+  'get /auth/authorize/{uid}': 'resumeAuthorization',
+  'post /auth/logout/confirm': 'confirmLogout',
+  'get /auth/logout/success': 'getLogoutSuccessPage',
+};
+
+/** Each operation gets its id; operations are copied, as some are shared. */
 function withOperationIds(paths: Record<string, PathItem>): Record<string, PathItem> {
   const out: Record<string, PathItem> = {};
   for (const [path, item] of Object.entries(paths)) {
     out[path] = Object.fromEntries(
-      Object.entries(item).map(([method, operation]) => [
-        method,
-        { ...(operation as Operation), operationId: `oauth_${method}_${path.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}` },
-      ]),
+      Object.entries(item).map(([method, operation]) => {
+        const operationId = OPERATION_IDS[`${method} ${path}`];
+        if (!operationId) throw new Error(`${method} ${path}: give it an operationId in OPERATION_IDS`);
+        return [method, { ...(operation as Operation), operationId }];
+      }),
     );
   }
   return out;

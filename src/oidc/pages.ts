@@ -5,6 +5,7 @@
  * belongs to.
  */
 import { createHash } from 'node:crypto';
+import { isBlank, UNREADABLE_CHARACTER } from '../common/validation';
 import { grantsAnything, isIncludedScope, SCOPES_SHOWN } from './consent';
 import { parseScope } from './scopes';
 
@@ -12,9 +13,11 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
-/** Control, bidi-embedding/override and isolate characters: an app's name must not reorder or hide what the page says around it. */
-const UNSHOWABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+/** The name rule's unreadable characters (controls, bidi overrides and isolates): an app's name must not reorder or hide what the page says around it. */
+const UNSHOWABLE = new RegExp(UNREADABLE_CHARACTER.source, 'gu');
 const APP_NAME_MAX = 200;
+/** What a page calls an app whose name shows nothing (registered before names had to). */
+const UNNAMED_APP = 'An app without a name';
 
 /**
  * An app's name as pages show it: registration now keeps names to the name rule, but a client
@@ -22,6 +25,7 @@ const APP_NAME_MAX = 200;
  */
 export function shownAppName(name: string): string {
   const chars = [...name.replace(UNSHOWABLE, '')];
+  if (isBlank(chars.join(''))) return UNNAMED_APP;
   return chars.length > APP_NAME_MAX ? `${chars.slice(0, APP_NAME_MAX).join('')}…` : chars.join('');
 }
 

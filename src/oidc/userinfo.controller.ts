@@ -18,11 +18,12 @@
  * (cookies) are never allowed; the account pages, which a cookie signs in to, answer no preflight.
  */
 import { applyDecorators, Controller, Get, HttpCode, Options, Post, Res, UseFilters } from '@nestjs/common';
-import { ApiBearerAuth, ApiExtension, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiExtension, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { bearerToken } from '../auth/credential.hook';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { OAuthErrorFormFilter } from '../common/exception.filter';
+import { NO_STORE_EXTENSION } from '../common/security-headers';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { findAccessToken, servesUser } from './oauth-tokens';
@@ -59,10 +60,28 @@ const ApiPreflight = (path: string) =>
     }),
   );
 
-const ApiUserinfoErrors = () =>
+/** The claims userinfo answers (SPEC 5.6), by the OIDC scopes of the token. */
+export class UserinfoClaims {
+  @ApiProperty({ description: 'The user\'s id' }) sub: string;
+  @ApiPropertyOptional({ description: 'With profile' }) name?: string;
+  @ApiPropertyOptional({ description: 'With profile: the user\'s email address' }) preferred_username?: string;
+  @ApiPropertyOptional({ description: 'With profile, when the user has one' }) picture?: string;
+  @ApiPropertyOptional({ description: 'With email' }) email?: string;
+  @ApiPropertyOptional({ description: 'With email: always false, the service does not verify addresses' }) email_verified?: boolean;
+}
+
+const NOT_STORED = { 'Cache-Control': { $ref: '#/components/headers/Cache-Control' } };
+
+/** An access token issued with `openid` (not an API key), its errors in RFC 6750 form, and claims no cache may keep. */
+const ApiUserinfo = () =>
   applyDecorators(
-    ApiResponse({ status: 401, description: 'No bearer token (invalid_request), or one not valid here (invalid_token); see WWW-Authenticate', schema: OAUTH_ERROR_SCHEMA }),
-    ApiResponse({ status: 403, description: 'The access token was not issued for openid (insufficient_scope)', schema: OAUTH_ERROR_SCHEMA }),
+    ApiExtension('x-error-format', 'oauth'),
+    ApiSecurity('oauth2', ['openid']),
+    ApiSecurity('openIdConnect', ['openid']),
+    ApiExtension(NO_STORE_EXTENSION, true),
+    ApiOkResponse({ type: UserinfoClaims, description: 'The claims: sub, and those of the token\'s profile and email scopes' }),
+    ApiResponse({ status: 401, description: 'No bearer token (invalid_request), or one not valid here (invalid_token); see WWW-Authenticate', schema: OAUTH_ERROR_SCHEMA, headers: NOT_STORED }),
+    ApiResponse({ status: 403, description: 'The access token was not issued for openid (insufficient_scope)', schema: OAUTH_ERROR_SCHEMA, headers: NOT_STORED }),
   );
 
 @ApiTags('oauth')
@@ -76,24 +95,18 @@ export class UserinfoController {
     private readonly config: AppConfig,
   ) {}
 
-  @ApiExtension('x-error-format', 'oauth')
-  @ApiBearerAuth()
   @Get(['userinfo', 'oauth2/userinfo'])
   @ApiOperation({ summary: 'OIDC claims of the signed-in user, by the scopes of the token (bearer: an svc_at_ token issued with openid)' })
-  @ApiUserinfoErrors()
-  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true }, description: 'The claims: sub, and those of the token\'s profile and email scopes' })
+  @ApiUserinfo()
   get(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     return this.answer(req, reply);
   }
 
-  @ApiExtension('x-error-format', 'oauth')
-  @ApiBearerAuth()
   @Post('oauth2/userinfo')
   @HttpCode(200)
   @Accepts(FORM)
   @ApiOperation({ summary: 'OIDC userinfo endpoint (as advertised in discovery); same as GET /auth/userinfo' })
-  @ApiUserinfoErrors()
-  @ApiOkResponse({ schema: { type: 'object', properties: { sub: { type: 'string' } }, additionalProperties: true }, description: 'The claims: sub, and those of the token\'s profile and email scopes' })
+  @ApiUserinfo()
   post(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     return this.answer(req, reply);
   }

@@ -1,11 +1,13 @@
-import { Controller, Get, INestApplication, Module, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, INestApplication, Module, Patch, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { ApiExtension, ApiResponse, OpenAPIObject } from '@nestjs/swagger';
+import { ApiExtension, ApiProperty, ApiPropertyOptional, ApiResponse, ApiTags, OpenAPIObject } from '@nestjs/swagger';
+import { AllowBootstrap, Public, Requires } from '../auth/decorators';
 import type { AppConfig } from '../config/app-config';
 import { OAUTH_ERROR_SCHEMA } from '../oidc/openapi-paths';
 import { ApiErrors } from './api-errors.decorator';
 import { ApiHeadSuccesses, HEAD_SUCCESSES_EXTENSION } from './api-head.decorator';
+import { ApiOAuth } from './api-oauth.decorator';
 import { buildOpenApiDocument } from './openapi';
 
 const html = { 'text/html': { schema: { type: 'string' } } };
@@ -38,7 +40,49 @@ class Documented {
   claims(): void {}
 }
 
-@Module({ controllers: [Documented] })
+class Filter {
+  @ApiPropertyOptional() type?: string;
+}
+
+class Write {
+  @ApiProperty() name: string;
+  @ApiPropertyOptional({ type: Filter }) filter?: Filter;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) properties?: Record<string, unknown>;
+}
+
+class Conflict {
+  @ApiProperty({ enum: ['version_conflict'] }) code: string;
+}
+
+/** Routes as the guards see them (auth/decorators.ts). */
+@ApiTags('items')
+@Controller('guarded')
+class GuardedController {
+  @Get('open')
+  @Public()
+  open(): void {}
+
+  @Get('admin')
+  @Requires({ admin: true })
+  admin(): void {}
+
+  @Post()
+  @AllowBootstrap()
+  @Requires({ admin: true })
+  bootstrap(): void {}
+
+  @Patch()
+  @Requires({ scope: 'metadata.types:write' })
+  @ApiOAuth({ scopes: ['<type>:read'], note: 'read on the type.' })
+  @ApiResponse({ status: 409, type: Conflict })
+  write(@Body() _body: Write): void {}
+
+  @Delete()
+  @ApiTags('types')
+  remove(): void {}
+}
+
+@Module({ controllers: [Documented, GuardedController] })
 class DocumentedModule {}
 
 describe('buildOpenApiDocument', () => {
@@ -75,7 +119,7 @@ describe('buildOpenApiDocument', () => {
   it('documents HEAD beside every GET: its parameters and answers, without bodies, under an id of its own', () => {
     expect(Object.keys(doc.paths['/plain'])).toEqual(['get', 'head']);
     const [get, head] = [doc.paths['/plain'].get!, doc.paths['/plain'].head!];
-    expect(head.operationId).toBe(`${get.operationId}_head`);
+    expect(head.operationId).toBe(`${get.operationId}Head`);
     expect(Object.keys(head.responses).sort()).toEqual(Object.keys(get.responses).sort());
     for (const response of Object.values<any>(head.responses)) {
       expect(response.content).toBeUndefined();
@@ -83,6 +127,34 @@ describe('buildOpenApiDocument', () => {
     }
     expect(responses('/plain', 'head')['503'].headers['Retry-After']).toBeDefined();
     expect(responses('/plain', 'head')['429'].headers['Retry-After']).toBeDefined();
+  });
+
+  it('derives each operation\'s security from its guards\' metadata: none, an API key, an OAuth token with the scopes it needs, or none during bootstrap', () => {
+    const op = (method: 'get' | 'post' | 'patch' | 'delete', path: string) => doc.paths[path][method]!;
+    expect(op('get', '/guarded/open').security).toEqual([]);
+    expect(op('get', '/guarded/admin').security).toEqual([{ bearer: [] }]);
+    expect(op('post', '/guarded').security).toEqual([{ bearer: [] }, {}]);
+    expect(op('patch', '/guarded').security).toEqual([{ bearer: [] }, { oauth2: ['metadata.types:write', '<type>:read'] }]);
+    expect(op('patch', '/guarded').description).toBe('OAuth access tokens: read on the type.');
+    expect(op('patch', '/guarded')).not.toHaveProperty('x-oauth');
+    expect(op('delete', '/guarded').security).toEqual([{ bearer: [] }, { oauth2: [] }]);
+    expect(doc.components!.securitySchemes!.oauth2).toMatchObject({ flows: { authorizationCode: { authorizationUrl: 'http://localhost:3000/auth/authorize', tokenUrl: 'http://localhost:3000/auth/oauth2/token' } } });
+  });
+
+  it('closes a DTO body and the DTOs in it, leaving its free-form members open', () => {
+    const schemas = doc.components!.schemas as Record<string, any>;
+    expect([schemas.Write.additionalProperties, schemas.Filter.additionalProperties]).toEqual([false, false]);
+    expect(schemas.Write.properties.properties.additionalProperties).toBe(true);
+    expect(schemas.Conflict.additionalProperties).toBeUndefined();
+  });
+
+  it('answers a status a route documents with another JSON body either way, beside the pipeline\'s', () => {
+    const conflict = responses('/guarded', 'patch' as 'post')['409'];
+    expect(conflict.content['application/json'].schema).toEqual({ anyOf: [{ $ref: '#/components/schemas/Conflict' }, { $ref: '#/components/schemas/ErrorEnvelopeDto' }] });
+  });
+
+  it('lists a path\'s operations under one tag, the first of the reference\'s order', () => {
+    for (const method of ['post', 'patch', 'delete'] as const) expect(doc.paths['/guarded'][method]!.tags).toEqual(['items']);
   });
 
   it('documents the successes a route says its HEAD gives instead of the GET\'s, with the GET\'s errors', () => {

@@ -5,14 +5,17 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, ResponseObject, SwaggerModule } from '@nestjs/swagger';
 import { STATUS_CODES } from 'node:http';
+import { isDeepStrictEqual } from 'node:util';
 import { NO_STORE_EXTENSION } from '../common/security-headers';
 import type { AppConfig } from '../config/app-config';
-import { OAUTH_ERROR_SCHEMA, oidcOpenApiPaths } from '../oidc/openapi-paths';
+import { OAUTH_ERROR_SCHEMA, oidcOpenApiPaths, oidcOpenApiSchemas } from '../oidc/openapi-paths';
 import { bucketFor } from '../rate-limit/rate-limit.policy';
 import { openApiWebhooks } from '../webhooks/openapi-webhooks';
 import { errorResponse } from './api-errors.decorator';
 import { HEAD_SUCCESSES_EXTENSION } from './api-head.decorator';
 import { OpenApiDocument } from './openapi.controller';
+import { operationId } from './operation-ids';
+import { documentSecurity, RouteHandler, securitySchemes } from './security';
 
 export const API_VERSION = '4.2.0';
 
@@ -31,8 +34,8 @@ const TAGS: Array<[name: string, description: string]> = [
   ['users', 'The people of a tenant who sign in to the OAuth provider'],
   ['audit', 'The tenant\'s audit events'],
   ['integrations', 'Integration manifests, and connections to upstream services through their OAuth'],
-  ['oauth', 'The OAuth 2.1 / OpenID Connect provider: discovery, keys, authorization, tokens, revocation, introspection, registration, userinfo, logout'],
-  ['oauth pages', 'The provider\'s HTML pages: sign-in, consent, device code entry'],
+  ['oauth', 'The OAuth 2.1 / OpenID Connect provider: discovery, keys, authorization, tokens, revocation, introspection, registration, userinfo, logout, the device flow and its page'],
+  ['oauth pages', 'The provider\'s HTML pages: sign-in, consent, and the device page\'s consent form'],
   ['oauth account', 'A signed-in user\'s own grants, sessions and security page'],
   ['health', 'Liveness and dependency health'],
   ['meta', 'This document and the browsable reference'],
@@ -52,20 +55,24 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
         'Every response carries X-Content-Type-Options: nosniff and Referrer-Policy: no-referrer.',
     )
     .setVersion(API_VERSION)
-    .addServer(config.baseUrl)
-    // Opaque tokens, not JWTs: no bearerFormat.
-    .addSecurity('bearer', { type: 'http', scheme: 'bearer', description: 'API key (svc_k1_...) or OAuth access token (svc_at_...)' })
-    .addBasicAuth({ type: 'http', description: 'OAuth client authentication (client_secret_basic): client_id and client_secret' }, 'client_basic')
-    .addSecurity('registration_token', {
-      type: 'http',
-      scheme: 'bearer',
-      description: 'The registration_access_token of a dynamically registered client (RFC 7592)',
-    });
+    .addServer(config.baseUrl);
+  for (const [name, scheme] of Object.entries(securitySchemes(config.baseUrl))) builder.addSecurity(name, scheme);
   for (const [name, description] of TAGS) builder.addTag(name, description);
-  const document = SwaggerModule.createDocument(app, builder.build());
+  // The handler behind each operationId, for the security its guards apply.
+  const handlers = new Map<string, RouteHandler>();
+  const document = SwaggerModule.createDocument(app, builder.build(), {
+    operationIdFactory: (controller, method) => {
+      const id = operationId(controller, method);
+      handlers.set(id, { controller, method });
+      return id;
+    },
+  });
+  documentSecurity(app, document, handlers);
+  closeRequestBodies(document);
   documentPipelineErrors(document);
   for (const [path, item] of Object.entries(oidcOpenApiPaths())) document.paths[path] = { ...document.paths[path], ...item };
-  for (const [, , op] of operations(document)) if (op.operationId) op.operationId = op.operationId.replace(/\[(\d+)\]$/, '_$1');
+  document.components!.schemas = { ...document.components!.schemas, ...oidcOpenApiSchemas() };
+  oneTagPerPath(document);
   documentRateLimit(document);
   // After the 429 (the GET's, without its body), before the descriptions and headers, which a HEAD gets as its own.
   documentHead(document);
@@ -95,22 +102,67 @@ function* operations(document: OpenAPIObject): Generator<[path: string, method: 
  * and Fastify for a Content-Type that is no media type), every one answers 503 while a
  * dependency is away, and every write 409 `conflict` when its transaction lost to concurrent
  * ones (exception.filter.ts). Runs before the provider's own endpoints are added: those read
- * their requests themselves and answer in RFC 6749 form instead. A route's own 400 in another
- * media type (an HTML page) gains the pipeline's JSON one beside it, which it is answered in.
+ * their requests themselves and answer in RFC 6749 form instead. A status the route documents
+ * too is answered either way (withPipelineError).
  */
 function documentPipelineErrors(document: OpenAPIObject): void {
   for (const [, method, op] of operations(document)) {
-    const error = (status: number) => pipelineError(op, status);
     // A route is taken to reach a dependency when it may be sent a body or documents envelope errors of its own.
     const reachesDependency = WRITES.has(method) || JSON.stringify(op.responses).includes('ErrorEnvelopeDto');
-    if (WRITES.has(method)) for (const status of [409, 413, 415]) op.responses[status] ??= error(status);
-    if (reachesDependency) op.responses[503] ??= error(503);
-    const own = op.responses[400];
-    const refused = error(400);
-    if (!own) op.responses[400] = refused;
-    else if (!('$ref' in own) && !own.content?.['application/json']) {
-      op.responses[400] = { ...own, description: `${own.description}. As JSON: ${refused.description}`, content: { ...own.content, ...refused.content } };
-    }
+    const statuses = [400, ...(WRITES.has(method) ? [409, 413, 415] : []), ...(reachesDependency ? [503] : [])];
+    for (const status of statuses) op.responses[status] = withPipelineError(op.responses[status], pipelineError(op, status), status);
+  }
+}
+
+/**
+ * A route's own answer for a status with the pipeline's beside it. The route's stands where it is
+ * the same JSON body; a 400 in another media type only (an HTML page) gains the JSON one, which
+ * the pipeline answers in; another JSON body (PATCH /items/{id}'s `version_conflict` beside a write
+ * collision's `conflict`) is either one. `anyOf`, not `oneOf`: a body may match both schemas.
+ */
+function withPipelineError(own: Operation['responses'][string] | undefined, pipeline: ReturnType<typeof pipelineError>, status: number): Operation['responses'][string] {
+  if (!own) return pipeline;
+  if ('$ref' in own) return own;
+  const [mine, theirs] = [own.content?.['application/json']?.schema, pipeline.content['application/json'].schema!];
+  if (mine ? isDeepStrictEqual(mine, theirs) : status !== 400) return own;
+  return {
+    ...own,
+    description: `${own.description}. ${mine ? 'Or' : 'As JSON'}: ${pipeline.description}`,
+    content: { ...own.content, 'application/json': { schema: mine ? { anyOf: [mine, theirs] } : theirs } },
+  };
+}
+
+/**
+ * The global ValidationPipe refuses a field that a body's DTO does not declare (400
+ * validation_error), in the DTOs nested in it too (`@ValidateNested`, and each element of POST
+ * /items/bulk, which is checked as a POST /items body), so those schemas are closed. Free-form
+ * members (an item's `properties` and `extensions`, a type's `schema`) are inline schemas, not
+ * DTOs, and stay as open as they are.
+ */
+function closeRequestBodies(document: OpenAPIObject): void {
+  const schemas = document.components?.schemas ?? {};
+  const pending = [...operations(document)].flatMap(([, , op]) => {
+    const schema = op.requestBody && !('$ref' in op.requestBody) ? op.requestBody.content['application/json']?.schema : undefined;
+    return schema && '$ref' in schema ? [schema.$ref] : [];
+  });
+  const closed = new Set<string>();
+  for (let ref = pending.pop(); ref; ref = pending.pop()) {
+    const name = ref.split('/').pop()!;
+    const schema = schemas[name];
+    if (closed.has(name) || !schema || '$ref' in schema) continue;
+    closed.add(name);
+    schema.additionalProperties ??= false;
+    for (const [, nested] of JSON.stringify(schema.properties ?? {}).matchAll(/"\$ref":"(#\/components\/schemas\/[^"]+)"/g)) pending.push(nested);
+  }
+}
+
+/** A path's operations sit under one tag, the first in TAGS's order that any of them has: a reader finds the path in one place. */
+function oneTagPerPath(document: OpenAPIObject): void {
+  for (const path of Object.keys(document.paths)) {
+    const ops = [...operations({ paths: { [path]: document.paths[path] } } as OpenAPIObject)].map(([, , op]) => op);
+    const tags = new Set(ops.flatMap((op) => op.tags ?? []));
+    const tag = TAGS.find(([name]) => tags.has(name))?.[0];
+    if (tag) for (const op of ops) op.tags = [tag];
   }
 }
 
@@ -170,7 +222,7 @@ function documentHead(document: OpenAPIObject): void {
       ...rest,
       description: successes ? `HEAD of GET ${path}: the answers below, without a body.` : `HEAD of GET ${path}: the same status and headers, without a body.`,
       responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b))),
-      ...(get.operationId ? { operationId: `${get.operationId}_head` } : {}),
+      ...(get.operationId ? { operationId: `${get.operationId}Head` } : {}),
     };
     // Beside its GET, where a reader of the reference looks for it.
     document.paths[path] = Object.fromEntries(Object.entries(item).flatMap(([key, value]) => (key === 'get' ? [[key, value], ['head', head]] : [[key, value]])));
@@ -203,11 +255,29 @@ function describeSuccesses(document: OpenAPIObject): void {
   }
 }
 
+/** The X-Request-Id a caller may choose: request-logging.ts keeps one that matches (test/openapi.e2e-spec.ts holds the two together). */
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,100}$/;
+
+/**
+ * Inline, not a $ref: consumers that read a parameter's name without resolving it (the fuzzer,
+ * some generators) see it too. Any value is taken (one that does not match is replaced, not
+ * refused), so the pattern is in the description, not the schema.
+ */
+const REQUEST_ID_PARAMETER = {
+  name: 'X-Request-Id',
+  in: 'header' as const,
+  required: false,
+  description: `An id for this request, which the answer's X-Request-Id and the service's log lines then carry when it matches \`${REQUEST_ID_PATTERN.source}\`; another is replaced by a new UUID`,
+  schema: { type: 'string' as const },
+};
+
 const header = (description: string) => ({ description, schema: { type: 'integer' } });
 
 /**
- * Headers that the request pipeline adds rather than a route: the rate-limit headers on every
- * response (rate-limit.hook.ts), Retry-After on a 429 and on a 503 `service_unavailable`
+ * Headers that the request pipeline adds rather than a route: X-Request-Id on every response
+ * (request-logging.ts: the caller's own when it sends a usable one, so every operation takes it),
+ * the rate-limit headers (rate-limit.hook.ts), WWW-Authenticate on a 401 (exception.filter.ts; the
+ * provider and userinfo send their own), Retry-After on a 429 and on a 503 `service_unavailable`
  * (exception.filter.ts; not on GET /health's own 503, whose body says what is down), and
  * Idempotent-Replayed on the kept (neither 429 nor 5xx) answers of a route that takes Idempotency-Key,
  * and Cache-Control: no-store on the successes of a route marked `@NoStore()` (security-headers.ts).
@@ -216,27 +286,34 @@ function documentCommonHeaders(document: OpenAPIObject): void {
   document.components ??= {};
   document.components.headers = {
     ...document.components.headers,
+    'X-Request-Id': { description: 'The request\'s id, which the service\'s log lines name: the caller\'s X-Request-Id when it sent a usable one, else a new UUID', schema: { type: 'string' } },
     'X-RateLimit-Limit': header('Requests allowed in the current window (sent while rate limiting is on)'),
     'X-RateLimit-Remaining': header('Requests left in the current window (sent while rate limiting is on)'),
     'X-RateLimit-Reset': header('Unix time (seconds since the epoch) at which the rolling window next frees a place: its oldest request turns a minute old (sent while rate limiting is on)'),
     'Retry-After': header('Seconds to wait before retrying'),
     'Idempotent-Replayed': { description: '`true` when this is the kept answer to an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
-    'Cache-Control': { description: '`no-store`: the body shows a secret once, which no cache may keep', schema: { type: 'string', enum: ['no-store'] } },
+    'Cache-Control': { description: '`no-store`: no cache may keep the answer', schema: { type: 'string', enum: ['no-store'] } },
+    'WWW-Authenticate': {
+      description: 'The challenge (RFC 6750): `Bearer realm="svc"`, with `error="invalid_token"` and an `error_description` when a token was presented; `Basic realm="svc"` to an OAuth client that failed HTTP Basic authentication',
+      schema: { type: 'string' },
+    },
   };
   const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
   for (const [path, method, op] of operations(document)) {
-    const idempotent = (op.parameters ?? []).some((p) => 'in' in p && p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
+    op.parameters = [...(op.parameters ?? []), REQUEST_ID_PARAMETER];
+    const idempotent = op.parameters.some((p) => 'in' in p && p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
     // The marker has done its work once the headers say it.
     const marked = op as Operation & { [NO_STORE_EXTENSION]?: boolean };
     const noStore = marked[NO_STORE_EXTENSION] === true;
     delete marked[NO_STORE_EXTENSION];
     for (const [status, response] of Object.entries(op.responses)) {
       if (!response || '$ref' in response) continue;
-      const headers: Record<string, { $ref: string }> = {};
+      const headers: Record<string, { $ref: string }> = { 'X-Request-Id': ref('X-Request-Id') };
       for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) headers[name] = ref(name);
       // A HEAD's 503 is its GET's without the body, which tells service_unavailable from GET /health's own.
       const answered = method === 'head' ? (document.paths[path].get?.responses[status] ?? response) : response;
       const unavailable = status === '503' && JSON.stringify(answered).includes('ErrorEnvelopeDto');
+      if (status === '401') headers['WWW-Authenticate'] = ref('WWW-Authenticate');
       if (status === '429' || unavailable) headers['Retry-After'] = ref('Retry-After');
       if (idempotent && status !== '429' && !status.startsWith('5')) headers['Idempotent-Replayed'] = ref('Idempotent-Replayed');
       if (noStore && status.startsWith('2')) headers['Cache-Control'] = ref('Cache-Control');

@@ -1,18 +1,19 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { SearchQuery, SearchResponse } from './search.dto';
 import { SearchService } from './search.service';
 
 @ApiTags('search')
-@ApiBearerAuth()
 @Controller('search')
 export class SearchController {
   constructor(private readonly search: SearchService) {}
 
   @Get()
+  @ApiOAuth({ note: 'finds items of the types the token may read (`<type>:read`); without `metadata:read` results come without `tags`, a `tags` filter is 403, and text matches ignore tags.' })
   @ApiOperation({
     summary: 'Full-text search over the tenant\'s items',
     description:

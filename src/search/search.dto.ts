@@ -1,9 +1,9 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsNotEmpty, IsString, MaxLength, ValidateBy } from 'class-validator';
+import { IsNotEmpty, IsString, ValidateBy } from 'class-validator';
 import { ItemResponse, ListItemsQuery } from '../items/items.dto';
-import { IsQueryInt } from '../common/validation';
+import { hasCharLength, IsQueryInt, MaxChars } from '../common/validation';
 import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS, queryWordCount } from './search-query';
 import { HEADLINE_SOURCE_CHARS } from './snippet';
 
@@ -13,11 +13,11 @@ export const IsSearchText = () =>
     Transform(({ value }) => (typeof value === 'string' ? value.trim() : value)),
     IsString(),
     IsNotEmpty(),
-    MaxLength(MAX_QUERY_LENGTH),
+    MaxChars(MAX_QUERY_LENGTH),
     ValidateBy({
       name: 'maxQueryWords',
       validator: {
-        validate: (value) => typeof value !== 'string' || value.length > MAX_QUERY_LENGTH || queryWordCount(value) <= MAX_QUERY_WORDS,
+        validate: (value) => typeof value !== 'string' || !hasCharLength(value, 0, MAX_QUERY_LENGTH) || queryWordCount(value) <= MAX_QUERY_WORDS,
         defaultMessage: (args) => `${args?.property} must hold at most ${MAX_QUERY_WORDS} words`,
       },
     }),

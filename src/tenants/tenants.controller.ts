@@ -1,5 +1,5 @@
 import { Body, Controller, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Requires } from '../auth/decorators';
 import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
@@ -8,7 +8,6 @@ import { CreatedTenantResponse, CreateTenantDto } from './tenants.dto';
 import { TenantsService } from './tenants.service';
 
 @ApiTags('tenants')
-@ApiBearerAuth()
 @Controller('tenants')
 export class TenantsController {
   constructor(private readonly tenants: TenantsService) {}

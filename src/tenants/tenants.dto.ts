@@ -3,7 +3,7 @@ import { ApiKeyResponse, CreatedApiKeyResponse } from '../keys/keys.dto';
 import { IsUserName } from '../users/users.dto';
 
 export class CreateTenantDto {
-  @ApiProperty({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'Not only whitespace; no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' })
+  @ApiProperty({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'Not only whitespace or invisible characters (U+200B, U+3164, …); no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' })
   @IsUserName()
   name: string;
 }
@@ -11,7 +11,7 @@ export class CreateTenantDto {
 export class TenantResponse {
   @ApiProperty() id: string;
   @ApiProperty() name: string;
-  @ApiProperty() created_at: string;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
 }
 
 export class CreatedTenantResponse {

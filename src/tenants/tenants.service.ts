@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { newId } from '../common/ids';
+import { keyLabel } from '../keys/keys.dto';
 import { KeysService } from '../keys/keys.service';
 import { TenantEntity } from './tenant.entity';
 import { CreatedTenantResponse } from './tenants.dto';
@@ -20,9 +21,7 @@ export class TenantsService {
     return this.db.transaction(async (m) => {
       const tenant = m.create(TenantEntity, { id: newId(), name, isRoot: false, createdAt: new Date() });
       await m.insert(TenantEntity, tenant);
-      // Within a key label's 200 characters, however long the name, cut between characters (an
-      // emoji is two UTF-16 units, and half of one is text the service refuses).
-      const adminKey = await this.keys.insert(m, tenant.id, { role: 'admin', label: [...`${name} admin`].slice(0, 200).join('') });
+      const adminKey = await this.keys.insert(m, tenant.id, { role: 'admin', label: keyLabel(`${name} admin`) });
       return { tenant: { id: tenant.id, name: tenant.name, created_at: tenant.createdAt.toISOString() }, admin_key: adminKey };
     });
   }

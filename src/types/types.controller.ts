@@ -1,20 +1,21 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { CreateTypeDto, ListTypesQuery, TypeList, TypeResponse, UpdateTypeDto } from './types.dto';
 import { TypesService } from './types.service';
 
 const TYPE_WRITE = { scope: 'metadata.types:write' } as const;
 
 @ApiTags('types')
-@ApiBearerAuth()
 @Controller('types')
 export class TypesController {
   constructor(private readonly types: TypesService) {}
 
   @Post()
+  @ApiOAuth({ scopes: ['<type>:read'], note: '`<type>` matching the name it creates (a member cannot create a type it could not read); a `parent` must be readable too.' })
   @Requires(TYPE_WRITE)
   @ApiOperation({ summary: 'Create a tenant type (admin key or OAuth scope metadata.types:write)' })
   @ApiCreatedResponse({ type: TypeResponse })
@@ -24,6 +25,7 @@ export class TypesController {
   }
 
   @Get()
+  @ApiOAuth({ note: 'lists the core types and those the token may read (`<type>:read`).' })
   @ApiOperation({ summary: 'List the core types and the tenant\'s own types that the caller may read: core types first, then by name' })
   @ApiOkResponse({ type: TypeList })
   @ApiErrors(400, 401, 429)
@@ -32,6 +34,7 @@ export class TypesController {
   }
 
   @Get(':name')
+  @ApiOAuth({ scopes: ['<type>:read'], note: '`<type>` matching the type.' })
   @ApiOperation({ summary: 'Retrieve a type' })
   @ApiOkResponse({ type: TypeResponse })
   @ApiErrors(400, 401, 404, 429)
@@ -40,6 +43,7 @@ export class TypesController {
   }
 
   @Patch(':name')
+  @ApiOAuth({ scopes: ['<type>:read'], note: '`<type>` matching the type.' })
   @Requires(TYPE_WRITE)
   @ApiOperation({ summary: 'Change a tenant type\'s schema or merge policy; only while it has no items and no subtypes' })
   @ApiOkResponse({ type: TypeResponse })
@@ -49,6 +53,7 @@ export class TypesController {
   }
 
   @Delete(':name')
+  @ApiOAuth({ scopes: ['<type>:read'], note: '`<type>` matching the type.' })
   @HttpCode(200)
   @Requires(TYPE_WRITE)
   @ApiOperation({ summary: 'Delete a tenant type; only while it has no items and no subtypes' })

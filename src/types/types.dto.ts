@@ -1,9 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsObject, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
+import { IsIn, IsObject, IsOptional, IsString, ValidateBy } from 'class-validator';
 import { ApiInteger } from '../openapi/api-integer.decorator';
 import { PageQuery } from '../common/pagination';
 import { DOTTED_NAME_RE } from '../common/type-pattern';
-import { IsDottedName, IsOptionalNonNull } from '../common/validation';
+import { IsDottedName, IsOptionalNonNull, MaxChars } from '../common/validation';
 import { MERGE_POLICIES, MergePolicy } from './type-schema';
 
 const IsMergePolicyMap = () =>
@@ -28,7 +28,7 @@ export class UpdateTypeDto {
 
 export class CreateTypeDto {
   @ApiProperty({ example: 'acme.recipe', description: 'Dotted lowercase name', maxLength: 200, pattern: DOTTED_NAME_RE })
-  @IsString() @MaxLength(200) @IsDottedName()
+  @IsString() @MaxChars(200) @IsDottedName()
   name: string;
 
   @ApiPropertyOptional({ example: 'core.note', description: 'The parent type\'s name', maxLength: 200, pattern: DOTTED_NAME_RE })
@@ -53,8 +53,8 @@ export class TypeResponse {
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } }) merge_policy: Record<string, MergePolicy>;
   @ApiProperty() core: boolean;
   @ApiInteger({ description: 'Bumped on every schema change; items record it as schema_version' }) version: number;
-  @ApiProperty() created_at: string;
-  @ApiProperty() updated_at: string;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ format: 'date-time' }) updated_at: string;
 }
 
 export class TypeList {

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
@@ -8,7 +8,6 @@ import { CreateUserDto, ListUsersQuery, UpdateUserDto, UserList, UserResponse } 
 import { UsersService } from './users.service';
 
 @ApiTags('users')
-@ApiBearerAuth()
 @Controller('users')
 @Requires({ admin: true })
 export class UsersController {

@@ -1,26 +1,26 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { isEmail, IsIn, IsOptional, IsUrl, MaxLength, ValidateBy } from 'class-validator';
+import { isEmail, IsIn, IsOptional, IsUrl, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { IsOptionalNonNull, isReadableName } from '../common/validation';
+import { hasCharLength, hasHiddenCharacter, IsOptionalNonNull, isReadableName, MaxChars } from '../common/validation';
 
 export const USER_ROLES = ['admin', 'member'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
 
-/** The one rule for a user's email, POST /users and the sign-up page alike (length first: the check backtracks on long input). */
-export const isUserEmail = (email: string): boolean => email.length <= 254 && isEmail(email);
+/**
+ * The one rule for a user's email, POST /users and the sign-up page alike (length first: the
+ * check backtracks on long input). isEmail takes bidirectional overrides, zero-width and other
+ * invisible characters in an address, which the pages and apps (`email`, `preferred_username`)
+ * would show as another address: hasHiddenCharacter refuses them. Not normalised (NFC, IDNA).
+ */
+export const isUserEmail = (email: string): boolean => email.length <= 254 && !hasHiddenCharacter(email) && isEmail(email);
 
 /**
  * The one rule for a password, POST and PATCH /users and the sign-up page alike: 10 to 1024
  * characters, not all of them whitespace (ten spaces pass a length check and guess in one try).
- * Characters are counted as the OpenAPI document's minLength counts them, by code point: an emoji
- * is one, not two UTF-16 units (which are never fewer, so they bound the input before it is counted).
+ * Characters are counted as the OpenAPI document's minLength counts them (hasCharLength).
  */
-export function isUserPassword(password: string): boolean {
-  if (password.length < 10 || password.length > 2 * 1024 || !/\S/.test(password)) return false;
-  const characters = [...password].length;
-  return characters >= 10 && characters <= 1024;
-}
+export const isUserPassword = (password: string): boolean => hasCharLength(password, 10, 1024) && /\S/.test(password);
 
 const IsUserPassword = () =>
   ValidateBy({
@@ -30,14 +30,11 @@ const IsUserPassword = () =>
 
 /**
  * The one rule for a user's name, POST and PATCH /users and the sign-up page alike, and so for a
- * tenant's (POST /tenants; sign-up names the new tenant as its admin): not blank once trimmed, at
- * most 200 characters, and readable (isReadableName). Characters are counted by code point, as
- * the OpenAPI document's maxLength counts them: class-validator's length check leaves out the
- * variation selectors U+FE0E and U+FE0F (the second half of ❤️). UTF-16 units, never fewer,
- * bound the input before it is counted.
+ * tenant's (POST /tenants; sign-up names the new tenant as its admin) and an OAuth client's: at
+ * most 200 characters (hasCharLength), and readable (isReadableName: not blank, nor made only of
+ * invisible characters).
  */
-export const isUserName = (name: unknown): name is string =>
-  typeof name === 'string' && name.length <= 2 * 200 && [...name].length <= 200 && isReadableName(name);
+export const isUserName = (name: unknown): name is string => typeof name === 'string' && hasCharLength(name, 0, 200) && isReadableName(name);
 
 export const IsUserName = () =>
   ValidateBy({
@@ -49,7 +46,7 @@ export const IsUserName = () =>
   });
 
 const PASSWORD_DOC = { minLength: 10, maxLength: 1024, description: 'Not only whitespace. Stored as a scrypt hash; never returned' };
-const NAME_DOC = { minLength: 1, maxLength: 200, description: 'Not blank; no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' };
+const NAME_DOC = { minLength: 1, maxLength: 200, description: 'Not blank, nor only invisible characters (U+200B, U+3164, …); no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' };
 const ROLE_DOC = { enum: USER_ROLES, description: 'What the user may consent to for an app: an admin grants admin rights' };
 const PICTURE_DOC = { description: 'https URL of a picture (the OIDC `picture` claim)', maxLength: 2000 };
 
@@ -57,11 +54,11 @@ const PICTURE_DOC = { description: 'https URL of a picture (the OIDC `picture` c
 const IsPictureUrl = () => IsUrl({ protocols: ['https'], require_protocol: true }, { message: 'must be an https URL such as https://example.com/me.png' });
 
 export class CreateUserDto {
-  @ApiProperty({ example: 'ada@example.com', maxLength: 254, description: 'Signs in to this user only: unique across the service, in any letter case' })
+  @ApiProperty({ example: 'ada@example.com', maxLength: 254, description: 'Signs in to this user only: unique across the service, in any letter case. No control, format (U+202E, U+200B, …) or other invisible characters' })
   @Transform(({ value }) => (typeof value === 'string' ? value.trim() : value))
   @ValidateBy({
     name: 'isUserEmail',
-    validator: { validate: (v: unknown) => typeof v === 'string' && isUserEmail(v), defaultMessage: () => 'must be an email address of at most 254 characters' },
+    validator: { validate: (v: unknown) => typeof v === 'string' && isUserEmail(v), defaultMessage: () => 'must be an email address of at most 254 characters, without control, format or invisible characters' },
   })
   email: string;
 
@@ -78,7 +75,7 @@ export class CreateUserDto {
   role?: UserRole;
 
   @ApiPropertyOptional(PICTURE_DOC)
-  @IsOptionalNonNull() @IsPictureUrl() @MaxLength(2000)
+  @IsOptionalNonNull() @IsPictureUrl() @MaxChars(2000)
   picture?: string;
 }
 
@@ -101,7 +98,7 @@ export class UpdateUserDto {
   role?: UserRole;
 
   @ApiPropertyOptional({ ...PICTURE_DOC, type: String, nullable: true, description: `${PICTURE_DOC.description}; null removes it` })
-  @IsOptional() @IsPictureUrl() @MaxLength(2000)
+  @IsOptional() @IsPictureUrl() @MaxChars(2000)
   picture?: string | null;
 }
 

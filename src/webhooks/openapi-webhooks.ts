@@ -46,8 +46,11 @@ export function openApiWebhooks(): Record<string, PathItem> {
         name,
         {
           post: {
-            operationId: `webhook_${name.replace('.', '_')}`,
+            // The naming rule of the API's operations (openapi/operation-ids.ts): `onItemCreated`.
+            operationId: `on${name.replace(/(^|[._])([a-z])/g, (_, _sep, c: string) => c.toUpperCase())}`,
             tags: ['webhooks'],
+            // The receiver checks the signature headers below; the request carries no credential of the API's.
+            security: [],
             summary: `${name}: {event, ${subject.field}}, ${subject.summary}`,
             description:
               'Sent as soon as the change commits, signed afresh at every attempt. Answer 2xx within WEBHOOK_TIMEOUT_MS; anything else is ' +

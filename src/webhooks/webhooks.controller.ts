@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
@@ -7,6 +7,7 @@ import { PageQuery } from '../common/pagination';
 import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import {
   CreatedWebhookResponse, CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, RotatedWebhookResponse, RotateWebhookSecretDto, UpdateWebhookDto,
   WebhookList, WebhookResponse,
@@ -14,12 +15,12 @@ import {
 import { WebhooksService } from './webhooks.service';
 
 @ApiTags('webhooks')
-@ApiBearerAuth()
 @Controller('webhooks')
 export class WebhooksController {
   constructor(private readonly webhooks: WebhooksService) {}
 
   @Post()
+  @ApiOAuth({ note: 'the webhook receives the events about what the token may read, for as long as its grant (or client secret) lasts.' })
   @Idempotent()
   @NoStore()
   @ApiOperation({
@@ -34,6 +35,7 @@ export class WebhooksController {
   }
 
   @Get()
+  @ApiOAuth({ note: 'the webhooks registered by the token\'s grant or client, with no scope the token lacks.' })
   @ApiOperation({ summary: 'List webhooks, newest first: an admin sees the tenant\'s, other credentials those they registered' })
   @ApiOkResponse({ type: WebhookList })
   @ApiErrors(400, 401, 429)
@@ -42,6 +44,7 @@ export class WebhooksController {
   }
 
   @Get(':id')
+  @ApiOAuth({ note: 'a webhook registered by the token\'s grant or client, with no scope the token lacks.' })
   @ApiOperation({ summary: 'Retrieve a webhook (never its secret)' })
   @ApiOkResponse({ type: WebhookResponse })
   @ApiErrors(400, 401, 404, 429)
@@ -50,6 +53,7 @@ export class WebhooksController {
   }
 
   @Patch(':id')
+  @ApiOAuth({ note: 'a webhook registered by the token\'s grant or client, with no scope the token lacks.' })
   @ApiOperation({ summary: 'Change url, events, type_filter (null clears it) or disabled' })
   @ApiOkResponse({ type: WebhookResponse })
   @ApiErrors(400, 401, 404, 429)
@@ -58,6 +62,7 @@ export class WebhooksController {
   }
 
   @Post(':id/secret')
+  @ApiOAuth({ note: 'a webhook registered by the token\'s grant or client, with no scope the token lacks.' })
   @HttpCode(200)
   @Idempotent()
   @NoStore()
@@ -75,6 +80,7 @@ export class WebhooksController {
   }
 
   @Delete(':id')
+  @ApiOAuth({ note: 'a webhook registered by the token\'s grant or client, with no scope the token lacks.' })
   @HttpCode(200)
   @ApiOperation({ summary: 'Remove a webhook and its delivery history; answers the removed webhook' })
   @ApiOkResponse({ type: WebhookResponse })
@@ -84,6 +90,7 @@ export class WebhooksController {
   }
 
   @Get(':id/deliveries')
+  @ApiOAuth({ note: 'a webhook registered by the token\'s grant or client, with no scope the token lacks.' })
   @ApiOperation({ summary: 'Deliveries of a webhook, newest first, with every attempt\'s status code, duration and error; filter by `status`' })
   @ApiOkResponse({ type: DeliveryList })
   @ApiErrors(400, 401, 404, 429)
@@ -92,6 +99,7 @@ export class WebhooksController {
   }
 
   @Get(':id/deliveries/:delivery_id')
+  @ApiOAuth({ note: 'a webhook registered by the token\'s grant or client, with no scope the token lacks.' })
   @ApiOperation({ summary: 'One delivery of a webhook, with every attempt\'s status code, duration and error' })
   @ApiOkResponse({ type: DeliveryResponse })
   @ApiErrors(400, 401, 404, 429)

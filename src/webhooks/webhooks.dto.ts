@@ -1,9 +1,9 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateBy } from 'class-validator';
+import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { isPattern } from '../common/type-pattern';
-import { IsOptionalNonNull, IsPatternList } from '../common/validation';
+import { IsOptionalNonNull, IsPatternList, MaxChars } from '../common/validation';
 import { EVENT_NAMES, isEventPattern, MAX_SUBSCRIPTION_PATTERNS } from '../events/event-catalogue';
 import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
 import { chosenSecretProblem } from './signature';
@@ -62,7 +62,7 @@ const TYPE_FILTER_DOC: ApiPropertyOptions = { type: [String], nullable: true, mi
 
 export class CreateWebhookDto {
   @ApiProperty({ example: 'https://example.com/hooks/svc', maxLength: 2048, description: 'HTTPS target (plain http and private addresses only when WEBHOOK_ALLOW_PRIVATE_TARGETS); no whitespace, control characters or backslashes' })
-  @IsString() @MaxLength(2048)
+  @IsString() @MaxChars(2048)
   url: string;
 
   @ApiProperty(EVENTS_DOC)
@@ -84,7 +84,7 @@ export class CreateWebhookDto {
 
 export class UpdateWebhookDto {
   @ApiPropertyOptional({ maxLength: 2048, description: 'The same rules as at registration' })
-  @IsOptionalNonNull() @IsString() @MaxLength(2048)
+  @IsOptionalNonNull() @IsString() @MaxChars(2048)
   url?: string;
 
   @ApiPropertyOptional(EVENTS_DOC)

@@ -181,8 +181,9 @@ export class BodyJudge {
   }
 
   /**
-   * The schemas do not say `additionalProperties: false`, but the README does ("Invalid fields,
-   * unknown fields included: 400"), and the service refuses e.g. `nickname` on POST /keys.
+   * Unknown fields of a body whose schema leaves `additionalProperties` unsaid (DTO bodies say
+   * `false`, and ajv reports theirs): the README refuses them everywhere ("Invalid fields,
+   * unknown fields included: 400"), e.g. `nickname` on POST /keys.
    */
   private unknownFields(op: Operation, value: unknown): string[] {
     const schema = op.body?.schema;

@@ -1,0 +1,26 @@
+/** The JSON answers of the account pages (account.controller.ts) to a caller that asks for JSON. */
+import { ApiProperty } from '@nestjs/swagger';
+import type { GrantView, SessionView } from './grants.service';
+
+export class AccountGrant implements GrantView {
+  @ApiProperty() id: string;
+  @ApiProperty() client_id: string;
+  @ApiProperty({ description: 'The client\'s name, or its id when it has none' }) client_name: string;
+  @ApiProperty({ description: 'Space-separated: the OIDC and API scopes the grant holds' }) scope: string;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) expires_at: string | null;
+}
+
+export class AccountGrantList {
+  @ApiProperty({ type: [AccountGrant], description: 'Newest first' }) grants: AccountGrant[];
+}
+
+export class AccountSession implements SessionView {
+  @ApiProperty({ description: 'An opaque id of the session (not its cookie)' }) id: string;
+  @ApiProperty({ format: 'date-time' }) signed_in_at: string;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) expires_at: string | null;
+}
+
+export class AccountSessionList {
+  @ApiProperty({ type: [AccountSession] }) sessions: AccountSession[];
+}
