@@ -1072,6 +1072,83 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(await revocationsOf(grantId)).toEqual([{ user_id: ada, details: { by: 'token_reuse' } }]);
   });
 
+  it('revokes the grant for a rotated refresh token replayed after its own lifetime, while its tombstone is kept; once the janitor removed it, invalid_grant', async () => {
+    const [{ id: ada }] = await t.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'ada@example.com'`);
+    /** The token's lifetime passed `ago` (as when an app keeps refreshing for a month after it was rotated). */
+    const expire = (token: string, ago: string) =>
+      t.sql(`UPDATE oidc_models SET expires_at = now() - $2::interval, payload = jsonb_set(payload, '{exp}', to_jsonb(extract(epoch from now() - $2::interval)::bigint)) WHERE id = $1`, [
+        storedTokenId(token),
+        ago,
+      ]);
+    const late = await authorize('late-replay');
+    const stolen = await oidc.authorizationCodeGrant(rp, late.callback, { pkceCodeVerifier: late.verifier, expectedState: 'late-replay' });
+    const grantId = await grantOf(stolen.refresh_token!);
+    const current = await oidc.refreshTokenGrant(rp, stolen.refresh_token!);
+    await expire(stolen.refresh_token!, '1 second');
+    const reuse = await tokenRequest({ grant_type: 'refresh_token', refresh_token: stolen.refresh_token! });
+    expect([reuse.status, reuse.body.error]).toEqual([400, 'token_reuse_detected']);
+    // What the answer says is so: the grant and every token of it are gone, and the revocation is audited.
+    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: current.refresh_token! })).body.error).toBe('invalid_grant');
+    expectError(await t.http.get('/items').set(bearer(current.access_token)), 401, 'unauthorized');
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant' AND id = $1`, [grantId])).toEqual([]);
+    expect(await revocationsOf(grantId)).toEqual([{ user_id: ada, details: { by: 'token_reuse' } }]);
+    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: stolen.refresh_token! })).body.error).toBe('token_reuse_detected');
+
+    // A day after the used token expired the janitor deletes it: it is unknown then, and revokes nothing.
+    const older = await authorize('too-late-replay');
+    const gone = await oidc.authorizationCodeGrant(rp, older.callback, { pkceCodeVerifier: older.verifier, expectedState: 'too-late-replay' });
+    const kept = await oidc.refreshTokenGrant(rp, gone.refresh_token!);
+    await expire(gone.refresh_token!, '2 days');
+    await t.app.get(OidcJanitor).sweep();
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE id = $1`, [storedTokenId(gone.refresh_token!)])).toEqual([]);
+    const unknown = await tokenRequest({ grant_type: 'refresh_token', refresh_token: gone.refresh_token! });
+    expect([unknown.status, unknown.body.error]).toEqual([400, 'invalid_grant']);
+    await oidc.refreshTokenGrant(rp, kept.refresh_token!);
+  });
+
+  it('renews a grant\'s lifetime with each consent to the app, not with refreshes, and issues no refresh token that outlives its grant', async () => {
+    const app = await registerApp('Yearly app', 'openid core.note:read');
+    const browser = request.agent(t.url);
+    const first = await connect(browser, app);
+    const grantId = await grantOf(first.refresh_token!);
+    const endOf = async (id: string) =>
+      (await t.sql<{ exp: number; expires_at: number }>(`SELECT (payload->>'exp')::int AS exp, floor(extract(epoch from expires_at))::int AS expires_at FROM oidc_models WHERE id = $1`, [id]))[0];
+    const now = async () => (await t.sql<{ now: number }>(`SELECT floor(extract(epoch from now()))::int AS now`))[0].now;
+    const [{ iat }] = await t.sql<{ iat: number }>(`SELECT (payload->>'iat')::int AS iat FROM oidc_models WHERE id = $1`, [grantId]);
+    // The first consent was a year ago, less a day.
+    await t.sql(
+      `WITH e AS (SELECT floor(extract(epoch from now() + interval '1 day'))::int AS exp)
+       UPDATE oidc_models SET expires_at = to_timestamp(e.exp), payload = jsonb_set(payload, '{exp}', to_jsonb(e.exp)) FROM e WHERE id = $1`,
+      [grantId],
+    );
+    const grantEnd = await endOf(grantId);
+
+    // A refresh leaves the grant's end where it is, and the refresh token it issues ends with the grant, not 30 days on
+    // (within the provider's whole seconds, read apart).
+    const refreshed = await oidc.refreshTokenGrant(app, first.refresh_token!);
+    expect(await endOf(grantId)).toEqual(grantEnd);
+    const capped = await endOf(storedTokenId(refreshed.refresh_token!));
+    expect(capped.exp).toBeLessThanOrEqual(grantEnd.exp + 1);
+    expect(capped.expires_at).toBeLessThanOrEqual(grantEnd.expires_at + 1);
+    // So does one a code exchange issues, where the user was not asked again.
+    const signedIn = await connect(browser, app);
+    expect((await endOf(storedTokenId(signedIn.refresh_token!))).exp).toBeLessThanOrEqual(grantEnd.exp + 1);
+
+    // The user approving the app again gives the grant its year from then; it is still the grant first given.
+    const before = await now();
+    const again = await connect(browser, app, { prompt: 'consent' });
+    expect(await grantOf(again.refresh_token!)).toBe(grantId);
+    const renewed = await endOf(grantId);
+    expect(renewed.exp).toBeGreaterThanOrEqual(before + 365 * 24 * 3600);
+    expect(renewed.expires_at).toBeGreaterThanOrEqual(before + 365 * 24 * 3600);
+    expect((await endOf(storedTokenId(again.refresh_token!))).exp).toBeGreaterThanOrEqual(before + 30 * 24 * 3600);
+    const account = request.agent(t.url);
+    await accountSignIn(account);
+    const listed = (await account.get(`/auth/grants/${grantId}`).set('Accept', 'application/json').expect(200)).body;
+    expect(listed).toMatchObject({ created_at: new Date(iat * 1000).toISOString(), expires_at: new Date(renewed.exp * 1000).toISOString() });
+    await oidc.refreshTokenGrant(app, refreshed.refresh_token!);
+  });
+
   it('answers userinfo by the OIDC scopes its access token was issued with, not by all its grant holds (OIDC Core 5.3)', async () => {
     const app = await registerApp('Profile reader', 'openid profile email core.note:read');
     const agent = request.agent(t.url);
@@ -2689,6 +2766,35 @@ describe('sign-in throttle per client address, with a ceiling per account', () =
     refused(await signIn('203.0.113.2', 'correct horse battery'));
     // Another account, from the same addresses, is not affected.
     expect((await signIn('203.0.113.1', 'correct horse battery', 'neighbour@example.com')).status).toBe(303);
+  });
+
+  it('counts failures in rolling 15 minutes: failures spread across the edge of a window are refused once 10 fall within any 15 minutes', async () => {
+    const address = '198.51.100.20';
+    const email = 'edge@example.com'; // no account: counted alike
+    const redis = new Redis(REDIS_URL);
+    try {
+      const pattern = `${t.config.REDIS_PREFIX}sign-in:*`;
+      const before = new Set(await redis.keys(pattern));
+      await fail(address, 1, email);
+      const counts = (await redis.keys(pattern)).filter((key) => !before.has(key));
+      expect(counts).toHaveLength(2); // the address's and the account's
+      /** As if `ms` had passed: every failure in the counts that much older, by Redis's clock which they are scored by. */
+      const age = async (ms: number) => {
+        for (const key of counts) {
+          const failures = await redis.zrange(key, 0, -1, 'WITHSCORES');
+          for (let i = 0; i < failures.length; i += 2) await redis.zadd(key, Number(failures[i + 1]) - ms, failures[i]);
+        }
+      };
+      await age(14 * 60_000);
+      await fail(address, 9, email);
+      refused(await signIn(address, 'correct horse battery', email));
+      // The first failure is now 15:05 old, the nine others 65 s: one has left the 15 minutes, so one more is checked, not ten.
+      await age(65_000);
+      await fail(address, 1, email);
+      refused(await signIn(address, 'correct horse battery', email));
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('counts every spelling of an account\'s email the sign-in matches as that account (İ lowers to i in PostgreSQL, not in JavaScript)', async () => {

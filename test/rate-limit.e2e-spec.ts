@@ -247,6 +247,25 @@ describe('rate limits', () => {
       expect(refused.body).toEqual({ error: 'rate_limited', error_description: expect.any(String) });
     });
 
+    it('a token request the tight limit refuses does not count at the base limit either: a device\'s poll from the address is not refused', async () => {
+      const from = '203.0.113.27';
+      const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+      const app = { grant_types: [DEVICE_GRANT], token_endpoint_auth_method: 'none', scope: 'openid' };
+      const { client_id } = (await t.http.post('/auth/clients').set(bearer(admin)).send(app).expect(201)).body;
+      const { device_code } = (await t.http.post('/auth/device').set('X-Forwarded-For', from).type('form').send({ client_id, scope: 'openid' }).expect(200)).body;
+      const refresh = () => t.http.post('/auth/oauth2/token').set('X-Forwarded-For', from).type('form').send({ grant_type: 'refresh_token', refresh_token: 'svc_rt_x', client_id });
+      const poll = () => t.http.post('/auth/device/token').set('X-Forwarded-For', from).type('form').send({ grant_type: DEVICE_GRANT, device_code, client_id });
+      // The tight limit, 4 here, lets four through (each counted at the base, 5, too) and refuses the fifth.
+      for (let i = 0; i < 4; i++) expect((await refresh()).status).toBe(400);
+      const refused = await refresh();
+      expect([refused.status, refused.body.error, refused.headers['x-ratelimit-limit']]).toEqual([429, 'rate_limited', '4']);
+      // Four let through at the base: the poll takes its last place.
+      const pending = await poll();
+      expect([pending.status, pending.body.error, pending.headers['x-ratelimit-limit'], pending.headers['x-ratelimit-remaining']]).toEqual([400, 'authorization_pending', '5', '0']);
+      const full = await poll();
+      expect([full.status, full.body.error, full.headers['x-ratelimit-limit']]).toEqual([429, 'rate_limited', '5']);
+    });
+
     it('the account page\'s key form, where keys are minted, is capped as /keys and counts per address whatever token the request carries', async () => {
       const k1 = (await createKey(t, admin, { label: 'browser-1', role: 'admin' })).key;
       const k2 = (await createKey(t, admin, { label: 'browser-2', role: 'admin' })).key;

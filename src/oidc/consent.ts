@@ -10,7 +10,8 @@
  * consents on: the first consent makes it (`created: true` in the audit), every later one
  * decides again on the scopes it asked about and keeps the rest (`created: false`). So revoking
  * it ends every token of the connection, and a scope a later consent refuses ends for every token
- * of it at once.
+ * of it at once. Each consent that gives something also renews the grant's lifetime (`ttl.Grant`,
+ * oidc-provider.factory.ts) from that moment.
  */
 import type { Client, Provider } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
@@ -139,6 +140,9 @@ export async function recordConsent(
     if (refused.some(isOidc)) grant.rejectOIDCScope(join(refused.filter(isOidc)));
     if (o.granted.some(isApiScope)) grant.addResourceScope(o.resource, join(o.granted.filter(isApiScope)));
     if (refused.some(isApiScope)) grant.rejectResourceScope(o.resource, join(refused.filter(isApiScope)));
+    // The provider keeps a grant's end from its first save: the user approving the app again gives
+    // it its full lifetime from now (an Allow that gives nothing is a Deny, and renews nothing).
+    if (!o.givesNothing) grant.exp = undefined;
     return { grantId: await grant.save(), created: !existing };
   });
   if (typeof made === 'string') return made;

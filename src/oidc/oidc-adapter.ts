@@ -15,7 +15,8 @@
  * keep their plain ids, which the account pages and the interaction handlers look up directly.
  *
  * A refresh token that was used (rotated) is kept as a tombstone even when its grant is revoked:
- * presenting it again is reuse, answered `token_reuse_detected` every time (oidc-provider.factory.ts).
+ * presenting it again is reuse, answered `token_reuse_detected` every time, until the janitor deletes
+ * it a day after its own expiry (oidc-provider.factory.ts).
  *
  * Using a code or refresh token is one conditional UPDATE: of two requests that present the same
  * one at the same moment (both having read it unused), one wins; for the other it is a reuse,

@@ -115,6 +115,21 @@ function refuseUnusableScope(ctx: KoaContextWithOIDC, client: { scope?: string }
   throw new errors.InvalidScope(`none of the requested scopes can be granted: ${wanted}`, asked.join(' '));
 }
 
+const REFRESH_TOKEN_TTL = 30 * 24 * 3600;
+const GRANT_TTL = 365 * 24 * 3600;
+
+/**
+ * A token's lifetime, `ttl` seconds at most, and no longer than its grant has left: a refresh
+ * token issued near the end of its grant would otherwise be handed out for a month the grant does
+ * not have. Every request that issues one has the grant among its entities.
+ */
+function withinGrant(ctx: KoaContextWithOIDC | undefined, token: { grantId?: string }, ttl: number): number {
+  const grant = ctx?.oidc?.entities?.Grant;
+  if (!grant?.exp || grant.jti !== token.grantId) return ttl;
+  // The provider takes whole seconds, at least one; a grant with none left was refused before.
+  return Math.max(1, Math.min(ttl, grant.exp - Math.floor(Date.now() / 1000)));
+}
+
 /** The grants a request's revocations deleted, with their accounts (see `revokedGrantAccount`). */
 const REVOKED_GRANTS = Symbol('revokedGrants');
 
@@ -296,8 +311,9 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       ClientCredentials: config.ACCESS_TOKEN_TTL,
       AuthorizationCode: 60,
       IdToken: 3600,
-      RefreshToken: 30 * 24 * 3600,
-      Grant: 365 * 24 * 3600,
+      RefreshToken: (ctx, token) => withinGrant(ctx, token, REFRESH_TOKEN_TTL),
+      // From the latest consent (recordConsent, consent.ts); refreshes do not extend it.
+      Grant: GRANT_TTL,
       Session: 14 * 24 * 3600,
       Interaction: 3600,
       DeviceCode: 600,
@@ -382,6 +398,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   prefixTokens(provider);
   carryOidcScopes(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, deps.users);
   unbindTokensFromSessions(provider);
+  detectReuseOfExpiredTokens(provider);
   allowAnyLoopbackPort(provider);
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
   provider.use(answerLateErrors);
@@ -403,7 +420,9 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
 /**
  * SPEC 5.2: presenting a refresh token that was already rotated is `token_reuse_detected`. The
  * provider has by then revoked the grant with all its tokens and answers `invalid_grant`; this
- * names the reason, on that attempt and every later one (the used token is kept: oidc-adapter.ts).
+ * names the reason, on that attempt and every later one (the used token is kept: oidc-adapter.ts),
+ * also past the used token's own expiry (`detectReuseOfExpiredTokens`). Once the janitor has
+ * deleted it, a day after that expiry, the token is unknown: plain `invalid_grant`.
  */
 function reportTokenReuse(db: DataSource) {
   return async (ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> => {
@@ -736,6 +755,28 @@ function unbindTokensFromSessions(provider: ProviderType): void {
     const find = model.find.bind(model);
     model.find = (value, options) => find(value, { ...options, ignoreSessionBinding: true });
   }
+}
+
+/**
+ * A rotated refresh token presented again is a reuse however long ago it was issued (SPEC 5.2).
+ * The provider checks a refresh token's expiry before whether it was used, and only the latter
+ * revokes the grant: a token stolen and replayed after its 30 days (while the app's rotations kept
+ * the grant alive) got a plain `invalid_grant` and revoked nothing, though `reportTokenReuse`
+ * answered that it had. A used token is never expired to the provider, so the replay takes the
+ * provider's own reuse path (revocation, `grant.revoked`, its audit) for as long as the token is
+ * stored. A used token gets nothing else: `isValid` is false for it whatever its expiry.
+ */
+function detectReuseOfExpiredTokens(provider: ProviderType): void {
+  const model = provider.RefreshToken.prototype as unknown as { consumed?: boolean };
+  let owner: object | null = model;
+  while (owner && !Object.getOwnPropertyDescriptor(owner, 'isExpired')) owner = Object.getPrototypeOf(owner) as object | null;
+  const expired = Object.getOwnPropertyDescriptor(owner!, 'isExpired')!.get!;
+  Object.defineProperty(model, 'isExpired', {
+    configurable: true,
+    get(this: typeof model) {
+      return !this.consumed && (expired.call(this) as boolean);
+    },
+  });
 }
 
 /**

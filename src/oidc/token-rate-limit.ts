@@ -12,7 +12,8 @@
  * authenticated: what is guessed there is a client secret, a code, a refresh token or a device
  * code. A device code of another client does not exempt a request: a confidential client's device
  * codes are issued to its authenticated requests only, so one cannot be had to guess its secret
- * with. The hook still counts every request to these paths per address, at the base limit.
+ * with. The hook still counts every request to these paths per address, at the base limit, but
+ * for those refused here.
  *
  * The provider has no hook between reading the form and authenticating the client: the check is
  * put into its token endpoint's middleware, just before client authentication (pinned version;
@@ -21,6 +22,7 @@
 import type Redis from 'ioredis';
 import type { KoaContextWithOIDC, Provider } from 'oidc-provider';
 import { addressBucket } from '../common/client-address';
+import { giveBackPlace } from '../rate-limit/rate-limit.hook';
 import { BucketRule, tokenRequestRule } from '../rate-limit/rate-limit.policy';
 import { limitHeaders, RollingWindows, WindowState } from '../rate-limit/rolling-window';
 import { DEVICE_GRANT_TYPE } from './device-polling';
@@ -78,6 +80,8 @@ const limitTokenRequests: Middleware = async (ctx, next) => {
   const { limit: max } = limit.rule;
   ctx.set(limitHeaders(max, state));
   if (state.allowed) return next();
+  // Nor at the base limit, which the address's device polls share: a refused request counts nowhere (SPEC 8.1).
+  await giveBackPlace(ctx.req);
   // As the hook answers an OAuth endpoint (rate-limit.hook.ts).
   const retryAfter = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
   ctx.set('Retry-After', String(retryAfter));

@@ -9,6 +9,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Redis from 'ioredis';
+import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../common/api-error';
 import { addressBucket } from '../common/client-address';
 import { AppConfig } from '../config/app-config';
@@ -54,6 +55,20 @@ function unroutedPath(url: string): string {
   }
 }
 
+/**
+ * The place each request let through took, by its Node request, for a limit counted after this
+ * hook (the token endpoints' tight one, token-rate-limit.ts) to give back when it refuses the
+ * request: a refused request counts in no bucket (SPEC 8.1), this hook's included.
+ */
+const places = new WeakMap<IncomingMessage, () => Promise<void>>();
+
+/** Gives back the place `req` took in its bucket; it counts there no more. */
+export async function giveBackPlace(req: IncomingMessage): Promise<void> {
+  const giveBack = places.get(req);
+  places.delete(req);
+  await giveBack?.();
+}
+
 @Injectable()
 export class RateLimitHook {
   private readonly windows: RollingWindows;
@@ -83,6 +98,7 @@ export class RateLimitHook {
     const { bucket, limit, oauth, perIp } = bucketFor(req.method, routedPath(req), this.config.RATE_LIMIT_REQUESTS);
     const caller = req.principal && !perIp ? `k:${req.principal.credentialId}` : `ip:${addressBucket(req.ip)}`;
     const state = await this.windows.take(`${caller}:${bucket}`, limit);
+    if (state.allowed) places.set(req.raw, state.giveBack);
     reply.headers(limitHeaders(limit, state));
     if (!state.allowed) {
       const retryAfter = Math.max(1, Math.ceil(state.msBeforeNext / 1000));

@@ -6,7 +6,8 @@
  * refused request is not added: a caller that keeps knocking is not kept out longer.
  *
  * A fixed window would let a caller send its limit at the end of one minute and again at the
- * start of the next: twice the limit within a few seconds.
+ * start of the next: twice the limit within a few seconds. The sign-in throttle counts failed
+ * sign-ins in windows of its own length by the same script (sign-in-throttle.ts).
  */
 import type Redis from 'ioredis';
 import { randomBytes } from 'node:crypto';
@@ -15,21 +16,37 @@ import { OptionalRedis } from '../redis/redis.module';
 
 export const WINDOW_MS = 60_000;
 
+/**
+ * KEYS: the windows; ARGV: their length, the member a request is added as, then each window's
+ * limit. The request is added to every window or to none, so that one counted under several (the
+ * sign-in throttle's) is refused by any of them without being counted in the others. Answers
+ * whether it was, Redis's time, then for each window the requests it holds and when the one
+ * whose leaving lets the next request through came: the oldest, unless a limit was lowered.
+ */
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-local n = redis.call('ZCARD', KEYS[1])
-local allowed = 0
-if n < tonumber(ARGV[1]) then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  n = n + 1
-  allowed = 1
+local window = tonumber(ARGV[1])
+local counts = {}
+local allowed = 1
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  counts[i] = redis.call('ZCARD', key)
+  if counts[i] >= tonumber(ARGV[i + 2]) then allowed = 0 end
 end
-redis.call('PEXPIRE', KEYS[1], window)
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
-return {allowed, n, now, tonumber(oldest or now)}
+local answer = {allowed, now}
+for i, key in ipairs(KEYS) do
+  if allowed == 1 then
+    redis.call('ZADD', key, now, ARGV[2])
+    counts[i] = counts[i] + 1
+  end
+  redis.call('PEXPIRE', key, window)
+  local at = math.max(0, counts[i] - tonumber(ARGV[i + 2]))
+  local freeing = redis.call('ZRANGE', key, at, at, 'WITHSCORES')[2]
+  table.insert(answer, counts[i])
+  table.insert(answer, tonumber(freeing or now))
+end
+return answer
 `;
 
 export interface WindowState {
@@ -40,22 +57,39 @@ export interface WindowState {
   msBeforeNext: number;
 }
 
-type WithTake = Redis & { svcTakeFromWindow(key: string, limit: number, windowMs: number, member: string): Promise<number[]> };
+/** A window's answer, and what gives back the place it gave (nothing when it refused). */
+export type Place = WindowState & { giveBack(): Promise<void> };
+
+/** A place taken in windows, or refused by any of them. */
+export interface Taken {
+  allowed: boolean;
+  /** Each window's state, in the order they were asked for. */
+  windows: Array<{ count: number; msBeforeNext: number }>;
+  /** What the request was added as in each window, when it was let through. */
+  member: string;
+}
+
+type WithTake = Redis & { svcTakeFromWindows(numKeys: number, ...args: Array<string | number>): Promise<number[]> };
 
 /**
  * The script as a command of the client, which runs it by its hash (EVALSHA; the text goes to
  * Redis only when Redis does not know it yet): every request runs it.
  */
 function withTake(redis: Redis): WithTake {
-  if (!('svcTakeFromWindow' in redis)) redis.defineCommand('svcTakeFromWindow', { numberOfKeys: 1, lua: TAKE });
+  if (!('svcTakeFromWindows' in redis)) redis.defineCommand('svcTakeFromWindows', { lua: TAKE });
   return redis as WithTake;
 }
 
-/** Takes a place in `key`'s window of `limit` requests, if one is free. */
-export async function takeFromWindow(redis: Redis, key: string, limit: number): Promise<WindowState> {
+/** Takes a place in each of `windows` (full Redis keys, with their limits) of `windowMs`: in all of them, if each has one free, or in none. */
+export async function takeFromWindows(redis: Redis, windows: Array<{ key: string; limit: number }>, windowMs: number): Promise<Taken> {
   const member = randomBytes(9).toString('base64url');
-  const [allowed, count, now, oldest] = await withTake(redis).svcTakeFromWindow(key, limit, WINDOW_MS, member);
-  return { allowed: allowed === 1, count, msBeforeNext: Math.max(0, oldest + WINDOW_MS - now) };
+  const keys = windows.map((w) => w.key);
+  const [allowed, now, ...states] = await withTake(redis).svcTakeFromWindows(keys.length, ...keys, windowMs, member, ...windows.map((w) => w.limit));
+  return {
+    allowed: allowed === 1,
+    windows: windows.map((_, i) => ({ count: states[2 * i], msBeforeNext: Math.max(0, states[2 * i + 1] + windowMs - now) })),
+    member,
+  };
 }
 
 /**
@@ -76,17 +110,23 @@ export class RollingWindows {
   }
 
   /** A place in `key`'s window of `limit` requests, if one is free. */
-  async take(key: string, limit: number): Promise<WindowState> {
-    const state = await this.optional.ask((redis) => takeFromWindow(redis, `${this.redisPrefix}rlw:${key}`, limit));
-    if (state) return state;
+  async take(key: string, limit: number): Promise<Place> {
+    const redisKey = `${this.redisPrefix}rlw:${key}`;
+    const taken = await this.optional.ask((redis) => takeFromWindows(redis, [{ key: redisKey, limit }], WINDOW_MS));
+    if (taken) {
+      const giveBack = async () => {
+        if (taken.allowed) await this.optional.ask((redis) => redis.zrem(redisKey, taken.member));
+      };
+      return { allowed: taken.allowed, ...taken.windows[0], giveBack };
+    }
     let fallback = this.fallbacks.get(limit);
     if (!fallback) this.fallbacks.set(limit, (fallback = new RateLimiterMemory({ points: limit, duration: WINDOW_MS / 1000 })));
     try {
       const res = await fallback.consume(key);
-      return { allowed: true, count: res.consumedPoints, msBeforeNext: res.msBeforeNext };
+      return { allowed: true, count: res.consumedPoints, msBeforeNext: res.msBeforeNext, giveBack: async () => void (await fallback.reward(key)) };
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
-      return { allowed: false, count: limit, msBeforeNext: rejection.msBeforeNext };
+      return { allowed: false, count: limit, msBeforeNext: rejection.msBeforeNext, giveBack: async () => undefined };
     }
   }
 }
