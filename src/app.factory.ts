@@ -34,6 +34,7 @@ import {
 import { createLogger, requestId, requestLogging } from './common/request-logging';
 import { EVERY_RESPONSE, securityHeaders, setSecurityHeaders } from './common/security-headers';
 import { redactUrl, StartupError } from './common/startup-error';
+import { enterTenantContext } from './common/tenant-context';
 import { orTimeout } from './common/timeout';
 import { createValidationPipe } from './common/validation';
 import { AppConfig, sizeBytes } from './config/app-config';
@@ -130,6 +131,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   http.addHook('onRequest', refuseTransferCodings);
   http.addHook('onRequest', requireValidQuery);
   http.addHook('onRequest', app.get(OidcMount).onRequest);
+  // The caller's tenant, for its share of the database pool (database/tenant-shared-pool.ts).
+  http.addHook('preHandler', enterTenantContext);
   preRouting.push(
     async (_request, reply) => setSecurityHeaders(reply),
     (request, reply) => new Promise<void>((resolve) => credentials.onRequest(request, reply, () => resolve())),

@@ -1,5 +1,5 @@
 /** Owns how the service talks to PostgreSQL: connection options, migrations, database creation. */
-import { Client } from 'pg';
+import pg, { Client } from 'pg';
 import { DataSource, DataSourceOptions, MigrationExecutor } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
 import { ClaimAppliedSubscriber } from '../idempotency/claim-applied';
@@ -7,6 +7,16 @@ import { entities } from './entities';
 import { migrations } from './migrations';
 import { poolGuards } from './pg-guards';
 import { StartupError, redactUrl } from '../common/startup-error';
+import { TenantSharedPool } from './tenant-shared-pool';
+
+/**
+ * Connections of the main pool. One tenant's requests hold all but KEPT_FOR_OTHER_TENANTS of
+ * them at most (tenant-shared-pool.ts), so that another tenant's request always finds one.
+ */
+export const POOL_SIZE = 20;
+
+/** pg, whose Pool TypeORM creates is the one with a share per tenant. */
+const sharedPg = Object.create(pg, { Pool: { value: TenantSharedPool } }) as typeof pg;
 
 export function dataSourceOptions(config: AppConfig): DataSourceOptions {
   return {
@@ -20,10 +30,11 @@ export function dataSourceOptions(config: AppConfig): DataSourceOptions {
     migrationsTransactionMode: 'each',
     synchronize: false,
     logging: false,
+    driver: sharedPg,
     // A statement past the timeout is cancelled by PostgreSQL: a runaway query cannot hold a
     // backend (and a pool connection) after its caller has long gone; a server that stopped
     // answering loses the connection (pg-guards.ts).
-    extra: { max: 20, connectionTimeoutMillis: 5000, ...poolGuards(config.DATABASE_STATEMENT_TIMEOUT_MS) },
+    extra: { max: POOL_SIZE, connectionTimeoutMillis: 5000, ...poolGuards(config.DATABASE_STATEMENT_TIMEOUT_MS) },
   };
 }
 
