@@ -14,7 +14,9 @@ import type { Response } from 'supertest';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { LIFECYCLE_TABLE, State } from './support/lifecycle-table';
+import { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
 import { BulkJanitor } from '../src/bulk/bulk-janitor';
+import { EVENTS_PER_STATEMENT } from '../src/events/outbox';
 import { SseClient } from './support/sse';
 import { waitFor } from './support/wait';
 
@@ -749,6 +751,42 @@ describe('bulk actions (e2e)', () => {
       expect(sorted(edgeEvents.map((e) => e.id))).toEqual(sorted(edges));
       const [deleted] = await t.sql<{ payload: any }>(`SELECT payload FROM events WHERE name = 'item.deleted' AND payload->'item'->>'id' = $1`, [p1]);
       expect(deleted.payload.item).toMatchObject({ id: p1, version: 2, properties: { title: 'edited' } });
+    });
+
+    it(`an item with more incoming edges than one statement takes (${EVENTS_PER_STATEMENT}): each edge.deleted once, no edge left, no statement past the batch`, async () => {
+      expectStatus(await post(admin, '/edge-types', { name: 'bulk.into', source_types: ['*'], target_types: ['*'] }), 201);
+      const tag = freshTag('purge-hub');
+      const [hub] = await seed(notes(1, tag));
+      const sources = await seed(notes(EVENTS_PER_STATEMENT + 50, freshTag('purge-hub-sources')));
+      const edges = (
+        await t.sql<{ id: string }>(
+          `INSERT INTO edges (tenant_id, id, edge_type, source_id, target_id, created_by, created_at)
+           SELECT tenant_id, gen_random_uuid(), 'bulk.into', id, $1, 'test', now() FROM items WHERE id = ANY($2::uuid[]) RETURNING id`,
+          [hub, sources],
+        )
+      ).map((r) => r.id);
+      // Watches (does not replace) the service's statements: how many edges each deletes, and
+      // how many events each records.
+      const perStatement: number[] = [];
+      const query = PostgresQueryRunner.prototype.query;
+      const spy = jest.spyOn(PostgresQueryRunner.prototype, 'query').mockImplementation(async function (this: PostgresQueryRunner, sql: string, params?: any, structured?: boolean) {
+        const result = await query.call(this, sql, params, structured);
+        if (sql.includes('DELETE FROM edges')) perStatement.push(Array.isArray(result) ? result.length : 0);
+        if (sql.includes('INSERT INTO events')) perStatement.push(JSON.parse(params![2]).length);
+        return result;
+      });
+      try {
+        const res = await bulk({ action: 'purge', confirm: 'PURGE', filter: { tags: [tag] } });
+        expectStatus(res, 200);
+        expect(res.body).toMatchObject({ matched: 1, succeeded: 1, errored: 0 });
+      } finally {
+        spy.mockRestore();
+      }
+      expect(Math.max(...perStatement)).toBeLessThanOrEqual(EVENTS_PER_STATEMENT);
+      expect(await t.sql(`SELECT id FROM edges WHERE target_id = $1`, [hub])).toEqual([]);
+      const events = await t.sql<{ id: string }>(`SELECT payload->'edge'->>'id' AS id FROM events WHERE name = 'edge.deleted' AND payload->'edge'->>'id' = ANY($1::text[])`, [edges]);
+      expect(events).toHaveLength(edges.length);
+      expect(sorted(events.map((e) => e.id))).toEqual(sorted(edges));
     });
 
     it('with emit_events: false records neither item.deleted nor edge.deleted', async () => {

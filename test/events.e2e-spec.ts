@@ -156,6 +156,47 @@ describe('event stream (e2e, two instances)', () => {
     resumed.close();
   });
 
+  it('replays only the events its `events` filter names, in order, the outbox reading no others', async () => {
+    const lastId = await markPosition('named start');
+    const live = await open(a, admin, '?events=item.*');
+    const ids: string[] = [];
+    for (const n of [1, 2]) {
+      const created = (await note(`named ${n}`)).body as { id: string };
+      await a.http.patch(`/items/${created.id}`).set(bearer(admin)).send({ version: 1, properties: { title: `named ${n} edited` } }).expect(200);
+      ids.push(created.id);
+    }
+    await note('named 3');
+    // All five published before the streams below resume: they come by replay, not live.
+    await waitFor(() => titles(live).includes('named 3'), 'the five events published');
+    live.close();
+
+    // Every statement the replaying instance makes, with the rows each brought back.
+    const query = jest.spyOn(b.app.get(DataSource), 'query');
+    try {
+      const updated = await open(b, admin, '?events=item.updated', { 'Last-Event-ID': lastId });
+      const under = await open(b, admin, '?events=item.*', { 'Last-Event-ID': lastId });
+      await waitFor(() => titles(updated).length === 2 && titles(under).length === 5, 'both replays');
+      expect(updated.named().map((e) => [e.event, e.body.item.id, e.body.item.properties.title])).toEqual([
+        ['item.updated', ids[0], 'named 1 edited'],
+        ['item.updated', ids[1], 'named 2 edited'],
+      ]);
+      expect(titles(under)).toEqual(['named 1', 'named 1 edited', 'named 2', 'named 2 edited', 'named 3']);
+      updated.close();
+      under.close();
+
+      const replayed = await Promise.all(
+        query.mock.calls.flatMap(([sql], n) => (/published_seq > \$2::bigint/.test(sql) ? [query.mock.results[n].value as Promise<Array<{ name: string }>>] : [])),
+      );
+      const names = replayed.map((page) => page.map((e) => e.name).sort());
+      expect(names.sort((x, y) => x.length - y.length)).toEqual([
+        ['item.updated', 'item.updated'],
+        ['item.created', 'item.created', 'item.created', 'item.updated', 'item.updated'],
+      ]);
+    } finally {
+      query.mockRestore();
+    }
+  });
+
   it('streams events too large for a Redis message live, read from the outbox, in order, each message bounded', async () => {
     // Redis drops a subscriber whose unread messages pass its output buffer limit (32 MB).
     const listener = new Redis(a.config.REDIS_URL);

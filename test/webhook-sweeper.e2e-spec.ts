@@ -8,6 +8,7 @@ import { bearer, bootstrapAdmin, clearRedisPrefix, createTenant, REDIS_URL, star
 import { Receiver } from './support/receiver';
 import { waitFor } from './support/wait';
 import { BookkeepingDb } from '../src/database/bookkeeping-db';
+import { MAX_WAITING_PER_WEBHOOK } from '../src/webhooks/webhook-dispatcher';
 import { BATCH, DUE_IN_TURNS } from '../src/webhooks/webhook-sweeper';
 
 interface PlanNode {
@@ -115,4 +116,58 @@ describe('the webhook sweeper, while one webhook has more due deliveries than a 
 
     await t.http.delete(`/webhooks/${dead.id}`).set(bearer(admin)).expect(200);
   });
+});
+
+describe('the webhook sweeper, while a healthy receiver\'s backlog is larger than its line', () => {
+  let t: TestApp;
+  let receiver: Receiver;
+  let base: string;
+  let admin: string;
+
+  beforeAll(async () => {
+    receiver = new Receiver();
+    base = await receiver.start();
+    // No pass comes from the interval while the test runs: waiting for one would time it out.
+    t = await startApp({ WEBHOOK_SWEEP_INTERVAL: '120s', WEBHOOK_TIMEOUT_MS: '20000' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.stop();
+  });
+
+  it('sends it all at the receiver\'s pace, each pass asked for when the line has room, not at the interval', async () => {
+    // Held until more deliveries are left in the table than the line holds, then answered at once.
+    let release: (status: number) => void = () => undefined;
+    const held = new Promise<number>((resolve) => (release = resolve));
+    let open = false;
+    receiver.respond = () => (open ? 200 : held);
+    const webhook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/bulk`, events: ['*'] }).expect(201)).body as { id: string };
+
+    const total = 3 * MAX_WAITING_PER_WEBHOOK;
+    for (let at = 0; at < total; at += 1000) {
+      const items = Array.from({ length: 1000 }, (_, n) => ({ type: 'core.note', properties: { title: `bulk ${at + n}` } }));
+      await t.http.post('/items/bulk').set(bearer(admin)).send({ mode: 'create_only', items }).expect(200);
+    }
+    const leftForSweeper = async () =>
+      (
+        await t.sql<{ n: number }>(
+          `SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending' AND attempts = 0 AND lease_until IS NULL`,
+          [webhook.id],
+        )
+      )[0].n;
+    await waitFor(async () => (await leftForSweeper()) > MAX_WAITING_PER_WEBHOOK, 'more deliveries left in the table than the line holds');
+    open = true;
+    release(200);
+
+    await waitFor(
+      async () => {
+        const [{ n }] = await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'succeeded'`, [webhook.id]);
+        return n === total;
+      },
+      'every delivery sent',
+      30_000,
+    );
+    expect(new Set(receiver.at('/bulk').map((r) => r.headers['x-svc-event-id'])).size).toBe(total);
+  }, 60_000);
 });

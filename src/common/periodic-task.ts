@@ -9,6 +9,8 @@ import { BeforeApplicationShutdown, Logger, OnApplicationBootstrap } from '@nest
 export abstract class PeriodicTask implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private timer?: NodeJS.Timeout;
   private running?: Promise<number>;
+  /** A pass was asked for (`soon`) while one ran: it runs once that one is done. */
+  private again = false;
   /** Set at shutdown; a long pass checks it between batches. */
   protected stopped = false;
 
@@ -56,7 +58,23 @@ export abstract class PeriodicTask implements OnApplicationBootstrap, BeforeAppl
         if (!this.stopped) this.logger.warn({ err }, this.failure);
         return 0;
       })
-      .finally(() => (this.running = undefined));
+      .finally(() => {
+        this.running = undefined;
+        if (!this.again) return;
+        this.again = false;
+        void this.sweep();
+      });
     return this.running;
+  }
+
+  /**
+   * A pass before the interval is up, for a task whose work is known to be waiting: at once, or
+   * right after the pass under way (several asks while it runs make one pass). Nothing on an
+   * instance that does not run the task, or once shutdown has begun.
+   */
+  protected soon(): void {
+    if (!this.timer || this.stopped) return;
+    if (this.running) this.again = true;
+    else void this.sweep();
   }
 }

@@ -18,7 +18,7 @@ import { cutText } from '../common/input-policy';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName, patternToSql } from '../common/type-pattern';
 import { validationError } from '../common/validation';
-import { Outbox, RecordedEvent } from '../events/outbox';
+import { EVENTS_PER_STATEMENT, Outbox, RecordedEvent } from '../events/outbox';
 import { TypeCatalog, TypesService } from '../types/types.service';
 import {
   assertEdgeWrite,
@@ -121,29 +121,43 @@ export class EdgesService {
   /**
    * Deletes every edge from or to the given items (a purge, which has already checked its
    * rights over them) inside the caller's transaction, with an `edge.deleted` event each
-   * when `emit` is set.
+   * when `emit` is set, oldest edge first.
+   *
+   * An item may have hundreds of thousands of incoming edges: a cursor hands them over
+   * EVENTS_PER_STATEMENT at a time, so neither a statement nor the events held grow with them.
    */
   async removeTouching(m: EntityManager, p: Principal, itemIds: string[], emit: boolean): Promise<void> {
-    const removed: EdgeWithEnds[] = await m.query(
-      `WITH gone AS (
-         DELETE FROM edges WHERE tenant_id = $1 AND (source_id = ANY($2::uuid[]) OR target_id = ANY($2::uuid[]))
-         RETURNING id, edge_type, source_id, target_id, properties, created_at, tenant_id)
-       SELECT g.id, g.edge_type, g.source_id, g.target_id, g.properties, g.created_at, s.type AS source_type, t.type AS target_type
-         FROM gone g
-         JOIN items s ON s.tenant_id = g.tenant_id AND s.id = g.source_id
-         JOIN items t ON t.tenant_id = g.tenant_id AND t.id = g.target_id`,
+    await m.query(
+      `DECLARE purge_edges NO SCROLL CURSOR FOR
+         SELECT id FROM edges WHERE tenant_id = $1 AND (source_id = ANY($2::uuid[]) OR target_id = ANY($2::uuid[])) ORDER BY created_at, id`,
       [p.tenantId, itemIds],
     );
-    if (!emit) return;
-    await this.outbox.recordMany(
-      m,
-      p,
-      removed.map((edge): RecordedEvent => ({
-        name: 'edge.deleted',
-        audience: { edge_type: edge.edge_type, source_type: edge.source_type, target_type: edge.target_type },
-        payload: { edge: toEdgeResponse(edge) },
-      })),
-    );
+    for (;;) {
+      const ids = ((await m.query(`FETCH ${EVENTS_PER_STATEMENT} FROM purge_edges`)) as Array<{ id: string }>).map((r) => r.id);
+      if (!ids.length) break;
+      const removed: EdgeWithEnds[] = await m.query(
+        `WITH gone AS (
+           DELETE FROM edges WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+           RETURNING id, edge_type, source_id, target_id, properties, created_at, tenant_id)
+         SELECT g.id, g.edge_type, g.source_id, g.target_id, g.properties, g.created_at, s.type AS source_type, t.type AS target_type
+           FROM gone g
+           JOIN items s ON s.tenant_id = g.tenant_id AND s.id = g.source_id
+           JOIN items t ON t.tenant_id = g.tenant_id AND t.id = g.target_id
+          ORDER BY g.created_at, g.id`,
+        [p.tenantId, ids],
+      );
+      if (!emit) continue;
+      await this.outbox.recordMany(
+        m,
+        p,
+        removed.map((edge): RecordedEvent => ({
+          name: 'edge.deleted',
+          audience: { edge_type: edge.edge_type, source_type: edge.source_type, target_type: edge.target_type },
+          payload: { edge: toEdgeResponse(edge) },
+        })),
+      );
+    }
+    await m.query(`CLOSE purge_edges`);
   }
 
   /**
@@ -160,9 +174,6 @@ export class EdgesService {
     const params: unknown[] = [p.tenantId, itemId];
     const param = (v: unknown) => `$${params.push(v)}`;
     const where = ['e.tenant_id = $1'];
-    if (direction === 'outgoing') where.push('e.source_id = $2');
-    else if (direction === 'incoming') where.push('e.target_id = $2');
-    else where.push('(e.source_id = $2 OR e.target_id = $2)');
     if (q.type !== undefined) {
       const t = patternToSql(q.type);
       if (!t.all) where.push(t.prefix ? `(e.edge_type = ${param(t.exact)} OR starts_with(e.edge_type, ${param(t.prefix)}))` : `e.edge_type = ${param(t.exact)}`);
@@ -172,13 +183,25 @@ export class EdgesService {
       where.push(`e.edge_type = ANY(${param(edgeTypes ?? [])}::text[])`, `o.type = ANY(${param(itemTypes ?? [])}::text[])`);
     }
     if (after) where.push(`(e.created_at, e.id) < (${param(after.createdAt)}::timestamptz, ${param(after.id)}::uuid)`);
+    const take = param(limit + 1);
+    // One branch per direction, each read in page order from its own index (edges_by_*_created):
+    // `source_id = $2 OR target_id = $2` had a hub's every page read and sort all its edges.
+    // A self-edge is outgoing; listed both ways, it comes once.
+    const branch = (near: 'source_id' | 'target_id', far: 'source_id' | 'target_id', extra = '') =>
+      `(SELECT ${EDGE_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
+          FROM edges e
+          JOIN items o ON o.tenant_id = e.tenant_id AND o.id = e.${far}
+         WHERE e.${near} = $2${extra} AND ${where.join(' AND ')}
+         ORDER BY e.created_at DESC, e.id DESC
+         LIMIT ${take})`;
+    const branches =
+      direction === 'outgoing'
+        ? [branch('source_id', 'target_id')]
+        : direction === 'incoming'
+          ? [branch('target_id', 'source_id')]
+          : [branch('source_id', 'target_id'), branch('target_id', 'source_id', ' AND e.source_id <> $2')];
     const rows: EdgeRow[] = await this.db.query(
-      `SELECT ${EDGE_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
-         FROM edges e
-         JOIN items o ON o.tenant_id = e.tenant_id AND o.id = CASE WHEN e.source_id = $2 THEN e.target_id ELSE e.source_id END
-        WHERE ${where.join(' AND ')}
-        ORDER BY e.created_at DESC, e.id DESC
-        LIMIT ${param(limit + 1)}`,
+      `SELECT * FROM (${branches.join(' UNION ALL ')}) e ORDER BY e.created_at DESC, e.id DESC LIMIT ${take}`,
       params,
     );
     const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);

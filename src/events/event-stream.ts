@@ -51,6 +51,35 @@ const REPLAY_PAGE = 500;
  * item were parsed and rendered at once, 5.5 s of the event loop and 1.2 GB of memory.
  */
 const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
+/**
+ * A replay page: the tenant's events published after $2 whose names the stream's `events`
+ * patterns select ($3, $4: `replayedNames`), so that pages carry only events it may send. Taking
+ * every event and leaving the rest to `send`, a resume from the oldest event kept read the whole
+ * history whatever the filter (531,958 events, 359 MB, 25.7 s; with a filter that matched
+ * nothing, 985 pages read and nothing sent). `type_filter` and what the credential may read are
+ * judged by `send` alone: both go through the types' ancestors. Ordered by the column (`ord`):
+ * the bare name would mean the text output column ('10' < '9').
+ */
+export const REPLAY_PAGE_QUERY = byteBoundedPage(
+  `SELECT ${EVENT_COLUMNS}, published_seq::text AS published_seq, events.published_seq AS ord FROM events
+    WHERE tenant_id = $1 AND published_seq > $2::bigint
+      AND ($3::text[] IS NULL OR name = ANY($3::text[]) OR EXISTS (SELECT FROM unnest($4::text[]) AS under(base) WHERE starts_with(name, base || '.')))
+    ORDER BY events.published_seq LIMIT ${REPLAY_PAGE}`,
+  'ord',
+  'octet_length(payload::text)',
+  REPLAY_PAGE_BYTES,
+);
+
+/**
+ * REPLAY_PAGE_QUERY's $3 and $4 for `events` patterns, as `matchesPattern` reads them: the names
+ * matched exactly (`a.b`, and `a.b` of `a.b.*`), and the bases whose names below match (`a.b` of
+ * `a.b.*`); null for `*`, which matches every name.
+ */
+export function replayedNames(patterns: readonly string[]): [string[] | null, string[]] {
+  if (patterns.includes('*')) return [null, []];
+  const under = patterns.filter((p) => p.endsWith('.*')).map((p) => p.slice(0, -2));
+  return [[...patterns.filter((p) => !p.endsWith('.*')), ...under], under];
+}
 const CREDENTIAL_CHECK_MS = 2000;
 /** A client this far behind is cut off; it can resume with Last-Event-ID. */
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
@@ -376,17 +405,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     // live (published before it subscribed) is already visible here.
     for (;;) {
       sub.replayedTo = after;
-      // Ordered by the column (`ord`): the bare name would mean the text output column ('10' < '9').
-      const page: Array<Bounded<PublishedEvent>> = await this.db.query(
-        byteBoundedPage(
-          `SELECT ${EVENT_COLUMNS}, published_seq::text AS published_seq, events.published_seq AS ord FROM events
-            WHERE tenant_id = $1 AND published_seq > $2::bigint ORDER BY events.published_seq LIMIT ${REPLAY_PAGE}`,
-          'ord',
-          'octet_length(payload::text)',
-          REPLAY_PAGE_BYTES,
-        ),
-        [tenantId, after],
-      );
+      const page: Array<Bounded<PublishedEvent>> = await this.db.query(REPLAY_PAGE_QUERY, [tenantId, after, ...replayedNames(sub.filter.events)]);
       await this.send(sub, page);
       if (page.length) sub.replayedTo = page[page.length - 1].published_seq;
       if ((page.length < REPLAY_PAGE && !cutShort(page)) || !this.subscribers.has(sub)) return;

@@ -24,6 +24,13 @@ import { Audience, EventName, EventSubject, lineageTypes } from './event-catalog
 
 const PENDING = 'svc:eventsRecorded';
 
+/**
+ * Most events one statement inserts: a purge records an event per edge of its items, and in
+ * one statement that grows with them without bound (past the statement timeout, for an item
+ * with a few hundred thousand). Callers that gather events in batches use it too.
+ */
+export const EVENTS_PER_STATEMENT = 2000;
+
 export interface RecordedEvent {
   name: EventName;
   audience: Audience;
@@ -49,9 +56,14 @@ export class Outbox implements OnModuleInit, EntitySubscriberInterface {
     await this.recordMany(m, p, [{ name, audience, payload }]);
   }
 
-  /** `record` for a batch of changes (bulk actions): one statement. */
+  /** `record` for a batch of changes (bulk actions): a statement per EVENTS_PER_STATEMENT, in order. */
   async recordMany(m: EntityManager, p: Principal, events: RecordedEvent[]): Promise<void> {
     if (!events.length) return;
+    for (let from = 0; from < events.length; from += EVENTS_PER_STATEMENT) await this.insert(m, p, events.slice(from, from + EVENTS_PER_STATEMENT));
+    if (m.queryRunner) m.queryRunner.data[PENDING] = true;
+  }
+
+  private async insert(m: EntityManager, p: Principal, events: RecordedEvent[]): Promise<void> {
     // One json parameter (json, not jsonb, keeps each payload's field order as rendered).
     // `up` walks each named type's parents (bounded, as a stray cycle would be endless).
     await m.query(
@@ -75,7 +87,6 @@ export class Outbox implements OnModuleInit, EntitySubscriberInterface {
          FROM e ORDER BY e.ord`,
       [p.tenantId, p.credentialId, JSON.stringify(events.map((e) => ({ id: newId(), ...e, types: lineageTypes(e) }))), CORE_TENANT],
     );
-    if (m.queryRunner) m.queryRunner.data[PENDING] = true;
   }
 
   afterTransactionCommit(event: TransactionCommitEvent): void {

@@ -18,6 +18,8 @@ export interface EdgeClause {
   itemId: string;
   /** For `*`: the edge types the caller may read, when that is not all of them. */
   readableEdgeTypes?: string[];
+  /** Set by the service when at most FEW_EDGE_MATCHES edges match the clause (`edgeMatchesSql`). */
+  few?: boolean;
 }
 
 export interface ItemFilter {
@@ -42,7 +44,7 @@ export interface ItemFilter {
 }
 
 /**
- * Each clause is an EXISTS subquery: a few hundred of them keep PostgreSQL planning for minutes,
+ * Each clause is a subquery: a few hundred of them keep PostgreSQL planning for minutes,
  * so a filter takes at most this many of each kind.
  */
 export const MAX_EDGE_CLAUSES = 10;
@@ -76,6 +78,46 @@ export function assertTypePattern(pattern: string | undefined): void {
 }
 
 /**
+ * Up to this many matching edges, a clause is read from the edges (their index by item, then
+ * the items by key) rather than tested on each item of the listing: PostgreSQL misjudges how
+ * many items an edge clause keeps (the edges of one item are not spread like the tenant's), and
+ * for a clause that keeps few or none it walks every item of the tenant looking for a page.
+ * Past this, testing items in listing order finds a page sooner than collecting the matches.
+ */
+export const FEW_EDGE_MATCHES = 5000;
+
+type EdgeEnd = 'source_id' | 'target_id';
+
+/** Which end of an edge is the filtered item (`near`) and which is the clause's item (`far`). */
+function ends(kind: 'edge' | 'backref'): { near: EdgeEnd; far: EdgeEnd } {
+  return kind === 'edge' ? { near: 'source_id', far: 'target_id' } : { near: 'target_id', far: 'source_id' };
+}
+
+/** The conditions on `edges e` of a clause, but for the filtered item's end. */
+function edgeConditions(c: EdgeClause, far: EdgeEnd, p: (v: unknown) => string): string {
+  const typeCond = c.edgeType !== '*' ? ` AND e.edge_type = ${p(c.edgeType)}` : c.readableEdgeTypes ? ` AND e.edge_type = ANY(${p(c.readableEdgeTypes)}::text[])` : '';
+  return `e.${far} = ${p(c.itemId)}${typeCond}`;
+}
+
+/**
+ * Counts the edges matching a clause, up to FEW_EDGE_MATCHES + 1 (through the edges' index by
+ * the clause's item): whether the clause is `few`.
+ */
+export function edgeMatchesSql(tenantId: string, c: EdgeClause, kind: 'edge' | 'backref'): { sql: string; params: unknown[] } {
+  const params: unknown[] = [tenantId];
+  const p = (v: unknown) => `$${params.push(v)}`;
+  const sql = `SELECT count(*)::int AS n FROM (SELECT 1 FROM edges e WHERE e.tenant_id = $1 AND ${edgeConditions(c, ends(kind).far, p)} LIMIT ${p(FEW_EDGE_MATCHES + 1)}) m`;
+  return { sql, params };
+}
+
+/** Whether no item can match `f`: no type is both asked for and permitted. */
+export function selectsNothing(f: ItemFilter): boolean {
+  if (f.types === undefined || f.permittedTypes === undefined) return f.types?.length === 0 || f.permittedTypes?.length === 0;
+  const permitted = new Set(f.permittedTypes);
+  return !f.types.some((t) => permitted.has(t));
+}
+
+/**
  * Appends the WHERE conditions for `f` (alias `i` for items) to `params`. The tenant is always
  * the first condition.
  */
@@ -84,7 +126,10 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
     params.push(v);
     return `$${params.length}`;
   };
-  const where = [`${alias}.tenant_id = ${p(tenantId)}`];
+  const tenant = p(tenantId);
+  const where = [`${alias}.tenant_id = ${tenant}`];
+  // Said outright, PostgreSQL plans no scan at all (search and bulk actions share this).
+  if (selectsNothing(f)) return `${where[0]} AND FALSE`;
   if (f.permittedTypes !== undefined) where.push(`${alias}.type = ANY(${p(f.permittedTypes)}::text[])`);
   if (f.types !== undefined) where.push(`${alias}.type = ANY(${p(f.types)}::text[])`);
   const state = f.state ?? 'active';
@@ -99,13 +144,16 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   if (f.since !== undefined) where.push(`${alias}."timestamp" >= ${p(f.since)}`);
   if (f.until !== undefined) where.push(`${alias}."timestamp" < ${p(f.until)}`);
   const readable = f.readableTypes === undefined ? undefined : p(f.readableTypes);
-  const clause = (c: EdgeClause, near: 'source_id' | 'target_id', far: 'source_id' | 'target_id') => {
-    const typeCond =
-      c.edgeType !== '*' ? ` AND e.edge_type = ${p(c.edgeType)}` : c.readableEdgeTypes ? ` AND e.edge_type = ANY(${p(c.readableEdgeTypes)}::text[])` : '';
+  const clause = (c: EdgeClause, kind: 'edge' | 'backref') => {
+    const { near, far } = ends(kind);
+    const conds = edgeConditions(c, far, p);
     const farItem = readable ? ` AND EXISTS (SELECT 1 FROM items o WHERE o.tenant_id = e.tenant_id AND o.id = e.${far} AND o.type = ANY(${readable}::text[]))` : '';
-    return `EXISTS (SELECT 1 FROM edges e WHERE e.tenant_id = ${alias}.tenant_id AND e.${near} = ${alias}.id AND e.${far} = ${p(c.itemId)}${typeCond}${farItem})`;
+    // An array, collected once: the items are then fetched by key. As a join (IN), the edges
+    // are misjudged alike and PostgreSQL may still read every item of the tenant.
+    if (c.few) return `${alias}.id = ANY(ARRAY(SELECT e.${near} FROM edges e WHERE e.tenant_id = ${tenant} AND ${conds}${farItem}))`;
+    return `EXISTS (SELECT 1 FROM edges e WHERE e.tenant_id = ${alias}.tenant_id AND e.${near} = ${alias}.id AND ${conds}${farItem})`;
   };
-  for (const e of f.edges ?? []) where.push(clause(e, 'source_id', 'target_id'));
-  for (const b of f.backrefs ?? []) where.push(clause(b, 'target_id', 'source_id'));
+  for (const e of f.edges ?? []) where.push(clause(e, 'edge'));
+  for (const b of f.backrefs ?? []) where.push(clause(b, 'backref'));
   return where.join(' AND ');
 }

@@ -26,7 +26,7 @@ import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './c
 import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooManyTags, typeNotPermitted } from './item-changes';
 import { Item, ITEM_BYTES, ITEM_COLUMNS, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
 import { ItemWriter, WRITE_INSTANT } from './item-writer';
-import { assertTypePattern, EdgeClause, ItemFilter, itemWhere, parseEdgeClauses, parseTags } from './item-filter';
+import { assertTypePattern, EdgeClause, edgeMatchesSql, FEW_EDGE_MATCHES, ItemFilter, itemWhere, parseEdgeClauses, parseTags, selectsNothing } from './item-filter';
 import {
   BulkItemResult, BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemVersionList, ListItemsQuery,
   MetadataPatchDto, PatchItemDto, VersionsQuery,
@@ -333,6 +333,7 @@ export class ItemsService {
     const edges = parseEdgeClauses('edge', q.edge);
     const backrefs = parseEdgeClauses('backref', q.backref);
     await this.narrowEdgeClauses(p, [...edges, ...backrefs]);
+    await this.markFewMatches(p, edges, backrefs);
     const tags = parseTags(q.tags);
     // Which items carry a tag says what their tags are: filtering by tags reads them.
     if (tags?.length && !canMetadata(p, 'read')) throw ApiError.forbidden('Filtering by tags needs the metadata:read scope');
@@ -355,9 +356,10 @@ export class ItemsService {
   async list(p: Principal, q: ListItemsQuery): Promise<ItemList> {
     const filter = await this.filterFor(p, q);
     const limit = q.limit ?? 50;
+    const after = decodeCursor(q.cursor);
+    if (selectsNothing(filter)) return { items: [], next_cursor: null };
     const params: unknown[] = [];
     let where = itemWhere(p.tenantId, filter, params);
-    const after = decodeCursor(q.cursor);
     if (after) {
       params.push(after.createdAt, after.id);
       where += ` AND (i.created_at, i.id) < ($${params.length - 1}, $${params.length})`;
@@ -443,6 +445,16 @@ export class ItemsService {
       if (canEdgeType(p, c.edgeType, 'read')) continue;
       if (c.edgeType !== '*') throw new ApiError(403, 'forbidden', `This credential may not read edges of type ${c.edgeType}`, { edge_type: c.edgeType });
       c.readableEdgeTypes = (await this.edgeTypes.readableNames(p)) ?? [];
+    }
+  }
+
+  /** Sets `few` on each clause that at most FEW_EDGE_MATCHES edges match (item-filter.ts). */
+  private async markFewMatches(p: Principal, edges: EdgeClause[], backrefs: EdgeClause[]): Promise<void> {
+    const clauses = [...edges.map((c) => [c, 'edge'] as const), ...backrefs.map((c) => [c, 'backref'] as const)];
+    for (const [c, kind] of clauses) {
+      const { sql, params } = edgeMatchesSql(p.tenantId, c, kind);
+      const [{ n }]: Array<{ n: number }> = await this.db.query(sql, params);
+      c.few = n <= FEW_EDGE_MATCHES;
     }
   }
 

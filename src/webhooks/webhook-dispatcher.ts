@@ -47,7 +47,15 @@ import { WebhookFanout } from './webhook-fanout';
  */
 export const PER_WEBHOOK_CONCURRENCY = 16;
 /** Attempts of one webhook waiting in memory; beyond, the sweeper picks them from the table. */
-const MAX_WAITING_PER_WEBHOOK = 1000;
+export const MAX_WAITING_PER_WEBHOOK = 1000;
+/**
+ * A line that refused attempts and has drained to this many waiting asks the sweeper for a pass
+ * at once (`whenRoom`): its deliveries in the table then follow at the receiver's pace. Waiting
+ * the sweep interval instead, a 45,000-item bulk job reached a receiver that answered in
+ * milliseconds at 50-100 deliveries a second (a pass's BATCH every 10 s). Half the line, so
+ * that it still has attempts to run while the pass is read.
+ */
+const ROOM_FOR_SWEEP = MAX_WAITING_PER_WEBHOOK / 2;
 /**
  * First attempts of one webhook running or waiting before their rows are written. Beyond, a
  * planned delivery's row is written before its attempt: a slow receiver then holds at most
@@ -116,6 +124,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   /** Opened secrets by sealed text: a webhook's secret is decrypted once, not per attempt. */
   private readonly secretCache = new Map<string, string>();
   private stopped = false;
+  /** Webhooks whose line refused an attempt (left in the table) since it last had room. */
+  private readonly refused = new Set<string>();
+  private onRoom: () => void = () => undefined;
   /** WEBHOOK_RETRY_SCHEDULE in milliseconds, parsed once. */
   private readonly retryDelaysMs: number[];
 
@@ -190,6 +201,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
         continue;
       }
       const lineFull = this.limiter.waiting(p.webhookId) >= MAX_WAITING_PER_WEBHOOK;
+      if (lineFull) this.refused.add(p.webhookId);
       const written = this.recordUnattempted(p, lineFull ? undefined : this.leaseMs);
       // Heard at once: the attempt below may not start before the write fails. A failed write
       // leaves the event to its lease, and the relay plans the delivery again.
@@ -224,13 +236,34 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
 
   private queueAttempt(ref: DeliveryRef, attempt: () => Promise<void>): boolean {
     if (this.stopped || this.inFlight.has(ref.deliveryId)) return true;
-    if (this.limiter.waiting(ref.webhookId) >= MAX_WAITING_PER_WEBHOOK) return false;
+    if (this.limiter.waiting(ref.webhookId) >= MAX_WAITING_PER_WEBHOOK) {
+      this.refused.add(ref.webhookId);
+      return false;
+    }
     const running = this.limiter
       .run(ref.webhookId, attempt)
       .catch((err: unknown) => this.logger.error({ err, deliveryId: ref.deliveryId }, 'webhook attempt failed unexpectedly'))
-      .finally(() => this.inFlight.delete(ref.deliveryId));
+      .finally(() => {
+        this.inFlight.delete(ref.deliveryId);
+        this.roomMade(ref.webhookId);
+      });
     this.inFlight.set(ref.deliveryId, running);
     return true;
+  }
+
+  /**
+   * `listener` is called when a line that refused attempts has drained to ROOM_FOR_SWEEP: the
+   * sweeper's cue for a pass now rather than at its interval. Once per refusal, so a receiver
+   * that is slow or dead asks for a pass only as often as its attempts end.
+   */
+  whenRoom(listener: () => void): void {
+    this.onRoom = listener;
+  }
+
+  private roomMade(webhookId: string): void {
+    if (!this.refused.has(webhookId) || this.limiter.waiting(webhookId) > ROOM_FOR_SWEEP) return;
+    this.refused.delete(webhookId);
+    this.onRoom();
   }
 
   /**

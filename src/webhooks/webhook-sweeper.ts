@@ -1,9 +1,15 @@
 /**
  * The safety net under Bull: every WEBHOOK_SWEEP_INTERVAL each instance looks in the table for
- * deliveries that are due (by at least one interval) and held by nobody, and attempts them.
- * That covers a retry job lost with Redis (flushed, failed over, down), a first attempt lost
- * with a crashed process, and attempts a saturated webhook could not queue in memory. Only on
- * instances that deliver (EVENT_DELIVERY_ENABLED).
+ * deliveries that are due (by at least one interval, which leaves a retry to its Bull job;
+ * deliveries never attempted, which no job waits for, as soon as they are due) and held by
+ * nobody, and attempts them. That covers a retry job lost with Redis (flushed, failed over,
+ * down), a first attempt lost with a crashed process, and attempts a saturated webhook could not
+ * queue in memory. Only on instances that deliver (EVENT_DELIVERY_ENABLED).
+ *
+ * A backlog larger than a webhook's line (a bulk job's deliveries) does not wait an interval per
+ * BATCH: a pass that took BATCH runs the next at once, and a line that refused attempts asks for
+ * one when it has drained to half (`WebhookDispatcher.whenRoom`), so such deliveries go at the
+ * receiver's pace; a slow or dead receiver's line asks only as often as its attempts end.
  *
  * A pass takes at most BATCH deliveries, shared out in turns: each tenant's oldest due delivery
  * before any tenant's second, and within a tenant each webhook's before any webhook's second.
@@ -47,7 +53,8 @@ export const DUE_IN_TURNS = `
       CROSS JOIN LATERAL (
         SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
          WHERE d.tenant_id = w.tenant_id AND d.webhook_id = w.id AND d.status = 'pending'
-           AND d.next_attempt_at <= now() - make_interval(secs => $1::float8 / 1000)
+           AND d.next_attempt_at <= now()
+           AND (d.attempts = 0 OR d.next_attempt_at <= now() - make_interval(secs => $1::float8 / 1000))
            AND (d.lease_until IS NULL OR d.lease_until < now())
            AND d.id <> ALL($2::uuid[])
          ORDER BY d.next_attempt_at LIMIT ${BATCH}) d
@@ -69,6 +76,7 @@ export class WebhookSweeper extends PeriodicTask {
     private readonly dispatcher: WebhookDispatcher,
   ) {
     super(new Logger('Webhooks'), 'webhook sweep failed');
+    dispatcher.whenRoom(() => this.soon());
   }
 
   protected intervalMs(): number | undefined {
@@ -90,6 +98,10 @@ export class WebhookSweeper extends PeriodicTask {
       if (this.dispatcher.attemptSoon(ref)) queued++;
       else this.fullLines.add(d.webhook_id);
     }
+    // A full pass may have left due deliveries behind, and every line it fed took what it was
+    // given: the next pass at once. Each such pass queues BATCH attempts, so this ends when the
+    // due deliveries or the lines' room run out; a line's refusals bring the next (`whenRoom`).
+    if (queued === BATCH) this.soon();
     return queued;
   }
 }

@@ -42,6 +42,7 @@ import { WebhookSecretRotation1732300003900 } from './1732300003900-webhook-secr
 import { SubtypesKeepUnsearchableAdded1732300004100 } from './1732300004100-subtypes-keep-unsearchable-added';
 import { BulkJobRetention1732300004200 } from './1732300004200-bulk-job-retention';
 import { DeliveriesDueByWebhook1732300004300 } from './1732300004300-deliveries-due-by-webhook';
+import { TenantScopedListIndexes1732300004400 } from './1732300004400-tenant-scoped-list-indexes';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -87,4 +88,5 @@ export const migrations = [
   SubtypesKeepUnsearchableAdded1732300004100,
   BulkJobRetention1732300004200,
   DeliveriesDueByWebhook1732300004300,
+  TenantScopedListIndexes1732300004400,
 ];
