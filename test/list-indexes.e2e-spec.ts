@@ -7,30 +7,8 @@
  */
 import { DataSource } from 'typeorm';
 import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
+import { entriesRead, PlanNode, rowsRead } from './support/plans';
 import { SearchStatements } from '../src/search/search-statements';
-
-interface PlanNode {
-  'Relation Name'?: string;
-  'Node Type': string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Rows a plan's scans of `table` read, kept or filtered out. */
-function rowsRead(node: PlanNode, table: string): number {
-  const here = node['Relation Name'] === table ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'] : 0;
-  return here + (node.Plans ?? []).reduce((n, p) => n + rowsRead(p, table), 0);
-}
-
-/** Index entries a plan's bitmap index scans of `index` read. */
-function entriesRead(node: PlanNode, index: RegExp): number {
-  const here = node['Node Type'] === 'Bitmap Index Scan' && index.test(node['Index Name'] ?? '') ? node['Actual Rows'] * node['Actual Loops'] : 0;
-  return here + (node.Plans ?? []).reduce((n, p) => n + entriesRead(p, index), 0);
-}
 
 /** A parameter's value as SQL text, for EXECUTE (whose arguments are not bind parameters). */
 function literal(v: unknown): string {

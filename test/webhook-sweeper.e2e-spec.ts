@@ -7,23 +7,10 @@ import Redis from 'ioredis';
 import { bearer, bootstrapAdmin, clearRedisPrefix, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
 import { Receiver } from './support/receiver';
 import { waitFor } from './support/wait';
+import { PlanNode, rowsRead } from './support/plans';
 import { BookkeepingDb } from '../src/database/bookkeeping-db';
 import { MAX_WAITING_PER_WEBHOOK } from '../src/webhooks/webhook-dispatcher';
 import { BATCH, DUE_IN_TURNS } from '../src/webhooks/webhook-sweeper';
-
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Rows a plan's scans of `table` read, kept or filtered out. */
-function rowsRead(node: PlanNode, table: string): number {
-  const here = node['Relation Name'] === table ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'] : 0;
-  return here + (node.Plans ?? []).reduce((n, p) => n + rowsRead(p, table), 0);
-}
 
 describe('the webhook sweeper, while one webhook has more due deliveries than a pass takes', () => {
   let t: TestApp;

@@ -8,26 +8,8 @@ import { Principal } from '../../src/auth/principal';
 import { FEW_EDGE_MATCHES, itemWhere } from '../../src/items/item-filter';
 import { ItemsService } from '../../src/items/items.service';
 import { bootstrapAdmin, createKey, startApp, TestApp } from '../support/app';
+import { PlanNode, rowsRead, scans } from '../support/plans';
 import { Api, api, createItem, expectStatus, note } from './helpers';
-
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-/** How many scans of `table` a plan has. */
-function scans(node: PlanNode, table: string): number {
-  return (node['Relation Name'] === table ? 1 : 0) + (node.Plans ?? []).reduce((n, p) => n + scans(p, table), 0);
-}
-
-/** Rows a plan's scans of `table` read, kept or filtered out. */
-function rowsRead(node: PlanNode, table: string): number {
-  const here = node['Relation Name'] === table ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'] : 0;
-  return here + (node.Plans ?? []).reduce((n, p) => n + rowsRead(p, table), 0);
-}
 
 const ids = (res: { body: { items: Array<{ id: string }> } }) => res.body.items.map((i) => i.id);
 
