@@ -36,6 +36,7 @@ import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { Bounded, byteBoundedPage, cutShort } from '../common/pagination';
 import { isId } from '../common/ids';
+import { patternToSql } from '../common/type-pattern';
 import { AppConfig } from '../config/app-config';
 import { CredentialsService } from '../auth/credentials.service';
 import { RedisPubSub } from '../redis/redis.module';
@@ -63,7 +64,7 @@ const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
 export const REPLAY_PAGE_QUERY = byteBoundedPage(
   `SELECT ${EVENT_COLUMNS}, published_seq::text AS published_seq, events.published_seq AS ord FROM events
     WHERE tenant_id = $1 AND published_seq > $2::bigint
-      AND ($3::text[] IS NULL OR name = ANY($3::text[]) OR EXISTS (SELECT FROM unnest($4::text[]) AS under(base) WHERE starts_with(name, base || '.')))
+      AND ($3::text[] IS NULL OR name = ANY($3::text[]) OR EXISTS (SELECT FROM unnest($4::text[]) AS under(prefix) WHERE starts_with(name, prefix)))
     ORDER BY events.published_seq LIMIT ${REPLAY_PAGE}`,
   'ord',
   'octet_length(payload::text)',
@@ -71,14 +72,14 @@ export const REPLAY_PAGE_QUERY = byteBoundedPage(
 );
 
 /**
- * REPLAY_PAGE_QUERY's $3 and $4 for `events` patterns, as `matchesPattern` reads them: the names
- * matched exactly (`a.b`, and `a.b` of `a.b.*`), and the bases whose names below match (`a.b` of
+ * REPLAY_PAGE_QUERY's $3 and $4 for `events` patterns, as the one pattern rule reads them
+ * (patternToSql): the names matched exactly, and the prefixes of the names below (`a.b.` of
  * `a.b.*`); null for `*`, which matches every name.
  */
 export function replayedNames(patterns: readonly string[]): [string[] | null, string[]] {
-  if (patterns.includes('*')) return [null, []];
-  const under = patterns.filter((p) => p.endsWith('.*')).map((p) => p.slice(0, -2));
-  return [[...patterns.filter((p) => !p.endsWith('.*')), ...under], under];
+  const conditions = patterns.map(patternToSql);
+  if (conditions.some((c) => c.all)) return [null, []];
+  return [conditions.flatMap((c) => (c.exact ? [c.exact] : [])), conditions.flatMap((c) => (c.prefix ? [c.prefix] : []))];
 }
 const CREDENTIAL_CHECK_MS = 2000;
 /** A client this far behind is cut off; it can resume with Last-Event-ID. */
