@@ -1041,6 +1041,8 @@ describe('an instance that does not deliver (EVENT_DELIVERY_ENABLED=false)', () 
   });
 
   const note = () => api.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'n' } }).expect(201);
+  // The first test starts the delivering instance after its write; the others need it running, whichever runs alone.
+  const startWorker = async () => (worker ??= await startApp({ ...settings, DATABASE_URL: api.databaseUrl, REDIS_PREFIX: api.config.REDIS_PREFIX }));
 
   it('takes writes, announces them on Redis, and leaves their delivery to an instance that delivers', async () => {
     const hook = (await api.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/split`, events: ['item.created'] }).expect(201)).body;
@@ -1057,7 +1059,7 @@ describe('an instance that does not deliver (EVENT_DELIVERY_ENABLED=false)', () 
       await wakes.quit();
     }
     const workerStarted = new Date();
-    worker = await startApp({ ...settings, DATABASE_URL: api.databaseUrl, REDIS_PREFIX: api.config.REDIS_PREFIX });
+    await startWorker();
     await waitFor(() => receiver.at('/split').length === 1, 'the delivery, by the instance that delivers');
     // Its record is written just after the attempt.
     const listed = async () => (await api.http.get(`/webhooks/${hook.id}/deliveries`).set(bearer(admin)).expect(200)).body.deliveries;
@@ -1069,6 +1071,7 @@ describe('an instance that does not deliver (EVENT_DELIVERY_ENABLED=false)', () 
   });
 
   it('passes an admin retry to an instance that delivers', async () => {
+    await startWorker();
     const hook = (await api.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/split-retry`, events: ['item.created'] }).expect(201)).body;
     receiver.respond = (r) => (r.path === '/split-retry' && receiver.at('/split-retry').length <= 2 ? 500 : 200);
     await note();
@@ -1085,6 +1088,7 @@ describe('an instance that does not deliver (EVENT_DELIVERY_ENABLED=false)', () 
   });
 
   it('takes the lease for an admin retry it passes on, so that retries at once are one 202 and the rest 409', async () => {
+    await startWorker();
     const hook = (await api.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/split-race`, events: ['item.created'] }).expect(201)).body;
     let release!: () => void;
     const held = new Promise<number>((resolve) => (release = () => resolve(200)));
