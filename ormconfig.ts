@@ -1,7 +1,9 @@
-/** The DataSource the `typeorm` CLI uses (migration:run, migration:revert, migration:show): the one migrations run on at start-up. */
+/**
+ * The DataSource the `typeorm` CLI uses (migration:run, migration:revert, migration:show): the
+ * one migrations run on at start-up, under the same lock.
+ */
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
 import { loadConfig } from './src/config/app-config';
-import { migrationDataSourceOptions } from './src/database/data-source-options';
+import { MigrationDataSource, migrationDataSourceOptions } from './src/database/data-source-options';
 
-export default new DataSource(migrationDataSourceOptions(loadConfig()));
+export default new MigrationDataSource(migrationDataSourceOptions(loadConfig()));

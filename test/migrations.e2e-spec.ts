@@ -5,6 +5,7 @@
  * apart even when they share a tag.
  */
 import 'reflect-metadata';
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '../src/config/app-config';
 import { dataSourceOptions, ensureDatabase } from '../src/database/data-source-options';
@@ -12,6 +13,7 @@ import { migrations } from '../src/database/migrations';
 import { parseSearch } from '../src/search/search-query';
 import { searchStatement } from '../src/search/search.sql';
 import { dropDatabase, PG_SERVER, uniqueName } from './support/app';
+import { waitFor } from './support/wait';
 
 const TENANT = '11111111-1111-4111-8111-111111111111';
 const ITEM = '22222222-2222-4222-8222-222222222222';
@@ -456,7 +458,7 @@ describe('migrations', () => {
     expect((await rows())[ids.done].spec).toEqual({ action: 'update_tier' });
   });
 
-  it('the typeorm CLI (ormconfig.ts) runs and reverts migrations without the statement, read and idle limits of DATABASE_STATEMENT_TIMEOUT_MS', async () => {
+  it('the typeorm CLI (ormconfig.ts) runs and reverts migrations without the statement, read and idle limits of DATABASE_STATEMENT_TIMEOUT_MS, under the lock start-up takes', async () => {
     const saved = { DATABASE_URL: process.env.DATABASE_URL, DATABASE_STATEMENT_TIMEOUT_MS: process.env.DATABASE_STATEMENT_TIMEOUT_MS };
     Object.assign(process.env, { DATABASE_URL: url, DATABASE_STATEMENT_TIMEOUT_MS: '100' });
     let cli!: DataSource;
@@ -477,7 +479,24 @@ describe('migrations', () => {
     expect(limits).toEqual({ statement: '0', idle: '0' });
     // Longer than the 100 ms a request's statement may take, as a migration over a large table is.
     await ds.query(`SELECT pg_sleep(0.3)`);
-    await ds.runMigrations({ transaction: 'each' });
+    // An instance migrating at start-up holds the lock: the CLI waits for it, then applies what is left.
+    const instance = new Client({ connectionString: url });
+    await instance.connect();
+    const waiting = `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 727002 AND NOT granted`;
+    const applied = async (): Promise<number> =>
+      (await ds!.query(`SELECT to_regclass('migrations') IS NULL AS none`))[0].none ? 0 : (await ds!.query(`SELECT count(*)::int AS n FROM migrations`))[0].n;
+    const before = await applied();
+    try {
+      await instance.query('SELECT pg_advisory_lock(727002)');
+      const run = ds.runMigrations({ transaction: 'each' });
+      await waitFor(async () => (await instance.query(waiting)).rowCount === 1, 'the CLI waiting for the migration lock');
+      expect(await applied()).toBe(before);
+      await instance.query('SELECT pg_advisory_unlock(727002)');
+      await run;
+      expect(await applied()).toBeGreaterThan(before);
+    } finally {
+      await instance.end();
+    }
     await ds.undoLastMigration({ transaction: 'each' });
     expect(await ds.runMigrations({ transaction: 'each' })).toHaveLength(1);
   });

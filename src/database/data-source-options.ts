@@ -80,20 +80,40 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
 const MIGRATION_LOCK = 727_002;
 
 /**
- * Applies pending migrations while holding a session advisory lock, so instances starting
- * together run them once (TypeORM itself does not lock its migrations table).
+ * The DataSource migrations run and revert on, at start-up and through the `typeorm` CLI
+ * (ormconfig.ts): both hold one session advisory lock, so instances starting together, or a
+ * CLI run beside them, apply each migration once (TypeORM itself does not lock its migrations
+ * table, and a migration building an index CONCURRENTLY runs outside any transaction).
  */
+export class MigrationDataSource extends DataSource {
+  override runMigrations(options?: Parameters<DataSource['runMigrations']>[0]): ReturnType<DataSource['runMigrations']> {
+    return this.locked(() => super.runMigrations(options));
+  }
+
+  override undoLastMigration(options?: Parameters<DataSource['undoLastMigration']>[0]): Promise<void> {
+    return this.locked(() => super.undoLastMigration(options));
+  }
+
+  private async locked<T>(work: () => Promise<T>): Promise<T> {
+    const lock = this.createQueryRunner();
+    try {
+      await lock.connect();
+      await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      return await work();
+    } finally {
+      await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+      await lock.release();
+    }
+  }
+}
+
+/** Applies pending migrations, each in its own transaction, under the migration lock. */
 export async function runMigrations(config: AppConfig): Promise<void> {
-  const ds = new DataSource(migrationDataSourceOptions(config));
+  const ds = new MigrationDataSource(migrationDataSourceOptions(config));
   await ds.initialize();
-  const lock = ds.createQueryRunner();
   try {
-    await lock.connect();
-    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     await ds.runMigrations({ transaction: 'each' });
   } finally {
-    await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
-    await lock.release();
     await ds.destroy();
   }
 }
