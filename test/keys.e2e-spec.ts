@@ -409,6 +409,21 @@ describe('keys', () => {
         expect(badFields(await t.http.get('/keys').query({ cursor }).set(bearer(admin.key)))).toEqual(['cursor']);
       }
     });
+
+    it('a cursor of another list is 400 validation_error, and one issued before cursors named their list still pages', async () => {
+      for (const title of ['a', 'b']) {
+        await t.http.post('/items').set(bearer(admin.key)).send({ type: 'core.note', properties: { title } }).expect(201);
+      }
+      const items = await t.http.get('/items').query({ limit: 1 }).set(bearer(admin.key)).expect(200);
+      expect(badFields(await t.http.get('/keys').query({ cursor: items.body.next_cursor }).set(bearer(admin.key)))).toEqual(['cursor']);
+
+      await t.http.post('/keys').set(bearer(admin.key)).send({ label: 'one more' }).expect(201);
+      const first = await t.http.get('/keys').query({ limit: 1 }).set(bearer(admin.key)).expect(200);
+      const [createdAt, id] = JSON.parse(Buffer.from(first.body.next_cursor, 'base64url').toString()) as string[];
+      const legacy = Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
+      const next = await t.http.get('/keys').query({ limit: 1, cursor: first.body.next_cursor }).set(bearer(admin.key)).expect(200);
+      expect((await t.http.get('/keys').query({ limit: 1, cursor: legacy }).set(bearer(admin.key)).expect(200)).body).toEqual(next.body);
+    });
   });
 });
 

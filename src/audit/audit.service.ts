@@ -49,14 +49,14 @@ export class AuditService {
 
   async list(p: Principal, q: ListAuditQuery): Promise<AuditList> {
     const limit = q.limit ?? 50;
-    const after = decodeCursor(q.cursor);
+    const after = decodeCursor(q.cursor, 'audit');
     const rows: AuditRow[] = await this.db.query(
       `SELECT id, action, client_id, user_id, grant_id, details, created_at FROM audit_events
         WHERE tenant_id = $1 AND ($2::text IS NULL OR action = $2) AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
         ORDER BY created_at DESC, id DESC LIMIT $5`,
       [p.tenantId, q.action ?? null, after?.createdAt ?? null, after?.id ?? null, limit + 1],
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'audit');
     return { events: page.map(toEvent), next_cursor };
   }
 }

@@ -157,7 +157,7 @@ export class BulkService {
       params.push(q.status);
       where += ` AND status = $${params.length}`;
     }
-    const after = decodeCursor(q.cursor);
+    const after = decodeCursor(q.cursor, 'bulk_jobs');
     if (after) {
       params.push(after.createdAt, after.id);
       where += ` AND (created_at, id) < ($${params.length - 1}, $${params.length})`;
@@ -171,7 +171,7 @@ export class BulkService {
       ),
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'bulk_jobs');
     return { jobs: page.map(toJob), next_cursor };
   }
 

@@ -1,4 +1,4 @@
-/** Keyset pagination: opaque cursors over (created_at, id), and the shared query DTO. */
+/** Keyset pagination: opaque cursors over (created_at, id) of one list, and the shared query DTO. */
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
 import { isId } from './ids';
@@ -19,8 +19,18 @@ export interface Position {
   id: string;
 }
 
-export function encodeCursor(p: Position): string {
-  return Buffer.from(JSON.stringify([p.createdAt, p.id])).toString('base64url');
+/**
+ * The list a cursor was issued by: a cursor of one list is refused by another, where it would
+ * name a position among rows it never came from.
+ */
+export type ListName =
+  | 'audit' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges'
+  | 'integrations' | 'items' | 'keys' | 'types' | 'users' | 'webhooks';
+
+const encode = (parts: string[]): string => Buffer.from(JSON.stringify(parts)).toString('base64url');
+
+export function encodeCursor(p: Position, list: ListName): string {
+  return encode([p.createdAt, p.id, list]);
 }
 
 /**
@@ -63,31 +73,41 @@ export function pageOf<T extends { id: string; more?: boolean | null }>(
   rows: T[],
   limit: number,
   createdAt: (row: T) => Date | string,
+  list: ListName,
 ): { page: T[]; next_cursor: string | null } {
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
-  const next_cursor = (rows.length > limit || cutShort(rows)) && last ? encodeCursor({ createdAt: new Date(createdAt(last)).toISOString(), id: last.id }) : null;
+  const next_cursor =
+    (rows.length > limit || cutShort(rows)) && last ? encodeCursor({ createdAt: new Date(createdAt(last)).toISOString(), id: last.id }, list) : null;
   return { page, next_cursor };
 }
 
-/** `validId`: what an id of the listed rows looks like (UUIDs, but for OAuth clients' ids). */
-export function decodeCursor(cursor: string | undefined, validId: (id: string) => boolean = isId): Position | undefined {
+/**
+ * The position `cursor` names in `list`. `validId`: what an id of the listed rows looks like
+ * (UUIDs, but for OAuth clients' ids and type names). Cursors issued before they named their
+ * list (two parts) still page any list.
+ */
+export function decodeCursor(cursor: string | undefined, list: ListName, validId: (id: string) => boolean = isId): Position | undefined {
   if (cursor === undefined) return undefined;
   try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    // Only what encodeCursor makes passes: a forged id or date must not reach SQL. Year 0000 is
-    // a date to JavaScript and none to PostgreSQL (which goes from 1 BC to 1 AD).
+    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    const [createdAt, id, issuedBy = list] = parts;
+    // Only what encodeCursor makes passes, byte for byte: a forged id or date must not reach
+    // SQL. Year 0000 is a date to JavaScript and none to PostgreSQL (which goes from 1 BC to 1 AD).
     if (
+      (parts.length === 2 || parts.length === 3) &&
       typeof createdAt === 'string' &&
       typeof id === 'string' &&
+      issuedBy === list &&
       validId(id) &&
       /^(?!0000)\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(createdAt) &&
-      new Date(createdAt).toISOString() === createdAt
+      new Date(createdAt).toISOString() === createdAt &&
+      encode(parts as string[]) === cursor
     ) {
       return { createdAt, id };
     }
   } catch {
     // fall through
   }
-  throw validationError([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
+  throw validationError([{ field: 'cursor', message: 'is not a cursor this list issued' }]);
 }

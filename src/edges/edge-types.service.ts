@@ -48,7 +48,7 @@ export class EdgeTypesService {
    */
   async list(p: Principal, q: PageQuery): Promise<EdgeTypeList> {
     const limit = q.limit ?? 50;
-    const after = decodeCursor(q.cursor, isDottedName);
+    const after = decodeCursor(q.cursor, 'edge_types', isDottedName);
     const readable = await this.readableNames(p);
     const rows: Array<EdgeTypeRow & { id: string }> = await this.db.query(
       `SELECT ${EDGE_TYPE_COLUMNS}, name AS id FROM edge_types
@@ -56,7 +56,7 @@ export class EdgeTypesService {
         ORDER BY name LIMIT $4`,
       [p.tenantId, readable ?? null, after?.id ?? null, limit + 1],
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'edge_types');
     return { edge_types: page.map(toEdgeTypeResponse), next_cursor };
   }
 

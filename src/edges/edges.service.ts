@@ -167,7 +167,7 @@ export class EdgesService {
   async listForItem(p: Principal, itemId: string, q: ItemEdgesQuery): Promise<EdgeList> {
     const [item]: ItemRef[] = await this.db.query(`SELECT id, type FROM items WHERE tenant_id = $1 AND id = $2`, [p.tenantId, itemId]);
     if (!item || !(await this.types.can(p, item.type, 'read'))) throw edgeErrors.itemNotFound(itemId, 'id');
-    const after = decodeCursor(q.cursor);
+    const after = decodeCursor(q.cursor, 'edges');
     const limit = q.limit ?? 50;
     const direction = q.direction ?? 'both';
 
@@ -204,7 +204,7 @@ export class EdgesService {
       `SELECT * FROM (${branches.join(' UNION ALL ')}) e ORDER BY e.created_at DESC, e.id DESC LIMIT ${take}`,
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'edges');
     return { edges: page.map(toEdgeResponse), next_cursor };
   }
 

@@ -273,13 +273,13 @@ export class ConnectionsService implements OnApplicationShutdown {
 
   async list(p: Principal, q: { limit?: number; cursor?: string }): Promise<ConnectionList> {
     const limit = q.limit ?? 50;
-    const after = decodeCursor(q.cursor);
+    const after = decodeCursor(q.cursor, 'connections');
     const rows: ConnectionRow[] = await this.db.query(
       `SELECT * FROM connections WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
         ORDER BY created_at DESC, id DESC LIMIT $4`,
       [p.tenantId, after?.createdAt ?? null, after?.id ?? null, limit + 1],
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'connections');
     return { connections: page.map(toConnection), next_cursor };
   }
 

@@ -56,14 +56,14 @@ export class IntegrationsService {
 
   async list(q: ListIntegrationsQuery): Promise<IntegrationList> {
     const limit = q.limit ?? 50;
-    const after = decodeCursor(q.cursor);
+    const after = decodeCursor(q.cursor, 'integrations');
     const rows: IntegrationRow[] = await this.db.query(
       `SELECT ${COLUMNS} FROM integrations
         WHERE ($1::text IS NULL OR manifest_name = $1) AND ($2::timestamptz IS NULL OR (registered_at, id) < ($2, $3::uuid))
         ORDER BY registered_at DESC, id DESC LIMIT $4`,
       [q.name ?? null, after?.createdAt ?? null, after?.id ?? null, limit + 1],
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.registered_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.registered_at, 'integrations');
     return { integrations: page.map(toRecord), next_cursor };
   }
 

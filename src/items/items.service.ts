@@ -356,7 +356,7 @@ export class ItemsService {
   async list(p: Principal, q: ListItemsQuery): Promise<ItemList> {
     const filter = await this.filterFor(p, q);
     const limit = q.limit ?? 50;
-    const after = decodeCursor(q.cursor);
+    const after = decodeCursor(q.cursor, 'items');
     if (selectsNothing(filter)) return { items: [], next_cursor: null };
     const params: unknown[] = [];
     let where = itemWhere(p.tenantId, filter, params);
@@ -369,7 +369,7 @@ export class ItemsService {
       byteBoundedPage(`SELECT ${ITEM_COLUMNS} FROM items i WHERE ${where} ORDER BY i.created_at DESC, i.id DESC LIMIT $${params.length}`, 'created_at DESC, id DESC', ITEM_BYTES),
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'items');
     return { items: await this.presentMany(p, page), next_cursor };
   }
 

@@ -209,7 +209,7 @@ export class KeysService {
    * The page is chosen by the keys' sizes first, then read whole.
    */
   async list(tenantId: string, limit = 50, cursor?: string): Promise<{ keys: ApiKeyResponse[]; next_cursor: string | null }> {
-    const after = decodeCursor(cursor);
+    const after = decodeCursor(cursor, 'keys');
     const params: unknown[] = [tenantId];
     const where = after ? `AND (created_at, id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.id)}::uuid)` : '';
     params.push(limit + 1);
@@ -223,7 +223,7 @@ export class KeysService {
       ),
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'keys');
     const keys = page.length === 0 ? [] : await this.db.getRepository(ApiKeyEntity).findBy({ tenantId, id: In(page.map((r) => r.id)) });
     const byId = new Map(keys.map((k) => [k.id, k]));
     return { keys: page.flatMap((r) => (byId.has(r.id) ? [toKeyResponse(byId.get(r.id)!)] : [])), next_cursor };

@@ -125,7 +125,7 @@ export class ClientsService {
   }
 
   async list(p: Principal, limit = 50, cursor?: string): Promise<OAuthClientList> {
-    const position = decodeCursor(cursor, isClientId);
+    const position = decodeCursor(cursor, 'clients', isClientId);
     // Registration times are whole seconds: a cursor with a fraction was not made here.
     const issuedAt = position && Date.parse(position.createdAt) / 1000;
     if (issuedAt !== undefined && !Number.isInteger(issuedAt)) throw validationError([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
@@ -136,7 +136,7 @@ export class ClientsService {
         ORDER BY ${ISSUED_AT} DESC, id DESC LIMIT $5`,
       [...params, issuedAt ?? null, position?.id ?? null, limit + 1],
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => new Date(Number(r.issued_at) * 1000));
+    const { page, next_cursor } = pageOf(rows, limit, (r) => new Date(Number(r.issued_at) * 1000), 'clients');
     return { clients: page.map((r) => toClient(r.payload)), next_cursor };
   }
 

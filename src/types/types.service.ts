@@ -194,7 +194,7 @@ export class TypesService implements OnModuleInit {
    */
   async list(p: Principal, q: ListTypesQuery): Promise<TypeList> {
     const limit = q.limit ?? 50;
-    const after = decodeCursor(q.cursor, isDottedName);
+    const after = decodeCursor(q.cursor, 'types', isDottedName);
     const readable = await this.permittedTypeNames(p, 'read');
     const params: unknown[] = [p.tenantId, CORE_TENANT];
     const param = (v: unknown) => `$${params.push(v)}`;
@@ -213,7 +213,7 @@ export class TypesService implements OnModuleInit {
       ),
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'types');
     return { types: page.map(toResponse), next_cursor };
   }
 

@@ -123,13 +123,13 @@ export class UsersService {
 
   async list(p: Principal, q: ListUsersQuery): Promise<UserList> {
     const limit = q.limit ?? 50;
-    const after = decodeCursor(q.cursor);
+    const after = decodeCursor(q.cursor, 'users');
     const rows: UserRow[] = await this.db.query(
       `SELECT ${USER_COLUMNS} FROM users WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
         ORDER BY created_at DESC, id DESC LIMIT $4`,
       [p.tenantId, after?.createdAt ?? null, after?.id ?? null, limit + 1],
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'users');
     return { users: page.map(toUser), next_cursor };
   }
 

@@ -156,7 +156,7 @@ export class WebhooksService {
 
   async list(p: Principal, page: PageQuery): Promise<WebhookList> {
     const limit = page.limit ?? 50;
-    const after = decodeCursor(page.cursor);
+    const after = decodeCursor(page.cursor, 'webhooks');
     const rows: WebhookRow[] = await this.db.query(
       `SELECT ${WEBHOOK_COLUMNS} FROM webhooks
         WHERE tenant_id = $1 AND ${OWNED_BY(4)}
@@ -164,7 +164,7 @@ export class WebhooksService {
         ORDER BY created_at DESC, id DESC LIMIT $6`,
       [p.tenantId, after?.createdAt ?? null, after?.id ?? null, ...ownerOf(p), limit + 1],
     );
-    const { page: webhooks, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page: webhooks, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'webhooks');
     return { webhooks: webhooks.map((r) => toResponse(r)), next_cursor };
   }
 
@@ -230,14 +230,14 @@ export class WebhooksService {
   async deliveries(p: Principal, webhookId: string, q: DeliveriesQuery): Promise<DeliveryList> {
     const webhook = await this.find(p, webhookId);
     const limit = q.limit ?? 50;
-    const after = decodeCursor(q.cursor);
+    const after = decodeCursor(q.cursor, 'deliveries');
     const rows = await this.deliveryRows(
       `d.tenant_id = $1 AND d.webhook_id = $2 AND ($3::text IS NULL OR d.status = $3)
        AND ($4::timestamptz IS NULL OR (d.created_at, d.id) < ($4, $5::uuid))
        ORDER BY d.created_at DESC, d.id DESC LIMIT $6`,
       [p.tenantId, webhook.id, q.status ?? null, after?.createdAt ?? null, after?.id ?? null, limit + 1],
     );
-    const { page: deliveries, next_cursor } = pageOf(rows, limit, (r) => r.created_at);
+    const { page: deliveries, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'deliveries');
     return { deliveries: deliveries.map(toDelivery), next_cursor };
   }
 
