@@ -142,8 +142,9 @@ describe('bulk actions (e2e)', () => {
   async function withRowLock<T>(
     id: string,
     during: (release: () => Promise<void>, blocked: () => Promise<unknown>) => Promise<T>,
+    app: TestApp = t,
   ): Promise<T> {
-    const lock = new Client({ connectionString: t.databaseUrl });
+    const lock = new Client({ connectionString: app.databaseUrl });
     await lock.connect();
     let released = false;
     const release = async () => {
@@ -154,7 +155,7 @@ describe('bulk actions (e2e)', () => {
     const [{ pid }] = (await lock.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
     const blocked = () =>
       waitFor(async () => {
-        const rows = await t.sql(`SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, [pid]);
+        const rows = await app.sql(`SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, [pid]);
         return rows.length > 0;
       }, 'a bulk run to wait for the locked row');
     try {
@@ -1590,6 +1591,93 @@ describe('bulk actions (e2e)', () => {
       const cancel = await q.http.delete(`/items/bulk_action/jobs/${id}`).set(bearer(m1.key));
       expectStatus(cancel, 200);
       expect(cancel.body.status).toBe('cancelled');
+    });
+  });
+
+  describe('a tenant\'s unfinished jobs are capped (BULK_JOBS_MAX_UNFINISHED_PER_TENANT)', () => {
+    // Three workers, a cap of two: a tenant's two jobs held running by a row lock leave a worker free.
+    const CAP = 2;
+    let c: TestApp;
+    let cRoot: string;
+
+    beforeAll(async () => {
+      c = await startApp({ BULK_CONCURRENCY: '3', BULK_JOBS_MAX_UNFINISHED_PER_TENANT: String(CAP) });
+      cRoot = (await bootstrapAdmin(c)).key;
+    });
+    afterAll(async () => {
+      await c?.close();
+    });
+
+    const cBulk = (key: string, body: Body) => c.http.post('/items/bulk_action').set(bearer(key)).send(body);
+    const cJob = (key: string, id: string, done: (j: any) => boolean, what: string) => waitForJob(id, done, what, key, c);
+    const tierJob = (key: string, tag: string) => cBulk(key, { action: 'update_tier', tier: 'feed', async: true, filter: { tags: [tag] } });
+
+    async function unfinished(tenantKey: string): Promise<number> {
+      const res = await c.http.get('/items/bulk_action/jobs?limit=100').set(bearer(tenantKey));
+      expectStatus(res, 200);
+      return res.body.jobs.filter((j: any) => j.status === 'queued' || j.status === 'in_progress').length;
+    }
+
+    function expectCapped(res: Response): void {
+      const error = expectError(res, 429, 'rate_limited');
+      expect(error.details).toMatchObject({ limit: CAP, unfinished: CAP });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    }
+
+    it('past the cap a job is 429 rate_limited (Retry-After); direct runs and dry runs still go; another tenant creates and runs a job; an ended job frees its place (the refused request, retried with its Idempotency-Key)', async () => {
+      const a = await createTenant(c, cRoot, 'bulk-cap-a');
+      const b = await createTenant(c, cRoot, 'bulk-cap-b');
+      const [held] = await seed(notes(1, 'cap-held'), a.key, c);
+      await seed(notes(3, 'cap-direct'), a.key, c);
+      await seed(notes(1, 'cap-b'), b.key, c);
+      await withRowLock(held, async (release, blocked) => {
+        const first = await tierJob(a.key, 'cap-held');
+        expectStatus(first, 202);
+        await blocked();
+        const second = await tierJob(a.key, 'cap-held');
+        expectStatus(second, 202);
+        expectCapped(await tierJob(a.key, 'cap-held').set('Idempotency-Key', 'bulk-cap-retry'));
+        expectCapped(await tierJob(a.key, 'cap-direct'));
+        expect(await unfinished(a.key)).toBe(CAP);
+        // Only jobs count: a direct run and a dry run of the same tenant go ahead.
+        const direct = await cBulk(a.key, { action: 'update_tier', tier: 'feed', filter: { tags: ['cap-direct'] } });
+        expectStatus(direct, 200);
+        expect(direct.body).toMatchObject({ matched: 3, succeeded: 3 });
+        expectStatus(await cBulk(a.key, { action: 'update_tier', tier: 'feed', dry_run: true, async: true, filter: { tags: ['cap-direct'] } }), 200);
+        // Another tenant is not held back by the first one's cap, and its job runs meanwhile.
+        const other = await tierJob(b.key, 'cap-b');
+        expectStatus(other, 202);
+        await cJob(b.key, other.body.id, (j) => j.status === 'completed', 'the other tenant\'s job to complete');
+        expect((await c.http.get(`/items/bulk_action/jobs/${first.body.id}`).set(bearer(a.key))).body.status).toBe('in_progress');
+        await release();
+        for (const j of [first, second]) await cJob(a.key, j.body.id, (x) => x.status === 'completed', 'the held jobs to complete');
+      }, c);
+      // The refusal was not kept for its Idempotency-Key: the same request, retried, starts the job.
+      const again = await tierJob(a.key, 'cap-held').set('Idempotency-Key', 'bulk-cap-retry');
+      expectStatus(again, 202);
+      await cJob(a.key, again.body.id, ended, 'the job after the held ones');
+    });
+
+    it('concurrent submissions do not pass the cap together; a cancelled job frees its place', async () => {
+      const a = await createTenant(c, cRoot, 'bulk-cap-race');
+      const [held] = await seed(notes(1, 'race-held'), a.key, c);
+      await withRowLock(held, async (release) => {
+        const burst = await Promise.all(Array.from({ length: 8 }, () => tierJob(a.key, 'race-held')));
+        const accepted = burst.filter((r) => r.status === 202);
+        expect(accepted).toHaveLength(CAP);
+        for (const r of burst.filter((x) => x.status !== 202)) expectCapped(r);
+        const rows = await c.sql<{ n: number }>(`SELECT count(*)::int AS n FROM bulk_jobs WHERE tenant_id = $1`, [a.tenantId]);
+        expect(rows[0].n).toBe(CAP);
+        // A cancel frees the place once the job has ended (a running one at its next chunk boundary).
+        const cancelled = accepted[0].body.id as string;
+        expectStatus(await c.http.delete(`/items/bulk_action/jobs/${cancelled}`).set(bearer(a.key)), 200);
+        await cJob(a.key, cancelled, (j) => j.status === 'cancelled', 'the cancelled job to end');
+        const next = await tierJob(a.key, 'race-held');
+        expectStatus(next, 202);
+        expectCapped(await tierJob(a.key, 'race-held'));
+        await release();
+        for (const id of [accepted[1].body.id, next.body.id]) await cJob(a.key, id, ended, 'the remaining jobs to end');
+      }, c);
     });
   });
 

@@ -26,7 +26,9 @@ export class BulkController {
       '(default 1000) the action runs as a background job: 202 with the job (status `queued`) and a Location to poll; else it runs ' +
       'at once in one transaction: 200 with the result. Per-item failures (`invalid_transition`, `invalid_properties`, …) are listed in ' +
       '`errors`; the other items succeed. Each changed item gets a new version and revision, as a PATCH would. `purge` is admin-only ' +
-      'and needs `confirm: "PURGE"`. A member\'s match set is narrowed to the types it may write.',
+      'and needs `confirm: "PURGE"`. A member\'s match set is narrowed to the types it may write. A tenant may have ' +
+      'BULK_JOBS_MAX_UNFINISHED_PER_TENANT (default 10) jobs queued or running; another job is 429 `rate_limited` with Retry-After ' +
+      'until one ends (dry runs and direct runs are not counted).',
   })
   @ApiOkResponse({ type: BulkResultDto, description: 'Dry run, or the action done directly' })
   @ApiAcceptedResponse({

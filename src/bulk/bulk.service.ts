@@ -6,6 +6,7 @@
  *   - `async: true`, or more than BULK_SYNC_MAX matches: a `bulk_jobs` row and a Bull job
  *     (202; bulk-worker.ts runs it);
  *   - otherwise the action runs here, in one transaction, chunk by chunk (200 Bulk result).
+ * A tenant may have BULK_JOBS_MAX_UNFINISHED_PER_TENANT jobs queued or running (`assertUnderJobCap`).
  * Job visibility: the credential that started it (for an OAuth token, its tokens with no scope the
  * starting one lacks: `ownsWork`), and the tenant's admins; 404 across tenants.
  */
@@ -29,6 +30,12 @@ import { BulkFilter, BulkItemError, BulkSpec, CHUNK_SIZE, MAX_ITEMS_CEILING, MAX
 import { BulkActionDto, BulkJobDto, BulkJobList, BulkResultDto, ListBulkJobsQuery } from './bulk.dto';
 import { ENDED_JOB_SET, JOB_COLUMNS, JOB_TOKEN_SCOPES_SQL, jobAudience, JobRow, toJob } from './bulk-job.model';
 import { BulkRunner } from './bulk-runner';
+
+/**
+ * Retry-After of a job refused by the tenant's cap: when a place frees depends on the tenant's
+ * own jobs, which the answer cannot know; about the time a chunk of a running job takes.
+ */
+const RETRY_AFTER_SECONDS = 5;
 
 const jobNotFound = () => ApiError.notFound('bulk_job_not_found', 'No such bulk job');
 
@@ -120,13 +127,39 @@ export class BulkService {
 
   private async createJob(p: Principal, spec: BulkSpec, ids: string[]): Promise<BulkJobDto> {
     // In a transaction of its own, which marks an Idempotency-Key applied as it commits (claim-applied.ts).
-    const [row]: JobRow[] = await this.db.transaction((m) => m.query(
-      `INSERT INTO bulk_jobs (tenant_id, id, action, spec, credential_id, principal, status, item_ids, matched)
-       VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7::uuid[], $8) RETURNING ${JOB_COLUMNS}`,
-      [p.tenantId, newId(), spec.action, spec, p.credentialId, p, ids, ids.length],
-    ));
+    const [row]: JobRow[] = await this.db.transaction(async (m) => {
+      await this.assertUnderJobCap(m, p.tenantId);
+      return m.query(
+        `INSERT INTO bulk_jobs (tenant_id, id, action, spec, credential_id, principal, status, item_ids, matched)
+         VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7::uuid[], $8) RETURNING ${JOB_COLUMNS}`,
+        [p.tenantId, newId(), spec.action, spec, p.credentialId, p, ids, ids.length],
+      );
+    });
     await this.enqueue({ tenantId: p.tenantId, jobId: row.id });
     return toJob(row);
+  }
+
+  /**
+   * All tenants' jobs wait in one first-come-first-served queue, so a tenant may have at most
+   * BULK_JOBS_MAX_UNFINISHED_PER_TENANT jobs queued or running: another tenant's job finds at
+   * most that many of its jobs ahead of it. Counted under a lock of the tenant's job creations,
+   * so creations at once cannot pass the cap together. 429 (not 409): the place frees as a job
+   * ends, and a 429 is not kept for an Idempotency-Key, so the same request may be retried.
+   */
+  private async assertUnderJobCap(m: EntityManager, tenantId: string): Promise<void> {
+    await m.query(`SELECT pg_advisory_xact_lock(hashtextextended('bulk_jobs:' || $1, 0))`, [tenantId]);
+    const [{ n }]: Array<{ n: number }> = await m.query(
+      `SELECT count(*)::int AS n FROM bulk_jobs WHERE tenant_id = $1 AND status IN ('queued', 'in_progress')`,
+      [tenantId],
+    );
+    const limit = this.config.BULK_JOBS_MAX_UNFINISHED_PER_TENANT;
+    if (n >= limit) {
+      throw new ApiError(429, 'rate_limited', `The tenant has ${n} bulk jobs queued or running, the most it may have; retry once one has ended, or cancel one`, {
+        limit,
+        unfinished: n,
+        retry_after: RETRY_AFTER_SECONDS,
+      });
+    }
   }
 
   /**

@@ -276,6 +276,12 @@ export class AppConfig {
   @int() @IsInt() @Min(0) @Max(50_000)
   BULK_SYNC_MAX = 1000;
 
+  /** Bulk jobs (queued or running) one tenant may have unfinished at once; past that a new job
+   *  is 429 `rate_limited`. The jobs of all tenants share one first-come-first-served queue, so
+   *  this bounds how many of one tenant's jobs another tenant's job can find ahead of it. */
+  @int() @IsInt() @Min(1) @Max(1000)
+  BULK_JOBS_MAX_UNFINISHED_PER_TENANT = 10;
+
   /** Bulk jobs one instance runs at once; 0 makes an instance that only takes requests. */
   @int() @IsInt() @Min(0) @Max(32)
   BULK_CONCURRENCY = 2;
