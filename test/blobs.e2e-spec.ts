@@ -385,6 +385,30 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       expect((await raw(t, 'HEAD', `/blobs/${bad}`, { key: admin.key })).status).toBe(400);
     });
 
+    it('503 service_unavailable, named, when the store lost the content behind a record; uploading the same bytes again restores it', async () => {
+      const bytes = randomBytes(2000);
+      const hash = sha256(bytes);
+      await upload(admin.key, bytes).expect(201);
+      // Lost from the store (a deleted file, a store restored from an older backup), its record kept.
+      if (storage === 'disk') await rm(join(blobDir, admin.tenantId, hash.slice(0, 2), hash));
+      else await t.sql('DELETE FROM blob_chunks WHERE tenant_id = $1 AND hash = $2', [admin.tenantId, hash]);
+
+      const missing = await t.http.get(`/blobs/${hash}`).set(bearer(admin.key));
+      const error = expectError(missing, 503, 'service_unavailable');
+      expect(error.message).toBe('The content of this blob is missing from the store; uploading the same bytes again restores it');
+      expect(error.details).toEqual({ hash });
+      expect(missing.headers['retry-after']).toBeDefined();
+      // HEAD answers as GET would; the record itself is still there.
+      const head = await raw(t, 'HEAD', `/blobs/${hash}`, { key: admin.key });
+      expect([head.status, head.body.length]).toEqual([503, 0]);
+      await t.http.get(`/blobs/${hash}/metadata`).set(bearer(admin.key)).expect(200);
+
+      await upload(admin.key, bytes).expect(200);
+      await expectStoredOnce(admin.tenantId, hash, bytes);
+      expect((await raw(t, 'GET', `/blobs/${hash}`, { key: admin.key })).body.equals(bytes)).toBe(true);
+      expect((await raw(t, 'HEAD', `/blobs/${hash}`, { key: admin.key })).status).toBe(200);
+    });
+
     it('401 without a valid credential', async () => {
       expectError(await t.http.post('/blobs').set('Content-Type', 'text/plain').send('hello'), 401, 'unauthorized');
       expectError(await t.http.get(`/blobs/${unknown}`), 401, 'unauthorized');

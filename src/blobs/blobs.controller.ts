@@ -40,6 +40,12 @@ const CONTENT_HEADERS = {
   'X-Content-Type-Options': { description: 'nosniff', schema: { type: 'string' } },
 } as const;
 
+/** GET's and HEAD's answer for a record whose content the store lacks (BlobsService.contentMissing). */
+const CONTENT_MISSING: [number, string] = [
+  503,
+  'The content is missing from the store behind its record (service_unavailable, details.hash): a store lost or restored from an older backup; uploading the same bytes again restores it',
+];
+
 const ApiNotModified = () => ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)', headers: CACHE_HEADERS });
 
 /** Uploading needs an admin, or write access to at least one type (someone who can make items). */
@@ -99,14 +105,14 @@ export class BlobsController {
   @ApiHeader({ name: 'If-None-Match', required: false })
   @ApiResponse({ status: 200, description: 'The blob exists', headers: CONTENT_HEADERS })
   @ApiNotModified()
-  @ApiErrors(400, 401, 404, 429)
+  @ApiErrors(400, 401, 404, 429, CONTENT_MISSING)
   async head(
     @Caller() caller: Principal,
     @Param('hash', ParseBlobHashPipe) hash: string,
     @Headers('if-none-match') ifNoneMatch: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const blob = await this.blobs.get(caller.tenantId, hash);
+    const blob = await this.blobs.present(caller.tenantId, hash);
     if (setContentHeaders(ifNoneMatch, reply, blob)) await reply.send();
   }
 
@@ -122,7 +128,7 @@ export class BlobsController {
     content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
   })
   @ApiNotModified()
-  @ApiErrors(400, 401, 404, 429)
+  @ApiErrors(400, 401, 404, 429, CONTENT_MISSING)
   async download(
     @Caller() caller: Principal,
     @Param('hash', ParseBlobHashPipe) hash: string,

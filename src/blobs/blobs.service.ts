@@ -24,7 +24,7 @@ import { DataSource } from 'typeorm';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { blobRef, parseBlobHash } from './blob-hash';
-import { BLOB_STORE, BlobStore } from './blob-store';
+import { BLOB_STORE, BlobContentMissing, BlobStore } from './blob-store';
 import { BlobResponse } from './blobs.dto';
 import { unsupportedEncoding } from '../common/body-parsing';
 import { decodeUpload, isUploadEncoding, stageUpload, UploadAborted, UploadNotEncodedAsDeclared, UploadTooLarge } from './upload-staging';
@@ -161,9 +161,35 @@ export class BlobsService implements OnModuleInit {
   /** The record and a stream of the bytes; nothing is sent yet, so errors can still be 404s. */
   async open(tenantId: string, hash: string): Promise<{ blob: BlobResponse; content: Readable }> {
     const blob = await this.get(tenantId, hash);
-    // A BlobContentMissing here (metadata without content) is a storage fault: a 500.
-    const content = await this.store.open(tenantId, hash);
-    return { blob, content };
+    try {
+      return { blob, content: await this.store.open(tenantId, hash) };
+    } catch (err) {
+      if (err instanceof BlobContentMissing) throw this.contentMissing(err, hash);
+      throw err;
+    }
+  }
+
+  /** The record for HEAD, which answers as GET would: 503 when the store lacks the content. */
+  async present(tenantId: string, hash: string): Promise<BlobResponse> {
+    const blob = await this.get(tenantId, hash);
+    if (!(await this.store.has(tenantId, hash))) throw this.contentMissing(new BlobContentMissing(tenantId, hash), hash);
+    return blob;
+  }
+
+  /**
+   * A record whose content the store lacks: files lost from BLOB_DIR, or a store restored from
+   * an older backup than the database. Not the client's fault nor a bug, and mendable: an
+   * upload of the same bytes stores the content again (step 3). Logged as an error, for the
+   * operator to restore the store; answered 503 `service_unavailable`, named for the client.
+   */
+  private contentMissing(err: BlobContentMissing, hash: string): ApiError {
+    this.logger.error({ err }, err.message);
+    return new ApiError(
+      503,
+      'service_unavailable',
+      'The content of this blob is missing from the store; uploading the same bytes again restores it',
+      { hash },
+    );
   }
 
   /**

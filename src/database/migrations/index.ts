@@ -43,6 +43,7 @@ import { SubtypesKeepUnsearchableAdded1732300004100 } from './1732300004100-subt
 import { BulkJobRetention1732300004200 } from './1732300004200-bulk-job-retention';
 import { DeliveriesDueByWebhook1732300004300 } from './1732300004300-deliveries-due-by-webhook';
 import { TenantScopedListIndexes1732300004400 } from './1732300004400-tenant-scoped-list-indexes';
+import { SearchFunctionsRestorable1732300004500 } from './1732300004500-search-functions-restorable';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -89,4 +90,5 @@ export const migrations = [
   BulkJobRetention1732300004200,
   DeliveriesDueByWebhook1732300004300,
   TenantScopedListIndexes1732300004400,
+  SearchFunctionsRestorable1732300004500,
 ];
