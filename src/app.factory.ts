@@ -32,6 +32,7 @@ import {
   requireValidQuery,
 } from './common/protocol-errors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
+import { serializeJson } from './common/json-reply';
 import { EVERY_RESPONSE, securityHeaders, setSecurityHeaders } from './common/security-headers';
 import { redactUrl, StartupError } from './common/startup-error';
 import { enterTenantContext } from './common/tenant-context';
@@ -139,6 +140,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     rateLimit.onRequest,
   );
   registerBodyParsers(http, sizeBytes(config.JSON_BODY_LIMIT)!);
+  // JSON.stringify's bytes, a large page built as a Buffer (json-reply.ts). Fastify sends a
+  // Buffer as it is; its typings only name a string.
+  http.setReplySerializer((payload) => serializeJson(payload) as string);
   app.useGlobalPipes(createValidationPipe());
   // After AuthModule's guards (bearer, permission, input), which Nest registered as it created the app.
   app.useGlobalGuards(new BodylessRouteGuard());
