@@ -98,7 +98,7 @@ describe('the webhook sweeper, while one webhook has more due deliveries than a 
     await t.sql(`ANALYZE webhook_deliveries`);
     const [{ 'QUERY PLAN': [plan] }] = await t.app
       .get(BookkeepingDb)
-      .query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${DUE_IN_TURNS}`, [200, [], []]);
+      .later<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${DUE_IN_TURNS}`, [200, [], []]);
     expect(rowsRead(plan.Plan, 'webhook_deliveries')).toBeLessThan(BATCH + 100);
 
     await t.http.delete(`/webhooks/${dead.id}`).set(bearer(admin)).expect(200);

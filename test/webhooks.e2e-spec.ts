@@ -2,13 +2,16 @@
  * Webhooks end to end, with a real receiver on 127.0.0.1: registration rules, signed deliveries
  * checked with the receivers' own verifier libraries (stripe, standardwebhooks), retries on a
  * short schedule, failure and manual retry, who receives what, nothing for a rolled-back
- * change, a Redis loss, and a hanging receiver that does not hold up another webhook. Bodies
+ * change, a Redis loss, and a hanging receiver that does not hold up another webhook; receivers
+ * on raw sockets that misbehave on the wire (a body reset or misframed after the status, interim
+ * 1xx statuses, an unasked 100 Continue, a Keep-Alive hint of days). Bodies
  * carry only the edges the registering credential may read; a webhook registered with an OAuth
  * token keeps to that token's scopes, and belongs to no narrower token of its client. First
  * attempts waiting in line are not sent to a webhook changed or deleted meanwhile (on another
  * instance), nor for a revoked credential; an admin retry never takes over a running attempt.
  */
 import { createHmac, randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import Redis from 'ioredis';
@@ -22,6 +25,7 @@ import { WebhookSweeper } from '../src/webhooks/webhook-sweeper';
 import { bearer, bootstrapAdmin, clearRedisPrefix, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
 import { Receiver } from './support/receiver';
+import { RawReceiver } from './support/raw-receiver';
 import { appBehindProxy } from './support/behind-proxy';
 import { waitFor } from './support/wait';
 
@@ -777,6 +781,94 @@ describe('webhooks (e2e)', () => {
       }, 'the delivery settled');
       expect(delivery).toMatchObject({ status: 'succeeded', attempts: 1, last_status_code: 200, last_error: null });
       expect(receiver.at(trickling.path)).toHaveLength(1);
+    });
+
+    describe('from receivers that misbehave on the wire (raw sockets)', () => {
+      const OK = 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
+      const started: RawReceiver[] = [];
+      afterAll(() => Promise.all(started.map((r) => r.stop())));
+
+      /** A webhook for item.created at a raw receiver of its own that answers every request so. */
+      async function rawHook(answer: (socket: Socket) => void) {
+        const raw = new RawReceiver(answer);
+        started.push(raw);
+        const { id } = (await post(admin, '/webhooks', { url: await raw.start(), events: ['item.created'] }).expect(201)).body as { id: string };
+        return { id, raw };
+      }
+      /** The webhook's one delivery, once it is no longer pending (after all its attempts, unless one succeeded). */
+      const settled = (hookId: string) =>
+        waitFor(async () => {
+          const { deliveries } = (await get(admin, `/webhooks/${hookId}/deliveries`).expect(200)).body;
+          return deliveries.length === 1 && deliveries[0].status !== 'pending' && deliveries[0];
+        }, 'the delivery settled');
+      const remove = (hooks: Array<{ id: string }>) => Promise.all(hooks.map((h) => t.http.delete(`/webhooks/${h.id}`).set(bearer(admin)).expect(200)));
+
+      it('takes a final status as the answer whatever then becomes of its body (reset, framed wrongly, never sent): a 2xx succeeds at once, another keeps its status; headers that do not parse are no answer', async () => {
+        const hooks = {
+          noBody: await rawHook((s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n')),
+          reset: await rawHook((s) => {
+            s.write('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc');
+            setTimeout(() => s.resetAndDestroy(), 50);
+          }),
+          lengthAndChunked: await rawHook((s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')),
+          noContentWithBody: await rawHook((s) => s.write('HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello')),
+          errorThenReset: await rawHook((s) => {
+            s.write('HTTP/1.1 500 Boom\r\nContent-Length: 100\r\n\r\nabc');
+            setTimeout(() => s.resetAndDestroy(), 50);
+          }),
+        };
+        await note().expect(201);
+        const outcome = async ({ id, raw }: { id: string; raw: RawReceiver }) => {
+          const d = await settled(id);
+          return { status: d.status, attempts: d.attempts, code: d.last_status_code, error: d.last_error, posts: raw.posts };
+        };
+        const succeeded = (code: number) => ({ status: 'succeeded', attempts: 1, code, error: null, posts: 1 });
+        expect(await outcome(hooks.noBody)).toEqual(succeeded(200));
+        expect(await outcome(hooks.reset)).toEqual(succeeded(200));
+        expect(await outcome(hooks.noContentWithBody)).toEqual(succeeded(204));
+        // WEBHOOK_RETRY_SCHEDULE is two retries here: three attempts, each recorded with the status that came.
+        expect(await outcome(hooks.errorThenReset)).toEqual({ status: 'failed', attempts: 3, code: 500, error: 'HTTP 500', posts: 3 });
+        // A header section the HTTP parser refuses (RFC 9112 6.3: a smuggling signal) gives no status, and is recorded as such.
+        expect(await outcome(hooks.lengthAndChunked)).toEqual({
+          status: 'failed',
+          attempts: 3,
+          code: null,
+          error: 'the response headers did not parse (such as both Content-Length and Transfer-Encoding); no status was read',
+          posts: 3,
+        });
+        await remove(Object.values(hooks));
+      });
+
+      it('takes no interim (1xx) status for an answer: one followed by silence times out, one followed by a final status is that status', async () => {
+        const silent = await Promise.all(['102 Processing', '103 Early Hints', '199 Whatever'].map((status) => rawHook((s) => s.write(`HTTP/1.1 ${status}\r\n\r\n`))));
+        const hinted = await rawHook((s) => s.write(`HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n${OK}`));
+        await note().expect(201);
+        for (const { id, raw } of silent) {
+          expect(await settled(id)).toMatchObject({ status: 'failed', attempts: 3, last_status_code: null, last_error: 'timeout after 1000 ms' });
+          expect(raw.posts).toBe(3);
+        }
+        expect(await settled(hinted.id)).toMatchObject({ status: 'succeeded', attempts: 1, last_status_code: 200, last_error: null });
+        expect(hinted.raw.posts).toBe(1);
+        await remove([...silent, hinted]);
+      });
+
+      it('says why an unasked 100 Continue before a 200 fails: undici refuses it', async () => {
+        const hook = await rawHook((s) => s.write(`HTTP/1.1 100 Continue\r\n\r\n${OK}`));
+        await note().expect(201);
+        expect(await settled(hook.id)).toMatchObject({ status: 'failed', attempts: 3, last_status_code: null, last_error: expect.stringContaining('sent 100 Continue unasked') });
+        expect(hook.raw.posts).toBe(3);
+        await remove([hook]);
+      });
+
+      it('closes idle connections a receiver asked to keep for days, once its webhook is deleted', async () => {
+        const hook = await rawHook((s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\nKeep-Alive: timeout=100000\r\n\r\n'));
+        await note().expect(201);
+        expect(await settled(hook.id)).toMatchObject({ status: 'succeeded', last_status_code: 200 });
+        expect([hook.raw.posts, hook.raw.open]).toEqual([1, 1]);
+        await remove([hook]);
+        // Bounded by the dispatcher's cap on idle time, not the receiver's hint.
+        await waitFor(() => hook.raw.open === 0, 'the idle connection closed', 25_000);
+      }, 40_000);
     });
 
     it('never sends plain http to a public address, though private targets are allowed: checked again at each attempt', async () => {

@@ -7,6 +7,12 @@
  * completes an event's deliveries puts the event in the same write, marked dispatched. When a
  * write fails, its events stay undispatched: their relay lease lapses and the relay plans the
  * deliveries that have no row again (event-relay.ts).
+ *
+ * Two lines of writes, each with its group commit: first attempts' records (the inserted rows,
+ * the events dispatched, a first attempt's outcome) on the first attempts' connections, and
+ * later attempts' on the later attempts' (bookkeeping-db.ts). One line, whose write did both in
+ * turn, held a healthy webhook's rows and its events' dispatch behind the updates of other
+ * webhooks' retries whenever those waited for a connection.
  */
 import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -86,16 +92,25 @@ interface Waiting {
   reject: (err: unknown) => void;
 }
 
+/** One line of group commits: the records waiting for its next write, and the write in flight. */
+interface Line {
+  pending: Waiting[];
+  flushing?: Promise<void>;
+}
+
+/** Whether a record is a first attempt's (its row's insert, or the outcome of a first attempt whose row was written before it ended). */
+const isFirst = (r: Recorded) => !!r.insert || (r.attempt === 1 && !r.forced);
+
 @Injectable()
 export class DeliveryRecords implements BeforeApplicationShutdown {
-  private pending: Waiting[] = [];
-  /** Events whose deliveries are all recorded, marked dispatched with the next write. */
+  private readonly first: Line = { pending: [] };
+  private readonly later: Line = { pending: [] };
+  /** Events whose deliveries are all recorded, marked dispatched with the first line's next write. */
   private dispatched: EventRef[] = [];
   /** Per event of a relay pass, its deliveries not recorded yet. */
   private readonly owed = new Map<string, number>();
   /** Events a record of which failed to be written: left to their lease, not marked dispatched. */
   private readonly tainted = new Set<string>();
-  private flushing?: Promise<void>;
 
   constructor(private readonly db: BookkeepingDb) {}
 
@@ -106,7 +121,7 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
 
   /** Resolves once every record so far is written (or its write failed). */
   async drain(): Promise<void> {
-    while (this.flushing) await this.flushing;
+    while (this.first.flushing || this.later.flushing) await Promise.all([this.first.flushing, this.later.flushing]);
   }
 
   /** A relay pass's deliveries, owed by their events; an event that owes none is dispatched with the next write. */
@@ -116,7 +131,7 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
       this.owed.set(key, (this.owed.get(key) ?? 0) + 1);
     }
     for (const e of events) if (!this.owed.has(eventKey(e.tenant_id, e.id))) this.dispatched.push({ tenantId: e.tenant_id, eventId: e.id });
-    if (this.dispatched.length) this.kick();
+    if (this.dispatched.length) this.kick(this.first);
   }
 
   /**
@@ -126,7 +141,8 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
    */
   record(r: Recorded): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ record: r, resolve, reject });
+      const line = isFirst(r) ? this.first : this.later;
+      line.pending.push({ record: r, resolve, reject });
       if (r.insert) {
         const key = eventKey(r.insert.tenantId, r.insert.eventId);
         const left = (this.owed.get(key) ?? 1) - 1;
@@ -136,23 +152,24 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
           if (!this.tainted.delete(key)) this.dispatched.push({ tenantId: r.insert.tenantId, eventId: r.insert.eventId });
         }
       }
-      this.kick();
+      this.kick(line);
     });
   }
 
-  private kick(): void {
-    this.flushing ??= this.flush().finally(() => (this.flushing = undefined));
+  private kick(line: Line): void {
+    line.flushing ??= this.flush(line).finally(() => (line.flushing = undefined));
   }
 
-  private async flush(): Promise<void> {
-    while (this.pending.length || this.dispatched.length) {
+  private async flush(line: Line): Promise<void> {
+    const first = line === this.first;
+    while (line.pending.length || (first && this.dispatched.length)) {
       await delay(GATHER_MS);
-      const batch = this.pending;
-      const dispatched = this.dispatched;
-      this.pending = [];
-      this.dispatched = [];
+      const batch = line.pending;
+      const dispatched = first ? this.dispatched : [];
+      line.pending = [];
+      if (first) this.dispatched = [];
       try {
-        await this.write(batch.map((w) => w.record), dispatched);
+        await this.write(batch.map((w) => w.record), dispatched, first ? this.db.query : this.db.later);
         batch.forEach((w) => w.resolve());
       } catch (err) {
         // Events with a lost record stay undispatched: their lease lapses and the relay plans
@@ -167,11 +184,11 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
     }
   }
 
-  private async write(batch: Recorded[], dispatched: EventRef[]): Promise<void> {
+  private async write(batch: Recorded[], dispatched: EventRef[], sql: BookkeepingDb['query']): Promise<void> {
     const inserts = batch.filter((r) => r.insert);
     const updates = batch.filter((r) => !r.insert);
     if (inserts.length || dispatched.length) await retryingRecord(() => this.insertFirsts(inserts, dispatched));
-    if (updates.length) await retryingRecord(() => this.updateLater(updates));
+    if (updates.length) await retryingRecord(() => this.updateLater(updates, sql));
   }
 
   /** Rows for planned deliveries, with their first outcome, and the events now dispatched. */
@@ -219,7 +236,7 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
 
   /** A delivery given up without an attempt (its webhook's credential may no longer receive it): failed, with why. */
   async abandon(ref: DeliveryRef, reason: string): Promise<void> {
-    await this.db.query(
+    await this.db.later(
       `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_until = NULL, last_error = $3, updated_at = now()
         WHERE tenant_id = $1 AND id = $2`,
       [ref.tenantId, ref.deliveryId, reason],
@@ -231,9 +248,9 @@ export class DeliveryRecords implements BeforeApplicationShutdown {
    * failed (`unchanged`) keeps the row's status and next_attempt_at: a pending delivery's
    * scheduled retry stays when it was, a failed one stays failed.
    */
-  private async updateLater(batch: Recorded[]): Promise<void> {
+  private async updateLater(batch: Recorded[], sql: BookkeepingDb['query']): Promise<void> {
     const column = <T>(f: (r: Recorded) => T) => batch.map(f);
-    await this.db.query(
+    await sql(
       `UPDATE webhook_deliveries d
           SET status = CASE WHEN o.status = 'unchanged' THEN d.status ELSE o.status END,
               attempts = o.attempt, last_status_code = o.status_code, last_error = o.error,

@@ -30,6 +30,7 @@ import { cutText } from '../common/input-policy';
 import { KeyedLimiter } from '../common/keyed-limiter';
 import { guardedAgent, literalAddressProblem, requestErrorText } from '../common/target-policy';
 import { withinTimeout } from '../common/timeout';
+import { isDependencyUnavailable } from '../common/unavailable';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { BookkeepingDb } from '../database/bookkeeping-db';
@@ -72,7 +73,13 @@ const VISIBLE_AFTER_MS = 1000;
 const SHUTDOWN_GRACE_MS = 5000;
 /** Lease time beyond the receiver's timeout: a margin for queueing and recording. */
 const LEASE_MARGIN_MS = 30_000;
+/** How long a connection to a receiver stays open idle when the receiver gives no `Keep-Alive: timeout=` hint. */
+const IDLE_MS = 4000;
+/** How long it may stay open idle whatever the receiver's hint says. */
+const IDLE_MAX_MS = 10_000;
 const MAX_ERROR_LENGTH = 500;
+/** At most one warning this often for attempts that could not reach the database. */
+const UNREACHABLE_LOG_MS = 10_000;
 const USER_AGENT = 'svc-webhooks/4.2.0';
 
 export type DeliveryRef = JobPayloads['webhook.deliver'];
@@ -127,6 +134,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   /** Webhooks whose line refused an attempt (left in the table) since it last had room. */
   private readonly refused = new Set<string>();
   private onRoom: () => void = () => undefined;
+  /** Attempts that failed for want of the database since the last warning of it (`attemptFailed`). */
+  private unreachable = { count: 0, loggedAt: 0 };
   /** WEBHOOK_RETRY_SCHEDULE in milliseconds, parsed once. */
   private readonly retryDelaysMs: number[];
 
@@ -150,6 +159,14 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
       // The attempt's own timer bounds the whole exchange; these only must not cut it shorter.
       headersTimeout: 0,
       bodyTimeout: 0,
+      // Idle connections are the agent's, per origin and shared by the webhooks there, not a
+      // webhook's: nothing closes them when a webhook is deleted or re-pointed, only their idle
+      // time. A receiver's `Keep-Alive: timeout=` hint (less undici's 2 s margin) is taken up to
+      // IDLE_MAX_MS rather than undici's 600 s, with which a receiver kept up to 16 sockets per
+      // webhook open ten minutes after its last delivery, or its webhook's deletion; without a
+      // hint, IDLE_MS. A webhook that delivers more often than that reuses its connections.
+      keepAliveTimeout: IDLE_MS,
+      keepAliveMaxTimeout: IDLE_MAX_MS,
     });
   }
 
@@ -242,13 +259,28 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     }
     const running = this.limiter
       .run(ref.webhookId, attempt)
-      .catch((err: unknown) => this.logger.error({ err, deliveryId: ref.deliveryId }, 'webhook attempt failed unexpectedly'))
+      .catch((err: unknown) => this.attemptFailed(err, ref))
       .finally(() => {
         this.inFlight.delete(ref.deliveryId);
         this.roomMade(ref.webhookId);
       });
     this.inFlight.set(ref.deliveryId, running);
     return true;
+  }
+
+  /**
+   * An attempt that ended in an error rather than an outcome. The database out of reach (or its
+   * bookkeeping pool out of connections for 5 s: thousands of retries due at once) is no bug:
+   * the delivery stays due, or its lease lapses, and the sweeper takes it up again, so the
+   * attempts back off to its interval. Said once per UNREACHABLE_LOG_MS with how many, not once
+   * per attempt (2,254 error lines in 4 minutes, with 8,400 retries of a dead receiver due).
+   */
+  private attemptFailed(err: unknown, ref: DeliveryRef): void {
+    if (!isDependencyUnavailable(err)) return void this.logger.error({ err, deliveryId: ref.deliveryId }, 'webhook attempt failed unexpectedly');
+    this.unreachable.count++;
+    if (Date.now() < this.unreachable.loggedAt + UNREACHABLE_LOG_MS) return;
+    this.logger.warn({ err, attempts: this.unreachable.count }, 'webhook attempts left to the sweeper: their bookkeeping could not reach the database');
+    this.unreachable = { count: 0, loggedAt: Date.now() };
   }
 
   /**
@@ -294,7 +326,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     // next scheduled attempt: the admin's retry leaves both alone, and so does its outcome, unless
     // it succeeds. A stored body of 'null' or '' stands for none: migration 3700's down put it
     // there, and an earlier release's up() left it. The event's is sent, and '' is never cast.
-    const [claimed] = await this.db.query<Claimed>(
+    // A first attempt sent through its row stays on the first attempts' connections; every other
+    // claim takes the later attempts' (bookkeeping-db.ts), which the relay never waits for.
+    const sql = held === true ? this.db.query : this.db.later;
+    const [claimed] = await sql<Claimed>(
       `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
          FROM webhooks w
         WHERE d.tenant_id = $1 AND d.id = $2 AND ($6 OR (d.status = 'pending' AND d.next_attempt_at <= now() + interval '1 second'))
@@ -313,7 +348,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     // A webhook narrowed since the delivery was planned no longer gets it, at its new URL or old.
     if (!(await this.fanout.stillSelects(ref.tenantId, events, typeFilter, { name: delivery.event, itemType, audience })))
       return this.records.abandon(refOf(ref), 'The webhook no longer subscribes to this event');
-    const allowed = await this.fanout.recheck(ref.tenantId, delivery.eventId, credentialId, credentialScopes);
+    const allowed = await this.fanout.recheck(ref.tenantId, delivery.eventId, credentialId, credentialScopes, sql);
     if (!allowed) return this.records.abandon(refOf(ref), 'The credential that registered the webhook may no longer receive this event');
     const body = allowed.body ?? delivery.body;
     // Events are kept while a delivery of theirs is pending; one made due after that (an admin's retry of a finished delivery racing the janitor) has nothing to send.
@@ -460,9 +495,11 @@ class AttemptTimeout extends Error {}
  * has ended (its body read and dropped, so the connection is reused). Cheaper per attempt than
  * `request()`, which builds a body stream and an abort signal for each (docs/events.md). The one
  * timer bounds the whole exchange, connecting to the receiver included (the agent has no cap per
- * host, so an attempt never waits for a connection another webhook holds); a response whose
- * status came in time is its status (SPEC 6.3: a 2xx completes the delivery), however long its
- * body would take, which is then cut off with its connection.
+ * host, so an attempt never waits for a connection another webhook holds). A response whose final
+ * status came in time is its status (SPEC 6.3.1: a 2xx completes the delivery), whatever then
+ * becomes of its body, which nobody reads: too slow (cut off with its connection at the timer),
+ * reset, or framed wrongly. An interim (1xx) status is no answer: an attempt that gets nothing
+ * after it times out as one whose receiver never answered.
  */
 function exchange(agent: Agent, url: URL, headers: Record<string, string>, body: string, timeoutMs: number): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -489,17 +526,34 @@ function exchange(agent: Agent, url: URL, headers: Record<string, string>, body:
           if (settled) c.abort(new AttemptTimeout('timed out before it started'));
         },
         onResponseStart(_c, status) {
-          statusCode = status;
+          if (status >= 200) statusCode = status;
         },
         onResponseEnd() {
           settle();
         },
         onResponseError(_c, err) {
-          settle(err);
+          settle(statusCode ? undefined : (unparsedAnswer(err) ?? err));
         },
       },
     );
   });
+}
+
+/**
+ * What undici's error means when no final status came, where its words mislead (7.x, HTTP/1.1).
+ * It has no way to take a `100 Continue` it did not ask for (it sends no `Expect`): it cuts the
+ * connection with only "bad response", which it says of nothing else while a request is under
+ * way. A header section its parser refuses (both Content-Length and Transfer-Encoding, which RFC
+ * 9112 6.3 says ought to be an error: a smuggling signal) reaches no handler as a status, and is
+ * called a body length mismatch when it named a Content-Length, no body having been read.
+ */
+function unparsedAnswer(err: Error): Error | undefined {
+  const code = (err as { code?: string }).code;
+  if (code === 'UND_ERR_SOCKET' && err.message === 'bad response')
+    return new Error('the receiver sent 100 Continue unasked, before its answer; undici refuses it: send the final status only');
+  if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH')
+    return new Error('the response headers did not parse (such as both Content-Length and Transfer-Encoding); no status was read');
+  return undefined;
 }
 
 const refOf = (d: DeliveryRef): DeliveryRef => ({ tenantId: d.tenantId, deliveryId: d.deliveryId, webhookId: d.webhookId });

@@ -129,13 +129,20 @@ export class WebhookFanout {
    * The body is rendered afresh for the credential from the event, which is kept while a
    * delivery of it is pending (events-janitor.ts); `{}` when the event is gone, for a delivery
    * stored with its body before migration 3700, whose credential's existence is then all that
-   * can be checked.
+   * can be checked. `sql`: the pool of the attempt's claim (the later attempts', unless it is a
+   * first attempt sent through its row).
    */
-  async recheck(tenantId: string, eventId: string, credentialId: string, credentialScopes: string[] | null): Promise<{ body?: string } | null> {
+  async recheck(
+    tenantId: string,
+    eventId: string,
+    credentialId: string,
+    credentialScopes: string[] | null,
+    sql: BookkeepingDb['query'] = this.db.later,
+  ): Promise<{ body?: string } | null> {
     const now = await this.credentials.principalById(tenantId, credentialId);
     const owner = now ? withinTokenScopes(now, credentialScopes) : null;
     if (!owner) return null;
-    const [event] = await this.db.query<StoredEvent>(`SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id = $2`, [tenantId, eventId]);
+    const [event] = await sql<StoredEvent>(`SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id = $2`, [tenantId, eventId]);
     if (!event) return {};
     const types = await this.types.catalog(tenantId);
     return mayReceive(owner, event, types) ? { body: renderBody(owner, event, types) } : null;

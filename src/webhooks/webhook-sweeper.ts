@@ -85,7 +85,8 @@ export class WebhookSweeper extends PeriodicTask {
 
   protected async pass(): Promise<number> {
     const here = this.dispatcher.queuedHere(this.fullLines);
-    const due = await this.db.query<{ tenant_id: string; id: string; webhook_id: string }>(DUE_IN_TURNS, [
+    // On the later attempts' connections: a pass waits behind retries, never the relay behind a pass.
+    const due = await this.db.later<{ tenant_id: string; id: string; webhook_id: string }>(DUE_IN_TURNS, [
       this.config.webhookSweepIntervalMs,
       here.deliveryIds,
       here.fullWebhookIds,
