@@ -15,6 +15,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import Redis from 'ioredis';
 import { Logger } from 'nestjs-pino';
 import type { Logger as PinoLogger } from 'pino';
+import { DataSource } from 'typeorm';
 import { AppModule } from './app.module';
 import { answerCredentialError, CredentialHook } from './auth/credential.hook';
 import { answerHalfClosed, continueOnRead, registerBodyParsers } from './common/body-parsing';
@@ -39,6 +40,8 @@ import { enterTenantContext } from './common/tenant-context';
 import { orTimeout } from './common/timeout';
 import { createValidationPipe } from './common/validation';
 import { AppConfig, sizeBytes } from './config/app-config';
+import { checkEncryptionKey } from './crypto/sealed-columns';
+import { SecretBox } from './crypto/secret-box';
 import { ensureDatabase, requireMigrated, runMigrations } from './database/data-source-options';
 import { mountOpenApi } from './openapi/openapi';
 import { RateLimitHook } from './rate-limit/rate-limit.hook';
@@ -113,6 +116,13 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     abortOnError: false,
   });
   app.useLogger(app.get(Logger));
+  try {
+    // Before anything opens a secret: a wrong key is refused here, in one line (crypto/sealed-columns.ts).
+    await checkEncryptionKey(app.get(SecretBox), app.get(DataSource), config);
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
   app.enableShutdownHooks();
   // The pipeline before Nest's guards (ARCHITECTURE): request id and log line, credentials,
   // rate limit. Unknown routes and unparsable bodies pass through these too.

@@ -182,6 +182,18 @@ describe('loadConfig', () => {
     expect(message).not.toContain('\n');
   });
 
+  it('takes SVC_ENCRYPTION_KEY_PREVIOUS as one key or a comma list in SVC_ENCRYPTION_KEY\'s format, refusing anything else naming it', () => {
+    const [hex, b64] = ['b'.repeat(64), Buffer.alloc(32, 7).toString('base64')];
+    expect(loadConfig({ SVC_ENCRYPTION_KEY_PREVIOUS: hex }).SVC_ENCRYPTION_KEY_PREVIOUS).toBe(hex);
+    expect(loadConfig({ SVC_ENCRYPTION_KEY_PREVIOUS: `${hex}, ${b64}` }).SVC_ENCRYPTION_KEY_PREVIOUS).toBe(`${hex}, ${b64}`);
+    for (const bad of ['abc', `${hex},`, `${hex},short`, 'b'.repeat(63)]) {
+      // The value is not shown: a malformed key may be nearly the real one.
+      expect(configError({ SVC_ENCRYPTION_KEY_PREVIOUS: bad }).message).toBe(
+        'invalid configuration: SVC_ENCRYPTION_KEY_PREVIOUS=(not shown) must be one key, or a comma list of keys, each 32 bytes as 64 hex digits or base64',
+      );
+    }
+  });
+
   it('ignores variables it does not own', () => {
     expect(() => loadConfig({ SOMETHING_ELSE: '???' })).not.toThrow();
   });

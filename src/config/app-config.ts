@@ -341,6 +341,14 @@ export class AppConfig {
   @IsOptional() @Matches(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/, { message: 'must be 32 bytes as 64 hex digits or base64' })
   SVC_ENCRYPTION_KEY?: string;
 
+  /** The keys SVC_ENCRYPTION_KEY replaced, same format, comma-separated: values sealed under them
+   *  still open until `npm run secrets:reseal` has re-sealed them under the current key. */
+  @IsOptional()
+  @Matches(/^\s*([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)\s*(,\s*([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)\s*)*$/, {
+    message: 'must be one key, or a comma list of keys, each 32 bytes as 64 hex digits or base64',
+  })
+  SVC_ENCRYPTION_KEY_PREVIOUS?: string;
+
   get baseUrl(): string {
     return (this.SVC_BASE_URL ?? `http://localhost:${this.PORT}`).replace(/\/+$/, '');
   }
@@ -383,7 +391,7 @@ export class ConfigError extends Error {}
 
 /** Builds the config from an environment; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
-  const known = Object.keys(new AppConfig()).concat(['SVC_BASE_URL', 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 'SVC_ENCRYPTION_KEY', 'SVC_OAUTH_REDIRECT_ALLOWLIST']);
+  const known = Object.keys(new AppConfig()).concat(['SVC_BASE_URL', 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 'SVC_ENCRYPTION_KEY', 'SVC_ENCRYPTION_KEY_PREVIOUS', 'SVC_OAUTH_REDIRECT_ALLOWLIST']);
   const raw: Record<string, unknown> = {};
   for (const name of known) {
     const value = env[name];
@@ -403,9 +411,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     const constraints = first.constraints ?? {};
     const why = constraints.isInt ?? constraints.isBoolean ?? constraints.isIn ?? Object.values(constraints)[0] ?? 'is invalid';
     const shown = why.startsWith(first.property) ? why.slice(first.property.length).trim() : why;
-    // A URL's password is not repeated into the log.
+    // A URL's password is not repeated into the log, nor an encryption key (a malformed one may be nearly right).
     const value = first.property.endsWith('_URL') ? maskPassword(env[first.property] ?? '') : (env[first.property] ?? '');
-    throw new ConfigError(`invalid configuration: ${first.property}=${JSON.stringify(value)} ${shown}`);
+    const quoted = first.property.startsWith('SVC_ENCRYPTION_KEY') ? '(not shown)' : JSON.stringify(value);
+    throw new ConfigError(`invalid configuration: ${first.property}=${quoted} ${shown}`);
   }
   return config;
 }

@@ -62,7 +62,7 @@ export function openResponse(serverKey: Buffer, idempotencyKey: string, owner: K
 /** Seals and opens kept responses with the service's key, derived once. */
 @Injectable()
 export class ResponseSeal {
-  private serverKey?: Promise<Buffer>;
+  private serverKeys?: Promise<Buffer[]>;
 
   constructor(private readonly secrets: SecretBox) {}
 
@@ -70,13 +70,30 @@ export class ResponseSeal {
     return sealResponse(await this.key(), idempotencyKey, owner, keyDigest, status, json);
   }
 
+  /** Under the current key's derivation, else a previous key's (SVC_ENCRYPTION_KEY_PREVIOUS): these rows cannot be re-sealed. */
   async open(idempotencyKey: string, owner: KeyOwner, keyDigest: string, status: number, sealed: Buffer): Promise<string> {
-    return openResponse(await this.key(), idempotencyKey, owner, keyDigest, status, sealed);
+    const [current, ...previous] = await this.keys();
+    try {
+      return openResponse(current, idempotencyKey, owner, keyDigest, status, sealed);
+    } catch (err) {
+      for (const key of previous) {
+        try {
+          return openResponse(key, idempotencyKey, owner, keyDigest, status, sealed);
+        } catch {
+          // the next one
+        }
+      }
+      throw err;
+    }
   }
 
-  private key(): Promise<Buffer> {
-    this.serverKey ??= this.secrets.derive('idempotency-response');
-    this.serverKey.catch(() => (this.serverKey = undefined));
-    return this.serverKey;
+  private async key(): Promise<Buffer> {
+    return (await this.keys())[0];
+  }
+
+  private keys(): Promise<Buffer[]> {
+    this.serverKeys ??= this.secrets.deriveAll('idempotency-response');
+    this.serverKeys.catch(() => (this.serverKeys = undefined));
+    return this.serverKeys;
   }
 }

@@ -100,7 +100,7 @@ interface UpstreamTokens {
 }
 
 const invalidRequest = (message: string) => ApiError.badRequest('invalid_request', message);
-const tokenAad = (tenantId: string, id: string, which: 'access' | 'refresh') => `connection:${tenantId}:${id}:${which}`;
+export const tokenAad = (tenantId: string, id: string, which: 'access' | 'refresh') => `connection:${tenantId}:${id}:${which}`;
 const toConnection = (r: ConnectionRow): ConnectionResponse => ({
   id: r.id,
   integration_id: r.integration_id,

@@ -34,8 +34,8 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { SecretBox } from '../crypto/secret-box';
 import { hashSecret } from '../keys/key-secrets';
 
-const secretAad = (clientId: string) => `oidc-client:${clientId}`;
-const deviceJtiAad = (rowId: string) => `oidc-device-code:${rowId}`;
+export const secretAad = (clientId: string) => `oidc-client:${clientId}`;
+export const deviceJtiAad = (rowId: string) => `oidc-device-code:${rowId}`;
 
 /**
  * The models whose id is the opaque value of a credential (see the header). The provider's
@@ -55,7 +55,7 @@ const TOKEN_MODELS = new Set([
 ]);
 
 /** Where a device code keeps its sealed id, for the lookup by user code (see the header). */
-const SEALED_JTI = 'svcSealedJti';
+export const SEALED_JTI = 'svcSealedJti';
 
 /**
  * The row id of a token, code or device code in oidc_models: the SHA-256 of the value, hex.

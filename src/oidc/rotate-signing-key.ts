@@ -2,10 +2,14 @@
  * `npm run oidc:rotate-key`: adds a new id_token signing key (newest signs) and, with
  * `--retire-older-than=<days>`, retires keys older than that. Instances load keys at start:
  * restart them after a rotation; until then the old key still signs and both verify.
+ * It first makes start-up's check of SVC_ENCRYPTION_KEY (crypto/sealed-columns.ts): a key sealed
+ * under one that does not open the others would break OAuth at the next start.
  */
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '../config/app-config';
+import { StartupError } from '../common/startup-error';
+import { checkEncryptionKey } from '../crypto/sealed-columns';
 import { SecretBox } from '../crypto/secret-box';
 import { dataSourceOptions } from '../database/data-source-options';
 import { SigningKeys } from './signing-keys';
@@ -36,7 +40,10 @@ async function main(): Promise<void> {
   const db = new DataSource(dataSourceOptions(config));
   await db.initialize();
   try {
-    const kid = await new SigningKeys(db, new SecretBox(config, db)).rotate();
+    const secrets = new SecretBox(config, db);
+    // The start-up check first: a key sealed under the wrong service key breaks OAuth at the next start.
+    await checkEncryptionKey(secrets, db, config);
+    const kid = await new SigningKeys(db, secrets).rotate();
     console.log(`new signing key ${kid}`);
     if (retireOlderThanDays !== undefined) {
       const [rows] = await db.query(
@@ -53,7 +60,8 @@ async function main(): Promise<void> {
 // Run as a script, not when a test imports parseRotateArgs.
 if (require.main === module) {
   main().catch((err: Error) => {
-    console.error(err instanceof UsageError ? `oidc:rotate-key: ${err.message}` : `rotation failed: ${err.message}`);
+    if (err instanceof StartupError) console.error(`oidc:rotate-key: ${err.message}; nothing was rotated`);
+    else console.error(err instanceof UsageError ? `oidc:rotate-key: ${err.message}` : `rotation failed: ${err.message}`);
     process.exit(1);
   });
 }

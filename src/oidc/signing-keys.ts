@@ -14,7 +14,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { SecretBox } from '../crypto/secret-box';
 
 const LOCK = 727_003;
-const aad = (kid: string) => `oidc-signing-key:${kid}`;
+export const signingKeyAad = (kid: string) => `oidc-signing-key:${kid}`;
 
 export type PrivateJwk = JsonWebKey & { kid: string; alg: 'RS256'; use: 'sig' };
 
@@ -34,7 +34,7 @@ export class SigningKeys {
         await this.insertNew(m);
         rows = await this.unretired(m);
       }
-      return Promise.all(rows.map(async (r) => JSON.parse(await this.secrets.open(r.jwk_sealed, aad(r.kid))) as PrivateJwk));
+      return Promise.all(rows.map(async (r) => JSON.parse(await this.secrets.open(r.jwk_sealed, signingKeyAad(r.kid))) as PrivateJwk));
     });
   }
 
@@ -54,7 +54,7 @@ export class SigningKeys {
     const kid = randomUUID();
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const jwk: PrivateJwk = { ...privateKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' };
-    await m.query(`INSERT INTO oidc_signing_keys (kid, jwk_sealed) VALUES ($1, $2)`, [kid, await this.secrets.seal(JSON.stringify(jwk), aad(kid))]);
+    await m.query(`INSERT INTO oidc_signing_keys (kid, jwk_sealed) VALUES ($1, $2)`, [kid, await this.secrets.seal(JSON.stringify(jwk), signingKeyAad(kid))]);
     return kid;
   }
 }
