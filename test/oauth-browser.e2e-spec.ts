@@ -22,9 +22,9 @@ const REDIRECT = 'https://notes.example.com/callback';
 jest.setTimeout(60_000);
 
 /** Signs grace in on the page an authorization request led to, allows the app if asked, and waits until the app is back. */
-async function signInAndAllow(p: Page): Promise<void> {
-  await p.getByLabel('Email').fill('grace@example.com');
-  await p.getByLabel('Password').fill('a long browser password');
+async function signInAndAllow(p: Page, email = 'grace@example.com', password = 'a long browser password'): Promise<void> {
+  await p.getByLabel('Email').fill(email);
+  await p.getByLabel('Password').fill(password);
   await p.getByRole('button', { name: 'Sign in' }).click();
   const allow = p.getByRole('button', { name: 'Allow' });
   const back = p.getByText('back in the app');
@@ -320,6 +320,190 @@ describe('OAuth pages in Chromium', () => {
     const minted = await context.request.post(`${t.url}/auth/keys`, { form: { csrf, label: 'after sign out' }, maxRedirects: 0 });
     expect(minted.status()).toBe(401);
     expect(await t.sql(`SELECT 1 FROM api_keys WHERE label = 'after sign out'`)).toEqual([]);
+    await context.close();
+  });
+});
+
+describe('OAuth pages in Chromium: what a user of a screen reader, a narrow screen or a busy network meets', () => {
+  let t: TestApp;
+  let browser: Browser;
+  let admin: string;
+  let longApp: oidc.Configuration;
+  /** 200 characters without a space, as an app may be named. */
+  const LONG_NAME = 'Acme' + 'Synchronisation'.repeat(13).slice(0, 196);
+  const password = 'a long accessible password';
+  let addresses = 0;
+
+  /** A browser of its own, from an address of its own (X-Forwarded-For, trusted here), so each test's rate-limit buckets start empty. */
+  const freshBrowser = async (viewport = { width: 1024, height: 768 }) => {
+    const context = await browser.newContext({ viewport, extraHTTPHeaders: { 'X-Forwarded-For': `203.0.113.${100 + addresses++}` } });
+    await context.route(`${REDIRECT}**`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>back in the app</p>' }));
+    return { context, p: await context.newPage() };
+  };
+  // Evaluated in the page as text: these tests are compiled without the DOM's types.
+  const focused = (p: Page) => p.evaluate<string>('document.activeElement ? document.activeElement.id : ""');
+  /** The text of the elements `input`'s aria-describedby names. */
+  const description = async (p: Page, input: string) => {
+    const ids = ((await p.getAttribute(`#${input}`, 'aria-describedby')) ?? '').split(' ').filter(Boolean);
+    return (await Promise.all(ids.map((id) => p.locator(`#${id}`).textContent()))).join(' ');
+  };
+  const noHorizontalScroll = (p: Page) => p.evaluate<{ scroll: number; client: number }>('({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })');
+  const signInForAccountPages = async (p: Page, to: string) => {
+    await p.goto(`${t.url}/auth/sign-in?return_to=${to}`);
+    await p.getByLabel('Email').fill('lin@example.com');
+    await p.getByLabel('Password').fill(password);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.waitForURL(`${t.url}${to}`);
+  };
+
+  beforeAll(async () => {
+    t = await startApp({ RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_REQUESTS: '10', TRUST_PROXY: 'true', SVC_SIGNUP_ENABLED: 'true' });
+    admin = (await bootstrapAdmin(t)).key;
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'lin@example.com', password, name: 'Lin', role: 'admin' }).expect(201);
+    const app = await t.http
+      .post('/auth/clients')
+      .set(bearer(admin))
+      .send({
+        client_name: LONG_NAME,
+        redirect_uris: [REDIRECT],
+        scope: 'openid acme.projectmanagementworkspaceitemdefinition.subtaskrecord:write edge.acme.projectmanagementworkspacelinkrelation:read',
+        token_endpoint_auth_method: 'none',
+        extension_permissions: { 'acmeprojectmanagementworkspaceextension.*': 'write' },
+      })
+      .expect(201);
+    longApp = await oidc.discovery(new URL(t.url), app.body.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  it('answers a sign-in form past the rate limit with a page saying when to try again, with the limit\'s headers; a JSON caller still gets the envelope', async () => {
+    const { context, p } = await freshBrowser();
+    await p.goto(`${t.url}/auth/sign-in?return_to=/auth/grants`);
+    // The password forms' tight limit here is 9 a minute per address: spend it but for one.
+    for (let i = 0; i < 8; i++) {
+      const res = await context.request.post(`${t.url}/auth/sign-in`, { form: {}, headers: { Accept: 'application/json' }, maxRedirects: 0 });
+      expect(res.status()).not.toBe(429);
+    }
+    await p.getByLabel('Email').fill('lin@example.com');
+    await p.getByLabel('Password').fill('not the password');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.getByText('The email or the password is not right.').waitFor();
+    await p.getByLabel('Password').fill('not the password either');
+    const [refused] = await Promise.all([p.waitForResponse((r) => r.url() === `${t.url}/auth/sign-in` && r.request().method() === 'POST'), p.getByRole('button', { name: 'Sign in' }).click()]);
+    expect([refused.status(), refused.headers()['content-type'], refused.headers()['x-ratelimit-remaining']]).toEqual([429, 'text/html; charset=utf-8', '0']);
+    const retryAfter = Number(refused.headers()['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(refused.headers()['content-security-policy']).toContain("default-src 'none'");
+    await p.getByRole('heading', { name: 'Too many requests' }).waitFor();
+    expect([await p.title(), await p.getAttribute('html', 'lang')]).toEqual(['Error: Too many requests', 'en']);
+    expect(await p.textContent('main')).toMatch(/This form was not sent.*Wait \d+ seconds?, then try again\./);
+    expect(await focused(p)).toBe('form-error');
+    // The same path to a caller that does not ask for a page: the API's envelope.
+    const json = await context.request.post(`${t.url}/auth/sign-in`, { form: {}, headers: { Accept: 'application/json' }, maxRedirects: 0 });
+    expect([json.status(), ((await json.json()) as { error: { code: string } }).error.code]).toEqual([429, 'rate_limited']);
+    await context.close();
+  });
+
+  it('after a refused sign-in and sign-up, marks the fields in error, describes them by the message, focuses the first, and says Error in the title', async () => {
+    const { context, p } = await freshBrowser();
+    await p.goto(`${t.url}/auth/sign-in?return_to=/auth/grants`);
+    await p.getByLabel('Email').fill('lin@example.com');
+    await p.getByLabel('Password').fill('not the password');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.getByText('The email or the password is not right.').waitFor();
+    expect(await p.title()).toBe('Error: Sign in');
+    expect(await focused(p)).toBe('email');
+    for (const input of ['email', 'password']) {
+      expect([input, await p.getAttribute(`#${input}`, 'aria-invalid'), await description(p, input)]).toEqual([input, 'true', 'The email or the password is not right.']);
+    }
+
+    await p.goto(`${t.url}/auth/sign-up`);
+    expect(await p.getAttribute('#name', 'autocomplete')).toBe('name');
+    await p.getByLabel('Name').fill('   ');
+    await p.getByLabel('Email').fill('new@example.com');
+    await p.getByLabel(/^Password/).fill(' '.repeat(12));
+    await p.getByRole('button', { name: 'Create account' }).click();
+    await p.getByText('Enter your name.').waitFor();
+    expect(await p.title()).toBe('Error: Create an account');
+    expect(await focused(p)).toBe('name');
+    // Every problem at once, each at its field.
+    expect([await description(p, 'name'), await description(p, 'password'), await p.getAttribute('#email', 'aria-invalid')]).toEqual([
+      'Enter your name.',
+      'The password needs at least 10 characters, not only spaces.',
+      null,
+    ]);
+    await context.close();
+  });
+
+  it('reflows at 320 px: a 200-character app name and long scope codes wrap on the consent, connected apps and security pages', async () => {
+    const { context, p } = await freshBrowser({ width: 320, height: 640 });
+    const challenge = await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier());
+    const scope = 'openid acme.projectmanagementworkspaceitemdefinition.subtaskrecord:write edge.acme.projectmanagementworkspacelinkrelation:read';
+    await p.goto(oidc.buildAuthorizationUrl(longApp, { redirect_uri: REDIRECT, scope, code_challenge: challenge, code_challenge_method: 'S256', state: 'narrow' }).toString());
+    await p.getByLabel('Email').fill('lin@example.com');
+    await p.getByLabel('Password').fill(password);
+    expect(['sign-in', await noHorizontalScroll(p)]).toEqual(['sign-in', { scroll: 320, client: 320 }]);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.getByRole('button', { name: 'Allow' }).waitFor();
+    expect(await p.textContent('h1')).toContain(LONG_NAME);
+    expect(['consent', await noHorizontalScroll(p)]).toEqual(['consent', { scroll: 320, client: 320 }]);
+    await p.getByRole('button', { name: 'Allow' }).click();
+    await p.getByText('back in the app').waitFor();
+    await signInForAccountPages(p, '/auth/grants');
+    expect(['grants', await noHorizontalScroll(p)]).toEqual(['grants', { scroll: 320, client: 320 }]);
+    await p.goto(`${t.url}/auth/security`);
+    expect(['security', await noHorizontalScroll(p)]).toEqual(['security', { scroll: 320, client: 320 }]);
+    await p.getByRole('button', { name: 'Create an admin API key' }).click();
+    await p.getByRole('heading', { name: 'API key created' }).waitFor();
+    expect(['key', await noHorizontalScroll(p)]).toEqual(['key', { scroll: 320, client: 320 }]);
+    await context.close();
+  });
+
+  it('shows dates readably in UTC with the ISO form in <time>, and confirms a revoke and a sign-out everywhere with a status message', async () => {
+    const { context, p } = await freshBrowser();
+    const challenge = await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier());
+    await p.goto(oidc.buildAuthorizationUrl(longApp, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state: 'dates' }).toString());
+    await signInAndAllow(p, 'lin@example.com', password);
+    await signInForAccountPages(p, '/auth/grants');
+    const readable = /^\d{1,2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4}, \d{2}:\d{2} UTC$/;
+    const times = async () => Promise.all((await p.locator('main time').all()).map(async (e) => ({ text: (await e.textContent()) ?? '', iso: (await e.getAttribute('datetime')) ?? '' })));
+    for (const page of ['/auth/grants', '/auth/sessions', '/auth/security']) {
+      await p.goto(`${t.url}${page}`);
+      const shown = await times();
+      expect([page, shown.length > 0]).toEqual([page, true]);
+      for (const { text, iso } of shown) {
+        expect(text).toMatch(readable);
+        expect(new Date(iso).toISOString()).toBe(iso);
+        expect(await p.textContent('main')).not.toContain(iso);
+      }
+    }
+    expect(await p.getByRole('status').count()).toBe(0);
+
+    await p.goto(`${t.url}/auth/grants`);
+    await p.getByRole('button', { name: 'Revoke access' }).first().click();
+    await p.waitForURL(`${t.url}/auth/grants?done=revoked`);
+    expect(await p.getByRole('status').textContent()).toBe('Access revoked: that app can no longer use your account.');
+    // Only the fixed messages: any other code shows nothing.
+    await p.goto(`${t.url}/auth/grants?done=${encodeURIComponent('<b>Pay here</b>')}`);
+    expect(await p.getByRole('status').count()).toBe(0);
+
+    await p.goto(`${t.url}/auth/sessions`);
+    await p.getByRole('button', { name: 'Sign out everywhere' }).click();
+    await p.waitForURL(/\/auth\/sign-in\?/);
+    expect(await p.getByRole('status').textContent()).toMatch(/^You are signed out everywhere/);
+    await context.close();
+  });
+
+  it('tells the user in plain words what went wrong when an app sends a broken request, keeping the detail', async () => {
+    const { context, p } = await freshBrowser();
+    await p.goto(`${t.url}/auth/oauth2/authorize?response_type=code`);
+    expect(await p.title()).toBe('Error: Something went wrong');
+    const text = await p.textContent('main');
+    expect(text).toContain('The app that sent you here made a mistake in its request');
+    expect(text).toContain("missing required parameter 'client_id' (invalid_request)");
     await context.close();
   });
 });

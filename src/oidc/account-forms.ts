@@ -21,7 +21,7 @@ import { UserRow, UsersService } from '../users/users.service';
 import { ACCOUNT_COOKIE, cookieOf, setAccountCookie } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { OidcProvider } from './oidc-provider';
-import { formExpiredPage, signInPage } from './pages';
+import { formExpiredPage, noticeOf, signInPage } from './pages';
 import { sendPage } from './send-page';
 
 const NONCE = 'svc_form_nonce';
@@ -53,7 +53,9 @@ export class AccountForms {
 
   /** GET /auth/sign-in without an app. */
   async signInForm(req: FastifyRequest, reply: FastifyReply, returnTo: unknown, error?: string, email?: string): Promise<void> {
-    await sendPage(reply, error ? 401 : 200, signInPage({ returnTo: safeReturn(returnTo), csrf: await this.csrf(req, reply), error, email }));
+    // A confirmation only on the form's first showing (after signing out everywhere), not over a refusal.
+    const notice = error ? undefined : noticeOf((req.query as Record<string, unknown> | undefined)?.done);
+    await sendPage(reply, error ? 401 : 200, signInPage({ returnTo: safeReturn(returnTo), csrf: await this.csrf(req, reply), error, email, notice }));
   }
 
   /** POST /auth/sign-in without an app. */

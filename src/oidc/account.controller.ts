@@ -27,7 +27,7 @@ import { ApiFormBody, ApiFormExpired, ApiPage, ApiPageOrError, ApiQueryParams, A
 import { clearAccountCookie, signedInAs } from './account-session';
 import { GrantsService } from './grants.service';
 import { OidcProvider } from './oidc-provider';
-import { createdKeyPage, errorPage, formExpiredPage, grantsPage, securityPage, sessionsPage, signUpPage } from './pages';
+import { createdKeyPage, errorPage, formExpiredPage, FormProblem, grantsPage, noticeOf, securityPage, sessionsPage, signUpPage } from './pages';
 import { sendPage } from './send-page';
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -40,6 +40,18 @@ const REVOKED = { type: 'object', properties: { id: str, revoked: { type: 'boole
  * page links here), which then asks them to sign in; nowhere else.
  */
 const signUpReturn = (to: unknown) => (typeof to === 'string' && /^\/auth\/\?interaction=[\w-]{1,64}$/.test(to) ? to : undefined);
+
+/** What is wrong with a sign-up form, each problem at its field: what is missing said as such, not as a rule it breaks. */
+function signUpProblems(name: string, email: string, password: string): FormProblem[] {
+  const problems: FormProblem[] = [];
+  if (name === '') problems.push({ text: 'Enter your name.', fields: ['name'] });
+  else if (!isUserName(name)) problems.push({ text: 'Give a name of at most 200 characters. A name cannot hold control characters or bidirectional override characters.', fields: ['name'] });
+  if (email === '') problems.push({ text: 'Enter your email address.', fields: ['email'] });
+  else if (!isUserEmail(email)) problems.push({ text: 'Give a valid email address.', fields: ['email'] });
+  if (password === '') problems.push({ text: 'Enter a password of at least 10 characters.', fields: ['password'] });
+  else if (!isUserPassword(password)) problems.push({ text: 'The password needs at least 10 characters, not only spaces.', fields: ['password'] });
+  return problems;
+}
 
 @ApiTags('oauth account')
 @ApiExtraModels(AccountGrantList, AccountSessionList)
@@ -82,12 +94,12 @@ export class AccountController {
     const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
     const [name, email, password] = [text(body.name), text(body.email), typeof body.password === 'string' ? body.password : ''];
     const returnTo = signUpReturn(body.return_to);
-    const again = (error: string) => sendPage(reply, 400, signUpPage({ csrf: String(body.csrf), name, email, error, returnTo }));
-    if (!isUserName(name)) return again('Give a name of at most 200 characters. A name cannot hold control characters or bidirectional override characters.');
-    if (!isUserEmail(email)) return again('Give a valid email address.');
-    if (!isUserPassword(password)) return again('The password needs at least 10 characters, not only spaces.');
+    const again = (problems: FormProblem[]) => sendPage(reply, 400, signUpPage({ csrf: String(body.csrf), name, email, problems, returnTo }));
+    // Every problem at once, each at its field: one at a time, the form would come back once per mistake.
+    const problems = signUpProblems(name, email, password);
+    if (problems.length) return again(problems);
     const user = await this.users.signUp(email, password, name);
-    if (!user) return again('An account with this email already exists.');
+    if (!user) return again([{ text: 'An account with this email already exists. Sign in instead, or use another email.', fields: ['email'] }]);
     await this.forms.signInAs(reply, user, returnTo ?? '/auth/security');
   }
 
@@ -95,13 +107,14 @@ export class AccountController {
   @Get('grants')
   @ApiOperation({ summary: 'Apps connected to the signed-in user (HTML; JSON with Accept: application/json)' })
   @ApiResponse({ status: 200, description: 'The grants page, or {grants} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { $ref: getSchemaPath(AccountGrantList) } } } })
+  @ApiQueryParams({ done: 'A confirmation to show: `revoked` (where revoking a grant from the page leads)' })
   @ApiSignedInUser()
-  async grantsList(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async grantsList(@PageQuery('done') done: string | undefined, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
     const grants = await this.grants.list(user.id);
     if (this.wantsJson(req)) return void reply.send({ grants });
-    await sendPage(reply, 200, grantsPage({ csrf: await this.forms.csrf(req, reply), grants }));
+    await sendPage(reply, 200, grantsPage({ csrf: await this.forms.csrf(req, reply), grants, notice: noticeOf(done) }));
   }
 
   @ApiExtension('x-error-format', 'html')
@@ -151,7 +164,7 @@ export class AccountController {
       return sendPage(reply, 404, errorPage('Already revoked', 'This app\'s access was already revoked, or it is not one of your connected apps.', back));
     }
     if (this.wantsJson(req)) return void reply.send({ id, revoked: true });
-    await reply.redirect('/auth/grants', 303);
+    await reply.redirect('/auth/grants?done=revoked', 303);
   }
 
   @ApiExtension('x-error-format', 'html')
@@ -183,7 +196,7 @@ export class AccountController {
     const ended = await this.grants.endSessions(user.id);
     clearAccountCookie(reply, this.config.secureCookies);
     if (this.wantsJson(req)) return void reply.send({ ended });
-    await reply.redirect('/auth/sign-in?return_to=/auth/sessions', 303);
+    await reply.redirect('/auth/sign-in?return_to=/auth/sessions&done=signed-out', 303);
   }
 
   @ApiExtension('x-error-format', 'html')

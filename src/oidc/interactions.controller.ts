@@ -124,7 +124,7 @@ export class InteractionsController {
   @ApiExtension('x-error-format', 'html')
   @Get('sign-in')
   @ApiOperation({ summary: 'Sign-in page: for an app\'s authorization (`uid`), or for the account pages (`return_to`) (HTML)' })
-  @ApiQueryParams({ uid: 'The interaction, when signing in for an app', return_to: 'An /auth/ page to go back to, when signing in for the account pages' })
+  @ApiQueryParams({ uid: 'The interaction, when signing in for an app', return_to: 'An /auth/ page to go back to, when signing in for the account pages', done: 'A confirmation to show: `signed-out` (where signing out everywhere leads)' })
   @ApiPage(200, 'The sign-in form')
   @ApiPage(400, 'The interaction is over or not this browser\'s')
   async signInForm(

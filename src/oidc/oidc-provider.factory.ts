@@ -29,7 +29,7 @@ import { DEVICE_GRANT_TYPE, installDevicePolling } from './device-polling';
 import { providerInternals } from './provider-internals';
 import { isUsedRefreshToken, postgresAdapter, textRefused, unstorableText } from './oidc-adapter';
 import { clearedAccountCookie } from './account-session';
-import { errorPage, logoutPage, messagePage, SELF_SUBMITTING_CSP, selfSubmittingPage, shownAppName } from './pages';
+import { logoutPage, messagePage, providerErrorPage, SELF_SUBMITTING_CSP, selfSubmittingPage, shownAppName } from './pages';
 import { setPage } from './send-page';
 import { issuedUnderCurrentSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { scopesForUser } from './client-registration';
@@ -457,7 +457,7 @@ export function answerUnavailable(ctx: KoaContextWithOIDC): Promise<void> | void
 
 /** The provider's error page (its routes' error handling renders it for a browser; so does answerLateErrors). */
 async function renderError(ctx: KoaContextWithOIDC, out: { error: string; error_description?: string }): Promise<void> {
-  setPage(ctx, errorPage('Something went wrong', out.error_description ? `${out.error_description} (${out.error})` : String(out.error)));
+  setPage(ctx, providerErrorPage(String(out.error), out.error_description));
 }
 
 /**

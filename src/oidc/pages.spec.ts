@@ -1,4 +1,8 @@
-import { consentPage, shownAppName } from './pages';
+import { WRONG_PASSWORD } from '../users/sign-in-refusal';
+import { consentPage, deviceCodePage, grantsPage, noticeOf, providerErrorPage, rateLimitedPage, shownAppName, shownTime, signInPage, signUpPage } from './pages';
+
+/** The opening tag of the element with id `id`. */
+const tagOf = (html: string, id: string) => new RegExp(`<[a-z]+ [^>]*id="${id}"[^>]*>`).exec(html)?.[0] ?? '';
 
 describe('an app name on the pages', () => {
   it('drops control, bidi override and isolate characters, so a name registered before the rule cannot reorder the page', () => {
@@ -19,5 +23,71 @@ describe('an app name on the pages', () => {
     const html = consentPage({ uid: 'u', csrf: 'c', action: '/auth/authorize/decision', clientName: '<b>Notes</b> \u202Eppa', scopes: [], extensions: {} });
     expect(html).toContain('<strong>&lt;b&gt;Notes&lt;/b&gt; ppa</strong>');
     expect(html).not.toContain('\u202E');
+  });
+});
+
+describe('a form drawn again after a problem', () => {
+  it('marks the sign-in fields a wrong password is about, describes them by the message, focuses the first, and says so in the title', () => {
+    const html = signInPage({ csrf: 'c', error: WRONG_PASSWORD, email: 'ann@example.com' });
+    expect(html).toContain('<title>Error: Sign in</title>');
+    expect(html).toContain(`<p class="error" id="form-error">${WRONG_PASSWORD}</p>`);
+    expect(tagOf(html, 'email')).toContain(' aria-invalid="true" aria-describedby="form-error" autofocus');
+    expect(tagOf(html, 'password')).toContain(' aria-invalid="true" aria-describedby="form-error"');
+    expect(tagOf(html, 'password')).not.toContain('autofocus');
+    expect(signInPage({ csrf: 'c' })).toContain('<title>Sign in</title>');
+    expect(signInPage({ csrf: 'c' })).not.toMatch(/aria-invalid|autofocus/);
+  });
+
+  it('focuses the message, not a field, when the refusal is about neither field (a throttled sign-in)', () => {
+    const html = signInPage({ csrf: 'c', error: 'Too many failed sign-ins for this account; try again in 5 minutes.' });
+    expect(html).toContain('<title>Error: Sign in</title>');
+    expect(tagOf(html, 'form-error')).toBe('<p class="error" id="form-error" tabindex="-1" autofocus>');
+    expect(html).not.toMatch(/aria-invalid/);
+  });
+
+  it('says each sign-up problem at its field, all at once, the first field focused', () => {
+    const html = signUpPage({ csrf: 'c', problems: [{ text: 'Enter your name.', fields: ['name'] }, { text: 'Give a valid email address.', fields: ['email'] }] });
+    expect(html).toContain('<title>Error: Create an account</title>');
+    expect(html).toContain('<label for="name">Name</label><p class="error" id="name-error">Enter your name.</p><input id="name"');
+    expect(html).toContain('<label for="email">Email</label><p class="error" id="email-error">Give a valid email address.</p><input id="email"');
+    expect(tagOf(html, 'name')).toContain('autocomplete="name"');
+    expect(tagOf(html, 'name')).toContain('aria-invalid="true" aria-describedby="name-error" autofocus');
+    expect(tagOf(html, 'email')).toContain('aria-invalid="true" aria-describedby="email-error"');
+    expect(tagOf(html, 'email')).not.toContain('autofocus');
+    expect(tagOf(html, 'password')).not.toContain('aria-invalid');
+  });
+
+  it('marks the device code field when the code is refused', () => {
+    const html = deviceCodePage({ error: 'That code is not valid.' });
+    expect(html).toContain('<title>Error: Connect a device</title>');
+    expect(tagOf(html, 'user_code')).toContain('aria-invalid="true" aria-describedby="user_code-error" autofocus');
+  });
+});
+
+describe('the pages\' other wording', () => {
+  it('shows a moment readably in UTC, in a <time> holding the ISO form', () => {
+    expect(shownTime('2026-11-27T07:09:46.000Z')).toBe('<time datetime="2026-11-27T07:09:46.000Z">27 Nov 2026, 07:09 UTC</time>');
+    expect(shownTime('not a date <b>')).toBe('not a date &lt;b&gt;');
+    const html = grantsPage({ csrf: 'c', grants: [{ id: 'g', client_name: 'Notes', scope: 'openid', created_at: '2026-01-02T03:04:05.000Z' }] });
+    expect(html).toContain('since <time datetime="2026-01-02T03:04:05.000Z">2 Jan 2026, 03:04 UTC</time>');
+  });
+
+  it('shows only its fixed confirmations, by code', () => {
+    expect(noticeOf('revoked')).toBe('revoked');
+    for (const code of ['toString', '__proto__', '<b>x</b>', undefined, ['revoked']]) expect(noticeOf(code)).toBeUndefined();
+    expect(grantsPage({ csrf: 'c', grants: [], notice: 'revoked' })).toContain('<p class="notice" role="status">Access revoked');
+  });
+
+  it('tells the user in plain words what a provider error means for them, keeping the detail for the app\'s makers', () => {
+    const html = providerErrorPage('invalid_request', "missing required parameter 'client_id'");
+    expect(html).toContain('The app that sent you here made a mistake in its request');
+    expect(html).toContain('<code>missing required parameter &#39;client_id&#39; (invalid_request)</code>');
+  });
+
+  it('says when to try again on a page refused by the rate limit', () => {
+    const html = rateLimitedPage(37, true);
+    expect(html).toContain('<title>Error: Too many requests</title>');
+    expect(html).toContain('This form was not sent');
+    expect(html).toContain('Wait 37 seconds, then try again.');
   });
 });

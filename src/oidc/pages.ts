@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isBlank, UNREADABLE_CHARACTER } from '../common/validation';
+import { WRONG_PASSWORD } from '../users/sign-in-refusal';
 import { grantsAnything, isIncludedScope, SCOPES_SHOWN } from './consent';
 import { parseScope } from './scopes';
 
@@ -37,16 +38,82 @@ const STYLE = `
   input[type=email], input[type=password] { width: 100%; padding: .5rem; font: inherit; box-sizing: border-box; }
   button { font: inherit; padding: .5rem 1.25rem; margin: 1rem .5rem 0 0; cursor: pointer; }
   fieldset { border: 1px solid #ccc; margin: 1rem 0; } .error { color: #a00000; } .scope { display: block; margin: .4rem 0; }
-  code { background: #f3f3f3; padding: 0 .25rem; }`;
+  code { background: #f3f3f3; padding: 0 .25rem; }
+  h1, h2, p, strong, code, label, legend, li, time { overflow-wrap: anywhere; } code { word-break: break-all; }
+  .notice { border-left: 4px solid #1b6e2d; padding: .25rem .75rem; }`;
 
-function page(title: string, body: string, script?: string): string {
+/** A page; one showing what went wrong with a form the user sent says so first in its title, which is read out first. */
+function page(title: string, body: string, { script, error }: { script?: string; error?: boolean } = {}): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title><style>${STYLE}</style>${script ? `<script>${script}</script>` : ''}</head>
+<title>${error ? 'Error: ' : ''}${escapeHtml(title)}</title><style>${STYLE}</style>${script ? `<script>${script}</script>` : ''}</head>
 <body><main>${body}</main></body></html>`;
 }
 
 const hidden = (name: string, value: string) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`;
+
+/**
+ * What was wrong with a form the user sent: `fields`, the ids of the fields it is about (none: it
+ * is about the form as a whole, such as a sign-in refused for a while).
+ */
+export interface FormProblem {
+  text: string;
+  fields: readonly string[];
+}
+
+/**
+ * How a form drawn again shows its problems, without a script (the pages allow none): a problem
+ * about one field is said at that field, any other above the form; each field in error is
+ * `aria-invalid` and described by what is wrong with it. Focus goes to the first field in error
+ * in `order` (`autofocus`), else to the message about the form, so that a screen reader reads
+ * what went wrong rather than starting from the top of a page it already heard.
+ */
+function formProblems(problems: readonly FormProblem[], order: readonly string[]) {
+  const idOf = (p: FormProblem) => (p.fields.length === 1 ? `${p.fields[0]}-error` : 'form-error');
+  const first = order.find((f) => problems.some((p) => p.fields.includes(f)));
+  const message = (p: FormProblem, focus: boolean) => `<p class="error" id="${idOf(p)}"${focus ? ' tabindex="-1" autofocus' : ''}>${escapeHtml(p.text)}</p>`;
+  return {
+    any: problems.length > 0,
+    /** The attributes of field `id`'s input. */
+    input(id: string): string {
+      const ids = problems.filter((p) => p.fields.includes(id)).map(idOf);
+      return ids.length ? ` aria-invalid="true" aria-describedby="${[...new Set(ids)].join(' ')}"${id === first ? ' autofocus' : ''}` : '';
+    },
+    /** What is wrong with field `id` alone, said between its label and its input. */
+    at: (id: string) => problems.filter((p) => p.fields.length === 1 && p.fields[0] === id).map((p) => message(p, false)).join(''),
+    /** The problems about several fields or none, above the form; focused when no field is in error. */
+    above: () => problems.filter((p) => p.fields.length !== 1).slice(0, 1).map((p) => message(p, first === undefined)).join(''),
+  };
+}
+
+/**
+ * A refused sign-in (users.service.ts) as a problem of the form: a wrong email or password is
+ * about both fields; being refused for a while (too many failures) is about neither.
+ */
+const signInProblem = (error: string | undefined): FormProblem[] => (error ? [{ text: error, fields: error === WRONG_PASSWORD ? ['email', 'password'] : [] }] : []);
+
+/**
+ * The fixed confirmations a page may show after an action (`?done=…` on the page the action
+ * sent the browser to): a code names one, so no link can make a page say anything else.
+ */
+const NOTICES = {
+  revoked: 'Access revoked: that app can no longer use your account.',
+  'signed-out': 'You are signed out everywhere: in every browser, for apps and for these pages. Sign in again to go on.',
+} as const;
+export type Notice = keyof typeof NOTICES;
+export const noticeOf = (code: unknown): Notice | undefined => (typeof code === 'string' && Object.hasOwn(NOTICES, code) ? (code as Notice) : undefined);
+const notice = (code?: Notice) => (code ? `<p class="notice" role="status">${escapeHtml(NOTICES[code])}</p>` : '');
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** A moment as the pages show it, "27 Nov 2026, 17:39 UTC", in a <time> holding the ISO form for software. */
+export function shownTime(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return escapeHtml(iso);
+  const two = (n: number) => String(n).padStart(2, '0');
+  const text = `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}, ${two(d.getUTCHours())}:${two(d.getUTCMinutes())} UTC`;
+  return `<time datetime="${escapeHtml(d.toISOString())}">${text}</time>`;
+}
 
 /** The pages' one script (allowed by its hash, `SELF_SUBMITTING_CSP`): a self-submitting form sends itself once the page is read. */
 const SUBMIT_SCRIPT = "document.addEventListener('DOMContentLoaded', function () { document.forms[0].submit() });";
@@ -67,7 +134,7 @@ export function selfSubmittingPage(action: string, fields: ReadonlyArray<readonl
 ${fields.map(([name, value]) => hidden(name, value)).join('')}
 <noscript><p>JavaScript is off in this browser: continue with the button.</p><button type="submit" autofocus>Continue</button></noscript>
 </form>`,
-    SUBMIT_SCRIPT,
+    { script: SUBMIT_SCRIPT },
   );
 }
 
@@ -76,7 +143,8 @@ ${fields.map(([name, value]) => hidden(name, value)).join('')}
  * An app asking the user to choose an account (prompt=select_account) also gets the account the
  * browser is signed in with (`current`) to go on with, beside the form for another one.
  */
-export function signInPage(o: { uid?: string; returnTo?: string; csrf: string; clientName?: string; email?: string; error?: string; current?: string; signUp?: string }): string {
+export function signInPage(o: { uid?: string; returnTo?: string; csrf: string; clientName?: string; email?: string; error?: string; current?: string; signUp?: string; notice?: Notice }): string {
+  const e = formProblems(signInProblem(o.error), ['email', 'password']);
   const keep =
     o.uid && o.current
       ? `<form method="post" action="/auth/select-account">
@@ -90,13 +158,14 @@ ${hidden('uid', o.uid)}${hidden('csrf', o.csrf)}
     'Sign in',
     `<h1>Sign in</h1>
 <p>${o.clientName ? `to continue to <strong>${appName(o.clientName)}</strong>` : 'to manage the apps connected to your account'}</p>
-${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
+${notice(o.notice)}${e.above()}
 ${keep}<form method="post" action="/auth/sign-in">
 ${o.uid ? hidden('uid', o.uid) : hidden('return_to', o.returnTo ?? '/auth/grants')}${hidden('csrf', o.csrf)}
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
-<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}"${e.input('email')}>
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required${e.input('password')}>
 <button type="submit">Sign in</button>
 </form>${o.signUp ? `\n<p>No account yet? <a href="${escapeHtml(o.signUp)}">Create one</a>, then sign in here.</p>` : ''}`,
+    { error: e.any },
   );
 }
 
@@ -188,14 +257,15 @@ ${o.backTo ? `<p><a href="${escapeHtml(o.backTo)}">Go back to the application</a
 }
 
 export function deviceCodePage(o: { error?: string }): string {
+  const e = formProblems(o.error ? [{ text: o.error, fields: ['user_code'] }] : [], ['user_code']);
   return page(
     'Connect a device',
     `<h1>Connect a device</h1>
-${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
 <form method="get" action="/auth/device">
-<label for="user_code">The code your device shows</label><input id="user_code" name="user_code" autocomplete="one-time-code" required placeholder="XXX-XXXX">
+<label for="user_code">The code your device shows</label>${e.at('user_code')}<input id="user_code" name="user_code" autocomplete="one-time-code" required placeholder="XXX-XXXX"${e.input('user_code')}>
 <button type="submit">Continue</button>
 </form>`,
+    { error: e.any },
   );
 }
 
@@ -213,35 +283,42 @@ export function deviceConsentPage(o: {
   error?: string;
   ticked?: readonly string[];
 }): string {
+  const e = formProblems(signInProblem(o.error), ['email', 'password']);
   return page(
     'Connect a device',
     `<h1>Connect <strong>${appName(o.clientName)}</strong></h1>
 <p>Check that your device shows the code <strong>${escapeHtml(o.userCode)}</strong>.</p>
-${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
+${e.above()}
 <form method="post" action="/auth/device/consent">
 ${hidden('user_code', o.userCode)}${hidden('csrf', o.csrf)}
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
-<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}"${e.input('email')}>
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required${e.input('password')}>
 ${requestedAccess('It asks to', o.scopes, o.extensions, o.ticked)}
 ${decisionButtons(o.scopes)}
 </form>`,
+    { error: e.any },
   );
 }
 
-/** The sign-up form; from an app's sign-in page, `returnTo` takes the new user back to it. */
-export function signUpPage(o: { csrf: string; email?: string; name?: string; error?: string; returnTo?: string }): string {
+/**
+ * The sign-up form; from an app's sign-in page, `returnTo` takes the new user back to it. Drawn
+ * again, it says every problem at once (`problems`, by field: name, email, password).
+ */
+export function signUpPage(o: { csrf: string; email?: string; name?: string; problems?: readonly FormProblem[]; returnTo?: string }): string {
+  const e = formProblems(o.problems ?? [], ['name', 'email', 'password']);
   return page(
     'Create an account',
     `<h1>Create an account</h1>
 <p>You get a workspace of your own, and you are its admin.${o.returnTo ? ' Then you go back to the app\'s sign-in.' : ''}</p>
-${o.error ? `<p class="error" role="alert">${escapeHtml(o.error)}</p>` : ''}
+${e.above()}
 <form method="post" action="/auth/sign-up">
 ${hidden('csrf', o.csrf)}${o.returnTo ? hidden('return_to', o.returnTo) : ''}
-<label for="name">Name</label><input id="name" name="name" required maxlength="200" value="${escapeHtml(o.name ?? '')}">
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}">
-<label for="password">Password (at least 10 characters)</label><input id="password" name="password" type="password" autocomplete="new-password" required minlength="10">
+<label for="name">Name</label>${e.at('name')}<input id="name" name="name" autocomplete="name" required maxlength="200" value="${escapeHtml(o.name ?? '')}"${e.input('name')}>
+<label for="email">Email</label>${e.at('email')}<input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}"${e.input('email')}>
+<label for="password">Password (at least 10 characters)</label>${e.at('password')}<input id="password" name="password" type="password" autocomplete="new-password" required minlength="10"${e.input('password')}>
 <button type="submit">Create account</button>
 </form>`,
+    { error: e.any },
   );
 }
 
@@ -251,15 +328,15 @@ ${hidden('csrf', o.csrf)}${o.returnTo ? hidden('return_to', o.returnTo) : ''}
  */
 const nav = `<nav aria-label="Account"><a href="/auth/grants">Connected apps</a> · <a href="/auth/sessions">Sessions</a> · <a href="/auth/security">Security</a> · <a href="/auth/logout">Sign out</a></nav>`;
 
-export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client_name: string; scope: string; created_at: string }> }): string {
+export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client_name: string; scope: string; created_at: string }>; notice?: Notice }): string {
   const rows = o.grants
     .map(
-      (g) => `<li><strong>${appName(g.client_name)}</strong>, since ${escapeHtml(g.created_at.slice(0, 10))}
+      (g) => `<li><strong>${appName(g.client_name)}</strong>, since ${shownTime(g.created_at)}
 <ul>${g.scope.split(' ').filter(Boolean).map((s) => `<li>${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></li>`).join('')}</ul>
 <form method="post" action="/auth/grants/${escapeHtml(g.id)}/revoke">${hidden('csrf', o.csrf)}<button type="submit">Revoke access</button></form></li>`,
     )
     .join('\n');
-  return page('Connected apps', `${nav}<h1>Connected apps</h1>${rows ? `<ul>${rows}</ul>` : '<p>No app has access to your account.</p>'}`);
+  return page('Connected apps', `${nav}<h1>Connected apps</h1>${notice(o.notice)}${rows ? `<ul>${rows}</ul>` : '<p>No app has access to your account.</p>'}`);
 }
 
 /**
@@ -268,7 +345,7 @@ export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client
  * how it ends instead.
  */
 export function sessionsPage(o: { csrf: string; sessions: Array<{ signed_in_at: string; expires_at: string | null }> }): string {
-  const rows = o.sessions.map((s) => `<li>Signed in ${escapeHtml(s.signed_in_at)}${s.expires_at ? `, until ${escapeHtml(s.expires_at)}` : ''}</li>`).join('');
+  const rows = o.sessions.map((s) => `<li>Signed in ${shownTime(s.signed_in_at)}${s.expires_at ? `, until ${shownTime(s.expires_at)}` : ''}</li>`).join('');
   return page(
     'Sessions',
     `${nav}<h1>Sessions</h1>
@@ -292,7 +369,7 @@ export function securityPage(o: {
   const app = (e: { client_id: string | null; client_name?: string }) =>
     e.client_name && e.client_name !== e.client_id ? `<strong>${appName(e.client_name)}</strong> (<code>${escapeHtml(e.client_id ?? '')}</code>)` : `<code>${escapeHtml(e.client_id ?? '')}</code>`;
   const rows = o.events
-    .map((e) => `<li>${escapeHtml(e.created_at)}: ${e.action === 'auth.grant.created' ? 'access given to' : 'access revoked from'} ${app(e)}</li>`)
+    .map((e) => `<li>${shownTime(e.created_at)}: ${e.action === 'auth.grant.created' ? 'access given to' : 'access revoked from'} ${app(e)}</li>`)
     .join('');
   const keyForm = o.keyForm
     ? `<h2>API keys</h2><p>An admin API key acts for your whole workspace through the API. It is shown once.</p>
@@ -341,6 +418,37 @@ export function formExpiredPage(advice = 'Reload the page and try again.'): stri
 export function errorPage(title: string, message: string, link?: { href: string; text: string }): string {
   const onward = link ? `<p><a href="${escapeHtml(link.href)}">${escapeHtml(link.text)}</a></p>` : '';
   return page(title, `<h1>${escapeHtml(title)}</h1><p class="error" role="alert">${escapeHtml(message)}</p>${onward}`);
+}
+
+/**
+ * The provider's error page (oidc-provider.factory.ts): a sentence for the user, who cannot fix
+ * the request, then the provider's words for whoever makes the app.
+ */
+export function providerErrorPage(error: string, description?: string): string {
+  const ours = error === 'server_error' || error === 'temporarily_unavailable';
+  const plain = ours
+    ? 'This service could not complete the request just now. Try again in a moment, or go back to the app and start again.'
+    : 'The app that sent you here made a mistake in its request, or the request expired, so it cannot go on. Go back to the app and start again; if this happens again, tell the app\'s makers.';
+  const detail = description ? `${description} (${error})` : error;
+  return page(
+    'Something went wrong',
+    `<h1>Something went wrong</h1><p class="error" role="alert">${escapeHtml(plain)}</p><p>Details for the app's makers: <code>${escapeHtml(detail)}</code></p>`,
+    { error: true },
+  );
+}
+
+/**
+ * A page refused by the rate limit (rate-limit.hook.ts), to a browser: when to try again, as the
+ * sign-in page says when a sign-in is throttled. `sent`: the request was a form's, and nothing of it was done.
+ */
+export function rateLimitedPage(retryAfterSeconds: number, sent: boolean): string {
+  const wait = retryAfterSeconds === 1 ? '1 second' : `${retryAfterSeconds} seconds`;
+  const what = sent ? 'This form was not sent: too' : 'Too';
+  return page(
+    'Too many requests',
+    `<h1>Too many requests</h1><p class="error" id="form-error" tabindex="-1" autofocus>${what} many requests came from your network in the last minute. Wait ${wait}, then try again.</p>`,
+    { error: true },
+  );
 }
 
 /** The answer to a decision made for an account deleted meanwhile (the consent and device pages). */

@@ -1,8 +1,8 @@
 /**
  * Per-caller, per-path-segment rate limits in Redis (shared by every instance), in rolling
  * windows (rolling-window.ts), with the X-RateLimit-* headers on every response and 429
- * `rate_limited` + Retry-After past the limit. A caller counted by client address counts by its
- * `addressBucket` (client-address.ts): an IPv6 address per /64. Should Redis fail, an in-memory
+ * `rate_limited` + Retry-After past the limit (a page saying so, to a browser on the browser
+ * pages). A caller counted by client address counts by its `addressBucket` (client-address.ts): an IPv6 address per /64. Should Redis fail, an in-memory
  * limiter of the same size (a fixed window, per instance) stands in rather than letting
  * everything through or failing every request.
  */
@@ -14,7 +14,9 @@ import { ApiError } from '../common/api-error';
 import { addressBucket } from '../common/client-address';
 import { AppConfig } from '../config/app-config';
 import { REDIS } from '../redis/redis.module';
-import { bucketFor } from './rate-limit.policy';
+import { rateLimitedPage } from '../oidc/pages';
+import { sendPage } from '../oidc/send-page';
+import { bucketFor, isBrowserPage } from './rate-limit.policy';
 import { limitHeaders, RollingWindows } from './rolling-window';
 
 /**
@@ -36,6 +38,9 @@ function routedPath(req: FastifyRequest): string {
  */
 const SERVED_UNROUTED = /^\/(auth|\.well-known)(\/|$)/i;
 const UNKNOWN_PATH = '/(unknown)';
+
+/** A browser's page request, as against a form it sent (which the rate-limited page says was not taken). */
+const READS = new Set(['GET', 'HEAD']);
 
 /**
  * The path of a request that matched no route: an unknown path, the provider's endpoints (which
@@ -95,7 +100,8 @@ export class RateLimitHook {
   /** A fastify onRequest hook, after CredentialHook. */
   readonly onRequest = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> => {
     if (!this.config.RATE_LIMIT_ENABLED) return;
-    const { bucket, limit, oauth, perIp } = bucketFor(req.method, routedPath(req), this.config.RATE_LIMIT_REQUESTS);
+    const path = routedPath(req);
+    const { bucket, limit, oauth, perIp } = bucketFor(req.method, path, this.config.RATE_LIMIT_REQUESTS);
     const caller = req.principal && !perIp ? `k:${req.principal.credentialId}` : `ip:${addressBucket(req.ip)}`;
     const state = await this.windows.take(`${caller}:${bucket}`, limit);
     if (state.allowed) places.set(req.raw, state.giveBack);
@@ -104,6 +110,11 @@ export class RateLimitHook {
       const retryAfter = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
       reply.header('Retry-After', String(retryAfter));
       const message = `Rate limit of ${limit} requests per minute exceeded; retry in ${retryAfter}s`;
+      // A browser on one of its pages would show the envelope raw: it gets a page saying when to try again.
+      if (isBrowserPage(req.method, path) && /\btext\/html\b/i.test(req.headers.accept ?? '')) {
+        await sendPage(reply, 429, rateLimitedPage(retryAfter, !READS.has(req.method)));
+        return reply;
+      }
       if (oauth) return reply.code(429).header('Cache-Control', 'no-store').send({ error: 'rate_limited', error_description: message });
       throw new ApiError(429, 'rate_limited', message, { limit, retry_after: retryAfter });
     }

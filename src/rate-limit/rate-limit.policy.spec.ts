@@ -1,4 +1,4 @@
-import { bucketFor, TIGHT_LIMIT, tokenRequestRule } from './rate-limit.policy';
+import { bucketFor, isBrowserPage, TIGHT_LIMIT, tokenRequestRule } from './rate-limit.policy';
 
 describe('bucketFor', () => {
   it('segments by the first path component, reads and writes apart', () => {
@@ -60,5 +60,12 @@ describe('bucketFor', () => {
     for (const [method, path] of [['GET', '/auth/device'], ['POST', '/auth/sign-in'], ['GET', '/auth/authorize'], ['POST', '/keys'], ['GET', '/auth/grants']]) {
       expect(bucketFor(method, path, 100).oauth).toBeUndefined();
     }
+  });
+
+  it('tells the browser pages and their forms, which refuse a browser with a page, from the API and the provider\'s endpoints', () => {
+    const pages = [['GET', '/auth/sign-in'], ['POST', '/AUTH/Sign-In/'], ['POST', '/auth/sign-up'], ['GET', '/auth/device'], ['POST', '/auth/device/consent'], ['GET', '/auth/grants'], ['POST', '/auth/grants/:id/revoke'], ['POST', '/auth/sessions/revoke'], ['GET', '/auth/security'], ['POST', '/auth/keys'], ['GET', '/auth/oauth2/authorize'], ['GET', '/auth']];
+    for (const [method, path] of pages) expect([method, path, isBrowserPage(method, path)]).toEqual([method, path, true]);
+    const api = [['POST', '/auth/device'], ['POST', '/auth/token'], ['POST', '/auth/oauth2/token'], ['GET', '/auth/grants/:id'], ['GET', '/auth/userinfo'], ['POST', '/keys'], ['GET', '/items'], ['GET', '/auth/signin']];
+    for (const [method, path] of api) expect([method, path, isBrowserPage(method, path)]).toEqual([method, path, false]);
   });
 });

@@ -26,6 +26,8 @@
  *   A client authenticating with HTTP Basic counts like any caller without a valid token, per
  *   IP: its id is not verified before the limit, so a bucket of its own would let a made-up id
  *   open a fresh one with each request.
+ * - the browser pages (sign-in, sign-up, consent, device, account pages and their forms) answer a
+ *   429 as a page to a browser asking for HTML (rate-limit.hook.ts): a browser shows JSON raw.
  */
 export const TIGHT_LIMIT = 30;
 /** The tight limit for a base: at most TIGHT_LIMIT, and below the base however low it is set (SPEC 8.1). */
@@ -37,6 +39,11 @@ const TOKEN_PATHS = /^\/auth\/(token|oauth2\/token|device\/token)\/*$/i;
 const PASSWORD_FORMS = /^\/auth\/(sign-in|sign-up|device\/consent)\/*$/i;
 const OAUTH_ENDPOINTS = /^\/auth\/(token|userinfo|device\/token|oauth2\/(token|revoke|introspect|register|userinfo))\/*$/i;
 const ACCOUNT_KEY_FORM = /^\/auth\/keys\/*$/i;
+/**
+ * The browser pages and the forms they post, as routed (`/auth/grants/:id/revoke`): not the
+ * provider's endpoints, nor the account routes that answer JSON only (`/auth/grants/:id`).
+ */
+const PAGES = /^\/auth(\/(sign-in|sign-up|select-account|consent|authorize|authorize\/decision|oauth2\/authorize|oauth2\/consent|logout|device\/consent|grants|grants\/:id\/revoke|sessions|sessions\/revoke|security|keys))?\/*$/i;
 /** POST only: GET /auth/device is the user-code page. */
 const DEVICE_AUTHORIZATION = /^\/auth\/device\/*$/i;
 
@@ -56,6 +63,9 @@ export interface BucketRule {
 export function tokenRequestRule(baseLimit: number): BucketRule & { oauth: true; perIp: true } {
   return { bucket: 'auth-token:w', limit: tightLimit(baseLimit), oauth: true, perIp: true };
 }
+
+/** Whether `path` is a browser page or one of its forms (see the header); `path` as bucketFor takes it. */
+export const isBrowserPage = (method: string, path: string): boolean => PAGES.test(path) || (DEVICE_AUTHORIZATION.test(path) && READ_METHODS.has(method.toUpperCase()));
 
 export function bucketFor(method: string, path: string, baseLimit: number): BucketRule {
   const segment = (path.split('/')[1] ?? '').toLowerCase() || 'root';

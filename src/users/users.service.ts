@@ -21,6 +21,7 @@ import { KeysService } from '../keys/keys.service';
 import { REDIS } from '../redis/redis.module';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from './password';
 import { SignInThrottle } from './sign-in-throttle';
+import { WRONG_PASSWORD } from './sign-in-refusal';
 import { CreateUserDto, ListUsersQuery, UpdateUserDto, UserList, UserResponse, UserRole } from './users.dto';
 
 export interface UserRow {
@@ -40,7 +41,6 @@ const UNIQUE_VIOLATION = '23505';
 
 /** A sign-in's answer: the user, or what the form tells the person (the same for an unknown email as for a wrong password). */
 export type SignIn = { user: UserRow; refusal?: undefined } | { user?: undefined; refusal: string };
-const WRONG_PASSWORD = 'The email or the password is not right.';
 
 export const toUser = (r: UserRow): UserResponse => ({
   id: r.id,
