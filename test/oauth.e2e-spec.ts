@@ -142,6 +142,11 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const ps256 = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'], id_token_signed_response_alg: 'PS256' });
     expect(ps256.status).toBe(400);
     expect(ps256.body.error).toBe('invalid_client_metadata');
+    // Metadata of the wrong JSON type is the client's mistake, never the server's (fuzz seed 2049: a 500).
+    for (const grant_types of [0, 'client_credentials', { 0: 'client_credentials' }, null]) {
+      const odd = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'], token_endpoint_auth_method: 'none', grant_types });
+      expect([grant_types, odd.status, odd.body.error]).toEqual([grant_types, 400, 'invalid_client_metadata']);
+    }
     // RFC 7592: the configuration URL it answers with can be read with the registration access token, and only with it.
     const { pathname } = new URL(ok.body.registration_client_uri);
     expect((await t.http.get(pathname).set(bearer(ok.body.registration_access_token)).expect(200)).body.client_id).toBe(ok.body.client_id);

@@ -163,14 +163,16 @@ function keepsGrant(ctx: KoaContextWithOIDC | undefined): boolean {
 function refuseUnsafeClient(metadata: ClientMetadata, errors: typeof import('oidc-provider').errors, registration: boolean): void {
   // RFC 6749 4.4: client_credentials is for confidential clients only. A public client's id is
   // no secret, so anyone knowing it would get the tenant's tokens.
-  if (metadata.token_endpoint_auth_method === 'none' && metadata.grant_types?.includes('client_credentials')) {
+  // Not checked by the provider yet (the validator runs first): any JSON may stand there.
+  const grantTypes: unknown[] = Array.isArray(metadata.grant_types) ? metadata.grant_types : [];
+  if (metadata.token_endpoint_auth_method === 'none' && grantTypes.includes('client_credentials')) {
     throw new errors.InvalidClientMetadata('client_credentials needs a confidential client (token_endpoint_auth_method other than none)');
   }
   // A client-credentials token acts in its client's tenant; an openly registered client has none,
   // so its tokens would be refused by the API while introspection called them active. At
   // registration only: a client registered before this rule keeps loading, for its users'
   // consents (its client-credentials tokens were never of use).
-  if (registration && !metadata.tenant_id && metadata.grant_types?.includes('client_credentials')) {
+  if (registration && !metadata.tenant_id && grantTypes.includes('client_credentials')) {
     throw new errors.InvalidClientMetadata('client_credentials needs a client of a tenant: an admin registers it with POST /auth/clients');
   }
   // OAuth 2.1 and RFC 8252 8.3: a code or a logout may go back over plain http to the user's own
