@@ -118,7 +118,8 @@ export function strictDecode(s: string, plusIsSpace = false): Decoded {
     else bytes.push(...Buffer.from(c, 'utf8'));
   }
   try {
-    return { ok: true, text: new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(bytes)) };
+    // ignoreBOM keeps a leading U+FEFF as the server reads it (fuzz seed 2050: `%EF%BB%BF` read as "").
+    return { ok: true, text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(Buffer.from(bytes)) };
   } catch {
     // WTF-8 surrogates land here too: they are not UTF-8.
     return { ok: false, reason: 'invalid-utf8' };
