@@ -8,7 +8,7 @@ import 'reflect-metadata';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '../src/config/app-config';
-import { dataSourceOptions, ensureDatabase } from '../src/database/data-source-options';
+import { dataSourceOptions, ensureDatabase, MigrationDataSource, migrationDataSourceOptions } from '../src/database/data-source-options';
 import { migrations } from '../src/database/migrations';
 import { parseSearch } from '../src/search/search-query';
 import { searchStatement } from '../src/search/search.sql';
@@ -482,7 +482,8 @@ describe('migrations', () => {
     // An instance migrating at start-up holds the lock: the CLI waits for it, then applies what is left.
     const instance = new Client({ connectionString: url });
     await instance.connect();
-    const waiting = `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 727002 AND NOT granted`;
+    // It tries for the lock, idle between tries (see the next test for why it does not wait in pg_advisory_lock).
+    const waiting = `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%pg_try_advisory_lock%'`;
     const applied = async (): Promise<number> =>
       (await ds!.query(`SELECT to_regclass('migrations') IS NULL AS none`))[0].none ? 0 : (await ds!.query(`SELECT count(*)::int AS n FROM migrations`))[0].n;
     const before = await applied();
@@ -499,6 +500,23 @@ describe('migrations', () => {
     }
     await ds.undoLastMigration({ transaction: 'each' });
     expect(await ds.runMigrations({ transaction: 'each' })).toHaveLength(1);
+  });
+
+  it('two runners starting together on a database owing an index built CONCURRENTLY both finish, applying each migration once', async () => {
+    // A runner waiting in pg_advisory_lock held a snapshot, which the holder's CREATE INDEX
+    // CONCURRENTLY waited out: neither finished. Each runner here has its own pool, as two
+    // instances (or an instance and the CLI) do.
+    const together = `${PG_SERVER}/${name}_together`;
+    await ensureDatabase(together);
+    const runners = [0, 1].map(() => new MigrationDataSource(migrationDataSourceOptions(loadConfig({ DATABASE_URL: together }))));
+    try {
+      await Promise.all(runners.map((r) => r.initialize()));
+      const applied = await Promise.all(runners.map((r) => r.runMigrations({ transaction: 'each' })));
+      expect(applied.map((list) => list.length).sort((a, b) => a - b)).toEqual([0, migrations.length]);
+    } finally {
+      await Promise.all(runners.map((r) => (r.isInitialized ? r.destroy() : undefined)));
+      await dropDatabase(`${name}_together`);
+    }
   });
 
   it('every migration reverts, down to an empty schema, and applies again', async () => {

@@ -1,4 +1,5 @@
 /** Owns how the service talks to PostgreSQL: connection options, migrations, database creation. */
+import { setTimeout as delay } from 'node:timers/promises';
 import pg, { Client } from 'pg';
 import { DataSource, DataSourceOptions, MigrationExecutor } from 'typeorm';
 import type { AppConfig } from '../config/app-config';
@@ -78,6 +79,8 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
 }
 
 const MIGRATION_LOCK = 727_002;
+/** How often a runner that found the migration lock taken tries again. */
+const MIGRATION_LOCK_RETRY_MS = 200;
 
 /**
  * The DataSource migrations run and revert on, at start-up and through the `typeorm` CLI
@@ -94,11 +97,20 @@ export class MigrationDataSource extends DataSource {
     return this.locked(() => super.undoLastMigration(options));
   }
 
+  /**
+   * Tries for the lock rather than waiting in `pg_advisory_lock`: a statement waiting there
+   * holds a snapshot, which CREATE INDEX CONCURRENTLY in the holder's migration waits out, so
+   * two runners starting together on a database owing such a migration waited for each other
+   * for good (PostgreSQL sees no deadlock: the lock and the build are on different connections
+   * of the holder). Between tries the waiting connection is idle, outside any transaction.
+   */
   private async locked<T>(work: () => Promise<T>): Promise<T> {
     const lock = this.createQueryRunner();
     try {
       await lock.connect();
-      await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      while (!(await lock.query('SELECT pg_try_advisory_lock($1) AS taken', [MIGRATION_LOCK]))[0].taken) {
+        await delay(MIGRATION_LOCK_RETRY_MS);
+      }
       return await work();
     } finally {
       await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
