@@ -157,6 +157,23 @@ describe('idempotency keys', () => {
     expect(first.headers.location).toBe(`/items/bulk_action/jobs/${first.body.id}`);
   });
 
+  it('answers a retry whose kept response can no longer be opened 409 conflict with how the request ended, and runs nothing again', async () => {
+    const idem = randomUUID();
+    const start = () =>
+      t.http.post('/items/bulk_action').set(bearer(admin.key)).set(IDEM, idem).send({ action: 'update_tier', tier: 'feed', filter: { type: 'core.note' }, async: true });
+    const first = await start().expect(202);
+    // As when the encryption key it was sealed under is gone: the sealed bytes no longer open.
+    await t.sql(`UPDATE idempotency_keys SET response_body = set_byte(response_body, length(response_body) - 1, get_byte(response_body, length(response_body) - 1) # 1) WHERE key_hash = $1`, [
+      keyDigest(idem),
+    ]);
+    const jobs = async () => (await t.sql(`SELECT id FROM bulk_jobs WHERE spec->>'tier' = 'feed'`)).length;
+    const before = await jobs();
+    const again = await start();
+    expect(again.status).toBe(409);
+    expect(again.body.error).toMatchObject({ code: 'conflict', details: { original_status: 202, location: first.headers.location } });
+    expect(await jobs()).toBe(before);
+  });
+
   it('leaves routes it does not decorate alone, even with a header', async () => {
     const created = await post({ label: 'undecorated' }).expect(201);
     // PATCH /keys/:id is not idempotent by key: both run, and the header is not checked.

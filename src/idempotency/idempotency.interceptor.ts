@@ -29,6 +29,7 @@ import { from, lastValueFrom, Observable } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal';
 import { tokenScopesOf } from '../oidc/scopes';
+import { ApiError } from '../common/api-error';
 import { toApiError } from '../common/exception.filter';
 import { canonicalId } from '../common/ids';
 import { isDependencyUnavailable, isWriteCollision } from '../common/unavailable';
@@ -190,7 +191,17 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   private async replay(attempt: Attempt, row: StoredKey, res: FastifyReply): Promise<unknown> {
     const status = row.responseStatus as number;
-    const json = await this.seal.open(attempt.key, attempt.owner, attempt.digest, status, row.responseBody as Buffer);
+    const json = await this.seal.open(attempt.key, attempt.owner, attempt.digest, status, row.responseBody as Buffer).catch(() => {
+      // Sealed under an encryption key the service no longer holds (a rotation whose
+      // SVC_ENCRYPTION_KEY_PREVIOUS went before the row expired): the request is not run again,
+      // and the client learns how it ended, which is all that is left of its answer.
+      throw ApiError.conflict(
+        'conflict',
+        'The response kept for this Idempotency-Key can no longer be read (it was sealed under an encryption key the service no longer holds); ' +
+          'the request it answered is not run again: use a new key to repeat it',
+        { original_status: status, ...(row.responseLocation ? { location: row.responseLocation } : {}) },
+      );
+    });
     res.status(status);
     if (row.responseLocation) res.header('Location', row.responseLocation);
     res.header(IDEMPOTENT_REPLAYED_HEADER, 'true');
