@@ -54,7 +54,7 @@ export class AccountForms {
   /** GET /auth/sign-in without an app. */
   async signInForm(req: FastifyRequest, reply: FastifyReply, returnTo: unknown, error?: string, email?: string): Promise<void> {
     // A confirmation only on the form's first showing (after signing out everywhere), not over a refusal.
-    const notice = error ? undefined : noticeOf((req.query as Record<string, unknown> | undefined)?.done);
+    const notice = error ? undefined : noticeOf((req.query as Record<string, unknown> | undefined)?.done, ['signed-out']);
     await sendPage(reply, error ? 401 : 200, signInPage({ returnTo: safeReturn(returnTo), csrf: await this.csrf(req, reply), error, email, notice }));
   }
 

@@ -114,7 +114,7 @@ export class AccountController {
     if (!user) return;
     const grants = await this.grants.list(user.id);
     if (this.wantsJson(req)) return void reply.send({ grants });
-    await sendPage(reply, 200, grantsPage({ csrf: await this.forms.csrf(req, reply), grants, notice: noticeOf(done) }));
+    await sendPage(reply, 200, grantsPage({ csrf: await this.forms.csrf(req, reply), grants, notice: noticeOf(done, ['revoked']) }));
   }
 
   @ApiExtension('x-error-format', 'html')

@@ -73,8 +73,10 @@ describe('the pages\' other wording', () => {
   });
 
   it('shows only its fixed confirmations, by code', () => {
-    expect(noticeOf('revoked')).toBe('revoked');
-    for (const code of ['toString', '__proto__', '<b>x</b>', undefined, ['revoked']]) expect(noticeOf(code)).toBeUndefined();
+    expect(noticeOf('revoked', ['revoked'])).toBe('revoked');
+    // Only the notices of the page showing it: a link cannot make the grants page say "signed out".
+    expect(noticeOf('signed-out', ['revoked'])).toBeUndefined();
+    for (const code of ['toString', '__proto__', '<b>x</b>', undefined, ['revoked']]) expect(noticeOf(code, ['revoked', 'signed-out'])).toBeUndefined();
     expect(grantsPage({ csrf: 'c', grants: [], notice: 'revoked' })).toContain('<p class="notice" role="status">Access revoked');
   });
 

@@ -101,7 +101,9 @@ const NOTICES = {
   'signed-out': 'You are signed out everywhere: in every browser, for apps and for these pages. Sign in again to go on.',
 } as const;
 export type Notice = keyof typeof NOTICES;
-export const noticeOf = (code: unknown): Notice | undefined => (typeof code === 'string' && Object.hasOwn(NOTICES, code) ? (code as Notice) : undefined);
+/** The notice `code` names, if it is one of those the page shows (`shown`): a grants page never says "signed out". */
+export const noticeOf = (code: unknown, shown: readonly Notice[]): Notice | undefined =>
+  typeof code === 'string' && Object.hasOwn(NOTICES, code) && shown.includes(code as Notice) ? (code as Notice) : undefined;
 const notice = (code?: Notice) => (code ? `<p class="notice" role="status">${escapeHtml(NOTICES[code])}</p>` : '');
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
