@@ -4,22 +4,13 @@
  * current key and prints the counts; once it reports nothing unreadable, the previous key can be
  * removed (docs/operations.md, "Rotating SVC_ENCRYPTION_KEY"). Safe to run again.
  */
-import 'reflect-metadata';
-import { DataSource } from 'typeorm';
 import { StartupError } from '../common/startup-error';
-import { loadConfig } from '../config/app-config';
-import { dataSourceOptions } from '../database/data-source-options';
-import { checkEncryptionKey, resealAll } from './sealed-columns';
-import { SecretBox } from './secret-box';
+import { withCheckedSecrets } from './checked-secrets';
+import { resealAll } from './sealed-columns';
 
 async function main(): Promise<number> {
   if (process.argv.length > 2) throw new StartupError(`unexpected argument ${JSON.stringify(process.argv[2])}; usage: npm run secrets:reseal`);
-  const config = loadConfig();
-  const db = new DataSource(dataSourceOptions(config));
-  await db.initialize();
-  try {
-    const secrets = new SecretBox(config, db);
-    await checkEncryptionKey(secrets, db, config);
+  return withCheckedSecrets(async ({ db, secrets }) => {
     const counts = await resealAll(secrets, db);
     for (const c of counts) console.log(`${c.what}: ${c.seen} stored, ${c.resealed} re-sealed${c.unreadable ? `, ${c.unreadable} opened by no key` : ''}`);
     const [kept]: Array<{ until: Date | null }> = await db.query(`SELECT max(expires_at) AS until FROM idempotency_keys WHERE expires_at > now()`);
@@ -32,9 +23,7 @@ async function main(): Promise<number> {
       return 1;
     }
     return 0;
-  } finally {
-    await db.destroy();
-  }
+  });
 }
 
 main().then(

@@ -2,16 +2,10 @@
  * `npm run oidc:rotate-key`: adds a new id_token signing key (newest signs) and, with
  * `--retire-older-than=<days>`, retires keys older than that. Instances load keys at start:
  * restart them after a rotation; until then the old key still signs and both verify.
- * It first makes start-up's check of SVC_ENCRYPTION_KEY (crypto/sealed-columns.ts): a key sealed
- * under one that does not open the others would break OAuth at the next start.
+ * It first makes start-up's check of SVC_ENCRYPTION_KEY (crypto/checked-secrets.ts).
  */
-import 'reflect-metadata';
-import { DataSource } from 'typeorm';
-import { loadConfig } from '../config/app-config';
 import { StartupError } from '../common/startup-error';
-import { checkEncryptionKey } from '../crypto/sealed-columns';
-import { SecretBox } from '../crypto/secret-box';
-import { dataSourceOptions } from '../database/data-source-options';
+import { withCheckedSecrets } from '../crypto/checked-secrets';
 import { SigningKeys } from './signing-keys';
 
 const USAGE = 'usage: npm run oidc:rotate-key [-- --retire-older-than=<days, 1-36500>]';
@@ -36,13 +30,7 @@ export function parseRotateArgs(args: readonly string[]): { retireOlderThanDays?
 
 async function main(): Promise<void> {
   const { retireOlderThanDays } = parseRotateArgs(process.argv.slice(2));
-  const config = loadConfig();
-  const db = new DataSource(dataSourceOptions(config));
-  await db.initialize();
-  try {
-    const secrets = new SecretBox(config, db);
-    // The start-up check first: a key sealed under the wrong service key breaks OAuth at the next start.
-    await checkEncryptionKey(secrets, db, config);
+  await withCheckedSecrets(async ({ db, secrets }) => {
     const kid = await new SigningKeys(db, secrets).rotate();
     console.log(`new signing key ${kid}`);
     if (retireOlderThanDays !== undefined) {
@@ -52,9 +40,7 @@ async function main(): Promise<void> {
       );
       for (const r of rows as Array<{ kid: string }>) console.log(`retired ${r.kid}`);
     }
-  } finally {
-    await db.destroy();
-  }
+  });
 }
 
 // Run as a script, not when a test imports parseRotateArgs.
