@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { BUFFERED_FROM_CHARS, serializeJson } from './json-reply';
+import { BUFFERED_FROM_CHARS, serializeJson, SPLIT_FROM_ELEMENTS } from './json-reply';
 
 const text = (body: string | Buffer) => (typeof body === 'string' ? body : body.toString('utf8'));
 
@@ -20,6 +20,9 @@ const page = (n: number, body: string) => ({
   next_cursor: n > 1 ? 'WyJ4Il0' : null,
 });
 
+/** A list long enough to be split: the given elements, repeated to SPLIT_FROM_ELEMENTS. */
+const long = (...xs: unknown[]): unknown[] => Array.from({ length: SPLIT_FROM_ELEMENTS }, (_, i) => xs[i % xs.length]);
+
 describe('serializeJson', () => {
   it('gives the bytes of JSON.stringify, a large answer as a UTF-8 Buffer and a small one as a string', () => {
     const ascii = 'alpha beta gamma '.repeat(800);
@@ -33,6 +36,14 @@ describe('serializeJson', () => {
     }
   });
 
+  it('leaves an answer without a long list to JSON.stringify, however large', () => {
+    const big = 'x'.repeat(BUFFERED_FROM_CHARS);
+    for (const value of [page(SPLIT_FROM_ELEMENTS - 1, big), { properties: { text: big }, tags: ['a', 'b'] }]) {
+      expect(serializeJson(value)).toBe(JSON.stringify(value));
+    }
+    expect(Buffer.isBuffer(serializeJson(page(SPLIT_FROM_ELEMENTS, big)))).toBe(true);
+  });
+
   it('keeps what JSON.stringify does with skipped members, holes, top-level arrays and exotic values', () => {
     const big = 'x'.repeat(BUFFERED_FROM_CHARS);
     const fn = () => 1;
@@ -42,11 +53,11 @@ describe('serializeJson', () => {
       constructor(readonly id: string, readonly items: unknown[]) {}
     }
     const values: unknown[] = [
-      { a: undefined, b: fn, c: Symbol('s'), d: [undefined, fn, Symbol('s'), sparse], e: big },
-      [big, undefined, { k: fn }, [1, [2]]],
-      { list: [big, big], 'key "quoted" \u2028': 1, n: NaN, inf: -Infinity, date: new Date(NaN) },
-      new Row('r', [big, new Date(0)]),
-      Object.assign(Object.create(null), { items: [big], next: null }),
+      { a: undefined, b: fn, c: Symbol('s'), d: long(undefined, fn, Symbol('s'), sparse), e: big },
+      long(big, undefined, { k: fn }, [1, [2]]),
+      { list: long(big), 'key "quoted" \u2028': 1, n: NaN, inf: -Infinity, date: new Date(NaN) },
+      new Row('r', long(big, new Date(0))),
+      Object.assign(Object.create(null), { items: long(big), next: null }),
       null, 'plain', 42, true, undefined, [],
       {}, new Map([['a', 1]]), new Set([1]), new Number(3), new String('s'), new Uint8Array([1, 2]),
     ];
@@ -61,11 +72,11 @@ describe('serializeJson', () => {
       }
     }
     for (const value of [
-      { items: [keyed, keyed], big: 'x'.repeat(BUFFERED_FROM_CHARS) },
-      { member: keyed, other: ['x'.repeat(BUFFERED_FROM_CHARS)] },
-      [keyed, 'x'.repeat(BUFFERED_FROM_CHARS)],
+      { items: long(keyed), big: 'x'.repeat(BUFFERED_FROM_CHARS) },
+      { member: keyed, other: long('x'.repeat(BUFFERED_FROM_CHARS)) },
+      long(keyed, 'x'.repeat(BUFFERED_FROM_CHARS)),
       keyed,
-      { items: [new KeyedDate(0)], big: 'x'.repeat(BUFFERED_FROM_CHARS) },
+      { items: long(new KeyedDate(0)), big: 'x'.repeat(BUFFERED_FROM_CHARS) },
       Object.assign([1, 2], { toJSON: () => 'array' }),
     ]) {
       expect(text(serializeJson(value))).toBe(JSON.stringify(value));
@@ -81,7 +92,7 @@ describe('serializeJson', () => {
       fc.property(anything, fc.integer({ min: 0, max: 3 }), (value, copies) => {
         // Repeated past BUFFERED_FROM_CHARS, so that the Buffer path is taken too.
         const pad = 'p'.repeat(copies ? BUFFERED_FROM_CHARS : 0);
-        for (const v of [value, { items: Array(copies).fill(value), pad }, [value, pad, value]]) {
+        for (const v of [value, { items: Array(copies * SPLIT_FROM_ELEMENTS).fill(value), pad }, [pad, ...long(value)]]) {
           expect(text(serializeJson(v) ?? 'undefined')).toBe(JSON.stringify(v) ?? 'undefined');
         }
       }),

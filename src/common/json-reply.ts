@@ -15,6 +15,23 @@
 export const BUFFERED_FROM_CHARS = 64 * 1024;
 
 /**
+ * Only an answer holding a list this long is split at all: splitting costs a few microseconds
+ * even when the parts end up joined, and an answer that is one item (the write path's) rarely
+ * reaches BUFFERED_FROM_CHARS. A large answer without such a list is JSON.stringify'd whole.
+ */
+export const SPLIT_FROM_ELEMENTS = 8;
+
+/** The value is, or has at its top level, an array of at least SPLIT_FROM_ELEMENTS elements. */
+function holdsLongList(value: object): boolean {
+  if (Array.isArray(value)) return value.length >= SPLIT_FROM_ELEMENTS;
+  for (const key in value) {
+    const child: unknown = (value as Record<string, unknown>)[key];
+    if (Array.isArray(child) && child.length >= SPLIT_FROM_ELEMENTS) return true;
+  }
+  return false;
+}
+
+/**
  * A value JSON.stringify serialises member by member, so that its parts can be serialised one
  * by one: an array or a plain object (class instances included), without toJSON. A boxed
  * primitive, a toJSON or any other exotic top level is left to JSON.stringify whole.
@@ -76,7 +93,7 @@ function jsonParts(value: unknown, depth: number, parts: string[]): boolean {
 /** The body of a JSON answer: JSON.stringify(value), as a UTF-8 Buffer when it is large. */
 export function serializeJson(value: unknown): string | Buffer {
   const parts: string[] = [];
-  if (!splittable(value) || !jsonParts(value, 0, parts)) return JSON.stringify(value);
+  if (!splittable(value) || !holdsLongList(value) || !jsonParts(value, 0, parts)) return JSON.stringify(value);
   let chars = 0;
   for (const part of parts) chars += part.length;
   if (chars < BUFFERED_FROM_CHARS) return parts.join('');
