@@ -1,10 +1,11 @@
 /**
  * Per-caller, per-path-segment rate limits in Redis (shared by every instance), in rolling
  * windows (rolling-window.ts), with the X-RateLimit-* headers on every response and 429
- * `rate_limited` + Retry-After past the limit (a page saying so, to a browser on the browser
- * pages). A caller counted by client address counts by its `addressBucket` (client-address.ts): an IPv6 address per /64. Should Redis fail, an in-memory
- * limiter of the same size (a fixed window, per instance) stands in rather than letting
- * everything through or failing every request.
+ * `rate_limited` + Retry-After past the limit. A browser on the account and sign-in pages gets
+ * that as a page in their layout (oidc/pages.ts), not as JSON. A caller counted by client
+ * address counts by its `addressBucket` (client-address.ts): an IPv6 address per /64. Should
+ * Redis fail, an in-memory limiter of the same size (a fixed window, per instance) stands in
+ * rather than letting everything through or failing every request.
  */
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
