@@ -3,19 +3,25 @@
  * them is refused at start (the process exits 1 with one line naming the variable) and by
  * `npm run oidc:rotate-key`; a new key with the old one in SVC_ENCRYPTION_KEY_PREVIOUS opens what
  * the old one sealed (signing keys, webhook and OAuth client secrets, kept idempotent responses); and
- * `npm run secrets:reseal` re-seals everything so that the old key can be dropped.
+ * `npm run secrets:reseal` re-seals everything so that the old key can be dropped: those, a pending
+ * device code's sealed id (the device page finds the code by its user code only by opening it) and a
+ * connector's access and refresh tokens (a row sealed here as the callback seals it: no upstream here).
  *
  * The steps share one database, each starting where the one before left it.
  */
 import { execFile } from 'node:child_process';
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Client } from 'pg';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
 import { createApp } from '../src/app.factory';
 import { StartupError } from '../src/common/startup-error';
 import { loadConfig } from '../src/config/app-config';
+import { SecretBox } from '../src/crypto/secret-box';
+import { dataSourceOptions } from '../src/database/data-source-options';
+import { tokenAad } from '../src/integrations/connections.service';
 import { bearer, clearRedisPrefix, dropDatabase, PG_SERVER, REDIS_URL, testEnv, uniqueName } from './support/app';
 import { ensureBuilt, freePort, ROOT, runService } from './support/process';
 import { Receiver } from './support/receiver';
@@ -47,6 +53,8 @@ describe('the encryption key (e2e)', () => {
   let kids: string[];
   let client: { client_id: string; client_secret: string };
   const replay = { key: `enc-${randomBytes(4).toString('hex')}`, body: undefined as unknown };
+  let device: { client_id: string; device_code: string; user_code: string };
+  const connection = { tenantId: '', id: randomUUID(), access: `access-${randomBytes(8).toString('hex')}`, refresh: `refresh-${randomBytes(8).toString('hex')}` };
 
   /** Starts the service in this process on the shared database; the one before is stopped first. */
   async function serve(keys: Record<string, string>): Promise<void> {
@@ -85,6 +93,22 @@ describe('the encryption key (e2e)', () => {
     });
   }
 
+  /** The service's own SecretBox under these keys alone. Its DataSource is never queried: it is read only when no key is given. */
+  function box(keys: Record<string, string>): SecretBox {
+    const config = loadConfig(testEnv({ ...shared, ...keys }));
+    return new SecretBox(config, new DataSource(dataSourceOptions(config)));
+  }
+
+  /** The connection row's tokens, as the given keys alone open them (undefined: they do not). */
+  async function connectionTokens(keys: Record<string, string>): Promise<Array<string | undefined>> {
+    const [row] = (await sql.query(`SELECT access_token_sealed, refresh_token_sealed FROM connections WHERE tenant_id = $1 AND id = $2`, [connection.tenantId, connection.id])).rows;
+    const secrets = box(keys);
+    return [
+      (await secrets.tryOpen(row.access_token_sealed, tokenAad(connection.tenantId, connection.id, 'access')))?.plaintext,
+      (await secrets.tryOpen(row.refresh_token_sealed, tokenAad(connection.tenantId, connection.id, 'refresh')))?.plaintext,
+    ];
+  }
+
   const count = async (text: string) => Number((await sql.query(text)).rows[0].n);
   const jwksKids = async () => ((await http.get('/auth/jwks').expect(200)).body.keys as Array<{ kid: string }>).map((k) => k.kid);
 
@@ -108,7 +132,8 @@ describe('the encryption key (e2e)', () => {
     await serve({ SVC_ENCRYPTION_KEY: OLD_KEY });
     sql = new Client({ connectionString: shared.DATABASE_URL });
     await sql.connect();
-    admin = (await http.post('/keys').send({ label: 'root admin' }).expect(201)).body.key;
+    const root = (await http.post('/keys').send({ label: 'root admin' }).expect(201)).body;
+    admin = root.key;
     const created = await http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/enc`, events: ['item.created'] }).expect(201);
     hook = { id: created.body.id, secret: created.body.secret, path: '/enc' };
     kids = await jwksKids();
@@ -120,6 +145,46 @@ describe('the encryption key (e2e)', () => {
       await http.post('/items').set(bearer(admin)).set('Idempotency-Key', replay.key).send({ type: 'core.note', properties: { title: 'kept' } }).expect(201)
     ).body;
     await signedDelivery('under the old key');
+    // A device authorization left pending: its device code's id is kept sealed in its row.
+    const tv = (
+      await http
+        .post('/auth/clients')
+        .set(bearer(admin))
+        .send({ client_name: 'Kitchen TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'none', scope: 'openid' })
+        .expect(201)
+    ).body;
+    device = { client_id: tv.client_id, ...(await http.post('/auth/device').type('form').send({ client_id: tv.client_id, scope: 'openid' }).expect(200)).body };
+    // A connection as the OAuth callback stores one (connections.service.ts), its tokens sealed under the old key.
+    const integration = await http
+      .post('/integrations')
+      .set(bearer(admin))
+      .send({
+        manifest: {
+          name: 'acme.tasks',
+          version: '1.0.0',
+          publisher: 'Acme Inc.',
+          direction: 'read',
+          runtime_compatibility: ['svc>=4.2'],
+          oauth: { authorize_url: 'https://auth.acme.example/authorize', token_url: 'https://auth.acme.example/token', scopes: ['tasks.read'], client_id: 'svc-connector' },
+          target_types: ['core.task'],
+          permissions: ['core.task:write'],
+        },
+      })
+      .expect(201);
+    connection.tenantId = root.tenant_id;
+    const sealer = box({ SVC_ENCRYPTION_KEY: OLD_KEY });
+    await sql.query(
+      `INSERT INTO connections (tenant_id, id, integration_id, provider, access_token_sealed, refresh_token_sealed, token_type, created_by)
+       VALUES ($1, $2, $3, 'acme.tasks', $4, $5, 'Bearer', $6)`,
+      [
+        connection.tenantId,
+        connection.id,
+        integration.body.id,
+        await sealer.seal(connection.access, tokenAad(connection.tenantId, connection.id, 'access')),
+        await sealer.seal(connection.refresh, tokenAad(connection.tenantId, connection.id, 'refresh')),
+        root.id,
+      ],
+    );
     await app!.close();
     app = undefined;
   }, 180_000);
@@ -192,6 +257,9 @@ describe('the encryption key (e2e)', () => {
     expect(first.stdout).toContain('webhook secrets: 1 stored, 1 re-sealed');
     expect(first.stdout).toContain('key check: 1 stored, 1 re-sealed');
     expect(first.stdout).toContain('OAuth client secrets: 1 stored, 1 re-sealed');
+    expect(first.stdout).toContain('OAuth device codes: 1 stored, 1 re-sealed');
+    expect(first.stdout).toContain('connector access tokens: 1 stored, 1 re-sealed');
+    expect(first.stdout).toContain('connector refresh tokens: 1 stored, 1 re-sealed');
     expect(first.stdout).toMatch(/keep SVC_ENCRYPTION_KEY_PREVIOUS until \S+ for their replays/);
     const second = await script('crypto/reseal-secrets.js', keys);
     expect(second.code).toBe(0);
@@ -201,7 +269,16 @@ describe('the encryption key (e2e)', () => {
     expect(await jwksKids()).toEqual(kids);
     await signedDelivery('under the new key alone');
     await clientCredentials();
+    // The device page finds the code by its user code, which opens the sealed id (500 when no key does). A poll finds it by its
+    // value and opens nothing: it answers authorization_pending either way, so it only shows the code still waits.
+    const page = await http.get('/auth/device').query({ user_code: device.user_code });
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Kitchen TV');
+    const poll = await http.post('/auth/device/token').type('form').send({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.device_code, client_id: device.client_id });
+    expect([poll.status, poll.body.error]).toEqual([400, 'authorization_pending']);
+    expect(await connectionTokens({ SVC_ENCRYPTION_KEY: NEW_KEY })).toEqual([connection.access, connection.refresh]);
     // And the old key alone no longer opens them.
+    expect(await connectionTokens({ SVC_ENCRYPTION_KEY: OLD_KEY })).toEqual([undefined, undefined]);
     expect((await refused({ SVC_ENCRYPTION_KEY: OLD_KEY })).message).toMatch(/^SVC_ENCRYPTION_KEY does not open the secrets stored in/);
   });
 });
