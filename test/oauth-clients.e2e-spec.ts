@@ -1,5 +1,6 @@
 /**
- * Admins managing OAuth clients (/auth/clients): listing and reading without secrets, deletion
+ * Admins managing OAuth clients (/auth/clients): listing and reading without secrets, updating
+ * (what is taken away leaves the grants and tokens at once), deletion
  * that ends every token and grant of the client at once (audited), secret rotation, and who
  * manages which client (the tenant's admins; a root-tenant admin for openly registered ones).
  * Tokens are real: client credentials with HTTP Basic, and an authorization code a user approves
@@ -22,7 +23,7 @@ interface Client {
   client_secret?: string;
 }
 
-describe('OAuth clients: admin listing, deletion and secret rotation', () => {
+describe('OAuth clients: admin listing, updates, deletion and secret rotation', () => {
   let t: TestApp;
   let root: string;
   let admin: string;
@@ -48,20 +49,25 @@ describe('OAuth clients: admin listing, deletion and secret rotation', () => {
   };
   const introspect = (c: Client, token: string, secret = c.client_secret!) => t.http.post('/auth/oauth2/introspect').auth(c.client_id, secret).type('form').send({ token });
 
-  /** `email` signs in and approves `client`'s request for openid and core.note:read; the tokens the client gets for the code. */
-  const approve = async (c: Client, email: string) => {
-    const agent = request.agent(t.url);
+  /** An authorization request of `c` for `scope`, and the PKCE verifier of its code. */
+  const authorization = (c: Client, scope: string, redirect = redirectUri) => {
     const verifier = randomBytes(32).toString('base64url');
     const query = new URLSearchParams({
       client_id: c.client_id,
-      redirect_uri: redirectUri,
+      redirect_uri: redirect,
       response_type: 'code',
-      scope: 'openid core.note:read',
+      scope,
       state: 'st',
       code_challenge: createHash('sha256').update(verifier).digest('base64url'),
       code_challenge_method: 'S256',
     });
-    const signIn = await browse(agent, t.url, `/auth/authorize?${query}`);
+    return { path: `/auth/authorize?${query}`, verifier };
+  };
+
+  /** `email` signs in and approves `client`'s request for `scope`; the tokens the client gets for the code. */
+  const approve = async (c: Client, email: string, scope = 'openid core.note:read', agent = request.agent(t.url)) => {
+    const { path, verifier } = authorization(c, scope);
+    const signIn = await browse(agent, t.url, path);
     const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email, password });
     const consent = await browse(agent, t.url, new URL(signedIn.headers.location, t.url).pathname);
     const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' });
@@ -69,7 +75,7 @@ describe('OAuth clients: admin listing, deletion and secret rotation', () => {
     const code = new URL(back.leftTo!).searchParams.get('code')!;
     const tokens = await t.http.post('/auth/token').auth(c.client_id, c.client_secret!).type('form').send({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier });
     if (tokens.status !== 200) throw new Error(`code exchange: ${tokens.status} ${tokens.text}`);
-    return tokens.body as { access_token: string; refresh_token: string };
+    return tokens.body as { access_token: string; refresh_token: string; scope: string };
   };
   const webApp = () =>
     register({ client_name: 'Notes app', redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token', 'client_credentials'], scope: 'openid core.note:read' });
@@ -120,6 +126,9 @@ describe('OAuth clients: admin listing, deletion and secret rotation', () => {
     expect(new Set(answers.map((r) => r.status))).toEqual(new Set([201]));
     expect(new Set(answers.map((r) => `${r.body.client_id} ${r.body.client_secret}`)).size).toBe(1);
     expect(answers.filter((r) => r.headers['idempotent-replayed'] === 'true')).toHaveLength(7);
+    // Every answer, the replays too, names where the client is read.
+    expect(new Set(answers.map((r) => r.headers.location))).toEqual(new Set([`/auth/clients/${answers[0].body.client_id}`]));
+    await t.http.get(answers[0].headers.location).set(bearer(admin)).expect(200);
     const made = await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Client' AND payload->>'client_name' = 'retried'`);
     expect(made).toHaveLength(1);
     expectError(await send({ ...body, client_name: 'another' }), 409, 'conflict');
@@ -178,23 +187,136 @@ describe('OAuth clients: admin listing, deletion and secret rotation', () => {
     expect(res.text).not.toMatch(/\\ud83d/i);
   });
 
+  it('changes a client in part (PATCH): absent fields stay, null removes a description, the result checked as registration checks it', async () => {
+    const app = await register({
+      client_name: 'Notes app',
+      redirect_uris: [redirectUri],
+      grant_types: ['authorization_code', 'refresh_token', 'client_credentials'],
+      scope: 'openid core.note:read',
+      logo_uri: 'https://app.example.com/logo.png',
+      contacts: ['ops@example.com'],
+    });
+    const patch = (body: Record<string, unknown>, key = admin, id = app.client_id) => t.http.patch(`/auth/clients/${id}`).set(bearer(key)).send(body);
+    const changed = (await patch({ client_name: 'Notes', logo_uri: null, redirect_uris: [redirectUri, 'http://127.0.0.1/cb'] }).expect(200)).body;
+    expect(changed).toMatchObject({ client_id: app.client_id, client_name: 'Notes', redirect_uris: [redirectUri, 'http://127.0.0.1/cb'], scope: 'openid core.note:read', contacts: ['ops@example.com'] });
+    expect(changed).not.toHaveProperty('logo_uri');
+    expect(changed).not.toHaveProperty('client_secret');
+    expect((await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200)).body).toEqual(changed);
+    // The secret is the one registration gave, and still authenticates.
+    await t.http.get('/items').set(bearer(await tokenOf(app))).expect(200);
+
+    // Plain http away from a loopback host is refused as at registration, in the same form, and nothing changes.
+    const plain = await patch({ redirect_uris: ['http://app.example.com/cb'] });
+    expectError(plain, 400, 'validation_error');
+    expect(badFields(plain)).toEqual(['(client)']);
+    expect(badFields(await t.http.post('/auth/clients').set(bearer(admin)).send({ redirect_uris: ['http://app.example.com/cb'] }))).toEqual(['(client)']);
+    expect(badFields(await patch({ post_logout_redirect_uris: ['http://app.example.com/bye'] }))).toEqual(['(client)']);
+    expect(badFields(await patch({ client_name: 'Notes \u202Eppa' }))).toEqual(['client_name']);
+    // Not changeable here: the id, the secret (its own route), the kind of client; nor may the scope go (that would allow every scope).
+    for (const body of [{ client_secret: 'x' }, { client_id: 'x' }, { grant_types: ['client_credentials'] }, { token_endpoint_auth_method: 'none' }, { scope: null }, { redirect_uris: null }]) {
+      expectError(await patch(body), 400, 'validation_error');
+    }
+    expect((await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200)).body).toEqual(changed);
+
+    // Who may: the tenant's admins, as for the neighbouring routes.
+    expectError(await patch({ client_name: 'taken' }, otherAdmin), 404, 'not_found');
+    expectError(await patch({ client_name: 'taken' }, root), 404, 'not_found');
+    expectError(await patch({ client_name: 'x' }, admin, 'no-such-client'), 404, 'not_found');
+    expectError(await patch({ client_name: 'x' }, admin, 'a%20b'), 400, 'invalid_id');
+    expectError(await patch({ client_name: 'taken' }, (await createKey(t, admin, { label: 'member' })).key), 403, 'forbidden');
+    expectError(await patch({ client_name: 'taken' }, await tokenOf(app)), 403, 'forbidden');
+    expect((await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200)).body.client_name).toBe('Notes');
+  });
+
+  it('refuses, after a PATCH took it away, an authorization to a redirect URI and a code issued for it; the grant stays', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'dan@example.com', password, name: 'Dan' }).expect(201);
+    const app = await webApp();
+    const browser = request.agent(t.url);
+    const dan = await approve(app, 'dan@example.com', 'openid core.note:read', browser);
+    // A code issued for the old URI, not yet exchanged when the URI goes.
+    const pending = authorization(app, 'openid core.note:read');
+    const code = new URL((await browse(browser, t.url, pending.path)).leftTo!).searchParams.get('code')!;
+    await t.http.patch(`/auth/clients/${app.client_id}`).set(bearer(admin)).send({ redirect_uris: ['https://app.example.com/new-callback'] }).expect(200);
+    const late = await t.http.post('/auth/token').auth(app.client_id, app.client_secret!).type('form').send({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: pending.verifier });
+    expect([late.status, late.body.error]).toEqual([400, 'invalid_grant']);
+
+    const refused = await t.http.get(authorization(app, 'openid core.note:read').path);
+    expect([refused.status, refused.headers.location]).toEqual([400, undefined]);
+    expect(refused.text).toContain('redirect_uri');
+    const moved = await t.http.get(authorization(app, 'openid core.note:read', 'https://app.example.com/new-callback').path);
+    expect(moved.status).toBe(303);
+    // Not a revocation: the user's tokens keep working.
+    await t.http.get('/items').set(bearer(dan.access_token)).expect(200);
+    await t.http.post('/auth/token').auth(app.client_id, app.client_secret!).type('form').send({ grant_type: 'refresh_token', refresh_token: dan.refresh_token }).expect(200);
+  });
+
+  it('holds a narrowed scope at once: the token in hand, its refresh and the next authorization get no scope taken away', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'eve@example.com', password, name: 'Eve' }).expect(201);
+    const app = await register({ client_name: 'Writer', redirect_uris: [redirectUri], scope: 'openid core.note:read core.note:write' });
+    const browser = request.agent(t.url);
+    const eve = await approve(app, 'eve@example.com', 'openid core.note:read core.note:write', browser);
+    const note = (token: string) => t.http.post('/items').set(bearer(token)).send({ type: 'core.note', properties: { title: 'n' } });
+    await note(eve.access_token).expect(201);
+
+    await t.http.patch(`/auth/clients/${app.client_id}`).set(bearer(admin)).send({ scope: 'openid core.note:read' }).expect(200);
+    // The token in hand (resolved and cached before) lost the write.
+    expectError(await note(eve.access_token), 403, 'type_not_permitted');
+    await t.http.get('/items').set(bearer(eve.access_token)).expect(200);
+    // Its grant holds no more than the client may ask for; it was narrowed, not revoked.
+    const [grant] = await t.sql<{ payload: { resources: Record<string, string> } }>(`SELECT payload FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [app.client_id]);
+    expect(Object.values(grant.payload.resources)).toEqual(['core.note:read']);
+    // A refresh, even asking for the write by name, gets none.
+    const refreshed = await t.http.post('/auth/token').auth(app.client_id, app.client_secret!).type('form').send({ grant_type: 'refresh_token', refresh_token: eve.refresh_token }).expect(200);
+    expect(refreshed.body.scope.split(' ')).not.toContain('core.note:write');
+    expectError(await note(refreshed.body.access_token), 403, 'type_not_permitted');
+    await t.http.get('/items').set(bearer(refreshed.body.access_token)).expect(200);
+    // The next authorization, in the browser already signed in, gets the read alone.
+    const { path, verifier } = authorization(app, 'openid core.note:read core.note:write');
+    const back = await browse(browser, t.url, path);
+    const code = new URL(back.leftTo!).searchParams.get('code')!;
+    const again = await t.http.post('/auth/token').auth(app.client_id, app.client_secret!).type('form').send({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier }).expect(200);
+    expect(again.body.scope.split(' ').sort()).toEqual(['core.note:read', 'openid']);
+    expectError(await note(again.body.access_token), 403, 'type_not_permitted');
+  });
+
+  it('ends a consent in progress that asks for a scope a PATCH took away: the grant never gets it', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'fay@example.com', password, name: 'Fay' }).expect(201);
+    const app = await register({ client_name: 'Writer', redirect_uris: [redirectUri], scope: 'openid core.note:read core.note:write' });
+    const browser = request.agent(t.url);
+    const signIn = await browse(browser, t.url, authorization(app, 'openid core.note:read core.note:write').path);
+    const signedIn = await browser.post('/auth/sign-in').type('form').send({ uid: field(signIn.page!, 'uid'), csrf: field(signIn.page!, 'csrf'), email: 'fay@example.com', password });
+    const consent = await browse(browser, t.url, new URL(signedIn.headers.location, t.url).pathname);
+    expect(consent.page).toContain('core.note:write');
+
+    await t.http.patch(`/auth/clients/${app.client_id}`).set(bearer(admin)).send({ scope: 'openid core.note:read' }).expect(200);
+    const decision = await browser.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' });
+    expect(decision.status).toBeGreaterThanOrEqual(400);
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [app.client_id])).toEqual([]);
+  });
+
   it('documents the routes in /openapi.json, errors in the envelope, the rotated secret as required', async () => {
     const doc = (await t.http.get('/openapi.json').expect(200)).body;
     const op = (path: string, method: string) => doc.paths[path]?.[method];
+    const schema = (ref: string) => doc.components.schemas[ref.split('/').pop()!];
     expect(Object.keys(op('/auth/clients', 'get').responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '429']));
     expect(Object.keys(op('/auth/clients/{client_id}', 'get').responses)).toEqual(expect.arrayContaining(['200', '400', '404']));
     expect(Object.keys(op('/auth/clients/{client_id}', 'delete').responses)).toEqual(expect.arrayContaining(['200', '400', '404']));
+    const update = op('/auth/clients/{client_id}', 'patch');
+    expect(Object.keys(update.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404', '429']));
+    expect(Object.keys(schema(update.requestBody.content['application/json'].schema.$ref).properties).sort()).toEqual(
+      ['client_name', 'client_uri', 'contacts', 'logo_uri', 'policy_uri', 'post_logout_redirect_uris', 'redirect_uris', 'scope', 'tos_uri'],
+    );
+    expect(op('/auth/clients', 'post').responses['201'].headers).toHaveProperty('Location');
     const rotate = op('/auth/clients/{client_id}/secret', 'post');
     expect(Object.keys(rotate.responses)).toEqual(expect.arrayContaining(['200', '400', '404', '409']));
     expect(JSON.stringify(rotate.responses['409'])).toContain('ErrorEnvelope');
     expect(rotate.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['client_id', 'Idempotency-Key']));
-    for (const [path, method] of [['/auth/clients', 'get'], ['/auth/clients/{client_id}', 'get'], ['/auth/clients/{client_id}', 'delete'], ['/auth/clients/{client_id}/secret', 'post']]) {
+    for (const [path, method] of [['/auth/clients', 'get'], ['/auth/clients/{client_id}', 'get'], ['/auth/clients/{client_id}', 'patch'], ['/auth/clients/{client_id}', 'delete'], ['/auth/clients/{client_id}/secret', 'post']]) {
       const responses = Object.entries<{ description?: string }>(op(path, method).responses);
       expect(responses.filter(([, r]) => !r.description)).toEqual([]);
       if (method !== 'get') expect(Object.keys(op(path, method).responses)).toEqual(expect.arrayContaining(['413', '415']));
       expect(op(path, method).security).toEqual([{ bearer: [] }]);
     }
-    const schema = (ref: string) => doc.components.schemas[ref.split('/').pop()!];
     expect(schema(rotate.responses['200'].content['application/json'].schema.$ref).required).toContain('client_secret');
     const listed = schema(op('/auth/clients', 'get').responses['200'].content['application/json'].schema.$ref);
     expect(Object.keys(listed.properties)).toEqual(['clients', 'next_cursor']);

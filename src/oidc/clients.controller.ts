@@ -1,12 +1,13 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { PageQuery } from '../common/pagination';
 import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
-import { OAuthClient, OAuthClientList, ParseClientIdPipe, RegisteredClient, RegisterClientDto, RotatedClient } from './clients.dto';
+import { OAuthClient, OAuthClientList, ParseClientIdPipe, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
 import { ClientsService } from './clients.service';
 
 const WHO_MANAGES = 'Admins manage their tenant\'s clients; a root-tenant admin also manages clients made by open registration (RFC 7591), which have no tenant. Any other client is 404 `not_found`.';
@@ -27,10 +28,15 @@ export class ClientsController {
       'RFC 7591 metadata. The client belongs to the tenant (so it may use client_credentials) and carries a default extension grant. ' +
       'Confidential clients get a `client_secret`, shown only here and stored encrypted; `token_endpoint_auth_method: none` makes a public client (PKCE, no secret).',
   })
-  @ApiCreatedResponse({ type: RegisteredClient })
+  @ApiCreatedResponse({
+    type: RegisteredClient,
+    headers: { Location: { description: 'The client: /auth/clients/{client_id} (kept by an Idempotency-Key replay)', schema: { type: 'string' } } },
+  })
   @ApiErrors(400, 401, 403, 429)
-  register(@Caller() p: Principal, @Body() dto: RegisterClientDto): Promise<RegisteredClient> {
-    return this.clients.register(p, dto);
+  async register(@Caller() p: Principal, @Body() dto: RegisterClientDto, @Res({ passthrough: true }) res: FastifyReply): Promise<RegisteredClient> {
+    const client = await this.clients.register(p, dto);
+    res.header('Location', `/auth/clients/${client.client_id}`);
+    return client;
   }
 
   @Get()
@@ -49,6 +55,24 @@ export class ClientsController {
   @ApiErrors(400, 401, 403, 404, 429)
   get(@Caller() p: Principal, @Param('client_id', ParseClientIdPipe) clientId: string): Promise<OAuthClient> {
     return this.clients.get(p, clientId);
+  }
+
+  @Patch(':client_id')
+  @Requires({ admin: true })
+  @ApiOperation({
+    summary: 'Change an OAuth client\'s name, redirect URIs, scope or descriptive URIs (admin); its id, secret and grants stay',
+    description:
+      'Absent fields stay as they are; `null` removes an optional one. The result is checked as registration checks a client (400 `validation_error` naming `(client)`: ' +
+      'plain http redirect URIs only to a loopback host, …) and holds from the next request on every instance. A redirect URI taken away is refused by the next ' +
+      'authorization, and codes not yet exchanged and sign-ins in progress for it end. Scopes taken away leave the users\' grants and the tokens they issued at once ' +
+      '(refreshes included), without revoking them; the client-credentials tokens follow the client\'s scope as well. The kind of client (`grant_types`, ' +
+      '`response_types`, `token_endpoint_auth_method`, `application_type`) and `extension_permissions` cannot be changed: register a new client. ' +
+      WHO_MANAGES,
+  })
+  @ApiOkResponse({ type: OAuthClient, description: 'The client as changed' })
+  @ApiErrors(400, 401, 403, 404, 429)
+  update(@Caller() p: Principal, @Param('client_id', ParseClientIdPipe) clientId: string, @Body() dto: UpdateClientDto): Promise<OAuthClient> {
+    return this.clients.update(p, clientId, dto);
   }
 
   @Delete(':client_id')

@@ -1,6 +1,6 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsIn, IsString } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString } from 'class-validator';
 import { ApiError } from '../common/api-error';
 import { cutText } from '../common/input-policy';
 import { IsOptionalNonNull, IsPermissionMap, MaxChars } from '../common/validation';
@@ -90,6 +90,55 @@ export class RegisterClientDto {
   @ApiPropertyOptional({ ...PERMISSION_MAP_DOC, example: { 'acme.notes': 'write' }, description: 'Default extension grant of the client\'s tokens (SPEC 5.4)' })
   @IsOptionalNonNull() @IsPermissionMap()
   extension_permissions?: PermissionMap;
+}
+
+/**
+ * What PATCH /auth/clients/{client_id} changes: the metadata that says where the client lives and
+ * what it may ask for, with POST's limits. Absent fields stay; `null` removes an optional
+ * description. Not here, so refused as unknown fields: the id and secret (the secret has its own
+ * route), `grant_types`, `response_types`, `token_endpoint_auth_method` and `application_type`
+ * (what kind of client it is: changing it would leave secrets, device codes or tokens of a kind
+ * the client no longer has), and `extension_permissions` (every existing token carries it at once).
+ */
+export class UpdateClientDto {
+  @ApiPropertyOptional({ type: [String], maxItems: 20, maxLength: 2000, example: ['https://app.example.com/callback'], description: 'Replaces the list; a removed URI is refused by the next authorization, and codes and sign-ins in progress for it end' })
+  @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxChars(2000, { each: true })
+  redirect_uris?: string[];
+
+  @ApiPropertyOptional({ type: [String], nullable: true, maxItems: 20, maxLength: 2000, description: 'Replaces the list; null removes it' })
+  @IsOptional() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxChars(2000, { each: true })
+  post_logout_redirect_uris?: string[] | null;
+
+  @ApiPropertyOptional({ minLength: 1, maxLength: 200, type: String, nullable: true, description: 'The name rule of POST; null removes it (the pages then name the client by its id)' })
+  @IsOptional() @IsUserName()
+  client_name?: string | null;
+
+  @ApiPropertyOptional({
+    example: 'openid core.note:read',
+    description: 'Replaces the scopes the client may ask for. Users\' grants lose the scopes it no longer has, and so do the tokens they issued, from the next request. Cannot be removed (that would allow every scope)',
+  })
+  @IsOptionalNonNull() @IsString() @MaxChars(4000)
+  scope?: string;
+
+  @ApiPropertyOptional({ type: [String], nullable: true, maxItems: 20, maxLength: 320, description: 'null removes them' })
+  @IsOptional() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxChars(320, { each: true })
+  contacts?: string[] | null;
+
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'null removes it' })
+  @IsOptional() @IsString() @MaxChars(2000)
+  client_uri?: string | null;
+
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'null removes it' })
+  @IsOptional() @IsString() @MaxChars(2000)
+  logo_uri?: string | null;
+
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'null removes it' })
+  @IsOptional() @IsString() @MaxChars(2000)
+  policy_uri?: string | null;
+
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'null removes it' })
+  @IsOptional() @IsString() @MaxChars(2000)
+  tos_uri?: string | null;
 }
 
 /** What every answer about a client shows: its metadata, never its secret. */

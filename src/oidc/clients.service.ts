@@ -1,6 +1,6 @@
 /**
- * OAuth clients as admins manage them (/auth/clients): registration, listing, reading, deletion
- * and secret rotation. A client belongs to the tenant an admin registered it for, and that
+ * OAuth clients as admins manage them (/auth/clients): registration, listing, reading, updating,
+ * deletion and secret rotation. A client belongs to the tenant an admin registered it for, and that
  * tenant's admins manage it. An openly registered client (RFC 7591) has no tenant; the root
  * tenant's admins manage those, as the operators of the server whose open registration made
  * them (else nobody could remove an abusive one, or one whose secret leaked). Anyone else gets
@@ -17,11 +17,21 @@
  * The client's client-credentials tokens end with it (the old secret alone was enough to get
  * them, so a leaked secret may have), also one a request in flight saves after the rotation
  * (client-secret-claim.ts); the grants users gave stay.
+ *
+ * An update changes where the client lives and what it may ask for (name, redirect URIs, scope,
+ * descriptive URIs), checked as a registration is, and keeps its grants. The provider re-reads a
+ * client from storage on every use (its in-process cache is keyed by the stored metadata's hash),
+ * so every instance sees the change from the next request. A user's grant never gives more than
+ * the client may now ask for: scopes taken away leave every grant of the client (not refused, so
+ * a scope given back is asked for again), which the tokens they issued follow at once (their
+ * cached resolutions are dropped); codes and sign-ins in progress for a redirect URI or a scope
+ * taken away end. There is no audit action for clients (audit.dto.ts): grants are narrowed, not
+ * revoked, so none is recorded.
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
-import type { Provider } from 'oidc-provider';
+import type { Client, Provider } from 'oidc-provider';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
@@ -29,7 +39,7 @@ import { ApiError } from '../common/api-error';
 import { isId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
-import { isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient } from './clients.dto';
+import { isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
 import { clientCredentialId, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { inTransaction, underConnectionLock } from './oidc-adapter';
@@ -112,13 +122,7 @@ export class ClientsService {
       extension_permissions: dto.extension_permissions ?? {},
     };
     const provider = await this.oidc.get();
-    try {
-      await provider.Client.validate(metadata as never);
-    } catch (err) {
-      const e = err as { error?: string; error_description?: string };
-      if (e.error) throw validationError([{ field: '(client)', message: e.error_description ?? e.error }], 'The client metadata is not valid');
-      throw err;
-    }
+    await validateClient(provider, metadata);
     // In a transaction of its own, so that an Idempotency-Key's claim commits with the client.
     await inTransaction(this.db, () => storeOf(provider).upsert(metadata.client_id, metadata, 0));
     return metadata as RegisteredClient;
@@ -190,6 +194,41 @@ export class ClientsService {
     return client;
   }
 
+  /**
+   * Changes `dto`'s fields of the client (absent: kept; null: removed) and checks the result as
+   * registration checks a client. What the client no longer has its users' grants lose too (see
+   * the header).
+   */
+  async update(p: Principal, clientId: string, dto: UpdateClientDto): Promise<OAuthClient> {
+    const provider = await this.oidc.get();
+    const store = storeOf(provider);
+    // Under the row lock, as a rotation is: two updates of different fields both hold, and a
+    // deletion either went first (404) or waits and never sees the client written back.
+    const updated = await underConnectionLock(this.db, 'client-admin', clientId, async (m) => {
+      const [managed, params] = managedBy(p, 2);
+      const [row] = await m.query(`SELECT 1 FROM oidc_models WHERE model = 'Client' AND id = $1 AND ${managed} FOR UPDATE`, [clientId, ...params]);
+      const before = row && (await store.find(clientId));
+      if (!before) return undefined;
+      const after: Record<string, unknown> = { ...before };
+      for (const [key, value] of Object.entries(dto)) {
+        if (value === null) delete after[key];
+        else if (value !== undefined) after[key] = value;
+      }
+      await validateClient(provider, after);
+      await store.upsert(clientId, after, 0);
+      // The provider's view of the client as now stored (read through this transaction), so that
+      // its own matching (a loopback redirect on any port) decides what is still allowed.
+      const client = await provider.Client.find(clientId);
+      await narrowGrants(m, clientId, allowedScopes(after), resourceOf(provider));
+      await endPendingWork(m, clientId, client!, removedScopes(before, after));
+      return toClient(after);
+    });
+    if (!updated) throw notFound();
+    // Cached token resolutions hold the scopes a grant had (oauth-token-cache.ts).
+    await this.tokenCache.invalidate();
+    return updated;
+  }
+
   /** A new secret for a confidential client (see the header); 409 `conflict` for a public one. */
   async rotateSecret(p: Principal, clientId: string): Promise<RotatedClient> {
     const store = storeOf(await this.oidc.get());
@@ -215,6 +254,85 @@ export class ClientsService {
     await this.tokenCache.invalidate();
     return rotated;
   }
+}
+
+/**
+ * The provider's rules of a client as a whole (oidc-provider.factory.ts adds the service's: http
+ * redirects only to loopback, client_credentials only for a confidential client, …), for a
+ * registration and an update alike; a refusal is 400 `validation_error` naming `(client)`.
+ */
+async function validateClient(provider: Provider, metadata: object): Promise<void> {
+  try {
+    await provider.Client.validate(metadata as never);
+  } catch (err) {
+    const e = err as { error?: string; error_description?: string };
+    if (e.error) throw validationError([{ field: '(client)', message: e.error_description ?? e.error }], 'The client metadata is not valid');
+    throw err;
+  }
+}
+
+/** The scopes a client may ask for; undefined: it registered none, and is bounded by none. */
+function allowedScopes(metadata: Record<string, unknown>): Set<string> | undefined {
+  return typeof metadata.scope === 'string' ? new Set(metadata.scope.split(' ').filter(Boolean)) : undefined;
+}
+
+/** What an update took away of the scopes the client could ask for (everything outside the new set when it had none). */
+function removedScopes(before: Record<string, unknown>, after: Record<string, unknown>): (scope: string) => boolean {
+  const old = allowedScopes(before);
+  const now = allowedScopes(after);
+  return (scope) => !!now && !now.has(scope) && (!old || old.has(scope));
+}
+
+/** The API as a resource server: the provider's issuer (oidc-provider.factory.ts, resourceIndicators). */
+const resourceOf = (provider: Provider) => provider.issuer;
+
+/**
+ * Users' grants of the client keep only the scopes it may still ask for. Not a refusal (which
+ * the consent page would remember): were the scope given back to the client, the user would be
+ * asked again. The tokens a grant issued are good for the scopes it still holds (scopesStillHeld,
+ * scopes.ts), and a refresh is kept to them by the provider, so a grant is all there is to narrow.
+ */
+async function narrowGrants(m: EntityManager, clientId: string, allowed: Set<string> | undefined, resource: string): Promise<void> {
+  if (!allowed) return;
+  const keep = (scope: unknown) => (typeof scope === 'string' ? scope.split(' ').filter((s) => s && allowed.has(s)).join(' ') : scope);
+  const grants: Array<{ id: string; payload: GrantPayload }> = await m.query(
+    `SELECT id, payload FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1 FOR UPDATE`,
+    [clientId],
+  );
+  for (const { id, payload } of grants) {
+    const openid = payload.openid && { ...payload.openid, scope: keep(payload.openid.scope) };
+    const resources = payload.resources && Object.fromEntries(Object.entries(payload.resources).map(([r, scope]) => [r, r === resource ? keep(scope) : scope]));
+    const narrowed = { ...payload, ...(openid ? { openid } : {}), ...(resources ? { resources } : {}) };
+    if (JSON.stringify(narrowed) !== JSON.stringify(payload)) await m.query(`UPDATE oidc_models SET payload = $2 WHERE model = 'Grant' AND id = $1`, [id, narrowed]);
+  }
+}
+
+interface GrantPayload {
+  openid?: { scope?: string };
+  resources?: Record<string, string>;
+}
+
+/**
+ * Codes not yet exchanged for a redirect URI the client no longer has (the provider compares a
+ * code's URI with the exchange's only, not with the client's), and sign-ins and consents in
+ * progress that would end at such a URI or could give a scope the client lost: they end, and the
+ * user starts again.
+ */
+async function endPendingWork(m: EntityManager, clientId: string, client: Client, removed: (scope: string) => boolean): Promise<void> {
+  const codes: Array<{ id: string; uri: string | null }> = await m.query(
+    `SELECT id, payload->>'redirectUri' AS uri FROM oidc_models WHERE model = 'AuthorizationCode' AND payload->>'clientId' = $1 AND consumed_at IS NULL`,
+    [clientId],
+  );
+  const goneCodes = codes.filter((c) => !c.uri || !client.redirectUriAllowed(c.uri)).map((c) => c.id);
+  await m.query(`DELETE FROM oidc_models WHERE model = 'AuthorizationCode' AND id = ANY($1::text[])`, [goneCodes]);
+  const interactions: Array<{ id: string; uri: unknown; scope: unknown }> = await m.query(
+    `SELECT id, payload->'params'->'redirect_uri' AS uri, payload->'params'->'scope' AS scope FROM oidc_models WHERE model = 'Interaction' AND payload->'params'->>'client_id' = $1`,
+    [clientId],
+  );
+  const goneInteractions = interactions
+    .filter(({ uri, scope }) => (typeof uri === 'string' && !client.redirectUriAllowed(uri)) || (typeof scope === 'string' && scope.split(' ').some(removed)))
+    .map((i) => i.id);
+  await m.query(`DELETE FROM oidc_models WHERE model = 'Interaction' AND id = ANY($1::text[])`, [goneInteractions]);
 }
 
 /**
