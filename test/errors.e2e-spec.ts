@@ -109,6 +109,14 @@ describe('error envelope', () => {
     expectError(await t.http.delete('/keys/%27%3B%20DROP%20TABLE').set(bearer(admin)), 400, 'invalid_id');
   });
 
+  it('names the path parameter of a malformed id in details.field, as a malformed id in a body names its field', async () => {
+    const bad = expectError(await t.http.get('/keys/not-an-id').set(bearer(admin)), 400, 'invalid_id');
+    expect([bad.message, bad.details]).toEqual(['id "not-an-id" is not a valid id', { field: 'id' }]);
+    const hook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: 'https://93.184.216.34/hooks', events: ['*'] }).expect(201)).body;
+    const delivery = expectError(await t.http.post(`/webhooks/${hook.id}/deliveries/12345/retry`).set(bearer(admin)), 400, 'invalid_id');
+    expect(delivery.details).toEqual({ field: 'delivery_id' });
+  });
+
   it('a well-formed id that does not exist is 404 not_found', async () => {
     expectError(await t.http.get('/keys/00000000-0000-4000-8000-000000000000').set(bearer(admin)), 404, 'not_found');
   });

@@ -92,6 +92,11 @@ describe('event stream (e2e, two instances)', () => {
     for (const query of ['?type_filter=core.note,,core.task', '?events=item.created,', `?type_filter=${Array.from({ length: 51 }, (_, i) => `acme.t${i}`).join(',')}`]) {
       expect(badFields(await b.http.get(`/events${query}`).set(bearer(admin)))).toEqual([query.slice(1, query.indexOf('='))]);
     }
+    // An empty entry is refused in the words every comma list of the API uses (GET /items' and GET /search's tags too).
+    for (const [query, field] of [['?type_filter=core.note,,core.task', 'type_filter'], ['?type_filter=', 'type_filter'], ['?events=item.created,', 'events'], ['?events=', 'events']]) {
+      const gapped = expectError(await b.http.get(`/events${query}`).set(bearer(admin)), 400, 'validation_error');
+      expect([query, gapped.details!.fields]).toEqual([query, [{ field, message: `give ${field} as a comma-separated list without empty entries ("a,b", not "a,,b", "a," or "")` }]]);
+    }
   });
 
   it('delivers events written on one instance to a stream on the other, with heartbeats', async () => {

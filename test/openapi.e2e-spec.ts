@@ -533,6 +533,28 @@ describe('OpenAPI and docs', () => {
     }
   });
 
+  it('requires a JSON request body exactly where its schema has a required field, as the server answers a request without one', async () => {
+    const admin = await rootAdmin();
+    const bodies = serviceOperations().flatMap(({ method, path, op }) => {
+      const ref = op.requestBody?.content?.['application/json']?.schema?.$ref;
+      return ref && Object.keys(op.requestBody.content).length === 1 ? [[`${method} ${path}`, op.requestBody.required === true, (schema(ref.split('/').pop()).required ?? []).length > 0]] : [];
+    });
+    expect(bodies.length).toBeGreaterThan(15);
+    expect(bodies.filter(([, required, hasRequiredField]) => required !== hasRequiredField)).toEqual([]);
+    const required = (method: string, path: string) => doc.paths[path][method].requestBody.required;
+    expect([required('post', '/items'), required('patch', '/items/{id}'), required('post', '/webhooks')]).toEqual([true, true, true]);
+    expect([required('post', '/keys'), required('patch', '/webhooks/{id}'), required('post', '/webhooks/{id}/secret'), required('patch', '/items/{id}/metadata')]).toEqual([false, false, false, false]);
+    // The server takes a missing body as {} where the document says so, and names the missing field where it does not.
+    const note = (await t.http.post('/items').set(bearer(admin.key)).send({ type: 'core.note', properties: { title: 'no body' } }).expect(201)).body;
+    const hook = (await t.http.post('/webhooks').set(bearer(admin.key)).send({ url: 'https://93.184.216.34/hooks', events: ['item.created'] }).expect(201)).body;
+    for (const [method, url] of [['post', '/keys'], ['patch', `/webhooks/${hook.id}`], ['post', `/webhooks/${hook.id}/secret`], ['patch', `/items/${note.id}/metadata`]] as const) {
+      const res = await t.http[method](url).set(bearer(admin.key));
+      expect([url, res.status < 300]).toEqual([url, true]);
+    }
+    const noType = expectError(await t.http.post('/items').set(bearer(admin.key)), 400, 'validation_error');
+    expect(noType.details!.fields).toEqual(expect.arrayContaining([{ field: 'type', message: 'is required' }]));
+  });
+
   it('types the provider\'s registration, token, userinfo and account answers as the service sends them', async () => {
     const discovery = (await t.http.get('/.well-known/openid-configuration').expect(200)).body;
     const grantTypes = doc.paths['/auth/oauth2/token'].post.requestBody.content['application/x-www-form-urlencoded'].schema.properties.grant_type;

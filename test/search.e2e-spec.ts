@@ -441,6 +441,19 @@ describe('search', () => {
       expectError(await c.get('/search', query as Record<string, string | number>), 400, 'validation_error');
     });
 
+    it('says a missing q is required, and refuses an empty source, a repeated or gapped tags list and a malformed edge clause as GET /items does', async () => {
+      const fields = async (query: string) => expectError(await c.get(`/search?${query}`), 400, 'validation_error').details!.fields;
+      expect(await fields('limit=5')).toEqual([{ field: 'q', message: 'is required' }]);
+      expect(await fields('q=x&source=')).toEqual([{ field: 'source', message: 'must be longer than or equal to 1 characters' }]);
+      expect(await fields('q=x&tags=a&tags=b')).toEqual([{ field: 'tags', message: 'give tags once, as one comma-separated list' }]);
+      for (const tags of ['a,,b', 'a,', '']) {
+        expect([tags, await fields(`q=x&tags=${tags}`)]).toEqual([tags, [{ field: 'tags', message: 'give tags as a comma-separated list without empty entries ("a,b", not "a,,b", "a," or "")' }]]);
+      }
+      for (const clause of ['edge=acme.links_to', 'edge=acme.links_to:not-an-id', 'backref=acme.links_to', 'backref=acme.links_to:not-an-id']) {
+        expect([clause, await fields(`q=x&${clause}`)]).toEqual([clause, [{ field: clause.split('=')[0], message: 'must look like <edge type>:<item id>' }]]);
+      }
+    });
+
     it('accepts the bounds', async () => {
       for (const query of [{ limit: 1 }, { limit: 100 }, { offset: 0 }, { offset: 10000 }] as Array<Record<string, number>>) {
         expectStatus(await c.get('/search', { q: 'x', ...query }), 200);

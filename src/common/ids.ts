@@ -1,5 +1,5 @@
 /** Resource ids are random UUIDs: never guessable, never sequential. */
-import { Injectable, PipeTransform } from '@nestjs/common';
+import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { ApiError } from './api-error';
 import { cutText } from './input-policy';
@@ -12,11 +12,15 @@ export const isId = (value: string): boolean => UUID_RE.test(value);
 /** An id as it is stored and compared (UUIDs are read in either case); anything else as it is. */
 export const canonicalId = (value: string): string => (isId(value) ? value.toLowerCase() : value);
 
-/** Path parameter pipe: a malformed id is 400 `invalid_id` rather than a pointless lookup. */
+/**
+ * Path parameter pipe: a malformed id is 400 `invalid_id` rather than a pointless lookup, with
+ * `details.field` naming the parameter, as a malformed id in a body names its field.
+ */
 @Injectable()
 export class ParseIdPipe implements PipeTransform<string, string> {
-  transform(value: string): string {
-    if (!isId(value)) throw ApiError.badRequest('invalid_id', `"${cutText(value, 64)}" is not a valid id`);
+  transform(value: string, metadata?: ArgumentMetadata): string {
+    const field = metadata?.data ?? 'id';
+    if (!isId(value)) throw ApiError.badRequest('invalid_id', `${field} "${cutText(value, 64)}" is not a valid id`, { field });
     return canonicalId(value);
   }
 }

@@ -1,9 +1,9 @@
 import { plainToInstance, Transform, Type } from 'class-transformer';
 import type { TransformOperationExecutor as Executor } from 'class-transformer/types/TransformOperationExecutor';
-import { ArrayMaxSize, IsArray, IsObject, IsString, ValidateNested, validateSync } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsDefined, IsIn, IsObject, IsOptional, IsString, ValidateNested, validateSync } from 'class-validator';
 import { BulkActionDto } from '../bulk/bulk.dto';
 import { BulkItemsDto } from '../items/items.dto';
-import { CharLength, codePointLength, hasCharLength, hasHiddenCharacter, isBlank, IsQueryInt, isReadableName, IsRfc3339, isRfc3339, MaxChars, plainToDto, validationIssues } from './validation';
+import { CharLength, codePointLength, IsCommaList, hasCharLength, hasHiddenCharacter, isBlank, IsQueryInt, isReadableName, IsRfc3339, isRfc3339, MaxChars, plainToDto, validationIssues } from './validation';
 
 describe('isRfc3339', () => {
   it.each(['2026-01-02T03:04:05Z', '2026-01-02t03:04:05z', '2026-01-02T03:04:05.123456+02:00', '2024-02-29T23:59:59-11:30'])('accepts %s', (v) => {
@@ -254,4 +254,50 @@ describe('class-transformer, as patches/ leaves it', () => {
       indexOf.mockRestore();
     }
   });
+});
+
+describe('validationIssues: a missing field', () => {
+  class Body {
+    @IsString() @CharLength(1, 200) type: string;
+    @IsIn(['a', 'b']) mode: string;
+    @IsDefined({ message: 'is required: the version the change is based on' }) version: number;
+    @IsOptional() @IsString() label?: string;
+  }
+  const problems = (o: object) => validationIssues(validateSync(plainToInstance(Body, o)));
+
+  it('is said to be required, whatever the checks on it, not refused by each of its format rules', () => {
+    expect(problems({})).toEqual([
+      { field: 'type', message: 'is required' },
+      { field: 'mode', message: 'is required' },
+      { field: 'version', message: 'is required: the version the change is based on' },
+    ]);
+  });
+
+  it('is not what a present, wrong value is', () => {
+    expect(problems({ type: 5, mode: 'c', version: 1, label: null })).toEqual([
+      { field: 'type', message: 'must be shorter than or equal to 200 characters; must be a string' },
+      { field: 'mode', message: 'must be one of the following values: a, b' },
+    ]);
+  });
+});
+
+describe('IsCommaList', () => {
+  class Query {
+    @IsOptional() @IsCommaList(10) tags?: unknown;
+  }
+  const problems = (tags: unknown) => validationIssues(validateSync(plainToInstance(Query, { tags })));
+  const GAPPED = 'give tags as a comma-separated list without empty entries ("a,b", not "a,,b", "a," or "")';
+
+  it.each(['a', 'a,b', ' a , b '])('takes %p', (tags) => expect(problems(tags)).toEqual([]));
+
+  it.each([
+    [['a', 'b'], 'give tags once, as one comma-separated list'],
+    ['a,,b', GAPPED],
+    ['a,', GAPPED],
+    [',a', GAPPED],
+    ['', GAPPED],
+    ['a, ,b', GAPPED],
+    ['a,b,c,d,e,f', 'must be at most 10 characters'],
+    [{ a: 1 }, 'must be a comma-separated list'],
+  ])('refuses %p: %s', (tags, message) => expect(problems(tags)).toEqual([{ field: 'tags', message }]));
 });

@@ -18,14 +18,19 @@ export interface FieldIssue {
 /** How every refusal of a field nobody reads is worded: a body's, a query string's. */
 const UNKNOWN_FIELD = 'is not a known field';
 
+/** How every refusal of a required field that was not sent is worded: a body's, a query string's. */
+const MISSING_FIELD = 'is required';
+
 /** class-validator's errors as field issues, each message as the service words it (UNKNOWN_FIELD). */
 export function validationIssues(errors: ValidationError[], parent = ''): FieldIssue[] {
   const out: FieldIssue[] = [];
   for (const e of errors) {
     const field = parent ? `${parent}.${e.property}` : e.property;
     if (e.constraints) {
-      // A missing field fails every check on it; saying it is missing says it all.
-      const constraints = e.constraints.isDefined ? { isDefined: e.constraints.isDefined } : e.constraints;
+      // A missing field fails every check on it; saying it is missing says it all, in the same
+      // words whatever the checks are (an @IsDefined may say more after them).
+      const missing = e.value === undefined && !e.constraints.whitelistValidation;
+      const constraints = e.constraints.isDefined ? { isDefined: e.constraints.isDefined } : missing ? { isDefined: MISSING_FIELD } : e.constraints;
       const messages = Object.entries(constraints).map(([name, msg]) =>
         name === 'whitelistValidation' ? UNKNOWN_FIELD : msg.startsWith(e.property + ' ') ? msg.slice(e.property.length + 1) : msg,
       );
@@ -424,3 +429,28 @@ export function TextParam(o: { required?: boolean; minLength?: number; maxLength
     CharLength(minLength ?? 0, maxLength),
   );
 }
+
+/** A comma list's entries, trimmed (`a, b` is `a` and `b`). */
+export const splitCommaList = (list: string): string[] => list.split(',').map((entry) => entry.trim());
+
+/**
+ * The rule of every comma-list query parameter (`tags`, `events`, `type_filter`): one string of
+ * at most `maxLength` characters, given once (a repeated parameter arrives as an array, and is
+ * told so rather than called no string), with no empty entry (`a,,b`, `a,`, or nothing at all):
+ * an empty entry is a mistake, which dropping would hide, and an empty list reads as "no filter".
+ * splitCommaList then reads it.
+ */
+export const IsCommaList = (maxLength: number) =>
+  ValidateBy({
+    name: 'isCommaList',
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && v.length <= maxLength && splitCommaList(v).every(Boolean),
+      defaultMessage: (args) => {
+        const v = args?.value;
+        if (Array.isArray(v)) return `give ${args!.property} once, as one comma-separated list`;
+        if (typeof v !== 'string') return 'must be a comma-separated list';
+        if (v.length > maxLength) return `must be at most ${maxLength} characters`;
+        return `give ${args!.property} as a comma-separated list without empty entries ("a,b", not "a,,b", "a," or "")`;
+      },
+    },
+  });

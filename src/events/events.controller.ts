@@ -1,32 +1,16 @@
 import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
 import { ApiHeader, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { IsOptional, ValidateBy } from 'class-validator';
+import { IsOptional } from 'class-validator';
 import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { isPattern } from '../common/type-pattern';
-import { FieldIssue, validationError } from '../common/validation';
+import { FieldIssue, IsCommaList, splitCommaList, validationError } from '../common/validation';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { EVENT_NAMES, isEventPattern, MAX_SUBSCRIPTION_PATTERNS } from './event-catalogue';
 import { EventStream, StreamFilter } from './event-stream';
 import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT, MAX_STREAMS_PER_USER } from './stream-slots';
-
-/**
- * A comma list of at most `maxLength` characters, given once: a repeated parameter
- * (`?events=a&events=b`) arrives as an array, and is told so rather than called too long.
- */
-const IsCommaList = (maxLength: number) =>
-  ValidateBy({
-    name: 'isCommaList',
-    validator: {
-      validate: (v: unknown) => typeof v === 'string' && v.length <= maxLength,
-      defaultMessage: (args) =>
-        Array.isArray(args?.value)
-          ? `give ${args!.property} once, as one comma-separated list`
-          : typeof args?.value === 'string' ? `must be at most ${maxLength} characters` : 'must be a comma-separated list',
-    },
-  });
 
 export class EventStreamQuery {
   @ApiPropertyOptional({ description: `Comma list of event names or patterns (${EVENT_NAMES.join(', ')}), at most ${MAX_SUBSCRIPTION_PATTERNS}; default \`*\``, example: 'item.*,edge.created', maxLength: 2000 })
@@ -38,20 +22,17 @@ export class EventStreamQuery {
   type_filter?: string;
 }
 
-/** The query's filter, held to a webhook's rules: at most MAX_SUBSCRIPTION_PATTERNS entries, none empty. */
+/** The query's filter, held to a webhook's rules: at most MAX_SUBSCRIPTION_PATTERNS entries (none empty: IsCommaList). */
 function parseFilter(q: EventStreamQuery): StreamFilter {
-  const list = (v: string | undefined) => v?.split(',').map((s) => s.trim());
-  const events = list(q.events) ?? ['*'];
-  const typeFilter = list(q.type_filter) ?? null;
+  const events = q.events === undefined ? ['*'] : splitCommaList(q.events);
+  const typeFilter = q.type_filter === undefined ? null : splitCommaList(q.type_filter);
   const issues: FieldIssue[] = [];
   const tooMany = `must list at most ${MAX_SUBSCRIPTION_PATTERNS} patterns`;
   if (events.length > MAX_SUBSCRIPTION_PATTERNS) issues.push({ field: 'events', message: tooMany });
   else if (!events.every((p) => isPattern(p) && isEventPattern(p))) {
     issues.push({ field: 'events', message: `must list event names (${EVENT_NAMES.join(', ')}), patterns such as "item.*", or "*"` });
   }
-  // An empty list (`?type_filter=` or `,`) is refused, as a webhook's is: it would select no item event, or read as every type.
-  if (typeFilter?.every((p) => !p)) issues.push({ field: 'type_filter', message: 'must list at least one type pattern; leave it out for every type' });
-  else if (typeFilter && typeFilter.length > MAX_SUBSCRIPTION_PATTERNS) issues.push({ field: 'type_filter', message: tooMany });
+  if (typeFilter && typeFilter.length > MAX_SUBSCRIPTION_PATTERNS) issues.push({ field: 'type_filter', message: tooMany });
   else if (typeFilter && !typeFilter.every(isPattern)) issues.push({ field: 'type_filter', message: 'must list type names or patterns such as "acme.*"' });
   if (issues.length) throw validationError(issues);
   return { events, typeFilter };

@@ -7,7 +7,7 @@
  *   backref=<edge type>:<item id>  items the given item points to with that type
  * `*` as the edge type matches any type.
  */
-import { validationError } from '../common/validation';
+import { splitCommaList, validationError } from '../common/validation';
 import { isId } from '../common/ids';
 import { isDottedName, isPattern } from '../common/type-pattern';
 import type { Tier } from '../keys/api-key.entity';
@@ -49,25 +49,35 @@ export interface ItemFilter {
  */
 export const MAX_EDGE_CLAUSES = 10;
 
+/** How a malformed `edge` or `backref` clause is refused, by the query's validation (IsEdgeClauses) or here. */
+export const EDGE_CLAUSE_RULE = 'must look like <edge type>:<item id>';
+
+/** An edge clause's parts, or undefined when `v` is not `<edge type or *>:<item id>`. */
+function edgeClauseOf(v: unknown): EdgeClause | undefined {
+  if (typeof v !== 'string') return undefined;
+  const i = v.lastIndexOf(':');
+  const edgeType = v.slice(0, i);
+  const itemId = v.slice(i + 1);
+  if (i < 1 || !(edgeType === '*' || isDottedName(edgeType)) || !isId(itemId)) return undefined;
+  return { edgeType, itemId: itemId.toLowerCase() };
+}
+
+export const isEdgeClause = (v: unknown): boolean => edgeClauseOf(v) !== undefined;
+
 export function parseEdgeClauses(field: string, raw: string | string[] | undefined): EdgeClause[] {
   if (raw === undefined) return [];
   const values = Array.isArray(raw) ? raw : [raw];
   if (values.length > MAX_EDGE_CLAUSES) throw validationError([{ field, message: `takes at most ${MAX_EDGE_CLAUSES} clauses` }]);
   return values.map((v) => {
-    const i = v.lastIndexOf(':');
-    const edgeType = v.slice(0, i);
-    const itemId = v.slice(i + 1);
-    if (i < 1 || !(edgeType === '*' || isDottedName(edgeType)) || !isId(itemId)) {
-      throw validationError([{ field, message: 'must look like <edge type>:<item id>' }]);
-    }
-    return { edgeType, itemId: itemId.toLowerCase() };
+    const clause = edgeClauseOf(v);
+    if (!clause) throw validationError([{ field, message: EDGE_CLAUSE_RULE }]);
+    return clause;
   });
 }
 
+/** The `tags` parameter's tags: the query's validation (IsCommaList) has refused an empty one. */
 export function parseTags(raw: string | undefined): string[] | undefined {
-  if (raw === undefined) return undefined;
-  const tags = raw.split(',').map((t) => t.trim()).filter(Boolean);
-  return tags.length ? tags : undefined;
+  return raw === undefined ? undefined : splitCommaList(raw);
 }
 
 /** Validates a type pattern given as a filter. */

@@ -2,11 +2,12 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import {
-  ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, Min, ValidateBy,
+  ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Max, Min, ValidateBy,
 } from 'class-validator';
-import { CharLength, IsOptionalNonNull, IsQueryInt, IsRfc3339, MAX_INT4, MaxChars, Untransformed } from '../common/validation';
+import { CharLength, IsCommaList, IsOptionalNonNull, IsQueryInt, IsRfc3339, MAX_INT4, MaxChars, TextParam, Untransformed } from '../common/validation';
 import { MAX_EDGES_PER_ITEM_WRITE } from '../edges/edge-rules';
 import { ApiInteger } from '../openapi/api-integer.decorator';
+import { EDGE_CLAUSE_RULE, isEdgeClause } from './item-filter';
 import { STATES, ItemState } from './lifecycle';
 import type { Tier } from '../keys/api-key.entity';
 
@@ -171,6 +172,19 @@ export class MetadataPatchDto {
   extensions?: Record<string, Record<string, unknown> | null>;
 }
 
+/** The longest `tags` query: MAX_TAGS tags of 100 characters and their commas. */
+const TAGS_QUERY_MAX_LENGTH = MAX_TAGS * 101 - 1;
+
+/** Repeatable `edge` and `backref` clauses, each refused in parseEdgeClauses's words, whatever is wrong with it. */
+const IsEdgeClauses = () =>
+  ValidateBy({
+    name: 'isEdgeClauses',
+    validator: {
+      validate: (v: unknown) => (Array.isArray(v) ? v : [v]).every(isEdgeClause),
+      defaultMessage: () => EDGE_CLAUSE_RULE,
+    },
+  });
+
 export class ListItemsQuery {
   @ApiPropertyOptional({ description: 'Type name or pattern (`core.*`, `*`)' })
   @IsOptional() @IsString()
@@ -184,12 +198,11 @@ export class ListItemsQuery {
   @IsOptional() @IsIn(['library', 'feed', 'all'])
   tier?: Tier | 'all';
 
-  @ApiPropertyOptional({ description: 'Comma-separated; items must carry all of them' })
-  @IsOptional() @IsString()
+  @ApiPropertyOptional({ description: 'Comma-separated, given once, no empty entry; items must carry all of them', maxLength: TAGS_QUERY_MAX_LENGTH })
+  @IsOptional() @IsCommaList(TAGS_QUERY_MAX_LENGTH)
   tags?: string;
 
-  @ApiPropertyOptional()
-  @IsOptional() @IsString()
+  @TextParam({ minLength: 1, maxLength: 500, description: 'Items written by the credential with this source' })
   source?: string;
 
   @ApiPropertyOptional({ format: 'date-time', description: 'timestamp >= since' })
@@ -201,11 +214,11 @@ export class ListItemsQuery {
   until?: string;
 
   @ApiPropertyOptional({ description: '`<edge type>:<item id>`: items with an outgoing edge of that type to the item; repeatable', type: [String] })
-  @IsOptional() @Matches(/^.+:.+$/, { each: true })
+  @IsOptional() @IsEdgeClauses()
   edge?: string | string[];
 
   @ApiPropertyOptional({ description: '`<edge type>:<item id>`: items that item points to with that type; repeatable', type: [String] })
-  @IsOptional() @Matches(/^.+:.+$/, { each: true })
+  @IsOptional() @IsEdgeClauses()
   backref?: string | string[];
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })

@@ -69,6 +69,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   });
   documentSecurity(app, document, handlers);
   closeRequestBodies(document);
+  requireBodiesWithRequiredFields(document);
   documentPipelineErrors(document);
   for (const [path, item] of Object.entries(oidcOpenApiPaths())) document.paths[path] = { ...document.paths[path], ...item };
   document.components!.schemas = { ...document.components!.schemas, ...oidcOpenApiSchemas() };
@@ -153,6 +154,28 @@ function closeRequestBodies(document: OpenAPIObject): void {
     closed.add(name);
     schema.additionalProperties ??= false;
     for (const [, nested] of JSON.stringify(schema.properties ?? {}).matchAll(/"\$ref":"(#\/components\/schemas\/[^"]+)"/g)) pending.push(nested);
+  }
+}
+
+/**
+ * A JSON body is required where its schema has a required field, and only there: the validation
+ * pipeline takes a missing body as `{}` (Nest's ValidationPipe), so a route whose fields are all
+ * optional (`POST /keys`, `PATCH /webhooks/{id}`) answers a request without one as it answers
+ * `{}`, and one with a required field answers 400 `validation_error` naming it. @nestjs/swagger
+ * marks every @Body() required whatever its fields.
+ */
+function requireBodiesWithRequiredFields(document: OpenAPIObject): void {
+  const schemas = document.components?.schemas ?? {};
+  for (const [, , op] of operations(document)) {
+    const body = op.requestBody;
+    if (!body || '$ref' in body) continue;
+    const media = Object.keys(body.content);
+    const schema = body.content['application/json']?.schema;
+    // Only bodies the pipeline reads as JSON objects: a form, a stream or a file is the handler's.
+    if (media.length !== 1 || !schema) continue;
+    const resolved = '$ref' in schema ? schemas[schema.$ref.split('/').pop()!] : schema;
+    if (!resolved || '$ref' in resolved || resolved.type !== 'object') continue;
+    body.required = (resolved.required?.length ?? 0) > 0;
   }
 }
 

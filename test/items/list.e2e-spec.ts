@@ -165,6 +165,22 @@ describe('items: listing', () => {
       expectStatus(await c.get('/items', { limit: 100 }), 200);
     });
 
+    it('refuses an empty source, a repeated or gapped tags list and a malformed edge clause, each in one wording', async () => {
+      const fields = async (query: string) => expectError(await c.get(`/items?${query}`), 400, 'validation_error').details!.fields;
+      expect(await fields('source=')).toEqual([{ field: 'source', message: 'must be longer than or equal to 1 characters' }]);
+      expect(await fields('tags=a&tags=b')).toEqual([{ field: 'tags', message: 'give tags once, as one comma-separated list' }]);
+      // An empty entry is refused, as GET /events refuses one in events and type_filter, rather than dropped.
+      for (const tags of ['a,,b', 'a,', ',a', '', '%20', 'a,%20,b']) {
+        expect([tags, await fields(`tags=${tags}`)]).toEqual([tags, [{ field: 'tags', message: 'give tags as a comma-separated list without empty entries ("a,b", not "a,,b", "a," or "")' }]]);
+      }
+      for (const name of ['edge', 'backref']) {
+        for (const clause of ['acme.links_to', 'acme.links_to:not-an-id', `:${made.recipe}`, '', `acme.links_to:${made.recipe}&${name}=x`]) {
+          expect([name, clause, await fields(`${name}=${clause}`)]).toEqual([name, clause, [{ field: name, message: 'must look like <edge type>:<item id>' }]]);
+        }
+      }
+      await expectIds({ tags: ' a , b ' }, ['note2021', 'bookmark']);
+    });
+
     it('an unknown query parameter → 400 validation_error', async () => {
       expectError(await c.get('/items', { colour: 'red' }), 400, 'validation_error');
     });
