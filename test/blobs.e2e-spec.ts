@@ -14,6 +14,7 @@ import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { BlobsService } from '../src/blobs/blobs.service';
 import { StagingJanitor } from '../src/blobs/staging-janitor';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { expectLocation } from './support/created';
 import { expectError } from './support/envelope';
 import { waitFor } from './support/wait';
 
@@ -164,6 +165,14 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       expect(await storedFiles()).toEqual(before);
       expect(await chunkRows(admin.tenantId, hash)).toBe(chunksBefore);
       expect(await stagingFiles()).toEqual([]);
+    });
+
+    it('a new blob answers Location: /blobs/{hash}, which GET reads; the same bytes again (an Idempotency-Key is not needed, and ignored) are 200 with the record', async () => {
+      const bytes = randomBytes(100);
+      const res = await upload(admin.key, bytes).set('Idempotency-Key', `blob-${sha256(bytes)}`);
+      await expectLocation(t, res, `/blobs/${sha256(bytes)}`, admin.key);
+      const again = await upload(admin.key, bytes).set('Idempotency-Key', `blob-${sha256(bytes)}`).expect(200);
+      expect([again.body, again.headers['idempotent-replayed']]).toEqual([res.body, undefined]);
     });
 
     it('downloads the identical bytes with the stored type, length and caching headers', async () => {

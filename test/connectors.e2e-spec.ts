@@ -8,12 +8,14 @@
  * break the manifest rule, and a token endpoint that hangs, trickles, resets or fails, against a
  * token endpoint of the test's own.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { SecretBox } from '../src/crypto/secret-box';
 import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
 import { browse, field } from './support/browse';
+import { expectReplayed } from './support/created';
 import { badFields, expectError } from './support/envelope';
 import { Receiver } from './support/receiver';
 import { waitFor } from './support/wait';
@@ -151,6 +153,40 @@ describe('connector OAuth bootstrap', () => {
       expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
     }
     await refresh().expect(200);
+    await svc.http.delete(`/connections/${connectionId}`).set(bearer(admin)).expect(200);
+  });
+
+  it('GET /connections/{id}: one connection without its tokens, for the tenant\'s admins; another tenant\'s is 404 not_found', async () => {
+    const callback = await consentUpstream((await start(BACK).expect(302)).headers.location);
+    const done = await svc.http.get(callback.pathname + callback.search).expect(302);
+    const connectionId = new URL(done.headers.location).searchParams.get('connection_id')!;
+    const listed = (await svc.http.get('/connections').set(bearer(admin)).expect(200)).body.connections.find((c: { id: string }) => c.id === connectionId);
+    const got = await svc.http.get(`/connections/${connectionId}`).set(bearer(admin)).expect(200);
+    expect(got.body).toEqual(listed);
+    expect(JSON.stringify(got.body)).not.toMatch(/svc_at_|svc_rt_|sealed|v1\./);
+    const other = await createTenant(svc, admin, `connections ${connectionId}`);
+    expectError(await svc.http.get(`/connections/${connectionId}`).set(bearer(other.key)), 404, 'not_found');
+    expectError(await svc.http.get(`/connections/${randomUUID()}`).set(bearer(admin)), 404, 'not_found');
+    expectError(await svc.http.get('/connections/nope').set(bearer(admin)), 400, 'invalid_id');
+    const member = (await svc.http.post('/keys').set(bearer(admin)).send({ label: 'm', role: 'member' }).expect(201)).body.key;
+    expectError(await svc.http.get(`/connections/${connectionId}`).set(bearer(member)), 403, 'forbidden');
+    await svc.http.delete(`/connections/${connectionId}`).set(bearer(admin)).expect(200);
+    expectError(await svc.http.get(`/connections/${connectionId}`).set(bearer(admin)), 404, 'not_found');
+  });
+
+  it('takes an Idempotency-Key on a refresh: a retry gets the first answer again and the upstream is not called again', async () => {
+    const callback = await consentUpstream((await start(BACK).expect(302)).headers.location);
+    const done = await svc.http.get(callback.pathname + callback.search).expect(302);
+    const connectionId = new URL(done.headers.location).searchParams.get('connection_id')!;
+    const stored = async () => (await svc.sql<{ a: string; r: string }>(`SELECT access_token_sealed AS a, refresh_token_sealed AS r FROM connections WHERE id = $1`, [connectionId]))[0];
+    const before = await stored();
+    const refresh = (id: string) => () => svc.http.post(`/connections/${id}/refresh`).set(bearer(admin));
+    const first = await expectReplayed(refresh(connectionId), refresh(randomUUID()), 200);
+    const after = await stored();
+    expect(after.a).not.toBe(before.a);
+    // One refresh only: a second would have stored yet other tokens (the upstream rotates them).
+    expect((await svc.http.get(`/connections/${connectionId}`).set(bearer(admin)).expect(200)).body.refreshed_at).toBe(first.body.refreshed_at);
+    expect(await stored()).toEqual(after);
     await svc.http.delete(`/connections/${connectionId}`).set(bearer(admin)).expect(200);
   });
 

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { MAX_OUTGOING_EDGES } from '../src/edges/edges.service';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { expectLocation, expectReplayed } from './support/created';
 import { badFields, expectError } from './support/envelope';
 
 describe('edges (e2e)', () => {
@@ -47,6 +48,17 @@ describe('edges (e2e)', () => {
   afterAll(() => t.close());
 
   describe('edge types', () => {
+    it('answers Location: /edge-types/{name}, which GET reads', async () => {
+      const res = await post(admin, '/edge-types', { name: 'test.located', source_types: ['*'], target_types: ['*'] });
+      expect((await expectLocation(t, res, '/edge-types/test.located', admin)).body).toEqual(res.body);
+    });
+
+    it('takes an Idempotency-Key: a retry gets the first 201 again, not 409 conflict, and the type is made once', async () => {
+      const define = (name: string) => () => post(admin, '/edge-types', { name, source_types: ['*'], target_types: ['*'] });
+      await expectReplayed(define('test.once'), define('test.other'), 201);
+      expect(await t.sql(`SELECT name FROM edge_types WHERE name IN ('test.once', 'test.other')`)).toEqual([{ name: 'test.once' }]);
+    });
+
     it('creates with defaults and shows the full shape', async () => {
       const res = await post(admin, '/edge-types', {
         name: 'test.shape',
@@ -162,6 +174,17 @@ describe('edges (e2e)', () => {
   });
 
   describe('creating edges', () => {
+    it('answers Location: /edges/{id}, which GET reads', async () => {
+      const res = await link('test.relates', await item(), await item());
+      expect((await expectLocation(t, res, `/edges/${res.body.id}`, admin)).body).toEqual(res.body);
+    });
+
+    it('takes an Idempotency-Key: a retry gets the first 201 again, not 400 duplicate, and links once', async () => {
+      const [a, b, c] = [await item(), await item(), await item()];
+      await expectReplayed(() => link('test.relates', a, b), () => link('test.relates', a, c), 201);
+      expect(await t.sql(`SELECT target_id FROM edges WHERE source_id = $1`, [a])).toEqual([{ target_id: b }]);
+    });
+
     it('creates an edge and reads it back', async () => {
       const a = await item();
       const b = await item();

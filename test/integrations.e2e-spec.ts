@@ -3,6 +3,7 @@
  * admins register manifests, validated field by field; every credential lists and reads them.
  */
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { expectLocation, expectReplayed } from './support/created';
 import { badFields, expectError } from './support/envelope';
 
 const manifest = (over: Record<string, unknown> = {}) => ({
@@ -101,6 +102,18 @@ describe('integrations', () => {
     expect(page2.body.integrations.map((i: { manifest_version: string }) => i.manifest_version)).toEqual(['1.0.0']);
     expect(page2.body.next_cursor).toBeNull();
     expect((await t.http.get('/integrations').set(bearer(otherAdmin)).expect(200)).body.integrations).toHaveLength(3);
+  });
+
+  // After the listing above, which counts every registered manifest.
+  it('answers Location: /integrations/{id}, which GET reads', async () => {
+    const res = await register(root, { manifest: manifest({ name: 'acme.located' }) });
+    expect((await expectLocation(t, res, `/integrations/${res.body.id}`, otherAdmin)).body).toEqual(res.body);
+  });
+
+  it('takes an Idempotency-Key: a retry gets the first 201 again, not 409 conflict, and the manifest is registered once', async () => {
+    const once = (version: string) => () => register(root, { manifest: manifest({ name: 'acme.once', version }) });
+    await expectReplayed(once('1.0.0'), once('2.0.0'), 201);
+    expect(await t.sql(`SELECT manifest_version FROM integrations WHERE manifest_name = 'acme.once'`)).toEqual([{ manifest_version: '1.0.0' }]);
   });
 
   it('takes OAuth URLs by the host they name: https, or plain http to a loopback host, never with user info', async () => {

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import request from 'supertest';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { field } from './support/browse';
+import { expectLocation } from './support/created';
 import { badFields, expectError } from './support/envelope';
 import { expectKeyBody } from './support/keys';
 import { appBehindProxy } from './support/behind-proxy';
@@ -33,6 +34,16 @@ describe('keys', () => {
       expectKeyBody(res.body, true);
       expect(res.body).toMatchObject({ ...body, tenant_id: admin.tenantId, revoked_at: null });
       await t.http.get('/health').set(bearer(res.body.key)).expect(200);
+    });
+
+    it('answers Location: /keys/{id}, which GET reads (never with the plaintext), and a replay carries it too', async () => {
+      const post = () => t.http.post('/keys').set(bearer(admin.key)).set('Idempotency-Key', `located-${admin.id}`).send({ label: 'located' });
+      const res = await post();
+      const got = await expectLocation(t, res, `/keys/${res.body.id}`, admin.key);
+      expect(got.body.id).toBe(res.body.id);
+      expect(got.body).not.toHaveProperty('key');
+      const retry = await post().expect(201);
+      expect([retry.headers['idempotent-replayed'], retry.headers.location]).toEqual(['true', `/keys/${res.body.id}`]);
     });
 
     it('applies defaults: member, library tier, empty maps, a generated unique source', async () => {

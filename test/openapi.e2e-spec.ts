@@ -135,6 +135,23 @@ describe('OpenAPI and docs', () => {
     );
   const schema = (name: string) => doc.components.schemas[name];
 
+  it('documents Location on every 201 of a resource a GET reads back, Idempotency-Key on every POST that writes, and the tenant and connection reads', () => {
+    const created = ['/items', '/types', '/edge-types', '/edges', '/keys', '/users', '/integrations', '/webhooks', '/blobs', '/tenants'];
+    expect(created.filter((path) => !doc.paths[path].post.responses['201'].headers?.Location)).toEqual([]);
+    const idempotent = operations()
+      .filter(({ method, op }) => method === 'post' && (op.parameters ?? []).some((p: { in: string; name: string }) => p.in === 'header' && p.name === 'Idempotency-Key'))
+      .map(({ path }) => path);
+    expect(idempotent.sort()).toEqual(
+      [
+        '/items', '/items/bulk', '/items/bulk_action', '/keys', '/tenants', '/types', '/edge-types', '/edges', '/users', '/integrations',
+        '/connections/{id}/refresh', '/webhooks', '/webhooks/{id}/secret', '/webhooks/{id}/deliveries/{delivery_id}/retry', '/auth/clients',
+        '/auth/clients/{client_id}/secret',
+      ].sort(),
+    );
+    for (const path of ['/tenants', '/tenants/{id}', '/connections/{id}']) expect(Object.keys(doc.paths[path].get.responses)).toEqual(expect.arrayContaining(['200', '401', '403']));
+    expect(doc.paths['/tenants/{id}'].get.responses['404']).toBeDefined();
+  });
+
   it('documents no request defaults that a PATCH would not apply', () => {
     for (const field of Object.values<any>(schema('UpdateKeyDto').properties)) expect(field.default).toBeUndefined();
     expect(schema('CreateKeyDto').properties.role.default).toBe('member');

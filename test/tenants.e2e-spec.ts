@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { keyDigest } from '../src/idempotency/idempotency-key';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { expectLocation } from './support/created';
 import { badFields, expectError } from './support/envelope';
 import { expectKeyBody } from './support/keys';
 
@@ -110,6 +111,60 @@ describe('tenants', () => {
       await t.sql(`UPDATE idempotency_keys SET created_at = created_at - interval '1 hour' WHERE ${where}`, [keyDigest(idem)]);
       expectError(await post(), 409, 'conflict');
       expect(await t.sql('SELECT 1 FROM tenants WHERE name = $1', [name])).toHaveLength(1);
+    });
+  });
+
+  describe('reading tenants back', () => {
+    it('POST /tenants answers Location: /tenants/{id}, which GET reads, and a replay carries it too', async () => {
+      const idem = randomUUID();
+      const post = () => t.http.post('/tenants').set(bearer(root.key)).set('Idempotency-Key', idem).send({ name: 'Located' });
+      const res = await post();
+      const got = await expectLocation(t, res, `/tenants/${res.body.tenant.id}`, root.key);
+      expect(got.body).toEqual(res.body.tenant);
+      const retry = await post().expect(201);
+      expect([retry.headers['idempotent-replayed'], retry.headers.location]).toEqual(['true', `/tenants/${res.body.tenant.id}`]);
+    });
+
+    it('GET /tenants pages through every tenant, the root one included, newest first', async () => {
+      for (let i = 0; i < 3; i++) await createTenant(t, root.key, `paged ${i}`);
+      const all = await t.sql<{ id: string }>('SELECT id FROM tenants ORDER BY created_at DESC, id DESC');
+      const first = await t.http.get('/tenants').set(bearer(root.key)).expect(200);
+      expect(Object.keys(first.body).sort()).toEqual(['next_cursor', 'tenants']);
+      expect(first.body.tenants.map((x: { id: string }) => x.id)).toEqual(all.map((r) => r.id).slice(0, 50));
+      expect(first.body.tenants[0]).toEqual({ id: expect.any(String), name: expect.any(String), created_at: expect.stringMatching(/Z$/) });
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { body: { tenants: Array<{ id: string }>; next_cursor: string | null } } = await t.http
+          .get('/tenants')
+          .query({ limit: 2, ...(cursor ? { cursor } : {}) })
+          .set(bearer(root.key))
+          .expect(200);
+        expect(page.body.tenants.length).toBeLessThanOrEqual(2);
+        ids.push(...page.body.tenants.map((x) => x.id));
+        cursor = page.body.next_cursor;
+      } while (cursor);
+      expect(ids).toEqual(all.map((r) => r.id));
+      expect(ids).toContain(root.tenantId);
+      expect(badFields(await t.http.get('/tenants').query({ limit: 101 }).set(bearer(root.key)))).toEqual(['limit']);
+      const keysCursor = (await t.http.get('/keys').query({ limit: 1 }).set(bearer(root.key)).expect(200)).body.next_cursor;
+      expect(badFields(await t.http.get('/tenants').query({ cursor: keysCursor }).set(bearer(root.key)))).toEqual(['cursor']);
+    });
+
+    it('GET /tenants/{id}: 404 not_found for an unknown id, 400 invalid_id for a malformed one', async () => {
+      expect((await t.http.get(`/tenants/${root.tenantId}`).set(bearer(root.key)).expect(200)).body).toMatchObject({ id: root.tenantId, name: 'root' });
+      expectError(await t.http.get(`/tenants/${randomUUID()}`).set(bearer(root.key)), 404, 'not_found');
+      expectError(await t.http.get('/tenants/nope').set(bearer(root.key)), 400, 'invalid_id');
+    });
+
+    it('is for an admin key of the root tenant only: another tenant\'s admin (even for its own tenant) and a member get 403', async () => {
+      const other = await createTenant(t, root.key, 'not root reader');
+      const rootMember = await createKey(t, root.key, { role: 'member', type_permissions: { '*': 'write' } });
+      for (const key of [other.key, rootMember.key]) {
+        expectError(await t.http.get('/tenants').set(bearer(key)), 403, 'forbidden');
+        expectError(await t.http.get(`/tenants/${other.tenantId}`).set(bearer(key)), 403, 'forbidden');
+      }
+      expectError(await t.http.get('/tenants'), 401, 'unauthorized');
     });
   });
 

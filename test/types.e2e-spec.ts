@@ -8,6 +8,7 @@ import { validatorCacheUse } from '../src/types/type-schema';
 import { Api, api, expectError, expectStatus, RFC3339 } from './items/helpers';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { appBehindProxy, redisUp } from './support/behind-proxy';
+import { expectLocation, expectReplayed } from './support/created';
 import { badFields } from './support/envelope';
 
 describe('types', () => {
@@ -169,6 +170,18 @@ describe('types', () => {
       expectStatus(got, 200);
       expect(got.body).toEqual(res.body);
       expect((await admin.get('/types')).body.types.map((ty: any) => ty.name)).toContain('acme.recipe');
+    });
+
+    it('answers Location: /types/{name}, which GET reads', async () => {
+      const res = await t.http.post('/types').set(bearer(adminKey)).send({ name: 'acme.located', schema: { type: 'object' } });
+      expect((await expectLocation(t, res, '/types/acme.located', adminKey)).body).toEqual(res.body);
+    });
+
+    it('takes an Idempotency-Key: a retry gets the first 201 again, not 409 type_already_exists, and the type is made once', async () => {
+      const post = (name: string) => () => t.http.post('/types').set(bearer(adminKey)).send({ name, schema: recipeSchema });
+      const first = await expectReplayed(post('acme.once'), post('acme.other'), 201);
+      expect(first.headers.location).toBe('/types/acme.once');
+      expect(await t.sql(`SELECT name FROM item_types WHERE tenant_id = $1 AND name IN ('acme.once', 'acme.other')`, [tenantId])).toEqual([{ name: 'acme.once' }]);
     });
 
     it('items of the new type are validated against its schema', async () => {

@@ -5,6 +5,7 @@
 import request from 'supertest';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { field } from './support/browse';
+import { expectLocation, expectReplayed } from './support/created';
 import { badFields, expectError } from './support/envelope';
 
 describe('users', () => {
@@ -41,6 +42,20 @@ describe('users', () => {
     const member = await create(admin, { email: 'bob@example.com', password: 'another long one', name: 'Bob' });
     expect(member.body.role).toBe('member');
     expect(member.body.picture).toBeNull();
+  });
+
+  // In a tenant of their own: the listing below counts the first tenant's users and the other's.
+  it('answers Location: /users/{id}, which GET reads', async () => {
+    const own = (await createTenant(t, admin, 'users located')).key;
+    const res = await create(own, { email: 'located@example.com', password: 'correct horse battery', name: 'Located' });
+    expect((await expectLocation(t, res, `/users/${res.body.id}`, own)).body).toEqual(res.body);
+  });
+
+  it('takes an Idempotency-Key: a retry gets the first 201 again, not 409 conflict, and the user is made once', async () => {
+    const own = (await createTenant(t, admin, 'users once')).key;
+    const user = (email: string) => () => create(own, { email, password: 'correct horse battery', name: 'Once' });
+    await expectReplayed(user('once@example.com'), user('other@example.com'), 201);
+    expect(await t.sql(`SELECT email FROM users WHERE email IN ('once@example.com', 'other@example.com')`)).toEqual([{ email: 'once@example.com' }]);
   });
 
   it('refuses a taken email in any letter case, across tenants (409 conflict)', async () => {

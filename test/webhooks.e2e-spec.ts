@@ -10,7 +10,7 @@
  * attempts waiting in line are not sent to a webhook changed or deleted meanwhile (on another
  * instance), nor for a revoked credential; an admin retry never takes over a running attempt.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
@@ -23,6 +23,7 @@ import { secretAad } from '../src/webhooks/signature';
 import { WebhookFanout } from '../src/webhooks/webhook-fanout';
 import { WebhookSweeper } from '../src/webhooks/webhook-sweeper';
 import { bearer, bootstrapAdmin, clearRedisPrefix, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
+import { expectLocation } from './support/created';
 import { badFields, expectError } from './support/envelope';
 import { Receiver } from './support/receiver';
 import { RawReceiver } from './support/raw-receiver';
@@ -78,6 +79,11 @@ describe('webhooks (e2e)', () => {
   });
 
   describe('registration', () => {
+    it('answers Location: /webhooks/{id}, which GET reads', async () => {
+      const res = await post(admin, '/webhooks', { url: `${base}/located`, events: ['item.created'] });
+      expect((await expectLocation(t, res, `/webhooks/${res.body.id}`, admin)).body.id).toBe(res.body.id);
+    });
+
     it('creates with a generated whsec_ secret shown once, stored encrypted', async () => {
       const hook = await register(admin);
       expect(hook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{40,}={0,2}$/);
@@ -360,6 +366,27 @@ describe('webhooks (e2e)', () => {
       const retriedItem = JSON.parse(receiver.at(hook.path)[0].body).item.id;
       expect(receiver.at(hook.path).filter((r) => JSON.parse(r.body).item.id === retriedItem)).toHaveLength(4);
       expectError(await post(admin, `/webhooks/${hook.id}/deliveries/${hook.id}/retry`, {}), 404, 'not_found');
+    });
+
+    it('takes an Idempotency-Key on a manual retry: a retry of the request gets the first 202 again and the delivery is not attempted again', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      await note().expect(201);
+      const done = await succeeded(hook.id);
+      const lease = async () => (await t.sql<{ lease_until: Date | null; updated_at: Date }>(`SELECT lease_until, updated_at FROM webhook_deliveries WHERE id = $1`, [done.id]))[0];
+      const retry = () => post(admin, `/webhooks/${hook.id}/deliveries/${done.id}/retry`, {});
+      const key = randomUUID();
+      const first = await retry().set('Idempotency-Key', key).expect(202);
+      await waitFor(async () => {
+        const d = (await get(admin, `/webhooks/${hook.id}/deliveries/${done.id}`).expect(200)).body;
+        return d.attempts === 2 && (await lease()).lease_until === null;
+      }, 'the manual retry to end');
+      const taken = await lease();
+      // Without the key's replay this would be a second attempt (202, the lease taken again).
+      const again = await retry().set('Idempotency-Key', key).expect(202);
+      expect([again.headers['idempotent-replayed'], again.body]).toEqual(['true', first.body]);
+      expect(await lease()).toEqual(taken);
+      expect(receiver.at(hook.path)).toHaveLength(2);
+      expectError(await post(admin, `/webhooks/${hook.id}/deliveries/${randomUUID()}/retry`, {}).set('Idempotency-Key', key), 409, 'conflict');
     });
 
     it('stores no body with a delivery: later attempts render it from the event, kept while a delivery of it is pending; without it, nothing is sent', async () => {

@@ -2,7 +2,6 @@ import { Controller, Get, Head, Headers, Param, Post, Req, Res } from '@nestjs/c
 import {
   ApiBody,
   ApiConsumes,
-  ApiCreatedResponse,
   ApiHeader,
   ApiOkResponse,
   ApiOperation,
@@ -16,6 +15,7 @@ import { isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { StreamedBody } from '../common/body-parsing';
+import { ApiCreatedLocation, setCreatedLocation } from '../common/created-location';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { ParseBlobHashPipe } from './blob-hash';
@@ -23,6 +23,8 @@ import { uploadMediaType } from './blob-media-type';
 import { BlobResponse } from './blobs.dto';
 import { BlobsService } from './blobs.service';
 import { closeAfterResponse } from './lingering-close';
+
+const BLOB_PATH = '/blobs/{hash}';
 
 const HASH_PARAM = { name: 'hash', description: 'SHA-256 of the content: 64 lowercase hex digits, optionally prefixed "sha256:"' };
 
@@ -75,11 +77,13 @@ export class BlobsController {
       'already has returns 200 with the existing record. Bodies over BLOB_MAX_BYTES get 413 blob_too_large and the connection is closed. ' +
       'A body sent with Content-Encoding gzip, deflate or br is stored decoded (hashed and sent back as its decoded bytes; the size limit applies to the bytes sent and to the decoded bytes); ' +
       'another Content-Encoding is 415, and bytes that do not decode are 400 invalid_request. ' +
-      'Needs an admin credential or write permission on at least one type. Items refer to the blob as "sha256:<hash>" (the `ref` field).',
+      'Needs an admin credential or write permission on at least one type. Items refer to the blob as "sha256:<hash>" (the `ref` field). ' +
+      'An `Idempotency-Key` is not needed and is ignored: the content names the blob, so a retry of the same bytes stores nothing new ' +
+      'and answers 200 with the same record (a streamed body is not kept for a replay, nor compared with the first).',
   })
   @ApiConsumes('application/octet-stream', '*/*')
   @ApiBody({ schema: { type: 'string', format: 'binary' } })
-  @ApiCreatedResponse({ type: BlobResponse, description: 'Stored' })
+  @ApiCreatedLocation(BlobResponse, BLOB_PATH, 'Stored')
   @ApiOkResponse({ type: BlobResponse, description: 'The tenant already had these bytes; nothing new was stored' })
   @ApiErrors(400, 401, 403, [413, 'Body over BLOB_MAX_BYTES (blob_too_large, details.max_bytes); the connection is closed'], 415, 429)
   async upload(@Caller() caller: Principal, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
@@ -87,6 +91,7 @@ export class BlobsController {
       if (!mayUpload(caller)) throw ApiError.forbidden('Uploading blobs needs an admin credential or write permission on a type');
       const contentType = uploadMediaType(req.headers['content-type']);
       const { blob, created } = await this.blobs.upload(caller.tenantId, req.raw, contentType, declaredLength(req), req.headers['content-encoding']);
+      if (created) setCreatedLocation(reply, BLOB_PATH, { hash: blob.hash });
       await reply.status(created ? 201 : 200).send(blob);
     } catch (err) {
       // A refused body is not read to its end (it may be huge): answer, then end the

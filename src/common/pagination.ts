@@ -25,7 +25,7 @@ export interface Position {
  */
 export type ListName =
   | 'audit' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges'
-  | 'integrations' | 'items' | 'keys' | 'types' | 'users' | 'webhooks';
+  | 'integrations' | 'items' | 'keys' | 'tenants' | 'types' | 'users' | 'webhooks';
 
 const encode = (parts: string[]): string => Buffer.from(JSON.stringify(parts)).toString('base64url');
 

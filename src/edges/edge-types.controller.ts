@@ -1,8 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
+import { Created } from '../common/created-location';
 import { PageQuery } from '../common/pagination';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { CreateEdgeTypeDto, EdgeTypeList, EdgeTypeResponse } from './edges.dto';
@@ -15,6 +17,7 @@ export class EdgeTypesController {
 
   @Post()
   @Requires({ admin: true })
+  @Idempotent()
   @ApiOperation({
     summary: 'Define an edge type (admin)',
     description:
@@ -22,7 +25,7 @@ export class EdgeTypesController {
       'whether an item may have `one` or `many` outgoing edges of the type, and whether cycles are refused (`acyclic`). ' +
       'A taken name is 409 `conflict`.',
   })
-  @ApiCreatedResponse({ type: EdgeTypeResponse })
+  @Created({ type: EdgeTypeResponse, path: '/edge-types/{name}' })
   @ApiErrors(400, 401, 403, 409, 429)
   create(@Caller() caller: Principal, @Body() dto: CreateEdgeTypeDto): Promise<EdgeTypeResponse> {
     return this.edgeTypes.create(caller, dto);

@@ -21,7 +21,8 @@ export class EdgeTypesService {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   async create(p: Principal, dto: CreateEdgeTypeDto): Promise<EdgeTypeResponse> {
-    const rows: EdgeTypeRow[] = await this.db.query(
+    // In a transaction, which marks an Idempotency-Key applied as it commits (claim-applied.ts).
+    const rows: EdgeTypeRow[] = await this.db.transaction((m) => m.query(
       `INSERT INTO edge_types (tenant_id, name, source_types, target_types, cardinality, acyclic, description, created_at)
        VALUES ($1, $2, $3::text[], $4::text[], $5, $6, $7, $8)
        ON CONFLICT (tenant_id, name) DO NOTHING
@@ -36,7 +37,7 @@ export class EdgeTypesService {
         dto.description ?? null,
         new Date(),
       ],
-    );
+    ));
     if (!rows[0]) throw ApiError.conflict('conflict', `An edge type named "${dto.name}" already exists`, { name: dto.name });
     return toEdgeTypeResponse(rows[0]);
   }

@@ -1,8 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
+import { Created } from '../common/created-location';
 import { ParseIdPipe } from '../common/ids';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { CreateEdgeDto, EdgeList, EdgeResponse, ItemEdgesQuery } from './edges.dto';
@@ -18,6 +20,7 @@ export class EdgesController {
   constructor(private readonly edges: EdgesService) {}
 
   @Post('edges')
+  @Idempotent()
   @ApiOAuth({ scopes: ['edge.<type>:write', '<type>:write'], note: '`edge.<type>` of the edge type, `<type>` matching the source item\'s type.' })
   @ApiOperation({
     summary: 'Link two items',
@@ -29,7 +32,7 @@ export class EdgesController {
       '1,000 outgoing edges, all types together). 400 edge_cycle when the type is acyclic ' +
       'and the edge would close a cycle, self-loops included.',
   })
-  @ApiCreatedResponse({ type: EdgeResponse })
+  @Created({ type: EdgeResponse, path: '/edges/{id}' })
   @ApiErrors(400, 401, 403, 404, 429)
   create(@Caller() caller: Principal, @Body() dto: CreateEdgeDto): Promise<EdgeResponse> {
     return this.edges.create(caller, dto);

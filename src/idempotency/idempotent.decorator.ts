@@ -18,7 +18,7 @@ export const Idempotent = () =>
       required: false,
       description:
         'Makes the request safe to retry: for 24 hours (IDEMPOTENCY_TTL_HOURS), a request from the same credential with the same key ' +
-        'returns the first response (status and body) with `Idempotent-Replayed: true` instead of running again. The same key with a ' +
+        'returns the first response (status, body and `Location`) with `Idempotent-Replayed: true` instead of running again. The same key with a ' +
         'different method, path or body is 409 `conflict`; a retry while the first request still runs waits for it. 5xx and 429 ' +
         'responses are not kept, so their retry runs again. 1-255 visible ASCII characters; use a random UUID.',
       schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]{1,255}$' },

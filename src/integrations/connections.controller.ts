@@ -5,6 +5,7 @@ import { Caller, createQueryDecorator, Public, Requires } from '../auth/decorato
 import type { Principal } from '../auth/principal';
 import { ParseIdPipe } from '../common/ids';
 import { createValidationPipe } from '../common/validation';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiHeadSuccesses } from '../openapi/api-head.decorator';
 import { ConnectionList, ConnectionResponse, ConnectorCallbackQuery, ListConnectionsQuery, StartConnectionQuery, UPSTREAM_REDIRECT_MAX_LENGTHS } from './connections.dto';
@@ -88,6 +89,15 @@ export class ConnectionsController {
     return this.connections.list(caller, q);
   }
 
+  @Get('connections/:id')
+  @Requires({ admin: true })
+  @ApiOperation({ summary: 'One connection of the tenant (tokens are never returned); 404 `not_found` for an unknown id or another tenant\'s' })
+  @ApiOkResponse({ type: ConnectionResponse })
+  @ApiErrors(400, 401, 403, 404, 429)
+  get(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<ConnectionResponse> {
+    return this.connections.get(caller, id);
+  }
+
   @Delete('connections/:id')
   @Requires({ admin: true })
   @HttpCode(200)
@@ -100,6 +110,7 @@ export class ConnectionsController {
 
   @Post('connections/:id/refresh')
   @Requires({ admin: true })
+  @Idempotent()
   @HttpCode(200)
   @ApiOperation({
     summary: 'Get a new upstream access token with the stored refresh token',

@@ -283,6 +283,11 @@ export class ConnectionsService implements OnApplicationShutdown {
     return { connections: page.map(toConnection), next_cursor };
   }
 
+  /** One connection of the caller's tenant, without its tokens; another tenant's is 404 as a missing one. */
+  async get(p: Principal, id: string): Promise<ConnectionResponse> {
+    return toConnection(await this.connectionRow(p.tenantId, id));
+  }
+
   async remove(p: Principal, id: string): Promise<ConnectionResponse> {
     const [rows]: [ConnectionRow[], number] = await this.db.query(`DELETE FROM connections WHERE tenant_id = $1 AND id = $2 RETURNING *`, [p.tenantId, id]);
     if (!rows[0]) throw ApiError.notFound('not_found', 'No such connection');
@@ -356,17 +361,16 @@ export class ConnectionsService implements OnApplicationShutdown {
         .catch(() => undefined);
       throw err;
     }
-    const [[updated]]: [ConnectionRow[], number] = await this.db.query(
+    // In a transaction of its own, which marks an Idempotency-Key applied as it commits
+    // (claim-applied.ts): the claim above and the upstream call are not the work, storing is.
+    const sealedAccess = await this.secrets.seal(tokens.access_token, tokenAad(p.tenantId, row.id, 'access'));
+    const sealedRefresh = tokens.refresh_token ? await this.secrets.seal(tokens.refresh_token, tokenAad(p.tenantId, row.id, 'refresh')) : null;
+    const [[updated]]: [ConnectionRow[], number] = await this.db.transaction((m) => m.query(
       `UPDATE connections SET access_token_sealed = $4, refresh_token_sealed = coalesce($5, refresh_token_sealed), token_type = coalesce($6, token_type),
               scope = coalesce($7, scope), expires_at = $8, refreshed_at = now(), refresh_claim = NULL, refresh_claimed_until = NULL
         WHERE tenant_id = $1 AND id = $2 AND refresh_claim = $3 RETURNING *`,
-      [
-        p.tenantId, row.id, claim,
-        await this.secrets.seal(tokens.access_token, tokenAad(p.tenantId, row.id, 'access')),
-        tokens.refresh_token ? await this.secrets.seal(tokens.refresh_token, tokenAad(p.tenantId, row.id, 'refresh')) : null,
-        tokens.token_type ?? null, tokens.scope ?? null, this.expiry(tokens),
-      ],
-    );
+      [p.tenantId, row.id, claim, sealedAccess, sealedRefresh, tokens.token_type ?? null, tokens.scope ?? null, this.expiry(tokens)],
+    ));
     if (updated) return toConnection(updated);
     await this.connectionRow(p.tenantId, row.id);
     throw ApiError.conflict('conflict', 'This refresh took longer than its claim on the connection and another refresh took it over: the tokens it got were not stored; those of the other stand');

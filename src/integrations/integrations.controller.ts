@@ -1,7 +1,9 @@
 import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
+import { Created } from '../common/created-location';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { IntegrationList, IntegrationRecord, ListIntegrationsQuery, RegisterIntegrationDto } from './integrations.dto';
@@ -14,11 +16,12 @@ export class IntegrationsController {
 
   @Post()
   @Requires({ admin: true, rootTenant: true })
+  @Idempotent()
   @ApiOperation({
     summary: 'Register an integration manifest (admin key of the root tenant)',
     description: 'A new version of a name is a new record; the same name and version twice is 409 conflict. Each bad manifest field is named in details.fields.',
   })
-  @ApiCreatedResponse({ type: IntegrationRecord })
+  @Created({ type: IntegrationRecord, path: '/integrations/{id}' })
   @ApiErrors(400, 401, 403, 409, 429)
   register(@Caller() caller: Principal, @Body() dto: RegisterIntegrationDto): Promise<IntegrationRecord> {
     return this.integrations.register(caller, dto.manifest);

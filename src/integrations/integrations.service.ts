@@ -40,10 +40,13 @@ export class IntegrationsService {
     if (issues.length) throw validationError(issues, 'The manifest is not valid');
     const m = manifest as unknown as Manifest;
     try {
-      const [row]: IntegrationRow[] = await this.db.query(
-        `INSERT INTO integrations (id, manifest_name, manifest_version, publisher, direction, runtime_compatibility, manifest, summary, registered_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
-        [newId(), m.name, m.version, m.publisher, m.direction, m.runtime_compatibility, manifest, summarize(m), p.credentialId],
+      // In a transaction, which marks an Idempotency-Key applied as it commits (claim-applied.ts).
+      const [row]: IntegrationRow[] = await this.db.transaction((tx) =>
+        tx.query(
+          `INSERT INTO integrations (id, manifest_name, manifest_version, publisher, direction, runtime_compatibility, manifest, summary, registered_by)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
+          [newId(), m.name, m.version, m.publisher, m.direction, m.runtime_compatibility, manifest, summarize(m), p.credentialId],
+        ),
       );
       return toRecord(row);
     } catch (err) {

@@ -1,9 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
-import { ApiConflictResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { PerElementBody } from '../common/body-parsing';
+import { Created } from '../common/created-location';
 import { ParseIdPipe } from '../common/ids';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
@@ -28,7 +29,7 @@ export class ItemsController {
       '201 when created. When `source_id` is given and this credential\'s source already has an item with it, that item is updated (properties and given fields replaced) and the response is 200. `source` is stamped from the credential; a client-sent one is ignored. `edges` naming an unknown edge type or an item the caller cannot see: 404 edge_type_not_found or item_not_found.',
   })
   @ApiOAuth({ scopes: ['<type>:write'], note: '`<type>` matching the item\'s type; `tags` need `metadata:write`, an extension namespace write in the client\'s extension grant; `edges` need `edge.<edge type>:write`.' })
-  @ApiCreatedResponse({ type: ItemResponse })
+  @Created({ type: ItemResponse, path: '/items/{id}' })
   @ApiOkResponse({ type: ItemResponse, description: 'Updated through the natural key' })
   @ApiErrors(400, 401, 403, 404, 409, 429)
   async create(@Caller() caller: Principal, @Body() dto: CreateItemDto, @Res({ passthrough: true }) res: FastifyReply): Promise<Item> {

@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AllowBootstrap, Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
+import { Created } from '../common/created-location';
 import { ParseIdPipe } from '../common/ids';
 import { PageQuery } from '../common/pagination';
 import { NoStore } from '../common/security-headers';
@@ -25,7 +26,7 @@ export class KeysController {
     description:
       'Needs an admin key, except on a server with no keys at all: then it needs no auth, creates the root tenant and returns its first admin key (bootstrap, closed forever afterwards). The plaintext `key` appears only in this response.',
   })
-  @ApiCreatedResponse({ type: CreatedApiKeyResponse })
+  @Created({ type: CreatedApiKeyResponse, path: '/keys/{id}' })
   @ApiErrors(400, 401, 403, 409, 429)
   create(@Caller() caller: Principal | undefined, @Body() dto: CreateKeyDto): Promise<ApiKeyResponse> {
     if (!caller) return this.keys.bootstrap(dto);

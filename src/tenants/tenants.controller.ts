@@ -1,11 +1,17 @@
-import { Body, Controller, Post } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Requires } from '../auth/decorators';
+import { Created } from '../common/created-location';
+import { ParseIdPipe } from '../common/ids';
+import { PageQuery } from '../common/pagination';
 import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
-import { CreatedTenantResponse, CreateTenantDto } from './tenants.dto';
+import { CreatedTenantResponse, CreateTenantDto, TenantList, TenantResponse } from './tenants.dto';
 import { TenantsService } from './tenants.service';
+
+/** Tenants are managed by the credential that may make them: an admin key of the root tenant. */
+const ROOT_ADMIN = { admin: true, rootTenant: true } as const;
 
 @ApiTags('tenants')
 @Controller('tenants')
@@ -13,15 +19,33 @@ export class TenantsController {
   constructor(private readonly tenants: TenantsService) {}
 
   @Post()
-  @Requires({ admin: true, rootTenant: true })
+  @Requires(ROOT_ADMIN)
   // The response is the only place the new admin key appears: a retry after losing it must get
   // it again, not make a second tenant and orphan the first.
   @Idempotent()
   @NoStore()
   @ApiOperation({ summary: 'Create a tenant and its first admin key (admin key of the root tenant)' })
-  @ApiCreatedResponse({ type: CreatedTenantResponse })
+  @Created<CreatedTenantResponse>({ type: CreatedTenantResponse, path: '/tenants/{id}', fields: (body) => body.tenant })
   @ApiErrors(400, 401, 403, 409, 429)
   create(@Body() dto: CreateTenantDto): Promise<CreatedTenantResponse> {
     return this.tenants.create(dto.name);
+  }
+
+  @Get()
+  @Requires(ROOT_ADMIN)
+  @ApiOperation({ summary: 'Every tenant, the root tenant included, newest first, with cursor pagination (admin key of the root tenant)' })
+  @ApiOkResponse({ type: TenantList })
+  @ApiErrors(400, 401, 403, 429)
+  list(@Query() page: PageQuery): Promise<TenantList> {
+    return this.tenants.list(page);
+  }
+
+  @Get(':id')
+  @Requires(ROOT_ADMIN)
+  @ApiOperation({ summary: 'One tenant (admin key of the root tenant); 404 `not_found` for an unknown id' })
+  @ApiOkResponse({ type: TenantResponse })
+  @ApiErrors(400, 401, 403, 404, 429)
+  get(@Param('id', ParseIdPipe) id: string): Promise<TenantResponse> {
+    return this.tenants.get(id);
   }
 }

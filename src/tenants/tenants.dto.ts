@@ -14,6 +14,11 @@ export class TenantResponse {
   @ApiProperty({ format: 'date-time' }) created_at: string;
 }
 
+export class TenantList {
+  @ApiProperty({ type: [TenantResponse] }) tenants: TenantResponse[];
+  @ApiProperty({ type: String, nullable: true }) next_cursor: string | null;
+}
+
 export class CreatedTenantResponse {
   @ApiProperty({ type: TenantResponse }) tenant: TenantResponse;
   @ApiProperty({ type: CreatedApiKeyResponse, description: 'The new tenant\'s first admin key, plaintext included once' }) admin_key: ApiKeyResponse;

@@ -1,4 +1,4 @@
-/** Tenants: `POST /tenants` provisioning (tenant row plus first admin key). */
+/** Tenants: `POST /tenants` provisioning (tenant row plus first admin key), `GET /tenants` and `GET /tenants/{id}`. */
 import { Module } from '@nestjs/common';
 import { KeysModule } from '../keys/keys.module';
 import { TenantsController } from './tenants.controller';

@@ -1,7 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
+import { Created } from '../common/created-location';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { CreateTypeDto, ListTypesQuery, TypeList, TypeResponse, UpdateTypeDto } from './types.dto';
@@ -17,8 +19,9 @@ export class TypesController {
   @Post()
   @ApiOAuth({ scopes: ['<type>:read'], note: '`<type>` matching the name it creates (a member cannot create a type it could not read); a `parent` must be readable too.' })
   @Requires(TYPE_WRITE)
+  @Idempotent()
   @ApiOperation({ summary: 'Create a tenant type (admin key or OAuth scope metadata.types:write)' })
-  @ApiCreatedResponse({ type: TypeResponse })
+  @Created({ type: TypeResponse, path: '/types/{name}' })
   @ApiErrors(400, 401, 403, 404, 409, 429)
   create(@Caller() caller: Principal, @Body() dto: CreateTypeDto): Promise<TypeResponse> {
     return this.types.create(caller, dto);

@@ -1,8 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
+import { Created } from '../common/created-location';
 import { ParseIdPipe } from '../common/ids';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { CreateUserDto, ListUsersQuery, UpdateUserDto, UserList, UserResponse } from './users.dto';
 import { UsersService } from './users.service';
@@ -14,8 +16,9 @@ export class UsersController {
   constructor(private readonly users: UsersService) {}
 
   @Post()
+  @Idempotent()
   @ApiOperation({ summary: 'Create a user of the caller\'s tenant, who can sign in to the OAuth provider (admin)' })
-  @ApiCreatedResponse({ type: UserResponse })
+  @Created({ type: UserResponse, path: '/users/{id}' })
   @ApiErrors(400, 401, 403, 409, 429)
   create(@Caller() caller: Principal, @Body() dto: CreateUserDto): Promise<UserResponse> {
     return this.users.create(caller, dto);

@@ -86,9 +86,12 @@ export class UsersService {
   async create(p: Principal, dto: CreateUserDto): Promise<UserResponse> {
     const hash = await hashPassword(dto.password);
     try {
-      const [row]: UserRow[] = await this.db.query(
-        `INSERT INTO users (tenant_id, id, email, name, role, picture, password_hash) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${USER_COLUMNS}`,
-        [p.tenantId, newId(), dto.email, dto.name, dto.role ?? 'member', dto.picture ?? null, hash],
+      // In a transaction, which marks an Idempotency-Key applied as it commits (claim-applied.ts).
+      const [row]: UserRow[] = await this.db.transaction((m) =>
+        m.query(
+          `INSERT INTO users (tenant_id, id, email, name, role, picture, password_hash) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${USER_COLUMNS}`,
+          [p.tenantId, newId(), dto.email, dto.name, dto.role ?? 'member', dto.picture ?? null, hash],
+        ),
       );
       return toUser(row);
     } catch (err) {

@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
+import { Created } from '../common/created-location';
 import { ParseIdPipe } from '../common/ids';
 import { PageQuery } from '../common/pagination';
 import { NoStore } from '../common/security-headers';
@@ -28,7 +29,7 @@ export class WebhooksController {
     description:
       'Any credential may register one; it receives the selected events about what that credential may read. The `secret` (generated when omitted) appears only in this response. A tenant may have `WEBHOOKS_MAX_PER_TENANT` webhooks (100 by default), a non-admin credential `WEBHOOKS_MAX_PER_CREDENTIAL` of them (10), the OAuth grants of one user `WEBHOOKS_MAX_PER_USER` together (20); past that, 409 `conflict`.',
   })
-  @ApiCreatedResponse({ type: CreatedWebhookResponse })
+  @Created({ type: CreatedWebhookResponse, path: '/webhooks/{id}' })
   @ApiErrors(400, 401, 409, 429)
   create(@Caller() caller: Principal, @Body() dto: CreateWebhookDto): Promise<WebhookResponse> {
     return this.webhooks.create(caller, dto);
@@ -114,6 +115,7 @@ export class WebhooksController {
   @Post(':id/deliveries/:delivery_id/retry')
   @HttpCode(202)
   @Requires({ admin: true })
+  @Idempotent()
   @ApiOperation({
     summary: 'Attempt a delivery again now, whatever its state (admin); unless it succeeds, the delivery keeps its status and scheduled retries',
     description: '409 `conflict` while an attempt of it is under way (retry once it has ended), or when the webhook is disabled.',

@@ -261,14 +261,16 @@ export class WebhooksService {
     // The retry takes the lease for its own attempt, here or (on an instance that does not
     // deliver) through the queue, so that a second retry at the same moment is 409 rather than a
     // 202 that attempts nothing.
-    const [rows, updated]: [Array<{ lease: string }>, number] = await this.db.query(
+    // In a transaction, which marks an Idempotency-Key applied as it commits (claim-applied.ts):
+    // a retry that took the lease is never sent again for the same key.
+    const [rows, updated]: [Array<{ lease: string }>, number] = await this.db.transaction((m) => m.query(
       `UPDATE webhook_deliveries d SET updated_at = now(), lease_until = now() + make_interval(secs => $4::float8 / 1000)
          FROM webhooks w
         WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3 AND (d.lease_until IS NULL OR d.lease_until < now())
           AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled AND ${SENDABLE}
         RETURNING d.lease_until::text AS lease`,
       [p.tenantId, webhook.id, deliveryId, this.dispatcher.leaseMs],
-    );
+    ));
     if (!updated) throw await this.whyNotRetried(p.tenantId, webhook.id, deliveryId);
     this.dispatcher.attemptLeased({ tenantId: p.tenantId, deliveryId, webhookId: webhook.id, lease: rows[0].lease });
     const [row] = await this.deliveryRows(`d.tenant_id = $1 AND d.id = $2`, [p.tenantId, deliveryId]);

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { bootstrapAdmin, createKey, startApp, TestApp } from '../support/app';
+import { expectLocation } from '../support/created';
 import { Api, api, createItem, expectError, expectStatus, ITEM_FIELDS, note, RFC3339 } from './helpers';
 
 describe('items: create, upsert, bulk, delete', () => {
@@ -65,6 +66,13 @@ describe('items: create, upsert, bulk, delete', () => {
       const got = await admin.get(`/items/${res.body.id}`);
       expectStatus(got, 200);
       expect(got.body).toEqual(res.body);
+    });
+
+    it('a creation answers Location: /items/{id}, which GET reads; an update through the natural key (200) has none', async () => {
+      const created = await admin.post('/items', note('located', { source_id: 'located-1' }));
+      expect((await expectLocation(t, created, `/items/${created.body.id}`, adminKey)).body).toEqual(created.body);
+      const updated = await admin.post('/items', note('located again', { source_id: 'located-1' }));
+      expect([updated.status, updated.headers.location]).toEqual([200, undefined]);
     });
 
     it('defaults: state active, version 1, null optional fields, no tags, timestamp = creation time', async () => {
