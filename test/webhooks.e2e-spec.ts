@@ -357,6 +357,12 @@ describe('webhooks (e2e)', () => {
       expect(answers.map((r) => r.status).sort()).toEqual([202, 409, 409, 409]);
       const retried = answers.find((r) => r.status === 202)!.body;
       expect(retried.id).toBe(failed.id);
+      // Refusals about the moment say when to try again, and an Idempotency-Key does not keep one:
+      // the same key is run, not refused again, once the attempt has ended.
+      for (const r of answers.filter((a) => a.status === 409)) expect(r.headers['retry-after']).toBe('1');
+      const busyKey = randomUUID();
+      const busy = await post(admin, `/webhooks/${hook.id}/deliveries/${failed.id}/retry`, {}).set('Idempotency-Key', busyKey);
+      expect([busy.status, busy.body.error.code, busy.headers['retry-after']]).toEqual([409, 'conflict', '1']);
       release();
       const done = await waitFor(async () => {
         const d = (await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries.find((x: { id: string }) => x.id === failed.id);
@@ -365,6 +371,9 @@ describe('webhooks (e2e)', () => {
       expect(done.attempts).toBe(4);
       const retriedItem = JSON.parse(receiver.at(hook.path)[0].body).item.id;
       expect(receiver.at(hook.path).filter((r) => JSON.parse(r.body).item.id === retriedItem)).toHaveLength(4);
+      const again = await post(admin, `/webhooks/${hook.id}/deliveries/${failed.id}/retry`, {}).set('Idempotency-Key', busyKey);
+      expect([again.status, again.headers['idempotent-replayed']]).toEqual([202, undefined]);
+      await waitFor(() => receiver.at(hook.path).filter((r) => JSON.parse(r.body).item.id === retriedItem).length === 5, 'the retry the key ran');
       expectError(await post(admin, `/webhooks/${hook.id}/deliveries/${hook.id}/retry`, {}), 404, 'not_found');
     });
 

@@ -49,4 +49,21 @@ export class ApiError extends Error {
   static badRequest(code: ErrorCode, message: string, details?: Record<string, unknown>) {
     return new ApiError(400, code, message, details);
   }
+  /**
+   * A refusal that says "not now": something else under way holds what the request needs, and the
+   * same request may succeed in `retryAfterSeconds`. It carries Retry-After, and an idempotent
+   * request's key does not keep it (retryAfterOf).
+   */
+  static busy(message: string, retryAfterSeconds = 1) {
+    return new ApiError(409, 'conflict', message, { retry_after: retryAfterSeconds });
+  }
+}
+
+/**
+ * When a refused request may be sent again, in seconds, for a refusal that is about the moment
+ * rather than the request (a 429, a busy 409): `details.retry_after`. Undefined for a final answer.
+ */
+export function retryAfterOf(error: ApiError): number | undefined {
+  const after = error.details?.retry_after;
+  return typeof after === 'number' ? after : undefined;
 }

@@ -6,7 +6,7 @@
  */
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, ErrorCode } from './api-error';
+import { ApiError, ErrorCode, retryAfterOf } from './api-error';
 import { isDependencyUnavailable, isStatementCancelled, isWriteCollision, UNAVAILABLE_RETRY_AFTER_SECONDS } from './unavailable';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -61,8 +61,10 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
       return;
     }
     if (apiError.status === 401) reply.header('WWW-Authenticate', bearerChallenge(req, apiError));
-    // SPEC 8.1: every 429 carries Retry-After, whichever limit refused (the rate limiter sets its own).
-    if (apiError.status === 429 && !reply.hasHeader('Retry-After')) reply.header('Retry-After', String(apiError.details?.retry_after ?? 1));
+    // SPEC 8.1: every 429 carries Retry-After, whichever limit refused (the rate limiter sets its
+    // own); so does any other refusal about the moment (ApiError.busy).
+    const retryAfter = retryAfterOf(apiError) ?? (apiError.status === 429 ? 1 : undefined);
+    if (retryAfter !== undefined && !reply.hasHeader('Retry-After')) reply.header('Retry-After', String(retryAfter));
     if (apiError.status === 503) reply.header('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS);
     reply.status(apiError.status).send(this.body(apiError));
   }

@@ -55,6 +55,7 @@ export function keyDigest(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
-export function keyConflict(key: string, message: string): ApiError {
-  return ApiError.conflict('conflict', message, { idempotency_key: key });
+/** 409 about the key; with `retryAfterSeconds`, one that a retry later may get past (ApiError.busy). */
+export function keyConflict(key: string, message: string, retryAfterSeconds?: number): ApiError {
+  return ApiError.conflict('conflict', message, { idempotency_key: key, ...(retryAfterSeconds === undefined ? {} : { retry_after: retryAfterSeconds }) });
 }

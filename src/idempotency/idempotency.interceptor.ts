@@ -9,8 +9,9 @@
  * 2. Claim (owner, key) in Postgres for this request's fingerprint (method, path as routed, query,
  *    canonical body, an OAuth token's scopes).
  * 3. Claimed: run the handler; keep its status and body, a 4xx error envelope included. 5xx,
- *    429 and a write collision's 409 (the transaction lost to concurrent ones and changed
- *    nothing: "send it again") are not kept: the claim is released, so a retry runs again.
+ *    429, a write collision's 409 (the transaction lost to concurrent ones and changed nothing:
+ *    "send it again") and any refusal about the moment rather than the request (a busy 409 with
+ *    Retry-After, ApiError.busy) are not kept: the claim is released, so a retry runs again.
  *    The transaction that commits the work marks the claim `applied` as it commits
  *    (claim-applied.ts), so a claim whose response was never kept (the instance died, or the
  *    write failed) is not taken over and run again when its lease runs out. The request renews
@@ -29,7 +30,7 @@ import { from, lastValueFrom, Observable } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '../auth/principal';
 import { tokenScopesOf } from '../oidc/scopes';
-import { ApiError } from '../common/api-error';
+import { ApiError, retryAfterOf } from '../common/api-error';
 import { toApiError } from '../common/exception.filter';
 import { canonicalId } from '../common/ids';
 import { isDependencyUnavailable, isWriteCollision } from '../common/unavailable';
@@ -112,7 +113,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       if (row?.state === 'applied' && (row.abandoned || Date.now() >= deadline)) {
         throw keyConflict(key, 'The request with this Idempotency-Key was applied, but its response was not kept; read the outcome back instead of retrying');
       }
-      if (Date.now() >= deadline) throw keyConflict(key, 'A request with this Idempotency-Key is still in progress; retry later');
+      if (Date.now() >= deadline) throw keyConflict(key, 'A request with this Idempotency-Key is still in progress; retry later', 1);
       if (row) await sleep(poll); // in progress: wait; gone (released or expired): claim again at once
     }
   }
@@ -137,7 +138,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     } catch (err) {
       const error = toApiError(err, undefined);
       // The filter sends exactly this envelope with this status for the error.
-      await (keeps(error.status) && !isWriteCollision(err)
+      await (keeps(error.status) && !isWriteCollision(err) && retryAfterOf(error) === undefined
         ? this.keep(attempt, claim, error.status, error.toEnvelope(), null)
         : this.releaseEventually(attempt, claim)
       ).catch((storeErr: unknown) => this.logger.error({ err: storeErr }, 'idempotency key could not be finished'));

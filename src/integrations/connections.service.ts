@@ -392,9 +392,9 @@ export class ConnectionsService implements OnApplicationShutdown {
         const { status, code, message, details } = JSON.parse(outcome) as { status: number; code: ErrorCode; message: string; details?: Record<string, unknown> };
         throw new ApiError(status, code, message, details);
       }
-      throw ApiError.conflict('conflict', 'A refresh of this connection under way when this one came did not finish; this one did not call the upstream again: try again');
+      throw ApiError.busy('A refresh of this connection under way when this one came did not finish; this one did not call the upstream again: try again');
     }
-    throw ApiError.conflict('conflict', 'A refresh of this connection is under way and has not finished; try again later');
+    throw ApiError.busy('A refresh of this connection is under way and has not finished; try again later');
   }
 
   private outcomeKey(claim: string): string {

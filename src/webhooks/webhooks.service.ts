@@ -10,7 +10,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { isAdmin } from '../auth/permissions';
 import { ownerCredential, ownerCredentialSql, ownsWorkSql, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
@@ -262,23 +262,27 @@ export class WebhooksService {
     // deliver) through the queue, so that a second retry at the same moment is 409 rather than a
     // 202 that attempts nothing.
     // In a transaction, which marks an Idempotency-Key applied as it commits (claim-applied.ts):
-    // a retry that took the lease is never sent again for the same key.
-    const [rows, updated]: [Array<{ lease: string }>, number] = await this.db.transaction((m) => m.query(
-      `UPDATE webhook_deliveries d SET updated_at = now(), lease_until = now() + make_interval(secs => $4::float8 / 1000)
-         FROM webhooks w
-        WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3 AND (d.lease_until IS NULL OR d.lease_until < now())
-          AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled AND ${SENDABLE}
-        RETURNING d.lease_until::text AS lease`,
-      [p.tenantId, webhook.id, deliveryId, this.dispatcher.leaseMs],
-    ));
-    if (!updated) throw await this.whyNotRetried(p.tenantId, webhook.id, deliveryId);
-    this.dispatcher.attemptLeased({ tenantId: p.tenantId, deliveryId, webhookId: webhook.id, lease: rows[0].lease });
+    // a retry that took the lease is never sent again for the same key. One that took nothing
+    // is refused inside it, so that the key stays free (a busy 409 is not kept).
+    const lease = await this.db.transaction(async (m) => {
+      const [rows, updated]: [Array<{ lease: string }>, number] = await m.query(
+        `UPDATE webhook_deliveries d SET updated_at = now(), lease_until = now() + make_interval(secs => $4::float8 / 1000)
+           FROM webhooks w
+          WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3 AND (d.lease_until IS NULL OR d.lease_until < now())
+            AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled AND ${SENDABLE}
+          RETURNING d.lease_until::text AS lease`,
+        [p.tenantId, webhook.id, deliveryId, this.dispatcher.leaseMs],
+      );
+      if (!updated) throw await this.whyNotRetried(m, p.tenantId, webhook.id, deliveryId);
+      return rows[0].lease;
+    });
+    this.dispatcher.attemptLeased({ tenantId: p.tenantId, deliveryId, webhookId: webhook.id, lease });
     const [row] = await this.deliveryRows(`d.tenant_id = $1 AND d.id = $2`, [p.tenantId, deliveryId]);
     return toDelivery(row);
   }
 
-  private async whyNotRetried(tenantId: string, webhookId: string, deliveryId: string): Promise<ApiError> {
-    const [found]: Array<{ disabled: boolean; sendable: boolean }> = await this.db.query(
+  private async whyNotRetried(m: EntityManager, tenantId: string, webhookId: string, deliveryId: string): Promise<ApiError> {
+    const [found]: Array<{ disabled: boolean; sendable: boolean }> = await m.query(
       `SELECT w.disabled, ${SENDABLE} AS sendable
          FROM webhook_deliveries d JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id
         WHERE d.tenant_id = $1 AND d.webhook_id = $2 AND d.id = $3`,
@@ -288,7 +292,7 @@ export class WebhooksService {
     if (found.disabled) return ApiError.conflict('conflict', 'The webhook is disabled: enable it (PATCH disabled: false) to retry its deliveries');
     if (!found.sendable) return ApiError.conflict('conflict', 'The event of this delivery is no longer kept (EVENT_RETENTION_DAYS): there is no body to send');
     // Else its lease was held when the retry looked (and may have ended since: the retry can be sent again).
-    return ApiError.conflict('conflict', 'An attempt of this delivery is under way or about to start; retry once it has ended');
+    return ApiError.busy('An attempt of this delivery is under way or about to start; retry once it has ended');
   }
 
   private deliveryRows(where: string, params: unknown[]): Promise<DeliveryRow[]> {
