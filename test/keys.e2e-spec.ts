@@ -291,6 +291,11 @@ describe('keys', () => {
       expectError(await t.http.get('/keys').set(bearer(adaKey)), 401, 'unauthorized');
       const after = (await t.http.get(`/keys/${minted.id}`).set(bearer(other.key)).expect(200)).body;
       expect(after).toMatchObject({ created_by_user_id: ada.id, revoked_at: expect.any(String) });
+      // The audit log says who ended it: the admin key that deleted her.
+      const revoked = (await t.http.get('/audit?action=key.revoked').set(bearer(other.key)).expect(200)).body.events;
+      expect(revoked.find((e: { details: { key_id: string } }) => e.details.key_id === minted.id)?.details).toMatchObject({
+        by: 'creator_removed', created_by_user_id: ada.id, actor: { kind: 'api_key', id: other.id },
+      });
       expect((await t.http.get('/keys').set(bearer(other.key)).expect(200)).body.keys.filter((k: { revoked_at: string | null }) => !k.revoked_at).map((k: { label: string }) => k.label).sort()).toEqual(['ops', 'plain']);
 
       const bob = await newUser('bob@minting.example', other.key);

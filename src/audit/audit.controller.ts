@@ -13,7 +13,12 @@ export class AuditController {
 
   @Get()
   @Requires({ admin: true })
-  @ApiOperation({ summary: 'The tenant\'s audit events (grants given and revoked), newest first (admin)' })
+  @ApiOperation({
+    summary: 'The tenant\'s audit events, newest first (admin)',
+    description:
+      'Grants given and revoked, and changes of the tenant\'s credentials: API keys, OAuth clients, webhooks, the tenant\'s creation. ' +
+      'Each change\'s row is written with it, names who made it (`details.actor`), and never holds a secret. `action` lists one action\'s.',
+  })
   @ApiOkResponse({ type: AuditList })
   @ApiErrors(400, 401, 403, 429)
   list(@Caller() caller: Principal, @Query() q: ListAuditQuery): Promise<AuditList> {

@@ -3,20 +3,43 @@ import { IsIn } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { IsOptionalNonNull } from '../common/validation';
 
-export const AUDIT_ACTIONS = ['auth.grant.created', 'auth.grant.revoked'] as const;
+export const AUDIT_ACTIONS = [
+  'auth.grant.created',
+  'auth.grant.revoked',
+  'auth.client.created',
+  'auth.client.updated',
+  'auth.client.deleted',
+  'auth.client.secret_rotated',
+  'key.created',
+  'key.updated',
+  'key.revoked',
+  'webhook.created',
+  'webhook.deleted',
+  'webhook.secret_rotated',
+  'tenant.created',
+] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** What `details` holds for each action; the OpenAPI description of the field, and docs/api-reference.md's list. */
+const DETAILS_DOC = [
+  'Per action. Every action but the auth.grant ones carries `actor`: who did it, `{kind, id}` of the credential: `api_key` (the key\'s id), `user` (an OAuth token for a user, or the account pages: the user\'s id, and `grant_id` for a token), `oauth_client` (a client-credentials token: the client\'s id) or `bootstrap` (id null: the server\'s first key); `actor.tenant_id` when the credential is another tenant\'s (the root tenant\'s admin who made this one). Never a secret, a key, a hash or a token.',
+  'auth.grant.created: `source` (authorization_code or device), `created` (first consent, or false for a re-consent), `scope`;',
+  'auth.grant.revoked: `by` (user, revocation_endpoint, token_reuse, user_deleted or client_deleted);',
+  'auth.client.created: `client_name`, `grant_types`, `token_endpoint_auth_method`, `scope`; auth.client.updated: `changed` (the metadata fields whose value changed);',
+  'auth.client.deleted: `client_name`, `grants_revoked` (how many); auth.client.secret_rotated: nothing else (`client_id` names the client in all four);',
+  'key.created: `key_id`, `label`, `role`, `source`; key.updated: `key_id`, `changed` (label, role, default_tier, type_permissions, extension_permissions, edge_permissions: those whose value changed), `role` `{from, to}` when it changed;',
+  'key.revoked: `key_id`, `by` (`caller`, or `creator_removed`: the user who made it on the account pages was deleted or demoted);',
+  'webhook.created: `webhook_id`, `host` (of its URL; never the URL\'s path, query or the secret), `events`; webhook.deleted: `webhook_id`, `host`; webhook.secret_rotated: `webhook_id`, `expire_previous_in`;',
+  'tenant.created: `tenant_id`, `name`, `admin_key_id` (recorded in the creator\'s tenant and in the new one).',
+].join(' ');
 
 export class AuditEvent {
   @ApiProperty() id: string;
   @ApiProperty({ enum: AUDIT_ACTIONS }) action: AuditAction;
-  @ApiProperty({ type: String, nullable: true, description: 'The verified OAuth client' }) client_id: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'The verified OAuth client; for auth.client.* the client acted on' }) client_id: string | null;
   @ApiProperty({ type: String, nullable: true }) user_id: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'The OAuth grant' }) grant_id: string | null;
-  @ApiProperty({
-    type: 'object',
-    additionalProperties: true,
-    description: 'auth.grant.created: `source` (authorization_code or device), `created` (first consent, or false for a re-consent), `scope`; auth.grant.revoked: `by` (user, revocation_endpoint, token_reuse, user_deleted or client_deleted)',
-  })
+  @ApiProperty({ type: 'object', additionalProperties: true, description: DETAILS_DOC })
   details: Record<string, unknown>;
   @ApiProperty({ format: 'date-time' }) created_at: string;
 }

@@ -1,11 +1,13 @@
 /**
- * Owns the audit log: `record` appends an event (consent given, grant revoked, …) for a tenant;
- * `GET /audit` (admin) lists them newest first, by action if asked.
+ * Owns the audit log: `record` appends an event (consent given, grant revoked, a key, OAuth
+ * client, webhook or tenant made, changed or ended, …) for a tenant; `GET /audit` (admin) lists
+ * them newest first, by action if asked. A change is recorded in the transaction that makes it,
+ * so one rolled back leaves no row; and by who made it (`actorOf`), never with a secret.
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import type { Principal } from '../auth/principal';
+import { ownerCredential, type Principal } from '../auth/principal';
 import { newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { AuditAction, AuditEvent, AuditList, ListAuditQuery } from './audit.dto';
@@ -18,6 +20,29 @@ interface AuditRow {
   grant_id: string | null;
   details: Record<string, unknown>;
   created_at: Date;
+}
+
+/**
+ * Who made a change, as `details.actor`: the credential, named by what an admin can look up (a
+ * key's id, a user's, a client's), never by anything a secret is derived from (a client token's
+ * credential carries its secret's hash tag, so only the client is named). `bootstrap`: the
+ * server's first key, made by nobody.
+ */
+export interface AuditActor {
+  kind: 'api_key' | 'user' | 'oauth_client' | 'bootstrap';
+  id: string | null;
+  /** The grant a user's token stands for. */
+  grant_id?: string;
+  /** The credential's tenant, when it is not the one whose log holds the row. */
+  tenant_id?: string;
+}
+
+export const BOOTSTRAP_ACTOR: AuditActor = { kind: 'bootstrap', id: null };
+
+export function actorOf(p: Principal): AuditActor {
+  if (p.kind === 'api_key') return { kind: 'api_key', id: p.credentialId };
+  if (p.userId) return { kind: 'user', id: p.userId, grant_id: p.credentialId };
+  return { kind: 'oauth_client', id: ownerCredential(p.credentialId).replace(/^client:/, '') };
 }
 
 const toEvent = (r: AuditRow): AuditEvent => ({ ...r, created_at: r.created_at.toISOString() });

@@ -30,7 +30,7 @@ export class KeysController {
   @ApiErrors(400, 401, 403, 409, 429)
   create(@Caller() caller: Principal | undefined, @Body() dto: CreateKeyDto): Promise<ApiKeyResponse> {
     if (!caller) return this.keys.bootstrap(dto);
-    return this.keys.create(caller.tenantId, dto);
+    return this.keys.create(caller, dto);
   }
 
   @Get()
@@ -67,6 +67,6 @@ export class KeysController {
   @ApiOkResponse({ type: ApiKeyResponse })
   @ApiErrors(400, 401, 403, 404, 409, 429)
   revoke(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<ApiKeyResponse> {
-    return this.keys.revoke(caller.tenantId, id);
+    return this.keys.revoke(caller, id);
   }
 }

@@ -1,11 +1,14 @@
 /**
  * Owns API keys: bootstrap of the root tenant's first key, creation, listing, update and
  * revocation, and the resolution of `svc_k1_` bearer tokens into Principals (cached, with
- * invalidation across instances). Plaintext keys exist only in the creation response.
+ * invalidation across instances). Plaintext keys exist only in the creation response. Every
+ * creation, change and revocation leaves an audit row (`key.created`, `key.updated`,
+ * `key.revoked`) in its own transaction, naming who did it and never the key or its hash.
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In } from 'typeorm';
+import { actorOf, AuditActor, AuditService, BOOTSTRAP_ACTOR } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
 import { isId, newId } from '../common/ids';
 import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
@@ -17,6 +20,22 @@ import { ApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
 import { API_KEY_PREFIX, digestsEqual, generateApiKey, hashSecret, keyHint } from './key-secrets';
 
 const UNIQUE_VIOLATION = '23505';
+
+/** The fields of a key an update may change, by their names in the API (`key.updated`'s `details.changed`). */
+const UPDATABLE: ReadonlyArray<[keyof ApiKeyEntity, string]> = [
+  ['label', 'label'],
+  ['role', 'role'],
+  ['defaultTier', 'default_tier'],
+  ['typePermissions', 'type_permissions'],
+  ['extensionPermissions', 'extension_permissions'],
+  ['edgePermissions', 'edge_permissions'],
+];
+
+/** The API names of the fields `patch` gives a value other than `key`'s (permission maps compared as JSON: jsonb keeps no key order, so sorted). */
+function changedFields(key: ApiKeyEntity, patch: Partial<ApiKeyEntity>): string[] {
+  const canonical = (v: unknown) => (v && typeof v === 'object' ? JSON.stringify(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : JSON.stringify(v));
+  return UPDATABLE.filter(([field]) => patch[field] !== undefined && canonical(patch[field]) !== canonical(key[field])).map(([, name]) => name);
+}
 const BOOTSTRAP_LOCK = 727_001; // pg_advisory_xact_lock id serialising bootstrap attempts
 
 export const bootstrapClosed = () => ApiError.unauthorized('Bootstrap is closed: this server already has keys; use an admin key');
@@ -66,6 +85,7 @@ export class KeysService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly cache: KeyCache,
+    private readonly audit: AuditService,
   ) {}
 
   /** Once a key exists bootstrap never opens again, so a closed answer is kept for good. */
@@ -129,31 +149,43 @@ export class KeysService {
       if (exists) return undefined;
       const tenant = m.create(TenantEntity, { id: newId(), name: 'root', isRoot: true });
       await m.insert(TenantEntity, tenant);
-      return this.insert(m, tenant.id, { ...dto, role: 'admin' });
+      const key = await this.insert(m, tenant.id, { ...dto, role: 'admin' }, undefined, BOOTSTRAP_ACTOR);
+      await this.audit.record(
+        { tenantId: tenant.id, action: 'tenant.created', details: { actor: BOOTSTRAP_ACTOR, tenant_id: tenant.id, name: tenant.name, admin_key_id: key.id } },
+        m,
+      );
+      return key;
     });
     this.closed = true;
     if (!created) throw bootstrapClosed();
     return created;
   }
 
-  async create(tenantId: string, dto: CreateKeyDto): Promise<ApiKeyResponse> {
-    return this.db.transaction((m) => this.insert(m, tenantId, dto));
+  async create(p: Principal, dto: CreateKeyDto): Promise<ApiKeyResponse> {
+    return this.db.transaction((m) => this.insert(m, p.tenantId, dto, undefined, actorOf(p)));
   }
 
   /**
    * Revokes, in the caller's transaction, the active keys `userId` made on the account pages:
    * they were that user's admin rights, which end with the user's deletion or demotion. Refused
    * (409) when that would leave the tenant without an active admin key. Call `keysChanged` once
-   * the transaction commits (when this answered more than 0).
+   * the transaction commits (when this answered more than 0). Each is audited `key.revoked` by
+   * `creator_removed`, with `actor` the one who deleted or demoted the user when given.
    */
-  async revokeCreatedBy(m: EntityManager, tenantId: string, userId: string): Promise<number> {
+  async revokeCreatedBy(m: EntityManager, tenantId: string, userId: string, actor?: AuditActor): Promise<number> {
     await this.lockTenantKeys(m, tenantId);
-    const [revoked]: [Array<{ role: Role }>, number] = await m.query(
-      `UPDATE api_keys SET revoked_at = now(), updated_at = now() WHERE tenant_id = $1 AND created_by_user_id = $2 AND revoked_at IS NULL RETURNING role`,
+    const [revoked]: [Array<{ id: string; role: Role }>, number] = await m.query(
+      `UPDATE api_keys SET revoked_at = now(), updated_at = now() WHERE tenant_id = $1 AND created_by_user_id = $2 AND revoked_at IS NULL RETURNING id, role`,
       [tenantId, userId],
     );
     if (revoked.some((k) => k.role === 'admin')) {
       await this.assertAnotherAdmin(m, tenantId, [], 'This would revoke the tenant\'s last active admin key, which this user made');
+    }
+    for (const key of revoked) {
+      await this.audit.record(
+        { tenantId, action: 'key.revoked', details: { ...(actor && { actor }), key_id: key.id, by: 'creator_removed', created_by_user_id: userId } },
+        m,
+      );
     }
     return revoked.length;
   }
@@ -164,10 +196,11 @@ export class KeysService {
   }
 
   /**
-   * Inserts a key inside the caller's transaction; used by tenant provisioning, and by
-   * UsersService.createKey for a key a user makes (`createdByUserId`, see `revokeCreatedBy`).
+   * Inserts a key inside the caller's transaction, audited there as `key.created` by `actor`;
+   * used by tenant provisioning, and by UsersService.createKey for a key a user makes
+   * (`createdByUserId`, see `revokeCreatedBy`; that user is then the actor unless one is given).
    */
-  async insert(m: EntityManager, tenantId: string, dto: CreateKeyDto, createdByUserId?: string): Promise<ApiKeyResponse> {
+  async insert(m: EntityManager, tenantId: string, dto: CreateKeyDto, createdByUserId?: string, actor?: AuditActor): Promise<ApiKeyResponse> {
     const plaintext = generateApiKey();
     const now = new Date();
     const key = m.create(ApiKeyEntity, {
@@ -200,6 +233,11 @@ export class KeysService {
       }
       throw err;
     }
+    const by: AuditActor | undefined = actor ?? (createdByUserId ? { kind: 'user', id: createdByUserId } : undefined);
+    await this.audit.record(
+      { tenantId, action: 'key.created', details: { ...(by && { actor: by }), key_id: key.id, label: key.label, role: key.role, source: key.source } },
+      m,
+    );
     return toKeyResponse(key, plaintext);
   }
 
@@ -249,6 +287,17 @@ export class KeysService {
         updatedAt: new Date(),
       };
       await m.update(ApiKeyEntity, { tenantId: principal.tenantId, id }, patch);
+      const changed = changedFields(key, patch);
+      if (changed.length) {
+        await this.audit.record(
+          {
+            tenantId: principal.tenantId,
+            action: 'key.updated',
+            details: { actor: actorOf(principal), key_id: id, changed, ...(changed.includes('role') && { role: { from: key.role, to: patch.role } }) },
+          },
+          m,
+        );
+      }
       return { key: Object.assign(key, patch), hash: key.keyHash };
     });
     await this.cache.invalidate(hash);
@@ -256,7 +305,8 @@ export class KeysService {
   }
 
   /** Revokes a key; the next request with it, on any instance, gets 401. Idempotent. */
-  async revoke(tenantId: string, id: string): Promise<ApiKeyResponse> {
+  async revoke(p: Principal, id: string): Promise<ApiKeyResponse> {
+    const tenantId = p.tenantId;
     const key = await this.db.transaction(async (m) => {
       await this.lockTenantKeys(m, tenantId);
       const key = await this.find(m, tenantId, id);
@@ -265,6 +315,7 @@ export class KeysService {
       key.revokedAt = new Date();
       key.updatedAt = key.revokedAt;
       await m.update(ApiKeyEntity, { tenantId, id }, { revokedAt: key.revokedAt, updatedAt: key.updatedAt });
+      await this.audit.record({ tenantId, action: 'key.revoked', details: { actor: actorOf(p), key_id: id, by: 'caller' } }, m);
       return key;
     });
     await this.cache.invalidate(key.keyHash);

@@ -25,15 +25,19 @@
  * the client may now ask for: scopes taken away leave every grant of the client (not refused, so
  * a scope given back is asked for again), which the tokens they issued follow at once (their
  * cached resolutions are dropped); codes and sign-ins in progress for a redirect URI or a scope
- * taken away end. There is no audit action for clients (audit.dto.ts): grants are narrowed, not
- * revoked, so none is recorded.
+ * taken away end. Grants are narrowed, not revoked, so no grant action is recorded.
+ *
+ * Each registration, update, deletion and rotation is audited (`auth.client.created`, `.updated`
+ * with the fields whose value changed, `.deleted`, `.secret_rotated`) in the transaction that
+ * makes it, in the log of the admin's tenant (the root tenant's, for an openly registered client),
+ * naming the admin's credential and never a secret.
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
 import type { Client, Provider } from 'oidc-provider';
 import { DataSource, EntityManager } from 'typeorm';
-import { AuditService } from '../audit/audit.service';
+import { actorOf, AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isId } from '../common/ids';
@@ -124,7 +128,24 @@ export class ClientsService {
     const provider = await this.oidc.get();
     await validateClient(provider, metadata);
     // In a transaction of its own, so that an Idempotency-Key's claim commits with the client.
-    await inTransaction(this.db, () => storeOf(provider).upsert(metadata.client_id, metadata, 0));
+    await inTransaction(this.db, async (m) => {
+      await storeOf(provider).upsert(metadata.client_id, metadata, 0);
+      await this.audit.record(
+        {
+          tenantId: p.tenantId,
+          action: 'auth.client.created',
+          clientId: metadata.client_id,
+          details: {
+            actor: actorOf(p),
+            client_name: dto.client_name ?? null,
+            grant_types: metadata.grant_types,
+            token_endpoint_auth_method: metadata.token_endpoint_auth_method,
+            scope: dto.scope ?? null,
+          },
+        },
+        m,
+      );
+    });
     return metadata as RegisteredClient;
   }
 
@@ -187,6 +208,15 @@ export class ClientsService {
           m,
         );
       }
+      await this.audit.record(
+        {
+          tenantId: p.tenantId,
+          action: 'auth.client.deleted',
+          clientId,
+          details: { actor: actorOf(p), client_name: deleted[0].payload.client_name ?? null, grants_revoked: grants.length },
+        },
+        m,
+      );
       return toClient(deleted[0].payload);
     });
     if (!client) throw notFound();
@@ -221,6 +251,8 @@ export class ClientsService {
       const client = await provider.Client.find(clientId);
       await narrowGrants(m, clientId, allowedScopes(after), resourceOf(provider));
       await endPendingWork(m, clientId, client!, removedScopes(before, after));
+      const changed = Object.keys(dto).filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
+      if (changed.length) await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.updated', clientId, details: { actor: actorOf(p), changed } }, m);
       return toClient(after);
     });
     if (!updated) throw notFound();
@@ -248,6 +280,7 @@ export class ClientsService {
       await store.upsert(clientId, { ...metadata, client_secret }, 0);
       await m.query(`DELETE FROM oidc_models WHERE model = 'ClientCredentials' AND payload->>'clientId' = $1`, [clientId]);
       await endLegacyWork(m, metadata.tenant_id, clientId, metadata.client_secret);
+      await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.secret_rotated', clientId, details: { actor: actorOf(p) } }, m);
       return { ...toClient(metadata), client_secret };
     });
     if (!rotated) throw notFound();

@@ -1,6 +1,7 @@
 import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { Requires } from '../auth/decorators';
+import { Caller, Requires } from '../auth/decorators';
+import type { Principal } from '../auth/principal';
 import { Created } from '../common/created-location';
 import { ParseIdPipe } from '../common/ids';
 import { PageQuery } from '../common/pagination';
@@ -27,8 +28,8 @@ export class TenantsController {
   @ApiOperation({ summary: 'Create a tenant and its first admin key (admin key of the root tenant)' })
   @Created<CreatedTenantResponse>({ type: CreatedTenantResponse, path: '/tenants/{id}', fields: (body) => body.tenant })
   @ApiErrors(400, 401, 403, 409, 429)
-  create(@Body() dto: CreateTenantDto): Promise<CreatedTenantResponse> {
-    return this.tenants.create(dto.name);
+  create(@Caller() caller: Principal, @Body() dto: CreateTenantDto): Promise<CreatedTenantResponse> {
+    return this.tenants.create(caller, dto.name);
   }
 
   @Get()

@@ -1,7 +1,15 @@
-/** Owns tenants: provisioning a new tenant together with its first admin key, and reading them back. */
+/**
+ * Owns tenants: provisioning a new tenant together with its first admin key, and reading them
+ * back. A new tenant is audited `tenant.created` twice, in the same transaction: in the creator's
+ * (root) tenant's log, where the operators see who made which tenant, and in the new tenant's,
+ * whose admins see where their tenant and first key (`key.created`) came from; there the actor
+ * carries the root tenant's id, as its credential is none of theirs.
+ */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { actorOf, AuditService } from '../audit/audit.service';
+import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
 import { decodeCursor, PageQuery, pageOf } from '../common/pagination';
@@ -23,15 +31,21 @@ export class TenantsService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly keys: KeysService,
+    private readonly audit: AuditService,
   ) {}
 
-  async create(name: string): Promise<CreatedTenantResponse> {
+  async create(p: Principal, name: string): Promise<CreatedTenantResponse> {
     // The tenant and its key in one transaction, the request's only one: it marks an
     // Idempotency-Key applied as it commits (claim-applied.ts).
     return this.db.transaction(async (m) => {
       const tenant = m.create(TenantEntity, { id: newId(), name, isRoot: false, createdAt: new Date() });
       await m.insert(TenantEntity, tenant);
-      const adminKey = await this.keys.insert(m, tenant.id, { role: 'admin', label: keyLabel(`${name} admin`) });
+      const actor = actorOf(p);
+      const theirs = { ...actor, tenant_id: p.tenantId };
+      const adminKey = await this.keys.insert(m, tenant.id, { role: 'admin', label: keyLabel(`${name} admin`) }, undefined, theirs);
+      const details = { tenant_id: tenant.id, name, admin_key_id: adminKey.id };
+      await this.audit.record({ tenantId: p.tenantId, action: 'tenant.created', details: { actor, ...details } }, m);
+      await this.audit.record({ tenantId: tenant.id, action: 'tenant.created', details: { actor: theirs, ...details } }, m);
       return { tenant: toResponse({ id: tenant.id, name: tenant.name, created_at: tenant.createdAt }), admin_key: adminKey };
     });
   }

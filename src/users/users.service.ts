@@ -8,7 +8,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { AuditService } from '../audit/audit.service';
+import { actorOf, AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
@@ -164,7 +164,7 @@ export class UsersService {
         [p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null],
       );
       if (hash !== undefined || demoted) await endSignIns(m, id);
-      const keysRevoked = demoted ? await this.keys.revokeCreatedBy(m, p.tenantId, id) : 0;
+      const keysRevoked = demoted ? await this.keys.revokeCreatedBy(m, p.tenantId, id, actorOf(p)) : 0;
       return { row, roleChanged, keysRevoked };
     });
     if (roleChanged) await bumpGeneration(this.redis, `${this.config.REDIS_PREFIX}${OAUTH_GENERATION}`);
@@ -183,7 +183,7 @@ export class UsersService {
     const rows = await this.db.transaction(async (m) => {
       const [deleted]: [UserRow[], number] = await m.query(`DELETE FROM users WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`, [p.tenantId, id]);
       if (deleted[0]) {
-        keysRevoked = await this.keys.revokeCreatedBy(m, p.tenantId, id);
+        keysRevoked = await this.keys.revokeCreatedBy(m, p.tenantId, id, actorOf(p));
         const grants: Array<{ id: string; client_id: string }> = await m.query(
           `SELECT id, payload->>'clientId' AS client_id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1`,
           [id],

@@ -6,6 +6,7 @@
  * each batch of claimed events.
  */
 import { Module } from '@nestjs/common';
+import { AuditModule } from '../audit/audit.module';
 import { AuthModule } from '../auth/auth.module';
 import { TypesModule } from '../types/types.module';
 import { DeliveryRecords } from './delivery-records';
@@ -17,7 +18,7 @@ import { WebhooksController } from './webhooks.controller';
 import { WebhooksService } from './webhooks.service';
 
 @Module({
-  imports: [AuthModule, TypesModule],
+  imports: [AuditModule, AuthModule, TypesModule],
   controllers: [WebhooksController],
   providers: [WebhooksService, DeliveryRecords, WebhookChanges, WebhookDispatcher, WebhookFanout, WebhookSweeper],
   exports: [WebhookFanout, WebhookDispatcher],

@@ -6,11 +6,14 @@
  * statement is scoped by tenant_id; the secret is stored sealed (crypto/secret-box.ts) and
  * returned only once, on creation. A change or removal is announced to every instance
  * (webhook-changes.ts) before it is answered, so first attempts still waiting are not sent to
- * the webhook as it was.
+ * the webhook as it was. Creation, deletion and secret rotation are audited (`webhook.created`,
+ * `webhook.deleted`, `webhook.secret_rotated`) in the transaction that makes them, naming who did
+ * it, the URL by its host alone (a path or query may carry a receiver's token) and never a secret.
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
+import { actorOf, AuditService } from '../audit/audit.service';
 import { isAdmin } from '../auth/permissions';
 import { ownerCredential, ownerCredentialSql, ownsWorkSql, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
@@ -44,6 +47,9 @@ export interface WebhookRow {
 
 const WEBHOOK_COLUMNS = `tenant_id, id, url, events, type_filter, disabled, secret_sealed,
   ${PREVIOUS_SECRET_EXPIRY('webhooks')} AS previous_secret_expires_at, credential_id, created_at, updated_at`;
+
+/** A webhook URL as the audit names it: its host (and port), never its path or query. */
+const hostOf = (url: string) => new URL(url).host;
 
 const notFound = () => ApiError.notFound('webhook_not_found', 'No such webhook');
 const deliveryNotFound = () => ApiError.notFound('not_found', 'No such delivery of this webhook');
@@ -119,6 +125,7 @@ export class WebhooksService {
     private readonly secrets: SecretBox,
     private readonly dispatcher: WebhookDispatcher,
     private readonly changes: WebhookChanges,
+    private readonly audit: AuditService,
   ) {}
 
   async create(p: Principal, dto: CreateWebhookDto): Promise<WebhookResponse> {
@@ -145,11 +152,16 @@ export class WebhooksService {
       }
       const users = this.config.WEBHOOKS_MAX_PER_USER;
       if (user >= users) throw ApiError.conflict('conflict', `Your apps hold ${user} webhooks, the most one user's may have; delete one first`, { limit: users });
-      return m.query(
+      const inserted: WebhookRow[] = await m.query(
         `INSERT INTO webhooks (tenant_id, id, url, events, type_filter, disabled, secret_sealed, credential_id, credential_scopes, user_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${WEBHOOK_COLUMNS}`,
         [p.tenantId, id, dto.url, dto.events, dto.type_filter ?? null, dto.disabled ?? false, sealed, p.credentialId, tokenScopesOf(p), p.userId ?? null],
       );
+      await this.audit.record(
+        { tenantId: p.tenantId, action: 'webhook.created', details: { actor: actorOf(p), webhook_id: id, host: hostOf(dto.url), events: dto.events } },
+        m,
+      );
+      return inserted;
     });
     return toResponse(row, secret);
   }
@@ -206,15 +218,23 @@ export class WebhooksService {
   async rotateSecret(p: Principal, id: string, dto: RotateWebhookSecretDto): Promise<WebhookResponse> {
     const secret = dto.secret ?? generateSecret();
     const sealed = await this.secrets.seal(secret, secretAad(p.tenantId, id));
-    // In an UPDATE, the right-hand `secret_sealed` is the row's value before it.
-    const [[row]]: [WebhookRow[], number] = await this.db.query(
-      `UPDATE webhooks SET previous_secret_sealed = CASE WHEN $4 > 0 THEN secret_sealed END,
-              previous_secret_expires_at = CASE WHEN $4 > 0 THEN now() + make_interval(secs => $4) END,
-              secret_sealed = $3, updated_at = now()
-        WHERE tenant_id = $1 AND id = $2 AND ${OWNED_BY(5)} RETURNING ${WEBHOOK_COLUMNS}`,
-      [p.tenantId, id, sealed, dto.expire_previous_in ?? DEFAULT_PREVIOUS_SECRET_SECONDS, ...ownerOf(p)],
-    );
-    if (!row) throw notFound();
+    const expireIn = dto.expire_previous_in ?? DEFAULT_PREVIOUS_SECRET_SECONDS;
+    const row = await this.db.transaction(async (m) => {
+      // In an UPDATE, the right-hand `secret_sealed` is the row's value before it.
+      const [[rotated]]: [WebhookRow[], number] = await m.query(
+        `UPDATE webhooks SET previous_secret_sealed = CASE WHEN $4 > 0 THEN secret_sealed END,
+                previous_secret_expires_at = CASE WHEN $4 > 0 THEN now() + make_interval(secs => $4) END,
+                secret_sealed = $3, updated_at = now()
+          WHERE tenant_id = $1 AND id = $2 AND ${OWNED_BY(5)} RETURNING ${WEBHOOK_COLUMNS}`,
+        [p.tenantId, id, sealed, expireIn, ...ownerOf(p)],
+      );
+      if (!rotated) throw notFound();
+      await this.audit.record(
+        { tenantId: p.tenantId, action: 'webhook.secret_rotated', details: { actor: actorOf(p), webhook_id: id, expire_previous_in: expireIn } },
+        m,
+      );
+      return rotated;
+    });
     await this.changes.announce(row.id);
     return toResponse(row, secret);
   }
@@ -222,7 +242,15 @@ export class WebhooksService {
   /** Removes the webhook with its deliveries; answers what it was. */
   async remove(p: Principal, id: string): Promise<WebhookResponse> {
     const current = await this.find(p, id);
-    await this.db.query(`DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2`, [p.tenantId, current.id]);
+    await this.db.transaction(async (m) => {
+      const [, deleted]: [unknown, number] = await m.query(`DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2`, [p.tenantId, current.id]);
+      // Gone already (a deletion at the same moment): that one is audited.
+      if (!deleted) return;
+      await this.audit.record(
+        { tenantId: p.tenantId, action: 'webhook.deleted', details: { actor: actorOf(p), webhook_id: current.id, host: hostOf(current.url) } },
+        m,
+      );
+    });
     await this.changes.announce(current.id);
     return toResponse(current);
   }

@@ -1,0 +1,231 @@
+/**
+ * The audit log of credential changes (`GET /audit`): API keys, OAuth clients, webhooks and
+ * tenants made, changed and ended through the real API, each row naming who did it
+ * (`details.actor`) and never a secret; filtered by `action`, kept to its tenant, and written in
+ * the change's own transaction: a change refused leaves no row, and a row that cannot be written
+ * undoes the change.
+ */
+import { bearer, bootstrapAdmin, TestApp, startApp } from './support/app';
+import { hashSecret } from '../src/keys/key-secrets';
+
+interface AuditEvent {
+  id: string;
+  action: string;
+  client_id: string | null;
+  user_id: string | null;
+  grant_id: string | null;
+  details: Record<string, any>;
+  created_at: string;
+}
+
+interface Tenant {
+  tenantId: string;
+  key: string;
+  keyId: string;
+}
+
+describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
+  let t: TestApp;
+  let root: { key: string; id: string; tenantId: string };
+  let acme: Tenant;
+  let other: Tenant;
+
+  const newTenant = async (name: string): Promise<Tenant> => {
+    const res = await t.http.post('/tenants').set(bearer(root.key)).send({ name }).expect(201);
+    return { tenantId: res.body.tenant.id, key: res.body.admin_key.key, keyId: res.body.admin_key.id };
+  };
+
+  beforeAll(async () => {
+    t = await startApp();
+    root = await bootstrapAdmin(t);
+    acme = await newTenant('acme');
+    other = await newTenant('other');
+  });
+  afterAll(async () => t?.close());
+
+  /** The caller's tenant's events, newest first; only `action`'s when given. */
+  const events = async (key: string, action?: string): Promise<AuditEvent[]> =>
+    (await t.http.get(`/audit?limit=100${action ? `&action=${action}` : ''}`).set(bearer(key)).expect(200)).body.events;
+
+  /** `action`'s events for `key`'s tenant, checking that the filter holds. */
+  const filtered = async (key: string, action: string): Promise<AuditEvent[]> => {
+    const found = await events(key, action);
+    expect(found.every((e) => e.action === action)).toBe(true);
+    return found;
+  };
+
+  /** No audit row of any tenant holds any of `secrets`, nor their SHA-256 (how keys and token claims are stored). */
+  const expectNoSecret = async (...secrets: string[]) => {
+    const rows = JSON.stringify(await t.sql(`SELECT * FROM audit_events`));
+    for (const secret of secrets) {
+      expect(rows).not.toContain(secret);
+      expect(rows).not.toContain(hashSecret(secret));
+      expect(rows).not.toContain(hashSecret(secret).slice(0, 16));
+    }
+  };
+
+  const keyActor = (tenant: Tenant) => ({ kind: 'api_key', id: tenant.keyId });
+
+  /** Makes every insert of an `action` row fail while `work` runs: what `work` changes must then not hold either. */
+  const refusingAudit = async (action: string, work: () => Promise<void>) => {
+    await t.sql(`CREATE OR REPLACE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.action = TG_ARGV[0] THEN RAISE EXCEPTION 'audit refused by the test'; END IF; RETURN NEW; END $$`);
+    await t.sql(`CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_audit('${action}')`);
+    try {
+      await work();
+    } finally {
+      await t.sql(`DROP TRIGGER refuse_audit ON audit_events`);
+    }
+  };
+
+  it('records the bootstrap and each tenant made, in the root tenant\'s log and in the new tenant\'s, with the new tenant\'s first key', async () => {
+    const rootTenants = await filtered(root.key, 'tenant.created');
+    expect(rootTenants.map((e) => e.details)).toEqual(
+      expect.arrayContaining([
+        { actor: { kind: 'bootstrap', id: null }, tenant_id: root.tenantId, name: 'root', admin_key_id: root.id },
+        { actor: { kind: 'api_key', id: root.id }, tenant_id: acme.tenantId, name: 'acme', admin_key_id: acme.keyId },
+        { actor: { kind: 'api_key', id: root.id }, tenant_id: other.tenantId, name: 'other', admin_key_id: other.keyId },
+      ]),
+    );
+    expect((await filtered(root.key, 'key.created')).map((e) => e.details)).toEqual([
+      { actor: { kind: 'bootstrap', id: null }, key_id: root.id, label: 'root admin', role: 'admin', source: expect.any(String) },
+    ]);
+
+    // The new tenant's own log: where it and its first admin key came from, by the root tenant's admin.
+    const rootActor = { kind: 'api_key', id: root.id, tenant_id: root.tenantId };
+    expect((await filtered(acme.key, 'tenant.created')).map((e) => e.details)).toEqual([
+      { actor: rootActor, tenant_id: acme.tenantId, name: 'acme', admin_key_id: acme.keyId },
+    ]);
+    expect((await filtered(acme.key, 'key.created')).map((e) => e.details)).toEqual([
+      { actor: rootActor, key_id: acme.keyId, label: 'acme admin', role: 'admin', source: expect.any(String) },
+    ]);
+    // Kept to their tenants: neither sees the other's creation.
+    expect((await events(other.key)).some((e) => e.details.tenant_id === acme.tenantId || e.details.key_id === acme.keyId)).toBe(false);
+    await expectNoSecret(root.key, acme.key, other.key);
+
+    // A tenant whose audit row cannot be written is not made.
+    await refusingAudit('tenant.created', async () => {
+      await t.http.post('/tenants').set(bearer(root.key)).send({ name: 'never' }).expect(500);
+    });
+    const tenants = (await t.http.get('/tenants?limit=100').set(bearer(root.key)).expect(200)).body.tenants;
+    expect(tenants.map((x: { name: string }) => x.name)).not.toContain('never');
+    expect((await filtered(root.key, 'tenant.created')).some((e) => e.details.name === 'never')).toBe(false);
+  });
+
+  it('records a key created, updated (the fields that changed) and revoked, by the admin key that did it, never the key', async () => {
+    const created = (await t.http.post('/keys').set(bearer(acme.key)).send({ label: 'ci', role: 'member', type_permissions: { 'core.note': 'read' } }).expect(201)).body;
+    const [made] = (await filtered(acme.key, 'key.created')).filter((e) => e.details.key_id === created.id);
+    expect(made).toMatchObject({ client_id: null, user_id: null, grant_id: null });
+    expect(made.details).toEqual({ actor: keyActor(acme), key_id: created.id, label: 'ci', role: 'member', source: created.source });
+
+    await t.http.patch(`/keys/${created.id}`).set(bearer(acme.key)).send({ label: 'ci 2', role: 'member', type_permissions: { 'core.note': 'write' } }).expect(200);
+    // Nothing changed, or a body refused: no row.
+    await t.http.patch(`/keys/${created.id}`).set(bearer(acme.key)).send({ label: 'ci 2', type_permissions: { 'core.note': 'write' } }).expect(200);
+    await t.http.patch(`/keys/${created.id}`).set(bearer(acme.key)).send({ role: 'owner' }).expect(400);
+    await t.http.patch(`/keys/${created.id}`).set(bearer(acme.key)).send({ role: 'admin' }).expect(200);
+    const updates = (await filtered(acme.key, 'key.updated')).filter((e) => e.details.key_id === created.id).map((e) => e.details);
+    expect(updates).toEqual([
+      { actor: keyActor(acme), key_id: created.id, changed: ['role'], role: { from: 'member', to: 'admin' } },
+      { actor: keyActor(acme), key_id: created.id, changed: ['label', 'type_permissions'] },
+    ]);
+
+    // A key of a duplicate source is refused: no row for it.
+    await t.http.post('/keys').set(bearer(acme.key)).send({ label: 'dup', source: created.source }).expect(409);
+    expect((await filtered(acme.key, 'key.created')).some((e) => e.details.label === 'dup')).toBe(false);
+
+    // A revocation whose audit row cannot be written does not revoke.
+    await refusingAudit('key.revoked', async () => {
+      await t.http.delete(`/keys/${created.id}`).set(bearer(acme.key)).expect(500);
+    });
+    expect((await t.http.get(`/keys/${created.id}`).set(bearer(acme.key)).expect(200)).body.revoked_at).toBeNull();
+    await t.http.get('/audit').set(bearer(created.key)).expect(200);
+
+    await t.http.delete(`/keys/${created.id}`).set(bearer(acme.key)).expect(200);
+    await t.http.delete(`/keys/${created.id}`).set(bearer(acme.key)).expect(200);
+    const revoked = (await filtered(acme.key, 'key.revoked')).filter((e) => e.details.key_id === created.id);
+    expect(revoked.map((e) => e.details)).toEqual([{ actor: keyActor(acme), key_id: created.id, by: 'caller' }]);
+
+    expect((await events(other.key)).some((e) => e.details.key_id === created.id)).toBe(false);
+    await expectNoSecret(created.key);
+  });
+
+  it('records an OAuth client registered, updated, its secret rotated and deleted, with its client_id; and a client token as an actor', async () => {
+    const client = (
+      await t.http.post('/auth/clients').set(bearer(acme.key)).send({ client_name: 'importer', grant_types: ['client_credentials'], scope: 'core.note:read' }).expect(201)
+    ).body;
+    const ofClient = async (action: string) => (await filtered(acme.key, action)).filter((e) => e.client_id === client.client_id).map((e) => e.details);
+    expect(await ofClient('auth.client.created')).toEqual([
+      { actor: keyActor(acme), client_name: 'importer', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_basic', scope: 'core.note:read' },
+    ]);
+
+    await t.http.patch(`/auth/clients/${client.client_id}`).set(bearer(acme.key)).send({ client_name: 'importer 2', contacts: ['ops@example.com'], scope: 'core.note:read' }).expect(200);
+    // Refused by the client rules: no row.
+    await t.http.patch(`/auth/clients/${client.client_id}`).set(bearer(acme.key)).send({ client_uri: 'not a uri' }).expect(400);
+    const [updated] = await ofClient('auth.client.updated');
+    expect((await ofClient('auth.client.updated')).length).toBe(1);
+    expect(updated.actor).toEqual(keyActor(acme));
+    expect([...updated.changed].sort()).toEqual(['client_name', 'contacts']);
+
+    // A client-credentials token is named by its client, not by its credential (which carries its secret's hash).
+    const token = (
+      await t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' }).expect(200)
+    ).body.access_token as string;
+    const hook = (await t.http.post('/webhooks').set(bearer(token)).send({ url: 'http://127.0.0.1:9/client-hook', events: ['item.created'] }).expect(201)).body;
+    const [byToken] = (await filtered(acme.key, 'webhook.created')).filter((e) => e.details.webhook_id === hook.id);
+    expect(byToken.details.actor).toEqual({ kind: 'oauth_client', id: client.client_id });
+
+    const rotated = (await t.http.post(`/auth/clients/${client.client_id}/secret`).set(bearer(acme.key)).expect(200)).body;
+    expect(await ofClient('auth.client.secret_rotated')).toEqual([{ actor: keyActor(acme) }]);
+    // A public client has no secret to rotate: no row.
+    const pub = (
+      await t.http.post('/auth/clients').set(bearer(acme.key)).send({ token_endpoint_auth_method: 'none', redirect_uris: ['https://app.example.com/cb'] }).expect(201)
+    ).body;
+    await t.http.post(`/auth/clients/${pub.client_id}/secret`).set(bearer(acme.key)).expect(409);
+    expect((await filtered(acme.key, 'auth.client.secret_rotated')).some((e) => e.client_id === pub.client_id)).toBe(false);
+
+    // A deletion whose audit row cannot be written does not delete.
+    await refusingAudit('auth.client.deleted', async () => {
+      await t.http.delete(`/auth/clients/${client.client_id}`).set(bearer(acme.key)).expect(500);
+    });
+    await t.http.get(`/auth/clients/${client.client_id}`).set(bearer(acme.key)).expect(200);
+    await t.http.delete(`/auth/clients/${client.client_id}`).set(bearer(acme.key)).expect(200);
+    expect(await ofClient('auth.client.deleted')).toEqual([{ actor: keyActor(acme), client_name: 'importer 2', grants_revoked: 0 }]);
+
+    const others = await events(other.key);
+    expect(others.some((e) => e.client_id === client.client_id || e.details.webhook_id === hook.id)).toBe(false);
+    await expectNoSecret(client.client_secret, rotated.client_secret, token, hook.secret);
+  });
+
+  it('records a webhook created, its secret rotated and deleted, naming its URL by host alone and never its secret', async () => {
+    const secret = 'audit-test-signing-secret-0123';
+    const url = 'http://127.0.0.1:9/hooks/receiver-token-abc?sig=query-token-xyz';
+    // Refused by the URL rules: no row.
+    await t.http.post('/webhooks').set(bearer(acme.key)).send({ url: 'ftp://127.0.0.1/x', events: ['item.created'] }).expect(400);
+    const hook = (await t.http.post('/webhooks').set(bearer(acme.key)).send({ url, events: ['item.created'], secret }).expect(201)).body;
+    const ofHook = async (action: string) => (await filtered(acme.key, action)).filter((e) => e.details.webhook_id === hook.id).map((e) => e.details);
+    expect(await ofHook('webhook.created')).toEqual([{ actor: keyActor(acme), webhook_id: hook.id, host: '127.0.0.1:9', events: ['item.created'] }]);
+    expect((await filtered(acme.key, 'webhook.created')).some((e) => JSON.stringify(e).includes('ftp:'))).toBe(false);
+
+    await t.http.post(`/webhooks/${hook.id}/secret`).set(bearer(acme.key)).send({ expire_previous_in: -1 }).expect(400);
+    const rotated = (await t.http.post(`/webhooks/${hook.id}/secret`).set(bearer(acme.key)).send({ expire_previous_in: 0 }).expect(200)).body;
+    expect(await ofHook('webhook.secret_rotated')).toEqual([{ actor: keyActor(acme), webhook_id: hook.id, expire_previous_in: 0 }]);
+
+    await refusingAudit('webhook.deleted', async () => {
+      await t.http.delete(`/webhooks/${hook.id}`).set(bearer(acme.key)).expect(500);
+    });
+    await t.http.get(`/webhooks/${hook.id}`).set(bearer(acme.key)).expect(200);
+    await t.http.delete(`/webhooks/${hook.id}`).set(bearer(acme.key)).expect(200);
+    expect(await ofHook('webhook.deleted')).toEqual([{ actor: keyActor(acme), webhook_id: hook.id, host: '127.0.0.1:9' }]);
+
+    expect((await events(other.key)).some((e) => e.details.webhook_id === hook.id)).toBe(false);
+    await expectNoSecret(secret, rotated.secret, 'receiver-token-abc', 'query-token-xyz');
+  });
+
+  it('accepts every new action as a filter, and still refuses an unknown one', async () => {
+    for (const action of ['key.created', 'key.updated', 'key.revoked', 'auth.client.created', 'auth.client.updated', 'auth.client.deleted',
+      'auth.client.secret_rotated', 'webhook.created', 'webhook.deleted', 'webhook.secret_rotated', 'tenant.created']) {
+      await t.http.get(`/audit?action=${action}`).set(bearer(other.key)).expect(200);
+    }
+    await t.http.get('/audit?action=key.exploded').set(bearer(other.key)).expect(400);
+  });
+});
