@@ -11,7 +11,15 @@ import { bearer, bootstrapAdmin, createKey, createTenant, TestApp } from '../sup
 export interface Secret {
   kind: string;
   value: string;
+  /**
+   * Operations (ids such as "GET /tenants") whose answers to tenant A's admin may show it: tenant
+   * A is the root tenant, whose admins list the tenants and read their creation in the audit log.
+   */
+  rootAdminReads?: RegExp;
 }
+
+/** Where the root tenant's admins see other tenants' ids and names. */
+const ROOT_ADMIN_READS_TENANTS = /^(GET|HEAD) \/(tenants|tenants\/\{id\}|audit)$/;
 
 /** One tenant's seeded objects, by kind. */
 interface TenantObjects {
@@ -106,8 +114,8 @@ export async function seedFixtures(t: TestApp): Promise<Fixtures> {
   for (const item of seededB.items) bItemsBefore[item.id] = (await t.http.get(`/items/${item.id}`).set(bearer(tenantB.key))).body;
 
   const secrets: Secret[] = [
-    { kind: 'tenant id', value: tenantB.tenantId },
-    { kind: 'tenant name', value: canaryB('tenant name') },
+    { kind: 'tenant id', value: tenantB.tenantId, rootAdminReads: ROOT_ADMIN_READS_TENANTS },
+    { kind: 'tenant name', value: canaryB('tenant name'), rootAdminReads: ROOT_ADMIN_READS_TENANTS },
     { kind: 'key id', value: bAdminId },
     { kind: 'key id', value: bMember.id },
     { kind: 'plaintext key', value: tenantB.key },

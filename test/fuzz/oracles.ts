@@ -12,7 +12,8 @@
  *  - `request-id`: every response carries X-Request-Id (README, "Logs");
  *  - `leak`: no response to tenant A or to nobody contains an id or canary of tenant B that the
  *    request did not itself contain (echoing the caller's own input is not a leak); opaque
- *    base64url tokens such as cursors are decoded and searched too;
+ *    base64url tokens such as cursors are decoded and searched too; tenant B's id and name are
+ *    the root admin's to read where it lists tenants and their creation (Secret.rootAdminReads);
  *  - `accepts-invalid`: input that the OpenAPI document (or the README's "unknown fields are
  *    400") says is invalid must not get a 2xx: query and header values are judged with strict
  *    parsers written here, JSON bodies with ajv against the operation's request-body schema;
@@ -336,6 +337,7 @@ export function check(r: FuzzRequest, res: FuzzResponse, ctx: CheckContext): Fin
     const text = searchableText(res.body);
     const sent = requestText(r);
     for (const s of ctx.fixtures.secrets) {
+      if (r.persona === 'admin' && s.rootAdminReads?.test(r.route)) continue;
       const v = s.value.toLowerCase();
       if (text.includes(v) && !sent.includes(v)) out.push({ oracle: 'leak', subtype: s.kind, detail: `response contains tenant B's ${s.kind} ${s.value}` });
     }
