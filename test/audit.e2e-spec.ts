@@ -206,6 +206,16 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
     expect(await ofHook('webhook.created')).toEqual([{ actor: keyActor(acme), webhook_id: hook.id, host: '127.0.0.1:9', events: ['item.created'] }]);
     expect((await filtered(acme.key, 'webhook.created')).some((e) => JSON.stringify(e).includes('ftp:'))).toBe(false);
 
+    // A change names the fields that changed, the new host when the URL did; one that changes nothing, or is refused, writes none.
+    await t.http.patch(`/webhooks/${hook.id}`).set(bearer(acme.key)).send({ disabled: true, events: ['item.created'] }).expect(200);
+    await t.http.patch(`/webhooks/${hook.id}`).set(bearer(acme.key)).send({ disabled: true }).expect(200);
+    await t.http.patch(`/webhooks/${hook.id}`).set(bearer(acme.key)).send({ url: 'ftp://127.0.0.1/x' }).expect(400);
+    await t.http.patch(`/webhooks/${hook.id}`).set(bearer(acme.key)).send({ url: 'http://localhost:9/moved?sig=query-token-xyz', disabled: false }).expect(200);
+    expect(await ofHook('webhook.updated')).toEqual([
+      { actor: keyActor(acme), webhook_id: hook.id, changed: ['url', 'disabled'], host: 'localhost:9' },
+      { actor: keyActor(acme), webhook_id: hook.id, changed: ['disabled'] },
+    ]);
+
     await t.http.post(`/webhooks/${hook.id}/secret`).set(bearer(acme.key)).send({ expire_previous_in: -1 }).expect(400);
     const rotated = (await t.http.post(`/webhooks/${hook.id}/secret`).set(bearer(acme.key)).send({ expire_previous_in: 0 }).expect(200)).body;
     expect(await ofHook('webhook.secret_rotated')).toEqual([{ actor: keyActor(acme), webhook_id: hook.id, expire_previous_in: 0 }]);
@@ -215,7 +225,7 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
     });
     await t.http.get(`/webhooks/${hook.id}`).set(bearer(acme.key)).expect(200);
     await t.http.delete(`/webhooks/${hook.id}`).set(bearer(acme.key)).expect(200);
-    expect(await ofHook('webhook.deleted')).toEqual([{ actor: keyActor(acme), webhook_id: hook.id, host: '127.0.0.1:9' }]);
+    expect(await ofHook('webhook.deleted')).toEqual([{ actor: keyActor(acme), webhook_id: hook.id, host: 'localhost:9' }]);
 
     expect((await events(other.key)).some((e) => e.details.webhook_id === hook.id)).toBe(false);
     await expectNoSecret(secret, rotated.secret, 'receiver-token-abc', 'query-token-xyz');
@@ -223,7 +233,7 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
 
   it('accepts every new action as a filter, and still refuses an unknown one', async () => {
     for (const action of ['key.created', 'key.updated', 'key.revoked', 'auth.client.created', 'auth.client.updated', 'auth.client.deleted',
-      'auth.client.secret_rotated', 'webhook.created', 'webhook.deleted', 'webhook.secret_rotated', 'tenant.created']) {
+      'auth.client.secret_rotated', 'webhook.created', 'webhook.updated', 'webhook.deleted', 'webhook.secret_rotated', 'tenant.created']) {
       await t.http.get(`/audit?action=${action}`).set(bearer(other.key)).expect(200);
     }
     await t.http.get('/audit?action=key.exploded').set(bearer(other.key)).expect(400);

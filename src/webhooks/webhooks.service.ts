@@ -6,9 +6,10 @@
  * statement is scoped by tenant_id; the secret is stored sealed (crypto/secret-box.ts) and
  * returned only once, on creation. A change or removal is announced to every instance
  * (webhook-changes.ts) before it is answered, so first attempts still waiting are not sent to
- * the webhook as it was. Creation, deletion and secret rotation are audited (`webhook.created`,
- * `webhook.deleted`, `webhook.secret_rotated`) in the transaction that makes them, naming who did
- * it, the URL by its host alone (a path or query may carry a receiver's token) and never a secret.
+ * the webhook as it was. Creation, changes, deletion and secret rotation are audited
+ * (`webhook.created`, `webhook.updated`, `webhook.deleted`, `webhook.secret_rotated`) in the
+ * transaction that makes them, naming who did it, the URL by its host alone (a path or query may
+ * carry a receiver's token) and never a secret.
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -47,6 +48,9 @@ export interface WebhookRow {
 
 const WEBHOOK_COLUMNS = `tenant_id, id, url, events, type_filter, disabled, secret_sealed,
   ${PREVIOUS_SECRET_EXPIRY('webhooks')} AS previous_secret_expires_at, credential_id, created_at, updated_at`;
+
+/** What `webhook.updated` names when it changed (`details.changed`): the fields a PATCH may set. */
+const AUDITED_FIELDS = ['url', 'events', 'type_filter', 'disabled'] as const;
 
 /** A webhook URL as the audit names it: its host (and port), never its path or query. */
 const hostOf = (url: string) => new URL(url).host;
@@ -186,26 +190,36 @@ export class WebhooksService {
 
   /**
    * Changes only the fields given, in one statement: a PATCH that rewrote the others from what it
-   * read would undo a concurrent PATCH of another field that was already acknowledged.
+   * read would undo a concurrent PATCH of another field that was already acknowledged. The row is
+   * locked first only to tell the audit log which fields changed.
    */
   async update(p: Principal, id: string, dto: UpdateWebhookDto): Promise<WebhookResponse> {
     if (dto.url !== undefined) await this.assertTarget(dto.url);
-    const [[row]]: [WebhookRow[], number] = await this.db.query(
-      `UPDATE webhooks SET url = coalesce($3, url), events = coalesce($4, events),
-              type_filter = CASE WHEN $5 THEN $6::text[] ELSE type_filter END, disabled = coalesce($7, disabled), updated_at = now()
-        WHERE tenant_id = $1 AND id = $2 AND ${OWNED_BY(8)} RETURNING ${WEBHOOK_COLUMNS}`,
-      [
-        p.tenantId,
-        id,
-        dto.url ?? null,
-        dto.events ?? null,
-        dto.type_filter !== undefined,
-        dto.type_filter ?? null,
-        dto.disabled ?? null,
-        ...ownerOf(p),
-      ],
-    );
-    if (!row) throw notFound();
+    const row = await this.db.transaction(async (m) => {
+      const [before]: WebhookRow[] = await m.query(
+        `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE tenant_id = $1 AND id = $2 AND ${OWNED_BY(3)} FOR NO KEY UPDATE`,
+        [p.tenantId, id, ...ownerOf(p)],
+      );
+      if (!before) throw notFound();
+      const [[after]]: [WebhookRow[], number] = await m.query(
+        `UPDATE webhooks SET url = coalesce($3, url), events = coalesce($4, events),
+                type_filter = CASE WHEN $5 THEN $6::text[] ELSE type_filter END, disabled = coalesce($7, disabled), updated_at = now()
+          WHERE tenant_id = $1 AND id = $2 RETURNING ${WEBHOOK_COLUMNS}`,
+        [p.tenantId, id, dto.url ?? null, dto.events ?? null, dto.type_filter !== undefined, dto.type_filter ?? null, dto.disabled ?? null],
+      );
+      const changed = AUDITED_FIELDS.filter((f) => JSON.stringify(before[f]) !== JSON.stringify(after[f]));
+      if (changed.length) {
+        await this.audit.record(
+          {
+            tenantId: p.tenantId,
+            action: 'webhook.updated',
+            details: { actor: actorOf(p), webhook_id: id, changed, ...(changed.includes('url') && { host: hostOf(after.url) }) },
+          },
+          m,
+        );
+      }
+      return after;
+    });
     await this.changes.announce(row.id);
     return toResponse(row);
   }
