@@ -31,7 +31,7 @@ const DETAILS_DOC = [
   'key.created: `key_id`, `label`, `role`, `source`; key.updated: `key_id`, `changed` (label, role, default_tier, type_permissions, extension_permissions, edge_permissions: those whose value changed), `role` `{from, to}` when it changed;',
   'key.revoked: `key_id`, `by` (`caller`, or `creator_removed`: the user who made it on the account pages was deleted or demoted);',
   'webhook.created: `webhook_id`, `host` (of its URL; never the URL\'s path, query or the secret), `events`; webhook.updated: `webhook_id`, `changed` (url, events, type_filter, disabled: those whose value changed), `host` when the URL changed; webhook.deleted: `webhook_id`, `host`; webhook.secret_rotated: `webhook_id`, `expire_previous_in`;',
-  'tenant.created: `tenant_id`, `name`, `admin_key_id` (recorded in the creator\'s tenant and in the new one).',
+  'tenant.created: `tenant_id`, `name` (recorded in the creator\'s tenant and in the new one, where `admin_key_id` names its first admin key too).',
 ].join(' ');
 
 export class AuditEvent {

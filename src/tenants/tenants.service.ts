@@ -43,9 +43,10 @@ export class TenantsService {
       const actor = actorOf(p);
       const theirs = { ...actor, tenant_id: p.tenantId };
       const adminKey = await this.keys.insert(m, tenant.id, { role: 'admin', label: keyLabel(`${name} admin`) }, undefined, theirs);
-      const details = { tenant_id: tenant.id, name, admin_key_id: adminKey.id };
+      const details = { tenant_id: tenant.id, name };
+      // The first key's id only in the new tenant's own log: keys are its business, not the creator's.
       await this.audit.record({ tenantId: p.tenantId, action: 'tenant.created', details: { actor, ...details } }, m);
-      await this.audit.record({ tenantId: tenant.id, action: 'tenant.created', details: { actor: theirs, ...details } }, m);
+      await this.audit.record({ tenantId: tenant.id, action: 'tenant.created', details: { actor: theirs, ...details, admin_key_id: adminKey.id } }, m);
       return { tenant: toResponse({ id: tenant.id, name: tenant.name, created_at: tenant.createdAt }), admin_key: adminKey };
     });
   }
