@@ -21,6 +21,10 @@ import { API_KEY_PREFIX, digestsEqual, generateApiKey, hashSecret, keyHint } fro
 
 const UNIQUE_VIOLATION = '23505';
 
+const BOOTSTRAP_LOCK = 727_001; // pg_advisory_xact_lock id serialising bootstrap attempts
+
+export const bootstrapClosed = () => ApiError.unauthorized('Bootstrap is closed: this server already has keys; use an admin key');
+
 /** The fields of a key an update may change, by their names in the API (`key.updated`'s `details.changed`). */
 const UPDATABLE: ReadonlyArray<[keyof ApiKeyEntity, string]> = [
   ['label', 'label'],
@@ -36,9 +40,6 @@ function changedFields(key: ApiKeyEntity, patch: Partial<ApiKeyEntity>): string[
   const canonical = (v: unknown) => (v && typeof v === 'object' ? JSON.stringify(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : JSON.stringify(v));
   return UPDATABLE.filter(([field]) => patch[field] !== undefined && canonical(patch[field]) !== canonical(key[field])).map(([, name]) => name);
 }
-const BOOTSTRAP_LOCK = 727_001; // pg_advisory_xact_lock id serialising bootstrap attempts
-
-export const bootstrapClosed = () => ApiError.unauthorized('Bootstrap is closed: this server already has keys; use an admin key');
 
 export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyResponse {
   return {

@@ -1,8 +1,8 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { FastifyReply } from 'fastify';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
+import { Created } from '../common/created-location';
 import { PageQuery } from '../common/pagination';
 import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
@@ -28,15 +28,10 @@ export class ClientsController {
       'RFC 7591 metadata. The client belongs to the tenant (so it may use client_credentials) and carries a default extension grant. ' +
       'Confidential clients get a `client_secret`, shown only here and stored encrypted; `token_endpoint_auth_method: none` makes a public client (PKCE, no secret).',
   })
-  @ApiCreatedResponse({
-    type: RegisteredClient,
-    headers: { Location: { description: 'The client: /auth/clients/{client_id} (kept by an Idempotency-Key replay)', schema: { type: 'string' } } },
-  })
+  @Created({ type: RegisteredClient, path: '/auth/clients/{client_id}' })
   @ApiErrors(400, 401, 403, 429)
-  async register(@Caller() p: Principal, @Body() dto: RegisterClientDto, @Res({ passthrough: true }) res: FastifyReply): Promise<RegisteredClient> {
-    const client = await this.clients.register(p, dto);
-    res.header('Location', `/auth/clients/${client.client_id}`);
-    return client;
+  register(@Caller() p: Principal, @Body() dto: RegisterClientDto): Promise<RegisteredClient> {
+    return this.clients.register(p, dto);
   }
 
   @Get()
