@@ -1,4 +1,6 @@
-import { messagesOf, PublishedEvent } from './event-stream';
+import { EventEmitter } from 'node:events';
+import type { Principal } from '../auth/principal';
+import { EventStream, messagesOf, PublishedEvent, REPLAY_PAGE_QUERY } from './event-stream';
 
 const event = (n: number, bytes: number): PublishedEvent =>
   ({
@@ -25,5 +27,106 @@ describe('messagesOf (what a batch is published as)', () => {
     const [small, large] = [event(1, 10), event(2, 70_000)];
     const [message] = messagesOf([small, large]);
     expect(JSON.parse(message)).toEqual([small, { ref: true, tenant_id: large.tenant_id, id: large.id, published_seq: large.published_seq }]);
+  });
+});
+
+describe('EventStream (one stream\'s sends, one after another)', () => {
+  const tenantId = '00000000-0000-4000-8000-000000000001';
+  const principal = { tenantId, credentialId: 'c', kind: 'api_key', role: 'admin' } as unknown as Principal;
+  const job = (n: number): PublishedEvent =>
+    ({
+      tenant_id: tenantId,
+      id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+      seq: String(n),
+      name: 'bulk_job.completed',
+      audience: { job_credential: 'c' },
+      payload: { job: { n } },
+      created_at: '2026-01-01T00:00:00.000Z',
+      published_seq: String(n),
+    }) as unknown as PublishedEvent;
+
+  /** A response that keeps what is written to it. */
+  class Response extends EventEmitter {
+    destroyed = false;
+    writableEnded = false;
+    writableLength = 0;
+    socket = null;
+    readonly written: number[] = [];
+    writeHead(): this {
+      return this;
+    }
+    write(text: string): boolean {
+      const id = /^id: (\S+)/.exec(text)?.[1];
+      if (id) this.written.push(Number(id.slice(-12)));
+      return true;
+    }
+    end(): void {
+      this.writableEnded = true;
+    }
+    destroy(): void {
+      this.destroyed = true;
+    }
+  }
+
+  const until = async (condition: () => boolean) => {
+    for (let turns = 0; !condition(); turns++) {
+      if (turns > 10_000) throw new Error('the condition never held');
+      await new Promise(setImmediate);
+    }
+  };
+
+  it('lets a catch-up after a lost subscription replay only once a live batch being sent to the stream is done: every event once, in order', async () => {
+    // The outbox: events 5 to 2010, more than the ids a stream remembers (SEEN_IDS), published after the stream's position (4).
+    const outbox = Array.from({ length: 2006 }, (_, n) => job(5 + n));
+    const db = {
+      query: async (sql: string, params: unknown[]) => {
+        if (sql === REPLAY_PAGE_QUERY) {
+          const after = Number(params[1]);
+          const page = outbox.filter((e) => Number(e.published_seq) > after).slice(0, 500);
+          return page.map((e, n) => ({ ...e, more: n === page.length - 1 ? null : true }));
+        }
+        return [{ at: '4' }]; // latestPosition
+      },
+    };
+    let onMessage!: (message: string) => void;
+    let resubscribed!: () => void;
+    const pubsub = {
+      subscribe: async (_channel: string, handler: (message: string) => void) => void (onMessage = handler),
+      onResubscribed: (listener: () => void) => void (resubscribed = listener),
+    };
+    // The first catalogue read (the live batch's) takes until the test lets it go.
+    let letGo!: () => void;
+    let slow: Promise<unknown> | undefined = new Promise<void>((resolve) => (letGo = resolve)).then(() => ({}));
+    let catalogueReads = 0;
+    const types = {
+      catalog: () => {
+        catalogueReads++;
+        const read = slow ?? Promise.resolve({});
+        slow = undefined;
+        return read;
+      },
+    };
+    const credentials = { resolveBearer: async () => ({ principal }) };
+    const slots = { take: async () => ({}), release: async () => undefined, renew: async () => undefined };
+    const config = { EVENTS_HEARTBEAT_SECONDS: 60, EVENT_RETENTION_DAYS: 7 };
+    const stream = new EventStream(db as never, config as never, pubsub as never, credentials as never, types as never, slots as never);
+    await stream.onApplicationBootstrap();
+    const res = new Response();
+    const reply = { request: { method: 'GET', headers: { authorization: 'Bearer k' }, raw: { socket: { destroyed: false } } }, hijack: () => undefined, getHeaders: () => ({}), raw: res };
+    try {
+      await stream.open(principal, { events: ['*'], typeFilter: null }, undefined, reply as never);
+
+      onMessage(JSON.stringify([outbox[0]])); // event 5 live: its sending waits for the catalogue
+      await until(() => catalogueReads === 1);
+      resubscribed(); // the subscription was lost and is back meanwhile
+      await new Promise(setImmediate);
+      letGo();
+      onMessage(JSON.stringify([job(2011)]));
+      await until(() => res.written.includes(2011));
+
+      expect(res.written).toEqual(Array.from({ length: 2007 }, (_, n) => 5 + n));
+    } finally {
+      stream.beforeApplicationShutdown();
+    }
   });
 });

@@ -26,6 +26,11 @@
  * before going live, so the client knows to resynchronise. When the live subscription itself is
  * lost (Redis went away) and comes back, open streams catch up the same way, from where each
  * was served to (`catchUp`).
+ *
+ * A stream that cannot deliver what it owes ends rather than going on past a hole its client
+ * could not notice: a live batch, a replay or a catch-up that fails (the type catalogue or the
+ * outbox unreadable a moment) closes it, and its client resumes with Last-Event-ID. A stream's
+ * sends run one after another (`inTurn`): a catch-up waits for a live batch being sent to it.
  */
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -167,6 +172,8 @@ interface Subscriber {
   seen: Set<string>;
   /** Whether the client is taking what it is sent. */
   backlog: Backlog;
+  /** The last live batch or catch-up started for this stream: the next starts once it is done (`inTurn`). */
+  turn: Promise<void>;
 }
 
 @Injectable()
@@ -278,7 +285,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     });
     if (!slot) return void reply.raw.end();
     const token = bearerToken(reply.request.headers.authorization)!; // the caller authenticated with it
-    const sub: Subscriber = { principal, token, slot, filter, reply, held: resumeAfter === undefined ? null : [], seen: new Set(), backlog: new Backlog() };
+    const sub: Subscriber = { principal, token, slot, filter, reply, held: resumeAfter === undefined ? null : [], seen: new Set(), backlog: new Backlog(), turn: Promise.resolve() };
     // Where a catch-up would start if the live subscription is lost; without it, such a stream is closed instead.
     if (lastEventId === undefined) sub.position = await this.latestPosition(principal.tenantId).catch(() => undefined);
     reply.raw.on('close', () => this.forget(sub));
@@ -290,9 +297,12 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     if (resumeAfter === undefined) return;
     try {
       await this.replay(sub, resumeAfter);
-    } finally {
-      await this.goLive(sub);
+    } catch (err) {
+      // Going live would skip what the replay did not send; its held events, past that, are not sent either.
+      this.logger.warn({ err, tenantId: principal.tenantId }, 'event stream could not replay after Last-Event-ID; closing it so its client resumes');
+      return this.close(sub);
     }
+    await this.goLive(sub);
   }
 
   /**
@@ -304,12 +314,15 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       sub.held = [];
       const after = sub.replayedTo;
       // Publication numbers grow in the order the relays publish; an event without one came from a relay that assigns none.
-      await this.send(sub, after === undefined ? held : held.filter((e) => e.published_seq === undefined || compareSeq(e.published_seq, after) > 0));
+      await this.deliver(sub, after === undefined ? held : held.filter((e) => e.published_seq === undefined || compareSeq(e.published_seq, after) > 0));
+      if (!this.subscribers.has(sub)) return;
     }
     sub.held = null;
     if (sub.behind) {
       sub.behind = false;
-      await this.catchUpOne(sub);
+      // Within the stream's turn already (a catch-up), or before any live send to it (its first replay).
+      sub.held = [];
+      await this.replayFromPosition(sub);
     }
   }
 
@@ -330,12 +343,6 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     if (this.heard === undefined || last > this.heard) this.heard = last;
   }
 
-  /**
-   * The live subscription was lost and is back (Redis went away), or missed a batch: what was
-   * published meanwhile never arrives, so each stream replays from where it was served to, as a
-   * Last-Event-ID resume does, without closing. A stream with no such place (opened while the
-   * database was away) is closed; its client reconnects, with Last-Event-ID if it got any event.
-   */
   /** Batches up to `through` were numbered, and some may not have been heard here. */
   private noticeMissed(through: bigint): void {
     if (this.heard !== undefined && through <= this.heard) return;
@@ -343,25 +350,43 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     this.catchUp();
   }
 
+  /**
+   * The live subscription was lost and is back (Redis went away), or missed a batch: what was
+   * published meanwhile never arrives, so each stream replays from where it was served to, as a
+   * Last-Event-ID resume does, without closing. A stream with no such place (opened while the
+   * database was away) is closed; its client reconnects, with Last-Event-ID if it got any event.
+   */
   private catchUp(): void {
     for (const sub of this.subscribers) {
       if (sub.held) sub.behind = true; // a replay under way: again once it is done
       else if (sub.position === undefined) this.close(sub);
-      else void this.catchUpOne(sub);
+      else {
+        // Live events are held from now on; the replay starts once a live batch being sent is done
+        // (onResubscribed runs outside the chain), so that their writes never interleave.
+        sub.held = [];
+        void this.inTurn(sub, () => this.replayFromPosition(sub));
+      }
     }
   }
 
-  private async catchUpOne(sub: Subscriber): Promise<void> {
-    if (!this.subscribers.has(sub) || sub.position === undefined) return;
-    sub.held = [];
+  /** Replays from where the stream was served to (its live events held meanwhile), then lets them through. */
+  private async replayFromPosition(sub: Subscriber): Promise<void> {
+    if (!this.subscribers.has(sub)) return;
+    if (sub.position === undefined) return this.close(sub); // nowhere to catch up from: its client resumes instead
     try {
       await this.replayAfter(sub, sub.position);
     } catch (err) {
-      this.logger.warn({ err }, 'event stream could not catch up; closing it');
-      this.close(sub);
-    } finally {
-      await this.goLive(sub);
+      this.logger.warn({ err, tenantId: sub.principal.tenantId }, 'event stream could not catch up; closing it so its client resumes');
+      return this.close(sub);
     }
+    await this.goLive(sub);
+  }
+
+  /** Runs `work` on the stream once what was started on it before is done. */
+  private inTurn(sub: Subscriber, work: () => Promise<void>): Promise<void> {
+    const run = sub.turn.then(work);
+    sub.turn = run.catch(() => undefined);
+    return run;
   }
 
   /** The tenant's last publication number (0 before any). */
@@ -443,7 +468,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       const mine = events.filter((e) => e.tenant_id === sub.principal.tenantId);
       if (!mine.length) continue;
       if (sub.held) sub.held.push(...mine);
-      else await this.send(sub, mine);
+      else await this.inTurn(sub, () => this.deliver(sub, mine));
     }
   }
 
@@ -465,6 +490,20 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       const row = byId.get(e.id);
       return row ? [{ ...row, published_seq: e.published_seq }] : [];
     });
+  }
+
+  /**
+   * `send`, or the stream's end should it fail: nothing catches a stream up from an event it
+   * missed live (the next batch would go out past it), while its client resumes with the
+   * Last-Event-ID it has.
+   */
+  private async deliver(sub: Subscriber, events: PublishedEvent[]): Promise<void> {
+    try {
+      await this.send(sub, events);
+    } catch (err) {
+      this.logger.warn({ err, tenantId: sub.principal.tenantId }, 'event stream could not send events it owes; closing it so its client resumes');
+      this.close(sub);
+    }
   }
 
   private async send(sub: Subscriber, events: PublishedEvent[]): Promise<void> {
