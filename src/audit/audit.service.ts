@@ -8,6 +8,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { ownerCredential, type Principal } from '../auth/principal';
+import { canonicalJson } from '../common/canonical-json';
 import { newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { AuditAction, AuditEvent, AuditList, ListAuditQuery } from './audit.dto';
@@ -43,6 +44,17 @@ export function actorOf(p: Principal): AuditActor {
   if (p.kind === 'api_key') return { kind: 'api_key', id: p.credentialId };
   if (p.userId) return { kind: 'user', id: p.userId, grant_id: p.credentialId };
   return { kind: 'oauth_client', id: ownerCredential(p.credentialId).replace(/^client:/, '') };
+}
+
+/**
+ * `details.changed` of an update: the names of the fields whose value is not the one it was, by
+ * their canonical JSON (a jsonb value comes back with its keys in PostgreSQL's order, not the
+ * order they were sent in). `fields`: each name with its value before and after.
+ */
+export function changedFields(fields: Record<string, readonly [before: unknown, after: unknown]>): string[] {
+  return Object.entries(fields)
+    .filter(([, [before, after]]) => canonicalJson(before) !== canonicalJson(after))
+    .map(([name]) => name);
 }
 
 const toEvent = (r: AuditRow): AuditEvent => ({ ...r, created_at: r.created_at.toISOString() });

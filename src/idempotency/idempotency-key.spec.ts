@@ -1,7 +1,8 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
-import { canonicalJson, parseIdempotencyKey, requestFingerprint } from './idempotency-key';
+import { canonicalJson } from '../common/canonical-json';
+import { parseIdempotencyKey, requestFingerprint } from './idempotency-key';
 import { openResponse, sealResponse } from './response-seal';
 
 describe('idempotency key rules', () => {

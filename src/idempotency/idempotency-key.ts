@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { ownerCredential, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { canonicalJson } from '../common/canonical-json';
 import { validationError } from '../common/validation';
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
@@ -27,17 +28,6 @@ export function ownerOf(principal: Principal): KeyOwner {
 export function parseIdempotencyKey(value: string | string[]): string {
   if (typeof value === 'string' && KEY_RE.test(value)) return value;
   throw validationError([{ field: IDEMPOTENCY_KEY_HEADER, message: 'must be 1-255 visible ASCII characters (no spaces)' }], 'The Idempotency-Key header is invalid');
-}
-
-/** JSON with object keys sorted at every level, so `{a,b}` and `{b,a}` are one body. */
-export function canonicalJson(value: unknown): string {
-  if (value === undefined) return '';
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v as object).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  });
 }
 
 /**

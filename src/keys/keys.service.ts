@@ -8,7 +8,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In } from 'typeorm';
-import { actorOf, AuditActor, AuditService, BOOTSTRAP_ACTOR } from '../audit/audit.service';
+import { actorOf, AuditActor, AuditService, BOOTSTRAP_ACTOR, changedFields } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
 import { isId, newId } from '../common/ids';
 import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
@@ -34,12 +34,6 @@ const UPDATABLE: ReadonlyArray<[keyof ApiKeyEntity, string]> = [
   ['extensionPermissions', 'extension_permissions'],
   ['edgePermissions', 'edge_permissions'],
 ];
-
-/** The API names of the fields `patch` gives a value other than `key`'s (permission maps compared as JSON: jsonb keeps no key order, so sorted). */
-function changedFields(key: ApiKeyEntity, patch: Partial<ApiKeyEntity>): string[] {
-  const canonical = (v: unknown) => (v && typeof v === 'object' ? JSON.stringify(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : JSON.stringify(v));
-  return UPDATABLE.filter(([field]) => patch[field] !== undefined && canonical(patch[field]) !== canonical(key[field])).map(([, name]) => name);
-}
 
 export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyResponse {
   return {
@@ -288,7 +282,9 @@ export class KeysService {
         updatedAt: new Date(),
       };
       await m.update(ApiKeyEntity, { tenantId: principal.tenantId, id }, patch);
-      const changed = changedFields(key, patch);
+      const changed = changedFields(
+        Object.fromEntries(UPDATABLE.filter(([field]) => patch[field] !== undefined).map(([field, name]) => [name, [key[field], patch[field]] as const])),
+      );
       if (changed.length) {
         await this.audit.record(
           {

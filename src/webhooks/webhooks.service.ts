@@ -14,7 +14,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { actorOf, AuditService } from '../audit/audit.service';
+import { actorOf, AuditService, changedFields } from '../audit/audit.service';
 import { isAdmin } from '../auth/permissions';
 import { ownerCredential, ownerCredentialSql, ownsWorkSql, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
@@ -207,7 +207,7 @@ export class WebhooksService {
           WHERE tenant_id = $1 AND id = $2 RETURNING ${WEBHOOK_COLUMNS}`,
         [p.tenantId, id, dto.url ?? null, dto.events ?? null, dto.type_filter !== undefined, dto.type_filter ?? null, dto.disabled ?? null],
       );
-      const changed = AUDITED_FIELDS.filter((f) => JSON.stringify(before[f]) !== JSON.stringify(after[f]));
+      const changed = changedFields(Object.fromEntries(AUDITED_FIELDS.map((f) => [f, [before[f], after[f]] as const])));
       if (changed.length) {
         await this.audit.record(
           {
