@@ -37,12 +37,13 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { randomBytes } from 'node:crypto';
 import type { Client, Provider } from 'oidc-provider';
 import { DataSource, EntityManager } from 'typeorm';
-import { actorOf, AuditService } from '../audit/audit.service';
+import { actorOf, AuditService, changedFields } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
+import { AppConfig } from '../config/app-config';
 import { isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
 import { clientCredentialId, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
@@ -108,6 +109,7 @@ export class ClientsService {
     private readonly oidc: OidcProvider,
     private readonly audit: AuditService,
     private readonly tokenCache: OAuthTokenCache,
+    private readonly config: AppConfig,
   ) {}
 
   async register(p: Principal, dto: RegisterClientDto): Promise<RegisteredClient> {
@@ -249,9 +251,10 @@ export class ClientsService {
       // The provider's view of the client as now stored (read through this transaction), so that
       // its own matching (a loopback redirect on any port) decides what is still allowed.
       const client = await provider.Client.find(clientId);
-      await narrowGrants(m, clientId, allowedScopes(after), resourceOf(provider));
+      // The API as a resource server is SVC_BASE_URL (oidc-provider.factory.ts, resourceIndicators).
+      await narrowGrants(m, clientId, allowedScopes(after), this.config.baseUrl);
       await endPendingWork(m, clientId, client!, removedScopes(before, after));
-      const changed = Object.keys(dto).filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
+      const changed = changedFields(Object.fromEntries(Object.keys(dto).map((key) => [key, [before[key], after[key]] as const])));
       if (changed.length) await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.updated', clientId, details: { actor: actorOf(p), changed } }, m);
       return toClient(after);
     });
@@ -315,9 +318,6 @@ function removedScopes(before: Record<string, unknown>, after: Record<string, un
   const now = allowedScopes(after);
   return (scope) => !!now && !now.has(scope) && (!old || old.has(scope));
 }
-
-/** The API as a resource server: the provider's issuer (oidc-provider.factory.ts, resourceIndicators). */
-const resourceOf = (provider: Provider) => provider.issuer;
 
 /**
  * Users' grants of the client keep only the scopes it may still ask for. Not a refusal (which
