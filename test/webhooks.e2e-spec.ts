@@ -445,6 +445,9 @@ describe('webhooks (e2e)', () => {
       await post(admin, `/webhooks/${hook.id}/deliveries/${done.id}/retry`, {}).expect(202);
       const [, resent] = await waitFor(() => receiver.at(hook.path).length === 2 && receiver.at(hook.path), 'the body rendered from the event');
       expect(resent.body).toBe(first.body);
+      // Its outcome recorded (and lease given back) before the row is changed under it: a record
+      // written later would set the row succeeded again, and the sweep would find nothing due.
+      await waitFor(async () => (await get(admin, `/webhooks/${hook.id}/deliveries/${done.id}`).expect(200)).body.attempts === 2, 'the retry recorded');
 
       await t.sql(`UPDATE webhook_deliveries SET body = 'null', status = 'pending', next_attempt_at = now() - interval '1 hour' WHERE id = $1`, [done.id]);
       await t.sql(`DELETE FROM events WHERE id = $1`, [done.event_id]);
