@@ -291,7 +291,8 @@ describe('IsCommaList', () => {
   it.each(['a', 'a,b', ' a , b '])('takes %p', (tags) => expect(problems(tags)).toEqual([]));
 
   it.each([
-    [['a', 'b'], 'give tags once, as one comma-separated list'],
+    // A repeated parameter never gets here: the pipe refuses it as repeated.
+    [['a', 'b'], 'must be a comma-separated list'],
     ['a,,b', GAPPED],
     ['a,', GAPPED],
     [',a', GAPPED],

@@ -6,6 +6,7 @@ import { applyDecorators, ArgumentMetadata, ValidationError, ValidationPipe } fr
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { classToPlain, ClassTransformOptions, Exclude, plainToInstance, Transform, TransformationType, Type } from 'class-transformer';
 import type { MetadataStorage } from 'class-transformer/types/MetadataStorage';
+import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
 import { buildMessage, getMetadataStorage, IsDefined, IsString, registerDecorator, ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
 import { ApiError } from './api-error';
 import { isDottedName, isPattern } from './type-pattern';
@@ -74,19 +75,25 @@ function transformsField(dto: new () => unknown, key: string): boolean {
   );
 }
 
-/** The ArrayMaxSize of `dto`'s field `key`, by class, as class-validator keeps it: undefined when it has none. */
-const arrayLimits = new WeakMap<object, Map<string, number | undefined>>();
+/** The checks class-validator keeps for each of `dto`'s fields, by field, read once per class. */
+const fieldChecks = new WeakMap<object, Map<string, ValidationMetadata[]>>();
 
-function arrayLimit(dto: new () => unknown, key: string): number | undefined {
-  let limits = arrayLimits.get(dto);
-  if (!limits) {
-    limits = new Map();
+function checksOf(dto: new () => unknown): Map<string, ValidationMetadata[]> {
+  let checks = fieldChecks.get(dto);
+  if (!checks) {
+    checks = new Map();
     for (const m of getMetadataStorage().getTargetValidationMetadatas(dto, '', true, false)) {
-      if (m.name === 'arrayMaxSize') limits.set(m.propertyName, Math.min(limits.get(m.propertyName) ?? Infinity, m.constraints[0] as number));
+      checks.set(m.propertyName, [...(checks.get(m.propertyName) ?? []), m]);
     }
-    arrayLimits.set(dto, limits);
+    fieldChecks.set(dto, checks);
   }
-  return limits.get(key);
+  return checks;
+}
+
+/** The ArrayMaxSize of `dto`'s field `key`: undefined when it has none. */
+function arrayLimit(dto: new () => unknown, key: string): number | undefined {
+  const limits = (checksOf(dto).get(key) ?? []).filter((m) => m.name === 'arrayMaxSize').map((m) => m.constraints[0] as number);
+  return limits.length ? Math.min(...limits) : undefined;
 }
 
 /**
@@ -144,7 +151,25 @@ export function plainToDto<T extends object>(dto: new () => T, plain: unknown, o
 class ObjectBodyValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (metadata.type === 'body' && Array.isArray(value) && this.toValidate(metadata)) throw nonObjectBodyError();
+    if (metadata.type === 'query' && value !== null && typeof value === 'object' && typeof metadata.metatype === 'function') {
+      const repeated = repeatedParameters(metadata.metatype as new () => unknown, value as Record<string, unknown>);
+      if (repeated.length) throw await this.withOtherIssues(repeated, value as Record<string, unknown>, metadata);
+    }
     return super.transform(value, metadata);
+  }
+
+  /** The refusal of repeated parameters, naming the rest of the query's bad fields beside them. */
+  private async withOtherIssues(repeated: FieldIssue[], query: Record<string, unknown>, metadata: ArgumentMetadata): Promise<ApiError> {
+    const named = new Set(repeated.map((r) => r.field));
+    const rest = Object.fromEntries(Object.entries(query).filter(([key]) => !named.has(key)));
+    try {
+      await super.transform(rest, metadata);
+      return validationError(repeated);
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.code !== 'validation_error') throw e;
+      const others = (e.details?.fields as FieldIssue[]).filter((f) => !named.has(f.field));
+      return validationError([...repeated, ...others]);
+    }
   }
 
   /**
@@ -161,6 +186,22 @@ class ObjectBodyValidationPipe extends ValidationPipe {
    * strings read here cannot hold one, and the walk cost about 0.2 µs a value.
    */
   protected override closeArrayGaps(): void {}
+}
+
+/**
+ * A query parameter that may be given more than once (it then arrives as an array, which its
+ * checks take). Any other declared parameter given twice is refused as given twice
+ * (repeatedParameters), not as "must be a string" or "must be an integer". Kept as a check that
+ * passes everything, so that a query built with OmitType/PickType keeps it as it keeps the rest.
+ */
+export const Repeatable = () => ValidateBy({ name: 'repeatable', validator: { validate: () => true } });
+
+/** The declared, non-@Repeatable parameters of a query that arrived more than once. */
+function repeatedParameters(dto: new () => unknown, query: Record<string, unknown>): FieldIssue[] {
+  const checks = checksOf(dto);
+  return Object.keys(query)
+    .filter((key) => Array.isArray(query[key]) && checks.has(key) && !checks.get(key)!.some((m) => m.name === 'repeatable'))
+    .map((field) => ({ field, message: `give ${field} once${checks.get(field)!.some((m) => m.name === 'isCommaList') ? ', as one comma-separated list' : ''}` }));
 }
 
 /**
@@ -435,9 +476,8 @@ export const splitCommaList = (list: string): string[] => list.split(',').map((e
 
 /**
  * The rule of every comma-list query parameter (`tags`, `events`, `type_filter`): one string of
- * at most `maxLength` characters, given once (a repeated parameter arrives as an array, and is
- * told so rather than called no string), with no empty entry (`a,,b`, `a,`, or nothing at all):
- * an empty entry is a mistake, which dropping would hide, and an empty list reads as "no filter".
+ * at most `maxLength` characters, given once (the pipe refuses a repeated one), with no empty
+ * entry (`a,,b`, `a,`, or nothing at all): an empty entry is a mistake, which dropping would hide, and an empty list reads as "no filter".
  * splitCommaList then reads it.
  */
 export const IsCommaList = (maxLength: number) =>
@@ -447,7 +487,6 @@ export const IsCommaList = (maxLength: number) =>
       validate: (v: unknown) => typeof v === 'string' && v.length <= maxLength && splitCommaList(v).every(Boolean),
       defaultMessage: (args) => {
         const v = args?.value;
-        if (Array.isArray(v)) return `give ${args!.property} once, as one comma-separated list`;
         if (typeof v !== 'string') return 'must be a comma-separated list';
         if (v.length > maxLength) return `must be at most ${maxLength} characters`;
         return `give ${args!.property} as a comma-separated list without empty entries ("a,b", not "a,,b", "a," or "")`;

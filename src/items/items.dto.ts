@@ -4,7 +4,7 @@ import { Transform } from 'class-transformer';
 import {
   ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Max, Min, ValidateBy,
 } from 'class-validator';
-import { CharLength, IsCommaList, IsOptionalNonNull, IsQueryInt, IsRfc3339, MAX_INT4, MaxChars, TextParam, Untransformed } from '../common/validation';
+import { CharLength, IsCommaList, IsOptionalNonNull, IsQueryInt, IsRfc3339, MAX_INT4, MaxChars, Repeatable, TextParam, Untransformed } from '../common/validation';
 import { MAX_EDGES_PER_ITEM_WRITE } from '../edges/edge-rules';
 import { ApiInteger } from '../openapi/api-integer.decorator';
 import { EDGE_CLAUSE_RULE, isEdgeClause } from './item-filter';
@@ -214,11 +214,11 @@ export class ListItemsQuery {
   until?: string;
 
   @ApiPropertyOptional({ description: '`<edge type>:<item id>`: items with an outgoing edge of that type to the item; repeatable', type: [String] })
-  @IsOptional() @IsEdgeClauses()
+  @IsOptional() @Repeatable() @IsEdgeClauses()
   edge?: string | string[];
 
   @ApiPropertyOptional({ description: '`<edge type>:<item id>`: items that item points to with that type; repeatable', type: [String] })
-  @IsOptional() @IsEdgeClauses()
+  @IsOptional() @Repeatable() @IsEdgeClauses()
   backref?: string | string[];
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })

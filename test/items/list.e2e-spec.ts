@@ -169,6 +169,18 @@ describe('items: listing', () => {
       const fields = async (query: string) => expectError(await c.get(`/items?${query}`), 400, 'validation_error').details!.fields;
       expect(await fields('source=')).toEqual([{ field: 'source', message: 'must be longer than or equal to 1 characters' }]);
       expect(await fields('tags=a&tags=b')).toEqual([{ field: 'tags', message: 'give tags once, as one comma-separated list' }]);
+      // Any single-valued parameter given twice is refused as such, beside the query's other bad fields.
+      expect(await fields('type=core.note&type=core.bookmark')).toEqual([{ field: 'type', message: 'give type once' }]);
+      expect(await fields('limit=1&limit=2&state=bogus')).toEqual([
+        { field: 'limit', message: 'give limit once' },
+        { field: 'state', message: expect.any(String) },
+      ]);
+      expect(await fields('colour=red&colour=blue')).toEqual([{ field: 'colour', message: 'is not a known field' }]);
+      // edge and backref are repeatable, on /search (whose query is derived from this one) too.
+      const twice = (name: string) => `${name}=acme.links_to:${made.recipe}&${name}=acme.links_to:${made.note2021}`;
+      for (const path of ['/items?', '/search?q=x&']) {
+        for (const name of ['edge', 'backref']) expectStatus(await c.get(`${path}${twice(name)}`), 200);
+      }
       // An empty entry is refused, as GET /events refuses one in events and type_filter, rather than dropped.
       for (const tags of ['a,,b', 'a,', ',a', '', '%20', 'a,%20,b']) {
         expect([tags, await fields(`tags=${tags}`)]).toEqual([tags, [{ field: 'tags', message: 'give tags as a comma-separated list without empty entries ("a,b", not "a,,b", "a," or "")' }]]);
