@@ -1,6 +1,6 @@
 /**
  * Listings that must read about a page, not every row of the tenant, the webhook or the hub
- * (migration 4400): each request's own statement, caught on its way to PostgreSQL, explained
+ * (migrations 4400 and 4600): each request's own statement, caught on its way to PostgreSQL, explained
  * with the statistics autovacuum would have gathered (this machine runs without it). Plus what
  * the edge listing's rewrite (one branch per direction) must keep: order, cursor, both
  * directions, a self-edge once.
@@ -127,6 +127,23 @@ describe('listings read about a page', () => {
     const res = await t.http.get('/items').query({ state: 'all', limit: 10 }).set(bearer(admin)).expect(200);
     expect(res.body.items).toHaveLength(10);
     expect(rowsRead(await explain(statementOf(/FROM items i WHERE/)), 'items')).toBeLessThan(40);
+  });
+
+  it('tenants read a page, at a deep cursor too', async () => {
+    await t.sql(
+      `INSERT INTO tenants (id, name, is_root, created_at) SELECT gen_random_uuid(), 'filler ' || n, false, now() - n * interval '1 second' FROM generate_series(1, 3000) n`,
+    );
+    await t.sql(`ANALYZE tenants`);
+    const page = async (cursor?: string) => {
+      caught.length = 0;
+      const res = await t.http.get('/tenants').query({ limit: 10, ...(cursor ? { cursor } : {}) }).set(bearer(admin)).expect(200);
+      expect(res.body.tenants).toHaveLength(10);
+      expect(rowsRead(await explain(statementOf(/FROM tenants/)), 'tenants')).toBeLessThan(40);
+      return res.body.next_cursor as string;
+    };
+    let cursor = await page();
+    for (let i = 0; i < 100; i++) cursor = (await t.http.get('/tenants').query({ limit: 20, cursor }).set(bearer(admin)).expect(200)).body.next_cursor;
+    await page(cursor);
   });
 
   describe("an item's edges", () => {

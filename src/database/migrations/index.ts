@@ -44,6 +44,7 @@ import { BulkJobRetention1732300004200 } from './1732300004200-bulk-job-retentio
 import { DeliveriesDueByWebhook1732300004300 } from './1732300004300-deliveries-due-by-webhook';
 import { TenantScopedListIndexes1732300004400 } from './1732300004400-tenant-scoped-list-indexes';
 import { SearchFunctionsRestorable1732300004500 } from './1732300004500-search-functions-restorable';
+import { TenantsByCreated1732300004600 } from './1732300004600-tenants-by-created';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -91,4 +92,5 @@ export const migrations = [
   DeliveriesDueByWebhook1732300004300,
   TenantScopedListIndexes1732300004400,
   SearchFunctionsRestorable1732300004500,
+  TenantsByCreated1732300004600,
 ];
