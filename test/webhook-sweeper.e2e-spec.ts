@@ -1,7 +1,9 @@
 /**
  * The webhook sweeper against a real receiver: one webhook's backlog of due deliveries, larger
  * than a pass takes and held by a receiver that does not answer, does not keep the sweeper from
- * the due deliveries of other webhooks, of its tenant or another, whose receivers have recovered.
+ * the due deliveries of other webhooks, of its tenant or another, whose receivers have recovered;
+ * a backlog larger than a line goes at the receiver's pace; and a webhook enabled again gets the
+ * deliveries that came due while it was disabled at once, not at the sweeper's interval.
  */
 import Redis from 'ioredis';
 import { bearer, bootstrapAdmin, clearRedisPrefix, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
@@ -9,7 +11,7 @@ import { Receiver } from './support/receiver';
 import { waitFor } from './support/wait';
 import { PlanNode, rowsRead } from './support/plans';
 import { BookkeepingDb } from '../src/database/bookkeeping-db';
-import { MAX_WAITING_PER_WEBHOOK } from '../src/webhooks/webhook-dispatcher';
+import { MAX_WAITING_PER_WEBHOOK, WebhookDispatcher } from '../src/webhooks/webhook-dispatcher';
 import { BATCH, DUE_IN_TURNS } from '../src/webhooks/webhook-sweeper';
 
 describe('the webhook sweeper, while one webhook has more due deliveries than a pass takes', () => {
@@ -98,7 +100,7 @@ describe('the webhook sweeper, while one webhook has more due deliveries than a 
     await t.sql(`ANALYZE webhook_deliveries`);
     const [{ 'QUERY PLAN': [plan] }] = await t.app
       .get(BookkeepingDb)
-      .later<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${DUE_IN_TURNS}`, [200, [], []]);
+      .later<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${DUE_IN_TURNS}`, [200, [], [], []]);
     expect(rowsRead(plan.Plan, 'webhook_deliveries')).toBeLessThan(BATCH + 100);
 
     await t.http.delete(`/webhooks/${dead.id}`).set(bearer(admin)).expect(200);
@@ -156,5 +158,67 @@ describe('the webhook sweeper, while a healthy receiver\'s backlog is larger tha
       30_000,
     );
     expect(new Set(receiver.at('/bulk').map((r) => r.headers['x-svc-event-id'])).size).toBe(total);
+  }, 60_000);
+});
+
+describe('the webhook sweeper, when a webhook is enabled again', () => {
+  let t: TestApp;
+  let receiver: Receiver;
+  let base: string;
+  let admin: string;
+
+  beforeAll(async () => {
+    receiver = new Receiver();
+    base = await receiver.start();
+    // No pass comes from the interval while the test runs: only the change can bring the deliveries.
+    t = await startApp({ WEBHOOK_SWEEP_INTERVAL: '120s', WEBHOOK_RETRY_SCHEDULE: '2s,2s' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.stop();
+  });
+
+  it('sends the retry whose job came while it was disabled, and a delivery never attempted, without waiting for the interval', async () => {
+    let down = true;
+    receiver.respond = () => (down ? 500 : 200);
+    const hook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/paused`, events: ['item.created'] }).expect(201)).body as { id: string };
+    const rows = () =>
+      t.sql<{ id: string; status: string; attempts: number; due: boolean }>(
+        `SELECT id, status, attempts, next_attempt_at <= now() AS due FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY attempts DESC`,
+        [hook.id],
+      );
+    await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'n' } }).expect(201);
+    const [failed] = await waitFor(async () => {
+      const r = await rows();
+      return r.length === 1 && r[0].attempts === 1 && r;
+    }, 'the first attempt failed');
+    const redis = new Redis(REDIS_URL);
+    try {
+      const retryQueued = async () => (await redis.exists(`${t.config.REDIS_PREFIX}bull:webhooks:${failed.id}:1`)) === 1;
+      await waitFor(retryQueued, 'the retry queued');
+      await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ disabled: true }).expect(200);
+      // The retry's job came, found the webhook disabled, and is done: the delivery waits, due.
+      const dispatcher = t.app.get(WebhookDispatcher);
+      await waitFor(
+        async () => !(await retryQueued()) && !dispatcher.queuedHere([]).deliveryIds.includes(failed.id) && (await rows())[0].due,
+        'the retry\'s job done while the webhook was disabled',
+      );
+    } finally {
+      redis.disconnect();
+    }
+    expect(await rows()).toMatchObject([{ status: 'pending', attempts: 1, due: true }]);
+    expect(receiver.at('/paused')).toHaveLength(1);
+    // A first attempt that found the webhook disabled leaves such a row, due and never attempted.
+    await t.sql(
+      `INSERT INTO webhook_deliveries (tenant_id, id, webhook_id, event_id, event, status, attempts, next_attempt_at)
+       SELECT tenant_id, gen_random_uuid(), webhook_id, event_id, event, 'pending', 0, now() FROM webhook_deliveries WHERE id = $1`,
+      [failed.id],
+    );
+
+    down = false;
+    await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ disabled: false }).expect(200);
+    await waitFor(async () => (await rows()).every((d) => d.status === 'succeeded'), 'both deliveries sent', 30_000);
+    expect(receiver.at('/paused')).toHaveLength(3);
   }, 60_000);
 });

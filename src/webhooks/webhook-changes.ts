@@ -30,6 +30,7 @@ export class WebhookChanges implements OnModuleInit {
   private readonly heardAt = new Map<string, { mark: number; at: number }>();
   /** Plans noted before this number count as changed whatever their webhook (a change may have gone unheard). */
   private lostBefore = 0;
+  private onHeard: (webhookId: string) => void = () => undefined;
 
   constructor(
     private readonly pubsub: RedisPubSub,
@@ -52,6 +53,14 @@ export class WebhookChanges implements OnModuleInit {
   }
 
   /**
+   * `listener` is called with each change heard, here or from another instance, after it
+   * committed: the sweeper's cue to send a re-enabled webhook's due deliveries now.
+   */
+  whenHeard(listener: (webhookId: string) => void): void {
+    this.onHeard = listener;
+  }
+
+  /**
    * After a change commits, before it is answered: heard here at once, and by the other
    * instances as Redis passes it on. Should Redis not take it, the others' subscriptions are
    * likely lost too, and count every plan as changed once back.
@@ -71,5 +80,6 @@ export class WebhookChanges implements OnModuleInit {
       if (at >= forgetBefore) break;
       this.heardAt.delete(id);
     }
+    this.onHeard(webhookId);
   }
 }

@@ -20,11 +20,21 @@
  * unleased until their turn comes, they would be the oldest again at every pass), webhooks whose
  * line here is full (queuing is refused), and disabled webhooks (their deliveries wait, due,
  * to be enabled again).
+ *
+ * A webhook changed (PATCH, DELETE: WebhookChanges, heard by every instance) brings a pass at
+ * once that takes its due deliveries without the one-interval rule. A re-enabled webhook's due
+ * retries had their Bull jobs come while it was disabled, and find nothing (the claim skips a
+ * disabled webhook): without it they went out one to two intervals after it was enabled, and
+ * its never-attempted ones up to one. Such a pass takes them in turns and within the webhook's
+ * line like any other; an attempt whose job is still to come is not sent twice (the job finds
+ * it queued here, or its row leased or no longer due). A webhook whose line was full, or that a
+ * pass cut at BATCH may have left deliveries of, is taken so at the next pass too.
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { PeriodicTask } from '../common/periodic-task';
 import { AppConfig } from '../config/app-config';
 import { BookkeepingDb } from '../database/bookkeeping-db';
+import { WebhookChanges } from './webhook-changes';
 import { DeliveryRef, WebhookDispatcher } from './webhook-dispatcher';
 
 export const BATCH = 500;
@@ -35,7 +45,7 @@ export const BATCH = 500;
  * line here is full, gives its oldest BATCH due deliveries; those are shared out in turns. No
  * step reads more than a webhook's head: reading every due delivery instead took 4-5 s at a
  * million (migration 4300). $1: the sweep interval (ms); $2: deliveries queued here; $3:
- * webhooks whose line here is full.
+ * webhooks whose line here is full; $4: webhooks changed, whose due deliveries are taken at once.
  */
 export const DUE_IN_TURNS = `
   WITH RECURSIVE owed AS (
@@ -54,7 +64,7 @@ export const DUE_IN_TURNS = `
         SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
          WHERE d.tenant_id = w.tenant_id AND d.webhook_id = w.id AND d.status = 'pending'
            AND d.next_attempt_at <= now()
-           AND (d.attempts = 0 OR d.next_attempt_at <= now() - make_interval(secs => $1::float8 / 1000))
+           AND (d.attempts = 0 OR w.id = ANY($4::uuid[]) OR d.next_attempt_at <= now() - make_interval(secs => $1::float8 / 1000))
            AND (d.lease_until IS NULL OR d.lease_until < now())
            AND d.id <> ALL($2::uuid[])
          ORDER BY d.next_attempt_at LIMIT ${BATCH}) d
@@ -69,14 +79,22 @@ export const DUE_IN_TURNS = `
 export class WebhookSweeper extends PeriodicTask {
   /** Webhooks whose line here was full at the last pass: left out of the next while it still is. */
   private fullLines = new Set<string>();
+  /** Webhooks changed since the last pass took them: their due deliveries go without waiting an interval. */
+  private changed = new Set<string>();
 
   constructor(
     private readonly db: BookkeepingDb,
     private readonly config: AppConfig,
     private readonly dispatcher: WebhookDispatcher,
+    changes: WebhookChanges,
   ) {
     super(new Logger('Webhooks'), 'webhook sweep failed');
     dispatcher.whenRoom(() => this.soon());
+    changes.whenHeard((webhookId) => {
+      if (!this.config.EVENT_DELIVERY_ENABLED) return;
+      this.changed.add(webhookId);
+      this.soon();
+    });
   }
 
   protected intervalMs(): number | undefined {
@@ -85,12 +103,16 @@ export class WebhookSweeper extends PeriodicTask {
 
   protected async pass(): Promise<number> {
     const here = this.dispatcher.queuedHere(this.fullLines);
+    // Taken now, so that a change heard while the statement runs (which may read the webhook as it was) brings a pass of its own.
+    const changed = [...this.changed];
+    this.changed.clear();
     // On the later attempts' connections: a pass waits behind retries, never the relay behind a pass.
-    const due = await this.db.later<{ tenant_id: string; id: string; webhook_id: string }>(DUE_IN_TURNS, [
-      this.config.webhookSweepIntervalMs,
-      here.deliveryIds,
-      here.fullWebhookIds,
-    ]);
+    const due = await this.db
+      .later<{ tenant_id: string; id: string; webhook_id: string }>(DUE_IN_TURNS, [this.config.webhookSweepIntervalMs, here.deliveryIds, here.fullWebhookIds, changed])
+      .catch((err: unknown) => {
+        for (const id of changed) this.changed.add(id);
+        throw err;
+      });
     this.fullLines = new Set(here.fullWebhookIds);
     let queued = 0;
     for (const d of due) {
@@ -99,6 +121,7 @@ export class WebhookSweeper extends PeriodicTask {
       if (this.dispatcher.attemptSoon(ref)) queued++;
       else this.fullLines.add(d.webhook_id);
     }
+    for (const id of changed) if (due.length === BATCH || this.fullLines.has(id)) this.changed.add(id);
     // A full pass may have left due deliveries behind, and every line it fed took what it was
     // given: the next pass at once. Each such pass queues BATCH attempts, so this ends when the
     // due deliveries or the lines' room run out; a line's refusals bring the next (`whenRoom`).
