@@ -22,6 +22,7 @@ import { loadConfig } from '../src/config/app-config';
 import { SecretBox } from '../src/crypto/secret-box';
 import { dataSourceOptions } from '../src/database/data-source-options';
 import { tokenAad } from '../src/integrations/connections.service';
+import { deviceJtiAad, SEALED_JTI, secretAad, storedTokenId } from '../src/oidc/oidc-adapter';
 import { bearer, clearRedisPrefix, dropDatabase, PG_SERVER, REDIS_URL, testEnv, uniqueName } from './support/app';
 import { ensureBuilt, freePort, ROOT, runService } from './support/process';
 import { Receiver } from './support/receiver';
@@ -280,5 +281,46 @@ describe('the encryption key (e2e)', () => {
     // And the old key alone no longer opens them.
     expect(await connectionTokens({ SVC_ENCRYPTION_KEY: OLD_KEY })).toEqual([undefined, undefined]);
     expect((await refused({ SVC_ENCRYPTION_KEY: OLD_KEY })).message).toMatch(/^SVC_ENCRYPTION_KEY does not open the secrets stored in/);
+  });
+
+  it('a device code or client secret sealed under a key no longer configured is unknown (the wrong-code page, invalid_client), not a 500', async () => {
+    await serve({ SVC_ENCRYPTION_KEY: NEW_KEY });
+    const tv = (
+      await http
+        .post('/auth/clients')
+        .set(bearer(admin))
+        .send({ client_name: 'Hall TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'none', scope: 'openid' })
+        .expect(201)
+    ).body;
+    const pending = (await http.post('/auth/device').type('form').send({ client_id: tv.client_id, scope: 'openid' }).expect(200)).body;
+    const importer = (
+      await http.post('/auth/clients').set(bearer(admin)).send({ client_name: 'exporter', grant_types: ['client_credentials'], scope: 'core.note:read' }).expect(201)
+    ).body;
+    // As if sealed under the old key and left there: SVC_ENCRYPTION_KEY_PREVIOUS dropped before secrets:reseal ran.
+    const old = box({ SVC_ENCRYPTION_KEY: OLD_KEY });
+    const codeRow = storedTokenId(pending.device_code);
+    await sql.query(`UPDATE oidc_models SET payload = jsonb_set(payload, $2, to_jsonb($3::text)) WHERE model = 'DeviceCode' AND id = $1`, [
+      codeRow,
+      `{${SEALED_JTI}}`,
+      await old.seal(pending.device_code, deviceJtiAad(codeRow)),
+    ]);
+    const [{ n: resealed }] = (
+      await sql.query(`UPDATE oidc_models SET payload = jsonb_set(payload, '{client_secret}', to_jsonb($2::text)) WHERE model = 'Client' AND id = $1 RETURNING 1 AS n`, [
+        importer.client_id,
+        await old.seal(importer.client_secret, secretAad(importer.client_id)),
+      ])
+    ).rows;
+    expect(resealed).toBe(1);
+
+    const wrong = await http.get('/auth/device').query({ user_code: 'BCD-FGHJ' });
+    const page = await http.get('/auth/device').query({ user_code: pending.user_code });
+    expect([page.status, page.text]).toEqual([wrong.status, wrong.text]);
+    expect(page.status).toBe(400);
+    const submitted = await http.post('/auth/device/consent').type('form').send({ user_code: pending.user_code, decision: 'approve' });
+    expect(submitted.status).toBe(400);
+    const token = await http.post('/auth/token').auth(importer.client_id, importer.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' });
+    expect([token.status, token.body.error]).toEqual([401, 'invalid_client']);
+    // The clients sealed under the current key are untouched.
+    await clientCredentials();
   });
 });

@@ -2464,6 +2464,44 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(revoked).toEqual([{ user_id: owner, details: { by: 'token_reuse' } }]);
   });
 
+  it('saves no scope an update of the client took away while the consent was being recorded', async () => {
+    const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'narrowed@example.com', password: 'a long tv password', name: 'Narrowed' }).expect(201)).body;
+    const tv = (
+      await t.http
+        .post('/auth/clients')
+        .set(bearer(admin))
+        .send({ client_name: 'Hall TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'none', scope: 'openid profile email' })
+        .expect(201)
+    ).body;
+    const device = (await t.http.post('/auth/device').type('form').send({ client_id: tv.client_id, scope: 'openid profile email' }).expect(200)).body;
+    const agent = request.agent(t.url);
+    const page = await agent.get('/auth/device').query({ user_code: device.user_code }).expect(200);
+    const form = { user_code: field(page.text, 'user_code'), csrf: field(page.text, 'csrf'), email: 'narrowed@example.com', password: 'a long tv password', decision: 'approve' };
+    // The consent, past every check, waits for the connection's lock (held here) to save its grant while the update commits.
+    const waiting = async () => {
+      await t.sql('SELECT pg_stat_clear_snapshot()');
+      return (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock%'`)).length > 0;
+    };
+    await t.sql('BEGIN');
+    let answered: request.Response;
+    try {
+      await t.sql('SELECT pg_advisory_xact_lock(hashtext($1))', [`oauth-connection:${user.id}:${tv.client_id}`]);
+      const sent = agent.post('/auth/device/consent').type('form').send(form).then((r) => r);
+      await waitFor(waiting, 'the consent to wait for the connection\'s lock');
+      await t.http.patch(`/auth/clients/${tv.client_id}`).set(bearer(admin)).send({ scope: 'openid' }).expect(200);
+      await t.sql('COMMIT');
+      answered = await sent;
+    } catch (err) {
+      await t.sql('ROLLBACK');
+      throw err;
+    }
+    expect(answered.status).toBe(200);
+    const [grant] = await t.sql<{ scope: string }>(`SELECT payload->'openid'->>'scope' AS scope FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [tv.client_id]);
+    expect(grant.scope).toBe('openid');
+    const tokens = await t.http.post('/auth/device/token').type('form').send({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.device_code, client_id: tv.client_id });
+    expect(tokens.body.scope).toBe('openid');
+  });
+
   /** The verification page of `device`, answered with `form` (email and password added) and the page's `scopes_shown`: the page shown, and the answer's status and heading. */
   const decideDevice = async (device: oidc.DeviceAuthorizationResponse, form: Record<string, string | string[]>, email = 'tv@example.com') => {
     const agent = request.agent(t.url);

@@ -128,6 +128,13 @@ export async function recordConsent(
     // came first (no grant: undefined) or waits, and then deletes the grant with the user's others.
     const [user] = await m.query(`SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 FOR SHARE`, [o.tenantId, o.accountId]);
     if (!user) return 'account_gone' as const;
+    // What the client may ask for now, share-locked against an update of the client (which holds its
+    // row while it narrows the client's grants, clients.service.ts): this consent passed the
+    // provider's checks before, and an update committed since took from every grant but this one,
+    // saved after; an update that comes after it waits for the grant and narrows it with the others.
+    const [client]: Array<{ scope: string | null }> = await m.query(`SELECT payload->>'scope' AS scope FROM oidc_models WHERE model = 'Client' AND id = $1 FOR SHARE`, [o.clientId]);
+    const allowed = typeof client?.scope === 'string' ? new Set(client.scope.split(' ')) : undefined;
+    const granted = allowed ? o.granted.filter((s) => allowed.has(s)) : o.granted;
     const ofConnection = async (id: string | undefined) => {
       const grant = id ? await provider.Grant.find(id) : undefined;
       return grant?.accountId === o.accountId && grant.clientId === o.clientId ? grant : undefined;
@@ -135,18 +142,18 @@ export async function recordConsent(
     const existing = (await ofConnection(o.grantId)) ?? (await ofConnection(await connectionGrantId(m, o.accountId, o.clientId)));
     if (!existing && o.givesNothing) return 'nothing_recorded' as const;
     const grant = existing ?? new provider.Grant({ accountId: o.accountId, clientId: o.clientId });
-    unreject(grant, o.resource, o.granted);
-    if (o.granted.some(isOidc)) grant.addOIDCScope(join(o.granted.filter(isOidc)));
+    unreject(grant, o.resource, granted);
+    if (granted.some(isOidc)) grant.addOIDCScope(join(granted.filter(isOidc)));
     if (refused.some(isOidc)) grant.rejectOIDCScope(join(refused.filter(isOidc)));
-    if (o.granted.some(isApiScope)) grant.addResourceScope(o.resource, join(o.granted.filter(isApiScope)));
+    if (granted.some(isApiScope)) grant.addResourceScope(o.resource, join(granted.filter(isApiScope)));
     if (refused.some(isApiScope)) grant.rejectResourceScope(o.resource, join(refused.filter(isApiScope)));
     // The provider keeps a grant's end from its first save: the user approving the app again gives
     // it its full lifetime from now (an Allow that gives nothing is a Deny, and renews nothing).
     if (!o.givesNothing) grant.exp = undefined;
-    return { grantId: await grant.save(), created: !existing };
+    return { grantId: await grant.save(), created: !existing, granted };
   });
   if (typeof made === 'string') return made;
-  const { grantId, created } = made;
+  const { grantId, created, granted } = made;
   // The grant's tokens are good for what it holds now (oauth-tokens.ts): resolutions cached before this decision are not.
   if (!created) await tokenCache.invalidate();
   await audit.record({
@@ -155,7 +162,7 @@ export async function recordConsent(
     clientId: o.clientId,
     userId: o.accountId,
     grantId,
-    details: { source: o.source, created, scope: join(o.granted) },
+    details: { source: o.source, created, scope: join(granted) },
   });
   return { grantId };
 }

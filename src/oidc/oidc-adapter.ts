@@ -13,6 +13,8 @@
  * user code, not by its value, and then saves it under its id, so a device code's id is also kept
  * sealed in its payload (opened only for that lookup). Clients, grants, sessions and interactions
  * keep their plain ids, which the account pages and the interaction handlers look up directly.
+ * A sealed value that no configured key opens (the old key dropped before `secrets:reseal` ran)
+ * leaves its row unknown, with a warning: the client is `invalid_client`, the user code a wrong one.
  *
  * A refresh token that was used (rotated) is kept as a tombstone even when its grant is revoked:
  * presenting it again is reuse, answered `token_reuse_detected` every time, until the janitor deletes
@@ -26,6 +28,7 @@
  * the connection's lock (`underConnectionLock`), inside whose transaction the adapter's own
  * queries run too.
  */
+import { Logger } from '@nestjs/common';
 import { textIssue } from '../common/input-policy';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
@@ -173,6 +176,14 @@ export async function releaseDeviceCode(db: DataSource, jti: string, token: stri
   );
 }
 
+const logger = new Logger('OAuth');
+
+/** A sealed value no configured key opens: one warning, and the row is treated as absent. */
+function unopenable(what: string): undefined {
+  logger.warn(`${what} is sealed under an encryption key no longer configured (SVC_ENCRYPTION_KEY, SVC_ENCRYPTION_KEY_PREVIOUS); treated as unknown`);
+  return undefined;
+}
+
 /**
  * Why a payload cannot be stored, if it cannot: text with a NUL character or an unpaired
  * surrogate, which a jsonb value cannot hold (PostgreSQL refuses them). The provider stores
@@ -285,7 +296,12 @@ export function postgresAdapter(
       if (!row) return undefined;
       const payload: AdapterPayload = { ...row.payload, ...(row.consumed ? { consumed: true } : {}) };
       if (payload.client_secret_sealed) {
-        payload.client_secret = await secrets.open(payload.client_secret as string, secretAad(row.id));
+        const secret = await secrets.tryOpen(payload.client_secret as string, secretAad(row.id));
+        // Sealed under a key no longer configured (SVC_ENCRYPTION_KEY_PREVIOUS dropped before
+        // `secrets:reseal`): a client whose secret nothing can check is not one to authenticate,
+        // so it is unknown (`invalid_client`), as a 500 on every request would not tell the client.
+        if (!secret) return unopenable(`OAuth client ${row.id}'s secret`);
+        payload.client_secret = secret.plaintext;
         delete payload.client_secret_sealed;
       }
       if (TOKEN_MODELS.has(this.model)) {
@@ -294,7 +310,10 @@ export function postgresAdapter(
         if (column !== 'id') {
           // Without its id the code could not be saved again; one converted by the migration has none.
           if (typeof sealed !== 'string') return undefined;
-          payload.jti = await secrets.open(sealed, deviceJtiAad(row.id));
+          // Sealed under a key no longer configured: the code cannot be saved again, so it is unknown, as a wrong code is.
+          const jti = await secrets.tryOpen(sealed, deviceJtiAad(row.id));
+          if (!jti) return unopenable('a device code looked up by its user code');
+          payload.jti = jti.plaintext;
         }
       }
       return payload;
