@@ -279,6 +279,20 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
     expectError(await note(again.body.access_token), 403, 'type_not_permitted');
   });
 
+  it("holds a client-credentials token in hand to the client's narrowed scope, at the API and at introspection", async () => {
+    const app = await register({ client_name: 'Importer', grant_types: ['client_credentials'], scope: 'core.note:read core.note:write' });
+    const issued = await t.http.post('/auth/token').auth(app.client_id, app.client_secret!).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read core.note:write' }).expect(200);
+    const token = issued.body.access_token as string;
+    const note = () => t.http.post('/items').set(bearer(token)).send({ type: 'core.note', properties: { title: 'n' } });
+    await note().expect(201);
+
+    await t.http.patch(`/auth/clients/${app.client_id}`).set(bearer(admin)).send({ scope: 'core.note:read' }).expect(200);
+    expectError(await note(), 403, 'type_not_permitted');
+    await t.http.get('/items').set(bearer(token)).expect(200);
+    const seen = await introspect(app, token).expect(200);
+    expect([seen.body.active, seen.body.scope]).toEqual([true, 'core.note:read']);
+  });
+
   it('ends a consent in progress that asks for a scope a PATCH took away: the grant never gets it', async () => {
     await t.http.post('/users').set(bearer(admin)).send({ email: 'fay@example.com', password, name: 'Fay' }).expect(201);
     const app = await register({ client_name: 'Writer', redirect_uris: [redirectUri], scope: 'openid core.note:read core.note:write' });

@@ -62,8 +62,8 @@ export interface FoundToken {
  * good: expired from its `exp` on exactly (the provider's own lookup allows 15 seconds of clock
  * tolerance, so its answer would disagree with this one), unknown, of a grant since revoked, of
  * a client since deleted, or issued under a client secret since rotated. It is good for the
- * scopes it was issued with that its grant still holds: one a later consent refused is not the
- * token's any more.
+ * scopes it was issued with that its grant (or, for client credentials, its client) still
+ * holds: one a later consent refused, or a client update took away, is not the token's any more.
  */
 export async function findAccessToken(provider: Provider, token: string, resource: string): Promise<FoundToken | { error: 'unauthorized' | 'expired_token' }> {
   const found = ((await provider.AccessToken.find(token, { ignoreExpiration: true })) ??
@@ -75,7 +75,7 @@ export async function findAccessToken(provider: Provider, token: string, resourc
   if (found.grantId && !grant) return { error: 'unauthorized' };
   const client = await provider.Client.find(found.clientId);
   if (!client || (!found.accountId && !issuedUnderCurrentSecret(client, found))) return { error: 'unauthorized' };
-  return { token: found, client, grant, scopes: scopesStillHeld(found.scope, grant, resource) };
+  return { token: found, client, grant, scopes: scopesStillHeld(found.scope, grant ?? client, resource) };
 }
 
 @Injectable()

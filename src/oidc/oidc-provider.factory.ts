@@ -708,9 +708,10 @@ async function publishClientAuthOfEveryEndpoint(ctx: KoaContextWithOIDC, next: (
 
 /**
  * Introspection answers what the API would accept (oauth-tokens.ts): a token's `scope` is the
- * part its grant still holds and its user's role still allows, not what it was issued with (a
- * token of a user since deleted, or of another tenant than its client's, is inactive), and the
- * claim naming its secret (client-secret-claim.ts) is the service's own.
+ * part its grant (for client credentials, its client) still holds and its user's role still
+ * allows, not what it was issued with (a token of a user since deleted, or of another tenant
+ * than its client's, is inactive), and the claim naming its secret (client-secret-claim.ts) is
+ * the service's own.
  */
 function introspectedAsTheApiSees(resource: string, users: UsersService) {
   return async (ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> => {
@@ -718,13 +719,14 @@ function introspectedAsTheApiSees(resource: string, users: UsersService) {
     if (ctx.oidc?.route !== 'introspection' || !ctx.body || typeof ctx.body !== 'object') return;
     const body = ctx.body as Record<string, unknown>;
     delete body[SECRET_CLAIM];
-    const { Grant: grant, Client: client } = ctx.oidc.entities;
-    const token = ctx.oidc.entities.AccessToken ?? ctx.oidc.entities.RefreshToken;
-    if (body.active !== true || !grant || !token) return;
-    const held = scopesStillHeld(body.scope as string | undefined, grant, resource);
+    const { Grant: grant, Client: client, ClientCredentials: clientToken } = ctx.oidc.entities;
+    const userToken = ctx.oidc.entities.AccessToken ?? ctx.oidc.entities.RefreshToken;
+    const token = userToken ?? clientToken;
+    if (body.active !== true || !token || !(grant || clientToken)) return;
     const owner = token.clientId === client?.clientId ? client : await ctx.oidc.provider.Client.find(token.clientId!);
-    const user = token.accountId ? await users.byId(token.accountId) : undefined;
-    const scopes = owner && scopesForUser(owner, token.accountId, user, held);
+    const accountId = userToken?.accountId;
+    const user = accountId ? await users.byId(accountId) : undefined;
+    const scopes = owner && scopesForUser(owner, accountId, user, scopesStillHeld(body.scope as string | undefined, grant ?? owner, resource));
     if (!scopes) ctx.body = { active: false };
     else body.scope = scopes.join(' ') || undefined;
   };

@@ -9,7 +9,7 @@
  *   openid, profile, email, offline_access   OIDC's own
  */
 import { isDottedName, isPattern } from '../common/type-pattern';
-import type { Grant } from 'oidc-provider';
+import type { Client, Grant } from 'oidc-provider';
 import type { Principal } from '../auth/principal';
 import type { Access, PermissionMap } from '../keys/api-key.entity';
 
@@ -86,11 +86,16 @@ export function grantScopes(grant: Grant, resource: string): string[] {
   return `${grant.getOIDCScope()} ${grant.getResourceScope(resource)}`.split(' ').filter(Boolean);
 }
 
+const isGrant = (holder: Grant | Client): holder is Grant => 'getOIDCScope' in holder;
+
 /**
  * Of the scopes a token was issued with, those it is good for now: the ones its grant still holds
- * (a later consent may have refused some). A token without a grant (client credentials) keeps all.
+ * (a later consent may have refused some, a client update taken some away), or, for a token
+ * without a grant (client credentials), those its client is still registered for (a client
+ * that registered none keeps the token's).
  */
-export function scopesStillHeld(scope: string | undefined, grant: Grant | undefined, resource: string): string[] {
-  const held = grant && new Set(grantScopes(grant, resource));
-  return (scope ?? '').split(' ').filter((s) => s && (!held || held.has(s)));
+export function scopesStillHeld(scope: string | undefined, holder: Grant | Client, resource: string): string[] {
+  const held = isGrant(holder) ? grantScopes(holder, resource) : holder.scope?.split(' ');
+  const stillHeld = held && new Set(held);
+  return (scope ?? '').split(' ').filter((s) => s && (!stillHeld || stillHeld.has(s)));
 }
