@@ -389,8 +389,9 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       ['another algorithm', `md5:${'ab'.repeat(32)}`],
       ['too long', 'ab'.repeat(33)],
     ])('400 invalid_id for a malformed hash (%s)', async (_, bad) => {
-      expectError(await t.http.get(`/blobs/${bad}`).set(bearer(admin.key)), 400, 'invalid_id');
-      expectError(await t.http.get(`/blobs/${bad}/metadata`).set(bearer(admin.key)), 400, 'invalid_id');
+      // details.field names the path parameter, as for every malformed id.
+      expect(expectError(await t.http.get(`/blobs/${bad}`).set(bearer(admin.key)), 400, 'invalid_id').details).toEqual({ field: 'hash' });
+      expect(expectError(await t.http.get(`/blobs/${bad}/metadata`).set(bearer(admin.key)), 400, 'invalid_id').details).toEqual({ field: 'hash' });
       expect((await raw(t, 'HEAD', `/blobs/${bad}`, { key: admin.key })).status).toBe(400);
     });
 

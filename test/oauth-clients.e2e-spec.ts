@@ -141,7 +141,7 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
       await t.http.delete('/auth/clients/a%2Cb').set(bearer(admin)),
       await t.http.post(`/auth/clients/${'x'.repeat(101)}/secret`).set(bearer(admin)),
     ]) {
-      expectError(res, 400, 'invalid_id');
+      expect(expectError(res, 400, 'invalid_id').details).toEqual({ field: 'client_id' });
     }
     const member = (await createKey(t, admin, { label: 'member' })).key;
     expectError(await t.http.get('/auth/clients').set(bearer(member)), 403, 'forbidden');

@@ -2,9 +2,8 @@
  * Blob identity: a blob is named by the SHA-256 of its bytes, written as 64 lowercase hex
  * digits. Paths accept an optional `sha256:` prefix; items refer to blobs as `sha256:<hex>`.
  */
-import { Injectable, PipeTransform } from '@nestjs/common';
-import { ApiError } from '../common/api-error';
-import { cutText } from '../common/input-policy';
+import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
+import { invalidId } from '../common/ids';
 
 export const BLOB_HASH_RE = /^[0-9a-f]{64}$/;
 /** A blob reference as it appears in item properties. */
@@ -22,11 +21,9 @@ export const blobRef = (hash: string): string => `${BLOB_REF_PREFIX}${hash}`;
 /** Path parameter pipe: anything but a (prefixed) lowercase SHA-256 hex is 400 `invalid_id`. */
 @Injectable()
 export class ParseBlobHashPipe implements PipeTransform<string, string> {
-  transform(value: string): string {
+  transform(value: string, metadata?: ArgumentMetadata): string {
     const hash = parseBlobHash(value);
-    if (!hash) {
-      throw ApiError.badRequest('invalid_id', `"${cutText(value, 80)}" is not a blob hash (64 lowercase hex digits, optionally prefixed "sha256:")`);
-    }
+    if (!hash) throw invalidId(metadata?.data ?? 'hash', value, 'a blob hash (64 lowercase hex digits, optionally prefixed "sha256:")');
     return hash;
   }
 }

@@ -13,14 +13,18 @@ export const isId = (value: string): boolean => UUID_RE.test(value);
 export const canonicalId = (value: string): string => (isId(value) ? value.toLowerCase() : value);
 
 /**
- * Path parameter pipe: a malformed id is 400 `invalid_id` rather than a pointless lookup, with
- * `details.field` naming the parameter, as a malformed id in a body names its field.
+ * The refusal of a malformed id (400 `invalid_id`) rather than a pointless lookup, with
+ * `details.field` naming the path parameter or body field it came in: every kind of id (a
+ * UUID, a client id, a blob hash) is refused in these words, `what` saying what one looks like.
  */
+export const invalidId = (field: string, value: unknown, what = 'a valid id'): ApiError =>
+  ApiError.badRequest('invalid_id', `${field} "${cutText(String(value), 80)}" is not ${what}`, { field });
+
+/** Path parameter pipe for the UUID ids (invalidId). */
 @Injectable()
 export class ParseIdPipe implements PipeTransform<string, string> {
   transform(value: string, metadata?: ArgumentMetadata): string {
-    const field = metadata?.data ?? 'id';
-    if (!isId(value)) throw ApiError.badRequest('invalid_id', `${field} "${cutText(value, 64)}" is not a valid id`, { field });
+    if (!isId(value)) throw invalidId(metadata?.data ?? 'id', value);
     return canonicalId(value);
   }
 }

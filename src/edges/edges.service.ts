@@ -13,8 +13,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { canEdgeType, canType, isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
-import { isId, newId } from '../common/ids';
-import { cutText } from '../common/input-policy';
+import { invalidId, isId, newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName, patternToSql } from '../common/type-pattern';
 import { validationError } from '../common/validation';
@@ -56,7 +55,7 @@ const EDGE_WITH_ENDS = `
     JOIN items t ON t.tenant_id = e.tenant_id AND t.id = e.target_id`;
 
 function bodyId(field: string, value: string): string {
-  if (!isId(value)) throw ApiError.badRequest('invalid_id', `${field} "${cutText(String(value), 64)}" is not a valid id`, { field });
+  if (!isId(value)) throw invalidId(field, value);
   return value.toLowerCase();
 }
 

@@ -1,8 +1,7 @@
-import { Injectable, PipeTransform } from '@nestjs/common';
+import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString } from 'class-validator';
-import { ApiError } from '../common/api-error';
-import { cutText } from '../common/input-policy';
+import { invalidId } from '../common/ids';
 import { IsOptionalNonNull, IsPermissionMap, MaxChars } from '../common/validation';
 import type { PermissionMap } from '../keys/api-key.entity';
 import { PERMISSION_MAP_DOC } from '../keys/keys.dto';
@@ -190,8 +189,8 @@ export const isClientId = (value: string): boolean => CLIENT_ID.test(value);
 
 @Injectable()
 export class ParseClientIdPipe implements PipeTransform<string, string> {
-  transform(value: string): string {
-    if (!isClientId(value)) throw ApiError.badRequest('invalid_id', `"${cutText(value, 64)}" is not a valid client id`);
+  transform(value: string, metadata?: ArgumentMetadata): string {
+    if (!isClientId(value)) throw invalidId(metadata?.data ?? 'client_id', value, 'a valid client id');
     return value;
   }
 }
