@@ -2502,6 +2502,21 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(tokens.body.scope).toBe('openid');
   });
 
+  it('offers no box for a scope an update of the client took away after the device code was issued', async () => {
+    const tv = (
+      await t.http
+        .post('/auth/clients')
+        .set(bearer(admin))
+        .send({ client_name: 'Den TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'none', scope: 'openid profile email' })
+        .expect(201)
+    ).body;
+    const device = (await t.http.post('/auth/device').type('form').send({ client_id: tv.client_id, scope: 'openid profile email' }).expect(200)).body;
+    await t.http.patch(`/auth/clients/${tv.client_id}`).set(bearer(admin)).send({ scope: 'openid profile' }).expect(200);
+    const page = await request.agent(t.url).get('/auth/device').query({ user_code: device.user_code }).expect(200);
+    expect(page.text).toMatch(/<input[^>]*value="profile"/);
+    expect(page.text).not.toMatch(/value="email"/);
+  });
+
   /** The verification page of `device`, answered with `form` (email and password added) and the page's `scopes_shown`: the page shown, and the answer's status and heading. */
   const decideDevice = async (device: oidc.DeviceAuthorizationResponse, form: Record<string, string | string[]>, email = 'tv@example.com') => {
     const agent = request.agent(t.url);

@@ -25,11 +25,15 @@ export const formList = (v: unknown): string[] => (Array.isArray(v) ? v : v === 
 
 const isOidc = (s: string) => (OIDC_SCOPES as readonly string[]).includes(s);
 
-/** The scopes a request asks the user about: known to the service, and within what the client registered. */
+/**
+ * The scopes a request asks the user about: known to the service, and within what the client
+ * registered now. The provider checks the OIDC ones at the request only: a device code or a
+ * sign-in issued before an update of the client took one away still asks for it.
+ */
 export function requestedScopes(client: Client | undefined, scopeParam: unknown): string[] {
   const allowed = client?.scope ? new Set(client.scope.split(' ')) : undefined;
   const asked = [...new Set(String(scopeParam ?? '').split(' '))];
-  return asked.filter((s) => isKnownScope(s) && (!isApiScope(s) || !allowed || allowed.has(s)));
+  return asked.filter((s) => isKnownScope(s) && (!allowed || allowed.has(s)));
 }
 
 /**
