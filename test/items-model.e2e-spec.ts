@@ -1,13 +1,17 @@
 /**
  * Model-based test of the items domain: fast-check draws sequences of commands (create and
- * natural-key upsert with tags and edges, PATCH with fresh, stale and future versions, lifecycle
- * moves, trash, tag edits through the metadata route, bulk purge and bulk transition, edge
- * creation and removal, reads with their revisions and edges, filtered and paged listings),
+ * natural-key upsert with tags, tier, extensions and edges, PATCH with fresh, stale and future
+ * versions (properties, tags, tier, extensions), lifecycle moves, trash, tag and extension edits
+ * through the metadata route, every bulk action run directly (purge, transition, update_tags,
+ * update_tier, update_properties, update_timestamp; filters with free text), edge creation and
+ * removal, reads with their revisions and edges, filtered and paged listings, GET /search for a
+ * drawn word), where the member key reads only some extension namespaces and writes one,
  * runs them against the real service over HTTP as an admin and a member key of a fresh tenant,
  * and checks every answer against the in-memory model of test/support/items-model.ts. Each
- * run ends with a full listing of every state, for both keys.
+ * run ends with a full listing of every state and a search for each of SEARCH_WORDS and PREFIX_WORD,
+ * for both keys.
  *
- * Seeds and run counts are fixed so the test is repeatable and bounded (about 10-20 s of commands).
+ * Seeds and run counts are fixed so the test is repeatable and bounded (about 20-30 s of commands).
  * To explore further: MODEL_SEEDS (comma list), MODEL_RUNS, MODEL_MAX_COMMANDS; MODEL_SHRINK=1
  * shrinks a failure to a minimal command sequence (slow against a real service, so off by
  * default); MODEL_TRACE=1 prints how often each route answered each status and code.
@@ -16,8 +20,8 @@ import fc from 'fast-check';
 import type { Response } from 'supertest';
 import { Api, api } from './items/helpers';
 import { bearer, bootstrapAdmin, createKey, startApp, TestApp, uniqueName } from './support/app';
-import { EDGE_TYPE_BODIES, MEMBER_EDGES, MEMBER_TYPES, Model, STATES } from './support/items-model';
-import { COMMANDS, compareListing, Real } from './support/items-model-commands';
+import { DEFAULT_TIER, EDGE_TYPE_BODIES, MEMBER_EDGES, MEMBER_EXTENSIONS, MEMBER_TYPES, Model, PREFIX_WORD, SEARCH_WORDS, STATES } from './support/items-model';
+import { COMMANDS, compareListing, Real, Search } from './support/items-model-commands';
 
 const SEEDS = (process.env.MODEL_SEEDS ?? '20261127,7,4242').split(',').map(Number);
 const RUNS = Number(process.env.MODEL_RUNS ?? 10);
@@ -59,7 +63,14 @@ describe('items: model-based (fast-check against the running service)', () => {
     const tenant = await t.http.post('/tenants').set(bearer(root)).send({ name: uniqueName('model') });
     if (tenant.status !== 201) throw new Error(`tenant: ${tenant.status} ${tenant.text}`);
     const adminKey = tenant.body.admin_key;
-    const member = await createKey(t, adminKey.key, { label: 'member', role: 'member', type_permissions: MEMBER_TYPES, edge_permissions: MEMBER_EDGES });
+    const member = await createKey(t, adminKey.key, {
+      label: 'member',
+      role: 'member',
+      type_permissions: MEMBER_TYPES,
+      edge_permissions: MEMBER_EDGES,
+      extension_permissions: MEMBER_EXTENSIONS,
+      default_tier: DEFAULT_TIER.member,
+    });
     for (const body of EDGE_TYPE_BODIES) {
       const res = await t.http.post('/edge-types').set(bearer(adminKey.key)).send(body);
       if (res.status !== 201) throw new Error(`edge type: ${res.status} ${res.text}`);
@@ -78,6 +89,7 @@ describe('items: model-based (fast-check against the running service)', () => {
         if (process.env.MODEL_TRACE) process.stderr.write(`${[...cmds].length} commands: ${model.items.length} items, ${model.edges.length} edges\n`);
         for (const who of ['admin', 'member'] as const) {
           for (const state of [...STATES, 'all'] as const) await compareListing(model, real, who, { state }, 100, `final listing (${who}, ${state})`);
+          for (const word of [...SEARCH_WORDS, PREFIX_WORD]) await new Search(who, word, 'all', undefined).run(model, real);
         }
       }),
       { seed, numRuns: RUNS, endOnFailure: !process.env.MODEL_SHRINK, verbose: 1 },

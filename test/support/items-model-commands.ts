@@ -9,8 +9,9 @@ import fc from 'fast-check';
 import type { Response } from 'supertest';
 import type { Api } from '../items/helpers';
 import {
-  bump, canRead, canWrite, EDGE_TYPES, EdgeType, edgeRead, edgeWrite, ITEM_TYPES, ItemType, ListFilter, MAIN_KEY, matches, mayMove,
-  mergeProps, mergeTags, MEdge, MItem, Model, move, plusMs, Props, REQUIRES_MAIN, sameJson, sameSet, snapshot, stamp, State, STATES, TAG_POOL, Who,
+  bump, canRead, canWrite, DEFAULT_TIER, EDGE_TYPES, EdgeType, edgeRead, edgeWrite, Extensions, extWrite, hasWord, ITEM_TYPES, ItemType, ListFilter,
+  MAIN_KEY, matches, mayMove, mergeProps, mergeTags, MEdge, MItem, Model, move, NAMESPACES, plusMs, Props, REQUIRES_MAIN, sameJson, sameSet,
+  PREFIX_WORD, SEARCH_WORDS, snapshot, TYPO_WORD, stamp, State, STATES, TAG_POOL, Tier, TIERS, visibleExtensions, Who,
 } from './items-model';
 
 export interface Real {
@@ -54,6 +55,8 @@ export function checkItem(m: Model, body: Record<string, any>, item: MItem, who:
     source_id: item.sourceId ?? null,
     timestamp: Date.parse(item.timestamp),
     edges: m.edgesOf(item, who),
+    tier: item.tier,
+    extensions: visibleExtensions(who, item.extensions),
   };
   const got = {
     id: body.id,
@@ -66,6 +69,8 @@ export function checkItem(m: Model, body: Record<string, any>, item: MItem, who:
     source_id: body.source_id ?? null,
     timestamp: Date.parse(body.timestamp),
     edges: body.edges,
+    tier: body.tier,
+    extensions: body.extensions,
   };
   if (!sameJson(want, got)) throw new Error(`${what}: item differs from the model\n  model:   ${JSON.stringify(want)}\n  service: ${JSON.stringify(got)}`);
 }
@@ -98,6 +103,8 @@ class CreateItem implements Cmd {
     readonly sourceId: string | undefined,
     readonly state: State | undefined,
     readonly edgeTo: number | undefined,
+    readonly tier: Tier | undefined,
+    readonly ext: Extensions | undefined,
   ) {}
   check = () => true;
   async run(m: Model, r: Real): Promise<void> {
@@ -106,6 +113,8 @@ class CreateItem implements Cmd {
     const target = this.edgeTo !== undefined && m.items.length ? pick(m.items, this.edgeTo) : undefined;
     const properties: Props = { [MAIN_KEY[this.type]]: this.main, ...(this.body !== undefined ? { body: this.body } : {}) };
     const timestamp = existing ? undefined : stamp(m.seq + 1);
+    // Whether an upsert replaces or merges `extensions` is not fixed by the documents: only creations carry them.
+    const ext = existing ? undefined : this.ext;
     const res = await r.as[this.who].post('/items', {
       type: this.type,
       properties,
@@ -115,6 +124,8 @@ class CreateItem implements Cmd {
       ...(this.state && this.sourceId === undefined ? { state: this.state } : {}),
       ...(timestamp ? { timestamp } : {}),
       ...(target ? { edges: { 'm.rel': [target.id] } } : {}),
+      ...(this.tier ? { tier: this.tier } : {}),
+      ...(ext ? { extensions: ext } : {}),
     });
     const errors: Expected = [];
     if (!canRead(this.who, this.type)) errors.push([400, 'invalid_type']);
@@ -124,6 +135,8 @@ class CreateItem implements Cmd {
     if (target && (target.purged || !canRead(this.who, target.type))) errors.push([404, 'item_not_found']);
     // docs "Lifecycle": new items start active or archived.
     if (this.sourceId === undefined && (this.state === 'trashed' || this.state === 'revoked')) errors.push([400, 'invalid_transition']);
+    // docs "Permissions": writing an extension namespace without write is 403 forbidden.
+    if (ext && Object.keys(ext).some((ns) => !extWrite(this.who, ns))) errors.push([403, 'forbidden']);
     if (errors.length) return expectOneOf(res, errors, what);
 
     let item: MItem;
@@ -132,10 +145,13 @@ class CreateItem implements Cmd {
       expectStatus(res, 200, what);
       item = existing;
       const tags = this.tags ?? item.tags;
-      const loose = !sameJson(properties, item.properties) ? false : reorderOnly(tags, item.tags);
-      const changed = !sameJson(properties, item.properties) || !sameSet(tags, item.tags);
+      // README "Natural key": the given fields changed, an absent one kept (as in a PATCH).
+      const tier = this.tier ?? item.tier;
+      const loose = !sameJson(properties, item.properties) || tier !== item.tier ? false : reorderOnly(tags, item.tags);
+      const changed = !sameJson(properties, item.properties) || !sameSet(tags, item.tags) || tier !== item.tier;
       item.properties = properties;
       item.tags = tags;
+      item.tier = tier;
       settleVersion(item, res, changed, loose, what);
     } else {
       expectStatus(res, 201, what);
@@ -149,6 +165,9 @@ class CreateItem implements Cmd {
         properties,
         tags: this.tags ?? [],
         state: this.sourceId === undefined && this.state ? this.state : 'active',
+        // SPEC 2.7: the key's default_tier for an item written without one.
+        tier: this.tier ?? DEFAULT_TIER[this.who],
+        extensions: { ...(ext ?? {}) },
         trashedFrom: null,
         version: 1,
         history: [],
@@ -169,7 +188,7 @@ class CreateItem implements Cmd {
     checkItem(m, res.body, item, this.who, what);
   }
   toString = () =>
-    `create(${this.who}, ${this.type}, ${JSON.stringify(this.main)}, body=${this.body}, tags=${JSON.stringify(this.tags)}, source_id=${this.sourceId}, state=${this.state}, edgeTo=${this.edgeTo})`;
+    `create(${this.who}, ${this.type}, ${JSON.stringify(this.main)}, body=${this.body}, tags=${JSON.stringify(this.tags)}, source_id=${this.sourceId}, state=${this.state}, edgeTo=${this.edgeTo}, tier=${this.tier}, ext=${JSON.stringify(this.ext)})`;
 }
 
 type VersionMode = 'fresh' | 'stale' | 'previous' | 'future';
@@ -189,24 +208,34 @@ class PatchItem implements Cmd {
     readonly k: number,
     readonly props: { main?: string | null; body?: string | null } | undefined,
     readonly tags: string[] | undefined,
+    readonly tier: Tier | undefined = undefined,
+    readonly ext: Record<string, Props | null> | undefined = undefined,
   ) {}
   check = (m: Readonly<Model>) => m.items.length > 0;
   async run(m: Model, r: Real): Promise<void> {
     const item = pick(m.items, this.idx);
-    const what = `${this.toString()} on ${item.id} (${item.type}, v${item.version})`;
+    const what = `${this.toString()} on ${item.id} (${item.type}, v${item.version}, ${item.tier}, ext ${JSON.stringify(item.extensions)})`;
     const version = versionFor(item, this.mode, this.k);
     const patch: Props = {};
     if (this.props?.main !== undefined) patch[MAIN_KEY[item.type]] = this.props.main;
     if (this.props?.body !== undefined) patch.body = this.props.body;
     const touchesProps = Object.keys(patch).length > 0;
-    const tags = this.tags ?? (touchesProps ? undefined : []);
-    const res = await r.as[this.who].patch(`/items/${item.id}`, { version, ...(touchesProps ? { properties: patch } : {}), ...(tags ? { tags } : {}) });
+    const touchesExt = this.ext !== undefined && Object.keys(this.ext).length > 0;
+    const tags = this.tags ?? (touchesProps || touchesExt || this.tier ? undefined : []);
+    const res = await r.as[this.who].patch(`/items/${item.id}`, {
+      version,
+      ...(touchesProps ? { properties: patch } : {}),
+      ...(tags ? { tags } : {}),
+      ...(this.tier ? { tier: this.tier } : {}),
+      ...(touchesExt ? { extensions: this.ext } : {}),
+    });
     if (item.purged || !canRead(this.who, item.type)) return expectOneOf(res, [[404, 'item_not_found']], what);
     const errors: Expected = [];
     if (!canWrite(this.who, item.type)) errors.push([403, 'type_not_permitted']);
     const stale = version !== item.version;
     // SPEC 9 / 7.6; docs "Optimistic concurrency": a stale patch is merged only when it touches nothing but tags, tier or state.
-    if (stale && (touchesProps || version > item.version)) errors.push([409, 'version_conflict']);
+    if (stale && (touchesProps || touchesExt || version > item.version)) errors.push([409, 'version_conflict']);
+    if (touchesExt && Object.keys(this.ext!).some((ns) => !extWrite(this.who, ns))) errors.push([403, 'forbidden']);
     const properties = touchesProps ? mergeProps(item.properties, patch) : item.properties;
     if (touchesProps && REQUIRES_MAIN[item.type] && properties[MAIN_KEY[item.type]] === undefined) errors.push([400, 'missing_required_field']);
     if (errors.length) {
@@ -216,10 +245,15 @@ class PatchItem implements Cmd {
     }
     expectStatus(res, 200, what);
     const newTags = tags === undefined ? item.tags : stale ? mergeTags(item.history[version - 1].tags, tags, item.tags) : tags;
-    const changed = !sameJson(properties, item.properties) || !sameSet(newTags, item.tags);
+    // docs "Optimistic concurrency": tier as sent, also when stale; extensions merge shallowly, `null` removing a namespace.
+    const tier = this.tier ?? item.tier;
+    const extensions = touchesExt ? (mergeProps(item.extensions, this.ext!) as Extensions) : item.extensions;
+    const changed = !sameJson(properties, item.properties) || !sameSet(newTags, item.tags) || tier !== item.tier || !sameJson(extensions, item.extensions);
     const loose = !changed && reorderOnly(newTags, item.tags);
     item.properties = properties;
     item.tags = newTags;
+    item.tier = tier;
+    item.extensions = extensions;
     settleVersion(item, res, changed, loose, what);
     checkItem(m, res.body, item, this.who, what);
   }
@@ -227,16 +261,23 @@ class PatchItem implements Cmd {
   private checkConflict(res: Response, item: MItem, version: number, patch: Props, what: string): void {
     const d = res.body.error.details;
     if (!d || d.current?.version !== item.version || !('merge_policy' in d) || !Array.isArray(d.conflicting_fields)) fail(`${what}: conflict details`, res);
+    // The conflict shows the item as the caller may see it: no unreadable namespace.
+    if (!sameJson(d.current.extensions, visibleExtensions(this.who, item.extensions))) fail(`${what}: current.extensions should be what ${this.who} sees`, res);
     if (version > item.version) return;
     const ancestor = item.history[version - 1];
     if (d.ancestor?.version !== version || !sameJson(d.ancestor.properties, ancestor.properties) || !sameJson(d.ancestor.tags, ancestor.tags)) {
       fail(`${what}: the ancestor should be version ${version} ${JSON.stringify(ancestor)}`, res);
     }
-    const want = Object.keys(patch).filter((k) => !sameJson(ancestor.properties[k] ?? null, item.properties[k] ?? null)).map((k) => `properties.${k}`).sort();
-    const got = (d.conflicting_fields as string[]).filter((f) => f.startsWith('properties.')).sort();
+    if (!sameJson(d.ancestor.extensions, visibleExtensions(this.who, ancestor.extensions))) fail(`${what}: ancestor.extensions should be what ${this.who} sees`, res);
+    const want = [
+      ...Object.keys(patch).filter((k) => !sameJson(ancestor.properties[k] ?? null, item.properties[k] ?? null)).map((k) => `properties.${k}`),
+      ...Object.keys(this.ext ?? {}).filter((k) => !sameJson(ancestor.extensions[k] ?? null, item.extensions[k] ?? null)).map((k) => `extensions.${k}`),
+    ].sort();
+    const got = (d.conflicting_fields as string[]).filter((f) => f.startsWith('properties.') || f.startsWith('extensions.')).sort();
     if (!sameJson(want, got)) fail(`${what}: conflicting_fields should name ${JSON.stringify(want)}`, res);
   }
-  toString = () => `patch(${this.who}, #${this.idx}, ${this.mode}/${this.k}, props=${JSON.stringify(this.props)}, tags=${JSON.stringify(this.tags)})`;
+  toString = () =>
+    `patch(${this.who}, #${this.idx}, ${this.mode}/${this.k}, props=${JSON.stringify(this.props)}, tags=${JSON.stringify(this.tags)}, tier=${this.tier}, ext=${JSON.stringify(this.ext)})`;
 }
 
 /**
@@ -263,28 +304,45 @@ class TwoWriters implements Cmd {
   toString = () => `twoWriters(${this.who}, #${this.idx}, ${JSON.stringify(this.first)} then stale ${JSON.stringify(this.second)}, props=${JSON.stringify(this.props)})`;
 }
 
-/** PATCH /items/{id}/metadata with add_tags / remove_tags: no version needed; adds, then removes (README). */
+/**
+ * PATCH /items/{id}/metadata with add_tags / remove_tags and extensions: no version needed; adds,
+ * then removes (README); extensions merge shallowly, `null` removing a namespace, and need write
+ * on each namespace named (README's route table).
+ */
 class MetadataTags implements Cmd {
-  constructor(readonly who: Who, readonly idx: number, readonly add: string[], readonly remove: string[]) {}
+  constructor(
+    readonly who: Who,
+    readonly idx: number,
+    readonly add: string[],
+    readonly remove: string[],
+    readonly ext: Record<string, Props | null> | undefined = undefined,
+  ) {}
   check = (m: Readonly<Model>) => m.items.length > 0;
   async run(m: Model, r: Real): Promise<void> {
     const item = pick(m.items, this.idx);
-    const what = `${this.toString()} on ${item.id} (${item.type}, [${item.tags}])`;
-    const res = await r.as[this.who].patch(`/items/${item.id}/metadata`, { add_tags: this.add, remove_tags: this.remove });
+    const what = `${this.toString()} on ${item.id} (${item.type}, [${item.tags}], ext ${JSON.stringify(item.extensions)})`;
+    const res = await r.as[this.who].patch(`/items/${item.id}/metadata`, { add_tags: this.add, remove_tags: this.remove, ...(this.ext ? { extensions: this.ext } : {}) });
     if (item.purged || !canRead(this.who, item.type)) return expectOneOf(res, [[404, 'item_not_found']], what);
-    if (!canWrite(this.who, item.type)) return expectOneOf(res, [[403, 'type_not_permitted']], what);
+    const errors: Expected = [];
+    if (!canWrite(this.who, item.type)) errors.push([403, 'type_not_permitted']);
+    if (this.ext && Object.keys(this.ext).some((ns) => !extWrite(this.who, ns))) errors.push([403, 'forbidden']);
+    if (errors.length) return expectOneOf(res, errors, what);
     expectStatus(res, 200, what);
     const tags = [...item.tags];
     for (const t of this.add) if (!tags.includes(t)) tags.push(t);
     const next = tags.filter((t) => !this.remove.includes(t));
+    const extensions = this.ext ? (mergeProps(item.extensions, this.ext) as Extensions) : item.extensions;
+    const shown = visibleExtensions(this.who, extensions);
     if (res.body.item_id !== item.id || !sameJson(res.body.tags, next)) fail(`${what}: tags should be ${JSON.stringify(next)}`, res);
+    if (!sameJson(res.body.extensions, shown)) fail(`${what}: extensions should be ${JSON.stringify(shown)}`, res);
     // A metadata patch to what is there is no new version (docs "Optimistic concurrency").
-    if (!sameJson(next, item.tags)) {
+    if (!sameJson(next, item.tags) || !sameJson(extensions, item.extensions)) {
       item.tags = next;
+      item.extensions = extensions;
       bump(item);
     }
   }
-  toString = () => `metadataTags(${this.who}, #${this.idx}, add ${JSON.stringify(this.add)}, remove ${JSON.stringify(this.remove)})`;
+  toString = () => `metadata(${this.who}, #${this.idx}, add ${JSON.stringify(this.add)}, remove ${JSON.stringify(this.remove)}, ext ${JSON.stringify(this.ext)})`;
 }
 
 class Transition implements Cmd {
@@ -361,12 +419,27 @@ class GetItem implements Cmd {
       const got = (listed.body.edges as Array<{ id: string }>).map((e) => e.id).sort();
       if (!sameJson(got, want)) fail(`${what}: edges should be ${JSON.stringify(want)}`, listed);
     }
+    // SPEC 2.2: the item's metadata, extensions as the caller may see them.
+    const meta = await r.as[this.who].get(`/items/${item.id}/metadata`);
+    if (!visible) expectOneOf(meta, [[404, 'item_not_found']], `${what}: metadata`);
+    else {
+      expectStatus(meta, 200, `${what}: metadata`);
+      const want = { item_id: item.id, tags: item.tags, extensions: visibleExtensions(this.who, item.extensions) };
+      if (!sameJson(meta.body, want)) fail(`${what}: metadata should be ${JSON.stringify(want)}`, meta);
+    }
     const v = await r.as[this.who].get(`/items/${item.id}/versions`, { limit: 100 });
     if (!visible) return expectOneOf(v, [[404, 'item_not_found']], `${what}: versions`);
     expectStatus(v, 200, `${what}: versions`);
     // Every change is a revision, newest first (README "Optimistic concurrency").
-    const got = (v.body.versions as Array<Record<string, any>>).map((x) => ({ version: x.version, properties: x.item.properties, tags: x.item.tags, state: x.item.state }));
-    const want = item.history.map((s, i) => ({ version: i + 1, ...s })).reverse();
+    const got = (v.body.versions as Array<Record<string, any>>).map((x) => ({
+      version: x.version,
+      properties: x.item.properties,
+      tags: x.item.tags,
+      state: x.item.state,
+      tier: x.item.tier,
+      extensions: x.item.extensions,
+    }));
+    const want = item.history.map((s, i) => ({ version: i + 1, ...s, extensions: visibleExtensions(this.who, s.extensions) })).reverse();
     if (!sameJson(got, want)) throw new Error(`${what}: revisions differ\n  model:   ${JSON.stringify(want)}\n  service: ${JSON.stringify(got)}`);
   }
   toString = () => `get(${this.who}, #${this.idx}${this.versions ? ', versions' : ''})`;
@@ -438,6 +511,167 @@ class BulkTransition implements Cmd {
   toString = () => `bulkTransition(${this.who}, tag ${this.tag}, state ${this.state}, → ${this.to})`;
 }
 
+type UpdateAction =
+  | { action: 'update_tags'; add_tags: string[]; remove_tags: string[] }
+  | { action: 'update_tier'; tier: Tier }
+  | { action: 'update_properties'; properties: { main?: string | null; body?: string | null; email?: string; priority?: number } }
+  | { action: 'update_timestamp'; at: number };
+
+interface UpdateFilter extends Pick<ListFilter, 'since' | 'until'> {
+  type?: 'core.note' | 'core.task' | 'core.contact' | 'core.*';
+  tags?: string[];
+  state?: State | 'all';
+  tier?: Tier | 'all';
+  source?: Who;
+  /** `filter.filter`: free text with GET /search's syntax, exact matches only (README "Bulk actions"). */
+  text?: string;
+  /** The n-th newest item, through a one-millisecond window on its timestamp and state `all` (as Purge's). */
+  pick?: number;
+}
+
+/**
+ * The update actions run directly (a match set under BULK_SYNC_MAX): each matched item the
+ * action can change gets version + 1 and a revision; one it would leave as it was succeeds
+ * unwritten; one the single write would refuse is that item's error (README "Bulk actions").
+ */
+class BulkUpdate implements Cmd {
+  constructor(readonly who: Who, readonly act: UpdateAction, readonly f: UpdateFilter, readonly dryRun: boolean) {}
+  check = () => true;
+  async run(m: Model, r: Real): Promise<void> {
+    const f = { ...this.f };
+    // A type the member may not read is left out of its filters, as in List.
+    if (this.who === 'member' && f.type === 'core.contact') f.type = 'core.note';
+    if (f.pick !== undefined && m.items.length) {
+      const ts = pick(m.items, f.pick).timestamp;
+      Object.assign(f, { since: ts, until: plusMs(ts, 1), state: 'all' });
+    }
+    const filter: Record<string, unknown> = {
+      ...(f.type ? { type: f.type } : {}),
+      ...(f.tags ? { tags: f.tags } : {}),
+      ...(f.state ? { state: f.state } : {}),
+      ...(f.tier ? { tier: f.tier } : {}),
+      ...(f.source ? { source: r.source[f.source] } : {}),
+      ...(f.text ? { filter: f.text } : {}),
+      ...(f.since ? { since: f.since, until: f.until } : {}),
+    };
+    const a = this.act;
+    const fields =
+      a.action === 'update_timestamp'
+        ? { timestamp: plusMs(stamp(a.at), 500) }
+        : a.action === 'update_properties'
+          ? { properties: this.rawPatch() }
+          : a.action === 'update_tags'
+            ? { add_tags: a.add_tags, remove_tags: a.remove_tags }
+            : { tier: a.tier };
+    const what = `${this.toString()} = ${JSON.stringify(filter)}`;
+    const hit = m.items.filter((i) => matches(i, this.who, f) && (!f.text || hasWord(i, f.text)) && canWrite(this.who, i.type));
+    const plans = hit.map((i) => ({ item: i, ...this.plan(i, fields) }));
+    const res = await r.as[this.who].post('/items/bulk_action', { action: a.action, filter, ...(this.dryRun ? { dry_run: true } : {}), ...fields });
+    expectStatus(res, 200, what);
+    const b = res.body;
+    const ok = plans.filter((p) => !p.error);
+    const refused = plans.filter((p) => p.error);
+    if (this.dryRun) {
+      if (b.dry_run !== true || b.matched !== hit.length || b.succeeded !== 0 || b.errored !== 0) fail(`${what}: expected a dry run matching ${hit.length}`, res);
+      return expectIds(res, b.ids, hit, what, 'ids');
+    }
+    if (b.action !== a.action || b.dry_run !== false || b.matched !== hit.length || b.succeeded !== ok.length || b.errored !== refused.length) {
+      fail(`${what}: expected matched=${hit.length}, succeeded=${ok.length}, errored=${refused.length}`, res);
+    }
+    expectIds(res, b.ids, ok.map((p) => p.item), what, 'ids');
+    expectIds(res, (b.errors ?? []).map((e: { id: string }) => e.id), refused.map((p) => p.item), what, 'errors');
+    for (const e of (b.errors ?? []) as Array<{ id: string; code: string }>) {
+      const want = refused.find((p) => p.item.id === e.id)!.error!;
+      if (!want.includes(e.code)) fail(`${what}: the error of ${e.id} should be one of ${want}`, res);
+    }
+    for (const p of ok) {
+      if (!p.changed) continue;
+      p.apply();
+      bump(p.item);
+    }
+  }
+  /** The properties patch: `title` is required by core.task only, an extra property of a contact. */
+  private rawPatch(): Props {
+    const a = this.act as Extract<UpdateAction, { action: 'update_properties' }>;
+    const out: Props = {};
+    if (a.properties.main !== undefined) out.title = a.properties.main;
+    if (a.properties.body !== undefined) out.body = a.properties.body;
+    if (a.properties.email !== undefined) out.email = a.properties.email;
+    if (a.properties.priority !== undefined) out.priority = a.properties.priority;
+    return out;
+  }
+  private plan(i: MItem, fields: Record<string, unknown>): { changed: boolean; error?: string[]; apply: () => void } {
+    const a = this.act;
+    if (a.action === 'update_tags') {
+      const tags = [...i.tags];
+      for (const t of a.add_tags) if (!tags.includes(t)) tags.push(t);
+      const next = tags.filter((t) => !a.remove_tags.includes(t));
+      return { changed: !sameJson(next, i.tags), apply: () => (i.tags = next) };
+    }
+    if (a.action === 'update_tier') return { changed: i.tier !== a.tier, apply: () => (i.tier = a.tier) };
+    if (a.action === 'update_timestamp') {
+      const ts = fields.timestamp as string;
+      return { changed: Date.parse(ts) !== Date.parse(i.timestamp), apply: () => (i.timestamp = ts) };
+    }
+    const next = mergeProps(i.properties, fields.properties as Props);
+    // README: checked against each item's type schema; the code a single write answers (docs "Items") is accepted too.
+    if (REQUIRES_MAIN[i.type] && next[MAIN_KEY[i.type]] === undefined) return { changed: false, error: ['missing_required_field', 'invalid_properties'], apply: () => undefined };
+    // docs "Types": a contact's `email` has format `email`, a task's `priority` is 0 to 5; other properties are free on every core type.
+    const badEmail = i.type === 'core.contact' && typeof next.email === 'string' && !next.email.includes('@');
+    const badPriority = i.type === 'core.task' && typeof next.priority === 'number' && next.priority > 5;
+    if (badEmail || badPriority) return { changed: false, error: ['invalid_properties'], apply: () => undefined };
+    return { changed: !sameJson(next, i.properties), apply: () => (i.properties = next) };
+  }
+  toString = () => `bulkUpdate(${this.who}, ${JSON.stringify(this.act)}, filter ${JSON.stringify(this.f)}${this.dryRun ? ', dry run' : ''})`;
+}
+
+// ------------------------------------------------------------------------------ search
+
+/**
+ * GET /search for one of SEARCH_WORDS (or PREFIX_WORD): exactly the live items the caller may
+ * read whose text or tags hold it (SPEC 4.3), composed with GET /items' filters.
+ */
+export class Search implements Cmd {
+  constructor(
+    readonly who: Who,
+    readonly word: string,
+    readonly state: State | 'all' | undefined,
+    readonly tier: Tier | 'all' | undefined,
+    readonly f: Pick<ListFilter, 'type' | 'tags' | 'source'> = {},
+  ) {}
+  check = () => true;
+  async run(m: Model, r: Real): Promise<void> {
+    const what = this.toString();
+    const f: ListFilter = { ...this.f, state: this.state, tier: this.tier };
+    // A type the member may not read is left out of its filters, as in List.
+    if (this.who === 'member' && f.type === 'core.contact') f.type = 'core.note';
+    const query: Record<string, string | number> = { q: this.word, limit: 100 };
+    if (f.state) query.state = f.state;
+    if (f.tier) query.tier = f.tier;
+    if (f.type) query.type = f.type;
+    if (f.tags) query.tags = f.tags.join(',');
+    if (f.source) query.source = r.source[f.source];
+    const res = await r.as[this.who].get('/search', query);
+    expectStatus(res, 200, what);
+    const want = m.items.filter((i) => matches(i, this.who, f) && hasWord(i, this.word));
+    const results = res.body.results as Array<Record<string, any>>;
+    const gotIds = results.map((x) => x.item.id as string);
+    if (!sameJson([...gotIds].sort(), want.map((i) => i.id).sort())) {
+      const missing = want.filter((i) => !gotIds.includes(i.id)).map((i) => `${i.id} ${i.type} ${i.state} ${i.tier} [${i.tags}] ${JSON.stringify(i.properties)}`);
+      const extra = results.filter((x) => !want.some((w) => w.id === x.item.id)).map((x) => `${x.item.id} ${x.item.type} ${x.item.state} [${x.item.tags}] ${JSON.stringify(x.item.properties)}`);
+      throw new Error(`${what}: results differ from the model\n  missing: ${JSON.stringify(missing)}\n  extra: ${JSON.stringify(extra)}`);
+    }
+    for (const x of results) {
+      const item = want.find((i) => i.id === x.item.id)!;
+      checkItem(m, x.item, item, this.who, what);
+      // SPEC 2.2 / 2.3: the entry's metadata is the item's, as the caller may see it.
+      const meta = { item_id: item.id, tags: item.tags, extensions: visibleExtensions(this.who, item.extensions) };
+      if (!sameJson(x.metadata, meta)) fail(`${what}: metadata should be ${JSON.stringify(meta)}`, res);
+    }
+  }
+  toString = () => `search(${this.who}, ${JSON.stringify(this.word)}, state ${this.state}, tier ${this.tier}, ${JSON.stringify(this.f)})`;
+}
+
 // ------------------------------------------------------------------------------ edges
 
 class AddEdge implements Cmd {
@@ -495,6 +729,7 @@ export async function compareListing(m: Model, r: Real, who: Who, f: ListFilter,
   if (f.type) query.type = f.type;
   if (f.tags) query.tags = f.tags.join(',');
   if (f.state) query.state = f.state;
+  if (f.tier) query.tier = f.tier;
   if (f.since) query.since = f.since;
   if (f.until) query.until = f.until;
   if (f.source) query.source = r.source[f.source];
@@ -547,10 +782,28 @@ class List implements Cmd {
 const who = fc.constantFrom<Who>('admin', 'admin', 'member');
 const idx = fc.oneof({ arbitrary: fc.nat(2), weight: 3 }, { arbitrary: fc.nat(), weight: 1 });
 const tags = fc.option(fc.shuffledSubarray(TAG_POOL), { nil: undefined });
-const text = fc.constantFrom('a', 'b', 'c', 'quite a long title');
+const text = fc.constantFrom('a', 'b', 'c', 'quite a long title', 'kumquat', 'bilberry pie', 'tamarind, kumquat');
 const state = fc.constantFrom<State>(...STATES);
 const stateFilter = fc.option(fc.constantFrom<State | 'all'>(...STATES, 'all'), { nil: undefined });
 const tag = fc.constantFrom(...TAG_POOL);
+const tier = fc.option(fc.constantFrom<Tier>(...TIERS), { nil: undefined });
+const tierFilter = fc.option(fc.constantFrom<Tier | 'all'>(...TIERS, 'all'), { nil: undefined });
+/** Two keys, so that a merge inside a namespace (extensions merge shallowly: a namespace is replaced whole) shows. */
+const extValue = fc.tuple(fc.constantFrom('v', 'w'), fc.nat(2)).map(([k, v]) => ({ [k]: v }));
+/** Tag lists as sent may repeat a tag: it is kept once, where it first appears (docs "Items"). */
+const tagList = fc.array(tag, { maxLength: 3 });
+/** Namespaces to write: `acme.mine` (the member's to write), `acme.pub` (it reads only) and `other.secret` (hidden from it). */
+const extCreate = fc.oneof(
+  { arbitrary: fc.constant(undefined), weight: 2 },
+  fc.oneof(
+    extValue.map((v): Extensions => ({ 'acme.mine': v })),
+    fc.subarray(NAMESPACES, { minLength: 1 }).chain((nss) => fc.tuple(...nss.map(() => extValue)).map((vs) => Object.fromEntries(nss.map((ns, n) => [ns, vs[n]])) as Extensions)),
+  ),
+);
+const extPatch = fc.option(fc.dictionary(fc.constantFrom(...NAMESPACES, 'acme.mine', 'acme.mine', 'acme.mine'), fc.option(extValue, { nil: null }), { minKeys: 1, maxKeys: 2 }), {
+  nil: undefined,
+  freq: 2,
+});
 
 const create = fc
   .tuple(
@@ -559,17 +812,87 @@ const create = fc
     text,
     fc.option(text, { nil: undefined }),
     tags,
-    fc.option(fc.constantFrom('1', '2', 'shared'), { nil: undefined }),
+    // Half the creations without a natural key, so that runs hold enough items to search and act on.
+    fc.option(fc.constantFrom('1', '2', 'shared'), { nil: undefined, freq: 1 }),
     fc.option(fc.constantFrom<State>('active', 'archived', 'active', 'archived', 'trashed', 'revoked'), { nil: undefined }),
     fc.option(idx, { nil: undefined, freq: 3 }),
+    tier,
+    extCreate,
   )
   // Natural keys mostly stay within one type; `shared` is re-posted under other types too.
-  .map(([w, type, main, body, t, key, st, edgeTo]) => new CreateItem(w, type, main, body, t, key && key !== 'shared' ? `${type}-${key}` : key, st, edgeTo));
+  .map(
+    ([w, type, main, body, t, key, st, edgeTo, ti, ext]) =>
+      new CreateItem(w, type, main, body, t, key && key !== 'shared' ? `${type}-${key}` : key, st, edgeTo, ti, ext),
+  );
+
+const search = fc
+  .tuple(
+    who,
+    fc.constantFrom(...SEARCH_WORDS, PREFIX_WORD),
+    stateFilter,
+    tierFilter,
+    fc.record(
+      {
+        type: fc.constantFrom<ListFilter['type']>('core.note', 'core.task', 'core.contact', 'core.*'),
+        tags: fc.shuffledSubarray(TAG_POOL, { minLength: 1, maxLength: 1 }),
+        source: fc.constantFrom<Who>('admin', 'member'),
+      },
+      { requiredKeys: [] },
+    ),
+  )
+  .map((a) => new Search(...a));
+
+const bulkUpdate = fc
+  .tuple(
+    who,
+    fc.oneof(
+      fc
+        .tuple(tagList, fc.shuffledSubarray(TAG_POOL, { maxLength: 2 }))
+        .map(([add, remove]): UpdateAction => ({ action: 'update_tags', add_tags: add.length || remove.length ? add : ['red'], remove_tags: remove })),
+      fc.constantFrom<Tier>(...TIERS).map((t): UpdateAction => ({ action: 'update_tier', tier: t })),
+      fc
+        .record(
+          {
+            main: fc.option(text, { nil: null }),
+            body: fc.option(text, { nil: null }),
+            email: fc.constantFrom('ann@example.com', 'not an email'),
+            priority: fc.constantFrom(3, 9),
+          },
+          { requiredKeys: [] },
+        )
+        .filter((p) => Object.keys(p).length > 0)
+        .map((p): UpdateAction => ({ action: 'update_properties', properties: p })),
+      fc.nat(12).map((at): UpdateAction => ({ action: 'update_timestamp', at })),
+    ),
+    // At most two clauses, so that the match set is seldom empty.
+    fc
+      .tuple(
+        fc.record({
+          type: fc.constantFrom<UpdateFilter['type']>('core.note', 'core.task', 'core.contact', 'core.*'),
+          tags: fc.shuffledSubarray(TAG_POOL, { minLength: 1, maxLength: 1 }),
+          state: fc.constantFrom<State | 'all'>(...STATES, 'all'),
+          tier: fc.constantFrom<Tier | 'all'>(...TIERS, 'all'),
+          source: fc.constantFrom<Who>('admin', 'member'),
+          text: fc.constantFrom(...SEARCH_WORDS, PREFIX_WORD, TYPO_WORD),
+          pick: idx,
+        }),
+        fc.oneof(
+          fc.subarray<keyof UpdateFilter>(['type', 'tags', 'state', 'tier', 'source', 'text'], { maxLength: 2 }),
+          fc.constant<Array<keyof UpdateFilter>>(['pick']),
+        ),
+      )
+      .map(([all, keys]) => Object.fromEntries(keys.map((k) => [k, all[k as keyof typeof all]])) as UpdateFilter),
+    fc.constantFrom(false, false, false, true),
+  )
+  .map((a) => new BulkUpdate(...a));
 
 const addEdge = fc.tuple(who, fc.constantFrom<EdgeType>(...EDGE_TYPES), idx, idx).map((a) => new AddEdge(...a));
 
-/** Creations are drawn three times as often as the rest: every other command needs items. */
+/** Creations are drawn six times as often as the rest: every other command needs items. */
 export const COMMANDS: Array<fc.Arbitrary<Cmd>> = [
+  create,
+  create,
+  create,
   create,
   create,
   create,
@@ -581,6 +904,8 @@ export const COMMANDS: Array<fc.Arbitrary<Cmd>> = [
       fc.nat(),
       fc.option(fc.record({ main: fc.option(text, { nil: null }), body: fc.option(text, { nil: null }) }, { requiredKeys: [] }), { nil: undefined }),
       tags,
+      tier,
+      extPatch,
     )
     .map((a) => new PatchItem(...a)),
   fc
@@ -592,7 +917,9 @@ export const COMMANDS: Array<fc.Arbitrary<Cmd>> = [
       fc.option(fc.record({ main: fc.option(text, { nil: null }), body: fc.option(text, { nil: null }) }, { requiredKeys: [] }), { nil: undefined, freq: 3 }),
     )
     .map((a) => new TwoWriters(...a)),
-  fc.tuple(who, idx, fc.shuffledSubarray(TAG_POOL, { maxLength: 2 }), fc.shuffledSubarray(TAG_POOL, { maxLength: 2 })).map((a) => new MetadataTags(...a)),
+  fc
+    .tuple(who, idx, tagList, fc.shuffledSubarray(TAG_POOL, { maxLength: 2 }), extPatch)
+    .map((a) => new MetadataTags(...a)),
   fc.tuple(who, idx, state, fc.boolean(), fc.nat()).map((a) => new Transition(...a)),
   fc.tuple(who, idx).map((a) => new Trash(...a)),
   fc
@@ -607,6 +934,10 @@ export const COMMANDS: Array<fc.Arbitrary<Cmd>> = [
     .tuple(fc.constantFrom<Who>('admin', 'admin', 'admin', 'member'), fc.boolean(), idx, tag, stateFilter, fc.boolean())
     .map((a) => new Purge(...a)),
   fc.tuple(who, tag, stateFilter, state).map((a) => new BulkTransition(...a)),
+  bulkUpdate,
+  bulkUpdate,
+  search,
+  search,
   addEdge,
   addEdge,
   fc.tuple(who, idx).map((a) => new RemoveEdge(...a)),
@@ -618,6 +949,7 @@ export const COMMANDS: Array<fc.Arbitrary<Cmd>> = [
           type: fc.constantFrom<ListFilter['type']>('core.note', 'core.task', 'core.contact', 'core.*'),
           tags: fc.shuffledSubarray(TAG_POOL, { minLength: 1, maxLength: 2 }),
           state: fc.constantFrom<State | 'all'>(...STATES, 'all'),
+          tier: fc.constantFrom<Tier | 'all'>(...TIERS, 'all'),
           source: fc.constantFrom<Who>('admin', 'member'),
         },
         { requiredKeys: [] },

@@ -3,7 +3,7 @@
  * drives against the real service: what each answer of the items surface must be, written from
  * SPEC.md, CONTRACT.md, the README and docs/api-reference.md, independently of src/items.
  * Two credentials act on the tenant: its admin key and a member key whose permissions are
- * MEMBER_TYPES / MEMBER_EDGES below.
+ * MEMBER_TYPES / MEMBER_EDGES / MEMBER_EXTENSIONS below, and whose default tier is DEFAULT_TIER.member.
  */
 import { LIFECYCLE_TABLE, State } from './lifecycle-table';
 
@@ -12,15 +12,35 @@ export type ItemType = 'core.note' | 'core.task' | 'core.contact';
 export type EdgeType = 'm.rel' | 'm.one' | 'm.dag';
 export type Who = 'admin' | 'member';
 export type Props = Record<string, unknown>;
+export type Tier = 'library' | 'feed';
+export type Extensions = Record<string, Props>;
 
 export const ITEM_TYPES: ItemType[] = ['core.note', 'core.task', 'core.contact'];
 export const EDGE_TYPES: EdgeType[] = ['m.rel', 'm.one', 'm.dag'];
 export const STATES: State[] = ['active', 'archived', 'trashed', 'revoked'];
 export const TAG_POOL = ['red', 'green', 'blue', 'x-y'];
+export const TIERS: Tier[] = ['library', 'feed'];
+/** `acme` and `acme.mine.sub` are covered by `acme.*` (docs "Patterns": `a.b.*` is `a.b` itself and everything below), not by `acme.mine`. */
+export const NAMESPACES = ['acme.pub', 'acme.mine', 'other.secret', 'acme', 'acme.mine.sub'];
+/**
+ * Words a search is drawn for: each is a word of no other text of the model nor a prefix of one
+ * (README "Search": the last plain word also matches as a prefix), and unlike the others in
+ * spelling, so that the typo fallback has nothing to offer when nothing matches. `red` and
+ * `green` are tags of TAG_POOL (tags are indexed, SPEC 4.3); the others appear only in text.
+ */
+export const SEARCH_WORDS = ['kumquat', 'bilberry', 'tamarind', 'red', 'green'];
+/** `tamar` finds `tamarind` only as a prefix (README "Search": the last plain word also matches as a prefix). */
+export const PREFIX_WORD = 'tamar';
+/** A typo of `kumquat`: matches nothing exactly; bulk filters have no typo fallback (README "Bulk actions"). */
+export const TYPO_WORD = 'kumqat';
 
 /** The member key: writes notes, reads tasks, does not see contacts; writes m.rel, reads m.dag, nothing on m.one. */
 export const MEMBER_TYPES = { 'core.note': 'write', 'core.task': 'read' } as const;
 export const MEMBER_EDGES = { 'm.rel': 'write', 'm.dag': 'read' } as const;
+/** Reads `acme.pub` and writes `acme.mine` through the patterns' most specific match; `other.secret` matches none, so it is hidden. */
+export const MEMBER_EXTENSIONS = { 'acme.*': 'read', 'acme.mine': 'write' } as const;
+/** SPEC 2.7 `default_tier`: the admin key keeps the default (`library`, docs "Key fields"). */
+export const DEFAULT_TIER: Record<Who, Tier> = { admin: 'library', member: 'feed' };
 
 /** Edge types created in each run's tenant (docs/api-reference.md "Edge types and edges"). */
 export const EDGE_TYPE_BODIES = [
@@ -37,6 +57,8 @@ export interface Snapshot {
   properties: Props;
   tags: string[];
   state: State;
+  tier: Tier;
+  extensions: Extensions;
 }
 
 export interface MItem {
@@ -49,6 +71,9 @@ export interface MItem {
   properties: Props;
   tags: string[];
   state: State;
+  tier: Tier;
+  /** Every namespace, seen or not: a member's view is visibleExtensions(). */
+  extensions: Extensions;
   /** For a trashed item, the state it was trashed from: one trashed from revoked is never restored. */
   trashedFrom: State | null;
   version: number;
@@ -141,7 +166,28 @@ export function bump(item: MItem): void {
   item.history.push(snapshot(item));
 }
 
-export const snapshot = (item: MItem): Snapshot => ({ properties: { ...item.properties }, tags: [...item.tags], state: item.state });
+export const snapshot = (item: MItem): Snapshot => ({
+  properties: { ...item.properties },
+  tags: [...item.tags],
+  state: item.state,
+  tier: item.tier,
+  extensions: { ...item.extensions },
+});
+
+/** docs "Patterns": MEMBER_EXTENSIONS resolved by hand (`acme.mine` exact beats `acme.*`; `other.secret` unmatched, so denied). */
+export const extRead = (who: Who, ns: string): boolean => who === 'admin' || ns === 'acme' || ns.startsWith('acme.');
+export const extWrite = (who: Who, ns: string): boolean => who === 'admin' || ns === 'acme.mine';
+/** docs "Permissions": unreadable extension namespaces are left out of responses. */
+export const visibleExtensions = (who: Who, ext: Extensions): Extensions => Object.fromEntries(Object.entries(ext).filter(([ns]) => extRead(who, ns)));
+
+/**
+ * Whether a one-word query finds the item: a word of one of its string properties, or one of
+ * its tags (SPEC 4.3), that is the query word or, the query's last plain word, starts with it.
+ */
+export function hasWord(item: MItem, word: string): boolean {
+  const words = [...item.tags, ...Object.values(item.properties).flatMap((v) => (typeof v === 'string' ? v.toLowerCase().split(/[^a-z0-9]+/) : []))];
+  return words.some((w) => w.startsWith(word));
+}
 
 /** Shallow merge, `null` removing a key (PATCH `properties`). */
 export function mergeProps(current: Props, patch: Props): Props {
@@ -177,6 +223,7 @@ export interface ListFilter {
   type?: 'core.note' | 'core.task' | 'core.contact' | 'core.*';
   tags?: string[];
   state?: State | 'all';
+  tier?: Tier | 'all';
   since?: string;
   until?: string;
   source?: Who;
@@ -188,6 +235,7 @@ export function matches(item: MItem, who: Who, f: ListFilter): boolean {
   if (f.type && f.type !== 'core.*' && item.type !== f.type) return false;
   if ((f.state ?? 'active') !== 'all' && item.state !== (f.state ?? 'active')) return false;
   if (f.tags && !f.tags.every((t) => item.tags.includes(t))) return false;
+  if (f.tier && f.tier !== 'all' && item.tier !== f.tier) return false;
   if (f.since && Date.parse(item.timestamp) < Date.parse(f.since)) return false;
   if (f.until && Date.parse(item.timestamp) >= Date.parse(f.until)) return false;
   if (f.source && item.owner !== f.source) return false;
