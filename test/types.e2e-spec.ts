@@ -226,6 +226,8 @@ describe('types', () => {
       ['properties as an array', { properties: [] }, ['/properties']],
       ['a non-boolean searchable', { properties: { 'a/b': { type: 'string', searchable: 'no' } } }, ['/properties/a~1b/searchable']],
       ['another dialect', { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' }, ['/$schema']],
+      ['a lookahead, which RE2 refuses', { properties: { a: { type: 'string' }, x: { type: 'string', pattern: '(?=a)' } } }, ['/properties/x/pattern']],
+      ['a backreference in a patternProperties key', { properties: { b: { type: 'object', patternProperties: { '(a)\\1': { type: 'string' } } } } }, ['/properties/b/patternProperties']],
     ])('an invalid schema (%s) → 400 invalid_schema naming where in details.errors', async (_, schema, paths) => {
       const res = await admin.post('/types', { name: 'acme.badschema', schema });
       expect([...new Set(refusedAt(res))]).toEqual(paths);

@@ -771,9 +771,29 @@ function compile(schema: JsonSchema, allErrors: boolean): { engine: RegexEngine;
     } catch (err) {
       if (e.broken && attempt === 1) continue;
       if (e.broken) refuse([{ path: '/', message: 'its regular expressions need more memory than one schema may use; simplify them' }]);
-      refuse([{ path: '/', message: `cannot be compiled: ${(err as Error).message}` }]);
+      refuse([{ path: refusedRegexAt(e, schema) ?? '/', message: `cannot be compiled: ${(err as Error).message}` }]);
     }
   }
+}
+
+/**
+ * Where in `schema` stands a regular expression engine `e` refuses (a lookaround, a
+ * backreference): ajv's compile error names the pattern, not its place. Asked only after a
+ * failed compile; what `e` compiled or refused already it answers from its cache.
+ */
+function refusedRegexAt(e: RegexEngine, schema: JsonSchema): string | undefined {
+  let found: string | undefined;
+  eachSchema(schema, (s, at) => {
+    if (found !== undefined || typeof s === 'boolean') return;
+    for (const [source, pointer] of ownRegexes(s, at)) {
+      try {
+        e.regExp(source, 'u');
+      } catch {
+        found ??= pointer;
+      }
+    }
+  });
+  return found;
 }
 
 /**
