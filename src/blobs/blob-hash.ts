@@ -23,7 +23,7 @@ export const blobRef = (hash: string): string => `${BLOB_REF_PREFIX}${hash}`;
 export class ParseBlobHashPipe implements PipeTransform<string, string> {
   transform(value: string, metadata?: ArgumentMetadata): string {
     const hash = parseBlobHash(value);
-    if (!hash) throw invalidId(metadata?.data ?? 'hash', value, 'a blob hash (64 lowercase hex digits, optionally prefixed "sha256:")');
+    if (!hash) throw invalidId(metadata?.data ?? 'hash', value, 'a blob hash (64 lowercase hex digits, optionally prefixed "sha256:")', 80);
     return hash;
   }
 }

@@ -15,10 +15,11 @@ export const canonicalId = (value: string): string => (isId(value) ? value.toLow
 /**
  * The refusal of a malformed id (400 `invalid_id`) rather than a pointless lookup, with
  * `details.field` naming the path parameter or body field it came in: every kind of id (a
- * UUID, a client id, a blob hash) is refused in these words, `what` saying what one looks like.
+ * UUID, a client id, a blob hash) is refused in these words, `what` saying what one looks like,
+ * quoting at most `quoted` characters of it.
  */
-export const invalidId = (field: string, value: unknown, what = 'a valid id'): ApiError =>
-  ApiError.badRequest('invalid_id', `${field} "${cutText(String(value), 80)}" is not ${what}`, { field });
+export const invalidId = (field: string, value: unknown, what = 'a valid id', quoted = 64): ApiError =>
+  ApiError.badRequest('invalid_id', `${field} "${cutText(String(value), quoted)}" is not ${what}`, { field });
 
 /** Path parameter pipe for the UUID ids (invalidId). */
 @Injectable()
