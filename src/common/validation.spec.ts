@@ -279,6 +279,13 @@ describe('validationIssues: a missing field', () => {
       { field: 'mode', message: 'must be one of the following values: a, b' },
     ]);
   });
+  it('nor what a null is: one message, not one per check; a field that takes null (IsOptional) takes it', () => {
+    expect(problems({ type: null, mode: null, version: null, label: null })).toEqual([
+      { field: 'type', message: 'must not be null' },
+      { field: 'mode', message: 'must not be null' },
+      { field: 'version', message: 'is required: the version the change is based on' },
+    ]);
+  });
 });
 
 describe('IsCommaList', () => {

@@ -22,6 +22,9 @@ const UNKNOWN_FIELD = 'is not a known field';
 /** How every refusal of a required field that was not sent is worded: a body's, a query string's. */
 const MISSING_FIELD = 'is required';
 
+/** How every refusal of a `null` the field does not take is worded (leaving it out is what keeps or defaults it). */
+const NULL_FIELD = 'must not be null';
+
 /** class-validator's errors as field issues, each message as the service words it (UNKNOWN_FIELD). */
 export function validationIssues(errors: ValidationError[], parent = ''): FieldIssue[] {
   const out: FieldIssue[] = [];
@@ -30,8 +33,16 @@ export function validationIssues(errors: ValidationError[], parent = ''): FieldI
     if (e.constraints) {
       // A missing field fails every check on it; saying it is missing says it all, in the same
       // words whatever the checks are (an @IsDefined may say more after them).
+      // A null where the field cannot be removed fails every check on it too: one message says why.
       const missing = e.value === undefined && !e.constraints.whitelistValidation;
-      const constraints = e.constraints.isDefined ? { isDefined: e.constraints.isDefined } : missing ? { isDefined: MISSING_FIELD } : e.constraints;
+      const nulled = e.value === null && !e.constraints.whitelistValidation;
+      const constraints = e.constraints.isDefined
+        ? { isDefined: e.constraints.isDefined }
+        : missing
+          ? { isDefined: MISSING_FIELD }
+          : nulled
+            ? { isDefined: NULL_FIELD }
+            : e.constraints;
       const messages = Object.entries(constraints).map(([name, msg]) =>
         name === 'whitelistValidation' ? UNKNOWN_FIELD : msg.startsWith(e.property + ' ') ? msg.slice(e.property.length + 1) : msg,
       );
