@@ -1,6 +1,6 @@
 /**
- * The audit log of credential changes (`GET /audit`): API keys, OAuth clients, webhooks and
- * tenants made, changed and ended through the real API, each row naming who did it
+ * The audit log of credential changes (`GET /audit`): API keys, OAuth clients, webhooks,
+ * tenants and users made, changed and ended through the real API, each row naming who did it
  * (`details.actor`) and never a secret; filtered by `action`, kept to its tenant, and written in
  * the change's own transaction: a change refused leaves no row, and a row that cannot be written
  * undoes the change.
@@ -231,9 +231,45 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
     await expectNoSecret(secret, rotated.secret, 'receiver-token-abc', 'query-token-xyz');
   });
 
+  it('records a user created, changed (the fields that changed, a promotion with its roles) and deleted, never the password', async () => {
+    const password = 'a long enough password 1';
+    const user = (await t.http.post('/users').set(bearer(acme.key)).send({ email: 'audited@example.com', password, name: 'Ann' }).expect(201)).body;
+    expect(user.updated_at).toBe(user.created_at);
+    const [made] = (await filtered(acme.key, 'user.created')).filter((e) => e.user_id === user.id);
+    expect(made.details).toEqual({ actor: keyActor(acme), email: 'audited@example.com', role: 'member' });
+
+    // Nothing changed, or a body refused: no row, and updated_at stays.
+    expect((await t.http.patch(`/users/${user.id}`).set(bearer(acme.key)).send({ name: 'Ann' }).expect(200)).body.updated_at).toBe(user.updated_at);
+    await t.http.patch(`/users/${user.id}`).set(bearer(acme.key)).send({ role: 'owner' }).expect(400);
+    const renamed = (await t.http.patch(`/users/${user.id}`).set(bearer(acme.key)).send({ name: 'Anne', password: 'another long password 2' }).expect(200)).body;
+    expect(renamed.updated_at > user.updated_at).toBe(true);
+    await refusingAudit('user.updated', async () => {
+      await t.http.patch(`/users/${user.id}`).set(bearer(acme.key)).send({ role: 'admin' }).expect(500);
+    });
+    expect((await t.http.get(`/users/${user.id}`).set(bearer(acme.key)).expect(200)).body.role).toBe('member');
+    await t.http.patch(`/users/${user.id}`).set(bearer(acme.key)).send({ role: 'admin' }).expect(200);
+    const updates = (await filtered(acme.key, 'user.updated')).filter((e) => e.user_id === user.id).map((e) => e.details);
+    expect(updates).toEqual([
+      { actor: keyActor(acme), changed: ['role'], role: { from: 'member', to: 'admin' } },
+      { actor: keyActor(acme), changed: ['name', 'password'] },
+    ]);
+
+    await refusingAudit('user.deleted', async () => {
+      await t.http.delete(`/users/${user.id}`).set(bearer(acme.key)).expect(500);
+    });
+    await t.http.get(`/users/${user.id}`).set(bearer(acme.key)).expect(200);
+    await t.http.delete(`/users/${user.id}`).set(bearer(acme.key)).expect(200);
+    const [deleted] = (await filtered(acme.key, 'user.deleted')).filter((e) => e.user_id === user.id);
+    expect(deleted.details).toEqual({ actor: keyActor(acme), email: 'audited@example.com', grants_revoked: 0, keys_revoked: 0 });
+
+    expect((await events(other.key)).some((e) => e.user_id === user.id)).toBe(false);
+    await expectNoSecret(password, 'another long password 2');
+  });
+
   it('accepts every new action as a filter, and still refuses an unknown one', async () => {
     for (const action of ['key.created', 'key.updated', 'key.revoked', 'auth.client.created', 'auth.client.updated', 'auth.client.deleted',
-      'auth.client.secret_rotated', 'webhook.created', 'webhook.updated', 'webhook.deleted', 'webhook.secret_rotated', 'tenant.created']) {
+      'auth.client.secret_rotated', 'webhook.created', 'webhook.updated', 'webhook.deleted', 'webhook.secret_rotated', 'tenant.created',
+      'user.created', 'user.updated', 'user.deleted']) {
       await t.http.get(`/audit?action=${action}`).set(bearer(other.key)).expect(200);
     }
     await t.http.get('/audit?action=key.exploded').set(bearer(other.key)).expect(400);

@@ -2966,6 +2966,15 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
     expect((await agent.get('/auth/security')).text).toContain('lin@example.com');
     const [user] = await open.sql<{ role: string; tenant: string }>(`SELECT u.role, t.name AS tenant FROM users u JOIN tenants t ON t.id = u.tenant_id WHERE u.email = 'lin@example.com'`);
     expect(user).toEqual({ role: 'admin', tenant: 'Lin' });
+    // The new tenant's log says who made it and its first user: the person signing up, as that user.
+    const audited = await open.sql<{ action: string; user_id: string; actor: { kind: string; id: string }; same: boolean }>(
+      `SELECT a.action, a.user_id, a.details->'actor' AS actor, a.tenant_id = u.tenant_id AS same FROM audit_events a JOIN users u ON u.id = a.user_id
+        WHERE u.email = 'lin@example.com' ORDER BY a.action`,
+    );
+    expect(audited.map((a) => [a.action, a.actor.kind, a.actor.id === a.user_id, a.same])).toEqual([
+      ['tenant.created', 'user', true, true],
+      ['user.created', 'user', true, true],
+    ]);
     // Signing in renewed the forms' tokens (they are bound to the account cookie): the old one is stale.
     expect((await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Lin', email: 'LIN@example.com', password: 'a long sign-up password' })).status).toBe(403);
     const fresh = /name="csrf" value="([^"]*)"/.exec((await agent.get('/auth/sign-up').expect(200)).text)![1];

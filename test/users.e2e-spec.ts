@@ -35,6 +35,7 @@ describe('users', () => {
       role: 'admin',
       picture: 'https://example.com/ada.png',
       created_at: expect.stringMatching(/Z$/),
+      updated_at: res.body.created_at,
     });
     const [row] = await t.sql<{ password_hash: string }>(`SELECT password_hash FROM users WHERE id = $1`, [res.body.id]);
     expect(row.password_hash).toMatch(/^scrypt\$/);
@@ -189,10 +190,13 @@ describe('users', () => {
     it('changes name, role, picture and password, leaving absent fields as they are', async () => {
       const u = (await create(admin, { email: 'pat@example.com', password: 'first password', name: 'Pat', role: 'admin', picture: 'https://example.com/p.png' }).expect(201)).body;
       const renamed = await patch(admin, u.id, { name: 'Pat Smith' }).expect(200);
-      expect(renamed.body).toEqual({ ...u, name: 'Pat Smith' });
+      expect(renamed.body).toEqual({ ...u, name: 'Pat Smith', updated_at: expect.any(String) });
+      expect(renamed.body.updated_at > u.updated_at).toBe(true);
       const demoted = await patch(admin, u.id, { role: 'member', picture: null }).expect(200);
-      expect(demoted.body).toEqual({ ...u, name: 'Pat Smith', role: 'member', picture: null });
+      expect(demoted.body).toEqual({ ...u, name: 'Pat Smith', role: 'member', picture: null, updated_at: expect.any(String) });
+      // A PATCH that changes nothing leaves updated_at as it was.
       expect((await patch(admin, u.id, {}).expect(200)).body).toEqual(demoted.body);
+      expect((await patch(admin, u.id, { name: 'Pat Smith' }).expect(200)).body).toEqual(demoted.body);
       expect((await t.http.get(`/users/${u.id}`).set(bearer(admin)).expect(200)).body).toEqual(demoted.body);
 
       await patch(admin, u.id, { password: 'second password' }).expect(200);

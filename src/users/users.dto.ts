@@ -110,6 +110,7 @@ export class UserResponse {
   @ApiProperty({ enum: USER_ROLES }) role: UserRole;
   @ApiProperty({ type: String, nullable: true }) picture: string | null;
   @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ format: 'date-time', description: 'When its name, role, picture or password last changed' }) updated_at: string;
 }
 
 export class UserList {

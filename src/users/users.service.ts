@@ -1,6 +1,7 @@
 /**
  * Owns users: the people who sign in to the OAuth provider and consent for apps. Admins of a
- * tenant create, list, change and delete its users; the provider looks them up by email (sign-in,
+ * tenant create, list, change and delete its users, each change audited (`user.*`) in its
+ * transaction; the provider looks them up by email (sign-in,
  * with the password check and its throttle, sign-in-throttle.ts) and by id (the OIDC `sub`); an
  * admin user makes admin API keys on the account pages (`createKey`).
  */
@@ -8,7 +9,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { actorOf, AuditService } from '../audit/audit.service';
+import { actorOf, AuditActor, AuditService, changedFields } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
@@ -32,11 +33,15 @@ export interface UserRow {
   role: UserRole;
   picture: string | null;
   created_at: Date;
+  updated_at: Date;
   /** How many times the user signed out everywhere (a bigint, as text): account cookies of an earlier epoch are void (account-session.ts). */
   session_epoch: string;
 }
 
-const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, created_at, session_epoch';
+/** The fields of a user an update may change that an audit row names by value change (a new password always counts). */
+const AUDITED_FIELDS = ['name', 'role', 'picture'] as const;
+
+const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, created_at, updated_at, session_epoch';
 const UNIQUE_VIOLATION = '23505';
 
 /** A sign-in's answer: the user, or what the form tells the person (the same for an unknown email as for a wrong password). */
@@ -50,6 +55,7 @@ export const toUser = (r: UserRow): UserResponse => ({
   role: r.role,
   picture: r.picture,
   created_at: r.created_at.toISOString(),
+  updated_at: r.updated_at.toISOString(),
 });
 
 /**
@@ -83,16 +89,22 @@ export class UsersService {
     );
   }
 
+  /** `user.created`, in the transaction that made the user: who (their email) and with which role, never the password. */
+  private recordCreated(m: EntityManager, user: UserRow, actor: AuditActor): Promise<void> {
+    return this.audit.record({ tenantId: user.tenant_id, action: 'user.created', userId: user.id, details: { actor, email: user.email, role: user.role } }, m);
+  }
+
   async create(p: Principal, dto: CreateUserDto): Promise<UserResponse> {
     const hash = await hashPassword(dto.password);
     try {
-      // In a transaction, which marks an Idempotency-Key applied as it commits (claim-applied.ts).
-      const [row]: UserRow[] = await this.db.transaction((m) =>
-        m.query(
+      const row = await this.db.transaction(async (m) => {
+        const [made]: UserRow[] = await m.query(
           `INSERT INTO users (tenant_id, id, email, name, role, picture, password_hash) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${USER_COLUMNS}`,
           [p.tenantId, newId(), dto.email, dto.name, dto.role ?? 'member', dto.picture ?? null, hash],
-        ),
-      );
+        );
+        await this.recordCreated(m, made, actorOf(p));
+        return made;
+      });
       return toUser(row);
     } catch (err) {
       if ((err as { code?: string }).code === UNIQUE_VIOLATION) {
@@ -116,6 +128,10 @@ export class UsersService {
           `INSERT INTO users (tenant_id, id, email, name, role, password_hash) VALUES ($1, $2, $3, $4, 'admin', $5) RETURNING ${USER_COLUMNS}`,
           [tenantId, newId(), email.trim(), name, hash],
         );
+        // The person signing up made both, as the user they became.
+        const actor: AuditActor = { kind: 'user', id: row.id };
+        await this.audit.record({ tenantId, action: 'tenant.created', userId: row.id, details: { actor, tenant_id: tenantId, name } }, m);
+        await this.recordCreated(m, row, actor);
         return row;
       });
     } catch (err) {
@@ -157,12 +173,21 @@ export class UsersService {
       if (!before) throw ApiError.notFound('not_found', 'No such user');
       const roleChanged = dto.role !== undefined && dto.role !== before.role;
       const demoted = roleChanged && dto.role === 'member';
+      const changed = [
+        ...changedFields(Object.fromEntries(AUDITED_FIELDS.filter((f) => dto[f] !== undefined).map((f) => [f, [before[f], dto[f]] as const]))),
+        ...(hash !== undefined ? ['password'] : []),
+      ];
       const [[row]]: [UserRow[], number] = await m.query(
         `UPDATE users SET name = COALESCE($3, name), role = COALESCE($4, role), picture = CASE WHEN $5 THEN $6 ELSE picture END,
-                password_hash = COALESCE($7, password_hash)
+                password_hash = COALESCE($7, password_hash),
+                updated_at = CASE WHEN $8 THEN date_trunc('milliseconds', now()) ELSE updated_at END
           WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`,
-        [p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null],
+        [p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null, changed.length > 0],
       );
+      if (changed.length) {
+        const details = { actor: actorOf(p), changed, ...(roleChanged && { role: { from: before.role, to: row.role } }) };
+        await this.audit.record({ tenantId: p.tenantId, action: 'user.updated', userId: id, details }, m);
+      }
       if (hash !== undefined || demoted) await endSignIns(m, id);
       const keysRevoked = demoted ? await this.keys.revokeCreatedBy(m, p.tenantId, id, actorOf(p)) : 0;
       return { row, roleChanged, keysRevoked };
@@ -197,6 +222,8 @@ export class UsersService {
             m,
           );
         }
+        const details = { actor: actorOf(p), email: deleted[0].email, grants_revoked: grants.length, keys_revoked: keysRevoked };
+        await this.audit.record({ tenantId: p.tenantId, action: 'user.deleted', userId: id, details }, m);
       }
       return deleted;
     });
