@@ -207,6 +207,18 @@ describe('users', () => {
       await t.http.delete(`/users/${u.id}`).set(bearer(admin)).expect(200);
     });
 
+    it('shows the user on their security page that their account was made and changed (a promotion with its roles, a new password), never a value', async () => {
+      const u = (await create(admin, { email: 'sec@example.com', password: 'first password', name: 'Sec' }).expect(201)).body;
+      await patch(admin, u.id, { role: 'admin', password: 'second password', picture: 'https://example.com/s.png' }).expect(200);
+      const agent = request.agent(t.url);
+      const form = await agent.get('/auth/sign-in?return_to=/auth/security').expect(200);
+      await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/security', csrf: field(form.text, 'csrf'), email: 'sec@example.com', password: 'second password' }).expect(303);
+      const page = (await agent.get('/auth/security').expect(200)).text;
+      const lines = [...page.matchAll(/<\/time>: ([^<]*)<\/li>/g)].map((m) => m[1]);
+      expect(lines).toEqual(['your account was changed: role (member → admin), picture, password', 'your account was created']);
+      expect(page).not.toContain('second password');
+    });
+
     it('validates as POST /users does, is admin-only, and answers 404 for another tenant\'s user', async () => {
       const u = (await create(admin, { email: 'val@example.com', password: 'long enough pw', name: 'Val' }).expect(201)).body;
       expect(badFields(await patch(admin, u.id, { password: 'short', name: '', role: 'owner', picture: 'http://x' })).sort()).toEqual(['name', 'password', 'picture', 'role']);

@@ -57,6 +57,9 @@ export function changedFields(fields: Record<string, readonly [before: unknown, 
     .map(([name]) => name);
 }
 
+/** What a user's security page lists of the rows about them. */
+const USER_SECURITY_ACTIONS: AuditAction[] = ['auth.grant.created', 'auth.grant.revoked', 'user.created', 'user.updated'];
+
 const toEvent = (r: AuditRow): AuditEvent => ({ ...r, created_at: r.created_at.toISOString() });
 
 @Injectable()
@@ -74,12 +77,15 @@ export class AuditService {
     );
   }
 
-  /** A user's own recent events (their account's security page). */
+  /**
+   * A user's own recent events (their account's security page): apps given or refused access,
+   * and their account made or changed (a new password, a new role), whoever did it.
+   */
   async forUser(tenantId: string, userId: string, limit = 20): Promise<AuditEvent[]> {
     const rows: AuditRow[] = await this.db.query(
       `SELECT id, action, client_id, user_id, grant_id, details, created_at FROM audit_events
-        WHERE tenant_id = $1 AND user_id = $2 ORDER BY created_at DESC, id DESC LIMIT $3`,
-      [tenantId, userId, limit],
+        WHERE tenant_id = $1 AND user_id = $2 AND action = ANY($4::text[]) ORDER BY created_at DESC, id DESC LIMIT $3`,
+      [tenantId, userId, limit, USER_SECURITY_ACTIONS],
     );
     return rows.map(toEvent);
   }

@@ -358,6 +358,19 @@ ${rows ? `<ul>${rows}</ul>` : '<p>No browser is signed in for apps.</p>'}
   );
 }
 
+/** One line of the security page: an app given or refused access, or the account made or changed (what, never a value but the role). */
+type SecurityEvent = { action: string; client_id: string | null; client_name?: string; details: Record<string, unknown> };
+
+function securityEvent(e: SecurityEvent, app: (e: SecurityEvent) => string): string {
+  if (e.action === 'auth.grant.created') return `access given to ${app(e)}`;
+  if (e.action === 'auth.grant.revoked') return `access revoked from ${app(e)}`;
+  if (e.action === 'user.created') return 'your account was created';
+  const changed = Array.isArray(e.details.changed) ? (e.details.changed as unknown[]).filter((f): f is string => typeof f === 'string') : [];
+  const role = e.details.role as { from?: unknown; to?: unknown } | undefined;
+  const what = changed.map((f) => (f === 'role' && role ? `role (${escapeHtml(String(role.from))} → ${escapeHtml(String(role.to))})` : escapeHtml(f)));
+  return `your account was changed: ${what.join(', ')}`;
+}
+
 /**
  * The security page; an admin user also gets the form that creates an admin API key, the one way
  * a tenant made through sign-up (whose first admin is a user) gets a key for the API. That form
@@ -365,13 +378,13 @@ ${rows ? `<ul>${rows}</ul>` : '<p>No browser is signed in for apps.</p>'}
  */
 export function securityPage(o: {
   email: string;
-  events: Array<{ action: string; client_id: string | null; client_name?: string; created_at: string }>;
+  events: Array<{ action: string; client_id: string | null; client_name?: string; details: Record<string, unknown>; created_at: string }>;
   keyForm?: { csrf: string; nonce: string };
 }): string {
   const app = (e: { client_id: string | null; client_name?: string }) =>
     e.client_name && e.client_name !== e.client_id ? `<strong>${appName(e.client_name)}</strong> (<code>${escapeHtml(e.client_id ?? '')}</code>)` : `<code>${escapeHtml(e.client_id ?? '')}</code>`;
   const rows = o.events
-    .map((e) => `<li>${shownTime(e.created_at)}: ${e.action === 'auth.grant.created' ? 'access given to' : 'access revoked from'} ${app(e)}</li>`)
+    .map((e) => `<li>${shownTime(e.created_at)}: ${securityEvent(e, app)}</li>`)
     .join('');
   const keyForm = o.keyForm
     ? `<h2>API keys</h2><p>An admin API key acts for your whole workspace through the API. It is shown once.</p>
