@@ -1,6 +1,6 @@
 /**
  * Listings that must read about a page, not every row of the tenant, the webhook or the hub
- * (migrations 4400 and 4600): each request's own statement, caught on its way to PostgreSQL, explained
+ * (migrations 4400, 4600 and 4700): each request's own statement, caught on its way to PostgreSQL, explained
  * with the statistics autovacuum would have gathered (this machine runs without it). Plus what
  * the edge listing's rewrite (one branch per direction) must keep: order, cursor, both
  * directions, a self-edge once.
@@ -127,6 +127,42 @@ describe('listings read about a page', () => {
     const res = await t.http.get('/items').query({ state: 'all', limit: 10 }).set(bearer(admin)).expect(200);
     expect(res.body.items).toHaveLength(10);
     expect(rowsRead(await explain(statementOf(/FROM items i WHERE/)), 'items')).toBeLessThan(40);
+  });
+
+  it('a since/until window far from the newest items reads the window, not the tenant; a wide one still reads a page', async () => {
+    // Timestamps that follow creation, as most items' do: the window's 1,500 items lie behind
+    // 10,000 newer ones in the list's created_at order.
+    const base = Date.parse('2020-01-01T00:00:00Z');
+    await t.sql(
+      `INSERT INTO items (tenant_id, id, type, properties, state, source, "timestamp", tier, tags, created_at, updated_at)
+       SELECT $1, gen_random_uuid(), 'core.note', jsonb_build_object('title', 'dated ' || n), 'active', 's', $2::timestamptz - n * interval '1 second', 'library', '{}',
+              date_trunc('milliseconds', now()) - interval '1 day' - n * interval '1 second', now()
+         FROM generate_series(1, 12000) n`,
+      [tenantId, new Date(base).toISOString()],
+    );
+    await t.sql(`VACUUM ANALYZE items`);
+    const window = { since: new Date(base - 11500 * 1000).toISOString(), until: new Date(base - 10000 * 1000).toISOString() };
+    const expected = (
+      await t.sql<{ id: string }>(
+        `SELECT id FROM items WHERE tenant_id = $1 AND state = 'active' AND "timestamp" >= $2 AND "timestamp" < $3 ORDER BY created_at DESC, id DESC LIMIT 20`,
+        [tenantId, window.since, window.until],
+      )
+    ).map((r) => r.id);
+    const listing = /FROM items i WHERE|JOIN items i ON/;
+    const page = async (query: Record<string, string | number>) => {
+      caught.length = 0;
+      const res = await t.http.get('/items').query(query).set(bearer(admin)).expect(200);
+      return { body: res.body as { items: Array<{ id: string }>; next_cursor: string }, plan: await explain(statementOf(listing)) };
+    };
+    const first = await page({ ...window, limit: 10 });
+    expect(first.body.items.map((i) => i.id)).toEqual(expected.slice(0, 10));
+    expect(rowsRead(first.plan, 'items')).toBeLessThan(1600);
+    const second = await page({ ...window, limit: 10, cursor: first.body.next_cursor });
+    expect(second.body.items.map((i) => i.id)).toEqual(expected.slice(10, 20));
+    expect(rowsRead(second.plan, 'items')).toBeLessThan(1600);
+    const wide = await page({ since: new Date(base - 20000 * 1000).toISOString(), limit: 10 });
+    expect(wide.body.items).toHaveLength(10);
+    expect(rowsRead(wide.plan, 'items')).toBeLessThan(40);
   });
 
   it('tenants read a page, at a deep cursor too', async () => {

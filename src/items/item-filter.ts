@@ -120,6 +120,56 @@ export function edgeMatchesSql(tenantId: string, c: EdgeClause, kind: 'edge' | '
   return { sql, params };
 }
 
+/** The conditions of `f`'s since/until window on "timestamp"; none without one. */
+function windowConditions(f: ItemFilter, alias: string, p: (v: unknown) => string): string[] {
+  // Already cut to the millisecond, as timestamps are stored (common/validation.ts IsRfc3339).
+  return [
+    ...(f.since !== undefined ? [`${alias}."timestamp" >= ${p(f.since)}`] : []),
+    ...(f.until !== undefined ? [`${alias}."timestamp" < ${p(f.until)}`] : []),
+  ];
+}
+
+/**
+ * Up to this many items of the tenant in a since/until window, a listing reads the window (from
+ * `items_by_timestamp` alone, sorted in page order) and fetches the page's rows by key, rather
+ * than walking the items in page order testing each for the window: the list orders by
+ * created_at, the window is on "timestamp", and PostgreSQL, taking the two as unrelated, walks
+ * the whole tenant for a window of few items or one far from the newest. Past this, the walk
+ * finds a page within about tenant size / this many items when the window's items are spread
+ * through the tenant; a larger window bunched far from the newest items is still walked.
+ */
+export const FEW_WINDOW_ITEMS = 5000;
+
+/**
+ * Counts the tenant's items in `f`'s window, up to FEW_WINDOW_ITEMS + 1 (index only): whether
+ * `windowedItemsSql` should read the page. Undefined when `f` has no window.
+ */
+export function windowItemsSql(tenantId: string, f: ItemFilter): { sql: string; params: unknown[] } | undefined {
+  if (f.since === undefined && f.until === undefined) return undefined;
+  const params: unknown[] = [tenantId];
+  const p = (v: unknown) => `$${params.push(v)}`;
+  const sql = `SELECT count(*)::int AS n FROM (SELECT 1 FROM items w WHERE w.tenant_id = $1 AND ${windowConditions(f, 'w', p).join(' AND ')} LIMIT ${p(FEW_WINDOW_ITEMS + 1)}) m`;
+  return { sql, params };
+}
+
+/**
+ * The items matching `f` (alias `i`) from a window of few items: the window's keys read from
+ * `items_by_timestamp` alone and sorted newest first, then each item fetched by key and tested,
+ * until the LIMIT the caller appends ends the join: about a page of rows read. `after` gives
+ * the page's cursor condition on an alias (here the window's `w`). Ordered as the listing.
+ */
+export function windowedItemsSql(tenantId: string, f: ItemFilter, params: unknown[], columns: string, after?: (alias: string) => string): string {
+  const where = itemWhere(tenantId, { ...f, since: undefined, until: undefined }, params);
+  const p = (v: unknown) => `$${params.push(v)}`;
+  const window = [`w.tenant_id = ${p(tenantId)}`, ...windowConditions(f, 'w', p), ...(after ? [after('w')] : [])].join(' AND ');
+  // OFFSET 0 keeps the window a scan of its own: merged into the outer query, PostgreSQL may go
+  // back to walking items_by_created. The join is on the window's order (w's columns).
+  return (
+    `SELECT ${columns} FROM (SELECT w.tenant_id, w.id, w.created_at FROM items w WHERE ${window} ORDER BY w.created_at DESC, w.id DESC OFFSET 0) w ` +
+    `JOIN items i ON i.tenant_id = w.tenant_id AND i.id = w.id WHERE ${where} ORDER BY w.created_at DESC, w.id DESC`
+  );
+}
+
 /** Whether no item can match `f`: no type is both asked for and permitted. */
 export function selectsNothing(f: ItemFilter): boolean {
   if (f.types === undefined || f.permittedTypes === undefined) return f.types?.length === 0 || f.permittedTypes?.length === 0;
@@ -150,9 +200,7 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   if (f.tier && f.tier !== 'all') where.push(`${alias}.tier = ${p(f.tier)}`);
   if (f.tags?.length) where.push(`${alias}.tags @> ${p(f.tags)}::text[]`);
   if (f.source !== undefined) where.push(`${alias}.source = ${p(f.source)}`);
-  // Already cut to the millisecond, as timestamps are stored (common/validation.ts IsRfc3339).
-  if (f.since !== undefined) where.push(`${alias}."timestamp" >= ${p(f.since)}`);
-  if (f.until !== undefined) where.push(`${alias}."timestamp" < ${p(f.until)}`);
+  where.push(...windowConditions(f, alias, p));
   const readable = f.readableTypes === undefined ? undefined : p(f.readableTypes);
   const clause = (c: EdgeClause, kind: 'edge' | 'backref') => {
     const { near, far } = ends(kind);

@@ -24,9 +24,12 @@ import { plainToDto, validationError, validationIssues } from '../common/validat
 import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
 import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooManyTags, typeNotPermitted } from './item-changes';
-import { Item, ITEM_BYTES, ITEM_COLUMNS, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
+import { Item, ITEM_BYTES, ITEM_COLUMNS, ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
 import { ItemWriter, WRITE_INSTANT } from './item-writer';
-import { assertTypePattern, EdgeClause, edgeMatchesSql, FEW_EDGE_MATCHES, ItemFilter, itemWhere, parseEdgeClauses, parseTags, selectsNothing } from './item-filter';
+import {
+  assertTypePattern, EdgeClause, edgeMatchesSql, FEW_EDGE_MATCHES, FEW_WINDOW_ITEMS, ItemFilter, itemWhere, parseEdgeClauses, parseTags, selectsNothing,
+  windowedItemsSql, windowItemsSql,
+} from './item-filter';
 import {
   BulkItemResult, BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemVersionList, ListItemsQuery,
   MetadataPatchDto, PatchItemDto, VersionsQuery,
@@ -359,16 +362,21 @@ export class ItemsService {
     const after = decodeCursor(q.cursor, 'items');
     if (selectsNothing(filter)) return { items: [], next_cursor: null };
     const params: unknown[] = [];
-    let where = itemWhere(p.tenantId, filter, params);
-    if (after) {
-      params.push(after.createdAt, after.id);
-      where += ` AND (i.created_at, i.id) < ($${params.length - 1}, $${params.length})`;
+    const before =
+      after &&
+      ((alias: string) => {
+        params.push(after.createdAt, after.id);
+        return `(${alias}.created_at, ${alias}.id) < ($${params.length - 1}, $${params.length})`;
+      });
+    let statement: string;
+    if (await this.fewInWindow(p, filter)) {
+      statement = windowedItemsSql(p.tenantId, filter, params, ITEM_COLUMNS_I, before);
+    } else {
+      const where = itemWhere(p.tenantId, filter, params);
+      statement = `SELECT ${ITEM_COLUMNS} FROM items i WHERE ${where}${before ? ` AND ${before('i')}` : ''} ORDER BY i.created_at DESC, i.id DESC`;
     }
     params.push(limit + 1);
-    const rows: Array<Bounded<ItemRow>> = await this.db.query(
-      byteBoundedPage(`SELECT ${ITEM_COLUMNS} FROM items i WHERE ${where} ORDER BY i.created_at DESC, i.id DESC LIMIT $${params.length}`, 'created_at DESC, id DESC', ITEM_BYTES),
-      params,
-    );
+    const rows: Array<Bounded<ItemRow>> = await this.db.query(byteBoundedPage(`${statement} LIMIT $${params.length}`, 'created_at DESC, id DESC', ITEM_BYTES), params);
     const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'items');
     return { items: await this.presentMany(p, page), next_cursor };
   }
@@ -456,6 +464,14 @@ export class ItemsService {
       const [{ n }]: Array<{ n: number }> = await this.db.query(sql, params);
       c.few = n <= FEW_EDGE_MATCHES;
     }
+  }
+
+  /** Whether the filter has a since/until window of at most FEW_WINDOW_ITEMS items (`windowItemsSql`). */
+  private async fewInWindow(p: Principal, filter: ItemFilter): Promise<boolean> {
+    const count = windowItemsSql(p.tenantId, filter);
+    if (!count) return false;
+    const [{ n }]: Array<{ n: number }> = await this.db.query(count.sql, count.params);
+    return n <= FEW_WINDOW_ITEMS;
   }
 
   /** Locks an item the caller can see (404 otherwise, including when its type is unreadable). */

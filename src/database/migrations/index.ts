@@ -45,6 +45,7 @@ import { DeliveriesDueByWebhook1732300004300 } from './1732300004300-deliveries-
 import { TenantScopedListIndexes1732300004400 } from './1732300004400-tenant-scoped-list-indexes';
 import { SearchFunctionsRestorable1732300004500 } from './1732300004500-search-functions-restorable';
 import { TenantsByCreated1732300004600 } from './1732300004600-tenants-by-created';
+import { ItemsByTimestamp1732300004700 } from './1732300004700-items-by-timestamp';
 import { UsersUpdatedAt1732300004800 } from './1732300004800-users-updated-at';
 
 export const migrations = [
@@ -94,5 +95,6 @@ export const migrations = [
   TenantScopedListIndexes1732300004400,
   SearchFunctionsRestorable1732300004500,
   TenantsByCreated1732300004600,
+  ItemsByTimestamp1732300004700,
   UsersUpdatedAt1732300004800,
 ];
