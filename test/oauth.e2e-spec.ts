@@ -1441,9 +1441,15 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const tokens = await connect(request.agent(t.url), rp, { email: 'leaving@example.com' });
     await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
     const [{ id: grantId }] = (await t.http.get('/audit?action=auth.grant.created').set(bearer(admin)).expect(200)).body.events.filter((e: { user_id: string }) => e.user_id === user.id).map((e: { grant_id: string }) => ({ id: e.grant_id }));
+    const rotated = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
+    const refresh = (token: string) =>
+      t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'refresh_token', refresh_token: token, client_id: rp.clientMetadata().client_id });
 
     await t.http.delete(`/users/${user.id}`).set(bearer(admin)).expect(200);
     expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    // A used refresh token is still known for one (SPEC 5.2.6), as after a revocation; the unused one is gone with the grant.
+    expect((await refresh(tokens.refresh_token!)).body.error).toBe('token_reuse_detected');
+    expect((await refresh(rotated.refresh_token!)).body.error).toBe('invalid_grant');
     const revoked = (await t.http.get('/audit?action=auth.grant.revoked').set(bearer(admin)).expect(200)).body.events.filter((e: { user_id: string }) => e.user_id === user.id);
     expect(revoked).toEqual([expect.objectContaining({ grant_id: grantId, client_id: rp.clientMetadata().client_id, details: { by: 'user_deleted' } })]);
   });

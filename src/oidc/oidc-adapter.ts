@@ -102,8 +102,8 @@ export async function connectionGrantId(m: EntityManager, accountId: string, cli
   return row?.id;
 }
 
-/** A used refresh token (see the header). */
-const TOMBSTONE = `(model = 'RefreshToken' AND consumed_at IS NOT NULL)`;
+/** A used refresh token (see the header): what deleting a grant's, or an account's, rows keeps. */
+export const TOMBSTONE = `(model = 'RefreshToken' AND consumed_at IS NOT NULL)`;
 
 /**
  * Deletes a grant with every token and code it issued, keeping used refresh tokens as tombstones.

@@ -19,6 +19,7 @@ import { SecretBox } from '../crypto/secret-box';
 import { bumpGeneration, OAUTH_GENERATION } from '../keys/key-cache';
 import { ApiKeyResponse, CreateKeyDto } from '../keys/keys.dto';
 import { KeysService } from '../keys/keys.service';
+import { TOMBSTONE } from '../oidc/oidc-adapter';
 import { REDIS } from '../redis/redis.module';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from './password';
 import { SignInThrottle } from './sign-in-throttle';
@@ -213,9 +214,10 @@ export class UsersService {
           `SELECT id, payload->>'clientId' AS client_id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1`,
           [id],
         );
-        // The grants' tokens, then every row of the account: each statement on its index.
-        await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[])`, [grants.map((g) => g.id)]);
-        await m.query(`DELETE FROM oidc_models WHERE payload->>'accountId' = $1`, [id]);
+        // The grants' tokens, then every row of the account: each statement on its index. Used
+        // refresh tokens stay, as a revoked grant's do, so that presenting one is still a reuse.
+        await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[]) AND NOT ${TOMBSTONE}`, [grants.map((g) => g.id)]);
+        await m.query(`DELETE FROM oidc_models WHERE payload->>'accountId' = $1 AND NOT ${TOMBSTONE}`, [id]);
         for (const grant of grants) {
           await this.audit.record(
             { tenantId: p.tenantId, action: 'auth.grant.revoked', clientId: grant.client_id, userId: id, grantId: grant.id, details: { by: 'user_deleted' } },
