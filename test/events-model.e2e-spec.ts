@@ -4,8 +4,11 @@
  * edge types but not others, or a member key N that the run may narrow or revoke; each with its
  * `events` patterns, `type_filter` with exact names and `parent.*`, some disabled), three event
  * streams (one per key, with query filters), and a sequence of changes (items of four types, one
- * a subtype, created with extensions in readable and unreadable namespaces, patched, moved (also
- * by a bulk transition, with and without `emit_events`), trashed, purged; edges added and
+ * a subtype, created with extensions in readable and unreadable namespaces or with an edge in
+ * their `edges`, patched, tagged and given or stripped of extensions through /metadata, moved,
+ * trashed, purged; bulk actions (tags, tier, properties, transition, purge) over a window of
+ * items, by the admin or by M, run directly or as jobs (some cancelled at once), with and without
+ * `emit_events`, each job's end owed to its credential and the admin only; edges added and
  * removed; webhooks enabled, disabled and re-filtered; N narrowed or revoked, each change made
  * once the service is idle or with events in flight). It runs them against the real service,
  * with a real receiver on 127.0.0.1, waits until the relay is idle and no delivery is pending,
@@ -13,7 +16,7 @@
  * attempts, so retries come too: deduplicated on their id, as delivery is at least once; no order
  * asserted: SPEC 6.3.4) with what the model of
  * test/support/events-model.ts says each may get, extension namespaces and item edges in the
- * bodies included; signatures must verify, an event id must name one event across every
+ * bodies included, and tags; signatures must verify, an event id must name one event across every
  * receiver, and a revoked key's stream must close.
  *
  * Seeds and run counts are fixed so the test is repeatable and bounded. To explore further:
@@ -28,7 +31,7 @@ import { bearer, bootstrapAdmin, createKey, startApp, TestApp, uniqueName } from
 import {
   EDGE_TYPE_BODIES, EVENT_PATTERNS, M_PERMS, MHook, Model, N_PERMS, Owner, Subscription, TYPE_BODIES, TYPE_FILTERS,
 } from './support/events-model';
-import { bodyToGot, COMMANDS, compareDues, create, Got, quiesce, Real, receivedByHook, refuseSome } from './support/events-model-commands';
+import { BULK_SYNC_MAX, bodyToGot, COMMANDS, compareDues, create, Got, quiesce, Real, receivedByHook, refuseSome } from './support/events-model-commands';
 import { Receiver } from './support/receiver';
 import { SseClient } from './support/sse';
 import { waitFor } from './support/wait';
@@ -66,7 +69,10 @@ describe('events: model-based (who receives what, against the running service)',
     base = await receiver.start();
     // Retries a second apart (the least allowed), so that a refused first attempt is retried within the run; a
     // retry that came due while its webhook was disabled is the sweeper's once it is enabled again, hence its short interval.
-    t = await startApp({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s', WEBHOOK_SWEEP_INTERVAL: '500ms' });
+    // A low BULK_SYNC_MAX, so that a bulk action over a few items becomes a job unasked.
+    t = await startApp({
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s', WEBHOOK_SWEEP_INTERVAL: '500ms', BULK_SYNC_MAX: String(BULK_SYNC_MAX),
+    });
     root = (await bootstrapAdmin(t)).key;
   });
   afterAll(async () => {
@@ -109,7 +115,7 @@ describe('events: model-based (who receives what, against the running service)',
     }
     const refused = new Set<number>();
     refuseSome(receiver, refused);
-    return { t, tenantId: tenant.body.tenant.id, refused, admin, nKeyId: n.id, receiver, streams: opened };
+    return { t, tenantId: tenant.body.tenant.id, refused, admin, m: api(t, keys.M), nKeyId: n.id, receiver, streams: opened };
   }
 
   /** Everything each webhook and stream received against what the model owes it; the list of disagreements. */

@@ -1,9 +1,10 @@
 /**
  * The fast-check commands of test/events-model.e2e-spec.ts and what the spec checks at the end of
- * a run. Each command makes one change as the tenant's admin key (an item written, patched,
- * moved, trashed or purged, the move also by a bulk action with or without events; an edge added
- * or removed; a webhook enabled, disabled or re-filtered; key N narrowed or revoked), checks the
- * answer, and tells the model (./events-model.ts) which events that change owes to whom. A change to a webhook or a key is made either once the service is idle
+ * a run. Each command makes one change as the tenant's admin key, or as M for some bulk actions
+ * (an item written, patched, moved, trashed or purged, the move also by a bulk action with or
+ * without events; tags and extensions through /metadata; bulk actions, direct or as jobs; an edge
+ * added, also by an item's `edges`, or removed; a webhook enabled, disabled or re-filtered; key N
+ * narrowed or revoked), checks the answer, and tells the model (./events-model.ts) which events that change owes to whom. A change to a webhook or a key is made either once the service is idle
  * or with events in flight, which may then go out as before or as after it (`change`).
  */
 import { createHmac } from 'node:crypto';
@@ -12,7 +13,8 @@ import type { Response } from 'supertest';
 import type { Api } from '../items/helpers';
 import type { TestApp } from './app';
 import {
-  Due, EDGE_TYPES, EdgeType, EVENT_PATTERNS, ITEM_TYPES, ItemType, MEdge, MItem, Model, N_NARROWINGS, Namespace, Owed, owedKey, plusMs, stamp, State, TYPE_FILTERS,
+  ANCESTORS, Due, EDGE_TYPES, EdgeType, EVENT_PATTERNS, ITEM_TYPES, ItemType, JobEnd, matchesPattern, MEdge, MItem, Model, N_NARROWINGS, Namespace, Owed, owedKey, Owner, plusMs, stamp, State,
+  TYPE_FILTERS,
 } from './events-model';
 import type { Receiver } from './receiver';
 import type { SseClient } from './sse';
@@ -24,6 +26,8 @@ export interface Real {
   /** Indexes (in `receiver.requests`) of the requests the receiver refused with a 500. */
   refused: Set<number>;
   admin: Api;
+  /** Member key M, which writes notes: it starts some of the bulk actions. */
+  m: Api;
   /** Key N's id, for PATCH and DELETE /keys/{id}. */
   nKeyId: string;
   receiver: Receiver;
@@ -63,7 +67,7 @@ async function idle(t: TestApp): Promise<boolean> {
  */
 async function settleSeen(m: Model, r: Real): Promise<void> {
   const rows = await r.t.sql<{ id: string; key: string; done: boolean }>(
-    `SELECT e.id, e.name || ' ' || coalesce(e.payload->'item'->>'id', e.payload->'edge'->>'id') || ' ' || coalesce(e.payload->'item'->>'version', '') AS key,
+    `SELECT e.id, e.name || ' ' || coalesce(e.payload->'item'->>'id', e.payload->'edge'->>'id', e.payload->'job'->>'id') || ' ' || coalesce(e.payload->'item'->>'version', '') AS key,
             e.dispatched_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status = 'pending') AS done
        FROM events e WHERE e.tenant_id = $1`,
     [r.tenantId],
@@ -119,11 +123,37 @@ class CreateItem implements Cmd {
     const extensions = Object.fromEntries(this.ext.map((ns) => [ns, { v: n }]));
     const res = await r.admin.post('/items', { type: this.type, properties: { title: `t${n}` }, extensions, timestamp: stamp(n) });
     expectStatus(res, 201, this.toString());
-    const item: MItem = { id: res.body.id, type: this.type, title: `t${n}`, extensions, state: 'active', version: res.body.version, n, purged: false };
+    const item: MItem = { id: res.body.id, type: this.type, title: `t${n}`, extensions, tags: [], tier: res.body.tier, state: 'active', version: res.body.version, n, purged: false };
     m.items.push(item);
     m.emitItem('item.created', item);
   }
   toString = () => `create(${this.type}${this.ext.length ? `, ext ${this.ext.join('+')}` : ''})`;
+}
+
+/**
+ * An item created with an edge in its `edges` (README: `edge.created` for "an item write's
+ * `edges`"): `item.created`, its body showing the edge, and `edge.created`.
+ */
+class CreateLinked implements Cmd {
+  constructor(readonly type: ItemType, readonly edgeType: EdgeType, readonly idx: number) {}
+  check = (m: Readonly<Model>) => writable(m as Model).length > 0;
+  async run(m: Model, r: Real): Promise<void> {
+    const target = pick(writable(m), this.idx);
+    const n = ++m.tick;
+    const res = await r.admin.post('/items', { type: this.type, properties: { title: `t${n}` }, edges: { [this.edgeType]: [target.id] }, timestamp: stamp(n) });
+    expectStatus(res, 201, `${this}: -> ${target.id}`);
+    const item: MItem = { id: res.body.id, type: this.type, title: `t${n}`, extensions: {}, tags: [], tier: res.body.tier, state: 'active', version: res.body.version, n, purged: false };
+    const listed = await r.admin.get(`/items/${item.id}/edges`, { direction: 'outgoing' });
+    expectStatus(listed, 200, `${this}: its edges`);
+    const ids = (listed.body.edges as Array<{ id: string; type: string; target_id: string }>).filter((e) => e.type === this.edgeType && e.target_id === target.id);
+    if (ids.length !== 1) throw new Error(`${this}: expected the one edge it was created with, got ${JSON.stringify(listed.body.edges)}`);
+    const edge: MEdge = { id: ids[0].id, type: this.edgeType, source: item, target, gone: false };
+    m.items.push(item);
+    m.edges.push(edge);
+    m.emitItem('item.created', item);
+    m.emitEdge('edge.created', edge);
+  }
+  toString = () => `create linked(${this.type}, ${this.edgeType} -> #${this.idx})`;
 }
 
 class UpdateItem implements Cmd {
@@ -156,6 +186,22 @@ class ToggleExtension implements Cmd {
     m.emitItem('item.updated', item);
   }
   toString = () => `toggle extension(#${this.idx}, ${this.ns})`;
+}
+
+/** Adds the tag where the item lacks it, removes it where it has it, through /metadata: an `item.updated` whose body shows the tags. */
+class ToggleTag implements Cmd {
+  constructor(readonly idx: number, readonly tag: string) {}
+  check = (m: Readonly<Model>) => writable(m as Model).length > 0;
+  async run(m: Model, r: Real): Promise<void> {
+    const item = pick(writable(m), this.idx);
+    const has = item.tags.includes(this.tag);
+    const res = await r.admin.patch(`/items/${item.id}/metadata`, has ? { remove_tags: [this.tag] } : { add_tags: [this.tag] });
+    expectStatus(res, 200, `${this} of ${item.id}`);
+    item.tags = has ? item.tags.filter((t) => t !== this.tag) : [...item.tags, this.tag];
+    item.version += 1;
+    m.emitItem('item.updated', item);
+  }
+  toString = () => `toggle tag(#${this.idx}, ${this.tag})`;
 }
 
 /** A PATCH of `state` (README "Lifecycle": active and archived move freely, trashed only back to active). */
@@ -228,6 +274,133 @@ class Purge implements Cmd {
     }
   }
   toString = () => `purge(#${this.idx})`;
+}
+
+export type BulkKind = 'update_tags' | 'update_tier' | 'update_properties' | 'transition' | 'purge';
+export type BulkMode = 'direct' | 'job' | 'cancelled job';
+/** The spec's app runs at most this many matches in the request (README `BULK_SYNC_MAX`): a larger window goes to a job unasked. */
+export const BULK_SYNC_MAX = 2;
+const TAGS = ['red', 'blue'];
+const TIERS = ['library', 'feed'];
+
+/**
+ * A bulk action (README "Bulk actions") over a window of consecutive creations (on their
+ * timestamps), perhaps narrowed by a type pattern, started by the admin or by M (a member: its
+ * match set narrowed to the types it may write, core.note; `purge` is admin-only), run directly
+ * (a job all the same past `BULK_SYNC_MAX` matches) or as a job (`async: true`), the job perhaps
+ * cancelled as soon as it is accepted. Each changed item records `item.updated`
+ * (`item.state_changed` for a move; `item.deleted` and an `edge.deleted` per edge for a purge)
+ * unless `emit_events: false`; an item left as it was records nothing; a job's end is announced
+ * either way, `bulk_job.<status>`, to the job's credential and admins. The items are read back:
+ * each changed one is at `version` + 1.
+ */
+class BulkAction implements Cmd {
+  constructor(
+    readonly kind: BulkKind, readonly caller: Owner, readonly from: number, readonly width: number,
+    readonly typePattern: string | undefined, readonly arg: number, readonly emit: boolean, readonly mode: BulkMode,
+  ) {}
+  check = (m: Readonly<Model>) => m.items.some((i) => !i.purged);
+  async run(m: Model, r: Real): Promise<void> {
+    const by: Owner = this.kind === 'purge' ? 'admin' : this.caller;
+    const client = by === 'admin' ? r.admin : r.m;
+    const live = [...m.live()].sort((a, b) => a.n - b.n);
+    const start = live.length - 1 - (this.from % live.length);
+    const window = live.slice(start, start + this.width);
+    const [first, last] = [window[0], window[window.length - 1]];
+    const anyState = this.kind === 'transition' || this.kind === 'purge';
+    const matched = window.filter((i) =>
+      (anyState || i.state === 'active')
+      && (!this.typePattern || matchesPattern(this.typePattern, i.type, ANCESTORS[i.type]))
+      && m.canWriteType(by, i.type));
+    const tag = TAGS[this.arg % 2];
+    const addTag = this.arg < 2;
+    const tier = TIERS[this.arg % 2];
+    const title = `b${++m.tick}`;
+    const to: State = this.arg % 2 ? 'archived' : 'active';
+    const fields: Record<BulkKind, Record<string, unknown>> = {
+      update_tags: addTag ? { add_tags: [tag], remove_tags: [] } : { remove_tags: [tag] },
+      update_tier: { tier },
+      update_properties: { properties: { title } },
+      transition: { to_state: to },
+      purge: { confirm: 'PURGE' },
+    };
+    /** What the action does to one item: 'changed', 'same' (succeeded, not rewritten) or 'error'. */
+    const effect = (i: MItem): 'changed' | 'same' | 'error' => {
+      switch (this.kind) {
+        case 'update_tags': return i.tags.includes(tag) === addTag ? 'same' : 'changed';
+        case 'update_tier': return i.tier === tier ? 'same' : 'changed';
+        case 'transition': return i.state === to ? 'same' : i.state === 'trashed' && to === 'archived' ? 'error' : 'changed';
+        default: return 'changed';
+      }
+    };
+    const effects = matched.map(effect);
+    const errored = effects.filter((e) => e === 'error').length;
+    const filter = {
+      since: stamp(first.n), until: plusMs(stamp(last.n), 1), ...(anyState ? { state: 'all' } : {}), ...(this.typePattern ? { type: this.typePattern } : {}),
+    };
+    const body = { action: this.kind, ...fields[this.kind], filter, emit_events: this.emit, ...(this.mode === 'direct' ? {} : { async: true }) };
+    const res = await client.post('/items/bulk_action', body);
+    const counts = (b: { matched: number; succeeded: number; errored: number }) => `${b.matched}/${b.succeeded}/${b.errored}`;
+    const owed = `${matched.length}/${matched.length - errored}/${errored}`;
+    let applied = true;
+    if (this.mode === 'direct' && matched.length <= BULK_SYNC_MAX) {
+      expectStatus(res, 200, `${this}: ${JSON.stringify(body)}`);
+      if (counts(res.body) !== owed) throw new Error(`${this}: matched/succeeded/errored ${counts(res.body)}, the model says ${owed} (${JSON.stringify(body)})`);
+    } else {
+      expectStatus(res, 202, `${this}: ${JSON.stringify(body)}`);
+      const jobId: string = res.body.id;
+      let cancelledQueued = false;
+      if (this.mode === 'cancelled job') {
+        const cancel = await client.delete(`/items/bulk_action/jobs/${jobId}`);
+        expectStatus(cancel, 200, `${this}: cancel ${jobId}`);
+        // SPEC 3.2: a queued job is cancelled "immediately"; one under way at its next chunk boundary.
+        cancelledQueued = cancel.body.status === 'cancelled';
+      }
+      let job: any;
+      await waitFor(async () => {
+        const got = await client.get(`/items/bulk_action/jobs/${jobId}`);
+        expectStatus(got, 200, `${this}: job ${jobId}`);
+        job = got.body;
+        return ['completed', 'failed', 'cancelled'].includes(job.status);
+      }, `${this}: job ${jobId} to end`, 30_000);
+      const end = job.status as JobEnd;
+      // Cancelled while queued, nothing was done; at the chunk boundary (the only chunk here), everything was.
+      applied = end !== 'cancelled' || job.processed > 0;
+      if (cancelledQueued && applied) throw new Error(`${this}: job ${jobId} cancelled while queued, then processed ${job.processed} items: ${JSON.stringify(job)}`);
+      if (end === 'failed' || (this.mode !== 'cancelled job' && end !== 'completed')) throw new Error(`${this}: job ended ${end}: ${JSON.stringify(job)}`);
+      if (applied && counts(job) !== owed) throw new Error(`${this}: job ${end} with matched/succeeded/errored ${counts(job)}, the model says ${owed}`);
+      m.emitJob(end, jobId, by);
+    }
+    if (!applied) return;
+    matched.forEach((item, k) => {
+      if (effects[k] !== 'changed') return;
+      if (this.kind === 'purge') {
+        item.purged = true;
+        const touching = m.liveEdges().filter((e) => e.source === item || e.target === item);
+        touching.forEach((e) => (e.gone = true));
+        if (!this.emit) return;
+        m.emitItem('item.deleted', item);
+        touching.forEach((e) => m.emitEdge('edge.deleted', e));
+        return;
+      }
+      if (this.kind === 'update_tags') item.tags = addTag ? [...item.tags, tag] : item.tags.filter((t) => t !== tag);
+      if (this.kind === 'update_tier') item.tier = tier;
+      if (this.kind === 'update_properties') item.title = title;
+      if (this.kind === 'transition') item.state = to;
+      item.version += 1;
+      if (this.emit) m.emitItem(this.kind === 'transition' ? 'item.state_changed' : 'item.updated', item);
+    });
+    for (const item of window.filter((i) => !i.purged)) {
+      const read = await r.admin.get(`/items/${item.id}`);
+      expectStatus(read, 200, `${this}: read back ${item.id}`);
+      const b = read.body;
+      const want = { version: item.version, state: item.state, tier: item.tier, title: item.title, tags: [...item.tags].sort() };
+      const got = { version: b.version, state: b.state, tier: b.tier, title: b.properties?.title, tags: [...(b.tags ?? [])].sort() };
+      if (JSON.stringify(want) !== JSON.stringify(got)) throw new Error(`${this}: ${item.id} is ${JSON.stringify(got)}, the model says ${JSON.stringify(want)}`);
+    }
+  }
+  toString = () =>
+    `bulk ${this.kind}(${this.kind === 'purge' ? 'admin' : this.caller}, #${this.from}+${this.width}${this.typePattern ? ` type ${this.typePattern}` : ''}, arg ${this.arg}${this.emit ? '' : ', emit_events false'}, ${this.mode})`;
 }
 
 class AddEdge implements Cmd {
@@ -312,6 +485,19 @@ const ns = fc.constantFrom<Namespace>('pub.ns', 'sec.ns');
 
 export const create = fc.tuple(fc.constantFrom(...ITEM_TYPES), fc.subarray<Namespace>(['pub.ns', 'sec.ns'])).map(([t, e]): Cmd => new CreateItem(t, e));
 const addEdge = fc.tuple(fc.constantFrom(...EDGE_TYPES), idx, idx).map(([t, a, b]): Cmd => new AddEdge(t, a, b));
+const createLinked = fc.tuple(fc.constantFrom(...ITEM_TYPES), fc.constantFrom(...EDGE_TYPES), idx).map(([t, e, i]): Cmd => new CreateLinked(t, e, i));
+const bulkAction = fc
+  .record({
+    kind: fc.constantFrom<BulkKind>('update_tags', 'update_tags', 'update_tier', 'update_properties', 'transition', 'purge'),
+    caller: fc.constantFrom<Owner>('admin', 'M'),
+    from: idx,
+    width: fc.integer({ min: 1, max: 4 }),
+    typePattern: fc.constantFrom(undefined, undefined, 'core.note', 'acme.base.*'),
+    arg: fc.nat({ max: 3 }),
+    emit: fc.boolean(),
+    mode: fc.constantFrom<BulkMode>('direct', 'job', 'job', 'cancelled job'),
+  })
+  .map((b): Cmd => new BulkAction(b.kind, b.caller, b.from, b.width, b.typePattern, b.arg, b.emit, b.mode));
 
 /** Writes drawn most often; a change to a webhook or to key N less often, N's revocation (which ends its part of the run) least. */
 export const COMMANDS: Array<fc.Arbitrary<Cmd>> = [
@@ -320,6 +506,10 @@ export const COMMANDS: Array<fc.Arbitrary<Cmd>> = [
   create,
   idx.map((i) => new UpdateItem(i)),
   fc.tuple(idx, ns).map(([i, n]) => new ToggleExtension(i, n)),
+  fc.tuple(idx, fc.constantFrom(...TAGS)).map(([i, tag]) => new ToggleTag(i, tag)),
+  createLinked,
+  bulkAction,
+  bulkAction,
   fc.tuple(idx, fc.constantFrom<'active' | 'archived'>('active', 'archived')).map(([i, to]) => new Move(i, to)),
   fc.tuple(idx, fc.constantFrom<'active' | 'archived'>('active', 'archived'), fc.boolean()).map(([i, to, e]) => new BulkMove(i, to, e)),
   idx.map((i) => new Trash(i)),
@@ -344,6 +534,7 @@ export interface Got {
   subject: string;
   extensions?: string[];
   edges?: string[];
+  tags?: string[];
 }
 
 /**
@@ -421,7 +612,9 @@ export function refuseSome(receiver: Receiver, refused: Set<number>): void {
 export function bodyToGot(eventId: string, body: any): Got {
   if (body.item) {
     const edges = Object.entries((body.item.edges ?? {}) as Record<string, string[]>).flatMap(([type, ids]) => ids.map((id) => `${type}:${id}`));
-    return { eventId, name: body.event, subject: body.item.id, extensions: Object.keys(body.item.extensions ?? {}), ...(body.event === 'item.deleted' ? {} : { edges }) };
+    return {
+      eventId, name: body.event, subject: body.item.id, extensions: Object.keys(body.item.extensions ?? {}), ...(body.event === 'item.deleted' ? {} : { edges }), tags: body.item.tags ?? [],
+    };
   }
   return { eventId, name: body.event, subject: body.edge?.id ?? body.job?.id ?? '?' };
 }

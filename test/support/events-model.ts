@@ -9,7 +9,8 @@
  * "The path of an event", independently of src/events and src/webhooks.
  *
  * Three credentials: the tenant's admin key, a member key M whose permissions never change, and a
- * member key N that a run may narrow or revoke. All writes go through the admin key.
+ * member key N that a run may narrow or revoke. All writes go through the admin key, but for
+ * some bulk actions, started by M (which writes notes) so that their jobs' ends are M's.
  */
 
 export type ItemType = 'core.note' | 'core.task' | 'acme.base' | 'acme.kid';
@@ -17,7 +18,9 @@ export type EdgeType = 'm.rel' | 'm.hid';
 export type Namespace = 'pub.ns' | 'sec.ns';
 export type Owner = 'admin' | 'M' | 'N';
 export type State = 'active' | 'archived' | 'trashed';
-export type EventName = 'item.created' | 'item.updated' | 'item.state_changed' | 'item.deleted' | 'edge.created' | 'edge.deleted';
+export type JobEnd = 'completed' | 'failed' | 'cancelled';
+export type EventName =
+  | 'item.created' | 'item.updated' | 'item.state_changed' | 'item.deleted' | 'edge.created' | 'edge.deleted' | `bulk_job.${JobEnd}`;
 
 export const ITEM_TYPES: ItemType[] = ['core.note', 'core.task', 'acme.base', 'acme.kid'];
 export const EDGE_TYPES: EdgeType[] = ['m.rel', 'm.hid'];
@@ -59,7 +62,9 @@ export const N_NARROWINGS: Perms[] = [
 ];
 
 /** Subscriptions a webhook or stream may be given (SPEC 2.8: `*`, exact names, `parent.*`). */
-export const EVENT_PATTERNS: string[][] = [['*'], ['item.*'], ['item.created', 'edge.created'], ['item.updated', 'item.state_changed', 'item.deleted'], ['edge.*']];
+export const EVENT_PATTERNS: string[][] = [
+  ['*'], ['item.*'], ['item.created', 'edge.created'], ['item.updated', 'item.state_changed', 'item.deleted'], ['edge.*'], ['bulk_job.*', 'item.updated'], ['bulk_job.completed', 'edge.deleted'],
+];
 export const TYPE_FILTERS: Array<string[] | null> = [null, ['*'], ['core.note'], ['acme.base.*'], ['acme.kid', 'core.task']];
 
 /**
@@ -77,12 +82,17 @@ export function matchesPattern(pattern: string, name: string, ancestors: string[
 
 /** `write` implies `read`, an unmatched name is denied: for reading, any matching pattern grants it. */
 const reads = (map: Record<string, string>, name: string, ancestors: string[] = []) => Object.keys(map).some((p) => matchesPattern(p, name, ancestors));
+/** For writing, a matching pattern that grants `write`. */
+const writes = (map: Record<string, string>, name: string, ancestors: string[] = []) =>
+  Object.entries(map).some(([p, level]) => level === 'write' && matchesPattern(p, name, ancestors));
 
 export interface MItem {
   id: string;
   type: ItemType;
   title: string;
   extensions: Partial<Record<Namespace, { v: number }>>;
+  tags: string[];
+  tier: string;
   state: State;
   version: number;
   /** Creation order: the item's `timestamp` is one second per creation, so a 1 ms window selects exactly it. */
@@ -118,10 +128,12 @@ export interface Owed {
   extensions?: string[];
   /** The item's outgoing edges its body shows, as `edge type:target id`. */
   edges?: string[];
+  /** The item's tags (an API key's bodies show them all: only an OAuth token lacking `metadata:read` has them left out). */
+  tags?: string[];
 }
 const list = (xs: string[]) => [...xs].sort().join(',');
 export const owedKey = (o: Owed): string =>
-  `${o.name} ${o.subject}${o.extensions ? ` ext[${list(o.extensions)}]` : ''}${o.edges ? ` edges[${list(o.edges)}]` : ''}`;
+  `${o.name} ${o.subject}${o.extensions ? ` ext[${list(o.extensions)}]` : ''}${o.edges ? ` edges[${list(o.edges)}]` : ''}${o.tags ? ` tags[${list(o.tags)}]` : ''}`;
 
 /**
  * One event as one receiver may get it: `outcomes` holds each acceptable `owedKey`, and '' where
@@ -134,7 +146,8 @@ export interface Due {
   outcomes: Set<string>;
 }
 
-type Audience = { itemType: ItemType } | { edgeType: EdgeType; sourceType: ItemType; targetType: ItemType };
+/** Who may read an event: an item's type; an edge's type and both its items' types; a bulk job's credential (and admins). */
+type Audience = { itemType: ItemType } | { edgeType: EdgeType; sourceType: ItemType; targetType: ItemType } | { jobOwner: Owner };
 
 export interface MEvent {
   name: EventName;
@@ -145,6 +158,7 @@ export interface MEvent {
   extensions?: Namespace[];
   /** The item's outgoing edges when the event was written. */
   edges?: Array<{ type: EdgeType; target: MItem }>;
+  tags?: string[];
   hooks: Array<Set<string>>;
   streams: Array<Set<string>>;
 }
@@ -179,6 +193,12 @@ export class Model {
     return p === 'admin' || (p !== null && reads(p.extension_permissions, ns));
   }
 
+  /** README "Bulk actions": a member's match set is narrowed to the types it may write. */
+  canWriteType(who: Owner, type: ItemType): boolean {
+    const p = this.perms[who];
+    return p === 'admin' || (p !== null && writes(p.type_permissions, type, ANCESTORS[type]));
+  }
+
   canEdgeType(who: Owner, type: EdgeType): boolean {
     const p = this.perms[who];
     return p === 'admin' || (p !== null && reads(p.edge_permissions, type));
@@ -188,10 +208,12 @@ export class Model {
   mayReceive(who: Owner, a: Audience): boolean {
     if (this.perms[who] === null) return false;
     if ('itemType' in a) return this.canType(who, a.itemType);
+    // README "Bulk actions": a job's end goes "to the job's credential and admins".
+    if ('jobOwner' in a) return who === a.jobOwner || this.perms[who] === 'admin';
     return this.canEdgeType(who, a.edgeType) && this.canType(who, a.sourceType) && this.canType(who, a.targetType);
   }
 
-  /** Whether a subscription selects the event: its `events` patterns, and for item events its `type_filter` (SPEC 6.1). */
+  /** Whether a subscription selects the event: its `events` patterns, and for item events only its `type_filter` (SPEC 2.8). */
   selects(s: Subscription, name: EventName, a: Audience): boolean {
     if (!s.events.some((p) => matchesPattern(p, name))) return false;
     if (!('itemType' in a) || !s.typeFilter) return true;
@@ -205,12 +227,12 @@ export class Model {
     const extensions = e.extensions?.filter((ns) => this.canExtension(s.owner, ns));
     // README: an item's `edges` as GET /items/{id} shows them to the receiving credential (read on the edge type and the target's type).
     const edges = e.edges?.filter((x) => this.canEdgeType(s.owner, x.type) && this.canType(s.owner, x.target.type)).map((x) => `${x.type}:${x.target.id}`);
-    return owedKey({ name: e.name, subject: e.subject, ...(extensions ? { extensions } : {}), ...(edges ? { edges } : {}) });
+    return owedKey({ name: e.name, subject: e.subject, ...(extensions ? { extensions } : {}), ...(edges ? { edges } : {}), ...(e.tags ? { tags: e.tags } : {}) });
   }
 
   /** Records an event: what each enabled webhook and each stream gets of it, by their subscriptions and their credentials' reach. */
-  emit(name: EventName, subject: string, audience: Audience, extensions?: Namespace[], version?: number, edges?: MEvent['edges']): void {
-    const e: MEvent = { name, subject, version, audience, extensions, edges, hooks: [], streams: [] };
+  emit(name: EventName, subject: string, audience: Audience, extensions?: Namespace[], version?: number, edges?: MEvent['edges'], tags?: string[]): void {
+    const e: MEvent = { name, subject, version, audience, extensions, edges, tags, hooks: [], streams: [] };
     e.hooks = this.hooks.map((h) => new Set([this.outcome(h, h.disabled, e)]));
     e.streams = this.streams.map((s) => new Set([this.outcome(s, false, e)]));
     this.events.push(e);
@@ -238,11 +260,15 @@ export class Model {
   emitItem(name: EventName, item: MItem): void {
     // Whether a purged item's body still lists the edges the purge removes is not said: its edges are not compared.
     const edges = name === 'item.deleted' ? undefined : this.liveEdges().filter((e) => e.source === item).map((e) => ({ type: e.type, target: e.target }));
-    this.emit(name, item.id, { itemType: item.type }, Object.keys(item.extensions) as Namespace[], item.version, edges);
+    this.emit(name, item.id, { itemType: item.type }, Object.keys(item.extensions) as Namespace[], item.version, edges, [...item.tags]);
   }
 
   emitEdge(name: EventName, e: MEdge): void {
     this.emit(name, e.id, { edgeType: e.type, sourceType: e.source.type, targetType: e.target.type });
+  }
+
+  emitJob(end: JobEnd, jobId: string, owner: Owner): void {
+    this.emit(`bulk_job.${end}`, jobId, { jobOwner: owner });
   }
 }
 
