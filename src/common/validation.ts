@@ -32,8 +32,8 @@ export function validationIssues(errors: ValidationError[], parent = ''): FieldI
     const field = parent ? `${parent}.${e.property}` : e.property;
     if (e.constraints) {
       // A missing field fails every check on it; saying it is missing says it all, in the same
-      // words whatever the checks are (an @IsDefined may say more after them).
-      // A null where the field cannot be removed fails every check on it too: one message says why.
+      // words whatever the checks are (an @IsDefined may say more after them). So does a null
+      // the field does not take.
       const missing = e.value === undefined && !e.constraints.whitelistValidation;
       const nulled = e.value === null && !e.constraints.whitelistValidation;
       const constraints = e.constraints.isDefined
@@ -488,8 +488,8 @@ export const splitCommaList = (list: string): string[] => list.split(',').map((e
 /**
  * The rule of every comma-list query parameter (`tags`, `events`, `type_filter`): one string of
  * at most `maxLength` characters, given once (the pipe refuses a repeated one), with no empty
- * entry (`a,,b`, `a,`, or nothing at all): an empty entry is a mistake, which dropping would hide, and an empty list reads as "no filter".
- * splitCommaList then reads it.
+ * entry (`a,,b`, `a,`, or nothing at all): an empty entry is a mistake, which dropping would
+ * hide, and an empty list reads as "no filter". splitCommaList then reads it.
  */
 export const IsCommaList = (maxLength: number) =>
   ValidateBy({

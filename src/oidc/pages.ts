@@ -358,9 +358,9 @@ ${rows ? `<ul>${rows}</ul>` : '<p>No browser is signed in for apps.</p>'}
   );
 }
 
-/** One line of the security page: an app given or refused access, or the account made or changed (what, never a value but the role). */
 type SecurityEvent = { action: string; client_id: string | null; client_name?: string; details: Record<string, unknown> };
 
+/** One line of the security page: an app given or refused access, or the account made or changed (what, never a value but the role). */
 function securityEvent(e: SecurityEvent, app: (e: SecurityEvent) => string): string {
   if (e.action === 'auth.grant.created') return `access given to ${app(e)}`;
   if (e.action === 'auth.grant.revoked') return `access revoked from ${app(e)}`;

@@ -1,9 +1,9 @@
 /**
  * Owns users: the people who sign in to the OAuth provider and consent for apps. Admins of a
  * tenant create, list, change and delete its users, each change audited (`user.*`) in its
- * transaction; the provider looks them up by email (sign-in,
- * with the password check and its throttle, sign-in-throttle.ts) and by id (the OIDC `sub`); an
- * admin user makes admin API keys on the account pages (`createKey`).
+ * transaction; the provider looks them up by email (sign-in, with the password check and its
+ * throttle, sign-in-throttle.ts) and by id (the OIDC `sub`); an admin user makes admin API keys
+ * on the account pages (`createKey`).
  */
 import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
