@@ -196,6 +196,29 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
     await expectNoSecret(client.client_secret, rotated.client_secret, token, hook.secret);
   });
 
+  it('records a client made by open registration in the root tenant\'s log, by open_registration, in the transaction that stores it', async () => {
+    const body = { client_name: 'Open app', redirect_uris: ['https://open.example.com/cb'], token_endpoint_auth_method: 'none', scope: 'openid core.note:read' };
+    const open = (await t.http.post('/auth/oauth2/register').send(body).expect(201)).body;
+    const [made] = (await filtered(root.key, 'auth.client.created')).filter((e) => e.client_id === open.client_id);
+    expect(made.details).toEqual({
+      actor: { kind: 'open_registration', id: null },
+      client_name: 'Open app',
+      grant_types: open.grant_types,
+      token_endpoint_auth_method: 'none',
+      scope: 'openid core.note:read',
+    });
+    expect((await events(acme.key)).some((e) => e.client_id === open.client_id)).toBe(false);
+    // Refused metadata: no client, no row.
+    await t.http.post('/auth/oauth2/register').send({ ...body, client_name: 'Refused', redirect_uris: ['not a uri'] }).expect(400);
+    expect((await filtered(root.key, 'auth.client.created')).some((e) => e.details.client_name === 'Refused')).toBe(false);
+    // A registration whose row cannot be written stores no client.
+    await refusingAudit('auth.client.created', async () => {
+      expect((await t.http.post('/auth/oauth2/register').send({ ...body, client_name: 'Unrecorded' })).status).toBeGreaterThanOrEqual(500);
+    });
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Client' AND payload->>'client_name' = 'Unrecorded'`)).toEqual([]);
+    await expectNoSecret(open.registration_access_token);
+  });
+
   it('records a webhook created, its secret rotated and deleted, naming its URL by host alone and never its secret', async () => {
     const secret = 'audit-test-signing-secret-0123';
     const url = 'http://127.0.0.1:9/hooks/receiver-token-abc?sig=query-token-xyz';

@@ -26,7 +26,7 @@ export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** What `details` holds for each action; the OpenAPI description of the field, and docs/api-reference.md's list. */
 const DETAILS_DOC = [
-  'Per action. Every action but the auth.grant ones carries `actor`: who did it, `{kind, id}` of the credential: `api_key` (the key\'s id), `user` (an OAuth token for a user, or the account pages: the user\'s id, and `grant_id` for a token), `oauth_client` (a client-credentials token: the client\'s id) or `bootstrap` (id null: the server\'s first key); `actor.tenant_id` when the credential is another tenant\'s (the root tenant\'s admin who made this one). Never a secret, a key, a hash or a token.',
+  'Per action. Every action but the auth.grant ones carries `actor`: who did it, `{kind, id}` of the credential: `api_key` (the key\'s id), `user` (an OAuth token for a user, or the account pages: the user\'s id, and `grant_id` for a token), `oauth_client` (a client-credentials token: the client\'s id), `bootstrap` (id null: the server\'s first key) or `open_registration` (id null: a client registered through RFC 7591, recorded in the root tenant); `actor.tenant_id` when the credential is another tenant\'s (the root tenant\'s admin who made this one). Never a secret, a key, a hash or a token.',
   'auth.grant.created: `source` (authorization_code or device), `created` (first consent, or false for a re-consent), `scope`;',
   'auth.grant.revoked: `by` (user, revocation_endpoint, token_reuse, user_deleted or client_deleted);',
   'auth.client.created: `client_name`, `grant_types`, `token_endpoint_auth_method`, `scope`; auth.client.updated: `changed` (the metadata fields whose value changed);',

@@ -27,10 +27,10 @@ interface AuditRow {
  * Who made a change, as `details.actor`: the credential, named by what an admin can look up (a
  * key's id, a user's, a client's), never by anything a secret is derived from (a client token's
  * credential carries its secret's hash tag, so only the client is named). `bootstrap`: the
- * server's first key, made by nobody.
+ * server's first key, made by nobody; `open_registration`: a client anyone registered.
  */
 export interface AuditActor {
-  kind: 'api_key' | 'user' | 'oauth_client' | 'bootstrap';
+  kind: 'api_key' | 'user' | 'oauth_client' | 'bootstrap' | 'open_registration';
   id: string | null;
   /** The grant a user's token stands for. */
   grant_id?: string;
@@ -39,6 +39,9 @@ export interface AuditActor {
 }
 
 export const BOOTSTRAP_ACTOR: AuditActor = { kind: 'bootstrap', id: null };
+
+/** Whoever registered a client through open registration (RFC 7591): anyone, unauthenticated. */
+export const OPEN_REGISTRATION_ACTOR: AuditActor = { kind: 'open_registration', id: null };
 
 export function actorOf(p: Principal): AuditActor {
   if (p.kind === 'api_key') return { kind: 'api_key', id: p.credentialId };

@@ -7,12 +7,13 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { KoaContextWithOIDC, Provider } from 'oidc-provider';
 import Redis from 'ioredis';
 import { DataSource } from 'typeorm';
-import { AuditService } from '../audit/audit.service';
+import { AuditService, OPEN_REGISTRATION_ACTOR } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
-import { answerUnavailable, createProvider, revokedGrantAccount } from './oidc-provider.factory';
+import { inTransaction } from './oidc-adapter';
+import { answerUnavailable, createProvider, OIDC_ROUTES, revokedGrantAccount } from './oidc-provider.factory';
 import { isDatabaseTrouble } from '../common/unavailable';
 import { REDIS } from '../redis/redis.module';
 import { SigningKeys } from './signing-keys';
@@ -59,6 +60,22 @@ export class OidcProvider {
       await grantRevoked;
       const refused = ctx.oidc?.route === 'token' && ctx.status >= 400 && (ctx.oidc.params as { grant_type?: string } | undefined)?.grant_type === 'refresh_token';
       if (ctx.oidc?.route === 'revocation' || refused || grantRevoked) await this.tokenCache.invalidate();
+    });
+    // Open registration (RFC 7591) makes clients of no tenant, which the root tenant's admins
+    // manage: each is recorded in the root tenant's log, in the transaction that stores the
+    // client (the provider's save joins it), so a client whose row cannot be written is not made.
+    provider.use(async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+      if (ctx.method !== 'POST' || ctx.path !== OIDC_ROUTES.registration) return next();
+      await inTransaction(this.db, async (m) => {
+        await next();
+        if (ctx.status !== 201) return;
+        const client = ctx.body as { client_id: string; client_name?: string; grant_types?: string[]; token_endpoint_auth_method?: string; scope?: string };
+        const [root]: Array<{ id: string }> = await m.query(`SELECT id FROM tenants WHERE is_root`);
+        if (!root) return; // no bootstrap yet: no admin to read it
+        const { client_name, grant_types, token_endpoint_auth_method, scope } = client;
+        const details = { actor: OPEN_REGISTRATION_ACTOR, client_name, grant_types, token_endpoint_auth_method, scope };
+        await this.audit.record({ tenantId: root.id, action: 'auth.client.created', clientId: client.client_id, details }, m);
+      });
     });
     // An error the provider's routes could not name, answered 500 `server_error` and logged by
     // nothing: a dependency away, or a statement past its timeout, is 503 instead
