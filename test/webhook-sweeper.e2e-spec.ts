@@ -221,4 +221,29 @@ describe('the webhook sweeper, when a webhook is enabled again', () => {
     await waitFor(async () => (await rows()).every((d) => d.status === 'succeeded'), 'both deliveries sent', 30_000);
     expect(receiver.at('/paused')).toHaveLength(3);
   }, 60_000);
+
+  it('sends the first attempts that waited in the webhook\'s line while it was disabled, their leases given up', async () => {
+    const hook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/lined`, events: ['item.created'] }).expect(201)).body as { id: string };
+    // The receiver holds its answers, so that the webhook's slots stay taken and the rest wait in line.
+    let open!: () => void;
+    const gate = new Promise<number>((resolve) => (open = () => resolve(200)));
+    receiver.respond = (req) => (req.path === '/lined' ? gate : 200);
+    const total = 60;
+    const items = Array.from({ length: total }, (_, i) => ({ type: 'core.note', properties: { title: `lined ${i}` } }));
+    await t.http.post('/items/bulk').set(bearer(admin)).send({ mode: 'create_only', items }).expect(200);
+    await waitFor(() => receiver.at('/lined').length > 0, 'the first attempts under way');
+    await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ disabled: true }).expect(200);
+    open();
+    const dispatcher = t.app.get(WebhookDispatcher);
+    const rows = () => t.sql<{ status: string; leased: boolean }>(`SELECT status, lease_until > now() AS leased FROM webhook_deliveries WHERE webhook_id = $1`, [hook.id]);
+    // Every attempt in line had its turn, found the webhook disabled and left its row due.
+    await waitFor(async () => dispatcher.queuedHere([]).deliveryIds.length === 0 && (await rows()).length === total, 'the line worked through');
+    const waiting = (await rows()).filter((r) => r.status === 'pending');
+    expect(waiting.length).toBeGreaterThan(0);
+    expect(waiting.filter((r) => r.leased)).toEqual([]);
+
+    await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ disabled: false }).expect(200);
+    await waitFor(async () => (await rows()).every((r) => r.status === 'succeeded'), 'every delivery sent', 30_000);
+    expect(new Set(receiver.at('/lined').map((r) => r.headers['x-svc-event-id'])).size).toBe(total);
+  }, 90_000);
 });

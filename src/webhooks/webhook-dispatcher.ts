@@ -343,7 +343,10 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
                   (SELECT e.audience FROM events e WHERE e.tenant_id = d.tenant_id AND e.id = d.event_id) AS audience`,
       [ref.tenantId, ref.deliveryId, this.leaseMs, held !== false, typeof held === 'string' ? held : null, forced],
     );
-    if (!claimed) return;
+    if (!claimed) {
+      if (held !== false) await this.releaseIfDisabled(ref, held);
+      return;
+    }
     const { credentialId, credentialScopes, events, typeFilter, itemType, audience, ...delivery } = claimed;
     // A webhook narrowed since the delivery was planned no longer gets it, at its new URL or old.
     if (!(await this.fanout.stillSelects(ref.tenantId, events, typeFilter, { name: delivery.event, itemType, audience })))
@@ -354,6 +357,23 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     // Events are kept while a delivery of theirs is pending; one made due after that (an admin's retry of a finished delivery racing the janitor) has nothing to send.
     if (body === null) return this.records.abandon(refOf(ref), 'Its event is no longer kept (EVENT_RETENTION_DAYS): there is no body to send');
     await this.attemptPrepared({ ...ref, ...delivery, body, leaseUntil: Date.now() + this.leaseMs, plannedAt: mark, forced });
+  }
+
+  /**
+   * A row this process held the lease of (a first attempt written leased to it, a retry it had
+   * claimed before a change was heard, an admin's retry) that the claim did not take because its
+   * webhook was disabled meanwhile: the lease is given up, since the pass that enabling the
+   * webhook brings takes only unleased rows (held, they waited out the lease and a sweep
+   * interval). A webhook enabled again between the claim and this keeps the lease, which lapses.
+   */
+  private async releaseIfDisabled(ref: DeliveryRef, held: true | string): Promise<void> {
+    await this.db.later(
+      `UPDATE webhook_deliveries d SET lease_until = NULL
+         FROM webhooks w
+        WHERE d.tenant_id = $1 AND d.id = $2 AND d.status = 'pending' AND d.lease_until > now() AND ($3::timestamptz IS NULL OR d.lease_until = $3::timestamptz)
+          AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND w.disabled`,
+      [ref.tenantId, ref.deliveryId, typeof held === 'string' ? held : null],
+    );
   }
 
   private async attemptPrepared(d: Prepared): Promise<void> {
