@@ -256,6 +256,11 @@ describe('connector OAuth bootstrap', () => {
     expectError(await svc.http.get('/oauth/start').query({ integration_id: integrationId, redirect_uri: BACK }).set(bearer(member)), 403, 'forbidden');
     expectError(await svc.http.get('/connections').set(bearer(member)), 403, 'forbidden');
     expectError(await svc.http.get('/oauth/callback/acme.notes'), 400, 'invalid_request');
+    // A parameter the upstream sent twice (RFC 6749 3.1: never more than once) is refused as such.
+    for (const name of ['code', 'state']) {
+      const twice = expectError(await svc.http.get(`/oauth/callback/acme.notes?code=a&state=b&${name}=c`), 400, 'validation_error');
+      expect(twice.details!.fields).toEqual([{ field: name, message: `give ${name} once` }]);
+    }
   });
 });
 

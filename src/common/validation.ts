@@ -162,7 +162,9 @@ export function plainToDto<T extends object>(dto: new () => T, plain: unknown, o
 class ObjectBodyValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (metadata.type === 'body' && Array.isArray(value) && this.toValidate(metadata)) throw nonObjectBodyError();
-    if (metadata.type === 'query' && value !== null && typeof value === 'object' && typeof metadata.metatype === 'function') {
+    // A query string, or one a custom decorator hands over to be validated (an upstream's redirect).
+    const query = metadata.type === 'query' || (metadata.type === 'custom' && this.toValidate(metadata));
+    if (query && value !== null && typeof value === 'object' && typeof metadata.metatype === 'function') {
       const repeated = repeatedParameters(metadata.metatype as new () => unknown, value as Record<string, unknown>);
       if (repeated.length) throw await this.withOtherIssues(repeated, value as Record<string, unknown>, metadata);
     }
