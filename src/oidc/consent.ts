@@ -18,7 +18,7 @@ import type { DataSource } from 'typeorm';
 import type { AuditService } from '../audit/audit.service';
 import type { OAuthTokenCache } from './oauth-token-cache';
 import { connectionGrantId, underConnectionLock } from './oidc-adapter';
-import { isApiScope, isKnownScope, OIDC_SCOPES } from './scopes';
+import { isApiScope, isKnownScope, OIDC_SCOPES, registeredScopes } from './scopes';
 
 /** A form field that may come once or repeated (`scope=a&scope=b`). */
 export const formList = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
@@ -31,7 +31,7 @@ const isOidc = (s: string) => (OIDC_SCOPES as readonly string[]).includes(s);
  * sign-in issued before an update of the client took one away still asks for it.
  */
 export function requestedScopes(client: Client | undefined, scopeParam: unknown): string[] {
-  const allowed = client?.scope ? new Set(client.scope.split(' ')) : undefined;
+  const allowed = registeredScopes(client);
   const asked = [...new Set(String(scopeParam ?? '').split(' '))];
   return asked.filter((s) => isKnownScope(s) && (!allowed || allowed.has(s)));
 }
@@ -137,7 +137,7 @@ export async function recordConsent(
     // provider's checks before, and an update committed since took from every grant but this one,
     // saved after; an update that comes after it waits for the grant and narrows it with the others.
     const [client]: Array<{ scope: string | null }> = await m.query(`SELECT payload->>'scope' AS scope FROM oidc_models WHERE model = 'Client' AND id = $1 FOR SHARE`, [o.clientId]);
-    const allowed = typeof client?.scope === 'string' ? new Set(client.scope.split(' ')) : undefined;
+    const allowed = registeredScopes(client);
     const granted = allowed ? o.granted.filter((s) => allowed.has(s)) : o.granted;
     const ofConnection = async (id: string | undefined) => {
       const grant = id ? await provider.Grant.find(id) : undefined;

@@ -33,7 +33,7 @@ import { logoutPage, messagePage, providerErrorPage, SELF_SUBMITTING_CSP, selfSu
 import { setPage } from './send-page';
 import { issuedUnderCurrentSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { scopesForUser } from './client-registration';
-import { isApiScope, OIDC_SCOPES, scopesStillHeld, withinUserRole } from './scopes';
+import { isApiScope, OIDC_SCOPES, registeredScopes, scopesStillHeld, withinUserRole } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 import { prepareTokenRequestLimit, TokenRequestLimit, useTokenRequestLimit } from './token-rate-limit';
 
@@ -75,7 +75,7 @@ function apiScopes(ctx: KoaContextWithOIDC, client: { scope?: string }, resource
   const asked = String(ctx.oidc.params?.scope ?? '').split(' ');
   const grant = ctx.oidc.entities?.Grant as { getResourceScope(resource: string): string } | undefined;
   const granted = grant ? grant.getResourceScope(resource).split(' ') : [];
-  const registered = client.scope ? new Set(client.scope.split(' ')) : undefined;
+  const registered = registeredScopes(client);
   return [...new Set([...asked, ...granted])].filter((s) => isApiScope(s) && (!registered || registered.has(s))).join(' ');
 }
 
@@ -108,7 +108,7 @@ function refuseUnusableScope(ctx: KoaContextWithOIDC, client: { scope?: string }
   const asked = (typeof sent === 'string' ? sent : '').split(' ').filter(Boolean);
   // The error's `scope` names what was refused; a request without one has nothing to name.
   if (!asked.length) throw Object.assign(new errors.InvalidScope(`scope is required: ${SCOPES_GRANTED}`, ''), { scope: undefined });
-  const registered = client.scope ? new Set(client.scope.split(' ')) : undefined;
+  const registered = registeredScopes(client);
   const unregistered = asked.find((s) => isApiScope(s) && registered && !registered.has(s));
   if (unregistered) throw new errors.InvalidScope('requested scope is not allowed', unregistered);
   const wanted = route === 'token' ? 'client credentials take API scopes such as core.note:read' : SCOPES_GRANTED;

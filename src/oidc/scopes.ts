@@ -89,13 +89,19 @@ export function grantScopes(grant: Grant, resource: string): string[] {
 const isGrant = (holder: Grant | Client): holder is Grant => 'getOIDCScope' in holder;
 
 /**
+ * The scopes a client registered, which bound what it may ask for; undefined when it registered
+ * none, which the provider reads as no bound (its own checks test `client.scope` for truth).
+ */
+export const registeredScopes = (client: { scope?: string | null } | undefined): Set<string> | undefined =>
+  client?.scope ? new Set(client.scope.split(' ')) : undefined;
+
+/**
  * Of the scopes a token was issued with, those it is good for now: the ones its grant still holds
  * (a later consent may have refused some, a client update taken some away), or, for a token
  * without a grant (client credentials), those its client is still registered for (a client
  * that registered none keeps the token's).
  */
 export function scopesStillHeld(scope: string | undefined, holder: Grant | Client, resource: string): string[] {
-  const held = isGrant(holder) ? grantScopes(holder, resource) : holder.scope?.split(' ');
-  const stillHeld = held && new Set(held);
+  const stillHeld = isGrant(holder) ? new Set(grantScopes(holder, resource)) : registeredScopes(holder);
   return (scope ?? '').split(' ').filter((s) => s && (!stillHeld || stillHeld.has(s)));
 }
