@@ -183,25 +183,27 @@ export class Model {
     return this.edges.filter((e) => !e.gone);
   }
 
-  canType(who: Owner, type: ItemType): boolean {
+  /** Whether `who` may, by `check` of its permission maps: an admin always, a revoked key never. */
+  private allows(who: Owner, check: (p: Perms) => boolean): boolean {
     const p = this.perms[who];
-    return p === 'admin' || (p !== null && reads(p.type_permissions, type, ANCESTORS[type]));
+    return p === 'admin' || (p !== null && check(p));
+  }
+
+  canType(who: Owner, type: ItemType): boolean {
+    return this.allows(who, (p) => reads(p.type_permissions, type, ANCESTORS[type]));
   }
 
   canExtension(who: Owner, ns: Namespace): boolean {
-    const p = this.perms[who];
-    return p === 'admin' || (p !== null && reads(p.extension_permissions, ns));
+    return this.allows(who, (p) => reads(p.extension_permissions, ns));
   }
 
   /** README "Bulk actions": a member's match set is narrowed to the types it may write. */
   canWriteType(who: Owner, type: ItemType): boolean {
-    const p = this.perms[who];
-    return p === 'admin' || (p !== null && writes(p.type_permissions, type, ANCESTORS[type]));
+    return this.allows(who, (p) => writes(p.type_permissions, type, ANCESTORS[type]));
   }
 
   canEdgeType(who: Owner, type: EdgeType): boolean {
-    const p = this.perms[who];
-    return p === 'admin' || (p !== null && reads(p.edge_permissions, type));
+    return this.allows(who, (p) => reads(p.edge_permissions, type));
   }
 
   /** README "Who receives what": the credential may read the item's type; for an edge, the edge type and both items' types. */
