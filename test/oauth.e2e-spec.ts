@@ -1151,7 +1151,19 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     await accountSignIn(account);
     const listed = (await account.get(`/auth/grants/${grantId}`).set('Accept', 'application/json').expect(200)).body;
     expect(listed).toMatchObject({ created_at: new Date(iat * 1000).toISOString(), expires_at: new Date(renewed.exp * 1000).toISOString() });
-    await oidc.refreshTokenGrant(app, refreshed.refresh_token!);
+    const last = await oidc.refreshTokenGrant(app, refreshed.refresh_token!);
+
+    // Ten minutes from its end, the grant's access tokens (an hour otherwise) say they last ten minutes, as its refresh tokens do.
+    await t.sql(
+      `WITH e AS (SELECT floor(extract(epoch from now() + interval '10 minutes'))::int AS exp)
+       UPDATE oidc_models SET expires_at = to_timestamp(e.exp), payload = jsonb_set(payload, '{exp}', to_jsonb(e.exp)) FROM e WHERE id = $1`,
+      [grantId],
+    );
+    const closing = await endOf(grantId);
+    const late = await oidc.refreshTokenGrant(app, last.refresh_token!);
+    expect(late.expires_in).toBeGreaterThan(0);
+    expect(late.expires_in).toBeLessThanOrEqual(601);
+    expect((await endOf(storedTokenId(late.access_token))).exp).toBeLessThanOrEqual(closing.exp + 1);
   });
 
   it('answers userinfo by the OIDC scopes its access token was issued with, not by all its grant holds (OIDC Core 5.3)', async () => {

@@ -119,9 +119,10 @@ const REFRESH_TOKEN_TTL = 30 * 24 * 3600;
 const GRANT_TTL = 365 * 24 * 3600;
 
 /**
- * A token's lifetime, `ttl` seconds at most, and no longer than its grant has left: a refresh
- * token issued near the end of its grant would otherwise be handed out for a month the grant does
- * not have. Every request that issues one has the grant among its entities.
+ * A token's lifetime, `ttl` seconds at most, and no longer than its grant has left: a token
+ * issued near the end of its grant would otherwise be handed out for time the grant does not have
+ * (a refresh token for a month, an access token whose `expires_in` outlasts what it can do). Every
+ * request that issues one has the grant among its entities.
  */
 function withinGrant(ctx: KoaContextWithOIDC | undefined, token: { grantId?: string }, ttl: number): number {
   const grant = ctx?.oidc?.entities?.Grant;
@@ -309,7 +310,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     routes: OIDC_ROUTES,
     renderError,
     ttl: {
-      AccessToken: config.ACCESS_TOKEN_TTL,
+      AccessToken: (ctx, token) => withinGrant(ctx, token, config.ACCESS_TOKEN_TTL),
       ClientCredentials: config.ACCESS_TOKEN_TTL,
       AuthorizationCode: 60,
       IdToken: 3600,
