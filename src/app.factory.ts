@@ -129,7 +129,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const http = app.getHttpAdapter().getInstance();
   // First, so that every answer carries them, the provider's (handed over below) included.
   http.addHook('onRequest', securityHeaders);
-  http.addHook('onRequest', requestLogging(logger));
+  const logRequest = requestLogging(logger);
+  http.addHook('onRequest', logRequest);
   http.addHook('onRequest', dropBodyOfGet);
   const credentials = app.get(CredentialHook);
   const rateLimit = app.get(RateLimitHook);
@@ -146,6 +147,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   http.addHook('preHandler', enterTenantContext);
   preRouting.push(
     async (_request, reply) => setSecurityHeaders(reply),
+    (request, reply) => new Promise<void>((resolve) => logRequest.call(http, request, reply, () => resolve())),
     (request, reply) => new Promise<void>((resolve) => credentials.onRequest(request, reply, () => resolve())),
     rateLimit.onRequest,
   );
@@ -158,7 +160,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.useGlobalGuards(new BodylessRouteGuard());
   mountOpenApi(app, config);
   bare.of = async (address, method) => ({ ...EVERY_RESPONSE, ...(await rateLimit.unparsed(address, method)) });
-  refuseUnsupported(app.getHttpServer(), bare);
+  refuseUnsupported(app.getHttpServer(), logger, bare);
   answerHalfClosed(app.getHttpServer());
   continueOnRead(app.getHttpServer());
   await app.init();

@@ -1,16 +1,19 @@
 /**
  * The request line as the running service (`node dist/src/main.js`, LOG_LEVEL=info) writes it
  * on stdout: secrets sent in a query string are masked, by the parameter's name or because the
- * value is one of the service's own secrets, and a request its client abandoned before the
- * answer is logged without the status that was never sent.
+ * value is one of the service's own secrets, a request its client abandoned before the answer is
+ * logged without the status that was never sent, and requests refused before routing are logged
+ * under the id their answer carries.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from 'pg';
 import { clearRedisPrefix, dropDatabase, PG_SERVER, REDIS_URL, uniqueName } from './support/app';
 import { ensureBuilt, freePort, runService, Service, waitHealthy } from './support/process';
+import { rawRequest } from './support/raw-http';
 import { waitFor } from './support/wait';
 
 jest.setTimeout(60_000);
@@ -130,5 +133,58 @@ describe('request logging (the service process, LOG_LEVEL=info)', () => {
 
     const line = await requestLine(id);
     expect(line).toEqual(expect.objectContaining({ level: 40, msg: 'request aborted', req: expect.objectContaining({ method: 'POST', url: '/blobs' }), res: { statusCode: null } }));
+  });
+
+  it('logs an unexpected error under the request\'s id, without the failed statement\'s values', async () => {
+    const sql = new Client({ connectionString: `${PG_SERVER}/${db}` });
+    await sql.connect();
+    const secretTitle = `confidential-${randomBytes(8).toString('hex')}`;
+    let res: Response;
+    try {
+      // A schema the service does not expect: every insert of an item fails in PostgreSQL.
+      await sql.query(`ALTER TABLE items ADD CONSTRAINT audit_refuses CHECK (false) NOT VALID`);
+      res = await fetch(`${base}/items`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'core.note', properties: { title: secretTitle } }),
+      });
+      await res.arrayBuffer();
+    } finally {
+      await sql.query(`ALTER TABLE items DROP CONSTRAINT IF EXISTS audit_refuses`);
+      await sql.end();
+    }
+    expect(res.status).toBe(500);
+    const id = res.headers.get('x-request-id')!;
+    const logged = await waitFor(() => records().find((r) => r.req?.id === id && r.msg === 'unhandled error'), 'the error line');
+    expect(logged).toMatchObject({ level: 50, err: { type: 'QueryFailedError', parameters: '[redacted]' } });
+    expect(service.stdout()).not.toContain(secretTitle);
+  });
+
+  it('logs an event stream its client left as closed, at info: that is how a stream ends', async () => {
+    const id = `stream-${randomBytes(6).toString('hex')}`;
+    const req = http.get(new URL('/events', base), { agent: false, headers: { authorization: `Bearer ${adminKey}`, 'x-request-id': id } });
+    req.on('error', () => undefined);
+    const res = await new Promise<http.IncomingMessage>((resolve) => req.on('response', resolve));
+    expect(res.statusCode).toBe(200);
+    req.destroy();
+    const line = await requestLine(id);
+    expect(line).toEqual(expect.objectContaining({ level: 30, msg: 'stream closed', req: expect.objectContaining({ method: 'GET', url: '/events' }), res: { statusCode: 200 } }));
+  });
+
+  it('logs the requests refused before routing under the X-Request-Id they answer with, the URL masked', async () => {
+    const cases: Array<[string, string, number, string | undefined]> = [
+      ['a path not validly percent-encoded', `GET /items/%ZZ/${adminKey} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, 400, '/items/%ZZ/[redacted]'],
+      ['an Expect other than 100-continue', 'GET /health?pw=hunter2 HTTP/1.1\r\nHost: x\r\nExpect: fancy\r\nConnection: close\r\n\r\n', 417, `/health?pw=${REDACTED}`],
+      ['CONNECT', 'CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n', 400, '127.0.0.1:22'],
+    ];
+    for (const [name, bytes, status, url] of cases) {
+      const res = await rawRequest(base, bytes);
+      expect([name, res.status]).toEqual([name, status]);
+      const id = /^x-request-id: (\S+)/im.exec(res.headers)![1];
+      const line = await requestLine(id);
+      expect([name, line.level, line.req.url, line.res.statusCode]).toEqual([name, 40, url, status]);
+    }
+    expect(service.stdout()).not.toContain(adminKey.slice('svc_k1_'.length));
+    expect(service.stdout()).not.toContain('hunter2');
   });
 });

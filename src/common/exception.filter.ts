@@ -52,9 +52,9 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
     const apiError = toApiError(err, requestId);
     // A deliberate answer (an ApiError) is logged by its request line alone.
     if (apiError !== err) {
-      if (apiError.status === 503) this.logger.warn({ err, requestId }, 'dependency unavailable');
-      else if (apiError.status === 409) this.logger.warn({ err, requestId }, 'write collision');
-      else if (apiError.status >= 500) this.logger.error({ err, requestId }, 'unhandled error');
+      if (apiError.status === 503) this.logger.warn({ err, req: { id: requestId } }, 'dependency unavailable');
+      else if (apiError.status === 409) this.logger.warn({ err, req: { id: requestId } }, 'write collision');
+      else if (apiError.status >= 500) this.logger.error({ err, req: { id: requestId } }, 'unhandled error');
     }
     if (reply.raw.headersSent) {
       reply.raw.destroy();

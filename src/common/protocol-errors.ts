@@ -7,9 +7,9 @@
  *   has (`BareHeaders`: the security headers, and the X-RateLimit-* ones of the client address's
  *   bucket of unrouted paths, SPEC 8.1).
  * - Fastify's router (`frameworkErrors`): a URL that is not validly percent-encoded. The router
- *   runs no onRequest hook for it, so the refusal runs the pipeline's credential and rate-limit
- *   steps itself: it counts against the caller's bucket and carries the X-RateLimit-* headers
- *   like every other response (SPEC 8.1).
+ *   runs no onRequest hook for it, so the refusal runs the pipeline's log line, credential and
+ *   rate-limit steps itself: it is logged, counts against the caller's bucket and carries the
+ *   X-RateLimit-* headers like every other response (SPEC 8.1).
  * - A query string that is not validly percent-encoded (`requireValidQuery`): the router does
  *   not look at the query, and Fastify's parser keeps bad escapes as text.
  * - An HTTP/1.1 request without a Host header (Node's own answer would be an empty 400), an
@@ -27,6 +27,7 @@ import type { Logger } from 'pino';
 import { ApiError } from './api-error';
 import { announcesBody, isPercentEncoded } from './body-parsing';
 import { toApiError } from './exception.filter';
+import { maskUrl } from './request-logging';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './unavailable';
 
 function refusal(code: string | undefined): ApiError {
@@ -79,16 +80,21 @@ export function clientErrorHandler(logger: Logger, bare: BareHeaders) {
 }
 
 /** What Node would answer by itself, in the envelope: an unknown `Expect`, and `CONNECT`. */
-export function refuseUnsupported(server: Server, bare: BareHeaders): void {
+export function refuseUnsupported(server: Server, logger: Logger, bare: BareHeaders): void {
+  // Logged as the request hook logs a request, which never sees these.
+  const logRefusal = (req: IncomingMessage, id: string, status: number) =>
+    logger.warn({ req: { id, method: req.method, url: maskUrl(req.url ?? ''), remoteAddress: req.socket.remoteAddress }, res: { statusCode: status } }, 'request refused');
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const apiError = new ApiError(417, 'invalid_request', 'Only "Expect: 100-continue" is supported');
     const body = JSON.stringify(apiError.toEnvelope());
+    const id = randomUUID();
+    logRefusal(req, id, apiError.status);
     void headersOf(bare, req.socket.remoteAddress, req.method ?? '').then((headers) => {
       res.writeHead(417, {
         ...headers,
         'Content-Type': 'application/json',
         'Content-Length': Buffer.byteLength(body),
-        'X-Request-Id': randomUUID(),
+        'X-Request-Id': id,
         Connection: 'close',
       });
       res.end(req.method === 'HEAD' ? undefined : body);
@@ -97,7 +103,9 @@ export function refuseUnsupported(server: Server, bare: BareHeaders): void {
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.pause();
     const apiError = new ApiError(400, 'invalid_request', 'CONNECT is not supported: this is not a proxy');
-    void headersOf(bare, req.socket.remoteAddress, 'CONNECT').then((headers) => answerOnSocket(socket, apiError, randomUUID(), false, headers));
+    const id = randomUUID();
+    logRefusal(req, id, apiError.status);
+    void headersOf(bare, req.socket.remoteAddress, 'CONNECT').then((headers) => answerOnSocket(socket, apiError, id, false, headers));
   });
 }
 

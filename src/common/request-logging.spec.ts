@@ -1,5 +1,7 @@
+import { PinoLogger } from 'nestjs-pino';
+import { Writable } from 'node:stream';
 import { QueryFailedError } from 'typeorm';
-import { maskUrl, serializeError } from './request-logging';
+import { createLogger, loggerParams, maskUrl, serializeError } from './request-logging';
 
 describe('request logging', () => {
   it('logs a failed statement without its values or the detail that quotes them', () => {
@@ -21,8 +23,25 @@ describe('request logging', () => {
     expect([err.parameters, (err.driverError as { detail: string }).detail]).toEqual([['ann@example.com', 'scrypt$secret-hash'], driverError.detail]);
   });
 
+  it('logs a failed statement without its values through Nest\'s logger as the app wires it', () => {
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const logger = new PinoLogger(loggerParams(createLogger({ LOG_LEVEL: 'info' }, destination)));
+    const driverError = Object.assign(new Error('canceling statement due to user request'), { code: '57014' });
+    logger.warn({ err: new QueryFailedError('INSERT INTO items (properties) VALUES ($1)', ['{"title":"confidential"}'], driverError) }, 'dependency unavailable');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain('confidential');
+    expect(JSON.parse(lines[0])).toMatchObject({ msg: 'dependency unavailable', err: { type: 'QueryFailedError', parameters: '[redacted]', query: 'INSERT INTO items (properties) VALUES ($1)' } });
+  });
+
   it('masks the user-info of an absolute-form request target', () => {
     expect(maskUrl('http://admin:S3CRET@127.0.0.1:3000/items?x=1')).toBe('http://[redacted]@127.0.0.1:3000/items?x=1');
+    expect(maskUrl('http://user:pa%40ss@S3CRET@127.0.0.1/health')).toBe('http://[redacted]@127.0.0.1/health');
     expect(maskUrl('/items/abc@def?x=1')).toBe('/items/abc@def?x=1');
   });
 });

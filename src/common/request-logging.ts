@@ -49,9 +49,10 @@ const decoded = (segment: string): string => {
  */
 export function maskUrl(url: string): string {
   const q = url.indexOf('?');
-  // An absolute-form request target (`GET http://user:password@host/…`) may carry user-info.
+  // An absolute-form request target (`GET http://user:password@host/…`) may carry user-info,
+  // which ends at the authority's last `@` (a password may hold a raw one).
   const path = (q < 0 ? url : url.slice(0, q))
-    .replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1[redacted]@')
+    .replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1[redacted]@')
     .split('/')
     .map((segment) => (isOwnSecret(decoded(segment)) ? '[redacted]' : segment))
     .join('/');
@@ -89,23 +90,27 @@ function withoutQuotedData(copy: Record<string, unknown>): Record<string, unknow
   return copy;
 }
 
-export function createLogger(config: Pick<AppConfig, 'LOG_LEVEL'>): Logger {
-  return pino({
+/** The root logger, writing to `destination` (stdout unless a test gives one). */
+export function createLogger(config: Pick<AppConfig, 'LOG_LEVEL'>, destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level: config.LOG_LEVEL,
     serializers: { err: serializeError },
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]'],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /**
  * nestjs-pino's parameters: Nest's logs go through `logger`, and its request middleware is
- * mounted on no route (requestLogging takes its place).
+ * mounted on no route (requestLogging takes its place). nestjs-pino logs through a child that
+ * pino-http makes of `logger`, which by default brings pino-http's own `err` serializer in place
+ * of serializeError, and with it a failed statement's values; `wrapSerializers: false` keeps ours.
  */
 export function loggerParams(logger: Logger): Params {
-  return { pinoHttp: { logger }, forRoutes: [] };
+  return { pinoHttp: { logger, wrapSerializers: false }, forRoutes: [] };
 }
 
 /** The caller's X-Request-Id when it is sane, else a new one: fastify's `genReqId`, so `request.id`. */
@@ -125,8 +130,8 @@ function levelOf(res: FastifyReply['raw']): Level {
 /**
  * The first request hook: returns the request id as X-Request-Id, and logs the request once
  * its response is sent (or abandoned: "request aborted", at `warn` at least, with a null
- * statusCode when the client went away before the status was sent), at `info`, `warn` for 4xx,
- * `error` for 5xx.
+ * statusCode when the client went away before the status was sent; an event stream whose client
+ * left, "stream closed"), at `info`, `warn` for 4xx, `error` for 5xx.
  */
 export function requestLogging(logger: Logger): onRequestHookHandler {
   return (req, reply, done) => {
@@ -141,8 +146,10 @@ export function requestLogging(logger: Logger): onRequestHookHandler {
         // Until the headers are sent, statusCode is only what the handler meant to answer:
         // an abort before that is logged with none (null), at warn.
         const sent = res.headersSent;
+        // An event stream ends when its client goes away: that is its normal end, not an abort.
+        const streamed = sent && !finished && String(res.getHeader('content-type') ?? '').startsWith('text/event-stream');
         const byStatus = sent ? levelOf(res) : 'warn';
-        const level = finished || byStatus === 'error' ? byStatus : 'warn';
+        const level = finished || streamed || byStatus === 'error' ? byStatus : 'warn';
         if (!logger.isLevelEnabled(level)) return;
         logger[level](
           {
@@ -150,7 +157,7 @@ export function requestLogging(logger: Logger): onRequestHookHandler {
             res: { statusCode: sent ? res.statusCode : null },
             responseTime: Math.round(performance.now() - started),
           },
-          finished ? 'request completed' : 'request aborted',
+          finished ? 'request completed' : streamed ? 'stream closed' : 'request aborted',
         );
       });
     }

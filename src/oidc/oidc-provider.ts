@@ -83,7 +83,7 @@ export class OidcProvider {
     // 500's log line carries.
     provider.on('server_error', (ctx: KoaContextWithOIDC, err: unknown) => {
       if (isDatabaseTrouble(err)) return void answerUnavailable(ctx);
-      this.logger.error({ err, request_id: ctx.response.get('x-request-id') || undefined, route: ctx.oidc?.route }, 'OAuth endpoint failed');
+      this.logger.error({ err, req: { id: ctx.response.get('x-request-id') || undefined }, route: ctx.oidc?.route }, 'OAuth endpoint failed');
     });
     // Recorded before the response goes out (the middleware above waits for it).
     provider.on('grant.revoked', (ctx: KoaContextWithOIDC, grantId: string) => {
