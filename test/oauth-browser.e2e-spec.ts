@@ -656,6 +656,44 @@ describe('OAuth pages over plain HTTP: tenants, device answers, sessions, paths'
     expect((await poll(device)).body.error).toBe('access_denied');
   });
 
+  it('refuses a sign-in, consent or device field given twice with a 400 page in the API\'s words ("give uid once"), acting on neither', async () => {
+    const refusedTwice = (res: request.Response, name: string) => {
+      expect([res.status, res.headers['content-type']]).toEqual([400, 'text/html; charset=utf-8']);
+      expect(res.text).toContain(`give ${name} once`);
+    };
+    const form = (fields: Array<[string, string]>) => new URLSearchParams(fields).toString();
+
+    // The device page: a link with two codes (the first one good), and a form with two of a field.
+    const device = await oidc.initiateDeviceAuthorization(tv, { scope: 'openid' });
+    const agent = request.agent(t.url);
+    refusedTwice(await agent.get(`/auth/device?user_code=${device.user_code}&user_code=BCD-FGHJ`), 'user_code');
+    const page = (await agent.get(pathOf(device.verification_uri_complete!)).expect(200)).text;
+    const answer: Array<[string, string]> = [['user_code', field(page, 'user_code')], ['csrf', field(page, 'csrf')], ['email', 'ann@a.example'], ['password', password]];
+    refusedTwice(await agent.post('/auth/device/consent').type('form').send(form([...answer, ['decision', 'approve'], ['decision', 'deny']])), 'decision');
+    refusedTwice(await agent.post('/auth/device/consent').type('form').send(form([...answer, ['user_code', device.user_code], ['decision', 'approve']])), 'user_code');
+    expect((await poll(device)).body.error).toBe('authorization_pending');
+
+    // The sign-in and consent pages: the interaction named twice, even as the same uid, in a link or a form.
+    const fresh = await t.http.post('/auth/clients').set(bearer(tenantA.key)).send({ client_name: 'Twice', redirect_uris: [REDIRECT], scope: 'openid core.note:read', token_endpoint_auth_method: 'none' }).expect(201);
+    const app = await discover(fresh.body.client_id);
+    const browser = request.agent(t.url);
+    const { res: signInForm } = await startAuthorization(browser, app, 'twice');
+    const uid = field(signInForm.text, 'uid');
+    refusedTwice(await browser.get(`/auth/sign-in?uid=${uid}&uid=${uid}`), 'uid');
+    refusedTwice(await browser.get(`/auth?interaction=${uid}&interaction=${uid}`), 'interaction');
+    const signInFields: Array<[string, string]> = [['uid', uid], ['csrf', field(signInForm.text, 'csrf')], ['email', 'ann@a.example'], ['password', password]];
+    refusedTwice(await browser.post('/auth/sign-in').type('form').send(form([...signInFields, ['uid', uid]])), 'uid');
+    const signedIn = await browser.post('/auth/sign-in').type('form').send(form(signInFields)).expect(303);
+    const consent = await browse(browser, pathOf(signedIn.headers.location));
+    const atConsent = field(consent.page!, 'uid');
+    refusedTwice(await browser.get(`/auth/consent?uid=${atConsent}&uid=${atConsent}`), 'uid');
+    const decision: Array<[string, string]> = [['uid', atConsent], ['csrf', field(consent.page!, 'csrf')]];
+    refusedTwice(await browser.post('/auth/authorize/decision').type('form').send(form([...decision, ['decision', 'approve'], ['decision', 'deny']])), 'decision');
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1`, [fresh.body.client_id])).toEqual([]);
+    // Still open: the decision given once is taken.
+    await browser.post('/auth/authorize/decision').type('form').send(form([...decision, ['decision', 'approve']])).expect(303);
+  });
+
   it('lists sign-in sessions without the session cookies\' values', async () => {
     const agent = request.agent(t.url);
     const { res: form } = await startAuthorization(agent, notes, 'session');

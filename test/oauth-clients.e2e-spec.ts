@@ -228,6 +228,50 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
     expect((await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200)).body.client_name).toBe('Notes');
   });
 
+  it('refuses a redirect or logout URI listed twice (400 validation_error naming the list), on POST and PATCH, compared exactly as sent', async () => {
+    const other = 'http://127.0.0.1/cb';
+    const post = (body: Record<string, unknown>) => t.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', ...body });
+    expect(badFields(await post({ redirect_uris: [redirectUri, other, redirectUri] }))).toEqual(['redirect_uris']);
+    expect(badFields(await post({ redirect_uris: [redirectUri], post_logout_redirect_uris: [other, other] }))).toEqual(['post_logout_redirect_uris']);
+    expect(badFields(await post({ redirect_uris: [other, other], post_logout_redirect_uris: [other, other] }))).toEqual(['redirect_uris', 'post_logout_redirect_uris']);
+    // Not the same string, so not the same URI here (the provider matches redirects exactly).
+    const app = await register({ redirect_uris: [redirectUri, `${redirectUri}/`], post_logout_redirect_uris: [other], token_endpoint_auth_method: 'none' });
+    const patch = (body: Record<string, unknown>) => t.http.patch(`/auth/clients/${app.client_id}`).set(bearer(admin)).send(body);
+    expect(badFields(await patch({ redirect_uris: [redirectUri, redirectUri] }))).toEqual(['redirect_uris']);
+    expect(badFields(await patch({ client_name: 'Twice', post_logout_redirect_uris: [other, 'http://127.0.0.1/bye', other] }))).toEqual(['post_logout_redirect_uris']);
+    expect((await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200)).body).toMatchObject({ redirect_uris: [redirectUri, `${redirectUri}/`], post_logout_redirect_uris: [other] });
+    expect((await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200)).body).not.toHaveProperty('client_name');
+    // Open registration refuses them alike, in RFC 7591's form (the provider names redirect URI problems invalid_redirect_uri).
+    for (const body of [{ redirect_uris: [redirectUri, redirectUri] }, { redirect_uris: [redirectUri], post_logout_redirect_uris: ['https://app.example.com/bye', 'https://app.example.com/bye'] }]) {
+      const open = await t.http.post('/auth/oauth2/register').send({ client_name: 'Open twice', token_endpoint_auth_method: 'none', ...body });
+      expect(open.status).toBe(400);
+      expect(['invalid_redirect_uri', 'invalid_client_metadata']).toContain(open.body.error);
+    }
+  });
+
+  it('records no change for a PATCH that only reorders the client\'s scope, URI lists or contacts (they are sets)', async () => {
+    const app = await register({
+      redirect_uris: [redirectUri, 'http://127.0.0.1/cb'],
+      post_logout_redirect_uris: ['https://app.example.com/bye', 'http://127.0.0.1/bye'],
+      contacts: ['ops@example.com', 'dev@example.com'],
+      scope: 'openid core.note:read core.note:write',
+      token_endpoint_auth_method: 'none',
+    });
+    const patch = (body: Record<string, unknown>) => t.http.patch(`/auth/clients/${app.client_id}`).set(bearer(admin)).send(body).expect(200);
+    const changes = async () =>
+      (await t.sql<{ details: { changed: string[] } }>(`SELECT details FROM audit_events WHERE action = 'auth.client.updated' AND client_id = $1 ORDER BY id`, [app.client_id])).map((r) => r.details.changed);
+    const reordered = {
+      redirect_uris: ['http://127.0.0.1/cb', redirectUri],
+      post_logout_redirect_uris: ['http://127.0.0.1/bye', 'https://app.example.com/bye'],
+      contacts: ['dev@example.com', 'ops@example.com'],
+      scope: 'core.note:write openid core.note:read',
+    };
+    await patch(reordered);
+    expect(await changes()).toEqual([]);
+    await patch({ ...reordered, client_name: 'Renamed', scope: 'openid core.note:read' });
+    expect(await changes()).toEqual([['client_name', 'scope']]);
+  });
+
   it('refuses, after a PATCH took it away, an authorization to a redirect URI and a code issued for it; the grant stays', async () => {
     await t.http.post('/users').set(bearer(admin)).send({ email: 'dan@example.com', password, name: 'Dan' }).expect(201);
     const app = await webApp();

@@ -209,12 +209,15 @@ class ObjectBodyValidationPipe extends ValidationPipe {
  */
 export const Repeatable = () => ValidateBy({ name: 'repeatable', validator: { validate: () => true } });
 
+/** The refusal of a single-valued parameter given more than once, wherever one is refused (the pages too). */
+export const giveOnce = (field: string) => `give ${field} once`;
+
 /** The declared, non-@Repeatable parameters of a query that arrived more than once. */
 function repeatedParameters(dto: new () => unknown, query: Record<string, unknown>): FieldIssue[] {
   const checks = checksOf(dto);
   return Object.keys(query)
     .filter((key) => Array.isArray(query[key]) && checks.has(key) && !checks.get(key)!.some((m) => m.name === 'repeatable'))
-    .map((field) => ({ field, message: `give ${field} once${checks.get(field)!.some((m) => m.name === 'isCommaList') ? ', as one comma-separated list' : ''}` }));
+    .map((field) => ({ field, message: `${giveOnce(field)}${checks.get(field)!.some((m) => m.name === 'isCommaList') ? ', as one comma-separated list' : ''}` }));
 }
 
 /**

@@ -254,7 +254,7 @@ export class ClientsService {
       // The API as a resource server is SVC_BASE_URL (oidc-provider.factory.ts, resourceIndicators).
       await narrowGrants(m, clientId, allowedScopes(after), this.config.baseUrl);
       await endPendingWork(m, clientId, client!, removedScopes(before, after));
-      const changed = changedFields(Object.fromEntries(Object.keys(dto).map((key) => [key, [before[key], after[key]] as const])));
+      const changed = changedFields(Object.fromEntries(Object.keys(dto).map((key) => [key, [asCompared(key, before[key]), asCompared(key, after[key])] as const])));
       if (changed.length) await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.updated', clientId, details: { actor: actorOf(p), changed } }, m);
       return toClient(after);
     });
@@ -292,12 +292,23 @@ export class ClientsService {
   }
 }
 
+/** The lists of URIs a client registers, each a set of exact strings (RFC 7591 2, OIDC RP-Initiated Logout 3.1). */
+const URI_LISTS = ['redirect_uris', 'post_logout_redirect_uris'] as const;
+
 /**
- * The provider's rules of a client as a whole (oidc-provider.factory.ts adds the service's: http
- * redirects only to loopback, client_credentials only for a confidential client, …), for a
- * registration and an update alike; a refusal is 400 `validation_error` naming `(client)`.
+ * A client's metadata as a whole, for a registration and an update alike. Each URI list names a
+ * URI once, compared as sent (the provider matches a redirect exactly, so two spellings are two
+ * URIs); the provider would keep a repeat, so it is refused here, naming the list as the DTO's
+ * checks of it do. Then the provider's rules (oidc-provider.factory.ts adds the service's: http
+ * redirects only to loopback, client_credentials only for a confidential client, …), whose
+ * refusal is 400 `validation_error` naming `(client)`.
  */
-async function validateClient(provider: Provider, metadata: object): Promise<void> {
+async function validateClient(provider: Provider, metadata: Record<string, unknown>): Promise<void> {
+  const repeats = URI_LISTS.filter((field) => {
+    const uris = metadata[field];
+    return Array.isArray(uris) && new Set(uris).size !== uris.length;
+  });
+  if (repeats.length) throw validationError(repeats.map((field) => ({ field, message: 'must not list a URI twice' })));
   try {
     await provider.Client.validate(metadata as never);
   } catch (err) {
@@ -305,6 +316,16 @@ async function validateClient(provider: Provider, metadata: object): Promise<voi
     if (e.error) throw validationError([{ field: '(client)', message: e.error_description ?? e.error }], 'The client metadata is not valid');
     throw err;
   }
+}
+
+/**
+ * A client field's value as an update compares it for `details.changed`: the scope and the URI
+ * and contact lists are sets, so one that only reorders them changes nothing (nor records a row).
+ */
+function asCompared(field: string, value: unknown): unknown {
+  if (field === 'scope' && typeof value === 'string') return [...new Set(value.split(' ').filter(Boolean))].sort();
+  if ((field === 'contacts' || (URI_LISTS as readonly string[]).includes(field)) && Array.isArray(value)) return [...value].sort();
+  return value;
 }
 
 /** The scopes a client may ask for; undefined: it registered none, and is bounded by none. */

@@ -29,7 +29,7 @@ import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
 import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, grantsAnything, nothingGranted, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
-import { FormBody, FormFields, PageQuery } from './form-fields';
+import { FormBody, FormFields, PageQuery, refusedRepeat } from './form-fields';
 import { ApiFormBody, ApiPage, ApiQueryParams, FORM_FIELD } from './openapi-pages';
 import { cookieOf } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
@@ -66,8 +66,9 @@ export class DeviceController {
   @ApiOperation({ summary: 'Device verification page: enter the code, or `?user_code=XXX-XXXX` to sign in and consent at once (HTML)' })
   @ApiQueryParams({ user_code: 'The code the device shows (XXX-XXXX)' })
   @ApiPage(200, 'The code form, or with a valid user_code the sign-in and consent form')
-  @ApiPage(400, 'The code form again: the code is not valid or expired')
+  @ApiPage(400, 'The code form again: the code is not valid or expired; or a field given more than once')
   async page(@PageQuery('user_code') userCode: string | undefined, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (await refusedRepeat(reply, req.query as FormBody, ['user_code'])) return;
     if (userCode === undefined || userCode === '') return sendPage(reply, 200, deviceCodePage({}));
     const code = await this.pending(userCode);
     if (!code) return sendPage(reply, 400, deviceCodePage({ error: 'That code is not valid, or it expired. Check your device and try again.' }));
@@ -83,10 +84,11 @@ export class DeviceController {
   @Accepts('application/x-www-form-urlencoded')
   @ApiFormBody({ user_code: { type: 'string' }, csrf: FORM_FIELD.csrf, email: FORM_FIELD.email, password: FORM_FIELD.password, decision: FORM_FIELD.decision, scope: FORM_FIELD.scope, scopes_shown: FORM_FIELD.scopes_shown }, ['user_code', 'decision'])
   @ApiPage(200, 'Device connected, or the request denied')
-  @ApiPage(400, 'The code is not valid or expired')
+  @ApiPage(400, 'The code is not valid or expired; or a field given more than once')
   @ApiPage(401, 'The form again: wrong email or password (either decision needs them)')
   @ApiPage(403, '"Form expired" (CSRF), or the app belongs to another tenant than the user\'s: the device is told access_denied')
   async consent(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (await refusedRepeat(reply, body, ['user_code', 'csrf', 'email', 'password', 'decision'])) return;
     const code = typeof body.user_code === 'string' ? await this.pending(body.user_code) : undefined;
     const expired = () => sendPage(reply, 400, errorPage('Code expired', 'That code is not valid, or it expired. Start again on your device.'));
     if (!code) return expired();

@@ -6,9 +6,11 @@
  * a query parameter's text.
  */
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createQueryDecorator } from '../auth/decorators';
-import { nonObjectBodyError } from '../common/validation';
+import { giveOnce, nonObjectBodyError } from '../common/validation';
+import { errorPage } from './pages';
+import { sendPage } from './send-page';
 
 export type FormBody = Record<string, unknown>;
 
@@ -29,10 +31,24 @@ export function refuseNonObjectJson(req: FastifyRequest): void {
 }
 
 /**
- * A query parameter of a page: its text when given once, else undefined (a repeated one has no
- * agreed meaning). Other parameters are ignored, as pages do (a link may carry tracking ones).
+ * A query parameter of a page: its text when given once, else undefined (a handler refuses a
+ * repeated one first, `refusedRepeat`). Other parameters are ignored, as pages do (a link may
+ * carry tracking ones).
  */
 export const PageQuery = createQueryDecorator((name: string, ctx: ExecutionContext): string | undefined => {
   const value = (ctx.switchToHttp().getRequest<FastifyRequest>().query as Record<string, unknown> | undefined)?.[name];
   return typeof value === 'string' ? value : undefined;
 });
+
+/**
+ * Whether one of the single-valued fields `names` the page reads was given more than once in
+ * `fields` (its query or form: a repeated one arrives as an array), and if so sends a 400 page
+ * that says which, in the API's words ("give uid once"). Taking the first (or none) would act on a
+ * request nobody can say was meant: `decision=approve&decision=deny`, two codes, two sign-ins.
+ */
+export async function refusedRepeat(reply: FastifyReply, fields: Record<string, unknown> | undefined, names: readonly string[]): Promise<boolean> {
+  const repeated = names.filter((name) => Array.isArray(fields?.[name]));
+  if (!repeated.length) return false;
+  await sendPage(reply, 400, errorPage('Invalid request', `This request is not valid: ${repeated.map(giveOnce).join('; ')}. Go back and start again.`));
+  return true;
+}

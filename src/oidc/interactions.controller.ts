@@ -32,7 +32,7 @@ import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
-import { FormBody, FormFields, PageQuery } from './form-fields';
+import { FormBody, FormFields, PageQuery, refusedRepeat } from './form-fields';
 import { ApiFormBody, ApiFormExpired, ApiPage, ApiQueryParams, ApiSeeOther, FORM_FIELD } from './openapi-pages';
 import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimInteraction } from './oidc-adapter';
@@ -88,8 +88,9 @@ export class InteractionsController {
   })
   @ApiQueryParams({ interaction: 'The interaction the provider sends the browser back with' })
   @ApiSeeOther('To sign-in or consent; without `interaction`, to /auth/grants')
-  @ApiPage(400, 'The interaction is over or not this browser\'s')
+  @ApiPage(400, 'The interaction is over or not this browser\'s; or a field given more than once')
   async start(@PageQuery('interaction') uid: string | undefined, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (await refusedRepeat(reply, req.query as FormBody, ['interaction'])) return;
     if (uid === undefined) return reply.redirect('/auth/grants', 303);
     const details = await this.details(req, reply, uid);
     if (!details) return;
@@ -126,13 +127,14 @@ export class InteractionsController {
   @ApiOperation({ summary: 'Sign-in page: for an app\'s authorization (`uid`), or for the account pages (`return_to`) (HTML)' })
   @ApiQueryParams({ uid: 'The interaction, when signing in for an app', return_to: 'An /auth/ page to go back to, when signing in for the account pages', done: 'A confirmation to show: `signed-out` (where signing out everywhere leads)' })
   @ApiPage(200, 'The sign-in form')
-  @ApiPage(400, 'The interaction is over or not this browser\'s')
+  @ApiPage(400, 'The interaction is over or not this browser\'s; or a field given more than once')
   async signInForm(
     @PageQuery('uid') uid: string | undefined,
     @PageQuery('return_to') returnTo: string | undefined,
     @LenientRequest() req: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    if (await refusedRepeat(reply, req.query as FormBody, ['uid', 'return_to'])) return;
     if (uid === undefined) return this.account.signInForm(req, reply, returnTo);
     const details = await this.details(req, reply, uid, SIGN_IN_PROMPTS);
     if (!details) return;
@@ -146,10 +148,11 @@ export class InteractionsController {
   @Accepts(FORM)
   @ApiFormBody({ uid: FORM_FIELD.uid, return_to: str, csrf: FORM_FIELD.csrf, email: FORM_FIELD.email, password: FORM_FIELD.password }, ['email', 'password'])
   @ApiSeeOther('Signed in: on with the authorization, or to return_to')
-  @ApiPage(400, 'The interaction is over or not this browser\'s')
+  @ApiPage(400, 'The interaction is over or not this browser\'s; or a field given more than once')
   @ApiPage(401, 'The sign-in form again: wrong email or password')
   @ApiFormExpired()
   async signIn(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (await refusedRepeat(reply, body, ['uid', 'return_to', 'csrf', 'email', 'password'])) return;
     if (body.uid === undefined) return this.account.signIn(req, reply, body);
     const details = await this.details(req, reply, body.uid, SIGN_IN_PROMPTS, body.csrf);
     if (!details) return;
@@ -169,10 +172,11 @@ export class InteractionsController {
   @Accepts(FORM)
   @ApiFormBody({ uid: FORM_FIELD.uid, csrf: FORM_FIELD.csrf }, ['uid'])
   @ApiSeeOther('On with the authorization')
-  @ApiPage(400, 'The interaction is over, not this browser\'s, or not choosing an account, or the account is gone')
+  @ApiPage(400, 'The interaction is over, not this browser\'s, or not choosing an account, or the account is gone; or a field given more than once')
   @ApiPage(403, 'The app asked for another account (id_token_hint), or belongs to another tenant than the user\'s: refused, with a link that takes it the error')
   @ApiFormExpired()
   async selectAccount(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (await refusedRepeat(reply, body, ['uid', 'csrf'])) return;
     const details = await this.details(req, reply, body.uid, 'select_account', body.csrf);
     if (!details) return;
     const user = details.session?.accountId ? await this.users.byId(details.session.accountId) : undefined;
@@ -187,9 +191,10 @@ export class InteractionsController {
   @ApiOperation({ summary: 'Consent page listing the requested types, edges and extensions, each untickable (HTML)' })
   @ApiQueryParams({ uid: 'The interaction' })
   @ApiPage(200, 'The consent form')
-  @ApiPage(400, 'The interaction is over, not this browser\'s, or not at consent')
+  @ApiPage(400, 'The interaction is over, not this browser\'s, or not at consent; or a field given more than once')
   @ApiPage(403, 'The app belongs to another tenant than the user\'s: refused, with a link that takes it access_denied')
   async consentForm(@PageQuery('uid') uid: string | undefined, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (await refusedRepeat(reply, req.query as FormBody, ['uid'])) return;
     const details = await this.details(req, reply, uid, 'consent');
     if (!details) return;
     const clientId = String(details.params.client_id);
@@ -219,9 +224,10 @@ export class InteractionsController {
   @Accepts(FORM)
   @ApiFormBody({ uid: FORM_FIELD.uid, csrf: FORM_FIELD.csrf, decision: FORM_FIELD.decision, scope: FORM_FIELD.scope, scopes_shown: FORM_FIELD.scopes_shown }, ['uid', 'decision'])
   @ApiSeeOther('On to the app, with a code or access_denied')
-  @ApiPage(400, 'The interaction is over, already answered, or not this browser\'s')
+  @ApiPage(400, 'The interaction is over, already answered, or not this browser\'s; or a field given more than once')
   @ApiFormExpired()
   async decide(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (await refusedRepeat(reply, body, ['uid', 'csrf', 'decision'])) return;
     const details = await this.details(req, reply, body.uid, 'consent', body.csrf);
     if (!details) return;
     if (!(await claimInteraction(this.db, details.uid))) {

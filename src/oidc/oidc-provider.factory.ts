@@ -226,8 +226,8 @@ const MAX_CONTACT_LENGTH = 320;
 const CLIENT_NAME_RULE = 'client_name must be 1 to 200 characters, not blank, without control characters or bidirectional override characters';
 
 /**
- * Open registration's limits beyond the provider's rules (RFC 7591 error form): list sizes and text
- * lengths as POST /auth/clients takes them, the display name the pages show (consent, device,
+ * Open registration's limits beyond the provider's rules (RFC 7591 error form): list sizes, URI
+ * lists without repeats and text lengths as POST /auth/clients takes them, the display name the pages show (consent, device,
  * sign-in, logout, connected apps) under the service's name rule as there, and redirect URIs of the
  * forms `redirectUriProblem` refuses. At registration only, like the tenant rule of
  * `refuseUnsafeClient`: a client stored before keeps loading.
@@ -235,6 +235,11 @@ const CLIENT_NAME_RULE = 'client_name must be 1 to 200 characters, not blank, wi
 function refuseOddRegistration(metadata: ClientMetadata, errors: typeof import('oidc-provider').errors): void {
   for (const [key, value] of Object.entries(metadata)) {
     if (Array.isArray(value) && value.length > MAX_LIST_ENTRIES) throw new errors.InvalidClientMetadata(`${key} takes at most ${MAX_LIST_ENTRIES} entries`);
+  }
+  // As POST /auth/clients refuses them (clients.service.ts, validateClient): compared as sent.
+  for (const key of ['redirect_uris', 'post_logout_redirect_uris']) {
+    const uris: unknown = metadata[key];
+    if (Array.isArray(uris) && new Set(uris).size !== uris.length) throw new errors.InvalidClientMetadata(`${key} must not list a URI twice`);
   }
   const name: unknown = metadata.client_name;
   // Not a string: the provider's own message. NUL or a lone surrogate: the input policy's invalid_request (oidc-adapter.ts).
