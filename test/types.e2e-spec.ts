@@ -4,7 +4,9 @@
  * policies, can change only while unused, are admin-only to write and are tenant-scoped; and a
  * schema can neither reach past its tenant nor harm validation for others (the limits).
  */
+import { randomUUID } from 'node:crypto';
 import { validatorCacheUse } from '../src/types/type-schema';
+import { TypesService } from '../src/types/types.service';
 import { Api, api, expectError, expectStatus, RFC3339 } from './items/helpers';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { appBehindProxy, redisUp } from './support/behind-proxy';
@@ -534,6 +536,26 @@ describe('types', () => {
       expectStatus(bulk, 200);
       expect(bulk.body.results.map((r: any) => [r.status, r.error?.code])).toEqual([['error', 'invalid_schema'], ['created', undefined]]);
     });
+  });
+
+  it("keeps each tenant's catalogue only while it is fresh, so the cache holds the tenants seen within its TTL, not every one since start", async () => {
+    const types = t.app.get(TypesService);
+    const cached = () => [...(types as unknown as { catalogs: Map<string, unknown> }).catalogs.keys()];
+    const [idle, active] = [randomUUID(), randomUUID()];
+    await types.catalog(idle);
+    await types.catalog(active);
+    expect(cached()).toEqual(expect.arrayContaining([idle, active]));
+    // A minute and more later, a catalogue read drops the stale ones it passes.
+    const clock = jest.spyOn(Date, 'now').mockReturnValue(Date.now() + 61_000);
+    let read: Promise<unknown>;
+    try {
+      read = types.catalog(active);
+    } finally {
+      clock.mockRestore();
+    }
+    await read;
+    expect(cached()).toContain(active);
+    expect(cached()).not.toContain(idle);
   });
 
   describe('subtypes', () => {

@@ -89,6 +89,8 @@ export class TypeCatalog {
 
 const CATALOG_CHANNEL = 'types:changed';
 const CATALOG_TTL_MS = 60_000;
+/** Tenants whose catalogue one instance keeps at once, as the credential cache bounds its keys. */
+const MAX_CATALOGS = 10_000;
 
 const parentNotFound = (name: string) => ApiError.notFound('type_not_found', `Parent type "${name}" does not exist`);
 
@@ -137,11 +139,19 @@ export class TypesService implements OnModuleInit {
    * every instance through Redis, and the TTL bounds a lost message.
    */
   catalog(tenantId: string): Promise<TypeCatalog> {
+    const now = Date.now();
     const hit = this.catalogs.get(tenantId);
-    if (hit && hit.expires > Date.now()) return hit.catalog;
+    if (hit && hit.expires > now) return hit.catalog;
+    // Each catalogue is set anew at the newest end, so the map is in the order its entries
+    // expire: those past their TTL go from the front, and the cache holds only the tenants seen
+    // within it (not every tenant seen since the process started), MAX_CATALOGS at most.
+    for (const [id, entry] of this.catalogs) {
+      if (entry.expires > now && this.catalogs.size < MAX_CATALOGS) break;
+      this.catalogs.delete(id);
+    }
     const catalog = this.rows(tenantId).then((rows) => new TypeCatalog(rows));
     catalog.catch(() => this.catalogs.delete(tenantId));
-    this.catalogs.set(tenantId, { catalog, expires: Date.now() + CATALOG_TTL_MS });
+    this.catalogs.set(tenantId, { catalog, expires: now + CATALOG_TTL_MS });
     return catalog;
   }
 
