@@ -2984,6 +2984,8 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
     expect((await agent.get('/auth/security')).text).toContain('lin@example.com');
     const [user] = await open.sql<{ role: string; tenant: string }>(`SELECT u.role, t.name AS tenant FROM users u JOIN tenants t ON t.id = u.tenant_id WHERE u.email = 'lin@example.com'`);
     expect(user).toEqual({ role: 'admin', tenant: 'Lin' });
+    // In whole milliseconds, as GET /tenants' cursors carry them (so is the root tenant, made by the first key).
+    expect(await open.sql(`SELECT name FROM tenants WHERE created_at <> date_trunc('milliseconds', created_at)`)).toEqual([]);
     // The new tenant's log says who made it and its first user: the person signing up, as that user.
     const audited = await open.sql<{ action: string; user_id: string; actor: { kind: string; id: string }; same: boolean }>(
       `SELECT a.action, a.user_id, a.details->'actor' AS actor, a.tenant_id = u.tenant_id AS same FROM audit_events a JOIN users u ON u.id = a.user_id

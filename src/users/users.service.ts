@@ -124,7 +124,7 @@ export class UsersService {
     try {
       return await this.db.transaction(async (m) => {
         const tenantId = newId();
-        await m.query(`INSERT INTO tenants (id, name, is_root, created_at) VALUES ($1, $2, false, now())`, [tenantId, name]);
+        await m.query(`INSERT INTO tenants (id, name, is_root) VALUES ($1, $2, false)`, [tenantId, name]);
         const [row]: UserRow[] = await m.query(
           `INSERT INTO users (tenant_id, id, email, name, role, password_hash) VALUES ($1, $2, $3, $4, 'admin', $5) RETURNING ${USER_COLUMNS}`,
           [tenantId, newId(), email.trim(), name, hash],

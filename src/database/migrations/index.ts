@@ -47,6 +47,7 @@ import { SearchFunctionsRestorable1732300004500 } from './1732300004500-search-f
 import { TenantsByCreated1732300004600 } from './1732300004600-tenants-by-created';
 import { ItemsByTimestamp1732300004700 } from './1732300004700-items-by-timestamp';
 import { UsersUpdatedAt1732300004800 } from './1732300004800-users-updated-at';
+import { TenantsMillisecondCreated1732300004900 } from './1732300004900-tenants-millisecond-created';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -97,4 +98,5 @@ export const migrations = [
   TenantsByCreated1732300004600,
   ItemsByTimestamp1732300004700,
   UsersUpdatedAt1732300004800,
+  TenantsMillisecondCreated1732300004900,
 ];
