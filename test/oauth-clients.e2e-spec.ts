@@ -437,7 +437,7 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
 
     const res = await t.http.post(`/auth/clients/${app.client_id}/secret`).set(bearer(admin)).expect(200);
     const secret = res.body.client_secret as string;
-    expect(res.body).toMatchObject({ client_id: app.client_id, client_name: 'Notes app', client_secret: expect.any(String) });
+    expect(res.body).toMatchObject({ client_id: app.client_id, client_name: 'Notes app', client_secret: expect.stringMatching(/^svc_cs_/) });
     expect(secret).not.toBe(app.client_secret);
     const [{ payload }] = await t.sql<{ payload: string }>(`SELECT payload::text FROM oidc_models WHERE model = 'Client' AND id = $1`, [app.client_id]);
     expect(payload).not.toContain(secret);

@@ -106,7 +106,7 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
       .set(bearer(admin))
       .send({ client_name: 'importer', grant_types: ['client_credentials'], scope: 'core.note:read core.note:write', extension_permissions: { 'acme.*': 'read' } });
     if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-    expect(res.body).toMatchObject({ client_id: expect.any(String), client_secret: expect.any(String), scope: 'core.note:read core.note:write' });
+    expect(res.body).toMatchObject({ client_id: expect.any(String), client_secret: expect.stringMatching(/^svc_cs_[A-Za-z0-9_-]{43}$/), scope: 'core.note:read core.note:write' });
     client = res.body;
     const rows = await t.sql<{ payload: string }>(`SELECT payload::text FROM oidc_models WHERE model = 'Client' AND id = $1`, [client.client_id]);
     expect(rows[0].payload).not.toContain(client.client_secret);
@@ -138,6 +138,8 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const ok = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'], scope: 'openid core.note:read' });
     expect(ok.status).toBe(201);
     expect(ok.body.scope).toBe('openid core.note:read');
+    // Its secret is the service's own kind, as an admin's client gets.
+    expect(ok.body.client_secret).toMatch(/^svc_cs_[A-Za-z0-9_-]{43}$/);
     // RS256 is the only ID token algorithm offered (SPEC 5.6), so no client may ask for another.
     const ps256 = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'], id_token_signed_response_alg: 'PS256' });
     expect(ps256.status).toBe(400);

@@ -84,6 +84,7 @@ describe('request logging (the service process, LOG_LEVEL=info)', () => {
       [`limit=5&q=${encodeURIComponent(adminKey)}`, `limit=5&q=${REDACTED}`],
       [`filter=Bearer%20${secret(`svc_at_${plain()}`)}`, `filter=${REDACTED}`],
       [`next=${secret(`svc_rt_${plain()}`)}`, `next=${REDACTED}`],
+      [`q=${secret(`svc_cs_${plain()}`)}`, `q=${REDACTED}`],
       [`x=${encodeURIComponent(secret(`whsec_${randomBytes(32).toString('base64')}`))}`, `x=${REDACTED}`],
       // …or as a bare name.
       [`${encodeURIComponent(adminKey)}&limit=5`, `${REDACTED}=&limit=5`],

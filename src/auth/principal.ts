@@ -33,6 +33,8 @@ export type Resolution = { principal: Principal } | { error: 'unauthorized' | 'e
 /** The prefixes of the OAuth tokens the provider issues (oidc-provider.factory.ts); the bearer strategy routes by the first. */
 export const OAUTH_ACCESS_TOKEN_PREFIX = 'svc_at_';
 export const OAUTH_REFRESH_TOKEN_PREFIX = 'svc_rt_';
+/** The prefix of the client secrets the service issues (client-secret-claim.ts). */
+export const OAUTH_CLIENT_SECRET_PREFIX = 'svc_cs_';
 
 /**
  * Extension point for the OAuth issue: a provider under this token resolves `svc_at_` tokens.

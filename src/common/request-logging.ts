@@ -20,7 +20,7 @@ import type { Params } from 'nestjs-pino';
 import pino, { Level, Logger } from 'pino';
 import type { AppConfig } from '../config/app-config';
 import { API_KEY_PREFIX } from '../keys/key-secrets';
-import { OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../auth/principal';
+import { OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_CLIENT_SECRET_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../auth/principal';
 import { SECRET_PREFIX as WEBHOOK_SECRET_PREFIX } from '../webhooks/signature';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,100}$/;
@@ -32,7 +32,7 @@ const REQUEST_ID_RE = /^[A-Za-z0-9._-]{1,100}$/;
  */
 const SECRET_PARAM_RE = /(token|secret|pass|pw|code|key|assertion|verifier|auth|bearer|credential|sig|session|cookie)/i;
 /** The service's own secrets, masked under whatever name they are sent (`?q=svc_k1_…`, `?x=Bearer svc_at_…`). */
-const OWN_SECRET_PREFIXES = [API_KEY_PREFIX, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX];
+const OWN_SECRET_PREFIXES = [API_KEY_PREFIX, OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX, OAUTH_CLIENT_SECRET_PREFIX, WEBHOOK_SECRET_PREFIX];
 const isOwnSecret = (text: string) => OWN_SECRET_PREFIXES.some((prefix) => text.includes(prefix));
 
 const decoded = (segment: string): string => {

@@ -10,11 +10,20 @@
  * *under that secret*, and ends with it. A leaked secret's webhook must not outlive the rotation
  * that answered the leak.
  */
+import { randomBytes } from 'node:crypto';
 import type { Client } from 'oidc-provider';
-import { CLIENT_SECRET_TAG } from '../auth/principal';
+import { CLIENT_SECRET_TAG, OAUTH_CLIENT_SECRET_PREFIX } from '../auth/principal';
 import { digestsEqual, hashSecret } from '../keys/key-secrets';
 
 export const SECRET_CLAIM = 'client_secret_hash';
+
+/**
+ * A new client secret, for an admin's registration or rotation and for open registration. It
+ * carries a prefix of its own, as the service's keys and tokens do: the logs mask one wherever in
+ * a URL it is pasted (request-logging.ts), and secret scanners can tell it. Secrets issued before
+ * it have none and keep working.
+ */
+export const newClientSecret = () => `${OAUTH_CLIENT_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
 
 export function secretClaim(secret: string | undefined): Record<string, string> | undefined {
   return secret ? { [SECRET_CLAIM]: hashSecret(secret) } : undefined;

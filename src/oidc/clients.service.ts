@@ -45,7 +45,7 @@ import { decodeCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
-import { clientCredentialId, SECRET_CLAIM, secretClaim } from './client-secret-claim';
+import { clientCredentialId, newClientSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { inTransaction, underConnectionLock } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
@@ -58,7 +58,6 @@ interface ClientStore {
 
 const storeOf = (provider: Provider) => (provider.Client as unknown as { adapter: ClientStore }).adapter;
 
-const newSecret = () => randomBytes(32).toString('base64url');
 
 /** The metadata an answer shows; an allow-list, so that no secret, nor anything the provider adds, is. */
 const SHOWN = [
@@ -122,7 +121,7 @@ export class ClientsService {
       grant_types: grants,
       token_endpoint_auth_method: method,
       client_id: randomBytes(24).toString('base64url'),
-      ...(method === 'none' ? {} : { client_secret: newSecret() }),
+      ...(method === 'none' ? {} : { client_secret: newClientSecret() }),
       client_id_issued_at: Math.floor(Date.now() / 1000),
       tenant_id: p.tenantId,
       extension_permissions: dto.extension_permissions ?? {},
@@ -279,7 +278,7 @@ export class ClientsService {
       if (metadata.token_endpoint_auth_method === 'none') {
         throw ApiError.conflict('conflict', 'A public client (token_endpoint_auth_method none) has no secret to rotate');
       }
-      const client_secret = newSecret();
+      const client_secret = newClientSecret();
       await store.upsert(clientId, { ...metadata, client_secret }, 0);
       await m.query(`DELETE FROM oidc_models WHERE model = 'ClientCredentials' AND payload->>'clientId' = $1`, [clientId]);
       await endLegacyWork(m, metadata.tenant_id, clientId, metadata.client_secret);

@@ -31,7 +31,7 @@ import { isUsedRefreshToken, postgresAdapter, textRefused, unstorableText } from
 import { clearedAccountCookie } from './account-session';
 import { logoutPage, messagePage, providerErrorPage, SELF_SUBMITTING_CSP, selfSubmittingPage, shownAppName } from './pages';
 import { setPage } from './send-page';
-import { issuedUnderCurrentSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
+import { issuedUnderCurrentSecret, newClientSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { scopesForUser } from './client-registration';
 import { isApiScope, OIDC_SCOPES, registeredScopes, scopesStillHeld, withinUserRole } from './scopes';
 import type { PrivateJwk } from './signing-keys';
@@ -336,7 +336,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
       // SPEC 5.1 names bearer tokens only, and the API checks no proof of possession.
       dPoP: { enabled: false },
-      registration: { enabled: true },
+      registration: { enabled: true, secretFactory: async () => newClientSecret() },
       userinfo: { enabled: true },
       // The provider's own pages load web fonts from elsewhere; these are the service's pages.
       rpInitiatedLogout: {
