@@ -32,6 +32,7 @@ import {
   requireHost,
   requireValidQuery,
 } from './common/protocol-errors';
+import { apiCors, setCorsHeaders } from './common/cors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
 import { serializeJson } from './common/json-reply';
 import { EVERY_RESPONSE, securityHeaders, setSecurityHeaders } from './common/security-headers';
@@ -131,6 +132,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   http.addHook('onRequest', securityHeaders);
   const logRequest = requestLogging(logger);
   http.addHook('onRequest', logRequest);
+  // Before the credential and rate-limit steps, which a preflight (no credential) has no use for.
+  http.addHook('onRequest', apiCors(config.corsOrigins));
   http.addHook('onRequest', dropBodyOfGet);
   const credentials = app.get(CredentialHook);
   const rateLimit = app.get(RateLimitHook);
@@ -148,6 +151,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   preRouting.push(
     async (_request, reply) => setSecurityHeaders(reply),
     (request, reply) => new Promise<void>((resolve) => logRequest.call(http, request, reply, () => resolve())),
+    async (request, reply) => void setCorsHeaders(config.corsOrigins, request, reply),
     (request, reply) => new Promise<void>((resolve) => credentials.onRequest(request, reply, () => resolve())),
     rateLimit.onRequest,
   );

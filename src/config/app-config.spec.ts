@@ -29,6 +29,15 @@ describe('loadConfig', () => {
     expect(c.REQUEST_TIMEOUT_MS).toBe(300_000);
   });
 
+  it('takes CORS_ORIGINS as *, none or a comma list of origins, refusing anything else naming it', () => {
+    expect(loadConfig({}).corsOrigins).toBe('*');
+    expect(loadConfig({ CORS_ORIGINS: 'none' }).corsOrigins).toEqual(new Set());
+    expect(loadConfig({ CORS_ORIGINS: 'https://app.example.com, http://localhost:5173' }).corsOrigins).toEqual(new Set(['https://app.example.com', 'http://localhost:5173']));
+    for (const bad of ['https://app.example.com/', 'https://app.example.com/path', 'app.example.com', 'ftp://app.example.com', 'https://APP.example.com', 'https://app.example.com:443', 'https://a.example,,https://b.example']) {
+      expect([bad, configError({ CORS_ORIGINS: bad }).message]).toEqual([bad, expect.stringContaining('CORS_ORIGINS')]);
+    }
+  });
+
   it('treats empty strings as unset', () => {
     expect(loadConfig({ PORT: '', RATE_LIMIT_ENABLED: '' }).PORT).toBe(3000);
   });

@@ -6,6 +6,7 @@
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy, validateSync } from 'class-validator';
 import ipaddr from 'ipaddr.js';
+import type { CorsOrigins } from '../common/cors';
 import { maskPassword } from '../common/startup-error';
 import { redirectAllowlistProblem } from '../integrations/redirect-allowlist';
 
@@ -303,6 +304,18 @@ export class AppConfig {
   @int() @IsInt() @Min(60) @Max(86_400)
   ACCESS_TOKEN_TTL = 3600;
 
+  /** Origins a browser app may call the API from (CORS, src/common/cors.ts): `*` (any, the
+   *  default: the API takes bearer credentials only, never cookies), a comma list of origins
+   *  (`https://app.example.com,http://localhost:5173`), or `none`. */
+  @Transform(({ value }) => (typeof value === 'string' ? value.trim() : value))
+  @IsString()
+  @ValidateBy({
+    name: 'corsOrigins',
+    validator: { validate: (value) => typeof value === 'string' && corsOriginsOf(value) !== undefined },
+    constraints: [],
+  }, { message: 'must be *, none, or a comma list of origins such as https://app.example.com (scheme, host and port only)' })
+  CORS_ORIGINS = '*';
+
   /** Whether /auth/sign-up is open: anyone may create a tenant of their own, as its admin user. */
   @bool() @IsBoolean()
   SVC_SIGNUP_ENABLED = false;
@@ -353,6 +366,11 @@ export class AppConfig {
     return (this.SVC_BASE_URL ?? `http://localhost:${this.PORT}`).replace(/\/+$/, '');
   }
 
+  /** CORS_ORIGINS as the CORS hook takes it. */
+  get corsOrigins(): CorsOrigins {
+    return corsOriginsOf(this.CORS_ORIGINS)!;
+  }
+
   /** Whether cookies the service sets are `Secure`: it is served over https. */
   get secureCookies(): boolean {
     return this.baseUrl.startsWith('https:');
@@ -385,6 +403,14 @@ export class AppConfig {
   get trustProxy(): boolean | string | ((address: string, hop: number) => boolean) {
     return trustProxySetting(this.TRUST_PROXY);
   }
+}
+
+/** CORS_ORIGINS read: `*`, or the set of origins (`none`: empty); undefined when an entry is no origin. */
+function corsOriginsOf(text: string): CorsOrigins | undefined {
+  if (text === '*') return '*';
+  const entries = text === 'none' ? [] : text.split(',').map((entry) => entry.trim());
+  // An origin is a URL's scheme, host and port as the browser sends it: what URL.origin writes.
+  return entries.every((entry) => /^https?:\/\//.test(entry) && URL.parse(entry)?.origin === entry) ? new Set(entries) : undefined;
 }
 
 export class ConfigError extends Error {}
