@@ -1122,12 +1122,15 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
       (await t.sql<{ exp: number; expires_at: number }>(`SELECT (payload->>'exp')::int AS exp, floor(extract(epoch from expires_at))::int AS expires_at FROM oidc_models WHERE id = $1`, [id]))[0];
     const now = async () => (await t.sql<{ now: number }>(`SELECT floor(extract(epoch from now()))::int AS now`))[0].now;
     const [{ iat }] = await t.sql<{ iat: number }>(`SELECT (payload->>'iat')::int AS iat FROM oidc_models WHERE id = $1`, [grantId]);
+    /** Moves the grant's end to `interval` from now. */
+    const endGrantIn = (interval: string) =>
+      t.sql(
+        `WITH e AS (SELECT floor(extract(epoch from now() + $2::interval))::int AS exp)
+         UPDATE oidc_models SET expires_at = to_timestamp(e.exp), payload = jsonb_set(payload, '{exp}', to_jsonb(e.exp)) FROM e WHERE id = $1`,
+        [grantId, interval],
+      );
     // The first consent was a year ago, less a day.
-    await t.sql(
-      `WITH e AS (SELECT floor(extract(epoch from now() + interval '1 day'))::int AS exp)
-       UPDATE oidc_models SET expires_at = to_timestamp(e.exp), payload = jsonb_set(payload, '{exp}', to_jsonb(e.exp)) FROM e WHERE id = $1`,
-      [grantId],
-    );
+    await endGrantIn('1 day');
     const grantEnd = await endOf(grantId);
 
     // A refresh leaves the grant's end where it is, and the refresh token it issues ends with the grant, not 30 days on
@@ -1156,11 +1159,7 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     const last = await oidc.refreshTokenGrant(app, refreshed.refresh_token!);
 
     // Ten minutes from its end, the grant's access tokens (an hour otherwise) say they last ten minutes, as its refresh tokens do.
-    await t.sql(
-      `WITH e AS (SELECT floor(extract(epoch from now() + interval '10 minutes'))::int AS exp)
-       UPDATE oidc_models SET expires_at = to_timestamp(e.exp), payload = jsonb_set(payload, '{exp}', to_jsonb(e.exp)) FROM e WHERE id = $1`,
-      [grantId],
-    );
+    await endGrantIn('10 minutes');
     const closing = await endOf(grantId);
     const late = await oidc.refreshTokenGrant(app, last.refresh_token!);
     expect(late.expires_in).toBeGreaterThan(0);
