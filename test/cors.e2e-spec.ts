@@ -92,6 +92,36 @@ describe('CORS for browser apps', () => {
     expect(await fetchFrom(app.origin, `${open.url}/no-such-route`)).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
   });
 
+  it('streams events to an app on another origin through fetch', async () => {
+    const page = await browser.newPage();
+    type Held = { reader: ReadableStreamDefaultReader<Uint8Array>; text: string };
+    try {
+      await page.goto(app.origin);
+      // The stream is open once its first line (`retry:`) has arrived.
+      const opened = await page.evaluate(
+        async ([url, token]) => {
+          const res = await fetch(url, { headers: { Authorization: `Bearer ${token}` } });
+          const held: Held = { reader: res.body!.getReader(), text: '' };
+          (window as unknown as { held: Held }).held = held;
+          while (!held.text.includes('retry:')) held.text += new TextDecoder().decode((await held.reader.read()).value);
+          return { status: res.status, type: res.headers.get('content-type') };
+        },
+        [`${open.url}/events`, key] as const,
+      );
+      expect(opened).toMatchObject({ status: 200, type: expect.stringContaining('text/event-stream') });
+      const created = (await open.http.post('/items').set(bearer(key)).send({ type: 'core.note', properties: { title: 'streamed' } }).expect(201)).body.id as string;
+      const text = await page.evaluate(async (id) => {
+        const held = (window as unknown as { held: Held }).held;
+        while (!held.text.includes(id)) held.text += new TextDecoder().decode((await held.reader.read()).value);
+        await held.reader.cancel();
+        return held.text;
+      }, created);
+      expect(text).toContain('item.created');
+    } finally {
+      await page.close();
+    }
+  });
+
   it('keeps the /auth/ routes closed to other origins: the account pages work by cookie', async () => {
     expect(await fetchFrom(app.origin, `${open.url}/auth/clients`, { headers: { Authorization: `Bearer ${key}` } })).toMatchObject({ refused: expect.stringContaining('TypeError') });
     const preflight = await open.http.options('/auth/grants').set('Origin', app.origin).set('Access-Control-Request-Method', 'POST');
