@@ -32,7 +32,7 @@ import {
   requireHost,
   requireValidQuery,
 } from './common/protocol-errors';
-import { apiCors, setCorsHeaders } from './common/cors';
+import { answerPreflight, corsHeaders, setCorsHeaders } from './common/cors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
 import { serializeJson } from './common/json-reply';
 import { EVERY_RESPONSE, securityHeaders, setSecurityHeaders } from './common/security-headers';
@@ -132,8 +132,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   http.addHook('onRequest', securityHeaders);
   const logRequest = requestLogging(logger);
   http.addHook('onRequest', logRequest);
-  // Before the credential and rate-limit steps, which a preflight (no credential) has no use for.
-  http.addHook('onRequest', apiCors(config.corsOrigins));
+  http.addHook('onRequest', corsHeaders(config.corsOrigins));
   http.addHook('onRequest', dropBodyOfGet);
   const credentials = app.get(CredentialHook);
   const rateLimit = app.get(RateLimitHook);
@@ -145,13 +144,14 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   http.addHook('onRequest', requireHost);
   http.addHook('onRequest', refuseTransferCodings);
   http.addHook('onRequest', requireValidQuery);
+  http.addHook('onRequest', answerPreflight);
   http.addHook('onRequest', app.get(OidcMount).onRequest);
   // The caller's tenant, for its share of the database pool (database/tenant-shared-pool.ts).
   http.addHook('preHandler', enterTenantContext);
   preRouting.push(
     async (_request, reply) => setSecurityHeaders(reply),
     (request, reply) => new Promise<void>((resolve) => logRequest.call(http, request, reply, () => resolve())),
-    async (request, reply) => void setCorsHeaders(config.corsOrigins, request, reply),
+    async (request, reply) => setCorsHeaders(config.corsOrigins, request, reply),
     (request, reply) => new Promise<void>((resolve) => credentials.onRequest(request, reply, () => resolve())),
     rateLimit.onRequest,
   );

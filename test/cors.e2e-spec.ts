@@ -35,7 +35,7 @@ describe('CORS for browser apps', () => {
     if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`);
     [app, stranger] = await Promise.all([pageOrigin(), pageOrigin()]);
     open = await startApp();
-    listed = await startApp({ CORS_ORIGINS: `https://other.example, ${app.origin}` });
+    listed = await startApp({ CORS_ORIGINS: `https://other.example, ${app.origin}`, RATE_LIMIT_ENABLED: 'true' });
     key = (await bootstrapAdmin(open)).key;
     listedKey = (await bootstrapAdmin(listed)).key;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
@@ -102,7 +102,7 @@ describe('CORS for browser apps', () => {
         async ([url, token]) => {
           const res = await fetch(url, { headers: { Authorization: `Bearer ${token}` } });
           const held: Held = { reader: res.body!.getReader(), text: '' };
-          (window as unknown as { held: Held }).held = held;
+          (globalThis as unknown as { held: Held }).held = held;
           while (!held.text.includes('retry:')) held.text += new TextDecoder().decode((await held.reader.read()).value);
           return { status: res.status, type: res.headers.get('content-type') };
         },
@@ -111,7 +111,7 @@ describe('CORS for browser apps', () => {
       expect(opened).toMatchObject({ status: 200, type: expect.stringContaining('text/event-stream') });
       const created = (await open.http.post('/items').set(bearer(key)).send({ type: 'core.note', properties: { title: 'streamed' } }).expect(201)).body.id as string;
       const text = await page.evaluate(async (id) => {
-        const held = (window as unknown as { held: Held }).held;
+        const held = (globalThis as unknown as { held: Held }).held;
         while (!held.text.includes(id)) held.text += new TextDecoder().decode((await held.reader.read()).value);
         await held.reader.cancel();
         return held.text;
@@ -124,9 +124,12 @@ describe('CORS for browser apps', () => {
 
   it('keeps the /auth/ routes closed to other origins: the account pages work by cookie', async () => {
     expect(await fetchFrom(app.origin, `${open.url}/auth/clients`, { headers: { Authorization: `Bearer ${key}` } })).toMatchObject({ refused: expect.stringContaining('TypeError') });
-    const preflight = await open.http.options('/auth/grants').set('Origin', app.origin).set('Access-Control-Request-Method', 'POST');
-    expect(preflight.status).toBe(404);
-    expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
+    // However the path is spelled, as the router matches it.
+    for (const path of ['/auth/grants', '/AUTH/grants', '/%61uth/grants', '/%61uth/sessions/revoke']) {
+      const preflight = await open.http.options(path).set('Origin', app.origin).set('Access-Control-Request-Method', 'POST');
+      expect([path, preflight.status, preflight.headers['access-control-allow-origin']]).toEqual([path, 404, undefined]);
+    }
+    expect((await open.http.get('/%61uth/clients').set(bearer(key)).set('Origin', app.origin).expect(200)).headers['access-control-allow-origin']).toBeUndefined();
     // userinfo keeps its own CORS (any origin).
     const userinfo = await open.http.options('/auth/userinfo').set('Origin', app.origin).set('Access-Control-Request-Method', 'GET');
     expect([userinfo.status, userinfo.headers['access-control-allow-origin']]).toEqual([204, '*']);
@@ -158,5 +161,10 @@ describe('CORS for browser apps', () => {
     const other = await listed.http.get('/items').set(bearer(listedKey)).set('Origin', stranger.origin).expect(200);
     expect([other.headers['access-control-allow-origin'], other.headers.vary]).toEqual([undefined, 'Origin']);
     expect((await listed.http.options('/items').set('Origin', stranger.origin).set('Access-Control-Request-Method', 'GET')).status).toBe(404);
+    // A preflight is counted like any request, and says so (SPEC 8.1: every response carries the headers).
+    const preflight = await listed.http.options('/items').set('Origin', app.origin).set('Access-Control-Request-Method', 'GET').expect(204);
+    expect(preflight.headers['x-ratelimit-remaining']).toMatch(/^\d+$/);
+    // An empty Access-Control-Request-Method is no preflight.
+    expect((await listed.http.options('/items').set('Origin', app.origin).set('Access-Control-Request-Method', '')).status).toBe(404);
   });
 });

@@ -260,6 +260,33 @@ describe('hostile input (e2e)', () => {
     expect(JSON.parse(res.body)).toEqual({ error: { code: 'invalid_request', message: expect.any(String) } });
   });
 
+  it('answers a request that asked to close the connection though bytes follow it, and reads nothing after it (RFC 9112 9.6)', async () => {
+    const json = JSON.stringify({ type: 'core.note', properties: { title: 'closing' } });
+    const before = await count('items');
+    for (const after of ['GET /health HTTP/1.1\r\nHost: x\r\n\r\n', 'X']) {
+      const res = await rawRequest(
+        t.url,
+        `POST /items HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\nContent-Type: application/json\r\nContent-Length: ${json.length}\r\nConnection: close\r\n\r\n${json}${after}`,
+      );
+      expect([after, res.status]).toEqual([after, 201]);
+    }
+    expect(await count('items')).toBe(before + 2);
+    const get = await rawRequest(t.url, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(get.status).toBe(200);
+  });
+
+  it('refuses Transfer-Encoding in an HTTP/1.0 request (RFC 9112 6.1), and writes nothing', async () => {
+    const json = JSON.stringify({ type: 'core.note', properties: { title: 'one-oh' } });
+    const before = await count('items');
+    const res = await rawRequest(
+      t.url,
+      `POST /items HTTP/1.0\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${json.length.toString(16)}\r\n${json}\r\n0\r\n\r\n`,
+    );
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body)).toMatchObject({ error: { code: 'invalid_request', details: { transfer_encoding: 'chunked' } } });
+    expect(await count('items')).toBe(before);
+  });
+
   it.each(['gzip, chunked', 'identity, chunked', 'x-custom,chunked'])('Transfer-Encoding: %s is 400 invalid_request (no coding but chunked is implemented), and nothing is written', async (codings) => {
     const json = JSON.stringify({ type: 'core.note', properties: { title: 'coded' } });
     const before = await count('items');

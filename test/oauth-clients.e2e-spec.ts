@@ -241,6 +241,10 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
     expect(badFields(await patch({ client_name: 'Twice', post_logout_redirect_uris: [other, 'http://127.0.0.1/bye', other] }))).toEqual(['post_logout_redirect_uris']);
     expect((await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200)).body).toMatchObject({ redirect_uris: [redirectUri, `${redirectUri}/`], post_logout_redirect_uris: [other] });
     expect((await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200)).body).not.toHaveProperty('client_name');
+    // A client stored with a repeat before the rule can still be changed otherwise, and its list mended.
+    await t.sql(`UPDATE oidc_models SET payload = jsonb_set(payload, '{redirect_uris}', $2::jsonb) WHERE model = 'Client' AND id = $1`, [app.client_id, JSON.stringify([redirectUri, redirectUri])]);
+    expect((await patch({ client_name: 'Older app' })).status).toBe(200);
+    expect((await patch({ redirect_uris: [redirectUri] })).body).toMatchObject({ client_name: 'Older app', redirect_uris: [redirectUri] });
     // Open registration refuses them alike, in RFC 7591's form (the provider names redirect URI problems invalid_redirect_uri).
     for (const body of [{ redirect_uris: [redirectUri, redirectUri] }, { redirect_uris: [redirectUri], post_logout_redirect_uris: ['https://app.example.com/bye', 'https://app.example.com/bye'] }]) {
       const open = await t.http.post('/auth/oauth2/register').send({ client_name: 'Open twice', token_endpoint_auth_method: 'none', ...body });

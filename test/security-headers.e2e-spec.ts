@@ -55,6 +55,22 @@ describe('security headers', () => {
     // A header sent twice would arrive joined ("nosniff, nosniff").
     expectEveryResponseHeaders(download, 'GET /blobs/{hash}');
     expect(download.headers['content-security-policy']).toBe("default-src 'none'; sandbox");
+    // Its own caching too: content-addressed bytes may be kept, privately.
+    expect(download.headers['cache-control']).toBe('private, max-age=31536000, immutable');
+  });
+
+  it('keeps no answer to a credential in any cache (no-store), and leaves public answers alone', async () => {
+    const member = (await t.http.post('/keys').set(bearer(admin)).send({ label: 'member', role: 'member' }).expect(201)).body.key;
+    const answers: Array<[string, Response]> = [
+      ['GET /keys', await t.http.get('/keys').set(bearer(admin)).expect(200)],
+      ['GET /items', await t.http.get('/items').set(bearer(member)).expect(200)],
+      ['GET /audit', await t.http.get('/audit').set(bearer(admin)).expect(200)],
+      ['GET /keys, forbidden', await t.http.get('/keys').set(bearer(member)).expect(403)],
+      ['GET /items, a bad key', await t.http.get('/items').set(bearer('svc_k1_nope')).expect(401)],
+      ['HEAD /types', await t.http.head('/types').set(bearer(member)).expect(200)],
+    ];
+    for (const [what, res] of answers) expect([what, res.headers['cache-control']]).toEqual([what, 'no-store']);
+    expect((await t.http.get('/health').expect(200)).headers['cache-control']).toBeUndefined();
   });
 
   it('keeps /docs from being framed, with a policy that leaves Swagger UI\'s scripts and styles be', async () => {

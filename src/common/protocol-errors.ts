@@ -16,7 +16,8 @@
  *   `Expect` other than `100-continue` (Node's: a bare 417), and `CONNECT` (Node's: a closed
  *   connection), answered on the server itself (`refuseUnsupported`).
  * - A request that reaches the server while it closes (Fastify's: a bare 503), `refuseWhileClosing`.
- * - A transfer coding Node reads past without applying it (`refuseTransferCodings`).
+ * - A transfer coding Node reads past without applying it, and any in an HTTP/1.0 request
+ *   (`refuseTransferCodings`).
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { randomUUID } from 'node:crypto';
@@ -67,6 +68,10 @@ const answering = new WeakSet<Duplex>();
 export function clientErrorHandler(logger: Logger, bare: BareHeaders) {
   return (err: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void => {
     if (err.code === 'ECONNRESET' || socket.destroyed || answering.has(socket)) return;
+    // Bytes after a request that asked to close the connection: that request still gets its
+    // answer, after which the connection closes, and what followed is never read (RFC 9112 9.6).
+    // Refusing here would destroy the socket under the answer in progress.
+    if (err.code === 'HPE_CLOSED_CONNECTION') return;
     answering.add(socket);
     socket.pause(); // nothing more of this request is read while its answer waits for the rate limit
     const apiError = refusal(err.code);
@@ -203,6 +208,13 @@ export const requireValidQuery: onRequestHookHandler = (request, reply, done) =>
  */
 export const refuseTransferCodings: onRequestHookHandler = (request, reply, done) => {
   const codings = request.headers['transfer-encoding']?.split(',').map((c) => c.trim().toLowerCase()).filter(Boolean);
+  if (codings !== undefined && request.raw.httpVersion === '1.0') {
+    // HTTP/1.0 has no transfer codings: such a message's framing is faulty (RFC 9112 6.1), and its
+    // connection is not to be used again.
+    const apiError = new ApiError(400, 'invalid_request', 'An HTTP/1.0 request cannot use Transfer-Encoding', { transfer_encoding: request.headers['transfer-encoding'] });
+    void reply.status(400).header('Connection', 'close').send(apiError.toEnvelope());
+    return;
+  }
   if (codings === undefined || (codings.length === 1 && codings[0] === 'chunked')) return done();
   const apiError = new ApiError(400, 'invalid_request', 'Unsupported Transfer-Encoding: only chunked is implemented', {
     transfer_encoding: request.headers['transfer-encoding'],

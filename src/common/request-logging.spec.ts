@@ -42,6 +42,7 @@ describe('request logging', () => {
   it('masks the user-info of an absolute-form request target', () => {
     expect(maskUrl('http://admin:S3CRET@127.0.0.1:3000/items?x=1')).toBe('http://[redacted]@127.0.0.1:3000/items?x=1');
     expect(maskUrl('http://user:pa%40ss@S3CRET@127.0.0.1/health')).toBe('http://[redacted]@127.0.0.1/health');
+    expect(maskUrl('admin:S3CRET@127.0.0.1:22')).toBe('[redacted]@127.0.0.1:22');
     expect(maskUrl('/items/abc@def?x=1')).toBe('/items/abc@def?x=1');
   });
 });

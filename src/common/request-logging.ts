@@ -50,9 +50,10 @@ const decoded = (segment: string): string => {
 export function maskUrl(url: string): string {
   const q = url.indexOf('?');
   // An absolute-form request target (`GET http://user:password@host/…`) may carry user-info,
-  // which ends at the authority's last `@` (a password may hold a raw one).
+  // which ends at the authority's last `@` (a password may hold a raw one); so may an
+  // authority-form one (`CONNECT user:password@host:443`).
   const path = (q < 0 ? url : url.slice(0, q))
-    .replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1[redacted]@')
+    .replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/?#]*@/i, '$1[redacted]@')
     .split('/')
     .map((segment) => (isOwnSecret(decoded(segment)) ? '[redacted]' : segment))
     .join('/');

@@ -21,9 +21,15 @@ export function setSecurityHeaders(reply: FastifyReply): void {
   for (const [name, value] of Object.entries(EVERY_RESPONSE)) reply.raw.setHeader(name, value);
 }
 
-/** A fastify onRequest hook; app.factory.ts registers it first. */
-export const securityHeaders: onRequestHookHandler = (_request, reply, done) => {
+/**
+ * A fastify onRequest hook; app.factory.ts registers it first. An answer to a request that
+ * carries a credential is `Cache-Control: no-store` unless its route says otherwise (a blob, kept
+ * privately by its content hash): a shared cache may not store it anyway (RFC 9111 3.5), but a
+ * browser's or a client library's would keep lists of keys, users and audit rows on disk.
+ */
+export const securityHeaders: onRequestHookHandler = (request, reply, done) => {
   setSecurityHeaders(reply);
+  if (request.headers.authorization !== undefined) reply.raw.setHeader('Cache-Control', 'no-store');
   done();
 };
 

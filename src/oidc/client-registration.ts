@@ -38,3 +38,18 @@ export function scopesForUser(
   if (!user || !servesUser(client, user)) return undefined;
   return withinUserRole(given, user.role);
 }
+
+/** The lists of URIs a client registers, each a set of exact strings (RFC 7591 2, OIDC RP-Initiated Logout 3.1). */
+export const URI_LISTS = ['redirect_uris', 'post_logout_redirect_uris'] as const;
+
+/**
+ * The URI lists of `metadata` that name a URI twice, compared as sent (the provider matches a
+ * redirect exactly, so two spellings are two URIs, and it would keep a repeat): for an admin's
+ * registration and update (clients.service.ts) and for open registration alike.
+ */
+export function repeatedUriLists(metadata: Record<string, unknown>): Array<(typeof URI_LISTS)[number]> {
+  return URI_LISTS.filter((field) => {
+    const uris = metadata[field];
+    return Array.isArray(uris) && new Set(uris).size !== uris.length;
+  });
+}

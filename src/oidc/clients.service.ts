@@ -45,6 +45,7 @@ import { decodeCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
+import { repeatedUriLists, URI_LISTS } from './client-registration';
 import { clientCredentialId, newClientSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { inTransaction, underConnectionLock } from './oidc-adapter';
@@ -245,7 +246,7 @@ export class ClientsService {
         if (value === null) delete after[key];
         else if (value !== undefined) after[key] = value;
       }
-      await validateClient(provider, after);
+      await validateClient(provider, after, { ...dto });
       await store.upsert(clientId, after, 0);
       // The provider's view of the client as now stored (read through this transaction), so that
       // its own matching (a loopback redirect on any port) decides what is still allowed.
@@ -291,22 +292,16 @@ export class ClientsService {
   }
 }
 
-/** The lists of URIs a client registers, each a set of exact strings (RFC 7591 2, OIDC RP-Initiated Logout 3.1). */
-const URI_LISTS = ['redirect_uris', 'post_logout_redirect_uris'] as const;
-
 /**
- * A client's metadata as a whole, for a registration and an update alike. Each URI list names a
- * URI once, compared as sent (the provider matches a redirect exactly, so two spellings are two
- * URIs); the provider would keep a repeat, so it is refused here, naming the list as the DTO's
- * checks of it do. Then the provider's rules (oidc-provider.factory.ts adds the service's: http
+ * A client's metadata as a whole, for a registration and an update alike. The URI lists `given`
+ * name each URI once (repeatedUriLists; an update checks only those it sets, so a client stored
+ * with a repeat before the rule can still be changed otherwise), refused naming the list as the
+ * DTO's checks do. Then the provider's rules (oidc-provider.factory.ts adds the service's: http
  * redirects only to loopback, client_credentials only for a confidential client, …), whose
  * refusal is 400 `validation_error` naming `(client)`.
  */
-async function validateClient(provider: Provider, metadata: Record<string, unknown>): Promise<void> {
-  const repeats = URI_LISTS.filter((field) => {
-    const uris = metadata[field];
-    return Array.isArray(uris) && new Set(uris).size !== uris.length;
-  });
+async function validateClient(provider: Provider, metadata: Record<string, unknown>, given: Record<string, unknown> = metadata): Promise<void> {
+  const repeats = repeatedUriLists(metadata).filter((field) => given[field] !== undefined);
   if (repeats.length) throw validationError(repeats.map((field) => ({ field, message: 'must not list a URI twice' })));
   try {
     await provider.Client.validate(metadata as never);

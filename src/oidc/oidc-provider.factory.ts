@@ -32,7 +32,7 @@ import { clearedAccountCookie } from './account-session';
 import { logoutPage, messagePage, providerErrorPage, SELF_SUBMITTING_CSP, selfSubmittingPage, shownAppName } from './pages';
 import { setPage } from './send-page';
 import { issuedUnderCurrentSecret, newClientSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
-import { scopesForUser } from './client-registration';
+import { repeatedUriLists, scopesForUser } from './client-registration';
 import { isApiScope, OIDC_SCOPES, registeredScopes, scopesStillHeld, withinUserRole } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 import { prepareTokenRequestLimit, TokenRequestLimit, useTokenRequestLimit } from './token-rate-limit';
@@ -236,11 +236,8 @@ function refuseOddRegistration(metadata: ClientMetadata, errors: typeof import('
   for (const [key, value] of Object.entries(metadata)) {
     if (Array.isArray(value) && value.length > MAX_LIST_ENTRIES) throw new errors.InvalidClientMetadata(`${key} takes at most ${MAX_LIST_ENTRIES} entries`);
   }
-  // As POST /auth/clients refuses them (clients.service.ts, validateClient): compared as sent.
-  for (const key of ['redirect_uris', 'post_logout_redirect_uris']) {
-    const uris: unknown = metadata[key];
-    if (Array.isArray(uris) && new Set(uris).size !== uris.length) throw new errors.InvalidClientMetadata(`${key} must not list a URI twice`);
-  }
+  const [repeated] = repeatedUriLists(metadata);
+  if (repeated) throw new errors.InvalidClientMetadata(`${repeated} must not list a URI twice`);
   const name: unknown = metadata.client_name;
   // Not a string: the provider's own message. NUL or a lone surrogate: the input policy's invalid_request (oidc-adapter.ts).
   if (typeof name === 'string' && !textIssue(name) && !isUserName(name)) throw new errors.InvalidClientMetadata(CLIENT_NAME_RULE);

@@ -52,7 +52,8 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
         'X-RateLimit-Reset (Unix time in seconds), and a 429 also Retry-After; requests the HTTP layer cannot parse (a malformed ' +
         'request line or headers, 408, 417, 431) count against the client address in the bucket of unrouted paths, and a 503 while ' +
         'the instance shuts down or while a bearer token cannot be checked is counted too. Every GET operation also answers HEAD: the same status and headers, without a body (but where its own HEAD operation documents otherwise: the connector callback). ' +
-        'Every response carries X-Content-Type-Options: nosniff and Referrer-Policy: no-referrer. ' +
+        'Every response carries X-Content-Type-Options: nosniff and Referrer-Policy: no-referrer, and an answer to a request carrying Authorization ' +
+        'is Cache-Control: no-store unless its operation documents another Cache-Control (a blob download). ' +
         'Browser apps on another origin may call every route outside /auth/ and /.well-known/ (CORS_ORIGINS, any origin by default): ' +
         'answers carry Access-Control-Allow-Origin and Access-Control-Expose-Headers, and a preflight (OPTIONS with Access-Control-Request-Method) is 204; never with credentials.',
     )

@@ -10,8 +10,9 @@ export class TenantsMillisecondCreated1732300004900 implements MigrationInterfac
   name = 'TenantsMillisecondCreated1732300004900';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`ALTER TABLE tenants ALTER COLUMN created_at SET DEFAULT date_trunc('milliseconds', now())`);
+    // The rows first, which readers need not wait for; the ALTER's exclusive lock then lasts only to the commit.
     await q.query(`UPDATE tenants SET created_at = date_trunc('milliseconds', created_at) WHERE created_at <> date_trunc('milliseconds', created_at)`);
+    await q.query(`ALTER TABLE tenants ALTER COLUMN created_at SET DEFAULT date_trunc('milliseconds', now())`);
   }
 
   async down(q: QueryRunner): Promise<void> {
