@@ -28,7 +28,7 @@ import type { Logger } from 'pino';
 import { ApiError } from './api-error';
 import { announcesBody, isPercentEncoded } from './body-parsing';
 import { toApiError } from './exception.filter';
-import { maskUrl } from './request-logging';
+import { requestFields } from './request-logging';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './unavailable';
 
 function refusal(code: string | undefined): ApiError {
@@ -88,7 +88,7 @@ export function clientErrorHandler(logger: Logger, bare: BareHeaders) {
 export function refuseUnsupported(server: Server, logger: Logger, bare: BareHeaders): void {
   // Logged as the request hook logs a request, which never sees these.
   const logRefusal = (req: IncomingMessage, id: string, status: number) =>
-    logger.warn({ req: { id, method: req.method, url: maskUrl(req.url ?? ''), remoteAddress: req.socket.remoteAddress }, res: { statusCode: status } }, 'request refused');
+    logger.warn({ req: requestFields(req, id), res: { statusCode: status } }, 'request refused');
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const apiError = new ApiError(417, 'invalid_request', 'Only "Expect: 100-continue" is supported');
     const body = JSON.stringify(apiError.toEnvelope());

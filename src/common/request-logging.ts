@@ -128,6 +128,11 @@ function levelOf(res: FastifyReply['raw']): Level {
   return res.statusCode >= 500 && res.statusCode !== 503 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
 }
 
+/** How a log line names a request: the request line's fields, and a refusal's before routing. */
+export function requestFields(req: IncomingMessage, id: string) {
+  return { id, method: req.method, url: maskUrl(req.url ?? ''), remoteAddress: req.socket.remoteAddress };
+}
+
 /**
  * The first request hook: returns the request id as X-Request-Id, and logs the request once
  * its response is sent (or abandoned: "request aborted", at `warn` at least, with a null
@@ -140,7 +145,7 @@ export function requestLogging(logger: Logger): onRequestHookHandler {
     reply.header('X-Request-Id', id);
     if (logger.isLevelEnabled('error')) {
       const started = performance.now();
-      const remoteAddress = req.socket.remoteAddress;
+      const fields = requestFields(req.raw, id);
       const res = reply.raw;
       res.once('close', () => {
         const finished = res.writableFinished;
@@ -154,7 +159,7 @@ export function requestLogging(logger: Logger): onRequestHookHandler {
         if (!logger.isLevelEnabled(level)) return;
         logger[level](
           {
-            req: { id, method: req.method, url: maskUrl(req.url), remoteAddress },
+            req: fields,
             res: { statusCode: sent ? res.statusCode : null },
             responseTime: Math.round(performance.now() - started),
           },

@@ -50,6 +50,7 @@ import { clientCredentialId, newClientSecret, SECRET_CLAIM, secretClaim } from '
 import { OAuthTokenCache } from './oauth-token-cache';
 import { inTransaction, underConnectionLock } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
+import { registeredScopes, scopeWords } from './scopes';
 
 /** The provider's storage of clients (oidc-adapter.ts): `find` opens the sealed secret, `upsert` seals it. */
 interface ClientStore {
@@ -246,13 +247,13 @@ export class ClientsService {
         if (value === null) delete after[key];
         else if (value !== undefined) after[key] = value;
       }
-      await validateClient(provider, after, { ...dto });
+      await validateClient(provider, after, dto);
       await store.upsert(clientId, after, 0);
       // The provider's view of the client as now stored (read through this transaction), so that
       // its own matching (a loopback redirect on any port) decides what is still allowed.
       const client = await provider.Client.find(clientId);
       // The API as a resource server is SVC_BASE_URL (oidc-provider.factory.ts, resourceIndicators).
-      await narrowGrants(m, clientId, allowedScopes(after), this.config.baseUrl);
+      await narrowGrants(m, clientId, registeredScopes(after), this.config.baseUrl);
       await endPendingWork(m, clientId, client!, removedScopes(before, after));
       const changed = changedFields(Object.fromEntries(Object.keys(dto).map((key) => [key, [asCompared(key, before[key]), asCompared(key, after[key])] as const])));
       if (changed.length) await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.updated', clientId, details: { actor: actorOf(p), changed } }, m);
@@ -300,8 +301,8 @@ export class ClientsService {
  * redirects only to loopback, client_credentials only for a confidential client, …), whose
  * refusal is 400 `validation_error` naming `(client)`.
  */
-async function validateClient(provider: Provider, metadata: Record<string, unknown>, given: Record<string, unknown> = metadata): Promise<void> {
-  const repeats = repeatedUriLists(metadata).filter((field) => given[field] !== undefined);
+async function validateClient(provider: Provider, metadata: Record<string, unknown>, given: object = metadata): Promise<void> {
+  const repeats = repeatedUriLists(metadata).filter((field) => Reflect.get(given, field) !== undefined);
   if (repeats.length) throw validationError(repeats.map((field) => ({ field, message: 'must not list a URI twice' })));
   try {
     await provider.Client.validate(metadata as never);
@@ -317,20 +318,15 @@ async function validateClient(provider: Provider, metadata: Record<string, unkno
  * and contact lists are sets, so one that only reorders them changes nothing (nor records a row).
  */
 function asCompared(field: string, value: unknown): unknown {
-  if (field === 'scope' && typeof value === 'string') return [...new Set(value.split(' ').filter(Boolean))].sort();
+  if (field === 'scope' && typeof value === 'string') return [...new Set(scopeWords(value))].sort();
   if ((field === 'contacts' || (URI_LISTS as readonly string[]).includes(field)) && Array.isArray(value)) return [...value].sort();
   return value;
 }
 
-/** The scopes a client may ask for; undefined: it registered none, and is bounded by none. */
-function allowedScopes(metadata: Record<string, unknown>): Set<string> | undefined {
-  return typeof metadata.scope === 'string' ? new Set(metadata.scope.split(' ').filter(Boolean)) : undefined;
-}
-
 /** What an update took away of the scopes the client could ask for (everything outside the new set when it had none). */
 function removedScopes(before: Record<string, unknown>, after: Record<string, unknown>): (scope: string) => boolean {
-  const old = allowedScopes(before);
-  const now = allowedScopes(after);
+  const old = registeredScopes(before);
+  const now = registeredScopes(after);
   return (scope) => !!now && !now.has(scope) && (!old || old.has(scope));
 }
 
@@ -342,7 +338,7 @@ function removedScopes(before: Record<string, unknown>, after: Record<string, un
  */
 async function narrowGrants(m: EntityManager, clientId: string, allowed: Set<string> | undefined, resource: string): Promise<void> {
   if (!allowed) return;
-  const keep = (scope: unknown) => (typeof scope === 'string' ? scope.split(' ').filter((s) => s && allowed.has(s)).join(' ') : scope);
+  const keep = (scope: unknown) => (typeof scope === 'string' ? scopeWords(scope).filter((s) => allowed.has(s)).join(' ') : scope);
   const grants: Array<{ id: string; payload: GrantPayload }> = await m.query(
     `SELECT id, payload FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1 FOR UPDATE`,
     [clientId],
@@ -378,7 +374,7 @@ async function endPendingWork(m: EntityManager, clientId: string, client: Client
     [clientId],
   );
   const goneInteractions = interactions
-    .filter(({ uri, scope }) => (typeof uri === 'string' && !client.redirectUriAllowed(uri)) || (typeof scope === 'string' && scope.split(' ').some(removed)))
+    .filter(({ uri, scope }) => (typeof uri === 'string' && !client.redirectUriAllowed(uri)) || (typeof scope === 'string' && scopeWords(scope).some(removed)))
     .map((i) => i.id);
   await m.query(`DELETE FROM oidc_models WHERE model = 'Interaction' AND id = ANY($1::text[])`, [goneInteractions]);
 }

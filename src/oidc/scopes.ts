@@ -81,9 +81,12 @@ export function withinTokenScopes(now: Principal, tokenScopes: readonly string[]
   return { ...now, ...permissionsOf(granted), scopes: granted };
 }
 
+/** The words of a space-delimited scope value (RFC 6749 3.3). */
+export const scopeWords = (scope: string | null | undefined): string[] => (scope ?? '').split(' ').filter(Boolean);
+
 /** The scopes a grant holds now (given and not refused since), for the API as `resource`. */
 export function grantScopes(grant: Grant, resource: string): string[] {
-  return `${grant.getOIDCScope()} ${grant.getResourceScope(resource)}`.split(' ').filter(Boolean);
+  return scopeWords(`${grant.getOIDCScope()} ${grant.getResourceScope(resource)}`);
 }
 
 const isGrant = (holder: Grant | Client): holder is Grant => 'getOIDCScope' in holder;
@@ -92,8 +95,8 @@ const isGrant = (holder: Grant | Client): holder is Grant => 'getOIDCScope' in h
  * The scopes a client registered, which bound what it may ask for; undefined when it registered
  * none, which the provider reads as no bound (its own checks test `client.scope` for truth).
  */
-export const registeredScopes = (client: { scope?: string | null } | undefined): Set<string> | undefined =>
-  client?.scope ? new Set(client.scope.split(' ')) : undefined;
+export const registeredScopes = (client: { scope?: unknown } | undefined): Set<string> | undefined =>
+  typeof client?.scope === 'string' && client.scope ? new Set(scopeWords(client.scope)) : undefined;
 
 /**
  * Of the scopes a token was issued with, those it is good for now: the ones its grant still holds
@@ -103,5 +106,5 @@ export const registeredScopes = (client: { scope?: string | null } | undefined):
  */
 export function scopesStillHeld(scope: string | undefined, holder: Grant | Client, resource: string): string[] {
   const stillHeld = isGrant(holder) ? new Set(grantScopes(holder, resource)) : registeredScopes(holder);
-  return (scope ?? '').split(' ').filter((s) => s && (!stillHeld || stillHeld.has(s)));
+  return scopeWords(scope).filter((s) => !stillHeld || stillHeld.has(s));
 }
