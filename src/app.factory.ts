@@ -32,6 +32,7 @@ import {
   requireHost,
   requireValidQuery,
 } from './common/protocol-errors';
+import { registerCompression } from './common/compression';
 import { answerPreflight, corsHeaders, setCorsHeaders } from './common/cors';
 import { createLogger, requestId, requestLogging } from './common/request-logging';
 import { serializeJson } from './common/json-reply';
@@ -162,6 +163,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.useGlobalPipes(createValidationPipe());
   // After AuthModule's guards (bearer, permission, input), which Nest registered as it created the app.
   app.useGlobalGuards(new BodylessRouteGuard());
+  if (config.RESPONSE_COMPRESSION) await registerCompression(app);
   mountOpenApi(app, config);
   bare.of = async (address, method) => ({ ...EVERY_RESPONSE, ...(await rateLimit.unparsed(address, method)) });
   refuseUnsupported(app.getHttpServer(), logger, bare);

@@ -91,6 +91,20 @@ describe('OpenAPI and docs', () => {
     expect(typeof doc.info.title).toBe('string');
   });
 
+  it('carries a weak ETag and no-cache, and answers a matching If-None-Match with 304 in any encoding', async () => {
+    const first = await t.http.get('/openapi.json').set('Accept-Encoding', 'identity').expect(200);
+    const etag = first.headers.etag;
+    expect(etag).toMatch(/^W\/"[\w-]+"$/);
+    expect(first.headers['cache-control']).toBe('no-cache');
+    const packed = await t.http.get('/openapi.json').set('Accept-Encoding', 'gzip').expect(200);
+    expect([packed.headers['content-encoding'], packed.headers.etag]).toEqual(['gzip', etag]);
+    for (const [given, status] of [[etag, 304], [etag.slice(2), 304], [`"other", ${etag}`, 304], ['*', 304], ['W/"other"', 200]] as const) {
+      const res = await t.http.get('/openapi.json').set('If-None-Match', given);
+      expect({ given, status: res.status, etag: res.headers.etag, empty: res.status === 304 ? res.text ?? '' : '' }).toEqual({ given, status, etag, empty: '' });
+    }
+    expect(doc.paths['/openapi.json'].get.responses['304']).toBeDefined();
+  });
+
   it('documents every route the server actually serves', () => {
     const routes = registeredRoutes(t);
     // Sanity: the walk finds the foundation's routes.

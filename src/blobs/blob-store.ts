@@ -9,6 +9,7 @@
  * hence a metadata row always points at complete content.
  */
 import type { Readable } from 'node:stream';
+import type { ByteRange } from './byte-range';
 
 export const BLOB_STORE = Symbol('BLOB_STORE');
 
@@ -18,10 +19,11 @@ export interface BlobStore {
    *  the caller removes it afterwards if it is still there. */
   put(tenantId: string, hash: string, file: string): Promise<void>;
 
-  /** The content as a stream, never buffered whole. Resolves only once the content is known
-   *  to exist, so a caller can still answer with an error status before sending headers;
-   *  rejects with BlobContentMissing when it does not. */
-  open(tenantId: string, hash: string): Promise<Readable>;
+  /** The content as a stream, never buffered whole (only `range` of it when given: offsets
+   *  within the content, both included). Resolves only once the content is known to exist, so
+   *  a caller can still answer with an error status before sending headers; rejects with
+   *  BlobContentMissing when it does not. */
+  open(tenantId: string, hash: string, range?: ByteRange): Promise<Readable>;
 
   /** Whether the content is present (used to re-store content lost behind a metadata row). */
   has(tenantId: string, hash: string): Promise<boolean>;

@@ -15,6 +15,9 @@ import { isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { StreamedBody } from '../common/body-parsing';
+import { Uncompressed } from '../common/compression';
+import { namesEntityTag } from '../common/entity-tags';
+import { ByteRange, contentRange, rangeStillApplies, requestedRange, UNSATISFIABLE } from './byte-range';
 import { ApiCreatedLocation, setCreatedLocation } from '../common/created-location';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
@@ -38,6 +41,7 @@ const CACHE_HEADERS = {
 // Content-Type is described by the response's media type (OpenAPI ignores it as a header).
 const CONTENT_HEADERS = {
   'Content-Length': { description: 'Size in bytes', schema: { type: 'integer' } },
+  'Accept-Ranges': { description: 'bytes: a Range request gets that range (206)', schema: { type: 'string' } },
   ...CACHE_HEADERS,
   'X-Content-Type-Options': { description: 'nosniff', schema: { type: 'string' } },
 } as const;
@@ -122,26 +126,51 @@ export class BlobsController {
   }
 
   @Get(':hash')
+  @Uncompressed()
   @ApiOAuth({ note: 'any token of the tenant.' })
-  @ApiOperation({ summary: 'Download a blob', description: 'Streams the bytes with the Content-Type given at upload.' })
+  @ApiOperation({
+    summary: 'Download a blob',
+    description:
+      'Streams the bytes with the Content-Type given at upload. `Range: bytes=first-last` (or `first-`, or `-suffix`) asks for one ' +
+      'byte range: 206 with Content-Range; past the end, 416 invalid_request with `Content-Range: bytes */size`. Several ranges, ' +
+      'or a Range that does not parse, get the whole content; so does an If-Range that is not the ETag (a resumed download of ' +
+      'other bytes). If-None-Match is decided first.',
+  })
   @ApiParam(HASH_PARAM)
   @ApiHeader({ name: 'If-None-Match', required: false })
+  @ApiHeader({ name: 'Range', required: false, description: 'One byte range: bytes=0-1023, bytes=1024-, bytes=-1024' })
+  @ApiHeader({ name: 'If-Range', required: false, description: 'The ETag: the range holds only while the content is that one' })
   @ApiResponse({
     status: 200,
     description: 'The content, with the Content-Type given at upload',
     headers: CONTENT_HEADERS,
     content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
   })
+  @ApiResponse({
+    status: 206,
+    description: 'The byte range asked for',
+    headers: { ...CONTENT_HEADERS, 'Content-Length': { description: 'Bytes in the range', schema: { type: 'integer' } }, 'Content-Range': { description: 'bytes first-last/size', schema: { type: 'string' } } },
+    content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+  })
   @ApiNotModified()
-  @ApiErrors(400, 401, 404, 429, CONTENT_MISSING)
+  @ApiErrors(400, 401, 404, [416, 'The range starts past the end of the content (invalid_request); Content-Range: bytes */size'], 429, CONTENT_MISSING)
   async download(
     @Caller() caller: Principal,
     @Param('hash', ParseBlobHashPipe) hash: string,
     @Headers('if-none-match') ifNoneMatch: string | undefined,
+    @Headers('range') rangeHeader: string | undefined,
+    @Headers('if-range') ifRange: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const { blob, content } = await this.blobs.open(caller.tenantId, hash);
-    if (!setContentHeaders(ifNoneMatch, reply, blob)) {
+    const rangeOf = (blob: BlobResponse): ByteRange | undefined => {
+      if (namesEntityTag(ifNoneMatch, entityTag(blob)) || !rangeStillApplies(ifRange, entityTag(blob))) return undefined;
+      const range = requestedRange(rangeHeader, blob.size);
+      if (range !== UNSATISFIABLE) return range;
+      reply.header('Content-Range', `bytes */${blob.size}`);
+      throw new ApiError(416, 'invalid_request', `The range starts past the end of the content (${blob.size} bytes)`, { size: blob.size });
+    };
+    const { blob, content, range } = await this.blobs.open(caller.tenantId, hash, rangeOf);
+    if (!setContentHeaders(ifNoneMatch, reply, blob, range)) {
       content.destroy();
       return;
     }
@@ -161,16 +190,7 @@ export class BlobsController {
   }
 }
 
-/**
- * Whether If-None-Match names the entity tag (RFC 9110 13.1.2: weak comparison, `*` for any).
- * Whatever Cache-Control the request carries: its `no-cache` is addressed to caches, not to the
- * origin, and fetch() adds it to every request with a conditional header.
- */
-function namesEntityTag(header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false;
-  if (header.trim() === '*') return true;
-  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
-}
+const entityTag = (blob: BlobResponse) => `"${blob.hash}"`;
 
 /**
  * Sets the download headers. Returns false when the client's copy is current (304 sent).
@@ -178,9 +198,10 @@ function namesEntityTag(header: string | undefined, etag: string): boolean {
  * `Content-Security-Policy: sandbox` keeps an uploaded HTML or SVG file from running script
  * with the API's origin should a browser open it.
  */
-function setContentHeaders(ifNoneMatch: string | undefined, reply: FastifyReply, blob: BlobResponse): boolean {
+function setContentHeaders(ifNoneMatch: string | undefined, reply: FastifyReply, blob: BlobResponse, range?: ByteRange): boolean {
   const headers = {
-    ETag: `"${blob.hash}"`,
+    ETag: entityTag(blob),
+    'Accept-Ranges': 'bytes',
     'Cache-Control': 'private, max-age=31536000, immutable',
     'X-Content-Type-Options': 'nosniff',
     'Content-Security-Policy': "default-src 'none'; sandbox",
@@ -190,7 +211,11 @@ function setContentHeaders(ifNoneMatch: string | undefined, reply: FastifyReply,
     void reply.status(304).send();
     return false;
   }
-  reply.headers({ 'Content-Type': blob.content_type, 'Content-Length': String(blob.size) });
-  reply.status(200);
+  reply.header('Content-Type', blob.content_type);
+  if (range) {
+    reply.headers({ 'Content-Length': String(range.end - range.start + 1), 'Content-Range': contentRange(range, blob.size) }).status(206);
+  } else {
+    reply.header('Content-Length', String(blob.size)).status(200);
+  }
   return true;
 }

@@ -25,6 +25,7 @@ import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
 import { blobRef, parseBlobHash } from './blob-hash';
 import { BLOB_STORE, BlobContentMissing, BlobStore } from './blob-store';
+import type { ByteRange } from './byte-range';
 import { BlobResponse } from './blobs.dto';
 import { unsupportedEncoding } from '../common/body-parsing';
 import { decodeUpload, isUploadEncoding, stageUpload, UploadAborted, UploadNotEncodedAsDeclared, UploadTooLarge } from './upload-staging';
@@ -158,11 +159,19 @@ export class BlobsService implements OnModuleInit {
     return toResponse(row);
   }
 
-  /** The record and a stream of the bytes; nothing is sent yet, so errors can still be 404s. */
-  async open(tenantId: string, hash: string): Promise<{ blob: BlobResponse; content: Readable }> {
+  /**
+   * The record and a stream of the bytes, or of the range `rangeOf` picks from the record (which
+   * may throw to refuse it); nothing is sent yet, so errors can still be 404s.
+   */
+  async open(
+    tenantId: string,
+    hash: string,
+    rangeOf: (blob: BlobResponse) => ByteRange | undefined,
+  ): Promise<{ blob: BlobResponse; content: Readable; range?: ByteRange }> {
     const blob = await this.get(tenantId, hash);
+    const range = rangeOf(blob);
     try {
-      return { blob, content: await this.store.open(tenantId, hash) };
+      return { blob, content: await this.store.open(tenantId, hash, range), range };
     } catch (err) {
       if (err instanceof BlobContentMissing) throw this.contentMissing(err, hash);
       throw err;

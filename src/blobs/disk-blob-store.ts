@@ -14,6 +14,7 @@ import type { Readable } from 'node:stream';
 import { isId } from '../common/ids';
 import { BLOB_HASH_RE } from './blob-hash';
 import { BlobContentMissing, BlobStore } from './blob-store';
+import type { ByteRange } from './byte-range';
 
 const READ_CHUNK = 256 * 1024;
 
@@ -51,7 +52,7 @@ export class DiskBlobStore implements BlobStore {
     await syncDir(dir);
   }
 
-  async open(tenantId: string, hash: string): Promise<Readable> {
+  async open(tenantId: string, hash: string, range?: ByteRange): Promise<Readable> {
     let handle;
     try {
       handle = await open(this.path(tenantId, hash), 'r');
@@ -60,7 +61,7 @@ export class DiskBlobStore implements BlobStore {
       throw err;
     }
     // The descriptor is open before the caller sends headers; the stream closes it.
-    return handle.createReadStream({ highWaterMark: READ_CHUNK });
+    return handle.createReadStream({ highWaterMark: READ_CHUNK, start: range?.start, end: range?.end });
   }
 
   async has(tenantId: string, hash: string): Promise<boolean> {

@@ -10,6 +10,7 @@ import { open as openFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { DataSource } from 'typeorm';
 import { BlobContentMissing, BlobStore } from './blob-store';
+import type { ByteRange } from './byte-range';
 
 export const CHUNK_BYTES = 1024 * 1024;
 
@@ -44,26 +45,32 @@ export class PostgresBlobStore implements BlobStore {
     }
   }
 
-  async open(tenantId: string, hash: string): Promise<Readable> {
+  async open(tenantId: string, hash: string, range?: ByteRange): Promise<Readable> {
+    // Every chunk but the last holds CHUNK_BYTES, so a range names the chunks it needs.
+    const from = range ? Math.floor(range.start / CHUNK_BYTES) : 0;
     // The first chunk is fetched now, so a missing blob is known before any header is sent.
     const rows: Array<{ data: Buffer; last: number }> = await this.db.query(
       `SELECT data, (SELECT max(seq) FROM blob_chunks WHERE tenant_id = $1 AND hash = $2) AS last
-         FROM blob_chunks WHERE tenant_id = $1 AND hash = $2 AND seq = 0`,
-      [tenantId, hash],
+         FROM blob_chunks WHERE tenant_id = $1 AND hash = $2 AND seq = $3`,
+      [tenantId, hash, from],
     );
     if (rows.length === 0) throw new BlobContentMissing(tenantId, hash);
-    const { data: first, last } = rows[0];
+    const { data: first } = rows[0];
+    const last = range ? Math.min(rows[0].last, Math.floor(range.end / CHUNK_BYTES)) : rows[0].last;
+    const inRange = (data: Buffer, seq: number) =>
+      range ? data.subarray(Math.max(0, range.start - seq * CHUNK_BYTES), range.end + 1 - seq * CHUNK_BYTES) : data;
     const db = this.db;
     async function* chunks(): AsyncGenerator<Buffer> {
-      if (first.length > 0) yield first;
+      const head = inRange(first, from);
+      if (head.length > 0) yield head;
       // Pulled one chunk at a time as the client reads: backpressure reaches the database.
-      for (let seq = 1; seq <= last; seq++) {
+      for (let seq = from + 1; seq <= last; seq++) {
         const next: Array<{ data: Buffer }> = await db.query(
           'SELECT data FROM blob_chunks WHERE tenant_id = $1 AND hash = $2 AND seq = $3',
           [tenantId, hash, seq],
         );
         if (next.length === 0) throw new BlobContentMissing(tenantId, hash);
-        yield next[0].data;
+        yield inRange(next[0].data, seq);
       }
     }
     return Readable.from(chunks(), { objectMode: false, highWaterMark: 64 * 1024 });

@@ -16,6 +16,8 @@ import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify
 
 /** The response headers an app may read besides the CORS-safelisted ones. */
 const EXPOSED = [
+  'Accept-Ranges',
+  'Content-Range',
   'ETag',
   'Location',
   'Retry-After',
@@ -27,7 +29,7 @@ const EXPOSED = [
   'Idempotent-Replayed',
 ].join(', ');
 /** The request headers the API reads that are not CORS-safelisted. */
-const ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, If-None-Match, Last-Event-ID, X-Request-Id';
+const ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, If-None-Match, If-Range, Last-Event-ID, Range, X-Request-Id';
 const ALLOWED_METHODS = 'GET, HEAD, POST, PATCH, DELETE';
 /** Seconds a browser may reuse a preflight's answer (Chromium caps it at 7,200). */
 const PREFLIGHT_MAX_AGE = '3600';

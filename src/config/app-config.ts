@@ -316,6 +316,11 @@ export class AppConfig {
   }, { message: 'must be *, none, or a comma list of origins such as https://app.example.com (scheme, host and port only)' })
   CORS_ORIGINS = '*';
 
+  /** Whether JSON and text answers of 1 KiB or more are compressed for clients that accept it
+   *  (src/common/compression.ts); off where a proxy in front compresses, or CPU is short. */
+  @bool() @IsBoolean()
+  RESPONSE_COMPRESSION = true;
+
   /** Whether /auth/sign-up is open: anyone may create a tenant of their own, as its admin user. */
   @bool() @IsBoolean()
   SVC_SIGNUP_ENABLED = false;

@@ -3,13 +3,15 @@
  * pipeline (request id, rate-limit headers, logs): `GET /openapi.json` and `GET /docs`, whose
  * Swagger UI assets come from the swagger-ui-dist package inside the service, never a CDN.
  */
-import { Controller, Get, Header, Injectable, NotFoundException, Param, Res } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags, OpenAPIObject } from '@nestjs/swagger';
+import { Controller, Get, Header, Headers, Injectable, NotFoundException, Param, Res } from '@nestjs/common';
+import { ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags, OpenAPIObject } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { Public } from '../auth/decorators';
+import { namesEntityTag } from '../common/entity-tags';
 import { ApiErrors } from './api-errors.decorator';
 
 /** Filled in by app.factory.ts once every module is registered. */
@@ -41,19 +43,45 @@ const PAGE = `<!DOCTYPE html>
 </body>
 </html>`;
 
+/**
+ * Weak: the document is the same whatever the Content-Encoding it is sent in (compression.ts),
+ * which a strong tag would have to tell apart (RFC 9110 8.8.1).
+ */
+function served(document: OpenAPIObject): { bytes: Buffer; etag: string } {
+  const bytes = Buffer.from(JSON.stringify(document));
+  return { bytes, etag: `W/"${createHash('sha256').update(bytes).digest('base64url')}"` };
+}
+
+const DOCUMENT_HEADERS = {
+  ETag: { description: 'A weak tag of the document (the same in every Content-Encoding)', schema: { type: 'string' } },
+  'Cache-Control': { description: 'no-cache: a cache revalidates it with If-None-Match', schema: { type: 'string' } },
+} as const;
+
 const INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true, persistAuthorization: false });`;
 
 @ApiTags('meta')
 @Controller()
 @Public()
 export class OpenApiController {
+  /** The document as sent, made on first request (830 kB of JSON is not stringified per request). */
+  private served?: { bytes: Buffer; etag: string };
+
   constructor(private readonly holder: OpenApiDocument) {}
 
   @Get('openapi.json')
-  @ApiOperation({ summary: 'This document (OpenAPI 3.1.0)' })
-  @ApiOkResponse({ description: 'The OpenAPI document', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } })
-  openapi(): OpenAPIObject {
-    return this.holder.document;
+  @ApiOperation({ summary: 'This document (OpenAPI 3.1.0)', description: 'Revalidate with If-None-Match: the document changes only with the running release.' })
+  @ApiHeader({ name: 'If-None-Match', required: false })
+  @ApiOkResponse({
+    description: 'The OpenAPI document',
+    content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
+    headers: DOCUMENT_HEADERS,
+  })
+  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)', headers: DOCUMENT_HEADERS })
+  async openapi(@Headers('if-none-match') ifNoneMatch: string | undefined, @Res() reply: FastifyReply): Promise<void> {
+    const { bytes, etag } = (this.served ??= served(this.holder.document));
+    reply.header('ETag', etag).header('Cache-Control', 'no-cache');
+    if (namesEntityTag(ifNoneMatch, etag)) await reply.status(304).send();
+    else await reply.type('application/json; charset=utf-8').send(bytes);
   }
 
   @Get('docs')

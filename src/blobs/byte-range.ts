@@ -1,0 +1,47 @@
+/**
+ * Range requests of a blob download (RFC 9110 14): one byte range, so that a client can resume
+ * a download cut midway or read part of a large file. Several ranges in one request are served
+ * as the whole content (a server may ignore Range; multipart/byteranges buys clients nothing
+ * here), and so is a Range that does not parse or names another unit.
+ */
+
+/** First and last byte offsets, both included, within the content. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export const UNSATISFIABLE = 'unsatisfiable';
+
+const SPEC = /^bytes=[ \t]*(\d*)-(\d*)[ \t]*$/i;
+
+/**
+ * The range `header` asks for of `size` bytes: undefined for the whole content, UNSATISFIABLE
+ * when it starts past the end (or asks for the last 0 bytes, or any of an empty blob): 416.
+ * A range running past the end is cut at it.
+ */
+export function requestedRange(header: string | undefined, size: number): ByteRange | typeof UNSATISFIABLE | undefined {
+  const m = header === undefined ? null : SPEC.exec(header);
+  if (!m) return undefined;
+  const [, first, last] = m;
+  if (first === '' && last === '') return undefined;
+  if (first === '') {
+    const suffix = Number(last);
+    return suffix === 0 || size === 0 ? UNSATISFIABLE : { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(first);
+  if (last !== '' && Number(last) < start) return undefined;
+  if (start >= size) return UNSATISFIABLE;
+  return { start, end: last === '' ? size - 1 : Math.min(Number(last), size - 1) };
+}
+
+/**
+ * If-Range (RFC 9110 13.1.5): the range holds only while the content is the one the client
+ * has, which a strong entity tag names exactly; a weak tag or a date (the download sends no
+ * Last-Modified) never matches, and the whole content is sent.
+ */
+export function rangeStillApplies(ifRange: string | undefined, etag: string): boolean {
+  return ifRange === undefined || ifRange.trim() === etag;
+}
+
+export const contentRange = (range: ByteRange, size: number) => `bytes ${range.start}-${range.end}/${size}`;
