@@ -538,13 +538,17 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
     expect(listed.find((c: Client) => c.client_id === open.client_id)).toMatchObject({ client_name: 'stranger', tenant_id: null });
     expect(JSON.stringify(listed)).not.toContain(open.client_secret);
 
+    // RFC 7592 read: the registrant's own view, its secret included.
+    expect((await t.http.get(pathname).set(bearer(open.registration_access_token)).expect(200)).body.client_secret).toBe(open.client_secret);
     const rotated = (await t.http.post(`/auth/clients/${open.client_id}/secret`).set(bearer(root)).expect(200)).body;
     expect((await introspect(open, 'svc_at_x')).status).toBe(401);
     expect((await introspect(open, 'svc_at_x', rotated.client_secret)).body).toEqual({ active: false });
+    // The rotation takes the client from whoever held the old secret, and its registration
+    // access token (issued with it) would read out the new one: it ends too.
+    const read = await t.http.get(pathname).set(bearer(open.registration_access_token));
+    expect([read.status, JSON.stringify(read.body).includes(rotated.client_secret)]).toEqual([401, false]);
 
     await t.http.delete(`/auth/clients/${open.client_id}`).set(bearer(root)).expect(200);
-    // Its registration access token went with it (RFC 7592 read).
-    expect((await t.http.get(pathname).set(bearer(open.registration_access_token))).status).toBe(401);
     expect((await introspect(open, 'svc_at_x', rotated.client_secret)).status).toBe(401);
   });
 });

@@ -282,7 +282,9 @@ export class ClientsService {
       }
       const client_secret = newClientSecret();
       await store.upsert(clientId, { ...metadata, client_secret }, 0);
-      await m.query(`DELETE FROM oidc_models WHERE model = 'ClientCredentials' AND payload->>'clientId' = $1`, [clientId]);
+      // The old secret's tokens end, and the registration access token issued beside it (open
+      // registration), which would otherwise read the new secret out (RFC 7592 2.1).
+      await m.query(`DELETE FROM oidc_models WHERE model IN ('ClientCredentials', 'RegistrationAccessToken') AND payload->>'clientId' = $1`, [clientId]);
       await endLegacyWork(m, metadata.tenant_id, clientId, metadata.client_secret);
       await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.secret_rotated', clientId, details: { actor: actorOf(p) } }, m);
       return { ...toClient(metadata), client_secret };

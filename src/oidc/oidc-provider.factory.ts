@@ -35,6 +35,7 @@ import { issuedUnderCurrentSecret, newClientSecret, SECRET_CLAIM, secretClaim } 
 import { repeatedUriLists, scopesForUser } from './client-registration';
 import { isApiScope, OIDC_SCOPES, registeredScopes, scopesStillHeld, withinUserRole } from './scopes';
 import type { PrivateJwk } from './signing-keys';
+import { MAX_JWKS_BYTES, providerFetch } from './provider-fetch';
 import { prepareTokenRequestLimit, TokenRequestLimit, useTokenRequestLimit } from './token-rate-limit';
 
 /** The SPEC's paths of the provider's own endpoints. */
@@ -236,6 +237,9 @@ function refuseOddRegistration(metadata: ClientMetadata, errors: typeof import('
   for (const [key, value] of Object.entries(metadata)) {
     if (Array.isArray(value) && value.length > MAX_LIST_ENTRIES) throw new errors.InvalidClientMetadata(`${key} takes at most ${MAX_LIST_ENTRIES} entries`);
   }
+  // Subjects are public (subject_types_supported), so a sector means nothing; the provider would
+  // fetch it, a registrant's URL, while registration holds its transaction (oidc-provider.ts).
+  if (metadata.sector_identifier_uri !== undefined) throw new errors.InvalidClientMetadata('sector_identifier_uri is not supported: subjects are public');
   const [repeated] = repeatedUriLists(metadata);
   if (repeated) throw new errors.InvalidClientMetadata(`${repeated} must not list a URI twice`);
   const name: unknown = metadata.client_name;
@@ -308,6 +312,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
         }
       },
     },
+    fetch: providerFetch(config.allowPrivateWebhookTargets),
+    fetchResponseBodyLimits: { jwks_uri: MAX_JWKS_BYTES },
     extraTokenClaims: async (ctx, token) => (token.kind === 'ClientCredentials' ? secretClaim(ctx.oidc.client?.clientSecret) : undefined),
     routes: OIDC_ROUTES,
     renderError,

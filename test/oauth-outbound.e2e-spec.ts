@@ -1,0 +1,126 @@
+/**
+ * The URLs a registrant gives that the provider itself would call (provider-fetch.ts): a
+ * `sector_identifier_uri` is refused at registration without being fetched, and a `jwks_uri`
+ * reaches what a webhook may and no more (no private address unless
+ * WEBHOOK_ALLOW_PRIVATE_TARGETS, no redirect, at most MAX_JWKS_BYTES), checked before any
+ * connection is made. Real sockets count what reached them.
+ */
+import { createServer } from 'node:http';
+import { AddressInfo, createServer as createTcpServer, Socket } from 'node:net';
+import { webcrypto } from 'node:crypto';
+import * as oidc from 'openid-client';
+import { MAX_JWKS_BYTES } from '../src/oidc/provider-fetch';
+import { startApp, TestApp } from './support/app';
+
+/** A TCP listener that only counts the connections it gets (and holds them open, as a filtered host would). */
+async function countingListener(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let count = 0;
+  const server = createTcpServer((socket) => {
+    count++;
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    connections: () => count,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function keyPair() {
+  const keys = (await webcrypto.subtle.generateKey({ name: 'RSASSA-PKCS1-v1_5', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' }, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
+  const publicJwk = { ...(await webcrypto.subtle.exportKey('jwk', keys.publicKey)), kid: 'app-key', alg: 'RS256', use: 'sig' };
+  return { privateKey: keys.privateKey, publicJwk };
+}
+
+/** A relying party of `t` authenticating as `clientId` with private_key_jwt. */
+const relyingParty = (t: TestApp, clientId: string, privateKey: webcrypto.CryptoKey) =>
+  oidc.discovery(new URL(t.url), clientId, undefined, oidc.PrivateKeyJwt({ key: privateKey, kid: 'app-key' }), { execute: [oidc.allowInsecureRequests] });
+
+/** Whether the client authenticates (introspection answers) or is refused (invalid_client). */
+async function authenticates(party: oidc.Configuration): Promise<boolean> {
+  try {
+    await oidc.tokenIntrospection(party, 'svc_at_not-a-token');
+    return true;
+  } catch (err) {
+    if ((err as { error?: string }).error === 'invalid_client') return false;
+    throw err;
+  }
+}
+
+describe('URLs the provider would fetch for a registrant', () => {
+  const closers: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+  it('refuses a sector_identifier_uri at registration without fetching it', async () => {
+    const t = await startApp();
+    closers.push(() => t.close());
+    const listener = await countingListener();
+    closers.push(listener.close);
+    const res = await t.http
+      .post('/auth/oauth2/register')
+      .send({ redirect_uris: ['https://app.example/cb'], sector_identifier_uri: `https://127.0.0.1:${listener.port}/sector` });
+    expect([res.status, res.body.error]).toEqual([400, 'invalid_client_metadata']);
+    expect(res.body.error_description).toContain('sector_identifier_uri');
+    expect(listener.connections()).toBe(0);
+  });
+
+  it('never connects to a private jwks_uri when private targets are off, by address or by name', async () => {
+    const t = await startApp({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' });
+    closers.push(() => t.close());
+    const listener = await countingListener();
+    closers.push(listener.close);
+    const { privateKey, publicJwk } = await keyPair();
+    for (const host of ['127.0.0.1', 'localhost']) {
+      const registered = await t.http
+        .post('/auth/oauth2/register')
+        .send({ redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: `https://${host}:${listener.port}/jwks` })
+        .expect(201);
+      expect([host, await authenticates(await relyingParty(t, registered.body.client_id, privateKey))]).toEqual([host, false]);
+    }
+    expect(listener.connections()).toBe(0);
+    // The same client with its keys inline authenticates: the refusal is the URL's.
+    const inline = await t.http
+      .post('/auth/oauth2/register')
+      .send({ redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [publicJwk] } })
+      .expect(201);
+    expect(await authenticates(await relyingParty(t, inline.body.client_id, privateKey))).toBe(true);
+  });
+
+  it('fetches a jwks_uri it may reach, but follows no redirect and takes no key set past the limit', async () => {
+    const t = await startApp();
+    closers.push(() => t.close());
+    const { privateKey, publicJwk } = await keyPair();
+    const keySet = JSON.stringify({ keys: [publicJwk] });
+    const served: string[] = [];
+    const jwksServer = createServer((req, res) => {
+      served.push(req.url!);
+      if (req.url === '/moved') return res.writeHead(302, { Location: '/jwks' }).end();
+      if (req.url === '/huge') return res.writeHead(200, { 'Content-Type': 'application/json' }).end(`{"keys":[${JSON.stringify(publicJwk)}],"pad":"${'x'.repeat(MAX_JWKS_BYTES)}"}`);
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(keySet);
+    });
+    await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise((resolve) => jwksServer.close(resolve)));
+    const base = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}`;
+    const outcome: Record<string, boolean> = {};
+    for (const path of ['/jwks', '/moved', '/huge']) {
+      const registered = await t.http
+        .post('/auth/oauth2/register')
+        .send({ redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: `${base}${path}` })
+        .expect(201);
+      outcome[path] = await authenticates(await relyingParty(t, registered.body.client_id, privateKey));
+    }
+    expect(outcome).toEqual({ '/jwks': true, '/moved': false, '/huge': false });
+    // The redirect was answered, and not followed.
+    expect(served.filter((url) => url === '/jwks')).toHaveLength(1);
+  });
+});
