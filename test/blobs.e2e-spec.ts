@@ -310,9 +310,11 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       expect(got.status).toBe(200);
       expect(got.headers['content-length']).toBe('0');
       expect(got.body.length).toBe(0);
-      // No byte of it can be asked for.
+      // No byte of it can be asked for; a suffix of it is the whole of it.
       const ranged = await raw(t, 'GET', `/blobs/${sha256(empty)}`, { key: admin.key, headers: { Range: 'bytes=0-' } });
       expect([ranged.status, ranged.headers['content-range']]).toEqual([416, 'bytes */0']);
+      const suffix = await raw(t, 'GET', `/blobs/${sha256(empty)}`, { key: admin.key, headers: { Range: 'bytes=-1' } });
+      expect([suffix.status, suffix.headers['content-range'], suffix.body.length]).toEqual([200, undefined, 0]);
     });
 
     it('rejects a malformed Content-Type with 415 invalid_request (the HTTP layer answers it, as for any route)', async () => {

@@ -70,16 +70,31 @@ describe('response compression', () => {
     expect(varies(res.headers)).toEqual(expect.arrayContaining(['origin', 'accept-encoding']));
   });
 
-  it('sends small answers and answers to clients that accept no encoding as they are', async () => {
+  it('sends small answers, 304s and answers to clients that accept no encoding as they are, saying they vary with Accept-Encoding', async () => {
     const small = await get(t.url, '/health', { 'Accept-Encoding': 'gzip' });
     expect(small.status).toBe(200);
     expect(small.body.length).toBeLessThan(1024);
     expect(small.headers['content-encoding']).toBeUndefined();
+    expect(varies(small.headers)).toContain('accept-encoding');
+    const etag = (await get(t.url, '/openapi.json')).headers.etag!;
+    const current = await get(t.url, '/openapi.json', { 'Accept-Encoding': 'gzip', 'If-None-Match': etag, Origin: 'https://app.example.com' });
+    expect(current.status).toBe(304);
+    expect(varies(current.headers)).toEqual(expect.arrayContaining(['origin', 'accept-encoding']));
     expect(JSON.parse(small.body.toString())).toEqual(expect.any(Object));
     const none = await get(t.url, '/openapi.json');
     expect(none.headers['content-encoding']).toBeUndefined();
+    expect(varies(none.headers)).toContain('accept-encoding');
     expect(Number(none.headers['content-length'])).toBe(none.body.length);
     expect(JSON.parse(none.body.toString()).openapi).toMatch(/^3\./);
+  });
+
+  it('sends nothing under /auth/ compressed: the sign-in and device pages carry CSRF tokens beside what the request reflects (BREACH)', async () => {
+    for (const path of ['/auth/sign-in', '/auth/device', '/.well-known/openid-configuration', '/auth/clients']) {
+      const res = await get(t.url, path, { ...bearer(admin), 'Accept-Encoding': 'gzip, br' });
+      expect({ path, status: res.status, encoding: res.headers['content-encoding'] }).toEqual({ path, status: 200, encoding: undefined });
+    }
+    // Large enough that it would have been.
+    expect((await get(t.url, '/auth/sign-in')).body.length).toBeGreaterThan(1024);
   });
 
   it('sends a JSON blob as stored: its bytes, Content-Length and strong ETag', async () => {

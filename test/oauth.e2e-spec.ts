@@ -2081,6 +2081,18 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(asked.consent).toContain('Read edges of type acme.links <code>edge.acme.links:read</code>');
   });
 
+  it('cautions on the consent page that an openly registered app names itself, saying where the answer goes; not for an app the tenant\'s admin registered', async () => {
+    const own = await registerApp('Acme Notes', 'openid core.note:read');
+    const copy = (await t.http.post('/auth/oauth2/register').send({ client_name: 'Acme Notes', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }).expect(201)).body;
+    const lookalike = await oidc.discovery(new URL(t.url), copy.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+    const genuine = (await askConsent(request.agent(t.url), own, 'openid core.note:read')).consent!;
+    const claimed = (await askConsent(request.agent(t.url), lookalike, 'openid core.note:read')).consent!;
+    expect(genuine).toContain('Allow <strong>Acme Notes</strong>');
+    expect(genuine).not.toContain('registered itself');
+    expect(claimed).toContain('This app registered itself');
+    expect(claimed).toContain(`Your answer goes to <strong>${new URL(redirectUri).host}</strong>`);
+  });
+
   it('makes no grant for a user deleted while their consent was being recorded: the page says the account is gone', async () => {
     const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'leaving@example.com', password: 'correct horse battery', name: 'Leaving' }).expect(201)).body;
     const app = await registerApp('Consent race', 'openid core.note:read');

@@ -18,10 +18,14 @@ describe('requestedRange', () => {
     ['bytes=1000-2000', 1000],
     ['bytes=-0', 1000],
     ['bytes=0-', 0],
-    ['bytes=-1', 0],
+    ['bytes=-0', 0],
     ['bytes=99999999999999999999999-', 1000],
   ])('%s of %d bytes is unsatisfiable', (header, size) => {
     expect(requestedRange(header, size)).toBe(UNSATISFIABLE);
+  });
+
+  it('serves a suffix of an empty blob whole: satisfiable, with no Content-Range to say so (RFC 9110 14.1.1)', () => {
+    expect(requestedRange('bytes=-1', 0)).toBeUndefined();
   });
 
   it.each([undefined, '', 'bytes=', 'bytes=-', 'bytes=9-5', 'bytes=0-1,5-9', 'items=0-5', 'bytes=a-b', 'bytes 0-5', 'bytes=0x10-'])(

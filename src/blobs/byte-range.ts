@@ -17,8 +17,9 @@ const SPEC = /^bytes=[ \t]*(\d*)-(\d*)[ \t]*$/i;
 
 /**
  * The range `header` asks for of `size` bytes: undefined for the whole content, UNSATISFIABLE
- * when it starts past the end (or asks for the last 0 bytes, or any of an empty blob): 416.
- * A range running past the end is cut at it.
+ * when it starts past the end (any `first-` of an empty blob included) or asks for the last 0
+ * bytes: 416. A range running past the end is cut at it. A suffix of an empty blob is
+ * satisfiable but has no Content-Range to say so (RFC 9110 14.1.1): the whole, empty, content.
  */
 export function requestedRange(header: string | undefined, size: number): ByteRange | typeof UNSATISFIABLE | undefined {
   const m = header === undefined ? null : SPEC.exec(header);
@@ -27,7 +28,8 @@ export function requestedRange(header: string | undefined, size: number): ByteRa
   if (first === '' && last === '') return undefined;
   if (first === '') {
     const suffix = Number(last);
-    return suffix === 0 || size === 0 ? UNSATISFIABLE : { start: Math.max(0, size - suffix), end: size - 1 };
+    if (suffix === 0) return UNSATISFIABLE;
+    return size === 0 ? undefined : { start: Math.max(0, size - suffix), end: size - 1 };
   }
   const start = Number(first);
   if (last !== '' && Number(last) < start) return undefined;

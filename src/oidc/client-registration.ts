@@ -14,6 +14,9 @@ export function clientRegistration(client: Client | undefined): { tenantId?: str
   return { tenantId: metadata.tenant_id, extensions: metadata.extension_permissions ?? {} };
 }
 
+/** Whether the client came by open registration (RFC 7591), not from a tenant's admin. */
+export const isSelfRegistered = (client: Client | undefined): boolean => clientRegistration(client).tenantId === undefined;
+
 /** Whether `user` may authorize `client`: a client of a tenant is for its users alone, an open one for anyone. */
 export function servesUser(client: Client | undefined, user: { tenant_id: string }): boolean {
   const { tenantId } = clientRegistration(client);

@@ -36,7 +36,7 @@ import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimDeviceCode, releaseDeviceCode } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
-import { clientRegistration, servesUser } from './oauth-tokens';
+import { clientRegistration, isSelfRegistered, servesUser } from './oauth-tokens';
 import { accountGonePage, deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messagePage, otherWorkspacePage } from './pages';
 import { sendPage } from './send-page';
 
@@ -177,6 +177,7 @@ export class DeviceController {
       clientName: client?.clientName ?? code.clientId!,
       scopes,
       extensions: clientRegistration(client).extensions,
+      selfRegistered: isSelfRegistered(client) ? {} : undefined,
       email,
       error,
       ticked: sent && grantedScopes(scopes, list(sent.scope), sent[SCOPES_SHOWN] !== undefined),

@@ -38,7 +38,7 @@ import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimInteraction } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
-import { clientRegistration, servesUser } from './oauth-tokens';
+import { clientRegistration, isSelfRegistered, servesUser } from './oauth-tokens';
 import { accountGonePage, consentPage, errorPage, formExpiredPage, otherWorkspacePage, shownAppName, signInPage } from './pages';
 import { sendPage } from './send-page';
 import { withinUserRole } from './scopes';
@@ -213,6 +213,7 @@ export class InteractionsController {
         clientName: client?.clientName ?? clientId,
         scopes: user ? withinUserRole(asked, user.role) : asked,
         extensions: clientRegistration(client).extensions,
+        selfRegistered: isSelfRegistered(client) ? { redirectUri: String(details.params.redirect_uri) } : undefined,
       }),
     );
   }
@@ -352,7 +353,7 @@ export class InteractionsController {
     const current = details.prompt.name === 'select_account' && details.session?.accountId ? await this.users.byId(details.session.accountId) : undefined;
     const client = await (await this.oidc.get()).Client.find(String(details.params.client_id));
     const back = `/auth/?interaction=${encodeURIComponent(details.uid)}`;
-    const signUp = this.config.SVC_SIGNUP_ENABLED && clientRegistration(client).tenantId === undefined ? `/auth/sign-up?return_to=${encodeURIComponent(back)}` : undefined;
+    const signUp = this.config.SVC_SIGNUP_ENABLED && isSelfRegistered(client) ? `/auth/sign-up?return_to=${encodeURIComponent(back)}` : undefined;
     return signInPage({ uid: details.uid, csrf: await this.csrf(details.uid), clientName: client?.clientName ?? String(details.params.client_id), current: current?.email, signUp, ...o });
   }
 

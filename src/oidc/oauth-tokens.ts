@@ -35,7 +35,7 @@ import { OidcProvider } from './oidc-provider';
 import { clientRegistration, scopesForUser } from './client-registration';
 import { grantScopes, permissionsOf, scopesStillHeld } from './scopes';
 
-export { clientRegistration, servesUser } from './client-registration';
+export { clientRegistration, isSelfRegistered, servesUser } from './client-registration';
 
 interface StoredToken {
   clientId: string;

@@ -1,5 +1,5 @@
 import { WRONG_PASSWORD } from '../users/sign-in-refusal';
-import { consentPage, deviceCodePage, grantsPage, noticeOf, providerErrorPage, rateLimitedPage, shownAppName, shownTime, signInPage, signUpPage } from './pages';
+import { consentPage, deviceCodePage, deviceConsentPage, grantsPage, noticeOf, providerErrorPage, rateLimitedPage, shownAppName, shownTime, signInPage, signUpPage } from './pages';
 
 /** The opening tag of the element with id `id`. */
 const tagOf = (html: string, id: string) => new RegExp(`<[a-z]+ [^>]*id="${id}"[^>]*>`).exec(html)?.[0] ?? '';
@@ -23,6 +23,26 @@ describe('an app name on the pages', () => {
     const html = consentPage({ uid: 'u', csrf: 'c', action: '/auth/authorize/decision', clientName: '<b>Notes</b> \u202Eppa', scopes: [], extensions: {} });
     expect(html).toContain('<strong>&lt;b&gt;Notes&lt;/b&gt; ppa</strong>');
     expect(html).not.toContain('\u202E');
+  });
+});
+
+describe('an app that registered itself', () => {
+  const consent = { uid: 'u', csrf: 'c', action: '/auth/authorize/decision', clientName: 'Acme Notes', scopes: ['openid'], extensions: {} };
+  const device = { userCode: 'ABC-DEFG', csrf: 'c', clientName: 'Acme Notes', scopes: ['openid'], extensions: {} };
+
+  it('is said to name itself on both consent pages, with the host the answer goes to where there is one', () => {
+    const html = consentPage({ ...consent, selfRegistered: { redirectUri: 'https://evil.example:8443/cb?x=<b>' } });
+    expect(html).toContain('This app registered itself');
+    expect(html).toContain('Your answer goes to <strong>evil.example:8443</strong>');
+    expect(consentPage({ ...consent, selfRegistered: { redirectUri: 'com.example.app:/cb' } })).toContain('<strong>com.example.app:</strong>');
+    const onDevice = deviceConsentPage({ ...device, selfRegistered: {} });
+    expect(onDevice).toContain('This app registered itself');
+    expect(onDevice).not.toContain('Your answer goes to');
+  });
+
+  it('is not said of an app a tenant\'s admin registered', () => {
+    expect(consentPage(consent)).not.toContain('registered itself');
+    expect(deviceConsentPage(device)).not.toContain('registered itself');
   });
 });
 

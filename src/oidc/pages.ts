@@ -40,7 +40,8 @@ const STYLE = `
   fieldset { border: 1px solid #ccc; margin: 1rem 0; } .error { color: #a00000; } .scope { display: block; margin: .4rem 0; }
   code { background: #f3f3f3; padding: 0 .25rem; }
   h1, h2, p, strong, code, label, legend, li, time { overflow-wrap: anywhere; } code { word-break: break-all; }
-  .notice { border-left: 4px solid #1b6e2d; padding: .25rem .75rem; }`;
+  .notice { border-left: 4px solid #1b6e2d; padding: .25rem .75rem; }
+  .caution { border-left: 4px solid #a06000; padding: .25rem .75rem; }`;
 
 /** A page; one showing what went wrong with a form the user sent says so first in its title, which is read out first. */
 function page(title: string, body: string, { script, error }: { script?: string; error?: boolean } = {}): string {
@@ -222,6 +223,30 @@ ${
 }`;
 }
 
+/**
+ * An openly registered app (RFC 7591: no tenant's admin registered it) names itself, so another
+ * app's name proves nothing (RFC 7591 5): the consent pages say so, and where the answer goes,
+ * the one thing the user can check. `redirectUri` is the authorization's (none for a device).
+ */
+export interface SelfRegistered {
+  redirectUri?: string;
+}
+
+function selfRegisteredCaution(app: SelfRegistered | undefined): string {
+  if (!app) return '';
+  let to = '';
+  if (app.redirectUri) {
+    try {
+      const url = new URL(app.redirectUri);
+      to = ` Your answer goes to <strong>${escapeHtml(url.host || url.protocol)}</strong>.`;
+    } catch {
+      // The provider has matched it against the client's registered URIs: it parses.
+    }
+  }
+  return `<p class="caution" role="note">This app registered itself: its name is its own claim, which this service has not checked.${to}</p>
+`;
+}
+
 /** Allow where it could give anything (`requestedAccess`), and always Deny. */
 const decisionButtons = (scopes: string[]) =>
   `${grantsAnything(scopes) ? '<button type="submit" name="decision" value="approve">Allow</button>\n' : ''}<button type="submit" name="decision" value="deny">Deny</button>`;
@@ -233,11 +258,12 @@ export function consentPage(o: {
   clientName: string;
   scopes: string[];
   extensions: Record<string, string>;
+  selfRegistered?: SelfRegistered;
 }): string {
   return page(
     'Allow access',
     `<h1>Allow <strong>${appName(o.clientName)}</strong> to:</h1>
-<form method="post" action="${escapeHtml(o.action)}">
+${selfRegisteredCaution(o.selfRegistered)}<form method="post" action="${escapeHtml(o.action)}">
 ${hidden('uid', o.uid)}${hidden('csrf', o.csrf)}
 ${requestedAccess('Requested access', o.scopes, o.extensions)}
 ${decisionButtons(o.scopes)}
@@ -284,12 +310,13 @@ export function deviceConsentPage(o: {
   email?: string;
   error?: string;
   ticked?: readonly string[];
+  selfRegistered?: SelfRegistered;
 }): string {
   const e = formProblems(signInProblem(o.error), ['email', 'password']);
   return page(
     'Connect a device',
     `<h1>Connect <strong>${appName(o.clientName)}</strong></h1>
-<p>Check that your device shows the code <strong>${escapeHtml(o.userCode)}</strong>.</p>
+${selfRegisteredCaution(o.selfRegistered)}<p>Check that your device shows the code <strong>${escapeHtml(o.userCode)}</strong>.</p>
 ${e.above()}
 <form method="post" action="/auth/device/consent">
 ${hidden('user_code', o.userCode)}${hidden('csrf', o.csrf)}
