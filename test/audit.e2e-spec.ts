@@ -202,6 +202,7 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
     const [made] = (await filtered(root.key, 'auth.client.created')).filter((e) => e.client_id === open.client_id);
     expect(made.details).toEqual({
       actor: { kind: 'open_registration', id: null },
+      address: expect.stringMatching(/^(::ffff:)?127\.0\.0\.1$/),
       client_name: 'Open app',
       grant_types: open.grant_types,
       token_endpoint_auth_method: 'none',

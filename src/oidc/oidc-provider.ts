@@ -73,7 +73,8 @@ export class OidcProvider {
         const [root]: Array<{ id: string }> = await m.query(`SELECT id FROM tenants WHERE is_root`);
         if (!root) return; // no bootstrap yet: no admin to read it
         const { client_name, grant_types, token_endpoint_auth_method, scope } = client;
-        const details = { actor: OPEN_REGISTRATION_ACTOR, client_name, grant_types, token_endpoint_auth_method, scope };
+        // The registrant's address (as the rate limit counts it): the one trace of who made it.
+        const details = { actor: OPEN_REGISTRATION_ACTOR, address: ctx.ip, client_name, grant_types, token_endpoint_auth_method, scope };
         await this.audit.record({ tenantId: root.id, action: 'auth.client.created', clientId: client.client_id, details }, m);
       });
     });

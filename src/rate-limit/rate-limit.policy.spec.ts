@@ -52,6 +52,14 @@ describe('bucketFor', () => {
     expect(bucketFor('POST', '/auth/keys/x', 1000)).toEqual({ bucket: 'auth:w', limit: 1000 });
   });
 
+  it('caps open client registration per address, in a bucket of its own; not the RFC 7592 read', () => {
+    for (const path of ['/auth/oauth2/register', '/AUTH/OAuth2/Register/']) {
+      expect(bucketFor('POST', path, 1000)).toEqual({ bucket: 'auth-register:w', limit: TIGHT_LIMIT, oauth: true, perIp: true });
+    }
+    expect(bucketFor('POST', '/auth/oauth2/register', 5).limit).toBe(4);
+    expect(bucketFor('GET', '/auth/oauth2/register/some-client', 1000)).toEqual({ bucket: 'auth:r', limit: 2000 });
+  });
+
   it('marks the OAuth protocol endpoints, and only those', () => {
     for (const path of ['/auth/oauth2/token', '/auth/token', '/auth/device/token', '/auth/oauth2/revoke', '/auth/oauth2/introspect', '/auth/oauth2/register', '/auth/userinfo', '/Auth/OAuth2/UserInfo']) {
       expect(bucketFor('POST', path, 100).oauth).toBe(true);

@@ -14,6 +14,9 @@
  *   gives it authorization_pending, slow_down, access_denied and expired_token only), and its
  *   polls are limited per device code instead. This hook counts every request there too, per IP,
  *   at the base limit: what an address sends there at all;
+ * - open client registration (RFC 7591: anyone may register, and a client is a row kept until an
+ *   admin deletes it, with a secret minted) is capped at TIGHT_LIMIT per address too (RFC 7591 3
+ *   names rate limits against exactly this);
  * - the token endpoints and the password forms count per client IP whatever credential the
  *   request carries: what is guessed there (passwords, client secrets, codes) is not the
  *   caller's credential, so holding several keys must not multiply the guesses an address gets;
@@ -39,6 +42,7 @@ const TOKEN_PATHS = /^\/auth\/(token|oauth2\/token|device\/token)\/*$/i;
 const PASSWORD_FORMS = /^\/auth\/(sign-in|sign-up|device\/consent)\/*$/i;
 const OAUTH_ENDPOINTS = /^\/auth\/(token|userinfo|device\/token|oauth2\/(token|revoke|introspect|register|userinfo))\/*$/i;
 const ACCOUNT_KEY_FORM = /^\/auth\/keys\/*$/i;
+const REGISTRATION = /^\/auth\/oauth2\/register\/*$/i;
 /**
  * The browser pages and the forms they post, as routed (`/auth/grants/:id/revoke`): not the
  * provider's endpoints, nor the account routes that answer JSON only (`/auth/grants/:id`).
@@ -79,6 +83,10 @@ export function bucketFor(method: string, path: string, baseLimit: number): Buck
     perIp = true;
   } else if (PASSWORD_FORMS.test(path) && !read) {
     name = 'auth-password';
+    limit = tightLimit(baseLimit);
+    perIp = true;
+  } else if (REGISTRATION.test(path) && !read) {
+    name = 'auth-register';
     limit = tightLimit(baseLimit);
     perIp = true;
   } else if (ACCOUNT_KEY_FORM.test(path) && !read) {
