@@ -536,6 +536,9 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
 
     const listed = (await t.http.get('/auth/clients').set(bearer(root)).expect(200)).body.clients;
     expect(listed.find((c: Client) => c.client_id === open.client_id)).toMatchObject({ client_name: 'stranger', tenant_id: null });
+    // What the provider would fetch for a client is in the admins' view.
+    const keyed = (await t.http.post('/auth/oauth2/register').send({ redirect_uris: [redirectUri], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'https://keys.example/jwks' }).expect(201)).body;
+    expect((await t.http.get(`/auth/clients/${keyed.client_id}`).set(bearer(root)).expect(200)).body).toMatchObject({ token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'https://keys.example/jwks' });
     expect(JSON.stringify(listed)).not.toContain(open.client_secret);
 
     // RFC 7592 read: the registrant's own view, its secret included.

@@ -157,6 +157,7 @@ class ClientFields {
   @ApiPropertyOptional() logo_uri?: string;
   @ApiPropertyOptional() policy_uri?: string;
   @ApiPropertyOptional() tos_uri?: string;
+  @ApiPropertyOptional({ description: 'Where the provider fetches the keys a private_key_jwt client signs with (set by open registration only)' }) jwks_uri?: string;
   @ApiProperty({ type: 'object', additionalProperties: { enum: ['read', 'write'] } }) extension_permissions: PermissionMap;
 }
 

@@ -78,6 +78,7 @@ const SHOWN = [
   'logo_uri',
   'policy_uri',
   'tos_uri',
+  'jwks_uri',
 ] as const;
 
 function toClient(payload: Record<string, unknown>): OAuthClient {
