@@ -43,6 +43,12 @@ const PASSWORD_FORMS = /^\/auth\/(sign-in|sign-up|device\/consent)\/*$/i;
 const OAUTH_ENDPOINTS = /^\/auth\/(token|userinfo|device\/token|oauth2\/(token|revoke|introspect|register|userinfo))\/*$/i;
 const ACCOUNT_KEY_FORM = /^\/auth\/keys\/*$/i;
 const REGISTRATION = /^\/auth\/oauth2\/register\/*$/i;
+/** The writes capped at the tight limit per client address, each in a bucket of its own (see the header). */
+const TIGHT_WRITES_PER_IP: ReadonlyArray<readonly [RegExp, string]> = [
+  [PASSWORD_FORMS, 'auth-password'],
+  [REGISTRATION, 'auth-register'],
+  [ACCOUNT_KEY_FORM, 'auth-keys'],
+];
 /**
  * The browser pages and the forms they post, as routed (`/auth/grants/:id/revoke`): not the
  * provider's endpoints, nor the account routes that answer JSON only (`/auth/grants/:id`).
@@ -77,20 +83,13 @@ export function bucketFor(method: string, path: string, baseLimit: number): Buck
   let limit = baseLimit;
   let name = segment;
   let perIp = false;
+  const tightWrite = read ? undefined : TIGHT_WRITES_PER_IP.find(([pattern]) => pattern.test(path));
   if (TOKEN_PATHS.test(path)) {
     // Every request, device polls included, at the base limit; the tight cap is tokenRequestRule's.
     name = 'auth-token-all';
     perIp = true;
-  } else if (PASSWORD_FORMS.test(path) && !read) {
-    name = 'auth-password';
-    limit = tightLimit(baseLimit);
-    perIp = true;
-  } else if (REGISTRATION.test(path) && !read) {
-    name = 'auth-register';
-    limit = tightLimit(baseLimit);
-    perIp = true;
-  } else if (ACCOUNT_KEY_FORM.test(path) && !read) {
-    name = 'auth-keys';
+  } else if (tightWrite) {
+    name = tightWrite[1];
     limit = tightLimit(baseLimit);
     perIp = true;
   } else if (segment === 'keys') {
