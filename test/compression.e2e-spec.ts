@@ -51,6 +51,8 @@ describe('response compression', () => {
     ['deflate', 'deflate'],
     ['gzip, deflate, br', 'br'],
     ['gzip;q=1, br;q=0.5', 'gzip'],
+    ['gzip;q=0, *', 'br'],
+    ['br;q=0, *;q=0.5, X-Gzip;q=0.8', 'gzip'],
   ])('sends /openapi.json and a page of items compressed for Accept-Encoding "%s" (%s), inflating to the identity bytes', async (accept, encoding) => {
     for (const [path, headers] of [['/openapi.json', {}], ['/items?limit=100', bearer(admin)]] as const) {
       const plain = await get(t.url, path, { ...headers, 'Accept-Encoding': 'identity' });

@@ -16,7 +16,7 @@ import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { StreamedBody } from '../common/body-parsing';
 import { Uncompressed } from '../common/compression';
-import { namesEntityTag } from '../common/entity-tags';
+import { ApiNotModified, namesEntityTag } from '../common/entity-tags';
 import { ByteRange, contentRange, rangeStillApplies, requestedRange, UNSATISFIABLE } from './byte-range';
 import { ApiCreatedLocation, setCreatedLocation } from '../common/created-location';
 import { ApiErrors } from '../openapi/api-errors.decorator';
@@ -51,8 +51,6 @@ const CONTENT_MISSING: [number, string] = [
   503,
   'The content is missing from the store behind its record (service_unavailable, details.hash): a store lost or restored from an older backup; uploading the same bytes again restores it',
 ];
-
-const ApiNotModified = () => ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)', headers: CACHE_HEADERS });
 
 /** Uploading needs an admin, or write access to at least one type (someone who can make items). */
 function mayUpload(p: Principal): boolean {
@@ -113,7 +111,7 @@ export class BlobsController {
   @ApiParam(HASH_PARAM)
   @ApiHeader({ name: 'If-None-Match', required: false })
   @ApiResponse({ status: 200, description: 'The blob exists', headers: CONTENT_HEADERS })
-  @ApiNotModified()
+  @ApiNotModified(CACHE_HEADERS)
   @ApiErrors(400, 401, 404, 429, CONTENT_MISSING)
   async head(
     @Caller() caller: Principal,
@@ -152,7 +150,7 @@ export class BlobsController {
     headers: { ...CONTENT_HEADERS, 'Content-Length': { description: 'Bytes in the range', schema: { type: 'integer' } }, 'Content-Range': { description: 'bytes first-last/size', schema: { type: 'string' } } },
     content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
   })
-  @ApiNotModified()
+  @ApiNotModified(CACHE_HEADERS)
   @ApiErrors(400, 401, 404, [416, 'The range starts past the end of the content (invalid_request); Content-Range: bytes */size'], 429, CONTENT_MISSING)
   async download(
     @Caller() caller: Principal,
@@ -166,7 +164,7 @@ export class BlobsController {
       if (namesEntityTag(ifNoneMatch, entityTag(blob)) || !rangeStillApplies(ifRange, entityTag(blob))) return undefined;
       const range = requestedRange(rangeHeader, blob.size);
       if (range !== UNSATISFIABLE) return range;
-      reply.header('Content-Range', `bytes */${blob.size}`);
+      reply.header('Content-Range', contentRange(UNSATISFIABLE, blob.size));
       throw new ApiError(416, 'invalid_request', `The range starts past the end of the content (${blob.size} bytes)`, { size: blob.size });
     };
     const { blob, content, range } = await this.blobs.open(caller.tenantId, hash, rangeOf);

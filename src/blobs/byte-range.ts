@@ -46,4 +46,6 @@ export function rangeStillApplies(ifRange: string | undefined, etag: string): bo
   return ifRange === undefined || ifRange.trim() === etag;
 }
 
-export const contentRange = (range: ByteRange, size: number) => `bytes ${range.start}-${range.end}/${size}`;
+/** A 206's Content-Range, or a 416's, which names only the size (RFC 9110 14.4). */
+export const contentRange = (range: ByteRange | typeof UNSATISFIABLE, size: number) =>
+  range === UNSATISFIABLE ? `bytes */${size}` : `bytes ${range.start}-${range.end}/${size}`;

@@ -16,7 +16,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { RouteConfig } from '@nestjs/platform-fastify';
 import fastifyCompress from '@fastify/compress';
-import type { onSendHookHandler, RouteOptions } from 'fastify';
+import type { onRequestHookHandler, onSendHookHandler, RouteOptions } from 'fastify';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -32,6 +32,40 @@ const MIN_BYTES = 1024;
 const ACCEPT_ENCODING = 'accept-encoding';
 
 const NOT_COMPRESSED = /^\/auth(\/|$)/i;
+
+/** Ours, most preferred first: on equal weights, the one that packs JSON best. */
+const ENCODINGS = ['br', 'gzip', 'deflate'] as const;
+
+/** `coding [; q=weight]`, RFC 9110 12.4.2 and 12.5.3; `x-gzip` is gzip (12.5.3). */
+const CODING = /^\s*([!#$%&'*+.^_`|~0-9a-z-]+)\s*(?:;\s*q\s*=\s*(0(?:\.\d{0,3})?|1(?:\.0{0,3})?)\s*)?$/i;
+
+/**
+ * The coding an answer goes out in: the acceptable one (weight above 0) with the highest weight,
+ * ours preferred on equal weights; `*` weighs every coding the header does not name; identity
+ * when none is acceptable. The plugin reads `*` as gzip, so `gzip;q=0, *` got gzip (12.5.3).
+ * Entries that do not parse are left out.
+ */
+export function chosenEncoding(header: string): string {
+  const weights = new Map<string, number>();
+  for (const entry of header.split(',')) {
+    const m = CODING.exec(entry);
+    if (m) weights.set(m[1].toLowerCase().replace(/^x-gzip$/, 'gzip'), m[2] === undefined ? 1 : Number(m[2]));
+  }
+  let best: string = 'identity';
+  let bestWeight = 0;
+  for (const encoding of ENCODINGS) {
+    const weight = weights.get(encoding) ?? weights.get('*') ?? 0;
+    if (weight > bestWeight) [best, bestWeight] = [encoding, weight];
+  }
+  return best;
+}
+
+/** Hands the plugin the one coding to use, which it then negotiates as itself. */
+const negotiateEncoding: onRequestHookHandler = (request, _reply, done) => {
+  const header = request.headers[ACCEPT_ENCODING];
+  if (header !== undefined) request.headers[ACCEPT_ENCODING] = chosenEncoding(header);
+  done();
+};
 
 /** Marks a route whose answers are never compressed. */
 export const Uncompressed = () => RouteConfig({ uncompressed: true });
@@ -53,11 +87,12 @@ function routeCompression(route: RouteOptions): void {
     route.compress = false;
     return;
   }
+  route.onRequest = [negotiateEncoding, ...[route.onRequest ?? []].flat()];
   route.onSend = [varyOnEncoding, ...[route.onSend ?? []].flat()];
 }
 
 /** Before the routes are added (app.init), whose answers it then compresses. */
 export async function registerCompression(app: NestFastifyApplication): Promise<void> {
   app.getHttpAdapter().getInstance().addHook('onRoute', routeCompression);
-  await app.register(fastifyCompress, { global: true, globalDecompression: false, threshold: MIN_BYTES, encodings: ['br', 'gzip', 'deflate'] });
+  await app.register(fastifyCompress, { global: true, globalDecompression: false, threshold: MIN_BYTES, encodings: [...ENCODINGS] });
 }

@@ -4,14 +4,14 @@
  * Swagger UI assets come from the swagger-ui-dist package inside the service, never a CDN.
  */
 import { Controller, Get, Header, Headers, Injectable, NotFoundException, Param, Res } from '@nestjs/common';
-import { ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags, OpenAPIObject } from '@nestjs/swagger';
+import { ApiHeader, ApiOkResponse, ApiOperation, ApiTags, OpenAPIObject } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { Public } from '../auth/decorators';
-import { namesEntityTag } from '../common/entity-tags';
+import { ApiNotModified, namesEntityTag } from '../common/entity-tags';
 import { ApiErrors } from './api-errors.decorator';
 
 /** Filled in by app.factory.ts once every module is registered. */
@@ -76,7 +76,7 @@ export class OpenApiController {
     content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
     headers: DOCUMENT_HEADERS,
   })
-  @ApiResponse({ status: 304, description: 'Not modified (If-None-Match matched)', headers: DOCUMENT_HEADERS })
+  @ApiNotModified(DOCUMENT_HEADERS)
   async openapi(@Headers('if-none-match') ifNoneMatch: string | undefined, @Res() reply: FastifyReply): Promise<void> {
     const { bytes, etag } = (this.served ??= served(this.holder.document));
     reply.header('ETag', etag).header('Cache-Control', 'no-cache');
