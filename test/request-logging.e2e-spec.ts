@@ -172,6 +172,28 @@ describe('request logging (the service process, LOG_LEVEL=info)', () => {
     expect(line).toEqual(expect.objectContaining({ level: 30, msg: 'stream closed', req: expect.objectContaining({ method: 'GET', url: '/events' }), res: { statusCode: 200 } }));
   });
 
+  it('logs a device’s polls while its user has not answered at info, and a bad device code at warn', async () => {
+    const client = await fetch(`${base}/auth/clients`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'none', scope: 'openid' }),
+    });
+    expect(client.status).toBe(201);
+    const clientId = ((await client.json()) as { client_id: string }).client_id;
+    const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+    const device = await fetch(`${base}/auth/device`, form({ client_id: clientId, scope: 'openid' }));
+    expect(device.status).toBe(200);
+    const { device_code } = (await device.json()) as { device_code: string };
+    const poll = async (deviceCode: string) => {
+      const res = await fetch(`${base}/auth/device/token`, form({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode, client_id: clientId }));
+      const line = await requestLine(res.headers.get('x-request-id')!);
+      return [((await res.json()) as { error: string }).error, res.status, line.level];
+    };
+    expect(await poll(device_code)).toEqual(['authorization_pending', 400, 30]);
+    expect(await poll(device_code)).toEqual(['slow_down', 400, 30]);
+    expect(await poll('not-a-device-code')).toEqual(['invalid_grant', 400, 40]);
+  });
+
   it('logs the requests refused before routing under the X-Request-Id they answer with, the URL masked', async () => {
     const cases: Array<[string, string, number, string | undefined]> = [
       ['a path not validly percent-encoded', `GET /items/%ZZ/${adminKey} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, 400, '/items/%ZZ/[redacted]'],

@@ -120,12 +120,24 @@ export function requestId(req: IncomingMessage): string {
   return typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
 }
 
+/** Answers whose 4xx is the protocol's normal course, not a client's mistake (markRoutine). */
+const routine = new WeakSet<FastifyReply['raw']>();
+
+/**
+ * Logs a 4xx answer at info: a device polling until its user answers gets a 400
+ * `authorization_pending` every few seconds (RFC 8628 3.5), which is no warning.
+ */
+export function markRoutine(res: FastifyReply['raw']): void {
+  routine.add(res);
+}
+
 /**
  * 503 is a warning, not an error: a dependency away (logged once more, as such, by the exception
  * filter) or an instance refusing new streams while it shuts down, which every rolling restart does.
  */
 function levelOf(res: FastifyReply['raw']): Level {
-  return res.statusCode >= 500 && res.statusCode !== 503 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
+  if (res.statusCode >= 500) return res.statusCode === 503 ? 'warn' : 'error';
+  return res.statusCode >= 400 && !routine.has(res) ? 'warn' : 'info';
 }
 
 /** How a log line names a request: the request line's fields, and a refusal's before routing. */
@@ -137,7 +149,7 @@ export function requestFields(req: IncomingMessage, id: string) {
  * The first request hook: returns the request id as X-Request-Id, and logs the request once
  * its response is sent (or abandoned: "request aborted", at `warn` at least, with a null
  * statusCode when the client went away before the status was sent; an event stream whose client
- * left, "stream closed"), at `info`, `warn` for 4xx, `error` for 5xx.
+ * left, "stream closed"), at `info`, `warn` for 4xx (routine ones aside), `error` for 5xx.
  */
 export function requestLogging(logger: Logger): onRequestHookHandler {
   return (req, reply, done) => {

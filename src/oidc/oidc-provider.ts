@@ -14,10 +14,14 @@ import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { inTransaction } from './oidc-adapter';
 import { answerUnavailable, createProvider, OIDC_ROUTES, revokedGrantAccount } from './oidc-provider.factory';
+import { markRoutine } from '../common/request-logging';
 import { isDatabaseTrouble } from '../common/unavailable';
 import { REDIS } from '../redis/redis.module';
 import { SigningKeys } from './signing-keys';
 import { TokenRequestLimit } from './token-rate-limit';
+
+/** A device's polls while its user has not answered yet (RFC 8628 3.5): its normal course. */
+const DEVICE_WAITING = new Set(['authorization_pending', 'slow_down']);
 
 @Injectable()
 export class OidcProvider {
@@ -60,6 +64,7 @@ export class OidcProvider {
       await grantRevoked;
       const refused = ctx.oidc?.route === 'token' && ctx.status >= 400 && (ctx.oidc.params as { grant_type?: string } | undefined)?.grant_type === 'refresh_token';
       if (ctx.oidc?.route === 'revocation' || refused || grantRevoked) await this.tokenCache.invalidate();
+      if (ctx.oidc?.route === 'token' && DEVICE_WAITING.has((ctx.body as { error?: string } | undefined)?.error ?? '')) markRoutine(ctx.res);
     });
     // Open registration (RFC 7591) makes clients of no tenant, which the root tenant's admins
     // manage: each is recorded in the root tenant's log, in the transaction that stores the
