@@ -20,6 +20,12 @@ describe('error envelope', () => {
     expectError(await t.http.put('/keys').set(bearer(admin)).send({}), 404, 'not_found');
   });
 
+  it('a route 404 names the method and path it found no route for, without the query', async () => {
+    const res = await t.http.delete('/itemz/abc?api_key=hunter2').set(bearer(admin));
+    expectError(res, 404, 'not_found');
+    expect(res.body.error.details).toEqual({ method: 'DELETE', path: '/itemz/abc' });
+  });
+
   it('malformed JSON is 400 invalid_request and still carries a request id', async () => {
     const res = await t.http.post('/keys').set(bearer(admin)).set('Content-Type', 'application/json').send('{"label": ');
     expectError(res, 400, 'invalid_request');

@@ -14,6 +14,8 @@ describe('toApiError', () => {
     expect(notFound.code).toBe('not_found');
     expect(notFound.toEnvelope()).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
     expect(toApiError(new MethodNotAllowedException(), 'rid').code).toBe('not_found');
+    const named = toApiError(new NotFoundException('Cannot GET /nope'), 'rid', { method: 'GET', url: `/nope/${'x'.repeat(300)}?api_key=secret` });
+    expect(named.details).toEqual({ method: 'GET', path: `/nope/${'x'.repeat(250)}` });
     const bad = toApiError(new BadRequestException('nope'), 'rid');
     expect([bad.status, bad.code]).toEqual([400, 'invalid_request']);
     expect(toApiError(new HttpException('slow down', 429), 'rid').code).toBe('rate_limited');

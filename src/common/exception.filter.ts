@@ -7,29 +7,37 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ErrorCode, retryAfterOf } from './api-error';
+import { cutText } from './input-policy';
 import { isDependencyUnavailable, isStatementCancelled, isWriteCollision, UNAVAILABLE_RETRY_AFTER_SECONDS } from './unavailable';
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: 'invalid_request',
   401: 'unauthorized',
   403: 'forbidden',
-  404: 'not_found',
-  405: 'not_found',
   409: 'conflict',
   413: 'invalid_request',
   415: 'invalid_request',
   429: 'rate_limited',
 };
 
-export function toApiError(err: unknown, requestId: string | undefined): ApiError {
+/** The request a route 404 names back: its method and path, the query left out (it may hold secrets). */
+export interface RequestLine {
+  method: string;
+  url: string;
+}
+
+const MAX_PATH_ECHOED = 256;
+
+export function toApiError(err: unknown, requestId: string | undefined, request?: RequestLine): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof HttpException) {
     const status = err.getStatus();
     const code = CODE_BY_STATUS[status];
-    if (code) {
-      const message = status === 404 ? 'No such route' : err.message;
-      return new ApiError(status, code, message);
+    if (status === 404 || status === 405) {
+      const details = request && { method: request.method, path: cutText(request.url.split('?')[0], MAX_PATH_ECHOED) };
+      return new ApiError(status, 'not_found', 'No such route', details);
     }
+    if (code) return new ApiError(status, code, err.message);
   }
   const details = requestId ? { request_id: requestId } : undefined;
   if (isDependencyUnavailable(err)) return new ApiError(503, 'service_unavailable', 'A service this one depends on is unavailable; retry shortly', details);
@@ -49,7 +57,7 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
     const req = ctx.getRequest<FastifyRequest | undefined>();
     const reply = ctx.getResponse<FastifyReply>();
     const requestId = req?.id ? String(req.id) : undefined;
-    const apiError = toApiError(err, requestId);
+    const apiError = toApiError(err, requestId, req);
     // A deliberate answer (an ApiError) is logged by its request line alone.
     if (apiError !== err) {
       if (apiError.status === 503) this.logger.warn({ err, req: { id: requestId } }, 'dependency unavailable');
