@@ -554,4 +554,34 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
     await t.http.delete(`/auth/clients/${open.client_id}`).set(bearer(root)).expect(200);
     expect((await introspect(open, 'svc_at_x', rotated.client_secret)).status).toBe(401);
   });
+
+  it('filters the listing by how a client was registered (?registration=open|admin), in the order of the unfiltered listing', async () => {
+    const opened: string[] = [];
+    for (let i = 0; i < 3; i++) opened.push((await t.http.post('/auth/oauth2/register').send({ client_name: `open ${i}`, redirect_uris: [redirectUri] }).expect(201)).body.client_id);
+    const mine = (await register({ client_name: 'root app', redirect_uris: [redirectUri] }, root)).client_id;
+    const everyPage = async (key: string, query: string) => {
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { clients: Array<Client & { tenant_id: string | null }>; next_cursor: string | null } = (
+          await t.http.get(`/auth/clients?limit=2${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`).set(bearer(key)).expect(200)
+        ).body;
+        ids.push(...page.clients.map((c) => c.client_id));
+        cursor = page.next_cursor;
+      } while (cursor);
+      return ids;
+    };
+    const all = await everyPage(root, '');
+    const open = await everyPage(root, '&registration=open');
+    const admins = await everyPage(root, '&registration=admin');
+    expect(open).toEqual(all.filter((id) => !admins.includes(id)));
+    expect(open).toEqual(expect.arrayContaining(opened));
+    expect(open).not.toContain(mine);
+    expect(admins).toContain(mine);
+    expect(admins.some((id) => opened.includes(id))).toBe(false);
+    // A tenant's admin manages no open client: the filter finds none, and the tenant's own as before.
+    expect(await everyPage(admin, '&registration=open')).toEqual([]);
+    expect(await everyPage(admin, '&registration=admin')).toEqual(await everyPage(admin, ''));
+    expectError(await t.http.get('/auth/clients?registration=mine').set(bearer(root)), 400, 'validation_error');
+  });
 });

@@ -3,11 +3,10 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { Created } from '../common/created-location';
-import { PageQuery } from '../common/pagination';
 import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
-import { OAuthClient, OAuthClientList, ParseClientIdPipe, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
+import { ListClientsQuery, OAuthClient, OAuthClientList, ParseClientIdPipe, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
 import { ClientsService } from './clients.service';
 
 const WHO_MANAGES = 'Admins manage their tenant\'s clients; a root-tenant admin also manages clients made by open registration (RFC 7591), which have no tenant. Any other client is 404 `not_found`.';
@@ -39,8 +38,8 @@ export class ClientsController {
   @ApiOperation({ summary: 'List the OAuth clients the caller manages (admin), newest first; secrets never included', description: WHO_MANAGES })
   @ApiOkResponse({ type: OAuthClientList })
   @ApiErrors(400, 401, 403, 429)
-  list(@Caller() p: Principal, @Query() page: PageQuery): Promise<OAuthClientList> {
-    return this.clients.list(p, page.limit, page.cursor);
+  list(@Caller() p: Principal, @Query() query: ListClientsQuery): Promise<OAuthClientList> {
+    return this.clients.list(p, query.limit, query.cursor, query.registration);
   }
 
   @Get(':client_id')

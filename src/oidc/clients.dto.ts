@@ -2,6 +2,7 @@ import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString } from 'class-validator';
 import { invalidId } from '../common/ids';
+import { PageQuery } from '../common/pagination';
 import { IsOptionalNonNull, IsPermissionMap, MaxChars } from '../common/validation';
 import type { PermissionMap } from '../keys/api-key.entity';
 import { PERMISSION_MAP_DOC } from '../keys/keys.dto';
@@ -169,6 +170,18 @@ export class RegisteredClient extends ClientFields {
 export class OAuthClient extends ClientFields {
   @ApiProperty({ nullable: true, type: String, description: 'null for a client registered through open registration (RFC 7591), which a root-tenant admin manages' })
   tenant_id: string | null;
+}
+
+export const CLIENT_REGISTRATIONS = ['open', 'admin'] as const;
+export type ClientRegistration = (typeof CLIENT_REGISTRATIONS)[number];
+
+export class ListClientsQuery extends PageQuery {
+  @ApiPropertyOptional({
+    enum: CLIENT_REGISTRATIONS,
+    description: '`open`: only clients made by open registration (RFC 7591; a root-tenant admin manages them); `admin`: only those an admin of the tenant registered',
+  })
+  @IsOptionalNonNull() @IsIn(CLIENT_REGISTRATIONS)
+  registration?: ClientRegistration;
 }
 
 export class OAuthClientList {

@@ -44,7 +44,7 @@ import { isId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
-import { isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
+import { ClientRegistration, isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
 import { repeatedUriLists, URI_LISTS } from './client-registration';
 import { clientCredentialId, newClientSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
@@ -86,9 +86,16 @@ function toClient(payload: Record<string, unknown>): OAuthClient {
   return { ...shown, tenant_id: payload.tenant_id ?? null, extension_permissions: payload.extension_permissions ?? {} } as OAuthClient;
 }
 
-/** The clients `p` manages (see the header), as a condition on oidc_models' payload with its parameters from `$at`. */
-function managedBy(p: Principal, at: number): [string, unknown[]] {
-  return [`(payload->>'tenant_id' = $${at} OR ($${at + 1}::boolean AND payload->>'tenant_id' IS NULL))`, [p.tenantId, p.isRootTenant]];
+/**
+ * The clients `p` manages (see the header), as a condition on oidc_models' payload with its one
+ * parameter at `$at`; `registration` keeps the openly registered ones or the admin-registered.
+ * Which halves apply is written into the statement, so that each reads the clients index.
+ */
+function managedBy(p: Principal, at: number, registration?: ClientRegistration): [string, unknown[]] {
+  const tenant = `$${at}::text`;
+  const halves = [registration !== 'open' && `payload->>'tenant_id' = ${tenant}`, p.isRootTenant && registration !== 'admin' && `payload->>'tenant_id' IS NULL`];
+  // The parameter is named even where no half uses it: PostgreSQL must be able to type each one.
+  return [`(${halves.filter(Boolean).join(' OR ') || 'false'}) AND ${tenant} IS NOT NULL`, [p.tenantId]];
 }
 
 const notFound = () => ApiError.notFound('not_found', 'No such client');
@@ -153,16 +160,16 @@ export class ClientsService {
     return metadata as RegisteredClient;
   }
 
-  async list(p: Principal, limit = 50, cursor?: string): Promise<OAuthClientList> {
+  async list(p: Principal, limit = 50, cursor?: string, registration?: ClientRegistration): Promise<OAuthClientList> {
     const position = decodeCursor(cursor, 'clients', isClientId);
     // Registration times are whole seconds: a cursor with a fraction was not made here.
     const issuedAt = position && Date.parse(position.createdAt) / 1000;
     if (issuedAt !== undefined && !Number.isInteger(issuedAt)) throw validationError([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
-    const [managed, params] = managedBy(p, 1);
+    const [managed, params] = managedBy(p, 1, registration);
     const rows: Array<{ id: string; payload: Record<string, unknown>; issued_at: string }> = await this.db.query(
       `SELECT id, payload, ${ISSUED_AT} AS issued_at FROM oidc_models
-        WHERE model = 'Client' AND ${managed} AND ($3::bigint IS NULL OR (${ISSUED_AT}, id) < ($3, $4::text))
-        ORDER BY ${ISSUED_AT} DESC, id DESC LIMIT $5`,
+        WHERE model = 'Client' AND ${managed} AND ($2::bigint IS NULL OR (${ISSUED_AT}, id) < ($2, $3::text))
+        ORDER BY ${ISSUED_AT} DESC, id DESC LIMIT $4`,
       [...params, issuedAt ?? null, position?.id ?? null, limit + 1],
     );
     const { page, next_cursor } = pageOf(rows, limit, (r) => new Date(Number(r.issued_at) * 1000), 'clients');

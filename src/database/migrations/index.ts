@@ -48,6 +48,7 @@ import { TenantsByCreated1732300004600 } from './1732300004600-tenants-by-create
 import { ItemsByTimestamp1732300004700 } from './1732300004700-items-by-timestamp';
 import { UsersUpdatedAt1732300004800 } from './1732300004800-users-updated-at';
 import { TenantsMillisecondCreated1732300004900 } from './1732300004900-tenants-millisecond-created';
+import { OauthClientsByTenant1732300005000 } from './1732300005000-oauth-clients-by-tenant';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -99,4 +100,5 @@ export const migrations = [
   ItemsByTimestamp1732300004700,
   UsersUpdatedAt1732300004800,
   TenantsMillisecondCreated1732300004900,
+  OauthClientsByTenant1732300005000,
 ];
