@@ -74,6 +74,17 @@ export class BlobsService implements OnModuleInit {
     this.maxBytes = config.BLOB_MAX_BYTES;
   }
 
+  /**
+   * Deletes up to `limit` of a deleted tenant's blobs, content first, so that a removal that fails
+   * leaves its row for the next pass rather than content no row names: how many.
+   */
+  async purgeTenant(tenantId: string, limit: number): Promise<number> {
+    const rows: Array<{ hash: string }> = await this.db.query(`SELECT hash FROM blobs WHERE tenant_id = $1 LIMIT $2`, [tenantId, limit]);
+    for (const { hash } of rows) await this.store.remove(tenantId, hash);
+    await this.db.query(`DELETE FROM blobs WHERE tenant_id = $1 AND hash = ANY($2::text[])`, [tenantId, rows.map((r) => r.hash)]);
+    return rows.length;
+  }
+
   async onModuleInit(): Promise<void> {
     await this.removeStaleStaging();
   }

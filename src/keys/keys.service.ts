@@ -57,8 +57,11 @@ export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyRespon
 
 const PRINCIPAL_SELECT = `
   SELECT k.tenant_id, k.id, k.role, k.source, k.default_tier, k.type_permissions, k.extension_permissions,
-         k.edge_permissions, k.key_hash, k.revoked_at, t.is_root
+         k.edge_permissions, k.key_hash, k.revoked_at, t.is_root, t.deleted_at
     FROM api_keys k JOIN tenants t ON t.id = k.tenant_id`;
+
+/** A key stops working when revoked, and with its tenant's deletion (its rows purged later). */
+const isLive = (row: { revoked_at: Date | null; deleted_at: Date | null }) => !row.revoked_at && !row.deleted_at;
 
 function toPrincipal(row: Record<string, any>): Principal {
   return {
@@ -100,7 +103,7 @@ export class KeysService {
     const hash = hashSecret(token);
     const principal = await this.cached(hash, async () => {
       const [row] = await this.db.query(`${PRINCIPAL_SELECT} WHERE k.key_hash = $1`, [hash]);
-      return row && !row.revoked_at && digestsEqual(row.key_hash, hash) ? toPrincipal(row) : row ? null : undefined;
+      return row && isLive(row) && digestsEqual(row.key_hash, hash) ? toPrincipal(row) : row ? null : undefined;
     });
     return principal ? { principal } : { error: 'unauthorized' };
   }
@@ -114,7 +117,7 @@ export class KeysService {
     if (!isId(id)) return null;
     const principal = await this.cached(`id:${tenantId}:${id}`, async () => {
       const [row] = await this.db.query(`${PRINCIPAL_SELECT} WHERE k.tenant_id = $1 AND k.id = $2`, [tenantId, id]);
-      return row ? (row.revoked_at ? null : toPrincipal(row)) : undefined;
+      return row ? (isLive(row) ? toPrincipal(row) : null) : undefined;
     });
     return principal ?? null;
   }

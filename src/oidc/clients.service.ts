@@ -111,6 +111,27 @@ const ISSUED_AT = `COALESCE((payload->>'client_id_issued_at')::bigint, 0)`;
  */
 const GRANTLESS_MODELS = ['ClientCredentials', 'DeviceCode', 'RegistrationAccessToken'];
 
+/**
+ * Everything deleted clients hold, their rows already gone: grants with every token they issued
+ * (used refresh tokens too: with the client gone, presenting one is invalid_client before any
+ * reuse), grantless rows, sign-ins in progress and their place in browser sessions; the grants.
+ */
+async function endClients(m: EntityManager, clientIds: string[]): Promise<Array<{ id: string; user_id: string | null }>> {
+  const [grants]: [Array<{ id: string; user_id: string | null }>, number] = await m.query(
+    `DELETE FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = ANY($1::text[]) RETURNING id, payload->>'accountId' AS user_id`,
+    [clientIds],
+  );
+  await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[])`, [grants.map((g) => g.id)]);
+  await m.query(`DELETE FROM oidc_models WHERE model = ANY($2::text[]) AND payload->>'clientId' = ANY($1::text[])`, [clientIds, GRANTLESS_MODELS]);
+  await m.query(`DELETE FROM oidc_models WHERE model = 'Interaction' AND payload->'params'->>'client_id' = ANY($1::text[])`, [clientIds]);
+  await m.query(
+    `UPDATE oidc_models SET payload = jsonb_set(payload, '{authorizations}', (payload->'authorizations') - $1::text[])
+      WHERE model = 'Session' AND payload->'authorizations' ?| $1::text[]`,
+    [clientIds],
+  );
+  return grants;
+}
+
 @Injectable()
 export class ClientsService {
   constructor(
@@ -195,18 +216,7 @@ export class ClientsService {
         [clientId, ...params],
       );
       if (!deleted[0]) return undefined;
-      const [grants]: [Array<{ id: string; user_id: string | null }>, number] = await m.query(
-        `DELETE FROM oidc_models WHERE model = 'Grant' AND payload->>'clientId' = $1 RETURNING id, payload->>'accountId' AS user_id`,
-        [clientId],
-      );
-      // Used refresh tokens go too: with their client gone, presenting one is invalid_client before any reuse.
-      await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[])`, [grants.map((g) => g.id)]);
-      await m.query(`DELETE FROM oidc_models WHERE model = ANY($2::text[]) AND payload->>'clientId' = $1`, [clientId, GRANTLESS_MODELS]);
-      await m.query(`DELETE FROM oidc_models WHERE model = 'Interaction' AND payload->'params'->>'client_id' = $1`, [clientId]);
-      await m.query(
-        `UPDATE oidc_models SET payload = payload #- ARRAY['authorizations', $1] WHERE model = 'Session' AND payload->'authorizations' ? $1`,
-        [clientId],
-      );
+      const grants = await endClients(m, [clientId]);
       const userIds = grants.map((g) => g.user_id).filter((id): id is string => !!id && isId(id));
       const users: Array<{ id: string; tenant_id: string }> = await m.query(`SELECT id::text, tenant_id FROM users WHERE id = ANY($1::uuid[])`, [userIds]);
       const tenantOf = new Map(users.map((u) => [u.id, u.tenant_id]));
@@ -233,6 +243,25 @@ export class ClientsService {
     if (!client) throw notFound();
     await this.tokenCache.invalidate();
     return client;
+  }
+
+  /**
+   * Deletes every client of a tenant being deleted and all they hold (see the header), inside the
+   * caller's transaction, unaudited (the tenant's log goes with it): how many. Call
+   * `tokensChanged` once committed.
+   */
+  async removeAll(m: EntityManager, tenantId: string): Promise<number> {
+    const deleted: Array<{ id: string }> = (await m.query(`DELETE FROM oidc_models WHERE model = 'Client' AND payload->>'tenant_id' = $1 RETURNING id`, [tenantId]))[0];
+    await endClients(m, deleted.map((c) => c.id));
+    return deleted.length;
+  }
+
+  /**
+   * After clients, grants or accounts ended outside this service's methods: their tokens are
+   * refused from the next request on every instance (one generation covers every OAuth token).
+   */
+  tokensChanged(): Promise<void> {
+    return this.tokenCache.invalidate();
   }
 
   /**

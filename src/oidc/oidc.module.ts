@@ -27,6 +27,6 @@ import { UserinfoController } from './userinfo.controller';
   imports: [UsersModule, AuditModule, KeysModule],
   controllers: [ClientsController, InteractionsController, DeviceController, UserinfoController, AccountController],
   providers: [AccountForms, ClientsService, GrantsService, OidcJanitor, OAuthTokenCache, SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
-  exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER],
+  exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER, ClientsService],
 })
 export class OidcModule {}

@@ -14,6 +14,10 @@ export class TenantResponse {
   @ApiProperty({ format: 'date-time' }) created_at: string;
 }
 
+export class DeletedTenantResponse extends TenantResponse {
+  @ApiProperty({ format: 'date-time', description: 'When it was deleted; its data is purged in the background from then on' }) deleted_at: string;
+}
+
 export class TenantList {
   @ApiProperty({ type: [TenantResponse] }) tenants: TenantResponse[];
   @ApiProperty({ type: String, nullable: true }) next_cursor: string | null;

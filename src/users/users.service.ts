@@ -70,6 +70,21 @@ export async function endSignIns(m: EntityManager, userId: string): Promise<numb
   return count;
 }
 
+/**
+ * Ends the OAuth life of deleted users: their grants' tokens, then every row of the accounts
+ * (grants, sessions), each statement on its index; the grants it ended. Used refresh tokens stay,
+ * as a revoked grant's do, so that presenting one is still a reuse.
+ */
+async function endAccounts(m: EntityManager, ids: string[]): Promise<Array<{ id: string; client_id: string }>> {
+  const grants: Array<{ id: string; client_id: string }> = await m.query(
+    `SELECT id, payload->>'clientId' AS client_id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = ANY($1::text[])`,
+    [ids],
+  );
+  await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[]) AND NOT ${TOMBSTONE}`, [grants.map((g) => g.id)]);
+  await m.query(`DELETE FROM oidc_models WHERE payload->>'accountId' = ANY($1::text[]) AND NOT ${TOMBSTONE}`, [ids]);
+  return grants;
+}
+
 @Injectable()
 export class UsersService {
   private readonly throttle: SignInThrottle;
@@ -210,14 +225,7 @@ export class UsersService {
       const [deleted]: [UserRow[], number] = await m.query(`DELETE FROM users WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`, [p.tenantId, id]);
       if (deleted[0]) {
         keysRevoked = await this.keys.revokeCreatedBy(m, p.tenantId, id, actorOf(p));
-        const grants: Array<{ id: string; client_id: string }> = await m.query(
-          `SELECT id, payload->>'clientId' AS client_id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1`,
-          [id],
-        );
-        // The grants' tokens, then every row of the account: each statement on its index. Used
-        // refresh tokens stay, as a revoked grant's do, so that presenting one is still a reuse.
-        await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[]) AND NOT ${TOMBSTONE}`, [grants.map((g) => g.id)]);
-        await m.query(`DELETE FROM oidc_models WHERE payload->>'accountId' = $1 AND NOT ${TOMBSTONE}`, [id]);
+        const grants = await endAccounts(m, [id]);
         for (const grant of grants) {
           await this.audit.record(
             { tenantId: p.tenantId, action: 'auth.grant.revoked', clientId: grant.client_id, userId: id, grantId: grant.id, details: { by: 'user_deleted' } },
@@ -233,6 +241,17 @@ export class UsersService {
     await bumpGeneration(this.redis, `${this.config.REDIS_PREFIX}${OAUTH_GENERATION}`);
     if (keysRevoked) await this.keys.keysChanged();
     return toUser(rows[0]);
+  }
+
+  /**
+   * Deletes every user of a tenant being deleted, with their grants, tokens and sessions, inside
+   * the caller's transaction, unaudited (the tenant's log goes with it): how many. Bump the
+   * OAuth token cache's generation once committed (ClientsService.tokensChanged).
+   */
+  async removeAll(m: EntityManager, tenantId: string): Promise<number> {
+    const deleted: Array<{ id: string }> = (await m.query(`DELETE FROM users WHERE tenant_id = $1 RETURNING id::text`, [tenantId]))[0];
+    await endAccounts(m, deleted.map((u) => u.id));
+    return deleted.length;
   }
 
   /**

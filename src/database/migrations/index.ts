@@ -49,6 +49,7 @@ import { ItemsByTimestamp1732300004700 } from './1732300004700-items-by-timestam
 import { UsersUpdatedAt1732300004800 } from './1732300004800-users-updated-at';
 import { TenantsMillisecondCreated1732300004900 } from './1732300004900-tenants-millisecond-created';
 import { OauthClientsByTenant1732300005000 } from './1732300005000-oauth-clients-by-tenant';
+import { TenantDeletion1732300005100 } from './1732300005100-tenant-deletion';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -101,4 +102,5 @@ export const migrations = [
   UsersUpdatedAt1732300004800,
   TenantsMillisecondCreated1732300004900,
   OauthClientsByTenant1732300005000,
+  TenantDeletion1732300005100,
 ];
