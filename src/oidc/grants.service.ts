@@ -11,7 +11,7 @@ import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { AuditService } from '../audit/audit.service';
+import { AuditActor, AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { endSignIns, type UserRow } from '../users/users.service';
 import { deleteGrant } from './oidc-adapter';
@@ -83,16 +83,17 @@ export class GrantsService {
   }
 
   /**
-   * Revokes the user's grant; false when there is no such grant of theirs, also when a revocation
+   * Revokes the user's grant (`by` the user, or an admin: `actor`); false when there is no such grant of theirs, also when a revocation
    * at the same time (another click, the app at the revocation endpoint) deleted it first: that
    * one audits it, so a grant revoked in a race gets one `auth.grant.revoked` row, not one each.
    */
-  async revoke(user: UserRow, id: string, by: string): Promise<boolean> {
+  async revoke(user: Pick<UserRow, 'id' | 'tenant_id'>, id: string, by: string, actor?: AuditActor): Promise<boolean> {
     const grant = await this.get(user.id, id);
     if (!grant) return false;
     if (!(await deleteGrant(this.db, id))) return false;
     await this.tokenCache.invalidate();
-    await this.audit.record({ tenantId: user.tenant_id, action: 'auth.grant.revoked', clientId: grant.client_id, userId: user.id, grantId: id, details: { by } });
+    const details = { by, ...(actor && { actor }) };
+    await this.audit.record({ tenantId: user.tenant_id, action: 'auth.grant.revoked', clientId: grant.client_id, userId: user.id, grantId: id, details });
     return true;
   }
 

@@ -1,0 +1,97 @@
+/**
+ * /users/{id}/grants: a tenant's admins see which apps each of its users connected and revoke
+ * one, whose tokens then stop at once; the revocation is audited `auth.grant.revoked` by `admin`
+ * with the actor, and the user's security page says an admin did it. Other tenants' admins and
+ * members get nothing.
+ */
+import request from 'supertest';
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { expectError } from './support/envelope';
+import { waitFor } from './support/wait';
+
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
+describe('admins over their users\' grants (/users/{id}/grants)', () => {
+  let t: TestApp;
+  let admin: string;
+  let userId: string;
+  let grantId: string;
+  let tokens: { access_token: string; refresh_token: string };
+  let clientId: string;
+
+  beforeAll(async () => {
+    t = await startApp({ OAUTH_DEVICE_POLL_INTERVAL: '1' });
+    admin = (await bootstrapAdmin(t)).key;
+    userId = (await t.http.post('/users').set(bearer(admin)).send({ email: 'tv@example.com', password: 'a long tv password', name: 'TV Owner' }).expect(201)).body.id;
+    clientId = (
+      await t.http
+        .post('/auth/clients')
+        .set(bearer(admin))
+        .send({ client_name: 'Living-room TV', grant_types: [DEVICE_GRANT, 'refresh_token'], token_endpoint_auth_method: 'none', scope: 'openid offline_access core.note:read' })
+        .expect(201)
+    ).body.client_id;
+
+    // The user connects the TV through the device flow.
+    const device = (await t.http.post('/auth/device').type('form').send({ client_id: clientId, scope: 'openid offline_access core.note:read' }).expect(200)).body;
+    const agent = request.agent(t.url);
+    const page = await agent.get(new URL(device.verification_uri_complete).pathname + new URL(device.verification_uri_complete).search).expect(200);
+    const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(page.text)![1];
+    const form = new URLSearchParams({ user_code: field('user_code'), csrf: field('csrf'), email: 'tv@example.com', password: 'a long tv password', decision: 'approve' });
+    for (const scope of ['openid', 'offline_access', 'core.note:read']) form.append('scope', scope);
+    await agent.post('/auth/device/consent').type('form').send(form.toString()).expect(200);
+    tokens = await waitFor(async () => {
+      const res = await t.http.post('/auth/device/token').type('form').send({ grant_type: DEVICE_GRANT, device_code: device.device_code, client_id: clientId });
+      return res.status === 200 && res.body;
+    }, 'the device\'s tokens', 15_000, 1100);
+    await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+  });
+  afterAll(() => t?.close());
+
+  it('lists the apps a user connected, with the scopes each holds, and reads one', async () => {
+    const { grants } = (await t.http.get(`/users/${userId}/grants`).set(bearer(admin)).expect(200)).body;
+    expect(grants).toEqual([
+      { id: expect.any(String), client_id: clientId, client_name: 'Living-room TV', scope: expect.any(String), created_at: expect.any(String), expires_at: expect.any(String) },
+    ]);
+    expect(grants[0].scope.split(' ').sort()).toEqual(['core.note:read', 'offline_access', 'openid']);
+    grantId = grants[0].id;
+    expect((await t.http.get(`/users/${userId}/grants/${grantId}`).set(bearer(admin)).expect(200)).body).toEqual(grants[0]);
+  });
+
+  it('refuses members, other tenants\' admins, unknown users and grants, and malformed ids', async () => {
+    const member = (await createKey(t, admin, { label: 'member', type_permissions: { '*': 'read' } })).key;
+    const other = (await createTenant(t, admin, 'other')).key;
+    expectError(await t.http.get(`/users/${userId}/grants`), 401, 'unauthorized');
+    expectError(await t.http.get(`/users/${userId}/grants`).set(bearer(member)), 403, 'forbidden');
+    expectError(await t.http.delete(`/users/${userId}/grants/${grantId}`).set(bearer(member)), 403, 'forbidden');
+    expectError(await t.http.get(`/users/${userId}/grants`).set(bearer(other)), 404, 'not_found');
+    expectError(await t.http.delete(`/users/${userId}/grants/${grantId}`).set(bearer(other)), 404, 'not_found');
+    expectError(await t.http.get(`/users/00000000-0000-4000-8000-000000000000/grants`).set(bearer(admin)), 404, 'not_found');
+    expectError(await t.http.get(`/users/${userId}/grants/nosuchgrant`).set(bearer(admin)), 404, 'not_found');
+    expectError(await t.http.get(`/users/not-an-id/grants`).set(bearer(admin)), 400, 'invalid_id');
+    expectError(await t.http.get(`/users/${userId}/grants/${'%20'.repeat(3)}`).set(bearer(admin)), 400, 'invalid_id');
+    // Nothing above touched the grant.
+    await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+  });
+
+  it('revokes one: its access and refresh tokens stop at once, audited by the admin, shown to the user', async () => {
+    const revoked = await t.http.delete(`/users/${userId}/grants/${grantId}`).set(bearer(admin)).expect(200);
+    expect(revoked.body).toMatchObject({ id: grantId, client_id: clientId });
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    const refreshed = await t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId });
+    expect([refreshed.status, refreshed.body.error]).toEqual([400, 'invalid_grant']);
+    expect((await t.http.get(`/users/${userId}/grants`).set(bearer(admin)).expect(200)).body.grants).toEqual([]);
+    expectError(await t.http.delete(`/users/${userId}/grants/${grantId}`).set(bearer(admin)), 404, 'not_found');
+
+    const audit = (await t.http.get('/audit?action=auth.grant.revoked').set(bearer(admin)).expect(200)).body.events;
+    expect(audit).toEqual([
+      expect.objectContaining({ grant_id: grantId, user_id: userId, client_id: clientId, details: { by: 'admin', actor: expect.objectContaining({ kind: 'api_key' }) } }),
+    ]);
+
+    const agent = request.agent(t.url);
+    const form = await agent.get('/auth/sign-in?return_to=/auth/security').expect(200);
+    const csrf = /name="csrf" value="([^"]*)"/.exec(form.text)![1];
+    await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/security', csrf, email: 'tv@example.com', password: 'a long tv password' }).expect(303);
+    const lines = (await agent.get('/auth/security').expect(200)).text.match(/access (given to|revoked from) .*?<\/li>/g);
+    expect(lines).toEqual([expect.stringMatching(/^access revoked from .*Living-room TV.* by an admin<\/li>$/), expect.stringMatching(/^access given to .*Living-room TV/)]);
+  });
+});
