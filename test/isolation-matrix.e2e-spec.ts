@@ -50,6 +50,8 @@ describe('tenant isolation matrix (e2e)', () => {
       .replace('/blobs/{hash}', `/blobs/${ids.hash}`)
       .replace('/items/bulk_action/jobs/{id}', `/items/bulk_action/jobs/${ids.job}`)
       .replace('/users/{id}', `/users/${ids.user}`)
+      // A well-formed grant id: the owner's user is what the intruder must not reach.
+      .replace('{grant_id}', 'G'.repeat(43))
       .replace('/items/{id}', `/items/${ids.itemA}`);
   }
 
