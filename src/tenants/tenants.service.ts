@@ -1,14 +1,17 @@
 /**
  * Owns tenants: provisioning a new tenant together with its first admin key, reading them back,
- * and deleting one. A deletion ends the tenant at once: its keys stop resolving (they join the
- * tenant), its users and OAuth clients are deleted with every grant, token and session, so no
- * credential of it works from the next request on any instance, and webhooks, jobs and event
- * streams, which act for those credentials, stop with them; its rows are then purged in the
- * background (tenant-purge.ts). Audited `tenant.deleted` in the root tenant's log; the tenant's
- * own log goes with it. A new tenant is audited `tenant.created` twice, in the same transaction: in the creator's
+ * and deleting one.
+ *
+ * A new tenant is audited `tenant.created` twice, in the same transaction: in the creator's
  * (root) tenant's log, where the operators see who made which tenant, and in the new tenant's,
  * whose admins see where their tenant and first key (`key.created`) came from; there the actor
  * carries the root tenant's id, as its credential is none of theirs.
+ *
+ * A deletion ends the tenant at once: its keys stop resolving (they join the tenant), its users
+ * and OAuth clients are deleted with every grant, token and session, so no credential of it works
+ * from the next request on any instance, and webhooks, jobs and event streams, which act for those
+ * credentials, stop with them; its rows are then purged in the background (tenant-purge.ts).
+ * Audited `tenant.deleted` in the root tenant's log; the tenant's own log goes with it.
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
