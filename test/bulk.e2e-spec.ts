@@ -254,6 +254,10 @@ describe('bulk actions (e2e)', () => {
         [{ action: 'update_tier', tier: 'feed', filter: { until: 5 } }, ['filter.until']],
         [{ action: 'update_tier', tier: 'feed', filter: { tags: 'a' } }, ['filter.tags']],
         [{ action: 'update_tier', tier: 'feed', filter: { source: 3 } }, ['filter.source']],
+        // Empty, they would match nothing (GET /items refuses `tags=` and `source=` alike).
+        [{ action: 'update_tier', tier: 'feed', filter: { tags: [] } }, ['filter.tags']],
+        [{ action: 'update_tier', tier: 'feed', filter: { source: '' } }, ['filter.source']],
+        [{ action: 'update_tier', tier: 'feed', filter: { source: '' }, async: true }, ['filter.source']],
         [{ action: 'update_tier', tier: 'feed', filter: { filter: '' } }, ['filter.filter']],
         [{ action: 'update_tier', tier: 'feed', filter: { filter: '  \t ' } }, ['filter.filter']],
       ];

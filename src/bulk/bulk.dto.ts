@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsObject, IsString, Min, ValidateNested } from 'class-validator';
+import { ArrayMinSize, IsBoolean, IsIn, IsInt, IsObject, IsString, Min, ValidateNested } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { IsOptionalNonNull, IsRfc3339, IsTypePattern, MaxChars } from '../common/validation';
+import { CharLength, IsOptionalNonNull, IsRfc3339, IsTypePattern } from '../common/validation';
 import type { Tier } from '../keys/api-key.entity';
 import { IsTagList, TAGS_DOC } from '../items/items.dto';
 import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
@@ -16,12 +16,13 @@ export class BulkFilterDto {
   @IsOptionalNonNull() @IsTypePattern()
   type?: string;
 
-  @ApiPropertyOptional({ description: 'Items written by the credential with this source' })
-  @IsOptionalNonNull() @IsString() @MaxChars(200)
+  @ApiPropertyOptional({ minLength: 1, maxLength: 200, description: 'Items written by the credential with this source' })
+  @IsOptionalNonNull() @IsString() @CharLength(1, 200)
   source?: string;
 
-  @ApiPropertyOptional({ ...TAGS_DOC, description: 'Items carrying all of these tags' })
-  @IsOptionalNonNull() @IsTagList()
+  // Empty, either would match nothing, as `GET /items` refuses `tags=` and `source=`: leave it out for any.
+  @ApiPropertyOptional({ ...TAGS_DOC, minItems: 1, description: 'Items carrying all of these tags (at least one; leave it out for any)' })
+  @IsOptionalNonNull() @ArrayMinSize(1, { message: 'must name at least one tag; leave it out for items with any tags' }) @IsTagList()
   tags?: string[];
 
   @ApiPropertyOptional({ format: 'date-time', description: 'timestamp >= since' })
