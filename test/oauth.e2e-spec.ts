@@ -258,6 +258,17 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     }
   });
 
+  it('lets an admin register a client that authenticates with client_secret_jwt, which gets client-credentials tokens with an assertion', async () => {
+    const client = (await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_jwt', scope: 'core.note:read' }).expect(201)).body;
+    expect(client).toMatchObject({ token_endpoint_auth_method: 'client_secret_jwt', client_secret: expect.any(String) });
+    const party = await oidc.discovery(new URL(t.url), client.client_id, undefined, oidc.ClientSecretJwt(client.client_secret), { execute: [oidc.allowInsecureRequests] });
+    const tokens = await oidc.clientCredentialsGrant(party, { scope: 'core.note:read' });
+    await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+    // The secret in the form is not the method registered.
+    const plain = await t.http.post('/auth/token').type('form').send({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret, scope: 'core.note:read' });
+    expect([plain.status, plain.body.error]).toEqual([400, 'invalid_client']);
+  });
+
   it('answers the CORS preflight of userinfo for any origin with Authorization, of the token, revocation and introspection endpoints as the provider does, and of nothing else under /auth/', async () => {
     const preflight = (path: string, method = 'GET') =>
       t.http.options(path).set('Origin', 'https://app.example').set('Access-Control-Request-Method', method).set('Access-Control-Request-Headers', 'authorization');

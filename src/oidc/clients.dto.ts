@@ -13,6 +13,9 @@ import { IsUserName } from '../users/users.dto';
  * RFC 7591 client metadata that first-party registration takes (the provider checks the values:
  * URIs, redirect rules), plus the default extension grant.
  */
+/** How an admin-registered client authenticates: every method discovery names that a secret serves. */
+const ADMIN_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'none'];
+
 export class RegisterClientDto {
   @ApiPropertyOptional({
     type: [String],
@@ -37,8 +40,12 @@ export class RegisterClientDto {
   @IsOptionalNonNull() @IsArray() @IsIn(['code'], { each: true })
   response_types?: string[];
 
-  @ApiPropertyOptional({ enum: ['client_secret_basic', 'client_secret_post', 'none'], default: 'client_secret_basic', description: '`none`: a public client (PKCE, no secret)' })
-  @IsOptionalNonNull() @IsIn(['client_secret_basic', 'client_secret_post', 'none'])
+  @ApiPropertyOptional({
+    enum: ADMIN_AUTH_METHODS,
+    default: 'client_secret_basic',
+    description: '`none`: a public client (PKCE, no secret); `client_secret_jwt`: an HS256 assertion signed with the secret (RFC 7523). `private_key_jwt` is open registration\'s only (it needs the client\'s keys)',
+  })
+  @IsOptionalNonNull() @IsIn(ADMIN_AUTH_METHODS)
   token_endpoint_auth_method?: string;
 
   @ApiPropertyOptional({
@@ -186,6 +193,17 @@ export class ListClientsQuery extends PageQuery {
 
 export class OAuthClientList {
   @ApiProperty({ type: [OAuthClient] }) clients: OAuthClient[];
+  @ApiProperty({ nullable: true, type: String }) next_cursor: string | null;
+}
+
+export class BlockedClient {
+  @ApiProperty() client_id: string;
+  @ApiProperty({ type: String, nullable: true, description: 'The name it registered with (its own claim), null when it has none or is gone' }) client_name: string | null;
+  @ApiProperty({ format: 'date-time', description: 'When it was blocked' }) created_at: string;
+}
+
+export class BlockedClientList {
+  @ApiProperty({ type: [BlockedClient], description: 'Newest first' }) blocked_clients: BlockedClient[];
   @ApiProperty({ nullable: true, type: String }) next_cursor: string | null;
 }
 
