@@ -23,7 +23,7 @@ import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { AccountGrant, AccountGrantList, AccountSessionList } from './account.dto';
 import { FormBody, FormFields, PageQuery, refuseNonObjectJson } from './form-fields';
-import { ApiFormBody, ApiFormExpired, ApiPage, ApiPageOrError, ApiQueryParams, ApiSeeOther, ApiSignedInUser, FORM_FIELD } from './openapi-pages';
+import { ApiFormBody, ApiFormExpired, ApiFormExpiredOrError, ApiPage, ApiPageOrError, ApiQueryParams, ApiSeeOther, ApiSignedInUser, FORM_FIELD } from './openapi-pages';
 import { clearAccountCookie, signedInAs } from './account-session';
 import { GrantsService } from './grants.service';
 import { OidcProvider } from './oidc-provider';
@@ -152,12 +152,12 @@ export class AccountController {
   @ApiFormBody({ csrf: FORM_FIELD.csrf }, [], 'application/json')
   @ApiOkResponse({ schema: REVOKED, description: 'A JSON caller' })
   @ApiSignedInUser({ formPost: true })
-  @ApiFormExpired()
+  @ApiFormExpiredOrError()
   @ApiPageOrError(404, 'No such grant (already revoked, or not the user\'s): a browser\'s form post gets the "Already revoked" page, linking back to /auth/grants; a JSON caller, not_found')
   async revoke(@Param('id') id: string, @FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
-    if (!(await this.formAllowed(req, body))) return sendPage(reply, 403, formExpiredPage());
+    if (!(await this.formAllowed(req, body))) return this.formExpired(req, reply);
     if (!(await this.grants.revoke(user, id, 'user'))) {
       if (!this.formPost(req)) throw ApiError.notFound('not_found', 'No such grant');
       const back = { href: '/auth/grants', text: 'Back to connected apps' };
@@ -188,11 +188,11 @@ export class AccountController {
   @ApiFormBody({ csrf: FORM_FIELD.csrf }, [], 'application/json')
   @ApiOkResponse({ schema: { type: 'object', properties: { ended: { type: 'integer' } } }, description: 'A JSON caller: how many sessions ended' })
   @ApiSignedInUser({ formPost: true })
-  @ApiFormExpired()
+  @ApiFormExpiredOrError()
   async endSessions(@FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/sessions');
     if (!user) return;
-    if (!(await this.formAllowed(req, body))) return sendPage(reply, 403, formExpiredPage());
+    if (!(await this.formAllowed(req, body))) return this.formExpired(req, reply);
     const ended = await this.grants.endSessions(user.id);
     clearAccountCookie(reply, this.config.secureCookies);
     if (this.wantsJson(req)) return void reply.send({ ended });
@@ -295,6 +295,12 @@ export class AccountController {
     if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) return this.forms.valid(req, body.csrf);
     refuseNonObjectJson(req);
     return true;
+  }
+
+  /** A form post without its CSRF token: the "Form expired" page, or for a caller that reads JSON, the envelope. */
+  private async formExpired(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    if (!this.wantsJson(req)) return sendPage(reply, 403, formExpiredPage());
+    throw ApiError.forbidden('A form-encoded body needs the form\'s CSRF token (csrf); a JSON body needs none');
   }
 
   private wantsJson(req: FastifyRequest): boolean {

@@ -44,6 +44,9 @@ export const ApiSignedInUser = (o: { formPost?: boolean } = {}) =>
 /** The 403 page of a form post whose CSRF token is missing or stale. */
 export const ApiFormExpired = () => ApiPage(403, '"Form expired": the CSRF token is missing or stale');
 
+/** As ApiFormExpired, for a route that also answers JSON callers: they get the envelope (forbidden). */
+export const ApiFormExpiredOrError = () => ApiPageOrError(403, '"Form expired": a form-encoded body without its valid CSRF token (a caller that reads JSON: forbidden, in the envelope)');
+
 /** A form-encoded body with these fields (a repeated field is an array). */
 export const ApiFormBody = (properties: Record<string, object>, required: string[] = [], ...otherTypes: string[]) =>
   applyDecorators(
