@@ -31,20 +31,19 @@ async function rowsLeft(t: TestApp, tenantId: string): Promise<Record<string, nu
   return left;
 }
 
-describe('tenant deletion', () => {
+describe.each(['disk', 'postgres'])('tenant deletion (blobs stored on %s)', (storage) => {
   let t: TestApp;
   let blobDir: string;
   let root: { key: string; tenantId: string };
   let doomed: { key: string; tenantId: string };
   let kept: { key: string; tenantId: string };
   let keptItem: string;
-  let blobFile: string;
   let clientToken: string;
   let client: { client_id: string; client_secret: string };
 
   beforeAll(async () => {
     blobDir = await mkdtemp(join(tmpdir(), 'svc-tenant-deletion-'));
-    t = await startApp({ BLOB_STORAGE: 'disk', BLOB_DIR: blobDir });
+    t = await startApp({ BLOB_STORAGE: storage, BLOB_DIR: blobDir });
     root = await bootstrapAdmin(t);
     doomed = await createTenant(t, root.key, 'doomed');
     kept = await createTenant(t, root.key, 'kept');
@@ -59,8 +58,9 @@ describe('tenant deletion', () => {
     await t.http.patch(`/items/${second.id}/metadata`).set(as).send({ tags: ['urgent'] }).expect(200);
     const bytes = Buffer.from('the doomed tenant\'s file');
     await t.http.post('/blobs').set(as).set('Content-Type', 'text/plain').send(bytes).expect(201);
-    blobFile = join(blobDir, doomed.tenantId, createHash('sha256').update(bytes).digest('hex').slice(0, 2), createHash('sha256').update(bytes).digest('hex'));
-    await stat(blobFile);
+    const hash = createHash('sha256').update(bytes).digest('hex');
+    if (storage === 'disk') await stat(join(blobDir, doomed.tenantId, hash.slice(0, 2), hash));
+    else expect(await rowsLeft(t, doomed.tenantId)).toMatchObject({ blob_chunks: 1 });
     await t.http.post('/webhooks').set(as).send({ url: 'https://93.184.216.34/hooks', events: ['*'] }).expect(201);
     await t.http.post('/users').set(as).send({ email: 'someone@doomed.example', password: 'a long enough password', name: 'Someone' }).expect(201);
     client = (
@@ -119,7 +119,8 @@ describe('tenant deletion', () => {
       return Object.keys(rows).length === 0 && rows;
     }, 'the deleted tenant\'s rows to be purged');
     expect(left).toEqual({});
-    await expect(stat(blobFile)).rejects.toMatchObject({ code: 'ENOENT' });
+    // Nothing of it on disk either, not even the directories its files were in.
+    await expect(stat(join(blobDir, doomed.tenantId))).rejects.toMatchObject({ code: 'ENOENT' });
 
     await t.http.get(`/items/${keptItem}`).set(bearer(kept.key)).expect(200);
     expect(await rowsLeft(t, kept.tenantId)).toMatchObject({ items: 1, api_keys: 1 });

@@ -28,9 +28,11 @@ export interface BlobStore {
   /** Whether the content is present (used to re-store content lost behind a metadata row). */
   has(tenantId: string, hash: string): Promise<boolean>;
 
-  /** Deletes the content; a no-op when absent. Not reachable over HTTP yet: the hook for
-   *  tenant deletion and garbage collection. */
+  /** Deletes the content; a no-op when absent (a deleted tenant's purge, one blob at a time). */
   remove(tenantId: string, hash: string): Promise<void>;
+
+  /** Deletes whatever is left of a deleted tenant's content, and its place in the store. */
+  removeTenant(tenantId: string): Promise<void>;
 }
 
 export class BlobContentMissing extends Error {

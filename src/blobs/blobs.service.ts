@@ -76,12 +76,15 @@ export class BlobsService implements OnModuleInit {
 
   /**
    * Deletes up to `limit` of a deleted tenant's blobs, content first, so that a removal that fails
-   * leaves its row for the next pass rather than content no row names: how many.
+   * leaves its row for the next pass rather than content no row names: how many; fewer than
+   * `limit` once none is left, the tenant's place in the store gone too.
    */
   async purgeTenant(tenantId: string, limit: number): Promise<number> {
     const rows: Array<{ hash: string }> = await this.db.query(`SELECT hash FROM blobs WHERE tenant_id = $1 LIMIT $2`, [tenantId, limit]);
     for (const { hash } of rows) await this.store.remove(tenantId, hash);
     await this.db.query(`DELETE FROM blobs WHERE tenant_id = $1 AND hash = ANY($2::text[])`, [tenantId, rows.map((r) => r.hash)]);
+    // The last batch: what the store keeps beside the content (the disk store's directories) goes too.
+    if (rows.length < limit) await this.store.removeTenant(tenantId);
     return rows.length;
   }
 

@@ -76,6 +76,12 @@ export class DiskBlobStore implements BlobStore {
   async remove(tenantId: string, hash: string): Promise<void> {
     await rm(this.path(tenantId, hash), { force: true });
   }
+
+  /** The tenant's directory with its hash-prefix directories, which removing each file leaves. */
+  async removeTenant(tenantId: string): Promise<void> {
+    if (!isId(tenantId)) throw new Error('invalid blob address');
+    await rm(join(this.root, tenantId.toLowerCase()), { recursive: true, force: true });
+  }
 }
 
 /** Makes a rename durable: the directory entry is on disk once this returns. */

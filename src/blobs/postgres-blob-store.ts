@@ -84,6 +84,10 @@ export class PostgresBlobStore implements BlobStore {
   async remove(tenantId: string, hash: string): Promise<void> {
     await this.db.query('DELETE FROM blob_chunks WHERE tenant_id = $1 AND hash = $2', [tenantId, hash]);
   }
+
+  async removeTenant(tenantId: string): Promise<void> {
+    await this.db.query('DELETE FROM blob_chunks WHERE tenant_id = $1', [tenantId]);
+  }
 }
 
 /** Reads from `position` until `buffer` is full or the file ends; returns the byte count. */

@@ -34,7 +34,6 @@ const TABLES: Array<[table: string, batch: number]> = [
   ['edge_types', 1000],
   ['item_types', 1000],
   ['events', 5000],
-  ['blob_chunks', 100],
   ['audit_events', 5000],
   ['api_keys', 1000],
 ];
