@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { TenantPurge } from '../src/tenants/tenant-purge';
 import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
+import { DEVICE_GRANT, deviceTokens } from './support/device-flow';
 import { SseClient } from './support/sse';
 import { waitFor } from './support/wait';
 
@@ -40,10 +41,12 @@ describe.each(['disk', 'postgres'])('tenant deletion (blobs stored on %s)', (sto
   let keptItem: string;
   let clientToken: string;
   let client: { client_id: string; client_secret: string };
+  let device: { client_id: string };
+  let userTokens: { access_token: string; refresh_token: string };
 
   beforeAll(async () => {
     blobDir = await mkdtemp(join(tmpdir(), 'svc-tenant-deletion-'));
-    t = await startApp({ BLOB_STORAGE: storage, BLOB_DIR: blobDir });
+    t = await startApp({ BLOB_STORAGE: storage, BLOB_DIR: blobDir, OAUTH_DEVICE_POLL_INTERVAL: '1' });
     root = await bootstrapAdmin(t);
     doomed = await createTenant(t, root.key, 'doomed');
     kept = await createTenant(t, root.key, 'kept');
@@ -69,6 +72,12 @@ describe.each(['disk', 'postgres'])('tenant deletion (blobs stored on %s)', (sto
     clientToken = (await t.http.post('/auth/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' }).expect(200))
       .body.access_token;
     await t.http.get('/items').set(bearer(clientToken)).expect(200);
+    // The user connects a device app of the tenant: their own access and refresh tokens.
+    device = (
+      await t.http.post('/auth/clients').set(as).send({ client_name: 'TV', grant_types: [DEVICE_GRANT, 'refresh_token'], token_endpoint_auth_method: 'none', scope: 'openid offline_access core.note:read' }).expect(201)
+    ).body;
+    userTokens = await deviceTokens(t, device.client_id, { email: 'someone@doomed.example', password: 'a long enough password' }, ['openid', 'offline_access', 'core.note:read']);
+    await t.http.get('/auth/userinfo').set(bearer(userTokens.access_token)).expect(200);
 
     keptItem = (await t.http.post('/items').set(bearer(kept.key)).send({ type: 'core.note', properties: { title: 'kept' } }).expect(201)).body.id;
   });
@@ -96,6 +105,11 @@ describe.each(['disk', 'postgres'])('tenant deletion (blobs stored on %s)', (sto
     expectError(await t.http.get('/items').set(bearer(clientToken)), 401, 'unauthorized');
     const token = await t.http.post('/auth/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' });
     expect([token.status, token.body.error]).toEqual([401, 'invalid_client']);
+    expectError(await t.http.get('/items').set(bearer(userTokens.access_token)), 401, 'unauthorized');
+    expect((await t.http.get('/auth/userinfo').set(bearer(userTokens.access_token))).status).toBe(401);
+    const refreshed = await t.http.post('/auth/oauth2/token').type('form').send({ grant_type: 'refresh_token', refresh_token: userTokens.refresh_token, client_id: device.client_id });
+    // The app is gone with the tenant, and its refresh token with it.
+    expect([refreshed.status, refreshed.body.error]).toEqual([400, 'invalid_client']);
     await waitFor(() => stream.closed, 'the deleted tenant\'s event stream to close');
 
     expectError(await t.http.get(`/tenants/${doomed.tenantId}`).set(bearer(root.key)), 404, 'not_found');
@@ -108,7 +122,7 @@ describe.each(['disk', 'postgres'])('tenant deletion (blobs stored on %s)', (sto
     expect(audit).toEqual([
       expect.objectContaining({
         action: 'tenant.deleted',
-        details: { actor: expect.objectContaining({ kind: 'api_key' }), tenant_id: doomed.tenantId, name: 'doomed', users_deleted: 1, clients_deleted: 1 },
+        details: { actor: expect.objectContaining({ kind: 'api_key' }), tenant_id: doomed.tenantId, name: 'doomed', users_deleted: 1, clients_deleted: 2 },
       }),
     ]);
   });

@@ -7,9 +7,7 @@
 import request from 'supertest';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
-import { waitFor } from './support/wait';
-
-const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+import { DEVICE_GRANT, deviceTokens } from './support/device-flow';
 
 describe('admins over their users\' grants (/users/{id}/grants)', () => {
   let t: TestApp;
@@ -32,17 +30,7 @@ describe('admins over their users\' grants (/users/{id}/grants)', () => {
     ).body.client_id;
 
     // The user connects the TV through the device flow.
-    const device = (await t.http.post('/auth/device').type('form').send({ client_id: clientId, scope: 'openid offline_access core.note:read' }).expect(200)).body;
-    const agent = request.agent(t.url);
-    const page = await agent.get(new URL(device.verification_uri_complete).pathname + new URL(device.verification_uri_complete).search).expect(200);
-    const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(page.text)![1];
-    const form = new URLSearchParams({ user_code: field('user_code'), csrf: field('csrf'), email: 'tv@example.com', password: 'a long tv password', decision: 'approve' });
-    for (const scope of ['openid', 'offline_access', 'core.note:read']) form.append('scope', scope);
-    await agent.post('/auth/device/consent').type('form').send(form.toString()).expect(200);
-    tokens = await waitFor(async () => {
-      const res = await t.http.post('/auth/device/token').type('form').send({ grant_type: DEVICE_GRANT, device_code: device.device_code, client_id: clientId });
-      return res.status === 200 && res.body;
-    }, 'the device\'s tokens', 15_000, 1100);
+    tokens = await deviceTokens(t, clientId, { email: 'tv@example.com', password: 'a long tv password' }, ['openid', 'offline_access', 'core.note:read']);
     await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
   });
   afterAll(() => t?.close());
