@@ -194,6 +194,25 @@ describe('request logging (the service process, LOG_LEVEL=info)', () => {
     expect(await poll('not-a-device-code')).toEqual(['invalid_grant', 400, 40]);
   });
 
+  it('keeps stdout to JSON lines when a browser page calls the provider across origins (no notice of the provider\'s own)', async () => {
+    const registered = await fetch(`${base}/auth/clients`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'SPA', redirect_uris: ['https://spa.example/cb'], token_endpoint_auth_method: 'none', scope: 'openid' }),
+    });
+    expect(registered.status).toBe(201);
+    const clientId = ((await registered.json()) as { client_id: string }).client_id;
+    const res = await fetch(`${base}/auth/oauth2/token`, {
+      method: 'POST',
+      headers: { origin: 'https://spa.example', 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: 'not-a-code', code_verifier: 'v'.repeat(43), redirect_uri: 'https://spa.example/cb', client_id: clientId }),
+    });
+    // The page's origin is let in (a public client's redirect URI's), to read the refusal.
+    expect([res.status, res.headers.get('access-control-allow-origin')]).toEqual([400, 'https://spa.example']);
+    await requestLine(res.headers.get('x-request-id')!);
+    expect(service.stdout().split('\n').filter((l) => l && !l.startsWith('{'))).toEqual([]);
+  });
+
   it('logs the requests refused before routing under the X-Request-Id they answer with, the URL masked', async () => {
     const cases: Array<[string, string, number, string | undefined]> = [
       ['a path not validly percent-encoded', `GET /items/%ZZ/${adminKey} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, 400, '/items/%ZZ/[redacted]'],

@@ -13,7 +13,7 @@
  * another sign-in in that browser, leaves connected apps alone (only revoking the grant ends them).
  * A loopback redirect URI (127.0.0.1, [::1]) matches whatever port a request names (RFC 8252 7.3).
  */
-import type { Provider as ProviderType, Configuration, ClientMetadata, KoaContextWithOIDC } from 'oidc-provider';
+import type { Provider as ProviderType, Client, Configuration, ClientMetadata, KoaContextWithOIDC } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
 import { OAUTH_ACCESS_TOKEN_PREFIX, OAUTH_REFRESH_TOKEN_PREFIX } from '../auth/principal';
 import { announcesBody, bodyParserError, readBodyText } from '../common/body-parsing';
@@ -261,6 +261,17 @@ function refuseOddRegistration(metadata: ClientMetadata, errors: typeof import('
   }
 }
 
+/**
+ * Which page may call the token, revocation, introspection and device endpoints from a browser
+ * (CORS): a public client's, from the origin of one of its redirect URIs; never a confidential
+ * client's (its secret has no business in a page) nor an opaque origin. The provider's default,
+ * written out: left unset, it prints a notice on stderr at the first cross-origin call.
+ */
+function browserMayCall(origin: string, client: Client): boolean {
+  if (origin === 'null' || client.clientAuthMethod !== 'none') return false;
+  return (client.redirectUris ?? []).some((uri) => URL.canParse(uri) && new URL(uri).origin === origin);
+}
+
 export async function createProvider(deps: ProviderDeps): Promise<ProviderType> {
   const { default: Provider, errors, interactionPolicy } = await import('oidc-provider');
   const { config } = deps;
@@ -286,6 +297,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       (grantId, accountId) => noteRevokedGrant(Provider.ctx as KoaContextWithOIDC | undefined, grantId, accountId),
     ),
     revokeGrantPolicy: (ctx) => !keepsGrant(ctx),
+    clientBasedCORS: (_ctx, origin, client) => browserMayCall(origin, client),
     jwks: { keys: deps.keys as never },
     // SPEC 5.6: RS256 is the one algorithm advertised, and so the one a client may register.
     enabledJWA: { idTokenSigningAlgValues: ['RS256'], userinfoSigningAlgValues: ['RS256'], introspectionSigningAlgValues: ['RS256'], authorizationSigningAlgValues: ['RS256'] },
