@@ -24,7 +24,7 @@ export interface Position {
  * name a position among rows it never came from.
  */
 export type ListName =
-  | 'audit' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges'
+  | 'audit' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges'
   | 'integrations' | 'items' | 'keys' | 'tenants' | 'types' | 'users' | 'webhooks';
 
 const encode = (parts: string[]): string => Buffer.from(JSON.stringify(parts)).toString('base64url');

@@ -13,6 +13,7 @@
  * of it at once. Each consent that gives something also renews the grant's lifetime (`ttl.Grant`,
  * oidc-provider.factory.ts) from that moment.
  */
+import { isBlockedFor } from './blocked-clients';
 import type { Client, Provider } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
 import type { AuditService } from '../audit/audit.service';
@@ -101,7 +102,7 @@ function unreject(grant: Grant, resource: string, scopes: string[]): void {
  * What recording a decision came to: the grant it is on; nothing (it gave nothing, and refused
  * nothing or had no grant to refuse it on); or nothing because the user is gone meanwhile.
  */
-export type Recorded = { grantId: string } | 'nothing_recorded' | 'account_gone';
+export type Recorded = { grantId: string } | 'nothing_recorded' | 'account_gone' | 'client_blocked';
 
 /**
  * Saves the decision on the user's grant for the client (made by the first consent) and its
@@ -137,6 +138,8 @@ export async function recordConsent(
     // provider's checks before, and an update committed since took from every grant but this one,
     // saved after; an update that comes after it waits for the grant and narrows it with the others.
     const [client]: Array<{ scope: string | null }> = await m.query(`SELECT payload->>'scope' AS scope FROM oidc_models WHERE model = 'Client' AND id = $1 FOR SHARE`, [o.clientId]);
+    // Under the same lock, which a block takes exclusively (blocked-clients.ts): blocked before, no grant; after, it ends this one.
+    if (await isBlockedFor(m, o.tenantId, o.clientId)) return 'client_blocked' as const;
     const allowed = registeredScopes(client);
     const granted = allowed ? o.granted.filter((s) => allowed.has(s)) : o.granted;
     const ofConnection = async (id: string | undefined) => {

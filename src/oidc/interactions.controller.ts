@@ -38,6 +38,7 @@ import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimInteraction } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
+import { isBlockedFor } from './blocked-clients';
 import { clientRegistration, isSelfRegistered, servesUser } from './oauth-tokens';
 import { accountGonePage, consentPage, errorPage, formExpiredPage, otherWorkspacePage, shownAppName, signInPage } from './pages';
 import { sendPage } from './send-page';
@@ -66,6 +67,9 @@ type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 const SIGN_IN_PROMPTS = ['login', 'select_account'];
 
 const str = { type: 'string' };
+
+const OTHER_WORKSPACE = 'This app is only for the users of the workspace it belongs to';
+const BLOCKED = 'The workspace\'s admins have blocked this app';
 
 @ApiTags('oauth pages')
 @Public()
@@ -259,6 +263,8 @@ export class InteractionsController {
       givesNothing,
     });
     if (recorded === 'account_gone') return sendPage(reply, 400, accountGonePage());
+    // Blocked by the tenant's admins while the user decided.
+    if (recorded === 'client_blocked') return this.finish(req, reply, { error: 'access_denied', error_description: BLOCKED });
     // An Allow that gives nothing: the app is told why, not that the user denied (grantsAnything, consent.ts).
     if (recorded === 'nothing_recorded' || givesNothing) return this.finish(req, reply, { error: 'access_denied', error_description: nothingGranted(grantable) });
     await this.finish(req, reply, { consent: { grantId: recorded.grantId } });
@@ -311,15 +317,19 @@ export class InteractionsController {
   }
 
   /**
-   * Whether the app is of another tenant than `user` (`servesUser`), and if so ends the
+   * Whether the app is of another tenant than `user` (`servesUser`), or one its tenant's admins
+   * blocked (blocked-clients.ts), and if so ends the
    * interaction with `access_denied` and sends the page that says why (its link takes the app
    * the error; a redirect at once would leave the user with only the app's account of it).
    */
   private async refusedForTenant(req: FastifyRequest, reply: FastifyReply, details: Details, user: UserRow): Promise<boolean> {
-    const client = await (await this.oidc.get()).Client.find(String(details.params.client_id));
-    if (servesUser(client, user)) return false;
-    const backTo = await this.result(req, reply, { error: 'access_denied', error_description: 'This app is only for the users of the workspace it belongs to' });
-    await sendPage(reply, 403, otherWorkspacePage({ clientName: client?.clientName ?? String(details.params.client_id), backTo, outcome: 'Nothing was shared with it.' }));
+    const clientId = String(details.params.client_id);
+    const client = await (await this.oidc.get()).Client.find(clientId);
+    const serves = servesUser(client, user);
+    const blocked = serves && (await isBlockedFor(this.db, user.tenant_id, clientId));
+    if (serves && !blocked) return false;
+    const backTo = await this.result(req, reply, { error: 'access_denied', error_description: blocked ? BLOCKED : OTHER_WORKSPACE });
+    await sendPage(reply, 403, otherWorkspacePage({ clientName: client?.clientName ?? clientId, backTo, outcome: 'Nothing was shared with it.', blocked }));
     return true;
   }
 

@@ -109,7 +109,7 @@ export const TOMBSTONE = `(model = 'RefreshToken' AND consumed_at IS NOT NULL)`;
  * Deletes a grant with every token and code it issued, keeping used refresh tokens as tombstones.
  * Answers the grant's account when this call deleted the grant (undefined when it was gone already).
  */
-export async function deleteGrant(db: DataSource, grantId: string): Promise<string | undefined> {
+export async function deleteGrant(db: DataSource | EntityManager, grantId: string): Promise<string | undefined> {
   const [rows]: [Array<{ account_id: string | null }>, number] = await db.query(
     `DELETE FROM oidc_models WHERE (grant_id = $1 OR (model = 'Grant' AND id = $1)) AND NOT ${TOMBSTONE}
       RETURNING CASE WHEN model = 'Grant' THEN payload->>'accountId' END AS account_id`,

@@ -21,13 +21,15 @@ import { OidcJanitor } from './oidc-janitor';
 import { OidcMount } from './oidc-mount';
 import { OidcProvider } from './oidc-provider';
 import { SigningKeys } from './signing-keys';
+import { BlockedClientsService } from './blocked-clients';
+import { BlockedClientsController } from './blocked-clients.controller';
 import { UserGrantsController } from './user-grants.controller';
 import { UserinfoController } from './userinfo.controller';
 
 @Module({
   imports: [UsersModule, AuditModule, KeysModule],
-  controllers: [ClientsController, InteractionsController, DeviceController, UserinfoController, AccountController, UserGrantsController],
-  providers: [AccountForms, ClientsService, GrantsService, OidcJanitor, OAuthTokenCache, SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
+  controllers: [ClientsController, BlockedClientsController, InteractionsController, DeviceController, UserinfoController, AccountController, UserGrantsController],
+  providers: [AccountForms, ClientsService, BlockedClientsService, GrantsService, OidcJanitor, OAuthTokenCache, SigningKeys, OidcProvider, OidcMount, { provide: OAUTH_TOKEN_RESOLVER, useClass: OAuthTokens }],
   exports: [OidcMount, OidcProvider, OAUTH_TOKEN_RESOLVER, ClientsService],
 })
 export class OidcModule {}

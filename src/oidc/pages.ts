@@ -275,11 +275,12 @@ ${decisionButtons(o.scopes)}
  * An app registered for another tenant (workspace) than the user's: refused. `backTo`, where
  * there is an app to go back to, tells it `access_denied`.
  */
-export function otherWorkspacePage(o: { clientName: string; backTo?: string; outcome: string }): string {
+export function otherWorkspacePage(o: { clientName: string; backTo?: string; outcome: string; blocked?: boolean }): string {
+  const why = o.blocked ? 'is blocked by your workspace\'s admins: its users cannot connect it.' : 'belongs to another workspace: only its users can connect it.';
   return page(
     'Not available',
     `<h1>Not available</h1>
-<p class="error" role="alert"><strong>${appName(o.clientName)}</strong> belongs to another workspace: only its users can connect it. ${escapeHtml(o.outcome)}</p>
+<p class="error" role="alert"><strong>${appName(o.clientName)}</strong> ${why} ${escapeHtml(o.outcome)}</p>
 ${o.backTo ? `<p><a href="${escapeHtml(o.backTo)}">Go back to the application</a></p>` : ''}`,
   );
 }

@@ -29,6 +29,7 @@ const TABLES: Array<[table: string, batch: number]> = [
   ['webhooks', 100],
   ['bulk_jobs', 1000],
   ['idempotency_keys', 1000],
+  ['blocked_clients', 1000],
   ['items', 200],
   ['edges', 1000],
   ['edge_types', 1000],

@@ -50,6 +50,7 @@ import { UsersUpdatedAt1732300004800 } from './1732300004800-users-updated-at';
 import { TenantsMillisecondCreated1732300004900 } from './1732300004900-tenants-millisecond-created';
 import { OauthClientsByTenant1732300005000 } from './1732300005000-oauth-clients-by-tenant';
 import { TenantDeletion1732300005100 } from './1732300005100-tenant-deletion';
+import { BlockedClients1732300005200 } from './1732300005200-blocked-clients';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -103,4 +104,5 @@ export const migrations = [
   TenantsMillisecondCreated1732300004900,
   OauthClientsByTenant1732300005000,
   TenantDeletion1732300005100,
+  BlockedClients1732300005200,
 ];
