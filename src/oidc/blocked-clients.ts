@@ -35,6 +35,8 @@ interface BlockedRow {
 
 const toBlocked = (r: BlockedRow): BlockedClient => ({ client_id: r.client_id, client_name: r.client_name, created_at: r.created_at.toISOString() });
 
+const noSuchApp = () => ApiError.notFound('not_found', 'No such openly registered app');
+
 const BLOCKED_COLUMNS = `b.client_id, c.payload->>'client_name' AS client_name, b.created_at`;
 const BLOCKED_FROM = `blocked_clients b LEFT JOIN oidc_models c ON c.model = 'Client' AND c.id = b.client_id`;
 
@@ -103,5 +105,3 @@ export class BlockedClientsService {
     });
   }
 }
-
-const noSuchApp = () => ApiError.notFound('not_found', 'No such openly registered app');
