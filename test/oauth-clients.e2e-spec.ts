@@ -366,7 +366,7 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
     const update = op('/auth/clients/{client_id}', 'patch');
     expect(Object.keys(update.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404', '429']));
     expect(Object.keys(schema(update.requestBody.content['application/json'].schema.$ref).properties).sort()).toEqual(
-      ['client_name', 'client_uri', 'contacts', 'logo_uri', 'policy_uri', 'post_logout_redirect_uris', 'redirect_uris', 'scope', 'tos_uri'],
+      ['client_name', 'client_uri', 'contacts', 'jwks_uri', 'logo_uri', 'policy_uri', 'post_logout_redirect_uris', 'redirect_uris', 'scope', 'tos_uri'],
     );
     expect(op('/auth/clients', 'post').responses['201'].headers).toHaveProperty('Location');
     const rotate = op('/auth/clients/{client_id}/secret', 'post');

@@ -10,7 +10,8 @@ import { AddressInfo, createServer as createTcpServer, Socket } from 'node:net';
 import { webcrypto } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { MAX_JWKS_BYTES } from '../src/oidc/provider-fetch';
-import { startApp, TestApp } from './support/app';
+import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
+import { expectError } from './support/envelope';
 
 /** A TCP listener that only counts the connections it gets (and holds them open, as a filtered host would). */
 async function countingListener(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
@@ -122,5 +123,38 @@ describe('URLs the provider would fetch for a registrant', () => {
     expect(outcome).toEqual({ '/jwks': true, '/moved': false, '/huge': false });
     // The redirect was answered, and not followed.
     expect(served.filter((url) => url === '/jwks')).toHaveLength(1);
+  });
+
+  it('lets an admin register a private_key_jwt client by its jwks_uri (no secret), and remove a jwks_uri an open client named', async () => {
+    const t = await startApp();
+    closers.push(() => t.close());
+    const admin = (await bootstrapAdmin(t)).key;
+    const { privateKey, publicJwk } = await keyPair();
+    const jwksServer = createServer((_req, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ keys: [publicJwk] })));
+    await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise((resolve) => jwksServer.close(resolve)));
+    const jwksUri = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks`;
+
+    const client = (
+      await t.http
+        .post('/auth/clients')
+        .set(bearer(admin))
+        .send({ client_name: 'keyed importer', grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: jwksUri, scope: 'core.note:read' })
+        .expect(201)
+    ).body;
+    expect(client).toMatchObject({ token_endpoint_auth_method: 'private_key_jwt', jwks_uri: jwksUri });
+    expect(client).not.toHaveProperty('client_secret');
+    const tokens = await oidc.clientCredentialsGrant(await relyingParty(t, client.client_id, privateKey), { scope: 'core.note:read' });
+    await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+    expectError(await t.http.post(`/auth/clients/${client.client_id}/secret`).set(bearer(admin)), 409, 'conflict');
+    // Its keys are what it authenticates with: they cannot be taken away, nor the method left without them.
+    expectError(await t.http.patch(`/auth/clients/${client.client_id}`).set(bearer(admin)).send({ jwks_uri: null }), 400, 'validation_error');
+    expectError(await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt' }), 400, 'validation_error');
+
+    // An openly registered client named a jwks_uri it does not need: the operators remove it.
+    const open = (await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example/cb'], jwks_uri: jwksUri }).expect(201)).body;
+    const changed = await t.http.patch(`/auth/clients/${open.client_id}`).set(bearer(admin)).send({ jwks_uri: null }).expect(200);
+    expect(changed.body).not.toHaveProperty('jwks_uri');
+    expect((await t.http.get(`/auth/clients/${open.client_id}`).set(bearer(admin)).expect(200)).body).not.toHaveProperty('jwks_uri');
   });
 });

@@ -25,7 +25,7 @@ export class ClientsController {
     summary: 'Register a first-party OAuth client of the caller\'s tenant (admin)',
     description:
       'RFC 7591 metadata. The client belongs to the tenant (so it may use client_credentials) and carries a default extension grant. ' +
-      'Confidential clients get a `client_secret`, shown only here and stored encrypted; `token_endpoint_auth_method: none` makes a public client (PKCE, no secret).',
+      'Clients that authenticate with a secret get a `client_secret`, shown only here and stored encrypted; `token_endpoint_auth_method: none` makes a public client (PKCE, no secret), `private_key_jwt` one that signs assertions with its own key, published at `jwks_uri` (no secret).',
   })
   @Created({ type: RegisteredClient, path: '/auth/clients/{client_id}' })
   @ApiErrors(400, 401, 403, 429)
@@ -94,7 +94,7 @@ export class ClientsController {
     summary: 'Rotate a confidential OAuth client\'s secret (admin): the new one is shown once, the old one fails at once',
     description:
       'The new secret is stored encrypted, as at registration. The client\'s client-credentials tokens end with the old secret (401 from the next request); ' +
-      'the grants users gave, and their tokens, stay. A public client (`token_endpoint_auth_method: none`) has no secret: 409 `conflict`. ' +
+      'the grants users gave, and their tokens, stay. A client without a secret (`token_endpoint_auth_method` `none` or `private_key_jwt`): 409 `conflict`. ' +
       WHO_MANAGES,
   })
   @ApiOkResponse({ type: RotatedClient })

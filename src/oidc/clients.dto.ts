@@ -13,8 +13,14 @@ import { IsUserName } from '../users/users.dto';
  * RFC 7591 client metadata that first-party registration takes (the provider checks the values:
  * URIs, redirect rules), plus the default extension grant.
  */
-/** How an admin-registered client authenticates: every method discovery names that a secret serves. */
-const ADMIN_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'none'];
+/** How an admin-registered client authenticates: every method discovery names. */
+const ADMIN_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt', 'none'];
+
+/** Methods without a client secret: none is made, and there is none to rotate. */
+export const SECRETLESS_AUTH_METHODS: ReadonlySet<string> = new Set(['none', 'private_key_jwt']);
+
+const JWKS_URI_DOC =
+  'Where the provider fetches the public keys a `private_key_jwt` client signs its assertions with (required for that method): fetched as a webhook target is called (no private address unless WEBHOOK_ALLOW_PRIVATE_TARGETS, no redirect, at most 64 KiB)';
 
 export class RegisterClientDto {
   @ApiPropertyOptional({
@@ -43,7 +49,7 @@ export class RegisterClientDto {
   @ApiPropertyOptional({
     enum: ADMIN_AUTH_METHODS,
     default: 'client_secret_basic',
-    description: '`none`: a public client (PKCE, no secret); `client_secret_jwt`: an HS256 assertion signed with the secret (RFC 7523). `private_key_jwt` is open registration\'s only (it needs the client\'s keys)',
+    description: '`none`: a public client (PKCE, no secret); `client_secret_jwt`: an HS256 assertion signed with the secret; `private_key_jwt`: an assertion signed with the client\'s own key, published at `jwks_uri` (no secret) (RFC 7523)',
   })
   @IsOptionalNonNull() @IsIn(ADMIN_AUTH_METHODS)
   token_endpoint_auth_method?: string;
@@ -93,6 +99,10 @@ export class RegisterClientDto {
   @ApiPropertyOptional()
   @IsOptionalNonNull() @IsString() @MaxChars(2000)
   tos_uri?: string;
+
+  @ApiPropertyOptional({ maxLength: 2000, description: JWKS_URI_DOC })
+  @IsOptionalNonNull() @IsString() @MaxChars(2000)
+  jwks_uri?: string;
 
   @ApiPropertyOptional({ ...PERMISSION_MAP_DOC, example: { 'acme.notes': 'write' }, description: 'Default extension grant of the client\'s tokens (SPEC 5.4)' })
   @IsOptionalNonNull() @IsPermissionMap()
@@ -146,6 +156,10 @@ export class UpdateClientDto {
   @ApiPropertyOptional({ type: String, nullable: true, description: 'null removes it' })
   @IsOptional() @IsString() @MaxChars(2000)
   tos_uri?: string | null;
+
+  @ApiPropertyOptional({ type: String, nullable: true, maxLength: 2000, description: `${JWKS_URI_DOC}; null removes it (refused for a private_key_jwt client, which needs it)` })
+  @IsOptional() @IsString() @MaxChars(2000)
+  jwks_uri?: string | null;
 }
 
 /** What every answer about a client shows: its metadata, never its secret. */
@@ -165,7 +179,7 @@ class ClientFields {
   @ApiPropertyOptional() logo_uri?: string;
   @ApiPropertyOptional() policy_uri?: string;
   @ApiPropertyOptional() tos_uri?: string;
-  @ApiPropertyOptional({ description: 'Where the provider fetches the keys a private_key_jwt client signs with (set by open registration only)' }) jwks_uri?: string;
+  @ApiPropertyOptional({ description: 'Where the provider fetches the keys a private_key_jwt client signs with' }) jwks_uri?: string;
   @ApiProperty({ type: 'object', additionalProperties: { enum: ['read', 'write'] } }) extension_permissions: PermissionMap;
 }
 

@@ -44,7 +44,7 @@ import { isId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
-import { ClientRegistration, isClientId, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
+import { ClientRegistration, isClientId, SECRETLESS_AUTH_METHODS, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
 import { repeatedUriLists, URI_LISTS } from './client-registration';
 import { clientCredentialId, newClientSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
@@ -152,7 +152,7 @@ export class ClientsService {
       grant_types: grants,
       token_endpoint_auth_method: method,
       client_id: randomBytes(24).toString('base64url'),
-      ...(method === 'none' ? {} : { client_secret: newClientSecret() }),
+      ...(SECRETLESS_AUTH_METHODS.has(method) ? {} : { client_secret: newClientSecret() }),
       client_id_issued_at: Math.floor(Date.now() / 1000),
       tenant_id: p.tenantId,
       extension_permissions: dto.extension_permissions ?? {},
@@ -314,8 +314,8 @@ export class ClientsService {
       const [row] = await m.query(`SELECT 1 FROM oidc_models WHERE model = 'Client' AND id = $1 AND ${managed} FOR UPDATE`, [clientId, ...params]);
       const metadata = row && (await store.find(clientId));
       if (!metadata) return undefined;
-      if (metadata.token_endpoint_auth_method === 'none') {
-        throw ApiError.conflict('conflict', 'A public client (token_endpoint_auth_method none) has no secret to rotate');
+      if (SECRETLESS_AUTH_METHODS.has(metadata.token_endpoint_auth_method as string)) {
+        throw ApiError.conflict('conflict', `A client that authenticates with ${metadata.token_endpoint_auth_method} has no secret to rotate`);
       }
       const client_secret = newClientSecret();
       await store.upsert(clientId, { ...metadata, client_secret }, 0);
