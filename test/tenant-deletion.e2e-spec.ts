@@ -13,6 +13,8 @@ import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './suppo
 import { expectError } from './support/envelope';
 import { DEVICE_GRANT, deviceTokens } from './support/device-flow';
 import { SseClient } from './support/sse';
+import { field } from './support/browse';
+import request from 'supertest';
 import { waitFor } from './support/wait';
 
 /** Every table with a tenant_id column, read from the catalogue: one added later is checked too. */
@@ -80,6 +82,7 @@ describe.each(['disk', 'postgres'])('tenant deletion (blobs stored on %s)', (sto
     await t.http.get('/auth/userinfo').set(bearer(userTokens.access_token)).expect(200);
 
     keptItem = (await t.http.post('/items').set(bearer(kept.key)).send({ type: 'core.note', properties: { title: 'kept' } }).expect(201)).body.id;
+    await t.http.post('/users').set(bearer(kept.key)).send({ email: 'someone@kept.example', password: 'kept user password', name: 'Kept' }).expect(201);
   });
   afterAll(async () => {
     await t?.close();
@@ -127,6 +130,20 @@ describe.each(['disk', 'postgres'])('tenant deletion (blobs stored on %s)', (sto
     ]);
   });
 
+  it('lets no user of the deleted tenant sign in, also one a request in flight wrote after the deletion', async () => {
+    // The row a POST /users authorised before the deletion commits after it, put back as it would be.
+    const [row] = await t.sql<Record<string, unknown>>(`SELECT * FROM users WHERE tenant_id = $1`, [kept.tenantId]);
+    const lateId = '00000000-0000-4000-8000-00000000000a';
+    await t.sql(`INSERT INTO users SELECT (json_populate_record(NULL::users, $1::json)).*`, [
+      JSON.stringify({ ...row, id: lateId, tenant_id: doomed.tenantId, email: 'late@doomed.example' }),
+    ]);
+    const agent = request.agent(t.url);
+    const form = await agent.get('/auth/sign-in?return_to=/auth/security').expect(200);
+    const signIn = await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/security', csrf: field(form.text, 'csrf'), email: 'late@doomed.example', password: 'kept user password' });
+    expect(signIn.status).toBe(401);
+    await t.sql(`DELETE FROM users WHERE id = $1`, [lateId]);
+  });
+
   it('purges every row of the tenant and its blobs\' content, and nothing of any other tenant', async () => {
     const left = await waitFor(async () => {
       const rows = await rowsLeft(t, doomed.tenantId);
@@ -137,7 +154,7 @@ describe.each(['disk', 'postgres'])('tenant deletion (blobs stored on %s)', (sto
     await expect(stat(join(blobDir, doomed.tenantId))).rejects.toMatchObject({ code: 'ENOENT' });
 
     await t.http.get(`/items/${keptItem}`).set(bearer(kept.key)).expect(200);
-    expect(await rowsLeft(t, kept.tenantId)).toMatchObject({ items: 1, api_keys: 1 });
+    expect(await rowsLeft(t, kept.tenantId)).toMatchObject({ items: 1, api_keys: 1, users: 1 });
   });
 
   it('marks the tenant purged once no request begun before its deletion can still write; its row stays, a tombstone', async () => {

@@ -71,6 +71,13 @@ export async function endSignIns(m: EntityManager, userId: string): Promise<numb
 }
 
 /**
+ * A user of a deleted tenant is no user, from the deletion on: one a request in flight created
+ * after the deletion deleted the others (the purge removes it later) neither signs in nor has a
+ * token resolve (`byId`, which the token resolver and the account pages read through).
+ */
+const IN_LIVE_TENANT = `NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = users.tenant_id AND t.deleted_at IS NOT NULL)`;
+
+/**
  * Ends the OAuth life of deleted users: their grants' tokens, then every row of the accounts
  * (grants, sessions), each statement on its index; the grants it ended. Used refresh tokens stay,
  * as a revoked grant's do, so that presenting one is still a reuse.
@@ -269,7 +276,7 @@ export class UsersService {
       return { refusal: `Too many failed sign-ins for this account; try again in ${wait} minute${wait === 1 ? '' : 's'}.` };
     }
     const [row]: Array<UserRow & { password_hash: string }> = await this.db.query(
-      `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE lower(email) = lower($1)`,
+      `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE lower(email) = lower($1) AND ${IN_LIVE_TENANT}`,
       [email.trim()],
     );
     if (!row) return verifyAgainstNothing(password).then(() => ({ refusal: WRONG_PASSWORD }));
@@ -294,7 +301,7 @@ export class UsersService {
 
   /** The OIDC `sub` → the user (any tenant: the id is unique). */
   async byId(id: string): Promise<UserRow | undefined> {
-    const [row]: UserRow[] = await this.db.query(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [id]);
+    const [row]: UserRow[] = await this.db.query(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1 AND ${IN_LIVE_TENANT}`, [id]);
     return row;
   }
 }
