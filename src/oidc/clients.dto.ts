@@ -9,10 +9,6 @@ import { PERMISSION_MAP_DOC } from '../keys/keys.dto';
 import { ApiInteger } from '../openapi/api-integer.decorator';
 import { IsUserName } from '../users/users.dto';
 
-/**
- * RFC 7591 client metadata that first-party registration takes (the provider checks the values:
- * URIs, redirect rules), plus the default extension grant.
- */
 /** How an admin-registered client authenticates: every method discovery names. */
 const ADMIN_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt', 'none'];
 
@@ -22,6 +18,10 @@ export const SECRETLESS_AUTH_METHODS: ReadonlySet<string> = new Set(['none', 'pr
 const JWKS_URI_DOC =
   'Where the provider fetches the public keys a `private_key_jwt` client signs its assertions with (required for that method): fetched as a webhook target is called (no private address unless WEBHOOK_ALLOW_PRIVATE_TARGETS, no redirect, at most 64 KiB)';
 
+/**
+ * RFC 7591 client metadata that first-party registration takes (the provider checks the values:
+ * URIs, redirect rules), plus the default extension grant.
+ */
 export class RegisterClientDto {
   @ApiPropertyOptional({
     type: [String],
@@ -233,10 +233,19 @@ const CLIENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 export const isClientId = (value: string): boolean => CLIENT_ID.test(value);
 
-@Injectable()
-export class ParseClientIdPipe implements PipeTransform<string, string> {
+/** A path parameter naming one of the provider's ids, a client's or a grant's (the same alphabet and length). */
+export class ParseProviderIdPipe implements PipeTransform<string, string> {
+  constructor(private readonly kind: 'client' | 'grant') {}
+
   transform(value: string, metadata?: ArgumentMetadata): string {
-    if (!isClientId(value)) throw invalidId(metadata?.data ?? 'client_id', value, 'a valid client id');
+    if (!isClientId(value)) throw invalidId(metadata?.data ?? `${this.kind}_id`, value, `a valid ${this.kind} id`);
     return value;
+  }
+}
+
+@Injectable()
+export class ParseClientIdPipe extends ParseProviderIdPipe {
+  constructor() {
+    super('client');
   }
 }

@@ -38,7 +38,7 @@ import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 import { isBlockedFor } from './blocked-clients';
 import { clientRegistration, isSelfRegistered, servesUser } from './oauth-tokens';
-import { accountGonePage, deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messagePage, otherWorkspacePage } from './pages';
+import { accountGonePage, deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messagePage, otherWorkspacePage, refusedAppReason } from './pages';
 import { sendPage } from './send-page';
 
 const COOKIE = 'svc_device_csrf';
@@ -137,13 +137,7 @@ export class DeviceController {
         // The user deleted while deciding: the device is refused, as a deleted user's would be.
         Object.assign(code, { error: 'access_denied', errorDescription: 'The account no longer exists' });
       } else if (!approve || typeof recorded !== 'object') {
-        const why = otherTenant
-          ? 'This app is only for the users of the workspace it belongs to'
-          : blocked
-            ? 'The workspace\'s admins have blocked this app'
-            : denied
-              ? 'The user denied the request'
-              : nothingGranted(grantable);
+        const why = otherTenant || blocked ? refusedAppReason(blocked) : denied ? 'The user denied the request' : nothingGranted(grantable);
         Object.assign(code, { error: 'access_denied', errorDescription: why });
       } else {
         Object.assign(code, { accountId: user.id, grantId: recorded.grantId, authTime: Math.floor(Date.now() / 1000), scope: granted.join(' '), resource });

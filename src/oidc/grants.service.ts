@@ -83,18 +83,19 @@ export class GrantsService {
   }
 
   /**
-   * Revokes the user's grant (`by` the user, or an admin: `actor`); false when there is no such grant of theirs, also when a revocation
-   * at the same time (another click, the app at the revocation endpoint) deleted it first: that
-   * one audits it, so a grant revoked in a race gets one `auth.grant.revoked` row, not one each.
+   * Revokes the user's grant (`by` the user, or an admin: `actor`): the grant as it was; undefined
+   * when there is no such grant of theirs, also when a revocation at the same time (another click,
+   * the app at the revocation endpoint) deleted it first: that one audits it, so a grant revoked in
+   * a race gets one `auth.grant.revoked` row, not one each.
    */
-  async revoke(user: Pick<UserRow, 'id' | 'tenant_id'>, id: string, by: string, actor?: AuditActor): Promise<boolean> {
+  async revoke(user: Pick<UserRow, 'id' | 'tenant_id'>, id: string, by: string, actor?: AuditActor): Promise<GrantView | undefined> {
     const grant = await this.get(user.id, id);
-    if (!grant) return false;
-    if (!(await deleteGrant(this.db, id))) return false;
+    if (!grant) return undefined;
+    if (!(await deleteGrant(this.db, id))) return undefined;
     await this.tokenCache.invalidate();
     const details = { by, ...(actor && { actor }) };
     await this.audit.record({ tenantId: user.tenant_id, action: 'auth.grant.revoked', clientId: grant.client_id, userId: user.id, grantId: id, details });
-    return true;
+    return grant;
   }
 
   /** The provider's sessions, the sign-ins apps use; the account pages' own cookie is stored nowhere to list. */

@@ -40,7 +40,7 @@ import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 import { isBlockedFor } from './blocked-clients';
 import { clientRegistration, isSelfRegistered, servesUser } from './oauth-tokens';
-import { accountGonePage, consentPage, errorPage, formExpiredPage, otherWorkspacePage, shownAppName, signInPage } from './pages';
+import { accountGonePage, consentPage, errorPage, formExpiredPage, otherWorkspacePage, refusedAppReason, shownAppName, signInPage } from './pages';
 import { sendPage } from './send-page';
 import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, grantsAnything, nothingGranted, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
@@ -67,9 +67,6 @@ type Details = Awaited<ReturnType<Provider['interactionDetails']>>;
 const SIGN_IN_PROMPTS = ['login', 'select_account'];
 
 const str = { type: 'string' };
-
-const OTHER_WORKSPACE = 'This app is only for the users of the workspace it belongs to';
-const BLOCKED = 'The workspace\'s admins have blocked this app';
 
 @ApiTags('oauth pages')
 @Public()
@@ -264,7 +261,7 @@ export class InteractionsController {
     });
     if (recorded === 'account_gone') return sendPage(reply, 400, accountGonePage());
     // Blocked by the tenant's admins while the user decided.
-    if (recorded === 'client_blocked') return this.finish(req, reply, { error: 'access_denied', error_description: BLOCKED });
+    if (recorded === 'client_blocked') return this.finish(req, reply, { error: 'access_denied', error_description: refusedAppReason(true) });
     // An Allow that gives nothing: the app is told why, not that the user denied (grantsAnything, consent.ts).
     if (recorded === 'nothing_recorded' || givesNothing) return this.finish(req, reply, { error: 'access_denied', error_description: nothingGranted(grantable) });
     await this.finish(req, reply, { consent: { grantId: recorded.grantId } });
@@ -328,7 +325,7 @@ export class InteractionsController {
     const serves = servesUser(client, user);
     const blocked = serves && (await isBlockedFor(this.db, user.tenant_id, clientId));
     if (serves && !blocked) return false;
-    const backTo = await this.result(req, reply, { error: 'access_denied', error_description: blocked ? BLOCKED : OTHER_WORKSPACE });
+    const backTo = await this.result(req, reply, { error: 'access_denied', error_description: refusedAppReason(blocked) });
     await sendPage(reply, 403, otherWorkspacePage({ clientName: client?.clientName ?? clientId, backTo, outcome: 'Nothing was shared with it.', blocked }));
     return true;
   }

@@ -265,7 +265,8 @@ function refuseOddRegistration(metadata: ClientMetadata, errors: typeof import('
  * Which page may call the token, revocation, introspection and device endpoints from a browser
  * (CORS): a public client's, from the origin of one of its redirect URIs; never a confidential
  * client's (its secret has no business in a page) nor an opaque origin. The provider's default,
- * written out: left unset, it prints a notice on stderr at the first cross-origin call.
+ * written out: left unset, it prints a plain-text notice among stdout's JSON log lines at the
+ * first cross-origin call.
  */
 function browserMayCall(origin: string, client: Client): boolean {
   if (origin === 'null' || client.clientAuthMethod !== 'none') return false;

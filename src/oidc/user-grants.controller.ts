@@ -4,29 +4,20 @@
  * laptop, an app the team no longer trusts, someone leaving). The revocation is the user's own
  * (GrantsService.revoke), audited `auth.grant.revoked` with `details.by` `admin` and the actor.
  */
-import { ArgumentMetadata, Controller, Delete, Get, Injectable, Param, PipeTransform } from '@nestjs/common';
+import { Controller, Delete, Get, Param } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { actorOf } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
-import { invalidId, ParseIdPipe } from '../common/ids';
+import { ParseIdPipe } from '../common/ids';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { UsersService } from '../users/users.service';
 import { AccountGrant, AccountGrantList } from './account.dto';
-import { isClientId } from './clients.dto';
+import { ParseProviderIdPipe } from './clients.dto';
 import { GrantsService } from './grants.service';
 
 const noSuchGrant = () => ApiError.notFound('not_found', 'No such grant of this user');
-
-/** A grant id is the provider's, of a client id's alphabet and length; anything else is 400 `invalid_id`. */
-@Injectable()
-class ParseGrantIdPipe implements PipeTransform<string, string> {
-  transform(value: string, metadata?: ArgumentMetadata): string {
-    if (!isClientId(value)) throw invalidId(metadata?.data ?? 'grant_id', value, 'a valid grant id');
-    return value;
-  }
-}
 
 @ApiTags('users')
 @Controller('users/:id/grants')
@@ -50,7 +41,7 @@ export class UserGrantsController {
   @ApiOperation({ summary: 'One grant of a user of the tenant (admin)' })
   @ApiOkResponse({ type: AccountGrant })
   @ApiErrors(400, 401, 403, 404, 429)
-  async get(@Caller() caller: Principal, @Param('id', ParseIdPipe) userId: string, @Param('grant_id', ParseGrantIdPipe) grantId: string): Promise<AccountGrant> {
+  async get(@Caller() caller: Principal, @Param('id', ParseIdPipe) userId: string, @Param('grant_id', new ParseProviderIdPipe('grant')) grantId: string): Promise<AccountGrant> {
     const user = await this.users.get(caller, userId);
     const grant = await this.grants.get(user.id, grantId);
     if (!grant) throw noSuchGrant();
@@ -64,10 +55,10 @@ export class UserGrantsController {
   })
   @ApiOkResponse({ type: AccountGrant, description: 'The grant revoked' })
   @ApiErrors(400, 401, 403, 404, 429)
-  async revoke(@Caller() caller: Principal, @Param('id', ParseIdPipe) userId: string, @Param('grant_id', ParseGrantIdPipe) grantId: string): Promise<AccountGrant> {
+  async revoke(@Caller() caller: Principal, @Param('id', ParseIdPipe) userId: string, @Param('grant_id', new ParseProviderIdPipe('grant')) grantId: string): Promise<AccountGrant> {
     const user = await this.users.get(caller, userId);
-    const grant = await this.grants.get(user.id, grantId);
-    if (!grant || !(await this.grants.revoke(user, grantId, 'admin', actorOf(caller)))) throw noSuchGrant();
-    return grant;
+    const revoked = await this.grants.revoke(user, grantId, 'admin', actorOf(caller));
+    if (!revoked) throw noSuchGrant();
+    return revoked;
   }
 }

@@ -9,7 +9,7 @@
  */
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { BlobsService } from '../blobs/blobs.service';
 import { PeriodicTask } from '../common/periodic-task';
 import { AppConfig } from '../config/app-config';
@@ -76,9 +76,18 @@ export class TenantPurge extends PeriodicTask {
     return total;
   }
 
+  /**
+   * What ends a tenant's access with its deletion, and each pass repeats for any a request in flight
+   * added since: its users and OAuth clients with every grant, token and session, in `m`'s
+   * transaction. Bump the OAuth token cache's generation once committed (ClientsService.tokensChanged).
+   */
+  async endAccess(m: EntityManager, tenantId: string): Promise<{ users: number; clients: number }> {
+    return { users: await this.users.removeAll(m, tenantId), clients: await this.clients.removeAll(m, tenantId) };
+  }
+
   /** Deletes what is left of the tenant: how many rows. */
   private async purge(tenantId: string): Promise<number> {
-    const [users, clients] = await this.db.transaction(async (m) => [await this.users.removeAll(m, tenantId), await this.clients.removeAll(m, tenantId)]);
+    const { users, clients } = await this.db.transaction((m) => this.endAccess(m, tenantId));
     if (users || clients) await this.clients.tokensChanged();
     let total = users + clients;
     for (const [table, batch] of TABLES) {

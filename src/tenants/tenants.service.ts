@@ -24,7 +24,6 @@ import { decodeCursor, PageQuery, pageOf } from '../common/pagination';
 import { keyLabel } from '../keys/keys.dto';
 import { KeysService } from '../keys/keys.service';
 import { ClientsService } from '../oidc/clients.service';
-import { UsersService } from '../users/users.service';
 import { TenantPurge } from './tenant-purge';
 import { TenantEntity } from './tenant.entity';
 import { CreatedTenantResponse, DeletedTenantResponse, TenantList, TenantResponse } from './tenants.dto';
@@ -45,7 +44,6 @@ export class TenantsService {
     @InjectDataSource() private readonly db: DataSource,
     private readonly keys: KeysService,
     private readonly audit: AuditService,
-    private readonly users: UsersService,
     private readonly clients: ClientsService,
     private readonly purge: TenantPurge,
   ) {}
@@ -81,8 +79,7 @@ export class TenantsService {
         `UPDATE tenants SET deleted_at = date_trunc('milliseconds', now()) WHERE id = $1 RETURNING deleted_at`,
         [id],
       );
-      const users = await this.users.removeAll(m, id);
-      const clients = await this.clients.removeAll(m, id);
+      const { users, clients } = await this.purge.endAccess(m, id);
       const details = { actor: actorOf(p), tenant_id: id, name: row.name, users_deleted: users, clients_deleted: clients };
       await this.audit.record({ tenantId: p.tenantId, action: 'tenant.deleted', details }, m);
       return { ...toResponse(row), deleted_at: deleted_at.toISOString() };
