@@ -11,7 +11,9 @@ import { webcrypto } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { MAX_JWKS_BYTES } from '../src/oidc/provider-fetch';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
-import { expectError } from './support/envelope';
+import { badFields, expectError } from './support/envelope';
+import { Receiver } from './support/receiver';
+import { waitFor } from './support/wait';
 
 /** A TCP listener that only counts the connections it gets (and holds them open, as a filtered host would). */
 async function countingListener(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
@@ -148,8 +150,30 @@ describe('URLs the provider would fetch for a registrant', () => {
     await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
     expectError(await t.http.post(`/auth/clients/${client.client_id}/secret`).set(bearer(admin)), 409, 'conflict');
     // Its keys are what it authenticates with: they cannot be taken away, nor the method left without them.
-    expectError(await t.http.patch(`/auth/clients/${client.client_id}`).set(bearer(admin)).send({ jwks_uri: null }), 400, 'validation_error');
-    expectError(await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt' }), 400, 'validation_error');
+    const unkeyed = [
+      await t.http.patch(`/auth/clients/${client.client_id}`).set(bearer(admin)).send({ jwks_uri: null }),
+      await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt' }),
+    ];
+    for (const res of unkeyed) expect(badFields(res)).toEqual(['jwks_uri']);
+
+    // Moving its keys is its rotation: the tokens it got before end, and what they started (a
+    // webhook gets nothing more); the keys at the new place work.
+    const receiver = new Receiver();
+    const base = await receiver.start();
+    closers.push(() => receiver.stop());
+    await t.http.post('/webhooks').set(bearer(tokens.access_token)).send({ url: `${base}/client`, events: ['item.created'] }).expect(201);
+    await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/admin`, events: ['item.created'] }).expect(201);
+    const note = async () => (await t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'n' } }).expect(201)).body.id as string;
+    const deliveredTo = (path: string, id: string) => receiver.at(path).some((r) => JSON.parse(r.body).item.id === id);
+    const before = await note();
+    await waitFor(() => deliveredTo('/client', before) && deliveredTo('/admin', before), 'the deliveries before the move');
+    await t.http.patch(`/auth/clients/${client.client_id}`).set(bearer(admin)).send({ jwks_uri: `${jwksUri}?moved` }).expect(200);
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    const after = await note();
+    await waitFor(() => deliveredTo('/admin', after), 'the admin webhook\'s delivery');
+    expect(receiver.at('/client')).toHaveLength(1);
+    const moved = await oidc.clientCredentialsGrant(await relyingParty(t, client.client_id, privateKey), { scope: 'core.note:read' });
+    await t.http.get('/items').set(bearer(moved.access_token)).expect(200);
 
     // An openly registered client named a jwks_uri it does not need: the operators remove it.
     const open = (await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example/cb'], jwks_uri: jwksUri }).expect(201)).body;

@@ -3,7 +3,9 @@
  * introspection leaves out (oidc-provider.factory.ts). Rotating the secret deletes the client's
  * tokens, but a token request that authenticated with the old secret just before the rotation
  * committed saves its token after that deletion. The claim ends such a token too. A token from
- * before the claim existed has none and is taken as current.
+ * before the claim existed has none and is taken as current. A `private_key_jwt` client has no
+ * secret: what it proves itself with is the key set at its `jwks_uri`, so that URI stands in for
+ * the secret (`proofOf`), and moving it is that client's rotation.
  *
  * The claim also names the credential a client's tokens stand for (`clientCredentialId`): what
  * they started that outlives them (webhooks, event streams, bulk jobs) belongs to the client
@@ -25,13 +27,23 @@ export const SECRET_CLAIM = 'client_secret_hash';
  */
 export const newClientSecret = () => `${OAUTH_CLIENT_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
 
-export function secretClaim(secret: string | undefined): Record<string, string> | undefined {
-  return secret ? { [SECRET_CLAIM]: hashSecret(secret) } : undefined;
+/** What a client authenticates with: its secret, or where a client without one publishes its keys. */
+export function proofOf(secret: unknown, jwksUri: unknown): string | undefined {
+  if (typeof secret === 'string') return secret;
+  return typeof jwksUri === 'string' ? `jwks_uri:${jwksUri}` : undefined;
+}
+
+/** The claim of `client`'s tokens issued now (none for a public client). */
+export const currentClaim = (client: Client) => secretClaim(proofOf(client.clientSecret, client.jwksUri));
+
+/** The claim of tokens issued under `proof` (proofOf). */
+export function secretClaim(proof: string | undefined): Record<string, string> | undefined {
+  return proof ? { [SECRET_CLAIM]: hashSecret(proof) } : undefined;
 }
 
 export function issuedUnderCurrentSecret(client: Client, token: object): boolean {
   const issued = (token as { extra?: Record<string, unknown> }).extra?.[SECRET_CLAIM];
-  const current = secretClaim(client.clientSecret)?.[SECRET_CLAIM];
+  const current = currentClaim(client)?.[SECRET_CLAIM];
   return issued === undefined || (typeof issued === 'string' && current !== undefined && digestsEqual(issued, current));
 }
 
@@ -49,5 +61,5 @@ export function clientOfCredential(credentialId: string): { clientId: string; is
   if (!tagged) return { clientId: credentialId.slice('client:'.length), isCurrent: () => true };
   const [, owner, tag] = tagged;
   const clientId = owner.slice('client:'.length);
-  return { clientId, isCurrent: (client) => secretClaim(client.clientSecret)?.[SECRET_CLAIM].slice(0, TAG_LENGTH) === tag };
+  return { clientId, isCurrent: (client) => currentClaim(client)?.[SECRET_CLAIM].slice(0, TAG_LENGTH) === tag };
 }

@@ -25,7 +25,9 @@
  * the client may now ask for: scopes taken away leave every grant of the client (not refused, so
  * a scope given back is asked for again), which the tokens they issued follow at once (their
  * cached resolutions are dropped); codes and sign-ins in progress for a redirect URI or a scope
- * taken away end. Grants are narrowed, not revoked, so no grant action is recorded.
+ * taken away end. Grants are narrowed, not revoked, so no grant action is recorded. Moving a
+ * `private_key_jwt` client's `jwks_uri` is that client's rotation: its client-credentials tokens
+ * end as a rotated secret's do.
  *
  * Each registration, update, deletion and rotation is audited (`auth.client.created`, `.updated`
  * with the fields whose value changed, `.deleted`, `.secret_rotated`) in the transaction that
@@ -46,7 +48,7 @@ import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { ClientRegistration, isClientId, SECRETLESS_AUTH_METHODS, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
 import { repeatedUriLists, URI_LISTS } from './client-registration';
-import { clientCredentialId, newClientSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
+import { clientCredentialId, newClientSecret, proofOf, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { inTransaction, underConnectionLock } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
@@ -292,6 +294,8 @@ export class ClientsService {
       // The API as a resource server is SVC_BASE_URL (oidc-provider.factory.ts, resourceIndicators).
       await narrowGrants(m, clientId, registeredScopes(after), this.config.baseUrl);
       await endPendingWork(m, clientId, client!, removedScopes(before, after));
+      const oldProof = proofOf(before.client_secret, before.jwks_uri);
+      if (oldProof !== proofOf(after.client_secret, after.jwks_uri)) await endOldCredential(m, before, clientId, oldProof);
       const changed = changedFields(Object.fromEntries(Object.keys(dto).map((key) => [key, [asCompared(key, before[key]), asCompared(key, after[key])] as const])));
       if (changed.length) await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.updated', clientId, details: { actor: actorOf(p), changed } }, m);
       return toClient(after);
@@ -319,10 +323,10 @@ export class ClientsService {
       }
       const client_secret = newClientSecret();
       await store.upsert(clientId, { ...metadata, client_secret }, 0);
-      // The old secret's tokens end, and the registration access token issued beside it (open
-      // registration), which would otherwise read the new secret out (RFC 7592 2.1).
-      await m.query(`DELETE FROM oidc_models WHERE model IN ('ClientCredentials', 'RegistrationAccessToken') AND payload->>'clientId' = $1`, [clientId]);
-      await endLegacyWork(m, metadata.tenant_id, clientId, metadata.client_secret);
+      // The registration access token issued beside the old secret (open registration) would
+      // otherwise read the new one out (RFC 7592 2.1).
+      await m.query(`DELETE FROM oidc_models WHERE model = 'RegistrationAccessToken' AND payload->>'clientId' = $1`, [clientId]);
+      await endOldCredential(m, metadata, clientId, proofOf(metadata.client_secret, metadata.jwks_uri));
       await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.secret_rotated', clientId, details: { actor: actorOf(p) } }, m);
       return { ...toClient(metadata), client_secret };
     });
@@ -338,7 +342,7 @@ export class ClientsService {
  * with a repeat before the rule can still be changed otherwise), refused naming the list as the
  * DTO's checks do. Then the provider's rules (oidc-provider.factory.ts adds the service's: http
  * redirects only to loopback, client_credentials only for a confidential client, …), whose
- * refusal is 400 `validation_error` naming `(client)`.
+ * refusal is 400 `validation_error` naming the field it is about (`refusedField`).
  */
 async function validateClient(provider: Provider, metadata: Record<string, unknown>, given: object = metadata): Promise<void> {
   const repeats = repeatedUriLists(metadata).filter((field) => Reflect.get(given, field) !== undefined);
@@ -347,9 +351,26 @@ async function validateClient(provider: Provider, metadata: Record<string, unkno
     await provider.Client.validate(metadata as never);
   } catch (err) {
     const e = err as { error?: string; error_description?: string };
-    if (e.error) throw validationError([{ field: '(client)', message: e.error_description ?? e.error }], 'The client metadata is not valid');
-    throw err;
+    if (!e.error) throw err;
+    const message = e.error_description ?? e.error;
+    throw validationError([{ field: refusedField(message, metadata), message }], 'The client metadata is not valid');
   }
+}
+
+/** The fields a caller of /auth/clients sends. */
+const CLIENT_FIELDS: ReadonlySet<string> = new Set([...SHOWN, 'extension_permissions']);
+
+/**
+ * The field a refusal of the provider's is about, read from its description: the URI list that
+ * holds the URI it starts with (a redirect URI's refusal names the URI), else the first field
+ * named in it (`jwks or jwks_uri is mandatory…`), else `(client)`, the metadata as a whole.
+ */
+function refusedField(description: string, metadata: Record<string, unknown>): string {
+  const list = URI_LISTS.find((field) => {
+    const uris = metadata[field];
+    return Array.isArray(uris) && uris.some((uri) => typeof uri === 'string' && description.startsWith(`${uri}:`));
+  });
+  return list ?? description.match(/[a-z_]+/g)?.find((word) => CLIENT_FIELDS.has(word)) ?? '(client)';
 }
 
 /**
@@ -419,12 +440,15 @@ async function endPendingWork(m: EntityManager, clientId: string, client: Client
 }
 
 /**
- * Webhooks and bulk jobs started by the client's tokens before a credential named the secret
- * (`client:<id>`, client-secret-claim.ts) are put under the secret being replaced, so that they
- * end with it, as what its tokens started since does.
+ * A client's secret was rotated, or its jwks_uri moved (client-secret-claim.ts): the tokens it
+ * got with the old one end. Webhooks and bulk jobs its tokens started name the old credential and
+ * end with it; those started before a credential named it (`client:<id>`) are put under the old
+ * one, so that they end too.
  */
-async function endLegacyWork(m: EntityManager, tenantId: unknown, clientId: string, oldSecret: unknown): Promise<void> {
-  const old = clientCredentialId(clientId, typeof oldSecret === 'string' ? secretClaim(oldSecret)?.[SECRET_CLAIM] : undefined);
+async function endOldCredential(m: EntityManager, metadata: Record<string, unknown>, clientId: string, oldProof: string | undefined): Promise<void> {
+  await m.query(`DELETE FROM oidc_models WHERE model = 'ClientCredentials' AND payload->>'clientId' = $1`, [clientId]);
+  const tenantId = metadata.tenant_id;
+  const old = clientCredentialId(clientId, secretClaim(oldProof)?.[SECRET_CLAIM]);
   const bare = `client:${clientId}`;
   if (typeof tenantId !== 'string' || old === bare) return;
   for (const table of ['webhooks', 'bulk_jobs']) {

@@ -31,7 +31,7 @@ import { isUsedRefreshToken, postgresAdapter, textRefused, unstorableText } from
 import { clearedAccountCookie } from './account-session';
 import { logoutPage, messagePage, providerErrorPage, SELF_SUBMITTING_CSP, selfSubmittingPage, shownAppName } from './pages';
 import { setPage } from './send-page';
-import { issuedUnderCurrentSecret, newClientSecret, SECRET_CLAIM, secretClaim } from './client-secret-claim';
+import { currentClaim, issuedUnderCurrentSecret, newClientSecret, SECRET_CLAIM } from './client-secret-claim';
 import { repeatedUriLists, scopesForUser } from './client-registration';
 import { isApiScope, OIDC_SCOPES, registeredScopes, scopesStillHeld, withinUserRole } from './scopes';
 import type { PrivateJwk } from './signing-keys';
@@ -327,7 +327,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     },
     fetch: providerFetch(config.allowPrivateWebhookTargets),
     fetchResponseBodyLimits: { jwks_uri: MAX_JWKS_BYTES },
-    extraTokenClaims: async (ctx, token) => (token.kind === 'ClientCredentials' ? secretClaim(ctx.oidc.client?.clientSecret) : undefined),
+    extraTokenClaims: async (ctx, token) => (token.kind === 'ClientCredentials' ? ctx.oidc.client && currentClaim(ctx.oidc.client) : undefined),
     routes: OIDC_ROUTES,
     renderError,
     ttl: {
