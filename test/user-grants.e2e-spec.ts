@@ -82,4 +82,44 @@ describe('admins over their users\' grants (/users/{id}/grants)', () => {
     const lines = (await agent.get('/auth/security').expect(200)).text.match(/access (given to|revoked from) .*?<\/li>/g);
     expect(lines).toEqual([expect.stringMatching(/^access revoked from .*Living-room TV.* by an admin<\/li>$/), expect.stringMatching(/^access given to .*Living-room TV/)]);
   });
+
+  it('pages a user\'s grants newest first, with cursors of this list only', async () => {
+    const pager = (await t.http.post('/users').set(bearer(admin)).send({ email: 'pager@example.com', password: 'a long pager password', name: 'Pager' }).expect(201)).body.id;
+    const connected: string[] = [];
+    for (const name of ['Watch', 'Car', 'Fridge']) {
+      const app = (
+        await t.http
+          .post('/auth/clients')
+          .set(bearer(admin))
+          .send({ client_name: name, grant_types: [DEVICE_GRANT], token_endpoint_auth_method: 'none', scope: 'core.note:read' })
+          .expect(201)
+      ).body.client_id;
+      await deviceTokens(t, app, { email: 'pager@example.com', password: 'a long pager password' }, ['core.note:read']);
+      connected.push(app);
+    }
+    const all = (await t.http.get(`/users/${pager}/grants`).set(bearer(admin)).expect(200)).body;
+    expect(all.next_cursor).toBeNull();
+    expect(all.grants.map((g: { client_id: string }) => g.client_id).sort()).toEqual([...connected].sort());
+
+    const paged: unknown[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { grants: unknown[]; next_cursor: string | null } = (
+        await t.http.get(`/users/${pager}/grants`).query({ limit: 1, ...(cursor && { cursor }) }).set(bearer(admin)).expect(200)
+      ).body;
+      expect(page.grants).toHaveLength(1);
+      paged.push(...page.grants);
+      cursor = page.next_cursor;
+    } while (cursor && paged.length <= connected.length);
+    expect(paged).toEqual(all.grants);
+
+    const first = (await t.http.get(`/users/${pager}/grants?limit=1`).set(bearer(admin)).expect(200)).body.next_cursor;
+    const clientsCursor = (await t.http.get('/auth/clients?limit=1').set(bearer(admin)).expect(200)).body.next_cursor;
+    for (const bad of ['nonsense', clientsCursor]) {
+      expectError(await t.http.get(`/users/${pager}/grants`).query({ cursor: bad }).set(bearer(admin)), 400, 'validation_error');
+    }
+    expectError(await t.http.get(`/users/${pager}/grants?limit=0`).set(bearer(admin)), 400, 'validation_error');
+    // A cursor names a position in a list, not a user: another user's list from it is that user's.
+    expect((await t.http.get(`/users/${userId}/grants`).query({ cursor: first }).set(bearer(admin)).expect(200)).body.grants).toEqual([]);
+  });
 });

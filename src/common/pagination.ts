@@ -24,7 +24,7 @@ export interface Position {
  * name a position among rows it never came from.
  */
 export type ListName =
-  | 'audit' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges'
+  | 'audit' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges' | 'grants'
   | 'integrations' | 'items' | 'keys' | 'tenants' | 'types' | 'users' | 'webhooks';
 
 const encode = (parts: string[]): string => Buffer.from(JSON.stringify(parts)).toString('base64url');
@@ -109,5 +109,20 @@ export function decodeCursor(cursor: string | undefined, list: ListName, validId
   } catch {
     // fall through
   }
-  throw validationError([{ field: 'cursor', message: 'is not a cursor this list issued' }]);
+  throw notACursor();
+}
+
+const notACursor = () => validationError([{ field: 'cursor', message: 'is not a cursor this list issued' }]);
+
+/**
+ * `decodeCursor` for a list ordered by whole seconds since the epoch (the provider's OAuth
+ * clients and grants): the position's seconds and id.
+ */
+export function decodeSecondsCursor(cursor: string | undefined, list: ListName, validId: (id: string) => boolean): { seconds: number; id: string } | undefined {
+  const position = decodeCursor(cursor, list, validId);
+  if (!position) return undefined;
+  const seconds = Date.parse(position.createdAt) / 1000;
+  // Such a list issues whole seconds only: a cursor with a fraction was not made here.
+  if (!Number.isInteger(seconds)) throw notACursor();
+  return { seconds, id: position.id };
 }

@@ -15,6 +15,10 @@ export class AccountGrantList {
   @ApiProperty({ type: [AccountGrant], description: 'Newest first' }) grants: AccountGrant[];
 }
 
+export class UserGrantList extends AccountGrantList {
+  @ApiProperty({ nullable: true, type: String }) next_cursor: string | null;
+}
+
 export class AccountSession implements SessionView {
   @ApiProperty({ description: 'An opaque id of the session (not its cookie)' }) id: string;
   @ApiProperty({ format: 'date-time' }) signed_in_at: string;

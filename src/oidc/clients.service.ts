@@ -43,7 +43,7 @@ import { actorOf, AuditService, changedFields } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isId } from '../common/ids';
-import { decodeCursor, pageOf } from '../common/pagination';
+import { decodeSecondsCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { ClientRegistration, isClientId, SECRETLESS_AUTH_METHODS, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
@@ -184,16 +184,13 @@ export class ClientsService {
   }
 
   async list(p: Principal, limit = 50, cursor?: string, registration?: ClientRegistration): Promise<OAuthClientList> {
-    const position = decodeCursor(cursor, 'clients', isClientId);
-    // Registration times are whole seconds: a cursor with a fraction was not made here.
-    const issuedAt = position && Date.parse(position.createdAt) / 1000;
-    if (issuedAt !== undefined && !Number.isInteger(issuedAt)) throw validationError([{ field: 'cursor', message: 'is not a cursor this service issued' }]);
+    const position = decodeSecondsCursor(cursor, 'clients', isClientId);
     const [managed, params] = managedBy(p, 1, registration);
     const rows: Array<{ id: string; payload: Record<string, unknown>; issued_at: string }> = await this.db.query(
       `SELECT id, payload, ${ISSUED_AT} AS issued_at FROM oidc_models
         WHERE model = 'Client' AND ${managed} AND ($2::bigint IS NULL OR (${ISSUED_AT}, id) < ($2, $3::text))
         ORDER BY ${ISSUED_AT} DESC, id DESC LIMIT $4`,
-      [...params, issuedAt ?? null, position?.id ?? null, limit + 1],
+      [...params, position?.seconds ?? null, position?.id ?? null, limit + 1],
     );
     const { page, next_cursor } = pageOf(rows, limit, (r) => new Date(Number(r.issued_at) * 1000), 'clients');
     return { clients: page.map((r) => toClient(r.payload)), next_cursor };

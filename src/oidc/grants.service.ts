@@ -12,8 +12,10 @@ import { createHash } from 'node:crypto';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AuditActor, AuditService } from '../audit/audit.service';
+import { decodeSecondsCursor, pageOf } from '../common/pagination';
 import { AppConfig } from '../config/app-config';
 import { endSignIns, type UserRow } from '../users/users.service';
+import { isClientId } from './clients.dto';
 import { deleteGrant } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
@@ -36,6 +38,9 @@ export interface SessionView {
 
 const sessionViewId = (sessionId: string) => createHash('sha256').update(`session-view:${sessionId}`).digest('base64url');
 
+/** When a grant was issued, in whole seconds; lists are newest first. */
+const GRANT_IAT = `COALESCE((payload->>'iat')::bigint, 0)`;
+
 const iso = (epochSeconds: unknown) => (typeof epochSeconds === 'number' ? new Date(epochSeconds * 1000).toISOString() : null);
 
 @Injectable()
@@ -48,14 +53,25 @@ export class GrantsService {
     private readonly tokenCache: OAuthTokenCache,
   ) {}
 
+  /** Every grant of the user, newest first: the account pages' list (one grant per app). */
   async list(userId: string): Promise<GrantView[]> {
-    const rows: Array<{ id: string }> = await this.db.query(
-      `SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1 AND (expires_at IS NULL OR expires_at > now())
-        ORDER BY (payload->>'iat')::bigint DESC`,
-      [userId],
+    return (await this.page(userId, null)).grants;
+  }
+
+  /** A page of the user's grants, newest first (`limit` null: all of them). */
+  async page(userId: string, limit: number | null = 50, cursor?: string): Promise<{ grants: GrantView[]; next_cursor: string | null }> {
+    const position = decodeSecondsCursor(cursor, 'grants', isClientId);
+    const rows: Array<{ id: string; iat: string }> = await this.db.query(
+      `SELECT id, ${GRANT_IAT} AS iat FROM oidc_models
+        WHERE model = 'Grant' AND payload->>'accountId' = $1 AND (expires_at IS NULL OR expires_at > now())
+          AND ($2::bigint IS NULL OR (${GRANT_IAT}, id) < ($2, $3::text))
+        ORDER BY ${GRANT_IAT} DESC, id DESC LIMIT $4`,
+      [userId, position?.seconds ?? null, position?.id ?? null, limit === null ? null : limit + 1],
     );
-    const views = await Promise.all(rows.map((r) => this.get(userId, r.id)));
-    return views.filter((v): v is GrantView => v !== undefined);
+    const { page, next_cursor } = limit === null ? { page: rows, next_cursor: null } : pageOf(rows, limit, (r) => new Date(Number(r.iat) * 1000), 'grants');
+    // A grant revoked since the page was read is left out (its page is one shorter).
+    const views = await Promise.all(page.map((r) => this.get(userId, r.id)));
+    return { grants: views.filter((v): v is GrantView => v !== undefined), next_cursor };
   }
 
   /** Display names of clients by id, for activity lists; a client gone since shows its id. */

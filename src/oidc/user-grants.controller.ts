@@ -4,16 +4,17 @@
  * laptop, an app the team no longer trusts, someone leaving). The revocation is the user's own
  * (GrantsService.revoke), audited `auth.grant.revoked` with `details.by` `admin` and the actor.
  */
-import { Controller, Delete, Get, Param } from '@nestjs/common';
+import { Controller, Delete, Get, Param, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { actorOf } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
 import { ParseIdPipe } from '../common/ids';
+import { PageQuery } from '../common/pagination';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { UsersService } from '../users/users.service';
-import { AccountGrant, AccountGrantList } from './account.dto';
+import { AccountGrant, UserGrantList } from './account.dto';
 import { ParseProviderIdPipe } from './clients.dto';
 import { GrantsService } from './grants.service';
 
@@ -29,12 +30,12 @@ export class UserGrantsController {
   ) {}
 
   @Get()
-  @ApiOperation({ summary: 'The apps a user of the tenant connected, newest first, with the scopes each holds (admin)' })
-  @ApiOkResponse({ type: AccountGrantList })
+  @ApiOperation({ summary: 'The apps a user of the tenant connected, newest first, with the scopes each holds (admin); paged' })
+  @ApiOkResponse({ type: UserGrantList })
   @ApiErrors(400, 401, 403, 404, 429)
-  async list(@Caller() caller: Principal, @Param('id', ParseIdPipe) userId: string): Promise<AccountGrantList> {
+  async list(@Caller() caller: Principal, @Param('id', ParseIdPipe) userId: string, @Query() query: PageQuery): Promise<UserGrantList> {
     const user = await this.users.get(caller, userId);
-    return { grants: await this.grants.list(user.id) };
+    return this.grants.page(user.id, query.limit, query.cursor);
   }
 
   @Get(':grant_id')
