@@ -182,6 +182,36 @@ describe('listings read about a page', () => {
     await page(cursor);
   });
 
+  it("a client's update and deletion read its own OAuth rows, not every client's", async () => {
+    // Other clients' grants and client-credentials tokens, as a busy provider holds them.
+    await t.sql(
+      `INSERT INTO oidc_models (model, id, payload, expires_at)
+       SELECT m, m || n, jsonb_build_object('clientId', 'other' || (n % 500), 'accountId', 'user' || n, 'iat', 1700000000 + n), now() + interval '1 day'
+         FROM generate_series(1, 5000) n, unnest(ARRAY['Grant', 'ClientCredentials', 'AccessToken']) m`,
+    );
+    await t.sql(`ANALYZE oidc_models`);
+    const client = (
+      await t.http
+        .post('/auth/clients')
+        .set(bearer(admin))
+        .send({ client_name: 'indexed', grant_types: ['client_credentials'], scope: 'core.note:read core.note:write' })
+        .expect(201)
+    ).body as { client_id: string };
+    const byClient = /FROM oidc_models WHERE .*payload->>'clientId' = (ANY\(\$1::text\[\]\)|\$1)/;
+    /** Rows each statement by client of `request` reads, explained after it ran (again: what it changed is done). */
+    const readBy = async (request: () => Promise<unknown>) => {
+      caught.length = 0;
+      await request();
+      const statements = caught.filter((s) => byClient.test(s.sql));
+      return Promise.all(statements.map(async (s) => [s.sql, rowsRead(await explain(s), 'oidc_models')]));
+    };
+    const update = await readBy(() => t.http.patch(`/auth/clients/${client.client_id}`).set(bearer(admin)).send({ scope: 'core.note:read' }).expect(200));
+    const deletion = await readBy(() => t.http.delete(`/auth/clients/${client.client_id}`).set(bearer(admin)).expect(200));
+    // Its grants to narrow and its unexchanged codes; then its grants and the rows it holds without one.
+    expect([update.length, deletion.length]).toEqual([2, 2]);
+    for (const [sql, read] of [...update, ...deletion]) expect([sql, read]).toEqual([sql, 0]);
+  });
+
   describe("an item's edges", () => {
     let hub: string;
     let out: string[];

@@ -109,9 +109,10 @@ const ISSUED_AT = `COALESCE((payload->>'client_id_issued_at')::bigint, 0)`;
 /**
  * Rows that belong to a client without belonging to one of its grants (those go with the grant):
  * client-credentials tokens, device codes not yet approved, the registration access token of an
- * openly registered client.
+ * openly registered client. Written into the statement, so that it reads the index of rows by
+ * client (migration 5300), which a parameter's list could not be proven to fall in.
  */
-const GRANTLESS_MODELS = ['ClientCredentials', 'DeviceCode', 'RegistrationAccessToken'];
+const GRANTLESS_MODELS = `'ClientCredentials', 'DeviceCode', 'RegistrationAccessToken'`;
 
 /**
  * Everything deleted clients hold, their rows already gone: grants with every token they issued
@@ -124,7 +125,7 @@ async function endClients(m: EntityManager, clientIds: string[]): Promise<Array<
     [clientIds],
   );
   await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[])`, [grants.map((g) => g.id)]);
-  await m.query(`DELETE FROM oidc_models WHERE model = ANY($2::text[]) AND payload->>'clientId' = ANY($1::text[])`, [clientIds, GRANTLESS_MODELS]);
+  await m.query(`DELETE FROM oidc_models WHERE model IN (${GRANTLESS_MODELS}) AND payload->>'clientId' = ANY($1::text[])`, [clientIds]);
   await m.query(`DELETE FROM oidc_models WHERE model = 'Interaction' AND payload->'params'->>'client_id' = ANY($1::text[])`, [clientIds]);
   await m.query(
     `UPDATE oidc_models SET payload = jsonb_set(payload, '{authorizations}', (payload->'authorizations') - $1::text[])

@@ -51,6 +51,7 @@ import { TenantsMillisecondCreated1732300004900 } from './1732300004900-tenants-
 import { OauthClientsByTenant1732300005000 } from './1732300005000-oauth-clients-by-tenant';
 import { TenantDeletion1732300005100 } from './1732300005100-tenant-deletion';
 import { BlockedClients1732300005200 } from './1732300005200-blocked-clients';
+import { OauthRowsByClient1732300005300 } from './1732300005300-oauth-rows-by-client';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -105,4 +106,5 @@ export const migrations = [
   OauthClientsByTenant1732300005000,
   TenantDeletion1732300005100,
   BlockedClients1732300005200,
+  OauthRowsByClient1732300005300,
 ];
