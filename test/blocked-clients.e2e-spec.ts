@@ -9,6 +9,7 @@ import { browse, field } from './support/browse';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { DEVICE_GRANT, deviceTokens } from './support/device-flow';
 import { expectError } from './support/envelope';
+import { waitFor } from './support/wait';
 
 describe('apps blocked by a tenant\'s admins (/auth/blocked-clients)', () => {
   let t: TestApp;
@@ -119,5 +120,36 @@ describe('apps blocked by a tenant\'s admins (/auth/blocked-clients)', () => {
     expectError(await t.http.put('/auth/blocked-clients/no-such-client').set(bearer(acme)), 404, 'not_found');
     expectError(await t.http.put('/auth/blocked-clients/not%20an%20id').set(bearer(acme)), 400, 'invalid_id');
     expect((await t.http.get('/auth/blocked-clients').set(bearer(acme)).expect(200)).body.blocked_clients.map((b: { client_name: string }) => b.client_name)).toEqual(['Sketchy web']);
+  });
+
+  it('counts the grants the block ended, not one a revocation at the same moment ended first', async () => {
+    // Alice's grant, from connecting the app again above.
+    const [grant, ...more] = await t.sql<{ id: string }>(
+      `SELECT g.id FROM oidc_models g JOIN users u ON u.id::text = g.payload->>'accountId' WHERE g.model = 'Grant' AND g.payload->>'clientId' = $1 AND u.email = $2`,
+      [openApp.client_id, alice.email],
+    );
+    expect([grant, more]).toEqual([expect.anything(), []]);
+    // The revocation holds the grant's row deleted, uncommitted, until the block waits to delete it.
+    const waiting = async () => {
+      await t.sql('SELECT pg_stat_clear_snapshot()');
+      return (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%OR (model = ''Grant'' AND id = $1)%'`)).length > 0;
+    };
+    await t.sql('BEGIN');
+    let blocked: request.Response;
+    try {
+      await t.sql(`DELETE FROM oidc_models WHERE model = 'Grant' AND id = $1`, [grant.id]);
+      const sent = t.http.put(`/auth/blocked-clients/${openApp.client_id}`).set(bearer(acme)).then((r) => r);
+      await waitFor(waiting, 'the block to wait for the grant');
+      await t.sql('COMMIT');
+      blocked = await sent;
+    } catch (err) {
+      await t.sql('ROLLBACK');
+      throw err;
+    }
+    expect(blocked.status).toBe(200);
+    const audit = (await t.http.get(`/audit?action=auth.client.blocked`).set(bearer(acme)).expect(200)).body.events;
+    expect(audit[0].details.grants_revoked).toBe(0);
+    const revoked = (await t.http.get(`/audit?action=auth.grant.revoked`).set(bearer(acme)).expect(200)).body.events;
+    expect(revoked.filter((e: { grant_id: string }) => e.grant_id === grant.id)).toEqual([]);
   });
 });

@@ -81,15 +81,18 @@ export class BlockedClientsService {
           WHERE g.model = 'Grant' AND g.payload->>'clientId' = $1 AND u.tenant_id = $2`,
         [clientId, p.tenantId],
       );
+      // A grant a revocation at the same moment deleted first is that revocation's to record.
+      let revoked = 0;
       for (const grant of grants) {
         if (!(await deleteGrant(m, grant.id))) continue;
+        revoked++;
         await this.audit.record({ tenantId: p.tenantId, action: 'auth.grant.revoked', clientId, userId: grant.user_id, grantId: grant.id, details: { by: 'client_blocked' } }, m);
       }
       if (inserted[0]) {
-        await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.blocked', clientId, details: { actor: actorOf(p), client_name: client.client_name, grants_revoked: grants.length } }, m);
+        await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.blocked', clientId, details: { actor: actorOf(p), client_name: client.client_name, grants_revoked: revoked } }, m);
       }
       const [row]: BlockedRow[] = await m.query(`SELECT ${BLOCKED_COLUMNS} FROM ${BLOCKED_FROM} WHERE b.tenant_id = $1 AND b.client_id = $2`, [p.tenantId, clientId]);
-      return { blocked: toBlocked(row), revoked: grants.length };
+      return { blocked: toBlocked(row), revoked };
     });
     if (revoked) await this.tokenCache.invalidate();
     return blocked;
