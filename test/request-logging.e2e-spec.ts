@@ -213,6 +213,19 @@ describe('request logging (the service process, LOG_LEVEL=info)', () => {
     expect(service.stdout().split('\n').filter((l) => l && !l.startsWith('{'))).toEqual([]);
   });
 
+  it('logs the provider\'s own warnings as JSON lines, not plain text on stderr', async () => {
+    // A body the service read before the provider: the provider warns once that it was parsed upstream.
+    const res = await fetch(`${base}/auth/oauth2/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'nobody', client_secret: 'nothing' }),
+    });
+    expect(res.status).toBe(400);
+    const warning = await waitFor(() => records().find((r) => r.source === 'oidc-provider' && /already parsed request body/.test(r.msg)), 'the provider\'s warning');
+    expect(warning.level).toBe(40);
+    expect(service.stderr().split('\n').filter((l) => l.includes('oidc-provider'))).toEqual([]);
+  });
+
   it('logs the requests refused before routing under the X-Request-Id they answer with, the URL masked', async () => {
     const cases: Array<[string, string, number, string | undefined]> = [
       ['a path not validly percent-encoded', `GET /items/%ZZ/${adminKey} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, 400, '/items/%ZZ/[redacted]'],

@@ -17,6 +17,7 @@ import { answerUnavailable, createProvider, OIDC_ROUTES, revokedGrantAccount } f
 import { markRoutine } from '../common/request-logging';
 import { isDatabaseTrouble } from '../common/unavailable';
 import { REDIS } from '../redis/redis.module';
+import { routeProviderNotices } from './provider-notices';
 import { SigningKeys } from './signing-keys';
 import { TokenRequestLimit } from './token-rate-limit';
 
@@ -54,6 +55,7 @@ export class OidcProvider {
 
   private async build(): Promise<Provider> {
     const { config, db, secrets, users } = this;
+    routeProviderNotices(this.logger);
     const tokenLimit = config.RATE_LIMIT_ENABLED ? new TokenRequestLimit(this.redis, config.REDIS_PREFIX, config.RATE_LIMIT_REQUESTS) : undefined;
     const provider = await createProvider({ config, db, secrets, users, keys: await this.keys.load(), cookieKey: await secrets.derive('oidc-cookies'), tokenLimit });
     // Token resolutions are cached (oauth-token-cache.ts): a revocation, or a refused refresh
