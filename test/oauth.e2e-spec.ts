@@ -23,7 +23,7 @@ import { Receiver } from './support/receiver';
 import { SseClient } from './support/sse';
 import { waitFor } from './support/wait';
 import { bearer, bootstrapAdmin, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
-import { expectError } from './support/envelope';
+import { badFields, expectError } from './support/envelope';
 
 /** The oidc_models rows (model and where) that hold any of `values` as they are, in the id or anywhere in the payload. */
 async function rowsHolding(t: TestApp, values: string[]): Promise<string[]> {
@@ -60,6 +60,8 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect(doc.id_token_signing_alg_values_supported).toEqual(['RS256']);
     expect(doc.grant_types_supported).toEqual(expect.arrayContaining(['authorization_code', 'refresh_token', 'client_credentials']));
     expect(doc.scopes_supported).toEqual(expect.arrayContaining(['openid', 'profile', 'email']));
+    // The claims an id_token or userinfo answer can carry, and no other (no logout session: no `sid`).
+    expect([...doc.claims_supported].sort()).toEqual(['auth_time', 'email', 'email_verified', 'iss', 'name', 'picture', 'preferred_username', 'sub']);
     const rfc8414 = (await t.http.get('/.well-known/oauth-authorization-server').expect(200)).body;
     expect(rfc8414.issuer).toBe(t.url);
     expect(rfc8414.token_endpoint).toBe(doc.token_endpoint);
@@ -149,6 +151,18 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
       const odd = await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example.com/cb'], token_endpoint_auth_method: 'none', grant_types });
       expect([grant_types, odd.status, odd.body.error]).toEqual([grant_types, 400, 'invalid_client_metadata']);
     }
+    // A client that could never get a token (RFC 7591 2: metadata that does not hold together), openly or by an admin.
+    const useless = [
+      { redirect_uris: ['https://app.example.com/cb'], response_types: [] },
+      { grant_types: ['refresh_token'], response_types: [] },
+      { redirect_uris: ['https://app.example.com/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [] } },
+    ];
+    for (const metadata of useless) {
+      const open = await t.http.post('/auth/oauth2/register').send(metadata);
+      expect([metadata, open.status, open.body.error]).toEqual([metadata, 400, 'invalid_client_metadata']);
+    }
+    expect(badFields(await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['refresh_token'] }))).toEqual(['grant_types']);
+    expect(badFields(await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: [] }))).toEqual(['grant_types']);
     // RFC 7592: the configuration URL it answers with can be read with the registration access token, and only with it.
     const { pathname } = new URL(ok.body.registration_client_uri);
     expect((await t.http.get(pathname).set(bearer(ok.body.registration_access_token)).expect(200)).body.client_id).toBe(ok.body.client_id);

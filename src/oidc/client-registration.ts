@@ -56,3 +56,25 @@ export function repeatedUriLists(metadata: Record<string, unknown>): Array<(type
     return Array.isArray(uris) && new Set(uris).size !== uris.length;
   });
 }
+
+/** Grants that get a client its first token (refresh_token only renews one). */
+const FIRST_TOKEN_GRANTS = ['client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'];
+
+/**
+ * Why metadata being registered, by an admin or openly (RFC 7591 2: the server may refuse
+ * metadata that does not hold together), makes a client that could never get a token, or
+ * undefined: no grant but refresh_token (authorization_code counts with response type `code`,
+ * without which the provider drops it), or `private_key_jwt` with a key set of no key.
+ * At registration only: a client stored before the rule keeps loading.
+ */
+export function uselessClientProblem(metadata: Record<string, unknown>): { field: string; message: string } | undefined {
+  const listed = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+  if (!listed(metadata.response_types).includes('code') && !FIRST_TOKEN_GRANTS.some((grant) => listed(metadata.grant_types).includes(grant))) {
+    return { field: 'grant_types', message: 'names no grant that gets a first token: authorization_code (with response type code), client_credentials or the device code grant' };
+  }
+  const jwks = metadata.jwks as { keys?: unknown } | undefined;
+  if (metadata.token_endpoint_auth_method === 'private_key_jwt' && jwks && listed(jwks.keys).length === 0) {
+    return { field: 'jwks', message: 'holds no key, so the client could never authenticate' };
+  }
+  return undefined;
+}

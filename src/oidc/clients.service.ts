@@ -47,7 +47,7 @@ import { decodeSecondsCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { ClientRegistration, isClientId, SECRETLESS_AUTH_METHODS, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
-import { repeatedUriLists, URI_LISTS } from './client-registration';
+import { repeatedUriLists, URI_LISTS, uselessClientProblem } from './client-registration';
 import { clientCredentialId, newClientSecret, proofOf, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { inTransaction, underConnectionLock } from './oidc-adapter';
@@ -160,6 +160,8 @@ export class ClientsService {
       tenant_id: p.tenantId,
       extension_permissions: dto.extension_permissions ?? {},
     };
+    const useless = uselessClientProblem(metadata);
+    if (useless) throw validationError([useless]);
     const provider = await this.oidc.get();
     await validateClient(provider, metadata);
     // In a transaction of its own, so that an Idempotency-Key's claim commits with the client.

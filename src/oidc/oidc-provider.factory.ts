@@ -32,7 +32,7 @@ import { clearedAccountCookie } from './account-session';
 import { logoutPage, messagePage, providerErrorPage, SELF_SUBMITTING_CSP, selfSubmittingPage, shownAppName } from './pages';
 import { setPage } from './send-page';
 import { currentClaim, issuedUnderCurrentSecret, newClientSecret, SECRET_CLAIM } from './client-secret-claim';
-import { repeatedUriLists, scopesForUser } from './client-registration';
+import { repeatedUriLists, scopesForUser, uselessClientProblem } from './client-registration';
 import { isApiScope, OIDC_SCOPES, registeredScopes, scopesStillHeld, withinUserRole } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 import { MAX_JWKS_BYTES, providerFetch } from './provider-fetch';
@@ -227,13 +227,15 @@ const MAX_CONTACT_LENGTH = 320;
 const CLIENT_NAME_RULE = 'client_name must be 1 to 200 characters, not blank, without control characters or bidirectional override characters';
 
 /**
- * Open registration's limits beyond the provider's rules (RFC 7591 error form): list sizes, URI
- * lists without repeats and text lengths as POST /auth/clients takes them, the display name the pages show (consent, device,
+ * Open registration's limits beyond the provider's rules (RFC 7591 error form): a client that
+ * could get a token (uselessClientProblem), list sizes, URI lists without repeats and text lengths as POST /auth/clients takes them, the display name the pages show (consent, device,
  * sign-in, logout, connected apps) under the service's name rule as there, and redirect URIs of the
  * forms `redirectUriProblem` refuses. At registration only, like the tenant rule of
  * `refuseUnsafeClient`: a client stored before keeps loading.
  */
 function refuseOddRegistration(metadata: ClientMetadata, errors: typeof import('oidc-provider').errors): void {
+  const useless = uselessClientProblem(metadata);
+  if (useless) throw new errors.InvalidClientMetadata(`${useless.field} ${useless.message}`);
   for (const [key, value] of Object.entries(metadata)) {
     if (Array.isArray(value) && value.length > MAX_LIST_ENTRIES) throw new errors.InvalidClientMetadata(`${key} takes at most ${MAX_LIST_ENTRIES} entries`);
   }
@@ -433,6 +435,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   provider.use(introspectedAsTheApiSees(resource, deps.users));
   provider.use(structuredTokensAreUnknown);
   provider.use(publishClientAuthOfEveryEndpoint);
+  provider.use(advertiseIssuedClaimsOnly);
   provider.use(endAccountSignInOnLogout(config.secureCookies));
   await teachScopeGrammar(provider);
   provider.use(reportTokenReuse(deps.db));
@@ -726,6 +729,18 @@ async function publishClientAuthOfEveryEndpoint(ctx: KoaContextWithOIDC, next: (
     body[`${endpoint}_endpoint_auth_methods_supported`] = copy(body.token_endpoint_auth_methods_supported);
     body[`${endpoint}_endpoint_auth_signing_alg_values_supported`] = copy(body.token_endpoint_auth_signing_alg_values_supported);
   }
+}
+
+/**
+ * OIDC Discovery 3: `claims_supported` lists the claims the provider can supply. oidc-provider's
+ * defaults name `sid`, which it puts in tokens only for front- or back-channel logout, neither of
+ * which is offered, so no token or userinfo answer ever carries it.
+ */
+async function advertiseIssuedClaimsOnly(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next();
+  if (ctx.oidc?.route !== 'discovery' || !ctx.body || typeof ctx.body !== 'object') return;
+  const body = ctx.body as { claims_supported?: unknown };
+  if (Array.isArray(body.claims_supported)) body.claims_supported = body.claims_supported.filter((claim) => claim !== 'sid');
 }
 
 /**
