@@ -167,6 +167,12 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     const { pathname } = new URL(ok.body.registration_client_uri);
     expect((await t.http.get(pathname).set(bearer(ok.body.registration_access_token)).expect(200)).body.client_id).toBe(ok.body.client_id);
     expect((await t.http.get(pathname).set(bearer('not-the-token'))).body.error).toBe('invalid_token');
+    // Read-only: an update or a deletion there is not supported (RFC 7592 2.3: 405), and changes nothing.
+    for (const method of ['put', 'delete'] as const) {
+      const res = await t.http[method](pathname).set(bearer(ok.body.registration_access_token)).send({ ...ok.body, client_name: 'changed' });
+      expect([method, res.status, res.headers.allow, res.body.error]).toEqual([method, 405, 'GET, HEAD', 'invalid_request']);
+    }
+    expect((await t.http.get(pathname).set(bearer(ok.body.registration_access_token)).expect(200)).body).not.toHaveProperty('client_name');
   });
 
   it('issues svc_at_ tokens for client credentials through openid-client, with exactly the granted scopes', async () => {

@@ -62,6 +62,14 @@ const READ_SUB_PATHS = new RegExp(
 const POST_SUB_PATHS = new RegExp(`^${OIDC_ROUTES.end_session}/[^/]+$`, 'i');
 
 /**
+ * A registered client's configuration (RFC 7592) is read-only here: RFC 7592 2.3 answers a
+ * DELETE a server does not support with 405, and an update (PUT, 2.2) gets the same. A
+ * registrant's client is changed or removed by the operators (/auth/clients).
+ */
+const CLIENT_CONFIGURATION = new RegExp(`^${OIDC_ROUTES.registration}/[^/]+$`, 'i');
+const UNSUPPORTED_MANAGEMENT = new Set(['PUT', 'DELETE']);
+
+/**
  * A sub-path as the provider spells it: its route's prefix in the provider's letter case, the
  * rest as sent (an interaction uid or client id is case-sensitive; a logout step is a word of the
  * provider's, lower case).
@@ -104,6 +112,10 @@ export class OidcMount {
     // An empty Access-Control-Request-Method is no preflight to the provider's CORS either, which
     // would leave it to Koa's plain-text 404: the service's own 404 answers it instead.
     const preflight = req.method === 'OPTIONS' && Boolean(req.headers['access-control-request-method']) && PREFLIGHTS.has(route?.target ?? '');
+    if (UNSUPPORTED_MANAGEMENT.has(req.method) && CLIENT_CONFIGURATION.test(path)) {
+      reply.code(405).header('allow', READ.join(', ')).header('cache-control', 'no-store');
+      return void reply.send({ error: 'invalid_request', error_description: `${req.method} of a client's configuration is not supported: it is read-only (RFC 7592)` });
+    }
     if (!route || !(route.methods.includes(req.method) || preflight)) return done();
     const target = route.target;
     const url = target + (query === -1 ? '' : req.url.slice(query));
