@@ -7,8 +7,9 @@
  */
 import { createServer } from 'node:http';
 import { AddressInfo, createServer as createTcpServer, Socket } from 'node:net';
-import { webcrypto } from 'node:crypto';
+import { randomUUID, webcrypto } from 'node:crypto';
 import * as oidc from 'openid-client';
+import { MAX_ASSERTION_LIFETIME_S } from '../src/oidc/oidc-provider.factory';
 import { MAX_JWKS_BYTES } from '../src/oidc/provider-fetch';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
@@ -125,6 +126,39 @@ describe('URLs the provider would fetch for a registrant', () => {
     expect(outcome).toEqual({ '/jwks': true, '/moved': false, '/huge': false });
     // The redirect was answered, and not followed.
     expect(served.filter((url) => url === '/jwks')).toHaveLength(1);
+  });
+
+  it('refuses a client assertion made to last longer than MAX_ASSERTION_LIFETIME_S, or issued in the future', async () => {
+    const t = await startApp();
+    closers.push(() => t.close());
+    const { privateKey, publicJwk } = await keyPair();
+    const client = (
+      await t.http.post('/auth/oauth2/register').send({ redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [publicJwk] } }).expect(201)
+    ).body.client_id as string;
+    const now = Math.floor(Date.now() / 1000);
+    const assertion = async (claims: Record<string, number>) => {
+      const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+      const input = `${part({ alg: 'RS256', kid: 'app-key' })}.${part({ iss: client, sub: client, aud: `${t.url}/auth/oauth2/introspect`, jti: randomUUID(), iat: now, ...claims })}`;
+      const signature = await webcrypto.subtle.sign('RSASSA-PKCS1-v1_5', privateKey, Buffer.from(input));
+      return `${input}.${Buffer.from(signature).toString('base64url')}`;
+    };
+    /** Whether the client authenticates with an assertion of `claims` (introspection answers), or the error it gets. */
+    const introspect = async (claims: Record<string, number>) => {
+      const res = await t.http
+        .post('/auth/oauth2/introspect')
+        .type('form')
+        .send({ token: 'svc_at_not-a-token', client_id: client, client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: await assertion(claims) });
+      return res.status === 200 ? 'authenticated' : res.body.error;
+    };
+    expect({
+      minute: await introspect({ exp: now + 60 }),
+      atTheLimit: await introspect({ exp: now + MAX_ASSERTION_LIFETIME_S }),
+      year: await introspect({ exp: now + 365 * 24 * 3600 }),
+      future: await introspect({ iat: now + 3600, exp: now + 3660 }),
+    }).toEqual({ minute: 'authenticated', atTheLimit: 'authenticated', year: 'invalid_client', future: 'invalid_client' });
+    // Only the assertions taken are kept against replay: none for a year.
+    const [{ latest }] = await t.sql<{ latest: Date }>(`SELECT max(expires_at) AS latest FROM oidc_models WHERE model = 'ReplayDetection'`);
+    expect(latest.getTime()).toBeLessThan((now + MAX_ASSERTION_LIFETIME_S + 60) * 1000);
   });
 
   it('lets an admin register a private_key_jwt client by its jwks_uri (no secret), and remove a jwks_uri an open client named', async () => {

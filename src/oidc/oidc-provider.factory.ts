@@ -162,6 +162,26 @@ function keepsGrant(ctx: KoaContextWithOIDC | undefined): boolean {
   return (route === 'revocation' && !!ctx!.oidc.entities.AccessToken) || route === 'end_session_confirm';
 }
 
+/** Clock skew allowed between the provider and a token's or assertion's issuer (the provider's default). */
+const CLOCK_TOLERANCE_S = 15;
+
+/**
+ * Longest a client assertion (`private_key_jwt`, `client_secret_jwt`) may still be good for when
+ * presented. Its `jti` is kept until it expires, to refuse a replay (RFC 7523 3, item 7), so an
+ * assertion made to last a year kept a row a year, and one leaked would be good as long;
+ * libraries make them for a minute or so (openid-client: 60 s).
+ */
+export const MAX_ASSERTION_LIFETIME_S = 600;
+
+/** RFC 7523 3 lets the server refuse an assertion whose `exp` is unreasonably far off, or that claims to be issued in the future. */
+function refuseLongLivedAssertion(claims: { exp?: unknown; iat?: unknown }, errors: typeof import('oidc-provider').errors): void {
+  const now = Math.floor(Date.now() / 1000);
+  if (typeof claims.exp === 'number' && claims.exp > now + MAX_ASSERTION_LIFETIME_S + CLOCK_TOLERANCE_S) {
+    throw new errors.InvalidClientAuth(`the client_assertion must expire within ${MAX_ASSERTION_LIFETIME_S} seconds`);
+  }
+  if (typeof claims.iat === 'number' && claims.iat > now + CLOCK_TOLERANCE_S) throw new errors.InvalidClientAuth('the client_assertion is issued in the future (iat)');
+}
+
 function refuseUnsafeClient(metadata: ClientMetadata, errors: typeof import('oidc-provider').errors, registration: boolean): void {
   // RFC 6749 4.4: client_credentials is for confidential clients only. A public client's id is
   // no secret, so anyone knowing it would get the tenant's tokens.
@@ -327,6 +347,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
         }
       },
     },
+    clockTolerance: CLOCK_TOLERANCE_S,
+    assertJwtClientAuthClaimsAndHeader: async (_ctx, claims) => refuseLongLivedAssertion(claims, errors),
     fetch: providerFetch(config.allowPrivateWebhookTargets),
     fetchResponseBodyLimits: { jwks_uri: MAX_JWKS_BYTES },
     extraTokenClaims: async (ctx, token) => (token.kind === 'ClientCredentials' ? ctx.oidc.client && currentClaim(ctx.oidc.client) : undefined),
