@@ -22,8 +22,11 @@ const MESSAGES = [
   /^Connection is closed\.?$/,
   /^Redis is not connected/,
   /^Reached the max retries per request limit/,
-  // TypeORM, when a transaction's connection was ended under it (terminated, or idle too long).
+  // TypeORM, when a transaction's connection was ended under it (terminated, or idle too long):
+  // its query runner lets the connection go at the connection's error, and the next statement,
+  // or the COMMIT, which is then never sent, says so.
   /^Database connection provided by a query runner was already released/,
+  /^Query runner already released/,
 ];
 
 /**

@@ -1,4 +1,4 @@
-import { poolGuards } from './pg-guards';
+import { GuardedClient, poolGuards } from './pg-guards';
 
 describe('poolGuards', () => {
   it('ends a session left idle in a transaction after twice the statement timeout', () => {
@@ -9,5 +9,12 @@ describe('poolGuards', () => {
     const guards = poolGuards(0);
     expect(guards).not.toHaveProperty('statement_timeout');
     expect(guards).not.toHaveProperty('idle_in_transaction_session_timeout');
+  });
+});
+
+describe('GuardedClient', () => {
+  it('survives its connection failing while no user listens (between the pool and a promise-awaiting user)', () => {
+    const client = new GuardedClient();
+    expect(() => client.emit('error', Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }))).not.toThrow();
   });
 });

@@ -65,6 +65,14 @@ const READ_TIMEOUT = 'Query read timeout';
 export class GuardedClient extends Client {
   constructor(config?: string | ClientConfig) {
     super(config);
+    // A connection's failure is an 'error' event, which kills the process if nobody listens.
+    // The pool listens while the client is idle and its user once it has the client, but a
+    // user that gets it through a promise (BookkeepingDb.underLock, TypeORM's query runners)
+    // attaches its listener a microtask after the pool removed its own: a server's FATAL that
+    // came in the same packet as the last reply fell in between (an audit terminating sessions
+    // under load crashed an instance 5 times in 6). The failure is not lost: the client is no
+    // longer queryable, so its next query fails and its release discards it.
+    this.on('error', () => undefined);
   }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
