@@ -51,6 +51,8 @@ describe('toApiError', () => {
       // TypeORM's word at COMMIT for a transaction whose connection failed under it (an audit
       // terminating sessions under load saw ~1% of writes answered 500).
       new QueryRunnerAlreadyReleasedError(),
+      // pg's for a client whose connection failed just as it was handed out (pg-guards.ts).
+      wrapped(new Error('Client has encountered a connection error and is not queryable')),
     ];
     for (const thrown of away) {
       const e = toApiError(thrown, 'req-1');

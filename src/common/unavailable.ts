@@ -27,6 +27,8 @@ const MESSAGES = [
   // or the COMMIT, which is then never sent, says so.
   /^Database connection provided by a query runner was already released/,
   /^Query runner already released/,
+  // pg, for a client whose connection failed before its user listened (pg-guards.ts).
+  /^Client has encountered a connection error and is not queryable$/,
 ];
 
 /**
