@@ -313,6 +313,44 @@ describe('a bulk job whose chunk finds its items locked by another session', () 
   });
 });
 
+describe('a bulk job whose chunk loses its database session, again and again', () => {
+  let t: TestApp;
+  let admin: string;
+
+  beforeAll(async () => {
+    t = await startApp({ BULK_CONCURRENCY: '1', DATABASE_STATEMENT_TIMEOUT_MS: '4000' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => t?.close());
+
+  it('waits the database out without counting it against the chunk\'s attempts, and completes', async () => {
+    const api = http(t.url, admin);
+    const ids: string[] = [];
+    for (const count of [CHUNK, CHUNK]) ids.push(...(await createNotes(api, 'ended', count)));
+    // The second chunk waits on these, so that its session can be found and ended mid-chunk.
+    const lock = await lockItem(t.databaseUrl, ids.slice(CHUNK, CHUNK + 50));
+    const submitted = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['survived'], filter: { tags: ['ended'] }, async: true });
+    expect(submitted.status).toBe(202);
+    await jobWhen(api, submitted.body.id, 'the first chunk to commit', (j) => j.processed === CHUNK);
+    // More sessions ended than a chunk's attempts (3) before a job is failed.
+    const ended = new Set<number>();
+    while (ended.size < 4) {
+      const [waiter] = await waitFor(async () => {
+        const found = (await waitingOn(t.sql, lock.pid)).filter((w) => !ended.has(w.pid));
+        return found.length ? found : undefined;
+      }, 'the chunk to wait for the locked items in a new session', 60_000, 50);
+      await t.sql('SELECT pg_terminate_backend($1)', [waiter.pid]);
+      ended.add(waiter.pid);
+    }
+    expect((await api.get(`/items/bulk_action/jobs/${submitted.body.id}`)).body).toMatchObject({ status: 'in_progress', processed: CHUNK });
+    await lock.release();
+
+    const done = await jobWhen(api, submitted.body.id, 'the job to complete', (j) => j.status !== 'in_progress');
+    expect(done).toMatchObject({ status: 'completed', matched: ids.length, processed: ids.length, succeeded: ids.length, errored: 0 });
+    await expectChangedOnce(t.sql, ids, 'survived');
+  });
+});
+
 describe('a bulk job whose worker freezes mid-chunk (SIGSTOP) holding its items', () => {
   // A frozen session's transaction is ended after twice the statement timeout (pg-guards.ts): 10 s.
   const { databaseUrl, start, sql } = serviceProcesses('stop', { DATABASE_STATEMENT_TIMEOUT_MS: '5000' });

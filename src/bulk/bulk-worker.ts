@@ -26,6 +26,7 @@ import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal';
 import { isAdmin } from '../auth/permissions';
 import { withinTimeout } from '../common/timeout';
+import { isDependencyUnavailable } from '../common/unavailable';
 import { AppConfig } from '../config/app-config';
 import { Outbox } from '../events/outbox';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
@@ -207,7 +208,10 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
   private async commitChunk(
     ref: JobRef, job: Claimed, p: Principal, chunk: string[], at: number, kept: number,
   ): Promise<{ cancel: boolean; kept: number } | typeof BLOCKED | undefined> {
-    for (let attempt = 1; ; attempt++) {
+    let attempt = 0;
+    let away = 0;
+    const since = Date.now();
+    for (;;) {
       try {
         return await this.db.transaction(async (m) => {
           await m.query(`SET LOCAL lock_timeout = ${chunkLockWaitMs(this.config.DATABASE_STATEMENT_TIMEOUT_MS)}`);
@@ -235,8 +239,18 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
           this.logger.warn({ jobId: ref.jobId }, 'bulk chunk waits for items locked by another session');
           return BLOCKED;
         }
-        this.logger.warn({ err, jobId: ref.jobId, attempt }, 'bulk chunk failed');
         if (this.stopping) return undefined;
+        // The database away (a restart, a failover, sessions ended), not the chunk: waited out
+        // without counting. Past half a lease the run stops, the job unfailed, and the sweeper
+        // hands it on (bulk-sweeper.ts): two seconds of lost connections failed a 9,000-item job.
+        if (isDependencyUnavailable(err)) {
+          this.logger.warn({ err, jobId: ref.jobId }, 'bulk chunk could not reach the database; trying again');
+          if (Date.now() - since >= this.config.bulkJobLeaseMs / 2) return undefined;
+          await delay(Math.min(5000, 500 * 2 ** away++));
+          continue;
+        }
+        attempt++;
+        this.logger.warn({ err, jobId: ref.jobId, attempt }, 'bulk chunk failed');
         if (attempt >= CHUNK_ATTEMPTS) {
           await this.finish(ref, job, 'failed', 'An internal error stopped the job; the items of its committed chunks were changed').catch((e: unknown) =>
             this.logger.error({ err: e, jobId: ref.jobId }, 'could not record the failure; the job will be resumed'),
