@@ -667,7 +667,8 @@ describe('GET /events while Redis is silent', () => {
     redis.stall();
     const stream = await SseClient.open(`${t.url}/events`, bearer(key));
     try {
-      expect([stream.status, stream.contentType]).toEqual([200, 'text/event-stream; charset=utf-8']);
+      // A bearer's answer is stored by no cache; nor transformed (compressed, buffered) on its way.
+      expect([stream.status, stream.contentType, stream.cacheControl]).toEqual([200, 'text/event-stream; charset=utf-8', 'no-store, no-transform']);
     } finally {
       stream.close();
     }

@@ -10,6 +10,7 @@ export class SseClient {
   readonly comments: string[] = [];
   status = 0;
   contentType = '';
+  cacheControl = '';
   closed = false;
   private readonly abort = new AbortController();
 
@@ -18,6 +19,7 @@ export class SseClient {
     const res = await fetch(url, { headers, signal: client.abort.signal });
     client.status = res.status;
     client.contentType = res.headers.get('content-type') ?? '';
+    client.cacheControl = res.headers.get('cache-control') ?? '';
     if (res.ok && res.body) void client.read(res.body);
     else client.closed = true;
     return client;
