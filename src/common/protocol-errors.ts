@@ -25,6 +25,7 @@ import { IncomingMessage, Server, ServerResponse, STATUS_CODES } from 'node:http
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { answersInOAuthForm } from '../rate-limit/rate-limit.policy';
 import { ApiError } from './api-error';
 import { announcesBody, isPercentEncoded } from './body-parsing';
 import { toApiError } from './exception.filter';
@@ -174,13 +175,14 @@ export function refuseWhileClosing(http: FastifyInstance): onRequestHookHandler 
     http.server.once('close', () => clearInterval(idle));
     done();
   });
-  return (_request, reply, done) => {
+  return (request, reply, done) => {
     if (!closing) return done();
-    void reply
-      .status(503)
-      .header('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS)
-      .header('Connection', 'close')
-      .send(new ApiError(503, 'service_unavailable', 'This instance is shutting down; send the request again').toEnvelope());
+    const message = 'This instance is shutting down; send the request again';
+    // The OAuth endpoints' clients read RFC 6749's error form, as for any other outage.
+    const body = answersInOAuthForm(request.method, request.url.split('?')[0])
+      ? { error: 'temporarily_unavailable', error_description: message }
+      : new ApiError(503, 'service_unavailable', message).toEnvelope();
+    void reply.status(503).header('Retry-After', UNAVAILABLE_RETRY_AFTER_SECONDS).header('Connection', 'close').header('Cache-Control', 'no-store').send(body);
   };
 }
 

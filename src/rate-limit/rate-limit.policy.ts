@@ -57,6 +57,11 @@ const PAGES = /^\/auth(\/(sign-in|sign-up|select-account|consent|authorize|autho
 /** POST only: GET /auth/device is the user-code page. */
 const DEVICE_AUTHORIZATION = /^\/auth\/device\/*$/i;
 
+/** Whether a request (its path without the query) is to an endpoint whose clients read errors in RFC 6749's form, `{"error","error_description"}`. */
+export function answersInOAuthForm(method: string, path: string): boolean {
+  return OAUTH_ENDPOINTS.test(path) || (DEVICE_AUTHORIZATION.test(path) && !READ_METHODS.has(method));
+}
+
 export interface BucketRule {
   bucket: string;
   limit: number;
@@ -95,7 +100,7 @@ export function bucketFor(method: string, path: string, baseLimit: number): Buck
   } else if (segment === 'keys') {
     limit = tightLimit(baseLimit);
   }
-  const oauth = OAUTH_ENDPOINTS.test(path) || (DEVICE_AUTHORIZATION.test(path) && !read);
+  const oauth = answersInOAuthForm(method, path);
   return {
     bucket: `${name}:${read ? 'r' : 'w'}`,
     limit: read ? limit * 2 : limit,
