@@ -24,7 +24,9 @@
  * instance that died before relaying them, or whose announcement was lost).
  */
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { OutageLog } from '../common/outage-log';
 import { orTimeout } from '../common/timeout';
+import { isDependencyUnavailable } from '../common/unavailable';
 import { AppConfig } from '../config/app-config';
 import { BookkeepingDb } from '../database/bookkeeping-db';
 import { RedisPubSub } from '../redis/redis.module';
@@ -47,6 +49,9 @@ type Claimed = PublishedEvent & { reclaimed: boolean };
 @Injectable()
 export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Events');
+  /** While Redis or PostgreSQL is away every pass and announcement fails alike: one line, then a summary a minute (outage-log.ts). */
+  private readonly passFailures = new OutageLog(this.logger, 'event relay pass failed; retrying on the next poll');
+  private readonly announceFailures = new OutageLog(this.logger, 'could not announce committed events; the relays poll');
   private timer?: NodeJS.Timeout;
   private draining?: Promise<void>;
   private again = false;
@@ -88,7 +93,10 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
     }
     this.announcing = this.pubsub
       .publish(WAKE_CHANNEL, '')
-      .catch((err: unknown) => this.logger.warn({ err }, 'could not announce committed events; the relays poll'))
+      .then(
+        () => this.announceFailures.succeeded(),
+        (err: unknown) => this.announceFailures.failed(err),
+      )
       .finally(() => {
         this.announcing = undefined;
         if (this.announceAgain) {
@@ -112,9 +120,14 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
       return;
     }
     this.draining = this.drain()
-      .catch((err: unknown) => {
-        if (!this.stopped) this.logger.warn({ err }, 'event relay pass failed; retrying on the next poll');
-      })
+      .then(
+        () => this.passFailures.succeeded(),
+        (err: unknown) => {
+          if (this.stopped) return;
+          if (isDependencyUnavailable(err)) this.passFailures.failed(err);
+          else this.logger.warn({ err }, 'event relay pass failed; retrying on the next poll');
+        },
+      )
       .finally(() => {
         this.draining = undefined;
         if (this.again) {
