@@ -155,7 +155,9 @@ describe('search', () => {
       expect(ids(await search(c, 'org.bilby'))).toEqual([]);
       expect(ids(await search(c, 'generics -tassie.example'))).toEqual([]);
       const [hit] = await search(c, 'pademelon');
-      expect(hit.snippet_html).toContain('<mark>pademelon</mark>');
+      expect(hit.snippet_html).toContain('List&lt;<mark>pademelon</mark>&gt; here');
+      // The snippet is the text as written: no space put after a `<`.
+      expect(hit.snippet).toContain('use List<pademelon> here, if a<bandicoot and quoll>d;');
     });
 
     it('follows a natural-key upsert', async () => {
@@ -299,8 +301,8 @@ describe('search', () => {
         expect(r.snippet_html.replace(/<\/?mark>/g, '')).not.toMatch(/[<>]/);
         const tags = r.snippet_html.match(/<[^>]*>/g) ?? [];
         for (const tag of tags) expect(['<mark>', '</mark>']).toContain(tag);
-        expect(r.snippet).not.toMatch(/[\uE000\uE001]/);
-        expect(r.snippet_html).not.toMatch(/[\uE000\uE001]/);
+        expect(r.snippet).not.toMatch(/[\uE000-\uE002]/);
+        expect(r.snippet_html).not.toMatch(/[\uE000-\uE002]/);
       }
       const [r] = await search(c, 'hello');
       expect(r.snippet_html).toContain('<mark>hello</mark>');

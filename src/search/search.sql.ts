@@ -7,7 +7,7 @@ import { outgoingEdgesSql } from '../edges/edge-rules';
 import { ITEM_COLUMNS_I } from '../items/item.model';
 import { ItemFilter, itemWhere } from '../items/item-filter';
 import { headlineQuerySql, matchVector, ParsedSearch, rankVector, SEARCH_CONFIG, textMatch, wordsSql } from './search-query';
-import { HEADLINE_OPTIONS, HEADLINE_SOURCE_CHARS } from './snippet';
+import { HEADLINE_OPTIONS, HEADLINE_SOURCE_CHARS, LT_STAND_IN } from './snippet';
 
 export interface SearchStatementInput {
   tenantId: string;
@@ -83,8 +83,10 @@ export function searchStatement(input: SearchStatementInput): Statement {
     ? `concat_ws(' · ', nullif(i.search_document, ''), nullif(translate(array_to_string(i.tags, ' '), U&'\\E000\\E001', ''), ''))`
     : 'i.search_document';
   // ts_headline parses the text it shows, and would drop a `<…>` as an XML tag, words and all:
-  // a space after each `<` keeps them (the snippet shows them as `< word>`).
-  const shown = `replace(left(${document}, ${HEADLINE_SOURCE_CHARS}), '<', '< ')`;
+  // each `<` goes in as a private-use stand-in that renderSnippet turns back (one already in the
+  // text is dropped, as the match markers are). A space after it instead changed the text.
+  const standIn = bind(LT_STAND_IN);
+  const shown = `replace(translate(left(${document}, ${HEADLINE_SOURCE_CHARS}), ${standIn}, ''), '<', ${standIn})`;
   const sql = `
     WITH hits AS (
       SELECT i.id, (${score})::float8 AS score

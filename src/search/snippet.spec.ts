@@ -1,4 +1,4 @@
-import { MATCH_START as S, MATCH_STOP as E, renderSnippet } from './snippet';
+import { LT_STAND_IN as L, MATCH_START as S, MATCH_STOP as E, renderSnippet } from './snippet';
 
 describe('snippets', () => {
   it('escapes everything from the item and marks only the matches', () => {
@@ -7,6 +7,10 @@ describe('snippets', () => {
       '&lt;script&gt;alert(1)&lt;/script&gt; <mark>hello</mark> &amp; &quot;x&quot; &#39;y&#39; &lt;img src=x onerror=alert(1)&gt;',
     );
     expect(out.snippet).toBe(`<script>alert(1)</script> hello & "x" 'y' <img src=x onerror=alert(1)>`);
+  });
+
+  it('turns the stand-in ts_headline read for each `<` back into one', () => {
+    expect(renderSnippet(`List${L}${S}bilby${E}> a${L}b`)).toEqual({ snippet: 'List<bilby> a<b', snippet_html: 'List&lt;<mark>bilby</mark>&gt; a&lt;b' });
   });
 
   it('collapses whitespace and copes with unbalanced or empty input', () => {

@@ -7,6 +7,8 @@
  */
 export const MATCH_START = '\uE000';
 export const MATCH_STOP = '\uE001';
+/** What each `<` of the text is while ts_headline reads it, which would take `<…>` for a tag and drop it (search.sql.ts). */
+export const LT_STAND_IN = '\uE002';
 
 /** ts_headline options: up to two fragments of 15-35 words around the best matches. */
 export const HEADLINE_OPTIONS =
@@ -22,8 +24,8 @@ export const HEADLINE_SOURCE_CHARS = 20_000;
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
-const MARKERS = new RegExp(`[${MATCH_START}${MATCH_STOP}]`, 'g');
-const HTML_TOKENS = new RegExp(`[${MATCH_START}${MATCH_STOP}&<>"']`, 'g');
+const MARKERS = new RegExp(`[${MATCH_START}${MATCH_STOP}${LT_STAND_IN}]`, 'g');
+const HTML_TOKENS = new RegExp(`[${MATCH_START}${MATCH_STOP}${LT_STAND_IN}&<>"']`, 'g');
 
 /**
  * Plain and HTML snippets from ts_headline output. One replace pass per form (this runs for
@@ -44,8 +46,8 @@ export function renderSnippet(headline: string | null | undefined): { snippet: s
       open = false;
       return '</mark>';
     }
-    return ESCAPES[c];
+    return ESCAPES[c === LT_STAND_IN ? '<' : c];
   });
   if (open) html += '</mark>';
-  return { snippet: text.replace(MARKERS, ''), snippet_html: html };
+  return { snippet: text.replace(MARKERS, (c) => (c === LT_STAND_IN ? '<' : '')), snippet_html: html };
 }
