@@ -898,6 +898,11 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(noToken.body.error).toBe('invalid_request');
     expect(noToken.headers['www-authenticate']).toBe('Bearer realm="svc"');
     expect((await t.http.post('/auth/oauth2/userinfo').set(bearer('svc_at_nope'))).body.error).toBe('invalid_token');
+    // RFC 6750 2.2: a POST may send the token in its form instead, and only one way.
+    expect((await t.http.post('/auth/oauth2/userinfo').type('form').send({ access_token: tokens.access_token }).expect(200)).body).toEqual(info);
+    expect((await t.http.post('/auth/oauth2/userinfo').type('form').send({ access_token: 'svc_at_nope' })).body.error).toBe('invalid_token');
+    const twice = await t.http.post('/auth/oauth2/userinfo').set(bearer(tokens.access_token)).type('form').send({ access_token: tokens.access_token });
+    expect([twice.status, twice.body.error]).toEqual([400, 'invalid_request']);
     // A body it does not take is refused in the same form its clients parse, not the API's envelope.
     const json = await t.http.post('/auth/oauth2/userinfo').set(bearer(tokens.access_token)).send({});
     expect([json.status, json.body]).toEqual([415, { error: 'invalid_request', error_description: expect.stringContaining('Content-Type') }]);

@@ -7,7 +7,8 @@
  * a token without `openid` is 403 `insufficient_scope` whatever else its grant holds; `sub`
  * always, `profile`: name, preferred_username, picture; `email`: email, email_verified. A token
  * the API refuses (expired, revoked, of a tenant's client for another tenant's user) is 401
- * `invalid_token` here. Errors in RFC 6750 form, those refused before the handler (a body it cannot
+ * `invalid_token` here. A POST may send the token as the form's `access_token` (RFC 6750 2.2)
+ * rather than in the header, not both. Errors in RFC 6750 form, those refused before the handler (a body it cannot
  * take) included.
  *
  * A browser app on any origin may call it (Fetch standard CORS): the token comes in the
@@ -136,7 +137,14 @@ export class UserinfoController {
   }
 
   private async answer(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const token = bearerToken(req.headers.authorization);
+    const header = bearerToken(req.headers.authorization);
+    // RFC 6750 2.2: a POST may carry the token as the form's `access_token` instead (OIDC Core
+    // 5.3.1 sends it per RFC 6750 2, which older relying parties read as the body); one way only.
+    const form = req.method === 'POST' ? (req.body as Record<string, unknown> | undefined)?.access_token : undefined;
+    if (form !== undefined && (header || typeof form !== 'string' || !form)) {
+      return this.fail(reply, 400, 'invalid_request', 'Send the access token once: in the Authorization header or as the form\'s access_token');
+    }
+    const token = header ?? (form as string | undefined);
     if (!token) return this.fail(reply, 401, 'invalid_request', 'A bearer access token is required', 'Bearer realm="svc"');
     const provider = await this.oidc.get();
     // The API's rule, so userinfo and the API agree on every token (an expired one included).
