@@ -4,8 +4,13 @@
  * tokens, but a token request that authenticated with the old secret just before the rotation
  * committed saves its token after that deletion. The claim ends such a token too. A token from
  * before the claim existed has none and is taken as current. A `private_key_jwt` client has no
- * secret: what it proves itself with is the key set at its `jwks_uri`, so that URI stands in for
- * the secret (`proofOf`), and moving it is that client's rotation.
+ * secret: what it proves itself with is the key set at its `jwks_uri`, so its tokens carry that
+ * URI's hash (`proofOf`), and moving it is that client's rotation. Under a claim of its own
+ * (KEY_CLAIM): an instance of a release before it, which reads SECRET_CLAIM alone against a
+ * client secret this client does not have, then takes such a token as current (a rolling deploy,
+ * a rollback) rather than refusing it; and its credential stays the bare `client:<id>`, which
+ * every release takes as current. What its tokens started is ended by the move itself, which puts
+ * it under the old URI's tag (clients.service.ts).
  *
  * The claim also names the credential a client's tokens stand for (`clientCredentialId`): what
  * they started that outlives them (webhooks, event streams, bulk jobs) belongs to the client
@@ -18,6 +23,10 @@ import { CLIENT_SECRET_TAG, OAUTH_CLIENT_SECRET_PREFIX } from '../auth/principal
 import { digestsEqual, hashSecret } from '../keys/key-secrets';
 
 export const SECRET_CLAIM = 'client_secret_hash';
+/** A `private_key_jwt` client's tokens' claim: the hash of its `jwks_uri` (see the header). */
+export const KEY_CLAIM = 'client_key_hash';
+/** Every claim naming what a token was issued under, which introspection leaves out. */
+export const CREDENTIAL_CLAIMS = [SECRET_CLAIM, KEY_CLAIM] as const;
 
 /**
  * A new client secret, for an admin's registration or rotation and for open registration. It
@@ -33,18 +42,26 @@ export function proofOf(secret: unknown, jwksUri: unknown): string | undefined {
   return typeof jwksUri === 'string' ? `jwks_uri:${jwksUri}` : undefined;
 }
 
-/** The claim of `client`'s tokens issued now (none for a public client). */
-export const currentClaim = (client: Client) => secretClaim(proofOf(client.clientSecret, client.jwksUri));
-
-/** The claim of tokens issued under `proof` (proofOf). */
-export function secretClaim(proof: string | undefined): Record<string, string> | undefined {
-  return proof ? { [SECRET_CLAIM]: hashSecret(proof) } : undefined;
+/** The claim of `client`'s tokens issued now: its secret's, or its key set's (none for a public client). */
+export function currentClaim(client: Client): Record<string, string> | undefined {
+  if (client.clientSecret) return secretClaim(client.clientSecret);
+  const proof = proofOf(undefined, client.jwksUri);
+  return proof ? { [KEY_CLAIM]: hashSecret(proof) } : undefined;
 }
 
+/** The claim of tokens issued under a client secret (or, for a credential's tag, under any proof). */
+export function secretClaim(secret: string | undefined): Record<string, string> | undefined {
+  return secret ? { [SECRET_CLAIM]: hashSecret(secret) } : undefined;
+}
+
+/** Whether each claim the token carries names what the client authenticates with now; a token with none is current. */
 export function issuedUnderCurrentSecret(client: Client, token: object): boolean {
-  const issued = (token as { extra?: Record<string, unknown> }).extra?.[SECRET_CLAIM];
-  const current = currentClaim(client)?.[SECRET_CLAIM];
-  return issued === undefined || (typeof issued === 'string' && current !== undefined && digestsEqual(issued, current));
+  const extra = (token as { extra?: Record<string, unknown> }).extra ?? {};
+  const current = currentClaim(client) ?? {};
+  return CREDENTIAL_CLAIMS.every((name) => {
+    const issued = extra[name];
+    return issued === undefined || (typeof issued === 'string' && current[name] !== undefined && digestsEqual(issued, current[name]));
+  });
 }
 
 /** Enough of the secret's hash to tell secrets apart (CLIENT_SECRET_TAG); the hash of a random secret gives nothing away. */
@@ -61,5 +78,5 @@ export function clientOfCredential(credentialId: string): { clientId: string; is
   if (!tagged) return { clientId: credentialId.slice('client:'.length), isCurrent: () => true };
   const [, owner, tag] = tagged;
   const clientId = owner.slice('client:'.length);
-  return { clientId, isCurrent: (client) => currentClaim(client)?.[SECRET_CLAIM].slice(0, TAG_LENGTH) === tag };
+  return { clientId, isCurrent: (client) => currentClaim(client)?.[SECRET_CLAIM]?.slice(0, TAG_LENGTH) === tag };
 }

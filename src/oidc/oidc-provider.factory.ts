@@ -31,7 +31,7 @@ import { isUsedRefreshToken, postgresAdapter, textRefused, unstorableText } from
 import { clearedAccountCookie } from './account-session';
 import { logoutPage, messagePage, providerErrorPage, SELF_SUBMITTING_CSP, selfSubmittingPage, shownAppName } from './pages';
 import { setPage } from './send-page';
-import { currentClaim, issuedUnderCurrentSecret, newClientSecret, SECRET_CLAIM } from './client-secret-claim';
+import { CREDENTIAL_CLAIMS, currentClaim, issuedUnderCurrentSecret, newClientSecret } from './client-secret-claim';
 import { repeatedUriLists, scopesForUser, uselessClientProblem } from './client-registration';
 import { isApiScope, OIDC_SCOPES, registeredScopes, scopesStillHeld, withinUserRole } from './scopes';
 import type { PrivateJwk } from './signing-keys';
@@ -777,7 +777,7 @@ function introspectedAsTheApiSees(resource: string, users: UsersService) {
     await next();
     if (ctx.oidc?.route !== 'introspection' || !ctx.body || typeof ctx.body !== 'object') return;
     const body = ctx.body as Record<string, unknown>;
-    delete body[SECRET_CLAIM];
+    for (const claim of CREDENTIAL_CLAIMS) delete body[claim];
     const { Grant: grant, Client: client, ClientCredentials: clientToken } = ctx.oidc.entities;
     const userToken = ctx.oidc.entities.AccessToken ?? ctx.oidc.entities.RefreshToken;
     const token = userToken ?? clientToken;
