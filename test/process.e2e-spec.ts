@@ -236,6 +236,35 @@ describe('the service process', () => {
     expect(code === 0 || code === 143 || signal === 'SIGTERM').toBe(true);
   });
 
+  it('logs a Redis outage the event relay meets once, not once per pass, and its end', async () => {
+    const proxy = await new TcpProxy('127.0.0.1', Number(new URL(REDIS_URL).port || 6379)).start();
+    try {
+      const e = env({ PORT: String(await freePort()), REDIS_URL: `redis://127.0.0.1:${proxy.port}`, LOG_LEVEL: 'info' });
+      const db = new URL(e.DATABASE_URL).pathname.slice(1);
+      const s = start(e);
+      const base = `http://127.0.0.1:${e.PORT}`;
+      await waitHealthy(s, base);
+      const { key } = (await (await fetch(`${base}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { key: string };
+      /** A note, once a relay pass has claimed (numbered) its event: that pass published it, or failed to. */
+      const noteClaimed = async () => {
+        const res = await fetch(`${base}/items`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: '{"type":"core.note","properties":{"title":"n"}}' });
+        expect(res.status).toBe(201);
+        const { id } = (await res.json()) as { id: string };
+        await waitFor(async () => (await pgQuery(db, `SELECT 1 FROM events WHERE (payload->'item'->>'id') = $1 AND published_seq IS NOT NULL`, [id])).length > 0, 'the note\'s event claimed');
+      };
+      await noteClaimed();
+      await proxy.cut();
+      for (let i = 0; i < 6; i++) await noteClaimed();
+      await proxy.restore();
+      await waitFor(() => /event relay pass failed; retrying on the next poll: recovered/.test(s.stdout()), 'the recovery logged', 30_000);
+      const lines = s.stdout().split('\n').filter((l) => l.includes('event relay pass failed'));
+      expect(lines.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['event relay pass failed; retrying on the next poll', 'event relay pass failed; retrying on the next poll: recovered']);
+      await s.stop();
+    } finally {
+      await proxy.stop();
+    }
+  });
+
   it('answers while its Redis connection goes silent (no answer, no reset): the rate limit counts in memory after a short wait', async () => {
     const proxy = await new TcpProxy('127.0.0.1', Number(new URL(REDIS_URL).port || 6379)).start();
     try {

@@ -95,7 +95,7 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
       .publish(WAKE_CHANNEL, '')
       .then(
         () => this.announceFailures.succeeded(),
-        (err: unknown) => this.announceFailures.failed(err),
+        (err: unknown) => (isDependencyUnavailable(err) ? this.announceFailures.failed(err) : this.logger.warn({ err }, 'could not announce committed events; the relays poll')),
       )
       .finally(() => {
         this.announcing = undefined;
@@ -121,7 +121,9 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
     }
     this.draining = this.drain()
       .then(
-        () => this.passFailures.succeeded(),
+        (published) => {
+          if (published) this.passFailures.succeeded();
+        },
         (err: unknown) => {
           if (this.stopped) return;
           if (isDependencyUnavailable(err)) this.passFailures.failed(err);
@@ -137,7 +139,9 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
       });
   }
 
-  private async drain(): Promise<void> {
+  /** Whether it published anything (a batch, or the notice of unpublished ones): a pass with nothing to publish says nothing of Redis. */
+  private async drain(): Promise<boolean> {
+    let published = false;
     // Not past shutdown: events claimed then would wait out their lease before another
     // instance could take them, and a long backlog would hold the shutdown up.
     while (!this.stopped) {
@@ -148,19 +152,25 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
         throw unpublished;
       }
       // A batch published after the unpublished ones tells the streams of them (its numbers do not follow).
-      if (claimed) this.unpublishedThrough = undefined;
-      else if (this.unpublishedThrough !== undefined) await this.tellUnpublished(this.unpublishedThrough);
-      if (claimed < BATCH && !this.again) return;
+      if (claimed) {
+        this.unpublishedThrough = undefined;
+        published = true;
+      } else if (this.unpublishedThrough !== undefined) {
+        published = (await this.tellUnpublished(this.unpublishedThrough)) || published;
+      }
+      if (claimed < BATCH && !this.again) return published;
     }
+    return published;
   }
 
-  /** Tried again at each poll until Redis takes it: quietly, as the failed publication was already logged. */
-  private async tellUnpublished(through: string): Promise<void> {
+  /** Tried again at each poll until Redis takes it: quietly, as the failed publication was already logged. Whether Redis took it. */
+  private async tellUnpublished(through: string): Promise<boolean> {
     try {
       await orTimeout(this.stream.publishThrough(through), PUBLISH_WAIT_MS, 'publishing events on Redis');
       if (this.unpublishedThrough === through) this.unpublishedThrough = undefined;
+      return true;
     } catch {
-      // Redis still away
+      return false; // Redis still away
     }
   }
 
