@@ -351,6 +351,33 @@ describe('a bulk job whose chunk loses its database session, again and again', (
   });
 });
 
+describe('a bulk job whose chunk fails as an outage would while the database answers', () => {
+  let t: TestApp;
+  let admin: string;
+
+  beforeAll(async () => {
+    // Half a lease of such errors before they count: 1 s.
+    t = await startApp({ BULK_CONCURRENCY: '1', BULK_JOB_LEASE: '2s' });
+    admin = (await bootstrapAdmin(t)).key;
+  });
+  afterAll(async () => {
+    await t?.sql(`DROP TRIGGER IF EXISTS doomed ON items; DROP FUNCTION IF EXISTS doomed()`);
+    await t?.close();
+  });
+
+  it('is failed once the database has answered all along, not retried for ever', async () => {
+    const api = http(t.url, admin);
+    await createNotes(api, 'cursed', 3);
+    // The chunk's own statement fails with a connection-class SQLSTATE, every time.
+    await t.sql(`CREATE FUNCTION doomed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'doomed' USING ERRCODE = '08006'; END $$`);
+    await t.sql(`CREATE TRIGGER doomed BEFORE UPDATE ON items FOR EACH ROW WHEN ('doomed' = ANY (NEW.tags)) EXECUTE FUNCTION doomed()`);
+    const submitted = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['doomed'], filter: { tags: ['cursed'] }, async: true });
+    expect(submitted.status).toBe(202);
+    const done = await jobWhen(api, submitted.body.id, 'the job to end', (j) => j.status !== 'queued' && j.status !== 'in_progress');
+    expect(done).toMatchObject({ status: 'failed', processed: 0 });
+  });
+});
+
 describe('a bulk job whose worker freezes mid-chunk (SIGSTOP) holding its items', () => {
   // A frozen session's transaction is ended after twice the statement timeout (pg-guards.ts): 10 s.
   const { databaseUrl, start, sql } = serviceProcesses('stop', { DATABASE_STATEMENT_TIMEOUT_MS: '5000' });

@@ -241,13 +241,18 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
         }
         if (this.stopping) return undefined;
         // The database away (a restart, a failover, sessions ended), not the chunk: waited out
-        // without counting. Past half a lease the run stops, the job unfailed, and the sweeper
-        // hands it on (bulk-sweeper.ts): two seconds of lost connections failed a 9,000-item job.
+        // without counting (two seconds of lost connections failed a 9,000-item job). Past half a
+        // lease of it, a database that answers says the errors are the chunk's own, which count;
+        // one that does not stops the run, the job unfailed, for the sweeper to hand on
+        // (bulk-sweeper.ts) once it is back.
         if (isDependencyUnavailable(err)) {
-          this.logger.warn({ err, jobId: ref.jobId }, 'bulk chunk could not reach the database; trying again');
-          if (Date.now() - since >= this.config.bulkJobLeaseMs / 2) return undefined;
-          await delay(Math.min(5000, 500 * 2 ** away++));
-          continue;
+          this.logger.warn({ err, jobId: ref.jobId }, 'bulk chunk could not reach the database');
+          if (Date.now() - since < this.config.bulkJobLeaseMs / 2) {
+            await delay(Math.min(5000, 500 * 2 ** away++));
+            if (this.stopping) return undefined;
+            continue;
+          }
+          if (!(await this.db.query('SELECT 1').then(() => true, () => false))) return undefined;
         }
         attempt++;
         this.logger.warn({ err, jobId: ref.jobId, attempt }, 'bulk chunk failed');
