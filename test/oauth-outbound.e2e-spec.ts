@@ -154,7 +154,8 @@ describe('URLs the provider would fetch for a registrant', () => {
       minute: await introspect({ exp: now + 60 }),
       atTheLimit: await introspect({ exp: now + MAX_ASSERTION_LIFETIME_S }),
       year: await introspect({ exp: now + 365 * 24 * 3600 }),
-      future: await introspect({ iat: now + 3600, exp: now + 3660 }),
+      // Within the lifetime, but issued two minutes from now: the provider reads iat only without exp.
+      future: await introspect({ iat: now + 120, exp: now + 180 }),
     }).toEqual({ minute: 'authenticated', atTheLimit: 'authenticated', year: 'invalid_client', future: 'invalid_client' });
     // Only the assertions taken are kept against replay: none for a year.
     const [{ latest }] = await t.sql<{ latest: Date }>(`SELECT max(expires_at) AS latest FROM oidc_models WHERE model = 'ReplayDetection'`);
