@@ -289,49 +289,40 @@ describe('a bulk job whose chunk finds its items locked by another session', () 
   });
   afterAll(async () => t?.close());
 
-  it('waits for them, however many lock waits that takes, and completes once they are free', async () => {
+  /** A job adding `add` to two chunks of notes tagged `tag`, its first chunk committed and its second waiting on items held locked here. */
+  async function blockedAtSecondChunk(tag: string, add: string) {
     const api = http(t.url, admin);
     const ids: string[] = [];
-    for (const count of [CHUNK, CHUNK]) ids.push(...(await createNotes(api, 'held', count)));
+    for (const count of [CHUNK, CHUNK]) ids.push(...(await createNotes(api, tag, count)));
     const lock = await lockItem(t.databaseUrl, ids.slice(CHUNK, CHUNK + 50));
-
-    const submitted = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['unheld'], filter: { tags: ['held'] }, async: true });
+    const submitted = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: [add], filter: { tags: [tag] }, async: true });
     expect(submitted.status).toBe(202);
-    await jobWhen(api, submitted.body.id, 'the first chunk to commit', (j) => j.processed === CHUNK);
+    const jobId = submitted.body.id as string;
+    await jobWhen(api, jobId, 'the first chunk to commit', (j) => j.processed === CHUNK);
+    /** Once the lock is let go: the job completed, every item changed once. */
+    const completes = async () => {
+      expect((await api.get(`/items/bulk_action/jobs/${jobId}`)).body).toMatchObject({ status: 'in_progress', processed: CHUNK });
+      await lock.release();
+      const done = await jobWhen(api, jobId, 'the job to complete once the items are free', (j) => j.status !== 'in_progress');
+      expect(done).toMatchObject({ status: 'completed', matched: ids.length, processed: ids.length, succeeded: ids.length, errored: 0 });
+      await expectChangedOnce(t.sql, ids, add);
+    };
+    return { lock, completes };
+  }
+
+  it('waits for them, however many lock waits that takes, and completes once they are free', async () => {
+    const { lock, completes } = await blockedAtSecondChunk('held', 'unheld');
     // Each wait is a transaction of its own: more of them than a chunk's attempts (3) before a job is failed.
     const waits = new Set<string>();
     await waitFor(async () => {
       for (const w of await waitingOn(t.sql, lock.pid)) waits.add(w.xact_start);
       return waits.size > 3;
     }, 'the chunk to wait for the locked items four times', 60_000, 50);
-    expect((await api.get(`/items/bulk_action/jobs/${submitted.body.id}`)).body).toMatchObject({ status: 'in_progress', processed: CHUNK });
-    await lock.release();
-
-    const done = await jobWhen(api, submitted.body.id, 'the job to complete once the items are free', (j) => j.status !== 'in_progress');
-    expect(done).toMatchObject({ status: 'completed', matched: ids.length, processed: ids.length, succeeded: ids.length, errored: 0 });
-    await expectChangedOnce(t.sql, ids, 'unheld');
+    await completes();
   });
-});
 
-describe('a bulk job whose chunk loses its database session, again and again', () => {
-  let t: TestApp;
-  let admin: string;
-
-  beforeAll(async () => {
-    t = await startApp({ BULK_CONCURRENCY: '1', DATABASE_STATEMENT_TIMEOUT_MS: '4000' });
-    admin = (await bootstrapAdmin(t)).key;
-  });
-  afterAll(async () => t?.close());
-
-  it('waits the database out without counting it against the chunk\'s attempts, and completes', async () => {
-    const api = http(t.url, admin);
-    const ids: string[] = [];
-    for (const count of [CHUNK, CHUNK]) ids.push(...(await createNotes(api, 'ended', count)));
-    // The second chunk waits on these, so that its session can be found and ended mid-chunk.
-    const lock = await lockItem(t.databaseUrl, ids.slice(CHUNK, CHUNK + 50));
-    const submitted = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['survived'], filter: { tags: ['ended'] }, async: true });
-    expect(submitted.status).toBe(202);
-    await jobWhen(api, submitted.body.id, 'the first chunk to commit', (j) => j.processed === CHUNK);
+  it('waits out its database session ended again and again, without counting it against the chunk\'s attempts', async () => {
+    const { lock, completes } = await blockedAtSecondChunk('ended', 'survived');
     // More sessions ended than a chunk's attempts (3) before a job is failed.
     const ended = new Set<number>();
     while (ended.size < 4) {
@@ -342,12 +333,7 @@ describe('a bulk job whose chunk loses its database session, again and again', (
       await t.sql('SELECT pg_terminate_backend($1)', [waiter.pid]);
       ended.add(waiter.pid);
     }
-    expect((await api.get(`/items/bulk_action/jobs/${submitted.body.id}`)).body).toMatchObject({ status: 'in_progress', processed: CHUNK });
-    await lock.release();
-
-    const done = await jobWhen(api, submitted.body.id, 'the job to complete', (j) => j.status !== 'in_progress');
-    expect(done).toMatchObject({ status: 'completed', matched: ids.length, processed: ids.length, succeeded: ids.length, errored: 0 });
-    await expectChangedOnce(t.sql, ids, 'survived');
+    await completes();
   });
 });
 
