@@ -22,7 +22,7 @@ describe('OutageLog', () => {
       ['warn', 'relay pass failed', undefined],
       ['warn', 'relay pass failed (still failing)', 600],
       ['warn', 'relay pass failed (still failing)', 600],
-      ['info', 'relay pass failed: recovered', 299],
+      ['info', 'relay pass failed: recovered', 1499],
     ]);
     expect(lines[0][1].err).toBe(err);
     expect(lines[3][1].failing_ms).toBe(150_000);

@@ -8,7 +8,9 @@ import type { LoggerService } from '@nestjs/common';
 
 export class OutageLog {
   private since?: number;
+  /** Failures since the last line, and since the first. */
   private repeated = 0;
+  private total = 0;
   private summarised = 0;
 
   constructor(
@@ -22,11 +24,12 @@ export class OutageLog {
     const now = this.now();
     if (this.since === undefined) {
       this.since = this.summarised = now;
-      this.repeated = 0;
+      this.repeated = this.total = 0;
       this.logger.warn({ err }, this.what);
       return;
     }
     this.repeated++;
+    this.total++;
     if (now - this.summarised < this.summaryEveryMs) return;
     this.logger.warn({ err, repeated: this.repeated, since: new Date(this.since).toISOString() }, `${this.what} (still failing)`);
     this.summarised = now;
@@ -35,7 +38,7 @@ export class OutageLog {
 
   succeeded(): void {
     if (this.since === undefined) return;
-    this.logger.log({ failing_ms: this.now() - this.since, repeated: this.repeated }, `${this.what}: recovered`);
+    this.logger.log({ failing_ms: this.now() - this.since, repeated: this.total }, `${this.what}: recovered`);
     this.since = undefined;
   }
 }
