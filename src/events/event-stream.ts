@@ -19,8 +19,9 @@
  * that one from the outbox (kept EVENT_RETENTION_DAYS), while live events wait, then goes live
  * without gaps or repeats (but for the events an instance that died, or lost its database
  * session, was publishing, which come again when their relay lease lapses: at least once; a
- * stream's repeat window, SEEN_IDS, covers the lease only below about 50 events a second). Both follow the relay's publication order (`published_seq`, see
- * event-relay.ts), not the order writers inserted their events in: a transaction that commits
+ * stream's repeat window, SEEN_IDS, covers the lease only below about 50 events a second).
+ * Both follow the relay's publication order (`published_seq`, see event-relay.ts), not the
+ * order writers inserted their events in: a transaction that commits
  * late publishes its events after those of transactions that committed before it, and a replay
  * finds them in that same place. Events not published yet are not replayed; they come live.
  * An id the outbox no longer has (too old, or unknown) is answered with a `stream.reset` event
