@@ -17,6 +17,8 @@ import { actorOf, AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { decodeCursor, PageQuery, pageOf } from '../common/pagination';
+import type { Client } from 'oidc-provider';
+import { servesUser } from './client-registration';
 import { BlockedClient, BlockedClientList, isClientId } from './clients.dto';
 import { deleteGrant } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
@@ -25,6 +27,15 @@ import { OAuthTokenCache } from './oauth-token-cache';
 export async function isBlockedFor(db: DataSource | EntityManager, tenantId: string, clientId: string): Promise<boolean> {
   const rows: unknown[] = await db.query(`SELECT 1 FROM blocked_clients WHERE tenant_id = $1 AND client_id = $2`, [tenantId, clientId]);
   return rows.length > 0;
+}
+
+/**
+ * Why `user` may not connect the client, for the consent and device pages: it serves another
+ * tenant's users (`blocked` false), or the user's tenant blocked it; undefined when they may.
+ */
+export async function appRefusal(db: DataSource, client: Client | undefined, clientId: string, user: { tenant_id: string }): Promise<{ blocked: boolean } | undefined> {
+  if (!servesUser(client, user)) return { blocked: false };
+  return (await isBlockedFor(db, user.tenant_id, clientId)) ? { blocked: true } : undefined;
 }
 
 interface BlockedRow {
@@ -39,6 +50,11 @@ const noSuchApp = () => ApiError.notFound('not_found', 'No such openly registere
 
 const BLOCKED_COLUMNS = `b.client_id, c.payload->>'client_name' AS client_name, b.created_at`;
 const BLOCKED_FROM = `blocked_clients b LEFT JOIN oidc_models c ON c.model = 'Client' AND c.id = b.client_id`;
+
+async function blockedRow(m: EntityManager, tenantId: string, clientId: string): Promise<BlockedRow | undefined> {
+  const [row]: BlockedRow[] = await m.query(`SELECT ${BLOCKED_COLUMNS} FROM ${BLOCKED_FROM} WHERE b.tenant_id = $1 AND b.client_id = $2`, [tenantId, clientId]);
+  return row;
+}
 
 @Injectable()
 export class BlockedClientsService {
@@ -91,8 +107,7 @@ export class BlockedClientsService {
       if (inserted[0]) {
         await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.blocked', clientId, details: { actor: actorOf(p), client_name: client.client_name, grants_revoked: revoked } }, m);
       }
-      const [row]: BlockedRow[] = await m.query(`SELECT ${BLOCKED_COLUMNS} FROM ${BLOCKED_FROM} WHERE b.tenant_id = $1 AND b.client_id = $2`, [p.tenantId, clientId]);
-      return { blocked: toBlocked(row), revoked };
+      return { blocked: toBlocked((await blockedRow(m, p.tenantId, clientId))!), revoked };
     });
     if (revoked) await this.tokenCache.invalidate();
     return blocked;
@@ -100,7 +115,7 @@ export class BlockedClientsService {
 
   async unblock(p: Principal, clientId: string): Promise<BlockedClient> {
     return this.db.transaction(async (m) => {
-      const [row]: BlockedRow[] = await m.query(`SELECT ${BLOCKED_COLUMNS} FROM ${BLOCKED_FROM} WHERE b.tenant_id = $1 AND b.client_id = $2`, [p.tenantId, clientId]);
+      const row = await blockedRow(m, p.tenantId, clientId);
       const [, deleted]: [unknown, number] = await m.query(`DELETE FROM blocked_clients WHERE tenant_id = $1 AND client_id = $2`, [p.tenantId, clientId]);
       if (!row || !deleted) throw ApiError.notFound('not_found', 'This app is not blocked');
       await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.unblocked', clientId, details: { actor: actorOf(p), client_name: row.client_name } }, m);

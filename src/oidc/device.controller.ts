@@ -36,8 +36,8 @@ import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimDeviceCode, releaseDeviceCode } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
-import { isBlockedFor } from './blocked-clients';
-import { clientRegistration, isSelfRegistered, servesUser } from './oauth-tokens';
+import { appRefusal } from './blocked-clients';
+import { clientRegistration, isSelfRegistered } from './oauth-tokens';
 import { accountGonePage, deviceCodePage, deviceConsentPage, errorPage, formExpiredPage, messagePage, otherWorkspacePage, refusedAppReason } from './pages';
 import { sendPage } from './send-page';
 
@@ -103,13 +103,12 @@ export class DeviceController {
     if (!user) return sendPage(reply, 401, await this.consentPage(code, String(body.csrf), email, refusal, body));
     const provider = await this.oidc.get();
     const client = await provider.Client.find(code.clientId!);
-    const otherTenant = !servesUser(client, user);
-    let blocked = !otherTenant && (await isBlockedFor(this.db, user.tenant_id, code.clientId!));
+    let refused = await appRefusal(this.db, client, code.clientId!, user);
     const requested = requestedScopes(client, code.params?.scope);
     const grantable = withinUserRole(requested, user.role);
     const granted = grantedScopes(grantable, list(body.scope), body[SCOPES_SHOWN] !== undefined);
     const denied = body.decision !== 'approve';
-    const allowed = !denied && !otherTenant && !blocked;
+    const allowed = !denied && !refused;
     // An Allow that gives nothing connects nothing; the device is told why, not that the user denied
     // (grantsAnything, consent.ts), and a grant given before still loses what was unticked.
     const approve = allowed && grantsAnything(granted);
@@ -132,12 +131,12 @@ export class DeviceController {
         : undefined;
       gone = recorded === 'account_gone';
       // Blocked by the tenant's admins while the user decided (blocked-clients.ts).
-      blocked ||= recorded === 'client_blocked';
+      if (recorded === 'client_blocked') refused = { blocked: true };
       if (gone) {
         // The user deleted while deciding: the device is refused, as a deleted user's would be.
         Object.assign(code, { error: 'access_denied', errorDescription: 'The account no longer exists' });
       } else if (!approve || typeof recorded !== 'object') {
-        const why = otherTenant || blocked ? refusedAppReason(blocked) : denied ? 'The user denied the request' : nothingGranted(grantable);
+        const why = refused ? refusedAppReason(refused.blocked) : denied ? 'The user denied the request' : nothingGranted(grantable);
         Object.assign(code, { error: 'access_denied', errorDescription: why });
       } else {
         Object.assign(code, { accountId: user.id, grantId: recorded.grantId, authTime: Math.floor(Date.now() / 1000), scope: granted.join(' '), resource });
@@ -148,8 +147,8 @@ export class DeviceController {
       await releaseDeviceCode(this.db, code.jti, claim).catch(() => undefined);
       throw err;
     }
-    if (otherTenant || blocked) {
-      return sendPage(reply, 403, otherWorkspacePage({ clientName: client?.clientName ?? code.clientId!, outcome: 'The device was not connected.', blocked }));
+    if (refused) {
+      return sendPage(reply, 403, otherWorkspacePage({ clientName: client?.clientName ?? code.clientId!, outcome: 'The device was not connected.', blocked: refused.blocked }));
     }
     if (gone) return sendPage(reply, 400, accountGonePage());
     if (denied) return sendPage(reply, 200, messagePage('Not connected', 'You denied the request. You can close this page.'));

@@ -38,8 +38,8 @@ import { csrfToken, csrfValid } from './interaction-csrf';
 import { claimInteraction } from './oidc-adapter';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
-import { isBlockedFor } from './blocked-clients';
-import { clientRegistration, isSelfRegistered, servesUser } from './oauth-tokens';
+import { appRefusal } from './blocked-clients';
+import { clientRegistration, isSelfRegistered } from './oauth-tokens';
 import { accountGonePage, consentPage, errorPage, formExpiredPage, otherWorkspacePage, refusedAppReason, shownAppName, signInPage } from './pages';
 import { sendPage } from './send-page';
 import { withinUserRole } from './scopes';
@@ -314,19 +314,18 @@ export class InteractionsController {
   }
 
   /**
-   * Whether the app is of another tenant than `user` (`servesUser`), or one its tenant's admins
-   * blocked (blocked-clients.ts), and if so ends the
-   * interaction with `access_denied` and sends the page that says why (its link takes the app
-   * the error; a redirect at once would leave the user with only the app's account of it).
+   * Whether the app is of another tenant than `user`, or one its tenant's admins blocked
+   * (`appRefusal`), and if so ends the interaction with `access_denied` and sends the page that
+   * says why (its link takes the app the error; a redirect at once would leave the user with only
+   * the app's account of it).
    */
   private async refusedForTenant(req: FastifyRequest, reply: FastifyReply, details: Details, user: UserRow): Promise<boolean> {
     const clientId = String(details.params.client_id);
     const client = await (await this.oidc.get()).Client.find(clientId);
-    const serves = servesUser(client, user);
-    const blocked = serves && (await isBlockedFor(this.db, user.tenant_id, clientId));
-    if (serves && !blocked) return false;
-    const backTo = await this.result(req, reply, { error: 'access_denied', error_description: refusedAppReason(blocked) });
-    await sendPage(reply, 403, otherWorkspacePage({ clientName: client?.clientName ?? clientId, backTo, outcome: 'Nothing was shared with it.', blocked }));
+    const refused = await appRefusal(this.db, client, clientId, user);
+    if (!refused) return false;
+    const backTo = await this.result(req, reply, { error: 'access_denied', error_description: refusedAppReason(refused.blocked) });
+    await sendPage(reply, 403, otherWorkspacePage({ clientName: client?.clientName ?? clientId, backTo, outcome: 'Nothing was shared with it.', blocked: refused.blocked }));
     return true;
   }
 

@@ -456,8 +456,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   provider.use(ownSelfSubmittingForms);
   provider.use(introspectedAsTheApiSees(resource, deps.users));
   provider.use(structuredTokensAreUnknown);
-  provider.use(publishClientAuthOfEveryEndpoint);
-  provider.use(advertiseIssuedClaimsOnly);
+  provider.use(discoveryAsServed);
   provider.use(endAccountSignInOnLogout(config.secureCookies));
   await teachScopeGrammar(provider);
   provider.use(reportTokenReuse(deps.db));
@@ -733,6 +732,15 @@ async function structuredTokensAreUnknown(ctx: KoaContextWithOIDC, next: () => P
   ctx.body = route === 'introspection' ? { active: false } : '';
 }
 
+/** The discovery document as the provider builds it, made to say what the service does (the two below). */
+async function discoveryAsServed(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next();
+  if (ctx.oidc?.route !== 'discovery' || !ctx.body || typeof ctx.body !== 'object') return;
+  const body = ctx.body as Record<string, unknown>;
+  publishClientAuthOfEveryEndpoint(body);
+  advertiseIssuedClaimsOnly(body);
+}
+
 /**
  * RFC 8414 2: discovery without `introspection_endpoint_auth_methods_supported` or
  * `revocation_endpoint_auth_methods_supported` tells a client those endpoints take
@@ -741,10 +749,7 @@ async function structuredTokensAreUnknown(ctx: KoaContextWithOIDC, next: () => P
  * client's bare client_id (`none`) included: each gets the token endpoint's list, and its JWT
  * methods' algorithms, which RFC 8414 requires beside `client_secret_jwt` and `private_key_jwt`.
  */
-async function publishClientAuthOfEveryEndpoint(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
-  await next();
-  if (ctx.oidc?.route !== 'discovery' || !ctx.body || typeof ctx.body !== 'object') return;
-  const body = ctx.body as Record<string, unknown>;
+function publishClientAuthOfEveryEndpoint(body: Record<string, unknown>): void {
   const copy = (value: unknown) => (Array.isArray(value) ? [...value] : undefined);
   for (const endpoint of ['introspection', 'revocation']) {
     if (!body[`${endpoint}_endpoint`]) continue;
@@ -758,10 +763,7 @@ async function publishClientAuthOfEveryEndpoint(ctx: KoaContextWithOIDC, next: (
  * defaults name `sid`, which it puts in tokens only for front- or back-channel logout, neither of
  * which is offered, so no token or userinfo answer ever carries it.
  */
-async function advertiseIssuedClaimsOnly(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
-  await next();
-  if (ctx.oidc?.route !== 'discovery' || !ctx.body || typeof ctx.body !== 'object') return;
-  const body = ctx.body as { claims_supported?: unknown };
+function advertiseIssuedClaimsOnly(body: { claims_supported?: unknown }): void {
   if (Array.isArray(body.claims_supported)) body.claims_supported = body.claims_supported.filter((claim) => claim !== 'sid');
 }
 

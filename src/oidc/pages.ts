@@ -271,14 +271,14 @@ ${decisionButtons(o.scopes)}
   );
 }
 
-/**
- * An app registered for another tenant (workspace) than the user's: refused. `backTo`, where
- * there is an app to go back to, tells it `access_denied`.
- */
-/** What the app itself is told (`error_description` of its `access_denied`) when a page below refuses it. */
+/** What the app itself is told (`error_description` of its `access_denied`) when `otherWorkspacePage` refuses it. */
 export const refusedAppReason = (blocked: boolean | undefined): string =>
   blocked ? 'The workspace\'s admins have blocked this app' : 'This app is only for the users of the workspace it belongs to';
 
+/**
+ * An app registered for another tenant (workspace) than the user's, or one the user's tenant
+ * blocked (`blocked`): refused. `backTo`, where there is an app to go back to, tells it `access_denied`.
+ */
 export function otherWorkspacePage(o: { clientName: string; backTo?: string; outcome: string; blocked?: boolean }): string {
   const why = o.blocked ? 'is blocked by your workspace\'s admins: its users cannot connect it.' : 'belongs to another workspace: only its users can connect it.';
   return page(
