@@ -15,7 +15,8 @@
  * (event-stream.ts). The claim commits before the batch is published, so a stream that gets an
  * event live finds it in the outbox when it resumes. An event taken up again is numbered and
  * published again, at its new place; its first place stays (`first_published_seq`), which is
- * where a stream resuming after it resumes from. The fan-out plans a batch while it is being published,
+ * where a stream resuming after it resumes from, and goes with the new publication, so that
+ * streams served past it leave the copy out. The fan-out plans a batch while it is being published,
  * under the lock; the attempts and their records run outside it, so instances still share them.
  *
  * It runs when a transaction that recorded events commits on this instance, when an instance
@@ -197,13 +198,13 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
          UPDATE events SET relay_lease_until = now() + make_interval(secs => $1::float8 / 1000), published_seq = next.p,
                            first_published_seq = coalesce(first_published_seq, next.p)
            FROM next WHERE tenant_id = next.t_id AND id = next.e_id
-         RETURNING ${EVENT_COLUMNS}, published_seq::text AS published_seq, next.reclaimed`,
+         RETURNING ${EVENT_COLUMNS}, published_seq::text AS published_seq, nullif(first_published_seq, next.p)::text AS first_published_seq, next.reclaimed`,
         [leaseMs],
       );
       if (!claimed.length) return { claimed: 0 };
       const events = claimed.sort((a, b) => compareSeq(a.published_seq, b.published_seq));
       // Bounded: every instance's relay waits on this lock while Redis is away.
-      const publishing = orTimeout(this.stream.publish(events.map(({ reclaimed, ...event }) => event)), PUBLISH_WAIT_MS, 'publishing events on Redis') // eslint-disable-line @typescript-eslint/no-unused-vars
+      const publishing = orTimeout(this.stream.publish(events.map(asPublished)), PUBLISH_WAIT_MS, 'publishing events on Redis')
         .then(() => undefined, (err: unknown) => err);
       let unpublished: unknown;
       try {
@@ -214,4 +215,9 @@ export class EventRelay implements OnApplicationBootstrap, BeforeApplicationShut
       return { claimed: events.length, through: events[events.length - 1].published_seq, unpublished };
     });
   }
+}
+
+/** A claimed event as streams get it: its first place only when this is a later publication. */
+function asPublished({ reclaimed, first_published_seq, ...event }: Claimed): PublishedEvent { // eslint-disable-line @typescript-eslint/no-unused-vars
+  return first_published_seq ? { ...event, first_published_seq } : event;
 }

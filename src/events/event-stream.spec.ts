@@ -28,6 +28,11 @@ describe('messagesOf (what a batch is published as)', () => {
     const [message] = messagesOf([small, large]);
     expect(JSON.parse(message)).toEqual([small, { ref: true, tenant_id: large.tenant_id, id: large.id, published_seq: large.published_seq }]);
   });
+
+  it('keeps a republished event\'s first place in its reference', () => {
+    const large = { ...event(2, 70_000), first_published_seq: '7' };
+    expect(JSON.parse(messagesOf([large])[0])).toEqual([{ ref: true, tenant_id: large.tenant_id, id: large.id, published_seq: large.published_seq, first_published_seq: '7' }]);
+  });
 });
 
 describe('EventStream (one stream\'s sends, one after another)', () => {
@@ -75,6 +80,25 @@ describe('EventStream (one stream\'s sends, one after another)', () => {
     }
   };
 
+  /** A stream opened (without Last-Event-ID) on an EventStream over these stand-ins; its client reads everything. */
+  const openStream = async (db: { query: (sql: string, params: unknown[]) => Promise<unknown> }, types: { catalog: () => Promise<unknown> }) => {
+    let onMessage!: (message: string) => void;
+    let resubscribed!: () => void;
+    const pubsub = {
+      subscribe: async (_channel: string, handler: (message: string) => void) => void (onMessage = handler),
+      onResubscribed: (listener: () => void) => void (resubscribed = listener),
+    };
+    const credentials = { resolveBearer: async () => ({ principal }) };
+    const slots = { take: async () => ({}), release: async () => undefined, renew: async () => undefined };
+    const config = { EVENTS_HEARTBEAT_SECONDS: 60, EVENT_RETENTION_DAYS: 7 };
+    const stream = new EventStream(db as never, config as never, pubsub as never, credentials as never, types as never, slots as never);
+    await stream.onApplicationBootstrap();
+    const res = new Response();
+    const reply = { request: { method: 'GET', headers: { authorization: 'Bearer k' }, raw: { socket: { destroyed: false } } }, hijack: () => undefined, getHeaders: () => ({}), raw: res };
+    await stream.open(principal, { events: ['*'], typeFilter: null }, undefined, reply as never);
+    return { stream, res, publish: (events: PublishedEvent[]) => onMessage(JSON.stringify(events)), resubscribed: () => resubscribed() };
+  };
+
   it('lets a catch-up after a lost subscription replay only once a live batch being sent to the stream is done: every event once, in order', async () => {
     // The outbox: events 5 to 2010, more than the ids a stream remembers (SEEN_IDS), published after the stream's position (4).
     const outbox = Array.from({ length: 2006 }, (_, n) => job(5 + n));
@@ -88,12 +112,6 @@ describe('EventStream (one stream\'s sends, one after another)', () => {
         return [{ at: '4' }]; // latestPosition
       },
     };
-    let onMessage!: (message: string) => void;
-    let resubscribed!: () => void;
-    const pubsub = {
-      subscribe: async (_channel: string, handler: (message: string) => void) => void (onMessage = handler),
-      onResubscribed: (listener: () => void) => void (resubscribed = listener),
-    };
     // The first catalogue read (the live batch's) takes until the test lets it go.
     let letGo!: () => void;
     let slow: Promise<unknown> | undefined = new Promise<void>((resolve) => (letGo = resolve)).then(() => ({}));
@@ -106,25 +124,35 @@ describe('EventStream (one stream\'s sends, one after another)', () => {
         return read;
       },
     };
-    const credentials = { resolveBearer: async () => ({ principal }) };
-    const slots = { take: async () => ({}), release: async () => undefined, renew: async () => undefined };
-    const config = { EVENTS_HEARTBEAT_SECONDS: 60, EVENT_RETENTION_DAYS: 7 };
-    const stream = new EventStream(db as never, config as never, pubsub as never, credentials as never, types as never, slots as never);
-    await stream.onApplicationBootstrap();
-    const res = new Response();
-    const reply = { request: { method: 'GET', headers: { authorization: 'Bearer k' }, raw: { socket: { destroyed: false } } }, hijack: () => undefined, getHeaders: () => ({}), raw: res };
+    const { stream, res, publish, resubscribed } = await openStream(db, types);
     try {
-      await stream.open(principal, { events: ['*'], typeFilter: null }, undefined, reply as never);
-
-      onMessage(JSON.stringify([outbox[0]])); // event 5 live: its sending waits for the catalogue
+      publish([outbox[0]]); // event 5 live: its sending waits for the catalogue
       await until(() => catalogueReads === 1);
       resubscribed(); // the subscription was lost and is back meanwhile
       await new Promise(setImmediate);
       letGo();
-      onMessage(JSON.stringify([job(2011)]));
+      publish([job(2011)]);
       await until(() => res.written.includes(2011));
 
       expect(res.written).toEqual(Array.from({ length: 2007 }, (_, n) => 5 + n));
+    } finally {
+      stream.beforeApplicationShutdown();
+    }
+  });
+
+  it('leaves out an event published again (its relay lease lapsed) at whatever distance, and sends what it had not served', async () => {
+    const db = { query: async () => [{ at: '4' }] }; // latestPosition
+    const { stream, res, publish } = await openStream(db, { catalog: async () => ({}) });
+    try {
+      // Events 5 to 2010 live, more than the ids a stream remembers (SEEN_IDS).
+      const live = Array.from({ length: 2006 }, (_, n) => job(5 + n));
+      for (let n = 0; n < live.length; n += 200) publish(live.slice(n, n + 200));
+      // Event 5 again (first published at 5), then event 3 again: first published before the stream began.
+      const again = (n: number, at: number): PublishedEvent => ({ ...job(n), published_seq: String(at), first_published_seq: String(n) });
+      publish([again(5, 2011), again(3, 2012), job(2013)]);
+      await until(() => res.written.includes(2013));
+
+      expect(res.written).toEqual([...live.map((e) => Number(e.seq)), 2013]);
     } finally {
       stream.beforeApplicationShutdown();
     }

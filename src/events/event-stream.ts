@@ -17,9 +17,10 @@
  *
  * Resuming: with `Last-Event-ID` the stream first replays the tenant's events published after
  * that one from the outbox (kept EVENT_RETENTION_DAYS), while live events wait, then goes live
- * without gaps or repeats (but for the events an instance that died, or lost its database
- * session, was publishing, which come again when their relay lease lapses: at least once; a
- * stream's repeat window, SEEN_IDS, covers the lease only below about 50 events a second).
+ * without gaps or repeats. An event whose relay died, or lost its database session, before
+ * recording it is published again once its relay lease lapses, at a new place, carrying its first
+ * place (`first_published_seq`): a stream already served past that place had it then (or it
+ * came before the stream began), so the copy is left out however much came in between.
  * Both follow the relay's publication order (`published_seq`, see event-relay.ts), not the
  * order writers inserted their events in: a transaction that commits
  * late publishes its events after those of transactions that committed before it, and a replay
@@ -69,7 +70,8 @@ const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
  * the bare name would mean the text output column ('10' < '9').
  */
 export const REPLAY_PAGE_QUERY = byteBoundedPage(
-  `SELECT ${EVENT_COLUMNS}, published_seq::text AS published_seq, events.published_seq AS ord FROM events
+  `SELECT ${EVENT_COLUMNS}, published_seq::text AS published_seq, nullif(first_published_seq, published_seq)::text AS first_published_seq,
+          events.published_seq AS ord FROM events
     WHERE tenant_id = $1 AND published_seq > $2::bigint
       AND ($3::text[] IS NULL OR name = ANY($3::text[]) OR EXISTS (SELECT FROM unnest($4::text[]) AS under(prefix) WHERE starts_with(name, prefix)))
     ORDER BY events.published_seq LIMIT ${REPLAY_PAGE}`,
@@ -108,6 +110,8 @@ const MESSAGE_BYTES = 1024 * 1024;
 /** An event as the relay publishes it: with its place in the publication order. */
 export interface PublishedEvent extends StoredEvent {
   published_seq: string;
+  /** Where it was first published, when this is a later publication (its relay's lease lapsed before the event was recorded). */
+  first_published_seq?: string | null;
 }
 
 /** A published event too large to carry: streams that want it read it from the outbox. */
@@ -116,6 +120,7 @@ interface PublishedRef {
   tenant_id: string;
   id: string;
   published_seq: string;
+  first_published_seq?: string | null;
 }
 
 type Published = PublishedEvent | PublishedRef;
@@ -129,7 +134,7 @@ export function messagesOf(events: PublishedEvent[]): string[] {
   for (const e of events) {
     let part = JSON.stringify(e);
     if (Buffer.byteLength(part) > INLINE_EVENT_BYTES) {
-      const ref: PublishedRef = { ref: true, tenant_id: e.tenant_id, id: e.id, published_seq: e.published_seq };
+      const ref: PublishedRef = { ref: true, tenant_id: e.tenant_id, id: e.id, published_seq: e.published_seq, first_published_seq: e.first_published_seq };
       part = JSON.stringify(ref);
     }
     const size = Buffer.byteLength(part) + 1;
@@ -170,7 +175,7 @@ interface Subscriber {
   position?: string;
   /** The subscription was lost and came back while a replay ran: catch up again once it is done. */
   behind?: boolean;
-  /** Ids written lately: an event can arrive both by replay and live, or twice live. */
+  /** Ids written lately: an event can arrive both by replay and live, or twice live from a relay of an earlier release (without `first_published_seq`). */
   seen: Set<string>;
   /** Whether the client is taking what it is sent. */
   backlog: Backlog;
@@ -490,7 +495,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     return published.flatMap((e) => {
       if (!isRef(e)) return [e];
       const row = byId.get(e.id);
-      return row ? [{ ...row, published_seq: e.published_seq }] : [];
+      return row ? [{ ...row, published_seq: e.published_seq, first_published_seq: e.first_published_seq }] : [];
     });
   }
 
@@ -520,8 +525,9 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     const types = await this.types.catalog(sub.principal.tenantId);
     for (const e of events) {
       if (!this.subscribers.has(sub)) return; // closed meanwhile (too far behind): render nothing more
-      if (e.published_seq !== undefined && (sub.position === undefined || compareSeq(e.published_seq, sub.position) > 0)) sub.position = e.published_seq;
-      if (sub.seen.has(e.id) || !selects(sub.filter.events, sub.filter.typeFilter, e, types) || !mayReceive(sub.principal, e, types)) continue;
+      const servedTo = sub.position;
+      if (e.published_seq !== undefined && (servedTo === undefined || compareSeq(e.published_seq, servedTo) > 0)) sub.position = e.published_seq;
+      if (sub.seen.has(e.id) || servedAtFirstPlace(e, servedTo) || !selects(sub.filter.events, sub.filter.typeFilter, e, types) || !mayReceive(sub.principal, e, types)) continue;
       sub.seen.add(e.id);
       if (sub.seen.size > SEEN_IDS) sub.seen.delete(sub.seen.values().next().value!);
       this.write(sub, `id: ${e.id}\nevent: ${e.name}\ndata: ${renderBody(sub.principal, e, types)}\n\n`);
@@ -589,6 +595,16 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     this.subscribers.delete(sub);
     void this.slots.release(sub.slot);
   }
+}
+
+/**
+ * An event published again whose first place the stream had already been served through: it was
+ * sent then, was not for the stream, or came before the stream began. Streams are served in
+ * publication order and catch up on any batch they did not hear (noticeGap), so no place at or
+ * before `servedTo` was skipped.
+ */
+function servedAtFirstPlace(e: PublishedEvent, servedTo: string | undefined): boolean {
+  return !!e.first_published_seq && servedTo !== undefined && compareSeq(e.first_published_seq, servedTo) <= 0;
 }
 
 /** Order of bigints carried as text (`seq`, `published_seq`). */
