@@ -140,6 +140,39 @@ describe('EventStream (one stream\'s sends, one after another)', () => {
     }
   });
 
+  it('catches up on a batch missed while a catch-up was finishing before sending the live events held past it', async () => {
+    const outbox = Array.from({ length: 6 }, (_, n) => job(5 + n)); // 5 to 10
+    const db = {
+      query: async (sql: string, params: unknown[]) => {
+        if (sql !== REPLAY_PAGE_QUERY) return [{ at: '4' }]; // latestPosition
+        const page = outbox.filter((e) => Number(e.published_seq) > Number(params[1]));
+        return page.map((e, n) => ({ ...e, more: n === page.length - 1 ? null : true }));
+      },
+    };
+    let hold: Promise<void> | undefined;
+    let letGo!: () => void;
+    const types = { catalog: async () => ((await hold), {}) };
+    const { stream, res, publish, resubscribed } = await openStream(db, types);
+    try {
+      publish([outbox[0]]);
+      await until(() => res.written.includes(5));
+      hold = new Promise<void>((resolve) => (letGo = resolve));
+      resubscribed(); // the catch-up reads 6 to 10, and waits to send them
+      await new Promise(setImmediate);
+      outbox.push(job(11), job(12), job(13));
+      publish([job(11)]);
+      publish([job(13)]); // 12 was numbered but not heard here
+      await new Promise(setImmediate);
+      hold = undefined;
+      letGo();
+      await until(() => res.written.includes(13));
+
+      expect(res.written).toEqual([5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    } finally {
+      stream.beforeApplicationShutdown();
+    }
+  });
+
   it('leaves out an event published again (its relay lease lapsed) at whatever distance, and sends what it had not served', async () => {
     const db = { query: async () => [{ at: '4' }] }; // latestPosition
     const { stream, res, publish } = await openStream(db, { catalog: async () => ({}) });

@@ -19,8 +19,11 @@
  * that one from the outbox (kept EVENT_RETENTION_DAYS), while live events wait, then goes live
  * without gaps or repeats. An event whose relay died, or lost its database session, before
  * recording it is published again once its relay lease lapses, at a new place, carrying its first
- * place (`first_published_seq`): a stream already served past that place had it then (or it
- * came before the stream began), so the copy is left out however much came in between.
+ * place (`first_published_seq`): a stream that heard that place live had it then (sent, or not
+ * for it), and one opened without Last-Event-ID after it began after the event, so either leaves
+ * the copy out however much came in between (`heardAtFirstPlace`). A stream that passed the
+ * place in a replay may have read the event already moved, and gets the copy unless it is among
+ * the ids it remembers (SEEN_IDS): at least once.
  * Both follow the relay's publication order (`published_seq`, see event-relay.ts), not the
  * order writers inserted their events in: a transaction that commits
  * late publishes its events after those of transactions that committed before it, and a replay
@@ -175,8 +178,12 @@ interface Subscriber {
   position?: string;
   /** The subscription was lost and came back while a replay ran: catch up again once it is done. */
   behind?: boolean;
-  /** Ids written lately: an event can arrive both by replay and live, or twice live from a relay of an earlier release (without `first_published_seq`). */
+  /** Ids written lately, and Last-Event-ID's: an event can arrive both by replay and live, or twice after its relay's lease lapsed. */
   seen: Set<string>;
+  /** The place after which the stream has been live without a break; unset while it replays or catches up. */
+  liveAfter?: string;
+  /** Earlier such stretches, as [after, through]: the places this stream heard live, each event as it was then. */
+  heardLive: Array<[string, string]>;
   /** Whether the client is taking what it is sent. */
   backlog: Backlog;
   /** The last live batch or catch-up started for this stream: the next starts once it is done (`inTurn`). */
@@ -292,9 +299,12 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     });
     if (!slot) return void reply.raw.end();
     const token = bearerToken(reply.request.headers.authorization)!; // the caller authenticated with it
-    const sub: Subscriber = { principal, token, slot, filter, reply, held: resumeAfter === undefined ? null : [], seen: new Set(), backlog: new Backlog(), turn: Promise.resolve() };
+    const sub: Subscriber = { principal, token, slot, filter, reply, held: resumeAfter === undefined ? null : [], seen: new Set(lastEventId === undefined ? [] : [lastEventId]), heardLive: [], backlog: new Backlog(), turn: Promise.resolve() };
     // Where a catch-up would start if the live subscription is lost; without it, such a stream is closed instead.
-    if (lastEventId === undefined) sub.position = await this.latestPosition(principal.tenantId).catch(() => undefined);
+    if (lastEventId === undefined) {
+      sub.position = await this.latestPosition(principal.tenantId).catch(() => undefined);
+      if (sub.position !== undefined) sub.liveAfter = '0'; // what came before it is not owed
+    }
     reply.raw.on('close', () => this.forget(sub));
     // The client left while the slot was taken. Its socket says so: the request stream is also
     // destroyed once a body sent with the GET has been read to its end (protocol-errors.ts).
@@ -314,23 +324,27 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
 
   /**
    * Sends the held events the replay did not cover, then lets live events through. Events that
-   * arrive while held ones are being sent are held too, so nothing overtakes them.
+   * arrive while held ones are being sent are held too, so nothing overtakes them. A batch missed
+   * meanwhile (`behind`) is caught up on first: the held events past it wait for that replay,
+   * which covers them, as they were published before it reads.
    */
   private async goLive(sub: Subscriber): Promise<void> {
-    for (let held = sub.held ?? []; held.length; held = sub.held) {
+    // Held events after the replay's last were heard live, in their places then.
+    sub.liveAfter = sub.replayedTo ?? sub.position;
+    while (sub.held?.length && !sub.behind) {
+      const held = sub.held;
       sub.held = [];
       const after = sub.replayedTo;
       // Publication numbers grow in the order the relays publish; an event without one came from a relay that assigns none.
       await this.deliver(sub, after === undefined ? held : held.filter((e) => e.published_seq === undefined || compareSeq(e.published_seq, after) > 0));
       if (!this.subscribers.has(sub)) return;
     }
-    sub.held = null;
-    if (sub.behind) {
-      sub.behind = false;
-      // Within the stream's turn already (a catch-up), or before any live send to it (its first replay).
-      sub.held = [];
-      await this.replayFromPosition(sub);
-    }
+    if (!sub.behind) return void (sub.held = null);
+    // Within the stream's turn already (a catch-up), or before any live send to it (its first replay).
+    sub.behind = false;
+    sub.held ??= [];
+    pauseLive(sub);
+    await this.replayFromPosition(sub);
   }
 
   /**
@@ -371,6 +385,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
         // Live events are held from now on; the replay starts once a live batch being sent is done
         // (onResubscribed runs outside the chain), so that their writes never interleave.
         sub.held = [];
+        pauseLive(sub);
         void this.inTurn(sub, () => this.replayFromPosition(sub));
       }
     }
@@ -527,7 +542,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       if (!this.subscribers.has(sub)) return; // closed meanwhile (too far behind): render nothing more
       const servedTo = sub.position;
       if (e.published_seq !== undefined && (servedTo === undefined || compareSeq(e.published_seq, servedTo) > 0)) sub.position = e.published_seq;
-      if (sub.seen.has(e.id) || servedAtFirstPlace(e, servedTo) || !selects(sub.filter.events, sub.filter.typeFilter, e, types) || !mayReceive(sub.principal, e, types)) continue;
+      if (sub.seen.has(e.id) || heardAtFirstPlace(sub, e, servedTo) || !selects(sub.filter.events, sub.filter.typeFilter, e, types) || !mayReceive(sub.principal, e, types)) continue;
       sub.seen.add(e.id);
       if (sub.seen.size > SEEN_IDS) sub.seen.delete(sub.seen.values().next().value!);
       this.write(sub, `id: ${e.id}\nevent: ${e.name}\ndata: ${renderBody(sub.principal, e, types)}\n\n`);
@@ -597,14 +612,28 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   }
 }
 
+/** Live stretches a stream remembers: a stream past as many catch-ups gets older events' copies (at least once). */
+const HEARD_LIVE_STRETCHES = 8;
+
+/** The stream stops being live (a catch-up): the stretch it heard live is remembered. */
+function pauseLive(sub: Subscriber): void {
+  if (sub.liveAfter !== undefined && sub.position !== undefined && compareSeq(sub.position, sub.liveAfter) > 0) {
+    sub.heardLive.push([sub.liveAfter, sub.position]);
+    if (sub.heardLive.length > HEARD_LIVE_STRETCHES) sub.heardLive.shift();
+  }
+  sub.liveAfter = undefined;
+}
+
 /**
- * An event published again whose first place the stream had already been served through: it was
- * sent then, was not for the stream, or came before the stream began. Streams are served in
- * publication order and catch up on any batch they did not hear (noticeGap), so no place at or
- * before `servedTo` was skipped.
+ * An event published again whose first place the stream heard live: it was sent then or was not
+ * for the stream. Live stretches have no hole: a batch not heard makes the stream catch up
+ * (noticeGap), which ends the stretch before it.
  */
-function servedAtFirstPlace(e: PublishedEvent, servedTo: string | undefined): boolean {
-  return !!e.first_published_seq && servedTo !== undefined && compareSeq(e.first_published_seq, servedTo) <= 0;
+function heardAtFirstPlace(sub: Subscriber, e: PublishedEvent, servedTo: string | undefined): boolean {
+  const first = e.first_published_seq;
+  if (!first) return false;
+  const within = (after: string, through: string) => compareSeq(first, after) > 0 && compareSeq(first, through) <= 0;
+  return (sub.liveAfter !== undefined && servedTo !== undefined && within(sub.liveAfter, servedTo)) || sub.heardLive.some(([after, through]) => within(after, through));
 }
 
 /** Order of bigints carried as text (`seq`, `published_seq`). */
