@@ -258,6 +258,7 @@ describe('bulk actions (e2e)', () => {
         [{ action: 'update_tier', tier: 'feed', filter: { tags: [] } }, ['filter.tags']],
         [{ action: 'update_tier', tier: 'feed', filter: { source: '' } }, ['filter.source']],
         [{ action: 'update_tier', tier: 'feed', filter: { source: '' }, async: true }, ['filter.source']],
+        [{ action: 'update_tier', tier: 'feed', filter: { source: 's'.repeat(501) } }, ['filter.source']],
         [{ action: 'update_tier', tier: 'feed', filter: { filter: '' } }, ['filter.filter']],
         [{ action: 'update_tier', tier: 'feed', filter: { filter: '  \t ' } }, ['filter.filter']],
       ];
@@ -375,6 +376,7 @@ describe('bulk actions (e2e)', () => {
       expect(await ids({ tier: 'library' })).toEqual(sorted([note, memo, mine]));
       expect(await ids({ tier: 'all' })).toEqual(sorted(active));
       expect(await ids({ source: member.source })).toEqual([mine]);
+      expect(await ids({ source: 's'.repeat(500) })).toEqual([]); // as long as GET /items takes
       expect(await ids({ state: 'archived' })).toEqual([archived]);
       expect(await ids({ state: 'trashed' })).toEqual([trashed]);
       expect(await ids({ state: 'all' })).toEqual(sorted([...active, archived, trashed]));

@@ -228,9 +228,11 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
     expect((await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200)).body.client_name).toBe('Notes');
   });
 
-  it('refuses a redirect or logout URI listed twice (400 validation_error naming the list), on POST and PATCH, compared exactly as sent', async () => {
+  it('refuses a redirect or logout URI, grant type or response type listed twice (400 validation_error naming the list), on POST and PATCH, compared exactly as sent', async () => {
     const other = 'http://127.0.0.1/cb';
     const post = (body: Record<string, unknown>) => t.http.post('/auth/clients').set(bearer(admin)).send({ token_endpoint_auth_method: 'none', ...body });
+    expect(badFields(await post({ redirect_uris: [redirectUri], grant_types: ['authorization_code', 'authorization_code', 'refresh_token'] }))).toEqual(['grant_types']);
+    expect(badFields(await post({ redirect_uris: [redirectUri], response_types: ['code', 'code'] }))).toEqual(['response_types']);
     expect(badFields(await post({ redirect_uris: [redirectUri, other, redirectUri] }))).toEqual(['redirect_uris']);
     expect(badFields(await post({ redirect_uris: [redirectUri], post_logout_redirect_uris: [other, other] }))).toEqual(['post_logout_redirect_uris']);
     expect(badFields(await post({ redirect_uris: [other, other], post_logout_redirect_uris: [other, other] }))).toEqual(['redirect_uris', 'post_logout_redirect_uris']);
@@ -246,7 +248,11 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
     expect((await patch({ client_name: 'Older app' })).status).toBe(200);
     expect((await patch({ redirect_uris: [redirectUri] })).body).toMatchObject({ client_name: 'Older app', redirect_uris: [redirectUri] });
     // Open registration refuses them alike, in RFC 7591's form (the provider names redirect URI problems invalid_redirect_uri).
-    for (const body of [{ redirect_uris: [redirectUri, redirectUri] }, { redirect_uris: [redirectUri], post_logout_redirect_uris: ['https://app.example.com/bye', 'https://app.example.com/bye'] }]) {
+    for (const body of [
+      { redirect_uris: [redirectUri, redirectUri] },
+      { redirect_uris: [redirectUri], post_logout_redirect_uris: ['https://app.example.com/bye', 'https://app.example.com/bye'] },
+      { redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token', 'refresh_token'] },
+    ]) {
       const open = await t.http.post('/auth/oauth2/register').send({ client_name: 'Open twice', token_endpoint_auth_method: 'none', ...body });
       expect(open.status).toBe(400);
       expect(['invalid_redirect_uri', 'invalid_client_metadata']).toContain(open.body.error);

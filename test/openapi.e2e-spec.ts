@@ -2,7 +2,8 @@
 import { Ajv2020 } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { plainToInstance } from 'class-transformer';
-import { validateSync } from 'class-validator';
+import { getMetadataStorage, validateSync } from 'class-validator';
+import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
 import { createHash } from 'node:crypto';
 import { isPattern } from '../src/common/type-pattern';
 import { EVENT_NAMES } from '../src/events/event-catalogue';
@@ -234,6 +235,23 @@ describe('OpenAPI and docs', () => {
       const [get, head] = [await t.http.get(path).redirects(0), await t.http.head(path).redirects(0)];
       expect([path, head.status]).toEqual([path, get.status]);
       expect([path, Object.keys(doc.paths[path].head?.responses ?? {})]).toEqual([path, expect.arrayContaining([String(head.status)])]);
+    }
+  });
+
+  it('states the length bounds of every body text field the service checks, as the check counts them', () => {
+    const checked = [...((getMetadataStorage() as any).validationMetadatas as Map<Function, ValidationMetadata[]>).values()]
+      .flat()
+      .filter((m) => m.name === 'charLength' && doc.components.schemas[(m.target as Function).name]);
+    expect(checked.length).toBeGreaterThan(20);
+    for (const m of checked) {
+      const [min, max] = m.constraints as [number, number];
+      const property = doc.components.schemas[(m.target as Function).name].properties[m.propertyName];
+      const bounded = m.each ? property.items : property;
+      expect({ at: `${(m.target as Function).name}.${m.propertyName}`, maxLength: bounded.maxLength, minLength: bounded.minLength ?? 0 }).toEqual({
+        at: `${(m.target as Function).name}.${m.propertyName}`,
+        maxLength: max,
+        minLength: min,
+      });
     }
   });
 

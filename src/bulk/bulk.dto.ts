@@ -4,7 +4,7 @@ import { ArrayMinSize, IsBoolean, IsIn, IsInt, IsObject, IsString, Min, Validate
 import { PageQuery } from '../common/pagination';
 import { CharLength, IsOptionalNonNull, IsRfc3339, IsTypePattern } from '../common/validation';
 import type { Tier } from '../keys/api-key.entity';
-import { IsTagList, TAGS_DOC } from '../items/items.dto';
+import { IsTagList, SOURCE_FILTER_MAX_LENGTH, TAGS_DOC } from '../items/items.dto';
 import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
 import { ItemState, STATES } from '../items/lifecycle';
 import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS } from '../search/search-query';
@@ -16,8 +16,8 @@ export class BulkFilterDto {
   @IsOptionalNonNull() @IsTypePattern()
   type?: string;
 
-  @ApiPropertyOptional({ minLength: 1, maxLength: 200, description: 'Items written by the credential with this source' })
-  @IsOptionalNonNull() @IsString() @CharLength(1, 200)
+  @ApiPropertyOptional({ description: 'Items written by the credential with this source' })
+  @IsOptionalNonNull() @IsString() @CharLength(1, SOURCE_FILTER_MAX_LENGTH)
   source?: string;
 
   // Empty, either would match nothing, as `GET /items` refuses `tags=` and `source=`: leave it out for any.

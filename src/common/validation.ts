@@ -326,23 +326,29 @@ export function hasCharLength(text: string, min: number, max: number): boolean {
  * codePointLength counts them, which is how the OpenAPI document's minLength and maxLength count.
  */
 export const CharLength = (min: number, max: number, options?: ValidationOptions) =>
-  ValidateBy(
-    {
-      name: 'charLength',
-      constraints: [min, max],
-      validator: {
-        validate: (v: unknown) => typeof v === 'string' && hasCharLength(v, min, max),
-        defaultMessage: buildMessage(
-          (each, args) =>
-            typeof args?.value === 'string' && codePointLength(args.value) < min
-              ? `${each}$property must be longer than or equal to ${min} characters`
-              : `${each}$property must be shorter than or equal to ${max} characters`,
-          options,
-        ),
+  applyDecorators(
+    ValidateBy(
+      {
+        name: 'charLength',
+        constraints: [min, max],
+        validator: {
+          validate: (v: unknown) => typeof v === 'string' && hasCharLength(v, min, max),
+          defaultMessage: buildMessage(
+            (each, args) =>
+              typeof args?.value === 'string' && codePointLength(args.value) < min
+                ? `${each}$property must be longer than or equal to ${min} characters`
+                : `${each}$property must be shorter than or equal to ${max} characters`,
+            options,
+          ),
+        },
       },
-    },
-    options,
+      options,
+    ),
+    // The document states the bounds the check applies (an ApiProperty above it may still say more).
+    ApiProperty(options?.each ? { items: { type: 'string', ...lengthBounds(min, max) } } : lengthBounds(min, max)),
   );
+
+const lengthBounds = (min: number, max: number) => ({ ...(min > 0 && { minLength: min }), maxLength: max });
 
 /** At most `max` characters (CharLength). */
 export const MaxChars = (max: number, options?: ValidationOptions) => CharLength(0, max, options);

@@ -174,6 +174,8 @@ export class MetadataPatchDto {
 
 /** The longest `tags` query: MAX_TAGS tags of 100 characters and their commas. */
 const TAGS_QUERY_MAX_LENGTH = MAX_TAGS * 101 - 1;
+/** Longest `source` a selection of items takes (`GET /items`, a bulk action's filter). */
+export const SOURCE_FILTER_MAX_LENGTH = 500;
 
 /** Repeatable `edge` and `backref` clauses, each refused in parseEdgeClauses's words, whatever is wrong with it. */
 const IsEdgeClauses = () =>
@@ -202,7 +204,7 @@ export class ListItemsQuery {
   @IsOptional() @IsCommaList(TAGS_QUERY_MAX_LENGTH)
   tags?: string;
 
-  @TextParam({ minLength: 1, maxLength: 500, description: 'Items written by the credential with this source' })
+  @TextParam({ minLength: 1, maxLength: SOURCE_FILTER_MAX_LENGTH, description: 'Items written by the credential with this source' })
   source?: string;
 
   @ApiPropertyOptional({ format: 'date-time', description: 'timestamp >= since' })

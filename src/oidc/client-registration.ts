@@ -45,15 +45,18 @@ export function scopesForUser(
 /** The lists of URIs a client registers, each a set of exact strings (RFC 7591 2, OIDC RP-Initiated Logout 3.1). */
 export const URI_LISTS = ['redirect_uris', 'post_logout_redirect_uris'] as const;
 
+/** The lists a client registers as sets (the provider keeps a repeat as sent), and what each lists. */
+export const SET_LISTS: Readonly<Record<string, string>> = { redirect_uris: 'URI', post_logout_redirect_uris: 'URI', grant_types: 'grant type', response_types: 'response type' };
+
 /**
- * The URI lists of `metadata` that name a URI twice, compared as sent (the provider matches a
- * redirect exactly, so two spellings are two URIs, and it would keep a repeat): for an admin's
+ * The lists of `metadata` that name a value twice, compared as sent (the provider matches a
+ * redirect exactly, so two spellings are two URIs), each with its refusal: for an admin's
  * registration and update (clients.service.ts) and for open registration alike.
  */
-export function repeatedUriLists(metadata: Record<string, unknown>): Array<(typeof URI_LISTS)[number]> {
-  return URI_LISTS.filter((field) => {
-    const uris = metadata[field];
-    return Array.isArray(uris) && new Set(uris).size !== uris.length;
+export function repeatedLists(metadata: Record<string, unknown>): Array<{ field: string; message: string }> {
+  return Object.entries(SET_LISTS).flatMap(([field, what]) => {
+    const values = metadata[field];
+    return Array.isArray(values) && new Set(values).size !== values.length ? [{ field, message: `must not list a ${what} twice` }] : [];
   });
 }
 

@@ -29,6 +29,7 @@ export class RegisterClientDto {
     description: 'Exact-match redirect URIs (a loopback IP one, http://127.0.0.1 or http://[::1], matches on any port); required (at least one) when grant_types includes authorization_code, as it does by default',
     maxItems: 20,
     maxLength: 2000,
+    uniqueItems: true,
   })
   @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxChars(2000, { each: true })
   redirect_uris?: string[];
@@ -37,12 +38,13 @@ export class RegisterClientDto {
     type: [String],
     enum: ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'],
     example: ['authorization_code', 'refresh_token'],
+    uniqueItems: true,
     description: 'Default authorization_code and refresh_token',
   })
   @IsOptionalNonNull() @IsArray() @IsIn(['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'], { each: true })
   grant_types?: string[];
 
-  @ApiPropertyOptional({ type: [String], enum: ['code'], example: ['code'] })
+  @ApiPropertyOptional({ type: [String], enum: ['code'], example: ['code'], uniqueItems: true })
   @IsOptionalNonNull() @IsArray() @IsIn(['code'], { each: true })
   response_types?: string[];
 
@@ -70,6 +72,7 @@ export class RegisterClientDto {
     type: [String],
     maxItems: 20,
     maxLength: 2000,
+    uniqueItems: true,
     example: ['https://app.example.com/signed-out'],
     description: 'Where RP-initiated logout may return to (OpenID RP-Initiated Logout)',
   })
@@ -118,11 +121,11 @@ export class RegisterClientDto {
  * the client no longer has), and `extension_permissions` (every existing token carries it at once).
  */
 export class UpdateClientDto {
-  @ApiPropertyOptional({ type: [String], maxItems: 20, maxLength: 2000, example: ['https://app.example.com/callback'], description: 'Replaces the list; a removed URI is refused by the next authorization, and codes and sign-ins in progress for it end' })
+  @ApiPropertyOptional({ type: [String], maxItems: 20, maxLength: 2000, uniqueItems: true, example: ['https://app.example.com/callback'], description: 'Replaces the list; a removed URI is refused by the next authorization, and codes and sign-ins in progress for it end' })
   @IsOptionalNonNull() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxChars(2000, { each: true })
   redirect_uris?: string[];
 
-  @ApiPropertyOptional({ type: [String], nullable: true, maxItems: 20, maxLength: 2000, description: 'Replaces the list; null removes it' })
+  @ApiPropertyOptional({ type: [String], nullable: true, maxItems: 20, maxLength: 2000, uniqueItems: true, description: 'Replaces the list; null removes it' })
   @IsOptional() @IsArray() @ArrayMaxSize(20) @IsString({ each: true }) @MaxChars(2000, { each: true })
   post_logout_redirect_uris?: string[] | null;
 

@@ -47,7 +47,7 @@ import { decodeSecondsCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { ClientRegistration, isClientId, SECRETLESS_AUTH_METHODS, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
-import { repeatedUriLists, URI_LISTS, uselessClientProblem } from './client-registration';
+import { repeatedLists, SET_LISTS, URI_LISTS, uselessClientProblem } from './client-registration';
 import { clientCredentialId, newClientSecret, proofOf, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { inTransaction, underConnectionLock } from './oidc-adapter';
@@ -337,16 +337,16 @@ export class ClientsService {
 }
 
 /**
- * A client's metadata as a whole, for a registration and an update alike. The URI lists `given`
- * name each URI once (repeatedUriLists; an update checks only those it sets, so a client stored
+ * A client's metadata as a whole, for a registration and an update alike. The lists `given`
+ * name each value once (repeatedLists; an update checks only those it sets, so a client stored
  * with a repeat before the rule can still be changed otherwise), refused naming the list as the
  * DTO's checks do. Then the provider's rules (oidc-provider.factory.ts adds the service's: http
  * redirects only to loopback, client_credentials only for a confidential client, …), whose
  * refusal is 400 `validation_error` naming the field it is about (`refusedField`).
  */
 async function validateClient(provider: Provider, metadata: Record<string, unknown>, given: object = metadata): Promise<void> {
-  const repeats = repeatedUriLists(metadata).filter((field) => Reflect.get(given, field) !== undefined);
-  if (repeats.length) throw validationError(repeats.map((field) => ({ field, message: 'must not list a URI twice' })));
+  const repeats = repeatedLists(metadata).filter(({ field }) => Reflect.get(given, field) !== undefined);
+  if (repeats.length) throw validationError(repeats);
   try {
     await provider.Client.validate(metadata as never);
   } catch (err) {
@@ -374,12 +374,12 @@ function refusedField(description: string, metadata: Record<string, unknown>): s
 }
 
 /**
- * A client field's value as an update compares it for `details.changed`: the scope and the URI
- * and contact lists are sets, so one that only reorders them changes nothing (nor records a row).
+ * A client field's value as an update compares it for `details.changed`: the scope, the contacts
+ * and the lists of SET_LISTS are sets, so one that only reorders them changes nothing (nor records a row).
  */
 function asCompared(field: string, value: unknown): unknown {
   if (field === 'scope' && typeof value === 'string') return [...new Set(scopeWords(value))].sort();
-  if ((field === 'contacts' || (URI_LISTS as readonly string[]).includes(field)) && Array.isArray(value)) return [...value].sort();
+  if ((field === 'contacts' || field in SET_LISTS) && Array.isArray(value)) return [...value].sort();
   return value;
 }
 

@@ -32,7 +32,7 @@ import { clearedAccountCookie } from './account-session';
 import { logoutPage, messagePage, providerErrorPage, SELF_SUBMITTING_CSP, selfSubmittingPage, shownAppName } from './pages';
 import { setPage } from './send-page';
 import { CREDENTIAL_CLAIMS, currentClaim, issuedUnderCurrentSecret, newClientSecret } from './client-secret-claim';
-import { repeatedUriLists, scopesForUser, uselessClientProblem } from './client-registration';
+import { repeatedLists, scopesForUser, uselessClientProblem } from './client-registration';
 import { isApiScope, OIDC_SCOPES, registeredScopes, scopesStillHeld, withinUserRole } from './scopes';
 import type { PrivateJwk } from './signing-keys';
 import { MAX_JWKS_BYTES, providerFetch } from './provider-fetch';
@@ -262,8 +262,8 @@ function refuseOddRegistration(metadata: ClientMetadata, errors: typeof import('
   // Subjects are public (subject_types_supported), so a sector means nothing; the provider would
   // fetch it, a registrant's URL, while registration holds its transaction (oidc-provider.ts).
   if (metadata.sector_identifier_uri !== undefined) throw new errors.InvalidClientMetadata('sector_identifier_uri is not supported: subjects are public');
-  const [repeated] = repeatedUriLists(metadata);
-  if (repeated) throw new errors.InvalidClientMetadata(`${repeated} must not list a URI twice`);
+  const [repeated] = repeatedLists(metadata);
+  if (repeated) throw new errors.InvalidClientMetadata(`${repeated.field} ${repeated.message}`);
   const name: unknown = metadata.client_name;
   // Not a string: the provider's own message. NUL or a lone surrogate: the input policy's invalid_request (oidc-adapter.ts).
   if (typeof name === 'string' && !textIssue(name) && !isUserName(name)) throw new errors.InvalidClientMetadata(CLIENT_NAME_RULE);

@@ -60,13 +60,13 @@ function op(tag: string, summary: string, extra: Pick<Operation, 'responses'> & 
 /** An answer the provider sends with Cache-Control: no-store (tokens, client credentials): openapi.ts documents the header. */
 const noStore = { [NO_STORE_EXTENSION]: true };
 
-const uris = (description: string) => ({ type: 'array', maxItems: 20, items: { type: 'string', maxLength: 2000 }, description });
+const uris = (description: string) => ({ type: 'array', maxItems: 20, uniqueItems: true, items: { type: 'string', maxLength: 2000 }, description });
 
 /** RFC 7591 client metadata that open registration takes, with the limits POST /auth/clients applies (oidc-provider.factory.ts). */
 const CLIENT_METADATA = {
   redirect_uris: uris('Exact-match redirect URIs: https, plain http to a loopback host only, or a reverse-domain private-use scheme (RFC 8252); required with the authorization_code grant'),
-  grant_types: { type: 'array', items: { type: 'string', enum: GRANT_TYPES }, description: 'Default authorization_code and refresh_token; client_credentials needs a client of a tenant (POST /auth/clients)' },
-  response_types: { type: 'array', items: { type: 'string', enum: ['code'] } },
+  grant_types: { type: 'array', uniqueItems: true, items: { type: 'string', enum: GRANT_TYPES }, description: 'Default authorization_code and refresh_token; client_credentials needs a client of a tenant (POST /auth/clients)' },
+  response_types: { type: 'array', uniqueItems: true, items: { type: 'string', enum: ['code'] } },
   token_endpoint_auth_method: { type: 'string', description: 'Default client_secret_basic; `none` for a public client (PKCE, no secret); see discovery\'s token_endpoint_auth_methods_supported' },
   client_name: { type: 'string', minLength: 1, maxLength: 200, description: 'Shown to users on the sign-in, consent, device, logout and account pages' },
   scope: { type: 'string', maxLength: 4000, description: 'The scopes the client may ask for (SPEC 5.4 grammar, and openid, profile, email, offline_access)' },
