@@ -4,6 +4,10 @@
  * logs on stdout never contain a credential.
  */
 import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createServer as createTlsServer } from 'node:tls';
+import { promisify } from 'node:util';
 import { AddressInfo, connect, createServer } from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -283,6 +287,45 @@ describe('the service process', () => {
       expect(s.stdout()).not.toMatch(/"level":60/);
     } finally {
       await proxy.stop();
+    }
+  });
+
+  it('speaks TLS on every Redis connection of a rediss:// URL, the job queues\' included: a bulk job runs', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-tls-'));
+    await promisify(execFile)('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', `${dir}/key.pem`, '-out', `${dir}/cert.pem`]);
+    // A TLS front for the shared Redis, counting connections that did not speak TLS.
+    let notTls = 0;
+    const front = createTlsServer({ key: readFileSync(`${dir}/key.pem`), cert: readFileSync(`${dir}/cert.pem`) }, (client) => {
+      const upstream = connect(Number(new URL(REDIS_URL).port || 6379), new URL(REDIS_URL).hostname);
+      client.on('error', () => upstream.destroy());
+      upstream.on('error', () => client.destroy());
+      client.pipe(upstream).pipe(client);
+    });
+    front.on('tlsClientError', () => notTls++);
+    await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+    try {
+      const e = env({
+        PORT: String(await freePort()),
+        REDIS_URL: `rediss://127.0.0.1:${(front.address() as AddressInfo).port}`,
+        NODE_EXTRA_CA_CERTS: `${dir}/cert.pem`,
+        BULK_SYNC_MAX: '0',
+        LOG_LEVEL: 'warn',
+      });
+      const s = start(e);
+      const base = `http://127.0.0.1:${e.PORT}`;
+      await waitHealthy(s, base);
+      const call = async (method: string, path: string, body?: unknown, key?: string) =>
+        (await fetch(base + path, { method, headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<any>;
+      const { key } = await call('POST', '/keys', {});
+      await call('POST', '/items', { type: 'core.note', properties: { title: 'over tls' } }, key);
+      const job = await call('POST', '/items/bulk_action', { action: 'update_tags', add_tags: ['tls'] }, key);
+      expect(job.status).toBe('queued');
+      await waitFor(async () => (await call('GET', `/items/bulk_action/jobs/${job.id}`, undefined, key)).status === 'completed', 'the bulk job run through the queue');
+      expect(notTls).toBe(0);
+      expect(s.stdout()).not.toMatch(/"level":(50|60)/);
+    } finally {
+      front.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

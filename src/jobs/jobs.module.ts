@@ -29,8 +29,15 @@ const queues = [
       inject: [AppConfig],
       // Bull makes (and on shutdown closes) its own connections from the URL; enqueueing code
       // bounds its waits itself (webhook-dispatcher.ts), since Bull's command connection
-      // queues commands while Redis is away.
-      useFactory: (config: AppConfig) => ({ url: config.REDIS_URL, prefix: `${config.REDIS_PREFIX}bull` }),
+      // queues commands while Redis is away. Bull reads the URL's host, port, database and
+      // credentials but not its scheme: a rediss:// URL is TLS here as ioredis makes it for the
+      // service's other connections (without it, Bull spoke plain text to a TLS port, and bulk
+      // jobs stayed queued while /health said Redis was up).
+      useFactory: (config: AppConfig) => ({
+        url: config.REDIS_URL,
+        prefix: `${config.REDIS_PREFIX}bull`,
+        ...(/^rediss:/i.test(config.REDIS_URL) && { redis: { tls: {} } }),
+      }),
     }),
     ...queues,
   ],
