@@ -52,6 +52,9 @@ import { OidcMount } from './oidc/oidc-mount';
 async function checkRedis(url: string): Promise<void> {
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 3000 });
   client.on('error', () => undefined);
+  // ioredis selects the URL's database on connecting, but a refusal (an index past the server's
+  // `databases`) is only an error event: every connection would then work in database 0.
+  const database = Number(client.options.db ?? 0);
   try {
     // connectTimeout bounds the TCP connect only: a server that accepts and never answers (the
     // ready check, the PING) held start-up for ever.
@@ -61,9 +64,15 @@ async function checkRedis(url: string): Promise<void> {
     };
     await orTimeout(answers(), 5000, 'Redis');
   } catch (err) {
+    client.disconnect();
     throw new StartupError(
       `cannot reach Redis at ${redactUrl(url)} (${(err as Error).message}); start it (redis-server --daemonize yes) or set REDIS_URL`,
     );
+  }
+  try {
+    if (database !== 0) await orTimeout(client.select(database), 5000, 'Redis');
+  } catch (err) {
+    throw new StartupError(`Redis at ${redactUrl(url)} refused database ${database} (${(err as Error).message}); set REDIS_URL's database number`);
   } finally {
     client.disconnect();
   }

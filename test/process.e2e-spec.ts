@@ -96,6 +96,9 @@ describe('the service process', () => {
       postgres: { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/svc_unreachable' },
       postgresPassword: { DATABASE_URL: 'postgres://svc:hunter2secret@127.0.0.1:1/svc' },
       redis: { REDIS_URL: 'redis://127.0.0.1:1' },
+      // Answered, and refused: a role the server does not know, a database index past its `databases`.
+      postgresRole: { DATABASE_URL: `${PG_SERVER.replace(/\/\/[^@/]*@/, '//')}`.replace('//', '//svc_no_such_role@') + '/svc' },
+      redisDatabase: { REDIS_URL: new URL('/99999', REDIS_URL).toString() },
     };
     const results: Record<string, Failure> = {};
 
@@ -132,6 +135,19 @@ describe('the service process', () => {
 
     it('Redis unreachable', () => {
       expect(expectOneLine(results.redis)).toContain('redis://127.0.0.1:1');
+    });
+
+    it('PostgreSQL refusing the role: the line says so, not to start the server', () => {
+      const line = expectOneLine(results.postgresRole);
+      expect(line).toContain('svc_no_such_role');
+      expect(line).toContain('DATABASE_URL');
+      expect(line).not.toContain('pg_ctlcluster');
+    });
+
+    it('a Redis database the server refuses (rather than every connection quietly in database 0)', () => {
+      const line = expectOneLine(results.redisDatabase);
+      expect(line).toContain('99999');
+      expect(line).toContain('REDIS_URL');
     });
   });
 

@@ -59,10 +59,11 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   try {
     await client.connect();
   } catch (err) {
-    throw new StartupError(
-      `cannot reach PostgreSQL at ${redactUrl(databaseUrl)} (${(err as Error).message || (err as { code?: string }).code}); ` +
-        `start it (pg_ctlcluster <version> main start) or set DATABASE_URL`,
-    );
+    const code = (err as { code?: string }).code;
+    const reason = `${(err as Error).message || code}`;
+    // SQLSTATE class 28: the server answered and refused the role or its password.
+    if (code?.startsWith('28')) throw new StartupError(`PostgreSQL at ${redactUrl(databaseUrl)} refused the connection (${reason}); set DATABASE_URL's user and password`);
+    throw new StartupError(`cannot reach PostgreSQL at ${redactUrl(databaseUrl)} (${reason}); start it (pg_ctlcluster <version> main start) or set DATABASE_URL`);
   }
   try {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
