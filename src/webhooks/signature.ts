@@ -64,10 +64,10 @@ export interface SignedHeaders {
 }
 
 /** Signs with each of `secrets` (the current one first). */
-export function signDelivery(secrets: readonly string[], eventId: string, body: string, unixSeconds: number): SignedHeaders {
+export function signDelivery(secrets: readonly string[], eventId: string, body: string | Buffer, unixSeconds: number): SignedHeaders {
   const t = String(unixSeconds);
-  const svc = secrets.map((secret) => `v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`);
-  const standard = secrets.map((secret) => `v1,${createHmac('sha256', standardKey(secret)).update(`${eventId}.${t}.${body}`).digest('base64')}`);
+  const svc = secrets.map((secret) => `v1=${createHmac('sha256', secret).update(`${t}.`).update(body).digest('hex')}`);
+  const standard = secrets.map((secret) => `v1,${createHmac('sha256', standardKey(secret)).update(`${eventId}.${t}.`).update(body).digest('base64')}`);
   return {
     'X-Svc-Signature': `t=${t},${svc.join(',')}`,
     'webhook-id': eventId,

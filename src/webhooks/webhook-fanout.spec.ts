@@ -1,0 +1,60 @@
+import type { Principal } from '../auth/principal';
+import { WebhookFanout } from './webhook-fanout';
+
+describe('WebhookFanout.recheck (a later attempt\'s body)', () => {
+  const tenantId = '00000000-0000-4000-8000-000000000001';
+  const admin = { tenantId, credentialId: 'c', kind: 'api_key', role: 'admin' } as unknown as Principal;
+  const eventId = '00000000-0000-4000-8000-000000000009';
+
+  const setUp = () => {
+    let reads = 0;
+    let renders = 0;
+    // The job in the payload counts how often a body is rendered from it.
+    const job = { id: 'j', toJSON: () => (renders++, { id: 'j' }) };
+    let kept = true;
+    const sql = (async (text: string) => {
+      if (!kept) return [];
+      if (!text.includes('payload')) return [{}]; // whether the event is still kept
+      reads++;
+      return [{ tenant_id: tenantId, id: eventId, seq: '1', name: 'bulk_job.completed', audience: { job_credential: 'c' }, payload: { job }, created_at: '2026-01-01T00:00:00.000Z' }];
+    }) as never;
+    let principal: Principal | null = admin;
+    let catalog = {};
+    const credentials = { principalById: async () => principal };
+    const types = { catalog: async () => catalog };
+    const fanout = new WebhookFanout({} as never, credentials as never, types as never, {} as never);
+    return {
+      recheck: () => fanout.recheck(tenantId, eventId, 'c', null, sql),
+      counts: () => ({ reads, renders }),
+      narrow: (p: Principal | null) => (principal = p),
+      newTypes: () => (catalog = {}),
+      dropEvent: () => (kept = false),
+    };
+  };
+
+  it('shares one read and one rendering among the attempts of one event for one owner', async () => {
+    const t = setUp();
+    // Three at once (retries due together), then one after.
+    const bodies = [...(await Promise.all([t.recheck(), t.recheck(), t.recheck()])), await t.recheck()];
+    expect(bodies.map((b) => b?.body?.toString())).toEqual(Array(4).fill('{"event":"bulk_job.completed","job":{"id":"j"}}'));
+    expect(bodies[3]?.body).toBe(bodies[0]?.body); // one Buffer, which undici sends as it is
+    expect(t.counts()).toEqual({ reads: 1, renders: 1 });
+    // Its event gone since (the janitor): nothing to send, as when it is read afresh.
+    t.dropEvent();
+    expect(await t.recheck()).toEqual({});
+  });
+
+  it('renders again for an owner that changed, and under a new type catalogue; a revoked one gets nothing', async () => {
+    const t = setUp();
+    await t.recheck();
+    t.narrow({ ...admin, role: 'member', typePermissions: {} } as unknown as Principal);
+    await t.recheck();
+    expect(t.counts().reads).toBe(2);
+    t.newTypes();
+    await t.recheck();
+    expect(t.counts().reads).toBe(3);
+    t.narrow(null);
+    expect(await t.recheck()).toBeNull();
+    expect(t.counts().reads).toBe(3);
+  });
+});
