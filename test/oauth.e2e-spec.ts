@@ -1116,6 +1116,34 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(await revocationsOf(grantId)).toEqual([{ user_id: ada, details: { by: 'token_reuse' } }]);
   });
 
+  it('revokes the grant for a rotated refresh token replayed with a scope it lacks; another client presenting it hears a plain invalid_grant, and nothing is revoked', async () => {
+    const replayed = async (state: string) => {
+      const { callback, verifier } = await authorize(state);
+      const first = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: state });
+      return { first, current: await oidc.refreshTokenGrant(rp, first.refresh_token!), grantId: await grantOf(first.refresh_token!) };
+    };
+    // Another client (confidential, of the same tenant) with the rotated token.
+    const other = (await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: 'Other app', redirect_uris: [redirectUri], scope: 'openid core.note:read' }).expect(201)).body;
+    const a = await replayed('replay-other-client');
+    const byOther = await t.http
+      .post('/auth/oauth2/token')
+      .auth(other.client_id, other.client_secret)
+      .type('form')
+      .send({ grant_type: 'refresh_token', refresh_token: a.first.refresh_token! });
+    expect([byOther.status, byOther.body.error]).toEqual([400, 'invalid_grant']);
+    expect(byOther.body.error_description).not.toMatch(/used|revoked/);
+    await t.http.get('/items').set(bearer(a.current.access_token)).expect(200);
+    expect(await revocationsOf(a.grantId)).toEqual([]);
+
+    // The client it was issued to, asking for a scope the grant does not hold: still a reuse.
+    const b = await replayed('replay-wider-scope');
+    const wider = await tokenRequest({ grant_type: 'refresh_token', refresh_token: b.first.refresh_token!, scope: 'openid email' });
+    expect([wider.status, wider.body.error]).toEqual([400, 'token_reuse_detected']);
+    expectError(await t.http.get('/items').set(bearer(b.current.access_token)), 401, 'unauthorized');
+    expect((await tokenRequest({ grant_type: 'refresh_token', refresh_token: b.current.refresh_token! })).body.error).toBe('invalid_grant');
+    expect(await revocationsOf(b.grantId)).toHaveLength(1);
+  });
+
   it('revokes the grant for a rotated refresh token replayed after its own lifetime, while its tombstone is kept; once the janitor removed it, invalid_grant', async () => {
     const [{ id: ada }] = await t.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'ada@example.com'`);
     /** The token's lifetime passed `ago` (as when an app keeps refreshing for a month after it was rotated). */

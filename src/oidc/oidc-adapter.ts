@@ -119,8 +119,11 @@ export async function deleteGrant(db: DataSource | EntityManager, grantId: strin
 }
 
 /** Whether this refresh token was used already (a reuse if presented again). */
-export async function isUsedRefreshToken(db: DataSource, token: string): Promise<boolean> {
-  const rows = await db.query(`SELECT 1 FROM oidc_models WHERE model = 'RefreshToken' AND id = $1 AND consumed_at IS NOT NULL`, [storedTokenId(token)]);
+export async function isUsedRefreshToken(db: DataSource, token: string, clientId: string | undefined): Promise<boolean> {
+  const rows = await db.query(
+    `SELECT 1 FROM oidc_models WHERE model = 'RefreshToken' AND id = $1 AND consumed_at IS NOT NULL AND payload->>'clientId' = $2`,
+    [storedTokenId(token), clientId ?? null],
+  );
   return rows.length > 0;
 }
 

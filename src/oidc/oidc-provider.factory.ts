@@ -470,7 +470,11 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
  * provider has by then revoked the grant with all its tokens and answers `invalid_grant`; this
  * names the reason, on that attempt and every later one (the used token is kept: oidc-adapter.ts),
  * also past the used token's own expiry (`detectReuseOfExpiredTokens`). Once the janitor has
- * deleted it, a day after that expiry, the token is unknown: plain `invalid_grant`.
+ * deleted it, a day after that expiry, the token is unknown: plain `invalid_grant`. Only the
+ * client the token was issued to hears it: another client presenting it gets the provider's
+ * plain `invalid_grant` (client mismatch), which revokes nothing and says nothing of the token.
+ * The provider is patched (patches/oidc-provider+*.patch) to take a used token's reuse path
+ * before it checks a `scope` parameter, which a replay with a scope the grant lacks skipped.
  */
 function reportTokenReuse(db: DataSource) {
   return async (ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> => {
@@ -478,7 +482,7 @@ function reportTokenReuse(db: DataSource) {
     const body = ctx.body as { error?: string } | undefined;
     const params = ctx.oidc?.params as { grant_type?: string; refresh_token?: string } | undefined;
     if (ctx.oidc?.route !== 'token' || body?.error !== 'invalid_grant' || params?.grant_type !== 'refresh_token' || !params.refresh_token) return;
-    if (await isUsedRefreshToken(db, params.refresh_token)) {
+    if (await isUsedRefreshToken(db, params.refresh_token, ctx.oidc.client?.clientId)) {
       ctx.body = {
         error: 'token_reuse_detected',
         error_description: 'This refresh token was used before; the grant and all its tokens are revoked. Start the authorization again.',
