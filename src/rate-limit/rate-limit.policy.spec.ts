@@ -60,6 +60,13 @@ describe('bucketFor', () => {
     expect(bucketFor('GET', '/auth/oauth2/register/some-client', 1000)).toEqual({ bucket: 'auth:r', limit: 2000 });
   });
 
+  it('caps the device page, where user codes are looked up, per address in a bucket of its own; not the device authorization', () => {
+    for (const method of ['GET', 'HEAD']) {
+      for (const path of ['/auth/device', '/AUTH/Device/']) expect(bucketFor(method, path, 1000)).toEqual({ bucket: 'auth-device:r', limit: 2 * TIGHT_LIMIT, perIp: true });
+    }
+    expect(bucketFor('POST', '/auth/device', 1000)).toEqual({ bucket: 'auth:w', limit: 1000, oauth: true });
+  });
+
   it('marks the OAuth protocol endpoints, and only those', () => {
     for (const path of ['/auth/oauth2/token', '/auth/token', '/auth/device/token', '/auth/oauth2/revoke', '/auth/oauth2/introspect', '/auth/oauth2/register', '/auth/userinfo', '/Auth/OAuth2/UserInfo']) {
       expect(bucketFor('POST', path, 100).oauth).toBe(true);

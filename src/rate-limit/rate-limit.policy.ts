@@ -17,6 +17,10 @@
  * - open client registration (RFC 7591: anyone may register, and a client is a row kept until an
  *   admin deletes it, with a secret minted) is capped at TIGHT_LIMIT per address too (RFC 7591 3
  *   names rate limits against exactly this);
+ * - so is the device page (`GET /auth/device`, twice TIGHT_LIMIT as a read): given a `user_code`
+ *   it looks the code up, and user codes are short (`XXX-XXXX`, SPEC 5.5, about 30 bits), so
+ *   lookups are what RFC 8628 5.1 asks to limit; at the base read limit an address could try
+ *   864,000 codes a day;
  * - the token endpoints and the password forms count per client IP whatever credential the
  *   request carries: what is guessed there (passwords, client secrets, codes) is not the
  *   caller's credential, so holding several keys must not multiply the guesses an address gets;
@@ -89,12 +93,13 @@ export function bucketFor(method: string, path: string, baseLimit: number): Buck
   let name = segment;
   let perIp = false;
   const tightWrite = read ? undefined : TIGHT_WRITES_PER_IP.find(([pattern]) => pattern.test(path));
+  const codeLookup = read && DEVICE_AUTHORIZATION.test(path);
   if (TOKEN_PATHS.test(path)) {
     // Every request, device polls included, at the base limit; the tight cap is tokenRequestRule's.
     name = 'auth-token-all';
     perIp = true;
-  } else if (tightWrite) {
-    name = tightWrite[1];
+  } else if (tightWrite || codeLookup) {
+    name = tightWrite ? tightWrite[1] : 'auth-device';
     limit = tightLimit(baseLimit);
     perIp = true;
   } else if (segment === 'keys') {
