@@ -223,6 +223,16 @@ describe('webhooks (e2e)', () => {
       expectError(await get(admin, `/webhooks/${mine.id}`), 404, 'webhook_not_found');
     });
 
+    it('answers one of several deletions sent at once 200, the others 404 as a deletion after it, with one audit row', async () => {
+      for (let round = 0; round < 3; round++) {
+        const hook = await register(admin);
+        const answers = await Promise.all(Array.from({ length: 8 }, () => t.http.delete(`/webhooks/${hook.id}`).set(bearer(admin))));
+        expect(answers.map((r) => r.status).sort()).toEqual([200, ...Array(7).fill(404)]);
+        for (const r of answers.filter((r) => r.status === 404)) expectError(r, 404, 'webhook_not_found');
+        expect(await t.sql(`SELECT 1 FROM audit_events WHERE action = 'webhook.deleted' AND details->>'webhook_id' = $1`, [hook.id])).toHaveLength(1);
+      }
+    });
+
     it('keeps both of two PATCHes of different fields sent at once', async () => {
       for (let round = 0; round < 10; round++) {
         const hook = await register(admin);

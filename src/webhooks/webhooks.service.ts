@@ -258,8 +258,8 @@ export class WebhooksService {
     const current = await this.find(p, id);
     await this.db.transaction(async (m) => {
       const [, deleted]: [unknown, number] = await m.query(`DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2`, [p.tenantId, current.id]);
-      // Gone already (a deletion at the same moment): that one is audited.
-      if (!deleted) return;
+      // Gone already (a deletion at the same moment, which is audited and answered 200): 404, as a deletion after it gets.
+      if (!deleted) throw notFound();
       await this.audit.record(
         { tenantId: p.tenantId, action: 'webhook.deleted', details: { actor: actorOf(p), webhook_id: current.id, host: hostOf(current.url) } },
         m,
