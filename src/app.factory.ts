@@ -10,6 +10,9 @@
  * platform"). Routing keeps Express's rules, so clients see no change: paths match in any
  * case and with or without a trailing slash.
  */
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import Redis from 'ioredis';
@@ -79,6 +82,29 @@ async function checkRedis(url: string): Promise<void> {
 }
 
 /**
+ * BLOB_DIR (uploads are staged there whatever the store) can be made and written: its nearest
+ * existing ancestor is a directory this process may write. Created only by the first upload, so
+ * an instance that never takes one leaves no trace; a directory below a file, or unwritable,
+ * failed every upload with a 500 (or start-up with a bare ENOTDIR) rather than refusing to start.
+ */
+async function checkBlobDir(blobDir: string): Promise<void> {
+  const wanted = resolve(blobDir);
+  let at = wanted;
+  for (;;) {
+    const info = await stat(at).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw new StartupError(`BLOB_DIR ${wanted} cannot be used (${err.message}); set BLOB_DIR`);
+    });
+    if (info?.isDirectory()) break;
+    if (info) throw new StartupError(`BLOB_DIR ${wanted} cannot be made: ${at} is not a directory; set BLOB_DIR`);
+    at = dirname(at);
+  }
+  await access(at, constants.W_OK).catch((err: Error) => {
+    throw new StartupError(`BLOB_DIR ${wanted} cannot be written (${err.message}); set BLOB_DIR or its permissions`);
+  });
+}
+
+/**
  * Path parameters of any length reach their route, whose validation answers a bad one, as on
  * Express (find-my-way's default would answer 404 past 100 characters).
  */
@@ -116,6 +142,7 @@ function adapter(config: AppConfig, logger: PinoLogger, preRouting: readonly Pre
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
   await ensureDatabase(config.DATABASE_URL);
   await checkRedis(config.REDIS_URL);
+  await checkBlobDir(config.BLOB_DIR);
   if (config.MIGRATIONS_RUN) await runMigrations(config);
   else await requireMigrated(config);
   const logger = createLogger(config);

@@ -99,6 +99,7 @@ describe('the service process', () => {
       // Answered, and refused: a role the server does not know, a database index past its `databases`.
       postgresRole: { DATABASE_URL: `${PG_SERVER.replace(/\/\/[^@/]*@/, '//')}`.replace('//', '//svc_no_such_role@') + '/svc' },
       redisDatabase: { REDIS_URL: new URL('/99999', REDIS_URL).toString() },
+      blobDirBelowFile: { BLOB_DIR: path.join(ROOT, 'package.json', 'blobs') },
     };
     const results: Record<string, Failure> = {};
 
@@ -142,6 +143,12 @@ describe('the service process', () => {
       expect(line).toContain('svc_no_such_role');
       expect(line).toContain('DATABASE_URL');
       expect(line).not.toContain('pg_ctlcluster');
+    });
+
+    it('a BLOB_DIR that cannot be made (below a file)', () => {
+      const line = expectOneLine(results.blobDirBelowFile);
+      expect(line).toContain('BLOB_DIR');
+      expect(line).toContain(path.join(ROOT, 'package.json'));
     });
 
     it('a Redis database the server refuses (rather than every connection quietly in database 0)', () => {
