@@ -154,6 +154,10 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     abortOnError: false,
   });
   app.useLogger(app.get(Logger));
+  // Started as documented (the default serves local development), but not as a deployment wants.
+  if (config.isProduction && config.SVC_BASE_URL === undefined) {
+    logger.warn(`SVC_BASE_URL is unset: the OAuth issuer and every absolute URL are ${config.baseUrl}, and sign-in cookies are not Secure; set it to the service's public https URL`);
+  }
   try {
     // Before anything opens a secret: a wrong key is refused here, in one line (crypto/sealed-columns.ts).
     await checkEncryptionKey(app.get(SecretBox), app.get(DataSource), config);

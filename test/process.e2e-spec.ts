@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { createServer as createTlsServer } from 'node:tls';
 import { promisify } from 'node:util';
@@ -219,6 +220,20 @@ describe('the service process', () => {
     expect(everything).not.toContain(secret);
     expect(everything).not.toContain(encodeURIComponent(key));
     expect(everything).not.toContain(secret.slice(0, 16));
+  });
+
+  it('warns when it runs in production without SVC_BASE_URL (the issuer would be localhost), and not when it is set', async () => {
+    const production = { NODE_ENV: 'production', SVC_ENCRYPTION_KEY: randomBytes(32).toString('base64'), SVC_OAUTH_REDIRECT_ALLOWLIST: 'https://app.example.com/cb', LOG_LEVEL: 'warn' };
+    const outputs: string[] = [];
+    for (const base of [undefined, 'https://svc.example.com']) {
+      const e = env({ ...production, PORT: String(await freePort()), ...(base ? { SVC_BASE_URL: base } : {}) });
+      const s = start(e);
+      await waitHealthy(s, `http://127.0.0.1:${e.PORT}`);
+      await s.stop();
+      outputs.push(s.stdout());
+    }
+    expect(outputs[0]).toMatch(/"level":40,[^\n]*SVC_BASE_URL is unset/);
+    expect(outputs[1]).not.toContain('SVC_BASE_URL');
   });
 
   it('stops starting, in one line, when Redis accepts connections and never answers', async () => {
