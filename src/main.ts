@@ -18,7 +18,11 @@ async function main(): Promise<void> {
       }, SHUTDOWN_DEADLINE_MS).unref();
     });
   }
-  await app.listen(config.PORT, config.HOST);
+  await app.listen(config.PORT, config.HOST).catch(async (err: NodeJS.ErrnoException) => {
+    await app.close().catch(() => undefined);
+    // A port taken, a host that does not resolve or is not this machine's: the setting to change.
+    throw new StartupError(`cannot listen on ${config.HOST}:${config.PORT} (${err.code ?? err.message}); set PORT or HOST`);
+  });
 }
 
 main().catch((err: unknown) => {

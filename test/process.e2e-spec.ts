@@ -101,6 +101,7 @@ describe('the service process', () => {
       postgresRole: { DATABASE_URL: `${PG_SERVER.replace(/\/\/[^@/]*@/, '//')}`.replace('//', '//svc_no_such_role@') + '/svc' },
       redisDatabase: { REDIS_URL: new URL('/99999', REDIS_URL).toString() },
       blobDirBelowFile: { BLOB_DIR: path.join(ROOT, 'package.json', 'blobs') },
+      hostElsewhere: { HOST: '192.0.2.1' }, // TEST-NET-1: no interface of this machine
     };
     const results: Record<string, Failure> = {};
 
@@ -144,6 +145,12 @@ describe('the service process', () => {
       expect(line).toContain('svc_no_such_role');
       expect(line).toContain('DATABASE_URL');
       expect(line).not.toContain('pg_ctlcluster');
+    });
+
+    it('a HOST it cannot listen on', () => {
+      const line = expectOneLine(results.hostElsewhere);
+      expect(line).toContain('192.0.2.1');
+      expect(line).toMatch(/PORT or HOST/);
     });
 
     it('a BLOB_DIR that cannot be made (below a file)', () => {
