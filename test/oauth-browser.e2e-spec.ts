@@ -319,6 +319,7 @@ describe('OAuth pages in Chromium', () => {
     expect(new URL(p.url()).pathname).toBe('/auth/sign-in');
     const minted = await context.request.post(`${t.url}/auth/keys`, { form: { csrf, label: 'after sign out' }, maxRedirects: 0 });
     expect(minted.status()).toBe(401);
+    expect(minted.headers()['www-authenticate']).toBe('Bearer realm="svc"'); // RFC 9110 15.5.2, as the operation documents
     expect(await t.sql(`SELECT 1 FROM api_keys WHERE label = 'after sign out'`)).toEqual([]);
     await context.close();
   });

@@ -272,6 +272,8 @@ export class AccountController {
     if (user) return user;
     const signIn = `/auth/sign-in?return_to=${encodeURIComponent(returnTo)}`;
     if (this.formPost(req)) {
+      // RFC 9110 15.5.2: every 401 carries a challenge; the one the JSON answer below carries.
+      reply.header('WWW-Authenticate', 'Bearer realm="svc"');
       await sendPage(reply, 401, errorPage('Signed out', 'You are not signed in (any more), so this was not done. Sign in again, then try again.', { href: signIn, text: 'Sign in again' }));
       return undefined;
     }
