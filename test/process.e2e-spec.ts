@@ -243,6 +243,22 @@ describe('the service process', () => {
     expect(outputs[1]).not.toContain('SVC_BASE_URL');
   });
 
+  it('warns when another deployment (another database) shares its REDIS_PREFIX, and not for another instance of its own', async () => {
+    const first = env({ PORT: String(await freePort()), LOG_LEVEL: 'warn' });
+    const sameDeployment = { ...first, PORT: String(await freePort()) };
+    const otherDeployment = env({ PORT: String(await freePort()), LOG_LEVEL: 'warn', REDIS_PREFIX: first.REDIS_PREFIX });
+    const started: Service[] = [];
+    for (const e of [first, sameDeployment, otherDeployment]) {
+      const s = start(e);
+      await waitHealthy(s, `http://127.0.0.1:${e.PORT}`);
+      started.push(s);
+    }
+    await Promise.all(started.map((s) => s.stop()));
+    const warned = started.map((s) => /"level":40,[^\n]*REDIS_PREFIX is in use by another deployment/.test(s.stdout()));
+    expect(warned).toEqual([false, false, true]);
+    expect(started[2].stdout()).toContain(`"otherDatabase":"${new URL(first.DATABASE_URL).pathname.slice(1)}"`);
+  });
+
   it('stops starting, in one line, when Redis accepts connections and never answers', async () => {
     // A listener that accepts and reads nothing: the TCP connect succeeds, the PING never returns.
     const silent = createServer((socket) => socket.on('error', () => undefined));
