@@ -58,7 +58,7 @@ type Rechecked = { body: Buffer } | null;
  * holding its own. A receiver that never answered held 1,600 attempts of 1 MB bodies of one
  * tenant's 100 webhooks, each read and rendered anew.
  */
-export class RecentBodies {
+class RecentBodies {
   private readonly entries = new Map<string, { types: TypeCatalog; result: Promise<Rechecked | undefined>; bytes: number; until: number }>();
   private bytes = 0;
 
