@@ -461,6 +461,19 @@ describe('OAuth pages in Chromium: what a user of a screen reader, a narrow scre
     await p.getByRole('heading', { name: 'API key created' }).waitFor();
     expect(['key', await noHorizontalScroll(p)]).toEqual(['key', { scroll: 320, client: 320 }]);
     await context.close();
+
+    // Choosing an account (prompt=select_account): a long email wraps in the button going on with it.
+    const longEmail = `alongmailboxname@${'alongsubdomainname.'.repeat(4)}example.com`;
+    await t.http.post('/users').set(bearer(admin)).send({ email: longEmail, password, name: 'Long', role: 'member' }).expect(201);
+    const narrow = await freshBrowser({ width: 320, height: 640 });
+    const authorize = (prompt?: string) =>
+      narrow.p.goto(oidc.buildAuthorizationUrl(longApp, { redirect_uri: REDIRECT, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state: 'narrow', ...(prompt ? { prompt } : {}) }).toString());
+    await authorize();
+    await signInAndAllow(narrow.p, longEmail, password);
+    await authorize('select_account');
+    await narrow.p.getByRole('button', { name: `Continue as ${longEmail}` }).waitFor();
+    expect(['select account', await noHorizontalScroll(narrow.p)]).toEqual(['select account', { scroll: 320, client: 320 }]);
+    await narrow.context.close();
   });
 
   it('shows dates readably in UTC with the ISO form in <time>, and confirms a revoke and a sign-out everywhere with a status message', async () => {

@@ -3028,10 +3028,17 @@ describe('sign-up (SVC_SIGNUP_ENABLED)', () => {
       .type('form')
       .send({ csrf: field(form.text, 'csrf'), return_to: field(form.text, 'return_to'), name: 'Newcomer', email: 'newcomer@example.com', password: 'a long sign-up password' })
       .expect(303);
-    expect(created.headers.location).toBe(`/auth/?interaction=${field(signIn.page!, 'uid')}`);
-    // Back at the same authorization's sign-in page, where the new account signs in and goes on to the app.
+    expect(created.headers.location).toBe(`/auth/?interaction=${field(signIn.page!, 'uid')}&done=created`);
+    // Back at the same authorization's sign-in page, which says the account is made and holds its
+    // email; the new account signs in there and goes on to the app.
     const again = await browseOn(agent, open.url, created.headers.location);
     expect(field(again.page!, 'uid')).toBe(field(signIn.page!, 'uid'));
+    expect(again.page).toContain('role="status"');
+    expect(/id="email"[^>]* value="([^"]*)"/.exec(again.page!)![1]).toBe('newcomer@example.com');
+    // Neither without the sign-up: another browser at the same step gets an empty form and no notice.
+    const stranger = await browseOn(request.agent(open.url), open.url, url.pathname + url.search);
+    expect(stranger.page).not.toContain('role="status"');
+    expect(/id="email"[^>]* value="([^"]*)"/.exec(stranger.page!)![1]).toBe('');
     const signedIn = await agent.post('/auth/sign-in').type('form').send({ uid: field(again.page!, 'uid'), csrf: field(again.page!, 'csrf'), email: 'newcomer@example.com', password: 'a long sign-up password' }).expect(303);
     let at = await browseOn(agent, open.url, new URL(signedIn.headers.location, open.url).pathname);
     if (!at.leftTo) {

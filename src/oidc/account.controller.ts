@@ -100,7 +100,8 @@ export class AccountController {
     if (problems.length) return again(problems);
     const user = await this.users.signUp(email, password, name);
     if (!user) return again([{ text: 'An account with this email already exists. Sign in instead, or use another email.', fields: ['email'] }]);
-    await this.forms.signInAs(reply, user, returnTo ?? '/auth/security');
+    // Back at the app's sign-in, the page says the account is made and holds its email (from the cookie set here).
+    await this.forms.signInAs(reply, user, returnTo ? `${returnTo}&done=created` : '/auth/security');
   }
 
   @ApiExtension('x-error-format', 'html')

@@ -72,7 +72,7 @@ export class DeviceController {
     if (await refusedRepeat(reply, req.query as FormBody, ['user_code'])) return;
     if (userCode === undefined || userCode === '') return sendPage(reply, 200, deviceCodePage({}));
     const code = await this.pending(userCode);
-    if (!code) return sendPage(reply, 400, deviceCodePage({ error: 'That code is not valid, or it expired. Check your device and try again.' }));
+    if (!code) return sendPage(reply, 400, deviceCodePage({ error: 'That code is not valid, or it expired. Check your device and try again.', code: userCode }));
     const nonce = cookieOf(req, COOKIE) ?? randomBytes(18).toString('base64url');
     reply.header('Set-Cookie', `${COOKIE}=${nonce}; Path=/auth/device; HttpOnly; SameSite=Strict${this.config.secureCookies ? '; Secure' : ''}`);
     await sendPage(reply, 200, await this.consentPage(code, await this.csrf(nonce, code.userCode)));

@@ -40,7 +40,8 @@ import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
 import { appRefusal } from './blocked-clients';
 import { clientRegistration, isSelfRegistered } from './oauth-tokens';
-import { accountGonePage, consentPage, errorPage, formExpiredPage, otherWorkspacePage, refusedAppReason, shownAppName, signInPage } from './pages';
+import { accountGonePage, consentPage, errorPage, formExpiredPage, Notice, noticeOf, otherWorkspacePage, refusedAppReason, shownAppName, signInPage } from './pages';
+import { signedInAs } from './account-session';
 import { sendPage } from './send-page';
 import { withinUserRole } from './scopes';
 import { formList as list, grantedScopes, grantsAnything, nothingGranted, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
@@ -87,15 +88,17 @@ export class InteractionsController {
   @ApiOperation({
     summary: 'Where the provider sends a browser mid-authorization (`?interaction=`): on to sign-in or consent (HTML); without it, the account pages (303 to /auth/grants)',
   })
-  @ApiQueryParams({ interaction: 'The interaction the provider sends the browser back with' })
+  @ApiQueryParams({ interaction: 'The interaction the provider sends the browser back with', done: 'A confirmation to show on the sign-in page: `created` (where signing up from an app\'s sign-in page leads)' })
   @ApiSeeOther('To sign-in or consent; without `interaction`, to /auth/grants')
   @ApiPage(400, 'The interaction is over or not this browser\'s; or a field given more than once')
   async start(@PageQuery('interaction') uid: string | undefined, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    if (await refusedRepeat(reply, req.query as FormBody, ['interaction'])) return;
+    if (await refusedRepeat(reply, req.query as FormBody, ['interaction', 'done'])) return;
     if (uid === undefined) return reply.redirect('/auth/grants', 303);
     const details = await this.details(req, reply, uid);
     if (!details) return;
-    await reply.redirect(`/auth/${SIGN_IN_PROMPTS.includes(details.prompt.name) ? 'sign-in' : 'consent'}?uid=${encodeURIComponent(details.uid)}`, 303);
+    if (!SIGN_IN_PROMPTS.includes(details.prompt.name)) return reply.redirect(`/auth/consent?uid=${encodeURIComponent(details.uid)}`, 303);
+    const done = noticeOf((req.query as FormBody).done, ['created']);
+    await reply.redirect(`/auth/sign-in?uid=${encodeURIComponent(details.uid)}${done ? `&done=${done}` : ''}`, 303);
   }
 
   // OIDC Core 3.1.2.1 and RP-Initiated Logout 1.0 §2: these endpoints take POST as well as GET.
@@ -126,7 +129,11 @@ export class InteractionsController {
   @ApiExtension('x-error-format', 'html')
   @Get('sign-in')
   @ApiOperation({ summary: 'Sign-in page: for an app\'s authorization (`uid`), or for the account pages (`return_to`) (HTML)' })
-  @ApiQueryParams({ uid: 'The interaction, when signing in for an app', return_to: 'An /auth/ page to go back to, when signing in for the account pages', done: 'A confirmation to show: `signed-out` (where signing out everywhere leads)' })
+  @ApiQueryParams({
+    uid: 'The interaction, when signing in for an app',
+    return_to: 'An /auth/ page to go back to, when signing in for the account pages',
+    done: 'A confirmation to show: `signed-out` (where signing out everywhere leads), `created` (for an app, after signing up)',
+  })
   @ApiPage(200, 'The sign-in form')
   @ApiPage(400, 'The interaction is over or not this browser\'s; or a field given more than once')
   async signInForm(
@@ -135,11 +142,12 @@ export class InteractionsController {
     @LenientRequest() req: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    if (await refusedRepeat(reply, req.query as FormBody, ['uid', 'return_to'])) return;
+    if (await refusedRepeat(reply, req.query as FormBody, ['uid', 'return_to', 'done'])) return;
     if (uid === undefined) return this.account.signInForm(req, reply, returnTo);
     const details = await this.details(req, reply, uid, SIGN_IN_PROMPTS);
     if (!details) return;
-    await sendPage(reply, 200, await this.signInPage(details));
+    const accountUser = await signedInAs(req, await this.oidc.csrfKey(), (id) => this.users.byId(id));
+    await sendPage(reply, 200, await this.signInPage(details, { email: accountUser?.email, notice: noticeOf((req.query as FormBody).done, ['created']) }));
   }
 
   @ApiExtension('x-error-format', 'html')
@@ -354,8 +362,10 @@ export class InteractionsController {
    * The sign-in form of an interaction; choosing an account, it also offers the one the browser is
    * signed in with. While sign-up is open it links to it, coming back here, for an app that serves
    * anyone (a new account is of a workspace of its own, which a tenant's app does not serve).
+   * `email` fills the form in: the one refused, or the one signed in to the account pages in this
+   * browser (just signed up, say), which is still only a suggestion: the password is asked for.
    */
-  private async signInPage(details: Details, o: { email?: string; error?: string } = {}): Promise<string> {
+  private async signInPage(details: Details, o: { email?: string; error?: string; notice?: Notice } = {}): Promise<string> {
     const current = details.prompt.name === 'select_account' && details.session?.accountId ? await this.users.byId(details.session.accountId) : undefined;
     const client = await (await this.oidc.get()).Client.find(String(details.params.client_id));
     const back = `/auth/?interaction=${encodeURIComponent(details.uid)}`;

@@ -1,5 +1,21 @@
 import { WRONG_PASSWORD } from '../users/sign-in-refusal';
-import { consentPage, deviceCodePage, deviceConsentPage, grantsPage, noticeOf, providerErrorPage, rateLimitedPage, shownAppName, shownTime, signInPage, signUpPage } from './pages';
+import {
+  consentPage,
+  deviceCodePage,
+  deviceConsentPage,
+  errorPage,
+  grantsPage,
+  messagePage,
+  noticeOf,
+  otherWorkspacePage,
+  providerErrorPage,
+  rateLimitedPage,
+  sessionsPage,
+  shownAppName,
+  shownTime,
+  signInPage,
+  signUpPage,
+} from './pages';
 
 /** The opening tag of the element with id `id`. */
 const tagOf = (html: string, id: string) => new RegExp(`<[a-z]+ [^>]*id="${id}"[^>]*>`).exec(html)?.[0] ?? '';
@@ -78,9 +94,11 @@ describe('a form drawn again after a problem', () => {
   });
 
   it('marks the device code field when the code is refused', () => {
-    const html = deviceCodePage({ error: 'That code is not valid.' });
+    const html = deviceCodePage({ error: 'That code is not valid.', code: 'ab"c-123' });
     expect(html).toContain('<title>Error: Connect a device</title>');
     expect(tagOf(html, 'user_code')).toContain('aria-invalid="true" aria-describedby="user_code-error" autofocus');
+    // The refused code stays in the box, to correct rather than type again.
+    expect(tagOf(html, 'user_code')).toContain('value="ab&quot;c-123"');
   });
 });
 
@@ -104,6 +122,20 @@ describe('the pages\' other wording', () => {
     const html = providerErrorPage('invalid_request', "missing required parameter 'client_id'");
     expect(html).toContain('The app that sent you here made a mistake in its request');
     expect(html).toContain('<code>missing required parameter &#39;client_id&#39; (invalid_request)</code>');
+  });
+
+  it('titles every error page as one, as the forms drawn again are', () => {
+    expect(errorPage('Form expired', 'x')).toContain('<title>Error: Form expired</title>');
+    expect(otherWorkspacePage({ clientName: 'Notes', outcome: 'x' })).toContain('<title>Error: Not available</title>');
+    expect(messagePage('Device connected', 'x')).toContain('<title>Device connected</title>');
+  });
+
+  it('puts the account menu before the main content, marking the page it is on, and names the app on each revoke button', () => {
+    const html = grantsPage({ csrf: 'c', grants: [{ id: 'g', client_name: 'Notes', scope: 'openid', created_at: '2026-01-02T03:04:05.000Z' }] });
+    expect(html.indexOf('<nav')).toBeLessThan(html.indexOf('<main>'));
+    expect(html).toContain('<a href="/auth/grants" aria-current="page">Connected apps</a><span aria-hidden="true"> · </span><a href="/auth/sessions">');
+    expect(html).toContain('<button type="submit" aria-label="Revoke access for Notes">Revoke access</button>');
+    expect(sessionsPage({ csrf: 'c', sessions: [] })).toContain('<a href="/auth/sessions" aria-current="page">');
   });
 
   it('says when to try again on a page refused by the rate limit', () => {

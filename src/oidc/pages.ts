@@ -39,16 +39,16 @@ const STYLE = `
   button { font: inherit; padding: .5rem 1.25rem; margin: 1rem .5rem 0 0; cursor: pointer; }
   fieldset { border: 1px solid #ccc; margin: 1rem 0; } .error { color: #a00000; } .scope { display: block; margin: .4rem 0; }
   code { background: #f3f3f3; padding: 0 .25rem; }
-  h1, h2, p, strong, code, label, legend, li, time { overflow-wrap: anywhere; } code { word-break: break-all; }
+  h1, h2, p, strong, code, label, legend, li, time, button { overflow-wrap: anywhere; } code { word-break: break-all; }
   .notice { border-left: 4px solid #1b6e2d; padding: .25rem .75rem; }
   .caution { border-left: 4px solid #a06000; padding: .25rem .75rem; }`;
 
 /** A page; one showing what went wrong with a form the user sent says so first in its title, which is read out first. */
-function page(title: string, body: string, { script, error }: { script?: string; error?: boolean } = {}): string {
+function page(title: string, body: string, { script, error, menu }: { script?: string; error?: boolean; menu?: string } = {}): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${error ? 'Error: ' : ''}${escapeHtml(title)}</title><style>${STYLE}</style>${script ? `<script>${script}</script>` : ''}</head>
-<body><main>${body}</main></body></html>`;
+<body>${menu ?? ''}<main>${body}</main></body></html>`;
 }
 
 const hidden = (name: string, value: string) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`;
@@ -100,6 +100,7 @@ const signInProblem = (error: string | undefined): FormProblem[] => (error ? [{ 
 const NOTICES = {
   revoked: 'Access revoked: that app can no longer use your account.',
   'signed-out': 'You are signed out everywhere: in every browser, for apps and for these pages. Sign in again to go on.',
+  created: 'Your account is created. Sign in with it here to continue.',
 } as const;
 export type Notice = keyof typeof NOTICES;
 /** The notice `code` names, if it is one of those the page shows (`shown`): a grants page never says "signed out". */
@@ -286,16 +287,18 @@ export function otherWorkspacePage(o: { clientName: string; backTo?: string; out
     `<h1>Not available</h1>
 <p class="error" role="alert"><strong>${appName(o.clientName)}</strong> ${why} ${escapeHtml(o.outcome)}</p>
 ${o.backTo ? `<p><a href="${escapeHtml(o.backTo)}">Go back to the application</a></p>` : ''}`,
+    { error: true },
   );
 }
 
-export function deviceCodePage(o: { error?: string }): string {
+/** The code form; drawn again over a refused code (`code`), it keeps the code to correct. */
+export function deviceCodePage(o: { error?: string; code?: string }): string {
   const e = formProblems(o.error ? [{ text: o.error, fields: ['user_code'] }] : [], ['user_code']);
   return page(
     'Connect a device',
     `<h1>Connect a device</h1>
 <form method="get" action="/auth/device">
-<label for="user_code">The code your device shows</label>${e.at('user_code')}<input id="user_code" name="user_code" autocomplete="one-time-code" required placeholder="XXX-XXXX"${e.input('user_code')}>
+<label for="user_code">The code your device shows</label>${e.at('user_code')}<input id="user_code" name="user_code" autocomplete="one-time-code" required placeholder="XXX-XXXX"${o.code === undefined ? '' : ` value="${escapeHtml(o.code)}"`}${e.input('user_code')}>
 <button type="submit">Continue</button>
 </form>`,
     { error: e.any },
@@ -321,7 +324,7 @@ export function deviceConsentPage(o: {
   return page(
     'Connect a device',
     `<h1>Connect <strong>${appName(o.clientName)}</strong></h1>
-${selfRegisteredCaution(o.selfRegistered)}<p>Check that your device shows the code <strong>${escapeHtml(o.userCode)}</strong>.</p>
+${selfRegisteredCaution(o.selfRegistered)}<p>Check that your device shows the code <strong>${escapeHtml(o.userCode)}</strong>. Sign in to allow or deny it.</p>
 ${e.above()}
 <form method="post" action="/auth/device/consent">
 ${hidden('user_code', o.userCode)}${hidden('csrf', o.csrf)}
@@ -360,17 +363,20 @@ ${hidden('csrf', o.csrf)}${o.returnTo ? hidden('return_to', o.returnTo) : ''}
  * The account pages' menu. "Sign out" is the provider's logout (RP-initiated, without a client):
  * it ends this browser's sign-in to apps and to these pages (oidc-provider.factory.ts).
  */
-const nav = `<nav aria-label="Account"><a href="/auth/grants">Connected apps</a> · <a href="/auth/sessions">Sessions</a> · <a href="/auth/security">Security</a> · <a href="/auth/logout">Sign out</a></nav>`;
+const MENU = [['/auth/grants', 'Connected apps'], ['/auth/sessions', 'Sessions'], ['/auth/security', 'Security'], ['/auth/logout', 'Sign out']] as const;
+/** The menu, before the page's main content, marking the page it is on (`current`); its separators are not read out. */
+const menu = (current: string) =>
+  `<nav aria-label="Account">${MENU.map(([href, text]) => `<a href="${href}"${href === current ? ' aria-current="page"' : ''}>${text}</a>`).join('<span aria-hidden="true"> · </span>')}</nav>`;
 
 export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client_name: string; scope: string; created_at: string }>; notice?: Notice }): string {
   const rows = o.grants
     .map(
       (g) => `<li><strong>${appName(g.client_name)}</strong>, since ${shownTime(g.created_at)}
 <ul>${g.scope.split(' ').filter(Boolean).map((s) => `<li>${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></li>`).join('')}</ul>
-<form method="post" action="/auth/grants/${escapeHtml(g.id)}/revoke">${hidden('csrf', o.csrf)}<button type="submit">Revoke access</button></form></li>`,
+<form method="post" action="/auth/grants/${escapeHtml(g.id)}/revoke">${hidden('csrf', o.csrf)}<button type="submit" aria-label="Revoke access for ${appName(g.client_name)}">Revoke access</button></form></li>`,
     )
     .join('\n');
-  return page('Connected apps', `${nav}<h1>Connected apps</h1>${notice(o.notice)}${rows ? `<ul>${rows}</ul>` : '<p>No app has access to your account.</p>'}`);
+  return page('Connected apps', `<h1>Connected apps</h1>${notice(o.notice)}${rows ? `<ul>${rows}</ul>` : '<p>No app has access to your account.</p>'}`, { menu: menu('/auth/grants') });
 }
 
 /**
@@ -382,11 +388,12 @@ export function sessionsPage(o: { csrf: string; sessions: Array<{ signed_in_at: 
   const rows = o.sessions.map((s) => `<li>Signed in ${shownTime(s.signed_in_at)}${s.expires_at ? `, until ${shownTime(s.expires_at)}` : ''}</li>`).join('');
   return page(
     'Sessions',
-    `${nav}<h1>Sessions</h1>
+    `<h1>Sessions</h1>
 <p>Browsers where you are signed in for apps: there an app can connect without asking for your password.</p>
 ${rows ? `<ul>${rows}</ul>` : '<p>No browser is signed in for apps.</p>'}
 <p>Your sign-in to these account pages is not listed. <a href="/auth/logout">Sign out</a> ends it, and the sign-in for apps, in this browser; Sign out everywhere ends both in every browser. Connected apps keep their access either way.</p>
 <form method="post" action="/auth/sessions/revoke">${hidden('csrf', o.csrf)}<button type="submit">Sign out everywhere</button></form>`,
+    { menu: menu('/auth/sessions') },
   );
 }
 
@@ -424,16 +431,19 @@ export function securityPage(o: {
 <label for="label">Label</label><input id="label" name="label" maxlength="200">
 <button type="submit">Create an admin API key</button></form>`
     : '';
-  return page('Security', `${nav}<h1>Security</h1><p>Signed in as <strong>${escapeHtml(o.email)}</strong>.</p><h2>Recent activity</h2>${rows ? `<ul>${rows}</ul>` : '<p>Nothing yet.</p>'}${keyForm}`);
+  return page('Security', `<h1>Security</h1><p>Signed in as <strong>${escapeHtml(o.email)}</strong>.</p><h2>Recent activity</h2>${rows ? `<ul>${rows}</ul>` : '<p>Nothing yet.</p>'}${keyForm}`, {
+    menu: menu('/auth/security'),
+  });
 }
 
 /** A key just created on the account pages: its only showing. */
 export function createdKeyPage(o: { key: string; label: string }): string {
   return page(
     'API key created',
-    `${nav}<h1>API key created</h1><p>Copy it now: it is not shown again.</p>
+    `<h1>API key created</h1><p>Copy it now: it is not shown again.</p>
 <p><strong>${escapeHtml(o.label)}</strong></p><p><code id="key">${escapeHtml(o.key)}</code></p>
 <p>Send it as <code>Authorization: Bearer …</code>. Manage keys with <code>/keys</code>.</p>`,
+    { menu: menu('/auth/security') },
   );
 }
 
@@ -464,7 +474,7 @@ export function formExpiredPage(advice = 'Reload the page and try again.'): stri
 /** An error; `link`, where there is somewhere to go on to (signing in again, back to a list). */
 export function errorPage(title: string, message: string, link?: { href: string; text: string }): string {
   const onward = link ? `<p><a href="${escapeHtml(link.href)}">${escapeHtml(link.text)}</a></p>` : '';
-  return page(title, `<h1>${escapeHtml(title)}</h1><p class="error" role="alert">${escapeHtml(message)}</p>${onward}`);
+  return page(title, `<h1>${escapeHtml(title)}</h1><p class="error" role="alert">${escapeHtml(message)}</p>${onward}`, { error: true });
 }
 
 /**
