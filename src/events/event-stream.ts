@@ -180,6 +180,8 @@ interface Subscriber {
   behind?: boolean;
   /** Ids written lately, and Last-Event-ID's: an event can arrive both by replay and live, or twice after its relay's lease lapsed. */
   seen: Set<string>;
+  /** Opened without Last-Event-ID: the place the tenant's events had reached then. Events first published up to it are not owed. */
+  openedAt?: string;
   /** The place after which the stream has been live without a break; unset while it replays or catches up. */
   liveAfter?: string;
   /** Earlier such stretches, as [after, through]: the places this stream heard live, each event as it was then. */
@@ -198,6 +200,11 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   private opening = 0;
   /** The highest publication number heard while streams were open (noticeGap). */
   private heard?: bigint;
+  /**
+   * The first number heard since then: a hole before it went unnoticed (no batch before it to
+   * notice one by), so no stream here heard places before it live.
+   */
+  private heardFrom?: bigint;
   private timers: NodeJS.Timeout[] = [];
   private stopping = false;
   /** Live events are handled one after another, so each stream sees them in arrival order. */
@@ -217,7 +224,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       // Every instance hears every published event, each with its whole item: with no stream
       // open or opening here there is nobody to parse it for (a 1 MB item cost 70 ms per
       // instance). A stream opened later replays from the outbox what it is owed.
-      if (this.subscribers.size === 0 && this.opening === 0) return void (this.heard = undefined);
+      if (this.subscribers.size === 0 && this.opening === 0) return void (this.heard = this.heardFrom = undefined);
       const batch = JSON.parse(message) as Published[] | PublishedThrough;
       this.chain = this.chain
         .then(() => {
@@ -303,7 +310,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     // Where a catch-up would start if the live subscription is lost; without it, such a stream is closed instead.
     if (lastEventId === undefined) {
       sub.position = await this.latestPosition(principal.tenantId).catch(() => undefined);
-      if (sub.position !== undefined) sub.liveAfter = '0'; // what came before it is not owed
+      if (sub.position !== undefined) sub.openedAt = sub.liveAfter = sub.position;
     }
     reply.raw.on('close', () => this.forget(sub));
     // The client left while the slot was taken. Its socket says so: the request stream is also
@@ -331,6 +338,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   private async goLive(sub: Subscriber): Promise<void> {
     // Held events after the replay's last were heard live, in their places then.
     sub.liveAfter = sub.replayedTo ?? sub.position;
+    if (this.heardFrom !== undefined) startLiveAt(sub, String(this.heardFrom - 1n));
     while (sub.held?.length && !sub.behind) {
       const held = sub.held;
       sub.held = [];
@@ -361,12 +369,24 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     const first = numbers.reduce((a, b) => (b < a ? b : a));
     const last = numbers.reduce((a, b) => (b > a ? b : a));
     if (this.heard !== undefined && first > this.heard + 1n) this.catchUp();
+    if (this.heard === undefined) this.hearFrom(first);
     if (this.heard === undefined || last > this.heard) this.heard = last;
+  }
+
+  /**
+   * The first batch heard since streams opened here, at `first`: live stretches start no earlier,
+   * so that an event first numbered before it but never published there (its relay died) is not
+   * taken as heard when it comes again.
+   */
+  private hearFrom(first: bigint): void {
+    this.heardFrom = first;
+    this.subscribers.forEach((sub) => startLiveAt(sub, String(first - 1n)));
   }
 
   /** Batches up to `through` were numbered, and some may not have been heard here. */
   private noticeMissed(through: bigint): void {
     if (this.heard !== undefined && through <= this.heard) return;
+    if (this.heard === undefined) this.hearFrom(through + 1n);
     this.heard = through;
     this.catchUp();
   }
@@ -624,14 +644,21 @@ function pauseLive(sub: Subscriber): void {
   sub.liveAfter = undefined;
 }
 
+/** A stream's live stretch starts no earlier than after `place`. */
+function startLiveAt(sub: Subscriber, place: string): void {
+  if (sub.liveAfter !== undefined && compareSeq(sub.liveAfter, place) < 0) sub.liveAfter = place;
+}
+
 /**
  * An event published again whose first place the stream heard live: it was sent then or was not
- * for the stream. Live stretches have no hole: a batch not heard makes the stream catch up
- * (noticeGap), which ends the stretch before it.
+ * for the stream; or that came before the stream opened. Live stretches have no hole: a batch not
+ * heard makes the stream catch up (noticeGap), which ends the stretch before it, and none starts
+ * before the first batch heard (hearFrom).
  */
 function heardAtFirstPlace(sub: Subscriber, e: PublishedEvent, servedTo: string | undefined): boolean {
   const first = e.first_published_seq;
   if (!first) return false;
+  if (sub.openedAt !== undefined && compareSeq(first, sub.openedAt) <= 0) return true;
   const within = (after: string, through: string) => compareSeq(first, after) > 0 && compareSeq(first, through) <= 0;
   return (sub.liveAfter !== undefined && servedTo !== undefined && within(sub.liveAfter, servedTo)) || sub.heardLive.some(([after, through]) => within(after, through));
 }
