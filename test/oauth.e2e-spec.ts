@@ -5,7 +5,7 @@
  * relying party would, plus raw HTTP for the aliases and the error forms.
  */
 import Redis from 'ioredis';
-import { createHash, webcrypto } from 'node:crypto';
+import { createHash, randomBytes, webcrypto } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import * as oidc from 'openid-client';
 import request from 'supertest';
@@ -2411,6 +2411,27 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     const [audit] = await t.sql<{ details: { source: string; created: boolean } }>(`SELECT details FROM audit_events WHERE action = 'auth.grant.created'`);
     expect(audit.details).toMatchObject({ source: 'device', created: true });
   }, 30_000);
+
+  it('counts only the code\'s own client\'s polls: another client\'s poll of the code, or a made-up code, neither slows the device down nor is recorded', async () => {
+    const other = await t.http
+      .post('/auth/clients')
+      .set(bearer(admin))
+      .send({ client_name: 'Another TV', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], token_endpoint_auth_method: 'none', scope: 'openid' })
+      .expect(201);
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
+    const polls = async () => (await t.sql(`SELECT 1 FROM oauth_device_polls`)).length;
+    const before = await polls();
+    const theirs = await t.http
+      .post('/auth/device/token')
+      .type('form')
+      .send({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.device_code, client_id: other.body.client_id });
+    expect([theirs.status, theirs.body.error]).toEqual([400, 'invalid_grant']);
+    const madeUp = await poll(randomBytes(32).toString('base64url'));
+    expect([madeUp.status, madeUp.body.error]).toEqual([400, 'invalid_grant']);
+    expect(await polls()).toBe(before);
+    // The device's own first poll, right after, is on time.
+    expect((await poll(device.device_code)).body.error).toBe('authorization_pending');
+  });
 
   it('answers unauthorized_client to a client not registered for the device grant', async () => {
     const web = await t.http

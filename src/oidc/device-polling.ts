@@ -3,7 +3,8 @@
  * the device authorization response gets `interval` and the SPEC's verification URIs
  * (`/auth/device`, with `?user_code=` for the complete one); a token request for a device code
  * that comes sooner than the interval after the last accepted one is 400 `slow_down`, and the
- * interval grows by 5 seconds. A refused poll does not count as a poll.
+ * interval grows by 5 seconds. A refused poll does not count as a poll, nor does one by another
+ * client than the code's.
  */
 import type { KoaContextWithOIDC, Provider } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
@@ -19,7 +20,11 @@ export async function installDevicePolling(provider: Provider, db: DataSource, b
   const poll = handlers.get(DEVICE_GRANT_TYPE)!;
   handlers.set(DEVICE_GRANT_TYPE, async (ctx, next) => {
     const deviceCode = (ctx.oidc.params as { device_code?: string }).device_code;
-    if (typeof deviceCode === 'string' && (await tooSoon(db, deviceCode, intervalSeconds))) {
+    // Only the code's own client's polls count: another client's poll of it, or a code that does
+    // not exist, is the provider's invalid_grant, and would otherwise slow the device down (every
+    // poll sets the pace) or leave a row per made-up code.
+    const code = typeof deviceCode === 'string' ? await provider.DeviceCode.find(deviceCode, { ignoreExpiration: true }) : undefined;
+    if (code?.clientId === ctx.oidc.client?.clientId && (await tooSoon(db, deviceCode!, intervalSeconds))) {
       throw new errors.SlowDown(`poll at most every ${intervalSeconds} seconds plus 5 for each slow_down`);
     }
     return poll(ctx, next);
