@@ -27,6 +27,12 @@ describe('input policy', () => {
     ]);
   });
 
+  it('makes each -0 a 0, the number PostgreSQL stores, at any depth and in per-element arrays', () => {
+    const body = JSON.parse('{"n":-0,"list":[-0,1,{"deep":[-0.0]}],"items":[{"p":-0e0}]}');
+    expect(inputIssues(body, '', { perElement: 'items' })).toEqual([]);
+    expect(JSON.stringify(body, (_k, v: unknown) => (Object.is(v, -0) ? '-0' : v))).toBe('{"n":0,"list":[0,1,{"deep":[0]}],"items":[{"p":0}]}');
+  });
+
   it('refuses prototype-shaped keys anywhere, and Object.prototype member names at the top', () => {
     expect(inputIssues(JSON.parse('{"properties":{"__proto__":{"x":1}}}'))).toEqual([{ field: 'properties.__proto__', message: expect.stringContaining('reserved') }]);
     expect(inputIssues({ a: { b: { constructor: 1, prototype: 2 } } }).map((i) => i.field)).toEqual(['a.b.constructor', 'a.b.prototype']);

@@ -52,6 +52,10 @@ export interface InputScan {
  * The policy's complaints about a parsed JSON value (or a query/params object), with dotted
  * paths (`properties.title`, `items.3.tags.0`); empty when the value is acceptable. Depth is
  * always checked; text and key names are not checked inside `perElement` arrays.
+ *
+ * On the way it makes each -0 inside the value a 0, the number PostgreSQL stores for it: kept,
+ * it would differ from what is stored, and a write sending the same content again (a client
+ * writing floats as `-0.0`) would count as a change each time, with a version and an event.
  */
 export function inputIssues(value: unknown, path = '', scan: InputScan = {}): FieldIssue[] {
   const issues: FieldIssue[] = [];
@@ -73,10 +77,11 @@ export function inputIssues(value: unknown, path = '', scan: InputScan = {}): Fi
       return;
     }
     if (Array.isArray(v)) {
-      v.forEach((x, i) => visit(x, join(at, i), depth + 1, checkText));
+      v.forEach((x, i) => (Object.is(x, -0) ? (v[i] = 0) : visit(x, join(at, i), depth + 1, checkText)));
       return;
     }
     for (const [key, x] of Object.entries(v)) {
+      if (Object.is(x, -0)) (v as Record<string, unknown>)[key] = 0;
       const text = checkText ? textIssue(key) : undefined;
       // A key that is not valid text is named quoted (JSON-escaped), here and below it.
       const field = join(at, text ? JSON.stringify(key) : key);

@@ -10,12 +10,14 @@ describe('items: versions and conflicts', () => {
   let t: TestApp;
   let admin: Api;
   let adminKeyId: string;
+  let boot: string;
 
   beforeAll(async () => {
     t = await startApp();
-    const boot = await bootstrapAdmin(t);
-    adminKeyId = boot.id;
-    admin = api(t, boot.key);
+    const admin0 = await bootstrapAdmin(t);
+    adminKeyId = admin0.id;
+    boot = admin0.key;
+    admin = api(t, boot);
     const ty = await admin.post('/types', {
       name: 'acme.doc',
       schema: { properties: { title: { type: 'string' }, body: { type: 'string' }, summary: { type: 'string' } } },
@@ -81,6 +83,24 @@ describe('items: versions and conflicts', () => {
       // A stale version is still a conflict when what it sends is what is there now.
       expectError(await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'still' } }), 409, 'version_conflict');
       expectError(await admin.patch(`/items/${item.id}`, { version: 1 }), 409, 'version_conflict');
+    });
+
+    it('a number sent as -0 is the 0 stored: sent again, by PATCH, upsert or bulk, it changes nothing', async () => {
+      // JSON.stringify writes -0 as 0; a Python client's json.dumps(-0.0) writes -0.0.
+      const raw = (method: 'post' | 'patch', path: string, json: string) => t.http[method](path).set('Authorization', `Bearer ${boot}`).set('Content-Type', 'application/json').send(json);
+      expectStatus(await admin.post('/types', { name: 'acme.zero', schema: { type: 'object' } }), 201);
+      const upsert = () => raw('post', '/items', '{"type":"acme.zero","source_id":"negative-zero","properties":{"title":"z","n":-0.0},"extensions":{"acme.z":{"z":-0}}}');
+      const created = await upsert();
+      expectStatus(created, 201);
+      expect(Object.is(created.body.properties.n, 0)).toBe(true);
+      expectStatus(await upsert(), 200);
+      const patched = await raw('patch', `/items/${created.body.id}`, '{"version":1,"properties":{"n":-0},"extensions":{"acme.z":{"z":-0e0}}}');
+      expectStatus(patched, 200);
+      const bulk = await raw('post', '/items/bulk_action', '{"action":"update_properties","filter":{"type":"acme.zero"},"properties":{"n":-0}}');
+      expectStatus(bulk, 200);
+      const bulkUpsert = await raw('post', '/items/bulk', '{"mode":"upsert","items":[{"type":"acme.zero","source_id":"negative-zero","properties":{"title":"z","n":-0}}]}');
+      expectStatus(bulkUpsert, 200);
+      expect((await admin.get(`/items/${created.body.id}`)).body.version).toBe(1);
     });
 
     it('properties are validated after the merge', async () => {
