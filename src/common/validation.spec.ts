@@ -97,7 +97,7 @@ describe('text people read', () => {
   });
 
   it('refuses control characters and bidirectional overrides and isolates in a name, as before', () => {
-    for (const text of ['Ada\u0007', 'Ada\n', 'Ada\u0085', '\u202eecilA', 'A\u2066B\u2069']) expect(isReadableName(text)).toBe(false);
+    for (const text of ['Ada\u0007', 'Ada\n', 'Ada\u0085', 'A\u2028B', 'A\u2029B', '\u202eecilA', 'A\u2066B\u2069']) expect(isReadableName(text)).toBe(false);
   });
 
   it('finds the characters an email must not hide: controls, format characters and invisible ones', () => {

@@ -268,11 +268,12 @@ export const isUntransformed = (dto: unknown, field: string): boolean =>
 export const IsOptionalNonNull = () => ValidateIf((_object, value) => value !== undefined);
 
 /**
- * Control characters (C0, DEL, C1) and the bidirectional overrides and isolates (U+202A–U+202E,
+ * Control characters (C0, DEL, C1), the line and paragraph separators (U+2028, U+2029: line
+ * breaks as much as a newline is) and the bidirectional overrides and isolates (U+202A–U+202E,
  * U+2066–U+2069): in a name they would make it display as other text than it is, or reorder what
  * is shown after it. The pages strip them from names stored before the rule (oidc/pages.ts).
  */
-export const UNREADABLE_CHARACTER = /[\p{Cc}\u202A-\u202E\u2066-\u2069]/u;
+export const UNREADABLE_CHARACTER = /[\p{Cc}\u2028\u2029\u202A-\u202E\u2066-\u2069]/u;
 
 /**
  * What shows nothing by itself: whitespace, the default-ignorable code points (zero-width spaces

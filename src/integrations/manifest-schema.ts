@@ -54,11 +54,11 @@ const FORMATS = {
     rule: 'must be a SemVer 2.0 version (MAJOR.MINOR.PATCH, an optional pre-release such as -rc.1: dot-separated, no empty identifier, no leading zero in a numeric one), without build metadata (+...), which does not make another version',
   },
   /** Text a person reads (the summary is one line of it): the rule of user and tenant names. */
-  'readable-text': { validate: isReadableName, rule: 'must not be blank, nor contain control characters (line breaks included) or bidirectional override characters (U+202A-U+202E, U+2066-U+2069)' },
+  'readable-text': { validate: isReadableName, rule: 'must not be blank, nor contain control characters (line breaks, U+2028 and U+2029 included) or bidirectional override characters (U+202A-U+202E, U+2066-U+2069)' },
   /** A description, which no one-line text is made of: paragraphs and tabs allowed, else the rule above. */
   'readable-paragraphs': {
     validate: (text: string) => isReadableName(text.replace(/\r\n|[\n\t]/g, ' ')),
-    rule: 'must not be blank, nor contain control characters (but line breaks \\n or \\r\\n and tabs) or bidirectional override characters (U+202A-U+202E, U+2066-U+2069)',
+    rule: 'must not be blank, nor contain control characters (but line breaks \\n or \\r\\n and tabs; U+2028 and U+2029 neither) or bidirectional override characters (U+202A-U+202E, U+2066-U+2069)',
   },
   /** RFC 9110 5.1: a field name is a token, `1*tchar`. */
   'header-name': { validate: /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/, rule: "must be an HTTP header name (RFC 9110 token): letters, digits and !#$%&'*+-.^_`|~" },

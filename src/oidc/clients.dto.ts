@@ -59,7 +59,7 @@ export class RegisterClientDto {
   @ApiPropertyOptional({
     minLength: 1,
     maxLength: 200,
-    description: 'Shown to users on the sign-in, consent, device, logout and account pages. The service\'s name rule: not blank, nor only invisible characters (U+200B, U+3164, …); no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069). Open registration keeps to the same rule',
+    description: 'Shown to users on the sign-in, consent, device, logout and account pages. The service\'s name rule: not blank, nor only invisible characters (U+200B, U+3164, …); no control characters or line separators (U+2028, U+2029) nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069). Open registration keeps to the same rule',
   })
   @IsOptionalNonNull() @IsUserName()
   client_name?: string;

@@ -3,7 +3,7 @@ import { ApiKeyResponse, CreatedApiKeyResponse } from '../keys/keys.dto';
 import { IsUserName } from '../users/users.dto';
 
 export class CreateTenantDto {
-  @ApiProperty({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'Not only whitespace or invisible characters (U+200B, U+3164, …); no control characters nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' })
+  @ApiProperty({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'Not only whitespace or invisible characters (U+200B, U+3164, …); no control characters or line separators (U+2028, U+2029) nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' })
   @IsUserName()
   name: string;
 }
