@@ -2412,6 +2412,16 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(audit.details).toMatchObject({ source: 'device', created: true });
   }, 30_000);
 
+  it('finds a user code however it is typed: lower case, without its dash, with spaces, in full-width letters (an East Asian input method)', async () => {
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
+    const fullWidth = [...device.user_code].map((c) => (c === '-' ? '\u2010' : String.fromCodePoint(c.codePointAt(0)! + 0xfee0))).join('');
+    for (const typed of [device.user_code.toLowerCase(), device.user_code.replace('-', ''), ` ${device.user_code} `, fullWidth]) {
+      const page = await t.http.get(`/auth/device?user_code=${encodeURIComponent(typed)}`);
+      expect([typed, page.status]).toEqual([typed, 200]);
+      expect(page.text).toContain(`<strong>${device.user_code}</strong>`);
+    }
+  });
+
   it('counts only the code\'s own client\'s polls: another client\'s poll of the code, or a made-up code, neither slows the device down nor is recorded', async () => {
     const other = await t.http
       .post('/auth/clients')

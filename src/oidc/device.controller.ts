@@ -45,8 +45,11 @@ const COOKIE = 'svc_device_csrf';
 
 type DeviceCode = NonNullable<Awaited<ReturnType<Provider['DeviceCode']['findByUserCode']>>>;
 
-/** `xxx-xxxx`, `XXXXXXX`, ` xxx xxxx ` → the stored form (upper case, letters only). */
-const normalize = (code: string) => code.toUpperCase().replace(/\W/g, '');
+/**
+ * `xxx-xxxx`, `XXXXXXX`, ` xxx xxxx `, `ｘｘｘ‐ｘｘｘｘ` → the stored form (upper case, letters only).
+ * Full-width letters (an East Asian input method's) are the letters they stand for (NFKC; RFC 8628 6.1).
+ */
+const normalize = (code: string) => code.normalize('NFKC').toUpperCase().replace(/\W/g, '');
 const display = (normalized: string) => `${normalized.slice(0, 3)}-${normalized.slice(3)}`;
 
 @ApiTags('oauth pages')
