@@ -1138,6 +1138,36 @@ describe('first attempts waiting in line when their webhook changes', () => {
   });
 });
 
+describe('first attempts waiting in line when their webhook is disabled on an instance that still has Redis, while this one has lost it', () => {
+  const receiver = new Receiver();
+  let base: string;
+  beforeAll(async () => {
+    base = await receiver.start();
+  });
+  afterAll(() => receiver.stop());
+  // Attempts that hang end after 3 s; the other instance does not deliver, and its Redis stays.
+  const settings = { WEBHOOK_TIMEOUT_MS: '3000', WEBHOOK_RETRY_SCHEDULE: '1s,1s', WEBHOOK_SWEEP_INTERVAL: '500ms' };
+  const at = appBehindProxy(['redis'], settings, [{ ...settings, EVENT_DELIVERY_ENABLED: 'false' }]);
+
+  it('sends none of them: the change went unheard here, so nothing planned counts as unchanged', async () => {
+    const { t, redis, others: [other] } = at;
+    const admin = (await bootstrapAdmin(t)).key;
+    const hook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/outage`, events: ['item.created'] }).expect(201)).body.id as string;
+    receiver.respond = () => 'hang';
+    const items = Array.from({ length: 40 }, (_, i) => ({ type: 'core.note', properties: { title: `in line ${i}` } }));
+    await t.http.post('/items/bulk').set(bearer(admin)).send({ mode: 'create_only', items }).expect(200);
+    await waitFor(() => receiver.at('/outage').length === PER_WEBHOOK_CONCURRENCY, 'the first attempts under way');
+
+    await redis.cut();
+    await waitFor(async () => (await t.http.get('/health')).body.checks?.redis !== 'up', 'Redis lost here');
+    await other.http.patch(`/webhooks/${hook}`).set(bearer(admin)).send({ disabled: true }).expect(200);
+
+    // The hanging attempts end; those waiting in line read the webhook, disabled, and wait with the rest.
+    await waitFor(async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending'`, [hook]))[0].n) === 40, 'every delivery recorded, waiting');
+    expect(receiver.at('/outage').length).toBe(PER_WEBHOOK_CONCURRENCY);
+  });
+});
+
 describe('webhooks while Redis is away', () => {
   const receiver = new Receiver();
   let base: string;

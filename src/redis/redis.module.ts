@@ -70,6 +70,7 @@ export class RedisPubSub implements OnApplicationShutdown {
   private closing = false;
   private readonly handlers = new Map<string, Array<(message: string) => void>>();
   private readonly resubscribed: Array<() => void> = [];
+  private readonly lost: Array<() => void> = [];
 
   constructor(
     private readonly config: AppConfig,
@@ -99,8 +100,10 @@ export class RedisPubSub implements OnApplicationShutdown {
       // its own while staying up, when messages pile up unread past its output buffer limit.
       let lost = false;
       this.subscriber.on('close', () => {
-        if (!lost && !this.closing) this.logger.warn('Redis subscription lost; subscribing again');
+        if (lost || this.closing) return;
+        this.logger.warn('Redis subscription lost; subscribing again');
         lost = true;
+        this.lost.forEach((listener) => listener());
       });
       this.subscriber.on('error', () => undefined);
       onReconnect(this.subscriber, () => {
@@ -122,6 +125,11 @@ export class RedisPubSub implements OnApplicationShutdown {
    */
   onResubscribed(listener: () => void): void {
     this.resubscribed.push(listener);
+  }
+
+  /** `listener` runs each time the subscriptions' connection is lost: until they are back, messages published go unheard here. */
+  onLost(listener: () => void): void {
+    this.lost.push(listener);
   }
 
   async onApplicationShutdown(): Promise<void> {

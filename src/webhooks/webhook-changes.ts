@@ -5,8 +5,9 @@
  * is not sent as planned but goes through the delivery's row, which reads the webhook as it is
  * (webhook-dispatcher.ts, `attemptFromRow`). That costs nothing per attempt: each change heard
  * gets a number in this process; a plan notes the number before it reads the webhooks, and its
- * attempts count as planned before every change heard after it. While the subscription was lost
- * a change may have gone unheard, so once it is back every plan made before counts as changed.
+ * attempts count as planned before every change heard after it. While the subscription is lost
+ * a change may go unheard, so every plan counts as changed until it is back, and every plan made
+ * before then too.
  */
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { withinTimeout } from '../common/timeout';
@@ -30,6 +31,8 @@ export class WebhookChanges implements OnModuleInit {
   private readonly heardAt = new Map<string, { mark: number; at: number }>();
   /** Plans noted before this number count as changed whatever their webhook (a change may have gone unheard). */
   private lostBefore = 0;
+  /** The subscription is lost: a change made on another instance now goes unheard. */
+  private deaf = false;
   private onHeard: (webhookId: string) => void = () => undefined;
 
   constructor(
@@ -38,7 +41,11 @@ export class WebhookChanges implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    this.pubsub.onResubscribed(() => (this.lostBefore = ++this.counter));
+    this.pubsub.onLost(() => (this.deaf = true));
+    this.pubsub.onResubscribed(() => {
+      this.deaf = false;
+      this.lostBefore = ++this.counter;
+    });
     await this.pubsub.subscribe(CHANNEL, (webhookId) => this.heard(webhookId));
   }
 
@@ -47,9 +54,13 @@ export class WebhookChanges implements OnModuleInit {
     return this.counter;
   }
 
-  /** Whether the webhook changed, as far as this instance has heard, since a plan noted `mark`. */
-  changedSince(webhookId: string, mark: number): boolean {
-    return mark < this.lostBefore || (this.heardAt.get(webhookId)?.mark ?? 0) > mark;
+  /**
+   * Whether the webhook changed, as far as this instance has heard, since a plan noted `mark`;
+   * for a plan that `waited` in line since (a claim that reads the row and attempts at once did
+   * not), also whether it may have changed unheard: the subscription is lost.
+   */
+  changedSince(webhookId: string, mark: number, waited: boolean): boolean {
+    return (waited && this.deaf) || mark < this.lostBefore || (this.heardAt.get(webhookId)?.mark ?? 0) > mark;
   }
 
   /**

@@ -113,6 +113,8 @@ export interface Prepared extends DeliveryRef {
   unrecorded?: boolean;
   /** The WebhookChanges mark the webhook was read under (by the plan, or the row's claim): a change heard since sends the attempt through its row again. */
   plannedAt?: number;
+  /** Read by the row's claim, in the attempt's own slot: it waited in no line since (so losing the subscription meanwhile is no reason to read it again). */
+  claimed?: boolean;
   /** A first attempt's: the credential that registered the webhook, looked up again before it goes out (a claim's checks did that already). */
   credentialId?: string;
   /** A first attempt's: that credential as the plan read it, which the body was rendered for. */
@@ -362,7 +364,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const body = allowed.body ?? (delivery.body === null ? null : Buffer.from(delivery.body));
     // Events are kept while a delivery of theirs is pending; one made due after that (an admin's retry of a finished delivery racing the janitor) has nothing to send.
     if (body === null) return this.records.abandon(refOf(ref), 'Its event is no longer kept (EVENT_RETENTION_DAYS): there is no body to send');
-    await this.attemptPrepared({ ...ref, ...delivery, body, leaseUntil: Date.now() + this.leaseMs, plannedAt: mark, forced });
+    await this.attemptPrepared({ ...ref, ...delivery, body, leaseUntil: Date.now() + this.leaseMs, plannedAt: mark, claimed: true, forced });
   }
 
   /**
@@ -426,7 +428,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
    * narrowed (a cached look-up).
    */
   private async stillAsPlanned(d: Prepared): Promise<boolean> {
-    if (this.changes.changedSince(d.webhookId, d.plannedAt!)) return false;
+    if (this.changes.changedSince(d.webhookId, d.plannedAt!, !d.claimed)) return false;
     return d.credentialId === undefined || this.fanout.registrantAsPlanned(d.tenantId, d.credentialId, d.credentialAsPlanned!);
   }
 
