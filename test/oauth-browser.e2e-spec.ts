@@ -439,6 +439,19 @@ describe('OAuth pages in Chromium: what a user of a screen reader, a narrow scre
     await context.close();
   });
 
+  it('signs in from the browser with an email the API took whose part before the @ is not ASCII (RFC 6531)', async () => {
+    await t.http.post('/users').set(bearer(admin)).send({ email: 'ünïcödé@example.com', password, name: 'Ünï', role: 'member' }).expect(201);
+    const { context, p } = await freshBrowser();
+    await p.goto(`${t.url}/auth/sign-in?return_to=/auth/security`);
+    expect(await p.getAttribute('#email', 'inputmode')).toBe('email');
+    await p.getByLabel('Email').fill('ünïcödé@example.com');
+    await p.getByLabel('Password').fill(password);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.waitForURL(`${t.url}/auth/security`);
+    expect(await p.textContent('main')).toContain('Signed in as ünïcödé@example.com');
+    await context.close();
+  });
+
   it('reflows at 320 px: a 200-character app name and long scope codes wrap on the consent, connected apps and security pages', async () => {
     const { context, p } = await freshBrowser({ width: 320, height: 640 });
     const challenge = await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier());

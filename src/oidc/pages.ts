@@ -35,7 +35,7 @@ const appName = (name: string) => escapeHtml(shownAppName(name));
 const STYLE = `
   body { font: 16px/1.5 system-ui, sans-serif; max-width: 32rem; margin: 3rem auto; padding: 0 1rem; color: #1b1b1b; }
   h1 { font-size: 1.5rem; } label { display: block; margin: .75rem 0 .25rem; }
-  input[type=email], input[type=password] { width: 100%; padding: .5rem; font: inherit; box-sizing: border-box; }
+  input[inputmode=email], input[type=password] { width: 100%; padding: .5rem; font: inherit; box-sizing: border-box; }
   button { font: inherit; padding: .5rem 1.25rem; margin: 1rem .5rem 0 0; cursor: pointer; }
   fieldset { border: 1px solid #ccc; margin: 1rem 0; } .error { color: #a00000; } .scope { display: block; margin: .4rem 0; }
   code { background: #f3f3f3; padding: 0 .25rem; }
@@ -50,6 +50,14 @@ function page(title: string, body: string, { script, error, menu }: { script?: s
 <title>${error ? 'Error: ' : ''}${escapeHtml(title)}</title><style>${STYLE}</style>${script ? `<script>${script}</script>` : ''}</head>
 <body>${menu ?? ''}<main>${body}</main></body></html>`;
 }
+
+/**
+ * The email field's attributes. Not `type="email"`: browsers refuse to send an address whose part
+ * before the @ is not ASCII (HTML's "valid e-mail address"), which the API accepts (RFC 6531), and
+ * send a Unicode domain as `xn--`, which is not the address stored: such an account could not
+ * sign in from a browser. The keyboard is still the email one.
+ */
+const EMAIL_INPUT = 'id="email" name="email" type="text" inputmode="email" autocapitalize="none" spellcheck="false" autocomplete="username"';
 
 const hidden = (name: string, value: string) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`;
 
@@ -165,7 +173,7 @@ ${hidden('uid', o.uid)}${hidden('csrf', o.csrf)}
 ${notice(o.notice)}${e.above()}
 ${keep}<form method="post" action="/auth/sign-in">
 ${o.uid ? hidden('uid', o.uid) : hidden('return_to', o.returnTo ?? '/auth/grants')}${hidden('csrf', o.csrf)}
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}"${e.input('email')}>
+<label for="email">Email</label><input ${EMAIL_INPUT} required value="${escapeHtml(o.email ?? '')}"${e.input('email')}>
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required${e.input('password')}>
 <button type="submit">Sign in</button>
 </form>${o.signUp ? `\n<p>No account yet? <a href="${escapeHtml(o.signUp)}">Create one</a>, then sign in here.</p>` : ''}`,
@@ -328,7 +336,7 @@ ${selfRegisteredCaution(o.selfRegistered)}<p>Check that your device shows the co
 ${e.above()}
 <form method="post" action="/auth/device/consent">
 ${hidden('user_code', o.userCode)}${hidden('csrf', o.csrf)}
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}"${e.input('email')}>
+<label for="email">Email</label><input ${EMAIL_INPUT} required value="${escapeHtml(o.email ?? '')}"${e.input('email')}>
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required${e.input('password')}>
 ${requestedAccess('It asks to', o.scopes, o.extensions, o.ticked)}
 ${decisionButtons(o.scopes)}
@@ -351,7 +359,7 @@ ${e.above()}
 <form method="post" action="/auth/sign-up">
 ${hidden('csrf', o.csrf)}${o.returnTo ? hidden('return_to', o.returnTo) : ''}
 <label for="name">Name</label>${e.at('name')}<input id="name" name="name" autocomplete="name" required maxlength="200" value="${escapeHtml(o.name ?? '')}"${e.input('name')}>
-<label for="email">Email</label>${e.at('email')}<input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(o.email ?? '')}"${e.input('email')}>
+<label for="email">Email</label>${e.at('email')}<input ${EMAIL_INPUT} required value="${escapeHtml(o.email ?? '')}"${e.input('email')}>
 <label for="password">Password (at least 10 characters)</label>${e.at('password')}<input id="password" name="password" type="password" autocomplete="new-password" required minlength="10"${e.input('password')}>
 <button type="submit">Create account</button>
 </form>`,
