@@ -566,6 +566,20 @@ describe('connector token responses and token URLs', () => {
       .query({ error: 'no "way"', error_description: 'n'.repeat(2000), state: new URL(started.headers.location).searchParams.get('state') });
     const back = new URL(declined.headers.location);
     expect([back.searchParams.get('error'), back.searchParams.get('error_description')]).toEqual(['server_error', 'n'.repeat(500)]);
+    // However long what the upstream sends back: the user is sent on, and the state is spent.
+    for (const [sent, expected] of [
+      [{ error: 'e'.repeat(201), error_description: 'd'.repeat(2001) }, ['server_error', 'd'.repeat(500)]],
+      [{ error: 'access_denied', error_description: 'd'.repeat(5000) }, ['access_denied', 'd'.repeat(500)]],
+      [{ code: 'c'.repeat(4001) }, ['invalid_request', 'The upstream sent a code over 4000 characters']],
+    ] as const) {
+      const flow = await svc.http.get('/oauth/start').query({ integration_id: id, redirect_uri: BACK }).set(bearer(admin)).expect(302);
+      const state = new URL(flow.headers.location).searchParams.get('state');
+      const answered = await svc.http.get('/oauth/callback/acme.verbose').query({ ...sent, state });
+      expect(answered.status).toBe(302);
+      const to = new URL(answered.headers.location);
+      expect([to.searchParams.get('error'), to.searchParams.get('error_description')]).toEqual(expected);
+      expectError(await svc.http.get('/oauth/callback/acme.verbose').query({ code: 'c', state }), 400, 'invalid_request');
+    }
   });
 
   it('answers an upstream that fails while sending its body, answers 5xx or limits the rate (429) as unavailable (temporarily_unavailable, 502), not as a bad grant, and keeps the stored tokens', async () => {

@@ -8,7 +8,7 @@ import { createValidationPipe } from '../common/validation';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiHeadSuccesses } from '../openapi/api-head.decorator';
-import { ConnectionList, ConnectionResponse, ConnectorCallbackQuery, ListConnectionsQuery, StartConnectionQuery, UPSTREAM_REDIRECT_MAX_LENGTHS } from './connections.dto';
+import { ConnectionList, ConnectionResponse, ConnectorCallbackQuery, ListConnectionsQuery, StartConnectionQuery, UPSTREAM_REDIRECT_PARAMS } from './connections.dto';
 import { ConnectionsService } from './connections.service';
 
 /**
@@ -21,7 +21,9 @@ const upstreamQuery = createQueryDecorator((_: unknown, ctx: ExecutionContext) =
 const UpstreamRedirect = () => upstreamQuery(createValidationPipe({ unknownFields: 'drop' }));
 const ApiUpstreamRedirectQuery = () =>
   applyDecorators(
-    ...Object.entries(UPSTREAM_REDIRECT_MAX_LENGTHS).map(([name, maxLength]) => ApiQuery({ name, required: false, schema: { type: 'string', maxLength } })),
+    ...Object.entries(UPSTREAM_REDIRECT_PARAMS).map(([name, { description, maxLength }]: [string, { description?: string; maxLength?: number }]) =>
+      ApiQuery({ name, required: false, description, schema: { type: 'string', maxLength } }),
+    ),
   );
 
 /** The JSON body of a 302, for callers that do not follow redirects: the Location, under `field`. */

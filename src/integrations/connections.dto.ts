@@ -1,6 +1,11 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { PageQuery } from '../common/pagination';
-import { TextParam } from '../common/validation';
+import { IsString } from 'class-validator';
+import { IsOptionalNonNull, TextParam } from '../common/validation';
+
+/** A text parameter of the upstream's redirect with no length of its own: the URL's bounds it. */
+const UpstreamText = () => applyDecorators(IsOptionalNonNull(), IsString());
 
 export class StartConnectionQuery {
   @TextParam({ required: true, minLength: 1, maxLength: 100, description: 'The integration to connect (its manifest must have `oauth`)' })
@@ -10,15 +15,29 @@ export class StartConnectionQuery {
   redirect_uri: string;
 }
 
-/** The longest value of each parameter of the upstream's redirect the callback reads (validated and documented alike). */
-export const UPSTREAM_REDIRECT_MAX_LENGTHS = { code: 4000, state: 8000, error: 200, error_description: 2000, iss: 2000 } as const;
+/** The longest code the callback exchanges: a longer one sends the user on with `invalid_request` (connections.service.ts). */
+export const MAX_UPSTREAM_CODE_LENGTH = 4000;
+
+/**
+ * The parameters of the upstream's redirect the callback reads (validated and documented alike).
+ * Only `state` and `iss` are refused over their length (400): the others come from the upstream
+ * on the user's way back, and a refusal would leave the user on a JSON error with the state
+ * unspent; an over-long one sends the user on with its error instead, as the service words it.
+ */
+export const UPSTREAM_REDIRECT_PARAMS = {
+  code: { description: `Exchanged when at most ${MAX_UPSTREAM_CODE_LENGTH} characters; a longer one sends the user on with invalid_request` },
+  state: { maxLength: 8000 },
+  error: { description: 'Passed on when an RFC 6749 error code of at most 100 characters, else as server_error' },
+  error_description: { description: 'Passed on cut to 500 characters' },
+  iss: { maxLength: 2000 },
+} as const;
 
 export class ConnectorCallbackQuery {
-  @TextParam({ maxLength: UPSTREAM_REDIRECT_MAX_LENGTHS.code }) code?: string;
-  @TextParam({ maxLength: UPSTREAM_REDIRECT_MAX_LENGTHS.state }) state?: string;
-  @TextParam({ maxLength: UPSTREAM_REDIRECT_MAX_LENGTHS.error }) error?: string;
-  @TextParam({ maxLength: UPSTREAM_REDIRECT_MAX_LENGTHS.error_description }) error_description?: string;
-  @TextParam({ maxLength: UPSTREAM_REDIRECT_MAX_LENGTHS.iss }) iss?: string;
+  @UpstreamText() code?: string;
+  @TextParam({ maxLength: UPSTREAM_REDIRECT_PARAMS.state.maxLength }) state?: string;
+  @UpstreamText() error?: string;
+  @UpstreamText() error_description?: string;
+  @TextParam({ maxLength: UPSTREAM_REDIRECT_PARAMS.iss.maxLength }) iss?: string;
 }
 
 export class ConnectionResponse {

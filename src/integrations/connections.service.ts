@@ -36,7 +36,7 @@ import { AppConfig } from '../config/app-config';
 import { guardedAgent, literalAddressProblem, requestErrorText } from '../common/target-policy';
 import { SecretBox } from '../crypto/secret-box';
 import { REDIS } from '../redis/redis.module';
-import { ConnectionList, ConnectionResponse } from './connections.dto';
+import { ConnectionList, ConnectionResponse, MAX_UPSTREAM_CODE_LENGTH } from './connections.dto';
 import { IntegrationsService } from './integrations.service';
 import { Manifest, oauthUrlProblem } from './manifest-schema';
 import { normalizeRedirect, redirectAllowlist } from './redirect-allowlist';
@@ -236,6 +236,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     const back = new URL(state.redirectUri);
     if (q.error) return withError(back, upstreamErrorCode(q.error) ?? 'server_error', q.error_description ?? 'The upstream refused');
     if (!q.code) return withError(back, 'invalid_request', 'The upstream sent neither a code nor an error');
+    if (q.code.length > MAX_UPSTREAM_CODE_LENGTH) return withError(back, 'invalid_request', `The upstream sent a code over ${MAX_UPSTREAM_CODE_LENGTH} characters`);
     // The connection is made on the authority of the admin who started the flow, as that
     // credential is now: one revoked (SPEC 4.5: at once) or demoted since connects nothing.
     const starter = await this.credentials.principalById(state.tenantId, state.credentialId);
