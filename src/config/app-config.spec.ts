@@ -71,6 +71,9 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'mysql://localhost/svc'],
     ['DATABASE_URL', 'postgres://localhost'],
     ['REDIS_URL', 'http://localhost:6379'],
+    ['REDIS_URL', 'redis://localhost:6379/abc'],
+    ['REDIS_URL', 'redis://localhost:6379/1.5'],
+    ['REDIS_URL', 'redis://localhost:6379/?db=x'],
     ['RATE_LIMIT_ENABLED', 'maybe'],
     ['RATE_LIMIT_REQUESTS', '0'],
     ['MIGRATIONS_RUN', 'sometimes'],
@@ -158,7 +161,7 @@ describe('loadConfig', () => {
   );
 
   it('accepts a REDIS_URL with a percent-encoded password, an IPv6 host or rediss://', () => {
-    for (const url of ['redis://:pa%2Fss@h:6379', 'redis://[::1]:6379', 'rediss://user:pw@cache.example:6380/2']) {
+    for (const url of ['redis://:pa%2Fss@h:6379', 'redis://[::1]:6379', 'rediss://user:pw@cache.example:6380/2', 'redis://h:6379/', 'redis://h:6379?db=3']) {
       expect(loadConfig({ REDIS_URL: url }).REDIS_URL).toBe(url);
     }
   });

@@ -28,6 +28,25 @@ const int = () =>
 const parsesAsUrl = (message: string) =>
   ValidateBy({ name: 'parsesAsUrl', validator: { validate: (value) => typeof value === 'string' && URL.canParse(value), defaultMessage: () => message } });
 
+/**
+ * A Redis URL's database, as ioredis reads it (the path, or `?db=`), is a whole number when there
+ * is one: ioredis sends `SELECT NaN` for `/abc`, whose refusal is thrown out of the client
+ * uncaught and ends the process with a stack trace.
+ */
+const redisDatabaseIsNumber = () =>
+  ValidateBy({
+    name: 'redisDatabaseIsNumber',
+    validator: {
+      validate: (value) => {
+        if (typeof value !== 'string' || !URL.canParse(value)) return true; // parsesAsUrl says so
+        const url = new URL(value);
+        const databases = [url.pathname.replace(/^\//, ''), ...url.searchParams.getAll('db')].filter((d) => d !== '');
+        return databases.every((d) => /^\d{1,9}$/.test(d));
+      },
+      defaultMessage: () => 'names a database that is not a whole number (redis://host:6379/0, or ?db=0)',
+    },
+  });
+
 type Unit = 'ms' | 's' | 'm' | 'h' | 'd';
 const UNIT_MS: Record<Unit, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -159,6 +178,7 @@ export class AppConfig {
 
   @Matches(/^rediss?:\/\/.+/, { message: 'must be a redis:// URL' })
   @parsesAsUrl('is not a valid URL; percent-encode characters such as / # ? @ in the password, and give a port from 0 to 65535')
+  @redisDatabaseIsNumber()
   REDIS_URL = 'redis://127.0.0.1:6379';
 
   @Matches(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'must be 1-64 letters, digits, ":", "_" or "-"' })
