@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal';
-import { WebhookFanout } from './webhook-fanout';
+import { RecentBodies, WebhookFanout } from './webhook-fanout';
 
 describe('WebhookFanout.recheck (a later attempt\'s body)', () => {
   const tenantId = '00000000-0000-4000-8000-000000000001';
@@ -56,5 +56,27 @@ describe('WebhookFanout.recheck (a later attempt\'s body)', () => {
     t.narrow(null);
     expect(await t.recheck()).toBeNull();
     expect(t.counts().reads).toBe(3);
+  });
+});
+
+describe('RecentBodies (later attempts\' bodies shared)', () => {
+  const types = {} as never;
+  const body = (bytes: number) => async () => ({ body: Buffer.alloc(bytes) });
+
+  afterEach(() => jest.useRealTimers());
+
+  it('keeps at most its cap once renderings under way together are done, and nothing once they expire', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate'] });
+    const recent = new RecentBodies();
+    // 60 bodies of 1 MB rendered at once: none is counted before it is done.
+    const shared = Array.from({ length: 60 }, (_, i) => recent.share(`k${i}`, types, body(1024 * 1024)).result);
+    await Promise.all(shared);
+    expect(recent.held.bytes).toBeLessThanOrEqual(32 * 1024 * 1024);
+    recent.share('late', types, body(1024));
+    await Promise.resolve();
+    await new Promise(setImmediate);
+    // Idle: no later share comes, and still nothing is kept past its 10 s.
+    jest.advanceTimersByTime(10_001);
+    expect(recent.held).toEqual({ entries: 0, bytes: 0 });
   });
 });

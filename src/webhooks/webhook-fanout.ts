@@ -58,7 +58,7 @@ type Rechecked = { body: Buffer } | null;
  * holding its own. A receiver that never answered held 1,600 attempts of 1 MB bodies of one
  * tenant's 100 webhooks, each read and rendered anew.
  */
-class RecentBodies {
+export class RecentBodies {
   private readonly entries = new Map<string, { types: TypeCatalog; result: Promise<Rechecked | undefined>; bytes: number; until: number }>();
   private bytes = 0;
 
@@ -80,6 +80,10 @@ class RecentBodies {
         if (result === undefined) return this.forget(key);
         entry.bytes = result?.body.length ?? 0;
         this.bytes += entry.bytes;
+        // Counted once rendered: renderings that were under way together are let go here, past the cap.
+        if (this.bytes > RECENT_BODY_BYTES) this.trim(Date.now());
+        // Let go when it expires, not only when a later share finds it: an idle instance keeps none.
+        setTimeout(() => this.entries.get(key) === entry && this.forget(key), Math.max(0, entry.until - Date.now())).unref();
       },
       () => this.entries.get(key) === entry && this.forget(key),
     );
@@ -97,6 +101,11 @@ class RecentBodies {
   private forget(key: string): void {
     this.bytes -= this.entries.get(key)?.bytes ?? 0;
     this.entries.delete(key);
+  }
+
+  /** What is kept (tests). */
+  get held(): { entries: number; bytes: number } {
+    return { entries: this.entries.size, bytes: this.bytes };
   }
 }
 
