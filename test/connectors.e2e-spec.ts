@@ -426,6 +426,10 @@ describe('connector token responses and token URLs', () => {
       const res = await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin));
       expect([body, res.status, res.body.error?.code]).toEqual([body, 400, 'invalid_grant']);
     }
+    // Over the 64 KiB a token response may have: said so, not as a field missing from it.
+    answer = JSON.stringify({ access_token: 'A'.repeat(100_000) });
+    const tooLarge = await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin));
+    expect([tooLarge.status, tooLarge.body.error?.message]).toEqual([400, "The upstream's token response was not valid: its body is over 64 KiB"]);
     expect(await stored()).toEqual(before);
     answer = VALID;
     await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(admin)).expect(200);
@@ -598,6 +602,8 @@ describe('connector token responses and token URLs', () => {
       ['503 with an OAuth error', (res) => answerWith(res, 503, '{"error":"temporarily_unavailable","error_description":"down for maintenance"}')],
       ['429, rate limited', (res) => answerWith(res, 429, '{"error":"slow_down"}')],
       ['500 with a page', (res) => res.writeHead(500, { 'content-type': 'text/html' }).end('<h1>Internal Server Error</h1>')],
+      // Not followed: the endpoint moved, which says nothing about the grant.
+      ['302 elsewhere', (res) => res.writeHead(302, { location: 'http://127.0.0.1:9/token' }).end()],
     ];
     for (const [what, failure] of failures) {
       respond = failure;

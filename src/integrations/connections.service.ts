@@ -450,15 +450,19 @@ export class ConnectionsService implements OnApplicationShutdown {
       throw unreachable(requestErrorText(err as Error));
     }
     let text: string | undefined;
+    let overLimit = false;
     try {
       text = await res.body.text();
     } catch (err) {
       // A body over the limit is an answer, and not a valid one. Anything else (the timeout while
       // the body trickles in, a reset) is the upstream failing on the way, whatever its status said.
       if (!(err instanceof errors.ResponseExceededMaxSizeError)) throw unreachable(requestErrorText(err as Error));
+      overLimit = true;
     }
-    // 429 says nothing about the grant either: the upstream is limiting this client for now.
+    // 429 says nothing about the grant either: the upstream is limiting this client for now. Nor
+    // does a redirect, which is not followed: the endpoint moved, or is not the token endpoint.
     if (res.statusCode >= 500 || res.statusCode === 429) throw unreachable(`answered ${res.statusCode}`);
+    if (res.statusCode >= 300 && res.statusCode < 400) throw unreachable(`answered ${res.statusCode}, a redirect, which is not followed`);
     let parsed: unknown;
     try {
       parsed = text === undefined ? undefined : JSON.parse(text);
@@ -476,7 +480,7 @@ export class ConnectionsService implements OnApplicationShutdown {
       throw ApiError.badRequest('invalid_grant', `The upstream refused the exchange: ${reason}`, upstreamError ? { upstream_error: upstreamError } : undefined);
     }
     // The upstream's failure, answered as its refusals are (the callback sends server_error); nothing is stored.
-    const problem = tokenResponseProblem(body);
+    const problem = overLimit ? `its body is over ${MAX_TOKEN_RESPONSE_BYTES / 1024} KiB` : tokenResponseProblem(body);
     if (problem) throw ApiError.badRequest('invalid_grant', `The upstream's token response was not valid: ${problem}`);
     return body as unknown as UpstreamTokens;
   }
