@@ -161,6 +161,16 @@ describe('integrations', () => {
     expect((await register(root, { manifest: noOauth })).status).toBe(201);
   });
 
+  it('holds each trigger to its kind: an event trigger names an event of the catalogue, a schedule one its schedule, and none carries another kind\'s field', async () => {
+    const refused = (triggers: object[]) => register(root, { manifest: manifest({ name: 'acme.triggered', triggers }) }).then(badFields);
+    expect(await refused([{ kind: 'event' }, { kind: 'schedule' }])).toEqual(['manifest.triggers.0.event', 'manifest.triggers.1.schedule']);
+    expect(await refused([{ kind: 'manual', event: 'item.created', schedule: 'every minute' }])).toEqual(['manifest.triggers.0.event', 'manifest.triggers.0.schedule']);
+    expect(await refused([{ kind: 'event', event: 'no.such.event' }, { kind: 'schedule', schedule: 'daily', event: 'item.created' }])).toEqual(['manifest.triggers.0.event', 'manifest.triggers.1.event']);
+    const ok = await register(root, { manifest: manifest({ name: 'acme.triggered', triggers: [{ kind: 'event', event: 'item.created' }, { kind: 'manual' }, { kind: 'webhook' }] }) });
+    expect(ok.status).toBe(201);
+    expect(ok.body.summary).toContain('runs on item.created, on manual, on webhook');
+  });
+
   it('refuses display text that is blank or has line breaks (but in descriptions), control characters or bidirectional overrides (the rule of user names), and a webhook header that is no HTTP token, naming each', async () => {
     const res = await register(root, {
       manifest: manifest({

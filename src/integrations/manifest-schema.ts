@@ -7,6 +7,7 @@
  */
 import Ajv, { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
+import { EVENT_NAMES } from '../events/event-catalogue';
 import { isKnownScope } from '../oidc/scopes';
 import { isWrittenAsParsed, LOOPBACK_HOSTS } from '../common/target-policy';
 import { isPattern } from '../common/type-pattern';
@@ -194,6 +195,25 @@ export function manifestIssues(manifest: unknown): FieldIssue[] {
     if (!isPattern(t)) issues.push({ field: `manifest.target_types.${i}`, message: 'must be a type name or pattern such as "acme.task" or "acme.*"' });
   });
   if (m.direction === 'bidirectional' && !m.bidirectional) issues.push({ field: 'manifest.bidirectional', message: 'is required when direction is bidirectional' });
+  (m.triggers ?? []).forEach((t, i) => issues.push(...triggerIssues(t, `manifest.triggers.${i}`)));
+  return issues;
+}
+
+/**
+ * A trigger says what its kind needs, and nothing another kind would: the summary shown at install
+ * (`summarize`) must not say a manual trigger runs on an event. An event trigger names an event
+ * of the catalogue.
+ */
+function triggerIssues(t: NonNullable<Manifest['triggers']>[number], at: string): FieldIssue[] {
+  const needs = t.kind === 'event' ? 'event' : t.kind === 'schedule' ? 'schedule' : undefined;
+  const issues: FieldIssue[] = [];
+  for (const field of ['event', 'schedule'] as const) {
+    if (field === needs && t[field] === undefined) issues.push({ field: `${at}.${field}`, message: `is required when kind is ${t.kind}` });
+    if (field !== needs && t[field] !== undefined) issues.push({ field: `${at}.${field}`, message: `is not a field of a ${t.kind} trigger` });
+  }
+  if (t.kind === 'event' && t.event !== undefined && !(EVENT_NAMES as readonly string[]).includes(t.event)) {
+    issues.push({ field: `${at}.event`, message: `must be an event of this service: ${EVENT_NAMES.join(', ')}` });
+  }
   return issues;
 }
 
