@@ -4,7 +4,7 @@ import { Transform } from 'class-transformer';
 import {
   ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Max, Min, ValidateBy,
 } from 'class-validator';
-import { CharLength, IsCommaList, IsOptionalNonNull, IsQueryInt, IsRfc3339, MAX_INT4, MaxChars, Repeatable, TextParam, Untransformed } from '../common/validation';
+import { CharLength, IsCommaList, isBlank, IsOptionalNonNull, IsQueryInt, IsRfc3339, MAX_INT4, MaxChars, Repeatable, TextParam, UNREADABLE_CHARACTER, Untransformed } from '../common/validation';
 import { MAX_EDGES_PER_ITEM_WRITE } from '../edges/edge-rules';
 import { ApiInteger } from '../openapi/api-integer.decorator';
 import { EDGE_CLAUSE_RULE, isEdgeClause } from './item-filter';
@@ -14,7 +14,14 @@ import type { Tier } from '../keys/api-key.entity';
 export const MAX_TAGS = 100;
 const TAG_RE = /^[^,\s][^,]{0,99}$/u;
 
-const TAG_LIST_RULE = `must be an array of at most ${MAX_TAGS} tags, each 1-100 characters without commas or surrounding spaces`;
+const TAG_LIST_RULE = `must be an array of at most ${MAX_TAGS} tags, each 1-100 characters without commas or surrounding spaces, control characters, line separators or bidirectional overrides, nor only invisible characters`;
+
+/**
+ * A tag: 1-100 characters, no comma (lists of tags are comma lists in queries) nor surrounding
+ * spaces, and readable as names are (UNREADABLE_CHARACTER, isBlank): a tag of a zero-width space
+ * shows as none, and `a` and `a\u200b` as one tag.
+ */
+const isTag = (t: unknown): boolean => typeof t === 'string' && TAG_RE.test(t) && t.trim() === t && !UNREADABLE_CHARACTER.test(t) && !isBlank(t);
 
 /**
  * A list of tags, each kept once, where it first appears: an item carries a set of tags, and
@@ -29,7 +36,7 @@ export const IsTagList = () =>
     ValidateBy({
       name: 'isTagList',
       validator: {
-        validate: (v: unknown) => Array.isArray(v) && v.length <= MAX_TAGS && v.every((t) => typeof t === 'string' && TAG_RE.test(t) && t.trim() === t),
+        validate: (v: unknown) => Array.isArray(v) && v.length <= MAX_TAGS && v.every(isTag),
         defaultMessage: () => TAG_LIST_RULE,
       },
     }),
@@ -65,6 +72,7 @@ export const TAGS_DOC: ApiPropertyOptions = {
   minLength: 1,
   maxLength: 100,
   pattern: /^[^,\s](?:[^,]{0,98}[^,\s])?$/,
+  description: 'A set of tags; each also without control characters, line separators (U+2028, U+2029) or bidirectional overrides, nor only invisible characters',
   example: ['reading', 'work'],
 };
 const EXT_DOC: ApiPropertyOptions = {

@@ -532,12 +532,20 @@ describe('items: create, upsert, bulk, delete', () => {
 
     it('refuses a tag list of more than 100 tags as sent, even when fewer remain once each is kept once', async () => {
       const tags = Array.from({ length: 100 }, (_, i) => `t${i}`);
-      const rule = 'must be an array of at most 100 tags, each 1-100 characters without commas or surrounding spaces';
+      const rule =
+        'must be an array of at most 100 tags, each 1-100 characters without commas or surrounding spaces, control characters, line separators or bidirectional overrides, nor only invisible characters';
       for (const sent of [[...tags, 't0'], Array.from({ length: 200_000 }, () => 'x')]) {
         const res = await admin.post('/items', note('many tags', { tags: sent }));
         expect(expectError(res, 400, 'validation_error').details?.fields).toEqual([{ field: 'tags', message: rule }]);
       }
       expectStatus(await admin.post('/items', note('a hundred tags', { tags: [...tags.slice(0, 99), 't0'] })), 201);
+    });
+
+    it('refuses a tag that does not read as itself: a control character, a line separator, a bidirectional override, or only invisible characters', async () => {
+      for (const tag of ['a\u0001b', 'a\u0085', 'a\u2028b', '\u202eab', '\u200b', '\u3164']) {
+        expect([tag, expectError(await admin.post('/items', note('odd tag', { tags: [tag] })), 400, 'validation_error').details?.fields.map((f: { field: string }) => f.field)]).toEqual([tag, ['tags']]);
+      }
+      expectStatus(await admin.post('/items', note('fine tags', { tags: ['日本語', 'café', '📝 notes', 'a\u200db'] })), 201);
     });
 
     it('exactly 1000 items are accepted', async () => {
