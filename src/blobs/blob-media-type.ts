@@ -3,7 +3,7 @@
  * sent it (trimmed), but must be a well-formed media type that is safe to send as a header.
  */
 import { ApiError } from '../common/api-error';
-import { cutText } from '../common/input-policy';
+import { headerText } from '../common/input-policy';
 
 export const DEFAULT_BLOB_TYPE = 'application/octet-stream';
 const MAX_LENGTH = 255;
@@ -16,7 +16,7 @@ export function uploadMediaType(header: string | undefined): string {
   if (value === '') return DEFAULT_BLOB_TYPE;
   if (value.length > MAX_LENGTH || !MEDIA_TYPE_RE.test(value)) {
     throw ApiError.badRequest('invalid_request', 'Content-Type must be a media type such as image/png', {
-      content_type: cutText(value, MAX_LENGTH),
+      content_type: headerText(value, MAX_LENGTH),
     });
   }
   return value;

@@ -28,7 +28,7 @@ import { isUtf8 } from 'node:buffer';
 import { PassThrough, pipeline } from 'node:stream';
 import { Accepts } from '../auth/decorators';
 import { ApiError } from './api-error';
-import { inputIssues } from './input-policy';
+import { headerText, inputIssues } from './input-policy';
 import { isUntransformed, nonObjectBodyError, validationError } from './validation';
 
 declare module 'fastify' {
@@ -54,7 +54,7 @@ export const JSON_MEDIA_TYPES = ['application/json', '+json'];
 /** The 415 for a request that carries a body of none of the `accepted` media types; undefined otherwise. */
 export function unacceptedMediaType(req: FastifyRequest, accepted: readonly string[]): ApiError | undefined {
   if (!announcesBody(req.headers) || accepted.includes('*') || typeis(req.raw, [...accepted])) return undefined;
-  return new ApiError(415, 'invalid_request', `Content-Type must be ${accepted.join(' or ')}`, { content_type: req.headers['content-type'] ?? null });
+  return new ApiError(415, 'invalid_request', `Content-Type must be ${accepted.join(' or ')}`, { content_type: req.headers['content-type'] === undefined ? null : headerText(req.headers['content-type'], 255) });
 }
 
 /** The handler reads the raw request body as a stream, of any media type. */

@@ -37,6 +37,13 @@ export function cutText(text: string, max: number): string {
  */
 export const cutChars = (text: string, max: number): string => (hasCharLength(text, 0, max) ? text : [...text.slice(0, 2 * max)].slice(0, max).join(''));
 
+/**
+ * A request header's value as the client wrote it, to repeat in an error: Node reads a header's
+ * bytes as latin1, so UTF-8 text came out as mojibake (`日本` as `æ\u0097¥æ\u009c¬`); bytes that
+ * are no UTF-8 become U+FFFD. At most `max` characters.
+ */
+export const headerText = (value: string, max: number): string => cutText(Buffer.from(value, 'latin1').toString('utf8'), max);
+
 const join = (path: string, key: string | number) => (path ? `${path}.${key}` : String(key));
 
 const RESERVED_KEYS = new Set([...Object.getOwnPropertyNames(Object.prototype), 'prototype']);
