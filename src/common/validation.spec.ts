@@ -1,6 +1,6 @@
 import { plainToInstance, Transform, Type } from 'class-transformer';
 import type { TransformOperationExecutor as Executor } from 'class-transformer/types/TransformOperationExecutor';
-import { ArrayMaxSize, IsArray, IsDefined, IsIn, IsObject, IsOptional, IsString, ValidateNested, validateSync } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsObject, IsOptional, IsString, Max, Min, ValidateNested, validateSync } from 'class-validator';
 import { BulkActionDto } from '../bulk/bulk.dto';
 import { BulkItemsDto } from '../items/items.dto';
 import { CharLength, codePointLength, IsCommaList, hasCharLength, hasHiddenCharacter, isBlank, IsQueryInt, isReadableName, IsRfc3339, isRfc3339, MaxChars, plainToDto, validationIssues } from './validation';
@@ -273,9 +273,17 @@ describe('validationIssues: a missing field', () => {
     ]);
   });
 
+  it('says only that a value of the wrong kind is of the wrong kind, not that it breaks the range checks too', () => {
+    class Versioned {
+      @IsInt() @Min(1) @Max(2147483647) version: number;
+    }
+    expect(validationIssues(validateSync(plainToInstance(Versioned, { version: '1' })))).toEqual([{ field: 'version', message: 'must be an integer number' }]);
+    expect(validationIssues(validateSync(plainToInstance(Versioned, { version: 0 })))).toEqual([{ field: 'version', message: 'must not be less than 1' }]);
+  });
+
   it('is not what a present, wrong value is', () => {
     expect(problems({ type: 5, mode: 'c', version: 1, label: null })).toEqual([
-      { field: 'type', message: 'must be shorter than or equal to 200 characters; must be a string' },
+      { field: 'type', message: 'must be a string' },
       { field: 'mode', message: 'must be one of the following values: a, b' },
     ]);
   });

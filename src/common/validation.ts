@@ -25,6 +25,9 @@ const MISSING_FIELD = 'is required';
 /** How every refusal of a `null` the field does not take is worded (leaving it out is what keeps or defaults it). */
 const NULL_FIELD = 'must not be null';
 
+/** class-validator's checks of a value's kind: when one fails, the field's other checks say nothing more. */
+const KIND_CHECKS = new Set(['isString', 'isInt', 'isNumber', 'isBoolean', 'isArray', 'isObject']);
+
 /** class-validator's errors as field issues, each message as the service words it (UNKNOWN_FIELD). */
 export function validationIssues(errors: ValidationError[], parent = ''): FieldIssue[] {
   const out: FieldIssue[] = [];
@@ -43,7 +46,10 @@ export function validationIssues(errors: ValidationError[], parent = ''): FieldI
           : nulled
             ? { isDefined: NULL_FIELD }
             : e.constraints;
-      const messages = Object.entries(constraints).map(([name, msg]) =>
+      // A value of the wrong kind (a string for a number) fails its range checks too; its kind is what to correct.
+      const kind = Object.keys(constraints).filter((name) => KIND_CHECKS.has(name));
+      const said = kind.length ? Object.fromEntries(kind.map((name) => [name, constraints[name]])) : constraints;
+      const messages = Object.entries(said).map(([name, msg]) =>
         name === 'whitelistValidation' ? UNKNOWN_FIELD : msg.startsWith(e.property + ' ') ? msg.slice(e.property.length + 1) : msg,
       );
       // Two checks that word their refusal alike (a tag list's length and its tags) say it once.
