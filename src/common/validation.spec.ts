@@ -1,6 +1,6 @@
 import { plainToInstance, Transform, Type } from 'class-transformer';
 import type { TransformOperationExecutor as Executor } from 'class-transformer/types/TransformOperationExecutor';
-import { ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsObject, IsOptional, IsString, Max, Min, ValidateNested, validateSync } from 'class-validator';
+import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsDefined, IsIn, IsInt, IsObject, IsOptional, IsString, Max, Min, ValidateNested, validateSync } from 'class-validator';
 import { BulkActionDto } from '../bulk/bulk.dto';
 import { BulkItemsDto } from '../items/items.dto';
 import { CharLength, codePointLength, IsCommaList, hasCharLength, hasHiddenCharacter, isBlank, IsQueryInt, isReadableName, IsRfc3339, isRfc3339, MaxChars, plainToDto, validationIssues } from './validation';
@@ -279,6 +279,13 @@ describe('validationIssues: a missing field', () => {
     }
     expect(validationIssues(validateSync(plainToInstance(Versioned, { version: '1' })))).toEqual([{ field: 'version', message: 'must be an integer number' }]);
     expect(validationIssues(validateSync(plainToInstance(Versioned, { version: 0 })))).toEqual([{ field: 'version', message: 'must not be less than 1' }]);
+  });
+
+  it('words class-validator\'s "should" defaults as every other refusal is worded', () => {
+    class Listed {
+      @ArrayNotEmpty() events: string[];
+    }
+    expect(validationIssues(validateSync(plainToInstance(Listed, { events: [] })))).toEqual([{ field: 'events', message: 'must not be empty' }]);
   });
 
   it('is not what a present, wrong value is', () => {

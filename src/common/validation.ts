@@ -25,6 +25,9 @@ const MISSING_FIELD = 'is required';
 /** How every refusal of a `null` the field does not take is worded (leaving it out is what keeps or defaults it). */
 const NULL_FIELD = 'must not be null';
 
+/** class-validator's few defaults in other words than the rest ("should not be empty"), as every other refusal says it. */
+const inHouseWords = (message: string) => message.replace(/^should /, 'must ');
+
 /** class-validator's checks of a value's kind: when one fails, the field's other checks say nothing more. */
 const KIND_CHECKS = new Set(['isString', 'isInt', 'isNumber', 'isBoolean', 'isArray', 'isObject']);
 
@@ -50,7 +53,7 @@ export function validationIssues(errors: ValidationError[], parent = ''): FieldI
       const kind = Object.keys(constraints).filter((name) => KIND_CHECKS.has(name));
       const said = kind.length ? Object.fromEntries(kind.map((name) => [name, constraints[name]])) : constraints;
       const messages = Object.entries(said).map(([name, msg]) =>
-        name === 'whitelistValidation' ? UNKNOWN_FIELD : msg.startsWith(e.property + ' ') ? msg.slice(e.property.length + 1) : msg,
+        name === 'whitelistValidation' ? UNKNOWN_FIELD : inHouseWords(msg.startsWith(e.property + ' ') ? msg.slice(e.property.length + 1) : msg),
       );
       // Two checks that word their refusal alike (a tag list's length and its tags) say it once.
       out.push({ field, message: [...new Set(messages)].join('; ') });
