@@ -47,6 +47,15 @@ describe('error envelope', () => {
     expectError(malformed, 415, 'invalid_request');
   });
 
+  it('a PATCH sent as a JSON Patch (RFC 6902) is 415 with Accept-Patch (RFC 5789 2.2); a merge patch is taken as JSON', async () => {
+    const id = (await t.http.get('/keys').set(bearer(admin))).body.keys[0].id;
+    const patch = await t.http.patch(`/keys/${id}`).set(bearer(admin)).set('Content-Type', 'application/json-patch+json').send(JSON.stringify([{ op: 'replace', path: '/label', value: 'x' }]));
+    expectError(patch, 415, 'invalid_request');
+    expect(patch.headers['accept-patch']).toBe('application/json, application/merge-patch+json');
+    const merge = await t.http.patch(`/keys/${id}`).set(bearer(admin)).set('Content-Type', 'application/merge-patch+json').send(JSON.stringify({ label: 'merged' }));
+    expect([merge.status, merge.body.label]).toEqual([200, 'merged']);
+  });
+
   it('an oversized body is 413 invalid_request', async () => {
     const res = await t.http.post('/keys').set(bearer(admin)).send({ label: 'x'.repeat(4096) });
     expectError(res, 413, 'invalid_request');

@@ -6,9 +6,9 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { Reflector } from '@nestjs/core';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../common/api-error';
-import { JSON_MEDIA_TYPES, unacceptedMediaType } from '../common/body-parsing';
+import { ACCEPT_PATCH, JSON_MEDIA_TYPES, unacceptedMediaType, unsupportedPatch } from '../common/body-parsing';
 import { inputIssues } from '../common/input-policy';
 import { unknownFieldsError, validationError } from '../common/validation';
 import { bootstrapClosed, KeysService } from '../keys/keys.service';
@@ -91,6 +91,11 @@ export class InputGuard implements CanActivate {
     if (issues.length) throw validationError(issues, 'The URL is not acceptable input');
     const unread = routeReadsQuery(ctx) ? [] : Object.keys(req.query ?? {});
     if (unread.length) throw unknownFieldsError(unread);
+    const patch = unsupportedPatch(req);
+    if (patch) {
+      ctx.switchToHttp().getResponse<FastifyReply>().header('Accept-Patch', ACCEPT_PATCH);
+      throw patch;
+    }
     // Set aside by body-parsing.ts to be answered here, after the caller is known.
     if (req.bodyError) throw req.bodyError;
     const refused = BODY_METHODS.has(req.method) && unacceptedMediaType(req, meta<string[]>(this.reflector, ACCEPTS, ctx) ?? JSON_MEDIA_TYPES);

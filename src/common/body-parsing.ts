@@ -57,6 +57,21 @@ export function unacceptedMediaType(req: FastifyRequest, accepted: readonly stri
   return new ApiError(415, 'invalid_request', `Content-Type must be ${accepted.join(' or ')}`, { content_type: req.headers['content-type'] === undefined ? null : headerText(req.headers['content-type'], 255) });
 }
 
+/** What a PATCH takes (RFC 5789 Accept-Patch): the fields to change as an object, merged as each route documents. */
+export const ACCEPT_PATCH = 'application/json, application/merge-patch+json';
+
+/**
+ * The 415 for a PATCH sent as a JSON Patch (RFC 6902), a list of operations: no route takes one
+ * (RFC 5789 2.2: an unsupported patch document is 415, with Accept-Patch). Read as JSON, the
+ * list was refused as a body that is no object, which said nothing of the format.
+ */
+export function unsupportedPatch(req: FastifyRequest): ApiError | undefined {
+  if (req.method !== 'PATCH' || !announcesBody(req.headers) || !typeis(req.raw, ['application/json-patch+json'])) return undefined;
+  return new ApiError(415, 'invalid_request', `A JSON Patch (RFC 6902) is not taken: send the fields to change as a JSON object (${ACCEPT_PATCH})`, {
+    content_type: headerText(req.headers['content-type']!, 255),
+  });
+}
+
 /** The handler reads the raw request body as a stream, of any media type. */
 export const StreamedBody = () => applyDecorators(Accepts('*'), RouteConfig({ streamedBody: true }));
 
