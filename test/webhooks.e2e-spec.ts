@@ -27,7 +27,7 @@ import { expectLocation } from './support/created';
 import { badFields, expectError } from './support/envelope';
 import { Receiver } from './support/receiver';
 import { RawReceiver } from './support/raw-receiver';
-import { appBehindProxy } from './support/behind-proxy';
+import { appBehindProxy, redisUp } from './support/behind-proxy';
 import { waitFor } from './support/wait';
 
 describe('webhooks (e2e)', () => {
@@ -1153,7 +1153,10 @@ describe('first attempts waiting in line when their webhook is disabled on an in
     const { t, redis, others: [other] } = at;
     const admin = (await bootstrapAdmin(t)).key;
     const hook = (await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/outage`, events: ['item.created'] }).expect(201)).body.id as string;
-    receiver.respond = () => 'hang';
+    // The first attempts are held at the receiver until the change is made, then answered.
+    let release!: () => void;
+    const held = new Promise<number>((resolve) => (release = () => resolve(200)));
+    receiver.respond = () => held;
     const items = Array.from({ length: 40 }, (_, i) => ({ type: 'core.note', properties: { title: `in line ${i}` } }));
     await t.http.post('/items/bulk').set(bearer(admin)).send({ mode: 'create_only', items }).expect(200);
     await waitFor(() => receiver.at('/outage').length === PER_WEBHOOK_CONCURRENCY, 'the first attempts under way');
@@ -1161,10 +1164,15 @@ describe('first attempts waiting in line when their webhook is disabled on an in
     await redis.cut();
     await waitFor(async () => (await t.http.get('/health')).body.checks?.redis !== 'up', 'Redis lost here');
     await other.http.patch(`/webhooks/${hook}`).set(bearer(admin)).send({ disabled: true }).expect(200);
+    release();
 
-    // The hanging attempts end; those waiting in line read the webhook, disabled, and wait with the rest.
-    await waitFor(async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending'`, [hook]))[0].n) === 40, 'every delivery recorded, waiting');
+    // Those under way succeed; those waiting in line read the webhook, disabled, and wait for it.
+    const count = async (status: string) =>
+      Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = $2`, [hook, status]))[0].n);
+    await waitFor(async () => (await count('succeeded')) === PER_WEBHOOK_CONCURRENCY && (await count('pending')) === 40 - PER_WEBHOOK_CONCURRENCY, 'every delivery recorded');
     expect(receiver.at('/outage').length).toBe(PER_WEBHOOK_CONCURRENCY);
+    await redis.restore();
+    await redisUp(t);
   });
 });
 
