@@ -22,7 +22,7 @@ export class BulkFilterDto {
 
   // Empty, either would match nothing, as `GET /items` refuses `tags=` and `source=`: leave it out for any.
   @ApiPropertyOptional({ ...TAGS_DOC, minItems: 1, description: 'Items carrying all of these tags (at least one; leave it out for any)' })
-  @IsOptionalNonNull() @ArrayMinSize(1, { message: 'must name at least one tag; leave it out for items with any tags' }) @IsTagList()
+  @IsOptionalNonNull() @ArrayMinSize(1, { message: 'must name at least one tag; leave it out for items with any tags' }) @IsTagList({ named: true })
   tags?: string[];
 
   @ApiPropertyOptional({ format: 'date-time', description: 'timestamp >= since' })
@@ -89,7 +89,7 @@ export class BulkActionDto {
   add_tags?: string[];
 
   @ApiPropertyOptional({ ...TAGS_DOC, description: 'update_tags: tags to remove (applied after the additions)' })
-  @IsOptionalNonNull() @IsTagList()
+  @IsOptionalNonNull() @IsTagList({ named: true })
   remove_tags?: string[];
 
   @ApiPropertyOptional({ enum: ['library', 'feed'], description: 'update_tier: the new tier' })

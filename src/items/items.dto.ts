@@ -14,33 +14,40 @@ import type { Tier } from '../keys/api-key.entity';
 export const MAX_TAGS = 100;
 const TAG_RE = /^[^,\s][^,]{0,99}$/u;
 
-const TAG_LIST_RULE = `must be an array of at most ${MAX_TAGS} tags, each 1-100 characters without commas or surrounding spaces, control characters, line separators or bidirectional overrides, nor only invisible characters`;
+const NAMED_TAG_LIST_RULE = `must be an array of at most ${MAX_TAGS} tags, each 1-100 characters without commas or surrounding spaces`;
+const TAG_LIST_RULE = `${NAMED_TAG_LIST_RULE}, control characters, line separators or bidirectional overrides, nor only invisible characters`;
+
+/** A tag's shape: 1-100 characters, no comma (lists of tags are comma lists in queries) nor surrounding spaces. */
+const isTagShaped = (t: unknown): t is string => typeof t === 'string' && TAG_RE.test(t) && t.trim() === t;
 
 /**
- * A tag: 1-100 characters, no comma (lists of tags are comma lists in queries) nor surrounding
- * spaces, and readable as names are (UNREADABLE_CHARACTER, isBlank): a tag of a zero-width space
- * shows as none, and `a` and `a\u200b` as one tag.
+ * A tag written: also readable as names are (UNREADABLE_CHARACTER, isBlank): a tag of only a
+ * zero-width space shows as none. Tags named to remove or to filter by keep to the shape alone,
+ * so that one stored before the rule can still be found and taken off.
  */
-const isTag = (t: unknown): boolean => typeof t === 'string' && TAG_RE.test(t) && t.trim() === t && !UNREADABLE_CHARACTER.test(t) && !isBlank(t);
+const isWrittenTag = (t: unknown): boolean => isTagShaped(t) && !UNREADABLE_CHARACTER.test(t) && !isBlank(t);
 
 /**
  * A list of tags, each kept once, where it first appears: an item carries a set of tags, and
  * every list that writes them (create, upsert, PATCH, metadata, bulk) comes through here. The
  * ArrayMaxSize is on the list as sent (as the document's maxItems is): a longer one is refused
- * before it is de-duplicated (plainToDto), and says so in the same words.
+ * before it is de-duplicated (plainToDto), and says so in the same words. `named`: tags to
+ * remove or to filter by, held to their shape only (isWrittenTag).
  */
-export const IsTagList = () =>
-  applyDecorators(
+export const IsTagList = ({ named = false } = {}) => {
+  const rule = named ? NAMED_TAG_LIST_RULE : TAG_LIST_RULE;
+  return applyDecorators(
     Transform(({ value }) => (Array.isArray(value) ? [...new Set(value)] : value)),
-    ArrayMaxSize(MAX_TAGS, { message: TAG_LIST_RULE }),
+    ArrayMaxSize(MAX_TAGS, { message: rule }),
     ValidateBy({
       name: 'isTagList',
       validator: {
-        validate: (v: unknown) => Array.isArray(v) && v.length <= MAX_TAGS && v.every(isTag),
-        defaultMessage: () => TAG_LIST_RULE,
+        validate: (v: unknown) => Array.isArray(v) && v.length <= MAX_TAGS && v.every(named ? isTagShaped : isWrittenTag),
+        defaultMessage: () => rule,
       },
     }),
   );
+};
 
 const IsObjectMap = (what: string) =>
   ValidateBy({
@@ -172,7 +179,7 @@ export class MetadataPatchDto {
   add_tags?: string[];
 
   @ApiPropertyOptional({ ...TAGS_DOC, description: 'Tags to remove' } as ApiPropertyOptions)
-  @IsOptionalNonNull() @IsTagList()
+  @IsOptionalNonNull() @IsTagList({ named: true })
   remove_tags?: string[];
 
   @ApiPropertyOptional(EXT_DOC)

@@ -59,7 +59,7 @@ type Rechecked = { body: Buffer } | null;
  * tenant's 100 webhooks, each read and rendered anew.
  */
 export class RecentBodies {
-  private readonly entries = new Map<string, { types: TypeCatalog; result: Promise<Rechecked | undefined>; bytes: number; until: number }>();
+  private readonly entries = new Map<string, { types: TypeCatalog; result: Promise<Rechecked | undefined>; bytes: number; until: number; expiry?: NodeJS.Timeout }>();
   private bytes = 0;
 
   /**
@@ -72,7 +72,12 @@ export class RecentBodies {
     if (hit && hit.types === types && hit.until > now) return { result: hit.result, shared: true };
     if (hit) this.forget(key);
     if (this.bytes > RECENT_BODY_BYTES || this.entries.size >= RECENT_BODY_ENTRIES) this.trim(now);
-    const entry = { types, result: render(), bytes: 0, until: now + RECENT_BODY_MS };
+    const entry: { types: TypeCatalog; result: Promise<Rechecked | undefined>; bytes: number; until: number; expiry?: NodeJS.Timeout } = {
+      types,
+      result: render(),
+      bytes: 0,
+      until: now + RECENT_BODY_MS,
+    };
     this.entries.set(key, entry);
     entry.result.then(
       (result) => {
@@ -83,7 +88,8 @@ export class RecentBodies {
         // Counted once rendered: renderings that were under way together are let go here, past the cap.
         if (this.bytes > RECENT_BODY_BYTES) this.trim(Date.now());
         // Let go when it expires, not only when a later share finds it: an idle instance keeps none.
-        setTimeout(() => this.entries.get(key) === entry && this.forget(key), Math.max(0, entry.until - Date.now())).unref();
+        // Cleared when the entry goes sooner (forget), so that its timer does not hold the body on.
+        entry.expiry = setTimeout(() => this.forget(key), Math.max(0, entry.until - Date.now())).unref();
       },
       () => this.entries.get(key) === entry && this.forget(key),
     );
@@ -94,12 +100,13 @@ export class RecentBodies {
   private trim(now: number): void {
     for (const [key, entry] of this.entries) if (entry.until <= now) this.forget(key);
     if (this.bytes <= RECENT_BODY_BYTES && this.entries.size < RECENT_BODY_ENTRIES) return;
-    this.entries.clear();
-    this.bytes = 0;
+    for (const key of [...this.entries.keys()]) this.forget(key);
   }
 
   private forget(key: string): void {
-    this.bytes -= this.entries.get(key)?.bytes ?? 0;
+    const entry = this.entries.get(key);
+    clearTimeout(entry?.expiry);
+    this.bytes -= entry?.bytes ?? 0;
     this.entries.delete(key);
   }
 

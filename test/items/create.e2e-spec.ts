@@ -546,6 +546,12 @@ describe('items: create, upsert, bulk, delete', () => {
         expect([tag, expectError(await admin.post('/items', note('odd tag', { tags: [tag] })), 400, 'validation_error').details?.fields.map((f: { field: string }) => f.field)]).toEqual([tag, ['tags']]);
       }
       expectStatus(await admin.post('/items', note('fine tags', { tags: ['日本語', 'café', '📝 notes', 'a\u200db'] })), 201);
+      // One stored before the rule can still be named to take it off.
+      const item = await createItem(admin, note('old tag'));
+      await t.sql(`UPDATE items SET tags = ARRAY['\u200b'] WHERE id = $1`, [item.id]);
+      const removed = await admin.patch(`/items/${item.id}/metadata`, { remove_tags: ['\u200b'] });
+      expectStatus(removed, 200);
+      expect(removed.body.tags).toEqual([]);
     });
 
     it('exactly 1000 items are accepted', async () => {
