@@ -1,5 +1,6 @@
 /** Runs the built service (`node dist/src/main.js`) as a child process, the way `npm start` does. */
 import { ChildProcess, execSync, spawn } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -31,12 +32,26 @@ export function ensureBuilt(): void {
   }
 }
 
+/**
+ * A loopback port free now, for a service that must know its port before it listens (its
+ * SVC_BASE_URL names it). Drawn below the kernel's ephemeral range (32768-60999 by default):
+ * a port from listen(0) may meanwhile be taken as the local end of an outgoing connection
+ * (to PostgreSQL, Redis) or by another test worker's listen(0), and the later listen then
+ * fails with EADDRINUSE, which a CI run once did.
+ */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  for (;;) {
+    const port = 10_000 + randomInt(22_000);
+    const server = net.createServer();
+    const free = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (free) {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      return port;
+    }
+  }
 }
 
 export interface Service {
