@@ -10,7 +10,8 @@ import type { EntityManager } from 'typeorm';
 import { canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
-import { blobReferences, typeNotPermitted } from '../items/item-changes';
+import { AppConfig, sizeBytes } from '../config/app-config';
+import { blobReferences, tooLarge, typeNotPermitted } from '../items/item-changes';
 import { itemWhere } from '../items/item-filter';
 import { ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRow } from '../items/item.model';
 import { Change, ItemWriter } from '../items/item-writer';
@@ -62,7 +63,12 @@ export class BulkRunner {
     private readonly types: TypesService,
     private readonly writer: ItemWriter,
     private readonly search: SearchService,
-  ) {}
+    config: AppConfig,
+  ) {
+    this.maxItemBytes = sizeBytes(config.JSON_BODY_LIMIT)!;
+  }
+
+  private readonly maxItemBytes: number;
 
   /**
    * The filter as a condition on `items i`, with the credential's sight of tags as it is now:
@@ -127,7 +133,8 @@ export class BulkRunner {
         if (!typesByName.has(row.type)) typesByName.set(row.type, await this.types.forWrite(p.tenantId, row.type, m));
         type = typesByName.get(row.type);
       }
-      const plan = await planChange(spec, row, type);
+      let plan = await planChange(spec, row, type);
+      if (plan !== 'unchanged' && !(plan instanceof ApiError)) plan = tooLarge(row, plan.changes, this.maxItemBytes) ?? plan;
       if (plan instanceof ApiError) {
         errors.push(itemError(row.id, plan));
         continue;

@@ -14,7 +14,7 @@ import { canEdgeType, canType, isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { invalidId, isId, newId } from '../common/ids';
-import { decodeCursor, pageOf } from '../common/pagination';
+import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName, patternToSql } from '../common/type-pattern';
 import { validationError } from '../common/validation';
 import { EVENTS_PER_STATEMENT, Outbox, RecordedEvent } from '../events/outbox';
@@ -199,8 +199,13 @@ export class EdgesService {
         : direction === 'incoming'
           ? [branch('target_id', 'source_id')]
           : [branch('source_id', 'target_id'), branch('target_id', 'source_id', ' AND e.source_id <> $2')];
-    const rows: EdgeRow[] = await this.db.query(
-      `SELECT * FROM (${branches.join(' UNION ALL ')}) e ORDER BY e.created_at DESC, e.id DESC LIMIT ${take}`,
+    // Edges carry properties of up to a request body each: a hub's page is cut by bytes as items' are.
+    const rows: Array<Bounded<EdgeRow>> = await this.db.query(
+      byteBoundedPage(
+        `SELECT * FROM (${branches.join(' UNION ALL ')}) e ORDER BY e.created_at DESC, e.id DESC LIMIT ${take}`,
+        'created_at DESC, id DESC',
+        'octet_length(properties::text)',
+      ),
       params,
     );
     const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'edges');

@@ -59,6 +59,25 @@ export function mergeProperties(current: Record<string, unknown>, patch: Record<
   return out;
 }
 
+const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));
+
+/**
+ * 400 `validation_error` when a change would take an item's properties and extensions past
+ * `maxBytes` of JSON (JSON_BODY_LIMIT: an item holds at most what one request can carry).
+ * Shallow merges otherwise grew one item by a body at a time, without end, each version,
+ * revision, event and page of it too. An item already past the mark (a lower limit since) may
+ * still change as long as it does not grow.
+ */
+export function tooLarge(current: Pick<ItemRow, 'properties' | 'extensions'>, next: Partial<Pick<ItemRow, 'properties' | 'extensions'>>, maxBytes: number): ApiError | undefined {
+  const properties = next.properties ?? current.properties;
+  const extensions = next.extensions ?? current.extensions;
+  if (properties === current.properties && extensions === current.extensions) return undefined;
+  const after = jsonBytes(properties) + jsonBytes(extensions);
+  if (after <= maxBytes || after <= jsonBytes(current.properties) + jsonBytes(current.extensions)) return undefined;
+  const field = properties !== current.properties && jsonBytes(properties) > jsonBytes(current.properties) ? 'properties' : 'extensions';
+  return validationError([{ field, message: `an item holds at most ${maxBytes} bytes of properties and extensions (as JSON); this change would make ${after}` }]);
+}
+
 /** Tags after adding (at the end, once) and then removing. */
 export function changeTags(tags: string[], add: string[] = [], remove: string[] = []): string[] {
   const out = [...tags];

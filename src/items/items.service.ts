@@ -11,6 +11,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { canEdgeType, canExtension, canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { AppConfig, sizeBytes } from '../config/app-config';
 import { BlobsService } from '../blobs/blobs.service';
 import type { FetchedOutgoingEdge } from '../edges/edge-rules';
 import { EdgesService } from '../edges/edges.service';
@@ -23,9 +24,9 @@ import { isDottedName } from '../common/type-pattern';
 import { plainToDto, validationError, validationIssues } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
-import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooManyTags, typeNotPermitted } from './item-changes';
+import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooLarge, tooManyTags, typeNotPermitted } from './item-changes';
 import { Item, ITEM_BYTES, ITEM_COLUMNS, ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
-import { ItemWriter, WRITE_INSTANT } from './item-writer';
+import { ItemChanges, ItemWriter, WRITE_INSTANT } from './item-writer';
 import {
   assertTypePattern, EdgeClause, edgeMatchesSql, FEW_EDGE_MATCHES, FEW_WINDOW_ITEMS, ItemFilter, itemWhere, parseEdgeClauses, parseTags, selectsNothing,
   windowedItemsSql, windowItemsSql,
@@ -68,7 +69,19 @@ export class ItemsService {
     private readonly edgeTypes: EdgeTypesService,
     private readonly blobs: BlobsService,
     private readonly writer: ItemWriter,
-  ) {}
+    config: AppConfig,
+  ) {
+    this.maxItemBytes = sizeBytes(config.JSON_BODY_LIMIT)!;
+  }
+
+  private readonly maxItemBytes: number;
+
+  /** An item's change through the writer, within the size rule (`tooLarge`). */
+  private async change(m: EntityManager, p: Principal, current: ItemRow, changes: ItemChanges): Promise<ItemRow> {
+    const sizeError = tooLarge(current, changes, this.maxItemBytes);
+    if (sizeError) throw sizeError;
+    return this.writer.update(m, p, current, changes);
+  }
 
   // ---------------------------------------------------------------- writes
 
@@ -222,7 +235,7 @@ export class ItemsService {
     if (dto.state !== undefined) assertTransition(existing, dto.state);
     // Edges of an upsert are additive: ones that already exist are kept as they are.
     if (dto.edges) await this.edges.createMany(m, p, existing, dto.edges);
-    return this.writer.update(m, p, existing, {
+    return this.change(m, p, existing, {
       properties: dto.properties ?? existing.properties,
       tags: dto.tags ?? existing.tags,
       tier: dto.tier ?? existing.tier,
@@ -273,7 +286,7 @@ export class ItemsService {
         await this.assertBlobsExist(p, changes.properties);
         schemaVersion = type.version;
       }
-      return this.writer.update(m, p, current, {
+      return this.change(m, p, current, {
         properties,
         tags: tags ?? current.tags,
         tier: changes.tier ?? current.tier,
@@ -309,7 +322,7 @@ export class ItemsService {
       const tags = changeTags(dto.tags ?? current.tags, dto.add_tags, dto.remove_tags);
       const tagsError = tooManyTags(current.tags, tags);
       if (tagsError) throw tagsError;
-      return this.writer.update(m, p, current, { tags, extensions: mergeExtensions(current.extensions, dto.extensions) });
+      return this.change(m, p, current, { tags, extensions: mergeExtensions(current.extensions, dto.extensions) });
     });
     return this.metadataOf(p, row);
   }
