@@ -196,6 +196,20 @@ describe('types', () => {
       expectError(await admin.post('/items', { type: 'acme.recipe', properties: { servings: 2 } }), 400, 'missing_required_field');
     });
 
+    it('multipleOf a decimal takes the values that are its multiples, though their quotient is not whole in binary floating point', async () => {
+      expectStatus(await admin.post('/types', { name: 'acme.money', schema: { properties: { amount: { type: 'number', multipleOf: 0.01 }, tenth: { type: 'number', multipleOf: 0.1 } } } }), 201);
+      for (const amount of [0.07, 0.29, 1.15, 19.99, 123456.78]) expectStatus(await admin.post('/items', { type: 'acme.money', properties: { amount, tenth: 0.3 } }), 201);
+      const bad = await admin.post('/items', { type: 'acme.money', properties: { amount: 0.071, tenth: 0.35 } });
+      expectError(bad, 400, 'invalid_properties');
+      expect(bad.body.error.details.fields.map((f: any) => f.field).sort()).toEqual(['properties.amount', 'properties.tenth']);
+    });
+
+    it('a rule about the properties as a whole (minProperties, dependencies) is named as properties', async () => {
+      expectStatus(await admin.post('/types', { name: 'acme.whole', schema: { minProperties: 2, dependencies: { a: ['b'] } } }), 201);
+      const bad = await admin.post('/items', { type: 'acme.whole', properties: { a: 1 } });
+      expect(new Set(expectError(bad, 400, 'invalid_properties').details!.fields.map((f: any) => f.field))).toEqual(new Set(['properties']));
+    });
+
     it('keys refused by propertyNames are each named in details.fields, with what is wrong with them', async () => {
       expectStatus(await admin.post('/types', { name: 'acme.lowerkeys', schema: { propertyNames: { pattern: '^[a-z]+$' } } }), 201);
       const res = await admin.post('/items', { type: 'acme.lowerkeys', properties: { A: 1, b: 2, C: 3 } });
@@ -735,6 +749,12 @@ describe('types', () => {
       expect(Object.keys(patched.body.resolved_schema.properties).sort()).toEqual(['a', 'b']);
       expect(patched.body.merge_policy).toEqual({ a: 'manual', b: 'server_wins' });
       expect(patched.body.version).toBe(2);
+      // The same again, or nothing, changes nothing: no version, no new updated_at.
+      for (const same of [{ schema: { properties: { b: { type: 'integer' }, a: { type: 'string' } } }, merge_policy: { b: 'server_wins' } }, {}]) {
+        const again = await admin.patch('/types/acme.free', same);
+        expectStatus(again, 200);
+        expect([again.body.version, again.body.updated_at]).toEqual([2, patched.body.updated_at]);
+      }
 
       expectError(await admin.patch('/types/acme.free', { schema: { type: 'string' } }), 400, 'invalid_schema');
       expectError(await admin.patch('/types/acme.free', { merge_policy: { a: 'nope' } }), 400, 'validation_error');

@@ -107,9 +107,10 @@ export async function propertiesError(type: ResolvedType, properties: Record<str
   }
   if (!errors.length) return undefined;
   const { missing, invalid } = propertyIssues(errors);
+  const at = (field: string) => (field === '' ? 'properties' : `properties.${field}`);
   const fields = [
-    ...missing.map((field): FieldIssue => ({ field: `properties.${field}`, message: 'is required' })),
-    ...invalid.map((i): FieldIssue => ({ field: `properties.${i.field}`, message: i.message })),
+    ...missing.map((field): FieldIssue => ({ field: at(field), message: 'is required' })),
+    ...invalid.map((i): FieldIssue => ({ field: at(i.field), message: i.message })),
   ];
   if (missing.length) {
     const others = invalid.length ? ` (and ${invalid.length} other problem${invalid.length > 1 ? 's' : ''} in details.fields)` : '';

@@ -18,11 +18,11 @@ import type { RE2 } from 're2-wasm';
 /**
  * What a pattern costs, roughly in proportion to the program RE2 compiles it to (which is both
  * the time compiling takes and the heap it keeps): a literal counts 1; `.`, `\W`, `\D`, `\S`
- * and a class that is negated or reaches past ASCII count 10 (in UTF-8 they match sequences of
- * bytes); a Unicode property class (`\p{…}`) counts 2000; a counted repetition multiplies what
- * it repeats by its upper bound. Measured on re2-wasm: 1000 units take about 15-25 ms to compile
- * and 35-70 KB of heap (`\p{L}` alone some 45 ms; `\p{L}{50}`, 100,000 units, over a second and
- * 2 MB).
+ * count 10, and so do a negated class and each member of a class (a character or a range) past
+ * ASCII (in UTF-8 they match sequences of bytes); a Unicode property class (`\p{…}`) counts
+ * 2000; a counted repetition multiplies what it repeats by its upper bound. Measured on
+ * re2-wasm: 1000 units take about 15-25 ms to compile and 35-70 KB of heap (`\p{L}` alone some
+ * 45 ms; `\p{L}{50}`, 100,000 units, over a second and 2 MB).
  */
 export const REGEX_COST = { literal: 1, wide: 10, unicodeProperty: 2000 } as const;
 
@@ -68,21 +68,38 @@ export function regexCost(source: string): number {
     }
     return c === 'W' || c === 'D' || c === 'S' ? REGEX_COST.wide : REGEX_COST.literal;
   };
-  // A class is as wide as `.` once negated or past ASCII (its ranges become UTF-8 sequences).
+  // A class reaching past ASCII compiles each of its members (a character or a range) that
+  // does to UTF-8 sequences of bytes: each is as wide as `.`; a negated class at least once.
   const charClass = (): number => {
     let cost = REGEX_COST.literal;
-    let wide = source[at] === '^';
-    if (wide) at++;
-    while (at < source.length && source[at] !== ']') {
+    const negated = source[at] === '^';
+    if (negated) at++;
+    let wideMembers = 0;
+    // One end of a member, past ASCII or not: a character, an escape, \uXXXX, \xXX or \x{…}.
+    const end = (): boolean => {
       const c = source[at++];
-      if (c === '\\') {
-        wide ||= source[at] === 'u' || source[at] === 'x';
-        const inner = escape();
-        if (inner > REGEX_COST.literal) cost += inner;
-      } else wide ||= c.charCodeAt(0) > 0x7f;
+      if (c !== '\\') return c.charCodeAt(0) > 0x7f;
+      if (source[at] === 'u' || source[at] === 'x') {
+        const code = (source[at] === 'u' ? /\{([0-9A-Fa-f]+)\}|([0-9A-Fa-f]{4})/y : /\{([0-9A-Fa-f]+)\}|([0-9A-Fa-f]{2})/y);
+        code.lastIndex = at + 1;
+        const m = code.exec(source);
+        at = m ? code.lastIndex : at + 1;
+        return !m || parseInt(m[1] ?? m[2], 16) > 0x7f;
+      }
+      const inner = escape();
+      if (inner > REGEX_COST.literal) cost += inner;
+      return false;
+    };
+    while (at < source.length && source[at] !== ']') {
+      let wide = end();
+      if (source[at] === '-' && at + 1 < source.length && source[at + 1] !== ']') {
+        at++;
+        wide = end() || wide;
+      }
+      if (wide) wideMembers++;
     }
     at++;
-    return wide ? cost + REGEX_COST.wide : cost;
+    return negated || wideMembers ? cost + REGEX_COST.wide * Math.max(1, wideMembers) : cost;
   };
   const atom = (): number => {
     const c = source[at++];

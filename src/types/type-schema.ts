@@ -68,7 +68,9 @@ const DRAFT_07 = new Set(['http://json-schema.org/draft-07/schema', 'http://json
 function newAjv(options: Options): Ajv {
   // Not strict: tenant schemas may carry keywords and formats ajv does not know (they are
   // ignored); and no logger, so ajv's warnings about them do not reach the console past LOG_LEVEL.
-  const ajv = new Ajv({ strict: false, logger: false, ...options });
+  // multipleOf within 1e-12 of a whole quotient: 0.07 / 0.01 is 7.000000000000001 in binary
+  // floating point, and a money field of `multipleOf: 0.01` refused one amount in six.
+  const ajv = new Ajv({ strict: false, logger: false, multipleOfPrecision: 12, ...options });
   // ajv-formats' formats, each linear in the value's length (formats.ts: not its own `url`).
   addSafeFormats(ajv);
   // Our own annotations inside a property schema.
@@ -313,7 +315,7 @@ function assertWithinLimits(schema: JsonSchema, selfContained: boolean): Load {
   if (cost > SCHEMA_LIMITS.regexCost) {
     problems.push({
       path: '/',
-      message: `its regular expressions weigh ${cost}, at most ${SCHEMA_LIMITS.regexCost} (a character counts 1, ".", a negated class or \\W \\D \\S 10, \\p{…} 2000, and {n,m} multiplies by m)`,
+      message: `its regular expressions weigh ${cost}, at most ${SCHEMA_LIMITS.regexCost} (a character counts 1, ".", \\W \\D \\S, a negated class and each member of a class past ASCII 10, \\p{…} 2000, and {n,m} multiplies by m)`,
     });
   }
   if (problems.length) refuse(problems);
@@ -960,7 +962,7 @@ function fieldAt(instancePath: string, key?: string): string {
   return [...names, ...(key === undefined ? [] : [key])].join('.');
 }
 
-/** Turns ajv's errors into field issues: which property, and what is wrong with it. */
+/** Turns ajv's errors into field issues: which property (`''`: the properties as a whole), and what is wrong with it. */
 export function propertyIssues(errors: ErrorObject[]): { missing: string[]; invalid: Array<{ field: string; message: string }> } {
   const missing: string[] = [];
   const invalid: Array<{ field: string; message: string }> = [];
@@ -973,7 +975,7 @@ export function propertyIssues(errors: ErrorObject[]): { missing: string[]; inva
       const key = e.keyword === 'additionalProperties' ? e.params.additionalProperty : e.keyword === 'propertyNames' ? e.params.propertyName : e.propertyName;
       const message = e.message ?? 'is invalid';
       invalid.push({
-        field: fieldAt(e.instancePath, key) || '(properties)',
+        field: fieldAt(e.instancePath, key),
         message: e.keyword !== 'propertyNames' && e.propertyName !== undefined ? `property name ${message}` : message,
       });
     }

@@ -4,6 +4,7 @@
  */
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { isDeepStrictEqual } from 'node:util';
 import { DataSource, EntityManager } from 'typeorm';
 import { canType } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
@@ -272,6 +273,8 @@ export class TypesService implements OnModuleInit {
       const schema = dto.schema ?? current.schema;
       assertValidSchema(schema, dto.schema !== undefined);
       const { resolved, mergePolicy } = await this.resolve(p.tenantId, current.parent, schema, dto.merge_policy ?? current.merge_policy, m);
+      // A PATCH that changes nothing makes no version, as an item's does: items carry the version they were checked against.
+      if (isDeepStrictEqual(schema, current.schema) && isDeepStrictEqual(mergePolicy, current.merge_policy)) return toResponse(current);
       // TypeORM answers UPDATE ... RETURNING with [rows, affected].
       const [[row]]: [TypeRow[], number] = await m.query(
         `UPDATE item_types SET schema = $3, resolved_schema = $4, merge_policy = $5, version = version + 1, updated_at = now()
