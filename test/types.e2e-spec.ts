@@ -93,6 +93,13 @@ describe('types', () => {
       expectError(await admin.get('/types/core.x'), 404, 'type_not_found');
     });
 
+    it('names OAuth scopes read otherwise (metadata, metadata.*, edge.*) are 400 validation_error naming name; look-alikes are fine', async () => {
+      for (const name of ['metadata', 'metadata.types', 'edge.link', 'edge.a.b']) {
+        expect(badFields(await admin.post('/types', { name, schema: { properties: {} } }))).toEqual(['name']);
+      }
+      for (const name of ['edge', 'edges.link', 'acme.metadata']) expectStatus(await admin.post('/types', { name, schema: { properties: {} } }), 201);
+    });
+
     it('kind=core and kind=tenant split the list', async () => {
       await admin.post('/types', { name: 'kind.split', schema: {} });
       const core = await admin.get('/types', { kind: 'core' });

@@ -9,6 +9,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { canType } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { validationError } from '../common/validation';
 import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
 import { isDottedName, matchesPattern, TypeRef } from '../common/type-pattern';
 import { orTimeout } from '../common/timeout';
@@ -237,6 +238,11 @@ export class TypesService implements OnModuleInit {
   async create(p: Principal, dto: CreateTypeDto): Promise<TypeResponse> {
     if (dto.name === 'core' || dto.name.startsWith(CORE_PREFIX)) {
       throw new ApiError(403, 'core_type_immutable', 'The core namespace is reserved for built-in types');
+    }
+    // OAuth scopes read these as tags (`metadata:read`), admin rights (`metadata.types:write`)
+    // and edge types (`edge.<type>:read`): no scope could name an item type of theirs.
+    if (dto.name === 'metadata' || dto.name.startsWith('metadata.') || dto.name.startsWith('edge.')) {
+      throw validationError([{ field: 'name', message: 'metadata, metadata.* and edge.* are reserved: OAuth scopes give these names other meanings' }]);
     }
     assertValidSchema(dto.schema);
     const created = await this.db.transaction(async (m) => {
