@@ -318,6 +318,14 @@ describe('types', () => {
   });
 
   describe('what a schema may not do', () => {
+    it('a format no one checks (a typo, a draft-07 format ajv-formats lacks) is 400 invalid_schema naming it, at any depth; a type stored with one keeps working', async () => {
+      const schema = { properties: { e: { type: 'string', format: 'emial' }, list: { type: 'array', items: { type: 'string', format: 'idn-email' } }, ok: { type: 'string', format: 'email' } } };
+      expect(refusedAt(await admin.post('/types', { name: 'acme.formats', schema })).sort()).toEqual(['/properties/e/format', '/properties/list/items/format']);
+      await storeOldType(tenantId, 'acme.oldformat', { properties: { e: { type: 'string', format: 'emial' } } });
+      expectStatus(await admin.patch('/types/acme.oldformat', { merge_policy: { e: 'server_wins' } }), 200);
+      expectStatus(await admin.post('/items', { type: 'acme.oldformat', properties: { e: 'anything' } }), 201);
+    });
+
     it('"$async" anywhere is 400 invalid_schema naming it', async () => {
       const schemas = [
         { $async: true, properties: { n: { type: 'integer' } } },

@@ -108,6 +108,8 @@ export function assertValidSchema(schema: unknown, submitted = true): asserts sc
   }
   const searchable = searchableProblems(s, submitted);
   if (searchable.length) refuse(searchable);
+  const formats = submitted ? unknownFormats(s) : [];
+  if (formats.length) refuse(formats);
   if (s.$schema !== undefined && !DRAFT_07.has(s.$schema)) {
     refuse([{ path: '/$schema', message: 'names a JSON Schema dialect this service does not know; omit it (draft-07 is assumed)' }]);
   }
@@ -115,6 +117,20 @@ export function assertValidSchema(schema: unknown, submitted = true): asserts sc
   if (bytes > SCHEMA_LIMITS.schemaBytes) refuse([{ path: '/', message: `is ${bytes} bytes of JSON; at most ${SCHEMA_LIMITS.schemaBytes}` }]);
   const problems = metaSchemaProblems(s);
   if (problems.length) refuse(problems);
+}
+
+/**
+ * A `format` ajv here does not check: ajv passes every value under it (not strict, so stored
+ * schemas keep compiling), which made a typo (`emial`) or a draft-07 format ajv-formats lacks
+ * (`idn-email`, `iri`) a rule that never refused anything. Refused in a schema being written.
+ */
+function unknownFormats(schema: JsonSchema): Array<{ path: string; message: string }> {
+  const problems: Array<{ path: string; message: string }> = [];
+  eachSchema(schema, (s, at) => {
+    if (typeof s === 'boolean' || typeof s.format !== 'string' || meta.formats[s.format]) return;
+    problems.push({ path: `${at}/format`, message: `is not a format this service checks, so it would refuse nothing; one of ${Object.keys(meta.formats).join(', ')}` });
+  });
+  return problems;
 }
 
 /**
