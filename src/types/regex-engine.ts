@@ -80,7 +80,7 @@ export function regexCost(source: string): number {
       const c = source[at++];
       if (c !== '\\') return c.charCodeAt(0) > 0x7f;
       if (source[at] === 'u' || source[at] === 'x') {
-        const code = (source[at] === 'u' ? /\{([0-9A-Fa-f]+)\}|([0-9A-Fa-f]{4})/y : /\{([0-9A-Fa-f]+)\}|([0-9A-Fa-f]{2})/y);
+        const code = source[at] === 'u' ? /\{([0-9A-Fa-f]+)\}|([0-9A-Fa-f]{4})/y : /\{([0-9A-Fa-f]+)\}|([0-9A-Fa-f]{2})/y;
         code.lastIndex = at + 1;
         const m = code.exec(source);
         at = m ? code.lastIndex : at + 1;
