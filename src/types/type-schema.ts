@@ -67,7 +67,8 @@ const DRAFT_07 = new Set(['http://json-schema.org/draft-07/schema', 'http://json
 
 function newAjv(options: Options): Ajv {
   // Not strict: tenant schemas may carry keywords ajv does not know (they are ignored), and
-  // stored ones formats it does not know (unknownFormats refuses new ones); and no logger, so ajv's warnings about them do not reach the console past LOG_LEVEL.
+  // stored ones formats it does not know (unknownFormats refuses new ones); and no logger, so
+  // ajv's warnings about them do not reach the console past LOG_LEVEL.
   // multipleOf within 1e-12 of a whole quotient: 0.07 / 0.01 is 7.000000000000001 in binary
   // floating point, and a money field of `multipleOf: 0.01` refused one amount in six.
   const ajv = new Ajv({ strict: false, logger: false, multipleOfPrecision: 12, ...options });
