@@ -41,6 +41,37 @@ export type ItemChanges = Partial<Pick<ItemRow, keyof typeof CHANGEABLE & keyof 
  */
 export const WRITE_INSTANT = `date_trunc('milliseconds', statement_timestamp())`;
 
+/**
+ * Most characters of items' JSON one statement carries in its parameter. PostgreSQL refuses a
+ * jsonb array past 256 MB ("total size of jsonb array elements exceeds the maximum"): a bulk
+ * chunk of 500 items of nearly 1 MB each failed every time, and its job with it. A character is
+ * at most 3 bytes of UTF-8, so a part stays under 96 MB.
+ */
+export const STATEMENT_JSON_CHARS = 32 * 1024 * 1024;
+
+/** Characters of JSON in an item's (or a change's) properties and extensions. */
+const jsonChars = (x: { properties?: unknown; extensions?: unknown }): number =>
+  (x.properties ? JSON.stringify(x.properties).length : 0) + (x.extensions ? JSON.stringify(x.extensions).length : 0);
+
+/** `batch` in consecutive parts weighing at most `max` each; an element heavier alone is a part of its own. */
+export function inParts<T>(batch: T[], weight: (element: T) => number, max: number): T[][] {
+  const parts: T[][] = [];
+  let part: T[] = [];
+  let sum = 0;
+  for (const element of batch) {
+    const w = weight(element);
+    if (part.length && sum + w > max) {
+      parts.push(part);
+      part = [];
+      sum = 0;
+    }
+    part.push(element);
+    sum += w;
+  }
+  if (part.length) parts.push(part);
+  return parts;
+}
+
 export interface Change {
   current: ItemRow;
   changes: ItemChanges;
@@ -83,6 +114,14 @@ export class ItemWriter {
    */
   async updateMany(m: EntityManager, p: Principal, batch: Change[], emit = true): Promise<ItemRow[]> {
     if (!batch.length) return [];
+    if (batch.length > 1) {
+      const parts = inParts(batch, (b) => jsonChars(b.current) + jsonChars(b.changes), STATEMENT_JSON_CHARS);
+      if (parts.length > 1) {
+        const updated: ItemRow[] = [];
+        for (const part of parts) updated.push(...(await this.updateMany(m, p, part, emit)));
+        return updated;
+      }
+    }
     const columns = Object.keys(batch[0].changes);
     for (const c of columns) if (!(c in CHANGEABLE)) throw new Error(`not a changeable item column: ${c}`);
     if (batch.some((b) => Object.keys(b.changes).length !== columns.length || columns.some((c) => !(c in b.changes)))) {
@@ -127,6 +166,14 @@ export class ItemWriter {
    */
   async purgeMany(m: EntityManager, p: Principal, rows: ItemRow[], emit: boolean): Promise<void> {
     if (!rows.length) return;
+    if (emit && rows.length > 1) {
+      // Their `item.deleted` events carry them whole.
+      const parts = inParts(rows, jsonChars, STATEMENT_JSON_CHARS);
+      if (parts.length > 1) {
+        for (const part of parts) await this.purgeMany(m, p, part, emit);
+        return;
+      }
+    }
     const ids = rows.map((r) => r.id);
     const everything = tenantWide(p);
     const edges = emit ? await this.edges.outgoingFor(everything, ids, m) : undefined;
