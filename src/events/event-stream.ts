@@ -44,7 +44,6 @@ import type { FastifyReply } from 'fastify';
 import { DataSource } from 'typeorm';
 import { bearerToken } from '../auth/credential.hook';
 import type { Principal } from '../auth/principal';
-import { ApiError } from '../common/api-error';
 import { Bounded, byteBoundedPage, cutShort } from '../common/pagination';
 import { isId } from '../common/ids';
 import { patternToSql } from '../common/type-pattern';
@@ -93,6 +92,9 @@ export function replayedNames(patterns: readonly string[]): [string[] | null, st
   if (conditions.some((c) => c.all)) return [null, []];
   return [conditions.flatMap((c) => (c.exact ? [c.exact] : [])), conditions.flatMap((c) => (c.prefix ? [c.prefix] : []))];
 }
+
+/** A stream's headers: no cache nor proxy (nginx) may hold its events back. */
+const STREAM_HEADERS = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store, no-transform', 'X-Accel-Buffering': 'no' };
 const CREDENTIAL_CHECK_MS = 2000;
 /** A client this far behind is cut off; it can resume with Last-Event-ID. */
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
@@ -244,8 +246,8 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
 
   /**
    * Before the HTTP server closes, which would otherwise wait for every open stream. From here on
-   * no stream opens (503 with Retry-After): a client told `retry: 3000` comes back within the
-   * other shutdown hooks, and its new stream would hold the server open until the deadline.
+   * no stream opens (sendAway): a client told `retry: 3000` comes back within the other shutdown
+   * hooks, and its new stream would hold the server open until the deadline.
    */
   beforeApplicationShutdown(): void {
     this.stopping = true;
@@ -275,7 +277,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
    * tenant already has as many streams open as allowed.
    */
   async open(principal: Principal, filter: StreamFilter, lastEventId: string | undefined, reply: FastifyReply): Promise<void> {
-    if (this.stopping) throw new ApiError(503, 'service_unavailable', 'This instance is shutting down; reconnect (with Last-Event-ID) to another');
+    if (this.stopping) return this.sendAway(reply);
     // Until the stream is among the subscribers, events it will be owed (those after its
     // starting position) must still be parsed and dispatched.
     this.opening++;
@@ -284,6 +286,17 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     } finally {
       this.opening--;
     }
+  }
+
+  /**
+   * A stream asked of an instance shutting down: a 200 that tells the client when to come back
+   * and ends at once. An EventSource (WHATWG, eventsource@3+) takes any other status as final and
+   * never reconnects, and its own reconnection after `close` lands here.
+   */
+  private sendAway(reply: FastifyReply): void {
+    reply.hijack();
+    reply.raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...STREAM_HEADERS, Connection: 'close' });
+    reply.raw.end(': this instance is shutting down; reconnect with Last-Event-ID\nretry: 3000\n\n');
   }
 
   private async start(principal: Principal, filter: StreamFilter, lastEventId: string | undefined, reply: FastifyReply): Promise<void> {
@@ -297,13 +310,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       slot = undefined;
     }
     reply.hijack();
-    reply.raw.writeHead(200, {
-      ...(reply.getHeaders() as Record<string, string>),
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-store, no-transform',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    });
+    reply.raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...STREAM_HEADERS, Connection: 'keep-alive' });
     if (!slot) return void reply.raw.end();
     const token = bearerToken(reply.request.headers.authorization)!; // the caller authenticated with it
     const sub: Subscriber = { principal, token, slot, filter, reply, held: resumeAfter === undefined ? null : [], seen: new Set(lastEventId === undefined ? [] : [lastEventId]), heardLive: [], backlog: new Backlog(), turn: Promise.resolve() };
