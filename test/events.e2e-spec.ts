@@ -75,6 +75,9 @@ describe('event stream (e2e, two instances)', () => {
     expectError(await b.http.get('/events'), 401, 'unauthorized');
     expect(badFields(await b.http.get('/events?events=item.exploded').set(bearer(admin)))).toEqual(['events']);
     expect(badFields(await b.http.get('/events?type_filter=Bad!').set(bearer(admin)))).toEqual(['type_filter']);
+    // Entries listed twice, refused as a webhook's are.
+    expect(badFields(await b.http.get('/events?events=item.*,item.*&type_filter=core.note,core.note').set(bearer(admin)))).toEqual(['events', 'type_filter']);
+    expect(badFields(await b.http.get(`/events?lastEventId=${'x'.repeat(201)}`).set(bearer(admin)))).toEqual(['lastEventId']);
   });
 
   it('refuses an empty type_filter, as POST /webhooks does, and a repeated parameter, saying to give it once', async () => {
@@ -144,6 +147,13 @@ describe('event stream (e2e, two instances)', () => {
     await note('r4');
     await waitFor(() => titles(resumed).includes('r4'), 'r4 live');
     expect(titles(resumed)).toEqual(['r2', 'r3', 'r4']);
+    // As event-source-polyfill resumes: the id in the query (the header, when sent too, wins).
+    const byQuery = await open(a, admin, `?lastEventId=${lastId}`);
+    const headerWins = await open(a, admin, `?lastEventId=00000000-0000-4000-8000-000000000000`, { 'Last-Event-ID': lastId });
+    await waitFor(() => titles(byQuery).includes('r4') && titles(headerWins).includes('r4'), 'r4 by query');
+    expect([titles(byQuery), titles(headerWins)]).toEqual([['r2', 'r3', 'r4'], ['r2', 'r3', 'r4']]);
+    byQuery.close();
+    headerWins.close();
 
     const reset = await open(b, admin, '', { 'Last-Event-ID': '00000000-0000-4000-8000-000000000000' });
     await note('after-reset');

@@ -1,6 +1,6 @@
 import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
 import { ApiHeader, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { IsOptional } from 'class-validator';
+import { IsOptional, IsString, MaxLength } from 'class-validator';
 import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
@@ -20,6 +20,13 @@ export class EventStreamQuery {
   @ApiPropertyOptional({ description: `Comma list of type patterns limiting item events (at least one, at most ${MAX_SUBSCRIPTION_PATTERNS}; leave it out for every type)`, example: 'core.note,acme.*', maxLength: 2000 })
   @IsOptional() @IsCommaList(2000)
   type_filter?: string;
+
+  @ApiPropertyOptional({
+    description: 'Resume after this event id, for clients that cannot send the Last-Event-ID header on a reconnection (event-source-polyfill sends it so); the header wins when both are sent',
+    maxLength: 200,
+  })
+  @IsOptional() @IsString() @MaxLength(200)
+  lastEventId?: string;
 }
 
 /** The query's filter, held to a webhook's rules: at most MAX_SUBSCRIPTION_PATTERNS entries (none empty: IsCommaList). */
@@ -28,6 +35,10 @@ function parseFilter(q: EventStreamQuery): StreamFilter {
   const typeFilter = q.type_filter === undefined ? null : splitCommaList(q.type_filter);
   const issues: FieldIssue[] = [];
   const tooMany = `must list at most ${MAX_SUBSCRIPTION_PATTERNS} patterns`;
+  // As a webhook's lists (webhooks.dto.ts: ArrayUnique).
+  const repeated = (list: string[]) => new Set(list).size !== list.length;
+  if (repeated(events)) issues.push({ field: 'events', message: 'must not list a pattern twice' });
+  if (typeFilter && repeated(typeFilter)) issues.push({ field: 'type_filter', message: 'must not list a pattern twice' });
   if (events.length > MAX_SUBSCRIPTION_PATTERNS) issues.push({ field: 'events', message: tooMany });
   else if (!events.every((p) => isPattern(p) && isEventPattern(p))) {
     issues.push({ field: 'events', message: `must list event names (${EVENT_NAMES.join(', ')}), patterns such as "item.*", or "*"` });
@@ -65,6 +76,6 @@ export class EventsController {
     @Headers('last-event-id') lastEventId: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    await this.stream.open(caller, parseFilter(q), lastEventId || undefined, reply);
+    await this.stream.open(caller, parseFilter(q), lastEventId || q.lastEventId || undefined, reply);
   }
 }
