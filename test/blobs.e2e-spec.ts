@@ -443,6 +443,21 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
   describe('errors', () => {
     const unknown = sha256('never uploaded');
 
+    it('503 service_unavailable with Retry-After when the store cannot take an upload (here its staging place is a file), and uploads again once it can', async () => {
+      const staging = join(blobDir, '.staging');
+      await rm(staging, { recursive: true, force: true });
+      await writeFile(staging, 'not a directory');
+      try {
+        const refused = await upload(admin.key, Buffer.from('while the store is broken'));
+        expectError(refused, 503, 'service_unavailable');
+        expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+        expect(await metadataRows(sha256('while the store is broken'))).toEqual([]);
+      } finally {
+        await rm(staging, { force: true });
+      }
+      expect((await upload(admin.key, Buffer.from('while the store is broken'))).status).toBe(201);
+    });
+
     it('404 blob_not_found for an unknown hash', async () => {
       expectError(await t.http.get(`/blobs/${unknown}`).set(bearer(admin.key)), 404, 'blob_not_found');
       expectError(await t.http.get(`/blobs/${unknown}/metadata`).set(bearer(admin.key)), 404, 'blob_not_found');

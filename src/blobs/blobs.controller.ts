@@ -87,7 +87,10 @@ export class BlobsController {
   @ApiBody({ schema: { type: 'string', format: 'binary' } })
   @ApiCreatedLocation(BlobResponse, BLOB_PATH, 'Stored')
   @ApiOkResponse({ type: BlobResponse, description: 'The tenant already had these bytes; nothing new was stored' })
-  @ApiErrors(400, 401, 403, [413, 'Body over BLOB_MAX_BYTES (blob_too_large, details.max_bytes); the connection is closed'], 415, 429)
+  @ApiErrors(400, 401, 403, [413, 'Body over BLOB_MAX_BYTES (blob_too_large, details.max_bytes); the connection is closed'], 415, 429, [
+    503,
+    'The store cannot take uploads now: a full disk, a read-only BLOB_DIR (service_unavailable, Retry-After); nothing is stored',
+  ])
   async upload(@Caller() caller: Principal, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     try {
       if (!mayUpload(caller)) throw ApiError.forbidden('Uploading blobs needs an admin credential or write permission on a type');

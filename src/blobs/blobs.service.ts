@@ -130,9 +130,9 @@ export class BlobsService implements OnModuleInit {
     if (!isUploadEncoding(coding)) throw unsupportedEncoding();
     // The limit holds for the bytes sent whatever their encoding (decodeUpload counts them too).
     if (declaredLength !== undefined && declaredLength > this.maxBytes) throw blobTooLarge(this.maxBytes);
-    await mkdir(this.stagingDir, { recursive: true });
     const staged = join(this.stagingDir, randomUUID());
     try {
+      await mkdir(this.stagingDir, { recursive: true });
       let hash: string;
       let size: number;
       const decoded = coding === 'identity' ? undefined : decodeUpload(body, coding, this.maxBytes);
@@ -161,6 +161,8 @@ export class BlobsService implements OnModuleInit {
       const winner = await this.find(tenantId, hash);
       if (!winner) throw new Error(`blob ${hash} vanished right after a conflicting insert`);
       return { blob: toResponse(winner), created: false };
+    } catch (err) {
+      throw isFileSystemError(err) ? this.storeFailed(err) : err;
     } finally {
       await rm(staged, { force: true }).catch((err) => this.logger.warn({ err, staged }, 'could not remove a staging file'));
     }
@@ -197,6 +199,15 @@ export class BlobsService implements OnModuleInit {
     const blob = await this.get(tenantId, hash);
     if (!(await this.store.has(tenantId, hash))) throw this.contentMissing(new BlobContentMissing(tenantId, hash), hash);
     return blob;
+  }
+
+  /**
+   * The store could not take an upload: a full disk, a read-only or misplaced BLOB_DIR, an I/O
+   * error. Neither the client's fault nor a bug: 503 with Retry-After, logged for the operator.
+   */
+  private storeFailed(err: NodeJS.ErrnoException): ApiError {
+    this.logger.error({ err }, 'the blob store could not take an upload');
+    return new ApiError(503, 'service_unavailable', `The blob store cannot take uploads now (${err.code ?? 'I/O error'}); try again later`, { retry_after: 30 });
   }
 
   /**
@@ -240,4 +251,10 @@ export class BlobsService implements OnModuleInit {
     const rows: BlobRow[] = await this.db.query(`SELECT ${COLUMNS} FROM blobs WHERE tenant_id = $1 AND hash = $2`, [tenantId, hash]);
     return rows[0];
   }
+}
+
+/** An error of a file system call (it names its syscall), as the disk store and staging raise them. */
+function isFileSystemError(err: unknown): err is NodeJS.ErrnoException {
+  // Not `instanceof Error`: Node's own errors come from another realm under test runners' sandboxes.
+  return typeof err === 'object' && err !== null && typeof (err as NodeJS.ErrnoException).syscall === 'string';
 }
