@@ -199,6 +199,8 @@ describe('bulk actions (e2e)', () => {
       expect(badFields(await bulk({ action: 'update_properties' }))).toEqual(['properties']);
       expect(badFields(await bulk({ action: 'update_timestamp' }))).toEqual(['timestamp']);
       expect(sorted(badFields(await bulk({ action: 'update_tags' })))).toEqual(['add_tags', 'remove_tags']);
+      // Empty lists change nothing, as update_properties' {} would not.
+      expect(sorted(badFields(await bulk({ action: 'update_tags', add_tags: [], remove_tags: [] })))).toEqual(['add_tags', 'remove_tags']);
       expect(badFields(await bulk({ action: 'purge' }))).toEqual(['confirm']);
       // Even a dry run is checked whole.
       expect(badFields(await bulk({ action: 'transition', dry_run: true }))).toEqual(['to_state']);

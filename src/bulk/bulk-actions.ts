@@ -88,7 +88,9 @@ export function specOf(body: Partial<Record<SpecField, unknown>> & { action: Bul
   const mine = [...(own.required ?? []), ...(own.oneOf ?? [])];
   const issues: FieldIssue[] = [];
   for (const field of own.required ?? []) if (body[field] === undefined) issues.push({ field, message: `is required for action ${action}` });
-  if (own.oneOf && own.oneOf.every((f) => body[f] === undefined)) {
+  // An empty list changes nothing, as an absent one (update_properties' `{}` likewise, below).
+  const given = (f: SpecField) => body[f] !== undefined && !(Array.isArray(body[f]) && body[f].length === 0);
+  if (own.oneOf && !own.oneOf.some(given)) {
     for (const field of own.oneOf) issues.push({ field, message: `${own.oneOf.join(' or ')} is required for action ${action}` });
   }
   for (const field of ALL_FIELDS) {
