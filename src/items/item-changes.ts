@@ -72,9 +72,12 @@ export function tooLarge(current: Pick<ItemRow, 'properties' | 'extensions'>, ne
   const properties = next.properties ?? current.properties;
   const extensions = next.extensions ?? current.extensions;
   if (properties === current.properties && extensions === current.extensions) return undefined;
-  const after = jsonBytes(properties) + jsonBytes(extensions);
-  if (after <= maxBytes || after <= jsonBytes(current.properties) + jsonBytes(current.extensions)) return undefined;
-  const field = properties !== current.properties && jsonBytes(properties) > jsonBytes(current.properties) ? 'properties' : 'extensions';
+  const propertiesAfter = jsonBytes(properties);
+  const after = propertiesAfter + jsonBytes(extensions);
+  if (after <= maxBytes) return undefined;
+  const propertiesBefore = jsonBytes(current.properties);
+  if (after <= propertiesBefore + jsonBytes(current.extensions)) return undefined;
+  const field = propertiesAfter > propertiesBefore ? 'properties' : 'extensions';
   return validationError([{ field, message: `an item holds at most ${maxBytes} bytes of properties and extensions (as JSON); this change would make ${after}` }]);
 }
 
