@@ -79,4 +79,21 @@ describe('RecentBodies (later attempts\' bodies shared)', () => {
     jest.advanceTimersByTime(10_001);
     expect(recent.held).toEqual({ entries: 0, bytes: 0 });
   });
+
+  it('keeps a newer body under a key whose older body the cap let go, for its own 10 s', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate'] });
+    const recent = new RecentBodies();
+    // Its own rendering takes the total past the cap: the trim lets every body go, this one too.
+    await Promise.all(Array.from({ length: 32 }, (_, i) => recent.share(`k${i}`, types, body(1024 * 1024)).result));
+    await recent.share('key', types, body(1024 * 1024)).result;
+    await new Promise(setImmediate);
+    jest.advanceTimersByTime(5_000);
+    const newer = recent.share('key', types, body(1024));
+    expect(newer.shared).toBe(false);
+    await newer.result;
+    await new Promise(setImmediate);
+    // Past the older body's 10 s, within the newer one's.
+    jest.advanceTimersByTime(6_000);
+    expect(recent.share('key', types, body(1024)).shared).toBe(true);
+  });
 });

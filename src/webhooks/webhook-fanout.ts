@@ -49,6 +49,8 @@ const RECENT_BODY_BYTES = 32 * 1024 * 1024;
 const RECENT_BODY_ENTRIES = 10_000;
 
 type Rechecked = { body: Buffer } | null;
+/** A shared body: its rendering, its size once rendered, until when it is shared, and the timer that lets it go then. */
+type RecentBody = { types: TypeCatalog; result: Promise<Rechecked | undefined>; bytes: number; until: number; expiry?: NodeJS.Timeout };
 
 /**
  * Later attempts' bodies rendered lately, by tenant, event and owner, for the type catalogue they
@@ -59,7 +61,7 @@ type Rechecked = { body: Buffer } | null;
  * tenant's 100 webhooks, each read and rendered anew.
  */
 export class RecentBodies {
-  private readonly entries = new Map<string, { types: TypeCatalog; result: Promise<Rechecked | undefined>; bytes: number; until: number; expiry?: NodeJS.Timeout }>();
+  private readonly entries = new Map<string, RecentBody>();
   private bytes = 0;
 
   /**
@@ -72,12 +74,7 @@ export class RecentBodies {
     if (hit && hit.types === types && hit.until > now) return { result: hit.result, shared: true };
     if (hit) this.forget(key);
     if (this.bytes > RECENT_BODY_BYTES || this.entries.size >= RECENT_BODY_ENTRIES) this.trim(now);
-    const entry: { types: TypeCatalog; result: Promise<Rechecked | undefined>; bytes: number; until: number; expiry?: NodeJS.Timeout } = {
-      types,
-      result: render(),
-      bytes: 0,
-      until: now + RECENT_BODY_MS,
-    };
+    const entry: RecentBody = { types, result: render(), bytes: 0, until: now + RECENT_BODY_MS };
     this.entries.set(key, entry);
     entry.result.then(
       (result) => {
@@ -87,6 +84,8 @@ export class RecentBodies {
         this.bytes += entry.bytes;
         // Counted once rendered: renderings that were under way together are let go here, past the cap.
         if (this.bytes > RECENT_BODY_BYTES) this.trim(Date.now());
+        // A timer for an entry the trim let go would later forget a newer entry under its key.
+        if (this.entries.get(key) !== entry) return;
         // Let go when it expires, not only when a later share finds it: an idle instance keeps none.
         // Cleared when the entry goes sooner (forget), so that its timer does not hold the body on.
         entry.expiry = setTimeout(() => this.forget(key), Math.max(0, entry.until - Date.now())).unref();
