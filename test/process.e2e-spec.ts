@@ -351,6 +351,25 @@ describe('the service process', () => {
     }
   });
 
+  it('shuts down within its deadline while Redis accepts connections and never answers', async () => {
+    const proxy = await new TcpProxy('127.0.0.1', Number(new URL(REDIS_URL).port || 6379)).start();
+    try {
+      const e = env({ PORT: String(await freePort()), REDIS_URL: `redis://127.0.0.1:${proxy.port}`, LOG_LEVEL: 'warn' });
+      const s = start(e);
+      const base = `http://127.0.0.1:${e.PORT}`;
+      await waitHealthy(s, base);
+      proxy.blackhole();
+      await waitFor(async () => (await fetch(`${base}/health`)).status === 503, 'the health check to see Redis gone', 20_000);
+      s.child.kill('SIGTERM');
+      // Bull's close() waited for ever on its connections; main's 25 s deadline then exited 1.
+      const { code, signal } = await s.exited;
+      expect(s.stderr()).not.toMatch(/did not finish/);
+      expect(code === 0 || signal === 'SIGTERM').toBe(true);
+    } finally {
+      await proxy.stop();
+    }
+  }, 60_000);
+
   it('speaks TLS on every Redis connection of a rediss:// URL, the job queues\' included: a bulk job runs', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-tls-'));
     await promisify(execFile)('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', `${dir}/key.pem`, '-out', `${dir}/cert.pem`]);

@@ -2,13 +2,15 @@
  * Bull on the service's Redis, every key under REDIS_PREFIX (`<prefix>bull:<queue>:…`), so
  * deployments and test runs sharing a server stay apart. Queues are registered here from the
  * catalogue (job-catalogue.ts); processors live with the module that owns the work. Watches
- * that no other deployment shares the prefix (prefix-owner.ts).
+ * that no other deployment shares the prefix (prefix-owner.ts), and closes the queues within a
+ * deadline (queue-closer.ts).
  */
 import { BullModule } from '@nestjs/bull';
 import { Global, Module } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { QUEUES } from './job-catalogue';
 import { PrefixOwner } from './prefix-owner';
+import { QueueCloser } from './queue-closer';
 
 const queues = [
   BullModule.registerQueue({ name: QUEUES.webhooks }),
@@ -43,7 +45,7 @@ const queues = [
     }),
     ...queues,
   ],
-  providers: [PrefixOwner],
+  providers: [PrefixOwner, QueueCloser],
   exports: queues,
 })
 export class JobsModule {}

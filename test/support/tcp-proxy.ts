@@ -8,6 +8,7 @@ export class TcpProxy {
   private server?: net.Server;
   private readonly sockets = new Set<net.Socket>();
   private readonly pairs = new Set<[net.Socket, net.Socket]>();
+  private silent = false;
   port = 0;
 
   constructor(
@@ -17,6 +18,12 @@ export class TcpProxy {
 
   async start(): Promise<this> {
     const server = net.createServer((client) => {
+      if (this.silent) {
+        this.sockets.add(client);
+        client.on('error', () => undefined);
+        client.pause();
+        return;
+      }
       const upstream = net.connect(this.targetPort, this.targetHost);
       for (const s of [client, upstream]) {
         this.sockets.add(s);
@@ -64,8 +71,19 @@ export class TcpProxy {
     this.pairs.clear();
   }
 
+  /**
+   * Nothing answers any more, yet nothing is refused: the open connections go silent (as with
+   * stall()) and new ones are accepted and never answered, as a proxy or load balancer in front
+   * of a server that is gone does. stop() ends them.
+   */
+  blackhole(): void {
+    this.stall();
+    this.silent = true;
+  }
+
   /** Listens again on the same port. */
   async restore(): Promise<void> {
+    this.silent = false;
     await this.start();
   }
 
