@@ -370,6 +370,14 @@ describe('type schemas', () => {
       expect(fn({ list: Array.from({ length: 5000 }, () => 3) }).length).toBeLessThanOrEqual(3);
     });
 
+    it('reads an item\'s own properties only: names Object.prototype carries are neither there nor checked unless sent', () => {
+      const fits = fitsFor({ type: 'object', required: ['toString'], properties: { constructor: { type: 'string' }, toString: { type: 'string' } } });
+      expect(fits({})).toBe(false);
+      expect(fits({ toString: 'a' })).toBe(true);
+      expect(fits({ toString: 'a', constructor: 'b' })).toBe(true);
+      expect(fits({ toString: 'a', constructor: 1 })).toBe(false);
+    });
+
     it('checks format url in linear time (formats.ts), answering as ajv-formats would: a 200 kB adversarial value is refused', () => {
       // Never with ajv-formats' own expression, which backtracks in time quadratic in the value's length.
       const expression = jest.spyOn(fullFormats.url as RegExp, 'test');

@@ -71,7 +71,9 @@ function newAjv(options: Options): Ajv {
   // ajv's warnings about them do not reach the console past LOG_LEVEL.
   // multipleOf within 1e-12 of a whole quotient: 0.07 / 0.01 is 7.000000000000001 in binary
   // floating point, and a money field of `multipleOf: 0.01` refused one amount in six.
-  const ajv = new Ajv({ strict: false, logger: false, multipleOfPrecision: 12, ...options });
+  // Own properties only: otherwise `required: ["toString"]` held for every item, and an item
+  // without a declared `constructor` property was refused for Object's function in its place.
+  const ajv = new Ajv({ strict: false, logger: false, multipleOfPrecision: 12, ownProperties: true, ...options });
   // ajv-formats' formats, each linear in the value's length (formats.ts: not its own `url`).
   addSafeFormats(ajv);
   // Our own annotations inside a property schema.
