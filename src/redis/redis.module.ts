@@ -106,10 +106,16 @@ export class RedisPubSub implements OnApplicationShutdown {
         this.lost.forEach((listener) => listener());
       });
       this.subscriber.on('error', () => undefined);
-      onReconnect(this.subscriber, () => {
+      const subscriber = this.subscriber;
+      onReconnect(subscriber, () => {
         lost = false;
-        this.logger.log('Redis subscription back; catching up');
-        this.resubscribed.forEach((listener) => listener());
+        // ioredis says 'ready' before it sends its SUBSCRIBE again: a catch-up run at once could
+        // read its record before a message that then went unheard. The same SUBSCRIBE sent here
+        // is answered after ioredis's. Failing, the connection is lost again, and this comes back.
+        subscriber.subscribe(...this.handlers.keys()).then(() => {
+          this.logger.log('Redis subscription back; catching up');
+          this.resubscribed.forEach((listener) => listener());
+        }, () => undefined);
       });
     }
     const list = this.handlers.get(channel) ?? [];

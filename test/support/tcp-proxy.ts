@@ -9,6 +9,8 @@ export class TcpProxy {
   private readonly sockets = new Set<net.Socket>();
   private readonly pairs = new Set<[net.Socket, net.Socket]>();
   private silent = false;
+  /** What new connections send reaches the target this much later (ms). */
+  delayMs = 0;
   port = 0;
 
   constructor(
@@ -37,7 +39,10 @@ export class TcpProxy {
       const pair: [net.Socket, net.Socket] = [client, upstream];
       this.pairs.add(pair);
       client.on('close', () => this.pairs.delete(pair));
-      client.pipe(upstream).pipe(client);
+      upstream.pipe(client);
+      const delay = this.delayMs;
+      if (delay > 0) client.on('data', (chunk) => setTimeout(() => upstream.write(chunk), delay));
+      else client.pipe(upstream);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
