@@ -1568,6 +1568,33 @@ describe('bulk actions (e2e)', () => {
       expect((await q.http.get('/items/bulk_action/jobs?status=queued').set(bearer(qAdmin))).body.jobs.map((j: any) => j.id)).not.toContain(id);
     });
 
+    it('a DELETE cancels at once a started job no worker holds (its lease given up or lapsed), not one whose lease runs', async () => {
+      const ids = await seed(notes(3, 'orphaned'), qAdmin, q);
+      /** A job as a worker leaves it: started, one chunk done, its lease `lease` (lapsed: killed; NULL: stopped). */
+      const started = async (lease: string) => {
+        const submitted = await qBulk({ action: 'update_tier', tier: 'feed', async: true, filter: { tags: ['orphaned'] } });
+        expectStatus(submitted, 202);
+        const id = submitted.body.id as string;
+        await q.sql(`UPDATE bulk_jobs SET status = 'in_progress', started_at = now(), processed = 1, succeeded = 1, lease_owner = 'gone', lease_until = ${lease} WHERE id = $1`, [id]);
+        return id;
+      };
+      const running = await started(`now() + interval '1 hour'`);
+      const held = await q.http.delete(`/items/bulk_action/jobs/${running}`).set(bearer(qAdmin));
+      expectStatus(held, 200);
+      expect(held.body).toMatchObject({ status: 'in_progress', cancel_requested: true });
+      expect(await jobEvents(running, q)).toEqual([]);
+      await q.sql(`UPDATE bulk_jobs SET status = 'failed', finished_at = now() WHERE id = $1`, [running]); // out of the tenant's cap
+      for (const lease of [`now() - interval '1 second'`, 'NULL']) {
+        const id = await started(lease);
+        const cancel = await q.http.delete(`/items/bulk_action/jobs/${id}`).set(bearer(qAdmin));
+        expectStatus(cancel, 200);
+        expect(cancel.body).toMatchObject({ status: 'cancelled', processed: 1, succeeded: 1, cancel_requested: true, finished_at: expect.stringMatching(RFC3339) });
+        expect((await q.http.get(`/items/bulk_action/jobs/${id}`).set(bearer(qAdmin))).body).toEqual(cancel.body);
+        expect(await jobEvents(id, q)).toEqual(['bulk_job.cancelled']);
+      }
+      expect(await versions(ids, q)).toEqual(new Map(ids.map((i) => [i, 1])));
+    });
+
     it('a queued job is never deleted however old; one cancelled while queued keeps only what is read, and goes after the retention', async () => {
       await seed(notes(1, 'retained'), qAdmin, q);
       const submit = async () => {

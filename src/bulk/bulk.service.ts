@@ -209,21 +209,26 @@ export class BulkService {
   }
 
   /**
-   * DELETE: a queued job is cancelled at once (with its `bulk_job.cancelled` event); a running
-   * one is flagged, and its worker stops at the next chunk boundary; an ended one is answered
-   * as it is.
+   * DELETE: a job no worker holds (queued, or started and its lease given up or lapsed: its
+   * workers stopped or died) is cancelled at once, with its `bulk_job.cancelled` event; one a
+   * worker holds is flagged, and the worker stops at the next chunk boundary; an ended one is
+   * answered as it is. A worker claiming the job meanwhile waits for the row, then finds it ended.
    */
   async cancel(p: Principal, id: string): Promise<BulkJobDto> {
     const row = await this.db.transaction(async (m) => {
       const job = await this.visibleJob(m, p, id, ' FOR UPDATE');
-      if (job.status === 'queued') {
+      if (job.status === 'queued' || job.status === 'in_progress') {
         const [[cancelled]]: [JobRow[], number] = await m.query(
-          `UPDATE bulk_jobs SET status = 'cancelled', cancel_requested = true, finished_at = now(), ${ENDED_JOB_SET}, updated_at = now()
-            WHERE tenant_id = $1 AND id = $2 RETURNING ${JOB_COLUMNS}`,
+          `UPDATE bulk_jobs SET status = 'cancelled', cancel_requested = true, finished_at = now(), ${ENDED_JOB_SET},
+                  lease_owner = NULL, lease_until = NULL, updated_at = now()
+            WHERE tenant_id = $1 AND id = $2 AND (status = 'queued' OR lease_until IS NULL OR lease_until < now())
+           RETURNING ${JOB_COLUMNS}`,
           [p.tenantId, id],
         );
-        await this.outbox.record(m, p, 'bulk_job.cancelled', jobAudience(cancelled), { job: toJob(cancelled) });
-        return cancelled;
+        if (cancelled) {
+          await this.outbox.record(m, p, 'bulk_job.cancelled', jobAudience(cancelled), { job: toJob(cancelled) });
+          return cancelled;
+        }
       }
       if (job.status === 'in_progress' && !job.cancel_requested) {
         const [[flagged]]: [JobRow[], number] = await m.query(
