@@ -1,5 +1,7 @@
 /** SPEC 2.7 and 4.5, CONTRACT "Tenants and keys": the /keys surface within one tenant. */
 import { createHash } from 'node:crypto';
+import Redis from 'ioredis';
+import { Client } from 'pg';
 import request from 'supertest';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { field } from './support/browse';
@@ -57,8 +59,14 @@ describe('keys', () => {
       expect(a.key).not.toBe(b.key);
     });
 
-    it('validates permission maps', async () => {
+    it('validates permission maps and labels', async () => {
       for (const [field, value] of [
+        ['label', 'a\nb'],
+        ['label', '\u0001x'],
+        ['label', 'x\u202ey'],
+        ['label', '\u2028'],
+        ['label', '   '],
+        ['label', '\u200b'],
         ['type_permissions', { '*': 'admin' }],
         ['type_permissions', { 'Core.Note': 'read' }],
         ['type_permissions', { 'core.*.x': 'read' }],
@@ -165,6 +173,54 @@ describe('keys', () => {
       expect(after).toMatchObject({ ...patch, label: 'only label', role: 'member' });
     });
 
+    it('a PATCH that changes nothing writes nothing: no updated_at, no audit entry, no cache generation for every instance to drop', async () => {
+      const k = await createKey(t, admin.key, { label: 'same', type_permissions: { 'core.note': 'read' } });
+      const redis = new Redis(t.config.REDIS_URL);
+      try {
+        const generation = () => redis.get(`${t.config.REDIS_PREFIX}keys:generation`);
+        const before = await generation();
+        for (const body of [{}, { label: 'same' }, { type_permissions: { 'core.note': 'read' }, role: 'member' }]) {
+          const res = await t.http.patch(`/keys/${k.id}`).set(bearer(admin.key)).send(body).expect(200);
+          expect(res.body.updated_at).toBe(k.updated_at);
+        }
+        expect(await generation()).toBe(before);
+        expect(await t.sql(`SELECT 1 FROM audit_events WHERE action = 'key.updated' AND details->>'key_id' = $1`, [k.id])).toEqual([]);
+      } finally {
+        redis.disconnect();
+      }
+    });
+
+    it('a request that passed the guard as its key was revoked or demoted changes no key: it waits for the revocation, then is refused', async () => {
+      const caller = await createKey(t, admin.key, { role: 'admin' });
+      const target = await createKey(t, admin.key, {});
+      for (const [change, status, code] of [
+        ['revoked_at = now()', 401, 'unauthorized'],
+        [`role = 'member'`, 403, 'forbidden'],
+      ] as const) {
+        // The caller's key is resolved (and cached) first, as a request that passed the guard had it.
+        await t.http.get('/keys').set(bearer(caller.key)).expect(200);
+        // A revocation holding the tenant's key lock, as DELETE /keys/{id} does until it commits.
+        const held = new Client({ connectionString: t.databaseUrl });
+        await held.connect();
+        await held.query('BEGIN');
+        await held.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`keys:${admin.tenantId}`]);
+        const requests = [
+          t.http.post('/keys').set(bearer(caller.key)).send({ label: 'minted' }),
+          t.http.patch(`/keys/${target.id}`).set(bearer(caller.key)).send({ role: 'admin' }),
+          t.http.delete(`/keys/${target.id}`).set(bearer(caller.key)),
+        ].map((r) => r.then((res) => res));
+        await waitFor(async () => (await t.sql(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).length === 3, 'the requests to wait for the lock');
+        await held.query(`UPDATE api_keys SET ${change} WHERE id = $1`, [caller.id]);
+        await held.query('COMMIT');
+        await held.end();
+        for (const res of await Promise.all(requests)) expectError(res, status, code);
+        await t.sql(`UPDATE api_keys SET revoked_at = NULL, role = 'admin' WHERE id = $1`, [caller.id]);
+        await t.http.patch(`/keys/${caller.id}`).set(bearer(admin.key)).send({ label: `reset ${status}` }).expect(200); // drops the cached entry
+      }
+      expect((await t.http.get(`/keys/${target.id}`).set(bearer(admin.key))).body).toMatchObject({ role: 'member', revoked_at: null });
+      expect(await t.sql(`SELECT 1 FROM api_keys WHERE label = 'minted'`)).toEqual([]);
+    });
+
     it('refuses to change the source (400 validation_error) or a revoked key (409 conflict)', async () => {
       const k = await createKey(t, admin.key, { source: 'fixed-source' });
       expect(badFields(await t.http.patch(`/keys/${k.id}`).set(bearer(admin.key)).send({ source: 'other' }))).toEqual(['source']);
@@ -246,7 +302,8 @@ describe('keys', () => {
         t.http.delete(`/keys/${first.id}`).set(bearer(second.key)),
         t.http.delete(`/keys/${second.id}`).set(bearer(tenant.key)),
       ]);
-      expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
+      // The second to take the tenant's key lock finds its own key revoked by the first.
+      expect(results.map((r) => r.status).sort()).toEqual([200, 401]);
       const active = await t.sql(`SELECT 1 FROM api_keys WHERE tenant_id = $1 AND role = 'admin' AND revoked_at IS NULL`, [tenant.tenantId]);
       expect(active).toHaveLength(1);
     });

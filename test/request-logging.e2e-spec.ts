@@ -114,6 +114,12 @@ describe('request logging (the service process, LOG_LEVEL=info)', () => {
       expect(line.req.url).toBe(logged);
     }
 
+    // …and a key sent as the request id is neither taken as it nor sent back: a new id stands in.
+    const asId = await fetch(`${base}/items`, { headers: { authorization: `Bearer ${adminKey}`, 'x-request-id': adminKey } });
+    await asId.arrayBuffer();
+    expect(asId.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    await requestLine(asId.headers.get('x-request-id')!);
+
     const everything = service.stdout() + service.stderr();
     for (const s of [...secrets, adminKey.slice('svc_k1_'.length)]) expect(everything).not.toContain(s);
     expect(everything).not.toContain(encodeURIComponent(secrets.find((s) => s.startsWith('whsec_'))!));

@@ -114,10 +114,14 @@ export function loggerParams(logger: Logger): Params {
   return { pinoHttp: { logger, wrapSerializers: false }, forRoutes: [] };
 }
 
-/** The caller's X-Request-Id when it is sane, else a new one: fastify's `genReqId`, so `request.id`. */
+/**
+ * The caller's X-Request-Id when it is sane, else a new one: fastify's `genReqId`, so `request.id`.
+ * Not one holding the service's own secret (a key pasted into the wrong header): it would be
+ * logged and sent back in clear.
+ */
 export function requestId(req: IncomingMessage): string {
   const incoming = req.headers['x-request-id'];
-  return typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
+  return typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) && !isOwnSecret(incoming) ? incoming : randomUUID();
 }
 
 /** Answers whose 4xx is the protocol's normal course, not a client's mistake (markRoutine). */

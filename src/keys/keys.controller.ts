@@ -53,7 +53,10 @@ export class KeysController {
 
   @Patch(':id')
   @Requires({ admin: true })
-  @ApiOperation({ summary: 'Update a key\'s label, role, default tier or permission maps (admin); effective on the next request' })
+  @ApiOperation({
+    summary: 'Update a key\'s label, role, default tier or permission maps (admin); effective on the next request',
+    description: 'A permission map sent replaces the key\'s map whole, as JSON or as a merge patch alike. A PATCH that changes nothing writes nothing (`updated_at` stays).',
+  })
   @ApiOkResponse({ type: ApiKeyResponse })
   @ApiErrors(400, 401, 403, 404, 409, 429)
   update(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Body() dto: UpdateKeyDto): Promise<ApiKeyResponse> {

@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsString, Matches } from 'class-validator';
+import { IsIn, IsString, Matches, ValidateBy } from 'class-validator';
 import { PATTERN_RE } from '../common/type-pattern';
 import { cutChars } from '../common/input-policy';
-import { IsOptionalNonNull, IsPermissionMap, MaxChars } from '../common/validation';
+import { isReadableName, IsOptionalNonNull, IsPermissionMap, MaxChars } from '../common/validation';
 import type { PermissionMap, Role, Tier } from './api-key.entity';
 
 import type { ApiPropertyOptions } from '@nestjs/swagger';
@@ -25,10 +25,23 @@ export const MAX_KEY_LABEL = 200;
 /** A label the service makes from other text (the account page's form, a new tenant's name), cut to what POST /keys takes. */
 export const keyLabel = (text: string): string => cutChars(text, MAX_KEY_LABEL);
 
+/** A label is empty, or readable as a name is (isReadableName): it is shown in `GET /audit` and on the account page. */
+const IsKeyLabel = () =>
+  ValidateBy({
+    name: 'isKeyLabel',
+    validator: {
+      validate: (v: unknown) => v === '' || isReadableName(v),
+      defaultMessage: () => 'must be empty, or not blank and without control characters, line separators or bidirectional override characters',
+    },
+  });
+
 /** No `default`s here: a PATCH leaves an absent field as it is, and generated clients send schema defaults. */
 export class UpdateKeyDto {
-  @ApiPropertyOptional({ maxLength: MAX_KEY_LABEL })
-  @IsOptionalNonNull() @IsString() @MaxChars(MAX_KEY_LABEL)
+  @ApiPropertyOptional({
+    maxLength: MAX_KEY_LABEL,
+    description: 'Empty, or not blank nor only invisible characters, with no control characters, line separators (U+2028, U+2029) or bidirectional overrides (U+202A–U+202E, U+2066–U+2069)',
+  })
+  @IsOptionalNonNull() @IsString() @MaxChars(MAX_KEY_LABEL) @IsKeyLabel()
   label?: string;
 
   @ApiPropertyOptional({ enum: ['admin', 'member'] })

@@ -160,7 +160,11 @@ export class KeysService {
   }
 
   async create(p: Principal, dto: CreateKeyDto): Promise<ApiKeyResponse> {
-    return this.db.transaction((m) => this.insert(m, p.tenantId, dto, undefined, actorOf(p)));
+    return this.db.transaction(async (m) => {
+      await this.lockTenantKeys(m, p.tenantId);
+      await this.assertCallerStillAdmin(m, p);
+      return this.insert(m, p.tenantId, dto, undefined, actorOf(p));
+    });
   }
 
   /**
@@ -272,6 +276,7 @@ export class KeysService {
   async update(principal: Principal, id: string, dto: UpdateKeyDto): Promise<ApiKeyResponse> {
     const { key, hash } = await this.db.transaction(async (m) => {
       await this.lockTenantKeys(m, principal.tenantId);
+      await this.assertCallerStillAdmin(m, principal);
       const key = await this.find(m, principal.tenantId, id);
       if (key.revokedAt) throw ApiError.conflict('conflict', 'A revoked key cannot be changed; create a new one');
       if (dto.role === 'member' && key.role === 'admin') await this.assertAnotherAdmin(m, principal.tenantId, [id]);
@@ -282,25 +287,25 @@ export class KeysService {
         ...(dto.type_permissions !== undefined && { typePermissions: dto.type_permissions }),
         ...(dto.extension_permissions !== undefined && { extensionPermissions: dto.extension_permissions }),
         ...(dto.edge_permissions !== undefined && { edgePermissions: dto.edge_permissions }),
-        updatedAt: new Date(),
       };
-      await m.update(ApiKeyEntity, { tenantId: principal.tenantId, id }, patch);
       const changed = changedFields(
         Object.fromEntries(UPDATABLE.filter(([field]) => patch[field] !== undefined).map(([field, name]) => [name, [key[field], patch[field]] as const])),
       );
-      if (changed.length) {
-        await this.audit.record(
-          {
-            tenantId: principal.tenantId,
-            action: 'key.updated',
-            details: { actor: actorOf(principal), key_id: id, changed, ...(changed.includes('role') && { role: { from: key.role, to: patch.role } }) },
-          },
-          m,
-        );
-      }
+      // Nothing to write, nor to drop from every instance's key cache (the generation is the deployment's).
+      if (!changed.length) return { key, hash: undefined };
+      patch.updatedAt = new Date();
+      await m.update(ApiKeyEntity, { tenantId: principal.tenantId, id }, patch);
+      await this.audit.record(
+        {
+          tenantId: principal.tenantId,
+          action: 'key.updated',
+          details: { actor: actorOf(principal), key_id: id, changed, ...(changed.includes('role') && { role: { from: key.role, to: patch.role } }) },
+        },
+        m,
+      );
       return { key: Object.assign(key, patch), hash: key.keyHash };
     });
-    await this.cache.invalidate(hash);
+    if (hash) await this.cache.invalidate(hash);
     return toKeyResponse(key);
   }
 
@@ -309,6 +314,7 @@ export class KeysService {
     const tenantId = p.tenantId;
     const key = await this.db.transaction(async (m) => {
       await this.lockTenantKeys(m, tenantId);
+      await this.assertCallerStillAdmin(m, p);
       const key = await this.find(m, tenantId, id);
       if (key.revokedAt) return key;
       if (key.role === 'admin') await this.assertAnotherAdmin(m, tenantId, [id]);
@@ -325,6 +331,21 @@ export class KeysService {
   /** Serialises key changes within a tenant, so the last-admin rule holds under concurrency. */
   private async lockTenantKeys(m: EntityManager, tenantId: string): Promise<void> {
     await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`keys:${tenantId}`]);
+  }
+
+  /**
+   * Under lockTenantKeys: the calling key is still an active admin. A request that passed the
+   * guard just before its key was revoked (or demoted) would otherwise commit a key after the
+   * revocation was acknowledged, beyond an admin's revoke-then-review of the key list.
+   */
+  private async assertCallerStillAdmin(m: EntityManager, p: Principal): Promise<void> {
+    if (p.kind !== 'api_key') return;
+    const [caller]: Array<{ role: Role; revoked: boolean }> = await m.query(
+      'SELECT role, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE tenant_id = $1 AND id = $2',
+      [p.tenantId, p.credentialId],
+    );
+    if (!caller || caller.revoked) throw ApiError.unauthorized('This API key was revoked');
+    if (caller.role !== 'admin') throw ApiError.forbidden('This API key is no longer an admin key');
   }
 
   private async find(m: EntityManager, tenantId: string, id: string): Promise<ApiKeyEntity> {

@@ -16,6 +16,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
+import { isReadableName } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { keyLabel } from '../keys/keys.dto';
 import { isUserEmail, isUserName, isUserPassword } from '../users/users.dto';
@@ -255,7 +256,8 @@ export class AccountController {
         return sendPage(reply, 503, errorPage('Try again', 'No key was made: the service could not check that this form was not sent before. Try again in a moment from the security page.', security));
     }
     const given = typeof body.label === 'string' ? body.label.trim() : '';
-    const label = keyLabel(given || `${user.email} (account page)`);
+    // A label POST /keys would refuse (a control character, only invisible ones) gives way to the default.
+    const label = keyLabel(isReadableName(given) ? given : `${user.email} (account page)`);
     // Recorded as the user's: deleting or demoting them revokes it (KeysService.revokeCreatedBy).
     const created = await this.users.createKey(user.tenant_id, user.id, { role: 'admin', label });
     if (!created) return sendPage(reply, 403, errorPage('Not allowed', 'Only an admin user may create API keys.'));
