@@ -1,7 +1,9 @@
 /**
  * The OAuth 2.1 / OIDC provider (SPEC part 5) on oidc-provider: the provider instance and its
  * mount, storage, signing keys and the scope grammar; first-party client registration; OAuth
- * access tokens as Principals (OAUTH_TOKEN_RESOLVER, used by the bearer strategy).
+ * access tokens as Principals (OAUTH_TOKEN_RESOLVER, used by the bearer strategy); the pages
+ * people see (sign-in, sign-up, consent, device, the account's grants, sessions and keys) and
+ * userinfo; an admin's views of users' grants and of blocked clients.
  */
 import { Module } from '@nestjs/common';
 import { OAUTH_TOKEN_RESOLVER } from '../auth/principal';

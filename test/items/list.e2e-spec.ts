@@ -25,6 +25,16 @@ describe('items: listing', () => {
   });
   afterAll(() => t?.close());
 
+  it('pages 50 items at a time when no limit is given', async () => {
+    const { c } = await freshTenant();
+    const items = Array.from({ length: 51 }, (_, i) => ({ type: 'core.note', properties: { title: `n${i}` } }));
+    expectStatus(await c.post('/items/bulk', { mode: 'create_only', items }), 200);
+    const first = await c.get('/items');
+    expect([first.body.items.length, typeof first.body.next_cursor]).toEqual([50, 'string']);
+    const rest = await c.get('/items', { cursor: first.body.next_cursor });
+    expect([rest.body.items.length, rest.body.next_cursor]).toEqual([1, null]);
+  });
+
   it(`stops a page once it holds ${PAGE_BYTES / 1024 / 1024} MB of items, short of its limit, with a cursor to the rest; versions alike`, async () => {
     const { c } = await freshTenant();
     // Ten items of 0.95 MB: nine fit before the mark (each page holds the item that crosses it).
