@@ -100,7 +100,7 @@ export async function waitHealthy(service: Service, baseUrl: string): Promise<vo
     if (dead) throw new Error(`service exited early: ${service.stderr()}`);
     const res = await fetch(`${baseUrl}/health`).catch(() => undefined);
     return res?.status === 200;
-  }, `${baseUrl}/health to answer 200`, 20_000, 100).catch((e) => {
+  }, `${baseUrl}/health to answer 200`, 60_000, 100).catch((e) => {
     if (dead) throw new Error(`service exited: ${service.stderr()}`);
     throw e;
   });
