@@ -368,6 +368,16 @@ describe('rate limits', () => {
       expect(expectLimitHeaders(mapped, 6).remaining).toBe(4);
     });
 
+    it('an address written with its port counts as the address; text that is no address counts in one bucket, whatever it says', async () => {
+      for (let i = 0; i < 6; i++) await trusting.http.get('/health').set('X-Forwarded-For', `203.0.113.50:${40_000 + i}`).expect(200);
+      expectRateLimited(await trusting.http.get('/health').set('X-Forwarded-For', '203.0.113.50:50000'), 6);
+      expectRateLimited(await trusting.http.get('/health').set('X-Forwarded-For', '203.0.113.50'), 6);
+      for (let i = 0; i < 6; i++) await trusting.http.get('/health').set('X-Forwarded-For', `[2001:db8:9::${i + 1}]:443`).expect(200);
+      expectRateLimited(await trusting.http.get('/health').set('X-Forwarded-For', '2001:db8:9::99'), 6);
+      for (let i = 0; i < 6; i++) await trusting.http.get('/health').set('X-Forwarded-For', `client-${i}`).expect(200);
+      expectRateLimited(await trusting.http.get('/health').set('X-Forwarded-For', 'x'.repeat(1000)), 6);
+    });
+
     it('without it, X-Forwarded-For is ignored: every value shares the socket address\'s bucket', async () => {
       for (let i = 0; i < 6; i++) await direct.http.get('/health').set('X-Forwarded-For', `203.0.113.${10 + i}`).expect(200);
       expectRateLimited(await direct.http.get('/health').set('X-Forwarded-For', '203.0.113.99'), 6);

@@ -1,4 +1,4 @@
-import { addressBucket } from './client-address';
+import { addressBucket, NOT_AN_ADDRESS } from './client-address';
 
 describe('addressBucket: the unit a client address is counted in', () => {
   it.each([
@@ -46,8 +46,15 @@ describe('addressBucket: the unit a client address is counted in', () => {
     expect(addressBucket('::cb00:7107')).toBe('::/64');
   });
 
-  it.each(['', 'unknown', 'not an address', '127.1', '0x7f000001', '2001:db8::1::2', '2001:db8::/64', '300.1.1.1', ' 203.0.113.7', '1:2:3:4:5:6:7:1.2.3.4'])(
-    'returns anything that is not an address unchanged: %p',
-    (text) => expect(addressBucket(text)).toBe(text),
+  it.each([
+    ['203.0.113.7:51234', '203.0.113.7'],
+    ['[2001:db8:1:2::1]:443', '2001:db8:1:2::/64'],
+    ['[2001:db8:1:2::1]', '2001:db8:1:2::/64'],
+    ['[::ffff:203.0.113.7]:80', '203.0.113.7'],
+  ])('drops a port written beside the address, as some proxies write it: %s → %s', (ip, bucket) => expect(addressBucket(ip)).toBe(bucket));
+
+  it.each(['', 'unknown', 'not an address', '127.1', '0x7f000001', '2001:db8::1::2', '2001:db8::/64', '300.1.1.1', ' 203.0.113.7', '1:2:3:4:5:6:7:1.2.3.4', '203.0.113.7:x', 'x'.repeat(12_000)])(
+    'counts anything that is not an address in one bucket, whatever its text: %p',
+    (text) => expect(addressBucket(text)).toBe(NOT_AN_ADDRESS),
   );
 });

@@ -12,25 +12,42 @@
  * a dual-stack socket reports an IPv4 peer) and one under the well-known NAT64 prefix
  * (`64:ff9b::/96`, RFC 6052, as an IPv6-only service behind a translator sees IPv4 clients) are
  * that IPv4 client's, and count as it does: their /64 would lump every such client together.
+ *
+ * Some proxies write the client's port beside its address (`203.0.113.7:51234`,
+ * `[2001:db8::1]:443`): counted as written, each new connection would start a fresh count. The
+ * port is dropped. Whatever is still not an address (`unknown`, or any text a client sends under
+ * TRUST_PROXY=true) counts in one bucket for all such values, not one per text: a client varying
+ * it would otherwise escape every per-address limit, each variant a key of its own in Redis.
  */
 import ipaddr from 'ipaddr.js';
 import { isIP } from 'node:net';
 
 const NAT64_WELL_KNOWN = ipaddr.parseCIDR('64:ff9b::/96');
 
+/** The one bucket of every client address that is not an address. */
+export const NOT_AN_ADDRESS = 'not-an-address';
+
+/** `a.b.c.d:port` → `a.b.c.d`, `[v6]:port` and `[v6]` → `v6`; anything else as it is. */
+function withoutPort(address: string): string {
+  return /^\[([^\]]+)\](?::\d{1,5})?$/.exec(address)?.[1] ?? /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(address)?.[1] ?? address;
+}
+
 /**
  * The key `ip` is counted under: an IPv4 address (or an IPv4 address embedded as above) in
  * dotted-decimal form, any other IPv6 address as its /64 in canonical form (RFC 5952, e.g.
- * `2001:db8:1:2::/64`, without a zone). Anything that is not an address (`node:net`'s isIP) is
- * returned unchanged: it counts on its own, as before.
+ * `2001:db8:1:2::/64`, without a zone); a port beside it dropped; NOT_AN_ADDRESS for anything
+ * else (`node:net`'s isIP).
  */
-export function addressBucket(ip: string): string {
-  if (isIP(ip) !== 6) return ip; // IPv4 (strictly dotted-decimal, as isIP wants it), or not an address
+export function addressBucket(given: string): string {
+  const ip = withoutPort(given);
+  const kind = isIP(ip);
+  if (kind === 0) return NOT_AN_ADDRESS;
+  if (kind === 4) return ip; // strictly dotted-decimal, as isIP wants it
   let v6: ipaddr.IPv6;
   try {
     v6 = ipaddr.IPv6.parse(withHexTail(ip.split('%', 1)[0]));
   } catch {
-    return ip;
+    return NOT_AN_ADDRESS;
   }
   if (v6.isIPv4MappedAddress() || v6.match(NAT64_WELL_KNOWN)) {
     const [, , , , , , high, low] = v6.parts;
