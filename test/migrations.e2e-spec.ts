@@ -519,6 +519,20 @@ describe('migrations', () => {
     }
   });
 
+  it('reverting 5100 refuses while a deleted tenant is not purged yet (it would be whole again), and takes the purged ones away', async () => {
+    ds = await open(migrations);
+    await ds.runMigrations({ transaction: 'each' });
+    const [purging, purged] = ['c0000000-0000-4000-8000-000000000001', 'c0000000-0000-4000-8000-000000000002'];
+    await ds.query(`INSERT INTO tenants (id, name, deleted_at) VALUES ($1, 'purging', now())`, [purging]);
+    await ds.query(`INSERT INTO tenants (id, name, deleted_at, purged_at) VALUES ($1, 'purged', now(), now())`, [purged]);
+    await expect(revertThrough(ds, 'TenantDeletion1732300005100')).rejects.toThrow(/not purged yet/);
+    expect(await ds.query(`SELECT id FROM tenants WHERE id = ANY($1) ORDER BY id`, [[purging, purged]])).toHaveLength(2);
+    await ds.query(`UPDATE tenants SET purged_at = now() WHERE id = $1`, [purging]);
+    await revertThrough(ds, 'TenantDeletion1732300005100');
+    expect(await ds.query(`SELECT id FROM tenants WHERE id = ANY($1)`, [[purging, purged]])).toEqual([]);
+    await ds.runMigrations({ transaction: 'each' });
+  });
+
   it('every migration reverts, down to an empty schema, and applies again', async () => {
     ds = await open(migrations);
     await ds.runMigrations({ transaction: 'each' });

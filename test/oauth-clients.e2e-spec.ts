@@ -7,6 +7,7 @@
  * in the sign-in and consent pages.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { Client as PgClient } from 'pg';
 import request from 'supertest';
 import { browse, field } from './support/browse';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
@@ -589,5 +590,32 @@ describe('OAuth clients: admin listing, updates, deletion and secret rotation', 
     expect(await everyPage(admin, '&registration=open')).toEqual([]);
     expect(await everyPage(admin, '&registration=admin')).toEqual(await everyPage(admin, ''));
     expectError(await t.http.get('/auth/clients?registration=mine').set(bearer(root)), 400, 'validation_error');
+  });
+});
+
+describe('OAuth clients: the first OAuth request of an instance', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ DATABASE_STATEMENT_TIMEOUT_MS: '1000' });
+  });
+  afterAll(() => t?.close());
+
+  it('a registration that failed, in the request that built the provider, leaves its Idempotency-Key free for the retry', async () => {
+    const admin = (await bootstrapAdmin(t)).key;
+    const held = new PgClient({ connectionString: t.databaseUrl });
+    await held.connect();
+    const send = () => t.http.post('/auth/clients').set(bearer(admin)).set('Idempotency-Key', 'first-use').send({ client_name: 'first', redirect_uris: ['https://app.example/cb'] });
+    try {
+      // The provider's signing keys load and commit; the client's row then waits past the statement timeout.
+      await held.query('BEGIN');
+      await held.query('LOCK TABLE oidc_models IN ACCESS EXCLUSIVE MODE');
+      expectError(await send(), 503, 'service_unavailable');
+      await held.query('COMMIT');
+    } finally {
+      await held.end();
+    }
+    const retried = await send();
+    expect(retried.status).toBe(201);
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Client' AND payload->>'client_name' = 'first'`)).toHaveLength(1);
   });
 });

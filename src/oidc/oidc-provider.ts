@@ -3,6 +3,7 @@
  * the database, which a service started with MIGRATIONS_RUN=false may not have migrated yet.
  */
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { AsyncResource } from 'node:async_hooks';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { KoaContextWithOIDC, Provider } from 'oidc-provider';
 import Redis from 'ioredis';
@@ -29,6 +30,12 @@ export class OidcProvider {
   private readonly logger = new Logger('OAuth');
   private instance?: Promise<Provider>;
   private csrf?: Promise<Buffer>;
+  /**
+   * The context the provider is built in: the service's, not that of the request that first
+   * needs it. In that request's, the signing keys' transaction counted as the request's work: it
+   * marked an Idempotency-Key applied, and a failure after it left the key unusable for a day.
+   */
+  private readonly detached = new AsyncResource('OidcProvider.build');
 
   constructor(
     private readonly config: AppConfig,
@@ -42,7 +49,7 @@ export class OidcProvider {
   ) {}
 
   get(): Promise<Provider> {
-    this.instance ??= this.build();
+    this.instance ??= this.detached.runInAsyncScope(() => this.build());
     this.instance.catch(() => (this.instance = undefined));
     return this.instance;
   }

@@ -16,6 +16,14 @@ export class TenantDeletion1732300005100 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
+    // Without its mark a deleted tenant whose rows the purge has not removed yet is whole again:
+    // its keys work and its 202 is undone, for good. The purge must finish first; the rows it
+    // left (tombstones) go, or an earlier release would list them as empty tenants.
+    const [{ purging }]: Array<{ purging: number }> = await q.query(`SELECT count(*)::int AS purging FROM tenants WHERE deleted_at IS NOT NULL AND purged_at IS NULL`);
+    if (purging > 0) {
+      throw new Error(`${purging} deleted tenant(s) are not purged yet, and reverting would bring them back: let the service run until they are (a pass a minute), then revert again`);
+    }
+    await q.query(`DELETE FROM tenants WHERE purged_at IS NOT NULL`);
     await q.query(`DROP INDEX tenants_being_purged`);
     await q.query(`ALTER TABLE tenants DROP COLUMN deleted_at, DROP COLUMN purged_at`);
   }

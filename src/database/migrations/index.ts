@@ -52,6 +52,7 @@ import { OauthClientsByTenant1732300005000 } from './1732300005000-oauth-clients
 import { TenantDeletion1732300005100 } from './1732300005100-tenant-deletion';
 import { BlockedClients1732300005200 } from './1732300005200-blocked-clients';
 import { OauthRowsByClient1732300005300 } from './1732300005300-oauth-rows-by-client';
+import { AuditByUser1732300005400 } from './1732300005400-audit-by-user';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -107,4 +108,5 @@ export const migrations = [
   TenantDeletion1732300005100,
   BlockedClients1732300005200,
   OauthRowsByClient1732300005300,
+  AuditByUser1732300005400,
 ];
