@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { bearer, bootstrapAdmin, createKey, startApp, TestApp } from './support/app';
 import { expectError } from './support/envelope';
+import { rawRequest } from './support/raw-http';
 
 describe('bearer authentication', () => {
   let t: TestApp;
@@ -38,6 +39,13 @@ describe('bearer authentication', () => {
     // RFC 6750 3: the challenge, with invalid_token only when a bearer token was presented.
     const presented = /^Bearer\s+\S/i.test(authorization ?? '');
     expect(res.headers['www-authenticate']).toMatch(presented ? /^Bearer realm="svc", error="invalid_token"/ : /^Bearer realm="svc"$/);
+  });
+
+  it('an Authorization header sent twice is unauthorized, whichever copy holds a good key', async () => {
+    for (const [first, second] of [[admin, 'svc_k1_bogus'], ['svc_k1_bogus', admin], [admin, admin]]) {
+      const res = await rawRequest(t.url, `GET /keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${first}\r\nauthorization: Bearer ${second}\r\nConnection: close\r\n\r\n`);
+      expect([res.status, JSON.parse(res.body).error.code]).toEqual([401, 'unauthorized']);
+    }
   });
 
   it('the plaintext key with one character changed is unauthorized', async () => {

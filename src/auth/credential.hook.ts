@@ -20,9 +20,9 @@ export class CredentialHook {
    */
   readonly onRequest = (req: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
     if (req.headers.authorization === undefined) return done();
-    const token = bearerToken(req.headers.authorization);
+    const token = sentOnce(req.raw.rawHeaders, 'authorization') ? bearerToken(req.headers.authorization) : undefined;
     if (!token) {
-      req.authError = 'unauthorized'; // malformed Authorization header
+      req.authError = 'unauthorized'; // malformed Authorization header, or more than one
       return done();
     }
     this.strategy.validate(token).then(
@@ -37,6 +37,17 @@ export class CredentialHook {
       },
     );
   };
+}
+
+/**
+ * Whether `name` (lower case) is among `rawHeaders` once. Node keeps the first of repeated
+ * Authorization headers and drops the rest; a proxy in front may have acted on another, so a
+ * request sending two is taken as sending none that can be trusted.
+ */
+function sentOnce(rawHeaders: string[], name: string): boolean {
+  let seen = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i].length === name.length && rawHeaders[i].toLowerCase() === name) seen++;
+  return seen === 1;
 }
 
 /** The token of an Authorization header, `Bearer <token>` (the scheme in any case, then one or more spaces: RFC 6750 2.1); undefined when it is not one. */
