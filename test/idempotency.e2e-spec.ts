@@ -219,6 +219,16 @@ describe('idempotency keys', () => {
     expect(left.map((r) => r.key_hash)).toEqual([keyDigest(live)]);
   });
 
+  it('a pass clears the whole backlog of expired rows, however large', async () => {
+    await t.sql(
+      `INSERT INTO idempotency_keys (tenant_id, credential_id, key_hash, fingerprint, state, expires_at)
+       SELECT $1, 'backlog', g::text, '', 'in_progress', now() - interval '1 minute' FROM generate_series(1, 101000) g`,
+      [randomUUID()],
+    );
+    expect(await t.app.get(IdempotencyJanitor).sweep()).toBeGreaterThanOrEqual(101000);
+    expect(await t.sql(`SELECT 1 FROM idempotency_keys WHERE credential_id = 'backlog' LIMIT 1`)).toEqual([]);
+  });
+
   it('stores neither the key string nor the response in readable form', async () => {
     const idem = `readable-${randomUUID()}`;
     const res = await post({ label: 'sealed' }, idem).expect(201);

@@ -9,7 +9,6 @@ import { IdempotencyStore } from './idempotency.store';
 
 const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
 const BATCH = 1000;
-const MAX_BATCHES = 100;
 
 @Injectable()
 export class IdempotencyJanitor extends PeriodicTask {
@@ -21,12 +20,12 @@ export class IdempotencyJanitor extends PeriodicTask {
     return SWEEP_INTERVAL_MS;
   }
 
-  /** Returns how many keys it deleted. */
-  protected async pass(): Promise<number> {
-    let total = 0;
-    for (let i = 0, n = BATCH; i < MAX_BATCHES && n === BATCH && !this.stopped; i++, total += n) {
-      n = await this.store.purgeExpired(BATCH);
-    }
-    return total;
+  /**
+   * Returns how many keys it deleted: all that have expired, as the other janitors do. A cap of
+   * 100 batches a pass (about 170 rows a second) fell behind an instance taking keyed writes
+   * faster than that, and the table grew for good.
+   */
+  protected pass(): Promise<number> {
+    return this.inBatches(BATCH, () => this.store.purgeExpired(BATCH));
   }
 }
