@@ -3,8 +3,8 @@
  * shutdown) waits for its blocking connection to connect again and for each socket to end;
  * while Redis accepts connections but never answers (a partition behind a proxy or load
  * balancer), neither happens, and the shutdown hung until main's 25 s deadline ended the
- * process with exit code 1, the hooks after it (Redis, pools) never run. Jobs have ended by
- * then: their owners' beforeApplicationShutdown hooks wait for them.
+ * process with exit code 1, before the hooks after it (Redis, pools) had run. Jobs have ended
+ * by then: their owners' beforeApplicationShutdown hooks wait for them.
  */
 import { getQueueToken } from '@nestjs/bull';
 import { Injectable, OnModuleInit } from '@nestjs/common';
@@ -13,7 +13,7 @@ import { Queue } from 'bull';
 import { withinTimeout } from '../common/timeout';
 import { QUEUES } from './job-catalogue';
 
-export const QUEUE_CLOSE_MS = 3_000;
+const QUEUE_CLOSE_MS = 3_000;
 
 @Injectable()
 export class QueueCloser implements OnModuleInit {
@@ -31,7 +31,7 @@ export class QueueCloser implements OnModuleInit {
 type ClosableQueue = Queue & { onApplicationShutdown?: () => Promise<void> };
 
 /** `queue.close()`, or after `ms` its connections dropped: a socket left half-closed would keep the process alive. */
-export async function closeWithin(queue: Queue, ms: number): Promise<void> {
+async function closeWithin(queue: Queue, ms: number): Promise<void> {
   const closing = queue.close();
   closing.catch(() => undefined);
   if ((await withinTimeout(closing.then(() => true), ms)) === true) return;
