@@ -471,6 +471,20 @@ describe('bulk actions (e2e)', () => {
       expect((await versions(theirs)).size).toBe(0);
     });
 
+    it('max_items is 10,000 when not given', async () => {
+      const { key, tenantId } = await createTenant(t, admin, 'ten-thousand');
+      await t.sql(
+        `INSERT INTO items (tenant_id, id, type, properties, state, source, "timestamp", tier, tags, created_at, updated_at)
+         SELECT $1, gen_random_uuid(), 'core.note', '{"title":"n"}', 'active', 's', now(), 'library', '{many}', now(), now() FROM generate_series(1, 10001)`,
+        [tenantId],
+      );
+      const send = (body: Body) => t.http.post('/items/bulk_action').set(bearer(key)).send(body);
+      const capped = expectError(await send({ action: 'update_tier', tier: 'feed', dry_run: true, filter: { tags: ['many'] } }), 400, 'bulk_cap_exceeded');
+      expect(capped.details).toMatchObject({ max_items: 10_000 });
+      await t.sql(`DELETE FROM items WHERE tenant_id = $1 AND id = (SELECT id FROM items WHERE tenant_id = $1 LIMIT 1)`, [tenantId]);
+      expect((await send({ action: 'update_tier', tier: 'feed', dry_run: true, filter: { tags: ['many'] } })).body.matched).toBe(10_000);
+    });
+
     it('400 bulk_cap_exceeded when the match set exceeds max_items (nothing written), or max_items exceeds 50000', async () => {
       const tag = freshTag('cap');
       const ids = await seed(notes(5, tag));
