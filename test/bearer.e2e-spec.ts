@@ -48,6 +48,18 @@ describe('bearer authentication', () => {
     }
   });
 
+  it('so are userinfo and the provider\'s endpoints: two Authorization headers are no credential', async () => {
+    const twice = (request: string, body = '') =>
+      rawRequest(t.url, `${request} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic ${Buffer.from('a:b').toString('base64')}\r\nAuthorization: Bearer ${admin}\r\n` +
+        `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    const userinfo = await twice('GET /auth/oauth2/userinfo');
+    expect(userinfo.status).toBe(401);
+    for (const path of ['/auth/oauth2/token', '/auth/oauth2/introspect', '/auth/oauth2/revoke']) {
+      const res = await twice(`POST ${path}`, 'grant_type=client_credentials&token=x');
+      expect([res.status, JSON.parse(res.body).error]).toEqual([400, 'invalid_request']);
+    }
+  });
+
   it('the plaintext key with one character changed is unauthorized', async () => {
     const last = admin.slice(-1) === 'A' ? 'B' : 'A';
     expectError(await t.http.get('/keys').set(bearer(admin.slice(0, -1) + last)), 401, 'unauthorized');

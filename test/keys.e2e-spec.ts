@@ -209,7 +209,7 @@ describe('keys', () => {
           t.http.patch(`/keys/${target.id}`).set(bearer(caller.key)).send({ role: 'admin' }),
           t.http.delete(`/keys/${target.id}`).set(bearer(caller.key)),
         ].map((r) => r.then((res) => res));
-        await waitFor(async () => (await t.sql(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).length === 3, 'the requests to wait for the lock');
+        await waitFor(async () => (await t.sql(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).length === 3, 'the requests to wait for the lock');
         await held.query(`UPDATE api_keys SET ${change} WHERE id = $1`, [caller.id]);
         await held.query('COMMIT');
         await held.end();

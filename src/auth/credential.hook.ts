@@ -7,6 +7,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
+import type { IncomingMessage } from 'node:http';
 import { AuthenticationFailure, BearerStrategy } from './bearer.strategy';
 
 @Injectable()
@@ -20,7 +21,7 @@ export class CredentialHook {
    */
   readonly onRequest = (req: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void => {
     if (req.headers.authorization === undefined) return done();
-    const token = sentOnce(req.raw.rawHeaders, 'authorization') ? bearerToken(req.headers.authorization) : undefined;
+    const token = bearerToken(authorizationOnce(req.raw));
     if (!token) {
       req.authError = 'unauthorized'; // malformed Authorization header, or more than one
       return done();
@@ -39,15 +40,20 @@ export class CredentialHook {
   };
 }
 
-/**
- * Whether `name` (lower case) is among `rawHeaders` once. Node keeps the first of repeated
- * Authorization headers and drops the rest; a proxy in front may have acted on another, so a
- * request sending two is taken as sending none that can be trusted.
- */
-function sentOnce(rawHeaders: string[], name: string): boolean {
+/** How many Authorization headers a request sent: Node keeps the first of several and drops the rest. */
+export function authorizationCount(raw: IncomingMessage): number {
   let seen = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i].length === name.length && rawHeaders[i].toLowerCase() === name) seen++;
-  return seen === 1;
+  for (let i = 0; i < raw.rawHeaders.length; i += 2) if (raw.rawHeaders[i].length === 13 && raw.rawHeaders[i].toLowerCase() === 'authorization') seen++;
+  return seen;
+}
+
+/**
+ * The request's Authorization header if it sent exactly one: a proxy in front may have acted on
+ * another copy than the one Node kept, so a request sending two is taken as sending none that
+ * can be trusted (the API's bearer tokens, userinfo and the provider's endpoints alike).
+ */
+export function authorizationOnce(raw: IncomingMessage): string | undefined {
+  return authorizationCount(raw) === 1 ? raw.headers.authorization : undefined;
 }
 
 /** The token of an Authorization header, `Bearer <token>` (the scheme in any case, then one or more spaces: RFC 6750 2.1); undefined when it is not one. */

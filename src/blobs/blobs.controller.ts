@@ -74,7 +74,7 @@ export class BlobsController {
     summary: 'Upload a blob',
     description:
       'The raw request body is the content, of any Content-Type (stored and sent back on download; default application/octet-stream; ' +
-      'a well-formed media type, else 415 invalid_request, of at most 255 characters, else 400 invalid_request). ' +
+      'a media type of at most 255 printable ASCII characters: one the HTTP layer cannot parse is 415 invalid_request, any other refused 400 invalid_request). ' +
       'It is streamed, never buffered whole, and named by its SHA-256. Content is stored once per tenant: uploading bytes the tenant ' +
       'already has returns 200 with the existing record. Bodies over BLOB_MAX_BYTES get 413 blob_too_large and the connection is closed. ' +
       'A body sent with Content-Encoding gzip, deflate or br is stored decoded (hashed and sent back as its decoded bytes; the size limit applies to the bytes sent and to the decoded bytes); ' +

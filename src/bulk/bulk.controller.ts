@@ -76,7 +76,7 @@ export class BulkController {
   @ApiOperation({
     summary: 'Cancel a bulk job',
     description:
-      'A queued job is cancelled at once, and so is a started one no worker holds (its workers stopped or died). A running one stops between chunks, typically within seconds; until then the answer shows it ' +
+      'A queued job is cancelled at once, and so is a started one no worker holds (its workers stopped, died or stalled past its lease). A running one stops between chunks, typically within seconds; until then the answer shows it ' +
       'in_progress with `cancel_requested: true`. An ended job is answered as it is (200). Allowed for the credential that started it, or an admin.',
   })
   @ApiOkResponse({ type: BulkJobDto })

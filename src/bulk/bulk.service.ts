@@ -210,7 +210,7 @@ export class BulkService {
 
   /**
    * DELETE: a job no worker holds (queued, or started and its lease given up or lapsed: its
-   * workers stopped or died) is cancelled at once, with its `bulk_job.cancelled` event; one a
+   * workers stopped, died or stalled past it) is cancelled at once, with its `bulk_job.cancelled` event; one a
    * worker holds is flagged, and the worker stops at the next chunk boundary; an ended one is
    * answered as it is. A worker claiming the job meanwhile waits for the row, then finds it ended.
    */

@@ -24,6 +24,8 @@ export class QueueCloser implements OnModuleInit {
   /** Each queue's hook closes them all at once (Nest calls the hooks one module after another). */
   onModuleInit(): void {
     const queues = Object.values(QUEUES).map((name) => this.moduleRef.get<ClosableQueue>(getQueueToken(name), { strict: false }));
+    // @nestjs/bull gives each queue this hook (buildQueue); one that moved would be left in place.
+    if (queues.some((q) => typeof q.onApplicationShutdown !== 'function')) throw new Error('@nestjs/bull no longer closes its queues through onApplicationShutdown');
     for (const queue of queues) queue.onApplicationShutdown = () => (this.closing ??= Promise.all(queues.map((q) => closeWithin(q, QUEUE_CLOSE_MS))).then(() => undefined));
   }
 }

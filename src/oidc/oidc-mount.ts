@@ -18,6 +18,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { authorizationCount } from '../auth/credential.hook';
 import { AppConfig } from '../config/app-config';
 import { OIDC_ROUTES } from './oidc-provider.factory';
 import { OidcProvider } from './oidc-provider';
@@ -117,6 +118,10 @@ export class OidcMount {
       return void reply.send({ error: 'invalid_request', error_description: `${req.method} of a client's configuration is not supported: it is read-only (RFC 7592)` });
     }
     if (!route || !(route.methods.includes(req.method) || preflight)) return done();
+    if (authorizationCount(req.raw) > 1) {
+      reply.code(400).header('cache-control', 'no-store');
+      return void reply.send({ error: 'invalid_request', error_description: 'Send the Authorization header once' });
+    }
     const target = route.target;
     const url = target + (query === -1 ? '' : req.url.slice(query));
     if (this.handle) return this.pass(req, reply, url, this.handle);

@@ -21,7 +21,7 @@
 import { applyDecorators, Controller, Get, HttpCode, Options, Post, Res, UseFilters } from '@nestjs/common';
 import { ApiExtension, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { bearerToken } from '../auth/credential.hook';
+import { authorizationOnce, bearerToken } from '../auth/credential.hook';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { OAuthErrorFormFilter } from '../common/exception.filter';
 import { NO_STORE_EXTENSION } from '../common/security-headers';
@@ -137,7 +137,7 @@ export class UserinfoController {
   }
 
   private async answer(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const header = bearerToken(req.headers.authorization);
+    const header = bearerToken(authorizationOnce(req.raw));
     // RFC 6750 2.2: a POST may carry the token as the form's `access_token` instead (OIDC Core
     // 5.3.1 sends it per RFC 6750 2, which older relying parties read as the body); one way only.
     const form = req.method === 'POST' ? (req.body as Record<string, unknown> | undefined)?.access_token : undefined;

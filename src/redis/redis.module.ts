@@ -109,13 +109,18 @@ export class RedisPubSub implements OnApplicationShutdown {
       const subscriber = this.subscriber;
       onReconnect(subscriber, () => {
         lost = false;
-        // ioredis says 'ready' before it sends its SUBSCRIBE again: a catch-up run at once could
-        // read its record before a message that then went unheard. The same SUBSCRIBE sent here
-        // is answered after ioredis's. Failing, the connection is lost again, and this comes back.
-        subscriber.subscribe(...this.handlers.keys()).then(() => {
+        // ioredis says 'ready' once it has sent its SUBSCRIBE again, not once Redis has answered
+        // it: a catch-up run at once could read its record before a message that then went
+        // unheard. The same SUBSCRIBE sent here is answered after ioredis's. Should it fail, the
+        // listeners catch up anyway: early is better than never.
+        const catchUp = () => {
           this.logger.log('Redis subscription back; catching up');
           this.resubscribed.forEach((listener) => listener());
-        }, () => undefined);
+        };
+        subscriber.subscribe(...this.handlers.keys()).then(catchUp, (err: unknown) => {
+          this.logger.warn({ err }, 'Redis subscription not confirmed');
+          catchUp();
+        });
       });
     }
     const list = this.handlers.get(channel) ?? [];

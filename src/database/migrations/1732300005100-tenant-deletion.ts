@@ -19,6 +19,8 @@ export class TenantDeletion1732300005100 implements MigrationInterface {
     // Without its mark a deleted tenant whose rows the purge has not removed yet is whole again:
     // its keys work and its 202 is undone, for good. The purge must finish first; the rows it
     // left (tombstones) go, or an earlier release would list them as empty tenants.
+    // A deletion committing between the count and the ALTER would lose its mark: held off from here.
+    await q.query(`LOCK TABLE tenants IN SHARE ROW EXCLUSIVE MODE`);
     const [{ purging }]: Array<{ purging: number }> = await q.query(`SELECT count(*)::int AS purging FROM tenants WHERE deleted_at IS NOT NULL AND purged_at IS NULL`);
     if (purging > 0) {
       throw new Error(`${purging} deleted tenant(s) are not purged yet, and reverting would bring them back: let the service run until they are (a pass a minute), then revert again`);
