@@ -179,6 +179,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const rateLimit = app.get(RateLimitHook);
   http.addHook('onRequest', credentials.onRequest);
   http.addHook('onRequest', rateLimit.onRequest);
+  http.addHook('onRoute', rateLimit.onRoute);
   // After the rate limit, so that these refusals carry the X-RateLimit-* headers too.
   http.addHook('onRequest', answerCredentialError);
   http.addHook('onRequest', refuseWhileClosing(http));

@@ -216,6 +216,21 @@ describe('rate limits', () => {
       expectRateLimited(await t.http.post('/items').set('X-Forwarded-For', '203.0.113.21').send({}), 5);
     });
 
+    it("a CORS preflight counts with the reads of the segment it asks about, not with stray 404s", async () => {
+      const from = (req: import('supertest').Test) => req.set('X-Forwarded-For', '203.0.113.24');
+      const preflight = (path: string) => from(t.http.options(path)).set('Origin', 'https://app.example').set('Access-Control-Request-Method', 'POST');
+      const remaining = (res: Response) => res.headers['x-ratelimit-remaining'];
+      expect(remaining(await preflight('/items').expect(204))).toBe('9');
+      expect(remaining(await preflight('/ITEMS/some-id').expect(204))).toBe('8');
+      // Paths no route has keep sharing one bucket, preflights of made-up segments included.
+      expect(remaining(expectStatus(await from(t.http.get('/no-such-route')), 404))).toBe('9');
+      expect(remaining(await preflight('/made-up-1').expect(204))).toBe('8');
+      expect(remaining(await preflight('/made-up-2').expect(204))).toBe('7');
+      // Another segment has its own.
+      expect(remaining(await preflight('/edges/x').expect(204))).toBe('9');
+      expect(remaining(await preflight('/items').expect(204))).toBe('7');
+    });
+
     it('an absolute-form target counts in the bucket of the path it routes to', async () => {
       const target = `${t.url}/auth/sign-in`;
       for (let i = 0; i < 4; i++) {

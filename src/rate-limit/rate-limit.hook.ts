@@ -26,10 +26,14 @@ import { limitHeaders, RollingWindows } from './rolling-window';
  * counts against another bucket than the route's: the matched route's own path (`/items/:id`),
  * which the router (find-my-way) has settled before any onRequest hook runs.
  */
-function routedPath(req: FastifyRequest): string {
+function routedPath(req: FastifyRequest, routeSegments: ReadonlySet<string>): string {
   if (req.routeOptions.url) return req.routeOptions.url;
   const path = unroutedPath(req.url);
-  return SERVED_UNROUTED.test(path) ? path : UNKNOWN_PATH;
+  if (SERVED_UNROUTED.test(path)) return path;
+  // No API route takes OPTIONS: a CORS preflight counts with the reads of the segment it asks
+  // about, so that one app's preflights do not share a bucket with every other path's and stray 404s.
+  const segment = path.split('/')[1]?.toLowerCase();
+  return req.method === 'OPTIONS' && segment && routeSegments.has(segment) ? `/${segment}` : UNKNOWN_PATH;
 }
 
 /**
@@ -78,6 +82,8 @@ export async function giveBackPlace(req: IncomingMessage): Promise<void> {
 @Injectable()
 export class RateLimitHook {
   private readonly windows: RollingWindows;
+  /** The first path segments of the routes (lower case), for routedPath. */
+  private readonly routeSegments = new Set<string>();
 
   constructor(
     private readonly config: AppConfig,
@@ -98,10 +104,16 @@ export class RateLimitHook {
     return limitHeaders(limit, await this.windows.take(`ip:${address && addressBucket(address)}:${bucket}`, limit));
   }
 
+  /** A fastify onRoute hook: notes the route's first path segment. */
+  readonly onRoute = (route: { url: string }): void => {
+    const segment = route.url.split('/')[1]?.toLowerCase();
+    if (segment && !segment.startsWith(':')) this.routeSegments.add(segment);
+  };
+
   /** A fastify onRequest hook, after CredentialHook. */
   readonly onRequest = async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> => {
     if (!this.config.RATE_LIMIT_ENABLED) return;
-    const path = routedPath(req);
+    const path = routedPath(req, this.routeSegments);
     const { bucket, limit, oauth, perIp } = bucketFor(req.method, path, this.config.RATE_LIMIT_REQUESTS);
     const caller = req.principal && !perIp ? `k:${req.principal.credentialId}` : `ip:${addressBucket(req.ip)}`;
     const state = await this.windows.take(`${caller}:${bucket}`, limit);
