@@ -202,6 +202,12 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
       expect(res.headers.etag).toBe(`"${hash}"`);
       expect(res.headers['cache-control']).toBe('private, max-age=31536000, immutable');
       expect(res.headers['x-content-type-options']).toBe('nosniff');
+      // Exactly GET's headers (RFC 9110 9.3.2), whatever the request accepts.
+      const headers = { 'Accept-Encoding': 'gzip, br' };
+      const [get, head] = await Promise.all(['GET', 'HEAD'].map((method) => raw(t, method, `/blobs/${hash}`, { key: admin.key, headers })));
+      const varying = /^(date|x-request-id|x-ratelimit-.*|connection|keep-alive)$/;
+      const stable = (h: http.IncomingHttpHeaders) => Object.fromEntries(Object.entries(h).filter(([name]) => !varying.test(name)));
+      expect(stable(head.headers)).toEqual(stable(get.headers));
     });
 
     it('returns the metadata record', async () => {

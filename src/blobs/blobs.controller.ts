@@ -109,6 +109,7 @@ export class BlobsController {
 
   // Declared before the GET route, which would otherwise get a HEAD route of Fastify's making.
   @Head(':hash')
+  @Uncompressed()
   @ApiOAuth({ note: 'any token of the tenant.' })
   @ApiOperation({ summary: 'Blob headers only: Content-Type, Content-Length, ETag, caching' })
   @ApiParam(HASH_PARAM)
