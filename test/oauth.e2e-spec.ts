@@ -2412,6 +2412,16 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(audit.details).toMatchObject({ source: 'device', created: true });
   }, 30_000);
 
+  it('grows the interval by 5 seconds with each slow_down (SPEC 5.5, RFC 8628 3.5)', async () => {
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
+    expect(device.interval).toBe(1);
+    expect((await poll(device.device_code)).body.error).toBe('authorization_pending');
+    expect((await poll(device.device_code)).body.error).toBe('slow_down');
+    // Past the first interval since the poll accepted, which would now be on time had it not grown to 6 s.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await poll(device.device_code)).body.error).toBe('slow_down');
+  });
+
   it('finds a user code however it is typed: lower case, without its dash, with spaces, in full-width letters (an East Asian input method)', async () => {
     const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
     const fullWidth = [...device.user_code].map((c) => (c === '-' ? '\u2010' : String.fromCodePoint(c.codePointAt(0)! + 0xfee0))).join('');
