@@ -6,6 +6,7 @@
 import http from 'node:http';
 import { EventStream } from '../src/events/event-stream';
 import { bootstrapAdmin, startApp, TestApp } from './support/app';
+import { waitFor } from './support/wait';
 
 /** GET /events with `key`: the status, headers and whole body once the server ends it. */
 function getStream(url: string, key: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
@@ -30,11 +31,7 @@ describe('GET /events while the instance shuts down', () => {
     const { key } = await bootstrapAdmin(t);
     const open = getStream(t.url, key);
     // The stream is among the subscribers once its first bytes arrive; shutting down ends it.
-    await new Promise<void>((resolve) => {
-      const poll = setInterval(() => {
-        if ((t.app.get(EventStream) as unknown as { subscribers: Set<unknown> }).subscribers.size) resolve(void clearInterval(poll));
-      }, 20);
-    });
+    await waitFor(() => (t.app.get(EventStream) as unknown as { subscribers: Set<unknown> }).subscribers.size > 0, 'the stream subscribed', 15_000, 20);
     t.app.get(EventStream).beforeApplicationShutdown();
     expect((await open).body).toContain('retry: 3000');
 

@@ -8,6 +8,7 @@
 import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import type { Response } from 'supertest';
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
@@ -483,7 +484,8 @@ describe('hostile input (e2e)', () => {
     expect(badFields(action)).toEqual(['properties.meta.toString']);
   });
 
-  it('a runaway statement is cancelled by PostgreSQL (DATABASE_STATEMENT_TIMEOUT_MS on the request pool)', async () => {
+  // The cancellation itself, and its 503: 'a statement past DATABASE_STATEMENT_TIMEOUT_MS' below.
+  it('the request pool runs with DATABASE_STATEMENT_TIMEOUT_MS (default 30 s) as its statement_timeout', async () => {
     const [{ statement_timeout }] = await t.app.get(DataSource).query('SHOW statement_timeout');
     expect(statement_timeout).toBe('30s');
   });
@@ -511,5 +513,36 @@ describe('hostile input (e2e)', () => {
   it('a refused body or URL from a caller without credentials is still 401 first', async () => {
     expectError(await t.http.post('/items').send({ type: 'core.note', properties: { title: '\u0000' } }), 401, 'unauthorized');
     expectError(await t.http.get('/search?q=%00'), 401, 'unauthorized');
+  });
+});
+
+describe('a statement past DATABASE_STATEMENT_TIMEOUT_MS', () => {
+  let t: TestApp;
+  let admin: string;
+  let holder: Client;
+  beforeAll(async () => {
+    t = await startApp({ DATABASE_STATEMENT_TIMEOUT_MS: '1000' });
+    admin = (await bootstrapAdmin(t)).key;
+    holder = new Client({ connectionString: t.databaseUrl });
+    await holder.connect();
+  });
+  afterAll(async () => {
+    await holder?.end();
+    await t?.close();
+  });
+
+  it('is cancelled by PostgreSQL and answered 503 service_unavailable with Retry-After, and the service answers again after', async () => {
+    await t.http.get('/items').set(bearer(admin)).expect(200);
+    // The listing waits on the lock, and the wait counts against its statement's time.
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE items IN ACCESS EXCLUSIVE MODE');
+    try {
+      const res = await t.http.get('/items').set(bearer(admin));
+      expectError(res, 503, 'service_unavailable');
+      expect(res.headers['retry-after']).toMatch(/^\d+$/);
+    } finally {
+      await holder.query('ROLLBACK');
+    }
+    await t.http.get('/items').set(bearer(admin)).expect(200);
   });
 });

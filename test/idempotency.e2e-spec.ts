@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
 import { keyDigest, requestFingerprint } from '../src/idempotency/idempotency-key';
 import { IdempotencyJanitor } from '../src/idempotency/idempotency.janitor';
+import { IdempotencyStore } from '../src/idempotency/idempotency.store';
 import { ResponseSeal } from '../src/idempotency/response-seal';
 import { badFields, expectError } from './support/envelope';
 import { Client } from 'pg';
@@ -256,13 +257,23 @@ describe('idempotency keys', () => {
       );
     };
     const where = 'tenant_id = $1 AND credential_id = $2 AND key_hash = $3';
+    /** Sends the request, and resolves once it has found the key in progress (it is waiting), to its answer's promise. */
+    const postWaiting = async (body: object, idem: string) => {
+      const found = jest.spyOn(t.app.get(IdempotencyStore), 'find');
+      try {
+        const pending = post(body, idem).then((r) => r);
+        await waitFor(() => found.mock.calls.some(([, digest]) => digest === keyDigest(idem)), 'the request waiting for the key');
+        return { pending };
+      } finally {
+        found.mockRestore();
+      }
+    };
 
     it('waits for it to complete and replays its response', async () => {
       const idem = randomUUID();
       const body = { label: 'waiting' };
       await stage(idem, body);
-      const pending = post(body, idem).then((r) => r);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      const { pending } = await postWaiting(body, idem);
       const digest = keyDigest(idem);
       const sealed = await t.app.get(ResponseSeal).seal(idem, { tenantId: admin.tenantId, credentialId: admin.id }, digest, 201, '{"done":true}');
       await t.sql(`UPDATE idempotency_keys SET state = 'completed', response_status = 201, response_body = $4 WHERE ${where}`, [
@@ -282,8 +293,7 @@ describe('idempotency keys', () => {
       const idem = randomUUID();
       const body = { label: 'released' };
       await stage(idem, body);
-      const pending = post(body, idem).then((r) => r);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      const { pending } = await postWaiting(body, idem);
       await t.sql(`DELETE FROM idempotency_keys WHERE ${where}`, [admin.tenantId, admin.id, keyDigest(idem)]);
       const res = await pending;
       expect(res.status).toBe(201);
@@ -373,7 +383,10 @@ describe('idempotency keys', () => {
       // Two and a half leases after the claim, its lease is still ahead: the request renewed it.
       await waitFor(async () => (await short.sql(`SELECT 1 FROM idempotency_keys WHERE ${claimOf('renewed')} AND created_at < now() - interval '5 seconds'`)).length > 0, 'the claim older than its lease', 10_000, 200);
       expect(await short.sql(`SELECT 1 FROM idempotency_keys WHERE ${claimOf('renewed')} AND lease_until > now()`)).toHaveLength(1);
+      const found = jest.spyOn(short.app.get(IdempotencyStore), 'find');
       const retry = send('renewed');
+      await waitFor(() => found.mock.calls.some(([, digest]) => digest === keyDigest('renewed')), 'the retry waiting for the claim');
+      found.mockRestore();
       await release();
       const [a, b] = await Promise.all([first, retry]);
       expect([a.status, replayed(a), b.status, replayed(b), b.body.id]).toEqual([201, false, 201, true, a.body.id]);

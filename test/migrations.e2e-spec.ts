@@ -74,6 +74,13 @@ describe('migrations', () => {
       for (let round = 0; round < 3; round++) {
         await dropDatabase(racing);
         await Promise.all(Array.from({ length: 6 }, () => ensureDatabase(`${PG_SERVER}/${racing}`)));
+        const server = new Client({ connectionString: `${PG_SERVER}/postgres` });
+        await server.connect();
+        try {
+          expect((await server.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [racing])).rowCount).toBe(1);
+        } finally {
+          await server.end();
+        }
       }
     } finally {
       await dropDatabase(racing);

@@ -45,16 +45,23 @@ describe('SearchStatements', () => {
 
   it('runs at most its size of statements at once and one more (for another tenant), and queues the others', async () => {
     const two = new SearchStatements(`${PG_SERVER}/postgres`, 2);
+    const holder = new Client({ connectionString: `${PG_SERVER}/postgres` });
+    await holder.connect();
+    const key = 1_800_000 + Math.floor(Math.random() * 100_000);
+    const waiting = async () =>
+      (await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [key])).rowCount;
     try {
-      // Each statement sleeps first, then counts the search sessions busy with a statement.
-      const sql = `SELECT pg_sleep(0.1),
-                          (SELECT count(*)::int FROM pg_stat_activity
-                            WHERE datname = current_database() AND application_name = 'svc-search' AND state = 'active') AS active`;
-      const rows = (await Promise.all(Array.from({ length: 8 }, (_, n) => two.query<{ active: number }>(`00000000-0000-4000-8000-00000000000${n % 8}`, { sql, params: [] })))).flat();
-      expect(rows).toHaveLength(8);
-      expect(Math.max(...rows.map((r) => r.active))).toBeLessThanOrEqual(3);
-      expect(Math.max(...rows.map((r) => r.active))).toBeGreaterThanOrEqual(1);
+      await holder.query('SELECT pg_advisory_lock($1)', [key]);
+      // Eight statements of eight tenants, each waiting on the lock once it runs.
+      const sql = 'SELECT 1 AS done FROM (SELECT pg_advisory_xact_lock_shared($1::bigint)) l';
+      const all = Promise.all(Array.from({ length: 8 }, (_, n) => two.query<{ done: number }>(`00000000-0000-4000-8000-00000000000${n}`, { sql, params: [key] })));
+      await waitFor(async () => (await waiting()) === 3, 'two statements and the one more running');
+      // The others stay queued in the pool, not sent: the lock still has three waiters only.
+      expect(await holder.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'svc-search' AND wait_event_type = 'Lock'`).then((r) => r.rowCount)).toBe(3);
+      await holder.query('SELECT pg_advisory_unlock($1)', [key]);
+      expect((await all).flat()).toEqual(Array.from({ length: 8 }, () => ({ done: 1 })));
     } finally {
+      await holder.end();
       await two.end();
     }
   });

@@ -104,6 +104,7 @@ describe('types', () => {
       await admin.post('/types', { name: 'kind.split', schema: {} });
       const core = await admin.get('/types', { kind: 'core' });
       const tenant = await admin.get('/types', { kind: 'tenant' });
+      expect(core.body.types.length).toBeGreaterThan(0);
       expect(core.body.types.every((ty: any) => ty.core === true)).toBe(true);
       expect(tenant.body.types.every((ty: any) => ty.core === false)).toBe(true);
       expect(tenant.body.types.map((ty: any) => ty.name)).toContain('kind.split');
