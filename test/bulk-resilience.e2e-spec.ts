@@ -283,7 +283,7 @@ describe('a bulk job whose chunk finds its items locked by another session', () 
   let admin: string;
 
   beforeAll(async () => {
-    // A chunk then waits 2 s for a lock before trying again (bulk-worker.ts chunkLockWaitMs).
+    // A chunk then waits 2 s for a lock before trying again (bulk-runner.ts lockWaitMs).
     t = await startApp({ BULK_CONCURRENCY: '1', DATABASE_STATEMENT_TIMEOUT_MS: '4000' });
     admin = (await bootstrapAdmin(t)).key;
   });
@@ -334,6 +334,51 @@ describe('a bulk job whose chunk finds its items locked by another session', () 
       ended.add(waiter.pid);
     }
     await completes();
+  });
+
+  it('goes again after losing a deadlock, however many times, without counting it against the chunk\'s attempts', async () => {
+    const api = http(t.url, admin);
+    const ids = (await createNotes(api, 'deadlocked', 20)).sort();
+    const [low, high] = [ids[0], ids.at(-1)!];
+    // A session holding the chunk's last row, which then asks for its first, as a write to the
+    // same items in the other order would: each time, the chunk (waiting longest) is the deadlock's loser.
+    const other = new Client({ connectionString: t.databaseUrl });
+    await other.connect();
+    try {
+      await other.query(`SET deadlock_timeout = '60s'`);
+      await other.query('BEGIN');
+      await other.query('SELECT 1 FROM items WHERE id = $1 FOR UPDATE', [high]);
+      const submitted = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['survived'], filter: { tags: ['deadlocked'] }, async: true });
+      expect(submitted.status).toBe(202);
+      const [{ pid }] = (await other.query('SELECT pg_backend_pid() AS pid')).rows;
+      for (let round = 0; round < 4; round++) {
+        await waitFor(async () => (await waitingOn(t.sql, pid)).length > 0, 'the chunk waiting for the last row', 60_000, 50);
+        await other.query('SAVEPOINT cycle');
+        await other.query('SELECT 1 FROM items WHERE id = $1 FOR UPDATE', [low]); // the chunk is rolled back, and lets it go
+        await other.query('ROLLBACK TO SAVEPOINT cycle');
+      }
+      expect((await api.get(`/items/bulk_action/jobs/${submitted.body.id}`)).body).toMatchObject({ status: 'in_progress', processed: 0 });
+      await other.query('ROLLBACK');
+      const done = await jobWhen(api, submitted.body.id, 'the job to complete once the rows are free', (j) => j.status !== 'in_progress');
+      expect(done).toMatchObject({ status: 'completed', processed: ids.length, succeeded: ids.length, errored: 0 });
+      await expectChangedOnce(t.sql, ids, 'survived');
+    } finally {
+      await other.end();
+    }
+  });
+
+  it('a direct run waits for a locked item no longer than a chunk would, then answers 409 conflict having changed nothing', async () => {
+    const api = http(t.url, admin);
+    const ids = await createNotes(api, 'direct-held', 20);
+    const lock = await lockItem(t.databaseUrl, ids[10]);
+    try {
+      // The statement timeout is 4 s here: the run gives up at the 2 s lock wait, not at it (503).
+      const res = await api.post('/items/bulk_action', { action: 'update_tags', add_tags: ['direct'], filter: { tags: ['direct-held'] } });
+      expect([res.status, res.body.error?.code]).toEqual([409, 'conflict']);
+    } finally {
+      await lock.release();
+    }
+    expect(await t.sql(`SELECT 1 FROM items WHERE 'direct' = ANY(tags)`)).toEqual([]);
   });
 });
 

@@ -4,10 +4,12 @@
  * cardinality race, and tenant isolation.
  */
 import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import { MAX_OUTGOING_EDGES } from '../src/edges/edges.service';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { expectLocation, expectReplayed } from './support/created';
 import { badFields, expectError } from './support/envelope';
+import { waitFor } from './support/wait';
 
 describe('edges (e2e)', () => {
   let t: TestApp;
@@ -650,5 +652,31 @@ describe('edges (e2e)', () => {
     expect(Object.keys(paths['/edges'] ?? {})).toEqual(['post']);
     expect(Object.keys(paths['/edges/{id}'] ?? {})).toEqual(expect.arrayContaining(['get', 'delete']));
     expect(Object.keys(paths['/items/{id}/edges'] ?? {})).toEqual(['get', 'head']);
+  });
+  describe('beside a writer locking both ends in id order, as a purge does', () => {
+    // The other session holds the lower id, the edge's write waits for it, and the session then
+    // asks for the higher: an edge whose write had key-share locked one end already (the
+    // foreign key checks did, one end after the other) deadlocked with it, one of the two lost.
+    it.each([
+      ['from the higher id to the lower', true],
+      ['from the lower id to the higher', false],
+    ])('an edge %s waits its turn and is written', async (_, higherFirst) => {
+      const [low, high] = [await item(), await item()].sort();
+      const holder = new Client({ connectionString: t.databaseUrl });
+      await holder.connect();
+      try {
+        await holder.query(`SET deadlock_timeout = '60s'`); // were there a deadlock, the edge's write would be the one to lose it
+        await holder.query('BEGIN');
+        await holder.query('SELECT 1 FROM items WHERE id = $1 FOR UPDATE', [low]);
+        const [{ pid }] = (await holder.query('SELECT pg_backend_pid() AS pid')).rows;
+        const edge = link('test.relates', higherFirst ? high : low, higherFirst ? low : high).then((r) => r);
+        await waitFor(async () => (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [pid])).length > 0, 'the edge waiting');
+        await holder.query('SELECT 1 FROM items WHERE id = $1 FOR UPDATE', [high]);
+        await holder.query('ROLLBACK');
+        expect((await edge).status).toBe(201);
+      } finally {
+        await holder.end();
+      }
+    });
   });
 });

@@ -28,6 +28,17 @@ export interface ChunkOutcome {
 }
 
 /**
+ * How long a run waits for a lock on its items: below the statement timeout, so that the wait
+ * ends as lock_not_available (55P03) and not as a statement cancelled for any reason, and short
+ * enough that a job's cancel or a shutdown is noticed while the items stay locked. A job's chunk
+ * then tries again (bulk-worker.ts); a direct run, which holds every row it locked meanwhile,
+ * answers 409 `conflict` (send it again) instead of holding them for the statement timeout.
+ */
+export function lockWaitMs(statementTimeoutMs: number): number {
+  return statementTimeoutMs > 0 ? Math.min(5000, Math.floor(statementTimeoutMs / 2)) : 5000;
+}
+
+/**
  * Rows are locked in id order, the one order of every bulk run and chunk, so that concurrent
  * runs cannot deadlock; a purge takes the lock its DELETE needs.
  */

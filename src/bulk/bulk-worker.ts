@@ -26,7 +26,7 @@ import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal';
 import { isAdmin } from '../auth/permissions';
 import { withinTimeout } from '../common/timeout';
-import { isDependencyUnavailable } from '../common/unavailable';
+import { isDependencyUnavailable, isWriteCollision } from '../common/unavailable';
 import { AppConfig } from '../config/app-config';
 import { Outbox } from '../events/outbox';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
@@ -34,7 +34,7 @@ import { tokenScopesOf, withinTokenScopes } from '../oidc/scopes';
 import { CredentialsService } from '../auth/credentials.service';
 import { BulkSpec, CHUNK_SIZE, MAX_KEPT_ERRORS } from './bulk-actions';
 import { ENDED_JOB_SET, JOB_COLUMNS, jobAudience, JobRow, toJob } from './bulk-job.model';
-import { BulkRunner } from './bulk-runner';
+import { BulkRunner, lockWaitMs } from './bulk-runner';
 import { BulkService } from './bulk.service';
 
 type JobRef = JobPayloads['bulk.run'];
@@ -53,18 +53,11 @@ type EndStatus = 'completed' | 'failed' | 'cancelled';
 
 /** Attempts of one chunk before the job is failed. */
 const CHUNK_ATTEMPTS = 3;
+/** Times a chunk that lost to concurrent writes (a deadlock) goes again before that counts as an attempt. */
+const CHUNK_COLLISIONS = 10;
 
 /** PostgreSQL's lock_not_available: a lock wait ran past lock_timeout. */
 const LOCK_NOT_AVAILABLE = '55P03';
-
-/**
- * How long a chunk waits for a lock before it lets go and tries again: below the statement
- * timeout, so that the wait ends as LOCK_NOT_AVAILABLE and not as a statement cancelled for any
- * reason, and short enough that a cancel or a shutdown is noticed while the items stay locked.
- */
-export function chunkLockWaitMs(statementTimeoutMs: number): number {
-  return statementTimeoutMs > 0 ? Math.min(5000, Math.floor(statementTimeoutMs / 2)) : 5000;
-}
 
 /** The chunk's rows (or another lock it needs) are held by another session: try again. */
 const BLOCKED = 'blocked';
@@ -210,11 +203,12 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
   ): Promise<{ cancel: boolean; kept: number } | typeof BLOCKED | undefined> {
     let attempt = 0;
     let away = 0;
+    let collisions = 0;
     const since = Date.now();
     for (;;) {
       try {
         return await this.db.transaction(async (m) => {
-          await m.query(`SET LOCAL lock_timeout = ${chunkLockWaitMs(this.config.DATABASE_STATEMENT_TIMEOUT_MS)}`);
+          await m.query(`SET LOCAL lock_timeout = ${lockWaitMs(this.config.DATABASE_STATEMENT_TIMEOUT_MS)}`);
           const out = await this.runner.applyChunk(m, p, job.spec, chunk);
           const keep = out.errors.slice(0, Math.max(0, MAX_KEPT_ERRORS - kept));
           const [rows]: [Array<{ cancel_requested: boolean }>, number] = await m.query(
@@ -240,6 +234,13 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
           return BLOCKED;
         }
         if (this.stopping) return undefined;
+        // Lost to concurrent writes (a deadlock with a write to the same items), and rolled back:
+        // the chunk's own doing no more than theirs, so it goes again without counting, a few times.
+        if (isWriteCollision(err) && collisions++ < CHUNK_COLLISIONS) {
+          this.logger.warn({ jobId: ref.jobId }, 'bulk chunk collided with concurrent writes; trying it again');
+          await delay(100 * collisions);
+          continue;
+        }
         // The database away (a restart, a failover, sessions ended), not the chunk: waited out
         // without counting (two seconds of lost connections failed a 9,000-item job). Past half a
         // lease of it, a database that answers says the errors are the chunk's own, which count;

@@ -419,10 +419,18 @@ export class EdgesService {
     if (rows[0]) throw edgeErrors.cycle(edgeType, sourceId, rows[0].target);
   }
 
-  /** Items by id, tenant-scoped; the caller decides what "missing" means. */
+  /**
+   * Items by id, tenant-scoped; the caller decides what "missing" means. Key-share locked, as the
+   * edges' foreign keys will lock them, but all at once in id order, the order a purge locks
+   * them in (bulk-runner.ts): locked one end after the other by the inserts' checks, a purge of
+   * both ends deadlocked with the edge's write.
+   */
   private async itemRefs(m: EntityManager, p: Principal, ids: string[], types: TypeCatalog): Promise<Map<string, ItemRef>> {
     if (!ids.length) return new Map();
-    const rows: ItemRef[] = await m.query(`SELECT id, type FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [p.tenantId, [...new Set(ids)]]);
+    const rows: ItemRef[] = await m.query(`SELECT id, type FROM items WHERE tenant_id = $1 AND id = ANY($2::uuid[]) ORDER BY id FOR KEY SHARE`, [
+      p.tenantId,
+      [...new Set(ids)],
+    ]);
     return new Map(rows.filter((r) => canType(p, types.ref(r.type), 'read')).map((r) => [r.id, r]));
   }
 
