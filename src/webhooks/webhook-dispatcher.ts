@@ -121,6 +121,26 @@ export interface Prepared extends DeliveryRef {
   credentialAsPlanned?: Principal;
 }
 
+/**
+ * Leases a delivery for an attempt and reads what the attempt needs ($1 tenant, $2 delivery, $3
+ * lease ms, $4 held by the caller, $5 the lease it holds, $6 forced; see claimAndAttempt). The row
+ * is found by its key alone, then read by its place (ctid): a plan with no statistics to go by
+ * (a table never analysed) read the tenant's due deliveries through their index instead and
+ * filtered them for this one, 0.5-0.8 s a claim at 300,000 of them.
+ */
+export const CLAIM = `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
+     FROM webhooks w
+    WHERE d.ctid = (SELECT ctid FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2)
+      AND d.tenant_id = $1 AND d.id = $2 AND ($6 OR (d.status = 'pending' AND d.next_attempt_at <= now() + interval '1 second'))
+      AND CASE WHEN $4 THEN d.lease_until > now() AND ($5::timestamptz IS NULL OR d.lease_until = $5::timestamptz)
+               ELSE (d.lease_until IS NULL OR d.lease_until < now()) END
+      AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
+    RETURNING d.event, d.event_id AS "eventId", NULLIF(NULLIF(d.body, ''), 'null') AS body, d.attempts, d.forced_attempts AS "forcedAttempts", w.url, w.secret_sealed AS "secretSealed", ${PREVIOUS_SECRET('w')} AS "previousSecretSealed",
+              CASE WHEN d.status = 'pending' THEN extract(epoch FROM d.next_attempt_at)::float8 * 1000 END AS "scheduledAt",
+              w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes",
+              w.events, w.type_filter AS "typeFilter", NULLIF(NULLIF(d.body, ''), 'null')::json -> 'item' ->> 'type' AS "itemType",
+              (SELECT e.audience FROM events e WHERE e.tenant_id = d.tenant_id AND e.id = d.event_id) AS audience`;
+
 @Injectable()
 export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('Webhooks');
@@ -338,17 +358,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     // claim takes the later attempts' (bookkeeping-db.ts), which the relay never waits for.
     const sql = held === true ? this.db.query : this.db.later;
     const [claimed] = await sql<Claimed>(
-      `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
-         FROM webhooks w
-        WHERE d.tenant_id = $1 AND d.id = $2 AND ($6 OR (d.status = 'pending' AND d.next_attempt_at <= now() + interval '1 second'))
-          AND CASE WHEN $4 THEN d.lease_until > now() AND ($5::timestamptz IS NULL OR d.lease_until = $5::timestamptz)
-                   ELSE (d.lease_until IS NULL OR d.lease_until < now()) END
-          AND w.tenant_id = d.tenant_id AND w.id = d.webhook_id AND NOT w.disabled
-        RETURNING d.event, d.event_id AS "eventId", NULLIF(NULLIF(d.body, ''), 'null') AS body, d.attempts, d.forced_attempts AS "forcedAttempts", w.url, w.secret_sealed AS "secretSealed", ${PREVIOUS_SECRET('w')} AS "previousSecretSealed",
-                  CASE WHEN d.status = 'pending' THEN extract(epoch FROM d.next_attempt_at)::float8 * 1000 END AS "scheduledAt",
-                  w.credential_id AS "credentialId", w.credential_scopes AS "credentialScopes",
-                  w.events, w.type_filter AS "typeFilter", NULLIF(NULLIF(d.body, ''), 'null')::json -> 'item' ->> 'type' AS "itemType",
-                  (SELECT e.audience FROM events e WHERE e.tenant_id = d.tenant_id AND e.id = d.event_id) AS audience`,
+      CLAIM,
       [ref.tenantId, ref.deliveryId, this.leaseMs, held !== false, typeof held === 'string' ? held : null, forced],
     );
     if (!claimed) {

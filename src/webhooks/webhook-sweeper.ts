@@ -122,10 +122,12 @@ export class WebhookSweeper extends PeriodicTask {
       else this.fullLines.add(d.webhook_id);
     }
     for (const id of changed) if (due.length === BATCH || this.fullLines.has(id)) this.changed.add(id);
-    // A full pass may have left due deliveries behind, and every line it fed took what it was
-    // given: the next pass at once. Each such pass queues BATCH attempts, so this ends when the
-    // due deliveries or the lines' room run out; a line's refusals bring the next (`whenRoom`).
-    if (queued === BATCH) this.soon();
+    // A pass cut at BATCH rows may have left due deliveries behind: the next pass at once, so long
+    // as some line took what it was given. Lines that refused are left out of the next (their
+    // refusals bring a pass of their own, `whenRoom`), so a line kept full by a receiver that does
+    // not answer cannot hold the others' backlogs to one pass per interval. Each pass queues at
+    // least one attempt, so this ends when the due deliveries or the lines' room run out.
+    if (due.length === BATCH && queued > 0) this.soon();
     return queued;
   }
 }
