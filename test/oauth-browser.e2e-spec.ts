@@ -433,7 +433,7 @@ describe('OAuth pages in Chromium: what a user of a screen reader, a narrow scre
     // Every problem at once, each at its field.
     expect([await description(p, 'name'), await description(p, 'password'), await p.getAttribute('#email', 'aria-invalid')]).toEqual([
       'Enter your name.',
-      'The password needs at least 10 characters, not only spaces.',
+      'The password needs at least 10 characters, not only spaces or invisible ones.',
       null,
     ]);
     await context.close();

@@ -83,6 +83,25 @@ describe('admins over their users\' grants (/users/{id}/grants)', () => {
     expect(lines).toEqual([expect.stringMatching(/^access revoked from .*Living-room TV.* by an admin<\/li>$/), expect.stringMatching(/^access given to .*Living-room TV/)]);
   });
 
+  it('the account pages: no cache keeps their JSON, a malformed grant id is 400 invalid_id, and an email longer than any account\'s is not shown back', async () => {
+    const agent = request.agent(t.url);
+    const form = await agent.get('/auth/sign-in?return_to=/auth/grants').expect(200);
+    const csrf = /name="csrf" value="([^"]*)"/.exec(form.text)![1];
+    const long = `${'x'.repeat(300)}@example.com`;
+    const refused = await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf, email: long, password: 'a long tv password' });
+    expect(refused.status).toBe(401);
+    expect(refused.text).not.toContain('x'.repeat(300));
+    const again = /name="csrf" value="([^"]*)"/.exec(refused.text)![1];
+    await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf: again, email: 'tv@example.com', password: 'a long tv password' }).expect(303);
+    for (const path of ['/auth/grants', '/auth/sessions']) {
+      const res = await agent.get(path).set('Accept', 'application/json').expect(200);
+      expect([path, res.headers['cache-control']]).toEqual([path, 'no-store']);
+    }
+    for (const res of [await agent.get('/auth/grants/not%20an%20id'), await agent.delete(`/auth/grants/${'a'.repeat(101)}`).set('Accept', 'application/json')]) {
+      expect(expectError(res, 400, 'invalid_id').details).toEqual({ field: 'id' });
+    }
+  });
+
   it('pages a user\'s grants newest first, with cursors of this list only', async () => {
     const pager = (await t.http.post('/users').set(bearer(admin)).send({ email: 'pager@example.com', password: 'a long pager password', name: 'Pager' }).expect(201)).body.id;
     const connected: string[] = [];

@@ -71,15 +71,15 @@ describe('users', () => {
     expect(badFields(await create(admin, { email: 'c@example.com', password: 'long enough pw', name: 'C', password_hash: 'x' }))).toEqual(['password_hash']);
   });
 
-  it('refuses a password of only whitespace, on POST /users and on the sign-up page alike', async () => {
-    for (const password of [' '.repeat(12), ' \t\n'.repeat(4)]) {
+  it('refuses a password of only whitespace or invisible characters, on POST /users and on the sign-up page alike', async () => {
+    for (const password of [' '.repeat(12), ' \t\n'.repeat(4), '\u200b'.repeat(10), '\u2060\u00ad'.repeat(5)]) {
       expect(badFields(await create(admin, { email: 'blank@example.com', password, name: 'Blank' }))).toEqual(['password']);
     }
     const agent = request.agent(t.url);
     const csrf = field((await agent.get('/auth/sign-up').expect(200)).text, 'csrf');
     const blank = await agent.post('/auth/sign-up').type('form').send({ csrf, name: 'Blank', email: 'blank@example.com', password: ' '.repeat(12) });
     expect(blank.status).toBe(400);
-    expect(blank.text).toContain('The password needs at least 10 characters, not only spaces.');
+    expect(blank.text).toContain('The password needs at least 10 characters, not only spaces or invisible ones.');
     expect(await t.sql(`SELECT 1 FROM users WHERE email = 'blank@example.com'`)).toEqual([]);
     // Spaces inside a password are fine.
     await create(admin, { email: 'spaced@example.com', password: '  a b c d e  ', name: 'Spaced' }).expect(201);

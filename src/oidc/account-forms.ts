@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { withinTimeout } from '../common/timeout';
 import { AppConfig } from '../config/app-config';
 import { REDIS, REDIS_WAIT_MS } from '../redis/redis.module';
+import { MAX_EMAIL_LENGTH } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { ACCOUNT_COOKIE, cookieOf, setAccountCookie } from './account-session';
 import { csrfToken, csrfValid } from './interaction-csrf';
@@ -63,7 +64,8 @@ export class AccountForms {
     if (!(await this.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
     const email = typeof body.email === 'string' ? body.email : '';
     const { user, refusal } = await this.users.authenticate(email, typeof body.password === 'string' ? body.password : '', req.ip);
-    if (!user) return this.signInForm(req, reply, body.return_to, refusal, email);
+    // The email typed is shown again, unless it is longer than any account's.
+    if (!user) return this.signInForm(req, reply, body.return_to, refusal, email.length <= MAX_EMAIL_LENGTH ? email : undefined);
     await this.signInAs(reply, user, safeReturn(body.return_to));
   }
 

@@ -16,6 +16,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
+import { invalidId } from '../common/ids';
 import { isReadableName } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { keyLabel } from '../keys/keys.dto';
@@ -23,6 +24,7 @@ import { isUserEmail, isUserName, isUserPassword } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { AccountGrant, AccountGrantList, AccountSessionList } from './account.dto';
+import { isClientId } from './clients.dto';
 import { FormBody, FormFields, PageQuery, refuseNonObjectJson } from './form-fields';
 import { ApiFormBody, ApiFormExpired, ApiFormExpiredOrError, ApiPage, ApiPageOrError, ApiQueryParams, ApiSeeOther, ApiSignedInUser, FORM_FIELD } from './openapi-pages';
 import { clearAccountCookie, signedInAs } from './account-session';
@@ -50,8 +52,14 @@ function signUpProblems(name: string, email: string, password: string): FormProb
   if (email === '') problems.push({ text: 'Enter your email address.', fields: ['email'] });
   else if (!isUserEmail(email)) problems.push({ text: 'Give a valid email address.', fields: ['email'] });
   if (password === '') problems.push({ text: 'Enter a password of at least 10 characters.', fields: ['password'] });
-  else if (!isUserPassword(password)) problems.push({ text: 'The password needs at least 10 characters, not only spaces.', fields: ['password'] });
+  else if (!isUserPassword(password)) problems.push({ text: 'The password needs at least 10 characters, not only spaces or invisible ones.', fields: ['password'] });
   return problems;
+}
+
+/** A grant id from the path, checked after the sign-in check (as /users/{id}/grants/{grant_id} checks it): 400 `invalid_id`. */
+function grantId(id: string): string {
+  if (!isClientId(id)) throw invalidId('id', id, 'a valid grant id');
+  return id;
 }
 
 @ApiTags('oauth account')
@@ -128,7 +136,7 @@ export class AccountController {
   async grant(@Param('id') id: string, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
-    const grant = await this.grants.get(user.id, id);
+    const grant = await this.grants.get(user.id, grantId(id));
     if (!grant) throw ApiError.notFound('not_found', 'No such grant');
     await reply.send(grant);
   }
@@ -142,7 +150,7 @@ export class AccountController {
   async remove(@Param('id') id: string, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
-    if (!(await this.grants.revoke(user, id, 'user'))) throw ApiError.notFound('not_found', 'No such grant');
+    if (!(await this.grants.revoke(user, grantId(id), 'user'))) throw ApiError.notFound('not_found', 'No such grant');
     await reply.send({ id, revoked: true });
   }
 
@@ -160,7 +168,7 @@ export class AccountController {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
     if (!(await this.formAllowed(req, body))) return this.formExpired(req, reply);
-    if (!(await this.grants.revoke(user, id, 'user'))) {
+    if (!(await this.grants.revoke(user, grantId(id), 'user'))) {
       if (!this.formPost(req)) throw ApiError.notFound('not_found', 'No such grant');
       const back = { href: '/auth/grants', text: 'Back to connected apps' };
       return sendPage(reply, 404, errorPage('Already revoked', 'This app\'s access was already revoked, or it is not one of your connected apps.', back));
@@ -195,7 +203,7 @@ export class AccountController {
     const user = await this.user(req, reply, '/auth/sessions');
     if (!user) return;
     if (!(await this.formAllowed(req, body))) return this.formExpired(req, reply);
-    const ended = await this.grants.endSessions(user.id);
+    const ended = await this.grants.endSessions(user);
     clearAccountCookie(reply, this.config.secureCookies);
     if (this.wantsJson(req)) return void reply.send({ ended });
     await reply.redirect('/auth/sign-in?return_to=/auth/sessions&done=signed-out', 303);
@@ -261,7 +269,6 @@ export class AccountController {
     // Recorded as the user's: deleting or demoting them revokes it (KeysService.revokeCreatedBy).
     const created = await this.users.createKey(user.tenant_id, user.id, { role: 'admin', label });
     if (!created) return sendPage(reply, 403, errorPage('Not allowed', 'Only an admin user may create API keys.'));
-    reply.header('Cache-Control', 'no-store');
     await sendPage(reply, 200, createdKeyPage({ key: created.key!, label }));
   }
 
@@ -271,6 +278,8 @@ export class AccountController {
    * request), and undefined.
    */
   private async user(req: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<UserRow | undefined> {
+    // Every answer of these routes is the signed-in user's, JSON included: kept by no cache.
+    reply.header('Cache-Control', 'no-store');
     const user = await signedInAs(req, await this.oidc.csrfKey(), (id) => this.users.byId(id));
     if (user) return user;
     const signIn = `/auth/sign-in?return_to=${encodeURIComponent(returnTo)}`;

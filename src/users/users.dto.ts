@@ -2,10 +2,13 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { isEmail, IsIn, IsOptional, IsUrl, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { hasCharLength, hasHiddenCharacter, IsOptionalNonNull, isReadableName, MaxChars } from '../common/validation';
+import { hasCharLength, hasHiddenCharacter, isBlank, IsOptionalNonNull, isReadableName, MaxChars } from '../common/validation';
 
 export const USER_ROLES = ['admin', 'member'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
+
+/** The longest email an account can have (RFC 5321's path limit less its brackets). */
+export const MAX_EMAIL_LENGTH = 254;
 
 /**
  * The one rule for a user's email, POST /users and the sign-up page alike (length first: the
@@ -13,19 +16,20 @@ export type UserRole = (typeof USER_ROLES)[number];
  * invisible characters in an address, which the pages and apps (`email`, `preferred_username`)
  * would show as another address: hasHiddenCharacter refuses them. Not normalised (NFC, IDNA).
  */
-export const isUserEmail = (email: string): boolean => email.length <= 254 && !hasHiddenCharacter(email) && isEmail(email);
+export const isUserEmail = (email: string): boolean => email.length <= MAX_EMAIL_LENGTH && !hasHiddenCharacter(email) && isEmail(email);
 
 /**
  * The one rule for a password, POST and PATCH /users and the sign-up page alike: 10 to 1024
- * characters, not all of them whitespace (ten spaces pass a length check and guess in one try).
+ * characters, not all of them blank (isBlank: whitespace or invisible, such as zero-width
+ * spaces; ten spaces pass a length check and guess in one try).
  * Characters are counted as the OpenAPI document's minLength counts them (hasCharLength).
  */
-export const isUserPassword = (password: string): boolean => hasCharLength(password, 10, 1024) && /\S/.test(password);
+export const isUserPassword = (password: string): boolean => hasCharLength(password, 10, 1024) && !isBlank(password);
 
 const IsUserPassword = () =>
   ValidateBy({
     name: 'isUserPassword',
-    validator: { validate: (v: unknown) => typeof v === 'string' && isUserPassword(v), defaultMessage: () => 'must be 10 to 1024 characters, not all whitespace' },
+    validator: { validate: (v: unknown) => typeof v === 'string' && isUserPassword(v), defaultMessage: () => 'must be 10 to 1024 characters, not all whitespace or invisible' },
   });
 
 /**
