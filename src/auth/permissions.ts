@@ -26,6 +26,11 @@ export function tenantWide(p: Principal): Principal {
   return { ...p, role: 'admin' };
 }
 
+/** Uploading a blob: an admin, or a member who may write some type (someone who can make items). */
+export function canUpload(p: Principal): boolean {
+  return isAdmin(p) || Object.values(p.typePerms).includes('write');
+}
+
 /** `type` is a TypeRef wherever an item's type is checked, so `parent.*` grants cover subtypes. */
 export function canType(p: Principal, type: string | TypeRef, access: Access): boolean {
   return isAdmin(p) || allows(p.typePerms, type, access);

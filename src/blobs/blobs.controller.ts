@@ -11,7 +11,7 @@ import {
 } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Caller } from '../auth/decorators';
-import { isAdmin } from '../auth/permissions';
+import { canUpload } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { StreamedBody } from '../common/body-parsing';
@@ -52,11 +52,6 @@ const CONTENT_MISSING: [number, string] = [
   'The content is missing from the store behind its record (service_unavailable, details.hash): a store lost or restored from an older backup; uploading the same bytes again restores it',
 ];
 
-/** Uploading needs an admin, or write access to at least one type (someone who can make items). */
-function mayUpload(p: Principal): boolean {
-  return isAdmin(p) || Object.values(p.typePerms).includes('write');
-}
-
 function declaredLength(req: FastifyRequest): number | undefined {
   const header = req.headers['content-length'];
   return header !== undefined && /^\d+$/.test(header) ? Number(header) : undefined;
@@ -93,7 +88,7 @@ export class BlobsController {
   ])
   async upload(@Caller() caller: Principal, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     try {
-      if (!mayUpload(caller)) throw ApiError.forbidden('Uploading blobs needs an admin credential or write permission on a type');
+      if (!canUpload(caller)) throw ApiError.forbidden('Uploading blobs needs an admin credential or write permission on a type');
       const contentType = uploadMediaType(req.headers['content-type']);
       const { blob, created } = await this.blobs.upload(caller.tenantId, req.raw, contentType, declaredLength(req), req.headers['content-encoding']);
       if (created) setCreatedLocation(reply, BLOB_PATH, { hash: blob.hash });

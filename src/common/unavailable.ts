@@ -80,3 +80,6 @@ export const isDatabaseTrouble = (err: unknown): boolean => isDependencyUnavaila
 export function isWriteCollision(err: unknown): boolean {
   return inChain(err, (e) => typeof e.code === 'string' && COLLISION_CODES.test(e.code));
 }
+
+/** unique_violation: the row would take a key another holds (a taken email, label, source): the caller's conflict, to answer as such. */
+export const isUniqueViolation = (err: unknown): boolean => inChain(err, (e) => e.code === '23505');

@@ -6,7 +6,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { canEdgeType } from '../auth/permissions';
+import { canEdgeType, isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { decodeCursor, PageQuery, pageOf } from '../common/pagination';
@@ -103,7 +103,7 @@ export class EdgeTypesService {
 
   /** Names of the tenant's edge types the caller may read; undefined means all (admins). */
   async readableNames(p: Principal): Promise<string[] | undefined> {
-    if (p.role === 'admin') return undefined;
+    if (isAdmin(p)) return undefined;
     const rows: Array<{ name: string }> = await this.db.query(`SELECT name FROM edge_types WHERE tenant_id = $1`, [p.tenantId]);
     return rows.map((r) => r.name).filter((name) => canEdgeType(p, name, 'read'));
   }

@@ -11,6 +11,7 @@ import { ApiError } from '../common/api-error';
 import { isId, newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
+import { isUniqueViolation } from '../common/unavailable';
 import { IntegrationList, IntegrationRecord, ListIntegrationsQuery } from './integrations.dto';
 import { Manifest, manifestIssues, summarize } from './manifest-schema';
 
@@ -27,7 +28,6 @@ interface IntegrationRow {
 }
 
 const COLUMNS = 'id, manifest_name, manifest_version, publisher, direction, runtime_compatibility, manifest, summary, registered_at';
-const UNIQUE_VIOLATION = '23505';
 const notFound = () => ApiError.notFound('integration_not_found', 'No such integration');
 const toRecord = (r: IntegrationRow): IntegrationRecord => ({ ...r, registered_at: r.registered_at.toISOString() });
 
@@ -50,7 +50,7 @@ export class IntegrationsService {
       );
       return toRecord(row);
     } catch (err) {
-      if ((err as { code?: string }).code === UNIQUE_VIOLATION) {
+      if (isUniqueViolation(err)) {
         throw ApiError.conflict('conflict', `${m.name} ${m.version} is already registered; register a new version`, { name: m.name, version: m.version });
       }
       throw err;

@@ -1,6 +1,6 @@
 /**
  * The typed job catalogue: every Bull queue, job name and payload of the service in one place,
- * so a producer and its processor cannot disagree about a shape. Bull only schedules: each
+ * so a producer and its processor cannot disagree about a payload's shape. Bull only schedules: each
  * job's truth lives in a table (webhook_deliveries, bulk_jobs), and a sweeper re-creates jobs
  * that Redis lost.
  */
@@ -16,10 +16,3 @@ export interface JobPayloads {
   /** Run (or resume) a bulk job (bulk_jobs row); the Bull job id is the bulk job's id. */
   'bulk.run': { tenantId: string; jobId: string };
 }
-
-export type JobName = keyof JobPayloads;
-
-export const JOB_QUEUE: Record<JobName, (typeof QUEUES)[keyof typeof QUEUES]> = {
-  'webhook.deliver': QUEUES.webhooks,
-  'bulk.run': QUEUES.bulk,
-};

@@ -12,6 +12,7 @@ import { actorOf, AuditActor, AuditService, BOOTSTRAP_ACTOR, changedFields } fro
 import { ApiError } from '../common/api-error';
 import { isId, newId } from '../common/ids';
 import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
+import { isUniqueViolation } from '../common/unavailable';
 import type { Principal, Resolution } from '../auth/principal';
 import { TenantEntity } from '../tenants/tenant.entity';
 import { ApiKeyEntity, Role } from './api-key.entity';
@@ -19,7 +20,6 @@ import { KeyCache } from './key-cache';
 import { ApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
 import { API_KEY_PREFIX, digestsEqual, generateApiKey, hashSecret, keyHint } from './key-secrets';
 
-const UNIQUE_VIOLATION = '23505';
 
 const BOOTSTRAP_LOCK = 727_001; // pg_advisory_xact_lock id serialising bootstrap attempts
 
@@ -228,7 +228,7 @@ export class KeysService {
       await m.insert(ApiKeyEntity, key);
       await m.query('RELEASE SAVEPOINT key_insert');
     } catch (err) {
-      if ((err as { code?: string }).code === UNIQUE_VIOLATION) {
+      if (isUniqueViolation(err)) {
         throw ApiError.conflict('duplicate_source', `Another active key of this tenant already has source "${key.source}"`, {
           source: key.source,
         });

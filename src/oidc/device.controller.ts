@@ -52,6 +52,9 @@ type DeviceCode = NonNullable<Awaited<ReturnType<Provider['DeviceCode']['findByU
 const normalize = (code: string) => code.normalize('NFKC').toUpperCase().replace(/\W/g, '');
 const display = (normalized: string) => `${normalized.slice(0, 3)}-${normalized.slice(3)}`;
 
+/** What a consent form's CSRF token is bound to: this browser (its nonce cookie) and the user code, as one spelling. */
+const deviceBinding = (nonce: string, userCode: string): string => `device:${nonce}:${normalize(userCode)}`;
+
 @ApiTags('oauth pages')
 @Public()
 @Controller('auth/device')
@@ -97,7 +100,7 @@ export class DeviceController {
     const expired = () => sendPage(reply, 400, errorPage('Code expired', 'That code is not valid, or it expired. Start again on your device.'));
     if (!code) return expired();
     const nonce = cookieOf(req, COOKIE);
-    if (!nonce || !csrfValid(await this.oidc.csrfKey(), `device:${nonce}:${code.userCode}`, body.csrf)) {
+    if (!nonce || !csrfValid(await this.oidc.csrfKey(), deviceBinding(nonce, code.userCode), body.csrf)) {
       return sendPage(reply, 403, formExpiredPage('Open the link from your device again.'));
     }
     const email = typeof body.email === 'string' ? body.email : '';
@@ -191,6 +194,6 @@ export class DeviceController {
   }
 
   private async csrf(nonce: string, userCode: string): Promise<string> {
-    return csrfToken(await this.oidc.csrfKey(), `device:${nonce}:${normalize(userCode)}`);
+    return csrfToken(await this.oidc.csrfKey(), deviceBinding(nonce, userCode));
   }
 }

@@ -124,7 +124,7 @@ export class GrantsService {
   }
 
   /** Sign out everywhere: every provider session of the user ends, and every account-pages cookie (apps keep their grants). */
-  async endSessions(userId: string): Promise<number> {
-    return this.db.transaction((m) => endSignIns(m, userId));
+  async endSessions(user: Pick<UserRow, 'id' | 'tenant_id'>): Promise<number> {
+    return this.db.transaction((m) => endSignIns(m, user.tenant_id, user.id));
   }
 }

@@ -41,8 +41,6 @@ import { SearchQuery, SearchResponse } from './search.dto';
 import { SearchStatements } from './search-statements';
 import { renderSnippet } from './snippet';
 
-export { matchClause } from './search-query';
-
 type HitRow = ItemRow & { score: number; headline: string | null; outgoing: FetchedOutgoingEdge[] | null };
 
 @Injectable()

@@ -6,7 +6,7 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { isDeepStrictEqual } from 'node:util';
 import { DataSource, EntityManager } from 'typeorm';
-import { canType } from '../auth/permissions';
+import { canType, isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { validationError } from '../common/validation';
@@ -164,7 +164,7 @@ export class TypesService implements OnModuleInit {
 
   /** canType with the type's lineage: `parent.*` grants cover subtypes whatever their names. */
   async can(p: Principal, typeName: string, access: 'read' | 'write'): Promise<boolean> {
-    return p.role === 'admin' || canType(p, await this.ref(p.tenantId, typeName), access);
+    return isAdmin(p) || canType(p, await this.ref(p.tenantId, typeName), access);
   }
 
   /**
@@ -332,7 +332,7 @@ export class TypesService implements OnModuleInit {
    * most-specific-pattern rule applies exactly as in canType.
    */
   async permittedTypeNames(p: Principal, access: 'read' | 'write'): Promise<string[] | undefined> {
-    if (p.role === 'admin') return undefined;
+    if (isAdmin(p)) return undefined;
     const catalog = await this.catalog(p.tenantId);
     return catalog.names().filter((name) => canType(p, catalog.ref(name), access));
   }

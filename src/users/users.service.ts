@@ -14,6 +14,7 @@ import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
+import { isUniqueViolation } from '../common/unavailable';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { bumpGeneration, OAUTH_GENERATION } from '../keys/key-cache';
@@ -24,7 +25,7 @@ import { REDIS } from '../redis/redis.module';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from './password';
 import { SignInThrottle } from './sign-in-throttle';
 import { WRONG_PASSWORD } from './sign-in-refusal';
-import { CreateUserDto, ListUsersQuery, UpdateUserDto, UserList, UserResponse, UserRole } from './users.dto';
+import { CreateUserDto, ListUsersQuery, MAX_EMAIL_LENGTH, UpdateUserDto, UserList, UserResponse, UserRole } from './users.dto';
 
 export interface UserRow {
   tenant_id: string;
@@ -43,7 +44,6 @@ export interface UserRow {
 const AUDITED_FIELDS = ['name', 'role', 'picture'] as const;
 
 const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, created_at, updated_at, session_epoch';
-const UNIQUE_VIOLATION = '23505';
 
 /** A sign-in's answer: the user, or what the form tells the person (the same for an unknown email as for a wrong password). */
 export type SignIn = { user: UserRow; refusal?: undefined } | { user?: undefined; refusal: string };
@@ -64,8 +64,8 @@ export const toUser = (r: UserRow): UserResponse => ({
  * account-session.ts) and every provider session; apps keep their grants. Signing out everywhere
  * (grants.service.ts), a new password and a demotion all do this. The number of provider sessions ended.
  */
-export async function endSignIns(m: EntityManager, userId: string): Promise<number> {
-  await m.query(`UPDATE users SET session_epoch = session_epoch + 1 WHERE id = $1`, [userId]);
+export async function endSignIns(m: EntityManager, tenantId: string, userId: string): Promise<number> {
+  await m.query(`UPDATE users SET session_epoch = session_epoch + 1 WHERE tenant_id = $1 AND id = $2`, [tenantId, userId]);
   const [, count]: [unknown, number] = await m.query(`DELETE FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1`, [userId]);
   return count;
 }
@@ -130,7 +130,7 @@ export class UsersService {
       });
       return toUser(row);
     } catch (err) {
-      if ((err as { code?: string }).code === UNIQUE_VIOLATION) {
+      if (isUniqueViolation(err)) {
         throw ApiError.conflict('conflict', 'A user with this email already exists', { field: 'email' });
       }
       throw err;
@@ -158,7 +158,7 @@ export class UsersService {
         return row;
       });
     } catch (err) {
-      if ((err as { code?: string }).code === UNIQUE_VIOLATION) return undefined;
+      if (isUniqueViolation(err)) return undefined;
       throw err;
     }
   }
@@ -211,7 +211,7 @@ export class UsersService {
         const details = { actor: actorOf(p), changed, ...(roleChanged && { role: { from: before.role, to: row.role } }) };
         await this.audit.record({ tenantId: p.tenantId, action: 'user.updated', userId: id, details }, m);
       }
-      if (hash !== undefined || demoted) await endSignIns(m, id);
+      if (hash !== undefined || demoted) await endSignIns(m, p.tenantId, id);
       const keysRevoked = demoted ? await this.keys.revokeCreatedBy(m, p.tenantId, id, actorOf(p)) : 0;
       return { row, roleChanged, keysRevoked };
     });
@@ -267,6 +267,8 @@ export class UsersService {
    * failures from `address` (the client's, `req.ip`), or from everywhere (sign-in-throttle.ts).
    */
   async authenticate(email: string, password: string, address: string): Promise<SignIn> {
+    // No account has one this long: refused before any work (a lookup, a throttle count) for it.
+    if (email.trim().length > MAX_EMAIL_LENGTH) return { refusal: WRONG_PASSWORD };
     // Counted under the email as the look-up below matches it (PostgreSQL's lower, not
     // JavaScript's: they differ on letters such as U+0130), so no spelling of one account gets a
     // count of its own.
