@@ -7,6 +7,7 @@
  */
 import { bearer, bootstrapAdmin, TestApp, startApp } from './support/app';
 import { hashSecret } from '../src/keys/key-secrets';
+import { expectError } from './support/envelope';
 
 interface AuditEvent {
   id: string;
@@ -288,6 +289,15 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
 
     expect((await events(other.key)).some((e) => e.user_id === user.id)).toBe(false);
     await expectNoSecret(password, 'another long password 2');
+  });
+
+  it('is read by admin credentials only: a member key gets 403 and no events', async () => {
+    const member = (await t.http.post('/keys').set(bearer(acme.key)).send({ label: 'auditor?', role: 'member', type_permissions: { '*': 'write' } }).expect(201)).body.key;
+    for (const path of ['/audit', '/audit?action=key.created']) {
+      const res = await t.http.get(path).set(bearer(member));
+      expectError(res, 403, 'forbidden');
+      expect(res.body).not.toHaveProperty('events');
+    }
   });
 
   it('accepts every new action as a filter, and still refuses an unknown one', async () => {

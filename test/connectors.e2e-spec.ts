@@ -170,6 +170,9 @@ describe('connector OAuth bootstrap', () => {
     expectError(await svc.http.get('/connections/nope').set(bearer(admin)), 400, 'invalid_id');
     const member = (await svc.http.post('/keys').set(bearer(admin)).send({ label: 'm', role: 'member' }).expect(201)).body.key;
     expectError(await svc.http.get(`/connections/${connectionId}`).set(bearer(member)), 403, 'forbidden');
+    expectError(await svc.http.delete(`/connections/${connectionId}`).set(bearer(member)), 403, 'forbidden');
+    expectError(await svc.http.post(`/connections/${connectionId}/refresh`).set(bearer(member)).send({}), 403, 'forbidden');
+    expect((await svc.http.get(`/connections/${connectionId}`).set(bearer(admin)).expect(200)).body).toEqual(listed);
     await svc.http.delete(`/connections/${connectionId}`).set(bearer(admin)).expect(200);
     expectError(await svc.http.get(`/connections/${connectionId}`).set(bearer(admin)), 404, 'not_found');
   });

@@ -341,6 +341,19 @@ describe('webhooks (e2e)', () => {
       expectError(await get(stranger, `/webhooks/${hook.id}/deliveries/${listed.id}`), 404, 'webhook_not_found');
     });
 
+    it('sends each tenant its own events only, however the relay batches the two tenants\' events together', async () => {
+      const other = await createTenant(t, admin, 'batched with root');
+      const mine = await register(admin, { events: ['item.created'] });
+      const theirs = await register(other.key, { events: ['item.created'] });
+      // Written at once, so that relay passes take events of both tenants together.
+      const written = await Promise.all(Array.from({ length: 40 }, (_, n) => note(n % 2 ? other.key : admin).expect(201)));
+      const ids = (key: string) => written.filter((_, n) => (n % 2 ? other.key : admin) === key).map((r) => r.body.id as string).sort();
+      await waitFor(() => receiver.at(mine.path).length >= 20 && receiver.at(theirs.path).length >= 20, 'both webhooks\' deliveries');
+      const got = (hookPath: string) => receiver.at(hookPath).map((r) => JSON.parse(r.body).item.id as string).sort();
+      expect(got(mine.path)).toEqual(ids(admin));
+      expect(got(theirs.path)).toEqual(ids(other.key));
+    });
+
     it('marks a delivery failed after the last retry, lists it by status, and an admin can retry it', async () => {
       const hook = await register(admin, { events: ['item.created'] });
       const member = (await createKey(t, admin, { label: 'retry-member', type_permissions: { '*': 'write' } })).key;
