@@ -61,6 +61,19 @@ describe('admins over their users\' grants (/users/{id}/grants)', () => {
     await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
   });
 
+  it('does not revoke a grant whose audit row cannot be written: a 500, and the grant and its tokens as they were', async () => {
+    await t.sql(`CREATE FUNCTION refuse_grant_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$`);
+    await t.sql(`CREATE TRIGGER refuse_grant_audit BEFORE INSERT ON audit_events FOR EACH ROW WHEN (NEW.action = 'auth.grant.revoked') EXECUTE FUNCTION refuse_grant_audit()`);
+    try {
+      expectError(await t.http.delete(`/users/${userId}/grants/${grantId}`).set(bearer(admin)), 500, 'internal_error');
+    } finally {
+      await t.sql('DROP TRIGGER refuse_grant_audit ON audit_events');
+      await t.sql('DROP FUNCTION refuse_grant_audit()');
+    }
+    await t.http.get(`/users/${userId}/grants/${grantId}`).set(bearer(admin)).expect(200);
+    await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+  });
+
   it('revokes one: its access and refresh tokens stop at once, audited by the admin, shown to the user', async () => {
     const revoked = await t.http.delete(`/users/${userId}/grants/${grantId}`).set(bearer(admin)).expect(200);
     expect(revoked.body).toMatchObject({ id: grantId, client_id: clientId });

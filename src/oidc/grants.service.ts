@@ -102,15 +102,21 @@ export class GrantsService {
    * Revokes the user's grant (`by` the user, or an admin: `actor`): the grant as it was; undefined
    * when there is no such grant of theirs, also when a revocation at the same time (another click,
    * the app at the revocation endpoint) deleted it first: that one audits it, so a grant revoked in
-   * a race gets one `auth.grant.revoked` row, not one each.
+   * a race gets one `auth.grant.revoked` row, not one each. The row is written in the deletion's
+   * transaction: a revocation whose row cannot be written does not happen (a 500 that had
+   * revoked the grant left no trace, and its retry a 404).
    */
   async revoke(user: Pick<UserRow, 'id' | 'tenant_id'>, id: string, by: string, actor?: AuditActor): Promise<GrantView | undefined> {
     const grant = await this.get(user.id, id);
     if (!grant) return undefined;
-    if (!(await deleteGrant(this.db, id))) return undefined;
-    await this.tokenCache.invalidate();
     const details = { by, ...(actor && { actor }) };
-    await this.audit.record({ tenantId: user.tenant_id, action: 'auth.grant.revoked', clientId: grant.client_id, userId: user.id, grantId: id, details });
+    const revoked = await this.db.transaction(async (m) => {
+      if (!(await deleteGrant(m, id))) return false;
+      await this.audit.record({ tenantId: user.tenant_id, action: 'auth.grant.revoked', clientId: grant.client_id, userId: user.id, grantId: id, details }, m);
+      return true;
+    });
+    if (!revoked) return undefined;
+    await this.tokenCache.invalidate();
     return grant;
   }
 
