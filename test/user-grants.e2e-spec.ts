@@ -110,9 +110,19 @@ describe('admins over their users\' grants (/users/{id}/grants)', () => {
       const res = await agent.get(path).set('Accept', 'application/json').expect(200);
       expect([path, res.headers['cache-control']]).toEqual([path, 'no-store']);
     }
-    for (const res of [await agent.get('/auth/grants/not%20an%20id'), await agent.delete(`/auth/grants/${'a'.repeat(101)}`).set('Accept', 'application/json')]) {
+    const bad = 'not%20an%20id';
+    for (const res of [
+      await agent.get(`/auth/grants/${bad}`),
+      await agent.delete(`/auth/grants/${'a'.repeat(101)}`).set('Accept', 'application/json'),
+      await agent.post(`/auth/grants/${bad}/revoke`).send({}),
+    ]) {
       expect(expectError(res, 400, 'invalid_id').details).toEqual({ field: 'id' });
     }
+    // The page's form, sent for no grant there could be, gets the page any unknown grant gets.
+    const page = await agent.get('/auth/sessions').expect(200); // any account form's token serves
+    const formCsrf = /name="csrf" value="([^"]*)"/.exec(page.text)![1];
+    const posted = await agent.post(`/auth/grants/${bad}/revoke`).type('form').send({ csrf: formCsrf });
+    expect([posted.status, posted.type, posted.text.includes('Already revoked')]).toEqual([404, 'text/html', true]);
   });
 
   it('pages a user\'s grants newest first, with cursors of this list only', async () => {

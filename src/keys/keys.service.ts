@@ -20,7 +20,6 @@ import { KeyCache } from './key-cache';
 import { ApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
 import { API_KEY_PREFIX, digestsEqual, generateApiKey, hashSecret, keyHint } from './key-secrets';
 
-
 const BOOTSTRAP_LOCK = 727_001; // pg_advisory_xact_lock id serialising bootstrap attempts
 
 export const bootstrapClosed = () => ApiError.unauthorized('Bootstrap is closed: this server already has keys; use an admin key');

@@ -132,7 +132,7 @@ export class AccountController {
   @ApiOperation({ summary: 'One grant of the signed-in user: the app and the scopes it holds (JSON)' })
   @ApiOkResponse({ type: AccountGrant, description: 'The grant: the app and the scopes it holds' })
   @ApiSignedInUser()
-  @ApiErrors(404)
+  @ApiErrors(400, 404)
   async grant(@Param('id') id: string, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
@@ -146,7 +146,7 @@ export class AccountController {
   @ApiOperation({ summary: 'Revoke a grant of the signed-in user: its tokens stop working at once' })
   @ApiOkResponse({ schema: REVOKED, description: 'Revoked: {id, revoked: true}' })
   @ApiSignedInUser()
-  @ApiErrors(404)
+  @ApiErrors(400, 404)
   async remove(@Param('id') id: string, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
@@ -164,11 +164,14 @@ export class AccountController {
   @ApiSignedInUser({ formPost: true })
   @ApiFormExpiredOrError()
   @ApiPageOrError(404, 'No such grant (already revoked, or not the user\'s): a browser\'s form post gets the "Already revoked" page, linking back to /auth/grants; a JSON caller, not_found')
+  @ApiErrors(400)
   async revoke(@Param('id') id: string, @FormFields() body: FormBody, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
     if (!(await this.formAllowed(req, body))) return this.formExpired(req, reply);
-    if (!(await this.grants.revoke(user, grantId(id), 'user'))) {
+    // A form post naming no grant there could be is shown the page any unknown grant gets.
+    const named = this.formPost(req) ? isClientId(id) : Boolean(grantId(id));
+    if (!named || !(await this.grants.revoke(user, id, 'user'))) {
       if (!this.formPost(req)) throw ApiError.notFound('not_found', 'No such grant');
       const back = { href: '/auth/grants', text: 'Back to connected apps' };
       return sendPage(reply, 404, errorPage('Already revoked', 'This app\'s access was already revoked, or it is not one of your connected apps.', back));

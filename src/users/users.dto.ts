@@ -49,7 +49,7 @@ export const IsUserName = () =>
     },
   });
 
-const PASSWORD_DOC = { minLength: 10, maxLength: 1024, description: 'Not only whitespace. Stored as a scrypt hash; never returned' };
+const PASSWORD_DOC = { minLength: 10, maxLength: 1024, description: 'Not only whitespace or invisible characters. Stored as a scrypt hash; never returned' };
 const NAME_DOC = { minLength: 1, maxLength: 200, description: 'Not blank, nor only invisible characters (U+200B, U+3164, …); no control characters or line separators (U+2028, U+2029) nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' };
 const ROLE_DOC = { enum: USER_ROLES, description: 'What the user may consent to for an app: an admin grants admin rights' };
 const PICTURE_DOC = { description: 'https URL of a picture (the OIDC `picture` claim)', maxLength: 2000 };
