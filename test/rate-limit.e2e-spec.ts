@@ -229,6 +229,9 @@ describe('rate limits', () => {
       // Another segment has its own.
       expect(remaining(await preflight('/edges/x').expect(204))).toBe('9');
       expect(remaining(await preflight('/items').expect(204))).toBe('7');
+      // And the segment's reads from the address count in the same bucket (a 401 included).
+      expect(remaining(expectStatus(await from(t.http.get('/items')), 401))).toBe('6');
+      expect(remaining(await preflight('/items').expect(204))).toBe('5');
     });
 
     it('an absolute-form target counts in the bucket of the path it routes to', async () => {

@@ -49,15 +49,15 @@ describe('SearchStatements', () => {
     await holder.connect();
     const key = 1_800_000 + Math.floor(Math.random() * 100_000);
     const waiting = async () =>
-      (await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [key])).rowCount;
+      (await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [key])).rowCount ?? 0;
     try {
       await holder.query('SELECT pg_advisory_lock($1)', [key]);
       // Eight statements of eight tenants, each waiting on the lock once it runs.
       const sql = 'SELECT 1 AS done FROM (SELECT pg_advisory_xact_lock_shared($1::bigint)) l';
       const all = Promise.all(Array.from({ length: 8 }, (_, n) => two.query<{ done: number }>(`00000000-0000-4000-8000-00000000000${n}`, { sql, params: [key] })));
-      await waitFor(async () => (await waiting()) === 3, 'two statements and the one more running');
-      // The others stay queued in the pool, not sent: the lock still has three waiters only.
-      expect(await holder.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'svc-search' AND wait_event_type = 'Lock'`).then((r) => r.rowCount)).toBe(3);
+      await waitFor(async () => (await waiting()) >= 3, 'two statements and the one more running');
+      // The others stay queued in the pool, not sent: the lock has three waiters, no more.
+      expect(await waiting()).toBe(3);
       await holder.query('SELECT pg_advisory_unlock($1)', [key]);
       expect((await all).flat()).toEqual(Array.from({ length: 8 }, () => ({ done: 1 })));
     } finally {

@@ -13,7 +13,7 @@ import { waitFor } from './support/wait';
 import { PlanNode, rowsRead } from './support/plans';
 import { BookkeepingDb } from '../src/database/bookkeeping-db';
 import { CLAIM, MAX_WAITING_PER_WEBHOOK, WebhookDispatcher } from '../src/webhooks/webhook-dispatcher';
-import { BATCH, DUE_IN_TURNS } from '../src/webhooks/webhook-sweeper';
+import { BATCH, DUE_IN_TURNS, WebhookSweeper } from '../src/webhooks/webhook-sweeper';
 
 describe('the webhook sweeper, while one webhook has more due deliveries than a pass takes', () => {
   let t: TestApp;
@@ -165,6 +165,8 @@ describe('the webhook sweeper, while a healthy receiver\'s backlog is larger tha
         )
       )[0].n;
     await waitFor(async () => (await leftForSweeper()) > MAX_WAITING_PER_WEBHOOK, 'more deliveries left in the table than the line holds');
+    // Passes are counted: a line that refused must not have them run back to back while it drains.
+    const passes = jest.spyOn(t.app.get(WebhookSweeper) as unknown as { pass(): Promise<number> }, 'pass');
     open = true;
     release(200);
 
@@ -178,6 +180,26 @@ describe('the webhook sweeper, while a healthy receiver\'s backlog is larger tha
       100_000,
     );
     expect(new Set(receiver.at('/bulk').map((r) => r.headers['x-svc-event-id'])).size).toBe(total);
+    passes.mockRestore();
+  }, 180_000);
+
+  it('does not run passes back to back while a slow receiver\'s full line frees a place or two at a time', async () => {
+    receiver.respond = (r) => (r.path === '/hung' ? 'hang' : r.path === '/slow' ? new Promise((resolve) => setTimeout(() => resolve(200), 100)) : 200);
+    await t.http.post('/webhooks').set(bearer(admin)).send({ url: `${base}/slow`, events: ['item.created'] }).expect(201);
+    const passes = jest.spyOn(t.app.get(WebhookSweeper) as unknown as { pass(): Promise<number> }, 'pass');
+    try {
+      for (let at = 0; at < 2 * MAX_WAITING_PER_WEBHOOK + BATCH; at += 1000) {
+        const items = Array.from({ length: 1000 }, (_, n) => ({ type: 'core.note', properties: { title: `slow ${at + n}` } }));
+        await t.http.post('/items/bulk').set(bearer(admin)).send({ mode: 'create_only', items }).expect(200);
+      }
+      // Past its line and then the half a pass refills: the sweeper has fed it from the table.
+      await waitFor(() => receiver.at('/slow').length >= MAX_WAITING_PER_WEBHOOK + BATCH, 'the slow receiver past its line', 120_000);
+      // A pass per half line drained, and one more for each that found the line's room: a handful.
+      // Chained whenever it took anything, a pass ran again at once for each place freed.
+      expect(passes.mock.calls.length).toBeLessThanOrEqual(10);
+    } finally {
+      passes.mockRestore();
+    }
   }, 180_000);
 });
 

@@ -347,7 +347,7 @@ describe('webhooks (e2e)', () => {
       const theirs = await register(other.key, { events: ['item.created'] });
       const [a, b] = [(await note(admin).expect(201)).body.id, (await note(other.key).expect(201)).body.id];
       await waitFor(() => receiver.at(mine.path).length === 1 && receiver.at(theirs.path).length === 1, 'the first deliveries');
-      // Copies of both events, committed together: the relay's next pass takes the two at once.
+      // Copies of both events, committed together, for the relay's next pass to take (one pass, unless it ran between).
       const copies = await t.sql<{ id: string; tenant_id: string }>(
         `INSERT INTO events (tenant_id, id, name, credential_id, audience, payload)
          SELECT tenant_id, gen_random_uuid(), name, credential_id, audience, payload FROM events

@@ -53,7 +53,7 @@ type EndStatus = 'completed' | 'failed' | 'cancelled';
 
 /** Attempts of one chunk before the job is failed. */
 const CHUNK_ATTEMPTS = 3;
-/** Times a chunk that lost to concurrent writes (a deadlock) goes again before that counts as an attempt. */
+/** Times a chunk that lost to concurrent writes (a deadlock) goes again, within half a lease, before that counts as an attempt. */
 const CHUNK_COLLISIONS = 10;
 
 /** PostgreSQL's lock_not_available: a lock wait ran past lock_timeout. */
@@ -236,9 +236,10 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
         if (this.stopping) return undefined;
         // Lost to concurrent writes (a deadlock with a write to the same items), and rolled back:
         // the chunk's own doing no more than theirs, so it goes again without counting, a few times.
-        if (isWriteCollision(err) && collisions++ < CHUNK_COLLISIONS) {
+        if (isWriteCollision(err) && collisions++ < CHUNK_COLLISIONS && Date.now() - since < this.config.bulkJobLeaseMs / 2) {
           this.logger.warn({ jobId: ref.jobId }, 'bulk chunk collided with concurrent writes; trying it again');
           await delay(100 * collisions);
+          if (this.stopping) return undefined;
           continue;
         }
         // The database away (a restart, a failover, sessions ended), not the chunk: waited out

@@ -423,7 +423,8 @@ export class EdgesService {
    * Items by id, tenant-scoped; the caller decides what "missing" means. Key-share locked, as the
    * edges' foreign keys will lock them, but all at once in id order, the order a purge locks
    * them in (bulk-runner.ts): locked one end after the other by the inserts' checks, a purge of
-   * both ends deadlocked with the edge's write.
+   * both ends deadlocked with POST /edges. An update of an existing item with `edges` holds the
+   * item before its targets, and can still meet a purge of both that way (409 `conflict`).
    */
   private async itemRefs(m: EntityManager, p: Principal, ids: string[], types: TypeCatalog): Promise<Map<string, ItemRef>> {
     if (!ids.length) return new Map();

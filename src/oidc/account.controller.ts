@@ -169,9 +169,9 @@ export class AccountController {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
     if (!(await this.formAllowed(req, body))) return this.formExpired(req, reply);
-    // A form post naming no grant there could be is shown the page any unknown grant gets.
-    const named = this.formPost(req) ? isClientId(id) : Boolean(grantId(id));
-    if (!named || !(await this.grants.revoke(user, id, 'user'))) {
+    // A form post naming no grant there could be is shown the page any unknown grant gets; a JSON caller, 400.
+    if (!this.formPost(req)) grantId(id);
+    if (!isClientId(id) || !(await this.grants.revoke(user, id, 'user'))) {
       if (!this.formPost(req)) throw ApiError.notFound('not_found', 'No such grant');
       const back = { href: '/auth/grants', text: 'Back to connected apps' };
       return sendPage(reply, 404, errorPage('Already revoked', 'This app\'s access was already revoked, or it is not one of your connected apps.', back));

@@ -124,9 +124,12 @@ export interface Prepared extends DeliveryRef {
 /**
  * Leases a delivery for an attempt and reads what the attempt needs ($1 tenant, $2 delivery, $3
  * lease ms, $4 held by the caller, $5 the lease it holds, $6 forced; see claimAndAttempt). The row
- * is found by its key alone, then read by its place (ctid): a plan with no statistics to go by
+ * is found by its key alone, then updated by its place (ctid): a plan with no statistics to go by
  * (a table never analysed) read the tenant's due deliveries through their index instead and
- * filtered them for this one, 0.5-0.8 s a claim at 300,000 of them.
+ * filtered them for this one, 0.5-0.8 s a claim at 300,000 of them. A row another transaction
+ * updates meanwhile is skipped, not read again (its new version has another ctid): unclaimed,
+ * which every such writer (a claim, a retry's lease, an outcome) leaves it anyway. The key's
+ * conditions stay, so that nothing but this row can match.
  */
 export const CLAIM = `UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => $3::float8 / 1000), updated_at = now()
      FROM webhooks w

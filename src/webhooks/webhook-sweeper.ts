@@ -7,9 +7,10 @@
  * queue in memory. Only on instances that deliver (EVENT_DELIVERY_ENABLED).
  *
  * A backlog larger than a webhook's line (a bulk job's deliveries) does not wait an interval per
- * BATCH: a pass that took BATCH runs the next at once, and a line that refused attempts asks for
- * one when it has drained to half (`WebhookDispatcher.whenRoom`), so such deliveries go at the
- * receiver's pace; a slow or dead receiver's line asks only as often as its attempts end.
+ * BATCH: a pass cut at BATCH runs the next at once when a line that refused nothing took some of
+ * it, and a line that refused attempts asks for one when it has drained to half
+ * (`WebhookDispatcher.whenRoom`), so such deliveries go at the receiver's pace; a slow or dead
+ * receiver's line asks only as often as its attempts end, and neither holds up another's.
  *
  * A pass takes at most BATCH deliveries, shared out in turns: each tenant's oldest due delivery
  * before any tenant's second, and within a tenant each webhook's before any webhook's second.
@@ -115,19 +116,24 @@ export class WebhookSweeper extends PeriodicTask {
       });
     this.fullLines = new Set(here.fullWebhookIds);
     let queued = 0;
+    const took = new Set<string>();
     for (const d of due) {
       if (this.fullLines.has(d.webhook_id)) continue;
       const ref: DeliveryRef = { tenantId: d.tenant_id, deliveryId: d.id, webhookId: d.webhook_id };
-      if (this.dispatcher.attemptSoon(ref)) queued++;
-      else this.fullLines.add(d.webhook_id);
+      if (this.dispatcher.attemptSoon(ref)) {
+        queued++;
+        took.add(d.webhook_id);
+      } else this.fullLines.add(d.webhook_id);
     }
     for (const id of changed) if (due.length === BATCH || this.fullLines.has(id)) this.changed.add(id);
     // A pass cut at BATCH rows may have left due deliveries behind: the next pass at once, so long
-    // as some line took what it was given. Lines that refused are left out of the next (their
-    // refusals bring a pass of their own, `whenRoom`), so a line kept full by a receiver that does
-    // not answer cannot hold the others' backlogs to one pass per interval. Each pass queues at
-    // least one attempt, so this ends when the due deliveries or the lines' room run out.
-    if (due.length === BATCH && queued > 0) this.soon();
+    // as a line that refused nothing took some (it may take more). A line that refused gets its
+    // next pass when it has drained to half (`whenRoom`): chained on its account, a slow
+    // receiver freeing a place or two per pass would run passes back to back; left to the
+    // interval, a line kept full by a dead receiver held the others' backlogs to one pass per
+    // interval. Each chained pass queues attempts, so this ends when the due deliveries or the
+    // lines' room run out.
+    if (due.length === BATCH && [...took].some((id) => !this.fullLines.has(id))) this.soon();
     return queued;
   }
 }
