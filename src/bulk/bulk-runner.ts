@@ -38,6 +38,11 @@ export function lockWaitMs(statementTimeoutMs: number): number {
   return statementTimeoutMs > 0 ? Math.min(5000, Math.floor(statementTimeoutMs / 2)) : 5000;
 }
 
+/** Bounds each lock wait of the run's transaction `m` by lockWaitMs. */
+export async function limitLockWaits(m: EntityManager, statementTimeoutMs: number): Promise<void> {
+  await m.query(`SET LOCAL lock_timeout = ${lockWaitMs(statementTimeoutMs)}`);
+}
+
 /**
  * Rows are locked in id order, the one order of every bulk run and chunk, so that concurrent
  * runs cannot deadlock; a purge takes the lock its DELETE needs.

@@ -34,7 +34,7 @@ import { tokenScopesOf, withinTokenScopes } from '../oidc/scopes';
 import { CredentialsService } from '../auth/credentials.service';
 import { BulkSpec, CHUNK_SIZE, MAX_KEPT_ERRORS } from './bulk-actions';
 import { ENDED_JOB_SET, JOB_COLUMNS, jobAudience, JobRow, toJob } from './bulk-job.model';
-import { BulkRunner, lockWaitMs } from './bulk-runner';
+import { BulkRunner, limitLockWaits } from './bulk-runner';
 import { BulkService } from './bulk.service';
 
 type JobRef = JobPayloads['bulk.run'];
@@ -208,7 +208,7 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
     for (;;) {
       try {
         return await this.db.transaction(async (m) => {
-          await m.query(`SET LOCAL lock_timeout = ${lockWaitMs(this.config.DATABASE_STATEMENT_TIMEOUT_MS)}`);
+          await limitLockWaits(m, this.config.DATABASE_STATEMENT_TIMEOUT_MS);
           const out = await this.runner.applyChunk(m, p, job.spec, chunk);
           const keep = out.errors.slice(0, Math.max(0, MAX_KEPT_ERRORS - kept));
           const [rows]: [Array<{ cancel_requested: boolean }>, number] = await m.query(

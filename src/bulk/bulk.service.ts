@@ -29,7 +29,7 @@ import { tokenScopesOf } from '../oidc/scopes';
 import { BulkFilter, BulkItemError, BulkSpec, CHUNK_SIZE, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT, specOf } from './bulk-actions';
 import { BulkActionDto, BulkJobDto, BulkJobList, BulkResultDto, ListBulkJobsQuery } from './bulk.dto';
 import { ENDED_JOB_SET, JOB_COLUMNS, JOB_TOKEN_SCOPES_SQL, jobAudience, JobRow, toJob } from './bulk-job.model';
-import { BulkRunner, lockWaitMs } from './bulk-runner';
+import { BulkRunner, limitLockWaits } from './bulk-runner';
 
 /**
  * Retry-After of a job refused by the tenant's cap: when a place frees depends on the tenant's
@@ -105,7 +105,7 @@ export class BulkService {
     const errors: BulkItemError[] = [];
     const blobHashes = new Set<string>();
     await this.db.transaction(async (m) => {
-      await m.query(`SET LOCAL lock_timeout = ${lockWaitMs(this.config.DATABASE_STATEMENT_TIMEOUT_MS)}`);
+      await limitLockWaits(m, this.config.DATABASE_STATEMENT_TIMEOUT_MS);
       await this.runner.lockAll(m, p, spec, ids);
       for (let at = 0; at < ids.length; at += CHUNK_SIZE) {
         const outcome = await this.runner.applyChunk(m, p, spec, ids.slice(at, at + CHUNK_SIZE));

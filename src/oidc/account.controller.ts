@@ -16,7 +16,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
-import { invalidId } from '../common/ids';
 import { isReadableName } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { keyLabel } from '../keys/keys.dto';
@@ -24,7 +23,7 @@ import { isUserEmail, isUserName, isUserPassword } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
 import { AccountGrant, AccountGrantList, AccountSessionList } from './account.dto';
-import { isClientId } from './clients.dto';
+import { isClientId, ParseProviderIdPipe } from './clients.dto';
 import { FormBody, FormFields, PageQuery, refuseNonObjectJson } from './form-fields';
 import { ApiFormBody, ApiFormExpired, ApiFormExpiredOrError, ApiPage, ApiPageOrError, ApiQueryParams, ApiSeeOther, ApiSignedInUser, FORM_FIELD } from './openapi-pages';
 import { clearAccountCookie, signedInAs } from './account-session';
@@ -56,11 +55,10 @@ function signUpProblems(name: string, email: string, password: string): FormProb
   return problems;
 }
 
-/** A grant id from the path, checked after the sign-in check (as /users/{id}/grants/{grant_id} checks it): 400 `invalid_id`. */
-function grantId(id: string): string {
-  if (!isClientId(id)) throw invalidId('id', id, 'a valid grant id');
-  return id;
-}
+const GRANT_ID = new ParseProviderIdPipe('grant');
+
+/** A grant id from the path, checked by /users/{id}/grants/{grant_id}'s pipe, but after the sign-in check: 400 `invalid_id`. */
+const grantId = (id: string): string => GRANT_ID.transform(id, { type: 'param', data: 'id' });
 
 @ApiTags('oauth account')
 @ApiExtraModels(AccountGrantList, AccountSessionList)
