@@ -164,4 +164,26 @@ describe('admins over their users\' grants (/users/{id}/grants)', () => {
     // A cursor names a position in a list, not a user: another user's list from it is that user's.
     expect((await t.http.get(`/users/${userId}/grants`).query({ cursor: first }).set(bearer(admin)).expect(200)).body.grants).toEqual([]);
   });
+
+  it('makes no grant when its first consent\'s audit row cannot be written: the consent fails, the device gets no token', async () => {
+    const user = (await t.http.post('/users').set(bearer(admin)).send({ email: 'untraced@example.com', password: 'a long untraced password', name: 'Untraced' }).expect(201)).body.id;
+    const device = (await t.http.post('/auth/device').type('form').send({ client_id: clientId, scope: 'core.note:read' }).expect(200)).body;
+    const agent = request.agent(t.url);
+    const complete = new URL(device.verification_uri_complete);
+    const page = await agent.get(complete.pathname + complete.search).expect(200);
+    const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(page.text)![1];
+    const form = new URLSearchParams({ user_code: field('user_code'), csrf: field('csrf'), email: 'untraced@example.com', password: 'a long untraced password', decision: 'approve', scope: 'core.note:read' });
+    await t.sql(`CREATE FUNCTION refuse_consent_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$`);
+    await t.sql(`CREATE TRIGGER refuse_consent_audit BEFORE INSERT ON audit_events FOR EACH ROW WHEN (NEW.action = 'auth.grant.created') EXECUTE FUNCTION refuse_consent_audit()`);
+    try {
+      expect((await agent.post('/auth/device/consent').type('form').send(form.toString())).status).toBe(500);
+    } finally {
+      await t.sql('DROP TRIGGER refuse_consent_audit ON audit_events');
+      await t.sql('DROP FUNCTION refuse_consent_audit()');
+    }
+    expect((await t.http.get(`/users/${user}/grants`).set(bearer(admin)).expect(200)).body.grants).toEqual([]);
+    expect(await t.sql(`SELECT id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1`, [user])).toEqual([]);
+    const poll = await t.http.post('/auth/device/token').type('form').send({ grant_type: DEVICE_GRANT, device_code: device.device_code, client_id: clientId });
+    expect([poll.status, poll.body.error]).toEqual([400, 'authorization_pending']);
+  });
 });

@@ -157,19 +157,16 @@ export async function recordConsent(
     // The provider keeps a grant's end from its first save: the user approving the app again gives
     // it its full lifetime from now (an Allow that gives nothing is a Deny, and renews nothing).
     if (!o.givesNothing) grant.exp = undefined;
-    return { grantId: await grant.save(), created: !existing, granted };
+    const grantId = await grant.save();
+    // In the grant's transaction: a grant saved without its row would be access given with no trace.
+    await audit.record(
+      { tenantId: o.tenantId, action: 'auth.grant.created', clientId: o.clientId, userId: o.accountId, grantId, details: { source: o.source, created: !existing, scope: join(granted) } },
+      m,
+    );
+    return { grantId, created: !existing };
   });
   if (typeof made === 'string') return made;
-  const { grantId, created, granted } = made;
   // The grant's tokens are good for what it holds now (oauth-tokens.ts): resolutions cached before this decision are not.
-  if (!created) await tokenCache.invalidate();
-  await audit.record({
-    tenantId: o.tenantId,
-    action: 'auth.grant.created',
-    clientId: o.clientId,
-    userId: o.accountId,
-    grantId,
-    details: { source: o.source, created, scope: join(granted) },
-  });
-  return { grantId };
+  if (!made.created) await tokenCache.invalidate();
+  return { grantId: made.grantId };
 }
