@@ -19,7 +19,7 @@ import type { DataSource } from 'typeorm';
 import type { AuditService } from '../audit/audit.service';
 import type { OAuthTokenCache } from './oauth-token-cache';
 import { connectionGrantId, underConnectionLock } from './oidc-adapter';
-import { isApiScope, isKnownScope, OIDC_SCOPES, registeredScopes } from './scopes';
+import { isApiScope, isKnownScope, OIDC_SCOPES, registeredScopes, withinUserRole } from './scopes';
 
 /** A form field that may come once or repeated (`scope=a&scope=b`). */
 export const formList = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
@@ -86,6 +86,19 @@ export function grantsAnything(granted: string[]): boolean {
  */
 export function nothingGranted(grantable: string[]): string {
   return grantsAnything(grantable) ? 'The user granted none of what the app asked for' : 'Nothing the app asked for could be granted';
+}
+
+/**
+ * What a submitted consent form decides, the same on the code flow's page and the device page: the
+ * scopes asked about (`requestedScopes`), those the user's role may give (`grantable`, the rest
+ * refused with what was unticked, or the provider would ask again), those given, and whether an
+ * Allow gives anything (`grantsAnything`).
+ */
+export function scopeDecision(client: Client | undefined, scopeParam: unknown, role: 'admin' | 'member', form: Record<string, unknown>) {
+  const requested = requestedScopes(client, scopeParam);
+  const grantable = withinUserRole(requested, role);
+  const granted = grantedScopes(grantable, formList(form.scope), form[SCOPES_SHOWN] !== undefined);
+  return { requested, grantable, granted, givesNothing: !grantsAnything(granted) };
 }
 
 type Grant = InstanceType<Provider['Grant']>;

@@ -27,8 +27,7 @@ import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { AppConfig } from '../config/app-config';
 import { UsersService } from '../users/users.service';
-import { withinUserRole } from './scopes';
-import { formList as list, grantedScopes, grantsAnything, nothingGranted, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
+import { formList as list, grantedScopes, nothingGranted, recordConsent, requestedScopes, scopeDecision, SCOPES_SHOWN } from './consent';
 import { FormBody, FormFields, PageQuery, refusedRepeat } from './form-fields';
 import { ApiFormBody, ApiPage, ApiQueryParams, FORM_FIELD } from './openapi-pages';
 import { cookieOf } from './account-session';
@@ -110,14 +109,12 @@ export class DeviceController {
     const provider = await this.oidc.get();
     const client = await provider.Client.find(code.clientId!);
     let refused = await appRefusal(this.db, client, code.clientId!, user);
-    const requested = requestedScopes(client, code.params?.scope);
-    const grantable = withinUserRole(requested, user.role);
-    const granted = grantedScopes(grantable, list(body.scope), body[SCOPES_SHOWN] !== undefined);
+    const { requested, grantable, granted, givesNothing } = scopeDecision(client, code.params?.scope, user.role, body);
     const denied = body.decision !== 'approve';
     const allowed = !denied && !refused;
     // An Allow that gives nothing connects nothing; the device is told why, not that the user denied
     // (grantsAnything, consent.ts), and a grant given before still loses what was unticked.
-    const approve = allowed && grantsAnything(granted);
+    const approve = allowed && !givesNothing;
     const claim = await claimDeviceCode(this.db, code.jti);
     if (!claim) return expired();
     let gone = false;

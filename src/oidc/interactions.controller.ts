@@ -44,7 +44,7 @@ import { accountGonePage, consentPage, errorPage, formExpiredPage, Notice, notic
 import { signedInAs } from './account-session';
 import { sendPage } from './send-page';
 import { withinUserRole } from './scopes';
-import { formList as list, grantedScopes, grantsAnything, nothingGranted, recordConsent, requestedScopes, SCOPES_SHOWN } from './consent';
+import { formList as list, nothingGranted, recordConsent, requestedScopes, scopeDecision } from './consent';
 
 const FORM = 'application/x-www-form-urlencoded';
 /** Well inside Node's 16 KiB for a request's head, which the GET that follows must fit in. */
@@ -251,11 +251,7 @@ export class InteractionsController {
     if (!user) return sendPage(reply, 400, accountGonePage());
     if (await this.refusedForTenant(req, reply, details, user)) return;
     const client = await provider.Client.find(clientId);
-    // What the user's role may not give is refused with the rest, or the provider would ask again.
-    const requested = requestedScopes(client, details.params.scope);
-    const grantable = withinUserRole(requested, user.role);
-    const granted = grantedScopes(grantable, list(body.scope), body[SCOPES_SHOWN] !== undefined);
-    const givesNothing = !grantsAnything(granted);
+    const { requested, grantable, granted, givesNothing } = scopeDecision(client, details.params.scope, user.role, body);
     const recorded = await recordConsent({ provider, audit: this.audit, db: this.db, tokenCache: this.tokenCache }, {
       grantId: details.grantId,
       tenantId: user.tenant_id,
