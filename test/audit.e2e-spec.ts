@@ -7,7 +7,9 @@
  */
 import { bearer, bootstrapAdmin, TestApp, startApp } from './support/app';
 import { hashSecret } from '../src/keys/key-secrets';
+import { Client } from 'pg';
 import { expectError } from './support/envelope';
+import { waitFor } from './support/wait';
 
 interface AuditEvent {
   id: string;
@@ -307,5 +309,59 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
       await t.http.get(`/audit?action=${action}`).set(bearer(other.key)).expect(200);
     }
     await t.http.get('/audit?action=key.exploded').set(bearer(other.key)).expect(400);
+  });
+
+  it('exports oldest first in commit order: a row waits for every transaction begun before it, and the cursor goes on from the last', async () => {
+    const exporter = await newTenant('exporter');
+    const page = async (query: Record<string, string | number>) =>
+      (await t.http.get('/audit').query({ order: 'asc', ...query }).set(bearer(exporter.key)).expect(200)).body as { events: AuditEvent[]; next_cursor: string | null };
+    const keyIds = (events: AuditEvent[]) => events.filter((e) => e.action === 'key.created').map((e) => e.details.key_id);
+
+    // The tenant's creation and its first key (one transaction; listed once the service's own transactions begun before it ended),
+    // then paged one at a time to the same rows.
+    const first = await waitFor(async () => {
+      const p = await page({ limit: 100 });
+      return p.events.length > 0 && p;
+    }, 'the first rows in the export');
+    expect(first.events.map((e) => e.action).sort()).toEqual(['key.created', 'tenant.created']);
+    const one = await page({ limit: 1 });
+    expect(one.events).toEqual([first.events[0]]);
+    expect((await page({ limit: 1, cursor: one.next_cursor! })).events).toEqual([first.events[1]]);
+    // The last page has a cursor too: where the log goes on.
+    expect(first.next_cursor).toEqual(expect.any(String));
+    expect(await page({ cursor: first.next_cursor! })).toEqual({ events: [], next_cursor: first.next_cursor });
+
+    // A transaction that took its id first and commits last: the row committed meanwhile waits for it.
+    const late = new Client({ connectionString: t.databaseUrl });
+    await late.connect();
+    try {
+      await late.query('BEGIN');
+      await late.query(`INSERT INTO audit_events (tenant_id, id, action, details) VALUES ($1, gen_random_uuid(), 'key.created', '{"key_id": "late"}')`, [exporter.tenantId]);
+      const made = (await t.http.post('/keys').set(bearer(exporter.key)).send({ label: 'meanwhile', type_permissions: { '*': 'read' } }).expect(201)).body.id;
+      // Listed newest first at once, but not yet in the export, which would have passed the late row's place.
+      expect(keyIds(await events(exporter.key))).toContain(made);
+      expect(await page({ cursor: first.next_cursor! })).toEqual({ events: [], next_cursor: first.next_cursor });
+      await late.query('COMMIT');
+      const rest = await waitFor(async () => {
+        const p = await page({ cursor: first.next_cursor! });
+        return p.events.length === 2 && p;
+      }, 'both rows in the export');
+      expect(keyIds(rest.events)).toEqual(['late', made]);
+      expect(await page({ cursor: rest.next_cursor! })).toEqual({ events: [], next_cursor: rest.next_cursor });
+    } finally {
+      await late.end();
+    }
+
+    // Each order's cursors are its own; and the filter holds in commit order too.
+    const newest = (await t.http.get('/audit?limit=1').set(bearer(exporter.key)).expect(200)).body.next_cursor;
+    expectError(await t.http.get('/audit').query({ order: 'asc', cursor: newest }).set(bearer(exporter.key)), 400, 'validation_error');
+    expectError(await t.http.get('/audit').query({ cursor: first.next_cursor }).set(bearer(exporter.key)), 400, 'validation_error');
+    expectError(await t.http.get('/audit').query({ order: 'up' }).set(bearer(exporter.key)), 400, 'validation_error');
+    const forged = Buffer.from(JSON.stringify(['99999999999999999999999', '1', 'audit_export'])).toString('base64url');
+    expectError(await t.http.get('/audit').query({ order: 'asc', cursor: forged }).set(bearer(exporter.key)), 400, 'validation_error');
+    expect((await page({ action: 'tenant.created' })).events).toEqual(first.events.filter((e) => e.action === 'tenant.created'));
+    // Another tenant's export holds none of these.
+    const others = (await t.http.get('/audit?order=asc&limit=100').set(bearer(other.key)).expect(200)).body.events as AuditEvent[];
+    expect(others.some((e) => e.details.key_id === 'late' || e.details.tenant_id === exporter.tenantId)).toBe(false);
   });
 });

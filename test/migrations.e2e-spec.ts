@@ -540,6 +540,26 @@ describe('migrations', () => {
     await ds.runMigrations({ transaction: 'each' });
   });
 
+  it('audit rows written before 5500 come first in commit order, in the order of their times; later rows follow in their transactions\' order', async () => {
+    ds = await open(migrations);
+    await ds.runMigrations({ transaction: 'each' });
+    await revertThrough(ds, 'AuditCommitOrder1732300005500');
+    const tenant = '88888888-8888-4888-8888-888888888888';
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'audit-order')`, [tenant]);
+    const row = (n: number, at: string) =>
+      ds!.query(`INSERT INTO audit_events (tenant_id, id, action, details, created_at) VALUES ($1, $2, 'key.created', $3, $4)`, [tenant, `a0000000-0000-4000-8000-00000000000${n}`, { n }, at]);
+    await row(2, '2026-01-02T00:00:00Z');
+    await row(1, '2026-01-01T00:00:00Z');
+    await row(3, '2026-01-03T00:00:00Z');
+    await ds.runMigrations({ transaction: 'each' });
+    await row(4, '2025-01-01T00:00:00Z');
+    const order = await ds.query(`SELECT details->>'n' AS n, txid::text AS txid FROM audit_events WHERE tenant_id = $1 ORDER BY txid, seq`, [tenant]);
+    expect(order.map((r: { n: string }) => r.n)).toEqual(['1', '2', '3', '4']);
+    expect(order.slice(0, 3).map((r: { txid: string }) => r.txid)).toEqual(['0', '0', '0']);
+    await revertThrough(ds, 'AuditCommitOrder1732300005500');
+    expect(await ds.query(`SELECT count(*)::int AS n FROM audit_events WHERE tenant_id = $1`, [tenant])).toEqual([{ n: 4 }]);
+  });
+
   it('every migration reverts, down to an empty schema, and applies again', async () => {
     ds = await open(migrations);
     await ds.runMigrations({ transaction: 'each' });

@@ -1,7 +1,7 @@
 /**
  * Owns the audit log: `record` appends an event (consent given, grant revoked, a key, OAuth
  * client, webhook or tenant made, changed or ended, …) for a tenant; `GET /audit` (admin) lists
- * them newest first, by action if asked. A change is recorded in the transaction that makes it,
+ * them newest first, or oldest first in commit order for an export, by action if asked. A change is recorded in the transaction that makes it,
  * so one rolled back leaves no row; and by who made it (`actorOf`), never with a secret.
  */
 import { Injectable } from '@nestjs/common';
@@ -10,7 +10,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { ownerCredential, type Principal } from '../auth/principal';
 import { canonicalJson } from '../common/canonical-json';
 import { newId } from '../common/ids';
-import { decodeCursor, pageOf } from '../common/pagination';
+import { decodeCommitCursor, decodeCursor, encodeCommitCursor, pageOf } from '../common/pagination';
 import { AuditAction, AuditEvent, AuditList, ListAuditQuery } from './audit.dto';
 
 interface AuditRow {
@@ -94,6 +94,7 @@ export class AuditService {
   }
 
   async list(p: Principal, q: ListAuditQuery): Promise<AuditList> {
+    if (q.order === 'asc') return this.exportPage(p, q);
     const limit = q.limit ?? 50;
     const after = decodeCursor(q.cursor, 'audit');
     const rows: AuditRow[] = await this.db.query(
@@ -104,5 +105,29 @@ export class AuditService {
     );
     const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'audit');
     return { events: page.map(toEvent), next_cursor };
+  }
+
+  /**
+   * Oldest first in commit order (`order=asc`). Rows come in the order of their transactions' ids
+   * (and of writing within one), and only rows of transactions older than every one still running
+   * (`pg_snapshot_xmin`): a transaction given its id earlier can commit after later ones did, and
+   * a reader that had passed its place would never see its rows. Those listed are final, so the
+   * cursor of the last one is where the log goes on, now or later.
+   */
+  private async exportPage(p: Principal, q: ListAuditQuery): Promise<AuditList> {
+    const after = decodeCommitCursor(q.cursor, 'audit_export');
+    // Named apart from the columns: ORDER BY a name sorts by the output column, here the text.
+    const rows: Array<AuditRow & { position_txid: string; position_seq: string }> = await this.db.query(
+      `SELECT id, action, client_id, user_id, grant_id, details, created_at, txid::text AS position_txid, seq::text AS position_seq FROM audit_events
+        WHERE tenant_id = $1 AND ($2::text IS NULL OR action = $2) AND txid < pg_snapshot_xmin(pg_current_snapshot())
+          AND ($3::xid8 IS NULL OR (txid, seq) > ($3::xid8, $4::bigint))
+        ORDER BY txid, seq LIMIT $5`,
+      [p.tenantId, q.action ?? null, after?.txid ?? null, after?.seq ?? null, q.limit ?? 50],
+    );
+    const last = rows.at(-1);
+    return {
+      events: rows.map(({ position_txid: _t, position_seq: _s, ...r }) => toEvent(r)),
+      next_cursor: last ? encodeCommitCursor({ txid: last.position_txid, seq: last.position_seq }, 'audit_export') : (q.cursor ?? null),
+    };
   }
 }

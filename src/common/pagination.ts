@@ -24,7 +24,7 @@ export interface Position {
  * name a position among rows it never came from.
  */
 export type ListName =
-  | 'audit' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges' | 'grants'
+  | 'audit' | 'audit_export' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges' | 'grants'
   | 'integrations' | 'items' | 'keys' | 'tenants' | 'types' | 'users' | 'webhooks';
 
 const encode = (parts: string[]): string => Buffer.from(JSON.stringify(parts)).toString('base64url');
@@ -105,6 +105,40 @@ export function decodeCursor(cursor: string | undefined, list: ListName, validId
       encode(parts as string[]) === cursor
     ) {
       return { createdAt, id };
+    }
+  } catch {
+    // fall through
+  }
+  throw notACursor();
+}
+
+/**
+ * A position in a list read in commit order (the audit log's export): the row's transaction id
+ * and its number, both as PostgreSQL prints them (`xid8` and `bigint`).
+ */
+export interface CommitPosition {
+  txid: string;
+  seq: string;
+}
+
+export function encodeCommitCursor(p: CommitPosition, list: ListName): string {
+  return encode([p.txid, p.seq, list]);
+}
+
+export function decodeCommitCursor(cursor: string | undefined, list: ListName): CommitPosition | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    const [txid, seq, issuedBy] = parts;
+    // Within the types' ranges, so that no cursor reaches SQL as a value it refuses (a 500).
+    if (
+      parts.length === 3 &&
+      issuedBy === list &&
+      typeof txid === 'string' && /^(0|[1-9]\d{0,19})$/.test(txid) && BigInt(txid) < 2n ** 64n &&
+      typeof seq === 'string' && /^(0|-?[1-9]\d{0,18})$/.test(seq) && BigInt(seq) < 2n ** 63n && BigInt(seq) >= -(2n ** 63n) &&
+      encode(parts as string[]) === cursor
+    ) {
+      return { txid, seq };
     }
   } catch {
     // fall through

@@ -53,6 +53,7 @@ import { TenantDeletion1732300005100 } from './1732300005100-tenant-deletion';
 import { BlockedClients1732300005200 } from './1732300005200-blocked-clients';
 import { OauthRowsByClient1732300005300 } from './1732300005300-oauth-rows-by-client';
 import { AuditByUser1732300005400 } from './1732300005400-audit-by-user';
+import { AuditCommitOrder1732300005500 } from './1732300005500-audit-commit-order';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -109,4 +110,5 @@ export const migrations = [
   BlockedClients1732300005200,
   OauthRowsByClient1732300005300,
   AuditByUser1732300005400,
+  AuditCommitOrder1732300005500,
 ];
