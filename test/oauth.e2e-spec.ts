@@ -373,6 +373,14 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
       t.http.post('/items/bulk_action').set(bearer(token)).send({ action: 'transition', to_state: 'archived', dry_run: true, filter: { filter: 'confidentialmerger' } });
     expect((await dryRun(admin).expect(200)).body.matched).toBe(1);
     expect((await dryRun(access_token).expect(200)).body.matched).toBe(0);
+
+    // A phrase of common words across the title and the body: where the tags sit between them in the indexed
+    // text, only the untagged twin would have it; the token's own text of both has it.
+    const twin = (tags?: string[]) =>
+      t.http.post('/items').set(bearer(admin)).send({ type: 'core.note', properties: { title: 'quokka story of the', body: 'first of all' }, ...(tags && { tags }) }).expect(201);
+    const [withTag, without] = [(await twin(['hiddentag'])).body.id, (await twin()).body.id];
+    expect(await found(access_token, '"the first"')).toEqual([withTag, without].sort());
+    expect(await found(access_token, 'quokka -"the first"')).toEqual([]);
   });
 
   it('excludes by the item\'s own text, wherever websearch_to_tsquery reads a `-` (after punctuation too), for a token that may not read tags', async () => {

@@ -463,8 +463,9 @@ describe('search', () => {
       expectStatus(await c.get('/search', { q: `"${'word '.repeat(16).trim()}" ${'-other '.repeat(15)} last` }), 200);
     });
 
-    it(`refuses more than ${MAX_QUERY_WORDS} words, phrases' and excluded ones counted, in q and in a bulk filter alike`, async () => {
-      for (const q of [`"${'word '.repeat(MAX_QUERY_WORDS + 1)}"`, `${'-other '.repeat(MAX_QUERY_WORDS)} last`, 'www.a.b.c.d.e.f.g '.repeat(5)]) {
+    it(`refuses more than ${MAX_QUERY_WORDS} words, phrases' and excluded ones counted and words split by punctuation, in q and in a bulk filter alike`, async () => {
+      const commas = Array.from({ length: MAX_QUERY_WORDS + 1 }, () => 'w').join(',');
+      for (const q of [`"${'word '.repeat(MAX_QUERY_WORDS + 1)}"`, `${'-other '.repeat(MAX_QUERY_WORDS)} last`, 'www.a.b.c.d.e.f.g '.repeat(5), commas]) {
         expect(badFields(await c.get('/search', { q }))).toEqual(['q']);
         expect(badFields(await c.post('/items/bulk_action', { action: 'update_tier', tier: 'feed', dry_run: true, filter: { filter: q } }))).toEqual(['filter.filter']);
       }

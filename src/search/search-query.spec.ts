@@ -48,6 +48,9 @@ describe('search query', () => {
   it('counts every word, phrases\' and excluded ones too, and keeps all wanted words for snippets', () => {
     expect(queryWordCount('a "b c" -d -"e f" or g www.h.i')).toBe(10);
     expect(queryWordCount('- !! () ""')).toBe(0);
+    // Punctuation PostgreSQL's parser splits at makes a word of each part (a phrase of them).
+    expect(queryWordCount('w,w;w_w+w\'w=w#w%w-w')).toBe(10);
+    expect(queryWordCount('cafe\u0301 naïve')).toBe(2);
     const many = Array.from({ length: 12 }, (_, i) => `w${i}`).join(' ');
     expect(parseSearch(many)).toMatchObject({ positive: many.split(' ').slice(0, 8), wanted: many.split(' ') });
     expect(parseSearch('a -b "c d"').wanted).toEqual(['a', 'c', 'd']);

@@ -220,9 +220,15 @@ export function parseSearch(q: string): ParsedSearch {
 
 const wordsOf = (operands: Term[]) => operands.flatMap((t) => t.text.split(/\s+/u)).filter((w) => HAS_WORD_CHAR.test(w));
 
-/** How many words a query holds, as MAX_QUERY_WORDS counts them. */
+/**
+ * How many words a query holds, as MAX_QUERY_WORDS counts them: every run of letters, digits and
+ * marks, as PostgreSQL's parser splits them (at `,` `_` `'` `+` `-` too, not only at spaces), so
+ * that `w,w,w…` counts each word of the phrase it becomes.
+ */
 export function queryWordCount(q: string): number {
-  return wordsOf(terms(q.trim()).map(splitTerm).filter((t): t is Term => t !== 'or')).length;
+  return terms(q.trim())
+    .map(splitTerm)
+    .reduce((n, t) => (t === 'or' ? n : n + (t.text.match(/[\p{L}\p{N}\p{M}]+/gu)?.length ?? 0)), 0);
 }
 
 const PLAIN_PHRASE = /^[\p{L}\p{N}]+(\s+[\p{L}\p{N}]+)+$/u;
@@ -325,8 +331,10 @@ export function textMatch(
     return `item_search_scoped(${alias}.tenant_id, ${alias}.${column}) @@ (SELECT ${guarded})`;
   };
   let condition: string;
-  if (parsed.grams.length > 0) {
-    // The grams come from COMMON_WORDS (letters only), so quoting them as lexemes is safe. They
+  if (parsed.grams.length > 0 && tags) {
+    // Not for a caller who may not read tags: the grams are those of search_vector, where the tags
+    // sit between the title and the rest, so a phrase across that place is a gram of untagged
+    // items only. The grams come from COMMON_WORDS (letters only), so quoting them as lexemes is safe. They
     // are the selective part of such a query: its words are common, and reading their postings
     // from the vector index as well would cost more than testing the candidates' vectors.
     condition = `${scoped('search_grams', `${bind(params, parsed.grams.map((g) => `'${g}'`).join(' & '))}::tsquery`)} AND ${exact}`;
