@@ -4,7 +4,7 @@ import { ArrayMinSize, IsBoolean, IsIn, IsInt, IsObject, IsString, Min, Validate
 import { PageQuery } from '../common/pagination';
 import { CharLength, IsOptionalNonNull, IsRfc3339, IsTypePattern } from '../common/validation';
 import type { Tier } from '../keys/api-key.entity';
-import { IsTagList, SOURCE_FILTER_MAX_LENGTH, TAGS_DOC } from '../items/items.dto';
+import { IsTagList, SOURCE_FILTER_MAX_LENGTH, SOURCE_ID_MAX_LENGTH, TAGS_DOC } from '../items/items.dto';
 import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
 import { ItemState, STATES } from '../items/lifecycle';
 import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS } from '../search/search-query';
@@ -19,6 +19,10 @@ export class BulkFilterDto {
   @ApiPropertyOptional({ description: 'Items written by the credential with this source' })
   @IsOptionalNonNull() @IsString() @CharLength(1, SOURCE_FILTER_MAX_LENGTH)
   source?: string;
+
+  @ApiPropertyOptional({ description: 'The item with this `source_id`, as in `GET /items`: with `source`, that source\'s; without, the caller\'s own' })
+  @IsOptionalNonNull() @IsString() @CharLength(1, SOURCE_ID_MAX_LENGTH)
+  source_id?: string;
 
   // Empty, either would match nothing, as `GET /items` refuses `tags=` and `source=`: leave it out for any.
   @ApiPropertyOptional({ ...TAGS_DOC, minItems: 1, description: 'Items carrying all of these tags (at least one; leave it out for any)' })

@@ -29,6 +29,8 @@ export interface ItemFilter {
   tier?: Tier | 'all';
   tags?: string[];
   source?: string;
+  /** With `source`, the natural key (`GET /items?source_id=` gives the caller's source when no other is named). */
+  sourceId?: string;
   since?: string;
   until?: string;
   edges?: EdgeClause[];
@@ -200,6 +202,7 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   if (f.tier && f.tier !== 'all') where.push(`${alias}.tier = ${p(f.tier)}`);
   if (f.tags?.length) where.push(`${alias}.tags @> ${p(f.tags)}::text[]`);
   if (f.source !== undefined) where.push(`${alias}.source = ${p(f.source)}`);
+  if (f.sourceId !== undefined) where.push(`${alias}.source_id = ${p(f.sourceId)}`);
   where.push(...windowConditions(f, alias, p));
   const readable = f.readableTypes === undefined ? undefined : p(f.readableTypes);
   const clause = (c: EdgeClause, kind: 'edge' | 'backref') => {

@@ -127,6 +127,8 @@ class ItemWritableFields {
   extensions?: Record<string, Record<string, unknown> | null>;
 }
 
+export const SOURCE_ID_MAX_LENGTH = 500;
+
 export class CreateItemDto extends ItemWritableFields {
   // What the server applies when it creates an item (documentation only: the checks are inherited).
   @ApiPropertyOptional({ enum: ['library', 'feed'], description: 'Defaults to the key\'s default_tier' })
@@ -136,8 +138,8 @@ export class CreateItemDto extends ItemWritableFields {
   @IsString() @CharLength(1, 200)
   type: string;
 
-  @ApiPropertyOptional({ description: 'With the key\'s source, the natural key: posting it again updates the item (200)', maxLength: 500 })
-  @IsOptionalNonNull() @IsString() @CharLength(1, 500)
+  @ApiPropertyOptional({ description: 'With the key\'s source, the natural key: posting it again updates the item (200)', maxLength: SOURCE_ID_MAX_LENGTH })
+  @IsOptionalNonNull() @IsString() @CharLength(1, SOURCE_ID_MAX_LENGTH)
   source_id?: string;
 
   @ApiPropertyOptional({ type: String, description: 'Ignored: the source is stamped from the credential' })
@@ -221,6 +223,13 @@ export class ListItemsQuery {
 
   @TextParam({ minLength: 1, maxLength: SOURCE_FILTER_MAX_LENGTH, description: 'Items written by the credential with this source' })
   source?: string;
+
+  @TextParam({
+    minLength: 1,
+    maxLength: SOURCE_ID_MAX_LENGTH,
+    description: 'The item with this `source_id`: with `source`, that source\'s; without, the caller\'s own (what `POST /items` with it would update)',
+  })
+  source_id?: string;
 
   @ApiPropertyOptional({ format: 'date-time', description: 'timestamp >= since' })
   @IsOptional() @IsRfc3339()

@@ -359,7 +359,9 @@ export class ItemsService {
       state: q.state,
       tier: q.tier,
       tags,
-      source: q.source,
+      // A natural key is the source's: source_id alone looks it up among the caller's own items.
+      source: q.source ?? (q.source_id === undefined ? undefined : p.source),
+      sourceId: q.source_id,
       since: q.since,
       until: q.until,
       edges,

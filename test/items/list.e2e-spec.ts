@@ -150,6 +150,24 @@ describe('items: listing', () => {
       await expectIds({ source: 'nobody.wrote.this' }, []);
     });
 
+    it('source_id: the item of a natural key, the caller\'s own source unless another is named; in search and bulk filters alike', async () => {
+      const { c } = await freshTenant();
+      const other = api(t, (await c.post('/keys', { label: 'sync', type_permissions: { '*': 'write' } })).body.key);
+      const mine = (await createItem(c, note('mine', { source_id: 'ext-1' }))).id;
+      const theirs = (await createItem(other, note('theirs', { source_id: 'ext-1' }))).id;
+      const theirSource = (await other.get(`/items/${theirs}`)).body.source;
+      expect(ids(await c.get('/items', { source_id: 'ext-1' }))).toEqual([mine]);
+      expect(ids(await other.get('/items', { source_id: 'ext-1' }))).toEqual([theirs]);
+      expect(ids(await c.get('/items', { source_id: 'ext-1', source: theirSource }))).toEqual([theirs]);
+      expect(ids(await c.get('/items', { source_id: 'ext-2' }))).toEqual([]);
+      expect((await c.get('/search', { q: 'theirs', source_id: 'ext-1', source: theirSource })).body.results.map((r: { item: { id: string } }) => r.item.id)).toEqual([theirs]);
+      expect((await c.get('/search', { q: 'theirs', source_id: 'ext-1' })).body.results).toEqual([]);
+      const dry = await c.post('/items/bulk_action', { action: 'update_tier', tier: 'feed', dry_run: true, filter: { source_id: 'ext-1' } });
+      expect([dry.status, dry.body.matched, dry.body.ids]).toEqual([200, 1, [mine]]);
+      expect(expectError(await c.get('/items', { source_id: '' }), 400, 'validation_error').details!.fields).toEqual([{ field: 'source_id', message: expect.any(String) }]);
+      expect(expectError(await c.get('/items', { source_id: 'x'.repeat(501) }), 400, 'validation_error').details!.fields).toEqual([{ field: 'source_id', message: expect.any(String) }]);
+    });
+
     it('since (inclusive) and until (exclusive) filter on timestamp', async () => {
       await expectIds({ type: 'core.note', since: '2021-06-01T00:00:00.000Z' }, ['note2021', 'note2022']);
       await expectIds({ type: 'core.note', until: '2021-06-01T00:00:00.000Z' }, ['note2020']);
