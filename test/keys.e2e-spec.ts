@@ -145,6 +145,26 @@ describe('keys', () => {
       ]);
       expect(rows).toEqual(expect.arrayContaining([{ role: 'admin', revoked_at: null }, { role: 'member', revoked_at: null }]));
     });
+
+    it('read their own key at /keys/current (as admins do, never the plaintext); an OAuth token gets 403, no token 401', async () => {
+      const own = (await t.http.get('/keys/current').set(bearer(member.key)).expect(200)).body;
+      expect(own).toEqual((await t.http.get(`/keys/${member.id}`).set(bearer(admin.key)).expect(200)).body);
+      expect(own).toMatchObject({ id: member.id, role: 'member', type_permissions: { '*': 'write' } });
+      expect(own).not.toHaveProperty('key');
+      expect((await t.http.get('/keys/current').set(bearer(admin.key)).expect(200)).body.id).toBe(admin.id);
+      expectError(await t.http.get('/keys/current'), 401, 'unauthorized');
+      const client = (
+        await t.http.post('/auth/clients').set(bearer(admin.key)).send({ client_name: 'whoami', grant_types: ['client_credentials'], scope: 'core.note:read' }).expect(201)
+      ).body;
+      const token = (
+        await t.http.post('/auth/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'client_credentials', scope: 'core.note:read' }).expect(200)
+      ).body.access_token;
+      expectError(await t.http.get('/keys/current').set(bearer(token)), 403, 'forbidden');
+      // Revoked, it is no one.
+      const gone = await createKey(t, admin.key, { label: 'gone' });
+      await t.http.delete(`/keys/${gone.id}`).set(bearer(admin.key)).expect(200);
+      expectError(await t.http.get('/keys/current').set(bearer(gone.key)), 401, 'unauthorized');
+    });
   });
 
   describe('update', () => {

@@ -42,6 +42,20 @@ export class KeysController {
     return this.keys.list(caller.tenantId, page.limit, page.cursor);
   }
 
+  @Get('current')
+  @ApiOperation({
+    summary: 'The calling API key, any role: what it may do',
+    description:
+      'The key the request is made with (never its plaintext): role, `source`, `default_tier` and permission maps, so an integration can learn its ' +
+      'own rights and natural-key source without an admin. Only API keys have such a record: an OAuth token gets 403 (its app learns its scope ' +
+      'from the token response or introspection).',
+  })
+  @ApiOkResponse({ type: ApiKeyResponse })
+  @ApiErrors(401, 403, 429)
+  current(@Caller() caller: Principal): Promise<ApiKeyResponse> {
+    return this.keys.current(caller);
+  }
+
   @Get(':id')
   @Requires({ admin: true })
   @ApiOperation({ summary: 'Retrieve a key (admin)' })

@@ -268,6 +268,11 @@ export class KeysService {
     return { keys: page.flatMap((r) => (byId.has(r.id) ? [toKeyResponse(byId.get(r.id)!)] : [])), next_cursor };
   }
 
+  async current(p: Principal): Promise<ApiKeyResponse> {
+    if (p.kind !== 'api_key') throw ApiError.forbidden('Only an API key has a key record; an OAuth token\'s scope is in its token response and introspection');
+    return this.get(p.tenantId, p.credentialId);
+  }
+
   async get(tenantId: string, id: string): Promise<ApiKeyResponse> {
     return toKeyResponse(await this.find(this.db.manager, tenantId, id));
   }
