@@ -21,6 +21,7 @@ export const Accepts = (...types: string[]) => SetMetadata(ACCEPTS, types);
 
 export type Requirement =
   | { admin: true; rootTenant?: boolean }
+  | { apiKey: true }
   | { type: string; access: Access }
   | { extension: string; access: Access }
   | { edge: string; access: Access }

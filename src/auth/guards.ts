@@ -53,6 +53,7 @@ export class PermissionGuard implements CanActivate {
     if (!requirement || !principal) return true; // public and bootstrap routes decide for themselves
     let ok: boolean;
     if ('admin' in requirement) ok = isAdmin(principal) && (!requirement.rootTenant || principal.isRootTenant);
+    else if ('apiKey' in requirement) ok = principal.kind === 'api_key';
     else if ('type' in requirement) ok = canType(principal, requirement.type, requirement.access);
     else if ('extension' in requirement) ok = canExtension(principal, requirement.extension, requirement.access);
     else if ('edge' in requirement) ok = canEdgeType(principal, requirement.edge, requirement.access);
@@ -65,6 +66,7 @@ export class PermissionGuard implements CanActivate {
 function describe(r: Requirement): string {
   if ('admin' in r) return r.rootTenant ? 'This needs an admin key of the root tenant' : 'This needs an admin credential';
   if ('scope' in r) return `This needs an admin credential or the ${r.scope} scope`;
+  if ('apiKey' in r) return 'This needs an API key';
   const [what, name] = 'type' in r ? ['type', r.type] : 'extension' in r ? ['extension namespace', r.extension] : ['edge type', r.edge];
   return `This needs ${r.access} permission on ${what} ${name}`;
 }

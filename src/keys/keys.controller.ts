@@ -43,6 +43,7 @@ export class KeysController {
   }
 
   @Get('current')
+  @Requires({ apiKey: true })
   @ApiOperation({
     summary: 'The calling API key, any role: what it may do',
     description:

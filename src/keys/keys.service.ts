@@ -269,7 +269,6 @@ export class KeysService {
   }
 
   async current(p: Principal): Promise<ApiKeyResponse> {
-    if (p.kind !== 'api_key') throw ApiError.forbidden('Only an API key has a key record; an OAuth token\'s scope is in its token response and introspection');
     return this.get(p.tenantId, p.credentialId);
   }
 

@@ -82,7 +82,7 @@ type Operation = NonNullable<OpenAPIObject['paths'][string]['get']>;
 
 /** The OAuth scopes a route's `@Requires` names: a scope, or a permission that a scope grants. */
 function scopesOf(requirement: Requirement | undefined): string[] {
-  if (!requirement || 'admin' in requirement || 'extension' in requirement) return [];
+  if (!requirement || 'admin' in requirement || 'apiKey' in requirement || 'extension' in requirement) return [];
   if ('scope' in requirement) return [requirement.scope];
   return 'type' in requirement ? [`${requirement.type}:${requirement.access}`] : [`edge.${requirement.edge}:${requirement.access}`];
 }
@@ -90,7 +90,7 @@ function scopesOf(requirement: Requirement | undefined): string[] {
 /**
  * Each operation of a Nest route gets the security its guards apply: none on a `@Public()` route
  * (`security: []`; one that authenticates its caller itself says how with its own `@ApiSecurity`),
- * else an API key or, where it needs no admin, an OAuth access token with the scopes it needs, or
+ * else an API key or, where it needs neither an admin nor an API key, an OAuth access token with the scopes it needs, or
  * nothing while bootstrap is open (`@AllowBootstrap()`). Operations whose handler is not found here
  * (the provider's, oidc/openapi-paths.ts) keep theirs.
  */
@@ -115,7 +115,7 @@ export function documentSecurity(app: INestApplication, document: OpenAPIObject,
       }
       const requirement = meta<Requirement>(REQUIREMENT);
       op.security = [{ bearer: [] }];
-      if (!requirement || !('admin' in requirement)) {
+      if (!requirement || !('admin' in requirement || 'apiKey' in requirement)) {
         op.security.push({ oauth2: [...new Set([...scopesOf(requirement), ...(needs?.scopes ?? [])])] });
         if (needs?.note) op.description = [op.description, `OAuth access tokens: ${needs.note}`].filter(Boolean).join(' ');
       }
