@@ -1263,6 +1263,12 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
       email: 'ada@example.com',
       email_verified: false,
     });
+    // An admin vouches for the address: the claim says so from the next request, in a refreshed id_token too.
+    await t.http.patch(`/users/${sub}`).set(bearer(admin)).send({ email_verified: true }).expect(200);
+    expect((await t.http.get('/auth/userinfo').set(bearer(full.access_token)).expect(200)).body.email_verified).toBe(true);
+    const refreshed = await oidc.refreshTokenGrant(app, full.refresh_token!);
+    expect(refreshed.claims()).toMatchObject({ email: 'ada@example.com', email_verified: true });
+    await t.http.patch(`/users/${sub}`).set(bearer(admin)).send({ email_verified: false }).expect(200);
   });
 
   it('lists in a token response\'s scope exactly what its access token carries: a refresh may ask for less, a re-consent may withdraw (RFC 6749 5.1)', async () => {

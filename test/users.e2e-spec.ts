@@ -34,6 +34,7 @@ describe('users', () => {
       name: 'Ada',
       role: 'admin',
       picture: 'https://example.com/ada.png',
+      email_verified: false,
       created_at: expect.stringMatching(/Z$/),
       updated_at: res.body.created_at,
     });
@@ -198,6 +199,11 @@ describe('users', () => {
       expect((await patch(admin, u.id, {}).expect(200)).body).toEqual(demoted.body);
       expect((await patch(admin, u.id, { name: 'Pat Smith' }).expect(200)).body).toEqual(demoted.body);
       expect((await t.http.get(`/users/${u.id}`).set(bearer(admin)).expect(200)).body).toEqual(demoted.body);
+      const vouched = (await patch(admin, u.id, { email_verified: true }).expect(200)).body;
+      expect(vouched).toEqual({ ...demoted.body, email_verified: true, updated_at: expect.any(String) });
+      expect(vouched.updated_at > demoted.body.updated_at).toBe(true);
+      expect((await create(admin, { email: 'vouched@example.com', password: 'a long password', name: 'V', email_verified: true }).expect(201)).body.email_verified).toBe(true);
+      for (const bad of [null, 'yes', 1]) expect(badFields(await patch(admin, u.id, { email_verified: bad }))).toEqual(['email_verified']);
 
       await patch(admin, u.id, { password: 'second password' }).expect(200);
       expect((await signIn('pat@example.com', 'first password')).status).toBe(401);

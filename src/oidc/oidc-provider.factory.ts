@@ -433,7 +433,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
           preferred_username: user.email,
           picture: user.picture ?? undefined,
           email: user.email,
-          email_verified: false,
+          email_verified: user.email_verified,
         }),
       };
     },

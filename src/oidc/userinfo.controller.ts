@@ -68,7 +68,7 @@ export class UserinfoClaims {
   @ApiPropertyOptional({ description: 'With profile: the user\'s email address' }) preferred_username?: string;
   @ApiPropertyOptional({ description: 'With profile, when the user has one' }) picture?: string;
   @ApiPropertyOptional({ description: 'With email' }) email?: string;
-  @ApiPropertyOptional({ description: 'With email: always false, the service does not verify addresses' }) email_verified?: boolean;
+  @ApiPropertyOptional({ description: 'With email: whether the tenant\'s admins vouch for the address (PATCH /users/{id}); the service sends no mail' }) email_verified?: boolean;
 }
 
 const NOT_STORED = { 'Cache-Control': { $ref: '#/components/headers/Cache-Control' } };
@@ -164,7 +164,7 @@ export class UserinfoController {
       .send({
         sub: user.id,
         ...(scopes.has('profile') ? { name: user.name, preferred_username: user.email, ...(user.picture ? { picture: user.picture } : {}) } : {}),
-        ...(scopes.has('email') ? { email: user.email, email_verified: false } : {}),
+        ...(scopes.has('email') ? { email: user.email, email_verified: user.email_verified } : {}),
       });
   }
 

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { isEmail, IsIn, IsOptional, IsUrl, ValidateBy } from 'class-validator';
+import { isEmail, IsBoolean, IsIn, IsOptional, IsUrl, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { hasCharLength, hasHiddenCharacter, isBlank, IsOptionalNonNull, isReadableName, MaxChars } from '../common/validation';
 
@@ -52,6 +52,10 @@ export const IsUserName = () =>
 const PASSWORD_DOC = { minLength: 10, maxLength: 1024, description: 'Not only whitespace or invisible characters. Stored as a scrypt hash; never returned' };
 const NAME_DOC = { minLength: 1, maxLength: 200, description: 'Not blank, nor only invisible characters (U+200B, U+3164, …); no control characters or line separators (U+2028, U+2029) nor bidirectional overrides (U+202A–U+202E, U+2066–U+2069)' };
 const ROLE_DOC = { enum: USER_ROLES, description: 'What the user may consent to for an app: an admin grants admin rights' };
+const EMAIL_VERIFIED_DOC = {
+  description:
+    'Whether the tenant vouches for the address: the OIDC `email_verified` claim. The service sends no mail, so only an admin sets it (sign-ups start false)',
+};
 const PICTURE_DOC = { description: 'https URL of a picture (the OIDC `picture` claim)', maxLength: 2000 };
 
 /** A picture is shown by relying parties (the ID token's `picture` claim): an https URL with a domain name or an address. */
@@ -81,6 +85,10 @@ export class CreateUserDto {
   @ApiPropertyOptional(PICTURE_DOC)
   @IsOptionalNonNull() @IsPictureUrl() @MaxChars(2000)
   picture?: string;
+
+  @ApiPropertyOptional({ ...EMAIL_VERIFIED_DOC, default: false })
+  @IsOptionalNonNull() @IsBoolean()
+  email_verified?: boolean;
 }
 
 /**
@@ -104,6 +112,10 @@ export class UpdateUserDto {
   @ApiPropertyOptional({ ...PICTURE_DOC, type: String, nullable: true, description: `${PICTURE_DOC.description}; null removes it` })
   @IsOptional() @IsPictureUrl() @MaxChars(2000)
   picture?: string | null;
+
+  @ApiPropertyOptional(EMAIL_VERIFIED_DOC)
+  @IsOptionalNonNull() @IsBoolean()
+  email_verified?: boolean;
 }
 
 export class UserResponse {
@@ -113,8 +125,9 @@ export class UserResponse {
   @ApiProperty() name: string;
   @ApiProperty({ enum: USER_ROLES }) role: UserRole;
   @ApiProperty({ type: String, nullable: true }) picture: string | null;
+  @ApiProperty(EMAIL_VERIFIED_DOC) email_verified: boolean;
   @ApiProperty({ format: 'date-time' }) created_at: string;
-  @ApiProperty({ format: 'date-time', description: 'When its name, role, picture or password last changed' }) updated_at: string;
+  @ApiProperty({ format: 'date-time', description: 'When its name, role, picture, email_verified or password last changed' }) updated_at: string;
 }
 
 export class UserList {

@@ -34,6 +34,7 @@ export interface UserRow {
   name: string;
   role: UserRole;
   picture: string | null;
+  email_verified: boolean;
   created_at: Date;
   updated_at: Date;
   /** How many times the user signed out everywhere (a bigint, as text): account cookies of an earlier epoch are void (account-session.ts). */
@@ -41,9 +42,9 @@ export interface UserRow {
 }
 
 /** The fields of a user an update may change that an audit row names by value change (a new password always counts). */
-const AUDITED_FIELDS = ['name', 'role', 'picture'] as const;
+const AUDITED_FIELDS = ['name', 'role', 'picture', 'email_verified'] as const;
 
-const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, created_at, updated_at, session_epoch';
+const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, email_verified, created_at, updated_at, session_epoch';
 
 /** A sign-in's answer: the user, or what the form tells the person (the same for an unknown email as for a wrong password). */
 export type SignIn = { user: UserRow; refusal?: undefined } | { user?: undefined; refusal: string };
@@ -55,6 +56,7 @@ export const toUser = (r: UserRow): UserResponse => ({
   name: r.name,
   role: r.role,
   picture: r.picture,
+  email_verified: r.email_verified,
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });
@@ -122,8 +124,8 @@ export class UsersService {
     try {
       const row = await this.db.transaction(async (m) => {
         const [made]: UserRow[] = await m.query(
-          `INSERT INTO users (tenant_id, id, email, name, role, picture, password_hash) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${USER_COLUMNS}`,
-          [p.tenantId, newId(), dto.email, dto.name, dto.role ?? 'member', dto.picture ?? null, hash],
+          `INSERT INTO users (tenant_id, id, email, name, role, picture, email_verified, password_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${USER_COLUMNS}`,
+          [p.tenantId, newId(), dto.email, dto.name, dto.role ?? 'member', dto.picture ?? null, dto.email_verified ?? false, hash],
         );
         await this.recordCreated(m, made, actorOf(p));
         return made;
@@ -202,10 +204,10 @@ export class UsersService {
       ];
       const [[row]]: [UserRow[], number] = await m.query(
         `UPDATE users SET name = COALESCE($3, name), role = COALESCE($4, role), picture = CASE WHEN $5 THEN $6 ELSE picture END,
-                password_hash = COALESCE($7, password_hash),
+                password_hash = COALESCE($7, password_hash), email_verified = COALESCE($9, email_verified),
                 updated_at = CASE WHEN $8 THEN date_trunc('milliseconds', now()) ELSE updated_at END
           WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`,
-        [p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null, changed.length > 0],
+        [p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null, changed.length > 0, dto.email_verified ?? null],
       );
       if (changed.length) {
         const details = { actor: actorOf(p), changed, ...(roleChanged && { role: { from: before.role, to: row.role } }) };

@@ -54,6 +54,7 @@ import { BlockedClients1732300005200 } from './1732300005200-blocked-clients';
 import { OauthRowsByClient1732300005300 } from './1732300005300-oauth-rows-by-client';
 import { AuditByUser1732300005400 } from './1732300005400-audit-by-user';
 import { AuditCommitOrder1732300005500 } from './1732300005500-audit-commit-order';
+import { UsersEmailVerified1732300005600 } from './1732300005600-users-email-verified';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -111,4 +112,5 @@ export const migrations = [
   OauthRowsByClient1732300005300,
   AuditByUser1732300005400,
   AuditCommitOrder1732300005500,
+  UsersEmailVerified1732300005600,
 ];
