@@ -271,6 +271,10 @@ describe('search', () => {
       expect(ids(await search(c, 'pelicna'))).toContain(made.inTitle);
       // The fallback honours exclusions too.
       expect(ids(await search(c, 'helo -world'))).not.toContain(made.hello);
+      // The answer says which it is: matches, or similar words for a "did you mean".
+      expect((await c.get('/search', { q: 'helo wrold' })).body.match).toBe('similar');
+      expect((await c.get('/search', { q: 'hello' })).body.match).toBe('text');
+      expect((await c.get('/search', { q: '"helo wrold"' })).body).toEqual({ results: [], match: 'text' });
     });
 
     it('a query that matches nothing, even loosely, returns no results', async () => {

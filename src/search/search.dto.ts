@@ -73,4 +73,11 @@ export class SearchResult {
 
 export class SearchResponse {
   @ApiProperty({ type: [SearchResult] }) results: SearchResult[];
+  @ApiProperty({
+    enum: ['text', 'similar'],
+    description:
+      '`text`: the results match the query. `similar`: nothing did, so these are items whose titles or names hold a word similar to one of the ' +
+      'query\'s (typo tolerance), for a "did you mean" rather than exact hits',
+  })
+  match: 'text' | 'similar';
 }

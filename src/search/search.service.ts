@@ -78,9 +78,11 @@ export class SearchService {
         }),
       );
 
-    let rows = await page('text');
+    let match: 'text' | 'similar' = 'text';
+    let rows = await page(match);
     if (rows.length === 0 && fallbackApplies(parsed) && (offset === 0 || !(await this.anyTextMatch(p, filter, parsed)))) {
-      rows = await page('similar');
+      match = 'similar';
+      rows = await page(match);
     }
 
     const items = await this.items.presentWithFetchedEdges(p, rows);
@@ -91,6 +93,7 @@ export class SearchService {
         relevance_score: Number(rows[n].score),
         ...renderSnippet(rows[n].headline),
       })),
+      match,
     };
   }
 
