@@ -480,16 +480,24 @@ describe('bulk actions (e2e)', () => {
       );
       const send = (body: Body) => t.http.post('/items/bulk_action').set(bearer(key)).send(body);
       const capped = expectError(await send({ action: 'update_tier', tier: 'feed', dry_run: true, filter: { tags: ['many'] } }), 400, 'bulk_cap_exceeded');
-      expect(capped.details).toMatchObject({ max_items: 10_000 });
+      expect(capped.details).toEqual({ max_items: 10_000, ceiling: 50_000, matched: 10_001 });
       await t.sql(`DELETE FROM items WHERE tenant_id = $1 AND id = (SELECT id FROM items WHERE tenant_id = $1 LIMIT 1)`, [tenantId]);
       expect((await send({ action: 'update_tier', tier: 'feed', dry_run: true, filter: { tags: ['many'] } })).body.matched).toBe(10_000);
+      // Past the ceiling, the count stops there.
+      await t.sql(
+        `INSERT INTO items (tenant_id, id, type, properties, state, source, "timestamp", tier, tags, created_at, updated_at)
+         SELECT $1, gen_random_uuid(), 'core.note', '{"title":"n"}', 'active', 's', now(), 'library', '{many}', now(), now() FROM generate_series(1, 40001)`,
+        [tenantId],
+      );
+      const past = expectError(await send({ action: 'update_tier', tier: 'feed', dry_run: true, filter: { tags: ['many'] } }), 400, 'bulk_cap_exceeded');
+      expect(past.details).toEqual({ max_items: 10_000, ceiling: 50_000, more_than_ceiling: true });
     });
 
     it('400 bulk_cap_exceeded when the match set exceeds max_items (nothing written), or max_items exceeds 50000', async () => {
       const tag = freshTag('cap');
       const ids = await seed(notes(5, tag));
       const capped = expectError(await bulk({ action: 'update_tier', tier: 'feed', max_items: 4, filter: { tags: [tag] } }), 400, 'bulk_cap_exceeded');
-      expect(capped.details).toMatchObject({ max_items: 4 });
+      expect(capped.details).toEqual({ max_items: 4, ceiling: 50_000, matched: 5 });
       expectError(await bulk({ action: 'update_tier', tier: 'feed', max_items: 4, async: true, filter: { tags: [tag] } }), 400, 'bulk_cap_exceeded');
       expectError(await bulk({ action: 'update_tier', tier: 'feed', max_items: 4, dry_run: true, filter: { tags: [tag] } }), 400, 'bulk_cap_exceeded');
       expectError(await bulk({ action: 'purge', confirm: 'PURGE', max_items: 1, filter: { tags: [tag] } }), 400, 'bulk_cap_exceeded');

@@ -64,9 +64,12 @@ export class BulkService {
 
     const { filter, ids } = await this.match(p, dto, maxItems);
     if (ids.length > maxItems) {
+      // How many, up to the ceiling, so that the caller knows whether a larger max_items would do.
+      const matched = maxItems < MAX_ITEMS_CEILING ? (await this.match(p, dto, MAX_ITEMS_CEILING)).ids.length : ids.length;
       throw ApiError.badRequest('bulk_cap_exceeded', `The filter matches more than max_items (${maxItems}) items; narrow it or raise max_items`, {
         max_items: maxItems,
         ceiling: MAX_ITEMS_CEILING,
+        ...(matched > MAX_ITEMS_CEILING ? { more_than_ceiling: true } : { matched }),
       });
     }
     if (dto.dry_run) return { result: { action: spec.action, matched: ids.length, succeeded: 0, errored: 0, dry_run: true, ids } };
