@@ -314,6 +314,33 @@ describe('webhooks (e2e)', () => {
       expect(req.headers['webhook-id']).toBe(req.headers['x-svc-event-id']);
     });
 
+    it('sends a test request on demand, signed as a delivery, disabled or not, and answers what the receiver said; not a delivery', async () => {
+      const hook = await register(admin, { events: ['item.created'] });
+      const ping = (await post(admin, `/webhooks/${hook.id}/test`, {}).expect(200)).body;
+      expect(ping).toEqual({ event_id: expect.any(String), id: expect.any(String), status_code: 200, duration_ms: expect.any(Number), error: null, succeeded: true });
+      const [req] = receiver.at(hook.path);
+      expect(JSON.parse(req.body)).toEqual({ event: 'webhook.test', webhook: { id: hook.id } });
+      expect([req.headers['x-svc-event'], req.headers['x-svc-event-id'], req.headers['x-svc-delivery-id'], req.headers['webhook-id']]).toEqual(['webhook.test', ping.event_id, ping.id, ping.event_id]);
+      expect(new Stripe('sk_test_unused').webhooks.constructEvent(req.body, String(req.headers['x-svc-signature']), hook.secret)).toMatchObject({ event: 'webhook.test' });
+      expect(new Webhook(hook.secret).verify(req.body, req.headers as Record<string, string>)).toMatchObject({ event: 'webhook.test' });
+      expect((await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries).toEqual([]);
+
+      // The receiver's refusal is the answer; a disabled webhook is tested all the same.
+      await t.http.patch(`/webhooks/${hook.id}`).set(bearer(admin)).send({ disabled: true }).expect(200);
+      receiver.respond = (r) => (r.path === hook.path ? 500 : 200);
+      try {
+        expect((await post(admin, `/webhooks/${hook.id}/test`, {}).expect(200)).body).toMatchObject({ status_code: 500, error: 'HTTP 500', succeeded: false });
+      } finally {
+        receiver.respond = () => 200;
+      }
+      expect(receiver.at(hook.path)).toHaveLength(2);
+      // Who may: as for PATCH; another tenant's or a member's of another's is 404.
+      const member = (await createKey(t, admin, { label: 'tester', type_permissions: { '*': 'read' } })).key as string;
+      expectError(await post(member, `/webhooks/${hook.id}/test`, {}), 404, 'webhook_not_found');
+      expectError(await post((await createTenant(t, admin, 'ping-other')).key, `/webhooks/${hook.id}/test`, {}), 404, 'webhook_not_found');
+      expect(receiver.at(hook.path)).toHaveLength(2);
+    });
+
     it('retries non-2xx on the schedule with the same event id, a new delivery id and a fresh signature', async () => {
       const hook = await register(admin, { events: ['item.created'] });
       receiver.respond = (r) => (r.path === hook.path && receiver.at(hook.path).length === 1 ? 500 : 200);

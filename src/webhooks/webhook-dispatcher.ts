@@ -517,6 +517,30 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /**
+   * One signed `webhook.test` request to a webhook, now and outside its line (POST
+   * /webhooks/{id}/test): no event, no delivery row, no retry, the receiver's answer returned.
+   * Signed, addressed and guarded as every attempt is; on any instance, delivering or not.
+   */
+  async ping(w: { tenantId: string; webhookId: string; url: string; secretSealed: string; previousSecretSealed: string | null }): Promise<Outcome & { eventId: string; attemptId: string }> {
+    const eventId = newId();
+    const attemptId = newId();
+    const d: Prepared = {
+      tenantId: w.tenantId,
+      deliveryId: attemptId,
+      webhookId: w.webhookId,
+      event: TEST_EVENT,
+      eventId,
+      body: Buffer.from(JSON.stringify({ event: TEST_EVENT, webhook: { id: w.webhookId } })),
+      attempts: 0,
+      url: w.url,
+      secretSealed: w.secretSealed,
+      previousSecretSealed: w.previousSecretSealed,
+      leaseUntil: 0,
+    };
+    return { ...(await this.send(d, await this.secretsOf(d), attemptId)), eventId, attemptId };
+  }
+
+  /**
    * What the sweeper leaves out of a pass (webhook-sweeper.ts): the deliveries queued or running
    * in this process, which queuing again does nothing for, and those of `webhookIds` whose line
    * here is full, where queuing is refused.
@@ -528,6 +552,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     };
   }
 }
+
+/** The event name of a test request (`ping`), which no subscription selects and no stream carries. */
+export const TEST_EVENT = 'webhook.test';
 
 class AttemptTimeout extends Error {}
 

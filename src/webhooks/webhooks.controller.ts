@@ -11,7 +11,7 @@ import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import {
   CreatedWebhookResponse, CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, RotatedWebhookResponse, RotateWebhookSecretDto, UpdateWebhookDto,
-  WebhookList, WebhookResponse,
+  WebhookList, WebhookResponse, WebhookTestResult,
 } from './webhooks.dto';
 import { WebhooksService } from './webhooks.service';
 
@@ -78,6 +78,22 @@ export class WebhooksController {
   @ApiErrors(400, 401, 404, 409, 429)
   rotateSecret(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Body() dto: RotateWebhookSecretDto): Promise<WebhookResponse> {
     return this.webhooks.rotateSecret(caller, id, dto);
+  }
+
+  @Post(':id/test')
+  @ApiOAuth({ note: 'a webhook registered by the token\'s grant or client, with no scope the token lacks.' })
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Send the webhook a test request now and answer what its receiver said',
+    description:
+      'One POST of `{"event":"webhook.test","webhook":{"id"}}` with every header and signature a delivery has (`X-Svc-Event: webhook.test`), to check a ' +
+      'receiver\'s address and signature code without writing anything. Sent whether or not the webhook is disabled; not a delivery: not listed, ' +
+      'never retried. Who may: as for PATCH.',
+  })
+  @ApiOkResponse({ type: WebhookTestResult })
+  @ApiErrors(400, 401, 404, 429)
+  test(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<WebhookTestResult> {
+    return this.webhooks.test(caller, id);
   }
 
   @Delete(':id')

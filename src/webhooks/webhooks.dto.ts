@@ -158,6 +158,15 @@ export class DeliveryAttempt {
   @ApiProperty({ format: 'date-time' }) created_at: string;
 }
 
+export class WebhookTestResult {
+  @ApiProperty({ description: 'The X-Svc-Event-Id (and webhook-id) it was sent with' }) event_id: string;
+  @ApiProperty({ description: 'The X-Svc-Delivery-Id it was sent with' }) id: string;
+  @ApiInteger({ nullable: true, description: 'The receiver\'s HTTP status; null when none came back' }) status_code: number | null;
+  @ApiInteger() duration_ms: number;
+  @ApiProperty({ type: String, nullable: true, description: 'Why it did not succeed: the status, a timeout, a refused address, a connection error' }) error: string | null;
+  @ApiProperty({ description: 'The receiver answered 2xx' }) succeeded: boolean;
+}
+
 export class DeliveryResponse {
   @ApiProperty() id: string;
   @ApiProperty() webhook_id: string;

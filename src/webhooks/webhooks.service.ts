@@ -23,13 +23,13 @@ import { decodeCursor, PageQuery, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
-import { generateSecret, PREVIOUS_SECRET_EXPIRY, secretAad } from './signature';
+import { generateSecret, PREVIOUS_SECRET, PREVIOUS_SECRET_EXPIRY, secretAad } from './signature';
 import { assertTargetAddress, TargetRefused, urlProblem } from '../common/target-policy';
 import { tokenScopesOf } from '../oidc/scopes';
 import { WebhookChanges } from './webhook-changes';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import {
-  CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, RotateWebhookSecretDto, UpdateWebhookDto, WebhookList, WebhookResponse,
+  CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, RotateWebhookSecretDto, UpdateWebhookDto, WebhookList, WebhookResponse, WebhookTestResult,
 } from './webhooks.dto';
 
 export interface WebhookRow {
@@ -41,13 +41,14 @@ export interface WebhookRow {
   disabled: boolean;
   secret_sealed: string;
   previous_secret_expires_at: Date | null;
+  previous_secret_sealed: string | null;
   credential_id: string;
   created_at: Date;
   updated_at: Date;
 }
 
 const WEBHOOK_COLUMNS = `tenant_id, id, url, events, type_filter, disabled, secret_sealed,
-  ${PREVIOUS_SECRET_EXPIRY('webhooks')} AS previous_secret_expires_at, credential_id, created_at, updated_at`;
+  ${PREVIOUS_SECRET_EXPIRY('webhooks')} AS previous_secret_expires_at, ${PREVIOUS_SECRET('webhooks')} AS previous_secret_sealed, credential_id, created_at, updated_at`;
 
 /** What `webhook.updated` names when it changed (`details.changed`): the fields a PATCH may set. */
 const AUDITED_FIELDS = ['url', 'events', 'type_filter', 'disabled'] as const;
@@ -186,6 +187,13 @@ export class WebhooksService {
 
   async get(p: Principal, id: string): Promise<WebhookResponse> {
     return toResponse(await this.find(p, id));
+  }
+
+  async test(p: Principal, id: string): Promise<WebhookTestResult> {
+    const w = await this.find(p, id);
+    const sent = await this.dispatcher.ping({ tenantId: p.tenantId, webhookId: w.id, url: w.url, secretSealed: w.secret_sealed, previousSecretSealed: w.previous_secret_sealed });
+    const succeeded = sent.statusCode !== null && sent.statusCode >= 200 && sent.statusCode < 300;
+    return { event_id: sent.eventId, id: sent.attemptId, status_code: sent.statusCode, duration_ms: sent.durationMs, error: sent.error, succeeded };
   }
 
   /**
