@@ -311,7 +311,7 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
     await t.http.get('/audit?action=key.exploded').set(bearer(other.key)).expect(400);
   });
 
-  it('exports oldest first in commit order: a row waits for every transaction begun before it, and the cursor goes on from the last', async () => {
+  it('exports oldest first in transaction order: a row waits for every transaction begun before it, and the cursor goes on from the last', async () => {
     const exporter = await newTenant('exporter');
     const page = async (query: Record<string, string | number>) =>
       (await t.http.get('/audit').query({ order: 'asc', ...query }).set(bearer(exporter.key)).expect(200)).body as { events: AuditEvent[]; next_cursor: string | null };
@@ -352,7 +352,7 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
       await late.end();
     }
 
-    // Each order's cursors are its own; and the filter holds in commit order too.
+    // Each order's cursors are its own; and the filter holds in transaction order too.
     const newest = (await t.http.get('/audit?limit=1').set(bearer(exporter.key)).expect(200)).body.next_cursor;
     expectError(await t.http.get('/audit').query({ order: 'asc', cursor: newest }).set(bearer(exporter.key)), 400, 'validation_error');
     expectError(await t.http.get('/audit').query({ cursor: first.next_cursor }).set(bearer(exporter.key)), 400, 'validation_error');

@@ -540,11 +540,11 @@ describe('migrations', () => {
     await ds.runMigrations({ transaction: 'each' });
   });
 
-  it('audit rows written before 5500 come first in commit order, in the order of their times; later rows follow in their transactions\' order', async () => {
+  it('audit rows written before 5500 come first in transaction order, in the order of their times; later rows follow in their transactions\' order', async () => {
     ds = await open(migrations);
     await ds.runMigrations({ transaction: 'each' });
-    await revertThrough(ds, 'AuditCommitOrder1732300005500');
-    const tenant = '88888888-8888-4888-8888-888888888888';
+    await revertThrough(ds, 'AuditTransactionOrder1732300005500');
+    const tenant = 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb';
     await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'audit-order')`, [tenant]);
     const row = (n: number, at: string) =>
       ds!.query(`INSERT INTO audit_events (tenant_id, id, action, details, created_at) VALUES ($1, $2, 'key.created', $3, $4)`, [tenant, `a0000000-0000-4000-8000-00000000000${n}`, { n }, at]);
@@ -556,8 +556,39 @@ describe('migrations', () => {
     const order = await ds.query(`SELECT details->>'n' AS n, txid::text AS txid FROM audit_events WHERE tenant_id = $1 ORDER BY txid, seq`, [tenant]);
     expect(order.map((r: { n: string }) => r.n)).toEqual(['1', '2', '3', '4']);
     expect(order.slice(0, 3).map((r: { txid: string }) => r.txid)).toEqual(['0', '0', '0']);
-    await revertThrough(ds, 'AuditCommitOrder1732300005500');
+    await revertThrough(ds, 'AuditTransactionOrder1732300005500');
     expect(await ds.query(`SELECT count(*)::int AS n FROM audit_events WHERE tenant_id = $1`, [tenant])).toEqual([{ n: 4 }]);
+  });
+
+  it('5500 waits for the audit table\'s lock a little at a time: a writer of audit rows is not queued behind it while a transaction holds the table', async () => {
+    ds = await open(migrations);
+    await ds.runMigrations({ transaction: 'each' });
+    await revertThrough(ds, 'AuditTransactionOrder1732300005500');
+    const tenant = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa';
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'audit-lock')`, [tenant]);
+    const [holder, writer] = [new Client({ connectionString: url }), new Client({ connectionString: url })];
+    await Promise.all([holder.connect(), writer.connect()]);
+    try {
+      // A reader's transaction (a pg_dump, a report) holds the table while the upgrade starts.
+      await holder.query('BEGIN');
+      await holder.query('SELECT count(*) FROM audit_events');
+      const migrated = ds.runMigrations({ transaction: 'each' });
+      await waitFor(async () => (await writer.query(`SELECT 1 FROM pg_locks WHERE relation = 'audit_events'::regclass AND NOT granted`)).rowCount! > 0, 'the migration waiting for the table');
+      // Ended only by the guard should the write wait for the holder: then it was queued behind the migration.
+      let heldUntilGuard = false;
+      const guard = setTimeout(() => {
+        heldUntilGuard = true;
+        void holder.query('COMMIT');
+      }, 30_000);
+      await writer.query(`INSERT INTO audit_events (tenant_id, id, action, details) VALUES ($1, gen_random_uuid(), 'key.created', '{}')`, [tenant]);
+      clearTimeout(guard);
+      expect(heldUntilGuard).toBe(false);
+      if (!heldUntilGuard) await holder.query('COMMIT');
+      await migrated;
+      expect(await ds.query(`SELECT count(*)::int AS n FROM audit_events WHERE tenant_id = $1 AND txid IS NOT NULL`, [tenant])).toEqual([{ n: 1 }]);
+    } finally {
+      await Promise.all([holder.end(), writer.end()]);
+    }
   });
 
   it('every migration reverts, down to an empty schema, and applies again', async () => {

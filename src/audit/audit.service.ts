@@ -1,7 +1,7 @@
 /**
  * Owns the audit log: `record` appends an event (consent given, grant revoked, a key, OAuth
  * client, webhook or tenant made, changed or ended, …) for a tenant; `GET /audit` (admin) lists
- * them newest first, or oldest first in commit order for an export, by action if asked. A change is recorded in the transaction that makes it,
+ * them newest first, or oldest first in transaction order for an export, by action if asked. A change is recorded in the transaction that makes it,
  * so one rolled back leaves no row; and by who made it (`actorOf`), never with a secret.
  */
 import { Injectable } from '@nestjs/common';
@@ -108,7 +108,7 @@ export class AuditService {
   }
 
   /**
-   * Oldest first in commit order (`order=asc`). Rows come in the order of their transactions' ids
+   * Oldest first in transaction order (`order=asc`). Rows come in the order of their transactions' ids
    * (and of writing within one), and only rows of transactions older than every one still running
    * (`pg_snapshot_xmin`): a transaction given its id earlier can commit after later ones did, and
    * a reader that had passed its place would never see its rows. Those listed are final, so the

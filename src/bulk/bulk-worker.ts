@@ -26,7 +26,7 @@ import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal';
 import { isAdmin } from '../auth/permissions';
 import { withinTimeout } from '../common/timeout';
-import { isDependencyUnavailable, isWriteCollision } from '../common/unavailable';
+import { isDependencyUnavailable, isLockNotAvailable, isWriteCollision } from '../common/unavailable';
 import { AppConfig } from '../config/app-config';
 import { Outbox } from '../events/outbox';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
@@ -55,9 +55,6 @@ type EndStatus = 'completed' | 'failed' | 'cancelled';
 const CHUNK_ATTEMPTS = 3;
 /** Times a chunk that lost to concurrent writes (a deadlock) goes again, within half a lease, before that counts as an attempt. */
 const CHUNK_COLLISIONS = 10;
-
-/** PostgreSQL's lock_not_available: a lock wait ran past lock_timeout. */
-const LOCK_NOT_AVAILABLE = '55P03';
 
 /** The chunk's rows (or another lock it needs) are held by another session: try again. */
 const BLOCKED = 'blocked';
@@ -229,7 +226,7 @@ export class BulkWorker implements OnApplicationBootstrap, BeforeApplicationShut
         });
       } catch (err) {
         if (err instanceof LostJob) return undefined;
-        if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) {
+        if (isLockNotAvailable(err)) {
           this.logger.warn({ jobId: ref.jobId }, 'bulk chunk waits for items locked by another session');
           return BLOCKED;
         }

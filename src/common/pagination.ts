@@ -113,7 +113,7 @@ export function decodeCursor(cursor: string | undefined, list: ListName, validId
 }
 
 /**
- * A position in a list read in commit order (the audit log's export): the row's transaction id
+ * A position in a list read in transaction order (the audit log's export): the row's transaction id
  * and its number, both as PostgreSQL prints them (`xid8` and `bigint`).
  */
 export interface CommitPosition {

@@ -83,3 +83,6 @@ export function isWriteCollision(err: unknown): boolean {
 
 /** unique_violation: the row would take a key another holds (a taken email, label, source): the caller's conflict, to answer as such. */
 export const isUniqueViolation = (err: unknown): boolean => inChain(err, (e) => e.code === '23505');
+
+/** lock_not_available: a lock wait ran past `lock_timeout`. */
+export const isLockNotAvailable = (err: unknown): boolean => inChain(err, (e) => e.code === '55P03');

@@ -53,7 +53,7 @@ import { TenantDeletion1732300005100 } from './1732300005100-tenant-deletion';
 import { BlockedClients1732300005200 } from './1732300005200-blocked-clients';
 import { OauthRowsByClient1732300005300 } from './1732300005300-oauth-rows-by-client';
 import { AuditByUser1732300005400 } from './1732300005400-audit-by-user';
-import { AuditCommitOrder1732300005500 } from './1732300005500-audit-commit-order';
+import { AuditTransactionOrder1732300005500 } from './1732300005500-audit-transaction-order';
 import { UsersEmailVerified1732300005600 } from './1732300005600-users-email-verified';
 
 export const migrations = [
@@ -111,6 +111,6 @@ export const migrations = [
   BlockedClients1732300005200,
   OauthRowsByClient1732300005300,
   AuditByUser1732300005400,
-  AuditCommitOrder1732300005500,
+  AuditTransactionOrder1732300005500,
   UsersEmailVerified1732300005600,
 ];
