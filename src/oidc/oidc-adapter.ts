@@ -18,7 +18,9 @@
  *
  * A refresh token that was used (rotated) is kept as a tombstone even when its grant is revoked:
  * presenting it again is reuse, answered `token_reuse_detected` every time, until the janitor deletes
- * it a day after its own expiry (oidc-provider.factory.ts).
+ * it a day after its own expiry (oidc-provider.factory.ts). So the deletions that keep them are
+ * here, for the users module too (`deleteGrant`, `endAccounts`, `endProviderSessions`); a deleted
+ * client's rows go whole (clients.service.ts).
  *
  * Using a code or refresh token is one conditional UPDATE: of two requests that present the same
  * one at the same moment (both having read it unused), one wins; for the other it is a reuse,
@@ -116,6 +118,27 @@ export async function deleteGrant(db: DataSource | EntityManager, grantId: strin
     [grantId],
   );
   return rows.find((r) => r.account_id)?.account_id ?? undefined;
+}
+
+/**
+ * Ends the OAuth life of deleted users: their grants' tokens, then every row of the accounts
+ * (grants, sessions), each statement on its index; the grants it ended. Used refresh tokens stay,
+ * as a revoked grant's do, so that presenting one is still a reuse.
+ */
+export async function endAccounts(m: EntityManager, accountIds: string[]): Promise<Array<{ id: string; client_id: string }>> {
+  const grants: Array<{ id: string; client_id: string }> = await m.query(
+    `SELECT id, payload->>'clientId' AS client_id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = ANY($1::text[])`,
+    [accountIds],
+  );
+  await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[]) AND NOT ${TOMBSTONE}`, [grants.map((g) => g.id)]);
+  await m.query(`DELETE FROM oidc_models WHERE payload->>'accountId' = ANY($1::text[]) AND NOT ${TOMBSTONE}`, [accountIds]);
+  return grants;
+}
+
+/** Ends an account's provider sessions (its apps keep their grants): how many. */
+export async function endProviderSessions(m: EntityManager, accountId: string): Promise<number> {
+  const [, count]: [unknown, number] = await m.query(`DELETE FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1`, [accountId]);
+  return count;
 }
 
 /** Whether this refresh token was used already (a reuse if presented again). */

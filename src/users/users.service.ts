@@ -20,7 +20,7 @@ import { SecretBox } from '../crypto/secret-box';
 import { bumpGeneration, OAUTH_GENERATION } from '../keys/key-cache';
 import { ApiKeyResponse, CreateKeyDto } from '../keys/keys.dto';
 import { KeysService } from '../keys/keys.service';
-import { TOMBSTONE } from '../oidc/oidc-adapter';
+import { endAccounts, endProviderSessions } from '../oidc/oidc-adapter';
 import { REDIS } from '../redis/redis.module';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from './password';
 import { SignInThrottle } from './sign-in-throttle';
@@ -68,8 +68,7 @@ export const toUser = (r: UserRow): UserResponse => ({
  */
 export async function endSignIns(m: EntityManager, tenantId: string, userId: string): Promise<number> {
   await m.query(`UPDATE users SET session_epoch = session_epoch + 1 WHERE tenant_id = $1 AND id = $2`, [tenantId, userId]);
-  const [, count]: [unknown, number] = await m.query(`DELETE FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1`, [userId]);
-  return count;
+  return endProviderSessions(m, userId);
 }
 
 /**
@@ -78,21 +77,6 @@ export async function endSignIns(m: EntityManager, tenantId: string, userId: str
  * token resolve (`byId`, which the token resolver and the account pages read through).
  */
 const IN_LIVE_TENANT = `NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = users.tenant_id AND t.deleted_at IS NOT NULL)`;
-
-/**
- * Ends the OAuth life of deleted users: their grants' tokens, then every row of the accounts
- * (grants, sessions), each statement on its index; the grants it ended. Used refresh tokens stay,
- * as a revoked grant's do, so that presenting one is still a reuse.
- */
-async function endAccounts(m: EntityManager, ids: string[]): Promise<Array<{ id: string; client_id: string }>> {
-  const grants: Array<{ id: string; client_id: string }> = await m.query(
-    `SELECT id, payload->>'clientId' AS client_id FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = ANY($1::text[])`,
-    [ids],
-  );
-  await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[]) AND NOT ${TOMBSTONE}`, [grants.map((g) => g.id)]);
-  await m.query(`DELETE FROM oidc_models WHERE payload->>'accountId' = ANY($1::text[]) AND NOT ${TOMBSTONE}`, [ids]);
-  return grants;
-}
 
 @Injectable()
 export class UsersService {
