@@ -5,6 +5,8 @@ import { plainToInstance } from 'class-transformer';
 import { getMetadataStorage, validateSync } from 'class-validator';
 import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { isPattern } from '../src/common/type-pattern';
 import { EVENT_NAMES } from '../src/events/event-catalogue';
 import { MetadataPatchDto } from '../src/items/items.dto';
@@ -89,6 +91,8 @@ describe('OpenAPI and docs', () => {
   it('is OpenAPI 3.1.0 at version 4.2.0', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info.version).toBe('4.2.0');
+    // The service's one version: package.json says the same.
+    expect(JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')).version).toBe(doc.info.version);
     expect(typeof doc.info.title).toBe('string');
   });
 

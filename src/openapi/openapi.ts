@@ -12,12 +12,11 @@ import { OAUTH_ERROR_SCHEMA, oidcOpenApiPaths, oidcOpenApiSchemas } from '../oid
 import { bucketFor } from '../rate-limit/rate-limit.policy';
 import { openApiWebhooks } from '../webhooks/openapi-webhooks';
 import { errorResponse } from './api-errors.decorator';
+import { SERVICE_VERSION } from '../common/version';
 import { HEAD_SUCCESSES_EXTENSION } from './api-head.decorator';
 import { OpenApiDocument } from './openapi.controller';
 import { operationId } from './operation-ids';
 import { documentSecurity, RouteHandler, securitySchemes } from './security';
-
-export const API_VERSION = '4.2.0';
 
 /** The operations' tags, in the order the reference lists them. */
 const TAGS: Array<[name: string, description: string]> = [
@@ -57,7 +56,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
         'Browser apps on another origin may call every route outside /auth/ and /.well-known/ (CORS_ORIGINS, any origin by default): ' +
         'answers carry Access-Control-Allow-Origin and Access-Control-Expose-Headers, and a preflight (OPTIONS with Access-Control-Request-Method) is 204; never with credentials.',
     )
-    .setVersion(API_VERSION)
+    .setVersion(SERVICE_VERSION)
     .addServer(config.baseUrl);
   for (const [name, scheme] of Object.entries(securitySchemes(config.baseUrl))) builder.addSecurity(name, scheme);
   for (const [name, description] of TAGS) builder.addTag(name, description);

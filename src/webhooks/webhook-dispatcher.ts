@@ -31,6 +31,7 @@ import { KeyedLimiter } from '../common/keyed-limiter';
 import { guardedAgent, literalAddressProblem, requestErrorText } from '../common/target-policy';
 import { withinTimeout } from '../common/timeout';
 import { isDependencyUnavailable } from '../common/unavailable';
+import { SERVICE_VERSION } from '../common/version';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { BookkeepingDb } from '../database/bookkeeping-db';
@@ -80,7 +81,7 @@ const IDLE_MAX_MS = 10_000;
 const MAX_ERROR_LENGTH = 500;
 /** At most one warning this often for attempts that could not reach the database. */
 const UNREACHABLE_LOG_MS = 10_000;
-const USER_AGENT = 'svc-webhooks/4.2.0';
+const USER_AGENT = `svc-webhooks/${SERVICE_VERSION}`;
 
 export type DeliveryRef = JobPayloads['webhook.deliver'];
 
