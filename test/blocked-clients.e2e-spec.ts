@@ -152,4 +152,15 @@ describe('apps blocked by a tenant\'s admins (/auth/blocked-clients)', () => {
     const revoked = (await t.http.get(`/audit?action=auth.grant.revoked`).set(bearer(acme)).expect(200)).body.events;
     expect(revoked.filter((e: { grant_id: string }) => e.grant_id === grant.id)).toEqual([]);
   });
+
+  it('forgets a block when the blocked app is deleted: its id is never given again', async () => {
+    const gone = (
+      await t.http.post('/auth/oauth2/register').send({ client_name: 'Gone TV', grant_types: [DEVICE_GRANT], response_types: [], token_endpoint_auth_method: 'none' }).expect(201)
+    ).body;
+    await t.http.put(`/auth/blocked-clients/${gone.client_id}`).set(bearer(acme)).expect(200);
+    await t.http.delete(`/auth/clients/${gone.client_id}`).set(bearer(root)).expect(200);
+    const listed = (await t.http.get('/auth/blocked-clients?limit=100').set(bearer(acme)).expect(200)).body.blocked_clients;
+    expect(listed.map((b: { client_id: string }) => b.client_id)).not.toContain(gone.client_id);
+    expect(await t.sql(`SELECT 1 FROM blocked_clients WHERE client_id = $1`, [gone.client_id])).toEqual([]);
+  });
 });

@@ -16,6 +16,7 @@ import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import Redis from 'ioredis';
 import { Client } from 'pg';
+import { SERVICE_VERSION } from '../src/common/version';
 import { SecretBox } from '../src/crypto/secret-box';
 import { EventsJanitor } from '../src/events/events-janitor';
 import { PER_WEBHOOK_CONCURRENCY } from '../src/webhooks/webhook-dispatcher';
@@ -323,6 +324,7 @@ describe('webhooks (e2e)', () => {
       expect([req.headers['x-svc-event'], req.headers['x-svc-event-id'], req.headers['x-svc-delivery-id'], req.headers['webhook-id']]).toEqual(['webhook.test', ping.event_id, ping.id, ping.event_id]);
       expect(new Stripe('sk_test_unused').webhooks.constructEvent(req.body, String(req.headers['x-svc-signature']), hook.secret)).toMatchObject({ event: 'webhook.test' });
       expect(new Webhook(hook.secret).verify(req.body, req.headers as Record<string, string>)).toMatchObject({ event: 'webhook.test' });
+      expect(req.headers['user-agent']).toBe(`svc-webhooks/${SERVICE_VERSION}`);
       expect((await get(admin, `/webhooks/${hook.id}/deliveries`).expect(200)).body.deliveries).toEqual([]);
 
       // The receiver's refusal is the answer; a disabled webhook is tested all the same.

@@ -117,7 +117,8 @@ const GRANTLESS_MODELS = `'ClientCredentials', 'DeviceCode', 'RegistrationAccess
 /**
  * Everything deleted clients hold, their rows already gone: grants with every token they issued
  * (used refresh tokens too: with the client gone, presenting one is invalid_client before any
- * reuse), grantless rows, sign-ins in progress and their place in browser sessions; the grants.
+ * reuse), grantless rows, sign-ins in progress, their place in browser sessions and the tenants'
+ * blocks of them (an id is never given again: a block would be listed for nothing); the grants.
  */
 async function endClients(m: EntityManager, clientIds: string[]): Promise<Array<{ id: string; user_id: string | null }>> {
   const [grants]: [Array<{ id: string; user_id: string | null }>, number] = await m.query(
@@ -127,6 +128,7 @@ async function endClients(m: EntityManager, clientIds: string[]): Promise<Array<
   await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[])`, [grants.map((g) => g.id)]);
   await m.query(`DELETE FROM oidc_models WHERE model IN (${GRANTLESS_MODELS}) AND payload->>'clientId' = ANY($1::text[])`, [clientIds]);
   await m.query(`DELETE FROM oidc_models WHERE model = 'Interaction' AND payload->'params'->>'client_id' = ANY($1::text[])`, [clientIds]);
+  await m.query(`DELETE FROM blocked_clients WHERE client_id = ANY($1::text[])`, [clientIds]);
   await m.query(
     `UPDATE oidc_models SET payload = jsonb_set(payload, '{authorizations}', (payload->'authorizations') - $1::text[])
       WHERE model = 'Session' AND payload->'authorizations' ?| $1::text[]`,
