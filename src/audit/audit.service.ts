@@ -1,8 +1,9 @@
 /**
  * Owns the audit log: `record` appends an event (consent given, grant revoked, a key, OAuth
  * client, webhook or tenant made, changed or ended, …) for a tenant; `GET /audit` (admin) lists
- * them newest first, or oldest first in transaction order for an export, by action if asked. A change is recorded in the transaction that makes it,
- * so one rolled back leaves no row; and by who made it (`actorOf`), never with a secret.
+ * them newest first, or oldest first in transaction order for an export, by action if asked. A
+ * change is recorded in the transaction that makes it, so one rolled back leaves no row; and by
+ * who made it (`actorOf`), never with a secret.
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -10,7 +11,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { ownerCredential, type Principal } from '../auth/principal';
 import { canonicalJson } from '../common/canonical-json';
 import { newId } from '../common/ids';
-import { decodeCommitCursor, decodeCursor, encodeCommitCursor, pageOf } from '../common/pagination';
+import { decodeTransactionCursor, decodeCursor, encodeTransactionCursor, pageOf } from '../common/pagination';
 import { AuditAction, AuditEvent, AuditList, ListAuditQuery } from './audit.dto';
 
 interface AuditRow {
@@ -115,7 +116,7 @@ export class AuditService {
    * cursor of the last one is where the log goes on, now or later.
    */
   private async exportPage(p: Principal, q: ListAuditQuery): Promise<AuditList> {
-    const after = decodeCommitCursor(q.cursor, 'audit_export');
+    const after = decodeTransactionCursor(q.cursor, 'audit_export');
     // Named apart from the columns: ORDER BY a name sorts by the output column, here the text.
     const rows: Array<AuditRow & { position_txid: string; position_seq: string }> = await this.db.query(
       `SELECT id, action, client_id, user_id, grant_id, details, created_at, txid::text AS position_txid, seq::text AS position_seq FROM audit_events
@@ -127,7 +128,7 @@ export class AuditService {
     const last = rows.at(-1);
     return {
       events: rows.map(({ position_txid: _t, position_seq: _s, ...r }) => toEvent(r)),
-      next_cursor: last ? encodeCommitCursor({ txid: last.position_txid, seq: last.position_seq }, 'audit_export') : (q.cursor ?? null),
+      next_cursor: last ? encodeTransactionCursor({ txid: last.position_txid, seq: last.position_seq }, 'audit_export') : (q.cursor ?? null),
     };
   }
 }

@@ -116,16 +116,16 @@ export function decodeCursor(cursor: string | undefined, list: ListName, validId
  * A position in a list read in transaction order (the audit log's export): the row's transaction id
  * and its number, both as PostgreSQL prints them (`xid8` and `bigint`).
  */
-export interface CommitPosition {
+export interface TransactionPosition {
   txid: string;
   seq: string;
 }
 
-export function encodeCommitCursor(p: CommitPosition, list: ListName): string {
+export function encodeTransactionCursor(p: TransactionPosition, list: ListName): string {
   return encode([p.txid, p.seq, list]);
 }
 
-export function decodeCommitCursor(cursor: string | undefined, list: ListName): CommitPosition | undefined {
+export function decodeTransactionCursor(cursor: string | undefined, list: ListName): TransactionPosition | undefined {
   if (cursor === undefined) return undefined;
   try {
     const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];

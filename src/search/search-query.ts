@@ -334,9 +334,9 @@ export function textMatch(
   if (parsed.grams.length > 0 && tags) {
     // Not for a caller who may not read tags: the grams are those of search_vector, where the tags
     // sit between the title and the rest, so a phrase across that place is a gram of untagged
-    // items only. The grams come from COMMON_WORDS (letters only), so quoting them as lexemes is safe. They
-    // are the selective part of such a query: its words are common, and reading their postings
-    // from the vector index as well would cost more than testing the candidates' vectors.
+    // items only. The grams come from COMMON_WORDS (letters only), so quoting them as lexemes is
+    // safe. They are the selective part of such a query: its words are common, and reading their
+    // postings from the vector index as well would cost more than testing the candidates' vectors.
     condition = `${scoped('search_grams', `${bind(params, parsed.grams.map((g) => `'${g}'`).join(' & '))}::tsquery`)} AND ${exact}`;
   } else if (parsed.indexText === parsed.text) {
     // The whole query is in the index. For &, | of lexemes and prefixes the tagged index
