@@ -172,10 +172,8 @@ export async function recordConsent(
     if (!o.givesNothing) grant.exp = undefined;
     const grantId = await grant.save();
     // In the grant's transaction: a grant saved without its row would be access given with no trace.
-    await audit.record(
-      { tenantId: o.tenantId, action: 'auth.grant.created', clientId: o.clientId, userId: o.accountId, grantId, details: { source: o.source, created: !existing, scope: join(granted) } },
-      m,
-    );
+    const details = { source: o.source, created: !existing, scope: join(granted) };
+    await audit.record({ tenantId: o.tenantId, action: 'auth.grant.created', clientId: o.clientId, userId: o.accountId, grantId, details }, m);
     return { grantId, created: !existing };
   });
   if (typeof made === 'string') return made;
