@@ -105,6 +105,11 @@ describe('users', () => {
     expect(one.body.email).toBe('Ada@Example.com');
     expect((await t.http.get('/users').set(bearer(otherAdmin)).expect(200)).body.users).toEqual([]);
     expectError(await t.http.get(`/users/${second.body.users[0].id}`).set(bearer(otherAdmin)), 404, 'not_found');
+    // By email, in any letter case; another tenant's admin finds no one.
+    expect((await t.http.get('/users').query({ email: 'ada@EXAMPLE.com' }).set(bearer(admin)).expect(200)).body).toEqual({ users: [one.body], next_cursor: null });
+    expect((await t.http.get('/users').query({ email: 'nobody@example.com' }).set(bearer(admin)).expect(200)).body.users).toEqual([]);
+    expect((await t.http.get('/users').query({ email: 'ada@example.com' }).set(bearer(otherAdmin)).expect(200)).body.users).toEqual([]);
+    expect(badFields(await t.http.get('/users').query({ email: '' }).set(bearer(admin)))).toEqual(['email']);
   });
 
   it('is admin-only, and unauthenticated calls are 401', async () => {

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { isEmail, IsBoolean, IsIn, IsOptional, IsUrl, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { hasCharLength, hasHiddenCharacter, isBlank, IsOptionalNonNull, isReadableName, MaxChars } from '../common/validation';
+import { hasCharLength, hasHiddenCharacter, isBlank, IsOptionalNonNull, isReadableName, MaxChars, TextParam } from '../common/validation';
 
 export const USER_ROLES = ['admin', 'member'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
@@ -135,4 +135,7 @@ export class UserList {
   @ApiProperty({ type: String, nullable: true }) next_cursor: string | null;
 }
 
-export class ListUsersQuery extends PageQuery {}
+export class ListUsersQuery extends PageQuery {
+  @TextParam({ minLength: 1, maxLength: 254, description: 'The user with this email, in any letter case (an email signs in to one account)' })
+  email?: string;
+}

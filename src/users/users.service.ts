@@ -154,8 +154,9 @@ export class UsersService {
     const after = decodeCursor(q.cursor, 'users');
     const rows: UserRow[] = await this.db.query(
       `SELECT ${USER_COLUMNS} FROM users WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+          AND ($5::text IS NULL OR lower(email) = lower($5))
         ORDER BY created_at DESC, id DESC LIMIT $4`,
-      [p.tenantId, after?.createdAt ?? null, after?.id ?? null, limit + 1],
+      [p.tenantId, after?.createdAt ?? null, after?.id ?? null, limit + 1, q.email ?? null],
     );
     const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'users');
     return { users: page.map(toUser), next_cursor };
