@@ -263,7 +263,7 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
     const user = (await t.http.post('/users').set(bearer(acme.key)).send({ email: 'audited@example.com', password, name: 'Ann' }).expect(201)).body;
     expect(user.updated_at).toBe(user.created_at);
     const [made] = (await filtered(acme.key, 'user.created')).filter((e) => e.user_id === user.id);
-    expect(made.details).toEqual({ actor: keyActor(acme), email: 'audited@example.com', role: 'member' });
+    expect(made.details).toEqual({ actor: keyActor(acme), email: 'audited@example.com', role: 'member', email_verified: false });
 
     // Nothing changed, or a body refused: no row, and updated_at stays.
     expect((await t.http.patch(`/users/${user.id}`).set(bearer(acme.key)).send({ name: 'Ann' }).expect(200)).body.updated_at).toBe(user.updated_at);

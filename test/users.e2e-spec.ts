@@ -209,6 +209,12 @@ describe('users', () => {
       expect(vouched.updated_at > demoted.body.updated_at).toBe(true);
       expect((await create(admin, { email: 'vouched@example.com', password: 'a long password', name: 'V', email_verified: true }).expect(201)).body.email_verified).toBe(true);
       for (const bad of [null, 'yes', 1]) expect(badFields(await patch(admin, u.id, { email_verified: bad }))).toEqual(['email_verified']);
+      // Every tenant shares one issuer: another tenant's admins may not vouch for an address (TENANT_ADMINS_VERIFY_EMAILS is off).
+      const theirs = (await create(otherAdmin, { email: 'theirs@example.com', password: 'a long password', name: 'T' }).expect(201)).body;
+      expectError(await create(otherAdmin, { email: 'ceo@example.com', password: 'a long password', name: 'C', email_verified: true }), 403, 'forbidden');
+      expectError(await patch(otherAdmin, theirs.id, { email_verified: true }), 403, 'forbidden');
+      expect((await t.http.get(`/users/${theirs.id}`).set(bearer(otherAdmin)).expect(200)).body.email_verified).toBe(false);
+      expect((await t.http.get('/users').query({ email: 'ceo@example.com' }).set(bearer(otherAdmin)).expect(200)).body.users).toEqual([]);
 
       await patch(admin, u.id, { password: 'second password' }).expect(200);
       expect((await signIn('pat@example.com', 'first password')).status).toBe(401);

@@ -38,7 +38,7 @@ const DETAILS_DOC = [
   'key.revoked: `key_id`, `by` (`caller`, or `creator_removed`: the user who made it on the account pages was deleted or demoted);',
   'webhook.created: `webhook_id`, `host` (of its URL; never the URL\'s path, query or the secret), `events`; webhook.updated: `webhook_id`, `changed` (url, events, type_filter, disabled: those whose value changed), `host` when the URL changed; webhook.deleted: `webhook_id`, `host`; webhook.secret_rotated: `webhook_id`, `expire_previous_in`;',
   'tenant.created: `tenant_id`, `name` (recorded in the creator\'s tenant and in the new one, where `admin_key_id` names its first admin key too; a sign-up records it in the new tenant, by its first user); tenant.deleted: `tenant_id`, `name`, `users_deleted`, `clients_deleted` (how many; in the root tenant\'s log: the tenant\'s own goes with it);',
-  'user.created: `email`, `role`; user.updated: `changed` (name, role, picture, email_verified, password: those whose value changed; a new password always), `role` `{from, to}` when it changed; user.deleted: `email`, `grants_revoked`, `keys_revoked` (`user_id` names the user in all three).',
+  'user.created: `email`, `role`, `email_verified`; user.updated: `changed` (name, role, picture, email_verified, password: those whose value changed; a new password always), `role` `{from, to}` when it changed; user.deleted: `email`, `grants_revoked`, `keys_revoked` (`user_id` names the user in all three).',
 ].join(' ');
 
 export class AuditEvent {

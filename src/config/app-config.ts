@@ -345,6 +345,12 @@ export class AppConfig {
   @bool() @IsBoolean()
   SVC_SIGNUP_ENABLED = false;
 
+  /** Whether every tenant's admins may vouch for their users' addresses (`email_verified`), not
+   *  only the root tenant's: all tenants share one issuer, and relying parties that link accounts
+   *  by a verified email would trust any tenant's word for any address (src/users/users.service.ts). */
+  @bool() @IsBoolean()
+  TENANT_ADMINS_VERIFY_EMAILS = false;
+
   /** Failed sign-ins to one account from one client address, in 15 minutes, after which that
    *  address is refused for that account until they are over (src/users/sign-in-throttle.ts). */
   @int() @IsInt() @Min(1) @Max(10_000)

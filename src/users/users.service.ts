@@ -98,12 +98,14 @@ export class UsersService {
     );
   }
 
-  /** `user.created`, in the transaction that made the user: who (their email) and with which role, never the password. */
+  /** `user.created`, in the transaction that made the user: who (their email), with which role, whether vouched for; never the password. */
   private recordCreated(m: EntityManager, user: UserRow, actor: AuditActor): Promise<void> {
-    return this.audit.record({ tenantId: user.tenant_id, action: 'user.created', userId: user.id, details: { actor, email: user.email, role: user.role } }, m);
+    const details = { actor, email: user.email, role: user.role, email_verified: user.email_verified };
+    return this.audit.record({ tenantId: user.tenant_id, action: 'user.created', userId: user.id, details }, m);
   }
 
   async create(p: Principal, dto: CreateUserDto): Promise<UserResponse> {
+    this.assertMayVouch(p, dto);
     const hash = await hashPassword(dto.password);
     try {
       const row = await this.db.transaction(async (m) => {
@@ -176,7 +178,18 @@ export class UsersService {
    * any role change holds for the user's OAuth tokens from the next request (`withinUserRole`,
    * applied when a token is resolved, under the generation bumped here). Their grants stay.
    */
+  /**
+   * `email_verified` is the OIDC claim relying parties may link accounts by, and every tenant
+   * shares one issuer: only the root tenant's admins (the operator) vouch for addresses, unless
+   * the operator trusts every tenant's (TENANT_ADMINS_VERIFY_EMAILS).
+   */
+  private assertMayVouch(p: Principal, dto: { email_verified?: boolean }): void {
+    if (dto.email_verified === undefined || p.isRootTenant || this.config.TENANT_ADMINS_VERIFY_EMAILS) return;
+    throw ApiError.forbidden('Only the root tenant\'s admins may set email_verified here (TENANT_ADMINS_VERIFY_EMAILS is off)');
+  }
+
   async update(p: Principal, id: string, dto: UpdateUserDto): Promise<UserResponse> {
+    this.assertMayVouch(p, dto);
     const hash = dto.password !== undefined ? await hashPassword(dto.password) : undefined;
     const { row, roleChanged, keysRevoked } = await this.db.transaction(async (m) => {
       const [before]: UserRow[] = await m.query(`SELECT ${USER_COLUMNS} FROM users WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [p.tenantId, id]);
