@@ -551,13 +551,29 @@ describe('migrations', () => {
     await row(2, '2026-01-02T00:00:00Z');
     await row(1, '2026-01-01T00:00:00Z');
     await row(3, '2026-01-03T00:00:00Z');
+    // Enough more, in no order of time, for the backfill to take several batches.
+    await ds.query(
+      `INSERT INTO audit_events (tenant_id, id, action, details, created_at)
+       SELECT $1, gen_random_uuid(), 'key.created', '{}', '2026-02-01T00:00:00Z'::timestamptz + random() * interval '300 days' FROM generate_series(1, 12000)`,
+      [tenant],
+    );
     await ds.runMigrations({ transaction: 'each' });
     await row(4, '2025-01-01T00:00:00Z');
-    const order = await ds.query(`SELECT details->>'n' AS n, txid::text AS txid FROM audit_events WHERE tenant_id = $1 ORDER BY txid, seq`, [tenant]);
+    const order = await ds.query(`SELECT details->>'n' AS n, txid::text AS txid FROM audit_events WHERE tenant_id = $1 AND details ? 'n' ORDER BY txid, seq`, [tenant]);
     expect(order.map((r: { n: string }) => r.n)).toEqual(['1', '2', '3', '4']);
     expect(order.slice(0, 3).map((r: { txid: string }) => r.txid)).toEqual(['0', '0', '0']);
+    // Every earlier row numbered, in the order of (created_at, id), each place once; and no index left behind.
+    const [numbered] = await ds.query(
+      `SELECT count(*)::int AS rows, count(DISTINCT seq)::int AS places, bool_and(txid = '0') AS all_zero,
+              bool_and(in_time_order) AS in_order
+         FROM (SELECT txid, seq, row_number() OVER (ORDER BY seq) = row_number() OVER (ORDER BY created_at, id) AS in_time_order
+                 FROM audit_events WHERE tenant_id = $1 AND txid = '0') o`,
+      [tenant],
+    );
+    expect(numbered).toEqual({ rows: 12003, places: 12003, all_zero: true, in_order: true });
+    expect(await ds.query(`SELECT indexname FROM pg_indexes WHERE indexname = 'audit_events_unnumbered'`)).toEqual([]);
     await revertThrough(ds, 'AuditTransactionOrder1732300005500');
-    expect(await ds.query(`SELECT count(*)::int AS n FROM audit_events WHERE tenant_id = $1`, [tenant])).toEqual([{ n: 4 }]);
+    expect(await ds.query(`SELECT count(*)::int AS n FROM audit_events WHERE tenant_id = $1`, [tenant])).toEqual([{ n: 12004 }]);
   });
 
   it('5500 waits for the audit table\'s lock a little at a time: a writer of audit rows is not queued behind it while a transaction holds the table', async () => {
