@@ -64,8 +64,9 @@ export class BulkService {
 
     const { filter, ids } = await this.match(p, dto, maxItems);
     if (ids.length > maxItems) {
-      // How many, up to the ceiling, so that the caller knows whether a larger max_items would do.
-      const matched = maxItems < MAX_ITEMS_CEILING ? (await this.match(p, dto, MAX_ITEMS_CEILING)).ids.length : ids.length;
+      // How many, up to the ceiling, so that the caller knows whether a larger max_items would do
+      // (at least the ids read: a count made after them may find fewer).
+      const matched = Math.max(ids.length, maxItems < MAX_ITEMS_CEILING ? await this.countUpTo(p, filter, MAX_ITEMS_CEILING + 1) : 0);
       throw ApiError.badRequest('bulk_cap_exceeded', `The filter matches more than max_items (${maxItems}) items; narrow it or raise max_items`, {
         max_items: maxItems,
         ceiling: MAX_ITEMS_CEILING,
@@ -76,6 +77,15 @@ export class BulkService {
     const run: BulkSpec = { ...spec, filter };
     if (dto.async || ids.length > this.config.BULK_SYNC_MAX) return { job: await this.createJob(p, run, ids) };
     return { result: await this.runDirect(p, run, ids) };
+  }
+
+  /** How many items `filter` selects for `p`, counting no further than `max` (in no order: nothing is read but the count). */
+  private async countUpTo(p: Principal, filter: BulkFilter, max: number): Promise<number> {
+    const params: unknown[] = [];
+    const where = this.runner.where(p, filter, params);
+    params.push(max);
+    const [{ n }]: Array<{ n: number }> = await this.db.query(`SELECT count(*)::int AS n FROM (SELECT 1 FROM items i WHERE ${where} LIMIT $${params.length}) s`, params);
+    return n;
   }
 
   /**
