@@ -336,11 +336,25 @@ describe('webhooks (e2e)', () => {
         receiver.respond = () => 200;
       }
       expect(receiver.at(hook.path)).toHaveLength(2);
+      // One at a time: a second while the receiver holds the first is 409, and sends nothing.
+      let release!: () => void;
+      const held = new Promise<number>((resolve) => (release = () => resolve(200)));
+      receiver.respond = (r) => (r.path === hook.path ? held : 200);
+      try {
+        const first = post(admin, `/webhooks/${hook.id}/test`, {}).then((r) => r);
+        await waitFor(() => receiver.at(hook.path).length === 3, 'the first test request');
+        expectError(await post(admin, `/webhooks/${hook.id}/test`, {}), 409, 'conflict');
+        release();
+        expect((await first).body.succeeded).toBe(true);
+      } finally {
+        receiver.respond = () => 200;
+      }
+      expect(receiver.at(hook.path)).toHaveLength(3);
       // Who may: as for PATCH; another tenant's or a member's of another's is 404.
       const member = (await createKey(t, admin, { label: 'tester', type_permissions: { '*': 'read' } })).key as string;
       expectError(await post(member, `/webhooks/${hook.id}/test`, {}), 404, 'webhook_not_found');
       expectError(await post((await createTenant(t, admin, 'ping-other')).key, `/webhooks/${hook.id}/test`, {}), 404, 'webhook_not_found');
-      expect(receiver.at(hook.path)).toHaveLength(2);
+      expect(receiver.at(hook.path)).toHaveLength(3);
     });
 
     it('retries non-2xx on the schedule with the same event id, a new delivery id and a fresh signature', async () => {

@@ -66,8 +66,8 @@ export class ListAuditQuery extends PageQuery {
     enum: ['desc', 'asc'],
     default: 'desc',
     description:
-      '`desc`: newest first. `asc`: oldest first in transaction order, for exporting the log: a row is listed once every transaction that began before ' +
-      'it has ended, so following `next_cursor` never skips one that commits late; `next_cursor` is set on every page that has rows, the last ' +
+      '`desc`: newest first. `asc`: oldest first in transaction order, for exporting the log: a row is listed once every transaction that began writing ' +
+      'before it has ended, so following `next_cursor` never skips one that commits late; `next_cursor` is set on every page that has rows, the last ' +
       'included (call again with it later for the rows written since; a page shorter than `limit` has caught up).',
   })
   @IsOptionalNonNull() @IsIn(['desc', 'asc'])

@@ -128,6 +128,7 @@ async function endClients(m: EntityManager, clientIds: string[]): Promise<Array<
   await m.query(`DELETE FROM oidc_models WHERE grant_id = ANY($1::text[])`, [grants.map((g) => g.id)]);
   await m.query(`DELETE FROM oidc_models WHERE model IN (${GRANTLESS_MODELS}) AND payload->>'clientId' = ANY($1::text[])`, [clientIds]);
   await m.query(`DELETE FROM oidc_models WHERE model = 'Interaction' AND payload->'params'->>'client_id' = ANY($1::text[])`, [clientIds]);
+  // Every tenant's: blocks of an openly registered client are the tenants', the client is the service's.
   await m.query(`DELETE FROM blocked_clients WHERE client_id = ANY($1::text[])`, [clientIds]);
   await m.query(
     `UPDATE oidc_models SET payload = jsonb_set(payload, '{authorizations}', (payload->'authorizations') - $1::text[])

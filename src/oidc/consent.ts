@@ -17,6 +17,7 @@ import { isBlockedFor } from './blocked-clients';
 import type { Client, Provider } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
 import type { AuditService } from '../audit/audit.service';
+import type { UserRole } from '../users/users.dto';
 import type { OAuthTokenCache } from './oauth-token-cache';
 import { connectionGrantId, underConnectionLock } from './oidc-adapter';
 import { isApiScope, isKnownScope, OIDC_SCOPES, registeredScopes, withinUserRole } from './scopes';
@@ -94,7 +95,7 @@ export function nothingGranted(grantable: string[]): string {
  * refused with what was unticked, or the provider would ask again), those given, and whether an
  * Allow gives anything (`grantsAnything`).
  */
-export function scopeDecision(client: Client | undefined, scopeParam: unknown, role: 'admin' | 'member', form: Record<string, unknown>) {
+export function scopeDecision(client: Client | undefined, scopeParam: unknown, role: UserRole, form: Record<string, unknown>) {
   const requested = requestedScopes(client, scopeParam);
   const grantable = withinUserRole(requested, role);
   const granted = grantedScopes(grantable, formList(form.scope), form[SCOPES_SHOWN] !== undefined);

@@ -135,7 +135,7 @@ export async function endAccounts(m: EntityManager, accountIds: string[]): Promi
   return grants;
 }
 
-/** Ends an account's provider sessions (its apps keep their grants): how many. */
+/** Ends an account's provider sessions (its apps keep their grants): how many. Account ids are UUIDs of one tenant's user, so no tenant is named. */
 export async function endProviderSessions(m: EntityManager, accountId: string): Promise<number> {
   const [, count]: [unknown, number] = await m.query(`DELETE FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1`, [accountId]);
   return count;

@@ -81,8 +81,9 @@ export class SearchService {
     let match: 'text' | 'similar' = 'text';
     let rows = await page(match);
     if (rows.length === 0 && fallbackApplies(parsed) && (offset === 0 || !(await this.anyTextMatch(p, filter, parsed)))) {
-      match = 'similar';
-      rows = await page(match);
+      rows = await page('similar');
+      // Nothing similar either: the empty answer is the query's own.
+      if (rows.length) match = 'similar';
     }
 
     const items = await this.items.presentWithFetchedEdges(p, rows);

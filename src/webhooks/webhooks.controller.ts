@@ -88,10 +88,10 @@ export class WebhooksController {
     description:
       'One POST of `{"event":"webhook.test","webhook":{"id"}}` with every header and signature a delivery has (`X-Svc-Event: webhook.test`), to check a ' +
       'receiver\'s address and signature code without writing anything. Sent whether or not the webhook is disabled; not a delivery: not listed, ' +
-      'never retried. Who may: as for PATCH.',
+      'never retried; 409 `conflict` while another test request to it is under way. Who may: as for PATCH.',
   })
   @ApiOkResponse({ type: WebhookTestResult })
-  @ApiErrors(400, 401, 404, 429)
+  @ApiErrors(400, 401, 404, 409, 429)
   test(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string): Promise<WebhookTestResult> {
     return this.webhooks.test(caller, id);
   }

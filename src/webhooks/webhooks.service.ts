@@ -124,6 +124,9 @@ function toDelivery(r: DeliveryRow): DeliveryResponse {
 
 @Injectable()
 export class WebhooksService {
+  /** Webhooks a test request of this instance is being sent to (`test`). */
+  private readonly testing = new Set<string>();
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly config: AppConfig,
@@ -189,9 +192,18 @@ export class WebhooksService {
     return toResponse(await this.find(p, id));
   }
 
+  /**
+   * One test request at a time per webhook (on this instance): each holds a connection of the
+   * deliveries' agent for up to WEBHOOK_TIMEOUT_MS, and a caller looping on the route would
+   * otherwise send a receiver as many signed requests at once as the rate limit lets through.
+   */
   async test(p: Principal, id: string): Promise<WebhookTestResult> {
     const w = await this.find(p, id);
-    const sent = await this.dispatcher.ping({ tenantId: p.tenantId, webhookId: w.id, url: w.url, secretSealed: w.secret_sealed, previousSecretSealed: w.previous_secret_sealed });
+    if (this.testing.has(w.id)) throw ApiError.busy('A test request to this webhook is under way; send another once it has ended');
+    this.testing.add(w.id);
+    const sent = await this.dispatcher
+      .ping({ tenantId: p.tenantId, webhookId: w.id, url: w.url, secretSealed: w.secret_sealed, previousSecretSealed: w.previous_secret_sealed })
+      .finally(() => this.testing.delete(w.id));
     const succeeded = sent.statusCode !== null && sent.statusCode >= 200 && sent.statusCode < 300;
     return { event_id: sent.eventId, id: sent.attemptId, status_code: sent.statusCode, duration_ms: sent.durationMs, error: sent.error, succeeded };
   }
