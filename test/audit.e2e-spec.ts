@@ -11,6 +11,9 @@ import { Client } from 'pg';
 import { expectError } from './support/envelope';
 import { waitFor } from './support/wait';
 
+/** How long the export may wait for every transaction on the server begun before a row to end (see its test). */
+const XMIN_WAIT_MS = 90_000;
+
 interface AuditEvent {
   id: string;
   action: string;
@@ -317,12 +320,13 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
       (await t.http.get('/audit').query({ order: 'asc', ...query }).set(bearer(exporter.key)).expect(200)).body as { events: AuditEvent[]; next_cursor: string | null };
     const keyIds = (events: AuditEvent[]) => events.filter((e) => e.action === 'key.created').map((e) => e.details.key_id);
 
-    // The tenant's creation and its first key (one transaction; listed once the service's own transactions begun before it ended),
-    // then paged one at a time to the same rows.
+    // The tenant's creation and its first key (one transaction), listed once every transaction on the server begun before it has ended:
+    // other test files' too, which may hold one open until PostgreSQL ends it (idle_in_transaction_session_timeout, 60 s). Then paged
+    // one at a time to the same rows.
     const first = await waitFor(async () => {
       const p = await page({ limit: 100 });
       return p.events.length > 0 && p;
-    }, 'the first rows in the export');
+    }, 'the first rows in the export', XMIN_WAIT_MS);
     expect(first.events.map((e) => e.action).sort()).toEqual(['key.created', 'tenant.created']);
     const one = await page({ limit: 1 });
     expect(one.events).toEqual([first.events[0]]);
@@ -345,7 +349,7 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
       const rest = await waitFor(async () => {
         const p = await page({ cursor: first.next_cursor! });
         return p.events.length === 2 && p;
-      }, 'both rows in the export');
+      }, 'both rows in the export', XMIN_WAIT_MS);
       expect(keyIds(rest.events)).toEqual(['late', made]);
       expect(await page({ cursor: rest.next_cursor! })).toEqual({ events: [], next_cursor: rest.next_cursor });
     } finally {
@@ -363,5 +367,5 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
     // Another tenant's export holds none of these.
     const others = (await t.http.get('/audit?order=asc&limit=100').set(bearer(other.key)).expect(200)).body.events as AuditEvent[];
     expect(others.some((e) => e.details.key_id === 'late' || e.details.tenant_id === exporter.tenantId)).toBe(false);
-  });
+  }, 3 * XMIN_WAIT_MS);
 });
