@@ -813,7 +813,9 @@ describe('webhooks (e2e)', () => {
 
     it('emits nothing for a write that fails at its commit, after its event was recorded', async () => {
       const kept = (await note(admin).expect(201)).body;
-      const hook = await register(admin, { events: ['item.created', 'item.updated'] });
+      // Updates only, and of this item: its creation's event (or an earlier test's) may still be on its way when the hook is registered.
+      const hook = await register(admin, { events: ['item.updated'] });
+      const ofKept = () => receiver.at(hook.path).filter((r) => JSON.parse(r.body).item.id === kept.id);
       // A deferred check: the write has run to its end, its event recorded, when its commit fails.
       await t.sql(`CREATE FUNCTION refuse_doomed() RETURNS trigger LANGUAGE plpgsql AS $$
                      BEGIN IF NEW.properties->>'title' = 'doomed' THEN RAISE EXCEPTION 'doomed'; END IF; RETURN NULL; END $$`);
@@ -826,9 +828,9 @@ describe('webhooks (e2e)', () => {
         await t.sql('DROP FUNCTION refuse_doomed()');
       }
       await t.http.patch(`/items/${kept.id}`).set(bearer(admin)).send({ version: 1, properties: { title: 'kept' } }).expect(200);
-      await waitFor(() => receiver.at(hook.path).length === 1, 'the delivery of the write that committed');
+      await waitFor(() => ofKept().length === 1, 'the delivery of the write that committed');
       expect(await t.sql(`SELECT 1 FROM events WHERE payload->'item'->'properties'->>'title' = 'doomed'`)).toEqual([]);
-      expect(receiver.at(hook.path).map((r) => JSON.parse(r.body).item.properties.title)).toEqual(['kept']);
+      expect(ofKept().map((r) => JSON.parse(r.body).item.properties.title)).toEqual(['kept']);
     });
 
     it('takes up again an event whose relay died, sending only the deliveries not recorded', async () => {
