@@ -26,6 +26,9 @@ export interface Outcome {
   durationMs: number;
 }
 
+/** An attempt succeeded when its receiver answered 2xx (SPEC 6.3.1). */
+export const succeeded = (o: Outcome): boolean => o.statusCode !== null && o.statusCode >= 200 && o.statusCode < 300;
+
 export interface Recorded {
   ref: DeliveryRef;
   /** Attempts made, this one included; 0 for a first delivery recorded without an attempt. */

@@ -37,7 +37,7 @@ import { SecretBox } from '../crypto/secret-box';
 import { BookkeepingDb } from '../database/bookkeeping-db';
 import type { Audience } from '../events/event-catalogue';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
-import { DeliveryRecords, Outcome, Recorded } from './delivery-records';
+import { DeliveryRecords, Outcome, Recorded, succeeded } from './delivery-records';
 import { PREVIOUS_SECRET, secretAad, signDelivery } from './signature';
 import { WebhookChanges } from './webhook-changes';
 import { WebhookFanout } from './webhook-fanout';
@@ -420,7 +420,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, BeforeApplicat
     const outcome = await this.send(d, await this.secretsOf(d), attemptId);
     clearTimeout(reveal);
     const attempt = d.attempts + 1;
-    const ok = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
+    const ok = succeeded(outcome);
     const delays = this.retryDelaysMs;
     const scheduled = attempt - (d.forcedAttempts ?? 0); // the attempts the schedule has made, this one included
     const delayMs = ok || d.forced || scheduled > delays.length ? 0 : delays[Math.max(scheduled, 1) - 1];

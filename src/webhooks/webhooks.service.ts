@@ -26,6 +26,7 @@ import { SecretBox } from '../crypto/secret-box';
 import { generateSecret, PREVIOUS_SECRET, PREVIOUS_SECRET_EXPIRY, secretAad } from './signature';
 import { assertTargetAddress, TargetRefused, urlProblem } from '../common/target-policy';
 import { tokenScopesOf } from '../oidc/scopes';
+import { succeeded } from './delivery-records';
 import { WebhookChanges } from './webhook-changes';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import {
@@ -204,8 +205,7 @@ export class WebhooksService {
     const sent = await this.dispatcher
       .ping({ tenantId: p.tenantId, webhookId: w.id, url: w.url, secretSealed: w.secret_sealed, previousSecretSealed: w.previous_secret_sealed })
       .finally(() => this.testing.delete(w.id));
-    const succeeded = sent.statusCode !== null && sent.statusCode >= 200 && sent.statusCode < 300;
-    return { event_id: sent.eventId, id: sent.attemptId, status_code: sent.statusCode, duration_ms: sent.durationMs, error: sent.error, succeeded };
+    return { event_id: sent.eventId, id: sent.attemptId, status_code: sent.statusCode, duration_ms: sent.durationMs, error: sent.error, succeeded: succeeded(sent) };
   }
 
   /**
