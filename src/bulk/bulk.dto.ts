@@ -1,12 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMinSize, IsBoolean, IsIn, IsInt, IsObject, IsString, Min, ValidateNested } from 'class-validator';
+import { ArrayMinSize, IsArray, IsBoolean, IsIn, IsInt, IsObject, IsString, Min, ValidateNested } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { CharLength, IsOptionalNonNull, IsRfc3339, IsTypePattern } from '../common/validation';
 import type { Tier } from '../keys/api-key.entity';
-import { IsTagList, SOURCE_FILTER_MAX_LENGTH, SOURCE_ID_MAX_LENGTH, TAGS_DOC } from '../items/items.dto';
+import { IsPropertyClauses, IsTagList, PROPERTY_FILTER_DOC, SOURCE_FILTER_MAX_LENGTH, SOURCE_ID_MAX_LENGTH, TAGS_DOC } from '../items/items.dto';
 import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
 import { ItemState, STATES } from '../items/lifecycle';
+import { MAX_PROPERTY_CLAUSES } from '../items/property-filter';
 import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS } from '../search/search-query';
 import { IsSearchText } from '../search/search.dto';
 import { BULK_ACTIONS, BulkAction, JOB_STATUSES, JobStatus, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT } from './bulk-actions';
@@ -36,6 +37,10 @@ export class BulkFilterDto {
   @ApiPropertyOptional({ format: 'date-time', description: 'timestamp < until' })
   @IsOptionalNonNull() @IsRfc3339()
   until?: string;
+
+  @ApiPropertyOptional({ type: [String], minItems: 1, maxItems: MAX_PROPERTY_CLAUSES, description: `Property clauses, as \`GET /items\`' \`property\`: ${PROPERTY_FILTER_DOC}` })
+  @IsOptionalNonNull() @IsArray() @ArrayMinSize(1, { message: 'must hold at least one clause; leave it out for any properties' }) @IsPropertyClauses()
+  property?: string[];
 
   @ApiPropertyOptional({ maxLength: MAX_QUERY_LENGTH, description: `Free text with the semantics of \`GET /search\`'s \`q\` (without its typo fallback), at most ${MAX_QUERY_WORDS} words` })
   @IsOptionalNonNull() @IsSearchText()

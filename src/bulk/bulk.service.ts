@@ -98,7 +98,7 @@ export class BulkService {
     const f = dto.filter ?? {};
     const items = await this.items.filterFor(
       p,
-      { type: f.type, state: f.state, tier: f.tier, tags: f.tags?.join(','), source: f.source, source_id: f.source_id, since: f.since, until: f.until },
+      { type: f.type, state: f.state, tier: f.tier, tags: f.tags?.join(','), source: f.source, source_id: f.source_id, since: f.since, until: f.until, property: f.property },
       'write',
     );
     const filter: BulkFilter = { items, text: f.filter };

@@ -6,12 +6,15 @@
  *   edge=<edge type>:<item id>     items with an outgoing edge of that type to the item
  *   backref=<edge type>:<item id>  items the given item points to with that type
  * `*` as the edge type matches any type.
+ *
+ * Property clauses (repeatable, AND): property-filter.ts.
  */
 import { splitCommaList, validationError } from '../common/validation';
 import { isId } from '../common/ids';
 import { isDottedName, isPattern } from '../common/type-pattern';
 import type { Tier } from '../keys/api-key.entity';
 import { ItemState, STATES } from './lifecycle';
+import { PropertyClause, propertyConditionSql } from './property-filter';
 
 export interface EdgeClause {
   edgeType: string; // name or '*'
@@ -35,6 +38,7 @@ export interface ItemFilter {
   until?: string;
   edges?: EdgeClause[];
   backrefs?: EdgeClause[];
+  properties?: PropertyClause[];
   /** Set by the service from the caller's permissions; undefined = no narrowing. */
   permittedTypes?: string[];
   /**
@@ -204,6 +208,7 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   if (f.source !== undefined) where.push(`${alias}.source = ${p(f.source)}`);
   if (f.sourceId !== undefined) where.push(`${alias}.source_id = ${p(f.sourceId)}`);
   where.push(...windowConditions(f, alias, p));
+  for (const c of f.properties ?? []) where.push(propertyConditionSql(c, alias, p));
   const readable = f.readableTypes === undefined ? undefined : p(f.readableTypes);
   const clause = (c: EdgeClause, kind: 'edge' | 'backref') => {
     const { near, far } = ends(kind);
@@ -217,4 +222,32 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   for (const e of f.edges ?? []) where.push(clause(e, 'edge'));
   for (const b of f.backrefs ?? []) where.push(clause(b, 'backref'));
   return where.join(' AND ');
+}
+
+/**
+ * Most items a listing page with property clauses tests. No index serves arbitrary paths in
+ * `properties`, so each clause is tested on the items in listing order; a clause that keeps few
+ * would otherwise walk a whole tenant for one page. Past this many, the page ends where the
+ * walk stopped, with fewer items than `limit` (none, even) and a cursor to go on from there.
+ */
+export const PROPERTY_SCAN_ITEMS = 10_000;
+
+/**
+ * The items matching `f` (alias `i`), with property clauses, in listing order, of at most
+ * PROPERTY_SCAN_ITEMS items read: each matching row with `hit` true, and the last item read
+ * when it is the PROPERTY_SCAN_ITEMS-th and no match, with `hit` false: where the next page
+ * starts. `after` gives the page's cursor condition on an alias.
+ */
+export function propertyScanSql(tenantId: string, f: ItemFilter, params: unknown[], columns: string, after?: (alias: string) => string): string {
+  const where = itemWhere(tenantId, { ...f, properties: undefined }, params);
+  const p = (v: unknown) => `$${params.push(v)}`;
+  const hit = (f.properties ?? []).map((c) => propertyConditionSql(c, 'i', p)).join(' AND ') || 'TRUE';
+  const budget = p(PROPERTY_SCAN_ITEMS);
+  // Row numbers stream with the walk, and the outer LIMIT the caller appends stops it at a page
+  // of matches: only a page that finds too few reads all PROPERTY_SCAN_ITEMS.
+  return (
+    `SELECT s.* FROM (SELECT ${columns}, (${hit}) AS hit, row_number() OVER (ORDER BY i.created_at DESC, i.id DESC) AS scanned ` +
+    `FROM items i WHERE ${where}${after ? ` AND ${after('i')}` : ''} ORDER BY i.created_at DESC, i.id DESC LIMIT ${budget}) s ` +
+    `WHERE s.hit OR s.scanned = ${budget} ORDER BY s.created_at DESC, s.id DESC`
+  );
 }

@@ -7,7 +7,8 @@ import {
 import { CharLength, IsCommaList, isBlank, IsOptionalNonNull, IsQueryInt, IsRfc3339, MAX_INT4, MaxChars, Repeatable, TextParam, UNREADABLE_CHARACTER, Untransformed } from '../common/validation';
 import { MAX_EDGES_PER_ITEM_WRITE } from '../edges/edge-rules';
 import { ApiInteger } from '../openapi/api-integer.decorator';
-import { EDGE_CLAUSE_RULE, isEdgeClause } from './item-filter';
+import { EDGE_CLAUSE_RULE, isEdgeClause, PROPERTY_SCAN_ITEMS } from './item-filter';
+import { isPropertyClause, MAX_PROPERTY_CLAUSE_LENGTH, MAX_PROPERTY_CLAUSES, PROPERTY_CLAUSE_RULE } from './property-filter';
 import { STATES, ItemState } from './lifecycle';
 import type { Tier } from '../keys/api-key.entity';
 
@@ -204,6 +205,23 @@ const IsEdgeClauses = () =>
     },
   });
 
+/** Repeatable `property` clauses, each refused in parsePropertyClauses's words, whatever is wrong with it. */
+export const IsPropertyClauses = () =>
+  ValidateBy({
+    name: 'isPropertyClauses',
+    validator: {
+      validate: (v: unknown) => (Array.isArray(v) ? v : [v]).every(isPropertyClause),
+      defaultMessage: () => PROPERTY_CLAUSE_RULE,
+    },
+  });
+
+export const PROPERTY_FILTER_DOC =
+  '`<path><operator><value>`, e.g. `status=open`, `priority>=3`, `address.city!="Paris"`: items whose property at the path ' +
+  '(keys joined by dots; a number indexes an array) compares so with the value (a JSON scalar, or plain text as a string). ' +
+  'Operators `=` `!=` `<` `<=` `>` `>=`; `=null` also matches a missing property, `!=` too; comparisons take a number or a string ' +
+  `and match properties of that JSON type (strings in code point order). Repeatable (all must hold), at most ${MAX_PROPERTY_CLAUSES}, ` +
+  `each at most ${MAX_PROPERTY_CLAUSE_LENGTH} characters`;
+
 export class ListItemsQuery {
   @ApiPropertyOptional({ description: 'Type name or pattern (`core.*`, `*`)' })
   @IsOptional() @IsString()
@@ -246,6 +264,10 @@ export class ListItemsQuery {
   @ApiPropertyOptional({ description: '`<edge type>:<item id>`: items that item points to with that type; repeatable', type: [String] })
   @IsOptional() @Repeatable() @IsEdgeClauses()
   backref?: string | string[];
+
+  @ApiPropertyOptional({ description: `${PROPERTY_FILTER_DOC}. On \`GET /items\`, a page tests at most ${PROPERTY_SCAN_ITEMS.toLocaleString("en")} items: one that finds fewer than \`limit\` there ends early, with a \`next_cursor\` to go on`, type: [String] })
+  @IsOptional() @Repeatable() @IsPropertyClauses()
+  property?: string | string[];
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
   @IsOptional() @IsQueryInt(1, 100)

@@ -19,7 +19,7 @@ import { EdgeTypesService } from '../edges/edge-types.service';
 import { BATCH_PATTERN_BUDGET_MS, withPatternBudget } from '../types/pattern-check';
 import { newId } from '../common/ids';
 import { inputIssues } from '../common/input-policy';
-import { Bounded, byteBoundedPage, cutShort, decodeCursor, pageOf } from '../common/pagination';
+import { Bounded, byteBoundedPage, cutShort, decodeCursor, encodeCursor, pageOf } from '../common/pagination';
 import { isDottedName } from '../common/type-pattern';
 import { plainToDto, validationError, validationIssues } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
@@ -28,9 +28,10 @@ import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProp
 import { Item, ITEM_BYTES, ITEM_COLUMNS, ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
 import { ItemChanges, ItemWriter, WRITE_INSTANT } from './item-writer';
 import {
-  assertTypePattern, EdgeClause, edgeMatchesSql, FEW_EDGE_MATCHES, FEW_WINDOW_ITEMS, ItemFilter, itemWhere, parseEdgeClauses, parseTags, selectsNothing,
-  windowedItemsSql, windowItemsSql,
+  assertTypePattern, EdgeClause, edgeMatchesSql, FEW_EDGE_MATCHES, FEW_WINDOW_ITEMS, ItemFilter, itemWhere, parseEdgeClauses, parseTags, propertyScanSql,
+  selectsNothing, windowedItemsSql, windowItemsSql,
 } from './item-filter';
+import { parsePropertyClauses } from './property-filter';
 import {
   BulkItemResult, BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemVersionList, ListItemsQuery,
   MetadataPatchDto, PatchItemDto, VersionsQuery,
@@ -366,6 +367,7 @@ export class ItemsService {
       until: q.until,
       edges,
       backrefs,
+      properties: parsePropertyClauses('property', q.property),
       permittedTypes,
       readableTypes: edges.length || backrefs.length ? (access === 'read' ? permittedTypes : await this.types.permittedTypeNames(p, 'read')) : undefined,
     };
@@ -386,12 +388,19 @@ export class ItemsService {
     let statement: string;
     if (await this.fewInWindow(p, filter)) {
       statement = windowedItemsSql(p.tenantId, filter, params, ITEM_COLUMNS_I, before);
+    } else if (filter.properties?.length) {
+      statement = propertyScanSql(p.tenantId, filter, params, ITEM_COLUMNS_I, before);
     } else {
       const where = itemWhere(p.tenantId, filter, params);
       statement = `SELECT ${ITEM_COLUMNS} FROM items i WHERE ${where}${before ? ` AND ${before('i')}` : ''} ORDER BY i.created_at DESC, i.id DESC`;
     }
     params.push(limit + 1);
-    const rows: Array<Bounded<ItemRow>> = await this.db.query(byteBoundedPage(`${statement} LIMIT $${params.length}`, 'created_at DESC, id DESC', ITEM_BYTES), params);
+    const rows: Array<Bounded<ItemRow> & { hit?: boolean }> = await this.db.query(
+      byteBoundedPage(`${statement} LIMIT $${params.length}`, 'created_at DESC, id DESC', ITEM_BYTES),
+      params,
+    );
+    const scanEnd = rows.at(-1)?.hit === false ? rows.pop() : undefined;
+    if (scanEnd) return { items: await this.presentMany(p, rows), next_cursor: encodeCursor({ createdAt: new Date(scanEnd.created_at).toISOString(), id: scanEnd.id }, 'items') };
     const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'items');
     return { items: await this.presentMany(p, page), next_cursor };
   }

@@ -93,6 +93,15 @@ const typeSchemas = fc.constantFrom<Record<string, unknown>>(
   { type: 'object', properties: { title: { type: 'string' } }, allOf: [{ required: ['title'] }, { not: {} }] },
 );
 
+/** `property` filter clauses: paths the fixtures' items have or lack, every operator, JSON scalars and plain text. */
+const propertyClause = fc
+  .tuple(
+    fc.constantFrom('title', 'status', 'n', 'x.y', 'lines.0', 'missing'),
+    fc.constantFrom('=', '!=', '<', '<=', '>', '>='),
+    fc.oneof(fc.constantFrom('open', '"open"', '1', '-2.5', '1e400', 'true', 'null', '', '"é"'), benignString(0, 12)),
+  )
+  .map(([path, op, value]) => `${path}${op}${value}`);
+
 export function makeHints(p: Pools): HintLookup {
   const table: Record<string, fc.Arbitrary<unknown>> = {
     // Items
@@ -142,6 +151,8 @@ export function makeHints(p: Pools): HintLookup {
     'query.source': p.sources,
     'query.edge': fc.tuple(p.edgeTypeRefs, p.itemIds).map(([t, id]) => `${t}:${id}`),
     'query.backref': fc.tuple(p.edgeTypeRefs, p.itemIds).map(([t, id]) => `${t}:${id}`),
+    'query.property': propertyClause,
+    'BulkFilterDto.property': fc.array(propertyClause, { minLength: 1, maxLength: 3 }),
     'query.cursor': p.cursors,
     'query.q': p.words,
     'query.before': fc.integer({ min: 1, max: 5 }),

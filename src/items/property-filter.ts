@@ -1,0 +1,98 @@
+/**
+ * Property clauses: the `property` filter of `GET /items`, search and bulk actions, written
+ * `<path><operator><value>` (`status=open`, `priority>=3`, `address.city!="Paris"`). One parser
+ * and one SQL builder, used through the shared item filter (item-filter.ts).
+ *
+ * - path: property keys joined by dots; a key of digits also indexes an array (`lines.0.sku`).
+ * - operator: `=`, `!=`, `<`, `<=`, `>`, `>=`.
+ * - value: JSON when it parses as a JSON scalar (`3`, `true`, `null`, `"3"`), else the text as
+ *   written (`open`). Equality is JSON's: `"3"` is not `3`.
+ *
+ * `=null` matches a property that is missing or null; `!=` matches a missing property too (it
+ * is not equal). Comparisons take a number or a string and match properties of the same JSON
+ * type, strings in code point order (so ISO 8601 times sort as times).
+ */
+import { validationError } from '../common/validation';
+
+export type PropertyOperator = '=' | '!=' | '<' | '<=' | '>' | '>=';
+
+export interface PropertyClause {
+  path: string[];
+  op: PropertyOperator;
+  /** The value's JSON type. */
+  kind: 'string' | 'number' | 'boolean' | 'null';
+  /**
+   * The value as JSON text, a number as written: PostgreSQL reads it exactly (JavaScript's
+   * numbers would round `12345678901234567890`, and make `1e400` Infinity).
+   */
+  json: string;
+}
+
+/** Each clause is tested on every item a listing reads: a bound, as on edge clauses. */
+export const MAX_PROPERTY_CLAUSES = 10;
+export const MAX_PROPERTY_CLAUSE_LENGTH = 1000;
+const MAX_PATH_KEYS = 8;
+const KEY = /^[A-Za-z0-9_-]{1,100}$/;
+// Longest operators first: `>=` is not `>` followed by a value starting with `=`.
+const OPERATORS: PropertyOperator[] = ['!=', '<=', '>=', '=', '<', '>'];
+
+export const PROPERTY_CLAUSE_RULE =
+  'must look like <path><operator><value>: a path of property keys (letters, digits, _ and -) joined by dots, one of = != < <= > >=, ' +
+  'and a JSON scalar or plain text; comparisons take a number or a string';
+
+/** The clause `raw` states, or undefined when it is malformed. */
+export function propertyClauseOf(raw: unknown): PropertyClause | undefined {
+  if (typeof raw !== 'string' || raw.length > MAX_PROPERTY_CLAUSE_LENGTH) return undefined;
+  const at = raw.search(/[!<>=]/);
+  if (at < 1) return undefined;
+  const op = OPERATORS.find((o) => raw.startsWith(o, at));
+  if (!op) return undefined;
+  const path = raw.slice(0, at).split('.');
+  if (path.length > MAX_PATH_KEYS || !path.every((k) => KEY.test(k))) return undefined;
+  const value = scalarOf(raw.slice(at + op.length));
+  if (value === undefined) return undefined;
+  if (op !== '=' && op !== '!=' && value.kind !== 'number' && value.kind !== 'string') return undefined;
+  return { path, op, ...value };
+}
+
+/** JSON's scalars as JSON, any other text as a string; an object or array is no scalar. */
+function scalarOf(text: string): Pick<PropertyClause, 'kind' | 'json'> | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return { kind: 'string', json: JSON.stringify(text) };
+  }
+  if (parsed === null) return { kind: 'null', json: 'null' };
+  if (typeof parsed === 'number') return { kind: 'number', json: text.trim() };
+  if (typeof parsed === 'string' || typeof parsed === 'boolean') return { kind: typeof parsed as 'string' | 'boolean', json: JSON.stringify(parsed) };
+  return undefined;
+}
+
+export const isPropertyClause = (v: unknown): boolean => propertyClauseOf(v) !== undefined;
+
+export function parsePropertyClauses(field: string, raw: string | string[] | undefined): PropertyClause[] {
+  if (raw === undefined) return [];
+  const values = Array.isArray(raw) ? raw : [raw];
+  if (values.length > MAX_PROPERTY_CLAUSES) throw validationError([{ field, message: `takes at most ${MAX_PROPERTY_CLAUSES} clauses` }]);
+  return values.map((v) => {
+    const clause = propertyClauseOf(v);
+    if (!clause) throw validationError([{ field, message: PROPERTY_CLAUSE_RULE }]);
+    return clause;
+  });
+}
+
+const SQL_OPERATORS: Record<Exclude<PropertyOperator, '=' | '!='>, string> = { '<': '<', '<=': '<=', '>': '>', '>=': '>=' };
+
+/** The SQL condition of one clause on `<alias>.properties`; `p` binds a parameter. */
+export function propertyConditionSql(c: PropertyClause, alias: string, p: (v: unknown) => string): string {
+  const at = `${alias}.properties #> ${p(c.path)}::text[]`;
+  if (c.kind === 'null') return c.op === '=' ? `coalesce(${at}, 'null') = 'null'::jsonb` : `coalesce(${at}, 'null') <> 'null'::jsonb`;
+  const json = `${p(c.json)}::jsonb`;
+  if (c.op === '=') return `${at} = ${json}`;
+  if (c.op === '!=') return `${at} IS DISTINCT FROM ${json}`;
+  const sqlOp = SQL_OPERATORS[c.op];
+  // The CASE keeps the cast from ever seeing another JSON type, whatever order PostgreSQL tests in.
+  if (c.kind === 'number') return `(CASE WHEN jsonb_typeof(${at}) = 'number' THEN (${at})::numeric ${sqlOp} (${json})::numeric ELSE false END)`;
+  return `(CASE WHEN jsonb_typeof(${at}) = 'string' THEN (${at} #>> '{}') COLLATE "C" ${sqlOp} (${json} #>> '{}') COLLATE "C" ELSE false END)`;
+}
