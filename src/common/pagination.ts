@@ -24,7 +24,7 @@ export interface Position {
  * name a position among rows it never came from.
  */
 export type ListName =
-  | 'audit' | 'audit_export' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges' | 'grants'
+  | 'audit' | 'audit_export' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges' | 'events' | 'grants'
   | 'integrations' | 'items' | 'keys' | 'tenants' | 'types' | 'users' | 'webhooks';
 
 const encode = (parts: string[]): string => Buffer.from(JSON.stringify(parts)).toString('base64url');
@@ -139,6 +139,30 @@ export function decodeTransactionCursor(cursor: string | undefined, list: ListNa
       encode(parts as string[]) === cursor
     ) {
       return { txid, seq };
+    }
+  } catch {
+    // fall through
+  }
+  throw notACursor();
+}
+
+/** A position in a list read in publication order (the event history): a bigint as text. */
+export function encodeSequenceCursor(seq: string, list: ListName): string {
+  return encode([seq, list]);
+}
+
+export function decodeSequenceCursor(cursor: string | undefined, list: ListName): string | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    const [seq, issuedBy] = parts;
+    if (
+      parts.length === 2 &&
+      issuedBy === list &&
+      typeof seq === 'string' && /^(0|[1-9]\d{0,18})$/.test(seq) && BigInt(seq) < 2n ** 63n &&
+      encode(parts as string[]) === cursor
+    ) {
+      return seq;
     }
   } catch {
     // fall through

@@ -34,7 +34,8 @@ import { RedisPubSub } from '../redis/redis.module';
 import { WebhookDispatcher } from '../webhooks/webhook-dispatcher';
 import { WebhookFanout } from '../webhooks/webhook-fanout';
 import { EVENT_COLUMNS } from './event-catalogue';
-import { compareSeq, EventStream, PublishedEvent } from './event-stream';
+import { compareSeq, EventStream } from './event-stream';
+import type { PublishedEvent } from './published-events';
 import { Outbox } from './outbox';
 
 const BATCH = 200;

@@ -44,55 +44,17 @@ import type { FastifyReply } from 'fastify';
 import { DataSource } from 'typeorm';
 import { bearerToken } from '../auth/credential.hook';
 import type { Principal } from '../auth/principal';
-import { Bounded, byteBoundedPage, cutShort } from '../common/pagination';
-import { isId } from '../common/ids';
-import { patternToSql } from '../common/type-pattern';
+import { Bounded, cutShort } from '../common/pagination';
 import { AppConfig } from '../config/app-config';
 import { CredentialsService } from '../auth/credentials.service';
 import { RedisPubSub } from '../redis/redis.module';
 import { TypesService } from '../types/types.service';
-import { EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from './event-catalogue';
+import { EVENT_COLUMNS, mayReceive, renderBody, selects } from './event-catalogue';
+import { PublishedEvent, REPLAY_PAGE, REPLAY_PAGE_BYTES, REPLAY_PAGE_QUERY, replayedNames, resumePoint } from './published-events';
 import { Backlog, cutOff, endWithin } from './stream-backlog';
 import { SLOT_RENEW_MS, StreamSlot, StreamSlots } from './stream-slots';
 
 const CHANNEL = 'events';
-const REPLAY_PAGE = 500;
-/**
- * Most bytes of event bodies a replay page holds (at least one event): 500 events of a 1 MB
- * item were parsed and rendered at once, 5.5 s of the event loop and 1.2 GB of memory.
- */
-const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
-/**
- * A replay page: the tenant's events published after $2 whose names the stream's `events`
- * patterns select ($3, $4: `replayedNames`), so that pages carry only events it may send. Taking
- * every event and leaving the rest to `send`, a resume from the oldest event kept read the whole
- * history whatever the filter (531,958 events, 359 MB, 25.7 s; with a filter that matched
- * nothing, 985 pages read and nothing sent). `type_filter` and what the credential may read are
- * judged by `send` alone: both go through the types' ancestors. Ordered by the column (`ord`):
- * the bare name would mean the text output column ('10' < '9').
- */
-export const REPLAY_PAGE_QUERY = byteBoundedPage(
-  `SELECT ${EVENT_COLUMNS}, published_seq::text AS published_seq, nullif(first_published_seq, published_seq)::text AS first_published_seq,
-          events.published_seq AS ord FROM events
-    WHERE tenant_id = $1 AND published_seq > $2::bigint
-      AND ($3::text[] IS NULL OR name = ANY($3::text[]) OR EXISTS (SELECT FROM unnest($4::text[]) AS under(prefix) WHERE starts_with(name, prefix)))
-    ORDER BY events.published_seq LIMIT ${REPLAY_PAGE}`,
-  'ord',
-  'octet_length(payload::text)',
-  REPLAY_PAGE_BYTES,
-);
-
-/**
- * REPLAY_PAGE_QUERY's $3 and $4 for `events` patterns, as the one pattern rule reads them
- * (patternToSql): the names matched exactly, and the prefixes of the names below (`a.b.` of
- * `a.b.*`); null for `*`, which matches every name.
- */
-export function replayedNames(patterns: readonly string[]): [string[] | null, string[]] {
-  const conditions = patterns.map(patternToSql);
-  if (conditions.some((c) => c.all)) return [null, []];
-  return [conditions.flatMap((c) => (c.exact ? [c.exact] : [])), conditions.flatMap((c) => (c.prefix ? [c.prefix] : []))];
-}
-
 /** A stream's headers: no cache nor proxy (nginx) may hold its events back. */
 const STREAM_HEADERS = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store, no-transform', 'X-Accel-Buffering': 'no' };
 const CREDENTIAL_CHECK_MS = 2000;
@@ -111,13 +73,6 @@ const SEEN_IDS = 2000;
  */
 const INLINE_EVENT_BYTES = 64 * 1024;
 const MESSAGE_BYTES = 1024 * 1024;
-
-/** An event as the relay publishes it: with its place in the publication order. */
-export interface PublishedEvent extends StoredEvent {
-  published_seq: string;
-  /** Where it was first published, when this is a later publication (its relay's lease lapsed before the event was recorded). */
-  first_published_seq?: string | null;
-}
 
 /** A published event too large to carry: streams that want it read it from the outbox. */
 interface PublishedRef {
@@ -302,7 +257,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   private async start(principal: Principal, filter: StreamFilter, lastEventId: string | undefined, reply: FastifyReply): Promise<void> {
     // Settled before the answer starts: a database that cannot say where the resume starts is
     // a 503 to retry, not a stream that would have to end as soon as it began.
-    const resumeAfter = lastEventId === undefined ? undefined : await this.resumePoint(principal.tenantId, lastEventId);
+    const resumeAfter = lastEventId === undefined ? undefined : await resumePoint(this.db, principal.tenantId, lastEventId, this.config.EVENT_RETENTION_DAYS);
     // HEAD gets the headers GET would, 429 at the cap included, and holds no slot after.
     let slot: StreamSlot | undefined = await this.slots.take(principal);
     if (reply.request.method === 'HEAD') {
@@ -445,21 +400,6 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
       [tenantId],
     );
     return row.at;
-  }
-
-  /** The publication number a resume after `lastEventId` starts after; null when the outbox does not have that event. */
-  private async resumePoint(tenantId: string, lastEventId: string): Promise<string | null> {
-    if (!isId(lastEventId)) return null;
-    const [from]: Array<{ published_seq: string }> = await this.db.query(
-      // From the event's first place: one taken up again since (its relay died) was published
-      // again later, and resuming from there would skip what was published in between. Not from
-      // one past the retention period, though still stored (the janitor has yet to pass, or a
-      // delivery of it is pending): events after it may be gone already, a gap a replay would hide.
-      `SELECT coalesce(first_published_seq, published_seq)::text AS published_seq FROM events
-        WHERE tenant_id = $1 AND id = $2 AND published_seq IS NOT NULL AND created_at >= now() - make_interval(days => $3)`,
-      [tenantId, lastEventId, this.config.EVENT_RETENTION_DAYS],
-    );
-    return from?.published_seq ?? null;
   }
 
   private async replay(sub: Subscriber, after: string | null): Promise<void> {

@@ -1,14 +1,15 @@
 import { Controller, Get, Headers, Query, Res } from '@nestjs/common';
-import { ApiHeader, ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { ApiHeader, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags, OmitType } from '@nestjs/swagger';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
 import type { FastifyReply } from 'fastify';
 import { Caller } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { isPattern } from '../common/type-pattern';
-import { FieldIssue, IsCommaList, splitCommaList, validationError } from '../common/validation';
+import { FieldIssue, IsCommaList, IsQueryInt, splitCommaList, validationError } from '../common/validation';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { EVENT_NAMES, isEventPattern, MAX_SUBSCRIPTION_PATTERNS } from './event-catalogue';
+import { EventHistory, HISTORY_SCAN_EVENTS } from './event-history';
 import { EventStream, StreamFilter } from './event-stream';
 import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_TENANT, MAX_STREAMS_PER_USER } from './stream-slots';
 
@@ -29,8 +30,35 @@ export class EventStreamQuery {
   lastEventId?: string;
 }
 
+export class EventHistoryQuery extends OmitType(EventStreamQuery, ['lastEventId'] as const) {
+  @ApiPropertyOptional({ description: 'Start after this event id (an `id` of an event or of a stream\'s `id:` line), as a stream resumes after Last-Event-ID; not with `cursor`', maxLength: 200 })
+  @IsOptional() @IsString() @MaxLength(200)
+  after?: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
+  @IsOptional() @IsQueryInt(1, 100)
+  limit?: number;
+
+  @ApiPropertyOptional({ description: 'Go on from a previous page\'s `next_cursor`' })
+  @IsOptional() @IsString()
+  cursor?: string;
+}
+
+class HistoryEventDto {
+  @ApiProperty({ description: 'The event id (as a webhook delivery\'s X-Svc-Event-Id and a stream\'s `id:`)' }) id: string;
+  @ApiProperty({ enum: EVENT_NAMES }) event: string;
+  @ApiProperty({ format: 'date-time', description: 'When the change was written' }) created_at: string;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The body a webhook gets: `{event, item}`, `{event, edge}` or `{event, job}`' }) data: object;
+}
+
+class EventHistoryDto {
+  @ApiProperty({ type: [HistoryEventDto] }) events: HistoryEventDto[];
+  @ApiProperty({ description: 'Where to go on from: on every page, also the last (call again later with it for what came since)' }) next_cursor: string;
+  @ApiProperty({ description: 'Whether more events may follow now: false once the page reached the newest event' }) has_more: boolean;
+}
+
 /** The query's filter, held to a webhook's rules: at most MAX_SUBSCRIPTION_PATTERNS entries (none empty: IsCommaList). */
-function parseFilter(q: EventStreamQuery): StreamFilter {
+function parseFilter(q: Pick<EventStreamQuery, 'events' | 'type_filter'>): StreamFilter {
   const events = q.events === undefined ? ['*'] : splitCommaList(q.events);
   const typeFilter = q.type_filter === undefined ? null : splitCommaList(q.type_filter);
   const issues: FieldIssue[] = [];
@@ -52,7 +80,26 @@ function parseFilter(q: EventStreamQuery): StreamFilter {
 @ApiTags('events')
 @Controller('events')
 export class EventsController {
-  constructor(private readonly stream: EventStream) {}
+  constructor(
+    private readonly stream: EventStream,
+    private readonly history: EventHistory,
+  ) {}
+
+  @Get('history')
+  @ApiOAuth({ note: 'the events about what the token may read, as on `GET /events`.' })
+  @ApiOperation({
+    summary: 'The events kept, oldest first, as JSON pages (for polling)',
+    description:
+      'What `GET /events` would send the same credential, in the same order (publication order), filtered by `events`, `type_filter` and what the credential may read, ' +
+      'kept `EVENT_RETENTION_DAYS`. Follow `next_cursor` while `has_more`; then call again later with the last `next_cursor` for what came since. ' +
+      `A page reads at most ${HISTORY_SCAN_EVENTS} events: one that finds fewer than \`limit\` the credential may have ends there (\`has_more\` true). ` +
+      'An event may come twice (once in a while, after an instance died while publishing it): dedupe on `id`.',
+  })
+  @ApiOkResponse({ type: EventHistoryDto })
+  @ApiErrors(400, 401)
+  list(@Caller() caller: Principal, @Query() q: EventHistoryQuery): Promise<EventHistoryDto> {
+    return this.history.page(caller, parseFilter(q), q);
+  }
 
   @Get()
   @ApiOAuth({ note: 'the events about what the token may read (`<type>:read`, `edge.<type>:read`), tags with `metadata:read`, and its own jobs\' events.' })
