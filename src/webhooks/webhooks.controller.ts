@@ -4,13 +4,12 @@ import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { Created } from '../common/created-location';
 import { ParseIdPipe } from '../common/ids';
-import { PageQuery } from '../common/pagination';
 import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import {
-  CreatedWebhookResponse, CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, RotatedWebhookResponse, RotateWebhookSecretDto, UpdateWebhookDto,
+  CreatedWebhookResponse, CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, ListWebhooksQuery, RotatedWebhookResponse, RotateWebhookSecretDto, UpdateWebhookDto,
   WebhookList, WebhookResponse, WebhookTestResult,
 } from './webhooks.dto';
 import { WebhooksService } from './webhooks.service';
@@ -37,11 +36,14 @@ export class WebhooksController {
 
   @Get()
   @ApiOAuth({ note: 'the webhooks registered by the token\'s grant or client, with no scope the token lacks.' })
-  @ApiOperation({ summary: 'List webhooks, newest first: an admin sees the tenant\'s, other credentials those they registered' })
+  @ApiOperation({
+    summary: 'List webhooks, newest first: an admin sees the tenant\'s, other credentials those they registered',
+    description: 'Each with its `health`, computed from its recent deliveries; `health=failing` keeps those whose newest attempted delivery has not succeeded.',
+  })
   @ApiOkResponse({ type: WebhookList })
   @ApiErrors(400, 401, 429)
-  list(@Caller() caller: Principal, @Query() page: PageQuery): Promise<WebhookList> {
-    return this.webhooks.list(caller, page);
+  list(@Caller() caller: Principal, @Query() q: ListWebhooksQuery): Promise<WebhookList> {
+    return this.webhooks.list(caller, q);
   }
 
   @Get(':id')

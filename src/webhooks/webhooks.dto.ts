@@ -7,6 +7,7 @@ import { IsOptionalNonNull, IsPatternList, MaxChars } from '../common/validation
 import { EVENT_NAMES, isEventPattern, MAX_SUBSCRIPTION_PATTERNS } from '../events/event-catalogue';
 import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
 import { chosenSecretProblem } from './signature';
+import { HEALTH_WINDOW, PENDING_CAP } from './webhook-health';
 
 const IsEventPatterns = () =>
   ValidateBy({
@@ -110,6 +111,27 @@ export class RotateWebhookSecretDto {
   expire_previous_in?: number;
 }
 
+/**
+ * What the webhook's recent deliveries say about its receiver, computed when the webhook is
+ * read (webhook-health.ts has the definitions; HEALTH_WINDOW and PENDING_CAP bound the work).
+ */
+export class WebhookHealth {
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: 'When the latest attempt was recorded: the later of `last_success_at` and `last_failure_at`; null before any' })
+  last_attempt_at: string | null;
+  @ApiProperty({ type: String, enum: ['succeeded', 'failed'], nullable: true, description: 'That attempt\'s outcome: `succeeded` (a 2xx) or `failed` (another status, or no answer in time)' })
+  last_status: 'succeeded' | 'failed' | null;
+  @ApiInteger({ nullable: true, description: 'That attempt\'s HTTP status; null when none came back (timeout, refused connection) or before any attempt' })
+  last_status_code: number | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: `The latest attempt that got a 2xx among the newest ${HEALTH_WINDOW} deliveries; when none of those did, the success of the newest \`succeeded\` delivery; null if none` })
+  last_success_at: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: `The latest attempt that did not get a 2xx among the newest ${HEALTH_WINDOW} deliveries; when none of those had one, the last failed attempt of the newest \`failed\` delivery; null if none` })
+  last_failure_at: string | null;
+  @ApiInteger({ minimum: 0, maximum: HEALTH_WINDOW, description: `Of the newest ${HEALTH_WINDOW} deliveries, newest first up to the first \`succeeded\` one: those attempted that did not succeed (\`failed\`, or \`pending\` with a retry to come); deliveries not attempted yet are passed over. ${HEALTH_WINDOW} means ${HEALTH_WINDOW} or more` })
+  consecutive_failures: number;
+  @ApiInteger({ minimum: 0, maximum: PENDING_CAP, description: `Deliveries waiting for a first attempt or a retry, counted up to ${PENDING_CAP} (${PENDING_CAP} means ${PENDING_CAP} or more)` })
+  pending: number;
+}
+
 export class WebhookResponse {
   @ApiProperty() id: string;
   @ApiProperty() url: string;
@@ -123,6 +145,7 @@ export class WebhookResponse {
   @ApiProperty({ description: 'The credential that registered it; deliveries are what it may read' }) credential_id: string;
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiProperty({ format: 'date-time' }) updated_at: string;
+  @ApiProperty({ type: WebhookHealth, description: 'Its receiver\'s health, from its recent deliveries, as of this answer' }) health: WebhookHealth;
 }
 
 /** The answer to POST /webhooks: the only one that carries the signing secret. */
@@ -138,6 +161,17 @@ export class RotatedWebhookResponse extends WebhookResponse {
 export class WebhookList {
   @ApiProperty({ type: [WebhookResponse] }) webhooks: WebhookResponse[];
   @ApiProperty({ type: String, nullable: true }) next_cursor: string | null;
+}
+
+export const WEBHOOK_HEALTH_FILTERS = ['failing'] as const;
+
+export class ListWebhooksQuery extends PageQuery {
+  @ApiPropertyOptional({
+    enum: WEBHOOK_HEALTH_FILTERS,
+    description: `\`failing\`: only webhooks whose \`health.consecutive_failures\` is at least 1 (the newest attempted of their newest ${HEALTH_WINDOW} deliveries has not succeeded)`,
+  })
+  @IsOptional() @IsIn(WEBHOOK_HEALTH_FILTERS)
+  health?: (typeof WEBHOOK_HEALTH_FILTERS)[number];
 }
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;

@@ -19,7 +19,7 @@ import { isAdmin } from '../auth/permissions';
 import { ownerCredential, ownerCredentialSql, ownsWorkSql, type Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
-import { decodeCursor, PageQuery, pageOf } from '../common/pagination';
+import { decodeCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
@@ -30,8 +30,10 @@ import { succeeded } from './delivery-records';
 import { WebhookChanges } from './webhook-changes';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import {
-  CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, RotateWebhookSecretDto, UpdateWebhookDto, WebhookList, WebhookResponse, WebhookTestResult,
+  CreateWebhookDto, DeliveriesQuery, DeliveryList, DeliveryResponse, ListWebhooksQuery, RotateWebhookSecretDto, UpdateWebhookDto, WebhookHealth, WebhookList, WebhookResponse,
+  WebhookTestResult,
 } from './webhooks.dto';
+import { FAILING, healthOf, NO_DELIVERIES } from './webhook-health';
 
 export interface WebhookRow {
   tenant_id: string;
@@ -78,7 +80,7 @@ function ownerOf(p: Principal): [string | null, string[] | null] {
   return isAdmin(p) ? [null, null] : [ownerCredential(p.credentialId), tokenScopesOf(p)];
 }
 
-function toResponse(r: WebhookRow, secret?: string): WebhookResponse {
+function toResponse(r: WebhookRow, health: WebhookHealth, secret?: string): WebhookResponse {
   return {
     id: r.id,
     url: r.url,
@@ -90,6 +92,7 @@ function toResponse(r: WebhookRow, secret?: string): WebhookResponse {
     credential_id: r.credential_id,
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),
+    health,
   };
 }
 
@@ -172,25 +175,29 @@ export class WebhooksService {
       );
       return inserted;
     });
-    return toResponse(row, secret);
+    // Just registered: no delivery of it can exist yet.
+    return toResponse(row, NO_DELIVERIES, secret);
   }
 
-  async list(p: Principal, page: PageQuery): Promise<WebhookList> {
-    const limit = page.limit ?? 50;
-    const after = decodeCursor(page.cursor, 'webhooks');
+  /** A page of webhooks with their health, read for the whole page in one more statement. */
+  async list(p: Principal, q: ListWebhooksQuery): Promise<WebhookList> {
+    const limit = q.limit ?? 50;
+    const after = decodeCursor(q.cursor, 'webhooks');
     const rows: WebhookRow[] = await this.db.query(
       `SELECT ${WEBHOOK_COLUMNS} FROM webhooks
         WHERE tenant_id = $1 AND ${OWNED_BY(4)}
           AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+          AND (NOT $7 OR ${FAILING('webhooks.id')})
         ORDER BY created_at DESC, id DESC LIMIT $6`,
-      [p.tenantId, after?.createdAt ?? null, after?.id ?? null, ...ownerOf(p), limit + 1],
+      [p.tenantId, after?.createdAt ?? null, after?.id ?? null, ...ownerOf(p), limit + 1, q.health === 'failing'],
     );
     const { page: webhooks, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'webhooks');
-    return { webhooks: webhooks.map((r) => toResponse(r)), next_cursor };
+    const health = await healthOf(this.db, p.tenantId, webhooks.map((r) => r.id));
+    return { webhooks: webhooks.map((r) => toResponse(r, health.get(r.id) ?? NO_DELIVERIES)), next_cursor };
   }
 
   async get(p: Principal, id: string): Promise<WebhookResponse> {
-    return toResponse(await this.find(p, id));
+    return this.withHealth(await this.find(p, id));
   }
 
   /**
@@ -241,7 +248,7 @@ export class WebhooksService {
       return after;
     });
     await this.changes.announce(row.id);
-    return toResponse(row);
+    return this.withHealth(row);
   }
 
   /**
@@ -270,12 +277,14 @@ export class WebhooksService {
       return rotated;
     });
     await this.changes.announce(row.id);
-    return toResponse(row, secret);
+    return this.withHealth(row, secret);
   }
 
   /** Removes the webhook with its deliveries; answers what it was. */
   async remove(p: Principal, id: string): Promise<WebhookResponse> {
     const current = await this.find(p, id);
+    // Read before its deliveries go with it.
+    const answer = await this.withHealth(current);
     await this.db.transaction(async (m) => {
       const [, deleted]: [unknown, number] = await m.query(`DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2`, [p.tenantId, current.id]);
       // Gone already (a deletion at the same moment, which is audited and answered 200): 404, as a deletion after it gets.
@@ -286,7 +295,7 @@ export class WebhooksService {
       );
     });
     await this.changes.announce(current.id);
-    return toResponse(current);
+    return answer;
   }
 
   async deliveries(p: Principal, webhookId: string, q: DeliveriesQuery): Promise<DeliveryList> {
@@ -363,6 +372,11 @@ export class WebhooksService {
          FROM webhook_deliveries d WHERE ${where}`,
       params,
     );
+  }
+
+  private async withHealth(row: WebhookRow, secret?: string): Promise<WebhookResponse> {
+    const health = await healthOf(this.db, row.tenant_id, [row.id]);
+    return toResponse(row, health.get(row.id) ?? NO_DELIVERIES, secret);
   }
 
   private async find(p: Principal, id: string): Promise<WebhookRow> {
