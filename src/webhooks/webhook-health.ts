@@ -30,7 +30,7 @@ import type { DataSource } from 'typeorm';
 import type { WebhookHealth } from './webhooks.dto';
 
 /** How many of a webhook's newest deliveries health reads. */
-export const HEALTH_WINDOW = 100;
+export const HEALTH_WINDOW = 50;
 /** The most pending deliveries health counts. */
 export const PENDING_CAP = 1000;
 
@@ -75,11 +75,13 @@ export const FAILING = (hook: string) => `coalesce((SELECT r.status <> 'succeede
 
 const HEALTH_SQL = `
   WITH recent AS MATERIALIZED (
-    SELECT h.id AS webhook_id, d.attempts, d.attempt_log,
-           -- true from the newest succeeded delivery on, to the oldest: where consecutive failures stop.
-           bool_or(d.status = 'succeeded') OVER (PARTITION BY h.id ORDER BY d.created_at DESC, d.id DESC) AS reached_success
+    SELECT h.id AS webhook_id, d.attempts, d.attempt_log, d.reached_success
       FROM unnest($2::uuid[]) AS h(id)
-      CROSS JOIN LATERAL (${WINDOW('h.id', 'status, attempts, attempt_log, created_at, id')}) d
+      -- reached_success: true from the newest succeeded delivery on, to the oldest, where
+      -- consecutive failures stop; over each webhook's rows in the order the index gave them (no sort).
+      CROSS JOIN LATERAL (
+        SELECT attempts, attempt_log, bool_or(status = 'succeeded') OVER (ORDER BY created_at DESC, id DESC) AS reached_success
+          FROM (${WINDOW('h.id', 'status, attempts, attempt_log, created_at, id')}) w) d
   ), streaks AS (
     SELECT webhook_id, count(*) FILTER (WHERE attempts > 0 AND NOT reached_success)::int AS failures FROM recent GROUP BY webhook_id
   ), latest AS (

@@ -1,8 +1,8 @@
 /**
  * Webhooks: registrations (`/webhooks`), fan-out of outbox events to per-webhook deliveries,
  * signed delivery with retries on Bull and a sweeper beneath it, and the delivery log (what
- * attempts leave in it: delivery-records.ts), and the deliveries' description in /openapi.json
- * (openapi-webhooks.ts). Exports the fan-out and the dispatcher, which the events relay hands
+ * attempts leave in it: delivery-records.ts), each webhook's health read from that log
+ * (webhook-health.ts), and the deliveries' description in /openapi.json (openapi-webhooks.ts). Exports the fan-out and the dispatcher, which the events relay hands
  * each batch of claimed events.
  */
 import { Module } from '@nestjs/common';
