@@ -55,15 +55,15 @@ const OK = `coalesce(a.status_code BETWEEN 200 AND 299, false)`;
 
 /**
  * The latest attempt with (`ok`) or without a 2xx of the newest delivery of `status`: read only
- * for a webhook whose window has no such attempt (`latest` found none).
+ * for a webhook whose window has no such attempt (the join `inWindow` of `latest` found none).
  */
-function olderAttempt(alias: string, ok: boolean, status: 'succeeded' | 'failed'): string {
+function olderAttempt(alias: string, inWindow: string, ok: boolean, status: 'succeeded' | 'failed'): string {
   return `LEFT JOIN LATERAL (
       SELECT a.created_at AS at, a.status_code AS code
         FROM (SELECT attempt_log FROM webhook_deliveries
                WHERE tenant_id = $1 AND webhook_id = h.id AND status = '${status}' ORDER BY created_at DESC, id DESC LIMIT 1) d,
              ${ATTEMPTS('d.attempt_log')}
-       WHERE ${ok ? 'ok' : 'bad'}.at IS NULL AND ${ok ? '' : 'NOT '}${OK} ORDER BY a.created_at DESC LIMIT 1) ${alias} ON true`;
+       WHERE ${inWindow}.at IS NULL AND ${ok ? '' : 'NOT '}${OK} ORDER BY a.created_at DESC LIMIT 1) ${alias} ON true`;
 }
 
 /**
@@ -99,8 +99,8 @@ const HEALTH_SQL = `
     LEFT JOIN streaks s ON s.webhook_id = h.id
     LEFT JOIN latest ok ON ok.webhook_id = h.id AND ok.ok
     LEFT JOIN latest bad ON bad.webhook_id = h.id AND NOT bad.ok
-    ${olderAttempt('ok_older', true, 'succeeded')}
-    ${olderAttempt('bad_older', false, 'failed')}`;
+    ${olderAttempt('ok_older', 'ok', true, 'succeeded')}
+    ${olderAttempt('bad_older', 'bad', false, 'failed')}`;
 
 interface HealthRow {
   webhook_id: string;
