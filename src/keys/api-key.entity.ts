@@ -23,6 +23,10 @@ export class ApiKeyEntity {
   @Column('timestamptz', { name: 'created_at' }) createdAt: Date;
   @Column('timestamptz', { name: 'updated_at' }) updatedAt: Date;
   @Column('timestamptz', { name: 'revoked_at', nullable: true }) revokedAt: Date | null;
+  /** When the key stops working by itself, as a revoked one does; null: never. */
+  @Column('timestamptz', { name: 'expires_at', nullable: true }) expiresAt: Date | null;
+  /** When the key last authenticated a request, kept to the minute (KeysService `noteUse`); null: not since it was made. */
+  @Column('timestamptz', { name: 'last_used_at', nullable: true }) lastUsedAt: Date | null;
   /** The user who made the key on the account pages (POST /auth/keys); null for POST /keys and tenant provisioning. */
   @Column('uuid', { name: 'created_by_user_id', nullable: true }) createdByUserId: string | null;
 }

@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsString, Matches, ValidateBy } from 'class-validator';
+import { IsIn, IsOptional, IsString, Matches, ValidateBy } from 'class-validator';
 import { PATTERN_RE } from '../common/type-pattern';
 import { cutChars } from '../common/input-policy';
-import { isReadableName, IsOptionalNonNull, IsPermissionMap, MaxChars } from '../common/validation';
+import { isReadableName, IsOptionalNonNull, IsPermissionMap, IsRfc3339, MaxChars } from '../common/validation';
 import type { PermissionMap, Role, Tier } from './api-key.entity';
 
 import type { ApiPropertyOptions } from '@nestjs/swagger';
@@ -18,6 +18,9 @@ export const PERMISSION_MAP_DOC = {
   propertyNames: { pattern: PATTERN_RE.source, maxLength: 200 },
   example: { 'core.note': 'write', 'core.*': 'read' },
 } as ApiPropertyOptions;
+
+/** How far ahead a key's `expires_at` may be: about 10 years. */
+export const MAX_KEY_LIFETIME_DAYS = 3653;
 
 /** Most characters a key's label holds (MaxChars). */
 export const MAX_KEY_LABEL = 200;
@@ -63,6 +66,18 @@ export class UpdateKeyDto {
   @ApiPropertyOptional({ ...PERMISSION_MAP_DOC, description: 'Edge type pattern to access' })
   @IsOptionalNonNull() @IsPermissionMap()
   edge_permissions?: PermissionMap;
+
+  // Future and within MAX_KEY_LIFETIME_DAYS: checked by KeysService (`expiryOf`), against the time of the request.
+  @ApiPropertyOptional({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    description:
+      'When the key stops working by itself: from then on it is refused (401 `unauthorized`) as a revoked key is, and what it registered (webhooks, event streams) stops receiving. ' +
+      `RFC 3339 with a time zone; in the future and at most ${MAX_KEY_LIFETIME_DAYS} days (about 10 years) ahead. Null or absent: never. On PATCH, null removes the expiry`,
+  })
+  @IsOptional() @IsRfc3339()
+  expires_at?: string | null;
 }
 
 export class CreateKeyDto extends UpdateKeyDto {
@@ -106,6 +121,21 @@ export class ApiKeyResponse {
     description: 'The user who made the key on the account pages (POST /auth/keys); it is revoked when that user is deleted or stops being an admin. Null for keys made with POST /keys',
   })
   created_by_user_id: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    format: 'date-time',
+    description: 'When the key stops working by itself (as if revoked); null: never. An expired key stays listed',
+  })
+  expires_at: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    format: 'date-time',
+    description:
+      'When the key last authenticated a request, to the minute: written at most once a minute per key, shortly after the request, so it may lag a request by up to a minute. Null: not used since it was made (or since this field was added)',
+  })
+  last_used_at: string | null;
 }
 
 /** The answer to POST /keys: the only one that carries the plaintext key. */

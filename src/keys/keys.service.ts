@@ -1,11 +1,12 @@
 /**
  * Owns API keys: bootstrap of the root tenant's first key, creation, listing, update and
- * revocation, and the resolution of `svc_k1_` bearer tokens into Principals (cached, with
- * invalidation across instances). Plaintext keys exist only in the creation response. Every
+ * revocation, expiry, and the resolution of `svc_k1_` bearer tokens into Principals (cached, with
+ * invalidation across instances), noting when each key was last used. Plaintext keys exist only
+ * in the creation response. Every
  * creation, change and revocation leaves an audit row (`key.created`, `key.updated`,
  * `key.revoked`) in its own transaction, naming who did it and never the key or its hash.
  */
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In } from 'typeorm';
 import { actorOf, AuditActor, AuditService, BOOTSTRAP_ACTOR, changedFields } from '../audit/audit.service';
@@ -13,11 +14,12 @@ import { ApiError } from '../common/api-error';
 import { isId, newId } from '../common/ids';
 import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
 import { isUniqueViolation } from '../common/unavailable';
+import { validationError } from '../common/validation';
 import type { Principal, Resolution } from '../auth/principal';
 import { TenantEntity } from '../tenants/tenant.entity';
 import { ApiKeyEntity, Role } from './api-key.entity';
 import { KeyCache } from './key-cache';
-import { ApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
+import { ApiKeyResponse, CreateKeyDto, MAX_KEY_LIFETIME_DAYS, UpdateKeyDto } from './keys.dto';
 import { API_KEY_PREFIX, digestsEqual, generateApiKey, hashSecret, keyHint } from './key-secrets';
 
 const BOOTSTRAP_LOCK = 727_001; // pg_advisory_xact_lock id serialising bootstrap attempts
@@ -32,7 +34,30 @@ const UPDATABLE: ReadonlyArray<[keyof ApiKeyEntity, string]> = [
   ['typePermissions', 'type_permissions'],
   ['extensionPermissions', 'extension_permissions'],
   ['edgePermissions', 'edge_permissions'],
+  ['expiresAt', 'expires_at'],
 ];
+
+/**
+ * How stale a key's `last_used_at` may get: it is written at most once per this long per key, so
+ * that a busy key costs one write a minute rather than one per request.
+ */
+export const LAST_USED_GRANULARITY_MS = 60_000;
+/** How many keys' last writes of `last_used_at` an instance remembers (`noteUse`). */
+const LAST_USED_REMEMBERED = 10_000;
+
+/**
+ * The expiry a request asks for: undefined when it sends none, null to have none, else a time
+ * after now and at most MAX_KEY_LIFETIME_DAYS ahead (400 validation_error naming `expires_at`).
+ */
+export function expiryOf(value: string | null | undefined, now = Date.now()): Date | null | undefined {
+  if (value === undefined || value === null) return value;
+  const at = new Date(value);
+  if (at.getTime() <= now) throw validationError([{ field: 'expires_at', message: 'must be in the future' }]);
+  if (at.getTime() > now + MAX_KEY_LIFETIME_DAYS * 86_400_000) {
+    throw validationError([{ field: 'expires_at', message: `must be at most ${MAX_KEY_LIFETIME_DAYS} days (about 10 years) ahead` }]);
+  }
+  return at;
+}
 
 export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyResponse {
   return {
@@ -51,16 +76,31 @@ export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyRespon
     updated_at: k.updatedAt.toISOString(),
     revoked_at: k.revokedAt ? k.revokedAt.toISOString() : null,
     created_by_user_id: k.createdByUserId ?? null,
+    expires_at: k.expiresAt ? k.expiresAt.toISOString() : null,
+    last_used_at: k.lastUsedAt ? k.lastUsedAt.toISOString() : null,
   };
 }
 
 const PRINCIPAL_SELECT = `
   SELECT k.tenant_id, k.id, k.role, k.source, k.default_tier, k.type_permissions, k.extension_permissions,
-         k.edge_permissions, k.key_hash, k.revoked_at, t.is_root, t.deleted_at
+         k.edge_permissions, k.key_hash, k.revoked_at, t.is_root, t.deleted_at,
+         floor(extract(epoch FROM k.expires_at - now()) * 1000)::float8 AS expires_in_ms
     FROM api_keys k JOIN tenants t ON t.id = k.tenant_id`;
 
-/** A key stops working when revoked, and with its tenant's deletion (its rows purged later). */
-const isLive = (row: { revoked_at: Date | null; deleted_at: Date | null }) => !row.revoked_at && !row.deleted_at;
+/**
+ * A key stops working when revoked, from its expiry on, and with its tenant's deletion (its rows
+ * purged later). Expiry is measured on the database's clock (`expires_in_ms`), the one clock
+ * every instance shares.
+ */
+const isLive = (row: Record<string, any>) =>
+  !row.revoked_at && !row.deleted_at && (row.expires_in_ms === null || row.expires_in_ms > 0);
+
+/**
+ * What a key's row resolves to, and for how long that answer may be cached: a live key no longer
+ * than until its expiry, so that no instance serves it from its cache afterwards.
+ */
+const resolved = (row: Record<string, any>): { principal: Principal | null; maxAgeMs?: number } =>
+  isLive(row) ? { principal: toPrincipal(row), maxAgeMs: row.expires_in_ms ?? undefined } : { principal: null };
 
 function toPrincipal(row: Record<string, any>): Principal {
   return {
@@ -85,8 +125,16 @@ export class KeysService {
     private readonly audit: AuditService,
   ) {}
 
+  private readonly logger = new Logger('Keys');
+
   /** Once a key exists bootstrap never opens again, so a closed answer is kept for good. */
   private closed = false;
+
+  /**
+   * When this instance last wrote each key's `last_used_at` (monotonic milliseconds), oldest
+   * first: a key is written again only LAST_USED_GRANULARITY_MS later (`noteUse`).
+   */
+  private readonly lastUseNoted = new Map<string, number>();
 
   /** Whether an anonymous POST /keys may still bootstrap the server (SPEC 4.5). */
   async bootstrapOpen(): Promise<boolean> {
@@ -102,9 +150,41 @@ export class KeysService {
     const hash = hashSecret(token);
     const principal = await this.cached(hash, async () => {
       const [row] = await this.db.query(`${PRINCIPAL_SELECT} WHERE k.key_hash = $1`, [hash]);
-      return row && isLive(row) && digestsEqual(row.key_hash, hash) ? toPrincipal(row) : row ? null : undefined;
+      if (!row) return undefined;
+      return digestsEqual(row.key_hash, hash) ? resolved(row) : { principal: null };
     });
-    return principal ? { principal } : { error: 'unauthorized' };
+    if (!principal) return { error: 'unauthorized' };
+    this.noteUse(principal);
+    return { principal };
+  }
+
+  /**
+   * Sets the key's `last_used_at` once its stored value is LAST_USED_GRANULARITY_MS old, after
+   * the request was let in and without holding it up: a failed write is logged and tried again
+   * on the key's next use, never refused. Each instance writes a key at most once per that
+   * interval, and the statement's own condition keeps instances from rewriting it within it.
+   */
+  private noteUse(p: Principal): void {
+    const key = `${p.tenantId}:${p.credentialId}`;
+    const now = performance.now();
+    const noted = this.lastUseNoted.get(key);
+    if (noted !== undefined && now - noted < LAST_USED_GRANULARITY_MS) return;
+    this.lastUseNoted.delete(key);
+    for (const [oldest, at] of this.lastUseNoted) {
+      if (now - at < LAST_USED_GRANULARITY_MS && this.lastUseNoted.size < LAST_USED_REMEMBERED) break;
+      this.lastUseNoted.delete(oldest);
+    }
+    this.lastUseNoted.set(key, now);
+    this.db
+      .query(
+        `UPDATE api_keys SET last_used_at = now()
+          WHERE tenant_id = $1 AND id = $2 AND (last_used_at IS NULL OR last_used_at <= now() - make_interval(secs => $3))`,
+        [p.tenantId, p.credentialId, LAST_USED_GRANULARITY_MS / 1000],
+      )
+      .catch((err: unknown) => {
+        if (this.lastUseNoted.get(key) === now) this.lastUseNoted.delete(key);
+        this.logger.warn({ err, key_id: p.credentialId }, 'last_used_at not written');
+      });
   }
 
   /**
@@ -116,22 +196,27 @@ export class KeysService {
     if (!isId(id)) return null;
     const principal = await this.cached(`id:${tenantId}:${id}`, async () => {
       const [row] = await this.db.query(`${PRINCIPAL_SELECT} WHERE k.tenant_id = $1 AND k.id = $2`, [tenantId, id]);
-      return row ? (isLive(row) ? toPrincipal(row) : null) : undefined;
+      return row ? resolved(row) : undefined;
     });
     return principal ?? null;
   }
 
   /**
-   * A cached lookup under the current key generation. `load` answers undefined for a row that
+   * A cached lookup under the current key generation, for at most `maxAgeMs`. `load` answers undefined for a row that
    * does not exist: unknown hashes are not cached, so a flood of random tokens cannot evict real keys.
    */
-  private async cached(cacheKey: string, load: () => Promise<Principal | null | undefined>): Promise<Principal | null | undefined> {
+  private async cached(
+    cacheKey: string,
+    load: () => Promise<{ principal: Principal | null; maxAgeMs?: number } | undefined>,
+  ): Promise<Principal | null | undefined> {
     const generation = await this.cache.generation();
     const hit = this.cache.get(cacheKey, generation);
     if (hit !== undefined) return hit;
-    const principal = await load();
-    if (principal !== undefined) this.cache.set(cacheKey, principal, generation);
-    return principal;
+    const sent = this.cache.now();
+    const loaded = await load();
+    // The expiry was measured when the query ran, which was after `sent`: the entry is gone by then.
+    if (loaded !== undefined) this.cache.set(cacheKey, loaded.principal, generation, (loaded.maxAgeMs ?? Infinity) - (this.cache.now() - sent));
+    return loaded?.principal;
   }
 
   /**
@@ -140,6 +225,8 @@ export class KeysService {
    * any key row exists (revoked rows included).
    */
   async bootstrap(dto: CreateKeyDto): Promise<ApiKeyResponse> {
+    // It is the root tenant's only admin key, and bootstrap never opens again.
+    if (dto.expires_at) throw validationError([{ field: 'expires_at', message: 'must be absent for the first key of a server, which cannot expire' }]);
     const created = await this.db.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK]);
       const [{ exists }] = await m.query('SELECT EXISTS (SELECT 1 FROM api_keys) AS exists');
@@ -180,7 +267,7 @@ export class KeysService {
       [tenantId, userId],
     );
     if (revoked.some((k) => k.role === 'admin')) {
-      await this.assertAnotherAdmin(m, tenantId, [], 'This would revoke the tenant\'s last active admin key, which this user made');
+      await this.assertAnotherAdmin(m, tenantId, [], 'This would revoke the tenant\'s last active admin key that does not expire, which this user made');
     }
     for (const key of revoked) {
       await this.audit.record(
@@ -214,6 +301,8 @@ export class KeysService {
       typePermissions: dto.type_permissions ?? {},
       extensionPermissions: dto.extension_permissions ?? {},
       edgePermissions: dto.edge_permissions ?? {},
+      expiresAt: expiryOf(dto.expires_at, now.getTime()) ?? null,
+      lastUsedAt: null,
       keyHash: hashSecret(plaintext),
       keyHint: keyHint(plaintext),
       createdAt: now,
@@ -277,12 +366,18 @@ export class KeysService {
   }
 
   async update(principal: Principal, id: string, dto: UpdateKeyDto): Promise<ApiKeyResponse> {
+    const expiresAt = expiryOf(dto.expires_at);
     const { key, hash } = await this.db.transaction(async (m) => {
       await this.lockTenantKeys(m, principal.tenantId);
       await this.assertCallerStillAdmin(m, principal);
       const key = await this.find(m, principal.tenantId, id);
       if (key.revokedAt) throw ApiError.conflict('conflict', 'A revoked key cannot be changed; create a new one');
+      // Like a revoked one: an expired key is refused from its expiry on, and reviving it would hand back access its holder has lost.
+      if (key.expiresAt && key.expiresAt.getTime() <= Date.now()) throw ApiError.conflict('conflict', 'An expired key cannot be changed; create a new one');
       if (dto.role === 'member' && key.role === 'admin') await this.assertAnotherAdmin(m, principal.tenantId, [id]);
+      if (expiresAt && !key.expiresAt && key.role === 'admin' && dto.role !== 'member') {
+        await this.assertAnotherAdmin(m, principal.tenantId, [id], 'An expiry would end the tenant\'s last admin key that does not expire');
+      }
       const patch: Partial<ApiKeyEntity> = {
         ...(dto.label !== undefined && { label: dto.label }),
         ...(dto.role !== undefined && { role: dto.role }),
@@ -290,9 +385,10 @@ export class KeysService {
         ...(dto.type_permissions !== undefined && { typePermissions: dto.type_permissions }),
         ...(dto.extension_permissions !== undefined && { extensionPermissions: dto.extension_permissions }),
         ...(dto.edge_permissions !== undefined && { edgePermissions: dto.edge_permissions }),
+        ...(expiresAt !== undefined && { expiresAt }),
       };
       const changed = changedFields(
-        Object.fromEntries(UPDATABLE.filter(([field]) => patch[field] !== undefined).map(([field, name]) => [name, [key[field], patch[field]] as const])),
+        Object.fromEntries(UPDATABLE.filter(([field]) => field in patch).map(([field, name]) => [name, [key[field], patch[field]] as const])),
       );
       // Nothing to write, nor to drop from every instance's key cache (the generation is the deployment's).
       if (!changed.length) return { key, hash: undefined };
@@ -344,7 +440,7 @@ export class KeysService {
   private async assertCallerStillAdmin(m: EntityManager, p: Principal): Promise<void> {
     if (p.kind !== 'api_key') return;
     const [caller]: Array<{ role: Role; revoked: boolean }> = await m.query(
-      'SELECT role, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE tenant_id = $1 AND id = $2',
+      'SELECT role, revoked_at IS NOT NULL OR expires_at <= now() AS revoked FROM api_keys WHERE tenant_id = $1 AND id = $2',
       [p.tenantId, p.credentialId],
     );
     if (!caller || caller.revoked) throw ApiError.unauthorized('This API key was revoked');
@@ -362,10 +458,18 @@ export class KeysService {
     return key;
   }
 
-  /** A tenant must keep one active admin key, or nobody could ever manage it again. */
-  private async assertAnotherAdmin(m: EntityManager, tenantId: string, exceptIds: string[], why = 'This is the tenant\'s last active admin key'): Promise<void> {
+  /**
+   * A tenant must keep one active admin key that does not expire, or nobody could ever manage it
+   * again (once its last admin keys had expired, none would be left to make another).
+   */
+  private async assertAnotherAdmin(
+    m: EntityManager,
+    tenantId: string,
+    exceptIds: string[],
+    why = 'This is the tenant\'s last active admin key that does not expire',
+  ): Promise<void> {
     const rows = await m.query(
-      `SELECT id FROM api_keys WHERE tenant_id = $1 AND role = 'admin' AND revoked_at IS NULL AND id <> ALL($2::uuid[]) LIMIT 1`,
+      `SELECT id FROM api_keys WHERE tenant_id = $1 AND role = 'admin' AND revoked_at IS NULL AND expires_at IS NULL AND id <> ALL($2::uuid[]) LIMIT 1`,
       [tenantId, exceptIds],
     );
     if (rows.length === 0) {

@@ -21,6 +21,11 @@ export function expectKeyBody(body: Record<string, any>, withPlaintext: boolean)
   expect(['admin', 'member']).toContain(body.role);
   expect(typeof body.source).toBe('string');
   expect(body.created_at).toMatch(RFC3339);
+  // Beyond SPEC 2.7: when the key stops working by itself, and when it was last used (null: never).
+  for (const f of ['expires_at', 'last_used_at']) {
+    expect(body).toHaveProperty(f);
+    if (body[f] !== null) expect(body[f]).toMatch(RFC3339);
+  }
   if (withPlaintext) expect(body.key).toMatch(/^svc_k1_[A-Za-z0-9_-]{20,}$/);
   else {
     expect(body).not.toHaveProperty('key');

@@ -55,6 +55,7 @@ import { OauthRowsByClient1732300005300 } from './1732300005300-oauth-rows-by-cl
 import { AuditByUser1732300005400 } from './1732300005400-audit-by-user';
 import { AuditTransactionOrder1732300005500 } from './1732300005500-audit-transaction-order';
 import { UsersEmailVerified1732300005600 } from './1732300005600-users-email-verified';
+import { KeysExpiryLastUsed1732300005700 } from './1732300005700-keys-expiry-last-used';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -113,4 +114,5 @@ export const migrations = [
   AuditByUser1732300005400,
   AuditTransactionOrder1732300005500,
   UsersEmailVerified1732300005600,
+  KeysExpiryLastUsed1732300005700,
 ];
