@@ -202,8 +202,9 @@ export class KeysService {
   }
 
   /**
-   * A cached lookup under the current key generation, for at most `maxAgeMs`. `load` answers undefined for a row that
-   * does not exist: unknown hashes are not cached, so a flood of random tokens cannot evict real keys.
+   * A cached lookup under the current key generation, kept at most `maxAgeMs` (a key's expiry).
+   * `load` answers undefined for a row that does not exist: unknown hashes are not cached, so a
+   * flood of random tokens cannot evict real keys.
    */
   private async cached(
     cacheKey: string,
