@@ -3,8 +3,8 @@
  * `svc_at_` OAuth access token (the OAuth resolver), both cached under their revocation
  * generation; the bearer strategy asks it for every request, and an event stream again while it
  * is open. The credential behind something that outlives its request (a webhook, a bulk job), by
- * id (`principalById`): an API key, an OAuth grant or client. Null once revoked: the webhook gets
- * nothing more, the job fails.
+ * id (`principalById`): an API key, an OAuth grant or client. Null once revoked (an API key also
+ * once expired): the webhook gets nothing more, the job fails.
  */
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { isId } from '../common/ids';

@@ -531,7 +531,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   /**
-   * A stream ends once its token would no longer be accepted (its key, grant or client revoked,
+   * A stream ends once its token would no longer be accepted (its key, grant or client revoked, its key expired,
    * the access token itself revoked or expired); a narrowed one gets only what the token may
    * still read. The token's credential can be wider than the token (an OAuth client's or
    * grant's other scopes): resolved as the token, a stream never widens.

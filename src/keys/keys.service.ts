@@ -188,9 +188,9 @@ export class KeysService {
   }
 
   /**
-   * The principal of a key by its id as it is now, or null once it is revoked or gone: for
-   * work done later on a credential's behalf (webhook fan-out, event streams), so a key
-   * revoked or narrowed since stops receiving. Cached like `resolve`.
+   * The principal of a key by its id as it is now, or null once it is revoked, expired or gone:
+   * for work done later on a credential's behalf (webhook fan-out, bulk jobs), so a key revoked,
+   * expired or narrowed since stops receiving. Cached like `resolve`, never past the key's expiry.
    */
   async principalById(tenantId: string, id: string): Promise<Principal | null> {
     if (!isId(id)) return null;
