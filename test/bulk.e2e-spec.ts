@@ -879,9 +879,12 @@ describe('bulk actions (e2e)', () => {
       const trashed = await itemIn('trashed', tag);
       const res = await bulk({ action: 'transition', to_state: 'archived', async: true, filter: { state: 'all', tags: [tag] } });
       expectStatus(res, 202);
+      // What it was asked to do, as sent, kept for good.
+      const request = { filter: { state: 'all', tags: [tag] }, emit_events: true, max_items: 10_000, to_state: 'archived' };
       expect(res.body).toEqual({
         id: expect.any(String),
         action: 'transition',
+        request,
         status: 'queued',
         matched: 4,
         processed: 0,
@@ -895,6 +898,7 @@ describe('bulk actions (e2e)', () => {
       expect(done).toEqual({
         id: res.body.id,
         action: 'transition',
+        request,
         status: 'completed',
         matched: 4,
         processed: 4,
@@ -922,6 +926,18 @@ describe('bulk actions (e2e)', () => {
       expect(await jobEvents(res.body.id)).toEqual(['bulk_job.completed']);
       // The following GET answers the same.
       expect((await job(res.body.id)).body).toEqual(done);
+    });
+
+    it('a job shows the property names an update_properties sets, not their values, and the filter as sent', async () => {
+      const tag = freshTag('async-props');
+      await seed(notes(2, tag));
+      const res = await bulk({ action: 'update_properties', properties: { title: 'secret-ish value', body: null }, async: true, max_items: 5, filter: { tags: [tag], property: ['title!=x'] } });
+      expectStatus(res, 202);
+      const done = await waitForJob(res.body.id, ended, 'the job to end');
+      expect(done.request).toEqual({ filter: { tags: [tag], property: ['title!=x'] }, emit_events: true, max_items: 5, property_names: ['title', 'body'] });
+      expect(JSON.stringify(done)).not.toContain('secret-ish value');
+      const listed = await t.http.get('/items/bulk_action/jobs?limit=1').set(bearer(admin));
+      expect(listed.body.jobs[0]).toEqual(done);
     });
 
     it('async with emit_events: false records only the job\'s own event', async () => {
@@ -1570,6 +1586,7 @@ describe('bulk actions (e2e)', () => {
       expect(cancel.body).toEqual({
         id,
         action: 'transition',
+        request: submitted.body.request,
         status: 'cancelled',
         matched: 3,
         processed: 0,

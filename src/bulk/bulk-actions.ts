@@ -46,6 +46,34 @@ export interface BulkSpec {
 }
 
 /**
+ * What a job was asked to do, as its submitter sent it, kept with the job for good (its `spec`
+ * is let go as it ends): the filter as sent, the action's fields, and of `update_properties`
+ * the names of the properties it sets, not their values (up to a whole JSON body).
+ */
+export interface BulkRequest {
+  filter: Record<string, unknown>;
+  emit_events: boolean;
+  max_items: number;
+  to_state?: ItemState;
+  add_tags?: string[];
+  remove_tags?: string[];
+  tier?: Tier;
+  property_names?: string[];
+  timestamp?: string;
+}
+
+export function requestOf(spec: BulkSpec, filter: object | undefined, maxItems: number): BulkRequest {
+  const { action: _action, emit_events, filter: _resolved, properties, ...fields } = spec;
+  return {
+    filter: { ...filter },
+    emit_events,
+    max_items: maxItems,
+    ...fields,
+    ...(properties ? { property_names: Object.keys(properties) } : {}),
+  };
+}
+
+/**
  * Which items the action is for: `GET /items`' filter as resolved at submission (type patterns
  * to names, a member narrowed to the types it could write then) and the free text. An item
  * changed after submission may no longer meet it, so each chunk applies it again under its row

@@ -1,6 +1,6 @@
 /** The stored bulk job row (migration 1732300001100) and its public shape (SPEC 2.4). */
 import type { Audience } from '../events/event-catalogue';
-import { BulkAction, BulkItemError, FINAL_STATUSES, JobStatus } from './bulk-actions';
+import { BulkAction, BulkItemError, BulkRequest, FINAL_STATUSES, JobStatus } from './bulk-actions';
 import type { BulkJobDto } from './bulk.dto';
 
 /** A job as the API, its events and its visibility read it: none of what only its worker reads. */
@@ -20,6 +20,8 @@ export interface JobRow {
   blob_hashes_referenced: number;
   cancel_requested: boolean;
   error: string | null;
+  /** Null for jobs submitted before it was kept (migration 1732300006100). */
+  request: BulkRequest | null;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -34,7 +36,7 @@ export const JOB_TOKEN_SCOPES_SQL = `(CASE WHEN principal->>'kind' = 'oauth'
  * `spec` (its patch up to a whole JSON body) and the starter's whole `principal`.
  */
 export const JOB_COLUMNS = `tenant_id, id, action, credential_id, ${JOB_TOKEN_SCOPES_SQL} AS job_scopes, status, matched, processed, succeeded, errored, errors,
-  cardinality(blob_hashes) AS blob_hashes_referenced, cancel_requested, error, created_at, started_at, finished_at`;
+  cardinality(blob_hashes) AS blob_hashes_referenced, cancel_requested, error, request, created_at, started_at, finished_at`;
 
 /**
  * What a job lets go of as it ends (SET clauses of the statement that ends it), since only a
@@ -58,6 +60,7 @@ export function toJob(r: JobRow): BulkJobDto {
   return {
     id: r.id,
     action: r.action,
+    ...(r.request ? { request: r.request } : {}),
     status: r.status,
     matched: r.matched,
     processed: r.processed,

@@ -140,9 +140,23 @@ export class BulkResultDto {
   blob_hashes_referenced?: number;
 }
 
+export class BulkJobRequestDto {
+  @ApiProperty({ type: BulkFilterDto, description: 'The filter as sent (`{}`: every active item)' }) filter: BulkFilterDto;
+  @ApiProperty() emit_events: boolean;
+  @ApiInteger() max_items: number;
+  @ApiPropertyOptional({ enum: STATES }) to_state?: ItemState;
+  @ApiPropertyOptional({ type: [String] }) add_tags?: string[];
+  @ApiPropertyOptional({ type: [String] }) remove_tags?: string[];
+  @ApiPropertyOptional({ enum: ['library', 'feed'] }) tier?: Tier;
+  @ApiPropertyOptional({ type: [String], description: '`update_properties`: the names of the properties it sets (not their values)' }) property_names?: string[];
+  @ApiPropertyOptional({ format: 'date-time' }) timestamp?: string;
+}
+
 export class BulkJobDto {
   @ApiProperty() id: string;
   @ApiProperty({ enum: BULK_ACTIONS }) action: BulkAction;
+  @ApiPropertyOptional({ type: BulkJobRequestDto, description: 'What the job was asked to do, as submitted (absent for jobs submitted before this was kept)' })
+  request?: BulkJobRequestDto;
   @ApiProperty({ enum: JOB_STATUSES }) status: JobStatus;
   @ApiInteger() matched: number;
   @ApiInteger() processed: number;

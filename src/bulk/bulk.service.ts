@@ -26,7 +26,7 @@ import { Outbox } from '../events/outbox';
 import { ItemsService } from '../items/items.service';
 import { JobPayloads, QUEUES } from '../jobs/job-catalogue';
 import { tokenScopesOf } from '../oidc/scopes';
-import { BulkFilter, BulkItemError, BulkSpec, CHUNK_SIZE, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT, specOf } from './bulk-actions';
+import { BulkFilter, BulkItemError, BulkRequest, BulkSpec, CHUNK_SIZE, MAX_ITEMS_CEILING, MAX_ITEMS_DEFAULT, requestOf, specOf } from './bulk-actions';
 import { BulkActionDto, BulkJobDto, BulkJobList, BulkResultDto, ListBulkJobsQuery } from './bulk.dto';
 import { ENDED_JOB_SET, JOB_COLUMNS, JOB_TOKEN_SCOPES_SQL, jobAudience, JobRow, toJob } from './bulk-job.model';
 import { BulkRunner, limitLockWaits } from './bulk-runner';
@@ -75,7 +75,7 @@ export class BulkService {
     }
     if (dto.dry_run) return { result: { action: spec.action, matched: ids.length, succeeded: 0, errored: 0, dry_run: true, ids } };
     const run: BulkSpec = { ...spec, filter };
-    if (dto.async || ids.length > this.config.BULK_SYNC_MAX) return { job: await this.createJob(p, run, ids) };
+    if (dto.async || ids.length > this.config.BULK_SYNC_MAX) return { job: await this.createJob(p, run, ids, requestOf(spec, dto.filter, maxItems)) };
     return { result: await this.runDirect(p, run, ids) };
   }
 
@@ -139,14 +139,14 @@ export class BulkService {
     };
   }
 
-  private async createJob(p: Principal, spec: BulkSpec, ids: string[]): Promise<BulkJobDto> {
+  private async createJob(p: Principal, spec: BulkSpec, ids: string[], request: BulkRequest): Promise<BulkJobDto> {
     // In a transaction of its own, which marks an Idempotency-Key applied as it commits (claim-applied.ts).
     const [row]: JobRow[] = await this.db.transaction(async (m) => {
       await this.assertUnderJobCap(m, p.tenantId);
       return m.query(
-        `INSERT INTO bulk_jobs (tenant_id, id, action, spec, credential_id, principal, status, item_ids, matched)
-         VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7::uuid[], $8) RETURNING ${JOB_COLUMNS}`,
-        [p.tenantId, newId(), spec.action, spec, p.credentialId, p, ids, ids.length],
+        `INSERT INTO bulk_jobs (tenant_id, id, action, spec, credential_id, principal, status, item_ids, matched, request)
+         VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7::uuid[], $8, $9) RETURNING ${JOB_COLUMNS}`,
+        [p.tenantId, newId(), spec.action, spec, p.credentialId, p, ids, ids.length, request],
       );
     });
     await this.enqueue({ tenantId: p.tenantId, jobId: row.id });
