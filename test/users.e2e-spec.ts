@@ -35,6 +35,7 @@ describe('users', () => {
       role: 'admin',
       picture: 'https://example.com/ada.png',
       email_verified: false,
+      disabled: false,
       created_at: expect.stringMatching(/Z$/),
       updated_at: res.body.created_at,
     });

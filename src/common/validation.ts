@@ -436,6 +436,20 @@ export const IsQueryInt = (min: number, max: number) =>
     }),
   );
 
+/**
+ * A query-string boolean: exactly `true` or `false` (a query string has no booleans, and
+ * `Boolean('false')` is true), anything else refused with one message; documented as a boolean.
+ */
+export const IsQueryBoolean = () =>
+  applyDecorators(
+    ApiPropertyOptional({ type: 'boolean' }),
+    Transform(({ value }) => (value === 'true' ? true : value === 'false' ? false : value)),
+    ValidateBy({
+      name: 'isQueryBoolean',
+      validator: { validate: (v: unknown) => typeof v === 'boolean', defaultMessage: () => 'must be true or false' },
+    }),
+  );
+
 /** The largest value of a PostgreSQL `integer` column (item versions). */
 export const MAX_INT4 = 2_147_483_647;
 

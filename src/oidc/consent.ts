@@ -17,6 +17,7 @@ import { isBlockedFor } from './blocked-clients';
 import type { Client, Provider } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
 import type { AuditService } from '../audit/audit.service';
+import { USABLE_USER } from '../users/usable-user';
 import type { UserRole } from '../users/users.dto';
 import type { OAuthTokenCache } from './oauth-token-cache';
 import { connectionGrantId, underConnectionLock } from './oidc-adapter';
@@ -143,9 +144,9 @@ export async function recordConsent(
   if (o.givesNothing && !refused.length) return 'nothing_recorded';
   const join = (scopes: string[]) => scopes.join(' ');
   const made = await underConnectionLock(db, o.accountId, o.clientId, async (m) => {
-    // The user's row is share-locked until the grant is in: a deletion at the same moment either
-    // came first (no grant: undefined) or waits, and then deletes the grant with the user's others.
-    const [user] = await m.query(`SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 FOR SHARE`, [o.tenantId, o.accountId]);
+    // The user's row is share-locked until the grant is in: a deletion or disabling at the same
+    // moment either came first (no grant: undefined) or waits, and then ends the grant with the user's others.
+    const [user] = await m.query(`SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 AND ${USABLE_USER} FOR SHARE`, [o.tenantId, o.accountId]);
     if (!user) return 'account_gone' as const;
     // What the client may ask for now, share-locked against an update of the client (which holds its
     // row while it narrows the client's grants, clients.service.ts): this consent passed the

@@ -410,7 +410,8 @@ type SecurityEvent = { action: string; client_id: string | null; client_name?: s
 /** One line of the security page: an app given or refused access, or the account made or changed (what, never a value but the role). */
 function securityEvent(e: SecurityEvent, app: (e: SecurityEvent) => string): string {
   if (e.action === 'auth.grant.created') return `access given to ${app(e)}`;
-  if (e.action === 'auth.grant.revoked') return `access revoked from ${app(e)}${e.details.by === 'admin' ? ' by an admin' : ''}`;
+  // An admin disabling the account ended it too.
+  if (e.action === 'auth.grant.revoked') return `access revoked from ${app(e)}${e.details.by === 'admin' || e.details.by === 'user_disabled' ? ' by an admin' : ''}`;
   if (e.action === 'user.created') return 'your account was created';
   const changed = Array.isArray(e.details.changed) ? (e.details.changed as unknown[]).filter((f): f is string => typeof f === 'string') : [];
   const role = e.details.role as { from?: unknown; to?: unknown } | undefined;

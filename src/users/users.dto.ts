@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { isEmail, IsBoolean, IsIn, IsOptional, IsUrl, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { hasCharLength, hasHiddenCharacter, isBlank, IsOptionalNonNull, isReadableName, MaxChars, TextParam } from '../common/validation';
+import { hasCharLength, hasHiddenCharacter, isBlank, IsOptionalNonNull, IsQueryBoolean, isReadableName, MaxChars, TextParam } from '../common/validation';
 
 export const USER_ROLES = ['admin', 'member'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
@@ -56,6 +56,10 @@ const EMAIL_VERIFIED_DOC = {
   description:
     'Whether the tenant vouches for the address: the OIDC `email_verified` claim. The service sends no mail, so only an admin sets it (sign-ups start false)',
 };
+const DISABLED_DOC = {
+  description:
+    'Suspended by an admin: the user cannot sign in (refused as a wrong password is), and disabling them ends their sign-ins, grants and tokens and revokes the API keys they made on the account pages, for good: enabling them again lets them sign in, nothing more',
+};
 const PICTURE_DOC = { description: 'https URL of a picture (the OIDC `picture` claim)', maxLength: 2000 };
 
 /** A picture is shown by relying parties (the ID token's `picture` claim): an https URL with a domain name or an address. */
@@ -89,6 +93,10 @@ export class CreateUserDto {
   @ApiPropertyOptional({ ...EMAIL_VERIFIED_DOC, default: false })
   @IsOptionalNonNull() @IsBoolean()
   email_verified?: boolean;
+
+  @ApiPropertyOptional({ ...DISABLED_DOC, default: false })
+  @IsOptionalNonNull() @IsBoolean()
+  disabled?: boolean;
 }
 
 /**
@@ -116,6 +124,13 @@ export class UpdateUserDto {
   @ApiPropertyOptional(EMAIL_VERIFIED_DOC)
   @IsOptionalNonNull() @IsBoolean()
   email_verified?: boolean;
+
+  @ApiPropertyOptional({
+    ...DISABLED_DOC,
+    description: `${DISABLED_DOC.description}. A key the user made cannot disable them (409 \`conflict\`): that would lock its caller out`,
+  })
+  @IsOptionalNonNull() @IsBoolean()
+  disabled?: boolean;
 }
 
 export class UserResponse {
@@ -126,8 +141,9 @@ export class UserResponse {
   @ApiProperty({ enum: USER_ROLES }) role: UserRole;
   @ApiProperty({ type: String, nullable: true }) picture: string | null;
   @ApiProperty(EMAIL_VERIFIED_DOC) email_verified: boolean;
+  @ApiProperty(DISABLED_DOC) disabled: boolean;
   @ApiProperty({ format: 'date-time' }) created_at: string;
-  @ApiProperty({ format: 'date-time', description: 'When its name, role, picture, email_verified or password last changed' }) updated_at: string;
+  @ApiProperty({ format: 'date-time', description: 'When its name, role, picture, email_verified, disabled or password last changed' }) updated_at: string;
 }
 
 export class UserList {
@@ -138,4 +154,8 @@ export class UserList {
 export class ListUsersQuery extends PageQuery {
   @TextParam({ minLength: 1, maxLength: 254, description: 'The user with this email, in any letter case (an email signs in to one account)' })
   email?: string;
+
+  @ApiPropertyOptional({ description: 'Only the disabled users (true), or only the enabled ones (false)' })
+  @IsOptionalNonNull() @IsQueryBoolean()
+  disabled?: boolean;
 }

@@ -3,7 +3,8 @@
  * tenant create, list, change and delete its users, each change audited (`user.*`) in its
  * transaction; the provider looks them up by email (sign-in, with the password check and its
  * throttle, sign-in-throttle.ts) and by id (the OIDC `sub`); an admin user makes admin API keys
- * on the account pages (`createKey`).
+ * on the account pages (`createKey`). An admin may disable a user (suspend without deleting) and
+ * enable them again: a disabled user is, to the provider, no user (`USABLE_USER`).
  */
 import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
@@ -25,6 +26,7 @@ import { REDIS } from '../redis/redis.module';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from './password';
 import { SignInThrottle } from './sign-in-throttle';
 import { WRONG_PASSWORD } from './sign-in-refusal';
+import { USABLE_USER } from './usable-user';
 import { CreateUserDto, ListUsersQuery, MAX_EMAIL_LENGTH, UpdateUserDto, UserList, UserResponse, UserRole } from './users.dto';
 
 export interface UserRow {
@@ -39,12 +41,13 @@ export interface UserRow {
   updated_at: Date;
   /** How many times the user signed out everywhere (a bigint, as text): account cookies of an earlier epoch are void (account-session.ts). */
   session_epoch: string;
+  disabled: boolean;
 }
 
 /** The fields of a user an update may change that an audit row names by value change (a new password always counts). */
-const AUDITED_FIELDS = ['name', 'role', 'picture', 'email_verified'] as const;
+const AUDITED_FIELDS = ['name', 'role', 'picture', 'email_verified', 'disabled'] as const;
 
-const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, email_verified, created_at, updated_at, session_epoch';
+const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, email_verified, created_at, updated_at, session_epoch, disabled';
 
 /** A sign-in's answer: the user, or what the form tells the person (the same for an unknown email as for a wrong password). */
 export type SignIn = { user: UserRow; refusal?: undefined } | { user?: undefined; refusal: string };
@@ -57,6 +60,7 @@ export const toUser = (r: UserRow): UserResponse => ({
   role: r.role,
   picture: r.picture,
   email_verified: r.email_verified,
+  disabled: r.disabled,
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });
@@ -70,13 +74,6 @@ export async function endSignIns(m: EntityManager, tenantId: string, userId: str
   await m.query(`UPDATE users SET session_epoch = session_epoch + 1 WHERE tenant_id = $1 AND id = $2`, [tenantId, userId]);
   return endProviderSessions(m, userId);
 }
-
-/**
- * A user of a deleted tenant is no user, from the deletion on: one a request in flight created
- * after the deletion deleted the others (the purge removes it later) neither signs in nor has a
- * token resolve (`byId`, which the token resolver and the account pages read through).
- */
-const IN_LIVE_TENANT = `NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = users.tenant_id AND t.deleted_at IS NOT NULL)`;
 
 @Injectable()
 export class UsersService {
@@ -100,7 +97,7 @@ export class UsersService {
 
   /** `user.created`, in the transaction that made the user: who (their email), with which role, whether vouched for; never the password. */
   private recordCreated(m: EntityManager, user: UserRow, actor: AuditActor): Promise<void> {
-    const details = { actor, email: user.email, role: user.role, email_verified: user.email_verified };
+    const details = { actor, email: user.email, role: user.role, email_verified: user.email_verified, ...(user.disabled && { disabled: true }) };
     return this.audit.record({ tenantId: user.tenant_id, action: 'user.created', userId: user.id, details }, m);
   }
 
@@ -110,8 +107,8 @@ export class UsersService {
     try {
       const row = await this.db.transaction(async (m) => {
         const [made]: UserRow[] = await m.query(
-          `INSERT INTO users (tenant_id, id, email, name, role, picture, email_verified, password_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${USER_COLUMNS}`,
-          [p.tenantId, newId(), dto.email, dto.name, dto.role ?? 'member', dto.picture ?? null, dto.email_verified ?? false, hash],
+          `INSERT INTO users (tenant_id, id, email, name, role, picture, email_verified, password_hash, disabled) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${USER_COLUMNS}`,
+          [p.tenantId, newId(), dto.email, dto.name, dto.role ?? 'member', dto.picture ?? null, dto.email_verified ?? false, hash, dto.disabled ?? false],
         );
         await this.recordCreated(m, made, actorOf(p));
         return made;
@@ -156,9 +153,9 @@ export class UsersService {
     const after = decodeCursor(q.cursor, 'users');
     const rows: UserRow[] = await this.db.query(
       `SELECT ${USER_COLUMNS} FROM users WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
-          AND ($5::text IS NULL OR lower(email) = lower($5))
+          AND ($5::text IS NULL OR lower(email) = lower($5)) AND ($6::boolean IS NULL OR disabled = $6)
         ORDER BY created_at DESC, id DESC LIMIT $4`,
-      [p.tenantId, after?.createdAt ?? null, after?.id ?? null, limit + 1, q.email ?? null],
+      [p.tenantId, after?.createdAt ?? null, after?.id ?? null, limit + 1, q.email ?? null, q.disabled ?? null],
     );
     const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'users');
     return { users: page.map(toUser), next_cursor };
@@ -177,6 +174,10 @@ export class UsersService {
    * on the account pages (`revokeCreatedBy`, 409 should that leave the tenant no admin key), and
    * any role change holds for the user's OAuth tokens from the next request (`withinUserRole`,
    * applied when a token is resolved, under the generation bumped here). Their grants stay.
+   *
+   * Disabling a user ends all they had, as deleting them does (`endAccess`): sign-ins, grants with
+   * their tokens, the keys they made on the account pages; enabling them again gives none of it
+   * back, only sign-in. A key the user made cannot disable them (409: its caller would lose it).
    */
   /**
    * `email_verified` is the OIDC claim relying parties may link accounts by, and every tenant
@@ -191,31 +192,41 @@ export class UsersService {
   async update(p: Principal, id: string, dto: UpdateUserDto): Promise<UserResponse> {
     this.assertMayVouch(p, dto);
     const hash = dto.password !== undefined ? await hashPassword(dto.password) : undefined;
-    const { row, roleChanged, keysRevoked } = await this.db.transaction(async (m) => {
+    const { row, tokensChanged, keysRevoked } = await this.db.transaction(async (m) => {
       const [before]: UserRow[] = await m.query(`SELECT ${USER_COLUMNS} FROM users WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [p.tenantId, id]);
       if (!before) throw ApiError.notFound('not_found', 'No such user');
       const roleChanged = dto.role !== undefined && dto.role !== before.role;
       const demoted = roleChanged && dto.role === 'member';
+      const disabled = dto.disabled === true && !before.disabled;
+      if (disabled) await this.assertNotCallersMaker(m, p, id);
       const changed = [
         ...changedFields(Object.fromEntries(AUDITED_FIELDS.filter((f) => dto[f] !== undefined).map((f) => [f, [before[f], dto[f]] as const]))),
         ...(hash !== undefined ? ['password'] : []),
       ];
       const [[row]]: [UserRow[], number] = await m.query(
         `UPDATE users SET name = COALESCE($3, name), role = COALESCE($4, role), picture = CASE WHEN $5 THEN $6 ELSE picture END,
-                password_hash = COALESCE($7, password_hash), email_verified = COALESCE($9, email_verified),
+                password_hash = COALESCE($7, password_hash), email_verified = COALESCE($9, email_verified), disabled = COALESCE($10, disabled),
                 updated_at = CASE WHEN $8 THEN date_trunc('milliseconds', now()) ELSE updated_at END
           WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`,
-        [p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null, changed.length > 0, dto.email_verified ?? null],
+        [p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null, changed.length > 0, dto.email_verified ?? null, dto.disabled ?? null],
       );
+      // Before the audit row, which counts what it ended.
+      const ended = disabled ? await this.endAccess(m, p, id, 'user_disabled') : undefined;
       if (changed.length) {
-        const details = { actor: actorOf(p), changed, ...(roleChanged && { role: { from: before.role, to: row.role } }) };
+        const details = {
+          actor: actorOf(p),
+          changed,
+          ...(roleChanged && { role: { from: before.role, to: row.role } }),
+          ...(ended && { grants_revoked: ended.grants, keys_revoked: ended.keys }),
+        };
         await this.audit.record({ tenantId: p.tenantId, action: 'user.updated', userId: id, details }, m);
       }
-      if (hash !== undefined || demoted) await endSignIns(m, p.tenantId, id);
-      const keysRevoked = demoted ? await this.keys.revokeCreatedBy(m, p.tenantId, id, actorOf(p)) : 0;
-      return { row, roleChanged, keysRevoked };
+      if (!disabled && (hash !== undefined || demoted)) await endSignIns(m, p.tenantId, id);
+      const keysRevoked = ended?.keys ?? (demoted ? await this.keys.revokeCreatedBy(m, p.tenantId, id, actorOf(p)) : 0);
+      return { row, tokensChanged: roleChanged || disabled, keysRevoked };
     });
-    if (roleChanged) await bumpGeneration(this.redis, `${this.config.REDIS_PREFIX}${OAUTH_GENERATION}`);
+    // A role change, or the end of the grants, holds for the user's tokens from the next request, on every instance.
+    if (tokensChanged) await bumpGeneration(this.redis, `${this.config.REDIS_PREFIX}${OAUTH_GENERATION}`);
     if (keysRevoked) await this.keys.keysChanged();
     return toUser(row);
   }
@@ -231,15 +242,9 @@ export class UsersService {
     const rows = await this.db.transaction(async (m) => {
       const [deleted]: [UserRow[], number] = await m.query(`DELETE FROM users WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`, [p.tenantId, id]);
       if (deleted[0]) {
-        keysRevoked = await this.keys.revokeCreatedBy(m, p.tenantId, id, actorOf(p));
-        const grants = await endAccounts(m, [id]);
-        for (const grant of grants) {
-          await this.audit.record(
-            { tenantId: p.tenantId, action: 'auth.grant.revoked', clientId: grant.client_id, userId: id, grantId: grant.id, details: { by: 'user_deleted' } },
-            m,
-          );
-        }
-        const details = { actor: actorOf(p), email: deleted[0].email, grants_revoked: grants.length, keys_revoked: keysRevoked };
+        const ended = await this.endAccess(m, p, id, 'user_deleted');
+        keysRevoked = ended.keys;
+        const details = { actor: actorOf(p), email: deleted[0].email, grants_revoked: ended.grants, keys_revoked: keysRevoked };
         await this.audit.record({ tenantId: p.tenantId, action: 'user.deleted', userId: id, details }, m);
       }
       return deleted;
@@ -248,6 +253,34 @@ export class UsersService {
     await bumpGeneration(this.redis, `${this.config.REDIS_PREFIX}${OAUTH_GENERATION}`);
     if (keysRevoked) await this.keys.keysChanged();
     return toUser(rows[0]);
+  }
+
+  /**
+   * Ends everything a user being deleted or disabled had, in `m`: the API keys they made on the
+   * account pages (409, ending nothing, should that leave the tenant no admin key), their
+   * account-page cookies (`endSignIns`), and their OAuth grants with every token and provider
+   * session (`endAccounts`), each grant's end audited `auth.grant.revoked` `by`. How many grants
+   * and keys. Bump the OAuth generation and call `keysChanged` once committed.
+   */
+  private async endAccess(m: EntityManager, p: Principal, id: string, by: 'user_deleted' | 'user_disabled'): Promise<{ grants: number; keys: number }> {
+    const keys = await this.keys.revokeCreatedBy(m, p.tenantId, id, actorOf(p));
+    await endSignIns(m, p.tenantId, id);
+    const grants = await endAccounts(m, [id]);
+    for (const grant of grants) {
+      await this.audit.record({ tenantId: p.tenantId, action: 'auth.grant.revoked', clientId: grant.client_id, userId: id, grantId: grant.id, details: { by } }, m);
+    }
+    return { grants: grants.length, keys };
+  }
+
+  /**
+   * The one "cannot disable yourself": API keys are not users, but a key an admin user made on
+   * the account pages is theirs, and disabling them would revoke it under its caller, who could
+   * then undo nothing. Another admin's credential may.
+   */
+  private async assertNotCallersMaker(m: EntityManager, p: Principal, userId: string): Promise<void> {
+    if (p.kind !== 'api_key') return;
+    const own = await m.query(`SELECT 1 FROM api_keys WHERE tenant_id = $1 AND id = $2 AND created_by_user_id = $3`, [p.tenantId, p.credentialId, userId]);
+    if (own.length) throw ApiError.conflict('conflict', 'This key was made by this user, who cannot disable themselves: use another admin\'s key', { field: 'disabled' });
   }
 
   /**
@@ -265,6 +298,8 @@ export class UsersService {
    * Sign-in, for every form that checks a password: the user whose email and password match, in
    * about the same time either way; refused without a check while the email has had too many
    * failures from `address` (the client's, `req.ip`), or from everywhere (sign-in-throttle.ts).
+   * A disabled user is refused as an unknown email is (a failure, the same words, the same work):
+   * the answer does not tell whoever has the password that it was right.
    */
   async authenticate(email: string, password: string, address: string): Promise<SignIn> {
     // No account has one this long: refused before any work (a lookup, a throttle count) for it.
@@ -278,7 +313,7 @@ export class UsersService {
       return { refusal: `Too many failed sign-ins for this account; try again in ${wait} minute${wait === 1 ? '' : 's'}.` };
     }
     const [row]: Array<UserRow & { password_hash: string }> = await this.db.query(
-      `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE lower(email) = lower($1) AND ${IN_LIVE_TENANT}`,
+      `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE lower(email) = lower($1) AND ${USABLE_USER}`,
       [email.trim()],
     );
     if (!row) return verifyAgainstNothing(password).then(() => ({ refusal: WRONG_PASSWORD }));
@@ -290,20 +325,20 @@ export class UsersService {
 
   /**
    * A key the user makes on the account pages, recorded as theirs: undefined when they are not
-   * (or no longer) an admin of the tenant, the one rule for who may. Their row is share-locked
+   * (or no longer) an enabled admin of the tenant, the one rule for who may. Their row is share-locked
    * until the key is in, so a deletion or demotion at the same moment either comes first (no key)
-   * or after, and then revokes it (`KeysService.revokeCreatedBy`).
+   * or after, and then revokes it (`KeysService.revokeCreatedBy`); so does disabling them.
    */
   async createKey(tenantId: string, userId: string, dto: CreateKeyDto): Promise<ApiKeyResponse | undefined> {
     return this.db.transaction(async (m) => {
-      const admin = await m.query(`SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 AND role = 'admin' FOR SHARE`, [tenantId, userId]);
+      const admin = await m.query(`SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 AND role = 'admin' AND ${USABLE_USER} FOR SHARE`, [tenantId, userId]);
       return admin.length ? this.keys.insert(m, tenantId, dto, userId) : undefined;
     });
   }
 
-  /** The OIDC `sub` → the user (any tenant: the id is unique). */
+  /** The OIDC `sub` → the user (any tenant: the id is unique), while they may act (`USABLE_USER`). */
   async byId(id: string): Promise<UserRow | undefined> {
-    const [row]: UserRow[] = await this.db.query(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1 AND ${IN_LIVE_TENANT}`, [id]);
+    const [row]: UserRow[] = await this.db.query(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1 AND ${USABLE_USER}`, [id]);
     return row;
   }
 }

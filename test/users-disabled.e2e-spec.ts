@@ -1,0 +1,199 @@
+/**
+ * Disabling a user (PATCH /users/{id} `disabled`): suspended without being deleted. Their sign-in
+ * is refused as a wrong password is, on the provider's page and the account pages; what they had
+ * ends at once (sign-ins, grants with their access and refresh tokens, the API keys they made on
+ * the account pages), audited; enabled again they sign in, and what ended stays ended. Tokens are
+ * real: an authorization code the user approves in the sign-in and consent pages.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import request from 'supertest';
+import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
+import { browse, field } from './support/browse';
+import { badFields, expectError } from './support/envelope';
+
+const redirectUri = 'https://app.example.com/callback';
+const password = 'a long enough password';
+
+type Agent = ReturnType<typeof request.agent>;
+
+describe('disabled users', () => {
+  let t: TestApp;
+  let admin: string;
+  let otherAdmin: string;
+  let client: { client_id: string; client_secret: string };
+
+  beforeAll(async () => {
+    t = await startApp();
+    admin = (await bootstrapAdmin(t)).key;
+    otherAdmin = (await createTenant(t, admin, 'other')).key;
+    client = (
+      await t.http
+        .post('/auth/clients')
+        .set(bearer(admin))
+        .send({ client_name: 'Notes app', redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token'], scope: 'openid core.note:read' })
+        .expect(201)
+    ).body;
+  });
+  afterAll(async () => t?.close());
+
+  const createUser = (key: string, email: string, body: Record<string, unknown> = {}) =>
+    t.http.post('/users').set(bearer(key)).send({ email, password, name: 'User', role: 'admin', ...body });
+  const patch = (key: string, id: string, body: unknown) => t.http.patch(`/users/${id}`).set(bearer(key)).send(body as object);
+  const introspect = (token: string) => t.http.post('/auth/oauth2/introspect').auth(client.client_id, client.client_secret).type('form').send({ token });
+  const refresh = (token: string) =>
+    t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'refresh_token', refresh_token: token });
+
+  /** A fresh browser starts the app's authorization and signs in on the provider's page as `email`: the sign-in's answer. */
+  const providerSignIn = async (email: string, pw = password) => {
+    const agent = request.agent(t.url);
+    const verifier = randomBytes(32).toString('base64url');
+    const query = new URLSearchParams({
+      client_id: client.client_id,
+      redirect_uri: redirectUri,
+      response_type: 'code',
+      scope: 'openid core.note:read',
+      state: 'st',
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
+    });
+    const page = await browse(agent, t.url, `/auth/authorize?${query}`);
+    const res = await agent.post('/auth/sign-in').type('form').send({ uid: field(page.page!, 'uid'), csrf: field(page.page!, 'csrf'), email, password: pw });
+    return { res, agent, verifier };
+  };
+
+  /** `email` signs in on the provider's page and approves the app: the tokens the app gets for the code. */
+  const connect = async (email: string) => {
+    const { res, agent, verifier } = await providerSignIn(email);
+    expect(res.status).toBe(303);
+    const consent = await browse(agent, t.url, new URL(res.headers.location, t.url).pathname);
+    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' });
+    const back = await browse(agent, t.url, new URL(decision.headers.location, t.url).pathname);
+    const code = new URL(back.leftTo!).searchParams.get('code')!;
+    const tokens = await t.http.post('/auth/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier });
+    expect(tokens.status).toBe(200);
+    return tokens.body as { access_token: string; refresh_token: string };
+  };
+
+  /** A fresh browser signs in to the account pages as `email`: the browser and the sign-in's answer (303: signed in). */
+  const accountSignIn = async (email: string, pw = password) => {
+    const agent = request.agent(t.url);
+    const form = await agent.get('/auth/sign-in?return_to=/auth/security').expect(200);
+    const res = await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/security', csrf: field(form.text, 'csrf'), email, password: pw });
+    return { agent, res };
+  };
+
+  /** The signed-in admin user of `agent` makes an API key on their security page: its plaintext. */
+  const mintKey = async (agent: Agent) => {
+    const page = (await agent.get('/auth/security').expect(200)).text;
+    const shown = await agent.post('/auth/keys').type('form').send({ csrf: field(page, 'csrf'), form_nonce: field(page, 'form_nonce'), label: 'made on the page' }).expect(200);
+    return /<code id="key">([^<]+)<\/code>/.exec(shown.text)![1];
+  };
+
+  /** A sign-in page without what differs on every showing (the form's CSRF token, the interaction). */
+  const scrubbed = (html: string) => html.replace(/name="(csrf|uid)" value="[^"]*"/g, '');
+
+  const auditOf = async (action: string, userId: string) =>
+    ((await t.http.get('/audit').query({ action }).set(bearer(admin)).expect(200)).body.events as Array<{ user_id: string; details: Record<string, unknown> }>).filter(
+      (e) => e.user_id === userId,
+    );
+
+  it('refuses a disabled user\'s sign-in as a wrong password, ends their sessions, tokens and account-page keys at once; enabled again, they sign in, and what ended stays ended', async () => {
+    const user = (await createUser(admin, 'dora@example.com').expect(201)).body;
+    expect(user.disabled).toBe(false);
+    const tokens = await connect('dora@example.com');
+    const account = await accountSignIn('dora@example.com');
+    expect(account.res.status).toBe(303);
+    const key = await mintKey(account.agent);
+    const accountPages = async () => (await account.agent.get('/auth/grants').set('Accept', 'application/json')).status;
+    // All of it works before.
+    await t.http.get('/items').set(bearer(tokens.access_token)).expect(200);
+    expect((await introspect(tokens.access_token)).body.active).toBe(true);
+    await t.http.get('/items').set(bearer(key)).expect(200);
+    expect(await accountPages()).toBe(200);
+
+    const disabled = await patch(admin, user.id, { disabled: true }).expect(200);
+    expect(disabled.body).toEqual({ ...user, disabled: true, updated_at: expect.any(String) });
+    expect((await t.http.get(`/users/${user.id}`).set(bearer(admin)).expect(200)).body).toEqual(disabled.body);
+
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    expect((await introspect(tokens.access_token)).body).toEqual({ active: false });
+    expect((await introspect(tokens.refresh_token)).body).toEqual({ active: false });
+    const refreshed = await refresh(tokens.refresh_token);
+    expect([refreshed.status, refreshed.body.error]).toEqual([400, 'invalid_grant']);
+    expectError(await t.http.get('/items').set(bearer(key)), 401, 'unauthorized');
+    expect(await accountPages()).toBe(401);
+    expect((await t.http.get(`/users/${user.id}/grants`).set(bearer(admin)).expect(200)).body.grants).toEqual([]);
+
+    // The right password gets what a wrong one gets, on the provider's page and the account pages.
+    const [wrong, right] = [await providerSignIn('dora@example.com', 'not the password at all'), await providerSignIn('dora@example.com')];
+    expect([wrong.res.status, right.res.status]).toEqual([401, 401]);
+    expect(scrubbed(right.res.text)).toBe(scrubbed(wrong.res.text));
+    const [wrongAccount, rightAccount] = [await accountSignIn('dora@example.com', 'not the password at all'), await accountSignIn('dora@example.com')];
+    expect([wrongAccount.res.status, rightAccount.res.status]).toEqual([401, 401]);
+    expect(scrubbed(rightAccount.res.text)).toBe(scrubbed(wrongAccount.res.text));
+
+    expect(await auditOf('user.updated', user.id)).toEqual([
+      expect.objectContaining({ details: { actor: expect.objectContaining({ kind: 'api_key' }), changed: ['disabled'], grants_revoked: 1, keys_revoked: 1 } }),
+    ]);
+    expect(await auditOf('auth.grant.revoked', user.id)).toEqual([expect.objectContaining({ client_id: client.client_id, details: { by: 'user_disabled' } })]);
+
+    const enabled = await patch(admin, user.id, { disabled: false }).expect(200);
+    expect(enabled.body.disabled).toBe(false);
+    expect((await accountSignIn('dora@example.com')).res.status).toBe(303);
+    const again = await connect('dora@example.com');
+    await t.http.get('/items').set(bearer(again.access_token)).expect(200);
+    // What disabling ended stays ended.
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    expectError(await t.http.get('/items').set(bearer(key)), 401, 'unauthorized');
+    expect((await refresh(tokens.refresh_token)).status).toBe(400);
+    expect(await accountPages()).toBe(401);
+    const [enabling] = await auditOf('user.updated', user.id);
+    expect(enabling.details).toEqual({ actor: expect.objectContaining({ kind: 'api_key' }), changed: ['disabled'] });
+  });
+
+  it('shows `disabled` on every user response, takes it on POST and PATCH as a boolean only, filters the list by it, and answers 404 for another tenant\'s user', async () => {
+    const off = (await createUser(admin, 'off@example.com', { role: 'member', disabled: true }).expect(201)).body;
+    const on = (await createUser(admin, 'on@example.com', { role: 'member' }).expect(201)).body;
+    expect([off.disabled, on.disabled]).toEqual([true, false]);
+    expect((await auditOf('user.created', off.id))[0].details).toMatchObject({ disabled: true });
+    expect((await providerSignIn('off@example.com')).res.status).toBe(401);
+    expect((await providerSignIn('on@example.com')).res.status).toBe(303);
+
+    const listed = async (disabled: string) => (await t.http.get('/users').query({ disabled }).set(bearer(admin)).expect(200)).body.users as Array<{ id: string; disabled: boolean }>;
+    const [disabledOnes, enabledOnes] = [await listed('true'), await listed('false')];
+    expect(disabledOnes.map((u) => u.id)).toContain(off.id);
+    expect(disabledOnes.every((u) => u.disabled)).toBe(true);
+    expect(enabledOnes.map((u) => u.id)).toContain(on.id);
+    expect(enabledOnes.every((u) => !u.disabled)).toBe(true);
+    const all = (await t.http.get('/users').set(bearer(admin)).expect(200)).body.users as Array<{ disabled: unknown }>;
+    expect(all.length).toBe(disabledOnes.length + enabledOnes.length);
+    for (const bad of ['yes', '1', '', 'TRUE']) {
+      expect(badFields(await t.http.get('/users').query({ disabled: bad }).set(bearer(admin)))).toEqual(['disabled']);
+    }
+
+    for (const bad of [null, 'true', 1, 'yes', {}]) expect(badFields(await patch(admin, on.id, { disabled: bad }))).toEqual(['disabled']);
+    expect(badFields(await createUser(admin, 'bad@example.com', { disabled: 'true' }))).toEqual(['disabled']);
+    expectError(await patch(otherAdmin, off.id, { disabled: false }), 404, 'not_found');
+    expectError(await patch(otherAdmin, on.id, { disabled: true }), 404, 'not_found');
+    expect((await t.http.get('/users').query({ disabled: 'true' }).set(bearer(otherAdmin)).expect(200)).body.users).toEqual([]);
+    // Nothing above changed either.
+    expect((await t.http.get(`/users/${off.id}`).set(bearer(admin)).expect(200)).body).toEqual(off);
+    expect((await t.http.get(`/users/${on.id}`).set(bearer(admin)).expect(200)).body).toEqual(on);
+    // Disabling a disabled user changes nothing, and audits nothing.
+    expect((await patch(admin, off.id, { disabled: true }).expect(200)).body).toEqual(off);
+    expect(await auditOf('user.updated', off.id)).toEqual([]);
+  });
+
+  it('does not let a key its user made on the account pages disable that user (409 conflict); another admin\'s key may', async () => {
+    const own = (await createTenant(t, admin, 'self')).key;
+    const u = (await createUser(own, 'self@example.com').expect(201)).body;
+    const account = await accountSignIn('self@example.com');
+    const key = await mintKey(account.agent);
+    expect(expectError(await patch(key, u.id, { disabled: true }), 409, 'conflict').details).toEqual({ field: 'disabled' });
+    expect((await t.http.get(`/users/${u.id}`).set(bearer(key)).expect(200)).body.disabled).toBe(false);
+    // The key may still change the rest of its user.
+    await patch(key, u.id, { name: 'Self 2' }).expect(200);
+    await patch(own, u.id, { disabled: true }).expect(200);
+    expectError(await t.http.get('/users').set(bearer(key)), 401, 'unauthorized');
+  });
+});
