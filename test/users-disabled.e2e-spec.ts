@@ -10,6 +10,7 @@ import request from 'supertest';
 import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
 import { browse, field } from './support/browse';
 import { badFields, expectError } from './support/envelope';
+import { waitFor } from './support/wait';
 
 const redirectUri = 'https://app.example.com/callback';
 const password = 'a long enough password';
@@ -182,6 +183,34 @@ describe('disabled users', () => {
     // Disabling a disabled user changes nothing, and audits nothing.
     expect((await patch(admin, off.id, { disabled: true }).expect(200)).body).toEqual(off);
     expect(await auditOf('user.updated', off.id)).toEqual([]);
+  });
+
+  it('makes no grant from a consent being recorded while the user is disabled: the consent waits for the user\'s row, then finds them disabled', async () => {
+    const u = (await createUser(admin, 'racing@example.com').expect(201)).body;
+    const { res, agent } = await providerSignIn('racing@example.com');
+    expect(res.status).toBe(303);
+    const next = new URL(res.headers.location, t.url);
+    const consent = await browse(agent, t.url, next.pathname + next.search);
+    expect(consent.path).toMatch(/^\/auth\/consent/);
+    const waiting = async () => {
+      await t.sql('SELECT pg_stat_clear_snapshot()');
+      return (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM users WHERE tenant_id = $1 AND id = $2 FOR SHARE%'`)).length > 0;
+    };
+    let answer: request.Response;
+    await t.sql('BEGIN');
+    try {
+      await t.sql(`SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, [u.id]);
+      const sent = agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' }).then((r) => r);
+      await waitFor(waiting, 'the decision to wait for the user\'s row');
+      await t.sql(`UPDATE users SET disabled = true WHERE id = $1`, [u.id]);
+      await t.sql('COMMIT');
+      answer = await sent;
+    } catch (err) {
+      await t.sql('ROLLBACK');
+      throw err;
+    }
+    expect(answer.status).toBe(400);
+    expect(await t.sql(`SELECT 1 FROM oidc_models WHERE model = 'Grant' AND payload->>'accountId' = $1`, [u.id])).toEqual([]);
   });
 
   it('does not let a key its user made on the account pages disable that user (409 conflict); another admin\'s key may', async () => {

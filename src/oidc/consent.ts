@@ -145,9 +145,9 @@ export async function recordConsent(
   const join = (scopes: string[]) => scopes.join(' ');
   const made = await underConnectionLock(db, o.accountId, o.clientId, async (m) => {
     // The user's row is share-locked until the grant is in: a deletion or disabling at the same
-    // moment either came first (no grant: undefined) or waits, and then ends the grant with the user's others.
-    const [user] = await m.query(`SELECT 1 FROM users WHERE tenant_id = $1 AND id = $2 AND ${USABLE_USER} FOR SHARE`, [o.tenantId, o.accountId]);
-    if (!user) return 'account_gone' as const;
+    // moment either came first (no grant) or waits, and then ends the grant with the user's others.
+    const [user]: Array<{ usable: boolean }> = await m.query(`SELECT ${USABLE_USER} AS usable FROM users WHERE tenant_id = $1 AND id = $2 FOR SHARE`, [o.tenantId, o.accountId]);
+    if (!user?.usable) return 'account_gone' as const;
     // What the client may ask for now, share-locked against an update of the client (which holds its
     // row while it narrows the client's grants, clients.service.ts): this consent passed the
     // provider's checks before, and an update committed since took from every grant but this one,
