@@ -15,7 +15,7 @@ import { BlobsService } from '../src/blobs/blobs.service';
 import { StagingJanitor } from '../src/blobs/staging-janitor';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { expectLocation } from './support/created';
-import { expectError } from './support/envelope';
+import { badFields, expectError } from './support/envelope';
 import { waitFor } from './support/wait';
 
 const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
@@ -141,6 +141,37 @@ describe.each(['disk', 'postgres'] as const)('blobs (%s storage)', (storage) => 
   afterAll(async () => {
     await t.close();
     await rm(blobDir, { recursive: true, force: true });
+  });
+
+  describe('listing (GET /blobs)', () => {
+    it('lists the tenant\'s blobs newest first, page by page, by content type if asked; admins only; another tenant sees its own', async () => {
+      const tenant = await createTenant(t, admin.key, `blob-list-${storage}`);
+      const made: string[] = [];
+      for (let n = 0; n < 5; n++) {
+        const res = await upload(tenant.key, randomBytes(100 + n), n % 2 ? 'image/png' : 'text/plain').expect(201);
+        made.unshift(res.body.hash);
+      }
+      const seen: string[] = [];
+      let page = await t.http.get('/blobs?limit=2').set(bearer(tenant.key)).expect(200);
+      seen.push(...page.body.blobs.map((b: { hash: string }) => b.hash));
+      while (page.body.next_cursor) {
+        page = await t.http.get(`/blobs?limit=2&cursor=${page.body.next_cursor}`).set(bearer(tenant.key)).expect(200);
+        seen.push(...page.body.blobs.map((b: { hash: string }) => b.hash));
+      }
+      expect(seen).toEqual(made);
+      const first = (await t.http.get('/blobs?limit=1').set(bearer(tenant.key)).expect(200)).body.blobs[0];
+      expect(first).toEqual((await t.http.get(`/blobs/${first.hash}/metadata`).set(bearer(tenant.key)).expect(200)).body);
+
+      const pngs = await t.http.get('/blobs?content_type=image/png').set(bearer(tenant.key)).expect(200);
+      expect(pngs.body.blobs.map((b: { hash: string }) => b.hash)).toEqual([made[1], made[3]]);
+
+      const member = await createKey(t, tenant.key, { role: 'member', type_permissions: { '*': 'write' } });
+      expectError(await t.http.get('/blobs').set(bearer(member.key)), 403, 'forbidden');
+      expect(badFields(await t.http.get('/blobs?cursor=nope').set(bearer(tenant.key)))).toEqual(['cursor']);
+      expect(badFields(await t.http.get('/blobs?limit=0').set(bearer(tenant.key)))).toEqual(['limit']);
+      const others = (await t.http.get('/blobs?limit=100').set(bearer(admin.key)).expect(200)).body.blobs.map((b: { hash: string }) => b.hash);
+      expect(others.filter((h: string) => made.includes(h))).toEqual([]);
+    });
   });
 
   describe('upload and download', () => {

@@ -1,4 +1,4 @@
-import { Controller, Get, Head, Headers, Param, Post, Req, Res } from '@nestjs/common';
+import { Controller, Get, Head, Headers, Param, Post, Query, Req, Res } from '@nestjs/common';
 import {
   ApiBody,
   ApiConsumes,
@@ -10,7 +10,7 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Caller } from '../auth/decorators';
+import { Caller, Requires } from '../auth/decorators';
 import { canUpload } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
@@ -23,7 +23,7 @@ import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { ParseBlobHashPipe } from './blob-hash';
 import { uploadMediaType } from './blob-media-type';
-import { BlobResponse } from './blobs.dto';
+import { BlobList, BlobResponse, ListBlobsQuery } from './blobs.dto';
 import { BlobsService } from './blobs.service';
 import { closeAfterResponse } from './lingering-close';
 
@@ -174,6 +174,20 @@ export class BlobsController {
     // Should the client go away or the store fail mid-stream, Fastify destroys both streams:
     // the headers are out, so a cut connection is the only honest signal left.
     await reply.send(content);
+  }
+
+  @Get()
+  @Requires({ admin: true })
+  @ApiOperation({
+    summary: 'List the tenant\'s blobs (admin), newest first',
+    description:
+      'Their records (hash, ref, size, content type, creation time), not the bytes; `content_type` keeps those stored with that type. ' +
+      'Admin only: a blob is readable by any credential of the tenant that knows its hash, so the list of hashes is not for every credential.',
+  })
+  @ApiOkResponse({ type: BlobList })
+  @ApiErrors(400, 401, 403, 429)
+  list(@Caller() caller: Principal, @Query() q: ListBlobsQuery): Promise<BlobList> {
+    return this.blobs.list(caller.tenantId, q);
   }
 
   @Get(':hash/metadata')

@@ -1,4 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { PageQuery } from '../common/pagination';
+import { TextParam } from '../common/validation';
 
 export class BlobResponse {
   @ApiProperty({ description: 'SHA-256 of the content, 64 lowercase hex digits', pattern: '^[0-9a-f]{64}$' })
@@ -15,4 +17,14 @@ export class BlobResponse {
 
   @ApiProperty({ format: 'date-time', description: 'When this tenant first stored these bytes' })
   created_at: string;
+}
+
+export class BlobList {
+  @ApiProperty({ type: [BlobResponse] }) blobs: BlobResponse[];
+  @ApiProperty({ type: String, nullable: true }) next_cursor: string | null;
+}
+
+export class ListBlobsQuery extends PageQuery {
+  @TextParam({ minLength: 1, maxLength: 255, description: 'Only blobs stored with this Content-Type, as given at upload (compared exactly)' })
+  content_type?: string;
 }

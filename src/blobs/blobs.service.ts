@@ -1,7 +1,8 @@
 /**
  * Owns blob metadata (`blobs` table) and the upload flow: stage the body while hashing it,
  * de-duplicate per tenant, hand new content to the BlobStore, then record it. Also answers
- * the items module's "which of these blob references does this tenant lack?".
+ * the items module's "which of these blob references does this tenant lack?", and the tenant's
+ * blob listing (admins).
  *
  * Upload steps:
  *   1. reject a declared Content-Length over BLOB_MAX_BYTES before reading anything (413), and a
@@ -23,10 +24,11 @@ import type { Readable } from 'node:stream';
 import { DataSource } from 'typeorm';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
-import { blobRef, parseBlobHash } from './blob-hash';
+import { BLOB_HASH_RE, blobRef, parseBlobHash } from './blob-hash';
 import { BLOB_STORE, BlobContentMissing, BlobStore } from './blob-store';
 import type { ByteRange } from './byte-range';
-import { BlobResponse } from './blobs.dto';
+import { BlobList, BlobResponse, ListBlobsQuery } from './blobs.dto';
+import { decodeCursor, pageOf } from '../common/pagination';
 import { unsupportedEncoding } from '../common/body-parsing';
 import { decodeUpload, isUploadEncoding, stageUpload, UploadAborted, UploadNotEncodedAsDeclared, UploadTooLarge } from './upload-staging';
 
@@ -41,6 +43,7 @@ interface BlobRow {
 }
 
 const COLUMNS = 'hash, size, content_type, created_at';
+const isBlobHash = (id: string): boolean => BLOB_HASH_RE.test(id);
 
 function toResponse(row: BlobRow): BlobResponse {
   return {
@@ -166,6 +169,20 @@ export class BlobsService implements OnModuleInit {
     } finally {
       await rm(staged, { force: true }).catch((err) => this.logger.warn({ err, staged }, 'could not remove a staging file'));
     }
+  }
+
+  /** The tenant's blobs, newest first, a page at a time. */
+  async list(tenantId: string, q: ListBlobsQuery): Promise<BlobList> {
+    const limit = q.limit ?? 50;
+    const after = decodeCursor(q.cursor, 'blobs', isBlobHash);
+    const rows: Array<BlobRow & { id: string }> = await this.db.query(
+      `SELECT ${COLUMNS}, hash AS id FROM blobs
+        WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, hash) < ($2, $3::text)) AND ($4::text IS NULL OR content_type = $4)
+        ORDER BY created_at DESC, hash DESC LIMIT $5`,
+      [tenantId, after?.createdAt ?? null, after?.id ?? null, q.content_type ?? null, limit + 1],
+    );
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'blobs');
+    return { blobs: page.map(toResponse), next_cursor };
   }
 
   /** The metadata record, or 404 `blob_not_found` (also for another tenant's blob). */

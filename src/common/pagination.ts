@@ -24,7 +24,7 @@ export interface Position {
  * name a position among rows it never came from.
  */
 export type ListName =
-  | 'audit' | 'audit_export' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges' | 'events' | 'grants'
+  | 'audit' | 'audit_export' | 'blobs' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges' | 'events' | 'grants'
   | 'integrations' | 'items' | 'keys' | 'tenants' | 'types' | 'users' | 'webhooks';
 
 const encode = (parts: string[]): string => Buffer.from(JSON.stringify(parts)).toString('base64url');

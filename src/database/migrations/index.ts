@@ -58,6 +58,7 @@ import { UsersEmailVerified1732300005600 } from './1732300005600-users-email-ver
 import { KeysExpiryLastUsed1732300005700 } from './1732300005700-keys-expiry-last-used';
 import { UsersDisabled1732300005900 } from './1732300005900-users-disabled';
 import { BulkJobRequest1732300006100 } from './1732300006100-bulk-job-request';
+import { BlobsByCreated1732300006200 } from './1732300006200-blobs-by-created';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -119,4 +120,5 @@ export const migrations = [
   KeysExpiryLastUsed1732300005700,
   UsersDisabled1732300005900,
   BulkJobRequest1732300006100,
+  BlobsByCreated1732300006200,
 ];
