@@ -181,7 +181,7 @@ describe('Audit of keys, OAuth clients, webhooks and tenants', () => {
     expect(byToken.details.actor).toEqual({ kind: 'oauth_client', id: client.client_id });
 
     const rotated = (await t.http.post(`/auth/clients/${client.client_id}/secret`).set(bearer(acme.key)).expect(200)).body;
-    expect(await ofClient('auth.client.secret_rotated')).toEqual([{ actor: keyActor(acme) }]);
+    expect(await ofClient('auth.client.secret_rotated')).toEqual([{ actor: keyActor(acme), expire_previous_in: 0 }]);
     // A public client has no secret to rotate: no row.
     const pub = (
       await t.http.post('/auth/clients').set(bearer(acme.key)).send({ token_endpoint_auth_method: 'none', redirect_uris: ['https://app.example.com/cb'] }).expect(201)

@@ -12,7 +12,7 @@ import { DataSource } from 'typeorm';
 import { redactUrl, StartupError } from '../common/startup-error';
 import { AppConfig } from '../config/app-config';
 import { tokenAad } from '../integrations/connections.service';
-import { deviceJtiAad, SEALED_JTI, secretAad as clientSecretAad } from '../oidc/oidc-adapter';
+import { deviceJtiAad, PREVIOUS_SECRET, previousSecretAad, SEALED_JTI, secretAad as clientSecretAad } from '../oidc/oidc-adapter';
 import { signingKeyAad } from '../oidc/signing-keys';
 import { secretAad as webhookSecretAad } from '../webhooks/signature';
 import { SecretBox } from './secret-box';
@@ -101,6 +101,15 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
     where: `model = 'Client' AND payload->>'client_secret_sealed' = 'true' AND payload->>'client_secret' IS NOT NULL`,
     set: `payload = jsonb_set(payload, '{client_secret}', to_jsonb($1::text))`,
     aad: (r) => clientSecretAad(r.id),
+  },
+  {
+    what: 'previous OAuth client secrets',
+    table: 'oidc_models',
+    key: ['model', 'id'],
+    value: `payload->>'${PREVIOUS_SECRET}'`,
+    where: `model = 'Client' AND payload->>'${PREVIOUS_SECRET}' IS NOT NULL`,
+    set: `payload = jsonb_set(payload, '{${PREVIOUS_SECRET}}', to_jsonb($1::text))`,
+    aad: (r) => previousSecretAad(r.id),
   },
   {
     what: 'OAuth device codes',

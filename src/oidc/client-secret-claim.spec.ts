@@ -1,5 +1,6 @@
 import type { Client } from 'oidc-provider';
-import { clientCredentialId, clientOfCredential, currentClaim, issuedUnderCurrentSecret, KEY_CLAIM, SECRET_CLAIM } from './client-secret-claim';
+import { clientCredentialId, clientOfCredential, currentClaim, goodUntil, issuedUnderCurrentSecret, KEY_CLAIM, livePreviousSecret, SECRET_CLAIM } from './client-secret-claim';
+import { PREVIOUS_SECRET, PREVIOUS_SECRET_ENDS } from './oidc-adapter';
 
 const client = (metadata: { clientSecret?: string; jwksUri?: string }) => ({ clientId: 'app', ...metadata }) as unknown as Client;
 const token = (extra: Record<string, string>) => ({ extra });
@@ -28,5 +29,28 @@ describe('the claim a client-credentials token keeps', () => {
   it('takes a token from before the claims as current, and no other claim for one it does not hold', () => {
     expect(issuedUnderCurrentSecret(client({ clientSecret: 's' }), token({}))).toBe(true);
     expect(issuedUnderCurrentSecret(client({ clientSecret: 's' }), token({ [KEY_CLAIM]: 'x' }))).toBe(false);
+  });
+
+  it('keeps a token of the previous secret good until its overlap ends, and no longer; its credential likewise', () => {
+    const before = client({ clientSecret: 'svc_cs_old' });
+    const after = client({ clientSecret: 'svc_cs_new' });
+    const issued = token(currentClaim(before)!);
+    const credential = clientOfCredential(clientCredentialId('app', issued.extra[SECRET_CLAIM]));
+    const previous = { secret: 'svc_cs_old', endsAt: 2_000 };
+    expect(goodUntil(after, issued, previous, 1_000)).toBe(2_000);
+    expect(goodUntil(after, issued, previous, 2_000)).toBeUndefined();
+    expect(goodUntil(after, issued, { secret: 'svc_cs_other', endsAt: 2_000 }, 1_000)).toBeUndefined();
+    expect(goodUntil(after, token(currentClaim(after)!), previous, 1_000)).toBe(Infinity);
+    expect(credential.isCurrent(after)).toBe(false);
+    expect(credential.isPrevious(previous, 1_000)).toBe(true);
+    expect(credential.isPrevious(previous, 2_000)).toBe(false);
+    expect(clientOfCredential('client:app').isPrevious(previous, 1_000)).toBe(false);
+  });
+
+  it('reads a stored previous secret only while its overlap lasts', () => {
+    const stored = { [PREVIOUS_SECRET]: 'svc_cs_old', [PREVIOUS_SECRET_ENDS]: 2_000 };
+    expect(livePreviousSecret(stored, 1_000)).toEqual({ secret: 'svc_cs_old', endsAt: 2_000 });
+    expect(livePreviousSecret(stored, 2_000)).toBeUndefined();
+    expect(livePreviousSecret({}, 1_000)).toBeUndefined();
   });
 });

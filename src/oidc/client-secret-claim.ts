@@ -16,11 +16,17 @@
  * they started that outlives them (webhooks, event streams, bulk jobs) belongs to the client
  * *under that secret*, and ends with it. A leaked secret's webhook must not outlive the rotation
  * that answered the leak.
+ *
+ * A rotation may leave the replaced secret authenticating beside the new one for a while (its
+ * overlap, `expire_previous_in`: previous-client-secret.ts). A token the previous secret gets then
+ * carries the previous secret's claim, so it, and what it starts, is good until the overlap ends
+ * (`goodUntil`, `isPrevious`) and ends then exactly as a rotation without overlap ends them.
  */
 import { randomBytes } from 'node:crypto';
 import type { Client } from 'oidc-provider';
 import { CLIENT_SECRET_TAG, OAUTH_CLIENT_SECRET_PREFIX } from '../auth/principal';
 import { digestsEqual, hashSecret } from '../keys/key-secrets';
+import { PREVIOUS_SECRET, PREVIOUS_SECRET_ENDS } from './oidc-adapter';
 
 export const SECRET_CLAIM = 'client_secret_hash';
 /** A `private_key_jwt` client's tokens' claim: the hash of its `jwks_uri` (see the header). */
@@ -64,6 +70,31 @@ export function issuedUnderCurrentSecret(client: Client, token: object): boolean
   });
 }
 
+/** A secret a rotation replaced, still good beside the new one until `endsAt` (epoch milliseconds). */
+export interface PreviousSecret {
+  secret: string;
+  endsAt: number;
+}
+
+/** The previous secret a client's stored payload (as the adapter opens it) holds, while its overlap lasts. */
+export function livePreviousSecret(payload: Record<string, unknown> | undefined, now = Date.now()): PreviousSecret | undefined {
+  const secret = payload?.[PREVIOUS_SECRET];
+  const endsAt = payload?.[PREVIOUS_SECRET_ENDS];
+  return typeof secret === 'string' && typeof endsAt === 'number' && endsAt > now ? { secret, endsAt } : undefined;
+}
+
+/**
+ * Until when (epoch milliseconds) a client's token is good as far as what it was issued under
+ * goes: for ever under what the client authenticates with now, to the end of the overlap under
+ * the previous secret while that lasts, else undefined (not good).
+ */
+export function goodUntil(client: Client, token: object, previous?: PreviousSecret, now = Date.now()): number | undefined {
+  if (issuedUnderCurrentSecret(client, token)) return Infinity;
+  const issued = (token as { extra?: Record<string, unknown> }).extra?.[SECRET_CLAIM];
+  const underPrevious = !!previous && previous.endsAt > now && typeof issued === 'string' && digestsEqual(issued, hashSecret(previous.secret));
+  return underPrevious ? previous.endsAt : undefined;
+}
+
 /** Enough of the secret's hash to tell secrets apart (CLIENT_SECRET_TAG); the hash of a random secret gives nothing away. */
 const TAG_LENGTH = 16;
 
@@ -72,11 +103,22 @@ export function clientCredentialId(clientId: string, secretHash: unknown): strin
   return typeof secretHash === 'string' ? `client:${clientId}:${secretHash.slice(0, TAG_LENGTH)}` : `client:${clientId}`;
 }
 
-/** The client of a `client:` credential, and whether the client's secret now is the one the credential names (always, for a bare one). */
-export function clientOfCredential(credentialId: string): { clientId: string; isCurrent: (client: Client) => boolean } {
+/**
+ * The client of a `client:` credential; whether the client's secret now is the one the credential
+ * names (always, for a bare one); whether the previous secret, while its overlap lasts, is.
+ */
+export function clientOfCredential(credentialId: string): {
+  clientId: string;
+  isCurrent: (client: Client) => boolean;
+  isPrevious: (previous: PreviousSecret | undefined, now?: number) => boolean;
+} {
   const tagged = CLIENT_SECRET_TAG.exec(credentialId);
-  if (!tagged) return { clientId: credentialId.slice('client:'.length), isCurrent: () => true };
+  if (!tagged) return { clientId: credentialId.slice('client:'.length), isCurrent: () => true, isPrevious: () => false };
   const [, owner, tag] = tagged;
   const clientId = owner.slice('client:'.length);
-  return { clientId, isCurrent: (client) => currentClaim(client)?.[SECRET_CLAIM]?.slice(0, TAG_LENGTH) === tag };
+  return {
+    clientId,
+    isCurrent: (client) => currentClaim(client)?.[SECRET_CLAIM]?.slice(0, TAG_LENGTH) === tag,
+    isPrevious: (previous, now = Date.now()) => !!previous && previous.endsAt > now && hashSecret(previous.secret).slice(0, TAG_LENGTH) === tag,
+  };
 }

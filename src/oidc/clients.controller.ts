@@ -6,7 +6,7 @@ import { Created } from '../common/created-location';
 import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
-import { ListClientsQuery, OAuthClient, OAuthClientList, ParseClientIdPipe, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
+import { ListClientsQuery, OAuthClient, OAuthClientList, ParseClientIdPipe, RegisteredClient, RegisterClientDto, RotateClientSecretDto, RotatedClient, UpdateClientDto } from './clients.dto';
 import { ClientsService } from './clients.service';
 
 const WHO_MANAGES = 'Admins manage their tenant\'s clients; a root-tenant admin also manages clients made by open registration (RFC 7591), which have no tenant. Any other client is 404 `not_found`.';
@@ -91,15 +91,18 @@ export class ClientsController {
   @Idempotent()
   @NoStore()
   @ApiOperation({
-    summary: 'Rotate a confidential OAuth client\'s secret (admin): the new one is shown once, the old one fails at once',
+    summary: 'Rotate a confidential OAuth client\'s secret (admin): the new one is shown once; the old one fails at once, or keeps authenticating beside it for `expire_previous_in` seconds',
     description:
       'The new secret is stored encrypted, as at registration. The client\'s client-credentials tokens end with the old secret (401 from the next request); ' +
-      'the grants users gave, and their tokens, stay. A client without a secret (`token_endpoint_auth_method` `none` or `private_key_jwt`): 409 `conflict`. ' +
+      'the grants users gave, and their tokens, stay. With `expire_previous_in` (at most 604800), the old secret keeps authenticating the client ' +
+      '(`client_secret_basic`, `client_secret_post`; a `client_secret_jwt` client switches at once) until `previous_secret_expires_at`, and its tokens, with what they ' +
+      'started, keep working until then; then they end as at once. A rotation meanwhile ends the older secret at once. ' +
+      'A client without a secret (`token_endpoint_auth_method` `none` or `private_key_jwt`): 409 `conflict`. ' +
       WHO_MANAGES,
   })
   @ApiOkResponse({ type: RotatedClient })
   @ApiErrors(400, 401, 403, 404, 409, 429)
-  rotateSecret(@Caller() p: Principal, @Param('client_id', ParseClientIdPipe) clientId: string): Promise<RotatedClient> {
-    return this.clients.rotateSecret(p, clientId);
+  rotateSecret(@Caller() p: Principal, @Param('client_id', ParseClientIdPipe) clientId: string, @Body() dto: RotateClientSecretDto): Promise<RotatedClient> {
+    return this.clients.rotateSecret(p, clientId, dto);
   }
 }

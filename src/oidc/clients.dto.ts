@@ -1,13 +1,14 @@
 import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
 import { invalidId } from '../common/ids';
 import { PageQuery } from '../common/pagination';
 import { IsOptionalNonNull, IsPermissionMap, MaxChars } from '../common/validation';
 import type { PermissionMap } from '../keys/api-key.entity';
 import { PERMISSION_MAP_DOC } from '../keys/keys.dto';
-import { ApiInteger } from '../openapi/api-integer.decorator';
+import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
 import { IsUserName } from '../users/users.dto';
+import { MAX_PREVIOUS_SECRET_SECONDS } from '../webhooks/webhooks.dto';
 
 /** How an admin-registered client authenticates: every method discovery names. */
 const ADMIN_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt', 'none'];
@@ -194,6 +195,13 @@ export class RegisteredClient extends ClientFields {
 export class OAuthClient extends ClientFields {
   @ApiProperty({ nullable: true, type: String, description: 'null for a client registered through open registration (RFC 7591), which a root-tenant admin manages' })
   tenant_id: string | null;
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    description: 'Until when the secret replaced by the last rotation still authenticates the client beside the current one (`expire_previous_in`); null when none does',
+  })
+  previous_secret_expires_at: string | null;
 }
 
 export const CLIENT_REGISTRATIONS = ['open', 'admin'] as const;
@@ -224,8 +232,21 @@ export class BlockedClientList {
   @ApiProperty({ nullable: true, type: String }) next_cursor: string | null;
 }
 
+export class RotateClientSecretDto {
+  @ApiIntegerOptional({
+    minimum: 0,
+    maximum: MAX_PREVIOUS_SECRET_SECONDS,
+    default: 0,
+    description:
+      'Seconds the replaced secret keeps authenticating the client beside the new one (`client_secret_basic`, `client_secret_post`), so its deployments can switch over; ' +
+      '0 ends it at once. A rotation meanwhile ends the older secret at once',
+  })
+  @IsOptionalNonNull() @IsInt() @Min(0) @Max(MAX_PREVIOUS_SECRET_SECONDS)
+  expire_previous_in?: number;
+}
+
 export class RotatedClient extends OAuthClient {
-  @ApiProperty({ description: 'The new secret, shown only here; the previous one no longer authenticates' }) client_secret: string;
+  @ApiProperty({ description: 'The new secret, shown only here; the one it replaced no longer authenticates, or only until `previous_secret_expires_at`' }) client_secret: string;
 }
 
 /**

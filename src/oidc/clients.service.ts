@@ -16,7 +16,11 @@
  * first; the provider reads a client from storage on every use, so the old secret fails at once.
  * The client's client-credentials tokens end with it (the old secret alone was enough to get
  * them, so a leaked secret may have), also one a request in flight saves after the rotation
- * (client-secret-claim.ts); the grants users gave stay.
+ * (client-secret-claim.ts); the grants users gave stay. With `expire_previous_in`, the old secret
+ * is kept (sealed too) as the previous one and keeps authenticating beside the new one until
+ * then (previous-client-secret.ts), its tokens and what they started with it; at that moment they
+ * end as they would have at the rotation. The rules are the webhooks' own (webhooks.service.ts):
+ * one previous secret at a time, so a rotation during an overlap ends the older secret at once.
  *
  * An update changes where the client lives and what it may ask for (name, redirect URIs, scope,
  * descriptive URIs), checked as a registration is, and keeps its grants. The provider re-reads a
@@ -46,11 +50,22 @@ import { isId } from '../common/ids';
 import { decodeSecondsCursor, pageOf } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
-import { ClientRegistration, isClientId, SECRETLESS_AUTH_METHODS, OAuthClient, OAuthClientList, RegisteredClient, RegisterClientDto, RotatedClient, UpdateClientDto } from './clients.dto';
+import {
+  ClientRegistration,
+  isClientId,
+  SECRETLESS_AUTH_METHODS,
+  OAuthClient,
+  OAuthClientList,
+  RegisteredClient,
+  RegisterClientDto,
+  RotateClientSecretDto,
+  RotatedClient,
+  UpdateClientDto,
+} from './clients.dto';
 import { repeatedLists, SET_LISTS, URI_LISTS, uselessClientProblem } from './client-registration';
 import { clientCredentialId, newClientSecret, proofOf, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
-import { inTransaction, underConnectionLock } from './oidc-adapter';
+import { inTransaction, PREVIOUS_SECRET, PREVIOUS_SECRET_ENDS, underConnectionLock } from './oidc-adapter';
 import { OidcProvider } from './oidc-provider';
 import { registeredScopes, scopeWords } from './scopes';
 
@@ -85,7 +100,10 @@ const SHOWN = [
 
 function toClient(payload: Record<string, unknown>): OAuthClient {
   const shown = Object.fromEntries(SHOWN.filter((k) => payload[k] !== undefined).map((k) => [k, payload[k]]));
-  return { ...shown, tenant_id: payload.tenant_id ?? null, extension_permissions: payload.extension_permissions ?? {} } as OAuthClient;
+  // Read from the row as stored too (lists), where an overlap that ended is still written down.
+  const ends = payload[PREVIOUS_SECRET_ENDS];
+  const previous_secret_expires_at = typeof ends === 'number' && ends > Date.now() ? new Date(ends).toISOString() : null;
+  return { ...shown, tenant_id: payload.tenant_id ?? null, extension_permissions: payload.extension_permissions ?? {}, previous_secret_expires_at } as OAuthClient;
 }
 
 /**
@@ -309,8 +327,13 @@ export class ClientsService {
     return updated;
   }
 
-  /** A new secret for a confidential client (see the header); 409 `conflict` for a public one. */
-  async rotateSecret(p: Principal, clientId: string): Promise<RotatedClient> {
+  /**
+   * A new secret for a confidential client (see the header); 409 `conflict` for a public one. The
+   * one it replaces keeps authenticating beside it for `expire_previous_in` seconds (none unless
+   * said); a rotation during that time ends the older one.
+   */
+  async rotateSecret(p: Principal, clientId: string, dto: RotateClientSecretDto = {}): Promise<RotatedClient> {
+    const expireIn = dto.expire_previous_in ?? 0;
     const store = storeOf(await this.oidc.get());
     // The adapter's reads and writes join this transaction (that is what `underConnectionLock`
     // offers besides its lock, which no consent contends for under this account id), so the row
@@ -325,13 +348,21 @@ export class ClientsService {
         throw ApiError.conflict('conflict', `A client that authenticates with ${metadata.token_endpoint_auth_method} has no secret to rotate`);
       }
       const client_secret = newClientSecret();
-      await store.upsert(clientId, { ...metadata, client_secret }, 0);
+      // The previous secret there was goes either way: one at a time.
+      const { [PREVIOUS_SECRET]: _older, [PREVIOUS_SECRET_ENDS]: _olderEnds, ...current } = metadata;
+      const keepsOld = expireIn > 0 && typeof metadata.client_secret === 'string';
+      const overlap = keepsOld ? { [PREVIOUS_SECRET]: metadata.client_secret, [PREVIOUS_SECRET_ENDS]: Date.now() + expireIn * 1000 } : {};
+      const rotated = { ...current, client_secret, ...overlap };
+      await store.upsert(clientId, rotated, 0);
       // The registration access token issued beside the old secret (open registration) would
-      // otherwise read the new one out (RFC 7592 2.1).
+      // otherwise read the new one out (RFC 7592 2.1), overlap or not.
       await m.query(`DELETE FROM oidc_models WHERE model = 'RegistrationAccessToken' AND payload->>'clientId' = $1`, [clientId]);
-      await endOldCredential(m, metadata, clientId, proofOf(metadata.client_secret, metadata.jwks_uri));
-      await this.audit.record({ tenantId: p.tenantId, action: 'auth.client.secret_rotated', clientId, details: { actor: actorOf(p) } }, m);
-      return { ...toClient(metadata), client_secret };
+      await endOldCredential(m, metadata, clientId, proofOf(metadata.client_secret, metadata.jwks_uri), keepsOld);
+      await this.audit.record(
+        { tenantId: p.tenantId, action: 'auth.client.secret_rotated', clientId, details: { actor: actorOf(p), expire_previous_in: expireIn } },
+        m,
+      );
+      return { ...toClient(rotated), client_secret };
     });
     if (!rotated) throw notFound();
     await this.tokenCache.invalidate();
@@ -447,11 +478,30 @@ async function endPendingWork(m: EntityManager, clientId: string, client: Client
  * got with the old one end. Webhooks and bulk jobs its tokens started name the old credential and
  * end with it; those started before a credential named it (`client:<id>`) are put under the old
  * one, so that they end too.
+ *
+ * `keepsOld`: the old secret is now the previous one, for an overlap (see the header). Its
+ * tokens stay, to end when the overlap does (their claim names it; those from before the claim
+ * are given it, as the credential of what they started is), and every other token of the client,
+ * the older previous secret's, ends now.
  */
-async function endOldCredential(m: EntityManager, metadata: Record<string, unknown>, clientId: string, oldProof: string | undefined): Promise<void> {
-  await m.query(`DELETE FROM oidc_models WHERE model = 'ClientCredentials' AND payload->>'clientId' = $1`, [clientId]);
+async function endOldCredential(m: EntityManager, metadata: Record<string, unknown>, clientId: string, oldProof: string | undefined, keepsOld = false): Promise<void> {
+  const oldClaim = secretClaim(oldProof)?.[SECRET_CLAIM];
+  if (keepsOld && oldClaim) {
+    await m.query(
+      `UPDATE oidc_models SET payload = jsonb_set(payload, '{extra}', COALESCE(payload->'extra', '{}'::jsonb) || jsonb_build_object($2::text, $3::text))
+        WHERE model = 'ClientCredentials' AND payload->>'clientId' = $1 AND payload->'extra'->>$2 IS NULL`,
+      [clientId, SECRET_CLAIM, oldClaim],
+    );
+    await m.query(`DELETE FROM oidc_models WHERE model = 'ClientCredentials' AND payload->>'clientId' = $1 AND payload->'extra'->>$2 IS DISTINCT FROM $3`, [
+      clientId,
+      SECRET_CLAIM,
+      oldClaim,
+    ]);
+  } else {
+    await m.query(`DELETE FROM oidc_models WHERE model = 'ClientCredentials' AND payload->>'clientId' = $1`, [clientId]);
+  }
   const tenantId = metadata.tenant_id;
-  const old = clientCredentialId(clientId, secretClaim(oldProof)?.[SECRET_CLAIM]);
+  const old = clientCredentialId(clientId, oldClaim);
   const bare = `client:${clientId}`;
   if (typeof tenantId !== 'string' || old === bare) return;
   for (const table of ['webhooks', 'bulk_jobs']) {

@@ -28,7 +28,8 @@ import type { Client, Provider } from 'oidc-provider';
 import type { OAuthTokenResolver, Principal, Resolution } from '../auth/principal';
 import { AppConfig } from '../config/app-config';
 import { hashSecret } from '../keys/key-secrets';
-import { clientCredentialId, clientOfCredential, issuedUnderCurrentSecret, SECRET_CLAIM } from './client-secret-claim';
+import { clientCredentialId, clientOfCredential, SECRET_CLAIM } from './client-secret-claim';
+import { previousSecretOf, tokenGoodUntil } from './previous-client-secret';
 import { UsersService } from '../users/users.service';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { OidcProvider } from './oidc-provider';
@@ -55,13 +56,16 @@ export interface FoundToken {
   client: Client;
   grant?: Grant;
   scopes: string[];
+  /** Epoch milliseconds at which the token ends before its `exp` (a rotation's overlap ending), else Infinity. */
+  goodUntil: number;
 }
 
 /**
  * The stored access token (or client-credentials token) a bearer value names, or why it is not
  * good: expired from its `exp` on exactly (the provider's own lookup allows 15 seconds of clock
  * tolerance, so its answer would disagree with this one), unknown, of a grant since revoked, of
- * a client since deleted, or issued under a client secret since rotated. It is good for the
+ * a client since deleted, or issued under a client secret since rotated (once the rotation's
+ * overlap, if it left one, is over: until then `goodUntil` says when it ends). It is good for the
  * scopes it was issued with that its grant (or, for client credentials, its client) still
  * holds: one a later consent refused, or a client update took away, is not the token's any more.
  */
@@ -74,8 +78,9 @@ export async function findAccessToken(provider: Provider, token: string, resourc
   const grant = found.grantId ? await provider.Grant.find(found.grantId) : undefined;
   if (found.grantId && !grant) return { error: 'unauthorized' };
   const client = await provider.Client.find(found.clientId);
-  if (!client || (!found.accountId && !issuedUnderCurrentSecret(client, found))) return { error: 'unauthorized' };
-  return { token: found, client, grant, scopes: scopesStillHeld(found.scope, grant ?? client, resource) };
+  const goodUntil = client && (found.accountId ? Infinity : await tokenGoodUntil(provider, client, found));
+  if (!client || goodUntil === undefined) return { error: 'unauthorized' };
+  return { token: found, client, grant, scopes: scopesStillHeld(found.scope, grant ?? client, resource), goodUntil };
 }
 
 @Injectable()
@@ -103,21 +108,23 @@ export class OAuthTokens implements OAuthTokenResolver {
     if ('error' in found) return found;
     const credentialId = found.token.grantId ?? clientCredentialId(found.client.clientId, found.token.extra?.[SECRET_CLAIM]);
     const principal = await this.principalOf(found.client, found.token.accountId, credentialId, found.scopes);
-    return principal ? { principal, expiresAt: found.token.exp * 1000 } : { error: 'unauthorized' };
+    // Cached no longer than the token is good: an overlap's end holds to the millisecond, as a key's expiry does.
+    return principal ? { principal, expiresAt: Math.min(found.token.exp * 1000, found.goodUntil) } : { error: 'unauthorized' };
   }
 
   /**
    * The Principal of a grant id, or of a client's `client:…` credential (client-secret-claim.ts),
    * as a token of it would have now; null once revoked, or once the client's secret it was issued
-   * under was rotated.
+   * under was rotated (and the rotation's overlap, if any, is over).
    */
   async principalByCredential(tenantId: string, credentialId: string): Promise<Principal | null> {
     const provider = await this.oidc.get();
     let principal: Principal | undefined;
     if (credentialId.startsWith('client:')) {
-      const { clientId, isCurrent } = clientOfCredential(credentialId);
+      const { clientId, isCurrent, isPrevious } = clientOfCredential(credentialId);
       const client = await provider.Client.find(clientId);
-      principal = client && isCurrent(client) ? await this.principalOf(client, undefined, credentialId, client.scope?.split(' ')) : undefined;
+      const live = client && (isCurrent(client) || isPrevious(await previousSecretOf(provider, clientId)));
+      principal = live ? await this.principalOf(client, undefined, credentialId, client.scope?.split(' ')) : undefined;
     } else {
       const grant = await provider.Grant.find(credentialId);
       const client = grant && (await provider.Client.find(grant.clientId!));

@@ -15,6 +15,9 @@
  * keep their plain ids, which the account pages and the interaction handlers look up directly.
  * A sealed value that no configured key opens (the old key dropped before `secrets:reseal` ran)
  * leaves its row unknown, with a warning: the client is `invalid_client`, the user code a wrong one.
+ * A client's previous secret (PREVIOUS_SECRET, the overlap after a rotation) is sealed the same
+ * way; read once its overlap ended, or unopenable, it is left out (the client stays, with its
+ * current secret alone), and the next write of the client drops it.
  *
  * A refresh token that was used (rotated) is kept as a tombstone even when its grant is revoked:
  * presenting it again is reuse, answered `token_reuse_detected` every time, until the janitor deletes
@@ -40,6 +43,17 @@ import type { SecretBox } from '../crypto/secret-box';
 import { hashSecret } from '../keys/key-secrets';
 
 export const secretAad = (clientId: string) => `oidc-client:${clientId}`;
+/** The previous secret's own: a sealed previous secret copied into `client_secret` opens under neither. */
+export const previousSecretAad = (clientId: string) => `oidc-client-previous:${clientId}`;
+
+/**
+ * Where a client keeps the secret a rotation replaced while it still authenticates beside the new
+ * one (clients.service.ts, previous-client-secret.ts): sealed as `client_secret` is, under its own
+ * AAD, with the end of its overlap in epoch milliseconds. Not client metadata: the provider's
+ * Client leaves unknown fields out, so neither reaches its answers (RFC 7592 reads included).
+ */
+export const PREVIOUS_SECRET = 'previous_client_secret';
+export const PREVIOUS_SECRET_ENDS = 'previous_client_secret_expires_ms';
 export const deviceJtiAad = (rowId: string) => `oidc-device-code:${rowId}`;
 
 /**
@@ -210,6 +224,20 @@ function unopenable(what: string): undefined {
   return undefined;
 }
 
+/** A client's previous secret opened in place while its overlap lasts; else both fields go (see the header). */
+async function openPreviousSecret(payload: AdapterPayload, clientId: string, secrets: SecretBox): Promise<void> {
+  const ends = payload[PREVIOUS_SECRET_ENDS];
+  const sealed = payload[PREVIOUS_SECRET];
+  const live = typeof ends === 'number' && ends > Date.now() && typeof sealed === 'string';
+  const opened = live ? await secrets.tryOpen(sealed, previousSecretAad(clientId)) : undefined;
+  if (live && !opened) unopenable(`OAuth client ${clientId}'s previous secret`);
+  if (opened) payload[PREVIOUS_SECRET] = opened.plaintext;
+  else {
+    delete payload[PREVIOUS_SECRET];
+    delete payload[PREVIOUS_SECRET_ENDS];
+  }
+}
+
 /**
  * Why a payload cannot be stored, if it cannot: text with a NUL character or an unpaired
  * surrogate, which a jsonb value cannot hold (PostgreSQL refuses them). The provider stores
@@ -251,8 +279,12 @@ export function postgresAdapter(
       if (problem) throw textRefused(problem);
       const key = rowId(this.model, id);
       let stored = payload;
-      if (this.model === 'Client' && typeof payload.client_secret === 'string') {
-        stored = { ...payload, client_secret: await secrets.seal(payload.client_secret, secretAad(id)), client_secret_sealed: true };
+      if (this.model === 'Client') {
+        if (typeof payload.client_secret === 'string') {
+          stored = { ...stored, client_secret: await secrets.seal(payload.client_secret, secretAad(id)), client_secret_sealed: true };
+        }
+        const previous = payload[PREVIOUS_SECRET];
+        if (typeof previous === 'string') stored = { ...stored, [PREVIOUS_SECRET]: await secrets.seal(previous, previousSecretAad(id)) };
       } else if (key !== id) {
         const { jti: _value, ...rest } = payload;
         stored = this.model === 'DeviceCode' ? { ...rest, [SEALED_JTI]: await secrets.seal(id, deviceJtiAad(key)) } : rest;
@@ -330,6 +362,7 @@ export function postgresAdapter(
         payload.client_secret = secret.plaintext;
         delete payload.client_secret_sealed;
       }
+      if (payload[PREVIOUS_SECRET] !== undefined) await openPreviousSecret(payload, row.id, secrets);
       if (TOKEN_MODELS.has(this.model)) {
         const sealed = payload[SEALED_JTI];
         delete payload[SEALED_JTI];

@@ -31,7 +31,8 @@ import { isUsedRefreshToken, postgresAdapter, textRefused, unstorableText } from
 import { clearedAccountCookie } from './account-session';
 import { logoutPage, messagePage, providerErrorPage, SELF_SUBMITTING_CSP, selfSubmittingPage, shownAppName } from './pages';
 import { setPage } from './send-page';
-import { CREDENTIAL_CLAIMS, currentClaim, issuedUnderCurrentSecret, newClientSecret } from './client-secret-claim';
+import { CREDENTIAL_CLAIMS, currentClaim, newClientSecret } from './client-secret-claim';
+import { acceptPreviousSecret, previousSecretClaim, tokenGoodUntil } from './previous-client-secret';
 import { repeatedLists, scopesForUser, uselessClientProblem } from './client-registration';
 import { isApiScope, OIDC_SCOPES, registeredScopes, scopesStillHeld, withinUserRole } from './scopes';
 import type { PrivateJwk } from './signing-keys';
@@ -351,7 +352,8 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     assertJwtClientAuthClaimsAndHeader: async (_ctx, claims) => refuseLongLivedAssertion(claims, errors),
     fetch: providerFetch(config.allowPrivateWebhookTargets),
     fetchResponseBodyLimits: { jwks_uri: MAX_JWKS_BYTES },
-    extraTokenClaims: async (ctx, token) => (token.kind === 'ClientCredentials' ? ctx.oidc.client && currentClaim(ctx.oidc.client) : undefined),
+    // The secret the request authenticated with: during a rotation's overlap, maybe the previous one (previous-client-secret.ts).
+    extraTokenClaims: async (ctx, token) => (token.kind === 'ClientCredentials' ? ctx.oidc.client && (previousSecretClaim(ctx) ?? currentClaim(ctx.oidc.client)) : undefined),
     routes: OIDC_ROUTES,
     renderError,
     ttl: {
@@ -370,8 +372,12 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
       // A client learns about its own tokens only: another client, of any tenant, gets {"active":false}.
-      // A client-credentials token issued under a secret since rotated is not its client's any more (oauth-tokens.ts).
-      introspection: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId && issuedUnderCurrentSecret(client, token) },
+      // A client-credentials token issued under a secret since rotated is not its client's any more
+      // (oauth-tokens.ts), once the rotation's overlap, if it left one, is over.
+      introspection: {
+        enabled: true,
+        allowedPolicy: async (ctx, client, token) => token.clientId === client.clientId && (await tokenGoodUntil(ctx.oidc.provider, client, token)) !== undefined,
+      },
       // SPEC 5.7: 200 whatever the token; another client's is left alone (not an oracle either).
       revocation: { enabled: true, allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId },
       // SPEC 5.1 names bearer tokens only, and the API checks no proof of possession.
@@ -448,6 +454,7 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
   unbindTokensFromSessions(provider);
   detectReuseOfExpiredTokens(provider);
   allowAnyLoopbackPort(provider);
+  acceptPreviousSecret(provider, () => Provider.ctx as KoaContextWithOIDC | undefined);
   confirmPostLogoutRedirects(provider, () => Provider.ctx as KoaContextWithOIDC | undefined, config.SVC_SIGNUP_ENABLED);
   provider.use(answerLateErrors);
   provider.use(refuseUnstorableLogout);
