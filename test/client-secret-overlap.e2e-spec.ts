@@ -77,6 +77,15 @@ describe('OAuth client secret rotation with an overlap (expire_previous_in)', ()
     expect((await introspect(app, secret, old).expect(200)).body).toMatchObject({ active: true });
     // A wrong secret is still refused as before.
     await refused(app, 'svc_cs_wrong');
+    // An update of the client during the overlap keeps both secrets (each written back sealed once).
+    await t.http.patch(`/auth/clients/${app.client_id}`).set(bearer(admin)).send({ client_name: 'importer 2' }).expect(200);
+    await works(await tokenOf(app, app.client_secret));
+    await works(await tokenOf(app, secret));
+    expect((await t.http.get(`/auth/clients/${app.client_id}`).set(bearer(admin)).expect(200)).body.previous_secret_expires_at).toBe(until);
+
+    // Revocation too: the old secret revokes the token it got.
+    await t.http.post('/auth/oauth2/revoke').auth(app.client_id, app.client_secret).type('form').send({ token: old }).expect(200);
+    await ends(old);
 
     // Stored sealed, the previous one too.
     const [{ payload }] = await t.sql<{ payload: string }>(`SELECT payload::text FROM oidc_models WHERE model = 'Client' AND id = $1`, [app.client_id]);
