@@ -43,7 +43,7 @@ import type { SecretBox } from '../crypto/secret-box';
 import { hashSecret } from '../keys/key-secrets';
 
 export const secretAad = (clientId: string) => `oidc-client:${clientId}`;
-/** The previous secret's own: a sealed previous secret copied into `client_secret` opens under neither. */
+/** The previous secret's own AAD, so that its sealed text moved into `client_secret` (or back) opens nowhere. */
 export const previousSecretAad = (clientId: string) => `oidc-client-previous:${clientId}`;
 
 /**
