@@ -8,7 +8,7 @@ import type { PermissionMap } from '../keys/api-key.entity';
 import { PERMISSION_MAP_DOC } from '../keys/keys.dto';
 import { ApiInteger, ApiIntegerOptional } from '../openapi/api-integer.decorator';
 import { IsUserName } from '../users/users.dto';
-import { MAX_PREVIOUS_SECRET_SECONDS } from '../webhooks/webhooks.dto';
+import { MAX_PREVIOUS_SECRET_SECONDS } from '../common/secret-rotation';
 
 /** How an admin-registered client authenticates: every method discovery names. */
 const ADMIN_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt', 'none'];

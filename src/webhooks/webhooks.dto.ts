@@ -1,3 +1,4 @@
+import { MAX_PREVIOUS_SECRET_SECONDS } from '../common/secret-rotation';
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayNotEmpty, ArrayUnique, IsArray, IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy } from 'class-validator';
@@ -56,8 +57,6 @@ const IsTypeFilter = () =>
     IsPatternList(),
   );
 
-/** How long a rotated-out secret may keep signing beside the new one: a week. */
-export const MAX_PREVIOUS_SECRET_SECONDS = 7 * 24 * 3600;
 const EVENTS_DOC: ApiPropertyOptions = { type: [String], minItems: 1, uniqueItems: true, maxItems: MAX_SUBSCRIPTION_PATTERNS, example: ['item.created', 'edge.*'], description: `Event names or patterns: ${EVENT_NAMES.join(', ')}; \`*\` for all` };
 const TYPE_FILTER_DOC: ApiPropertyOptions = { type: [String], nullable: true, minItems: 1, uniqueItems: true, maxItems: MAX_SUBSCRIPTION_PATTERNS, example: ['core.note', 'acme.*'], description: 'Limits item events to these type patterns (subtypes included under `parent.*`); null or absent: every type. An empty list is refused: it would select no item event, or read as every type' };
 
