@@ -40,7 +40,7 @@ describe('isWidening', () => {
   });
 
   describe('does not prove', () => {
-    it.each<[string, JsonSchema, JsonSchema]>([
+    it.each<[string, JsonSchema | boolean, JsonSchema | boolean]>([
       ['a typed property added where any value was allowed', obj({ a: str }), obj({ a: str, b: { type: 'integer' } })],
       ['a property made required', obj({ a: str, b: str }), obj({ a: str, b: str }, { required: ['b'] })],
       ['a narrower enum', obj({ c: { enum: ['x', 'y'] } }), obj({ c: { enum: ['x'] } })],

@@ -1,9 +1,11 @@
 /**
  * Owns item types: the seeded core types (immutable) and each tenant's own, with schema
- * inheritance, merge policies and the validators items are checked against.
+ * inheritance, merge policies, the validators items are checked against, and which schema
+ * changes a type that has items or subtypes may take.
  */
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { DataSource, EntityManager } from 'typeorm';
 import { canType, isAdmin } from '../auth/permissions';
@@ -16,9 +18,10 @@ import { orTimeout } from '../common/timeout';
 import { RedisPubSub, REDIS_WAIT_MS } from '../redis/redis.module';
 import { CreateTypeDto, ListTypesQuery, TypeList, TypeResponse, UpdateTypeDto } from './types.dto';
 import {
-  assertUsableSchema, assertValidSchema, forgetValidators, JsonSchema, MergePolicy, PropertiesValidator, resolveMergePolicy, resolveSubtypeSchema, SCHEMA_LIMITS,
-  validatorFor,
+  assertUsableSchema, assertValidSchema, forgetValidators, JsonSchema, MergePolicy, PropertiesValidator, propertyIssues, resolveMergePolicy, resolveSubtypeSchema,
+  SCHEMA_LIMITS, validatorFor,
 } from './type-schema';
+import { isWidening } from './schema-widening';
 
 export const CORE_TENANT = '00000000-0000-0000-0000-000000000000';
 /** Names under it are core types' (reserved to them). */
@@ -93,6 +96,41 @@ const CATALOG_CHANNEL = 'types:changed';
 const CATALOG_TTL_MS = 60_000;
 /** Tenants whose catalogue one instance keeps at once, as the credential cache bounds its keys. */
 const MAX_CATALOGS = 10_000;
+
+/**
+ * The most items a PATCH of a type in use reads to check a schema change that isWidening cannot
+ * prove safe (the type's and its subtypes' together): the tenant's writes of tenant-type items
+ * wait while it runs (update). Above it, such a change is refused unread.
+ */
+export const SCHEMA_CHECK_MAX_ITEMS = 10_000;
+/** Items read at a time during that check. */
+const SCHEMA_CHECK_PAGE = 500;
+/** Items a refusal names at most; the check stops once it has found them. */
+const SCHEMA_CHECK_MAX_REPORTED = 10;
+/** Problems named per item. */
+const SCHEMA_CHECK_FIELDS_REPORTED = 5;
+
+interface InvalidItem {
+  id: string;
+  type: string;
+  fields: Array<{ field: string; message: string }>;
+}
+
+/** Why `properties` do not fit: fields named as an item write names them (`properties.<field>`); [] when they fit. */
+async function itemIssues(validate: PropertiesValidator, properties: Record<string, unknown>): Promise<Array<{ field: string; message: string }>> {
+  let errors;
+  try {
+    errors = await validate(properties);
+  } catch (err) {
+    // The schema cannot check them (a time limit): not shown to fit, so counted against the change.
+    if (err instanceof ApiError) return [{ field: 'properties', message: err.message }];
+    throw err;
+  }
+  if (!errors.length) return [];
+  const { missing, invalid } = propertyIssues(errors);
+  const at = (field: string) => (field === '' ? 'properties' : `properties.${field}`);
+  return [...missing.map((field) => ({ field: at(field), message: 'is required' })), ...invalid.map((i) => ({ field: at(i.field), message: i.message }))];
+}
 
 const parentNotFound = (name: string) => ApiError.notFound('type_not_found', `Parent type "${name}" does not exist`);
 
@@ -272,26 +310,65 @@ export class TypesService implements OnModuleInit {
     return created;
   }
 
+  /**
+   * PATCH /types/{name}. A type without items or subtypes takes any valid schema, as always. One
+   * in use takes a new schema only when every item it and its subtypes hold stays valid: proven
+   * from the schemas alone (isWidening: the old resolved schema against the new, for the type
+   * and for each subtype, whose resolved schema is computed again on the new parent), or else
+   * found by reading the items (checkItems, at most SCHEMA_CHECK_MAX_ITEMS of them); otherwise
+   * 409 `type_in_use`. The merge policy alone changes freely: it is read only when an item is
+   * next written, and no stored item depends on it (a subtype keeps the copy it took when it
+   * was created). Changed types (subtypes included) each get a new version; items keep the
+   * `schema_version` they were written under, which stays a version they fit (README "Types").
+   *
+   * No item can slip in under the old schema between the check and the switch: the exclusive
+   * catalogue lock is held from the first statement to the commit, and every write of an item
+   * of a tenant type reads its type through forWrite, which takes the shared form of that lock
+   * in the write's transaction and keeps it to the commit. So a write that read the old schema
+   * has committed before this transaction gets the lock (and READ COMMITTED gives each
+   * statement here a snapshot taken after it, so the check reads that item), and a write that
+   * comes later waits for the commit and reads the new schema. That lock already existed for
+   * the `type_in_use` check; locking item rows instead would cost a row lock per item for the
+   * same outcome. The price: the tenant's writes of tenant-type items wait while the check runs
+   * (bounded by SCHEMA_CHECK_MAX_ITEMS), as they wait for the search reindex that a changed
+   * resolved schema triggers (migration 1732300000500). That reindex updates the item rows, so
+   * an item PATCH that locked its row before asking for the catalogue lock can deadlock with it:
+   * PostgreSQL then aborts one of the two and it is answered 409 `conflict` (safe to retry).
+   */
   async update(p: Principal, name: string, dto: UpdateTypeDto): Promise<TypeResponse> {
-    const updated = await this.db.transaction(async (m) => {
-      await lockCatalogue(m, p.tenantId, 'exclusive');
-      const current = await this.mutable(p, name, m);
-      const schema = dto.schema ?? current.schema;
-      assertValidSchema(schema, dto.schema !== undefined);
-      const { resolved, mergePolicy } = await this.resolve(p.tenantId, current.parent, schema, dto.merge_policy ?? current.merge_policy, m);
-      // A PATCH that changes nothing makes no version, as an item's does: items carry the version they were checked against.
-      if (isDeepStrictEqual(schema, current.schema) && isDeepStrictEqual(mergePolicy, current.merge_policy)) return toResponse(current);
-      // TypeORM answers UPDATE ... RETURNING with [rows, affected].
-      const [[row]]: [TypeRow[], number] = await m.query(
-        `UPDATE item_types SET schema = $3, resolved_schema = $4, merge_policy = $5, version = version + 1, updated_at = now()
-          WHERE tenant_id = $1 AND name = $2 RETURNING ${COLUMNS}`,
-        [p.tenantId, name, schema, resolved, mergePolicy],
-      );
-      return toResponse(row);
-    });
-    // The old version's key never comes back; other instances push theirs out in time.
-    forgetValidators(validatorPrefix(p.tenantId, name));
-    return updated;
+    const changed: string[] = [];
+    try {
+      return await this.db.transaction(async (m) => {
+        await lockCatalogue(m, p.tenantId, 'exclusive');
+        const current = await this.changeable(p, name, m);
+        const schema = dto.schema ?? current.schema;
+        assertValidSchema(schema, dto.schema !== undefined);
+        const { resolved, mergePolicy } = await this.resolve(p.tenantId, current.parent, schema, dto.merge_policy ?? current.merge_policy, m);
+        // A PATCH that changes nothing makes no version, as an item's does: items carry the version they were checked against.
+        if (isDeepStrictEqual(schema, current.schema) && isDeepStrictEqual(mergePolicy, current.merge_policy)) return toResponse(current);
+        const affected = isDeepStrictEqual(resolved, current.resolved_schema) ? [] : await this.resolvedAnew(p.tenantId, current, resolved, m);
+        changed.push(name, ...affected.map((a) => a.row.name));
+        await this.assertItemsStayValid(p.tenantId, [{ row: current, resolved }, ...affected], m);
+        // TypeORM answers UPDATE ... RETURNING with [rows, affected].
+        const [[row]]: [TypeRow[], number] = await m.query(
+          `UPDATE item_types SET schema = $3, resolved_schema = $4, merge_policy = $5, version = version + 1, updated_at = now()
+            WHERE tenant_id = $1 AND name = $2 RETURNING ${COLUMNS}`,
+          [p.tenantId, name, schema, resolved, mergePolicy],
+        );
+        for (const sub of affected) {
+          await m.query(`UPDATE item_types SET resolved_schema = $3, version = version + 1, updated_at = now() WHERE tenant_id = $1 AND name = $2`, [
+            p.tenantId,
+            sub.row.name,
+            sub.resolved,
+          ]);
+        }
+        return toResponse(row);
+      });
+    } finally {
+      // The old versions' keys never come back (nor the one a refused change was checked under);
+      // other instances push theirs out in time.
+      for (const type of changed) forgetValidators(validatorPrefix(p.tenantId, type));
+    }
   }
 
   async remove(p: Principal, name: string): Promise<TypeResponse> {
@@ -337,22 +414,116 @@ export class TypesService implements OnModuleInit {
     return catalog.names().filter((name) => canType(p, catalog.ref(name), access));
   }
 
-  private async mutable(p: Principal, name: string, m: EntityManager): Promise<TypeRow> {
+  /** The tenant type `name` for a change: 404 when the caller cannot read it, 403 for a core type. */
+  private async changeable(p: Principal, name: string, m: EntityManager): Promise<TypeRow> {
     const current = await this.row(p.tenantId, name, m);
     if (!current || !(await this.can(p, name, 'read'))) throw ApiError.notFound('type_not_found', `No type named "${name}"`);
     if (current.core) throw new ApiError(403, 'core_type_immutable', 'Core types cannot be changed or deleted');
+    return current;
+  }
+
+  /** changeable(), and refused with 409 `type_in_use` while the type has items or subtypes (DELETE). */
+  private async mutable(p: Principal, name: string, m: EntityManager): Promise<TypeRow> {
+    const current = await this.changeable(p, name, m);
     const [{ items, subtypes }] = await m.query(
       `SELECT EXISTS (SELECT 1 FROM items WHERE tenant_id = $1 AND type = $2) AS items,
               EXISTS (SELECT 1 FROM item_types WHERE tenant_id = $1 AND parent = $2) AS subtypes`,
       [p.tenantId, name],
     );
     if (items || subtypes) {
-      throw ApiError.conflict('type_in_use', `Type "${name}" has ${items ? 'items' : 'subtypes'}; it can no longer be changed or deleted`, {
+      throw ApiError.conflict('type_in_use', `Type "${name}" has ${items ? 'items' : 'subtypes'}; it can no longer be deleted`, {
         has_items: items,
         has_subtypes: subtypes,
       });
     }
     return current;
+  }
+
+  /**
+   * Every subtype of `type` (at any depth) with the resolved schema it gets when `type`'s becomes
+   * `resolved`, parents before their children; those whose resolved schema stays are left out.
+   * A subtype that would contradict the new parent, or outgrow the schema limits, refuses the
+   * change: 409 `type_in_use` naming it, with the error its own PATCH would get.
+   */
+  private async resolvedAnew(tenantId: string, type: TypeRow, resolved: JsonSchema, m: EntityManager): Promise<Array<{ row: TypeRow; resolved: JsonSchema }>> {
+    const lineage = await this.lineage(tenantId, m);
+    const names = lineage.names().filter((n) => lineage.ref(n).ancestors.includes(type.name));
+    if (!names.length) return [];
+    const rows: TypeRow[] = await m.query(`SELECT ${COLUMNS} FROM item_types WHERE tenant_id = $1 AND name = ANY($2::text[])`, [tenantId, names]);
+    rows.sort((a, b) => lineage.ref(a.name).ancestors.length - lineage.ref(b.name).ancestors.length);
+    const resolvedOf = new Map<string, JsonSchema>([[type.name, resolved]]);
+    const out: Array<{ row: TypeRow; resolved: JsonSchema }> = [];
+    for (const row of rows) {
+      let next: JsonSchema;
+      try {
+        next = resolveSubtypeSchema(resolvedOf.get(row.parent!)!, row.schema);
+        assertUsableSchema(next);
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        throw ApiError.conflict('type_in_use', `Subtype "${row.name}" could not take the change: ${err.message}`, {
+          reason: 'subtype_conflict',
+          subtype: row.name,
+          error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) },
+        });
+      }
+      resolvedOf.set(row.name, next);
+      if (!isDeepStrictEqual(next, row.resolved_schema)) out.push({ row, resolved: next });
+    }
+    return out;
+  }
+
+  /**
+   * Refuses (409 `type_in_use`) a change of resolved schemas that could leave an item invalid.
+   * Where isWidening proves the new schema accepts all the old one did, nothing is read; the
+   * items of the other types are counted (at most SCHEMA_CHECK_MAX_ITEMS, or refused unread)
+   * and checked against their type's new schema, in pages by id. Every state counts: an item
+   * in the trash can be restored as it is.
+   */
+  private async assertItemsStayValid(tenantId: string, changes: Array<{ row: TypeRow; resolved: JsonSchema }>, m: EntityManager): Promise<void> {
+    const unproven = changes.filter((c) => !isWidening(c.row.resolved_schema, c.resolved));
+    if (!unproven.length) return;
+    const names = unproven.map((c) => c.row.name);
+    const [{ n }]: Array<{ n: number }> = await m.query(
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM items WHERE tenant_id = $1 AND type = ANY($2::text[]) LIMIT $3) held`,
+      [tenantId, names, SCHEMA_CHECK_MAX_ITEMS + 1],
+    );
+    if (n > SCHEMA_CHECK_MAX_ITEMS) {
+      throw ApiError.conflict(
+        'type_in_use',
+        `The change may not fit every existing item, and ${names.length > 1 ? 'these types hold' : `type "${names[0]}" holds`} more than ${SCHEMA_CHECK_MAX_ITEMS} items, more than are checked`,
+        { reason: 'too_many_items', types: names, max_checked_items: SCHEMA_CHECK_MAX_ITEMS },
+      );
+    }
+    const invalid: InvalidItem[] = [];
+    for (const { row, resolved } of unproven) {
+      if (invalid.length >= SCHEMA_CHECK_MAX_REPORTED) break;
+      await this.checkItems(tenantId, row.name, validatorFor(`${validatorPrefix(tenantId, row.name)}check:${randomUUID()}`, resolved, tenantId), invalid, m);
+    }
+    if (invalid.length) {
+      const [first] = invalid;
+      throw ApiError.conflict('type_in_use', `Item ${first.id} of type "${first.type}" would not fit the new schema (${first.fields[0]?.field} ${first.fields[0]?.message})`, {
+        reason: 'items_invalid',
+        invalid_items: invalid,
+      });
+    }
+  }
+
+  /** Adds to `invalid` the items of `type` that `validate` refuses, reading them in pages by id, until it holds SCHEMA_CHECK_MAX_REPORTED. */
+  private async checkItems(tenantId: string, type: string, validate: PropertiesValidator, invalid: InvalidItem[], m: EntityManager): Promise<void> {
+    for (let after: string | null = null; ; ) {
+      const page: Array<{ id: string; properties: Record<string, unknown> }> = await m.query(
+        `SELECT id, properties FROM items WHERE tenant_id = $1 AND type = $2 AND ($3::uuid IS NULL OR id > $3::uuid) ORDER BY id LIMIT $4`,
+        [tenantId, type, after, SCHEMA_CHECK_PAGE],
+      );
+      for (const item of page) {
+        const fields = await itemIssues(validate, item.properties);
+        if (!fields.length) continue;
+        invalid.push({ id: item.id, type, fields: fields.slice(0, SCHEMA_CHECK_FIELDS_REPORTED) });
+        if (invalid.length >= SCHEMA_CHECK_MAX_REPORTED) return;
+      }
+      if (page.length < SCHEMA_CHECK_PAGE) return;
+      after = page[page.length - 1].id;
+    }
   }
 
   /**
