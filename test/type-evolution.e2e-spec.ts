@@ -8,6 +8,7 @@ import { Client } from 'pg';
 import { Api, api, createItem, expectError, expectStatus } from './items/helpers';
 import { bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
 import { waitFor } from './support/wait';
+import { SCHEMA_CHECK_MAX_ITEMS } from '../src/types/types.service';
 
 describe('type evolution', () => {
   let t: TestApp;
@@ -116,6 +117,39 @@ describe('type evolution', () => {
     expectStatus(await admin.post('/types', { name: 'acme.kind.b', parent: 'acme.kind', schema: { properties: { k: { enum: ['b'] } } } }), 201);
     const conflict = expectError(await admin.patch('/types/acme.kind', { schema: { properties: { k: { type: 'string', enum: ['a'] } } } }), 409, 'type_in_use');
     expect(conflict.details).toMatchObject({ reason: 'subtype_conflict', subtype: 'acme.kind.b', error: { code: 'inheritance_violation' } });
+  });
+
+  it('a type of more items than are checked: a property whose key no item holds is added, other unproven changes → 409 too_many_items', async () => {
+    expectStatus(await admin.post('/types', { name: 'acme.big', schema: { properties: { title: str } } }), 201);
+    await t.sql(
+      `INSERT INTO items (tenant_id, id, type, properties, state, version, schema_version, source, "timestamp", tier, tags, extensions, created_at, updated_at)
+       SELECT $1, gen_random_uuid(), 'acme.big', jsonb_build_object('title', 't' || n), 'active', 1, 1, k.source, now(), 'library', '{}', '{}', now(), now()
+         FROM generate_series(1, $2::int) n, (SELECT source FROM api_keys WHERE tenant_id = $1 LIMIT 1) k`,
+      [tenantId, SCHEMA_CHECK_MAX_ITEMS + 1],
+    );
+    const grown = await admin.patch('/types/acme.big', { schema: { properties: { title: str, rating: { type: 'integer' } } } });
+    expectStatus(grown, 200);
+    const refused = expectError(await admin.patch('/types/acme.big', { schema: { properties: { title: str, rating: { type: 'integer' } }, required: ['title'] } }), 409, 'type_in_use');
+    expect(refused.details).toEqual({ reason: 'too_many_items', types: ['acme.big'], max_checked_items: SCHEMA_CHECK_MAX_ITEMS });
+    // Once one item holds a key, adding a property under it is no longer proven.
+    await createItem(admin, { type: 'acme.big', properties: { title: 'x', colour: 3 } });
+    const held = expectError(await admin.patch('/types/acme.big', { schema: { properties: { title: str, rating: { type: 'integer' }, colour: str } } }), 409, 'type_in_use');
+    expect(held.details).toMatchObject({ reason: 'too_many_items' });
+    expect((await admin.get('/types/acme.big')).body.version).toBe(2);
+  });
+
+  it('search: a change it does not read leaves the item rows alone; making a property unsearchable reindexes the items', async () => {
+    expectStatus(await admin.post('/types', { name: 'acme.find', schema: { properties: { title: str, secret: str } } }), 201);
+    const item = await createItem(admin, { type: 'acme.find', properties: { title: 'plain', secret: 'zanzibarword' } });
+    const found = async () => (await admin.get('/search', { q: 'zanzibarword', type: 'acme.find' })).body.results.map((r: any) => r.item.id);
+    expect(await found()).toEqual([item.id]);
+    const rowVersion = async () => (await t.sql<{ xmin: string }>(`SELECT xmin::text FROM items WHERE id = $1`, [item.id]))[0].xmin;
+    const before = await rowVersion();
+    expectStatus(await admin.patch('/types/acme.find', { schema: { properties: { title: str, secret: str, extra: str } } }), 200);
+    expect(await rowVersion()).toBe(before);
+    expectStatus(await admin.patch('/types/acme.find', { schema: { properties: { title: str, secret: { ...str, searchable: false }, extra: str } } }), 200);
+    expect(await rowVersion()).not.toBe(before);
+    expect(await found()).toEqual([]);
   });
 
   it("another tenant's type → 404; DELETE of a type in use stays 409", async () => {

@@ -1,4 +1,4 @@
-import { isWidening } from './schema-widening';
+import { addedProperties, isWidening } from './schema-widening';
 import { checkProperties, JsonSchema, resolveSubtypeSchema } from './type-schema';
 
 const obj = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}): JsonSchema => ({ type: 'object', properties, ...extra });
@@ -82,6 +82,37 @@ describe('isWidening', () => {
     expect(isWidening(parentBefore, parentAfter)).toBe(true);
     expect(isWidening(resolveSubtypeSchema(parentBefore, child), resolveSubtypeSchema(parentAfter, child))).toBe(true);
     expect(isWidening(resolveSubtypeSchema(parentAfter, child), resolveSubtypeSchema(parentBefore, child))).toBe(false);
+  });
+
+  describe('with keys no value holds (absent)', () => {
+    it('proves a typed property added to an open schema when its key is absent', () => {
+      const before = obj({ a: str });
+      const after = obj({ a: str, b: { type: 'integer' } });
+      expect(isWidening(before, after)).toBe(false);
+      expect(isWidening(before, after, new Set(['b']))).toBe(true);
+      expect(isWidening(before, after, new Set(['c']))).toBe(false);
+    });
+
+    it('still refuses what else narrows, and a property it makes required', () => {
+      expect(isWidening(obj({ a: str }), obj({ a: { type: 'integer' }, b: str }), new Set(['b']))).toBe(false);
+      expect(isWidening(obj({ a: str }), obj({ a: str, b: str }, { required: ['b'] }), new Set(['b']))).toBe(false);
+    });
+
+    it('applies to the root only (and its allOf branches), not to nested objects', () => {
+      expect(isWidening(obj({ o: obj({}) }), obj({ o: obj({ b: str }) }), new Set(['b']))).toBe(false);
+      const parentBefore = obj({ a: str });
+      const parentAfter = obj({ a: str, b: str });
+      const child = { properties: { c: str } };
+      const [before, after] = [resolveSubtypeSchema(parentBefore, child), resolveSubtypeSchema(parentAfter, child)];
+      expect(addedProperties(before, after)).toEqual(['b']);
+      expect(isWidening(before, after)).toBe(false);
+      expect(isWidening(before, after, new Set(['b']))).toBe(true);
+    });
+
+    it('addedProperties names the top-level properties the new schema adds', () => {
+      expect(addedProperties(obj({ a: str }), obj({ a: str, b: str, c: {} }))).toEqual(['b', 'c']);
+      expect(addedProperties(obj({ a: str, b: str }), obj({ a: str }))).toEqual([]);
+    });
   });
 
   // What it proves must hold: values the old schema accepts, the new one accepts too (ajv decides).

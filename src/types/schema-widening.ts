@@ -62,12 +62,33 @@ const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinit
 
 /**
  * Whether every value `oldSchema` accepts, `newSchema` accepts too. Both are whole schemas (a
- * type's resolved schema): their `$ref`s point into themselves.
+ * type's resolved schema): their `$ref`s point into themselves. `absent` names top-level keys
+ * known to be missing from every value that matters (no item holds them): a property the new
+ * schema adds under such a name constrains nothing that exists, whatever the old schema let
+ * the key hold.
  */
-export function isWidening(oldSchema: Schema, newSchema: Schema): boolean {
+export function isWidening(oldSchema: Schema, newSchema: Schema, absent: ReadonlySet<string> = NONE): boolean {
   if (!refsAgree(oldSchema, newSchema)) return false;
-  return widens(oldSchema, newSchema);
+  return widens(oldSchema, newSchema, absent);
 }
+
+/**
+ * The top-level properties `newSchema` names that `oldSchema` does not (in its root or the root's
+ * allOf branches, where a subtype's resolved schema keeps its parent's): the names for which
+ * isWidening's `absent` can make the difference.
+ */
+export function addedProperties(oldSchema: Schema, newSchema: Schema): string[] {
+  const names = (s: Schema, out = new Set<string>()): Set<string> => {
+    if (!isObject(s)) return out;
+    for (const name of Object.keys(propsOf(s))) out.add(name);
+    if (Array.isArray(s.allOf)) s.allOf.forEach((branch: Schema) => names(branch, out));
+    return out;
+  };
+  const before = names(oldSchema);
+  return [...names(newSchema)].filter((name) => !before.has(name));
+}
+
+const NONE: ReadonlySet<string> = new Set();
 
 /**
  * A `$ref` means the same on both sides when the schema it names is the same on both sides: then
@@ -116,8 +137,11 @@ function resolvePointer(root: unknown, path: string[]): unknown {
   return at;
 }
 
-/** The core of isWidening, once `$ref`s are known to mean the same on both sides. */
-function widens(o: Schema, n: Schema): boolean {
+/**
+ * The core of isWidening, once `$ref`s are known to mean the same on both sides. `absent` holds
+ * for the value the two schemas apply to (the root, and the branches applying to it alike).
+ */
+function widens(o: Schema, n: Schema, absent: ReadonlySet<string> = NONE): boolean {
   if (acceptsAll(n) || o === false) return true;
   if (n === false || typeof o === 'boolean') return false; // `o` accepts everything, `n` does not
   if (sameRules(o, n)) return true;
@@ -127,10 +151,10 @@ function widens(o: Schema, n: Schema): boolean {
     // Keywords with no rule below: kept exactly, or not proven.
     if (!isDeepStrictEqual(o[keyword], nn[keyword])) return false;
   }
-  return KEYWORD_RULES.every((rule) => rule(o, nn));
+  return KEYWORD_RULES.every((rule) => rule(o, nn, absent));
 }
 
-type Rule = (o: JsonSchema, n: JsonSchema) => boolean;
+type Rule = (o: JsonSchema, n: JsonSchema, absent: ReadonlySet<string>) => boolean;
 
 const KEYWORD_RULES: Rule[] = [
   // type: the old types (or, with none, the old listed values) all within the new ones.
@@ -164,16 +188,16 @@ const KEYWORD_RULES: Rule[] = [
   objectKeywords,
   arrayKeywords,
   // allOf: each new branch implied by the old branch at its place (each old one holds).
-  (o, n) => {
+  (o, n, absent) => {
     if (n.allOf === undefined) return true;
     if (!Array.isArray(n.allOf) || !Array.isArray(o.allOf)) return false;
-    return n.allOf.every((branch: Schema, i: number) => i < o.allOf.length && widens(o.allOf[i], branch));
+    return n.allOf.every((branch: Schema, i: number) => i < o.allOf.length && widens(o.allOf[i], branch, absent));
   },
   // anyOf: each old branch within some new one (the value met one of the old).
-  (o, n) => {
+  (o, n, absent) => {
     if (n.anyOf === undefined) return true;
     if (!Array.isArray(n.anyOf) || !Array.isArray(o.anyOf)) return false;
-    return o.anyOf.every((was: Schema) => n.anyOf.some((branch: Schema) => widens(was, branch)));
+    return o.anyOf.every((was: Schema) => n.anyOf.some((branch: Schema) => widens(was, branch, absent)));
   },
   // Keywords whose branches constrain one another: only unchanged.
   (o, n) => ['oneOf', 'not', 'if', 'then', 'else', 'propertyNames', 'dependencies', 'dependentRequired', 'dependentSchemas', 'contains', '$ref'].every(
@@ -220,7 +244,7 @@ const additionalOf = (s: JsonSchema): Schema => (s.additionalProperties === unde
  * them is not proven), a key matching a pattern meets that same schema on both sides, so what
  * remains is each key's own schema: the new one must accept what the old one did.
  */
-function objectKeywords(o: JsonSchema, n: JsonSchema): boolean {
+function objectKeywords(o: JsonSchema, n: JsonSchema, absent: ReadonlySet<string>): boolean {
   if (n.properties === undefined && n.additionalProperties === undefined && n.patternProperties === undefined) return true;
   if (n.properties !== undefined && !isObject(n.properties)) return false;
   if (n.patternProperties !== undefined || o.patternProperties !== undefined) {
@@ -234,6 +258,8 @@ function objectKeywords(o: JsonSchema, n: JsonSchema): boolean {
   for (const [name, schema] of Object.entries(newProps)) {
     if (Object.hasOwn(oldProps, name)) {
       if (!widens(oldProps[name], schema)) return false;
+    } else if (absent.has(name)) {
+      // No value holds the key: whatever the old schema allowed there was never used.
     } else if (hasPatterns) {
       // Under the old schema a key matching a pattern met that pattern's schema alone.
       if (!acceptsAll(schema)) return false;

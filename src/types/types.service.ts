@@ -21,7 +21,8 @@ import {
   assertUsableSchema, assertValidSchema, forgetValidators, JsonSchema, MergePolicy, PropertiesValidator, propertyIssues, resolveMergePolicy, resolveSubtypeSchema,
   SCHEMA_LIMITS, validatorFor,
 } from './type-schema';
-import { isWidening } from './schema-widening';
+import { addedProperties, isWidening } from './schema-widening';
+import { sameSearchView } from './search-view';
 
 export const CORE_TENANT = '00000000-0000-0000-0000-000000000000';
 /** Names under it are core types' (reserved to them). */
@@ -109,6 +110,15 @@ const SCHEMA_CHECK_PAGE = 500;
 const SCHEMA_CHECK_MAX_REPORTED = 10;
 /** Problems named per item. */
 const SCHEMA_CHECK_FIELDS_REPORTED = 5;
+
+/**
+ * Whether the next UPDATE of a resolved schema in this transaction reindexes the type's items for
+ * search (migration 1732300005800): not when what search reads of the schema stays (search-view.ts),
+ * which spares a rewrite of every item row of a type in use for, say, a new property.
+ */
+function searchReindex(m: EntityManager, unchanged: boolean): Promise<unknown> {
+  return m.query(`SELECT set_config('svc.search_reindex', $1, true)`, [unchanged ? 'off' : 'on']);
+}
 
 interface InvalidItem {
   id: string;
@@ -330,8 +340,9 @@ export class TypesService implements OnModuleInit {
    * comes later waits for the commit and reads the new schema. That lock already existed for
    * the `type_in_use` check; locking item rows instead would cost a row lock per item for the
    * same outcome. The price: the tenant's writes of tenant-type items wait while the check runs
-   * (bounded by SCHEMA_CHECK_MAX_ITEMS), as they wait for the search reindex that a changed
-   * resolved schema triggers (migration 1732300000500). That reindex updates the item rows, so
+   * (bounded by SCHEMA_CHECK_MAX_ITEMS), as they wait for the search reindex that a change of
+   * what search reads of the schema triggers (migrations 1732300000500, 1732300005800: a change
+   * search does not see skips it). That reindex updates the item rows, so
    * an item PATCH that locked its row before asking for the catalogue lock can deadlock with it:
    * PostgreSQL then aborts one of the two and it is answered 409 `conflict` (safe to retry).
    */
@@ -349,6 +360,7 @@ export class TypesService implements OnModuleInit {
         const affected = isDeepStrictEqual(resolved, current.resolved_schema) ? [] : await this.resolvedAnew(p.tenantId, current, resolved, m);
         changed.push(name, ...affected.map((a) => a.row.name));
         await this.assertItemsStayValid(p.tenantId, [{ row: current, resolved }, ...affected], m);
+        await searchReindex(m, sameSearchView(current.resolved_schema, resolved));
         // TypeORM answers UPDATE ... RETURNING with [rows, affected].
         const [[row]]: [TypeRow[], number] = await m.query(
           `UPDATE item_types SET schema = $3, resolved_schema = $4, merge_policy = $5, version = version + 1, updated_at = now()
@@ -356,6 +368,7 @@ export class TypesService implements OnModuleInit {
           [p.tenantId, name, schema, resolved, mergePolicy],
         );
         for (const sub of affected) {
+          await searchReindex(m, sameSearchView(sub.row.resolved_schema, sub.resolved));
           await m.query(`UPDATE item_types SET resolved_schema = $3, version = version + 1, updated_at = now() WHERE tenant_id = $1 AND name = $2`, [
             p.tenantId,
             sub.row.name,
@@ -474,13 +487,14 @@ export class TypesService implements OnModuleInit {
 
   /**
    * Refuses (409 `type_in_use`) a change of resolved schemas that could leave an item invalid.
-   * Where isWidening proves the new schema accepts all the old one did, nothing is read; the
+   * Where isWidening proves the new schema accepts all the old one did (provenWidening), no item is validated; the
    * items of the other types are counted (at most SCHEMA_CHECK_MAX_ITEMS, or refused unread)
    * and checked against their type's new schema, in pages by id. Every state counts: an item
    * in the trash can be restored as it is.
    */
   private async assertItemsStayValid(tenantId: string, changes: Array<{ row: TypeRow; resolved: JsonSchema }>, m: EntityManager): Promise<void> {
-    const unproven = changes.filter((c) => !isWidening(c.row.resolved_schema, c.resolved));
+    const unproven: Array<{ row: TypeRow; resolved: JsonSchema }> = [];
+    for (const c of changes) if (!(await this.provenWidening(tenantId, c.row, c.resolved, m))) unproven.push(c);
     if (!unproven.length) return;
     const names = unproven.map((c) => c.row.name);
     const [{ n }]: Array<{ n: number }> = await m.query(
@@ -506,6 +520,27 @@ export class TypesService implements OnModuleInit {
         invalid_items: invalid,
       });
     }
+  }
+
+  /**
+   * Whether `type`'s items all fit `resolved` by isWidening alone, given which of the top-level
+   * properties it adds no item of the type holds. A property added to an open schema (no
+   * `additionalProperties: false`) constrains a key items could already hold, with any value;
+   * when none holds it, the change is proven all the same. Finding that out reads the key sets
+   * of all the type's items in SQL (no validation, no bound: it costs less than the search
+   * reindex the change may bring), which is what lets a type of any size gain a property.
+   */
+  private async provenWidening(tenantId: string, type: TypeRow, resolved: JsonSchema, m: EntityManager): Promise<boolean> {
+    if (isWidening(type.resolved_schema, resolved)) return true;
+    const added = addedProperties(type.resolved_schema, resolved);
+    if (!added.length || !isWidening(type.resolved_schema, resolved, new Set(added))) return false;
+    const held: Array<{ key: string }> = await m.query(
+      `SELECT k AS key FROM unnest($3::text[]) k WHERE EXISTS (SELECT 1 FROM items WHERE tenant_id = $1 AND type = $2 AND properties ? k)`,
+      [tenantId, type.name, added],
+    );
+    if (!held.length) return true;
+    const heldKeys = new Set(held.map((h) => h.key));
+    return isWidening(type.resolved_schema, resolved, new Set(added.filter((k) => !heldKeys.has(k))));
   }
 
   /** Adds to `invalid` the items of `type` that `validate` refuses, reading them in pages by id, until it holds SCHEMA_CHECK_MAX_REPORTED. */

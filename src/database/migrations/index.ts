@@ -56,6 +56,7 @@ import { AuditByUser1732300005400 } from './1732300005400-audit-by-user';
 import { AuditTransactionOrder1732300005500 } from './1732300005500-audit-transaction-order';
 import { UsersEmailVerified1732300005600 } from './1732300005600-users-email-verified';
 import { KeysExpiryLastUsed1732300005700 } from './1732300005700-keys-expiry-last-used';
+import { TypeChangeSearchReindexSkippable1732300005800 } from './1732300005800-type-change-search-reindex-skippable';
 import { UsersDisabled1732300005900 } from './1732300005900-users-disabled';
 import { BulkJobRequest1732300006100 } from './1732300006100-bulk-job-request';
 import { BlobsByCreated1732300006200 } from './1732300006200-blobs-by-created';
@@ -118,6 +119,7 @@ export const migrations = [
   AuditTransactionOrder1732300005500,
   UsersEmailVerified1732300005600,
   KeysExpiryLastUsed1732300005700,
+  TypeChangeSearchReindexSkippable1732300005800,
   UsersDisabled1732300005900,
   BulkJobRequest1732300006100,
   BlobsByCreated1732300006200,
