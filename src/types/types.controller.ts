@@ -7,7 +7,7 @@ import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { CreateTypeDto, ListTypesQuery, TypeList, TypeResponse, UpdateTypeDto } from './types.dto';
-import { TypesService } from './types.service';
+import { SCHEMA_CHECK_MAX_ITEMS, TypesService } from './types.service';
 
 const TYPE_WRITE = { scope: 'metadata.types:write' } as const;
 
@@ -48,7 +48,15 @@ export class TypesController {
   @Patch(':name')
   @ApiOAuth({ scopes: ['<type>:read'], note: '`<type>` matching the type.' })
   @Requires(TYPE_WRITE)
-  @ApiOperation({ summary: 'Change a tenant type\'s schema or merge policy; only while it has no items and no subtypes' })
+  @ApiOperation({
+    summary: 'Change a tenant type\'s schema or merge policy',
+    description:
+      'With items or subtypes, a new schema is taken only when every existing item (subtypes\' included, each against its own resolved schema) ' +
+      'still fits it: proven from the schemas (a widening, or a property added under a key no item holds) or checked item by item, ' +
+      `at most ${SCHEMA_CHECK_MAX_ITEMS} items. Otherwise 409 \`type_in_use\` with \`details.reason\`: \`items_invalid\` ` +
+      '(`details.invalid_items`: up to 10 `{id, type, fields}`), `too_many_items` or `subtype_conflict` (`details.subtype`). ' +
+      'The type and each changed subtype get a new `version`; items keep their `schema_version`. The merge policy changes freely.',
+  })
   @ApiOkResponse({ type: TypeResponse })
   @ApiErrors(400, 401, 403, 404, 409, 429)
   update(@Caller() caller: Principal, @Param('name') name: string, @Body() dto: UpdateTypeDto): Promise<TypeResponse> {

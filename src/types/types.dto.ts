@@ -52,7 +52,11 @@ export class TypeResponse {
   resolved_schema: Record<string, unknown>;
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } }) merge_policy: Record<string, MergePolicy>;
   @ApiProperty() core: boolean;
-  @ApiInteger({ description: 'Bumped on every schema change; items record it as schema_version' }) version: number;
+  @ApiInteger({
+    description:
+      'Bumped on every change (a subtype\'s also when its parent\'s change reaches its resolved schema); items record the version they were last written under as `schema_version`, and fit every later one',
+  })
+  version: number;
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiProperty({ format: 'date-time' }) updated_at: string;
 }
