@@ -156,7 +156,7 @@ export class BlobsService implements OnModuleInit {
       }
       await this.store.put(tenantId, hash, staged);
       const inserted: BlobRow[] = await this.db.query(
-        `INSERT INTO blobs (tenant_id, hash, size, content_type, created_at) VALUES ($1, $2, $3, $4, now())
+        `INSERT INTO blobs (tenant_id, hash, size, content_type, created_at) VALUES ($1, $2, $3, $4, date_trunc('milliseconds', now()))
          ON CONFLICT (tenant_id, hash) DO NOTHING RETURNING ${COLUMNS}`,
         [tenantId, hash, size, contentType],
       );

@@ -234,20 +234,39 @@ export const PROPERTY_SCAN_ITEMS = 10_000;
 
 /**
  * The items matching `f` (alias `i`), with property clauses, in listing order, of at most
- * PROPERTY_SCAN_ITEMS items read: each matching row with `hit` true, and the last item read
- * when it is the PROPERTY_SCAN_ITEMS-th and no match, with `hit` false: where the next page
- * starts. `after` gives the page's cursor condition on an alias.
+ * PROPERTY_SCAN_ITEMS items read: each matching row with `hit` true, and the PROPERTY_SCAN_ITEMS-th
+ * item read, match or not, with `at_budget` true: where the next page starts (ScannedRow).
+ * `after` gives the page's cursor condition on an alias.
  */
 export function propertyScanSql(tenantId: string, f: ItemFilter, params: unknown[], columns: string, after?: (alias: string) => string): string {
   const where = itemWhere(tenantId, { ...f, properties: undefined }, params);
   const p = (v: unknown) => `$${params.push(v)}`;
   const hit = (f.properties ?? []).map((c) => propertyConditionSql(c, 'i', p)).join(' AND ') || 'TRUE';
-  const budget = p(PROPERTY_SCAN_ITEMS);
+  const budget = `${p(PROPERTY_SCAN_ITEMS)}::bigint`;
   // Row numbers stream with the walk, and the outer LIMIT the caller appends stops it at a page
   // of matches: only a page that finds too few reads all PROPERTY_SCAN_ITEMS.
   return (
-    `SELECT s.* FROM (SELECT ${columns}, (${hit}) AS hit, row_number() OVER (ORDER BY i.created_at DESC, i.id DESC) AS scanned ` +
+    `SELECT s.*, s.scanned = ${budget} AS at_budget FROM (SELECT ${columns}, (${hit}) AS hit, row_number() OVER (ORDER BY i.created_at DESC, i.id DESC) AS scanned ` +
     `FROM items i WHERE ${where}${after ? ` AND ${after('i')}` : ''} ORDER BY i.created_at DESC, i.id DESC LIMIT ${budget}) s ` +
     `WHERE s.hit OR s.scanned = ${budget} ORDER BY s.created_at DESC, s.id DESC`
   );
+}
+
+/** A row of `propertyScanSql` (other listings' rows have neither field). */
+export interface ScannedRow {
+  hit?: boolean;
+  at_budget?: boolean;
+}
+
+/**
+ * Where a page of `propertyScanSql` rows (fetched with LIMIT `limit + 1`) ends, when its scan
+ * reached PROPERTY_SCAN_ITEMS before the page was full: its items (the last row read, unless it
+ * is a match, left out) and that row, for the cursor. Undefined otherwise: the page is cut as
+ * any other.
+ */
+export function scanEndOf<T extends ScannedRow>(rows: T[], limit: number): { page: T[]; last: T } | undefined {
+  const last = rows.at(-1);
+  if (!last?.at_budget) return undefined;
+  if (!last.hit) return { page: rows.slice(0, -1), last };
+  return rows.length <= limit ? { page: rows, last } : undefined;
 }

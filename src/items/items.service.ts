@@ -29,7 +29,7 @@ import { Item, ITEM_BYTES, ITEM_COLUMNS, ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRo
 import { ItemChanges, ItemWriter, WRITE_INSTANT } from './item-writer';
 import {
   assertTypePattern, EdgeClause, edgeMatchesSql, FEW_EDGE_MATCHES, FEW_WINDOW_ITEMS, ItemFilter, itemWhere, parseEdgeClauses, parseTags, propertyScanSql,
-  selectsNothing, windowedItemsSql, windowItemsSql,
+  ScannedRow, scanEndOf, selectsNothing, windowedItemsSql, windowItemsSql,
 } from './item-filter';
 import { parsePropertyClauses } from './property-filter';
 import {
@@ -395,12 +395,15 @@ export class ItemsService {
       statement = `SELECT ${ITEM_COLUMNS} FROM items i WHERE ${where}${before ? ` AND ${before('i')}` : ''} ORDER BY i.created_at DESC, i.id DESC`;
     }
     params.push(limit + 1);
-    const rows: Array<Bounded<ItemRow> & { hit?: boolean }> = await this.db.query(
+    const rows: Array<Bounded<ItemRow> & ScannedRow> = await this.db.query(
       byteBoundedPage(`${statement} LIMIT $${params.length}`, 'created_at DESC, id DESC', ITEM_BYTES),
       params,
     );
-    const scanEnd = rows.at(-1)?.hit === false ? rows.pop() : undefined;
-    if (scanEnd) return { items: await this.presentMany(p, rows), next_cursor: encodeCursor({ createdAt: new Date(scanEnd.created_at).toISOString(), id: scanEnd.id }, 'items') };
+    const scanEnd = scanEndOf(rows, limit);
+    if (scanEnd) {
+      const { page, last } = scanEnd;
+      return { items: await this.presentMany(p, page), next_cursor: encodeCursor({ createdAt: new Date(last.created_at).toISOString(), id: last.id }, 'items') };
+    }
     const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'items');
     return { items: await this.presentMany(p, page), next_cursor };
   }

@@ -12,6 +12,7 @@
  * is not equal). Comparisons take a number or a string and match properties of the same JSON
  * type, strings in code point order (so ISO 8601 times sort as times).
  */
+import { textIssue } from '../common/input-policy';
 import { validationError } from '../common/validation';
 
 export type PropertyOperator = '=' | '!=' | '<' | '<=' | '>' | '>=';
@@ -38,7 +39,7 @@ const OPERATORS: PropertyOperator[] = ['!=', '<=', '>=', '=', '<', '>'];
 
 export const PROPERTY_CLAUSE_RULE =
   'must look like <path><operator><value>: a path of property keys (letters, digits, _ and -) joined by dots, one of = != < <= > >=, ' +
-  'and a JSON scalar or plain text; comparisons take a number or a string';
+  'and a JSON scalar or plain text (no NUL, valid Unicode; numbers within 1000 digits and exponents); comparisons take a number or a string';
 
 /** The clause `raw` states, or undefined when it is malformed. */
 export function propertyClauseOf(raw: unknown): PropertyClause | undefined {
@@ -55,18 +56,34 @@ export function propertyClauseOf(raw: unknown): PropertyClause | undefined {
   return { path, op, ...value };
 }
 
-/** JSON's scalars as JSON, any other text as a string; an object or array is no scalar. */
+/**
+ * Most decimal digits, and the largest exponent, of a number a clause takes: far inside what
+ * PostgreSQL's numeric holds (131,072 digits before the point, 16,383 after), which refuses
+ * `1e1000000` or `1e-100000` with an error that is no answer to the caller.
+ */
+const MAX_NUMBER_DIGITS = 1000;
+const MAX_NUMBER_EXPONENT = 1000;
+
+/** JSON's scalars as JSON, any other text as a string; an object or array is no scalar, nor what PostgreSQL could not read. */
 function scalarOf(text: string): Pick<PropertyClause, 'kind' | 'json'> | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    return { kind: 'string', json: JSON.stringify(text) };
+    return textIssue(text) ? undefined : { kind: 'string', json: JSON.stringify(text) };
   }
   if (parsed === null) return { kind: 'null', json: 'null' };
-  if (typeof parsed === 'number') return { kind: 'number', json: text.trim() };
-  if (typeof parsed === 'string' || typeof parsed === 'boolean') return { kind: typeof parsed as 'string' | 'boolean', json: JSON.stringify(parsed) };
+  if (typeof parsed === 'number') return readableNumber(text.trim()) ? { kind: 'number', json: text.trim() } : undefined;
+  // A JSON escape can spell what a query parameter may not carry (`"\u0000"`, half a surrogate pair).
+  if (typeof parsed === 'string') return textIssue(parsed) ? undefined : { kind: 'string', json: JSON.stringify(parsed) };
+  if (typeof parsed === 'boolean') return { kind: 'boolean', json: JSON.stringify(parsed) };
   return undefined;
+}
+
+/** A JSON number's text within MAX_NUMBER_DIGITS digits and MAX_NUMBER_EXPONENT of exponent. */
+function readableNumber(json: string): boolean {
+  const [mantissa, exponent = '0'] = json.toLowerCase().split('e');
+  return mantissa.replace(/[^0-9]/g, '').length <= MAX_NUMBER_DIGITS && Math.abs(Number(exponent)) <= MAX_NUMBER_EXPONENT;
 }
 
 export const isPropertyClause = (v: unknown): boolean => propertyClauseOf(v) !== undefined;

@@ -80,7 +80,8 @@ describe('items: property filter', () => {
   });
 
   it('refuses a malformed clause as 400 validation_error on `property`', async () => {
-    const bad = ['status', '=open', 'a..b=1', 'a b=1', 'priority>true', 'priority<null', 'a={"x":1}', 'a=[1]', `${'k.'.repeat(8)}k=1`, `a=${'x'.repeat(1000)}`];
+    // Also what PostgreSQL could not read: numbers past numeric's range, a JSON-escaped NUL or half a surrogate pair.
+    const bad = ['n<1e1000000', 'n>1e-100000', 'a="\\u0000"', 'a>"\\ud800"', 'status', '=open', 'a..b=1', 'a b=1', 'priority>true', 'priority<null', 'a={"x":1}', 'a=[1]', `${'k.'.repeat(8)}k=1`, `a=${'x'.repeat(1000)}`];
     for (const clause of bad) {
       expect([clause, badFields(await c.get(`/items?property=${encodeURIComponent(clause)}`))]).toEqual([clause, ['property']]);
     }
@@ -99,7 +100,7 @@ describe('items: property filter', () => {
     const dry = await bulk(['status=open', 'priority>=3']);
     expectStatus(dry, 200);
     expect([...dry.body.ids].sort()).toEqual([made.open3, made.open5].sort());
-    for (const bad of [['status'], [], 'status=open']) expect(badFields(await bulk(bad))).toEqual(['filter.property']);
+    for (const bad of [['status'], [], 'status=open', ['n<1e1000000']]) expect(badFields(await bulk(bad))).toEqual(['filter.property']);
   });
 
   it(`a page tests at most ${PROPERTY_SCAN_ITEMS} items: then it ends with what it found and a cursor to go on`, async () => {
@@ -121,6 +122,17 @@ describe('items: property filter', () => {
     expect(first.body.next_cursor).toEqual(expect.any(String));
     const rest = await s.get(`/items?property=kind%3Drare&limit=10&cursor=${encodeURIComponent(first.body.next_cursor)}`);
     expect([rest.body.items.map((i: { id: string }) => i.id), rest.body.next_cursor]).toEqual([[rare.id], null]);
+
+    // The last item a page may test matching too: the page ends there all the same, with a cursor.
+    const [{ id: atBound }] = await t.sql<{ id: string }>(
+      `SELECT id FROM items WHERE tenant_id = (SELECT tenant_id FROM items WHERE id = $1) ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`,
+      [rare.id, PROPERTY_SCAN_ITEMS - 1],
+    );
+    await t.sql(`UPDATE items SET properties = '{"title":"rare too","kind":"rare"}' WHERE id = $1`, [atBound]);
+    const bounded = await s.get('/items?property=kind%3Drare&limit=10');
+    expect([bounded.body.items.map((i: { id: string }) => i.id), typeof bounded.body.next_cursor]).toEqual([[atBound], 'string']);
+    const after = await s.get(`/items?property=kind%3Drare&limit=10&cursor=${encodeURIComponent(bounded.body.next_cursor)}`);
+    expect([after.body.items.map((i: { id: string }) => i.id), after.body.next_cursor]).toEqual([[rare.id], null]);
     // Matches within the bound fill the page as usual.
     const commons = await s.get('/items?property=kind%3Dcommon&limit=10');
     expect([commons.body.items.length, typeof commons.body.next_cursor]).toEqual([10, 'string']);
