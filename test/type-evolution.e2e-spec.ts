@@ -6,7 +6,8 @@
  */
 import { Client } from 'pg';
 import { Api, api, createItem, expectError, expectStatus } from './items/helpers';
-import { bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
+import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
+import { DEVICE_GRANT, deviceTokens } from './support/device-flow';
 import { waitFor } from './support/wait';
 import { SCHEMA_CHECK_MAX_ITEMS } from '../src/types/types.service';
 
@@ -17,7 +18,7 @@ describe('type evolution', () => {
   let tenantId: string;
 
   beforeAll(async () => {
-    t = await startApp();
+    t = await startApp({ OAUTH_DEVICE_POLL_INTERVAL: '1' });
     ({ key: adminKey, tenantId } = await bootstrapAdmin(t));
     admin = api(t, adminKey);
   });
@@ -117,6 +118,27 @@ describe('type evolution', () => {
     expectStatus(await admin.post('/types', { name: 'acme.kind.b', parent: 'acme.kind', schema: { properties: { k: { enum: ['b'] } } } }), 201);
     const conflict = expectError(await admin.patch('/types/acme.kind', { schema: { properties: { k: { type: 'string', enum: ['a'] } } } }), 409, 'type_in_use');
     expect(conflict.details).toMatchObject({ reason: 'subtype_conflict', subtype: 'acme.kind.b', error: { code: 'inheritance_violation' } });
+  });
+
+  it('a refusal names only the subtypes and items the credential may read', async () => {
+    expectStatus(await admin.post('/types', { name: 'acme.vis', schema: { properties: { title: str, n: { type: 'integer' } } } }), 201);
+    expectStatus(await admin.post('/types', { name: 'acme.vis.hidden', parent: 'acme.vis', schema: { properties: { secret: str } } }), 201);
+    const hidden = await createItem(admin, { type: 'acme.vis.hidden', properties: { title: 'h', secret: 'x' } });
+    // An admin user's app may manage types (metadata.types:write) while reading acme.vis alone.
+    const user = { email: 'types@example.com', password: 'a long enough passphrase 42' };
+    expectStatus(await admin.post('/users', { ...user, name: 'Types', role: 'admin' }), 201);
+    const scopes = ['acme.vis:read', 'metadata.types:write'];
+    const client = await admin.post('/auth/clients', { client_name: 'Schema tool', grant_types: [DEVICE_GRANT], response_types: [], token_endpoint_auth_method: 'none', scope: scopes.join(' ') });
+    expectStatus(client, 201);
+    const { access_token } = await deviceTokens(t, client.body.client_id, user, scopes);
+    expectStatus(await t.http.get('/types/acme.vis.hidden').set(bearer(access_token)), 404);
+
+    const required = { schema: { properties: { title: str, n: { type: 'integer' } }, required: ['n'] } };
+    const refused = expectError(await t.http.patch('/types/acme.vis').set(bearer(access_token)).send(required), 409, 'type_in_use');
+    expect(refused.details).toEqual({ reason: 'items_invalid', invalid_items: [], unreadable_items: 1 });
+    expect(JSON.stringify(refused)).not.toMatch(new RegExp(`${hidden.id}|acme\\.vis\\.hidden`));
+    const toAdmin = expectError(await admin.patch('/types/acme.vis', required), 409, 'type_in_use');
+    expect(toAdmin.details).toMatchObject({ invalid_items: [{ id: hidden.id, type: 'acme.vis.hidden' }] });
   });
 
   it('a type of more items than are checked: a property whose key no item holds is added, other unproven changes → 409 too_many_items', async () => {

@@ -357,9 +357,12 @@ export class TypesService implements OnModuleInit {
         const { resolved, mergePolicy } = await this.resolve(p.tenantId, current.parent, schema, dto.merge_policy ?? current.merge_policy, m);
         // A PATCH that changes nothing makes no version, as an item's does: items carry the version they were checked against.
         if (isDeepStrictEqual(schema, current.schema) && isDeepStrictEqual(mergePolicy, current.merge_policy)) return toResponse(current);
-        const affected = isDeepStrictEqual(resolved, current.resolved_schema) ? [] : await this.resolvedAnew(p.tenantId, current, resolved, m);
+        // A refusal names only the subtypes and items the caller may read (a type's writer need not read its subtypes).
+        const permitted = await this.permittedTypeNames(p, 'read');
+        const readable = (type: string) => permitted === undefined || permitted.includes(type);
+        const affected = isDeepStrictEqual(resolved, current.resolved_schema) ? [] : await this.resolvedAnew(p.tenantId, current, resolved, readable, m);
         changed.push(name, ...affected.map((a) => a.row.name));
-        await this.assertItemsStayValid(p.tenantId, [{ row: current, resolved }, ...affected], m);
+        await this.assertItemsStayValid(p.tenantId, [{ row: current, resolved }, ...affected], readable, m);
         await searchReindex(m, sameSearchView(current.resolved_schema, resolved));
         // TypeORM answers UPDATE ... RETURNING with [rows, affected].
         const [[row]]: [TypeRow[], number] = await m.query(
@@ -458,7 +461,13 @@ export class TypesService implements OnModuleInit {
    * A subtype that would contradict the new parent, or outgrow the schema limits, refuses the
    * change: 409 `type_in_use` naming it, with the error its own PATCH would get.
    */
-  private async resolvedAnew(tenantId: string, type: TypeRow, resolved: JsonSchema, m: EntityManager): Promise<Array<{ row: TypeRow; resolved: JsonSchema }>> {
+  private async resolvedAnew(
+    tenantId: string,
+    type: TypeRow,
+    resolved: JsonSchema,
+    readable: (type: string) => boolean,
+    m: EntityManager,
+  ): Promise<Array<{ row: TypeRow; resolved: JsonSchema }>> {
     const lineage = await this.lineage(tenantId, m);
     const names = lineage.names().filter((n) => lineage.ref(n).ancestors.includes(type.name));
     if (!names.length) return [];
@@ -473,6 +482,7 @@ export class TypesService implements OnModuleInit {
         assertUsableSchema(next);
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
+        if (!readable(row.name)) throw ApiError.conflict('type_in_use', 'A subtype this credential may not read could not take the change', { reason: 'subtype_conflict' });
         throw ApiError.conflict('type_in_use', `Subtype "${row.name}" could not take the change: ${err.message}`, {
           reason: 'subtype_conflict',
           subtype: row.name,
@@ -492,7 +502,12 @@ export class TypesService implements OnModuleInit {
    * and checked against their type's new schema, in pages by id. Every state counts: an item
    * in the trash can be restored as it is.
    */
-  private async assertItemsStayValid(tenantId: string, changes: Array<{ row: TypeRow; resolved: JsonSchema }>, m: EntityManager): Promise<void> {
+  private async assertItemsStayValid(
+    tenantId: string,
+    changes: Array<{ row: TypeRow; resolved: JsonSchema }>,
+    readable: (type: string) => boolean,
+    m: EntityManager,
+  ): Promise<void> {
     const unproven: Array<{ row: TypeRow; resolved: JsonSchema }> = [];
     for (const c of changes) if (!(await this.provenWidening(tenantId, c.row, c.resolved, m))) unproven.push(c);
     if (!unproven.length) return;
@@ -504,8 +519,8 @@ export class TypesService implements OnModuleInit {
     if (n > SCHEMA_CHECK_MAX_ITEMS) {
       throw ApiError.conflict(
         'type_in_use',
-        `The change may not fit every existing item, and ${names.length > 1 ? 'these types hold' : `type "${names[0]}" holds`} more than ${SCHEMA_CHECK_MAX_ITEMS} items, more than are checked`,
-        { reason: 'too_many_items', types: names, max_checked_items: SCHEMA_CHECK_MAX_ITEMS },
+        `The change may not fit every existing item, and the type${names.length > 1 ? ' and its subtypes hold' : ' holds'} more than ${SCHEMA_CHECK_MAX_ITEMS} items, more than are checked`,
+        { reason: 'too_many_items', types: names.filter(readable), max_checked_items: SCHEMA_CHECK_MAX_ITEMS },
       );
     }
     const invalid: InvalidItem[] = [];
@@ -514,10 +529,15 @@ export class TypesService implements OnModuleInit {
       await this.checkItems(tenantId, row.name, validatorFor(`${validatorPrefix(tenantId, row.name)}check:${randomUUID()}`, resolved, tenantId), invalid, m);
     }
     if (invalid.length) {
-      const [first] = invalid;
-      throw ApiError.conflict('type_in_use', `Item ${first.id} of type "${first.type}" would not fit the new schema (${first.fields[0]?.field} ${first.fields[0]?.message})`, {
+      const shown = invalid.filter((i) => readable(i.type));
+      const [first] = shown;
+      const message = first
+        ? `Item ${first.id} of type "${first.type}" would not fit the new schema (${first.fields[0]?.field} ${first.fields[0]?.message})`
+        : 'Items of a subtype this credential may not read would not fit the new schema';
+      throw ApiError.conflict('type_in_use', message, {
         reason: 'items_invalid',
-        invalid_items: invalid,
+        invalid_items: shown,
+        ...(shown.length < invalid.length ? { unreadable_items: invalid.length - shown.length } : {}),
       });
     }
   }
