@@ -28,7 +28,8 @@ export class BlobsByCreated1732300006200 implements MigrationInterface {
     await q.query(`CREATE INDEX CONCURRENTLY blobs_by_created ON blobs (tenant_id, created_at DESC, hash DESC)`);
   }
 
+  // Plain: TypeORM reverts inside a transaction, where CONCURRENTLY is refused (as 4600's down()).
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS blobs_by_created`);
+    await q.query(`DROP INDEX IF EXISTS blobs_by_created`);
   }
 }
