@@ -56,8 +56,9 @@ describe('webhook isolation: failing webhooks\' retries and a healthy webhook\'s
     const failed = () => paths.reduce((n, path) => n + receiver.at(path).length, 0);
 
     await bulkNotes(failing.key, 20);
-    // 400 first attempts answered 500; the retries under way (each delivery is retried ten times, a second apart).
-    await waitFor(() => failed() >= 800, 'the failing webhooks\' retries under way', 30_000);
+    // 400 first attempts answered 500, and the retries under way (each delivery is retried ten times, a second apart):
+    // how soon depends on the machine's load (a CI run with other files in parallel took over 30 s to 800), not on isolation.
+    await waitFor(() => failed() >= 440, 'the failing webhooks\' retries under way', 60_000);
     const before = failed();
     for (let i = 1; i <= 15; i++) {
       const id = await note(admin, `healthy ${i}`);
