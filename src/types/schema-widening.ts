@@ -6,7 +6,7 @@
  * not "narrowing") for everything else, which the caller then settles by checking the items.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { JsonSchema } from './type-schema';
+import { JsonSchema, listedValues, typeOfValue, within } from './type-schema';
 
 type Schema = JsonSchema | boolean;
 
@@ -39,22 +39,6 @@ function acceptsAll(s: Schema): boolean {
 
 const sameRules = (a: unknown, b: unknown): boolean =>
   isDeepStrictEqual(isObject(a) || typeof a === 'boolean' ? rules(a) : a, isObject(b) || typeof b === 'boolean' ? rules(b) : b);
-
-/** Whether JSON Schema type `t` stays within `types`: an `integer` is a `number`. */
-const within = (t: string, types: string[]): boolean => types.includes(t) || (t === 'integer' && types.includes('number'));
-
-function typeOfValue(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'array';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
-  return typeof v;
-}
-
-/** The values a schema lists (`const`, else `enum`): all a value may be; undefined when it lists none. */
-function listedValues(s: JsonSchema): unknown[] | undefined {
-  if (Object.hasOwn(s, 'const')) return [s.const];
-  return Array.isArray(s.enum) ? s.enum : undefined;
-}
 
 const typesOf = (s: JsonSchema): string[] | undefined => (s.type === undefined ? undefined : Array.isArray(s.type) ? s.type : [s.type]);
 

@@ -452,10 +452,10 @@ function typesOf(prop: JsonSchema | boolean): string[] | undefined {
 }
 
 /** Whether JSON Schema type `t` stays within `types`: an `integer` is a `number`. */
-const within = (t: string, types: string[]): boolean => types.includes(t) || (t === 'integer' && types.includes('number'));
+export const within = (t: string, types: string[]): boolean => types.includes(t) || (t === 'integer' && types.includes('number'));
 
 /** The JSON Schema type of a JSON value (`integer` for a whole number). */
-function typeOfValue(v: unknown): string {
+export function typeOfValue(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'array';
   if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
@@ -463,7 +463,7 @@ function typeOfValue(v: unknown): string {
 }
 
 /** The values a schema lists (`const`, else `enum`): all a value may be; undefined when it lists none. */
-function listedValues(s: JsonSchema): unknown[] | undefined {
+export function listedValues(s: JsonSchema): unknown[] | undefined {
   if (Object.hasOwn(s, 'const')) return [s.const];
   return Array.isArray(s.enum) ? s.enum : undefined;
 }
