@@ -16,7 +16,7 @@ import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagina
 import { isUniqueViolation } from '../common/unavailable';
 import { validationError } from '../common/validation';
 import type { Principal, Resolution } from '../auth/principal';
-import { TenantEntity } from '../tenants/tenant.entity';
+import { insertTenant } from '../tenants/tenant.entity';
 import { ApiKeyEntity, Role } from './api-key.entity';
 import { KeyCache } from './key-cache';
 import { ApiKeyResponse, CreateKeyDto, MAX_KEY_LIFETIME_DAYS, UpdateKeyDto } from './keys.dto';
@@ -232,8 +232,7 @@ export class KeysService {
       await m.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK]);
       const [{ exists }] = await m.query('SELECT EXISTS (SELECT 1 FROM api_keys) AS exists');
       if (exists) return undefined;
-      const tenant = m.create(TenantEntity, { id: newId(), name: 'root', isRoot: true });
-      await m.insert(TenantEntity, tenant);
+      const tenant = await insertTenant(m, 'root', true);
       const key = await this.insert(m, tenant.id, { ...dto, role: 'admin' }, undefined, BOOTSTRAP_ACTOR);
       await this.audit.record(
         { tenantId: tenant.id, action: 'tenant.created', details: { actor: BOOTSTRAP_ACTOR, tenant_id: tenant.id, name: tenant.name, admin_key_id: key.id } },

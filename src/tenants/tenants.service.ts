@@ -19,13 +19,12 @@ import { DataSource } from 'typeorm';
 import { actorOf, AuditService } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
-import { newId } from '../common/ids';
 import { decodeCursor, PageQuery, pageOf } from '../common/pagination';
 import { keyLabel } from '../keys/keys.dto';
 import { KeysService } from '../keys/keys.service';
 import { ClientsService } from '../oidc/clients.service';
 import { TenantPurge } from './tenant-purge';
-import { TenantEntity } from './tenant.entity';
+import { insertTenant } from './tenant.entity';
 import { CreatedTenantResponse, DeletedTenantResponse, TenantList, TenantResponse } from './tenants.dto';
 
 interface TenantRow {
@@ -52,8 +51,7 @@ export class TenantsService {
     // The tenant and its key in one transaction, the request's only one: it marks an
     // Idempotency-Key applied as it commits (claim-applied.ts).
     return this.db.transaction(async (m) => {
-      const tenant = m.create(TenantEntity, { id: newId(), name, isRoot: false, createdAt: new Date() });
-      await m.insert(TenantEntity, tenant);
+      const tenant = await insertTenant(m, name);
       const actor = actorOf(p);
       const theirs = { ...actor, tenant_id: p.tenantId };
       const adminKey = await this.keys.insert(m, tenant.id, { role: 'admin', label: keyLabel(`${name} admin`) }, undefined, theirs);
@@ -61,7 +59,7 @@ export class TenantsService {
       // The first key's id only in the new tenant's own log: keys are its business, not the creator's.
       await this.audit.record({ tenantId: p.tenantId, action: 'tenant.created', details: { actor, ...details } }, m);
       await this.audit.record({ tenantId: tenant.id, action: 'tenant.created', details: { actor: theirs, ...details, admin_key_id: adminKey.id } }, m);
-      return { tenant: toResponse({ id: tenant.id, name: tenant.name, created_at: tenant.createdAt }), admin_key: adminKey };
+      return { tenant: toResponse(tenant), admin_key: adminKey };
     });
   }
 

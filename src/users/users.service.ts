@@ -23,6 +23,7 @@ import { ApiKeyResponse, CreateKeyDto } from '../keys/keys.dto';
 import { KeysService } from '../keys/keys.service';
 import { endAccounts, endProviderSessions } from '../oidc/oidc-adapter';
 import { REDIS } from '../redis/redis.module';
+import { insertTenant } from '../tenants/tenant.entity';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from './password';
 import { SignInThrottle } from './sign-in-throttle';
 import { WRONG_PASSWORD } from './sign-in-refusal';
@@ -130,8 +131,7 @@ export class UsersService {
     const hash = await hashPassword(password);
     try {
       return await this.db.transaction(async (m) => {
-        const tenantId = newId();
-        await m.query(`INSERT INTO tenants (id, name, is_root) VALUES ($1, $2, false)`, [tenantId, name]);
+        const { id: tenantId } = await insertTenant(m, name);
         const [row]: UserRow[] = await m.query(
           `INSERT INTO users (tenant_id, id, email, name, role, password_hash) VALUES ($1, $2, $3, $4, 'admin', $5) RETURNING ${USER_COLUMNS}`,
           [tenantId, newId(), email.trim(), name, hash],
