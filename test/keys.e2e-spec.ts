@@ -356,9 +356,10 @@ describe('keys', () => {
       expect(first.created_by_user_id).toBeNull();
       expect((await createKey(t, tenant.key, { label: 'plain' })).created_by_user_id).toBeNull();
 
-      // Ada's key as the tenant's only admin key: deleting her would leave the tenant none, so nothing happens.
+      // Ada's key as the tenant's only admin key that does not expire: deleting her would leave the tenant none, so nothing happens.
       await t.http.delete(`/keys/${first.id}`).set(bearer(adaKey)).expect(200);
-      expectError(await t.http.delete(`/users/${ada.id}`).set(bearer(adaKey)), 409, 'conflict');
+      const expiring = await createKey(t, adaKey, { role: 'admin', label: 'expiring', expires_at: new Date(Date.now() + 3_600_000).toISOString() });
+      expect(expectError(await t.http.delete(`/users/${ada.id}`).set(bearer(expiring.key)), 409, 'conflict').details).toBeUndefined();
       await t.http.get(`/users/${ada.id}`).set(bearer(adaKey)).expect(200);
       const other = await createKey(t, adaKey, { role: 'admin', label: 'ops' });
 
@@ -373,7 +374,7 @@ describe('keys', () => {
       expect(revoked.find((e: { details: { key_id: string } }) => e.details.key_id === minted.id)?.details).toMatchObject({
         by: 'creator_removed', created_by_user_id: ada.id, actor: { kind: 'api_key', id: other.id },
       });
-      expect((await t.http.get('/keys').set(bearer(other.key)).expect(200)).body.keys.filter((k: { revoked_at: string | null }) => !k.revoked_at).map((k: { label: string }) => k.label).sort()).toEqual(['ops', 'plain']);
+      expect((await t.http.get('/keys').set(bearer(other.key)).expect(200)).body.keys.filter((k: { revoked_at: string | null }) => !k.revoked_at).map((k: { label: string }) => k.label).sort()).toEqual(['expiring', 'ops', 'plain']);
 
       const bob = await newUser('bob@minting.example', other.key);
       const bobKey = await mint('bob@minting.example', 'bob cli');
@@ -383,6 +384,31 @@ describe('keys', () => {
       await t.http.patch(`/users/${bob.id}`).set(bearer(other.key)).send({ role: 'member' }).expect(200);
       expectError(await t.http.get('/keys').set(bearer(bobKey)), 401, 'unauthorized');
       expect((await t.http.get('/keys').set(bearer(other.key)).expect(200)).body.keys.find((k: { label: string }) => k.label === 'bob cli').revoked_at).toEqual(expect.any(String));
+    });
+
+    it('cannot delete, demote or disable the user who made them (409 conflict naming the path\'s id, role or disabled; nothing changed); another admin\'s key may', async () => {
+      const tenant = await createTenant(t, admin.key, 'self-ending');
+      const newUser = async (email: string) =>
+        (await t.http.post('/users').set(bearer(tenant.key)).send({ email, password: 'an admin user password', name: 'Self', role: 'admin' }).expect(201)).body;
+      const [eve, gus] = [await newUser('eve@self-ending.example'), await newUser('gus@self-ending.example')];
+      const [eveKey, gusKey] = [await mint('eve@self-ending.example', 'eve cli'), await mint('gus@self-ending.example', 'gus cli')];
+
+      expect(expectError(await t.http.delete(`/users/${eve.id}`).set(bearer(eveKey)), 409, 'conflict').details).toEqual({ field: 'id' });
+      expect(expectError(await t.http.patch(`/users/${eve.id}`).set(bearer(eveKey)).send({ role: 'member' }), 409, 'conflict').details).toEqual({ field: 'role' });
+      expect(expectError(await t.http.patch(`/users/${eve.id}`).set(bearer(eveKey)).send({ role: 'member', name: 'Eve' }), 409, 'conflict').details).toEqual({ field: 'role' });
+      expect(expectError(await t.http.patch(`/users/${eve.id}`).set(bearer(eveKey)).send({ disabled: true }), 409, 'conflict').details).toEqual({ field: 'disabled' });
+      // Nothing of it happened: she is there, unchanged, and her key works.
+      expect((await t.http.get(`/users/${eve.id}`).set(bearer(eveKey)).expect(200)).body).toEqual(eve);
+      expect((await keyLabelled(eveKey, 'eve cli')).revoked_at).toBeNull();
+      // What does not end her key stays hers to do: a rename, her role as it is.
+      await t.http.patch(`/users/${eve.id}`).set(bearer(eveKey)).send({ name: 'Eve', role: 'admin' }).expect(200);
+
+      // Another admin's key may, one made on the account pages too.
+      await t.http.patch(`/users/${eve.id}`).set(bearer(gusKey)).send({ role: 'member' }).expect(200);
+      expectError(await t.http.get('/keys').set(bearer(eveKey)), 401, 'unauthorized');
+      await t.http.delete(`/users/${eve.id}`).set(bearer(gusKey)).expect(200);
+      await t.http.delete(`/users/${gus.id}`).set(bearer(tenant.key)).expect(200);
+      expectError(await t.http.get('/keys').set(bearer(gusKey)), 401, 'unauthorized');
     });
 
     it('keep a label to what POST /keys takes, 200 characters counted by code point: 150 emoji whole, 201 cut to 200', async () => {

@@ -44,8 +44,8 @@ export class UsersController {
   @ApiOperation({
     summary: 'Change a user\'s name, role, password, picture, email_verified, or disable or enable them (admin)',
     description:
-      'Absent fields stay as they are; `"picture": null` removes the picture. A new password or a demotion to `member` ends the user\'s sign-ins (the account pages\' and the sessions apps use), as signing out everywhere does; a demotion also revokes the API keys the user made on the account pages (409 `conflict` if that would leave the tenant no active admin key). A role change holds for the user\'s OAuth tokens from the next request; their grants stay. ' +
-      '`"disabled": true` suspends the user without deleting them: their sign-in is refused as a wrong password is (the page does not tell that the password was right), and, as a deletion does, it ends their sign-ins and their grants with every access and refresh token (each audited `auth.grant.revoked`, `details.by` `user_disabled`), and revokes the API keys they made on the account pages (409 `conflict` if that would leave the tenant no active admin key, or if the calling key is one of them: a user cannot disable themselves). `"disabled": false` lets them sign in again; what disabling ended stays ended. Audited `user.updated` with `disabled` in `details.changed` (and `grants_revoked`, `keys_revoked` when disabling).',
+      'Absent fields stay as they are; `"picture": null` removes the picture. A new password or a demotion to `member` ends the user\'s sign-ins (the account pages\' and the sessions apps use), as signing out everywhere does; a demotion also revokes the API keys the user made on the account pages (409 `conflict` if that would leave the tenant no active admin key, or if the calling key is one of them, `details.field` `role`: a user cannot demote themselves). A role change holds for the user\'s OAuth tokens from the next request; their grants stay. ' +
+      '`"disabled": true` suspends the user without deleting them: their sign-in is refused as a wrong password is (the page does not tell that the password was right), and, as a deletion does, it ends their sign-ins and their grants with every access and refresh token (each audited `auth.grant.revoked`, `details.by` `user_disabled`), and revokes the API keys they made on the account pages (409 `conflict` if that would leave the tenant no active admin key, or if the calling key is one of them, `details.field` `disabled`: a user cannot disable themselves). `"disabled": false` lets them sign in again; what disabling ended stays ended. Audited `user.updated` with `disabled` in `details.changed` (and `grants_revoked`, `keys_revoked` when disabling).',
   })
   @ApiOkResponse({ type: UserResponse })
   @ApiErrors(400, 401, 403, 404, 409, 429)
@@ -58,7 +58,7 @@ export class UsersController {
   @ApiOperation({
     summary: 'Delete a user (admin)',
     description:
-      'Ends the user\'s grants, tokens and sessions, and revokes the API keys they made on the account pages (409 `conflict`, nothing deleted, if that would leave the tenant no active admin key).',
+      'Ends the user\'s grants, tokens and sessions, and revokes the API keys they made on the account pages (409 `conflict`, nothing deleted, if that would leave the tenant no active admin key, or if the calling key is one of them, `details.field` `id`: a user cannot delete themselves).',
   })
   @ApiOkResponse({ type: UserResponse })
   @ApiErrors(400, 401, 403, 404, 409, 429)

@@ -113,7 +113,7 @@ export class UpdateUserDto {
   @IsOptionalNonNull() @IsUserName()
   name?: string;
 
-  @ApiPropertyOptional(ROLE_DOC)
+  @ApiPropertyOptional({ ...ROLE_DOC, description: `${ROLE_DOC.description}. A key the user made cannot demote them (409 \`conflict\`): that would lock its caller out` })
   @IsOptionalNonNull() @IsIn(USER_ROLES)
   role?: UserRole;
 

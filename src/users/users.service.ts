@@ -48,6 +48,9 @@ export interface UserRow {
 /** The fields of a user an update may change that an audit row names by value change (a new password always counts). */
 const AUDITED_FIELDS = ['name', 'role', 'picture', 'email_verified', 'disabled'] as const;
 
+/** What a change that would end the calling key, one its user made, does to that user, by the field that asks for it (`assertNotCallersMaker`). */
+const SELF_ENDING = { disabled: 'disable', role: 'demote', id: 'delete' } as const;
+
 const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, email_verified, created_at, updated_at, session_epoch, disabled';
 
 /** A sign-in's answer: the user, or what the form tells the person (the same for an unknown email as for a wrong password). */
@@ -168,18 +171,6 @@ export class UsersService {
   }
 
   /**
-   * Changes a user. A new password or a demotion ends the user's sign-ins, as signing out
-   * everywhere does (the account pages' cookies and the provider's sessions): whoever knew the old
-   * password, or signed in as an admin, is out. A demotion also revokes the API keys the user made
-   * on the account pages (`revokeCreatedBy`, 409 should that leave the tenant no admin key), and
-   * any role change holds for the user's OAuth tokens from the next request (`withinUserRole`,
-   * applied when a token is resolved, under the generation bumped here). Their grants stay.
-   *
-   * Disabling a user ends all they had, as deleting them does (`endAccess`): sign-ins, grants with
-   * their tokens, the keys they made on the account pages; enabling them again gives none of it
-   * back, only sign-in. A key the user made cannot disable them (409: its caller would lose it).
-   */
-  /**
    * `email_verified` is the OIDC claim relying parties may link accounts by, and every tenant
    * shares one issuer: only the root tenant's admins (the operator) vouch for addresses, unless
    * the operator trusts every tenant's (TENANT_ADMINS_VERIFY_EMAILS).
@@ -189,6 +180,19 @@ export class UsersService {
     throw ApiError.forbidden('Only the root tenant\'s admins may set email_verified here (TENANT_ADMINS_VERIFY_EMAILS is off)');
   }
 
+  /**
+   * Changes a user. A new password or a demotion ends the user's sign-ins, as signing out
+   * everywhere does (the account pages' cookies and the provider's sessions): whoever knew the old
+   * password, or signed in as an admin, is out. A demotion also revokes the API keys the user made
+   * on the account pages (`revokeCreatedBy`, 409 should that leave the tenant no admin key), and
+   * any role change holds for the user's OAuth tokens from the next request (`withinUserRole`,
+   * applied when a token is resolved, under the generation bumped here). Their grants stay.
+   *
+   * Disabling a user ends all they had, as deleting them does (`endAccess`): sign-ins, grants with
+   * their tokens, the keys they made on the account pages; enabling them again gives none of it
+   * back, only sign-in. A key the user made cannot disable or demote them (409: its caller would lose
+   * it, `assertNotCallersMaker`).
+   */
   async update(p: Principal, id: string, dto: UpdateUserDto): Promise<UserResponse> {
     this.assertMayVouch(p, dto);
     const hash = dto.password !== undefined ? await hashPassword(dto.password) : undefined;
@@ -198,7 +202,8 @@ export class UsersService {
       const roleChanged = dto.role !== undefined && dto.role !== before.role;
       const demoted = roleChanged && dto.role === 'member';
       const disabled = dto.disabled === true && !before.disabled;
-      if (disabled) await this.assertNotCallersMaker(m, p, id);
+      // Disabling ends the keys the user made, and so does a demotion: either would end the calling key if it is one of them.
+      if (disabled || demoted) await this.assertNotCallersMaker(m, p, id, disabled ? 'disabled' : 'role');
       const changed = [
         ...changedFields(Object.fromEntries(AUDITED_FIELDS.filter((f) => dto[f] !== undefined).map((f) => [f, [before[f], dto[f]] as const]))),
         ...(hash !== undefined ? ['password'] : []),
@@ -233,15 +238,17 @@ export class UsersService {
 
   /**
    * Deletes the user with their OAuth grants, tokens and sessions, and revokes the API keys they
-   * made on the account pages (409, deleting nothing, should that leave the tenant no admin key):
-   * the tokens and keys stop working at once, and each grant's end is audited
-   * (`auth.grant.revoked`, by `user_deleted`).
+   * made on the account pages (409, deleting nothing, should that leave the tenant no admin key,
+   * or should the calling key be one of them): the tokens and keys stop working at once, and each
+   * grant's end is audited (`auth.grant.revoked`, by `user_deleted`).
    */
   async remove(p: Principal, id: string): Promise<UserResponse> {
     let keysRevoked = 0;
     const rows = await this.db.transaction(async (m) => {
       const [deleted]: [UserRow[], number] = await m.query(`DELETE FROM users WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`, [p.tenantId, id]);
       if (deleted[0]) {
+        // After the delete found the user, so that an unknown one is 404; refused, it rolls back.
+        await this.assertNotCallersMaker(m, p, id, 'id');
         const ended = await this.endAccess(m, p, id, 'user_deleted');
         keysRevoked = ended.keys;
         const details = { actor: actorOf(p), email: deleted[0].email, grants_revoked: ended.grants, keys_revoked: keysRevoked };
@@ -273,14 +280,18 @@ export class UsersService {
   }
 
   /**
-   * The one "cannot disable yourself": API keys are not users, but a key an admin user made on
-   * the account pages is theirs, and disabling them would revoke it under its caller, who could
-   * then undo nothing. Another admin's credential may.
+   * The one "cannot do this to yourself": API keys are not users, but a key an admin user made on
+   * the account pages is theirs, and disabling, demoting or deleting them revokes it
+   * (`revokeCreatedBy`) under its caller, who could then undo nothing. Another admin's credential
+   * may. 409 `conflict` naming what asked for it: `field` (`disabled`, `role`, or the path's `id`
+   * for a deletion).
    */
-  private async assertNotCallersMaker(m: EntityManager, p: Principal, userId: string): Promise<void> {
+  private async assertNotCallersMaker(m: EntityManager, p: Principal, userId: string, field: keyof typeof SELF_ENDING): Promise<void> {
     if (p.kind !== 'api_key') return;
     const own = await m.query(`SELECT 1 FROM api_keys WHERE tenant_id = $1 AND id = $2 AND created_by_user_id = $3`, [p.tenantId, p.credentialId, userId]);
-    if (own.length) throw ApiError.conflict('conflict', 'This key was made by this user, who cannot disable themselves: use another admin\'s key', { field: 'disabled' });
+    if (own.length) {
+      throw ApiError.conflict('conflict', `This key was made by this user, who cannot ${SELF_ENDING[field]} themselves: use another admin's key`, { field });
+    }
   }
 
   /**
