@@ -2,8 +2,9 @@
  * API keys' `expires_at` and `last_used_at`, on two instances sharing one database and Redis:
  * validation, PATCH setting and removing an expiry, an expired key refused as a revoked one is
  * on every instance although cached (KEY_CACHE_TTL_SECONDS at its default), its event stream
- * closed and its webhook silent, the last admin key that does not expire kept, and last use
- * written once a minute at most. Another tenant's key stays 404.
+ * closed and its webhook silent, the last admin key that does not expire kept, expiry judged by
+ * the database's clock for use and change alike, and last use written once a minute at most.
+ * Another tenant's key stays 404.
  */
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';
@@ -117,6 +118,30 @@ describe('key expiry and last use (e2e, two instances)', () => {
     expect(listed).toMatchObject({ expires_at: k.expires_at, revoked_at: null });
     expectError(await a.http.patch(`/keys/${k.id}`).set(bearer(admin)).send({ expires_at: inSeconds(3600) }), 409, 'conflict');
     expect((await a.http.delete(`/keys/${k.id}`).set(bearer(admin)).expect(200)).body.revoked_at).not.toBeNull();
+  });
+
+  it('judges expiry by the database\'s clock alike when a key authenticates and when it is changed, whatever the server\'s own clock says', async () => {
+    // Expired a minute ago, and expiring in a minute, by the database's clock (neither used yet, so cached nowhere).
+    const expired = await createKey(a, admin, { label: 'expired by the database' });
+    const live = await createKey(a, admin, { label: 'live by the database' });
+    await a.sql(`UPDATE api_keys SET expires_at = now() - interval '1 minute' WHERE id = $1`, [expired.id]);
+    await a.sql(`UPDATE api_keys SET expires_at = now() + interval '1 minute' WHERE id = $1`, [live.id]);
+    const realNow = Date.now.bind(Date);
+    /** The answers to using and to changing `key` while this process's clock is `skewMs` off the database's. */
+    const bothPaths = async (key: Record<string, any>, skewMs: number) => {
+      const clock = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
+      try {
+        const used = (await a.http.get('/keys/current').set(bearer(key.key))).status;
+        const changed = (await a.http.patch(`/keys/${key.id}`).set(bearer(admin)).send({ label: `${key.label}, changed` })).status;
+        return [used, changed];
+      } finally {
+        clock.mockRestore();
+      }
+    };
+    // A server clock two minutes slow would still call the first one live, two minutes fast the second one expired.
+    expect(await bothPaths(expired, -120_000)).toEqual([401, 409]);
+    expect(await bothPaths(live, 120_000)).toEqual([200, 200]);
+    expect((await a.http.get(`/keys/${expired.id}`).set(bearer(admin)).expect(200)).body.label).toBe('expired by the database');
   });
 
   it('notes last use, at most once a minute per key, on any instance', async () => {

@@ -81,19 +81,22 @@ export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyRespon
   };
 }
 
+/**
+ * `expires_in_ms` of the key `k`: how long until its expiry (null: it has none), on the database's
+ * clock as of the statement that reads it, the one clock every instance shares. Authentication and
+ * every change of a key judge expiry by this and `unexpired` alone, so that no key refused as
+ * expired is still changed (or the other way round), whatever an instance's own clock says.
+ */
+const EXPIRES_IN_MS = `floor(extract(epoch FROM k.expires_at - statement_timestamp()) * 1000)::float8 AS expires_in_ms`;
+const unexpired = (row: { expires_in_ms: number | null }) => row.expires_in_ms === null || row.expires_in_ms > 0;
+
 const PRINCIPAL_SELECT = `
   SELECT k.tenant_id, k.id, k.role, k.source, k.default_tier, k.type_permissions, k.extension_permissions,
-         k.edge_permissions, k.key_hash, k.revoked_at, t.is_root, t.deleted_at,
-         floor(extract(epoch FROM k.expires_at - now()) * 1000)::float8 AS expires_in_ms
+         k.edge_permissions, k.key_hash, k.revoked_at, t.is_root, t.deleted_at, ${EXPIRES_IN_MS}
     FROM api_keys k JOIN tenants t ON t.id = k.tenant_id`;
 
-/**
- * A key stops working when revoked, from its expiry on, and with its tenant's deletion (its rows
- * purged later). Expiry is measured on the database's clock (`expires_in_ms`), the one clock
- * every instance shares.
- */
-const isLive = (row: Record<string, any>) =>
-  !row.revoked_at && !row.deleted_at && (row.expires_in_ms === null || row.expires_in_ms > 0);
+/** A key stops working when revoked, from its expiry on, and with its tenant's deletion (its rows purged later). */
+const isLive = (row: Record<string, any>) => !row.revoked_at && !row.deleted_at && unexpired(row as { expires_in_ms: number | null });
 
 /**
  * What a key's row resolves to, and for how long that answer may be cached: a live key no longer
@@ -373,7 +376,7 @@ export class KeysService {
       const key = await this.find(m, principal.tenantId, id);
       if (key.revokedAt) throw ApiError.conflict('conflict', 'A revoked key cannot be changed; create a new one');
       // Like a revoked one: an expired key is refused from its expiry on, and reviving it would hand back access its holder has lost.
-      if (key.expiresAt && key.expiresAt.getTime() <= Date.now()) throw ApiError.conflict('conflict', 'An expired key cannot be changed; create a new one');
+      if (!(await this.unexpiredNow(m, principal.tenantId, id))) throw ApiError.conflict('conflict', 'An expired key cannot be changed; create a new one');
       if (dto.role === 'member' && key.role === 'admin') await this.assertAnotherAdmin(m, principal.tenantId, [id]);
       if (expiresAt && !key.expiresAt && key.role === 'admin' && dto.role !== 'member') {
         await this.assertAnotherAdmin(m, principal.tenantId, [id], 'An expiry would end the tenant\'s last admin key that does not expire');
@@ -439,12 +442,18 @@ export class KeysService {
    */
   private async assertCallerStillAdmin(m: EntityManager, p: Principal): Promise<void> {
     if (p.kind !== 'api_key') return;
-    const [caller]: Array<{ role: Role; revoked: boolean }> = await m.query(
-      'SELECT role, revoked_at IS NOT NULL OR expires_at <= now() AS revoked FROM api_keys WHERE tenant_id = $1 AND id = $2',
+    const [caller]: Array<{ role: Role; revoked: boolean; expires_in_ms: number | null }> = await m.query(
+      `SELECT k.role, k.revoked_at IS NOT NULL AS revoked, ${EXPIRES_IN_MS} FROM api_keys k WHERE k.tenant_id = $1 AND k.id = $2`,
       [p.tenantId, p.credentialId],
     );
-    if (!caller || caller.revoked) throw ApiError.unauthorized('This API key was revoked');
+    if (!caller || caller.revoked || !unexpired(caller)) throw ApiError.unauthorized('This API key was revoked');
     if (caller.role !== 'admin') throw ApiError.forbidden('This API key is no longer an admin key');
+  }
+
+  /** Whether the key has not expired, judged in `m` as authentication judges it (`unexpired`). */
+  private async unexpiredNow(m: EntityManager, tenantId: string, id: string): Promise<boolean> {
+    const [row]: Array<{ expires_in_ms: number | null }> = await m.query(`SELECT ${EXPIRES_IN_MS} FROM api_keys k WHERE k.tenant_id = $1 AND k.id = $2`, [tenantId, id]);
+    return unexpired(row);
   }
 
   private async find(m: EntityManager, tenantId: string, id: string): Promise<ApiKeyEntity> {
