@@ -411,6 +411,64 @@ describe('keys', () => {
       expectError(await t.http.get('/keys').set(bearer(gusKey)), 401, 'unauthorized');
     });
 
+    it('take an optional expiry on the form, checked as POST /keys checks expires_at, shown with the key; a bad one draws the form again (400) saying so at the field, and makes no key', async () => {
+      const tenant = await createTenant(t, admin.key, 'expiring');
+      await t.http.post('/users').set(bearer(tenant.key)).send({ email: 'exp@expiring.example', password: 'an admin user password', name: 'Exp', role: 'admin' }).expect(201);
+      const agent = request.agent(t.url);
+      const form = await agent.get('/auth/sign-in?return_to=/auth/security').expect(200);
+      await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/security', csrf: field(form.text, 'csrf'), email: 'exp@expiring.example', password: 'an admin user password' }).expect(303);
+      /** Sends the key form of a fresh showing of the security page (or of `page`) with `fields`. */
+      const send = async (fields: Record<string, string>, page?: string) => {
+        const shown = page ?? (await agent.get('/auth/security').expect(200)).text;
+        return agent.post('/auth/keys').type('form').send({ csrf: field(shown, 'csrf'), form_nonce: field(shown, 'form_nonce'), ...fields });
+      };
+      const plaintext = (html: string) => /<code id="key">([^<]+)<\/code>/.exec(html)![1];
+      const labelled = async (label: string) => (await t.sql(`SELECT 1 FROM api_keys WHERE tenant_id = $1 AND label = $2`, [tenant.tenantId, label])).length;
+      expect((await agent.get('/auth/security').expect(200)).text).toMatch(/<input id="expires_at" name="expires_at" type="datetime-local" value="">/);
+
+      // The field's value, read as UTC (the pages' time), is the key's expires_at; the page says when it ends.
+      const at = new Date(Date.now() + 7 * 86_400_000);
+      at.setUTCSeconds(0, 0);
+      const week = await send({ label: 'a week', expires_at: at.toISOString().slice(0, 16) });
+      expect(week.status).toBe(200);
+      expect(week.text).toContain(`<time datetime="${at.toISOString()}">`);
+      expect((await t.http.get('/keys/current').set(bearer(plaintext(week.text))).expect(200)).body).toMatchObject({ label: 'a week', expires_at: at.toISOString() });
+      // An RFC 3339 date-time keeps its zone, as on POST /keys.
+      const zoned = new Date(at.getTime() + 3_600_000);
+      const withZone = await send({ label: 'zoned', expires_at: `${new Date(zoned.getTime() + 7_200_000).toISOString().slice(0, 19)}+02:00` });
+      expect(withZone.status).toBe(200);
+      expect((await t.http.get('/keys/current').set(bearer(plaintext(withZone.text))).expect(200)).body.expires_at).toBe(zoned.toISOString());
+      // Empty, or not sent: it does not expire.
+      for (const fields of [{ label: 'never', expires_at: '' }, { label: 'never either' }] as Array<Record<string, string>>) {
+        const never = await send(fields);
+        expect(never.status).toBe(200);
+        expect(never.text).toContain('It does not expire.');
+        expect((await t.http.get('/keys/current').set(bearer(plaintext(never.text))).expect(200)).body.expires_at).toBeNull();
+      }
+
+      const local = (ms: number) => new Date(Date.now() + ms).toISOString().slice(0, 16);
+      for (const bad of [local(-60_000), local(3660 * 86_400_000), 'tomorrow', '2026-13-01T00:00', '2026-12-01']) {
+        // POST /keys refuses the same expiry (given a zone, which JSON requires).
+        const asJson = /^\d{4}-\d\d-\d\dT\d\d:\d\d$/.test(bad) ? `${bad}:00Z` : bad;
+        expect(badFields(await t.http.post('/keys').set(bearer(tenant.key)).send({ expires_at: asJson }))).toEqual(['expires_at']);
+        const refused = await send({ label: 'refused', expires_at: bad });
+        expect([bad, refused.status, refused.headers['content-type']]).toEqual([bad, 400, 'text/html; charset=utf-8']);
+        expect(refused.text).toMatch(/<title>Error: Security<\/title>/);
+        expect(refused.text).toMatch(/<p class="error" id="expires_at-error">[^<]+<\/p><input id="expires_at" name="expires_at" type="datetime-local" value="[^"]*" aria-invalid="true" aria-describedby="expires_at-error" autofocus>/);
+        expect(field(refused.text, 'label')).toBe('refused');
+        expect(refused.text).not.toContain('<code id="key">');
+        // Drawn again, the form is a new showing, which sends.
+        const fixed = await send({ label: 'fixed', expires_at: local(3_600_000) }, refused.text);
+        expect(fixed.status).toBe(200);
+      }
+      expect(await labelled('refused')).toBe(0);
+      expect(await labelled('fixed')).toBe(5);
+      // Still a form of the page's: without its CSRF token, refused as expired.
+      const page = (await agent.get('/auth/security').expect(200)).text;
+      expect((await agent.post('/auth/keys').type('form').send({ form_nonce: field(page, 'form_nonce'), label: 'forged', expires_at: local(3_600_000) })).status).toBe(403);
+      expect(await labelled('forged')).toBe(0);
+    });
+
     it('keep a label to what POST /keys takes, 200 characters counted by code point: 150 emoji whole, 201 cut to 200', async () => {
       const tenant = await createTenant(t, admin.key, 'labels');
       await t.http.post('/users').set(bearer(tenant.key)).send({ email: 'label@labels.example', password: 'an admin user password', name: 'Labeller', role: 'admin' }).expect(201);

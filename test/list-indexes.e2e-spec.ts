@@ -1,10 +1,11 @@
 /**
- * Listings that must read about a page, not every row of the tenant, the webhook or the hub
- * (migrations 4400, 4600 and 4700): each request's own statement, caught on its way to PostgreSQL, explained
+ * Listings that must read about a page, not every row of the tenant, the webhook, the hub or the
+ * user (migrations 4400, 4600, 4700 and 6400): each request's own statement, caught on its way to PostgreSQL, explained
  * with the statistics autovacuum would have gathered (this machine runs without it). Plus what
  * the edge listing's rewrite (one branch per direction) must keep: order, cursor, both
  * directions, a self-edge once.
  */
+import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
 import { entriesRead, PlanNode, rowsRead } from './support/plans';
@@ -210,6 +211,39 @@ describe('listings read about a page', () => {
     // Its grants to narrow and its unexchanged codes; then its grants and the rows it holds without one.
     expect([update.length, deletion.length]).toEqual([2, 2]);
     for (const [sql, read] of [...update, ...deletion]) expect([sql, read]).toEqual([sql, 0]);
+  });
+
+  it("a user's grants and sessions (the account pages' lists) read a page, at a deep cursor too, not every one of the user's", async () => {
+    const email = 'many@lists.example';
+    const user = (await t.http.post('/users').set(bearer(admin)).send({ email, password: 'a long enough password', name: 'Many' }).expect(201)).body as { id: string };
+    // 3000 grants and sessions of theirs, three to a second, and as many of other users'.
+    await t.sql(
+      `INSERT INTO oidc_models (model, id, payload, expires_at)
+       SELECT m, m || a || '-' || n, jsonb_build_object('kind', m, 'jti', m || a || '-' || n, 'accountId', CASE a WHEN 0 THEN $1 ELSE 'other' || n END,
+                'clientId', 'c' || n, 'iat', 1700000000 + n / 3, 'loginTs', 1700000000 + n / 3, 'exp', 1900000000), now() + interval '1 day'
+         FROM generate_series(1, 3000) n, generate_series(0, 1) a, unnest(ARRAY['Grant', 'Session']) m`,
+      [user.id],
+    );
+    await t.sql(`ANALYZE oidc_models`);
+    const agent = request.agent(t.url);
+    const form = await agent.get('/auth/sign-in?return_to=/auth/grants').expect(200);
+    const csrf = /name="csrf" value="([^"]*)"/.exec(form.text)![1];
+    await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/grants', csrf, email, password: 'a long enough password' }).expect(303);
+    for (const [path, key, statement] of [['/auth/grants', 'grants', /AS iat FROM oidc_models/], ['/auth/sessions', 'sessions', /AS signed_in, /]] as const) {
+      /** A page at `cursor`: its rows and cursor, and how many rows its statement read. */
+      const page = async (limit: number, cursor?: string) => {
+        caught.length = 0;
+        const body = (await agent.get(path).query({ limit, ...(cursor ? { cursor } : {}) }).set('Accept', 'application/json').expect(200)).body;
+        return { rows: body[key] as unknown[], next: body.next_cursor as string, read: rowsRead(await explain(statementOf(statement)), 'oidc_models') };
+      };
+      let at = await page(10);
+      expect([path, at.rows.length]).toEqual([path, 10]);
+      expect(at.read).toBeLessThan(40);
+      for (let i = 0; i < 20; i++) at = await page(100, at.next);
+      const deep = await page(10, at.next);
+      expect([path, deep.rows.length]).toEqual([path, 10]);
+      expect(deep.read).toBeLessThan(40);
+    }
   });
 
   describe("an item's edges", () => {

@@ -5,10 +5,10 @@
  * the account pages), audited; enabled again they sign in, and what ended stays ended. Tokens are
  * real: an authorization code the user approves in the sign-in and consent pages.
  */
-import { createHash, randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
 import { browse, field } from './support/browse';
+import { connect as connectApp, providerSignIn as signInForApp } from './support/code-flow';
 import { badFields, expectError } from './support/envelope';
 import { waitFor } from './support/wait';
 
@@ -44,36 +44,9 @@ describe('disabled users', () => {
   const refresh = (token: string) =>
     t.http.post('/auth/oauth2/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'refresh_token', refresh_token: token });
 
-  /** A fresh browser starts the app's authorization and signs in on the provider's page as `email`: the sign-in's answer. */
-  const providerSignIn = async (email: string, pw = password) => {
-    const agent = request.agent(t.url);
-    const verifier = randomBytes(32).toString('base64url');
-    const query = new URLSearchParams({
-      client_id: client.client_id,
-      redirect_uri: redirectUri,
-      response_type: 'code',
-      scope: 'openid core.note:read',
-      state: 'st',
-      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-      code_challenge_method: 'S256',
-    });
-    const page = await browse(agent, t.url, `/auth/authorize?${query}`);
-    const res = await agent.post('/auth/sign-in').type('form').send({ uid: field(page.page!, 'uid'), csrf: field(page.page!, 'csrf'), email, password: pw });
-    return { res, agent, verifier };
-  };
-
-  /** `email` signs in on the provider's page and approves the app: the tokens the app gets for the code. */
-  const connect = async (email: string) => {
-    const { res, agent, verifier } = await providerSignIn(email);
-    expect(res.status).toBe(303);
-    const consent = await browse(agent, t.url, new URL(res.headers.location, t.url).pathname);
-    const decision = await agent.post('/auth/authorize/decision').type('form').send({ uid: field(consent.page!, 'uid'), csrf: field(consent.page!, 'csrf'), decision: 'approve' });
-    const back = await browse(agent, t.url, new URL(decision.headers.location, t.url).pathname);
-    const code = new URL(back.leftTo!).searchParams.get('code')!;
-    const tokens = await t.http.post('/auth/token').auth(client.client_id, client.client_secret).type('form').send({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier });
-    expect(tokens.status).toBe(200);
-    return tokens.body as { access_token: string; refresh_token: string };
-  };
+  const app = () => ({ ...client, redirect_uri: redirectUri, scope: 'openid core.note:read' });
+  const providerSignIn = (email: string, pw = password) => signInForApp(t, app(), email, pw);
+  const connect = (email: string) => connectApp(t, app(), email, password);
 
   /** A fresh browser signs in to the account pages as `email`: the browser and the sign-in's answer (303: signed in). */
   const accountSignIn = async (email: string, pw = password) => {

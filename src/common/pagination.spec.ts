@@ -1,5 +1,5 @@
 import { ApiError } from './api-error';
-import { decodeCursor, encodeCursor } from './pagination';
+import { decodeCursor, encodeCursor, pageQueryOf } from './pagination';
 
 const position = { createdAt: '2026-11-27T12:00:00.123Z', id: '5fa6676c-1ef9-4825-aeae-61c53329a303' };
 const raw = (parts: unknown) => Buffer.from(JSON.stringify(parts)).toString('base64url');
@@ -28,5 +28,25 @@ describe('cursors', () => {
     refused(raw([position.createdAt, position.id, 'items', 'extra']));
     refused(`${encodeCursor(position, 'items')}=`);
     refused(raw([position.createdAt, position.id, 7]));
+  });
+});
+
+describe('a page query read by its route (pageQueryOf)', () => {
+  const fieldsOf = async (query: Record<string, unknown>) => {
+    const err = await pageQueryOf(query).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).code).toBe('validation_error');
+    return ((err as ApiError).details!.fields as Array<{ field: string }>).map((f) => f.field);
+  };
+
+  it('takes limit and cursor as PageQuery does, leaving the route\'s other parameters alone', async () => {
+    expect(await pageQueryOf({ limit: '20', cursor: 'abc', done: 'revoked', utm_source: 'mail' })).toEqual({ limit: 20, cursor: 'abc' });
+    expect(await pageQueryOf({})).toEqual({});
+  });
+
+  it('refuses a limit out of 1 to 100, or not a decimal integer, and either given twice, naming it', async () => {
+    for (const limit of ['0', '101', '-1', '1.5', 'ten', '']) expect(await fieldsOf({ limit })).toEqual(['limit']);
+    expect(await fieldsOf({ limit: ['1', '2'] })).toEqual(['limit']);
+    expect(await fieldsOf({ cursor: ['a', 'b'] })).toEqual(['cursor']);
   });
 });

@@ -1,18 +1,42 @@
-/** Keyset pagination: opaque cursors over (created_at, id) of one list, and the shared query DTO. */
-import { ApiPropertyOptional } from '@nestjs/swagger';
+/** Keyset pagination: opaque cursors over (created_at, id) of one list, and the shared query (a DTO, or read by a route that reads its query itself). */
+import { applyDecorators } from '@nestjs/common';
+import { ApiPropertyOptional, ApiQuery } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
 import { isId } from './ids';
-import { IsQueryInt, validationError } from './validation';
+import { createValidationPipe, IsQueryInt, validationError } from './validation';
+
+/** Every list's `limit`. */
+const LIMIT = { minimum: 1, maximum: 100, default: 50 } as const;
+const CURSOR_DOC = 'Opaque cursor from a previous page\'s next_cursor';
 
 export class PageQuery {
-  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
-  @IsOptional() @IsQueryInt(1, 100)
+  @ApiPropertyOptional(LIMIT)
+  @IsOptional() @IsQueryInt(LIMIT.minimum, LIMIT.maximum)
   limit?: number;
 
-  @ApiPropertyOptional({ description: 'Opaque cursor from a previous page\'s next_cursor' })
+  @ApiPropertyOptional({ description: CURSOR_DOC })
   @IsOptional() @IsString()
   cursor?: string;
 }
+
+/** Other parameters are left for the route (a page's `done`, a link's tracking ones), not refused. */
+const PAGE_QUERY_PIPE = createValidationPipe({ unknownFields: 'drop' });
+
+/**
+ * `limit` and `cursor` of a route that reads its query itself (the account pages, which check it
+ * after their sign-in check, as the API checks input after credentials): checked as PageQuery is
+ * everywhere, 400 validation_error naming the field. Document them with ApiPageQuery.
+ */
+export function pageQueryOf(query: unknown): Promise<PageQuery> {
+  return PAGE_QUERY_PIPE.transform({ ...(query as object) }, { type: 'query', metatype: PageQuery, data: undefined });
+}
+
+/** PageQuery's parameters in the OpenAPI document, for a route that reads them with pageQueryOf. */
+export const ApiPageQuery = () =>
+  applyDecorators(
+    ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', ...LIMIT } }),
+    ApiQuery({ name: 'cursor', required: false, schema: { type: 'string' }, description: CURSOR_DOC }),
+  );
 
 export interface Position {
   createdAt: string;
@@ -25,7 +49,7 @@ export interface Position {
  */
 export type ListName =
   | 'audit' | 'audit_export' | 'blobs' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges' | 'events' | 'grants'
-  | 'integrations' | 'items' | 'keys' | 'tenants' | 'types' | 'users' | 'webhooks';
+  | 'integrations' | 'items' | 'keys' | 'sessions' | 'tenants' | 'types' | 'users' | 'webhooks';
 
 const encode = (parts: string[]): string => Buffer.from(JSON.stringify(parts)).toString('base64url');
 
@@ -174,7 +198,7 @@ const notACursor = () => validationError([{ field: 'cursor', message: 'is not a 
 
 /**
  * `decodeCursor` for a list ordered by whole seconds since the epoch (the provider's OAuth
- * clients and grants): the position's seconds and id.
+ * clients, grants and sessions): the position's seconds and id.
  */
 export function decodeSecondsCursor(cursor: string | undefined, list: ListName, validId: (id: string) => boolean): { seconds: number; id: string } | undefined {
   const position = decodeCursor(cursor, list, validId);

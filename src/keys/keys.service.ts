@@ -46,16 +46,25 @@ export const LAST_USED_GRANULARITY_MS = 60_000;
 const LAST_USED_REMEMBERED = 10_000;
 
 /**
+ * What is wrong with `at` as a key's expiry, or undefined: it must be after `now` and at most
+ * MAX_KEY_LIFETIME_DAYS ahead. The rule of `expires_at` wherever a key gets one (the account
+ * page's form too, which says it there).
+ */
+export function expiryIssue(at: Date, now = Date.now()): string | undefined {
+  if (at.getTime() <= now) return 'must be in the future';
+  if (at.getTime() > now + MAX_KEY_LIFETIME_DAYS * 86_400_000) return `must be at most ${MAX_KEY_LIFETIME_DAYS} days (about 10 years) ahead`;
+  return undefined;
+}
+
+/**
  * The expiry a request asks for: undefined when it sends none, null to have none, else a time
- * after now and at most MAX_KEY_LIFETIME_DAYS ahead (400 validation_error naming `expires_at`).
+ * `expiryIssue` takes (400 validation_error naming `expires_at`).
  */
 export function expiryOf(value: string | null | undefined, now = Date.now()): Date | null | undefined {
   if (value === undefined || value === null) return value;
   const at = new Date(value);
-  if (at.getTime() <= now) throw validationError([{ field: 'expires_at', message: 'must be in the future' }]);
-  if (at.getTime() > now + MAX_KEY_LIFETIME_DAYS * 86_400_000) {
-    throw validationError([{ field: 'expires_at', message: `must be at most ${MAX_KEY_LIFETIME_DAYS} days (about 10 years) ahead` }]);
-  }
+  const issue = expiryIssue(at, now);
+  if (issue) throw validationError([{ field: 'expires_at', message: issue }]);
   return at;
 }
 

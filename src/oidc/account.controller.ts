@@ -1,8 +1,9 @@
 /**
  * The user's account pages (SPEC 5.3, 5.8): connected apps (`/auth/grants`, with inspect and
- * revoke), the sign-in sessions apps use (`/auth/sessions`, sign out everywhere) and `/auth/security`, where
- * an admin user can create an admin API key (`POST /auth/keys`: how a tenant made by sign-up gets
- * its first key). A user
+ * revoke), the sign-in sessions apps use (`/auth/sessions`, sign out everywhere), both lists paged
+ * as the API's are (`limit`, `cursor`), and `/auth/security`, where
+ * an admin user can create an admin API key, expiring if they choose (`POST /auth/keys`: how a
+ * tenant made by sign-up gets its first key). A user
  * signs in to them at `/auth/sign-in` (account-forms.ts); their "Sign out" (the provider's logout)
  * ends that sign-in in this browser (oidc-provider.factory.ts), signing out everywhere in every
  * browser (account-session.ts). Pages are HTML; the revoke routes also answer JSON to a
@@ -16,9 +17,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Accepts, LenientRequest, Public } from '../auth/decorators';
 import { AuditService } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
-import { isReadableName } from '../common/validation';
+import { ApiPageQuery, PageQuery as ListQuery, pageQueryOf } from '../common/pagination';
+import { isReadableName, rfc3339Instant } from '../common/validation';
 import { AppConfig } from '../config/app-config';
-import { keyLabel } from '../keys/keys.dto';
+import { keyLabel, MAX_KEY_LIFETIME_DAYS } from '../keys/keys.dto';
+import { expiryIssue } from '../keys/keys.service';
 import { isUserEmail, isUserName, isUserPassword } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
@@ -29,7 +32,7 @@ import { ApiFormBody, ApiFormExpired, ApiFormExpiredOrError, ApiPage, ApiPageOrE
 import { clearAccountCookie, signedInAs } from './account-session';
 import { GrantsService } from './grants.service';
 import { OidcProvider } from './oidc-provider';
-import { createdKeyPage, errorPage, formExpiredPage, FormProblem, grantsPage, noticeOf, securityPage, sessionsPage, signUpPage } from './pages';
+import { createdKeyPage, errorPage, formExpiredPage, FormProblem, grantsPage, KeyFormSent, noticeOf, securityPage, sessionsPage, signUpPage } from './pages';
 import { sendPage } from './send-page';
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -54,6 +57,32 @@ function signUpProblems(name: string, email: string, password: string): FormProb
   else if (!isUserPassword(password)) problems.push({ text: 'The password needs at least 10 characters, not only spaces or invisible ones.', fields: ['password'] });
   return problems;
 }
+
+/** Where a list page's link to its next page leads: the same list from `next_cursor` on, at the same `limit`. */
+const nextPage = (path: string, query: ListQuery, next: string | null): string | undefined =>
+  next === null ? undefined : `${path}?${new URLSearchParams({ ...(query.limit !== undefined && { limit: String(query.limit) }), cursor: next })}`;
+
+/** A form field's text, trimmed; '' when it is absent or repeated. */
+const formText = (v: unknown): string => (typeof v === 'string' ? v.trim() : '');
+
+/** A `datetime-local` value (`YYYY-MM-DDTHH:MM`, seconds optional): a date-time without its zone. */
+const LOCAL_DATE_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,3})?)?$/;
+
+/**
+ * The key form's expiry: none when empty; else its `datetime-local` value read as UTC (the time
+ * the pages show), or an RFC 3339 date-time, checked as POST /keys checks `expires_at`
+ * (rfc3339Instant, then expiryIssue). The instant, as POST /keys takes it, or what to say at the field.
+ */
+function formExpiry(value: unknown): { at?: string; problem?: FormProblem } {
+  const text = formText(value);
+  if (text === '' && (value === undefined || typeof value === 'string')) return {};
+  const at = rfc3339Instant(LOCAL_DATE_TIME.test(text) ? `${text.length === 16 ? `${text}:00` : text}Z` : text);
+  if (!at) return { problem: { text: 'Give the expiry as a date and time (UTC), or leave it empty for a key that does not expire.', fields: ['expires_at'] } };
+  const issue = expiryIssue(at);
+  return issue ? { problem: { text: `The expiry ${issue}.`, fields: ['expires_at'] } } : { at: at.toISOString() };
+}
+
+const notAllowedPage = () => errorPage('Not allowed', 'Only an admin user may create API keys.');
 
 const GRANT_ID = new ParseProviderIdPipe('grant');
 
@@ -113,16 +142,20 @@ export class AccountController {
 
   @ApiExtension('x-error-format', 'html')
   @Get('grants')
-  @ApiOperation({ summary: 'Apps connected to the signed-in user (HTML; JSON with Accept: application/json)' })
-  @ApiResponse({ status: 200, description: 'The grants page, or {grants} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { $ref: getSchemaPath(AccountGrantList) } } } })
+  @ApiOperation({ summary: 'Apps connected to the signed-in user, newest first, a page at a time (HTML, linking to the next page; JSON with Accept: application/json)' })
+  @ApiResponse({ status: 200, description: 'The grants page, or {grants, next_cursor} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { $ref: getSchemaPath(AccountGrantList) } } } })
+  @ApiPageQuery()
   @ApiQueryParams({ done: 'A confirmation to show: `revoked` (where revoking a grant from the page leads)' })
   @ApiSignedInUser()
+  @ApiErrors(400)
   async grantsList(@PageQuery('done') done: string | undefined, @LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/grants');
     if (!user) return;
-    const grants = await this.grants.list(user.id);
-    if (this.wantsJson(req)) return void reply.send({ grants });
-    await sendPage(reply, 200, grantsPage({ csrf: await this.forms.csrf(req, reply), grants, notice: noticeOf(done, ['revoked']) }));
+    const query = await pageQueryOf(req.query);
+    const page = await this.grants.page(user.id, query.limit, query.cursor);
+    if (this.wantsJson(req)) return void reply.send(page);
+    const next = nextPage('/auth/grants', query, page.next_cursor);
+    await sendPage(reply, 200, grantsPage({ csrf: await this.forms.csrf(req, reply), grants: page.grants, next, notice: noticeOf(done, ['revoked']) }));
   }
 
   @ApiExtension('x-error-format', 'html')
@@ -180,15 +213,21 @@ export class AccountController {
 
   @ApiExtension('x-error-format', 'html')
   @Get('sessions')
-  @ApiOperation({ summary: 'The signed-in user\'s sign-in sessions for apps, not the account pages\' own sign-in (HTML; JSON with Accept: application/json)' })
-  @ApiResponse({ status: 200, description: 'The sessions page, or {sessions} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { $ref: getSchemaPath(AccountSessionList) } } } })
+  @ApiOperation({
+    summary: 'The signed-in user\'s sign-in sessions for apps, not the account pages\' own sign-in, newest first, a page at a time (HTML, linking to the next page; JSON with Accept: application/json)',
+  })
+  @ApiResponse({ status: 200, description: 'The sessions page, or {sessions, next_cursor} as JSON', content: { 'text/html': { schema: str }, 'application/json': { schema: { $ref: getSchemaPath(AccountSessionList) } } } })
+  @ApiPageQuery()
   @ApiSignedInUser()
+  @ApiErrors(400)
   async sessions(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/sessions');
     if (!user) return;
-    const sessions = await this.grants.sessions(user.id);
-    if (this.wantsJson(req)) return void reply.send({ sessions });
-    await sendPage(reply, 200, sessionsPage({ csrf: await this.forms.csrf(req, reply), sessions }));
+    const query = await pageQueryOf(req.query);
+    const page = await this.grants.sessions(user.id, query.limit, query.cursor);
+    if (this.wantsJson(req)) return void reply.send(page);
+    const next = nextPage('/auth/sessions', query, page.next_cursor);
+    await sendPage(reply, 200, sessionsPage({ csrf: await this.forms.csrf(req, reply), sessions: page.sessions, next }));
   }
 
   @ApiExtension('x-error-format', 'html')
@@ -218,15 +257,20 @@ export class AccountController {
   async security(@LenientRequest() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const user = await this.user(req, reply, '/auth/security');
     if (!user) return;
+    await this.securityPage(req, reply, user, 200);
+  }
+
+  /** The security page; an admin's has the key form, a fresh showing of it, drawn again with what was sent and its problems (`sent`). */
+  private async securityPage(req: FastifyRequest, reply: FastifyReply, user: UserRow, status: number, sent: KeyFormSent = {}): Promise<void> {
     const events = await this.audit.forUser(user.tenant_id, user.id);
     const names = await this.grants.clientNames(events.map((e) => e.client_id));
     await sendPage(
       reply,
-      200,
+      status,
       securityPage({
         email: user.email,
         events: events.map((e) => ({ ...e, client_name: e.client_id ? names.get(e.client_id) : undefined })),
-        keyForm: user.role === 'admin' ? { csrf: await this.forms.csrf(req, reply), nonce: this.forms.singleUseNonce() } : undefined,
+        keyForm: user.role === 'admin' ? { csrf: await this.forms.csrf(req, reply), nonce: this.forms.singleUseNonce(), ...sent } : undefined,
       }),
     );
   }
@@ -237,10 +281,19 @@ export class AccountController {
   @Accepts(FORM)
   @ApiOperation({ summary: 'An admin user creates an admin API key of their tenant (the security page\'s form, each showing of which makes one key at most); the page shows it once' })
   @ApiFormBody(
-    { csrf: FORM_FIELD.csrf, form_nonce: { type: 'string', description: 'The single-use nonce of this showing of the form' }, label: { type: 'string', description: 'The first 200 characters are kept (the page\'s field takes no more); the default names the user\'s email' } },
+    {
+      csrf: FORM_FIELD.csrf,
+      form_nonce: { type: 'string', description: 'The single-use nonce of this showing of the form' },
+      label: { type: 'string', description: 'The first 200 characters are kept (the page\'s field takes no more); the default names the user\'s email' },
+      expires_at: {
+        type: 'string',
+        description: `Optional (empty: never): when the key stops working by itself, as POST /keys' \`expires_at\`, checked as there (in the future, at most ${MAX_KEY_LIFETIME_DAYS} days ahead). The page's \`datetime-local\` field, \`YYYY-MM-DDTHH:MM\` (seconds optional), is read as UTC, the time the pages show; an RFC 3339 date-time with its zone is taken too`,
+      },
+    },
     ['csrf', 'form_nonce'],
   )
-  @ApiPage(200, 'The new key, shown once')
+  @ApiPage(200, 'The new key, shown once, with its expiry')
+  @ApiPage(400, 'The security page again, the key form holding what was sent and saying what is wrong with the expiry; no key is made')
   @ApiPage(403, 'The signed-in user is not an admin; or "Form expired": the CSRF token or the form nonce is missing or stale')
   @ApiPageOrError(409, '"Form already used": this showing of the form was sent before (a reload, a repeat); no key is made, nor the earlier one shown again. (Or, in the error envelope: conflict, the write lost to concurrent ones)')
   @ApiPageOrError(503, 'Whether the form was used before could not be checked (Redis): no key is made. (Or, in the error envelope: service_unavailable, a dependency is away)')
@@ -249,6 +302,11 @@ export class AccountController {
     const user = await this.user(req, reply, '/auth/security');
     if (!user) return;
     if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
+    const expiry = formExpiry(body.expires_at);
+    if (expiry.problem) {
+      if (user.role !== 'admin') return sendPage(reply, 403, notAllowedPage());
+      return this.securityPage(req, reply, user, 400, { label: formText(body.label), expires_at: formText(body.expires_at), problems: [expiry.problem] });
+    }
     // One key per showing of the form: its token serves for the whole sign-in, so a reload of the answer, or the form sent twice, would make another.
     const security = { href: '/auth/security', text: 'Back to the security page' };
     switch (await this.forms.spend(body.form_nonce)) {
@@ -264,13 +322,13 @@ export class AccountController {
         reply.header('Retry-After', '5');
         return sendPage(reply, 503, errorPage('Try again', 'No key was made: the service could not check that this form was not sent before. Try again in a moment from the security page.', security));
     }
-    const given = typeof body.label === 'string' ? body.label.trim() : '';
+    const given = formText(body.label);
     // A label POST /keys would refuse (a control character, only invisible ones) gives way to the default.
     const label = keyLabel(isReadableName(given) ? given : `${user.email} (account page)`);
     // Recorded as the user's: deleting or demoting them revokes it (KeysService.revokeCreatedBy).
-    const created = await this.users.createKey(user.tenant_id, user.id, { role: 'admin', label });
-    if (!created) return sendPage(reply, 403, errorPage('Not allowed', 'Only an admin user may create API keys.'));
-    await sendPage(reply, 200, createdKeyPage({ key: created.key!, label }));
+    const created = await this.users.createKey(user.tenant_id, user.id, { role: 'admin', label, expires_at: expiry.at });
+    if (!created) return sendPage(reply, 403, notAllowedPage());
+    await sendPage(reply, 200, createdKeyPage({ key: created.key!, label, expiresAt: created.expires_at }));
   }
 
   /**

@@ -1,4 +1,4 @@
-/** The JSON answers of the account pages (account.controller.ts) to a caller that asks for JSON. */
+/** The JSON answers of the account pages (account.controller.ts) to a caller that asks for JSON, and of an admin's /users/{id}/grants. */
 import { ApiProperty } from '@nestjs/swagger';
 import type { GrantView, SessionView } from './grants.service';
 
@@ -13,9 +13,6 @@ export class AccountGrant implements GrantView {
 
 export class AccountGrantList {
   @ApiProperty({ type: [AccountGrant], description: 'Newest first' }) grants: AccountGrant[];
-}
-
-export class UserGrantList extends AccountGrantList {
   @ApiProperty({ nullable: true, type: String }) next_cursor: string | null;
 }
 
@@ -26,5 +23,6 @@ export class AccountSession implements SessionView {
 }
 
 export class AccountSessionList {
-  @ApiProperty({ type: [AccountSession] }) sessions: AccountSession[];
+  @ApiProperty({ type: [AccountSession], description: 'Newest sign-in first' }) sessions: AccountSession[];
+  @ApiProperty({ nullable: true, type: String }) next_cursor: string | null;
 }

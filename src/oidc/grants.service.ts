@@ -1,14 +1,14 @@
 /**
- * A user's OAuth grants (SPEC 5.8) and provider sessions: what the account pages list and
- * revoke. Revoking a grant deletes it with every token and code it issued (at once: each API
- * request reads its token's row; a used refresh token stays a tombstone, so presenting it is
- * still `token_reuse_detected`) and leaves an `auth.grant.revoked` audit row.
+ * A user's OAuth grants (SPEC 5.8) and provider sessions: what the account pages list, a page at
+ * a time, newest first, and revoke. Revoking a grant deletes it with every token and code it
+ * issued (at once: each API request reads its token's row; a used refresh token stays a
+ * tombstone, so presenting it is still `token_reuse_detected`) and leaves an
+ * `auth.grant.revoked` audit row.
  *
  * Signing out everywhere ends the provider's sessions and increments the user's `session_epoch`,
  * which voids every account-pages cookie set until then (account-session.ts).
  */
 import { Injectable } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AuditActor, AuditService } from '../audit/audit.service';
@@ -30,16 +30,28 @@ export interface GrantView {
 }
 
 export interface SessionView {
-  /** A digest of the session's id: the id itself is the browser's `_session` cookie, which would sign in as the user. */
+  /** A digest of the session's id (SESSION_VIEW_ID). */
   id: string;
   signed_in_at: string;
   expires_at: string | null;
 }
 
-const sessionViewId = (sessionId: string) => createHash('sha256').update(`session-view:${sessionId}`).digest('base64url');
-
-/** When a grant was issued, in whole seconds; lists are newest first. */
+/**
+ * When a grant was issued, in whole seconds; lists are newest first. Migration 6400's index
+ * (oidc_models_account_grants) is on this very expression, which must stay equal to it.
+ */
 const GRANT_IAT = `COALESCE((payload->>'iat')::bigint, 0)`;
+
+/** When a session signed in (a new sign-in in it moves it), in whole seconds; as GRANT_IAT, migration 6400 indexes this very expression. */
+const SESSION_SIGNED_IN = `COALESCE((payload->>'loginTs')::bigint, (payload->>'iat')::bigint, 0)`;
+
+/**
+ * The id a session is shown by, and paged by: a digest of its id, base64url, since the id itself
+ * is the browser's `_session` cookie, which would sign in as the user. Computed in SQL, where the
+ * list is ordered and a cursor's position compared; compared as bytes ("C"), as a cursor is.
+ */
+const SESSION_VIEW_ID = `translate(rtrim(encode(sha256(convert_to('session-view:' || id, 'UTF8')), 'base64'), '='), '+/', '-_') COLLATE "C"`;
+const isSessionViewId = (id: string) => /^[\w-]{43}$/.test(id);
 
 const iso = (epochSeconds: unknown) => (typeof epochSeconds === 'number' ? new Date(epochSeconds * 1000).toISOString() : null);
 
@@ -53,22 +65,17 @@ export class GrantsService {
     private readonly tokenCache: OAuthTokenCache,
   ) {}
 
-  /** Every grant of the user, newest first: the account pages' list (one grant per app). */
-  async list(userId: string): Promise<GrantView[]> {
-    return (await this.page(userId, null)).grants;
-  }
-
-  /** A page of the user's grants, newest first (`limit` null: all of them). */
-  async page(userId: string, limit: number | null = 50, cursor?: string): Promise<{ grants: GrantView[]; next_cursor: string | null }> {
+  /** A page of the user's grants (one per app), newest first: the account pages' list, and their admins' (`/users/{id}/grants`). */
+  async page(userId: string, limit = 50, cursor?: string): Promise<{ grants: GrantView[]; next_cursor: string | null }> {
     const position = decodeSecondsCursor(cursor, 'grants', isClientId);
     const rows: Array<{ id: string; iat: string }> = await this.db.query(
       `SELECT id, ${GRANT_IAT} AS iat FROM oidc_models
         WHERE model = 'Grant' AND payload->>'accountId' = $1 AND (expires_at IS NULL OR expires_at > now())
           AND ($2::bigint IS NULL OR (${GRANT_IAT}, id) < ($2, $3::text))
         ORDER BY ${GRANT_IAT} DESC, id DESC LIMIT $4`,
-      [userId, position?.seconds ?? null, position?.id ?? null, limit === null ? null : limit + 1],
+      [userId, position?.seconds ?? null, position?.id ?? null, limit + 1],
     );
-    const { page, next_cursor } = limit === null ? { page: rows, next_cursor: null } : pageOf(rows, limit, (r) => new Date(Number(r.iat) * 1000), 'grants');
+    const { page, next_cursor } = pageOf(rows, limit, (r) => new Date(Number(r.iat) * 1000), 'grants');
     // A grant revoked since the page was read is left out (its page is one shorter).
     const views = await Promise.all(page.map((r) => this.get(userId, r.id)));
     return { grants: views.filter((v): v is GrantView => v !== undefined), next_cursor };
@@ -120,13 +127,25 @@ export class GrantsService {
     return grant;
   }
 
-  /** The provider's sessions, the sign-ins apps use; the account pages' own cookie is stored nowhere to list. */
-  async sessions(userId: string): Promise<SessionView[]> {
-    const rows: Array<{ id: string; payload: { loginTs?: number; iat?: number; exp?: number } }> = await this.db.query(
-      `SELECT id, payload FROM oidc_models WHERE model = 'Session' AND payload->>'accountId' = $1 AND (expires_at IS NULL OR expires_at > now())`,
-      [userId],
+  /**
+   * A page of the provider's sessions of the user, the sign-ins apps use, newest sign-in first;
+   * the account pages' own cookie is stored nowhere to list. The seconds bound the index's range
+   * alone (`<=`); the view id, computed, only orders the sessions of one second.
+   */
+  async sessions(userId: string, limit = 50, cursor?: string): Promise<{ sessions: SessionView[]; next_cursor: string | null }> {
+    const position = decodeSecondsCursor(cursor, 'sessions', isSessionViewId);
+    const rows: Array<{ id: string; signed_in: string; exp: number | null }> = await this.db.query(
+      `SELECT id, signed_in, exp FROM (
+          SELECT ${SESSION_VIEW_ID} AS id, ${SESSION_SIGNED_IN} AS signed_in, (payload->>'exp')::bigint::float8 AS exp FROM oidc_models
+           WHERE model = 'Session' AND payload->>'accountId' = $1 AND (expires_at IS NULL OR expires_at > now())
+             AND ($2::bigint IS NULL OR ${SESSION_SIGNED_IN} <= $2)
+        ) s
+        WHERE $2::bigint IS NULL OR signed_in < $2 OR id < $3::text
+        ORDER BY signed_in DESC, id DESC LIMIT $4`,
+      [userId, position?.seconds ?? null, position?.id ?? null, limit + 1],
     );
-    return rows.map((r) => ({ id: sessionViewId(r.id), signed_in_at: iso(r.payload.loginTs ?? r.payload.iat)!, expires_at: iso(r.payload.exp) }));
+    const { page, next_cursor } = pageOf(rows, limit, (r) => new Date(Number(r.signed_in) * 1000), 'sessions');
+    return { sessions: page.map((r) => ({ id: r.id, signed_in_at: iso(Number(r.signed_in))!, expires_at: iso(r.exp) })), next_cursor };
   }
 
   /** Sign out everywhere: every provider session of the user ends, and every account-pages cookie (apps keep their grants). */

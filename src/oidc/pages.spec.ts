@@ -1,6 +1,7 @@
 import { WRONG_PASSWORD } from '../users/sign-in-refusal';
 import {
   consentPage,
+  createdKeyPage,
   deviceCodePage,
   deviceConsentPage,
   errorPage,
@@ -10,6 +11,7 @@ import {
   otherWorkspacePage,
   providerErrorPage,
   rateLimitedPage,
+  securityPage,
   sessionsPage,
   shownAppName,
   shownTime,
@@ -136,6 +138,27 @@ describe('the pages\' other wording', () => {
     expect(html).toContain('<a href="/auth/grants" aria-current="page">Connected apps</a><span aria-hidden="true"> · </span><a href="/auth/sessions">');
     expect(html).toContain('<button type="submit" aria-label="Revoke access for Notes">Revoke access</button>');
     expect(sessionsPage({ csrf: 'c', sessions: [] })).toContain('<a href="/auth/sessions" aria-current="page">');
+  });
+
+  it('links a list page to its next page, escaped, only when there is one', () => {
+    const grant = { id: 'g', client_name: 'Notes', scope: 'openid', created_at: '2026-01-02T03:04:05.000Z' };
+    expect(grantsPage({ csrf: 'c', grants: [grant], next: '/auth/grants?limit=1&cursor=a"b' })).toContain('<p><a href="/auth/grants?limit=1&amp;cursor=a&quot;b">Older connected apps</a></p>');
+    expect(grantsPage({ csrf: 'c', grants: [grant] })).not.toContain('Older');
+    const session = { signed_in_at: '2026-01-02T03:04:05.000Z', expires_at: null };
+    expect(sessionsPage({ csrf: 'c', sessions: [session], next: '/auth/sessions?cursor=x' })).toContain('<p><a href="/auth/sessions?cursor=x">Older sessions</a></p>');
+  });
+
+  it('draws the key form again with what was sent and its expiry\'s problem at the field, and says when a new key stops working', () => {
+    const problems = [{ text: 'The expiry must be in the future.', fields: ['expires_at'] }];
+    const html = securityPage({ email: 'a@b.example', events: [], keyForm: { csrf: 'c', nonce: 'n', label: 'ci "key"', expires_at: '2020-01-01T00:00', problems } });
+    expect(html).toContain('<title>Error: Security</title>');
+    expect(html).toContain('<input id="label" name="label" value="ci &quot;key&quot;" maxlength="200">');
+    expect(html).toContain(
+      '<p class="error" id="expires_at-error">The expiry must be in the future.</p><input id="expires_at" name="expires_at" type="datetime-local" value="2020-01-01T00:00" aria-invalid="true" aria-describedby="expires_at-error" autofocus>',
+    );
+    expect(securityPage({ email: 'a@b.example', events: [], keyForm: { csrf: 'c', nonce: 'n' } })).toContain('<title>Security</title>');
+    expect(createdKeyPage({ key: 'k', label: 'l', expiresAt: '2026-12-01T10:00:00.000Z' })).toContain('It stops working <time datetime="2026-12-01T10:00:00.000Z">1 Dec 2026, 10:00 UTC</time>.');
+    expect(createdKeyPage({ key: 'k', label: 'l', expiresAt: null })).toContain('It does not expire.');
   });
 
   it('says when to try again on a page refused by the rate limit', () => {

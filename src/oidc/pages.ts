@@ -376,7 +376,10 @@ const MENU = [['/auth/grants', 'Connected apps'], ['/auth/sessions', 'Sessions']
 const menu = (current: string) =>
   `<nav aria-label="Account">${MENU.map(([href, text]) => `<a href="${href}"${href === current ? ' aria-current="page"' : ''}>${text}</a>`).join('<span aria-hidden="true"> · </span>')}</nav>`;
 
-export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client_name: string; scope: string; created_at: string }>; notice?: Notice }): string {
+/** A list page's link to its next page (`href`), when there is one. */
+const nextPageLink = (href: string | undefined, text: string) => (href ? `<p><a href="${escapeHtml(href)}">${text}</a></p>` : '');
+
+export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client_name: string; scope: string; created_at: string }>; next?: string; notice?: Notice }): string {
   const rows = o.grants
     .map(
       (g) => `<li><strong>${appName(g.client_name)}</strong>, since ${shownTime(g.created_at)}
@@ -384,7 +387,8 @@ export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client
 <form method="post" action="/auth/grants/${escapeHtml(g.id)}/revoke">${hidden('csrf', o.csrf)}<button type="submit" aria-label="Revoke access for ${appName(g.client_name)}">Revoke access</button></form></li>`,
     )
     .join('\n');
-  return page('Connected apps', `<h1>Connected apps</h1>${notice(o.notice)}${rows ? `<ul>${rows}</ul>` : '<p>No app has access to your account.</p>'}`, { menu: menu('/auth/grants') });
+  const list = rows ? `<ul>${rows}</ul>${nextPageLink(o.next, 'Older connected apps')}` : '<p>No app has access to your account.</p>';
+  return page('Connected apps', `<h1>Connected apps</h1>${notice(o.notice)}${list}`, { menu: menu('/auth/grants') });
 }
 
 /**
@@ -392,13 +396,13 @@ export function grantsPage(o: { csrf: string; grants: Array<{ id: string; client
  * sign-in is a cookie stored nowhere (account-session.ts), so it cannot be listed: the page says
  * how it ends instead.
  */
-export function sessionsPage(o: { csrf: string; sessions: Array<{ signed_in_at: string; expires_at: string | null }> }): string {
+export function sessionsPage(o: { csrf: string; sessions: Array<{ signed_in_at: string; expires_at: string | null }>; next?: string }): string {
   const rows = o.sessions.map((s) => `<li>Signed in ${shownTime(s.signed_in_at)}${s.expires_at ? `, until ${shownTime(s.expires_at)}` : ''}</li>`).join('');
   return page(
     'Sessions',
     `<h1>Sessions</h1>
 <p>Browsers where you are signed in for apps: there an app can connect without asking for your password.</p>
-${rows ? `<ul>${rows}</ul>` : '<p>No browser is signed in for apps.</p>'}
+${rows ? `<ul>${rows}</ul>${nextPageLink(o.next, 'Older sessions')}` : '<p>No browser is signed in for apps.</p>'}
 <p>Your sign-in to these account pages is not listed. <a href="/auth/logout">Sign out</a> ends it, and the sign-in for apps, in this browser; Sign out everywhere ends both in every browser. Connected apps keep their access either way.</p>
 <form method="post" action="/auth/sessions/revoke">${hidden('csrf', o.csrf)}<button type="submit">Sign out everywhere</button></form>`,
     { menu: menu('/auth/sessions') },
@@ -419,38 +423,50 @@ function securityEvent(e: SecurityEvent, app: (e: SecurityEvent) => string): str
   return `your account was changed: ${what.join(', ')}`;
 }
 
+/** What the key form held when it was sent, and what was wrong with it (its expiry: a label is never refused, only replaced), to draw it again. */
+export interface KeyFormSent {
+  label?: string;
+  expires_at?: string;
+  problems?: readonly FormProblem[];
+}
+
 /**
  * The security page; an admin user also gets the form that creates an admin API key, the one way
- * a tenant made through sign-up (whose first admin is a user) gets a key for the API. That form
- * carries a single-use `form_nonce` (AccountForms.spend): sent again, it makes no other key.
+ * a tenant made through sign-up (whose first admin is a user) gets a key for the API, with an
+ * optional expiry (`datetime-local`, read as UTC, the time the pages show). That form carries a
+ * single-use `form_nonce` (AccountForms.spend): sent again, it makes no other key.
  */
 export function securityPage(o: {
   email: string;
   events: Array<{ action: string; client_id: string | null; client_name?: string; details: Record<string, unknown>; created_at: string }>;
-  keyForm?: { csrf: string; nonce: string };
+  keyForm?: { csrf: string; nonce: string } & KeyFormSent;
 }): string {
   const app = (e: { client_id: string | null; client_name?: string }) =>
     e.client_name && e.client_name !== e.client_id ? `<strong>${appName(e.client_name)}</strong> (<code>${escapeHtml(e.client_id ?? '')}</code>)` : `<code>${escapeHtml(e.client_id ?? '')}</code>`;
   const rows = o.events
     .map((e) => `<li>${shownTime(e.created_at)}: ${securityEvent(e, app)}</li>`)
     .join('');
+  const expiry = formProblems(o.keyForm?.problems ?? [], ['expires_at']);
   const keyForm = o.keyForm
     ? `<h2>API keys</h2><p>An admin API key acts for your whole workspace through the API. It is shown once.</p>
 <form method="post" action="/auth/keys">${hidden('csrf', o.keyForm.csrf)}${hidden('form_nonce', o.keyForm.nonce)}
-<label for="label">Label</label><input id="label" name="label" maxlength="200">
+<label for="label">Label</label><input id="label" name="label" value="${escapeHtml(o.keyForm.label ?? '')}" maxlength="200">
+<label for="expires_at">Expires (UTC; leave empty for a key that does not expire)</label>${expiry.at('expires_at')}<input id="expires_at" name="expires_at" type="datetime-local" value="${escapeHtml(o.keyForm.expires_at ?? '')}"${expiry.input('expires_at')}>
 <button type="submit">Create an admin API key</button></form>`
     : '';
   return page('Security', `<h1>Security</h1><p>Signed in as <strong>${escapeHtml(o.email)}</strong>.</p><h2>Recent activity</h2>${rows ? `<ul>${rows}</ul>` : '<p>Nothing yet.</p>'}${keyForm}`, {
     menu: menu('/auth/security'),
+    error: expiry.any,
   });
 }
 
-/** A key just created on the account pages: its only showing. */
-export function createdKeyPage(o: { key: string; label: string }): string {
+/** A key just created on the account pages: its only showing, with its expiry. */
+export function createdKeyPage(o: { key: string; label: string; expiresAt: string | null }): string {
   return page(
     'API key created',
     `<h1>API key created</h1><p>Copy it now: it is not shown again.</p>
 <p><strong>${escapeHtml(o.label)}</strong></p><p><code id="key">${escapeHtml(o.key)}</code></p>
+<p id="expiry">${o.expiresAt ? `It stops working ${shownTime(o.expiresAt)}.` : 'It does not expire.'}</p>
 <p>Send it as <code>Authorization: Bearer …</code>. Manage keys with <code>/keys</code>.</p>`,
     { menu: menu('/auth/security') },
   );

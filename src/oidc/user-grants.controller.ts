@@ -14,7 +14,7 @@ import { ParseIdPipe } from '../common/ids';
 import { PageQuery } from '../common/pagination';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { UsersService } from '../users/users.service';
-import { AccountGrant, UserGrantList } from './account.dto';
+import { AccountGrant, AccountGrantList } from './account.dto';
 import { ParseProviderIdPipe } from './clients.dto';
 import { GrantsService } from './grants.service';
 
@@ -31,9 +31,9 @@ export class UserGrantsController {
 
   @Get()
   @ApiOperation({ summary: 'The apps a user of the tenant connected, newest first, with the scopes each holds (admin); paged' })
-  @ApiOkResponse({ type: UserGrantList })
+  @ApiOkResponse({ type: AccountGrantList })
   @ApiErrors(400, 401, 403, 404, 429)
-  async list(@Caller() caller: Principal, @Param('id', ParseIdPipe) userId: string, @Query() query: PageQuery): Promise<UserGrantList> {
+  async list(@Caller() caller: Principal, @Param('id', ParseIdPipe) userId: string, @Query() query: PageQuery): Promise<AccountGrantList> {
     const user = await this.users.get(caller, userId);
     return this.grants.page(user.id, query.limit, query.cursor);
   }

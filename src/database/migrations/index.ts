@@ -60,6 +60,7 @@ import { TypeChangeSearchReindexSkippable1732300005800 } from './1732300005800-t
 import { UsersDisabled1732300005900 } from './1732300005900-users-disabled';
 import { BulkJobRequest1732300006100 } from './1732300006100-bulk-job-request';
 import { BlobsByCreated1732300006200 } from './1732300006200-blobs-by-created';
+import { AccountListsByUser1732300006400 } from './1732300006400-account-lists-by-user';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -123,4 +124,5 @@ export const migrations = [
   UsersDisabled1732300005900,
   BulkJobRequest1732300006100,
   BlobsByCreated1732300006200,
+  AccountListsByUser1732300006400,
 ];
