@@ -1,5 +1,5 @@
 import { ApiError } from './api-error';
-import { decodeCursor, encodeCursor, pageQueryOf } from './pagination';
+import { decodeCursor, decodeInstantCursor, encodeCursor, encodeInstantCursor, pageQueryOf } from './pagination';
 
 const position = { createdAt: '2026-11-27T12:00:00.123Z', id: '5fa6676c-1ef9-4825-aeae-61c53329a303' };
 const raw = (parts: unknown) => Buffer.from(JSON.stringify(parts)).toString('base64url');
@@ -48,5 +48,30 @@ describe('a page query read by its route (pageQueryOf)', () => {
     for (const limit of ['0', '101', '-1', '1.5', 'ten', '']) expect(await fieldsOf({ limit })).toEqual(['limit']);
     expect(await fieldsOf({ limit: ['1', '2'] })).toEqual(['limit']);
     expect(await fieldsOf({ cursor: ['a', 'b'] })).toEqual(['cursor']);
+  });
+});
+
+describe('instant cursors', () => {
+  const at = { at: '2026-11-27T12:00:00.123456Z', id: position.id };
+  const refusedInstant = (cursor: string, list: Parameters<typeof decodeInstantCursor>[1] = 'items?sort=updated_at') => {
+    expect(() => decodeInstantCursor(cursor, list)).toThrow(ApiError);
+  };
+
+  it('carry microseconds, in the list that issued them', () => {
+    expect(decodeInstantCursor(encodeInstantCursor(at, 'items?sort=updated_at'), 'items?sort=updated_at')).toEqual(at);
+    expect(decodeInstantCursor(encodeInstantCursor({ ...at, at: '0001-01-01T00:00:00.000000Z' }, 'items?sort=timestamp'), 'items?sort=timestamp')).toEqual({
+      ...at,
+      at: '0001-01-01T00:00:00.000000Z',
+    });
+    refusedInstant(encodeInstantCursor(at, 'items?sort=updated_at'), 'items?sort=-updated_at');
+  });
+
+  it('refuse what PostgreSQL would not read as an instant, and cursors of another kind', () => {
+    for (const bad of ['2026-11-27T12:00:00.123Z', '2026-02-30T12:00:00.123456Z', '0000-01-01T00:00:00.000000Z', '2026-11-27T24:00:00.000000Z', '2026-11-27 12:00:00.123456Z']) {
+      refusedInstant(encodeInstantCursor({ ...at, at: bad }, 'items?sort=updated_at'));
+    }
+    refusedInstant(encodeInstantCursor({ ...at, id: 'x' }, 'items?sort=updated_at'));
+    refusedInstant(raw([at.at, at.id]));
+    refusedInstant(encodeCursor(position, 'items'), 'items');
   });
 });

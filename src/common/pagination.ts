@@ -1,4 +1,8 @@
-/** Keyset pagination: opaque cursors over (created_at, id) of one list, and the shared query (a DTO, or read by a route that reads its query itself). */
+/**
+ * Keyset pagination: opaque cursors over (created_at, id) of one list (or over another instant and
+ * the id, at full precision: `encodeInstantCursor`), and the shared query (a DTO, or read by a
+ * route that reads its query itself).
+ */
 import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional, ApiQuery } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
@@ -49,7 +53,9 @@ export interface Position {
  */
 export type ListName =
   | 'audit' | 'audit_export' | 'blobs' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges' | 'events' | 'grants'
-  | 'integrations' | 'items' | 'keys' | 'sessions' | 'tenants' | 'types' | 'users' | 'webhooks';
+  | 'integrations' | 'items' | 'keys' | 'sessions' | 'tenants' | 'types' | 'users' | 'webhooks'
+  // An item listing in another order than the default (items/listing-order.ts): a list of its own per order.
+  | `items?sort=${string}`;
 
 const encode = (parts: string[]): string => Buffer.from(JSON.stringify(parts)).toString('base64url');
 
@@ -89,21 +95,24 @@ export function byteBoundedPage(page: string, order: string, bytes: string, budg
 export const cutShort = (rows: Array<{ more?: boolean | null }>): boolean => rows.at(-1)?.more === true;
 
 /**
- * Splits rows fetched with LIMIT `limit + 1` (newest first) into the page and the cursor of the
- * next one, null on the last page. Rows from `byteBoundedPage` say themselves when they were cut
- * short of `limit` with more after them.
+ * Splits rows fetched with LIMIT `limit + 1` into the page and the cursor of the next one (made
+ * by `cursorOf` from the page's last row), null on the last page. Rows from `byteBoundedPage`
+ * say themselves when they were cut short of `limit` with more after them.
  */
+export function pageWith<T extends { more?: boolean | null }>(rows: T[], limit: number, cursorOf: (last: T) => string): { page: T[]; next_cursor: string | null } {
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return { page, next_cursor: (rows.length > limit || cutShort(rows)) && last ? cursorOf(last) : null };
+}
+
+/** `pageWith` for a list ordered by (created_at, id), newest first. */
 export function pageOf<T extends { id: string; more?: boolean | null }>(
   rows: T[],
   limit: number,
   createdAt: (row: T) => Date | string,
   list: ListName,
 ): { page: T[]; next_cursor: string | null } {
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  const next_cursor =
-    (rows.length > limit || cutShort(rows)) && last ? encodeCursor({ createdAt: new Date(createdAt(last)).toISOString(), id: last.id }, list) : null;
-  return { page, next_cursor };
+  return pageWith(rows, limit, (last) => encodeCursor({ createdAt: new Date(createdAt(last)).toISOString(), id: last.id }, list));
 }
 
 /**
@@ -129,6 +138,47 @@ export function decodeCursor(cursor: string | undefined, list: ListName, validId
       encode(parts as string[]) === cursor
     ) {
       return { createdAt, id };
+    }
+  } catch {
+    // fall through
+  }
+  throw notACursor();
+}
+
+/**
+ * A position at an instant's full precision, as PostgreSQL keeps a timestamptz (microseconds,
+ * `2026-01-02T03:04:05.123456Z`), and an id: for a list ordered by a column that may hold
+ * values finer than the millisecond of `encodeCursor`, where rows of one millisecond would fall
+ * between pages (item listings sorted by `updated_at` or `timestamp`: rows written before writes
+ * were cut to the millisecond hold microseconds).
+ */
+export interface InstantPosition {
+  at: string;
+  id: string;
+}
+
+const INSTANT = /^(?!0000)\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+
+export function encodeInstantCursor(p: InstantPosition, list: ListName): string {
+  return encode([p.at, p.id, list]);
+}
+
+export function decodeInstantCursor(cursor: string | undefined, list: ListName, validId: (id: string) => boolean = isId): InstantPosition | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    const [at, id, issuedBy] = parts;
+    // A real date (JavaScript checks its millisecond part; the digits past it are any), so that
+    // no cursor reaches SQL as a value PostgreSQL refuses (a 500).
+    const millis = typeof at === 'string' ? `${at.slice(0, 23)}Z` : '';
+    if (
+      parts.length === 3 &&
+      issuedBy === list &&
+      typeof at === 'string' && INSTANT.test(at) && new Date(millis).toISOString() === millis &&
+      typeof id === 'string' && validId(id) &&
+      encode(parts as string[]) === cursor
+    ) {
+      return { at, id };
     }
   } catch {
     // fall through
