@@ -61,6 +61,7 @@ import { UsersDisabled1732300005900 } from './1732300005900-users-disabled';
 import { BulkJobRequest1732300006100 } from './1732300006100-bulk-job-request';
 import { BlobsByCreated1732300006200 } from './1732300006200-blobs-by-created';
 import { AccountListsByUser1732300006400 } from './1732300006400-account-lists-by-user';
+import { ItemsByUpdated1732300006500 } from './1732300006500-items-by-updated';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -125,4 +126,5 @@ export const migrations = [
   BulkJobRequest1732300006100,
   BlobsByCreated1732300006200,
   AccountListsByUser1732300006400,
+  ItemsByUpdated1732300006500,
 ];
