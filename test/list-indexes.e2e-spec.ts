@@ -1,6 +1,6 @@
 /**
  * Listings that must read about a page, not every row of the tenant, the webhook, the hub or the
- * user (migrations 4400, 4600, 4700 and 6400): each request's own statement, caught on its way to PostgreSQL, explained
+ * user (migrations 4400, 4600, 4700, 6400 and 6500): each request's own statement, caught on its way to PostgreSQL, explained
  * with the statistics autovacuum would have gathered (this machine runs without it). Plus what
  * the edge listing's rewrite (one branch per direction) must keep: order, cursor, both
  * directions, a self-edge once.
@@ -164,6 +164,43 @@ describe('listings read about a page', () => {
     const wide = await page({ since: new Date(base - 20000 * 1000).toISOString(), limit: 10 });
     expect(wide.body.items).toHaveLength(10);
     expect(rowsRead(wide.plan, 'items')).toBeLessThan(40);
+  });
+
+  it('every sort reads about a page, first and at a cursor; a window on another column than the order reads the window (migration 6500)', async () => {
+    // 20,000 items whose created_at, timestamp and updated_at orders all differ (each a permutation).
+    const { key, tenantId: sortedTenant } = await createTenant(t, admin, 'sorted');
+    await t.sql(
+      `INSERT INTO items (tenant_id, id, type, properties, state, source, "timestamp", tier, tags, created_at, updated_at)
+       SELECT $1, gen_random_uuid(), 'core.note', jsonb_build_object('title', 'sorted ' || n), 'active', 's',
+              date_trunc('milliseconds', now()) - ((n * 7919) % 20000) * interval '1 second', 'library', '{}',
+              date_trunc('milliseconds', now()) - n * interval '1 second',
+              date_trunc('milliseconds', now()) - ((n::bigint * 104729) % 20000) * interval '1 second'
+         FROM generate_series(1, 20000) n`,
+      [sortedTenant],
+    );
+    await t.sql(`VACUUM ANALYZE items`);
+    const listing = /FROM items i WHERE|JOIN items i ON/;
+    const page = async (query: Record<string, string | number>) => {
+      caught.length = 0;
+      const res = await t.http.get('/items').query(query).set(bearer(key)).expect(200);
+      return { body: res.body as { items: Array<{ id: string }>; next_cursor: string }, read: rowsRead(await explain(statementOf(listing)), 'items') };
+    };
+    for (const sort of ['created_at', '-created_at', 'updated_at', '-updated_at', 'timestamp', '-timestamp']) {
+      const first = await page({ sort, limit: 10 });
+      const second = await page({ sort, limit: 10, cursor: first.body.next_cursor });
+      expect([sort, first.body.items.length, second.body.items.length, first.read < 40, second.read < 40]).toEqual([sort, 10, 10, true, true]);
+    }
+    // A window of 1,500 items on another column than the order's: read from that column's index, not walked to.
+    const ago = async (seconds: number) => (await t.sql<{ at: Date }>(`SELECT now() - $1 * interval '1 second' AS at`, [seconds]))[0].at.toISOString();
+    const windows: Array<Record<string, string>> = [
+      { sort: '-updated_at', since: await ago(16500), until: await ago(15000) },
+      { sort: '-created_at', updated_since: await ago(16500), updated_until: await ago(15000) },
+      { sort: 'timestamp', updated_since: await ago(5000), updated_until: await ago(3500) },
+    ];
+    for (const window of windows) {
+      const first = await page({ ...window, limit: 10 });
+      expect([window, first.body.items.length, first.read < 1600]).toEqual([window, 10, true]);
+    }
   });
 
   it('tenants read a page, at a deep cursor too', async () => {

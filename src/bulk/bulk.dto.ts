@@ -38,6 +38,14 @@ export class BulkFilterDto {
   @IsOptionalNonNull() @IsRfc3339()
   until?: string;
 
+  @ApiPropertyOptional({ format: 'date-time', description: 'updated_at >= updated_since, as in `GET /items`' })
+  @IsOptionalNonNull() @IsRfc3339()
+  updated_since?: string;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'updated_at < updated_until' })
+  @IsOptionalNonNull() @IsRfc3339()
+  updated_until?: string;
+
   @ApiPropertyOptional({ type: [String], minItems: 1, maxItems: MAX_PROPERTY_CLAUSES, description: `Property clauses, as \`GET /items\`' \`property\`: ${PROPERTY_FILTER_DOC}` })
   @IsOptionalNonNull() @IsArray() @ArrayMinSize(1, { message: 'must hold at least one clause; leave it out for any properties' }) @IsPropertyClauses()
   property?: string[];

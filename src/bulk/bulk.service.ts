@@ -98,7 +98,10 @@ export class BulkService {
     const f = dto.filter ?? {};
     const items = await this.items.filterFor(
       p,
-      { type: f.type, state: f.state, tier: f.tier, tags: f.tags?.join(','), source: f.source, source_id: f.source_id, since: f.since, until: f.until, property: f.property },
+      {
+        type: f.type, state: f.state, tier: f.tier, tags: f.tags?.join(','), source: f.source, source_id: f.source_id, since: f.since, until: f.until,
+        updated_since: f.updated_since, updated_until: f.updated_until, property: f.property,
+      },
       'write',
     );
     const filter: BulkFilter = { items, text: f.filter };

@@ -8,12 +8,16 @@
  * `*` as the edge type matches any type.
  *
  * Property clauses (repeatable, AND): property-filter.ts.
+ *
+ * Windows: `since`/`until` on "timestamp", `updated_since`/`updated_until` on updated_at (from
+ * inclusive, until exclusive). A listing's statements take the page's order from listing-order.ts.
  */
 import { splitCommaList, validationError } from '../common/validation';
 import { isId } from '../common/ids';
 import { isDottedName, isPattern } from '../common/type-pattern';
 import type { Tier } from '../keys/api-key.entity';
 import { ItemState, STATES } from './lifecycle';
+import { ListingOrder, orderBy, orderColumn } from './listing-order';
 import { PropertyClause, propertyConditionSql } from './property-filter';
 
 export interface EdgeClause {
@@ -36,6 +40,8 @@ export interface ItemFilter {
   sourceId?: string;
   since?: string;
   until?: string;
+  updatedSince?: string;
+  updatedUntil?: string;
   edges?: EdgeClause[];
   backrefs?: EdgeClause[];
   properties?: PropertyClause[];
@@ -126,53 +132,77 @@ export function edgeMatchesSql(tenantId: string, c: EdgeClause, kind: 'edge' | '
   return { sql, params };
 }
 
-/** The conditions of `f`'s since/until window on "timestamp"; none without one. */
-function windowConditions(f: ItemFilter, alias: string, p: (v: unknown) => string): string[] {
-  // Already cut to the millisecond, as timestamps are stored (common/validation.ts IsRfc3339).
-  return [
-    ...(f.since !== undefined ? [`${alias}."timestamp" >= ${p(f.since)}`] : []),
-    ...(f.until !== undefined ? [`${alias}."timestamp" < ${p(f.until)}`] : []),
-  ];
+/** A window of a filter: an instant column, from `since` (inclusive) until `until` (exclusive). */
+export interface Window {
+  key: 'timestamp' | 'updated_at';
+  since?: string;
+  until?: string;
+}
+
+/** The fields of ItemFilter that hold each window's ends. */
+const WINDOW_FIELDS = {
+  timestamp: ['since', 'until'],
+  updated_at: ['updatedSince', 'updatedUntil'],
+} as const satisfies Record<Window['key'], readonly [keyof ItemFilter, keyof ItemFilter]>;
+
+/** The windows `f` has (a window: at least one end given). */
+export function windowsOf(f: ItemFilter): Window[] {
+  return Object.entries(WINDOW_FIELDS)
+    .map(([key, [since, until]]) => ({ key: key as Window['key'], since: f[since], until: f[until] }))
+    .filter((w) => w.since !== undefined || w.until !== undefined);
+}
+
+const withoutWindow = (f: ItemFilter, w: Window): ItemFilter => {
+  const [since, until] = WINDOW_FIELDS[w.key];
+  return { ...f, [since]: undefined, [until]: undefined };
+};
+
+/** The conditions of a window on `alias`. */
+function windowConditions(w: Window, alias: string, p: (v: unknown) => string): string[] {
+  // Already cut to the millisecond, as written instants are (common/validation.ts IsRfc3339).
+  const column = `${alias}."${w.key}"`;
+  return [...(w.since !== undefined ? [`${column} >= ${p(w.since)}`] : []), ...(w.until !== undefined ? [`${column} < ${p(w.until)}`] : [])];
 }
 
 /**
- * Up to this many items of the tenant in a since/until window, a listing reads the window (from
- * `items_by_timestamp` alone, sorted in page order) and fetches the page's rows by key, rather
- * than walking the items in page order testing each for the window: the list orders by
- * created_at, the window is on "timestamp", and PostgreSQL, taking the two as unrelated, walks
- * the whole tenant for a window of few items or one far from the newest. Past this, the walk
- * finds a page within about tenant size / this many items when the window's items are spread
- * through the tenant; a larger window bunched far from the newest items is still walked.
+ * Up to this many items of the tenant in a window on another column than the page's order, a
+ * listing reads the window (from that column's index, `items_by_timestamp` or
+ * `items_by_updated`, sorted in page order) and fetches the page's rows by key, rather than
+ * walking the items in page order testing each for the window: PostgreSQL, taking the two
+ * columns as unrelated, walks the whole tenant for a window of few items or one far from where
+ * the order starts. Past this, the walk finds a page within about tenant size / this many items
+ * when the window's items are spread through the tenant; a larger window bunched far from the
+ * start is still walked. A window on the order's own column is a range of the index the walk
+ * reads: it needs none of this.
  */
 export const FEW_WINDOW_ITEMS = 5000;
 
-/**
- * Counts the tenant's items in `f`'s window, up to FEW_WINDOW_ITEMS + 1 (index only): whether
- * `windowedItemsSql` should read the page. Undefined when `f` has no window.
- */
-export function windowItemsSql(tenantId: string, f: ItemFilter): { sql: string; params: unknown[] } | undefined {
-  if (f.since === undefined && f.until === undefined) return undefined;
+/** Counts the tenant's items in window `w`, up to FEW_WINDOW_ITEMS + 1 (from the column's index): whether `windowedItemsSql` should read the page. */
+export function windowItemsSql(tenantId: string, w: Window): { sql: string; params: unknown[] } {
   const params: unknown[] = [tenantId];
   const p = (v: unknown) => `$${params.push(v)}`;
-  const sql = `SELECT count(*)::int AS n FROM (SELECT 1 FROM items w WHERE w.tenant_id = $1 AND ${windowConditions(f, 'w', p).join(' AND ')} LIMIT ${p(FEW_WINDOW_ITEMS + 1)}) m`;
+  const sql = `SELECT count(*)::int AS n FROM (SELECT 1 FROM items w WHERE w.tenant_id = $1 AND ${windowConditions(w, 'w', p).join(' AND ')} LIMIT ${p(FEW_WINDOW_ITEMS + 1)}) m`;
   return { sql, params };
 }
 
 /**
- * The items matching `f` (alias `i`) from a window of few items: the window's keys read from
- * `items_by_timestamp` alone and sorted newest first, then each item fetched by key and tested,
- * until the LIMIT the caller appends ends the join: about a page of rows read. `after` gives
+ * The items matching `f` (alias `i`) from its window `w` of few items: the window's keys, with
+ * the order's column, read from the window column's index and sorted in page order, then each
+ * item fetched by key and tested, until the LIMIT the caller appends ends the join: about a page
+ * of rows read (and, for an order on a column the index lacks, the window's rows). `after` gives
  * the page's cursor condition on an alias (here the window's `w`). Ordered as the listing.
  */
-export function windowedItemsSql(tenantId: string, f: ItemFilter, params: unknown[], columns: string, after?: (alias: string) => string): string {
-  const where = itemWhere(tenantId, { ...f, since: undefined, until: undefined }, params);
+export function windowedItemsSql(
+  tenantId: string, f: ItemFilter, w: Window, order: ListingOrder, params: unknown[], columns: string, after?: (alias: string) => string,
+): string {
+  const where = itemWhere(tenantId, withoutWindow(f, w), params);
   const p = (v: unknown) => `$${params.push(v)}`;
-  const window = [`w.tenant_id = ${p(tenantId)}`, ...windowConditions(f, 'w', p), ...(after ? [after('w')] : [])].join(' AND ');
+  const window = [`w.tenant_id = ${p(tenantId)}`, ...windowConditions(w, 'w', p), ...(after ? [after('w')] : [])].join(' AND ');
   // OFFSET 0 keeps the window a scan of its own: merged into the outer query, PostgreSQL may go
-  // back to walking items_by_created. The join is on the window's order (w's columns).
+  // back to walking the order's index. The join is on the window's order (w's columns).
   return (
-    `SELECT ${columns} FROM (SELECT w.tenant_id, w.id, w.created_at FROM items w WHERE ${window} ORDER BY w.created_at DESC, w.id DESC OFFSET 0) w ` +
-    `JOIN items i ON i.tenant_id = w.tenant_id AND i.id = w.id WHERE ${where} ORDER BY w.created_at DESC, w.id DESC`
+    `SELECT ${columns} FROM (SELECT w.tenant_id, w.id, ${orderColumn(order, 'w')} FROM items w WHERE ${window} ORDER BY ${orderBy(order, 'w')} OFFSET 0) w ` +
+    `JOIN items i ON i.tenant_id = w.tenant_id AND i.id = w.id WHERE ${where} ORDER BY ${orderBy(order, 'w')}`
   );
 }
 
@@ -207,7 +237,7 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
   if (f.tags?.length) where.push(`${alias}.tags @> ${p(f.tags)}::text[]`);
   if (f.source !== undefined) where.push(`${alias}.source = ${p(f.source)}`);
   if (f.sourceId !== undefined) where.push(`${alias}.source_id = ${p(f.sourceId)}`);
-  where.push(...windowConditions(f, alias, p));
+  for (const w of windowsOf(f)) where.push(...windowConditions(w, alias, p));
   for (const c of f.properties ?? []) where.push(propertyConditionSql(c, alias, p));
   const readable = f.readableTypes === undefined ? undefined : p(f.readableTypes);
   const clause = (c: EdgeClause, kind: 'edge' | 'backref') => {
@@ -233,12 +263,14 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
 export const PROPERTY_SCAN_ITEMS = 10_000;
 
 /**
- * The items matching `f` (alias `i`), with property clauses, in listing order, of at most
+ * The items matching `f` (alias `i`), with property clauses, in the page's order, of at most
  * PROPERTY_SCAN_ITEMS items read: each matching row with `hit` true, and the PROPERTY_SCAN_ITEMS-th
  * item read, match or not, with `at_budget` true: where the next page starts (ScannedRow).
  * `after` gives the page's cursor condition on an alias.
  */
-export function propertyScanSql(tenantId: string, f: ItemFilter, params: unknown[], columns: string, after?: (alias: string) => string): string {
+export function propertyScanSql(
+  tenantId: string, f: ItemFilter, order: ListingOrder, params: unknown[], columns: string, after?: (alias: string) => string,
+): string {
   const where = itemWhere(tenantId, { ...f, properties: undefined }, params);
   const p = (v: unknown) => `$${params.push(v)}`;
   const hit = (f.properties ?? []).map((c) => propertyConditionSql(c, 'i', p)).join(' AND ') || 'TRUE';
@@ -246,9 +278,9 @@ export function propertyScanSql(tenantId: string, f: ItemFilter, params: unknown
   // Row numbers stream with the walk, and the outer LIMIT the caller appends stops it at a page
   // of matches: only a page that finds too few reads all PROPERTY_SCAN_ITEMS.
   return (
-    `SELECT s.*, s.scanned = ${budget} AS at_budget FROM (SELECT ${columns}, (${hit}) AS hit, row_number() OVER (ORDER BY i.created_at DESC, i.id DESC) AS scanned ` +
-    `FROM items i WHERE ${where}${after ? ` AND ${after('i')}` : ''} ORDER BY i.created_at DESC, i.id DESC LIMIT ${budget}) s ` +
-    `WHERE s.hit OR s.scanned = ${budget} ORDER BY s.created_at DESC, s.id DESC`
+    `SELECT s.*, s.scanned = ${budget} AS at_budget FROM (SELECT ${columns}, (${hit}) AS hit, row_number() OVER (ORDER BY ${orderBy(order, 'i')}) AS scanned ` +
+    `FROM items i WHERE ${where}${after ? ` AND ${after('i')}` : ''} ORDER BY ${orderBy(order, 'i')} LIMIT ${budget}) s ` +
+    `WHERE s.hit OR s.scanned = ${budget} ORDER BY ${orderBy(order, 's')}`
   );
 }
 

@@ -51,7 +51,13 @@ export class ItemsController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'List items, newest first, with filters and cursor pagination (default state active, all tiers)' })
+  @ApiOperation({
+    summary: 'List items with filters and cursor pagination: newest first unless `sort` says otherwise (default state active, all tiers)',
+    description:
+      '`sort` orders by `created_at`, `updated_at` or the item `timestamp`, ascending or (`-`) descending, ties by id; `updated_since`/`updated_until` ' +
+      'select by last change (`updated_at`), as `since`/`until` do by `timestamp`. A `next_cursor` pages only the `sort` it was issued under ' +
+      '(another is 400 validation_error naming `cursor`).',
+  })
   @ApiOAuth({ note: 'lists items of the types the token may read (`<type>:read`); without `metadata:read` items come without `tags` and a `tags` filter is 403.' })
   @ApiOkResponse({ type: ItemList })
   @ApiErrors(400, 401, 403, 429)

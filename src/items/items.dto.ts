@@ -10,6 +10,7 @@ import { ApiInteger } from '../openapi/api-integer.decorator';
 import { EDGE_CLAUSE_RULE, isEdgeClause, PROPERTY_SCAN_ITEMS } from './item-filter';
 import { isPropertyClause, MAX_PROPERTY_CLAUSE_LENGTH, MAX_PROPERTY_CLAUSES, PROPERTY_CLAUSE_RULE } from './property-filter';
 import { STATES, ItemState } from './lifecycle';
+import { DEFAULT_SORT, Sort, SORTS } from './listing-order';
 import type { Tier } from '../keys/api-key.entity';
 
 export const MAX_TAGS = 100;
@@ -257,6 +258,14 @@ export class ListItemsQuery {
   @IsOptional() @IsRfc3339()
   until?: string;
 
+  @ApiPropertyOptional({ format: 'date-time', description: 'updated_at >= updated_since: items changed at or after this instant (see `updated_at`)' })
+  @IsOptional() @IsRfc3339()
+  updated_since?: string;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'updated_at < updated_until' })
+  @IsOptional() @IsRfc3339()
+  updated_until?: string;
+
   @ApiPropertyOptional({ description: '`<edge type>:<item id>`: items with an outgoing edge of that type to the item; repeatable', type: [String] })
   @IsOptional() @Repeatable() @IsEdgeClauses()
   edge?: string | string[];
@@ -268,6 +277,16 @@ export class ListItemsQuery {
   @ApiPropertyOptional({ description: `${PROPERTY_FILTER_DOC}. On \`GET /items\`, a page tests at most ${PROPERTY_SCAN_ITEMS.toLocaleString("en")} items: one that finds fewer than \`limit\` there ends early, with a \`next_cursor\` to go on`, type: [String] })
   @IsOptional() @Repeatable() @IsPropertyClauses()
   property?: string | string[];
+
+  @ApiPropertyOptional({
+    enum: SORTS,
+    default: DEFAULT_SORT,
+    description:
+      'The order of the pages: `created_at`, `updated_at` or `timestamp`, ascending, or descending with a leading `-`; ties by id the same way. ' +
+      'A cursor pages only the order that issued it',
+  })
+  @IsOptional() @IsIn(SORTS)
+  sort?: Sort;
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
   @IsOptional() @IsQueryInt(1, 100)

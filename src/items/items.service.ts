@@ -1,5 +1,6 @@
 /**
- * Owns items: create and natural-key upsert, bulk writes, reads and listing, PATCH with
+ * Owns items: create and natural-key upsert, bulk writes, reads and listing (in the order
+ * listing-order.ts gives a page, through the statements of item-filter.ts), PATCH with
  * optimistic concurrency and conflict details, the lifecycle, metadata (tags and extensions)
  * and the revision history. Every statement is scoped by tenant_id; every rule about who may
  * see or change what goes through auth/permissions.ts.
@@ -19,7 +20,7 @@ import { EdgeTypesService } from '../edges/edge-types.service';
 import { BATCH_PATTERN_BUDGET_MS, withPatternBudget } from '../types/pattern-check';
 import { newId } from '../common/ids';
 import { inputIssues } from '../common/input-policy';
-import { Bounded, byteBoundedPage, cutShort, decodeCursor, encodeCursor, pageOf } from '../common/pagination';
+import { Bounded, byteBoundedPage, cutShort, pageWith } from '../common/pagination';
 import { isDottedName } from '../common/type-pattern';
 import { plainToDto, validationError, validationIssues } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
@@ -29,8 +30,9 @@ import { Item, ITEM_BYTES, ITEM_COLUMNS, ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRo
 import { ItemChanges, ItemWriter, WRITE_INSTANT } from './item-writer';
 import {
   assertTypePattern, EdgeClause, edgeMatchesSql, FEW_EDGE_MATCHES, FEW_WINDOW_ITEMS, ItemFilter, itemWhere, parseEdgeClauses, parseTags, propertyScanSql,
-  ScannedRow, scanEndOf, selectsNothing, windowedItemsSql, windowItemsSql,
+  ScannedRow, scanEndOf, selectsNothing, Window, windowedItemsSql, windowItemsSql, windowsOf,
 } from './item-filter';
+import { afterSql, cursorAfter, ListingOrder, listingOrder, orderBy, positionOf, positionValueSql } from './listing-order';
 import { parsePropertyClauses } from './property-filter';
 import {
   BulkItemResult, BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemVersionList, ListItemsQuery,
@@ -345,7 +347,7 @@ export class ItemsService {
   }
 
   /** The item filter of GET /items (also used by search and bulk actions). */
-  async filterFor(p: Principal, q: Omit<ListItemsQuery, 'limit' | 'cursor'>, access: 'read' | 'write' = 'read'): Promise<ItemFilter> {
+  async filterFor(p: Principal, q: Omit<ListItemsQuery, 'limit' | 'cursor' | 'sort'>, access: 'read' | 'write' = 'read'): Promise<ItemFilter> {
     assertTypePattern(q.type);
     const edges = parseEdgeClauses('edge', q.edge);
     const backrefs = parseEdgeClauses('backref', q.backref);
@@ -365,6 +367,8 @@ export class ItemsService {
       sourceId: q.source_id,
       since: q.since,
       until: q.until,
+      updatedSince: q.updated_since,
+      updatedUntil: q.updated_until,
       edges,
       backrefs,
       properties: parsePropertyClauses('property', q.property),
@@ -374,37 +378,33 @@ export class ItemsService {
   }
 
   async list(p: Principal, q: ListItemsQuery): Promise<ItemList> {
+    const order = listingOrder(q.sort);
     const filter = await this.filterFor(p, q);
     const limit = q.limit ?? 50;
-    const after = decodeCursor(q.cursor, 'items');
+    const position = positionOf(order, q.cursor);
     if (selectsNothing(filter)) return { items: [], next_cursor: null };
     const params: unknown[] = [];
-    const before =
-      after &&
-      ((alias: string) => {
-        params.push(after.createdAt, after.id);
-        return `(${alias}.created_at, ${alias}.id) < ($${params.length - 1}, $${params.length})`;
-      });
+    const after = position && ((alias: string) => afterSql(order, alias, position, (v) => `$${params.push(v)}`));
+    const columns = `${ITEM_COLUMNS_I}, ${positionValueSql(order, 'i')} AS position_value`;
+    const window = await this.fewItemsWindow(p, filter, order);
     let statement: string;
-    if (await this.fewInWindow(p, filter)) {
-      statement = windowedItemsSql(p.tenantId, filter, params, ITEM_COLUMNS_I, before);
+    if (window) {
+      statement = windowedItemsSql(p.tenantId, filter, window, order, params, columns, after);
     } else if (filter.properties?.length) {
-      statement = propertyScanSql(p.tenantId, filter, params, ITEM_COLUMNS_I, before);
+      statement = propertyScanSql(p.tenantId, filter, order, params, columns, after);
     } else {
       const where = itemWhere(p.tenantId, filter, params);
-      statement = `SELECT ${ITEM_COLUMNS} FROM items i WHERE ${where}${before ? ` AND ${before('i')}` : ''} ORDER BY i.created_at DESC, i.id DESC`;
+      statement = `SELECT ${columns} FROM items i WHERE ${where}${after ? ` AND ${after('i')}` : ''} ORDER BY ${orderBy(order, 'i')}`;
     }
     params.push(limit + 1);
-    const rows: Array<Bounded<ItemRow> & ScannedRow> = await this.db.query(
-      byteBoundedPage(`${statement} LIMIT $${params.length}`, 'created_at DESC, id DESC', ITEM_BYTES),
+    const rows: Array<Bounded<ItemRow & { position_value: string }> & ScannedRow> = await this.db.query(
+      byteBoundedPage(`${statement} LIMIT $${params.length}`, orderBy(order), ITEM_BYTES),
       params,
     );
     const scanEnd = scanEndOf(rows, limit);
-    if (scanEnd) {
-      const { page, last } = scanEnd;
-      return { items: await this.presentMany(p, page), next_cursor: encodeCursor({ createdAt: new Date(last.created_at).toISOString(), id: last.id }, 'items') };
-    }
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'items');
+    const { page, next_cursor } = scanEnd
+      ? { page: scanEnd.page, next_cursor: cursorAfter(order, scanEnd.last) }
+      : pageWith(rows, limit, (last) => cursorAfter(order, last));
     return { items: await this.presentMany(p, page), next_cursor };
   }
 
@@ -493,12 +493,18 @@ export class ItemsService {
     }
   }
 
-  /** Whether the filter has a since/until window of at most FEW_WINDOW_ITEMS items (`windowItemsSql`). */
-  private async fewInWindow(p: Principal, filter: ItemFilter): Promise<boolean> {
-    const count = windowItemsSql(p.tenantId, filter);
-    if (!count) return false;
-    const [{ n }]: Array<{ n: number }> = await this.db.query(count.sql, count.params);
-    return n <= FEW_WINDOW_ITEMS;
+  /**
+   * The filter's first window on another column than the page's order that holds at most
+   * FEW_WINDOW_ITEMS items (`windowItemsSql`), from which the page is read; none when there is none.
+   */
+  private async fewItemsWindow(p: Principal, filter: ItemFilter, order: ListingOrder): Promise<Window | undefined> {
+    for (const w of windowsOf(filter)) {
+      if (w.key === order.key) continue;
+      const { sql, params } = windowItemsSql(p.tenantId, w);
+      const [{ n }]: Array<{ n: number }> = await this.db.query(sql, params);
+      if (n <= FEW_WINDOW_ITEMS) return w;
+    }
+    return undefined;
   }
 
   /** Locks an item the caller can see (404 otherwise, including when its type is unreadable). */

@@ -23,8 +23,8 @@ export const IsSearchText = () =>
     }),
   );
 
-/** `GET /search`: the query text, paging, and every filter of `GET /items` except its cursor. */
-export class SearchQuery extends OmitType(ListItemsQuery, ['limit', 'cursor'] as const) {
+/** `GET /search`: the query text, paging, and every filter of `GET /items` (not its cursor or `sort`: results go by relevance). */
+export class SearchQuery extends OmitType(ListItemsQuery, ['limit', 'cursor', 'sort'] as const) {
   @ApiProperty({
     description:
       'Search text (websearch syntax): words are ANDed, `"a phrase"` matches in order, `or` between terms, `-word` excludes; ' +
