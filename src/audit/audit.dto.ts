@@ -19,6 +19,7 @@ export const AUDIT_ACTIONS = [
   'webhook.updated',
   'webhook.deleted',
   'webhook.secret_rotated',
+  'blob.deleted',
   'tenant.created',
   'tenant.deleted',
   'user.created',
@@ -37,6 +38,7 @@ const DETAILS_DOC = [
   'key.created: `key_id`, `label`, `role`, `source`; key.updated: `key_id`, `changed` (label, role, default_tier, type_permissions, extension_permissions, edge_permissions: those whose value changed), `role` `{from, to}` when it changed;',
   'key.revoked: `key_id`, `by` (`caller`, or `creator_removed`: the user who made it on the account pages was deleted or demoted);',
   'webhook.created: `webhook_id`, `host` (of its URL; never the URL\'s path, query or the secret), `events`; webhook.updated: `webhook_id`, `changed` (url, events, type_filter, disabled: those whose value changed), `host` when the URL changed; webhook.deleted: `webhook_id`, `host`; webhook.secret_rotated: `webhook_id`, `expire_previous_in`;',
+  'blob.deleted: `hash`, `size`, `content_type` (of the deleted record);',
   'tenant.created: `tenant_id`, `name` (recorded in the creator\'s tenant and in the new one, where `admin_key_id` names its first admin key too; a sign-up records it in the new tenant, by its first user); tenant.deleted: `tenant_id`, `name`, `users_deleted`, `clients_deleted` (how many; in the root tenant\'s log: the tenant\'s own goes with it);',
   'user.created: `email`, `role`, `email_verified`, and `disabled: true` for a user created disabled; user.updated: `changed` (name, role, picture, email_verified, disabled, password: those whose value changed; a new password always), `role` `{from, to}` when it changed, `grants_revoked` and `keys_revoked` when the user was disabled; user.deleted: `email`, `grants_revoked`, `keys_revoked` (`user_id` names the user in all three).',
 ].join(' ');

@@ -1,4 +1,4 @@
-import { Controller, Get, Head, Headers, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Controller, Delete, Get, Head, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import {
   ApiBody,
   ApiConsumes,
@@ -188,6 +188,26 @@ export class BlobsController {
   @ApiErrors(400, 401, 403, 429)
   list(@Caller() caller: Principal, @Query() q: ListBlobsQuery): Promise<BlobList> {
     return this.blobs.list(caller.tenantId, q);
+  }
+
+  @Delete(':hash')
+  @HttpCode(200)
+  @Requires({ admin: true })
+  @ApiOperation({
+    summary: 'Delete a blob (admin); answers the deleted record',
+    description:
+      'Removes the tenant\'s record, then its content (another tenant\'s copy of the same bytes is its own and stays); audited `blob.deleted`. ' +
+      'Refused with 409 `conflict`, `details`: `{reason: "blob_in_use", items: [up to 10 item ids], item_count}`, while any item of the tenant, ' +
+      'in any state (trashed and revoked ones too), refers to it in its properties: change or purge them first. An item write that refers to ' +
+      'the blob and runs at the same time is waited for, so no item is left referring to a deleted blob. Revisions do not count: a ' +
+      'snapshot in `GET /items/{id}/versions` may name a blob since deleted, whose GET is then 404 `blob_not_found`. ' +
+      'Uploading the same bytes again makes the blob anew. Not idempotent by key (no `Idempotency-Key`): a repeated DELETE is 404.',
+  })
+  @ApiParam(HASH_PARAM)
+  @ApiOkResponse({ type: BlobResponse, description: 'The deleted record' })
+  @ApiErrors(400, 401, 403, 404, [409, 'Items of the tenant refer to the blob (conflict, details.reason blob_in_use, details.items, details.item_count)'], 429)
+  remove(@Caller() caller: Principal, @Param('hash', ParseBlobHashPipe) hash: string): Promise<BlobResponse> {
+    return this.blobs.remove(caller, hash);
   }
 
   @Get(':hash/metadata')

@@ -1,8 +1,8 @@
 /**
  * Owns blob metadata (`blobs` table) and the upload flow: stage the body while hashing it,
  * de-duplicate per tenant, hand new content to the BlobStore, then record it. Also answers
- * the items module's "which of these blob references does this tenant lack?", and the tenant's
- * blob listing (admins).
+ * the items module's "which of these blob references does this tenant lack?", the tenant's
+ * blob listing and a blob's deletion (admins; refused while an item refers to it).
  *
  * Upload steps:
  *   1. reject a declared Content-Length over BLOB_MAX_BYTES before reading anything (413), and a
@@ -10,9 +10,10 @@
  *   2. stream the body, decoded as its Content-Encoding says, into `<BLOB_DIR>/.staging/<uuid>`
  *      through SHA-256, stopping past the limit (which counts the bytes sent and, apart, the
  *      decoded bytes);
- *   3. if the tenant already has the hash (and the store has the bytes): 200 with that record;
- *   4. store the content, then INSERT the metadata row (ON CONFLICT DO NOTHING: a concurrent
- *      upload of the same bytes may win; either way the result is one row and one copy);
+ *   3. under the address's lock (blob-address-lock.ts), which serialises concurrent uploads
+ *      of the same bytes and keeps a deletion's removal of the content out: if the tenant
+ *      already has the hash (and the store has the bytes), 200 with that record;
+ *   4. still under it, store the content, then INSERT the metadata row;
  *   5. remove the staging file, whatever happened.
  */
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
@@ -21,10 +22,14 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { actorOf, AuditService } from '../audit/audit.service';
+import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { AppConfig } from '../config/app-config';
+import { lockBlobAddress } from './blob-address-lock';
 import { BLOB_HASH_RE, blobRef, parseBlobHash } from './blob-hash';
+import { blobInUse, referencingItems } from './blob-references';
 import { BLOB_STORE, BlobContentMissing, BlobStore } from './blob-store';
 import type { ByteRange } from './byte-range';
 import { BlobList, BlobResponse, ListBlobsQuery } from './blobs.dto';
@@ -70,6 +75,7 @@ export class BlobsService implements OnModuleInit {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     @Inject(BLOB_STORE) private readonly store: BlobStore,
+    private readonly audit: AuditService,
     config: AppConfig,
   ) {
     // Under BLOB_DIR, so the disk store can rename a staged file into place.
@@ -148,27 +154,73 @@ export class BlobsService implements OnModuleInit {
         if (err instanceof UploadAborted) throw ApiError.badRequest('invalid_request', 'The upload was interrupted');
         throw err;
       }
-      const existing = await this.find(tenantId, hash);
-      if (existing) {
-        // Self-healing: content lost behind a metadata row is stored again from this upload.
-        if (!(await this.store.has(tenantId, hash))) await this.store.put(tenantId, hash, staged);
-        return { blob: toResponse(existing), created: false };
-      }
-      await this.store.put(tenantId, hash, staged);
-      const inserted: BlobRow[] = await this.db.query(
-        `INSERT INTO blobs (tenant_id, hash, size, content_type, created_at) VALUES ($1, $2, $3, $4, date_trunc('milliseconds', now()))
-         ON CONFLICT (tenant_id, hash) DO NOTHING RETURNING ${COLUMNS}`,
-        [tenantId, hash, size, contentType],
-      );
-      if (inserted.length > 0) return { blob: toResponse(inserted[0]), created: true };
-      const winner = await this.find(tenantId, hash);
-      if (!winner) throw new Error(`blob ${hash} vanished right after a conflicting insert`);
-      return { blob: toResponse(winner), created: false };
+      const { row, created } = await this.db.transaction((m) => this.record(m, tenantId, hash, size, contentType, staged));
+      return { blob: toResponse(row), created };
     } catch (err) {
       throw isFileSystemError(err) ? this.storeFailed(err) : err;
     } finally {
       await rm(staged, { force: true }).catch((err) => this.logger.warn({ err, staged }, 'could not remove a staging file'));
     }
+  }
+
+  /**
+   * Steps 3 and 4 of an upload, under the address's lock: a deletion of the same blob is before
+   * them or after, never between the content's storing and its row's.
+   */
+  private async record(
+    m: EntityManager,
+    tenantId: string,
+    hash: string,
+    size: number,
+    contentType: string,
+    staged: string,
+  ): Promise<{ row: BlobRow; created: boolean }> {
+    await lockBlobAddress(m, tenantId, hash);
+    const existing = await this.find(tenantId, hash, m);
+    // Self-healing: content lost behind a metadata row is stored again from this upload.
+    if (!existing || !(await this.store.has(tenantId, hash, m))) await this.store.put(tenantId, hash, staged, m);
+    if (existing) return { row: existing, created: false };
+    const [inserted]: BlobRow[] = await m.query(
+      `INSERT INTO blobs (tenant_id, hash, size, content_type, created_at) VALUES ($1, $2, $3, $4, date_trunc('milliseconds', now()))
+       RETURNING ${COLUMNS}`,
+      [tenantId, hash, size, contentType],
+    );
+    return { row: inserted, created: true };
+  }
+
+  /**
+   * DELETE /blobs/{hash}: removes the record, audited `blob.deleted`, then the content. Refused
+   * (409 `conflict`, `details.reason` `blob_in_use`) while an item of the tenant, in any state,
+   * refers to it; revisions do not count. The row is locked first: an item write that checked
+   * the blob holds a key-share lock on it to its commit (findMissing), so the deletion waits
+   * for it and then sees its item. The content goes after the commit (removeUnrecorded).
+   */
+  async remove(p: Principal, hash: string): Promise<BlobResponse> {
+    const row = await this.db.transaction(async (m) => {
+      const [locked]: BlobRow[] = await m.query(`SELECT ${COLUMNS} FROM blobs WHERE tenant_id = $1 AND hash = $2 FOR UPDATE`, [p.tenantId, hash]);
+      if (!locked) throw blobNotFound();
+      const users = await referencingItems(m, p.tenantId, hash);
+      if (users.count > 0) throw blobInUse(hash, users);
+      await m.query('DELETE FROM blobs WHERE tenant_id = $1 AND hash = $2', [p.tenantId, hash]);
+      const details = { actor: actorOf(p), hash, size: Number(locked.size), content_type: locked.content_type };
+      await this.audit.record({ tenantId: p.tenantId, action: 'blob.deleted', details }, m);
+      return locked;
+    });
+    await this.removeUnrecorded(p.tenantId, hash).catch((err) => this.logger.warn({ err, hash }, 'the content of a deleted blob could not be removed'));
+    return toResponse(row);
+  }
+
+  /**
+   * Removes content that no row names, under the address's lock: an upload that stored the same
+   * bytes again meanwhile has its row by then, or waits to store them anew. Content this leaves
+   * behind (the process died between the commit and here, or the store failed) is unreachable
+   * (no row, so 404), taken up again by an upload of the same bytes, and removed with its tenant.
+   */
+  private async removeUnrecorded(tenantId: string, hash: string): Promise<void> {
+    await this.db.transaction(async (m) => {
+      await lockBlobAddress(m, tenantId, hash);
+      if (!(await this.find(tenantId, hash, m))) await this.store.remove(tenantId, hash, m);
+    });
   }
 
   /** The tenant's blobs, newest first, a page at a time. */
@@ -246,16 +298,18 @@ export class BlobsService implements OnModuleInit {
   /**
    * Of `refs` (`sha256:<hex>` or bare hex), those the tenant has no blob for, as given and
    * without repeats. A malformed reference is always missing. One query, none for no refs.
+   * `within` an item write's transaction, the blobs found stay key-share locked until it ends,
+   * so a deletion (which locks the row for update) waits for the item to commit and then sees it.
    */
-  async findMissing(tenantId: string, refs: string[]): Promise<string[]> {
+  async findMissing(tenantId: string, refs: string[], within?: EntityManager): Promise<string[]> {
     const unique = [...new Set(refs)];
     const wanted = [...new Set(unique.map(parseBlobHash).filter((h): h is string => h !== undefined))];
     const found = new Set<string>();
     if (wanted.length > 0) {
-      const rows: Array<{ hash: string }> = await this.db.query('SELECT hash FROM blobs WHERE tenant_id = $1 AND hash = ANY($2::text[])', [
-        tenantId,
-        wanted,
-      ]);
+      const rows: Array<{ hash: string }> = await (within ?? this.db.manager).query(
+        `SELECT hash FROM blobs WHERE tenant_id = $1 AND hash = ANY($2::text[])${within ? ' FOR KEY SHARE' : ''}`,
+        [tenantId, wanted],
+      );
       for (const r of rows) found.add(r.hash);
     }
     return unique.filter((ref) => {
@@ -264,8 +318,8 @@ export class BlobsService implements OnModuleInit {
     });
   }
 
-  private async find(tenantId: string, hash: string): Promise<BlobRow | undefined> {
-    const rows: BlobRow[] = await this.db.query(`SELECT ${COLUMNS} FROM blobs WHERE tenant_id = $1 AND hash = $2`, [tenantId, hash]);
+  private async find(tenantId: string, hash: string, m: EntityManager = this.db.manager): Promise<BlobRow | undefined> {
+    const rows: BlobRow[] = await m.query(`SELECT ${COLUMNS} FROM blobs WHERE tenant_id = $1 AND hash = $2`, [tenantId, hash]);
     return rows[0];
   }
 }

@@ -3,12 +3,14 @@
  * so neither an upload nor a download ever holds more than a chunk or two in memory, and
  * every instance pointed at the database sees the same content (no shared volume needed).
  *
- * A put writes all chunks in one transaction, serialised per address by an advisory lock, so
- * content is visible whole or not at all and two concurrent puts of one blob write it once.
+ * A put writes all chunks in one transaction (the service's, when given), serialised per address
+ * by its lock (blob-address-lock.ts), so content is visible whole or not at all and two
+ * concurrent puts of one blob write it once.
  */
 import { open as openFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { lockBlobAddress } from './blob-address-lock';
 import { BlobContentMissing, BlobStore } from './blob-store';
 import type { ByteRange } from './byte-range';
 
@@ -17,29 +19,30 @@ export const CHUNK_BYTES = 1024 * 1024;
 export class PostgresBlobStore implements BlobStore {
   constructor(private readonly db: DataSource) {}
 
-  async put(tenantId: string, hash: string, file: string): Promise<void> {
+  async put(tenantId: string, hash: string, file: string, within?: EntityManager): Promise<void> {
     const handle = await openFile(file, 'r');
+    const write = async (m: EntityManager): Promise<void> => {
+      await lockBlobAddress(m, tenantId, hash);
+      const present = await m.query('SELECT 1 FROM blob_chunks WHERE tenant_id = $1 AND hash = $2 AND seq = 0', [tenantId, hash]);
+      if (present.length > 0) return;
+      const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+      let position = 0;
+      for (let seq = 0; ; seq++) {
+        const length = await readFull(handle, buffer, position);
+        // An empty blob still gets its (empty) chunk 0: that row is what "present" means.
+        if (length === 0 && seq > 0) break;
+        await m.query('INSERT INTO blob_chunks (tenant_id, hash, seq, data) VALUES ($1, $2, $3, $4)', [
+          tenantId,
+          hash,
+          seq,
+          buffer.subarray(0, length),
+        ]);
+        position += length;
+        if (length < CHUNK_BYTES) break;
+      }
+    };
     try {
-      await this.db.transaction(async (m) => {
-        await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`blob:${tenantId}:${hash}`]);
-        const present = await m.query('SELECT 1 FROM blob_chunks WHERE tenant_id = $1 AND hash = $2 AND seq = 0', [tenantId, hash]);
-        if (present.length > 0) return;
-        const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
-        let position = 0;
-        for (let seq = 0; ; seq++) {
-          const length = await readFull(handle, buffer, position);
-          // An empty blob still gets its (empty) chunk 0: that row is what "present" means.
-          if (length === 0 && seq > 0) break;
-          await m.query('INSERT INTO blob_chunks (tenant_id, hash, seq, data) VALUES ($1, $2, $3, $4)', [
-            tenantId,
-            hash,
-            seq,
-            buffer.subarray(0, length),
-          ]);
-          position += length;
-          if (length < CHUNK_BYTES) break;
-        }
-      });
+      await (within ? write(within) : this.db.transaction(write));
     } finally {
       await handle.close();
     }
@@ -76,13 +79,13 @@ export class PostgresBlobStore implements BlobStore {
     return Readable.from(chunks(), { objectMode: false, highWaterMark: 64 * 1024 });
   }
 
-  async has(tenantId: string, hash: string): Promise<boolean> {
-    const rows = await this.db.query('SELECT 1 FROM blob_chunks WHERE tenant_id = $1 AND hash = $2 AND seq = 0', [tenantId, hash]);
+  async has(tenantId: string, hash: string, within: EntityManager = this.db.manager): Promise<boolean> {
+    const rows = await within.query('SELECT 1 FROM blob_chunks WHERE tenant_id = $1 AND hash = $2 AND seq = 0', [tenantId, hash]);
     return rows.length > 0;
   }
 
-  async remove(tenantId: string, hash: string): Promise<void> {
-    await this.db.query('DELETE FROM blob_chunks WHERE tenant_id = $1 AND hash = $2', [tenantId, hash]);
+  async remove(tenantId: string, hash: string, within: EntityManager = this.db.manager): Promise<void> {
+    await within.query('DELETE FROM blob_chunks WHERE tenant_id = $1 AND hash = $2', [tenantId, hash]);
   }
 
   async removeTenant(tenantId: string): Promise<void> {

@@ -1,7 +1,8 @@
 /**
  * Applies a bulk action to one chunk of items inside the caller's transaction: locks the
  * rows that still match the filter, checks each item (still there, its type writable by the
- * credential now, the action's per-item rule), and writes the changes through the items' one
+ * credential now, the action's per-item rule; for update_properties, the blobs it names still
+ * there, held against their deletion to the commit), and writes the changes through the items' one
  * write path (ItemWriter) in a few set-based statements. A direct run and a job's chunk are
  * the same call.
  */
@@ -15,6 +16,7 @@ import { blobReferences, tooLarge, typeNotPermitted } from '../items/item-change
 import { itemWhere } from '../items/item-filter';
 import { ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRow } from '../items/item.model';
 import { Change, ItemWriter } from '../items/item-writer';
+import { ItemsService } from '../items/items.service';
 import { SearchService } from '../search/search.service';
 import { BATCH_PATTERN_BUDGET_MS, withPatternBudget } from '../types/pattern-check';
 import { ResolvedType, TypesService } from '../types/types.service';
@@ -77,6 +79,7 @@ const ANY_ITEM: BulkFilter = { items: { state: 'all' } };
 export class BulkRunner {
   constructor(
     private readonly types: TypesService,
+    private readonly items: ItemsService,
     private readonly writer: ItemWriter,
     private readonly search: SearchService,
     config: AppConfig,
@@ -140,10 +143,15 @@ export class BulkRunner {
       return { succeeded: writable.map((r) => r.id), errors, blobHashes: [...blobHashes] };
     }
 
+    const blobsGone = await this.blobsGone(m, p, spec, writable.length);
     const typesByName = new Map<string, ResolvedType | undefined>();
     const succeeded: string[] = [];
     const changes: Change[] = [];
     for (const row of writable) {
+      if (blobsGone) {
+        errors.push(itemError(row.id, blobsGone));
+        continue;
+      }
       let type: ResolvedType | undefined;
       if (spec.action === 'update_properties') {
         if (!typesByName.has(row.type)) typesByName.set(row.type, await this.types.forWrite(p.tenantId, row.type, m));
@@ -160,6 +168,23 @@ export class BulkRunner {
     }
     await this.writer.updateMany(m, p, changes, spec.emit_events);
     return { succeeded, errors, blobHashes: [] };
+  }
+
+  /**
+   * update_properties: the blobs its properties name, checked again in the chunk's transaction
+   * (submit checked them first) and held to its commit, so that a deletion of one waits for the
+   * chunk and then sees its items (BlobsService.remove). One deleted since submit is each
+   * item's error (400 validation_error), the chunk changing none of them.
+   */
+  private async blobsGone(m: EntityManager, p: Principal, spec: BulkSpec, writable: number): Promise<ApiError | undefined> {
+    if (spec.action !== 'update_properties' || !spec.properties || writable === 0) return undefined;
+    try {
+      await this.items.assertBlobsExist(p, spec.properties, m);
+      return undefined;
+    } catch (err) {
+      if (err instanceof ApiError) return err;
+      throw err;
+    }
   }
 
   /** Of the ids the locking statement left out, those still there: they no longer match. */

@@ -180,7 +180,7 @@ export class ItemsService {
     }
     const properties = dto.properties ?? {};
     await this.validateProperties(type, properties);
-    await this.assertBlobsExist(p, properties);
+    await this.assertBlobsExist(p, properties, m);
     const state = dto.state ?? 'active';
     assertInitialState(state);
     const insert = (): Promise<ItemRow[]> =>
@@ -233,7 +233,7 @@ export class ItemsService {
     }
     if (dto.properties !== undefined) {
       await this.validateProperties(type, dto.properties);
-      await this.assertBlobsExist(p, dto.properties);
+      await this.assertBlobsExist(p, dto.properties, m);
     }
     if (dto.state !== undefined) assertTransition(existing, dto.state);
     // Edges of an upsert are additive: ones that already exist are kept as they are.
@@ -286,7 +286,7 @@ export class ItemsService {
         const type = await this.types.forWrite(p.tenantId, current.type, m);
         if (!type) throw ApiError.badRequest('invalid_type', `Type ${current.type} no longer exists`);
         await this.validateProperties(type, properties);
-        await this.assertBlobsExist(p, changes.properties);
+        await this.assertBlobsExist(p, changes.properties, m);
         schemaVersion = type.version;
       }
       return this.change(m, p, current, {
@@ -452,11 +452,15 @@ export class ItemsService {
     if (error) throw error;
   }
 
-  /** Every `sha256:<hex>` string in the properties must name a blob of this tenant. */
-  async assertBlobsExist(p: Principal, properties: Record<string, unknown>): Promise<void> {
+  /**
+   * Every `sha256:<hex>` string in the properties must name a blob of this tenant. Checked in
+   * the write's transaction `m`, which keeps the blobs found locked until it ends (findMissing):
+   * a deletion of one of them waits for the write and then sees its item.
+   */
+  async assertBlobsExist(p: Principal, properties: Record<string, unknown>, m?: EntityManager): Promise<void> {
     const refs = blobReferences(properties);
     if (!refs.length) return;
-    const missing = new Set(await this.blobs.findMissing(p.tenantId, refs.map((r) => r.ref)));
+    const missing = new Set(await this.blobs.findMissing(p.tenantId, refs.map((r) => r.ref), m));
     const fields = refs.filter((r) => missing.has(r.ref)).map((r) => ({ field: `properties.${r.path}`, message: `refers to blob ${r.ref}, which does not exist` }));
     if (fields.length) throw validationError(fields, 'The properties refer to blobs that do not exist');
   }
