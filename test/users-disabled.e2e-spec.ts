@@ -158,6 +158,42 @@ describe('disabled users', () => {
     expect(await auditOf('user.updated', off.id)).toEqual([]);
   });
 
+  it('keeps why a user was disabled (`disabled_reason`) for admins while they are disabled, refuses one for a user left enabled, and clears it when they are enabled again', async () => {
+    const made = (await createUser(admin, 'reason@example.com', { role: 'member', disabled: true, disabled_reason: 'Left the company' }).expect(201)).body;
+    expect(made).toMatchObject({ disabled: true, disabled_reason: 'Left the company' });
+    const plain = (await createUser(admin, 'no-reason@example.com', { role: 'member' }).expect(201)).body;
+    expect(plain.disabled_reason).toBeNull();
+    // A reason goes with a disabled user only, and is readable text of at most 500 characters.
+    expect(badFields(await createUser(admin, 'enabled-reason@example.com', { disabled_reason: 'why' }))).toEqual(['disabled_reason']);
+    expect(badFields(await patch(admin, plain.id, { disabled_reason: 'why' }))).toEqual(['disabled_reason']);
+    expect(badFields(await patch(admin, made.id, { disabled: false, disabled_reason: 'why' }))).toEqual(['disabled_reason']);
+    for (const bad of ['', '   ', 'x'.repeat(501), 'a\u0000b', 'a\u202Eb', 7, ['x']]) {
+      expect(badFields(await patch(admin, made.id, { disabled_reason: bad }))).toEqual(['disabled_reason']);
+    }
+    expect((await t.http.get(`/users/${plain.id}`).set(bearer(admin)).expect(200)).body).toEqual(plain);
+
+    // Disabling with a reason; changing it alone on a disabled user; removing it with null.
+    const disabled = (await patch(admin, plain.id, { disabled: true, disabled_reason: 'Security review' }).expect(200)).body;
+    expect(disabled).toMatchObject({ disabled: true, disabled_reason: 'Security review' });
+    expect((await patch(admin, plain.id, { disabled_reason: 'Security review, ticket 42' }).expect(200)).body.disabled_reason).toBe('Security review, ticket 42');
+    const changes = (await auditOf('user.updated', plain.id)).map((e) => e.details.changed);
+    expect(changes).toEqual(expect.arrayContaining([['disabled', 'disabled_reason'], ['disabled_reason']]));
+    expect((await patch(admin, plain.id, { disabled_reason: null }).expect(200)).body).toMatchObject({ disabled: true, disabled_reason: null });
+    // Listed with it; another tenant's admin sees neither the user nor the reason.
+    const listed = (await t.http.get('/users').query({ disabled: 'true' }).set(bearer(admin)).expect(200)).body.users as Array<{ id: string; disabled_reason: string | null }>;
+    expect(listed.find((u) => u.id === made.id)?.disabled_reason).toBe('Left the company');
+    expectError(await patch(otherAdmin, made.id, { disabled_reason: 'mine' }), 404, 'not_found');
+
+    // Enabled again: the reason goes with the suspension it explained, and the user signs in.
+    expect((await patch(admin, made.id, { disabled: false }).expect(200)).body).toMatchObject({ disabled: false, disabled_reason: null });
+    expect((await providerSignIn('reason@example.com')).res.status).toBe(303);
+    // The sign-in page tells the person nothing of it while disabled.
+    await patch(admin, plain.id, { disabled_reason: 'Security review' }).expect(200);
+    const refused = await providerSignIn('no-reason@example.com');
+    expect(refused.res.status).toBe(401);
+    expect(refused.res.text).not.toContain('Security review');
+  });
+
   it('makes no grant from a consent being recorded while the user is disabled: the consent waits for the user\'s row, then finds them disabled', async () => {
     const u = (await createUser(admin, 'racing@example.com').expect(201)).body;
     const { res, agent } = await providerSignIn('racing@example.com');

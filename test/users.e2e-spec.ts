@@ -36,6 +36,7 @@ describe('users', () => {
       picture: 'https://example.com/ada.png',
       email_verified: false,
       disabled: false,
+      disabled_reason: null,
       created_at: expect.stringMatching(/Z$/),
       updated_at: res.body.created_at,
     });

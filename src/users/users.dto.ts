@@ -40,6 +40,19 @@ const IsUserPassword = () =>
  */
 export const isUserName = (name: unknown): name is string => typeof name === 'string' && hasCharLength(name, 0, 200) && isReadableName(name);
 
+/** The longest `disabled_reason`. */
+export const MAX_DISABLED_REASON = 500;
+
+/** Why a user was disabled: readable text (isReadableName) of at most MAX_DISABLED_REASON characters. */
+const IsDisabledReason = () =>
+  ValidateBy({
+    name: 'isDisabledReason',
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && hasCharLength(v, 0, MAX_DISABLED_REASON) && isReadableName(v),
+      defaultMessage: () => `must be 1 to ${MAX_DISABLED_REASON} characters, not blank, without control characters or bidirectional override characters`,
+    },
+  });
+
 export const IsUserName = () =>
   ValidateBy({
     name: 'isUserName',
@@ -59,6 +72,11 @@ const EMAIL_VERIFIED_DOC = {
 const DISABLED_DOC = {
   description:
     'Suspended by an admin: the user cannot sign in (refused as a wrong password is), and disabling them ends their sign-ins, grants and tokens and revokes the API keys they made on the account pages, for good: enabling them again lets them sign in, nothing more',
+};
+const DISABLED_REASON_DOC = {
+  maxLength: MAX_DISABLED_REASON,
+  description:
+    'Why the user was disabled, for the tenant\'s admins (never shown to the user): only with `disabled` true, and cleared when they are enabled again',
 };
 const PICTURE_DOC = { description: 'https URL of a picture (the OIDC `picture` claim)', maxLength: 2000 };
 
@@ -97,6 +115,10 @@ export class CreateUserDto {
   @ApiPropertyOptional({ ...DISABLED_DOC, default: false })
   @IsOptionalNonNull() @IsBoolean()
   disabled?: boolean;
+
+  @ApiPropertyOptional(DISABLED_REASON_DOC)
+  @IsOptionalNonNull() @IsDisabledReason()
+  disabled_reason?: string;
 }
 
 /**
@@ -131,6 +153,10 @@ export class UpdateUserDto {
   })
   @IsOptionalNonNull() @IsBoolean()
   disabled?: boolean;
+
+  @ApiPropertyOptional({ ...DISABLED_REASON_DOC, type: String, nullable: true, description: `${DISABLED_REASON_DOC.description}; null removes it` })
+  @IsOptional() @IsDisabledReason()
+  disabled_reason?: string | null;
 }
 
 export class UserResponse {
@@ -142,8 +168,9 @@ export class UserResponse {
   @ApiProperty({ type: String, nullable: true }) picture: string | null;
   @ApiProperty(EMAIL_VERIFIED_DOC) email_verified: boolean;
   @ApiProperty(DISABLED_DOC) disabled: boolean;
+  @ApiProperty({ ...DISABLED_REASON_DOC, type: String, nullable: true }) disabled_reason: string | null;
   @ApiProperty({ format: 'date-time' }) created_at: string;
-  @ApiProperty({ format: 'date-time', description: 'When its name, role, picture, email_verified, disabled or password last changed' }) updated_at: string;
+  @ApiProperty({ format: 'date-time', description: 'When its name, role, picture, email_verified, disabled, disabled_reason or password last changed' }) updated_at: string;
 }
 
 export class UserList {

@@ -16,6 +16,7 @@ import { ApiError } from '../common/api-error';
 import { newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { isUniqueViolation } from '../common/unavailable';
+import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { SecretBox } from '../crypto/secret-box';
 import { bumpGeneration, OAUTH_GENERATION } from '../keys/key-cache';
@@ -43,18 +44,32 @@ export interface UserRow {
   /** How many times the user signed out everywhere (a bigint, as text): account cookies of an earlier epoch are void (account-session.ts). */
   session_epoch: string;
   disabled: boolean;
+  disabled_reason: string | null;
 }
 
 /** The fields of a user an update may change that an audit row names by value change (a new password always counts). */
-const AUDITED_FIELDS = ['name', 'role', 'picture', 'email_verified', 'disabled'] as const;
+const AUDITED_FIELDS = ['name', 'role', 'picture', 'email_verified', 'disabled', 'disabled_reason'] as const;
 
 /** What a change that would end the calling key, one its user made, does to that user, by the field that asks for it (`assertNotCallersMaker`). */
 const SELF_ENDING = { disabled: 'disable', role: 'demote', id: 'delete' } as const;
 
-const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, email_verified, created_at, updated_at, session_epoch, disabled';
+const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, email_verified, created_at, updated_at, session_epoch, disabled, disabled_reason';
 
 /** A sign-in's answer: the user, or what the form tells the person (the same for an unknown email as for a wrong password). */
 export type SignIn = { user: UserRow; refusal?: undefined } | { user?: undefined; refusal: string };
+
+/**
+ * The `disabled_reason` a user has after a write: `given` (a string, or null to remove it) while
+ * they are disabled (`disabled`, as the write leaves them), else `kept`; none once enabled, so that
+ * no reason outlives the suspension it explained. A reason for a user left enabled is 400.
+ */
+function disabledReasonOf(disabled: boolean, given: string | null | undefined, kept: string | null): string | null {
+  if (!disabled) {
+    if (typeof given === 'string') throw validationError([{ field: 'disabled_reason', message: 'goes only with a disabled user: send "disabled": true with it' }]);
+    return null;
+  }
+  return given === undefined ? kept : given;
+}
 
 export const toUser = (r: UserRow): UserResponse => ({
   id: r.id,
@@ -65,6 +80,7 @@ export const toUser = (r: UserRow): UserResponse => ({
   picture: r.picture,
   email_verified: r.email_verified,
   disabled: r.disabled,
+  disabled_reason: r.disabled_reason,
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });
@@ -107,12 +123,14 @@ export class UsersService {
 
   async create(p: Principal, dto: CreateUserDto): Promise<UserResponse> {
     this.assertMayVouch(p, dto);
+    disabledReasonOf(dto.disabled ?? false, dto.disabled_reason, null);
     const hash = await hashPassword(dto.password);
     try {
       const row = await this.db.transaction(async (m) => {
         const [made]: UserRow[] = await m.query(
-          `INSERT INTO users (tenant_id, id, email, name, role, picture, email_verified, password_hash, disabled) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${USER_COLUMNS}`,
-          [p.tenantId, newId(), dto.email, dto.name, dto.role ?? 'member', dto.picture ?? null, dto.email_verified ?? false, hash, dto.disabled ?? false],
+          `INSERT INTO users (tenant_id, id, email, name, role, picture, email_verified, password_hash, disabled, disabled_reason)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${USER_COLUMNS}`,
+          [p.tenantId, newId(), dto.email, dto.name, dto.role ?? 'member', dto.picture ?? null, dto.email_verified ?? false, hash, dto.disabled ?? false, dto.disabled_reason ?? null],
         );
         await this.recordCreated(m, made, actorOf(p));
         return made;
@@ -202,6 +220,7 @@ export class UsersService {
       const roleChanged = dto.role !== undefined && dto.role !== before.role;
       const demoted = roleChanged && dto.role === 'member';
       const disabled = dto.disabled === true && !before.disabled;
+      const reason = disabledReasonOf(dto.disabled ?? before.disabled, dto.disabled_reason, before.disabled_reason);
       // Disabling ends the keys the user made, and so does a demotion: either would end the calling key if it is one of them.
       if (disabled || demoted) await this.assertNotCallersMaker(m, p, id, disabled ? 'disabled' : 'role');
       const changed = [
@@ -210,10 +229,10 @@ export class UsersService {
       ];
       const [[row]]: [UserRow[], number] = await m.query(
         `UPDATE users SET name = COALESCE($3, name), role = COALESCE($4, role), picture = CASE WHEN $5 THEN $6 ELSE picture END,
-                password_hash = COALESCE($7, password_hash), email_verified = COALESCE($9, email_verified), disabled = COALESCE($10, disabled),
+                password_hash = COALESCE($7, password_hash), email_verified = COALESCE($9, email_verified), disabled = COALESCE($10, disabled), disabled_reason = $11,
                 updated_at = CASE WHEN $8 THEN date_trunc('milliseconds', now()) ELSE updated_at END
           WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`,
-        [p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null, changed.length > 0, dto.email_verified ?? null, dto.disabled ?? null],
+        [p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null, changed.length > 0, dto.email_verified ?? null, dto.disabled ?? null, reason],
       );
       // Before the audit row, which counts what it ended.
       const ended = disabled ? await this.endAccess(m, p, id, 'user_disabled') : undefined;

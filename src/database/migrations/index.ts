@@ -62,6 +62,7 @@ import { BulkJobRequest1732300006100 } from './1732300006100-bulk-job-request';
 import { BlobsByCreated1732300006200 } from './1732300006200-blobs-by-created';
 import { AccountListsByUser1732300006400 } from './1732300006400-account-lists-by-user';
 import { ItemsByUpdated1732300006500 } from './1732300006500-items-by-updated';
+import { UsersDisabledReason1732300006600 } from './1732300006600-users-disabled-reason';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -127,4 +128,5 @@ export const migrations = [
   BlobsByCreated1732300006200,
   AccountListsByUser1732300006400,
   ItemsByUpdated1732300006500,
+  UsersDisabledReason1732300006600,
 ];
