@@ -121,26 +121,39 @@ export function pageOf<T extends { id: string; more?: boolean | null }>(
  * list (two parts) still page any list.
  */
 export function decodeCursor(cursor: string | undefined, list: ListName, validId: (id: string) => boolean = isId): Position | undefined {
-  if (cursor === undefined) return undefined;
-  try {
-    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+  return decodeWith(cursor, (parts) => {
     const [createdAt, id, issuedBy = list] = parts;
-    // Only what encodeCursor makes passes, byte for byte: a forged id or date must not reach
-    // SQL. Year 0000 is a date to JavaScript and none to PostgreSQL (which goes from 1 BC to 1 AD).
+    // A forged id or date must not reach SQL. Year 0000 is a date to JavaScript and none to
+    // PostgreSQL (which goes from 1 BC to 1 AD).
     if (
       (parts.length === 2 || parts.length === 3) &&
-      typeof createdAt === 'string' &&
-      typeof id === 'string' &&
       issuedBy === list &&
       validId(id) &&
       /^(?!0000)\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(createdAt) &&
-      new Date(createdAt).toISOString() === createdAt &&
-      encode(parts as string[]) === cursor
+      new Date(createdAt).toISOString() === createdAt
     ) {
       return { createdAt, id };
     }
+    return undefined;
+  });
+}
+
+/**
+ * What `read` makes of the cursor's parts, for a cursor that an encoder of this module made: a
+ * base64url JSON array of strings that encodes back to it byte for byte, whose parts `read`
+ * accepts; `undefined` for no cursor; else 400 `validation_error` naming `cursor` (a part that
+ * `read` finds throwing, such as an impossible date, included).
+ */
+function decodeWith<T>(cursor: string | undefined, read: (parts: string[]) => T | undefined): T | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const parts: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(parts) && parts.every((part) => typeof part === 'string') && encode(parts) === cursor) {
+      const position = read(parts);
+      if (position !== undefined) return position;
+    }
   } catch {
-    // fall through
+    // not a cursor
   }
   throw notACursor();
 }
@@ -164,26 +177,14 @@ export function encodeInstantCursor(p: InstantPosition, list: ListName): string 
 }
 
 export function decodeInstantCursor(cursor: string | undefined, list: ListName, validId: (id: string) => boolean = isId): InstantPosition | undefined {
-  if (cursor === undefined) return undefined;
-  try {
-    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+  return decodeWith(cursor, (parts) => {
     const [at, id, issuedBy] = parts;
+    if (parts.length !== 3 || issuedBy !== list) return undefined;
     // A real date (JavaScript checks its millisecond part; the digits past it are any), so that
     // no cursor reaches SQL as a value PostgreSQL refuses (a 500).
-    const millis = typeof at === 'string' ? `${at.slice(0, 23)}Z` : '';
-    if (
-      parts.length === 3 &&
-      issuedBy === list &&
-      typeof at === 'string' && INSTANT.test(at) && new Date(millis).toISOString() === millis &&
-      typeof id === 'string' && validId(id) &&
-      encode(parts as string[]) === cursor
-    ) {
-      return { at, id };
-    }
-  } catch {
-    // fall through
-  }
-  throw notACursor();
+    const millis = `${at.slice(0, 23)}Z`;
+    return INSTANT.test(at) && new Date(millis).toISOString() === millis && validId(id) ? { at, id } : undefined;
+  });
 }
 
 /**
@@ -200,24 +201,19 @@ export function encodeTransactionCursor(p: TransactionPosition, list: ListName):
 }
 
 export function decodeTransactionCursor(cursor: string | undefined, list: ListName): TransactionPosition | undefined {
-  if (cursor === undefined) return undefined;
-  try {
-    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+  return decodeWith(cursor, (parts) => {
     const [txid, seq, issuedBy] = parts;
     // Within the types' ranges, so that no cursor reaches SQL as a value it refuses (a 500).
     if (
       parts.length === 3 &&
       issuedBy === list &&
-      typeof txid === 'string' && /^(0|[1-9]\d{0,19})$/.test(txid) && BigInt(txid) < 2n ** 64n &&
-      typeof seq === 'string' && /^(0|-?[1-9]\d{0,18})$/.test(seq) && BigInt(seq) < 2n ** 63n && BigInt(seq) >= -(2n ** 63n) &&
-      encode(parts as string[]) === cursor
+      /^(0|[1-9]\d{0,19})$/.test(txid) && BigInt(txid) < 2n ** 64n &&
+      /^(0|-?[1-9]\d{0,18})$/.test(seq) && BigInt(seq) < 2n ** 63n && BigInt(seq) >= -(2n ** 63n)
     ) {
       return { txid, seq };
     }
-  } catch {
-    // fall through
-  }
-  throw notACursor();
+    return undefined;
+  });
 }
 
 /** A position in a list read in publication order (the event history): a bigint as text. */
@@ -226,22 +222,9 @@ export function encodeSequenceCursor(seq: string, list: ListName): string {
 }
 
 export function decodeSequenceCursor(cursor: string | undefined, list: ListName): string | undefined {
-  if (cursor === undefined) return undefined;
-  try {
-    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    const [seq, issuedBy] = parts;
-    if (
-      parts.length === 2 &&
-      issuedBy === list &&
-      typeof seq === 'string' && /^(0|[1-9]\d{0,18})$/.test(seq) && BigInt(seq) < 2n ** 63n &&
-      encode(parts as string[]) === cursor
-    ) {
-      return seq;
-    }
-  } catch {
-    // fall through
-  }
-  throw notACursor();
+  return decodeWith(cursor, ([seq, issuedBy, ...rest]) =>
+    rest.length === 0 && issuedBy === list && /^(0|[1-9]\d{0,18})$/.test(seq) && BigInt(seq) < 2n ** 63n ? seq : undefined,
+  );
 }
 
 const notACursor = () => validationError([{ field: 'cursor', message: 'is not a cursor this list issued' }]);
