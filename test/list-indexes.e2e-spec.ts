@@ -1,6 +1,6 @@
 /**
  * Listings that must read about a page, not every row of the tenant, the webhook, the hub or the
- * user (migrations 4400, 4600, 4700, 6400 and 6500): each request's own statement, caught on its way to PostgreSQL, explained
+ * user (migrations 4400, 4600, 4700, 6400, 6500 and 6900): each request's own statement, caught on its way to PostgreSQL, explained
  * with the statistics autovacuum would have gathered (this machine runs without it). Plus what
  * the edge listing's rewrite (one branch per direction) must keep: order, cursor, both
  * directions, a self-edge once.
@@ -200,6 +200,32 @@ describe('listings read about a page', () => {
     for (const window of windows) {
       const first = await page({ ...window, limit: 10 });
       expect([window, first.body.items.length, first.read < 1600]).toEqual([window, 10, true]);
+    }
+  });
+
+  it('sort=timestamp reads about a page inside a long run of one timestamp, both ways (migration 6900)', async () => {
+    // An import stamps thousands of items with one instant: the order goes on by id within it.
+    const { key, tenantId: runTenant } = await createTenant(t, admin, 'one-instant');
+    await t.sql(
+      `INSERT INTO items (tenant_id, id, type, properties, state, source, "timestamp", tier, tags, created_at, updated_at)
+       SELECT $1, gen_random_uuid(), 'core.note', jsonb_build_object('title', 'run ' || n), 'active', 's',
+              timestamptz '2026-01-01T00:00:00Z', 'library', '{}', now() - n * interval '1 second', now()
+         FROM generate_series(1, 5000) n`,
+      [runTenant],
+    );
+    await t.sql(`VACUUM ANALYZE items`);
+    const listing = /FROM items i WHERE|JOIN items i ON/;
+    for (const sort of ['timestamp', '-timestamp']) {
+      let cursor: string | undefined;
+      // Half way into the run: the page's cursor sits on the shared instant.
+      for (let n = 0; n < 25; n++) {
+        const res = await t.http.get('/items').query({ sort, limit: 100, ...(cursor ? { cursor } : {}) }).set(bearer(key)).expect(200);
+        cursor = res.body.next_cursor;
+      }
+      caught.length = 0;
+      const res = await t.http.get('/items').query({ sort, limit: 10, cursor }).set(bearer(key)).expect(200);
+      const read = rowsRead(await explain(statementOf(listing)), 'items');
+      expect([sort, res.body.items.length, read < 40]).toEqual([sort, 10, true]);
     }
   });
 

@@ -63,6 +63,7 @@ import { BlobsByCreated1732300006200 } from './1732300006200-blobs-by-created';
 import { AccountListsByUser1732300006400 } from './1732300006400-account-lists-by-user';
 import { ItemsByUpdated1732300006500 } from './1732300006500-items-by-updated';
 import { UsersDisabledReason1732300006600 } from './1732300006600-users-disabled-reason';
+import { ItemsByTimestampAndId1732300006900 } from './1732300006900-items-by-timestamp-and-id';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -129,4 +130,5 @@ export const migrations = [
   AccountListsByUser1732300006400,
   ItemsByUpdated1732300006500,
   UsersDisabledReason1732300006600,
+  ItemsByTimestampAndId1732300006900,
 ];
