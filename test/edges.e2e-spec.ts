@@ -508,6 +508,108 @@ describe('edges (e2e)', () => {
     });
   });
 
+  describe('listing the tenant\'s edges (GET /edges)', () => {
+    // A tenant of its own, so the listing's whole content is known.
+    let own: { key: string; tenantId: string };
+    let note1: string;
+    let note2: string;
+    let bookmark: string;
+    const made: Array<{ id: string; type: string; created_at: string }> = [];
+    const newestFirst = () => [...made].reverse().map((e) => e.id);
+
+    beforeAll(async () => {
+      own = await createTenant(t, admin, 'edge-listing');
+      for (const [name, targets] of [['l.relates', ['*']], ['l.cites', ['*']], ['m.other', ['*']]] as const) {
+        await post(own.key, '/edge-types', { name, source_types: ['*'], target_types: targets }).expect(201);
+      }
+      note1 = await item(own.key);
+      note2 = await item(own.key);
+      bookmark = await item(own.key, 'core.bookmark');
+      for (const [type, source, target] of [
+        ['l.relates', note1, note2],
+        ['l.cites', note1, bookmark],
+        ['m.other', note2, note1],
+        ['l.relates', bookmark, note1],
+        ['l.relates', note2, note2],
+      ] as const) {
+        made.push((await link(type, source, target, own.key).expect(201)).body);
+      }
+      // Another tenant's edge of the same type name, which must never show.
+      const neighbour = (await createTenant(t, admin, 'edge-listing-neighbour')).key;
+      await post(neighbour, '/edge-types', { name: 'l.relates', source_types: ['*'], target_types: ['*'] }).expect(201);
+      const theirs = await item(neighbour);
+      await link('l.relates', theirs, theirs, neighbour).expect(201);
+    });
+
+    const all = async (key: string, query: Record<string, string | number> = {}) => {
+      const seen: Array<{ id: string }> = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const res: { body: { edges: Array<{ id: string }>; next_cursor: string | null } } = await t.http
+          .get('/edges')
+          .query({ ...query, ...(cursor ? { cursor } : {}) })
+          .set(bearer(key))
+          .expect(200);
+        seen.push(...res.body.edges);
+        cursor = res.body.next_cursor;
+        pages++;
+      } while (cursor && pages < 20);
+      return { ids: seen.map((e) => e.id), edges: seen, pages };
+    };
+
+    it('lists every edge of the tenant newest first, page by page, in the shape GET /edges/{id} has', async () => {
+      const paged = await all(own.key, { limit: 2 });
+      expect(paged.ids).toEqual(newestFirst());
+      expect(paged.pages).toBe(3);
+      const one = await get(own.key, `/edges/${made[0].id}`).expect(200);
+      expect(paged.edges.find((e) => e.id === made[0].id)).toEqual(one.body);
+      expect((await all(own.key)).ids).toEqual(newestFirst());
+    });
+
+    it('narrows by edge type name or pattern, and by a created_at window', async () => {
+      const ofType = (type: string) => [...made].reverse().filter((e) => type === '*' || e.type === type || (type.endsWith('.*') && e.type.startsWith(type.slice(0, -1)))).map((e) => e.id);
+      for (const type of ['l.relates', 'l.*', 'm.other', '*', 'n.*', 'l.none']) {
+        expect([type, (await all(own.key, { type, limit: 2 })).ids]).toEqual([type, ofType(type)]);
+      }
+      const third = made[2].created_at;
+      expect((await all(own.key, { since: third })).ids).toEqual(newestFirst().slice(0, 3));
+      expect((await all(own.key, { until: third })).ids).toEqual(newestFirst().slice(3));
+      expect((await all(own.key, { since: third, until: third })).ids).toEqual([]);
+    });
+
+    it('shows a member only the edges of readable edge types between items of readable types', async () => {
+      const member = await createKey(t, own.key, { role: 'member', type_permissions: { 'core.note': 'read' }, edge_permissions: { 'l.*': 'read' } });
+      // l.relates note1→note2 and note2→note2; not l.cites (to a bookmark), not m.other, not bookmark→note1.
+      expect((await all(member.key)).ids).toEqual([made[4].id, made[0].id]);
+      const none = await createKey(t, own.key, { role: 'member', type_permissions: { '*': 'read' } });
+      expect((await all(none.key)).ids).toEqual([]);
+    });
+
+    it('refuses bad parameters with 400 validation_error naming them, and a cursor of another list', async () => {
+      for (const [query, field] of [
+        [{ type: 'Not A Pattern' }, 'type'],
+        [{ since: 'yesterday' }, 'since'],
+        [{ until: '2026-13-01T00:00:00Z' }, 'until'],
+        [{ limit: 0 }, 'limit'],
+        [{ cursor: 'garbage' }, 'cursor'],
+        [{ direction: 'outgoing' }, 'direction'],
+      ] as const) {
+        const res = await t.http.get('/edges').query(query).set(bearer(own.key)).expect(400);
+        expect([query, code(res), badFields(res)]).toEqual([query, 'validation_error', [field]]);
+      }
+      const itemCursor = (await get(own.key, `/items/${note1}/edges?limit=1`).expect(200)).body.next_cursor;
+      const res = await t.http.get('/edges').query({ cursor: itemCursor }).set(bearer(own.key)).expect(400);
+      expect([code(res), badFields(res)]).toEqual(['validation_error', ['cursor']]);
+    });
+
+    it('is in /openapi.json', async () => {
+      const doc = (await t.http.get('/openapi.json').expect(200)).body;
+      const names = (doc.paths['/edges'].get.parameters as Array<{ name: string; in: string }>).filter((p) => p.in === 'query').map((p) => p.name).sort();
+      expect(names).toEqual(['cursor', 'limit', 'since', 'type', 'until']);
+    });
+  });
+
   describe('tenant isolation', () => {
     it('hides one tenant\'s edges and edge types from another, and refuses links to its items', async () => {
       const a = await item();
@@ -649,7 +751,7 @@ describe('edges (e2e)', () => {
     const paths = res.body.paths as Record<string, Record<string, unknown>>;
     expect(Object.keys(paths['/edge-types'] ?? {})).toEqual(expect.arrayContaining(['get', 'post']));
     expect(Object.keys(paths['/edge-types/{name}'] ?? {})).toEqual(expect.arrayContaining(['get', 'delete']));
-    expect(Object.keys(paths['/edges'] ?? {})).toEqual(['post']);
+    expect(Object.keys(paths['/edges'] ?? {}).sort()).toEqual(['get', 'head', 'post']);
     expect(Object.keys(paths['/edges/{id}'] ?? {})).toEqual(expect.arrayContaining(['get', 'delete']));
     expect(Object.keys(paths['/items/{id}/edges'] ?? {})).toEqual(['get', 'head']);
   });

@@ -1,6 +1,6 @@
 /**
  * Listings that must read about a page, not every row of the tenant, the webhook, the hub or the
- * user (migrations 4400, 4600, 4700, 6400, 6500 and 6900): each request's own statement, caught on its way to PostgreSQL, explained
+ * user (migrations 4400, 4600, 4700, 6400, 6500, 6900 and 7000): each request's own statement, caught on its way to PostgreSQL, explained
  * with the statistics autovacuum would have gathered (this machine runs without it). Plus what
  * the edge listing's rewrite (one branch per direction) must keep: order, cursor, both
  * directions, a self-edge once.
@@ -306,6 +306,37 @@ describe('listings read about a page', () => {
       const deep = await page(10, at.next);
       expect([path, deep.rows.length]).toEqual([path, 10]);
       expect(deep.read).toBeLessThan(40);
+    }
+  });
+
+  it("the tenant's edges (GET /edges) read about a page, at a deep cursor and for a rare edge type too (migration 7000)", async () => {
+    const { key, tenantId: graph } = await createTenant(t, admin, 'graph');
+    for (const name of ['g.common', 'g.rare']) {
+      await t.http.post('/edge-types').set(bearer(key)).send({ name, source_types: ['*'], target_types: ['*'] }).expect(201);
+    }
+    await notes(graph, 200, []);
+    // 20,000 edges of g.common, newer than the 20 of g.rare: a page of g.rare walked in the
+    // tenant's order would read past all of them.
+    await t.sql(
+      `WITH n AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM items WHERE tenant_id = $1)
+       INSERT INTO edges (tenant_id, id, edge_type, source_id, target_id, created_by, created_at)
+       SELECT $1, gen_random_uuid(), CASE WHEN a.k = 1 AND b.k <= 20 THEN 'g.rare' ELSE 'g.common' END, a.id, b.id, 'test',
+              date_trunc('milliseconds', now()) - (CASE WHEN a.k = 1 AND b.k <= 20 THEN 100000 ELSE 0 END + a.k * 200 + b.k) * interval '1 second'
+         FROM n a JOIN n b ON b.k <= 100 OR (a.k = 1 AND b.k <= 20)`,
+      [graph],
+    );
+    await t.sql(`VACUUM ANALYZE edges`);
+    const page = async (query: Record<string, string | number>) => {
+      caught.length = 0;
+      const body = (await t.http.get('/edges').query(query).set(bearer(key)).expect(200)).body as { edges: unknown[]; next_cursor: string };
+      return { body, read: rowsRead(await explain(statementOf(/FROM edges e/)), 'edges') };
+    };
+    for (const type of [undefined, 'g.rare']) {
+      const query: Record<string, string> = type ? { type } : {};
+      let at = await page({ ...query, limit: 5 });
+      expect([type, at.body.edges.length, at.read < 40]).toEqual([type, 5, true]);
+      at = await page({ ...query, limit: 5, cursor: at.body.next_cursor });
+      expect([type, at.body.edges.length, at.read < 40]).toEqual([type, 5, true]);
     }
   });
 

@@ -7,7 +7,7 @@ import { ParseIdPipe } from '../common/ids';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
-import { CreateEdgeDto, EdgeList, EdgeResponse, ItemEdgesQuery } from './edges.dto';
+import { CreateEdgeDto, EdgeList, EdgeResponse, EdgesQuery, ItemEdgesQuery } from './edges.dto';
 import { EdgesService } from './edges.service';
 
 /**
@@ -36,6 +36,20 @@ export class EdgesController {
   @ApiErrors(400, 401, 403, 404, 429)
   create(@Caller() caller: Principal, @Body() dto: CreateEdgeDto): Promise<EdgeResponse> {
     return this.edges.create(caller, dto);
+  }
+
+  @Get('edges')
+  @ApiOAuth({ scopes: ['edge.<type>:read', '<type>:read'], note: 'lists the edges of the edge types (`edge.<type>:read`) between items of types the token may read.' })
+  @ApiOperation({
+    summary: 'List the tenant\'s edges, newest first',
+    description:
+      '`type` narrows to an edge type name or pattern; `since` (inclusive) and `until` (exclusive) to a window of `created_at`. Only edges ' +
+      'of types the caller may read whose two items it can see are listed. Deleted edges leave no row (see the `edge.deleted` event).',
+  })
+  @ApiOkResponse({ type: EdgeList })
+  @ApiErrors(400, 401, 429)
+  list(@Caller() caller: Principal, @Query() q: EdgesQuery): Promise<EdgeList> {
+    return this.edges.list(caller, q);
   }
 
   @Get('edges/:id')

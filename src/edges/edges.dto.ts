@@ -3,7 +3,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { DOTTED_NAME_RE, isPattern, PATTERN_RE } from '../common/type-pattern';
-import { IsDottedName, IsOptionalNonNull, IsPatternList, MaxChars } from '../common/validation';
+import { IsDottedName, IsOptionalNonNull, IsPatternList, IsRfc3339, MaxChars } from '../common/validation';
 
 export const CARDINALITIES = ['one', 'many'] as const;
 export type Cardinality = (typeof CARDINALITIES)[number];
@@ -94,12 +94,26 @@ export class EdgeList {
   next_cursor: string | null;
 }
 
-export class ItemEdgesQuery extends PageQuery {
-  @ApiPropertyOptional({ enum: DIRECTIONS, default: 'both', description: '`outgoing`: the item is the source; `incoming`: the item is the target' })
-  @IsOptional() @IsIn(DIRECTIONS)
-  direction?: Direction;
-
+/** A page of edges, of one edge type name or pattern. */
+class EdgeTypeQuery extends PageQuery {
   @ApiPropertyOptional({ description: 'Edge type name or pattern (`acme.*`, `*`)', example: 'acme.depends_on' })
   @IsOptional() @IsPatternOrName()
   type?: string;
+}
+
+/** `GET /edges`: the tenant's edges, newest first. */
+export class EdgesQuery extends EdgeTypeQuery {
+  @ApiPropertyOptional({ format: 'date-time', description: 'created_at >= since' })
+  @IsOptional() @IsRfc3339()
+  since?: string;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'created_at < until' })
+  @IsOptional() @IsRfc3339()
+  until?: string;
+}
+
+export class ItemEdgesQuery extends EdgeTypeQuery {
+  @ApiPropertyOptional({ enum: DIRECTIONS, default: 'both', description: '`outgoing`: the item is the source; `incoming`: the item is the target' })
+  @IsOptional() @IsIn(DIRECTIONS)
+  direction?: Direction;
 }

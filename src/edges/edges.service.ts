@@ -36,7 +36,7 @@ import {
   toEdgeResponse,
 } from './edge-rules';
 import { EdgeTypesService } from './edge-types.service';
-import { CreateEdgeDto, EdgeList, EdgeResponse, ItemEdgesQuery } from './edges.dto';
+import { CreateEdgeDto, EdgeList, EdgeResponse, EdgesQuery, ItemEdgesQuery } from './edges.dto';
 
 const FOREIGN_KEY_VIOLATION = '23503';
 /**
@@ -57,6 +57,14 @@ const EDGE_WITH_ENDS = `
 function bodyId(field: string, value: string): string {
   if (!isId(value)) throw invalidId(field, value);
   return value.toLowerCase();
+}
+
+/** The condition of a listing's `type` (an edge type name or pattern) on edges `e`; none for `*` or none given. */
+function edgeTypeFilter(type: string | undefined, param: (v: unknown) => string): string[] {
+  if (type === undefined) return [];
+  const t = patternToSql(type);
+  if (t.all) return [];
+  return [t.prefix ? `(e.edge_type = ${param(t.exact)} OR starts_with(e.edge_type, ${param(t.prefix)}))` : `e.edge_type = ${param(t.exact)}`];
 }
 
 interface OutgoingEdgeRow {
@@ -160,6 +168,44 @@ export class EdgesService {
   }
 
   /**
+   * GET /edges: the tenant's edges, newest first, narrowed in SQL to edge types the caller may
+   * read and to edges whose two items it can see (admins: all). Read in page order from
+   * edges_by_created or, for one edge type, edges_by_type_created (migration 7000).
+   */
+  async list(p: Principal, q: EdgesQuery): Promise<EdgeList> {
+    const after = decodeCursor(q.cursor, 'tenant_edges');
+    const limit = q.limit ?? 50;
+    const params: unknown[] = [p.tenantId];
+    const param = (v: unknown) => `$${params.push(v)}`;
+    const where = ['e.tenant_id = $1', ...edgeTypeFilter(q.type, param)];
+    let ends = '';
+    if (!isAdmin(p)) {
+      const [edgeTypes, itemTypes] = await Promise.all([this.edgeTypes.readableNames(p), this.types.permittedTypeNames(p, 'read')]);
+      const readable = param(itemTypes ?? []);
+      ends = `JOIN items s ON s.tenant_id = e.tenant_id AND s.id = e.source_id
+              JOIN items t ON t.tenant_id = e.tenant_id AND t.id = e.target_id`;
+      where.push(`e.edge_type = ANY(${param(edgeTypes ?? [])}::text[])`, `s.type = ANY(${readable}::text[])`, `t.type = ANY(${readable}::text[])`);
+    }
+    if (q.since !== undefined) where.push(`e.created_at >= ${param(q.since)}::timestamptz`);
+    if (q.until !== undefined) where.push(`e.created_at < ${param(q.until)}::timestamptz`);
+    if (after) where.push(`(e.created_at, e.id) < (${param(after.createdAt)}::timestamptz, ${param(after.id)}::uuid)`);
+    const rows: Array<Bounded<EdgeRow>> = await this.db.query(
+      byteBoundedPage(
+        `SELECT ${EDGE_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
+           FROM edges e ${ends}
+          WHERE ${where.join(' AND ')}
+          ORDER BY e.created_at DESC, e.id DESC
+          LIMIT ${param(limit + 1)}`,
+        'created_at DESC, id DESC',
+        'octet_length(properties::text)',
+      ),
+      params,
+    );
+    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'tenant_edges');
+    return { edges: page.map(toEdgeResponse), next_cursor };
+  }
+
+  /**
    * GET /items/{id}/edges: the item's edges in one direction or both, newest first, narrowed
    * in SQL to edge types the caller may read and to edges whose other item it can see.
    */
@@ -172,11 +218,7 @@ export class EdgesService {
 
     const params: unknown[] = [p.tenantId, itemId];
     const param = (v: unknown) => `$${params.push(v)}`;
-    const where = ['e.tenant_id = $1'];
-    if (q.type !== undefined) {
-      const t = patternToSql(q.type);
-      if (!t.all) where.push(t.prefix ? `(e.edge_type = ${param(t.exact)} OR starts_with(e.edge_type, ${param(t.prefix)}))` : `e.edge_type = ${param(t.exact)}`);
-    }
+    const where = ['e.tenant_id = $1', ...edgeTypeFilter(q.type, param)];
     if (!isAdmin(p)) {
       const [edgeTypes, itemTypes] = await Promise.all([this.edgeTypes.readableNames(p), this.types.permittedTypeNames(p, 'read')]);
       where.push(`e.edge_type = ANY(${param(edgeTypes ?? [])}::text[])`, `o.type = ANY(${param(itemTypes ?? [])}::text[])`);

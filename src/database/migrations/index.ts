@@ -64,6 +64,7 @@ import { AccountListsByUser1732300006400 } from './1732300006400-account-lists-b
 import { ItemsByUpdated1732300006500 } from './1732300006500-items-by-updated';
 import { UsersDisabledReason1732300006600 } from './1732300006600-users-disabled-reason';
 import { ItemsByTimestampAndId1732300006900 } from './1732300006900-items-by-timestamp-and-id';
+import { EdgesByCreated1732300007000 } from './1732300007000-edges-by-created';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -131,4 +132,5 @@ export const migrations = [
   ItemsByUpdated1732300006500,
   UsersDisabledReason1732300006600,
   ItemsByTimestampAndId1732300006900,
+  EdgesByCreated1732300007000,
 ];
