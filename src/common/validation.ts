@@ -2,7 +2,7 @@
  * Request validation: the global ValidationPipe (whitelisting, 400 `validation_error` listing
  * every bad field) and the reusable decorators the DTOs share.
  */
-import { applyDecorators, ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
+import { applyDecorators, ArgumentMetadata, PipeTransform, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { classToPlain, ClassTransformOptions, Exclude, plainToInstance, Transform, TransformationType, Type } from 'class-transformer';
 import type { MetadataStorage } from 'class-transformer/types/MetadataStorage';
@@ -170,6 +170,9 @@ export function plainToDto<T extends object>(dto: new () => T, plain: unknown, o
  */
 class ObjectBodyValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // Path parameters reach each route's own pipe (ParseIdPipe, ParseIntParam, …) as sent: turned
+    // into a number here first, `01e2` would read as 100 and ` 5` as 5.
+    if (metadata.type === 'param') return value;
     if (metadata.type === 'body' && Array.isArray(value) && this.toValidate(metadata)) throw nonObjectBodyError();
     // A query string, or one a custom decorator hands over to be validated (an upstream's redirect).
     const query = metadata.type === 'query' || (metadata.type === 'custom' && this.toValidate(metadata));
@@ -423,18 +426,31 @@ export const IsDottedName = () =>
  * OpenAPI document says the same (`type: integer` and the range); an `@ApiPropertyOptional`
  * beside it adds a description or default without undoing that.
  */
+const decimalInt = (value: unknown): unknown => (typeof value === 'string' && /^[0-9]{1,15}$/.test(value) ? Number(value) : value);
+const intInRange = (v: unknown, min: number, max: number): v is number => Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
+const intRule = (min: number, max: number) => `must be a decimal integer from ${min} to ${max}`;
+
 export const IsQueryInt = (min: number, max: number) =>
   applyDecorators(
     ApiPropertyOptional({ type: 'integer', minimum: min, maximum: max }),
-    Transform(({ value }) => (typeof value === 'string' && /^[0-9]{1,15}$/.test(value) ? Number(value) : value)),
+    Transform(({ value }) => decimalInt(value)),
     ValidateBy({
       name: 'isQueryInt',
       validator: {
-        validate: (v: unknown) => Number.isInteger(v) && (v as number) >= min && (v as number) <= max,
-        defaultMessage: () => `must be a decimal integer from ${min} to ${max}`,
+        validate: (v: unknown) => intInRange(v, min, max),
+        defaultMessage: () => intRule(min, max),
       },
     }),
   );
+
+/** A path parameter read as IsQueryInt reads a query's: else 400 validation_error naming it. */
+export const ParseIntParam = (min: number, max: number): PipeTransform<string, number> => ({
+  transform(value: string, metadata: ArgumentMetadata): number {
+    const n = decimalInt(value);
+    if (intInRange(n, min, max)) return n;
+    throw validationError([{ field: metadata.data ?? 'parameter', message: intRule(min, max) }]);
+  },
+});
 
 /**
  * A query-string boolean: exactly `true` or `false` (a query string has no booleans, and

@@ -6,11 +6,12 @@ import type { Principal } from '../auth/principal';
 import { PerElementBody } from '../common/body-parsing';
 import { Created } from '../common/created-location';
 import { ParseIdPipe } from '../common/ids';
+import { MAX_INT4, ParseIntParam } from '../common/validation';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import {
-  BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemResponse, ItemVersionList, ListItemsQuery,
+  BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemResponse, ItemVersion, ItemVersionList, ListItemsQuery,
   MetadataPatchDto, PatchItemDto, VersionConflictEnvelope, VersionsQuery,
 } from './items.dto';
 import type { Item } from './item.model';
@@ -105,6 +106,22 @@ export class ItemsController {
   @ApiErrors(400, 401, 404, 429)
   versions(@Caller() caller: Principal, @Param('id', ParseIdPipe) id: string, @Query() q: VersionsQuery): Promise<ItemVersionList> {
     return this.items.versions(caller, id, q);
+  }
+
+  @Get(':id/versions/:version')
+  @ApiOperation({
+    summary: 'One revision of an item',
+    description: '404 item_not_found when the item is missing or invisible; 404 not_found when it has no such version (or a purge removed its history with it).',
+  })
+  @ApiOAuth({ scopes: ['<type>:read'], note: '`<type>` matching the item\'s type.' })
+  @ApiOkResponse({ type: ItemVersion })
+  @ApiErrors(400, 401, 404, 429)
+  version(
+    @Caller() caller: Principal,
+    @Param('id', ParseIdPipe) id: string,
+    @Param('version', ParseIntParam(1, MAX_INT4)) version: number,
+  ): Promise<ItemVersion> {
+    return this.items.version(caller, id, version);
   }
 
   @Get(':id/metadata')

@@ -35,12 +35,26 @@ import {
 import { afterSql, cursorAfter, ListingOrder, listingOrder, orderBy, positionOf, positionValueSql } from './listing-order';
 import { parsePropertyClauses } from './property-filter';
 import {
-  BulkItemResult, BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemVersionList, ListItemsQuery,
+  BulkItemResult, BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemVersion, ItemVersionList, ListItemsQuery,
   MetadataPatchDto, PatchItemDto, VersionsQuery,
 } from './items.dto';
 import { assertInitialState, assertTransition } from './lifecycle';
 
 const notFound = () => ApiError.notFound('item_not_found', 'No such item');
+
+interface VersionRow {
+  version: number;
+  snapshot: ItemRow;
+  changed_by: string;
+  created_at: Date;
+}
+
+const toVersion = (p: Principal, r: VersionRow): ItemVersion => ({
+  version: r.version,
+  item: toItem(p, r.snapshot),
+  changed_by: r.changed_by,
+  created_at: r.created_at.toISOString(),
+});
 
 /** A nullable field's next value: absent keeps the current one, `null` clears it. */
 const given = <T>(sent: T | undefined, current: T): T => (sent !== undefined ? sent : current);
@@ -411,7 +425,7 @@ export class ItemsService {
   async versions(p: Principal, id: string, q: VersionsQuery): Promise<ItemVersionList> {
     await this.findVisible(this.db.manager, p, id);
     const limit = q.limit ?? 50;
-    const rows: Array<Bounded<{ version: number; snapshot: ItemRow; changed_by: string; created_at: Date }>> = await this.db.query(
+    const rows: Array<Bounded<VersionRow>> = await this.db.query(
       byteBoundedPage(
         `SELECT version, snapshot, changed_by, created_at FROM item_versions
           WHERE tenant_id = $1 AND item_id = $2 AND ($3::int IS NULL OR version < $3)
@@ -423,15 +437,17 @@ export class ItemsService {
     );
     const more = rows.length > limit || cutShort(rows);
     if (rows.length > limit) rows.pop();
-    return {
-      next_before: more ? rows[rows.length - 1].version : null,
-      versions: rows.map((r) => ({
-        version: r.version,
-        item: toItem(p, r.snapshot),
-        changed_by: r.changed_by,
-        created_at: r.created_at.toISOString(),
-      })),
-    };
+    return { next_before: more ? rows[rows.length - 1].version : null, versions: rows.map((r) => toVersion(p, r)) };
+  }
+
+  async version(p: Principal, id: string, version: number): Promise<ItemVersion> {
+    await this.findVisible(this.db.manager, p, id);
+    const [row]: VersionRow[] = await this.db.query(
+      `SELECT version, snapshot, changed_by, created_at FROM item_versions WHERE tenant_id = $1 AND item_id = $2 AND version = $3`,
+      [p.tenantId, id, version],
+    );
+    if (!row) throw ApiError.notFound('not_found', `The item has no version ${version}`);
+    return toVersion(p, row);
   }
 
   // ---------------------------------------------------------------- helpers

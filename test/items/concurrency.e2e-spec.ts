@@ -369,6 +369,24 @@ describe('items: versions and conflicts', () => {
       expect(next.body.versions.map((v: any) => v.version)).toEqual([4, 3]);
       expectError(await admin.get(`/items/${item.id}/versions`, { limit: 0 }), 400, 'validation_error');
     });
+
+    it('GET /items/{id}/versions/{version} reads one revision as the history shows it; 404 not_found past the last', async () => {
+      const item = await createItem(admin, doc({ title: 'one' }));
+      await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'two' }, tags: ['b'] });
+      const history = (await admin.get(`/items/${item.id}/versions`)).body.versions;
+      for (const listed of history) {
+        const res = await admin.get(`/items/${item.id}/versions/${listed.version}`);
+        expectStatus(res, 200);
+        expect(res.body).toEqual(listed);
+      }
+      expectError(await admin.get(`/items/${item.id}/versions/3`), 404, 'not_found');
+      expectError(await admin.get(`/items/00000000-0000-4000-8000-000000000000/versions/1`), 404, 'item_not_found');
+      for (const bad of ['0', '-1', '1.5', 'x', '2147483648', '01e2', '0x10', '%205', '+5']) {
+        const res = await admin.get(`/items/${item.id}/versions/${bad}`);
+        expectError(res, 400, 'validation_error');
+        expect([bad, res.body.error.details.fields.map((f: any) => f.field)]).toEqual([bad, ['version']]);
+      }
+    });
   });
 
   describe('natural keys under concurrent purges', () => {

@@ -30,6 +30,7 @@ describe('items: tenant isolation', () => {
     expectError(await second.patch(`/items/${id}`, { version: 1, tags: ['hijack'] }), 404, 'item_not_found');
     expectError(await second.delete(`/items/${id}`), 404, 'item_not_found');
     expectError(await second.get(`/items/${id}/versions`), 404, 'item_not_found');
+    expectError(await second.get(`/items/${id}/versions/1`), 404, 'item_not_found');
     expectError(await second.get(`/items/${id}/metadata`), 404, 'item_not_found');
     expectError(await second.patch(`/items/${id}/metadata`, { add_tags: ['hijack'] }), 404, 'item_not_found');
 

@@ -48,6 +48,7 @@ describe('items: permissions and metadata', () => {
       expectError(await reader.patch(`/items/${id}`, { version: 1, tags: ['x'] }), 404, 'item_not_found');
       expectError(await reader.delete(`/items/${id}`), 404, 'item_not_found');
       expectError(await reader.get(`/items/${id}/versions`), 404, 'item_not_found');
+      expectError(await reader.get(`/items/${id}/versions/1`), 404, 'item_not_found');
       expectError(await reader.get(`/items/${id}/metadata`), 404, 'item_not_found');
       expectError(await reader.patch(`/items/${id}/metadata`, { add_tags: ['x'] }), 404, 'item_not_found');
     });
@@ -173,6 +174,7 @@ describe('items: permissions and metadata', () => {
       expect(listed.extensions).toEqual(expected);
       const versions = (await ext.get(`/items/${noteItem.id}/versions`)).body.versions;
       expect(versions.every((v: any) => !('other.secret' in v.item.extensions))).toBe(true);
+      expect((await ext.get(`/items/${noteItem.id}/versions/${versions[0].version}`)).body).toEqual(versions[0]);
       expect((await ext.get(`/items/${noteItem.id}/metadata`)).body.extensions).toEqual(expected);
     });
 
