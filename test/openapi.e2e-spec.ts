@@ -162,7 +162,7 @@ describe('OpenAPI and docs', () => {
       .map(({ path }) => path);
     expect(idempotent.sort()).toEqual(
       [
-        '/items', '/items/bulk', '/items/bulk_action', '/keys', '/tenants', '/types', '/edge-types', '/edges', '/users', '/integrations',
+        '/items', '/items/bulk', '/items/bulk_action', '/items/{id}/versions/{version}/restore', '/keys', '/tenants', '/types', '/edge-types', '/edges', '/users', '/integrations',
         '/connections/{id}/refresh', '/webhooks', '/webhooks/{id}/secret', '/webhooks/{id}/deliveries/{delivery_id}/retry', '/auth/clients',
         '/auth/clients/{client_id}/secret',
       ].sort(),

@@ -12,7 +12,7 @@ import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import {
   BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemResponse, ItemVersion, ItemVersionList, ListItemsQuery,
-  MetadataPatchDto, PatchItemDto, VersionConflictEnvelope, VersionsQuery,
+  MetadataPatchDto, PatchItemDto, RestoreItemDto, VersionConflictEnvelope, VersionsQuery,
 } from './items.dto';
 import type { Item } from './item.model';
 import { ItemsService } from './items.service';
@@ -122,6 +122,31 @@ export class ItemsController {
     @Param('version', ParseIntParam(1, MAX_INT4)) version: number,
   ): Promise<ItemVersion> {
     return this.items.version(caller, id, version);
+  }
+
+  @Post(':id/versions/:version/restore')
+  @HttpCode(200)
+  @Idempotent()
+  @ApiOperation({
+    summary: 'Restore an item to one of its revisions',
+    description:
+      'The PATCH, based on the body\'s `version`, that takes the item back to what revision `{version}` held: its properties, tags, tier, ' +
+      'timestamp, device, capture place and the extension namespaces the caller may write (tags with `metadata:write`). Not its state, nor ' +
+      'edges. It makes a new version (a restore to what the item already holds changes nothing) and is checked, merged and announced as that ' +
+      'PATCH: 409 version_conflict for a stale `version`, 400 invalid_properties when the revision\'s properties do not fit the type\'s ' +
+      'schema now, 403 without write on the type. 404 not_found for a version the item does not have.',
+  })
+  @ApiOAuth({ scopes: ['<type>:write'], note: '`<type>` matching the item\'s type; tags with `metadata:write`.' })
+  @ApiOkResponse({ type: ItemResponse })
+  @ApiConflictResponse({ type: VersionConflictEnvelope, description: 'version_conflict, as a PATCH\'s' })
+  @ApiErrors(400, 401, 403, 404, 429)
+  restore(
+    @Caller() caller: Principal,
+    @Param('id', ParseIdPipe) id: string,
+    @Param('version', ParseIntParam(1, MAX_INT4)) version: number,
+    @Body() dto: RestoreItemDto,
+  ): Promise<Item> {
+    return this.items.restore(caller, id, version, dto);
   }
 
   @Get(':id/metadata')

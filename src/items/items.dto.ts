@@ -159,6 +159,12 @@ export class PatchItemDto extends ItemWritableFields {
   version: number;
 }
 
+export class RestoreItemDto {
+  @ApiInteger({ description: 'The version the restore is based on (optimistic concurrency, as a PATCH\'s)', minimum: 1, maximum: MAX_INT4 })
+  @IsDefined({ message: 'is required: the version the restore is based on' }) @IsInt() @Min(1) @Max(MAX_INT4)
+  version: number;
+}
+
 const MAX_BULK_ITEMS = 1000;
 const BULK_ITEMS_RULE = `must be an array of at most ${MAX_BULK_ITEMS} item bodies`;
 

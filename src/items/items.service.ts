@@ -34,13 +34,15 @@ import {
 } from './item-filter';
 import { afterSql, cursorAfter, ListingOrder, listingOrder, orderBy, positionOf, positionValueSql } from './listing-order';
 import { parsePropertyClauses } from './property-filter';
+import { restoringPatch } from './restore';
 import {
   BulkItemResult, BulkItemsDto, BulkItemsResponse, CreateItemDto, ItemList, ItemMetadata, ItemVersion, ItemVersionList, ListItemsQuery,
-  MetadataPatchDto, PatchItemDto, VersionsQuery,
+  MetadataPatchDto, PatchItemDto, RestoreItemDto, VersionsQuery,
 } from './items.dto';
 import { assertInitialState, assertTransition } from './lifecycle';
 
 const notFound = () => ApiError.notFound('item_not_found', 'No such item');
+const noSuchVersion = (version: number) => ApiError.notFound('not_found', `The item has no version ${version}`);
 
 interface VersionRow {
   version: number;
@@ -267,54 +269,69 @@ export class ItemsService {
   }
 
   async patch(p: Principal, id: string, dto: PatchItemDto): Promise<Item> {
+    return this.writeAndPresent(p, async (m) => this.patchLocked(m, p, await this.lockVisible(m, p, id), dto));
+  }
+
+  /**
+   * POST /items/{id}/versions/{version}/restore: the PATCH, based on `dto.version`, that takes the
+   * item back to what revision `version` held (restore.ts says what it covers).
+   */
+  async restore(p: Principal, id: string, version: number, dto: RestoreItemDto): Promise<Item> {
     return this.writeAndPresent(p, async (m) => {
       const current = await this.lockVisible(m, p, id);
-      if (!(await this.types.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
-      const { version, ...changes } = dto;
-      const touched = touchedFields(changes);
-      this.assertMetadataWrite(p, changes.tags, changes.extensions);
-      let tags = changes.tags;
-      if (version !== current.version) {
-        const ancestor = version < current.version ? await this.snapshot(m, p.tenantId, id, version) : undefined;
-        // A stale version is a conflict (SPEC 9) unless every field it touches merges by itself; an empty change touches none to merge.
-        if (!ancestor || touched.length === 0 || !onlyAutoMerged(touched)) {
-          const type = await this.types.forWrite(p.tenantId, current.type, m);
-          throw ApiError.conflict('version_conflict', `The item is at version ${current.version}, not ${version}`, {
-            current: await this.present(p, current, m),
-            ancestor: ancestor ? toItem(p, ancestor) : null,
-            conflicting_fields: ancestor ? conflictingFields(touched, ancestor, current) : touched,
-            merge_policy: type?.mergePolicy ?? {},
-          });
-        }
-        if (tags !== undefined) {
-          // The merge keeps tags added meanwhile, which can take the item past the cap the request alone kept to.
-          tags = mergeTags(ancestor.tags, tags, current.tags);
-          const tagsError = tooManyTags(current.tags, tags, 'tags');
-          if (tagsError) throw tagsError;
-        }
-      }
-      if (changes.state !== undefined) assertTransition(current, changes.state);
-      const properties = mergeProperties(current.properties, changes.properties);
-      let schemaVersion = current.schema_version;
-      if (changes.properties !== undefined) {
+      const revision = await this.snapshot(m, p.tenantId, id, version);
+      if (!revision) throw noSuchVersion(version);
+      return this.patchLocked(m, p, current, { version: dto.version, ...restoringPatch(p, current, revision) });
+    });
+  }
+
+  /** A PATCH of `current`, locked in this transaction by lockVisible. */
+  private async patchLocked(m: EntityManager, p: Principal, current: ItemRow, dto: PatchItemDto): Promise<ItemRow> {
+    if (!(await this.types.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
+    const { version, ...changes } = dto;
+    const touched = touchedFields(changes);
+    this.assertMetadataWrite(p, changes.tags, changes.extensions);
+    let tags = changes.tags;
+    if (version !== current.version) {
+      const ancestor = version < current.version ? await this.snapshot(m, p.tenantId, current.id, version) : undefined;
+      // A stale version is a conflict (SPEC 9) unless every field it touches merges by itself; an empty change touches none to merge.
+      if (!ancestor || touched.length === 0 || !onlyAutoMerged(touched)) {
         const type = await this.types.forWrite(p.tenantId, current.type, m);
-        if (!type) throw ApiError.badRequest('invalid_type', `Type ${current.type} no longer exists`);
-        await this.validateProperties(type, properties);
-        await this.assertBlobsExist(p, changes.properties, m);
-        schemaVersion = type.version;
+        throw ApiError.conflict('version_conflict', `The item is at version ${current.version}, not ${version}`, {
+          current: await this.present(p, current, m),
+          ancestor: ancestor ? toItem(p, ancestor) : null,
+          conflicting_fields: ancestor ? conflictingFields(touched, ancestor, current) : touched,
+          merge_policy: type?.mergePolicy ?? {},
+        });
       }
-      return this.change(m, p, current, {
-        properties,
-        tags: tags ?? current.tags,
-        tier: changes.tier ?? current.tier,
-        state: changes.state ?? current.state,
-        timestamp: changes.timestamp ?? current.timestamp,
-        device: given(changes.device, current.device),
-        capture_latitude: given(changes.capture_latitude, current.capture_latitude),
-        capture_longitude: given(changes.capture_longitude, current.capture_longitude),
-        extensions: mergeExtensions(current.extensions, changes.extensions),
-        schema_version: schemaVersion,
-      });
+      if (tags !== undefined) {
+        // The merge keeps tags added meanwhile, which can take the item past the cap the request alone kept to.
+        tags = mergeTags(ancestor.tags, tags, current.tags);
+        const tagsError = tooManyTags(current.tags, tags, 'tags');
+        if (tagsError) throw tagsError;
+      }
+    }
+    if (changes.state !== undefined) assertTransition(current, changes.state);
+    const properties = mergeProperties(current.properties, changes.properties);
+    let schemaVersion = current.schema_version;
+    if (changes.properties !== undefined) {
+      const type = await this.types.forWrite(p.tenantId, current.type, m);
+      if (!type) throw ApiError.badRequest('invalid_type', `Type ${current.type} no longer exists`);
+      await this.validateProperties(type, properties);
+      await this.assertBlobsExist(p, changes.properties, m);
+      schemaVersion = type.version;
+    }
+    return this.change(m, p, current, {
+      properties,
+      tags: tags ?? current.tags,
+      tier: changes.tier ?? current.tier,
+      state: changes.state ?? current.state,
+      timestamp: changes.timestamp ?? current.timestamp,
+      device: given(changes.device, current.device),
+      capture_latitude: given(changes.capture_latitude, current.capture_latitude),
+      capture_longitude: given(changes.capture_longitude, current.capture_longitude),
+      extensions: mergeExtensions(current.extensions, changes.extensions),
+      schema_version: schemaVersion,
     });
   }
 
@@ -446,7 +463,7 @@ export class ItemsService {
       `SELECT version, snapshot, changed_by, created_at FROM item_versions WHERE tenant_id = $1 AND item_id = $2 AND version = $3`,
       [p.tenantId, id, version],
     );
-    if (!row) throw ApiError.notFound('not_found', `The item has no version ${version}`);
+    if (!row) throw noSuchVersion(version);
     return toVersion(p, row);
   }
 

@@ -389,6 +389,92 @@ describe('items: versions and conflicts', () => {
     });
   });
 
+  describe('POST /items/{id}/versions/{version}/restore', () => {
+    const restore = (id: string, to: number | string, version: number) => admin.post(`/items/${id}/versions/${to}/restore`, { version });
+    const history = async (id: string) => (await admin.get(`/items/${id}/versions`)).body.versions as Array<{ version: number; item: any }>;
+    /** What a revision and an item hold that a restore brings back. */
+    const content = (i: any) => ({ properties: i.properties, tags: i.tags, tier: i.tier, timestamp: i.timestamp, device: i.device, lat: i.capture_latitude, lon: i.capture_longitude, extensions: i.extensions });
+
+    it('takes the item back to a revision as a new version: properties (keys added since removed), tags, tier, timestamp, device, place, extensions', async () => {
+      const item = await createItem(
+        admin,
+        doc({ title: 'first', body: 'b1' }, { tags: ['a'], tier: 'library', timestamp: '2020-01-01T00:00:00Z', device: 'd1', capture_latitude: 1, capture_longitude: 2, extensions: { 'acme.x': { n: 1 } } }),
+      );
+      const changed = await admin.patch(`/items/${item.id}`, {
+        version: 1,
+        properties: { title: 'second', body: null, summary: 'new' },
+        tags: ['b', 'c'],
+        tier: 'feed',
+        timestamp: '2021-06-01T12:00:00Z',
+        device: null,
+        capture_latitude: null,
+        capture_longitude: 5,
+        extensions: { 'acme.x': null, 'acme.y': { m: 2 } },
+      });
+      expectStatus(changed, 200);
+      const res = await restore(item.id, 1, 2);
+      expectStatus(res, 200);
+      expect(res.body.version).toBe(3);
+      expect(res.body.state).toBe('active');
+      expect(content(res.body)).toEqual(content(item));
+      expect((await admin.get(`/items/${item.id}`)).body).toEqual(res.body);
+      // The restore is a revision of its own, and restoring the later one goes forward again.
+      const revisions = await history(item.id);
+      expect(revisions.map((v) => v.version)).toEqual([3, 2, 1]);
+      expect(content(revisions[0].item)).toEqual(content(item));
+      const forward = await restore(item.id, 2, 3);
+      expectStatus(forward, 200);
+      expect([forward.body.version, content(forward.body)]).toEqual([4, content(changed.body)]);
+    });
+
+    it('a restore to what the item holds changes nothing: no new version', async () => {
+      const item = await createItem(admin, doc({ title: 'same' }));
+      const res = await restore(item.id, 1, 1);
+      expectStatus(res, 200);
+      expect(res.body).toEqual(item);
+      expect((await history(item.id)).map((v) => v.version)).toEqual([1]);
+    });
+
+    it('keeps the state and edges: a trashed item restored stays in the trash with the revision\'s content', async () => {
+      const item = await createItem(admin, doc({ title: 'kept' }));
+      await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'changed' } });
+      await admin.delete(`/items/${item.id}`);
+      const res = await restore(item.id, 1, 3);
+      expectStatus(res, 200);
+      expect([res.body.state, res.body.version, res.body.properties]).toEqual(['trashed', 4, { title: 'kept' }]);
+    });
+
+    it('is checked as the PATCH it is: 409 version_conflict on a stale version, 404s, 400s', async () => {
+      const item = await createItem(admin, doc({ title: 'v1' }));
+      await admin.patch(`/items/${item.id}`, { version: 1, properties: { title: 'v2' } });
+      await admin.patch(`/items/${item.id}`, { version: 2, properties: { title: 'v3' } });
+      const stale = await restore(item.id, 1, 2);
+      expectError(stale, 409, 'version_conflict');
+      expect(stale.body.error.details.current.version).toBe(3);
+      expect((await admin.get(`/items/${item.id}`)).body.properties).toEqual({ title: 'v3' });
+      expectError(await restore(item.id, 9, 3), 404, 'not_found');
+      expectError(await restore('00000000-0000-4000-8000-000000000000', 1, 1), 404, 'item_not_found');
+      const noVersion = await admin.post(`/items/${item.id}/versions/1/restore`, {});
+      expectError(noVersion, 400, 'validation_error');
+      expect(noVersion.body.error.details.fields.map((f: any) => f.field)).toEqual(['version']);
+      const badPath = await restore(item.id, 'first', 3);
+      expectError(badPath, 400, 'validation_error');
+      expect(badPath.body.error.details.fields.map((f: any) => f.field)).toEqual(['version']);
+      expect((await history(item.id)).map((v) => v.version)).toEqual([3, 2, 1]);
+    });
+
+    it('validates the revision against the type\'s schema as it is now: 400 invalid_properties, nothing written', async () => {
+      const ty = await admin.post('/types', { name: 'acme.restorable', schema: { properties: { n: { type: 'integer' } } } });
+      expectStatus(ty, 201);
+      const item = await createItem(admin, { type: 'acme.restorable', properties: { n: 1, extra: 'x' } });
+      await admin.patch(`/items/${item.id}`, { version: 1, properties: { extra: null } });
+      const tightened = await admin.patch('/types/acme.restorable', { schema: { properties: { n: { type: 'integer' } }, additionalProperties: false } });
+      expectStatus(tightened, 200);
+      expectError(await restore(item.id, 1, 2), 400, 'invalid_properties');
+      expect((await admin.get(`/items/${item.id}`)).body).toMatchObject({ version: 2, properties: { n: 1 } });
+    });
+  });
+
   describe('natural keys under concurrent purges', () => {
     it('never answers 5xx when an upsert races a purge of the item holding its key (the key is free again: inserted anew)', async () => {
       const statuses: number[] = [];

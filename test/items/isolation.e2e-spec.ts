@@ -31,6 +31,7 @@ describe('items: tenant isolation', () => {
     expectError(await second.delete(`/items/${id}`), 404, 'item_not_found');
     expectError(await second.get(`/items/${id}/versions`), 404, 'item_not_found');
     expectError(await second.get(`/items/${id}/versions/1`), 404, 'item_not_found');
+    expectError(await second.post(`/items/${id}/versions/1/restore`, { version: 1 }), 404, 'item_not_found');
     expectError(await second.get(`/items/${id}/metadata`), 404, 'item_not_found');
     expectError(await second.patch(`/items/${id}/metadata`, { add_tags: ['hijack'] }), 404, 'item_not_found');
 

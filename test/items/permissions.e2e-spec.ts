@@ -178,6 +178,22 @@ describe('items: permissions and metadata', () => {
       expect((await ext.get(`/items/${noteItem.id}/metadata`)).body.extensions).toEqual(expected);
     });
 
+    it('a restore brings back the namespaces it may write and leaves the others as they are; a reader may not restore', async () => {
+      const item = await createItem(admin, note('restored', { extensions: EXTENSIONS }));
+      const changed = await admin.patch(`/items/${item.id}`, {
+        version: 1,
+        properties: { title: 'changed' },
+        extensions: { 'acme.public': { p: 2 }, 'acme.mine': { m: 2 }, 'other.secret': null },
+      });
+      expectStatus(changed, 200);
+      const reader = await member({ type_permissions: { 'core.note': 'read' }, extension_permissions: { 'acme.*': 'write' } });
+      expectError(await reader.post(`/items/${item.id}/versions/1/restore`, { version: 2 }), 403, 'type_not_permitted');
+      const res = await ext.post(`/items/${item.id}/versions/1/restore`, { version: 2 });
+      expectStatus(res, 200);
+      expect([res.body.version, res.body.properties, res.body.extensions]).toEqual([3, { title: 'restored' }, { 'acme.public': { p: 2 }, 'acme.mine': { m: 1 } }]);
+      expect((await admin.get(`/items/${item.id}`)).body.extensions).toEqual({ 'acme.public': { p: 2 }, 'acme.mine': { m: 1 } });
+    });
+
     it('writing a namespace it may write, on an item whose type it may only read → 403 type_not_permitted', async () => {
       const reader = await member({ type_permissions: { 'core.note': 'read' }, extension_permissions: { 'acme.mine': 'write' } });
       const before = (await admin.get(`/items/${noteItem.id}`)).body;
