@@ -540,6 +540,34 @@ describe('migrations', () => {
     await ds.runMigrations({ transaction: 'each' });
   });
 
+  it('reverting 6800 writes the users whose disablement has ended as enabled, and keeps the others disabled', async () => {
+    ds = await open(migrations);
+    await ds.runMigrations({ transaction: 'each' });
+    const tenant = 'd0000000-0000-4000-8000-000000000000';
+    await ds.query(`INSERT INTO tenants (id, name) VALUES ($1, 'disabled-until')`, [tenant]);
+    const ids = Object.fromEntries(['ended', 'ongoing', 'indefinite', 'enabled'].map((who, i) => [who, `d0000000-0000-4000-8000-00000000000${i + 1}`]));
+    const add = (who: string, disabled: boolean, until: string | null) =>
+      ds!.query(
+        `INSERT INTO users (tenant_id, id, email, name, role, password_hash, disabled, disabled_reason, disabled_until)
+         VALUES ($1, $2, $3, 'U', 'member', 'x', $4, CASE WHEN $4 THEN 'why' END, now() + $5::interval)`,
+        [tenant, ids[who], `${who}@example.com`, disabled, until],
+      );
+    await add('ended', true, '-1 minute');
+    await add('ongoing', true, '1 hour');
+    await add('indefinite', true, null);
+    await add('enabled', false, null);
+    await revertThrough(ds, 'UsersDisabledUntil1732300006800');
+    const rows = await ds.query(`SELECT email, disabled, disabled_reason FROM users WHERE tenant_id = $1 ORDER BY email`, [tenant]);
+    expect(rows).toEqual([
+      { email: 'enabled@example.com', disabled: false, disabled_reason: null },
+      { email: 'ended@example.com', disabled: false, disabled_reason: null },
+      { email: 'indefinite@example.com', disabled: true, disabled_reason: 'why' },
+      { email: 'ongoing@example.com', disabled: true, disabled_reason: 'why' },
+    ]);
+    await ds.runMigrations({ transaction: 'each' });
+    expect(await ds.query(`SELECT count(*)::int AS n FROM users WHERE tenant_id = $1 AND disabled_until IS NOT NULL`, [tenant])).toEqual([{ n: 0 }]);
+  });
+
   it('audit rows written before 5500 come first in transaction order, in the order of their times; later rows follow in their transactions\' order', async () => {
     ds = await open(migrations);
     await ds.runMigrations({ transaction: 'each' });

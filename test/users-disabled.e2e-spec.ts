@@ -194,6 +194,128 @@ describe('disabled users', () => {
     expect(refused.res.text).not.toContain('Security review');
   });
 
+  it('ends a disablement at its `disabled_until`, by itself: refused until then, then the user signs in, makes keys and connects apps, and reads as enabled; disabled again, they stay so', async () => {
+    const until = new Date(Date.now() + 3_600_000).toISOString();
+    const user = (await createUser(admin, 'tempo@example.com').expect(201)).body;
+    const tokens = await connect('tempo@example.com');
+    const disabled = (await patch(admin, user.id, { disabled: true, disabled_until: until, disabled_reason: 'Cooling off' }).expect(200)).body;
+    expect(disabled).toEqual({ ...user, disabled: true, disabled_reason: 'Cooling off', disabled_until: until, updated_at: expect.any(String) });
+    expect((await auditOf('user.updated', user.id)).map((e) => e.details.changed)).toEqual([['disabled', 'disabled_reason', 'disabled_until']]);
+    // Disabled as any disabled user is, until its end: what they had ended, and they get nothing new.
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    expect((await refresh(tokens.refresh_token)).status).toBe(400);
+    expect((await providerSignIn('tempo@example.com')).res.status).toBe(401);
+    expect((await accountSignIn('tempo@example.com')).res.status).toBe(401);
+    const listed = async (disabled: string) =>
+      ((await t.http.get('/users').query({ disabled }).set(bearer(admin)).expect(200)).body.users as Array<{ id: string }>).map((u) => u.id);
+    expect(await listed('true')).toContain(user.id);
+
+    // Its end passes (written in the past, by the database's clock, rather than waited for).
+    await t.sql(`UPDATE users SET disabled_until = now() - interval '1 second' WHERE id = $1`, [user.id]);
+    const enabled = (await t.http.get(`/users/${user.id}`).set(bearer(admin)).expect(200)).body;
+    expect(enabled).toEqual({ ...disabled, disabled: false, disabled_reason: null, disabled_until: null });
+    expect(await listed('false')).toContain(user.id);
+    expect(await listed('true')).not.toContain(user.id);
+    // Nobody acted: no audit row says so.
+    expect(await auditOf('user.updated', user.id)).toHaveLength(1);
+    const account = await accountSignIn('tempo@example.com');
+    expect(account.res.status).toBe(303);
+    const key = await mintKey(account.agent);
+    await t.http.get('/items').set(bearer(key)).expect(200);
+    const again = await connect('tempo@example.com');
+    await t.http.get('/items').set(bearer(again.access_token)).expect(200);
+    expect((await refresh(again.refresh_token)).status).toBe(200);
+    // What disabling ended stays ended.
+    expectError(await t.http.get('/items').set(bearer(tokens.access_token)), 401, 'unauthorized');
+    // Enabling an enabled user changes nothing, and the ended disablement's end does not come back with the next one.
+    expect((await patch(admin, user.id, { disabled: false }).expect(200)).body).toEqual(enabled);
+    expect(await auditOf('user.updated', user.id)).toHaveLength(1);
+    const redisabled = (await patch(admin, user.id, { disabled: true }).expect(200)).body;
+    expect(redisabled).toMatchObject({ disabled: true, disabled_reason: null, disabled_until: null });
+    expect((await auditOf('user.updated', user.id))[0].details).toMatchObject({ changed: ['disabled'], grants_revoked: 1, keys_revoked: 1 });
+    expectError(await t.http.get('/items').set(bearer(key)), 401, 'unauthorized');
+    expectError(await t.http.get('/items').set(bearer(again.access_token)), 401, 'unauthorized');
+    expect((await accountSignIn('tempo@example.com')).res.status).toBe(401);
+  });
+
+  it('judges a disablement\'s end by the database\'s clock, whatever the server\'s own clock says, and the same for a new one', async () => {
+    const ended = (await createUser(admin, 'ended@example.com', { disabled: true }).expect(201)).body;
+    const ongoing = (await createUser(admin, 'ongoing@example.com', { disabled: true }).expect(201)).body;
+    await t.sql(`UPDATE users SET disabled_until = now() - interval '1 minute' WHERE id = $1`, [ended.id]);
+    await t.sql(`UPDATE users SET disabled_until = now() + interval '1 minute' WHERE id = $1`, [ongoing.id]);
+    const realNow = Date.now.bind(Date);
+    /** `run` while this process's clock is `skewMs` off the database's. */
+    const skewed = async <T>(skewMs: number, run: () => Promise<T>): Promise<T> => {
+      const clock = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
+      try {
+        return await run();
+      } finally {
+        clock.mockRestore();
+      }
+    };
+    // A server clock two minutes slow would still call the first one disabled, two minutes fast the second one enabled.
+    const [endedRead, endedSignIn] = await skewed(-120_000, async () => [(await t.http.get(`/users/${ended.id}`).set(bearer(admin))).body, (await accountSignIn('ended@example.com')).res.status]);
+    expect(endedRead).toMatchObject({ disabled: false, disabled_until: null });
+    expect(endedSignIn).toBe(303);
+    const [ongoingRead, ongoingSignIn] = await skewed(120_000, async () => [(await t.http.get(`/users/${ongoing.id}`).set(bearer(admin))).body, (await accountSignIn('ongoing@example.com')).res.status]);
+    expect(ongoingRead).toMatchObject({ disabled: true, disabled_until: expect.any(String) });
+    expect(ongoingSignIn).toBe(401);
+    // A new end: a minute ahead of the database is in the future for a server two minutes fast; a minute behind is not, for one two minutes slow.
+    const [[ahead], [behind]] = [
+      await t.sql<{ at: Date }>(`SELECT now() + interval '1 minute' AS at`),
+      await t.sql<{ at: Date }>(`SELECT now() - interval '1 minute' AS at`),
+    ];
+    const set = await skewed(120_000, () => patch(admin, ongoing.id, { disabled_until: ahead.at.toISOString() }));
+    expect([set.status, set.body.disabled_until]).toEqual([200, ahead.at.toISOString()]);
+    expect(badFields(await skewed(-120_000, () => patch(admin, ongoing.id, { disabled_until: behind.at.toISOString() })))).toEqual(['disabled_until']);
+  });
+
+  it('takes `disabled_until` on POST and PATCH with a disabled user only, in the future and at most about 10 years ahead; null removes it, enabling clears it; shown to admins, audited', async () => {
+    const inSeconds = (s: number) => new Date(Date.now() + s * 1000).toISOString();
+    const until = inSeconds(86_400);
+    const made = (await createUser(admin, 'until@example.com', { role: 'member', disabled: true, disabled_until: until.replace('Z', '+00:00') }).expect(201)).body;
+    expect(made).toMatchObject({ disabled: true, disabled_reason: null, disabled_until: until });
+    expect((await auditOf('user.created', made.id))[0].details).toMatchObject({ disabled: true, disabled_until: until });
+    expect((await t.http.get(`/users/${made.id}`).set(bearer(admin)).expect(200)).body).toEqual(made);
+    const plain = (await createUser(admin, 'no-until@example.com', { role: 'member' }).expect(201)).body;
+    expect(plain.disabled_until).toBeNull();
+
+    // Only with a disabled user, as `disabled_reason` (both named when both are sent).
+    expect(badFields(await createUser(admin, 'enabled-until@example.com', { disabled_until: until }))).toEqual(['disabled_until']);
+    expect(badFields(await createUser(admin, 'enabled-until@example.com', { disabled: false, disabled_until: until, disabled_reason: 'why' }))).toEqual(['disabled_reason', 'disabled_until']);
+    expect(badFields(await patch(admin, plain.id, { disabled_until: until }))).toEqual(['disabled_until']);
+    expect(badFields(await patch(admin, made.id, { disabled: false, disabled_until: until }))).toEqual(['disabled_until']);
+    // An RFC 3339 instant in the future, at most 3653 days ahead; not null on creation.
+    for (const bad of [inSeconds(-1), new Date().toISOString().slice(0, 19) + 'Z', inSeconds(3660 * 86_400), '2030-01-01', '2030-01-01T00:00:00', 'soon', 5, true]) {
+      expect(badFields(await patch(admin, made.id, { disabled_until: bad }))).toEqual(['disabled_until']);
+      expect(badFields(await createUser(admin, 'bad-until@example.com', { disabled: true, disabled_until: bad }))).toEqual(['disabled_until']);
+    }
+    expect(badFields(await createUser(admin, 'bad-until@example.com', { disabled: true, disabled_until: null }))).toEqual(['disabled_until']);
+    expect((await patch(admin, made.id, { disabled_until: inSeconds(3650 * 86_400) }).expect(200)).body.disabled_until).not.toBeNull();
+    expect((await t.http.get(`/users/${plain.id}`).set(bearer(admin)).expect(200)).body).toEqual(plain);
+    expectError(await patch(otherAdmin, made.id, { disabled_until: until }), 404, 'not_found');
+
+    // Changed alone on a disabled user; kept by "disabled": true; removed with null (the disablement then lasts); cleared by enabling.
+    const later = inSeconds(2 * 86_400);
+    expect((await patch(admin, made.id, { disabled_until: later }).expect(200)).body.disabled_until).toBe(later);
+    expect((await patch(admin, made.id, { disabled: true, name: 'Renamed' }).expect(200)).body.disabled_until).toBe(later);
+    expect((await patch(admin, made.id, { disabled_until: null }).expect(200)).body).toMatchObject({ disabled: true, disabled_until: null });
+    expect((await providerSignIn('until@example.com')).res.status).toBe(401);
+    await patch(admin, made.id, { disabled_until: until, disabled_reason: 'Holiday' }).expect(200);
+    const listed = (await t.http.get('/users').query({ disabled: 'true' }).set(bearer(admin)).expect(200)).body.users as Array<{ id: string; disabled_until: string | null }>;
+    expect(listed.find((u) => u.id === made.id)?.disabled_until).toBe(until);
+    expect((await patch(admin, made.id, { disabled: false }).expect(200)).body).toMatchObject({ disabled: false, disabled_reason: null, disabled_until: null });
+    expect((await auditOf('user.updated', made.id)).map((e) => e.details.changed).reverse()).toEqual([
+      ['disabled_until'],
+      ['disabled_until'],
+      ['name'],
+      ['disabled_until'],
+      ['disabled_reason', 'disabled_until'],
+      ['disabled'],
+    ]);
+    expect((await providerSignIn('until@example.com')).res.status).toBe(303);
+  });
+
   it('makes no grant from a consent being recorded while the user is disabled: the consent waits for the user\'s row, then finds them disabled', async () => {
     const u = (await createUser(admin, 'racing@example.com').expect(201)).body;
     const { res, agent } = await providerSignIn('racing@example.com');

@@ -37,6 +37,7 @@ describe('users', () => {
       email_verified: false,
       disabled: false,
       disabled_reason: null,
+      disabled_until: null,
       created_at: expect.stringMatching(/Z$/),
       updated_at: res.body.created_at,
     });

@@ -11,6 +11,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In } from 'typeorm';
 import { actorOf, AuditActor, AuditService, BOOTSTRAP_ACTOR, changedFields } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
+import { laterInstantIssue, msUntilSql } from '../common/db-clock';
 import { isId, newId } from '../common/ids';
 import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
 import { isUniqueViolation } from '../common/unavailable';
@@ -51,9 +52,7 @@ const LAST_USED_REMEMBERED = 10_000;
  * page's form too, which says it there).
  */
 export function expiryIssue(at: Date, now = Date.now()): string | undefined {
-  if (at.getTime() <= now) return 'must be in the future';
-  if (at.getTime() > now + MAX_KEY_LIFETIME_DAYS * 86_400_000) return `must be at most ${MAX_KEY_LIFETIME_DAYS} days (about 10 years) ahead`;
-  return undefined;
+  return laterInstantIssue(at.getTime() - now, MAX_KEY_LIFETIME_DAYS);
 }
 
 /**
@@ -96,7 +95,7 @@ export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyRespon
  * every change of a key judge expiry by this and `unexpired` alone, so that no key refused as
  * expired is still changed (or the other way round), whatever an instance's own clock says.
  */
-const EXPIRES_IN_MS = `floor(extract(epoch FROM k.expires_at - statement_timestamp()) * 1000)::float8 AS expires_in_ms`;
+const EXPIRES_IN_MS = `${msUntilSql('k.expires_at')} AS expires_in_ms`;
 const unexpired = (row: { expires_in_ms: number | null }) => row.expires_in_ms === null || row.expires_in_ms > 0;
 
 const PRINCIPAL_SELECT = `

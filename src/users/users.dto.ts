@@ -2,7 +2,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { isEmail, IsBoolean, IsIn, IsOptional, IsUrl, ValidateBy } from 'class-validator';
 import { PageQuery } from '../common/pagination';
-import { hasCharLength, hasHiddenCharacter, isBlank, IsOptionalNonNull, IsQueryBoolean, isReadableName, MaxChars, TextParam } from '../common/validation';
+import { hasCharLength, hasHiddenCharacter, isBlank, IsOptionalNonNull, IsQueryBoolean, isReadableName, IsRfc3339, MaxChars, TextParam } from '../common/validation';
+import { MAX_KEY_LIFETIME_DAYS } from '../keys/keys.dto';
 
 export const USER_ROLES = ['admin', 'member'] as const;
 export type UserRole = (typeof USER_ROLES)[number];
@@ -53,6 +54,9 @@ const IsDisabledReason = () =>
     },
   });
 
+/** How far ahead a disablement's end (`disabled_until`) may be: as far as a key's expiry may. */
+export const MAX_DISABLED_DAYS = MAX_KEY_LIFETIME_DAYS;
+
 export const IsUserName = () =>
   ValidateBy({
     name: 'isUserName',
@@ -71,12 +75,19 @@ const EMAIL_VERIFIED_DOC = {
 };
 const DISABLED_DOC = {
   description:
-    'Suspended by an admin: the user cannot sign in (refused as a wrong password is), and disabling them ends their sign-ins, grants and tokens and revokes the API keys they made on the account pages, for good: enabling them again lets them sign in, nothing more',
+    'Suspended by an admin: the user cannot sign in (refused as a wrong password is), and disabling them ends their sign-ins, grants and tokens and revokes the API keys they made on the account pages, for good: enabling them again, or the end of a temporary disablement (`disabled_until`), lets them sign in, nothing more',
 };
 const DISABLED_REASON_DOC = {
   maxLength: MAX_DISABLED_REASON,
   description:
     'Why the user was disabled, for the tenant\'s admins (never shown to the user): only with `disabled` true, and cleared when they are enabled again',
+};
+const DISABLED_UNTIL_DOC = {
+  type: String,
+  format: 'date-time',
+  description:
+    'When a disablement ends by itself: from then on the user is enabled again (`disabled` false, and this and `disabled_reason` null), judged by the database\'s clock, with nobody acting; what disabling ended stays ended. ' +
+    `RFC 3339 with a time zone, read back in UTC; only with \`disabled\` true, in the future and at most ${MAX_DISABLED_DAYS} days (about 10 years) ahead. Null: the disablement lasts until an admin enables the user`,
 };
 const PICTURE_DOC = { description: 'https URL of a picture (the OIDC `picture` claim)', maxLength: 2000 };
 
@@ -119,6 +130,11 @@ export class CreateUserDto {
   @ApiPropertyOptional(DISABLED_REASON_DOC)
   @IsOptionalNonNull() @IsDisabledReason()
   disabled_reason?: string;
+
+  // In the future and within MAX_DISABLED_DAYS: checked by UsersService (`disablementOf`), by the database's clock.
+  @ApiPropertyOptional(DISABLED_UNTIL_DOC)
+  @IsOptionalNonNull() @IsRfc3339()
+  disabled_until?: string;
 }
 
 /**
@@ -157,6 +173,10 @@ export class UpdateUserDto {
   @ApiPropertyOptional({ ...DISABLED_REASON_DOC, type: String, nullable: true, description: `${DISABLED_REASON_DOC.description}; null removes it` })
   @IsOptional() @IsDisabledReason()
   disabled_reason?: string | null;
+
+  @ApiPropertyOptional({ ...DISABLED_UNTIL_DOC, nullable: true, description: `${DISABLED_UNTIL_DOC.description}; null removes the end, making the disablement last until an admin enables the user` })
+  @IsOptional() @IsRfc3339()
+  disabled_until?: string | null;
 }
 
 export class UserResponse {
@@ -169,8 +189,13 @@ export class UserResponse {
   @ApiProperty(EMAIL_VERIFIED_DOC) email_verified: boolean;
   @ApiProperty(DISABLED_DOC) disabled: boolean;
   @ApiProperty({ ...DISABLED_REASON_DOC, type: String, nullable: true }) disabled_reason: string | null;
+  @ApiProperty({ ...DISABLED_UNTIL_DOC, nullable: true }) disabled_until: string | null;
   @ApiProperty({ format: 'date-time' }) created_at: string;
-  @ApiProperty({ format: 'date-time', description: 'When its name, role, picture, email_verified, disabled, disabled_reason or password last changed' }) updated_at: string;
+  @ApiProperty({
+    format: 'date-time',
+    description: 'When its name, role, picture, email_verified, disabled, disabled_reason, disabled_until or password last changed by a request (not when a disablement ended by itself at its `disabled_until`)',
+  })
+  updated_at: string;
 }
 
 export class UserList {
@@ -182,7 +207,7 @@ export class ListUsersQuery extends PageQuery {
   @TextParam({ minLength: 1, maxLength: 254, description: 'The user with this email, in any letter case (an email signs in to one account)' })
   email?: string;
 
-  @ApiPropertyOptional({ description: 'Only the disabled users (true), or only the enabled ones (false)' })
+  @ApiPropertyOptional({ description: 'Only the disabled users (true), or only the enabled ones (false): a user whose `disabled_until` has passed is enabled' })
   @IsOptionalNonNull() @IsQueryBoolean()
   disabled?: boolean;
 }

@@ -3,8 +3,9 @@
  * tenant create, list, change and delete its users, each change audited (`user.*`) in its
  * transaction; the provider looks them up by email (sign-in, with the password check and its
  * throttle, sign-in-throttle.ts) and by id (the OIDC `sub`); an admin user makes admin API keys
- * on the account pages (`createKey`). An admin may disable a user (suspend without deleting) and
- * enable them again: a disabled user is, to the provider, no user (`USABLE_USER`).
+ * on the account pages (`createKey`). An admin may disable a user (suspend without deleting),
+ * until a time they give or indefinitely, and enable them again: a disabled user is, to the
+ * provider, no user (`USABLE_USER`), and every read shows whether they are disabled now (`DISABLED_NOW`).
  */
 import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
@@ -13,6 +14,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { actorOf, AuditActor, AuditService, changedFields } from '../audit/audit.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { laterInstantIssue, msAheadOfDatabase } from '../common/db-clock';
 import { newId } from '../common/ids';
 import { decodeCursor, pageOf } from '../common/pagination';
 import { isUniqueViolation } from '../common/unavailable';
@@ -28,8 +30,8 @@ import { insertTenant } from '../tenants/tenant.entity';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from './password';
 import { SignInThrottle } from './sign-in-throttle';
 import { WRONG_PASSWORD } from './sign-in-refusal';
-import { USABLE_USER } from './usable-user';
-import { CreateUserDto, ListUsersQuery, MAX_EMAIL_LENGTH, UpdateUserDto, UserList, UserResponse, UserRole } from './users.dto';
+import { DISABLED_NOW, USABLE_USER } from './usable-user';
+import { CreateUserDto, ListUsersQuery, MAX_DISABLED_DAYS, MAX_EMAIL_LENGTH, UpdateUserDto, UserList, UserResponse, UserRole } from './users.dto';
 
 export interface UserRow {
   tenant_id: string;
@@ -43,32 +45,55 @@ export interface UserRow {
   updated_at: Date;
   /** How many times the user signed out everywhere (a bigint, as text): account cookies of an earlier epoch are void (account-session.ts). */
   session_epoch: string;
+  /** Disabled now (`DISABLED_NOW`): false once a disablement's `disabled_until` has passed, and then its reason and end read as null. */
   disabled: boolean;
   disabled_reason: string | null;
+  disabled_until: Date | null;
 }
 
 /** The fields of a user an update may change that an audit row names by value change (a new password always counts). */
-const AUDITED_FIELDS = ['name', 'role', 'picture', 'email_verified', 'disabled', 'disabled_reason'] as const;
+const AUDITED_FIELDS = ['name', 'role', 'picture', 'email_verified', 'disabled', 'disabled_reason', 'disabled_until'] as const;
 
 /** What a change that would end the calling key, one its user made, does to that user, by the field that asks for it (`assertNotCallersMaker`). */
 const SELF_ENDING = { disabled: 'disable', role: 'demote', id: 'delete' } as const;
 
-const USER_COLUMNS = 'tenant_id, id, email, name, role, picture, email_verified, created_at, updated_at, session_epoch, disabled, disabled_reason';
+/** A user as they are now: a disablement whose end has passed reads as none, its reason and end with it (`DISABLED_NOW`). */
+const USER_COLUMNS = `tenant_id, id, email, name, role, picture, email_verified, created_at, updated_at, session_epoch, ${DISABLED_NOW} AS disabled,
+  CASE WHEN ${DISABLED_NOW} THEN users.disabled_reason END AS disabled_reason, CASE WHEN ${DISABLED_NOW} THEN users.disabled_until END AS disabled_until`;
 
 /** A sign-in's answer: the user, or what the form tells the person (the same for an unknown email as for a wrong password). */
 export type SignIn = { user: UserRow; refusal?: undefined } | { user?: undefined; refusal: string };
 
+/** What goes with a disablement, as a write gives it (null removes one) and as a user has it. */
+type Disablement<T = string> = { disabled_reason: string | null; disabled_until: T | null };
+
 /**
- * The `disabled_reason` a user has after a write: `given` (a string, or null to remove it) while
- * they are disabled (`disabled`, as the write leaves them), else `kept`; none once enabled, so that
- * no reason outlives the suspension it explained. A reason for a user left enabled is 400.
+ * The `disabled_reason` and `disabled_until` a user has after a write, read in `m`: those `given`
+ * (a string, or null to remove it) while they are disabled (`disabled`, as the write leaves them),
+ * else those `kept`; none once enabled, so that neither outlives the suspension it was about.
+ * Either one for a user left enabled is 400, and so is an end not in the future by the database's
+ * clock (`DISABLED_NOW` judges it by that clock), or more than MAX_DISABLED_DAYS ahead.
  */
-function disabledReasonOf(disabled: boolean, given: string | null | undefined, kept: string | null): string | null {
+async function disablementOf(
+  m: Pick<EntityManager, 'query'>,
+  disabled: boolean,
+  given: Partial<Disablement>,
+  kept: Disablement<string | Date>,
+): Promise<Disablement<string | Date>> {
+  const fields = ['disabled_reason', 'disabled_until'] as const;
   if (!disabled) {
-    if (typeof given === 'string') throw validationError([{ field: 'disabled_reason', message: 'goes only with a disabled user: send "disabled": true with it' }]);
-    return null;
+    const stray = fields.filter((f) => typeof given[f] === 'string');
+    if (stray.length) throw validationError(stray.map((field) => ({ field, message: 'goes only with a disabled user: send "disabled": true with it' })));
+    return { disabled_reason: null, disabled_until: null };
   }
-  return given === undefined ? kept : given;
+  if (typeof given.disabled_until === 'string') {
+    const issue = laterInstantIssue(await msAheadOfDatabase(m, given.disabled_until), MAX_DISABLED_DAYS);
+    if (issue) throw validationError([{ field: 'disabled_until', message: issue }]);
+  }
+  return {
+    disabled_reason: given.disabled_reason === undefined ? kept.disabled_reason : given.disabled_reason,
+    disabled_until: given.disabled_until === undefined ? kept.disabled_until : given.disabled_until,
+  };
 }
 
 export const toUser = (r: UserRow): UserResponse => ({
@@ -81,6 +106,7 @@ export const toUser = (r: UserRow): UserResponse => ({
   email_verified: r.email_verified,
   disabled: r.disabled,
   disabled_reason: r.disabled_reason,
+  disabled_until: r.disabled_until?.toISOString() ?? null,
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });
@@ -117,20 +143,30 @@ export class UsersService {
 
   /** `user.created`, in the transaction that made the user: who (their email), with which role, whether vouched for; never the password. */
   private recordCreated(m: EntityManager, user: UserRow, actor: AuditActor): Promise<void> {
-    const details = { actor, email: user.email, role: user.role, email_verified: user.email_verified, ...(user.disabled && { disabled: true }) };
+    const details = {
+      actor,
+      email: user.email,
+      role: user.role,
+      email_verified: user.email_verified,
+      ...(user.disabled && { disabled: true }),
+      ...(user.disabled_until && { disabled_until: user.disabled_until.toISOString() }),
+    };
     return this.audit.record({ tenantId: user.tenant_id, action: 'user.created', userId: user.id, details }, m);
   }
 
   async create(p: Principal, dto: CreateUserDto): Promise<UserResponse> {
     this.assertMayVouch(p, dto);
-    disabledReasonOf(dto.disabled ?? false, dto.disabled_reason, null);
+    const disablement = await disablementOf(this.db.manager, dto.disabled ?? false, dto, { disabled_reason: null, disabled_until: null });
     const hash = await hashPassword(dto.password);
     try {
       const row = await this.db.transaction(async (m) => {
         const [made]: UserRow[] = await m.query(
-          `INSERT INTO users (tenant_id, id, email, name, role, picture, email_verified, password_hash, disabled, disabled_reason)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${USER_COLUMNS}`,
-          [p.tenantId, newId(), dto.email, dto.name, dto.role ?? 'member', dto.picture ?? null, dto.email_verified ?? false, hash, dto.disabled ?? false, dto.disabled_reason ?? null],
+          `INSERT INTO users (tenant_id, id, email, name, role, picture, email_verified, password_hash, disabled, disabled_reason, disabled_until)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${USER_COLUMNS}`,
+          [
+            p.tenantId, newId(), dto.email, dto.name, dto.role ?? 'member', dto.picture ?? null, dto.email_verified ?? false, hash, dto.disabled ?? false,
+            disablement.disabled_reason, disablement.disabled_until,
+          ],
         );
         await this.recordCreated(m, made, actorOf(p));
         return made;
@@ -174,7 +210,7 @@ export class UsersService {
     const after = decodeCursor(q.cursor, 'users');
     const rows: UserRow[] = await this.db.query(
       `SELECT ${USER_COLUMNS} FROM users WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
-          AND ($5::text IS NULL OR lower(email) = lower($5)) AND ($6::boolean IS NULL OR disabled = $6)
+          AND ($5::text IS NULL OR lower(email) = lower($5)) AND ($6::boolean IS NULL OR ${DISABLED_NOW} = $6)
         ORDER BY created_at DESC, id DESC LIMIT $4`,
       [p.tenantId, after?.createdAt ?? null, after?.id ?? null, limit + 1, q.email ?? null, q.disabled ?? null],
     );
@@ -219,20 +255,27 @@ export class UsersService {
       if (!before) throw ApiError.notFound('not_found', 'No such user');
       const roleChanged = dto.role !== undefined && dto.role !== before.role;
       const demoted = roleChanged && dto.role === 'member';
+      // `before` as the user is now: a disablement whose end has passed is none, so disabling them again ends what they have since.
       const disabled = dto.disabled === true && !before.disabled;
-      const reason = disabledReasonOf(dto.disabled ?? before.disabled, dto.disabled_reason, before.disabled_reason);
+      const disabledAfter = dto.disabled ?? before.disabled;
+      const disablement = await disablementOf(m, disabledAfter, dto, before);
       // Disabling ends the keys the user made, and so does a demotion: either would end the calling key if it is one of them.
       if (disabled || demoted) await this.assertNotCallersMaker(m, p, id, disabled ? 'disabled' : 'role');
       const changed = [
         ...changedFields(Object.fromEntries(AUDITED_FIELDS.filter((f) => dto[f] !== undefined).map((f) => [f, [before[f], dto[f]] as const]))),
         ...(hash !== undefined ? ['password'] : []),
       ];
+      // The disablement is written as the user has it now: one whose end has passed is cleared with this write.
       const [[row]]: [UserRow[], number] = await m.query(
         `UPDATE users SET name = COALESCE($3, name), role = COALESCE($4, role), picture = CASE WHEN $5 THEN $6 ELSE picture END,
-                password_hash = COALESCE($7, password_hash), email_verified = COALESCE($9, email_verified), disabled = COALESCE($10, disabled), disabled_reason = $11,
+                password_hash = COALESCE($7, password_hash), email_verified = COALESCE($9, email_verified),
+                disabled = $10, disabled_reason = $11, disabled_until = $12,
                 updated_at = CASE WHEN $8 THEN date_trunc('milliseconds', now()) ELSE updated_at END
           WHERE tenant_id = $1 AND id = $2 RETURNING ${USER_COLUMNS}`,
-        [p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null, changed.length > 0, dto.email_verified ?? null, dto.disabled ?? null, reason],
+        [
+          p.tenantId, id, dto.name ?? null, dto.role ?? null, dto.picture !== undefined, dto.picture ?? null, hash ?? null, changed.length > 0,
+          dto.email_verified ?? null, disabledAfter, disablement.disabled_reason, disablement.disabled_until,
+        ],
       );
       // Before the audit row, which counts what it ended.
       const ended = disabled ? await this.endAccess(m, p, id, 'user_disabled') : undefined;

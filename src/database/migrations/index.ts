@@ -63,6 +63,7 @@ import { BlobsByCreated1732300006200 } from './1732300006200-blobs-by-created';
 import { AccountListsByUser1732300006400 } from './1732300006400-account-lists-by-user';
 import { ItemsByUpdated1732300006500 } from './1732300006500-items-by-updated';
 import { UsersDisabledReason1732300006600 } from './1732300006600-users-disabled-reason';
+import { UsersDisabledUntil1732300006800 } from './1732300006800-users-disabled-until';
 import { ItemsByTimestampAndId1732300006900 } from './1732300006900-items-by-timestamp-and-id';
 import { EdgesByCreated1732300007000 } from './1732300007000-edges-by-created';
 
@@ -131,6 +132,7 @@ export const migrations = [
   AccountListsByUser1732300006400,
   ItemsByUpdated1732300006500,
   UsersDisabledReason1732300006600,
+  UsersDisabledUntil1732300006800,
   ItemsByTimestampAndId1732300006900,
   EdgesByCreated1732300007000,
 ];
