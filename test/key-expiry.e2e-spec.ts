@@ -3,10 +3,13 @@
  * validation, PATCH setting and removing an expiry, an expired key refused as a revoked one is
  * on every instance although cached (KEY_CACHE_TTL_SECONDS at its default), its event stream
  * closed and its webhook silent, the last admin key that does not expire kept, expiry judged by
- * the database's clock for use and change alike, and last use written once a minute at most.
+ * the database's clock for use, change and a new expiry (POST, PATCH, the account page's form)
+ * alike, and last use written once a minute at most.
  * Another tenant's key stays 404.
  */
+import request from 'supertest';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
+import { field } from './support/browse';
 import { badFields, expectError } from './support/envelope';
 import { expectKeyBody } from './support/keys';
 import { Receiver } from './support/receiver';
@@ -142,6 +145,47 @@ describe('key expiry and last use (e2e, two instances)', () => {
     expect(await bothPaths(expired, -120_000)).toEqual([401, 409]);
     expect(await bothPaths(live, 120_000)).toEqual([200, 200]);
     expect((await a.http.get(`/keys/${expired.id}`).set(bearer(admin)).expect(200)).body.label).toBe('expired by the database');
+  });
+
+  it('judges a new expiry by the database\'s clock too, on POST /keys, PATCH /keys/{id} and the account page\'s key form, whatever the server\'s own clock says', async () => {
+    // A minute ahead of, and a minute behind, the database's clock.
+    const [{ ahead, behind }] = await a.sql<{ ahead: Date; behind: Date }>(`SELECT now() + interval '1 minute' AS ahead, now() - interval '1 minute' AS behind`);
+    const realNow = Date.now.bind(Date);
+    /** `run` while this process's clock is `skewMs` off the database's. */
+    const skewed = async <T>(skewMs: number, run: () => Promise<T>): Promise<T> => {
+      const clock = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
+      try {
+        return await run();
+      } finally {
+        clock.mockRestore();
+      }
+    };
+    // A server clock two minutes fast would call the first one past, two minutes slow the second one future.
+    const made = await skewed(120_000, () => a.http.post('/keys').set(bearer(admin)).send({ label: 'ahead of a fast clock', expires_at: ahead.toISOString() }));
+    expect([made.status, made.body.expires_at]).toEqual([201, ahead.toISOString()]);
+    expect(badFields(await skewed(-120_000, () => a.http.post('/keys').set(bearer(admin)).send({ label: 'behind a slow clock', expires_at: behind.toISOString() })))).toEqual(['expires_at']);
+    const k = await createKey(a, admin, { label: 'changed under skew' });
+    const changed = await skewed(120_000, () => a.http.patch(`/keys/${k.id}`).set(bearer(admin)).send({ expires_at: ahead.toISOString() }));
+    expect([changed.status, changed.body.expires_at]).toEqual([200, ahead.toISOString()]);
+    expect(badFields(await skewed(-120_000, () => a.http.patch(`/keys/${k.id}`).set(bearer(admin)).send({ expires_at: behind.toISOString() })))).toEqual(['expires_at']);
+
+    // The account page's form, which checks the expiry before it makes the key, by the same rule.
+    const tenant = await createTenant(a, admin, 'expiry-form');
+    await a.http.post('/users').set(bearer(tenant.key)).send({ email: 'form@expiry.example', password: 'an admin user password', name: 'Form', role: 'admin' }).expect(201);
+    const agent = request.agent(a.url);
+    const signIn = await agent.get('/auth/sign-in?return_to=/auth/security').expect(200);
+    await agent.post('/auth/sign-in').type('form').send({ return_to: '/auth/security', csrf: field(signIn.text, 'csrf'), email: 'form@expiry.example', password: 'an admin user password' }).expect(303);
+    const send = async (label: string, expires_at: Date) => {
+      const page = (await agent.get('/auth/security').expect(200)).text;
+      return agent.post('/auth/keys').type('form').send({ csrf: field(page, 'csrf'), form_nonce: field(page, 'form_nonce'), label, expires_at: expires_at.toISOString() });
+    };
+    const labelled = async (label: string) => a.sql<{ expires_at: Date }>(`SELECT expires_at FROM api_keys WHERE tenant_id = $1 AND label = $2`, [tenant.tenantId, label]);
+    expect((await skewed(120_000, () => send('form ahead', ahead))).status).toBe(200);
+    expect((await labelled('form ahead')).map((r) => r.expires_at.toISOString())).toEqual([ahead.toISOString()]);
+    const refused = await skewed(-120_000, () => send('form behind', behind));
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('The expiry must be in the future.');
+    expect(await labelled('form behind')).toEqual([]);
   });
 
   it('notes last use, at most once a minute per key, on any instance', async () => {

@@ -67,14 +67,14 @@ export class UpdateKeyDto {
   @IsOptionalNonNull() @IsPermissionMap()
   edge_permissions?: PermissionMap;
 
-  // Future and within MAX_KEY_LIFETIME_DAYS: checked by KeysService (`expiryOf`), against the time of the request.
+  // Future and within MAX_KEY_LIFETIME_DAYS: checked by KeysService (`expiryOf`), by the database's clock.
   @ApiPropertyOptional({
     type: String,
     format: 'date-time',
     nullable: true,
     description:
       'When the key stops working by itself: from then on it is refused (401 `unauthorized`) as a revoked key is, and what it registered (webhooks, event streams) stops receiving. ' +
-      `RFC 3339 with a time zone; in the future and at most ${MAX_KEY_LIFETIME_DAYS} days (about 10 years) ahead. Null or absent: never. On PATCH, null removes the expiry`,
+      `RFC 3339 with a time zone; in the future and at most ${MAX_KEY_LIFETIME_DAYS} days (about 10 years) ahead, by the database's clock (the one expiry is judged by). Null or absent: never. On PATCH, null removes the expiry`,
   })
   @IsOptional() @IsRfc3339()
   expires_at?: string | null;

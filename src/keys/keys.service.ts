@@ -11,7 +11,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, In } from 'typeorm';
 import { actorOf, AuditActor, AuditService, BOOTSTRAP_ACTOR, changedFields } from '../audit/audit.service';
 import { ApiError } from '../common/api-error';
-import { laterInstantIssue, msUntilSql } from '../common/db-clock';
+import { laterInstantIssue, msAheadOfDatabase, msUntilSql } from '../common/db-clock';
 import { isId, newId } from '../common/ids';
 import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
 import { isUniqueViolation } from '../common/unavailable';
@@ -47,22 +47,24 @@ export const LAST_USED_GRANULARITY_MS = 60_000;
 const LAST_USED_REMEMBERED = 10_000;
 
 /**
- * What is wrong with `at` as a key's expiry, or undefined: it must be after `now` and at most
- * MAX_KEY_LIFETIME_DAYS ahead. The rule of `expires_at` wherever a key gets one (the account
- * page's form too, which says it there).
+ * What is wrong with `at` as a key's expiry, or undefined: it must be in the future and at most
+ * MAX_KEY_LIFETIME_DAYS ahead, by the database's clock read in `m`, the clock authentication
+ * refuses an expired key by (`EXPIRES_IN_MS`), so that no instance whose own clock is off takes an
+ * expiry every instance then treats as passed. The rule of `expires_at` wherever a key gets one
+ * (`expiryOf`; the account page's form too, which says it there: KeysService `expiryIssue`).
  */
-export function expiryIssue(at: Date, now = Date.now()): string | undefined {
-  return laterInstantIssue(at.getTime() - now, MAX_KEY_LIFETIME_DAYS);
+async function expiryIssueIn(m: Pick<EntityManager, 'query'>, at: Date): Promise<string | undefined> {
+  return laterInstantIssue(await msAheadOfDatabase(m, at), MAX_KEY_LIFETIME_DAYS);
 }
 
 /**
  * The expiry a request asks for: undefined when it sends none, null to have none, else a time
- * `expiryIssue` takes (400 validation_error naming `expires_at`).
+ * `expiryIssueIn` takes (400 validation_error naming `expires_at`).
  */
-export function expiryOf(value: string | null | undefined, now = Date.now()): Date | null | undefined {
+async function expiryOf(m: Pick<EntityManager, 'query'>, value: string | null | undefined): Promise<Date | null | undefined> {
   if (value === undefined || value === null) return value;
   const at = new Date(value);
-  const issue = expiryIssue(at, now);
+  const issue = await expiryIssueIn(m, at);
   if (issue) throw validationError([{ field: 'expires_at', message: issue }]);
   return at;
 }
@@ -289,6 +291,11 @@ export class KeysService {
     return revoked.length;
   }
 
+  /** What is wrong with `at` as a key's expiry, for a form that asks for one before making the key (`expiryIssueIn`). */
+  expiryIssue(at: Date): Promise<string | undefined> {
+    return expiryIssueIn(this.db.manager, at);
+  }
+
   /** After keys changed outside this service's own methods: the next request with them, on any instance, sees the change. */
   async keysChanged(): Promise<void> {
     await this.cache.invalidate();
@@ -312,7 +319,7 @@ export class KeysService {
       typePermissions: dto.type_permissions ?? {},
       extensionPermissions: dto.extension_permissions ?? {},
       edgePermissions: dto.edge_permissions ?? {},
-      expiresAt: expiryOf(dto.expires_at, now.getTime()) ?? null,
+      expiresAt: (await expiryOf(m, dto.expires_at)) ?? null,
       lastUsedAt: null,
       keyHash: hashSecret(plaintext),
       keyHint: keyHint(plaintext),
@@ -377,7 +384,7 @@ export class KeysService {
   }
 
   async update(principal: Principal, id: string, dto: UpdateKeyDto): Promise<ApiKeyResponse> {
-    const expiresAt = expiryOf(dto.expires_at);
+    const expiresAt = await expiryOf(this.db.manager, dto.expires_at);
     const { key, hash } = await this.db.transaction(async (m) => {
       await this.lockTenantKeys(m, principal.tenantId);
       await this.assertCallerStillAdmin(m, principal);

@@ -21,7 +21,7 @@ import { ApiPageQuery, PageQuery as ListQuery, pageQueryOf } from '../common/pag
 import { isReadableName, rfc3339Instant } from '../common/validation';
 import { AppConfig } from '../config/app-config';
 import { keyLabel, MAX_KEY_LIFETIME_DAYS } from '../keys/keys.dto';
-import { expiryIssue } from '../keys/keys.service';
+import { KeysService } from '../keys/keys.service';
 import { isUserEmail, isUserName, isUserPassword } from '../users/users.dto';
 import { UserRow, UsersService } from '../users/users.service';
 import { AccountForms } from './account-forms';
@@ -71,14 +71,15 @@ const LOCAL_DATE_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,3})?)?$/;
 /**
  * The key form's expiry: none when empty; else its `datetime-local` value read as UTC (the time
  * the pages show), or an RFC 3339 date-time, checked as POST /keys checks `expires_at`
- * (rfc3339Instant, then expiryIssue). The instant, as POST /keys takes it, or what to say at the field.
+ * (rfc3339Instant, then `issueOf`, KeysService `expiryIssue`: by the database's clock). The
+ * instant, as POST /keys takes it, or what to say at the field.
  */
-function formExpiry(value: unknown): { at?: string; problem?: FormProblem } {
+async function formExpiry(value: unknown, issueOf: (at: Date) => Promise<string | undefined>): Promise<{ at?: string; problem?: FormProblem }> {
   const text = formText(value);
   if (text === '' && (value === undefined || typeof value === 'string')) return {};
   const at = rfc3339Instant(LOCAL_DATE_TIME.test(text) ? `${text.length === 16 ? `${text}:00` : text}Z` : text);
   if (!at) return { problem: { text: 'Give the expiry as a date and time (UTC), or leave it empty for a key that does not expire.', fields: ['expires_at'] } };
-  const issue = expiryIssue(at);
+  const issue = await issueOf(at);
   return issue ? { problem: { text: `The expiry ${issue}.`, fields: ['expires_at'] } } : { at: at.toISOString() };
 }
 
@@ -97,6 +98,7 @@ export class AccountController {
   constructor(
     private readonly oidc: OidcProvider,
     private readonly users: UsersService,
+    private readonly keys: KeysService,
     private readonly grants: GrantsService,
     private readonly forms: AccountForms,
     private readonly audit: AuditService,
@@ -302,7 +304,7 @@ export class AccountController {
     const user = await this.user(req, reply, '/auth/security');
     if (!user) return;
     if (!(await this.forms.valid(req, body.csrf))) return sendPage(reply, 403, formExpiredPage());
-    const expiry = formExpiry(body.expires_at);
+    const expiry = await formExpiry(body.expires_at, (at) => this.keys.expiryIssue(at));
     if (expiry.problem) {
       if (user.role !== 'admin') return sendPage(reply, 403, notAllowedPage());
       return this.securityPage(req, reply, user, 400, { label: formText(body.label), expires_at: formText(body.expires_at), problems: [expiry.problem] });
