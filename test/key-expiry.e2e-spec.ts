@@ -192,7 +192,8 @@ describe('key expiry and last use (e2e, two instances)', () => {
     const k = await createKey(a, admin, {});
     expect((await a.http.get(`/keys/${k.id}`).set(bearer(admin)).expect(200)).body.last_used_at).toBeNull();
     await a.http.get('/keys/current').set(bearer(k.key)).expect(200);
-    const first = await waitFor(async () => (await a.http.get(`/keys/${k.id}`).set(bearer(admin)).expect(200)).body.last_used_at as string | null, 'last_used_at');
+    // waitFor takes any value but undefined and false: null (not written yet) is waited past.
+    const first = await waitFor(async () => ((await a.http.get(`/keys/${k.id}`).set(bearer(admin)).expect(200)).body.last_used_at as string | null) ?? undefined, 'last_used_at');
     const row = await keyRow(k.id);
     // Within the minute: neither the instance that wrote it nor the other writes it again.
     await b.http.get('/keys/current').set(bearer(k.key)).expect(200);
@@ -205,7 +206,7 @@ describe('key expiry and last use (e2e, two instances)', () => {
     // A minute later (moved back here rather than waited for), the next use on an instance that has not written it within the minute writes it.
     const fresh = await createKey(a, admin, {});
     await a.http.get('/items').set(bearer(fresh.key)).expect(200);
-    await waitFor(async () => (await keyRow(fresh.id)).last_used_at, 'the first use noted');
+    await waitFor(async () => (await keyRow(fresh.id)).last_used_at ?? undefined, 'the first use noted');
     await a.sql(`UPDATE api_keys SET last_used_at = last_used_at - interval '2 minutes' WHERE id = $1`, [fresh.id]);
     const backdated = (await keyRow(fresh.id)).last_used_at!;
     await b.http.get('/items').set(bearer(fresh.key)).expect(200);
