@@ -97,7 +97,8 @@ export function toKeyResponse(k: ApiKeyEntity, plaintext?: string): ApiKeyRespon
  * every change of a key judge expiry by this and `unexpired` alone, so that no key refused as
  * expired is still changed (or the other way round), whatever an instance's own clock says.
  */
-const EXPIRES_IN_MS = `${msUntilSql('k.expires_at')} AS expires_in_ms`;
+const EXPIRES_IN_MS_EXPR = msUntilSql('k.expires_at');
+const EXPIRES_IN_MS = `${EXPIRES_IN_MS_EXPR} AS expires_in_ms`;
 const unexpired = (row: { expires_in_ms: number | null }) => row.expires_in_ms === null || row.expires_in_ms > 0;
 
 const PRINCIPAL_SELECT = `
@@ -380,7 +381,7 @@ export class KeysService {
   }
 
   async get(tenantId: string, id: string): Promise<ApiKeyResponse> {
-    return toKeyResponse(await this.find(this.db.manager, tenantId, id));
+    return toKeyResponse((await this.find(this.db.manager, tenantId, id)).key);
   }
 
   async update(principal: Principal, id: string, dto: UpdateKeyDto): Promise<ApiKeyResponse> {
@@ -388,10 +389,10 @@ export class KeysService {
     const { key, hash } = await this.db.transaction(async (m) => {
       await this.lockTenantKeys(m, principal.tenantId);
       await this.assertCallerStillAdmin(m, principal);
-      const key = await this.find(m, principal.tenantId, id);
+      const { key, unexpired } = await this.find(m, principal.tenantId, id);
       if (key.revokedAt) throw ApiError.conflict('conflict', 'A revoked key cannot be changed; create a new one');
       // Like a revoked one: an expired key is refused from its expiry on, and reviving it would hand back access its holder has lost.
-      if (!(await this.unexpiredNow(m, principal.tenantId, id))) throw ApiError.conflict('conflict', 'An expired key cannot be changed; create a new one');
+      if (!unexpired) throw ApiError.conflict('conflict', 'An expired key cannot be changed; create a new one');
       if (dto.role === 'member' && key.role === 'admin') await this.assertAnotherAdmin(m, principal.tenantId, [id]);
       if (expiresAt && !key.expiresAt && key.role === 'admin' && dto.role !== 'member') {
         await this.assertAnotherAdmin(m, principal.tenantId, [id], 'An expiry would end the tenant\'s last admin key that does not expire');
@@ -432,7 +433,7 @@ export class KeysService {
     const key = await this.db.transaction(async (m) => {
       await this.lockTenantKeys(m, tenantId);
       await this.assertCallerStillAdmin(m, p);
-      const key = await this.find(m, tenantId, id);
+      const { key } = await this.find(m, tenantId, id);
       if (key.revokedAt) return key;
       if (key.role === 'admin') await this.assertAnotherAdmin(m, tenantId, [id]);
       key.revokedAt = new Date();
@@ -465,21 +466,23 @@ export class KeysService {
     if (caller.role !== 'admin') throw ApiError.forbidden('This API key is no longer an admin key');
   }
 
-  /** Whether the key has not expired, judged in `m` as authentication judges it (`unexpired`). */
-  private async unexpiredNow(m: EntityManager, tenantId: string, id: string): Promise<boolean> {
-    const [row]: Array<{ expires_in_ms: number | null }> = await m.query(`SELECT ${EXPIRES_IN_MS} FROM api_keys k WHERE k.tenant_id = $1 AND k.id = $2`, [tenantId, id]);
-    return unexpired(row);
-  }
-
-  private async find(m: EntityManager, tenantId: string, id: string): Promise<ApiKeyEntity> {
-    const key = await m
+  /**
+   * The key (404 when the tenant has none by this id), with whether it has not expired, judged in
+   * the same statement as authentication judges it (`EXPIRES_IN_MS`, `unexpired`).
+   */
+  private async find(m: EntityManager, tenantId: string, id: string): Promise<{ key: ApiKeyEntity; unexpired: boolean }> {
+    const {
+      entities: [key],
+      raw: [row],
+    } = await m
       .getRepository(ApiKeyEntity)
       .createQueryBuilder('k')
       .addSelect('k.keyHash')
+      .addSelect(EXPIRES_IN_MS_EXPR, 'expires_in_ms')
       .where('k.tenant_id = :tenantId AND k.id = :id', { tenantId, id })
-      .getOne();
+      .getRawAndEntities<{ expires_in_ms: number | null }>();
     if (!key) throw ApiError.notFound('not_found', 'No such key');
-    return key;
+    return { key, unexpired: unexpired(row) };
   }
 
   /**
