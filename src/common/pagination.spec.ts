@@ -1,5 +1,5 @@
 import { ApiError } from './api-error';
-import { decodeCursor, decodeInstantCursor, encodeCursor, encodeInstantCursor, pageQueryOf } from './pagination';
+import { decodeCursor, decodeInstantCursor, decodeValueCursor, encodeCursor, encodeInstantCursor, encodeValueCursor, pageQueryOf } from './pagination';
 
 const position = { createdAt: '2026-11-27T12:00:00.123Z', id: '5fa6676c-1ef9-4825-aeae-61c53329a303' };
 const raw = (parts: unknown) => Buffer.from(JSON.stringify(parts)).toString('base64url');
@@ -73,5 +73,25 @@ describe('instant cursors', () => {
     refusedInstant(encodeInstantCursor({ ...at, id: 'x' }, 'items?sort=updated_at'));
     refusedInstant(raw([at.at, at.id]));
     refusedInstant(encodeCursor(position, 'items'), 'items');
+  });
+});
+
+describe('value cursors', () => {
+  const list = 'items?sort=properties.a' as const;
+  const anyValue = () => true;
+
+  it('carry the value as given and the id, in the list that issued them, when the list takes the value', () => {
+    const p = { value: '{"b": [1, "c"]}', id: position.id };
+    expect(decodeValueCursor(encodeValueCursor(p, list), list, anyValue)).toEqual(p);
+    expect(decodeValueCursor(undefined, list, anyValue)).toBeUndefined();
+    expect(() => decodeValueCursor(encodeValueCursor(p, list), list, (v) => v !== p.value)).toThrow(ApiError);
+    expect(() => decodeValueCursor(encodeValueCursor(p, list), 'items?sort=-properties.a', anyValue)).toThrow(ApiError);
+  });
+
+  it('refuse a forged id, a missing or extra part, and cursors of another kind', () => {
+    expect(() => decodeValueCursor(encodeValueCursor({ value: '1', id: 'x' }, list), list, anyValue)).toThrow(ApiError);
+    expect(() => decodeValueCursor(raw(['1', position.id]), list, anyValue)).toThrow(ApiError);
+    expect(() => decodeValueCursor(raw(['1', position.id, list, '']), list, anyValue)).toThrow(ApiError);
+    expect(() => decodeValueCursor(encodeCursor(position, 'items'), list, anyValue)).toThrow(ApiError);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * Keyset pagination: opaque cursors over (created_at, id) of one list (or over another instant and
- * the id, at full precision: `encodeInstantCursor`), and the shared query (a DTO, or read by a
+ * the id, at full precision: `encodeInstantCursor`; or over another value and the id:
+ * `encodeValueCursor`), and the shared query (a DTO, or read by a
  * route that reads its query itself).
  */
 import { applyDecorators } from '@nestjs/common';
@@ -184,6 +185,27 @@ export function decodeInstantCursor(cursor: string | undefined, list: ListName, 
     // no cursor reaches SQL as a value PostgreSQL refuses (a 500).
     const millis = `${at.slice(0, 23)}Z`;
     return INSTANT.test(at) && new Date(millis).toISOString() === millis && validId(id) ? { at, id } : undefined;
+  });
+}
+
+/**
+ * A position at a value and an id, for a list ordered by values that are neither instants nor
+ * numbers (item listings sorted by a property: listing-order.ts, whose `validValue` says which
+ * values a cursor may carry, so that no forged one reaches SQL as one PostgreSQL refuses).
+ */
+export interface ValuePosition {
+  value: string;
+  id: string;
+}
+
+export function encodeValueCursor(p: ValuePosition, list: ListName): string {
+  return encode([p.value, p.id, list]);
+}
+
+export function decodeValueCursor(cursor: string | undefined, list: ListName, validValue: (value: string) => boolean): ValuePosition | undefined {
+  return decodeWith(cursor, (parts) => {
+    const [value, id, issuedBy] = parts;
+    return parts.length === 3 && issuedBy === list && isId(id) && validValue(value) ? { value, id } : undefined;
   });
 }
 

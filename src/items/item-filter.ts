@@ -17,7 +17,7 @@ import { isId } from '../common/ids';
 import { isDottedName, isPattern } from '../common/type-pattern';
 import type { Tier } from '../keys/api-key.entity';
 import { ItemState, STATES } from './lifecycle';
-import { ListingOrder, orderBy, orderColumn } from './listing-order';
+import { ListingOrder, orderBy, orderValue } from './listing-order';
 import { PropertyClause, propertyConditionSql } from './property-filter';
 
 export interface EdgeClause {
@@ -187,9 +187,9 @@ export function windowItemsSql(tenantId: string, w: Window): { sql: string; para
 
 /**
  * The items matching `f` (alias `i`) from its window `w` of few items: the window's keys, with
- * the order's column, read from the window column's index and sorted in page order, then each
+ * the order's value, read from the window column's index and sorted in page order, then each
  * item fetched by key and tested, until the LIMIT the caller appends ends the join: about a page
- * of rows read (and, for an order on a column the index lacks, the window's rows). `after` gives
+ * of rows read (and, for an order on a column the index lacks or on a property, the window's rows). `after` gives
  * the page's cursor condition on an alias (here the window's `w`). Ordered as the listing.
  */
 export function windowedItemsSql(
@@ -201,8 +201,8 @@ export function windowedItemsSql(
   // OFFSET 0 keeps the window a scan of its own: merged into the outer query, PostgreSQL may go
   // back to walking the order's index. The join is on the window's order (w's columns).
   return (
-    `SELECT ${columns} FROM (SELECT w.tenant_id, w.id, ${orderColumn(order, 'w')} FROM items w WHERE ${window} ORDER BY ${orderBy(order, 'w')} OFFSET 0) w ` +
-    `JOIN items i ON i.tenant_id = w.tenant_id AND i.id = w.id WHERE ${where} ORDER BY ${orderBy(order, 'w')}`
+    `SELECT ${columns} FROM (SELECT w.tenant_id, w.id, ${orderValue(order, 'w')} AS order_value FROM items w WHERE ${window} ORDER BY ${orderBy(order, 'w')} OFFSET 0) w ` +
+    `JOIN items i ON i.tenant_id = w.tenant_id AND i.id = w.id WHERE ${where} ORDER BY ${orderBy(order, 'w', 'w.order_value')}`
   );
 }
 
@@ -259,6 +259,9 @@ export function itemWhere(tenantId: string, f: ItemFilter, params: unknown[], al
  * `properties`, so each clause is tested on the items in listing order; a clause that keeps few
  * would otherwise walk a whole tenant for one page. Past this many, the page ends where the
  * walk stopped, with fewer items than `limit` (none, even) and a cursor to go on from there.
+ * Under a property order there is no walk to cut short: a page reads and sorts every item the
+ * other filters select whatever it finds, so the clauses are tested in that read, with no bound
+ * of their own, and pages are full.
  */
 export const PROPERTY_SCAN_ITEMS = 10_000;
 

@@ -10,7 +10,7 @@ import { ApiInteger } from '../openapi/api-integer.decorator';
 import { EDGE_CLAUSE_RULE, isEdgeClause, PROPERTY_SCAN_ITEMS } from './item-filter';
 import { isPropertyClause, MAX_PROPERTY_CLAUSE_LENGTH, MAX_PROPERTY_CLAUSES, PROPERTY_CLAUSE_RULE } from './property-filter';
 import { STATES, ItemState } from './lifecycle';
-import { DEFAULT_SORT, Sort, SORTS } from './listing-order';
+import { DEFAULT_SORT, isSort, Sort, SORT_PATTERN, SORT_RULE } from './listing-order';
 import type { Tier } from '../keys/api-key.entity';
 
 export const MAX_TAGS = 100;
@@ -222,6 +222,9 @@ export const IsPropertyClauses = () =>
     },
   });
 
+/** `sort`: a column or a property path, either way (listing-order.ts), refused in its words. */
+const IsSort = () => ValidateBy({ name: 'isSort', validator: { validate: isSort, defaultMessage: () => SORT_RULE } });
+
 export const PROPERTY_FILTER_DOC =
   '`<path><operator><value>`, e.g. `status=open`, `priority>=3`, `address.city!="Paris"`: items whose property at the path ' +
   '(keys joined by dots; a number indexes an array) compares so with the value (a JSON scalar, or plain text as a string). ' +
@@ -280,18 +283,23 @@ export class ListItemsQuery {
   @IsOptional() @Repeatable() @IsEdgeClauses()
   backref?: string | string[];
 
-  @ApiPropertyOptional({ description: `${PROPERTY_FILTER_DOC}. On \`GET /items\`, a page tests at most ${PROPERTY_SCAN_ITEMS.toLocaleString("en")} items: one that finds fewer than \`limit\` there ends early, with a \`next_cursor\` to go on`, type: [String] })
+  @ApiPropertyOptional({ description: `${PROPERTY_FILTER_DOC}. On \`GET /items\`, a page tests at most ${PROPERTY_SCAN_ITEMS.toLocaleString("en")} items (but under a property \`sort\`, which reads them all): one that finds fewer than \`limit\` there ends early, with a \`next_cursor\` to go on`, type: [String] })
   @IsOptional() @Repeatable() @IsPropertyClauses()
   property?: string | string[];
 
   @ApiPropertyOptional({
-    enum: SORTS,
+    type: String,
+    pattern: SORT_PATTERN,
     default: DEFAULT_SORT,
+    example: '-properties.priority',
     description:
-      'The order of the pages: `created_at`, `updated_at` or `timestamp`, ascending, or descending with a leading `-`; ties by id the same way. ' +
+      'The order of the pages: `created_at`, `updated_at`, `timestamp`, or `properties.<path>` (a property path as `property` clauses take it), ' +
+      'ascending, or descending with a leading `-`; ties by id the same way. A property compares as PostgreSQL\'s jsonb does (numbers ' +
+      'numerically, strings by the database collation, across JSON types jsonb\'s order); items without it, or with null there, come last ' +
+      'either way. No index serves a property order: a page sorts every item the other filters select (narrow them on a large tenant). ' +
       'A cursor pages only the order that issued it',
   })
-  @IsOptional() @IsIn(SORTS)
+  @IsOptional() @IsSort()
   sort?: Sort;
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })

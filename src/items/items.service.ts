@@ -32,7 +32,9 @@ import {
   assertTypePattern, EdgeClause, edgeMatchesSql, FEW_EDGE_MATCHES, FEW_WINDOW_ITEMS, ItemFilter, itemWhere, parseEdgeClauses, parseTags, propertyScanSql,
   ScannedRow, scanEndOf, selectsNothing, Window, windowedItemsSql, windowItemsSql, windowsOf,
 } from './item-filter';
-import { afterSql, cursorAfter, ListingOrder, listingOrder, orderBy, positionOf, positionValueSql } from './listing-order';
+import {
+  afterSql, cursorAfter, isDigest, ListingOrder, listingOrder, ListingPosition, longValuePosition, orderBy, positionOf, positionValueSql,
+} from './listing-order';
 import { parsePropertyClauses } from './property-filter';
 import { restoringPatch } from './restore';
 import {
@@ -412,7 +414,7 @@ export class ItemsService {
     const order = listingOrder(q.sort);
     const filter = await this.filterFor(p, q);
     const limit = q.limit ?? 50;
-    const position = positionOf(order, q.cursor);
+    const position = await this.listingPosition(p, filter, order, q.cursor);
     if (selectsNothing(filter)) return { items: [], next_cursor: null };
     const params: unknown[] = [];
     const after = position && ((alias: string) => afterSql(order, alias, position, (v) => `$${params.push(v)}`));
@@ -421,7 +423,8 @@ export class ItemsService {
     let statement: string;
     if (window) {
       statement = windowedItemsSql(p.tenantId, filter, window, order, params, columns, after);
-    } else if (filter.properties?.length) {
+    } else if (filter.properties?.length && !order.path) {
+      // A property order reads every selected item anyway (no index): the plain statement tests the clauses in that read.
       statement = propertyScanSql(p.tenantId, filter, order, params, columns, after);
     } else {
       const where = itemWhere(p.tenantId, filter, params);
@@ -528,6 +531,25 @@ export class ItemsService {
       const [{ n }]: Array<{ n: number }> = await this.db.query(sql, params);
       c.few = n <= FEW_EDGE_MATCHES;
     }
+  }
+
+  /**
+   * Where `cursor` starts a page of `order`. A property cursor carrying a long value's digest
+   * starts after its item's value, while that is still the value it carried: 409 `conflict`
+   * once it changed (or the item is gone), as the walk no longer knows where it was. Only an
+   * item of a type the caller may read is looked at: else a forged cursor would tell whether a
+   * guessed value is that of an item it cannot see.
+   */
+  private async listingPosition(p: Principal, filter: ItemFilter, order: ListingOrder, cursor: string | undefined): Promise<ListingPosition | undefined> {
+    const position = positionOf(order, cursor);
+    if (!position || !order.path || !isDigest(position.value)) return position;
+    const current = await longValuePosition(position, async (sql, params) => (await this.db.query(sql, params))[0]?.value, order, p.tenantId, filter.permittedTypes);
+    if (!current) {
+      throw ApiError.conflict('conflict', 'The item this cursor ends at has changed its sort value since (or is gone): list again from the first page', {
+        field: 'cursor',
+      });
+    }
+    return current;
   }
 
   /**

@@ -1,6 +1,8 @@
 import { ApiError } from '../common/api-error';
 import { encodeCursor } from '../common/pagination';
-import { afterSql, cursorAfter, DEFAULT_SORT, listingOrder, orderBy, positionOf, SORTS } from './listing-order';
+import {
+  afterSql, cursorAfter, DEFAULT_SORT, isSort, listingOrder, listingOrderOf, longValuePosition, MAX_CURSOR_VALUE, orderBy, positionOf, SORT_PATTERN, SORTS, UNSET,
+} from './listing-order';
 
 const id = '5fa6676c-1ef9-4825-aeae-61c53329a303';
 const row = { id, created_at: new Date('2026-11-27T12:00:00.123Z'), position_value: '2026-11-27T12:00:00.123456Z' };
@@ -59,5 +61,76 @@ describe('listing order', () => {
     const unnamed = Buffer.from(JSON.stringify(['2026-11-27T12:00:00.123Z', id])).toString('base64url');
     expect(positionOf(listingOrder(), unnamed)).toEqual({ value: '2026-11-27T12:00:00.123Z', id });
     expect(refusal(() => positionOf(listingOrder('-updated_at'), unnamed))).toBe('validation_error:cursor');
+  });
+
+  describe('by a property', () => {
+    const parts = (cursor: string) => JSON.parse(Buffer.from(cursor, 'base64url').toString()) as string[];
+    const cursorOf = (p: string[]) => Buffer.from(JSON.stringify(p)).toString('base64url');
+
+    it('reads properties.<path> either way, the path as a property clause takes it', () => {
+      expect(listingOrder('properties.priority')).toEqual({ sort: 'properties.priority', path: ['priority'], descending: false });
+      expect(listingOrder('-properties.lines.0.sku')).toEqual({ sort: '-properties.lines.0.sku', path: ['lines', '0', 'sku'], descending: true });
+      const longest = Array.from({ length: 8 }, () => 'k'.repeat(100)).join('.');
+      const bad = ['properties.', 'properties.a..b', '-', '', '-properties.', 'properties', 'properties.a b', `properties.${longest}.k`, `properties.${'k'.repeat(101)}`, '--properties.a'];
+      for (const sort of bad) expect([sort, isSort(sort), new RegExp(SORT_PATTERN).test(sort)]).toEqual([sort, false, false]);
+      for (const sort of [...SORTS, 'properties.a', `-properties.${longest}`, 'properties.NULL']) expect([sort, isSort(sort), new RegExp(SORT_PATTERN).test(sort)]).toEqual([sort, true, true]);
+      expect([isSort(['created_at']), isSort(undefined), listingOrderOf('x')]).toEqual([false, false, undefined]);
+      expect(refusal(() => listingOrder('properties.'))).toBe('validation_error:sort');
+    });
+
+    it('orders by the value with null as none, none last either way, then id', () => {
+      expect(orderBy(listingOrder('properties.a.b'), 'i')).toBe(`nullif(i.properties #> '{"a","b"}'::text[], 'null'::jsonb) ASC NULLS LAST, i.id ASC`);
+      expect(orderBy(listingOrder('-properties.NULL'))).toBe(`nullif(properties #> '{"NULL"}'::text[], 'null'::jsonb) DESC NULLS LAST, id DESC`);
+      expect(orderBy(listingOrder('-properties.a'), 'w', 'w.order_value')).toBe('w.order_value DESC NULLS LAST, w.id DESC');
+    });
+
+    it('pages after a value (then come the rest and the group without one), or inside that group', () => {
+      const params: unknown[] = [];
+      const p = (v: unknown) => `$${params.push(v)}`;
+      const v = `nullif(i.properties #> '{"a"}'::text[], 'null'::jsonb)`;
+      expect(afterSql(listingOrder('properties.a'), 'i', { value: '3', id }, p)).toBe(`(${v} IS NULL OR (${v}, i.id) > ($1::jsonb, $2::uuid))`);
+      expect(afterSql(listingOrder('-properties.a'), 'i', { value: UNSET, id }, p)).toBe(`(${v} IS NULL AND i.id < $3::uuid)`);
+      expect(params).toEqual(['3', id, id]);
+    });
+
+    it('cursors carry the jsonb text, or null for none, in a list of the path and direction', () => {
+      const order = listingOrder('-properties.a');
+      for (const value of ['3', '12345678901234567890.5', '"x"', '{"a": [1, null]}', '[]', 'true']) {
+        const cursor = cursorAfter(order, { ...row, position_value: value });
+        expect(parts(cursor)).toEqual([value, id, 'items?sort=-properties.a']);
+        expect(positionOf(order, cursor)).toEqual({ value, id });
+      }
+      expect(positionOf(order, cursorAfter(order, { ...row, position_value: null }))).toEqual({ value: UNSET, id });
+      for (const other of ['properties.a', '-properties.b', '-properties.a.b', '-updated_at']) {
+        expect([other, refusal(() => positionOf(listingOrder(other), cursorAfter(order, { ...row, position_value: '1' })))]).toEqual([other, 'validation_error:cursor']);
+      }
+    });
+
+    it('refuses a forged value PostgreSQL would not read as jsonb, or one longer than a cursor carries', () => {
+      const order = listingOrder('properties.a');
+      const list = 'items?sort=properties.a';
+      for (const value of ['1e-100000', '1e1001', '1e1000', `${'9'.repeat(1001)}`, '"\\u0000"', '{"\\u0000":1}', '"\\udc00"', 'NaN', '', ' ', '[1,]', 'sha256:0',
+        `"${'x'.repeat(MAX_CURSOR_VALUE - 1)}"`, `{"k":${'['.repeat(70)}${']'.repeat(70)}}`]) {
+        expect([value.slice(0, 30), refusal(() => positionOf(order, cursorOf([value, id, list])))]).toEqual([value.slice(0, 30), 'validation_error:cursor']);
+      }
+      for (const value of ['1e300', '1e-999', '"a \\"quoted\\" [1] 2e99999"', `"${'x'.repeat(MAX_CURSOR_VALUE - 2)}"`, '-0.5']) {
+        expect(positionOf(order, cursorOf([value, id, list]))).toEqual({ value, id });
+      }
+      expect(refusal(() => positionOf(order, cursorOf(['1', 'nope', list])))).toBe('validation_error:cursor');
+    });
+
+    it('a value longer than a cursor carries goes as its digest, which the item\'s value must still match', async () => {
+      const order = listingOrder('properties.a');
+      const long = JSON.stringify('y'.repeat(MAX_CURSOR_VALUE));
+      const position = positionOf(order, cursorAfter(order, { ...row, position_value: long }))!;
+      expect(position.value).toMatch(/^sha256:[0-9a-f]{64}$/);
+      const seen: unknown[][] = [];
+      const valueIs = (value: string | undefined) => async (sql: string, params: unknown[]) => (seen.push([sql, params]), value);
+      expect(await longValuePosition(position, valueIs(long), order, 'tenant-1')).toEqual({ value: long, id });
+      expect(seen[0]).toEqual([`SELECT (nullif(i.properties #> '{"a"}'::text[], 'null'::jsonb))::text AS value FROM items i WHERE i.tenant_id = $1 AND i.id = $2`, ['tenant-1', id]]);
+      for (const now of [`${long} `, '"short"', undefined]) expect(await longValuePosition(position, valueIs(now), order, 'tenant-1')).toBeUndefined();
+      await longValuePosition(position, valueIs(long), order, 'tenant-1', ['core.note']);
+      expect(seen.at(-1)).toEqual([expect.stringMatching(/ AND i\.id = \$2 AND i\.type = ANY\(\$3::text\[\]\)$/), ['tenant-1', id, ['core.note']]]);
+    });
   });
 });

@@ -32,8 +32,10 @@ export interface PropertyClause {
 /** Each clause is tested on every item a listing reads: a bound, as on edge clauses. */
 export const MAX_PROPERTY_CLAUSES = 10;
 export const MAX_PROPERTY_CLAUSE_LENGTH = 1000;
-const MAX_PATH_KEYS = 8;
-const KEY = /^[A-Za-z0-9_-]{1,100}$/;
+export const MAX_PATH_KEYS = 8;
+/** A key of a path, as a regular expression's source (also the OpenAPI pattern of `sort`). */
+export const PATH_KEY_PATTERN = '[A-Za-z0-9_-]{1,100}';
+const KEY = new RegExp(`^${PATH_KEY_PATTERN}$`);
 // Longest operators first: `>=` is not `>` followed by a value starting with `=`.
 const OPERATORS: PropertyOperator[] = ['!=', '<=', '>=', '=', '<', '>'];
 
@@ -48,12 +50,21 @@ export function propertyClauseOf(raw: unknown): PropertyClause | undefined {
   if (at < 1) return undefined;
   const op = OPERATORS.find((o) => raw.startsWith(o, at));
   if (!op) return undefined;
-  const path = raw.slice(0, at).split('.');
-  if (path.length > MAX_PATH_KEYS || !path.every((k) => KEY.test(k))) return undefined;
+  const path = propertyPathOf(raw.slice(0, at));
+  if (!path) return undefined;
   const value = scalarOf(raw.slice(at + op.length));
   if (value === undefined) return undefined;
   if (op !== '=' && op !== '!=' && value.kind !== 'number' && value.kind !== 'string') return undefined;
   return { path, op, ...value };
+}
+
+/**
+ * The keys of a property path (`address.city`), or undefined when it is no path a clause takes:
+ * also the path of `GET /items?sort=properties.<path>` (listing-order.ts).
+ */
+export function propertyPathOf(text: string): string[] | undefined {
+  const path = text.split('.');
+  return path.length <= MAX_PATH_KEYS && path.every((k) => KEY.test(k)) ? path : undefined;
 }
 
 /**
@@ -81,7 +92,7 @@ function scalarOf(text: string): Pick<PropertyClause, 'kind' | 'json'> | undefin
 }
 
 /** A JSON number's text within MAX_NUMBER_DIGITS digits and MAX_NUMBER_EXPONENT of exponent. */
-function readableNumber(json: string): boolean {
+export function readableNumber(json: string): boolean {
   const [mantissa, exponent = '0'] = json.toLowerCase().split('e');
   return mantissa.replace(/[^0-9]/g, '').length <= MAX_NUMBER_DIGITS && Math.abs(Number(exponent)) <= MAX_NUMBER_EXPONENT;
 }

@@ -1,5 +1,6 @@
 /**
- * GET /items?sort= (created_at, updated_at, timestamp; ascending or `-` descending, ties by id)
+ * GET /items?sort= (created_at, updated_at, timestamp; ascending or `-` descending, ties by id;
+ * property orders are sort-property.e2e-spec.ts)
  * and the updated_since/updated_until window: every order page by page (no repeat, no gap, ties
  * across page ends), the default as it was, cursors bound to the order that issued them,
  * instants finer than a millisecond, the window and property-scan paths under each order, the
@@ -274,11 +275,13 @@ describe('items: sort and updated_since/updated_until', () => {
     }
   });
 
-  it('GET /openapi.json describes sort (an enum) and the window on GET /items, the window on GET /search and in a bulk filter', async () => {
+  it('GET /openapi.json describes sort (a pattern: the columns, or a property, either way) and the window on GET /items, the window on GET /search and in a bulk filter', async () => {
     const doc = (await t.http.get('/openapi.json')).body;
     const params = (path: string) => Object.fromEntries(doc.paths[path].get.parameters.map((p: { name: string; schema: unknown }) => [p.name, p.schema]));
     const items = params('/items');
-    expect(items.sort).toMatchObject({ enum: SORTS, default: '-created_at' });
+    expect(items.sort).toMatchObject({ type: 'string', default: '-created_at' });
+    for (const sort of SORTS) expect([sort, new RegExp(items.sort.pattern).test(sort)]).toEqual([sort, true]);
+    for (const sort of ['name', '+created_at', '--created_at', 'created_at,id', '-', '']) expect([sort, new RegExp(items.sort.pattern).test(sort)]).toEqual([sort, false]);
     expect([items.updated_since, items.updated_until]).toEqual([expect.objectContaining({ format: 'date-time' }), expect.objectContaining({ format: 'date-time' })]);
     const search = params('/search');
     expect([search.sort, search.updated_since?.format, search.updated_until?.format]).toEqual([undefined, 'date-time', 'date-time']);
