@@ -6,7 +6,7 @@
  * schema can neither reach past its tenant nor harm validation for others (the limits).
  */
 import { randomUUID } from 'node:crypto';
-import { validatorCacheUse } from '../src/types/type-schema';
+import { validatorCacheUse } from '../src/types/compiled-validators';
 import { TypesService } from '../src/types/types.service';
 import { Api, api, expectError, expectStatus, RFC3339 } from './items/helpers';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';

@@ -3,7 +3,7 @@ import { LIFECYCLE_TABLE } from '../../test/support/lifecycle-table';
 import { ApiError } from '../common/api-error';
 import type { ItemRow } from '../items/item.model';
 import type { ResolvedType } from '../types/types.service';
-import { validatorFor } from '../types/type-schema';
+import { validatorFor } from '../types/property-validation';
 import { planChange, specOf } from './bulk-actions';
 
 const row = (over: Partial<ItemRow> = {}): ItemRow => ({

@@ -2,7 +2,8 @@
 import { parentPort } from 'node:worker_threads';
 import { ApiError } from '../common/api-error';
 import type { CheckAnswer, CheckRequest } from './pattern-check';
-import { checkProperties, onCompile } from './type-schema';
+import { onCompile } from './compiled-validators';
+import { checkProperties } from './property-validation';
 
 parentPort!.on('message', (request: CheckRequest) => {
   onCompile((phase) => parentPort!.postMessage({ id: request.id, compiling: phase === 'start' } satisfies CheckAnswer));

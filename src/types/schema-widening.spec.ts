@@ -1,5 +1,7 @@
 import { addedProperties, isWidening } from './schema-widening';
-import { checkProperties, JsonSchema, resolveSubtypeSchema } from './type-schema';
+import type { JsonSchema } from './type-schema';
+import { resolveSubtypeSchema } from './subtype-schema';
+import { checkProperties } from './property-validation';
 
 const obj = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}): JsonSchema => ({ type: 'object', properties, ...extra });
 const str = { type: 'string' };

@@ -6,7 +6,8 @@
  * not "narrowing") for everything else, which the caller then settles by checking the items.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { JsonSchema, listedValues, typeOfValue, within } from './type-schema';
+import type { JsonSchema } from './type-schema';
+import { listedValues, typeOfValue, within } from './subtype-schema';
 
 type Schema = JsonSchema | boolean;
 

@@ -2,10 +2,12 @@ import { fullFormats } from 'ajv-formats/dist/formats';
 import { thrownApiError } from '../../test/support/thrown';
 import { ApiError } from '../common/api-error';
 import { withPatternBudget } from './pattern-check';
-import {
-  assertUsableSchema, assertValidSchema, checkProperties, forgetValidators, JsonSchema, PropertiesValidator, propertyIssues, resolveMergePolicy, resolveSubtypeSchema,
-  setValidatorCacheBudget, validatorCacheUse, validatorFor,
-} from './type-schema';
+import { assertValidSchema, JsonSchema } from './type-schema';
+import { resolveSubtypeSchema } from './subtype-schema';
+import { assertUsableSchema, forgetValidators, setValidatorCacheBudget, validatorCacheUse } from './compiled-validators';
+import { checkProperties, PropertiesValidator, validatorFor } from './property-validation';
+import { propertyIssues } from './property-issues';
+import { resolveMergePolicy } from './merge-policy';
 
 const str = { type: 'string' };
 /** An enum of the integers 0 to n-1. */

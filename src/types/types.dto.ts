@@ -4,7 +4,7 @@ import { ApiInteger } from '../openapi/api-integer.decorator';
 import { PageQuery } from '../common/pagination';
 import { DOTTED_NAME_RE } from '../common/type-pattern';
 import { IsDottedName, IsOptionalNonNull, MaxChars } from '../common/validation';
-import { MERGE_POLICIES, MergePolicy } from './type-schema';
+import { MERGE_POLICIES, MergePolicy } from './merge-policy';
 
 const IsMergePolicyMap = () =>
   ValidateBy({

@@ -17,10 +17,13 @@ import { isDottedName, matchesPattern, TypeRef } from '../common/type-pattern';
 import { orTimeout } from '../common/timeout';
 import { RedisPubSub, REDIS_WAIT_MS } from '../redis/redis.module';
 import { CreateTypeDto, ListTypesQuery, TypeList, TypeResponse, UpdateTypeDto } from './types.dto';
-import {
-  assertUsableSchema, assertValidSchema, forgetValidators, JsonSchema, MergePolicy, PropertiesValidator, propertyIssues, resolveMergePolicy, resolveSubtypeSchema,
-  SCHEMA_LIMITS, validatorFor,
-} from './type-schema';
+import { assertValidSchema, JsonSchema } from './type-schema';
+import { SCHEMA_LIMITS } from './schema-limits';
+import { resolveSubtypeSchema } from './subtype-schema';
+import { assertUsableSchema, forgetValidators } from './compiled-validators';
+import { PropertiesValidator, validatorFor } from './property-validation';
+import { propertyIssues } from './property-issues';
+import { MergePolicy, resolveMergePolicy } from './merge-policy';
 import { addedProperties, isWidening } from './schema-widening';
 import { sameSearchView } from './search-view';
 
