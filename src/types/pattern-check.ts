@@ -1,7 +1,7 @@
 /**
  * Checks item properties off the event loop, in a worker thread that is stopped if a check runs
  * past CHECK_TIMEOUT_MS, when checking them in place could take long: long text under a schema
- * with patterns, or many values under a schema applying many schemas to each (type-schema.ts
+ * with patterns, or many values under a schema applying many schemas to each (property-validation.ts
  * `validatorFor`). RE2 matches in time linear in the
  * input, but with a factor as large as the pattern's compiled program once its DFA outgrows its
  * cache: `(.{1,1000})x`, within the schema limits, took 2.7 s over 50,000 ASCII characters and
@@ -58,7 +58,7 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
-/** 400 invalid_schema: the type's schema cannot check the properties (here, or in type-schema.ts), and why. */
+/** 400 invalid_schema: the type's schema cannot check the properties (here, or in property-validation.ts), and why. */
 export const cannotCheck = (why: string) => ApiError.badRequest('invalid_schema', `The type's schema cannot check these properties: ${why}`);
 const tooSlow = (ms: number) => cannotCheck(`checking them took more than ${ms} ms; send fewer or shorter values, or simplify the schema (its patterns, the schemas applying to each value)`);
 const overBudget = (ms: number) =>

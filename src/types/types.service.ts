@@ -150,7 +150,7 @@ const parentNotFound = (name: string) => ApiError.notFound('type_not_found', `Pa
 const COLUMNS = 'tenant_id, name, parent, schema, resolved_schema, merge_policy, core, version, created_at, updated_at';
 
 /**
- * What a type's validators are cached under (type-schema.ts): a key that changes with the
+ * What a type's validators are cached under (compiled-validators.ts): a key that changes with the
  * schema, beginning with the type's `tenant:name:` (validatorPrefix).
  */
 const validatorPrefix = (tenantId: string, name: string) => `${tenantId}:${name}:`;
