@@ -9,7 +9,7 @@ import { createServer } from 'node:http';
 import { AddressInfo, createServer as createTcpServer, Socket } from 'node:net';
 import { randomUUID, webcrypto } from 'node:crypto';
 import * as oidc from 'openid-client';
-import { MAX_ASSERTION_LIFETIME_S } from '../src/oidc/oidc-provider.factory';
+import { MAX_ASSERTION_LIFETIME_S } from '../src/oidc/provider-client-auth';
 import { MAX_JWKS_BYTES } from '../src/oidc/provider-fetch';
 import { bearer, bootstrapAdmin, startApp, TestApp } from './support/app';
 import { badFields, expectError } from './support/envelope';

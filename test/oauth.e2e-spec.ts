@@ -15,7 +15,7 @@ import { OauthSecretsAtRest1732300002100 } from '../src/database/migrations/1732
 import { OpenidNeverRefused1732300003100 } from '../src/database/migrations/1732300003100-openid-never-refused';
 import { WebhooksUser1732300003300 } from '../src/database/migrations/1732300003300-webhooks-user';
 import { storedTokenId } from '../src/oidc/oidc-adapter';
-import { PROVIDER_BODY_LIMIT } from '../src/oidc/oidc-provider.factory';
+import { PROVIDER_BODY_LIMIT } from '../src/oidc/provider-body';
 import { OidcJanitor } from '../src/oidc/oidc-janitor';
 import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_USER } from '../src/events/stream-slots';
 import { browse as browseOn, field } from './support/browse';

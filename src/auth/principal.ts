@@ -30,7 +30,7 @@ export interface Principal {
 /** What a bearer token resolved to: a principal, or the reason it did not. */
 export type Resolution = { principal: Principal } | { error: 'unauthorized' | 'expired_token' };
 
-/** The prefixes of the OAuth tokens the provider issues (oidc-provider.factory.ts); the bearer strategy routes by the first. */
+/** The prefixes of the OAuth tokens the provider issues (provider-tokens.ts); the bearer strategy routes by the first. */
 export const OAUTH_ACCESS_TOKEN_PREFIX = 'svc_at_';
 export const OAUTH_REFRESH_TOKEN_PREFIX = 'svc_rt_';
 /** The prefix of the client secrets the service issues (client-secret-claim.ts). */

@@ -258,7 +258,7 @@ function declaredOver(headers: IncomingHttpHeaders, limit: number): boolean {
 /**
  * A body's text, read by the rules of the bodies above (UTF-8, a form's %-escapes too, at most
  * `limit` bytes, a leading BOM dropped), for a reader of its own to parse: the OAuth provider's
- * (oidc-provider.factory.ts), whose own reading put U+FFFD in place of bytes that are not UTF-8
+ * (provider-body.ts), whose own reading put U+FFFD in place of bytes that are not UTF-8
  * whatever the charset said, and refused a BOM. Rejects with body-parser's refusal (bodyParserError).
  */
 export function readBodyText(req: IncomingMessage, limit: number, form: boolean): Promise<string> {

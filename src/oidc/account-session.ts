@@ -9,7 +9,7 @@
  * everywhere increments (grants.service.ts).
  *
  * Signing out in one browser (the provider's RP-initiated logout, which the pages' "Sign out"
- * leads to) drops the cookie from that browser only (oidc-provider.factory.ts): the epoch stays,
+ * leads to) drops the cookie from that browser only (provider-logout.ts): the epoch stays,
  * so the user's other browsers stay signed in.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';

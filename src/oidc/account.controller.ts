@@ -5,7 +5,7 @@
  * an admin user can create an admin API key, expiring if they choose (`POST /auth/keys`: how a
  * tenant made by sign-up gets its first key). A user
  * signs in to them at `/auth/sign-in` (account-forms.ts); their "Sign out" (the provider's logout)
- * ends that sign-in in this browser (oidc-provider.factory.ts), signing out everywhere in every
+ * ends that sign-in in this browser (provider-logout.ts), signing out everywhere in every
  * browser (account-session.ts). Pages are HTML; the revoke routes also answer JSON to a
  * caller that asks for it. A browser's form post is refused with a page too (signed out, already
  * revoked), a JSON caller with the API's error envelope.

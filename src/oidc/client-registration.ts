@@ -2,7 +2,7 @@
  * What a client's registration decides about the users and scopes its tokens serve: an admin's
  * registration (POST /auth/clients) ties the client to a tenant and may grant it extensions; an
  * openly registered one has neither. Pure, so the token resolver (oauth-tokens.ts), the consent
- * pages and introspection (oidc-provider.factory.ts) apply one rule.
+ * pages and introspection (provider-introspection.ts) apply one rule.
  */
 import type { Client } from 'oidc-provider';
 import type { PermissionMap } from '../keys/api-key.entity';

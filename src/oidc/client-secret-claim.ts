@@ -1,6 +1,6 @@
 /**
  * Which secret a client-credentials token was issued under: a claim the token keeps, which
- * introspection leaves out (oidc-provider.factory.ts). Rotating the secret deletes the client's
+ * introspection leaves out (provider-introspection.ts). Rotating the secret deletes the client's
  * tokens, but a token request that authenticated with the old secret just before the rotation
  * committed saves its token after that deletion. The claim ends such a token too. A token from
  * before the claim existed has none and is taken as current. A `private_key_jwt` client has no

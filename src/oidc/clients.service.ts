@@ -374,7 +374,7 @@ export class ClientsService {
  * A client's metadata as a whole, for a registration and an update alike. The lists `given`
  * name each value once (repeatedLists; an update checks only those it sets, so a client stored
  * with a repeat before the rule can still be changed otherwise), refused naming the list as the
- * DTO's checks do. Then the provider's rules (oidc-provider.factory.ts adds the service's: http
+ * DTO's checks do. Then the provider's rules (client-metadata.ts adds the service's: http
  * redirects only to loopback, client_credentials only for a confidential client, …), whose
  * refusal is 400 `validation_error` naming the field it is about (`refusedField`).
  */

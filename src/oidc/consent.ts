@@ -11,7 +11,7 @@
  * decides again on the scopes it asked about and keeps the rest (`created: false`). So revoking
  * it ends every token of the connection, and a scope a later consent refuses ends for every token
  * of it at once. Each consent that gives something also renews the grant's lifetime (`ttl.Grant`,
- * oidc-provider.factory.ts) from that moment.
+ * provider-tokens.ts) from that moment.
  */
 import { isBlockedFor } from './blocked-clients';
 import type { Client, Provider } from 'oidc-provider';

@@ -21,7 +21,7 @@
  *
  * A refresh token that was used (rotated) is kept as a tombstone even when its grant is revoked:
  * presenting it again is reuse, answered `token_reuse_detected` every time, until the janitor deletes
- * it a day after its own expiry (oidc-provider.factory.ts). So the deletions that keep them are
+ * it a day after its own expiry (token-reuse.ts). So the deletions that keep them are
  * here, for the users module too (`deleteGrant`, `endAccounts`, `endProviderSessions`); a deleted
  * client's rows go whole (clients.service.ts).
  *

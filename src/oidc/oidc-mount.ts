@@ -20,7 +20,7 @@ import { Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authorizationCount } from '../auth/credential.hook';
 import { AppConfig } from '../config/app-config';
-import { OIDC_ROUTES } from './oidc-provider.factory';
+import { OIDC_ROUTES } from './oidc-routes';
 import { OidcProvider } from './oidc-provider';
 import { USERINFO_CORS, USERINFO_METHODS } from './userinfo.controller';
 

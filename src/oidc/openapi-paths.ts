@@ -9,7 +9,7 @@ import type { OpenAPIObject, SchemaObject } from '@nestjs/swagger';
 import { NO_STORE_EXTENSION } from '../common/security-headers';
 import { errorResponse } from '../openapi/api-errors.decorator';
 import { DEVICE_GRANT_TYPE } from './device-polling';
-import { PROVIDER_BODY_LIMIT } from './oidc-provider.factory';
+import { PROVIDER_BODY_LIMIT } from './provider-body';
 
 type PathItem = OpenAPIObject['paths'][string];
 type Operation = NonNullable<PathItem['get']>;
@@ -62,7 +62,7 @@ const noStore = { [NO_STORE_EXTENSION]: true };
 
 const uris = (description: string) => ({ type: 'array', maxItems: 20, uniqueItems: true, items: { type: 'string', maxLength: 2000 }, description });
 
-/** RFC 7591 client metadata that open registration takes, with the limits POST /auth/clients applies (oidc-provider.factory.ts). */
+/** RFC 7591 client metadata that open registration takes, with the limits POST /auth/clients applies (client-metadata.ts). */
 const CLIENT_METADATA = {
   redirect_uris: uris('Exact-match redirect URIs: https, plain http to a loopback host only, or a reverse-domain private-use scheme (RFC 8252); required with the authorization_code grant'),
   grant_types: { type: 'array', uniqueItems: true, items: { type: 'string', enum: GRANT_TYPES }, description: 'Default authorization_code and refresh_token; client_credentials needs a client of a tenant (POST /auth/clients)' },
@@ -231,7 +231,7 @@ const WITHOUT_DEPENDENCY = new Set(['/.well-known/openid-configuration', '/.well
 
 /**
  * The 503 of an endpoint that reads or writes the database (answerUnavailable in
- * oidc-provider.factory.ts): `temporarily_unavailable` with Retry-After, as an error page for a
+ * provider-errors.ts): `temporarily_unavailable` with Retry-After, as an error page for a
  * browser, else RFC 6749 JSON. Preflights read nothing.
  */
 function withUnavailable(paths: Record<string, PathItem>): Record<string, PathItem> {
@@ -250,7 +250,7 @@ function withUnavailable(paths: Record<string, PathItem>): Record<string, PathIt
   );
 }
 
-/** A POST body the provider would not read whole, as sent, or as UTF-8, is 413 or 415, in its error form (unreadableBody in oidc-provider.factory.ts). */
+/** A POST body the provider would not read whole, as sent, or as UTF-8, is 413 or 415, in its error form (unreadableBody in provider-body.ts). */
 function withBodyLimit(paths: Record<string, PathItem>): Record<string, PathItem> {
   const tooLarge = { ...oauthError, description: `The body is over ${PROVIDER_BODY_LIMIT} bytes: RFC 6749 error {"error":"invalid_request","error_description"}` };
   const encoded = { ...oauthError, description: 'The body was sent with a Content-Encoding other than identity, or in a charset other than UTF-8: RFC 6749 error {"error":"invalid_request","error_description"}' };

@@ -369,7 +369,7 @@ ${hidden('csrf', o.csrf)}${o.returnTo ? hidden('return_to', o.returnTo) : ''}
 
 /**
  * The account pages' menu. "Sign out" is the provider's logout (RP-initiated, without a client):
- * it ends this browser's sign-in to apps and to these pages (oidc-provider.factory.ts).
+ * it ends this browser's sign-in to apps and to these pages (provider-logout.ts).
  */
 const MENU = [['/auth/grants', 'Connected apps'], ['/auth/sessions', 'Sessions'], ['/auth/security', 'Security'], ['/auth/logout', 'Sign out']] as const;
 /** The menu, before the page's main content, marking the page it is on (`current`); its separators are not read out. */
@@ -503,7 +503,7 @@ export function errorPage(title: string, message: string, link?: { href: string;
 }
 
 /**
- * The provider's error page (oidc-provider.factory.ts): a sentence for the user, who cannot fix
+ * The provider's error page (provider-errors.ts): a sentence for the user, who cannot fix
  * the request, then the provider's words for whoever makes the app.
  */
 export function providerErrorPage(error: string, description?: string): string {

@@ -6,7 +6,7 @@
  * rebinding is caught where the address is used), a literal address before, and no redirect is
  * followed. The provider's own guard would connect first and only then drop a private address,
  * after a TLS ClientHello had gone out. `sector_identifier_uri`, the other URL it would fetch, is
- * refused at registration (oidc-provider.factory.ts): subjects are public, so it means nothing.
+ * refused at registration (client-metadata.ts): subjects are public, so it means nothing.
  */
 import type { Configuration } from 'oidc-provider';
 import { fetch as undiciFetch } from 'undici';

@@ -1,6 +1,6 @@
 /**
  * oidc-provider's private per-instance state (lib/helpers/weak_cache.js), for the two things
- * its options cannot express: an infinite scope grammar (oidc-provider.factory.ts) and
+ * its options cannot express: an infinite scope grammar (provider-scopes.ts) and
  * `slow_down` on device polling (device-polling.ts). Only used with the pinned version; the
  * OAuth tests exercise both.
  */

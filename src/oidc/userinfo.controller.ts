@@ -3,7 +3,7 @@
  * endpoint; OIDC Core wants both methods) and `GET /auth/userinfo`. Served here rather than by oidc-provider, whose userinfo refuses an
  * access token issued for a resource server, and every token of this service is for its API.
  * The claims follow the OIDC scopes the access token was issued with (OIDC Core 5.3, 5.4;
- * oidc-provider.factory.ts puts them beside its API scopes), as far as its grant still holds them:
+ * provider-scopes.ts puts them beside its API scopes), as far as its grant still holds them:
  * a token without `openid` is 403 `insufficient_scope` whatever else its grant holds; `sub`
  * always, `profile`: name, preferred_username, picture; `email`: email, email_verified. A token
  * the API refuses (expired, revoked, of a tenant's client for another tenant's user) is 401

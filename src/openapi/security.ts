@@ -9,7 +9,7 @@ import { ModulesContainer, Reflector } from '@nestjs/core';
 import type { OpenAPIObject, SecuritySchemeObject } from '@nestjs/swagger';
 import { BOOTSTRAP_ROUTE, PUBLIC_ROUTE, REQUIREMENT, Requirement } from '../auth/decorators';
 import { ACCOUNT_COOKIE } from '../oidc/account-session';
-import { OIDC_ROUTES } from '../oidc/oidc-provider.factory';
+import { OIDC_ROUTES } from '../oidc/oidc-routes';
 import { OAUTH_EXTENSION, OAuthNeeds } from './api-oauth.decorator';
 
 /** The scopes of SPEC 5.4, as templates where the grammar takes a name (`<type>`). */
