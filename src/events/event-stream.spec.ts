@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Principal } from '../auth/principal';
-import { EventStream, messagesOf } from './event-stream';
+import { EventStream } from './event-stream';
+import { messagesOf } from './stream-messages';
 import { PublishedEvent, REPLAY_PAGE_QUERY } from './published-events';
 
 const event = (n: number, bytes: number): PublishedEvent =>
