@@ -42,7 +42,7 @@ import { neverFramed, ownSelfSubmittingForms } from './provider-html';
 import { introspectedAsTheApiSees, structuredTokensAreUnknown } from './provider-introspection';
 import { discoveryAsServed } from './provider-discovery';
 
-export interface ProviderDeps {
+interface ProviderDeps {
   config: AppConfig;
   db: DataSource;
   secrets: SecretBox;

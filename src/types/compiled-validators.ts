@@ -80,7 +80,7 @@ const cachedBytes = (cacheKey: string, entry: Cached): number =>
   loadBytes(cacheKey) + (entry.validators ? entry.validators.bytes * (entry.validators.full ? 2 : 1) : 0);
 
 /** The schema's cache entry, now the most recently used, checking it against the limits once per cache key. */
-export function cachedFor(cacheKey: string, schema: JsonSchema): Cached {
+function cachedFor(cacheKey: string, schema: JsonSchema): Cached {
   let entry = cache.touch(cacheKey);
   if (!entry) {
     // Types stored before a limit existed meet it here, and their writes get its 400.
