@@ -1,8 +1,8 @@
 /**
- * A code or refresh token used again (SPEC 5.2): a refresh token already rotated, presented again
- * however long ago it was issued, or a code or refresh token two requests used at once, is a reuse,
- * which revokes the grant with all its tokens and is answered `token_reuse_detected` to the client
- * it was issued to.
+ * A code or refresh token used again (SPEC 5.2) revokes its grant with all its tokens: one that
+ * two requests used at once (the adapter's answer to the loser), and a rotated refresh token
+ * presented again however long ago it was issued. A reused refresh token is answered
+ * `token_reuse_detected` to the client it was issued to.
  */
 import type { Provider as ProviderType, KoaContextWithOIDC } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
