@@ -2439,6 +2439,22 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect((await poll(device.device_code)).body.error).toBe('slow_down');
   });
 
+  it('times the interval from the last poll, a refused one too: a client told to slow down waits the new interval from then', async () => {
+    const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
+    /** Moves the code's last poll `seconds` back, as if that much time had passed since. */
+    const later = (seconds: number) =>
+      t.sql(`UPDATE oauth_device_polls SET last_poll = last_poll - make_interval(secs => $2) WHERE device_code = $1`, [storedTokenId(device.device_code), seconds]);
+    expect((await poll(device.device_code)).body.error).toBe('authorization_pending');
+    expect((await poll(device.device_code)).body.error).toBe('slow_down'); // the interval is 6 s now
+    await later(4);
+    expect((await poll(device.device_code)).body.error).toBe('slow_down'); // 4 s after the last poll: 11 s now
+    await later(7);
+    // 7 s after the last poll, 11 after the one accepted: still faster than the interval.
+    expect((await poll(device.device_code)).body.error).toBe('slow_down');
+    await later(16);
+    expect((await poll(device.device_code)).body.error).toBe('authorization_pending');
+  });
+
   it('finds a user code however it is typed: lower case, without its dash, with spaces, in full-width letters (an East Asian input method)', async () => {
     const device = await oidc.initiateDeviceAuthorization(rp, { scope: 'openid' });
     const fullWidth = [...device.user_code].map((c) => (c === '-' ? '\u2010' : String.fromCodePoint(c.codePointAt(0)! + 0xfee0))).join('');

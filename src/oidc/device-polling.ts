@@ -2,9 +2,10 @@
  * The device flow's polling rules, which oidc-provider leaves to the service (RFC 8628 3.2, 3.5):
  * the device authorization response gets `interval` and the SPEC's verification URIs
  * (`/auth/device`, with `?user_code=` for the complete one); a token request for a device code
- * that comes sooner than the interval after the last accepted one is 400 `slow_down`, and the
- * interval grows by 5 seconds. A refused poll does not count as a poll, nor does one by another
- * client than the code's.
+ * that comes sooner than the interval after the last one is 400 `slow_down`, and the interval
+ * grows by 5 seconds. Every poll of the code's own client sets the pace, a refused one too (a
+ * client told to slow down waits the new interval from then, RFC 8628 3.5); another client's
+ * poll of the code does not.
  */
 import type { KoaContextWithOIDC, Provider } from 'oidc-provider';
 import type { DataSource } from 'typeorm';
@@ -40,7 +41,7 @@ export async function installDevicePolling(provider: Provider, db: DataSource, b
   });
 }
 
-/** Records the poll unless it came too soon, in which case the interval grows instead. */
+/** Records the poll, and whether it came too soon, in which case the interval grows too. */
 async function tooSoon(db: DataSource, deviceCode: string, intervalSeconds: number): Promise<boolean> {
   // Keyed like the device code's own row: by digest, so the table holds no usable code.
   const key = storedTokenId(deviceCode);
@@ -51,9 +52,7 @@ async function tooSoon(db: DataSource, deviceCode: string, intervalSeconds: numb
       [key],
     );
     await m.query(
-      poll.too_soon
-        ? `UPDATE oauth_device_polls SET interval_s = interval_s + ${SLOW_DOWN_STEP} WHERE device_code = $1`
-        : `UPDATE oauth_device_polls SET last_poll = clock_timestamp() WHERE device_code = $1`,
+      `UPDATE oauth_device_polls SET last_poll = clock_timestamp()${poll.too_soon ? `, interval_s = interval_s + ${SLOW_DOWN_STEP}` : ''} WHERE device_code = $1`,
       [key],
     );
     return poll.too_soon;
