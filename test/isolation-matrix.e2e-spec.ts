@@ -14,6 +14,7 @@ const BODIES: Record<string, Record<string, unknown>> = {
   'patch /items/{id}': { version: 1, properties: { title: 'stolen' } },
   'patch /items/{id}/metadata': { tags: ['stolen'] },
   'patch /types/{name}': { schema: { type: 'object', properties: { a: { type: 'string' } } } },
+  'post /items/{id}/versions/{version}/restore': { version: 1 },
 };
 
 /** Path prefixes whose routes hold tenant objects. */
@@ -52,6 +53,7 @@ describe('tenant isolation matrix (e2e)', () => {
       .replace('/users/{id}', `/users/${ids.user}`)
       // A well-formed grant id: the owner's user is what the intruder must not reach.
       .replace('{grant_id}', 'G'.repeat(43))
+      .replace('{version}', '1')
       .replace('/items/{id}', `/items/${ids.itemA}`);
   }
 
