@@ -10,6 +10,7 @@
 import request from 'supertest';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { field } from './support/browse';
+import { withClockSkew } from './support/clock';
 import { badFields, expectError } from './support/envelope';
 import { expectKeyBody } from './support/keys';
 import { Receiver } from './support/receiver';
@@ -129,18 +130,13 @@ describe('key expiry and last use (e2e, two instances)', () => {
     const live = await createKey(a, admin, { label: 'live by the database' });
     await a.sql(`UPDATE api_keys SET expires_at = now() - interval '1 minute' WHERE id = $1`, [expired.id]);
     await a.sql(`UPDATE api_keys SET expires_at = now() + interval '1 minute' WHERE id = $1`, [live.id]);
-    const realNow = Date.now.bind(Date);
     /** The answers to using and to changing `key` while this process's clock is `skewMs` off the database's. */
-    const bothPaths = async (key: Record<string, any>, skewMs: number) => {
-      const clock = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
-      try {
+    const bothPaths = (key: Record<string, any>, skewMs: number) =>
+      withClockSkew(skewMs, async () => {
         const used = (await a.http.get('/keys/current').set(bearer(key.key))).status;
         const changed = (await a.http.patch(`/keys/${key.id}`).set(bearer(admin)).send({ label: `${key.label}, changed` })).status;
         return [used, changed];
-      } finally {
-        clock.mockRestore();
-      }
-    };
+      });
     // A server clock two minutes slow would still call the first one live, two minutes fast the second one expired.
     expect(await bothPaths(expired, -120_000)).toEqual([401, 409]);
     expect(await bothPaths(live, 120_000)).toEqual([200, 200]);
@@ -150,24 +146,14 @@ describe('key expiry and last use (e2e, two instances)', () => {
   it('judges a new expiry by the database\'s clock too, on POST /keys, PATCH /keys/{id} and the account page\'s key form, whatever the server\'s own clock says', async () => {
     // A minute ahead of, and a minute behind, the database's clock.
     const [{ ahead, behind }] = await a.sql<{ ahead: Date; behind: Date }>(`SELECT now() + interval '1 minute' AS ahead, now() - interval '1 minute' AS behind`);
-    const realNow = Date.now.bind(Date);
-    /** `run` while this process's clock is `skewMs` off the database's. */
-    const skewed = async <T>(skewMs: number, run: () => Promise<T>): Promise<T> => {
-      const clock = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
-      try {
-        return await run();
-      } finally {
-        clock.mockRestore();
-      }
-    };
     // A server clock two minutes fast would call the first one past, two minutes slow the second one future.
-    const made = await skewed(120_000, () => a.http.post('/keys').set(bearer(admin)).send({ label: 'ahead of a fast clock', expires_at: ahead.toISOString() }));
+    const made = await withClockSkew(120_000, () => a.http.post('/keys').set(bearer(admin)).send({ label: 'ahead of a fast clock', expires_at: ahead.toISOString() }));
     expect([made.status, made.body.expires_at]).toEqual([201, ahead.toISOString()]);
-    expect(badFields(await skewed(-120_000, () => a.http.post('/keys').set(bearer(admin)).send({ label: 'behind a slow clock', expires_at: behind.toISOString() })))).toEqual(['expires_at']);
+    expect(badFields(await withClockSkew(-120_000, () => a.http.post('/keys').set(bearer(admin)).send({ label: 'behind a slow clock', expires_at: behind.toISOString() })))).toEqual(['expires_at']);
     const k = await createKey(a, admin, { label: 'changed under skew' });
-    const changed = await skewed(120_000, () => a.http.patch(`/keys/${k.id}`).set(bearer(admin)).send({ expires_at: ahead.toISOString() }));
+    const changed = await withClockSkew(120_000, () => a.http.patch(`/keys/${k.id}`).set(bearer(admin)).send({ expires_at: ahead.toISOString() }));
     expect([changed.status, changed.body.expires_at]).toEqual([200, ahead.toISOString()]);
-    expect(badFields(await skewed(-120_000, () => a.http.patch(`/keys/${k.id}`).set(bearer(admin)).send({ expires_at: behind.toISOString() })))).toEqual(['expires_at']);
+    expect(badFields(await withClockSkew(-120_000, () => a.http.patch(`/keys/${k.id}`).set(bearer(admin)).send({ expires_at: behind.toISOString() })))).toEqual(['expires_at']);
 
     // The account page's form, which checks the expiry before it makes the key, by the same rule.
     const tenant = await createTenant(a, admin, 'expiry-form');
@@ -180,9 +166,9 @@ describe('key expiry and last use (e2e, two instances)', () => {
       return agent.post('/auth/keys').type('form').send({ csrf: field(page, 'csrf'), form_nonce: field(page, 'form_nonce'), label, expires_at: expires_at.toISOString() });
     };
     const labelled = async (label: string) => a.sql<{ expires_at: Date }>(`SELECT expires_at FROM api_keys WHERE tenant_id = $1 AND label = $2`, [tenant.tenantId, label]);
-    expect((await skewed(120_000, () => send('form ahead', ahead))).status).toBe(200);
+    expect((await withClockSkew(120_000, () => send('form ahead', ahead))).status).toBe(200);
     expect((await labelled('form ahead')).map((r) => r.expires_at.toISOString())).toEqual([ahead.toISOString()]);
-    const refused = await skewed(-120_000, () => send('form behind', behind));
+    const refused = await withClockSkew(-120_000, () => send('form behind', behind));
     expect(refused.status).toBe(400);
     expect(refused.text).toContain('The expiry must be in the future.');
     expect(await labelled('form behind')).toEqual([]);

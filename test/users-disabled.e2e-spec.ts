@@ -9,6 +9,7 @@ import request from 'supertest';
 import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
 import { browse, field } from './support/browse';
 import { connect as connectApp, providerSignIn as signInForApp } from './support/code-flow';
+import { withClockSkew } from './support/clock';
 import { badFields, expectError } from './support/envelope';
 import { waitFor } from './support/wait';
 
@@ -243,21 +244,11 @@ describe('disabled users', () => {
     const ongoing = (await createUser(admin, 'ongoing@example.com', { disabled: true }).expect(201)).body;
     await t.sql(`UPDATE users SET disabled_until = now() - interval '1 minute' WHERE id = $1`, [ended.id]);
     await t.sql(`UPDATE users SET disabled_until = now() + interval '1 minute' WHERE id = $1`, [ongoing.id]);
-    const realNow = Date.now.bind(Date);
-    /** `run` while this process's clock is `skewMs` off the database's. */
-    const skewed = async <T>(skewMs: number, run: () => Promise<T>): Promise<T> => {
-      const clock = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
-      try {
-        return await run();
-      } finally {
-        clock.mockRestore();
-      }
-    };
     // A server clock two minutes slow would still call the first one disabled, two minutes fast the second one enabled.
-    const [endedRead, endedSignIn] = await skewed(-120_000, async () => [(await t.http.get(`/users/${ended.id}`).set(bearer(admin))).body, (await accountSignIn('ended@example.com')).res.status]);
+    const [endedRead, endedSignIn] = await withClockSkew(-120_000, async () => [(await t.http.get(`/users/${ended.id}`).set(bearer(admin))).body, (await accountSignIn('ended@example.com')).res.status]);
     expect(endedRead).toMatchObject({ disabled: false, disabled_until: null });
     expect(endedSignIn).toBe(303);
-    const [ongoingRead, ongoingSignIn] = await skewed(120_000, async () => [(await t.http.get(`/users/${ongoing.id}`).set(bearer(admin))).body, (await accountSignIn('ongoing@example.com')).res.status]);
+    const [ongoingRead, ongoingSignIn] = await withClockSkew(120_000, async () => [(await t.http.get(`/users/${ongoing.id}`).set(bearer(admin))).body, (await accountSignIn('ongoing@example.com')).res.status]);
     expect(ongoingRead).toMatchObject({ disabled: true, disabled_until: expect.any(String) });
     expect(ongoingSignIn).toBe(401);
     // A new end: a minute ahead of the database is in the future for a server two minutes fast; a minute behind is not, for one two minutes slow.
@@ -265,9 +256,9 @@ describe('disabled users', () => {
       await t.sql<{ at: Date }>(`SELECT now() + interval '1 minute' AS at`),
       await t.sql<{ at: Date }>(`SELECT now() - interval '1 minute' AS at`),
     ];
-    const set = await skewed(120_000, () => patch(admin, ongoing.id, { disabled_until: ahead.at.toISOString() }));
+    const set = await withClockSkew(120_000, () => patch(admin, ongoing.id, { disabled_until: ahead.at.toISOString() }));
     expect([set.status, set.body.disabled_until]).toEqual([200, ahead.at.toISOString()]);
-    expect(badFields(await skewed(-120_000, () => patch(admin, ongoing.id, { disabled_until: behind.at.toISOString() })))).toEqual(['disabled_until']);
+    expect(badFields(await withClockSkew(-120_000, () => patch(admin, ongoing.id, { disabled_until: behind.at.toISOString() })))).toEqual(['disabled_until']);
   });
 
   it('takes `disabled_until` on POST and PATCH with a disabled user only, in the future and at most about 10 years ahead; null removes it, enabling clears it; shown to admins, audited', async () => {

@@ -43,3 +43,27 @@ export async function createItem(c: Api, body: Record<string, unknown>): Promise
 }
 
 export const note = (title: string, extra: Record<string, unknown> = {}) => ({ type: 'core.note', properties: { title }, ...extra });
+
+export type Query = Record<string, string | number | undefined>;
+
+export const ids = (items: Array<{ id: string }>): string[] => items.map((i) => i.id);
+
+/** Every page of `GET /items` under `query`, following cursors: the pages' ids, none repeated, each page at most `limit`. */
+export async function pages(c: Api, query: Query, limit: number): Promise<string[][]> {
+  const out: string[][] = [];
+  let cursor: string | undefined;
+  do {
+    const res = await c.get('/items', { ...query, limit, cursor });
+    expectStatus(res, 200);
+    expect(res.body.items.length).toBeLessThanOrEqual(limit);
+    out.push(ids(res.body.items));
+    cursor = res.body.next_cursor ?? undefined;
+    expect(out.length).toBeLessThan(100);
+  } while (cursor);
+  const all = out.flat();
+  expect(new Set(all).size).toBe(all.length);
+  return out;
+}
+
+/** The ids of every page of `GET /items` under `query`, in order. */
+export const listed = async (c: Api, query: Query, limit = 2): Promise<string[]> => (await pages(c, query, limit)).flat();

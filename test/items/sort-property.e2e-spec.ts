@@ -11,11 +11,8 @@ import type { Response } from 'supertest';
 import { PROPERTY_SCAN_ITEMS } from '../../src/items/item-filter';
 import { MAX_CURSOR_VALUE, SORTS } from '../../src/items/listing-order';
 import { bootstrapAdmin, createKey, createTenant, startApp, TestApp } from '../support/app';
-import { Api, api, createItem, expectError, expectStatus } from './helpers';
+import { Api, api, createItem, expectError, expectStatus, ids, listed, pages, Query } from './helpers';
 
-type Query = Record<string, string | number | undefined>;
-
-const ids = (items: Array<{ id: string }>) => items.map((i) => i.id);
 const fieldOf = (res: Response) => expectError(res, 400, 'validation_error').details!.fields.map((f: { field: string }) => f.field);
 const cursorOf = (parts: string[]) => Buffer.from(JSON.stringify(parts)).toString('base64url');
 const partsOf = (cursor: string) => JSON.parse(Buffer.from(cursor, 'base64url').toString()) as string[];
@@ -34,24 +31,6 @@ describe('items: sort by a property', () => {
     const { key, tenantId } = await createTenant(t, rootKey, `sortprop-${seq++}`);
     return { c: api(t, key), tenantId, key };
   };
-
-  /** Every page of a listing, following cursors: the pages' ids, none repeated, each page at most `limit`. */
-  async function pages(c: Api, query: Query, limit: number): Promise<string[][]> {
-    const out: string[][] = [];
-    let cursor: string | undefined;
-    do {
-      const res = await c.get('/items', { ...query, limit, cursor });
-      expectStatus(res, 200);
-      expect(res.body.items.length).toBeLessThanOrEqual(limit);
-      out.push(ids(res.body.items));
-      cursor = res.body.next_cursor ?? undefined;
-      expect(out.length).toBeLessThan(100);
-    } while (cursor);
-    const all = out.flat();
-    expect(new Set(all).size).toBe(all.length);
-    return out;
-  }
-  const listed = async (c: Api, query: Query, limit = 2) => (await pages(c, query, limit)).flat();
 
   /** The tenant's active items in one ORDER BY of PostgreSQL: the order every walk must equal. */
   async function ordered(tenantId: string, path: string[], descending: boolean, where = 'TRUE', params: unknown[] = []): Promise<string[]> {

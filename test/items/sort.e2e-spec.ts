@@ -11,12 +11,9 @@ import { PROPERTY_SCAN_ITEMS } from '../../src/items/item-filter';
 import { SORTS } from '../../src/items/listing-order';
 import { bootstrapAdmin, createTenant, startApp, TestApp } from '../support/app';
 import { waitFor } from '../support/wait';
-import { Api, api, createItem, expectError, expectStatus } from './helpers';
+import { Api, api, createItem, expectError, expectStatus, ids, listed, pages, Query } from './helpers';
 
 type Listed = { id: string; created_at: string; updated_at: string; timestamp: string; properties: Record<string, unknown> };
-type Query = Record<string, string | number | undefined>;
-
-const ids = (items: Array<{ id: string }>) => items.map((i) => i.id);
 
 /** The order `sort` gives `items`, from their JSON: their instants are whole milliseconds, and ids compare as PostgreSQL's uuids do. */
 function sorted(items: Listed[], sort: string): string[] {
@@ -37,24 +34,6 @@ describe('items: sort and updated_since/updated_until', () => {
     const { key, tenantId } = await createTenant(t, rootKey, `sort-${seq++}`);
     return { c: api(t, key), tenantId };
   };
-
-  /** Every page of a listing, following cursors: the pages' ids, none repeated, each page at most `limit`. */
-  async function pages(c: Api, query: Query, limit: number): Promise<string[][]> {
-    const out: string[][] = [];
-    let cursor: string | undefined;
-    do {
-      const res = await c.get('/items', { ...query, limit, cursor });
-      expectStatus(res, 200);
-      expect(res.body.items.length).toBeLessThanOrEqual(limit);
-      out.push(ids(res.body.items));
-      cursor = res.body.next_cursor ?? undefined;
-      expect(out.length).toBeLessThan(50);
-    } while (cursor);
-    const all = out.flat();
-    expect(new Set(all).size).toBe(all.length);
-    return out;
-  }
-  const listed = async (c: Api, query: Query, limit = 2) => (await pages(c, query, limit)).flat();
 
   beforeAll(async () => {
     t = await startApp();
