@@ -7,8 +7,9 @@
  */
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
+import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { entriesRead, PlanNode, rowsRead } from './support/plans';
+import { MEMBER_SCAN_EDGES } from '../src/edges/edges.service';
 import { SearchStatements } from '../src/search/search-statements';
 
 /** A parameter's value as SQL text, for EXECUTE (whose arguments are not bind parameters). */
@@ -338,6 +339,32 @@ describe('listings read about a page', () => {
       at = await page({ ...query, limit: 5, cursor: at.body.next_cursor });
       expect([type, at.body.edges.length, at.read < 40]).toEqual([type, 5, true]);
     }
+
+    // A member who may read every edge reads about a page too; one who may read only the 20 oldest
+    // edges reads at most MEMBER_SCAN_EDGES a page, in short pages with a cursor, and finds them all.
+    const everything = (await createKey(t, key, { role: 'member', type_permissions: { '*': 'read' }, edge_permissions: { '*': 'read' } })).key;
+    const rareOnly = (await createKey(t, key, { role: 'member', type_permissions: { '*': 'read' }, edge_permissions: { 'g.rare': 'read' } })).key;
+    const memberPage = async (member: string, query: Record<string, string | number>) => {
+      caught.length = 0;
+      const body = (await t.http.get('/edges').query(query).set(bearer(member)).expect(200)).body as { edges: Array<{ id: string; type: string }>; next_cursor: string | null };
+      return { body, read: rowsRead(await explain(statementOf(/FROM edges e/)), 'edges') };
+    };
+    let at = await memberPage(everything, { limit: 5 });
+    expect([at.body.edges.length, at.read < 40]).toEqual([5, true]);
+    at = await memberPage(everything, { limit: 5, cursor: at.body.next_cursor! });
+    expect([at.body.edges.length, at.read < 40]).toEqual([5, true]);
+    const found: string[] = [];
+    const reads: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await memberPage(rareOnly, { limit: 50, ...(cursor ? { cursor } : {}) });
+      found.push(...res.body.edges.map((e) => e.type));
+      reads.push(res.read);
+      cursor = res.body.next_cursor;
+    } while (cursor && reads.length < 10);
+    expect([found.length, new Set(found)]).toEqual([20, new Set(['g.rare'])]);
+    expect(reads.length).toBeGreaterThan(1);
+    expect(Math.max(...reads)).toBeLessThanOrEqual(MEMBER_SCAN_EDGES + 1);
   });
 
   describe("an item's edges", () => {

@@ -28,3 +28,13 @@ export function laterInstantIssue(aheadMs: number, maxDays: number): string | un
   if (aheadMs > maxDays * 86_400_000) return `must be at most ${maxDays} days (about ${Math.round(maxDays / 365.25)} years) ahead`;
   return undefined;
 }
+
+/**
+ * SQL: the instant a write stamps on what it writes (an item's `created_at`, `updated_at`, a
+ * defaulted `timestamp`; an edge's `created_at`). One clock for inserts and updates, whichever
+ * instance writes: the database's. The statement's time, not the transaction's: an upsert that
+ * waited for a racing insert of its natural key updates after that insert, though its transaction
+ * may have begun before it, and `updated_at` must not come before `created_at`. To the
+ * millisecond, the precision of the API and of list cursors.
+ */
+export const WRITE_INSTANT = `date_trunc('milliseconds', statement_timestamp())`;

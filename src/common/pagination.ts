@@ -106,6 +106,29 @@ export function pageWith<T extends { more?: boolean | null }>(rows: T[], limit: 
   return { page, next_cursor: (rows.length > limit || cutShort(rows)) && last ? cursorOf(last) : null };
 }
 
+/**
+ * A row of a scan with a budget (items' property clauses, item-filter.ts `propertyScanSql`; a
+ * member's `GET /edges`): the rows read in page order, at most a budget of them, each kept with
+ * `hit` true, and the budget's last row read, kept or not, with `at_budget` true: where the next
+ * page starts. Other listings' rows have neither field.
+ */
+export interface ScannedRow {
+  hit?: boolean;
+  at_budget?: boolean;
+}
+
+/**
+ * Where a page of scanned rows (fetched with LIMIT `limit + 1`) ends, when its scan reached its
+ * budget before the page was full: its rows (the last row read, unless it is kept, left out) and
+ * that row, for the cursor. Undefined otherwise: the page is cut as any other.
+ */
+export function scanEndOf<T extends ScannedRow>(rows: T[], limit: number): { page: T[]; last: T } | undefined {
+  const last = rows.at(-1);
+  if (!last?.at_budget) return undefined;
+  if (!last.hit) return { page: rows.slice(0, -1), last };
+  return rows.length <= limit ? { page: rows, last } : undefined;
+}
+
 /** `pageWith` for a list ordered by (created_at, id), newest first. */
 export function pageOf<T extends { id: string; more?: boolean | null }>(
   rows: T[],

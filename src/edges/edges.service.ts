@@ -13,8 +13,9 @@ import { DataSource, EntityManager } from 'typeorm';
 import { canEdgeType, canType, isAdmin } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { WRITE_INSTANT } from '../common/db-clock';
 import { invalidId, isId, newId } from '../common/ids';
-import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
+import { Bounded, byteBoundedPage, decodeCursor, encodeCursor, pageOf, ScannedRow, scanEndOf } from '../common/pagination';
 import { isDottedName, patternToSql } from '../common/type-pattern';
 import { validationError } from '../common/validation';
 import { EVENTS_PER_STATEMENT, Outbox, RecordedEvent } from '../events/outbox';
@@ -46,6 +47,12 @@ const FOREIGN_KEY_VIOLATION = '23503';
  * the other way round (each member's edge to the whole, read back with `backref`).
  */
 export const MAX_OUTGOING_EDGES = 1000;
+
+/**
+ * Most edges a page of `GET /edges` tests for a caller short of admin (EdgesService.list): no
+ * index orders the edges a member may see, so a page walks the tenant's and tests each.
+ */
+export const MEMBER_SCAN_EDGES = 10_000;
 
 /** An edge joined with the types of its two items (alias e for edges). */
 const EDGE_WITH_ENDS = `
@@ -168,9 +175,11 @@ export class EdgesService {
   }
 
   /**
-   * GET /edges: the tenant's edges, newest first, narrowed in SQL to edge types the caller may
-   * read and to edges whose two items it can see (admins: all). Read in page order from
-   * edges_by_created or, for one edge type, edges_by_type_created (migration 7000).
+   * GET /edges: the tenant's edges, newest first, in page order from edges_by_created or, for one
+   * edge type, edges_by_type_created (migration 7000). A caller short of admin sees the edges of
+   * edge types it may read between items it can see, tested on the edges in page order, at most
+   * MEMBER_SCAN_EDGES of them a page: one who may see few of the tenant's edges gets short (even
+   * empty) pages with a cursor to go on, rather than pages that each read the tenant's edges.
    */
   async list(p: Principal, q: EdgesQuery): Promise<EdgeList> {
     const after = decodeCursor(q.cursor, 'tenant_edges');
@@ -178,31 +187,40 @@ export class EdgesService {
     const params: unknown[] = [p.tenantId];
     const param = (v: unknown) => `$${params.push(v)}`;
     const where = ['e.tenant_id = $1', ...edgeTypeFilter(q.type, param)];
-    let ends = '';
-    if (!isAdmin(p)) {
-      const [edgeTypes, itemTypes] = await Promise.all([this.edgeTypes.readableNames(p), this.types.permittedTypeNames(p, 'read')]);
-      const readable = param(itemTypes ?? []);
-      ends = `JOIN items s ON s.tenant_id = e.tenant_id AND s.id = e.source_id
-              JOIN items t ON t.tenant_id = e.tenant_id AND t.id = e.target_id`;
-      where.push(`e.edge_type = ANY(${param(edgeTypes ?? [])}::text[])`, `s.type = ANY(${readable}::text[])`, `t.type = ANY(${readable}::text[])`);
-    }
     if (q.since !== undefined) where.push(`e.created_at >= ${param(q.since)}::timestamptz`);
     if (q.until !== undefined) where.push(`e.created_at < ${param(q.until)}::timestamptz`);
     if (after) where.push(`(e.created_at, e.id) < (${param(after.createdAt)}::timestamptz, ${param(after.id)}::uuid)`);
-    const rows: Array<Bounded<EdgeRow>> = await this.db.query(
-      byteBoundedPage(
-        `SELECT ${EDGE_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
-           FROM edges e ${ends}
-          WHERE ${where.join(' AND ')}
-          ORDER BY e.created_at DESC, e.id DESC
-          LIMIT ${param(limit + 1)}`,
-        'created_at DESC, id DESC',
-        'octet_length(properties::text)',
-      ),
+    const columns = EDGE_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ');
+    const inOrder = 'ORDER BY e.created_at DESC, e.id DESC';
+    let page: string;
+    if (isAdmin(p)) {
+      page = `SELECT ${columns} FROM edges e WHERE ${where.join(' AND ')} ${inOrder} LIMIT ${param(limit + 1)}`;
+    } else {
+      const [edgeTypes, itemTypes] = await Promise.all([this.edgeTypes.readableNames(p), this.types.permittedTypeNames(p, 'read')]);
+      const readable = param(itemTypes ?? []);
+      const visible = (end: 'source_id' | 'target_id') =>
+        `EXISTS (SELECT 1 FROM items i WHERE i.tenant_id = e.tenant_id AND i.id = e.${end} AND i.type = ANY(${readable}::text[]))`;
+      const seen = `e.edge_type = ANY(${param(edgeTypes ?? [])}::text[]) AND ${visible('source_id')} AND ${visible('target_id')}`;
+      const budget = `${param(MEMBER_SCAN_EDGES)}::bigint`;
+      // As items' propertyScanSql: row numbers stream with the walk, and the outer LIMIT stops it
+      // at a page of edges seen; only a page that finds too few reads the whole budget. Each end
+      // is one lookup by key per edge tested: as joins, the planner took the ends' cross product.
+      page = `SELECT x.*, x.scanned = ${budget} AS at_budget FROM (
+                SELECT ${columns}, (${seen}) AS hit, row_number() OVER (${inOrder}) AS scanned
+                  FROM edges e
+                 WHERE ${where.join(' AND ')} ${inOrder} LIMIT ${budget}) x
+               WHERE x.hit OR x.scanned = ${budget}
+               ORDER BY x.created_at DESC, x.id DESC LIMIT ${param(limit + 1)}`;
+    }
+    const rows: Array<Bounded<EdgeRow> & ScannedRow> = await this.db.query(
+      byteBoundedPage(page, 'created_at DESC, id DESC', 'octet_length(properties::text)'),
       params,
     );
-    const { page, next_cursor } = pageOf(rows, limit, (r) => r.created_at, 'tenant_edges');
-    return { edges: page.map(toEdgeResponse), next_cursor };
+    const scanEnd = scanEndOf(rows, limit);
+    const { page: edges, next_cursor } = scanEnd
+      ? { page: scanEnd.page, next_cursor: encodeCursor({ createdAt: scanEnd.last.created_at.toISOString(), id: scanEnd.last.id }, 'tenant_edges') }
+      : pageOf(rows, limit, (r) => r.created_at, 'tenant_edges');
+    return { edges: edges.map(toEdgeResponse), next_cursor };
   }
 
   /**
@@ -381,26 +399,18 @@ export class EdgesService {
     if (et.acyclic) await this.assertNoCycle(m, p.tenantId, et.name, source.id, fresh);
 
     // Creation times a millisecond apart keep a batch in request order wherever edges are
-    // ordered by (created_at, id), and stay exact in millisecond-precision cursors.
-    const now = Date.now();
+    // ordered by (created_at, id), and stay exact in millisecond-precision cursors. They are the
+    // database's clock, which every instance shares, as items' updated_at is (WRITE_INSTANT):
+    // `GET /edges?since=` selects by them.
     let rows: EdgeRow[];
     try {
       rows = await m.query(
         `INSERT INTO edges (tenant_id, id, edge_type, source_id, target_id, properties, created_by, created_at)
-         SELECT $1, u.id, $2, $3, u.target_id, $4, $5, u.created_at
-           FROM unnest($6::uuid[], $7::uuid[], $8::timestamptz[]) AS u(id, target_id, created_at)
+         SELECT $1, u.id, $2, $3, u.target_id, $4, $5, ${WRITE_INSTANT} + (u.n - 1) * interval '1 millisecond'
+           FROM unnest($6::uuid[], $7::uuid[]) WITH ORDINALITY AS u(id, target_id, n)
          ON CONFLICT (tenant_id, edge_type, source_id, target_id) DO NOTHING
          RETURNING ${EDGE_COLUMNS}`,
-        [
-          p.tenantId,
-          et.name,
-          source.id,
-          properties,
-          p.credentialId,
-          fresh.map(() => newId()),
-          fresh,
-          fresh.map((_, i) => new Date(now + i).toISOString()),
-        ],
+        [p.tenantId, et.name, source.id, properties, p.credentialId, fresh.map(() => newId()), fresh],
       );
     } catch (err) {
       throw this.foreignKeyError(err, et.name, source.id) ?? err;

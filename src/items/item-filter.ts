@@ -268,7 +268,7 @@ export const PROPERTY_SCAN_ITEMS = 10_000;
 /**
  * The items matching `f` (alias `i`), with property clauses, in the page's order, of at most
  * PROPERTY_SCAN_ITEMS items read: each matching row with `hit` true, and the PROPERTY_SCAN_ITEMS-th
- * item read, match or not, with `at_budget` true: where the next page starts (ScannedRow).
+ * item read, match or not, with `at_budget` true: where the next page starts (ScannedRow, common/pagination.ts).
  * `after` gives the page's cursor condition on an alias.
  */
 export function propertyScanSql(
@@ -285,23 +285,4 @@ export function propertyScanSql(
     `FROM items i WHERE ${where}${after ? ` AND ${after('i')}` : ''} ORDER BY ${orderBy(order, 'i')} LIMIT ${budget}) s ` +
     `WHERE s.hit OR s.scanned = ${budget} ORDER BY ${orderBy(order, 's')}`
   );
-}
-
-/** A row of `propertyScanSql` (other listings' rows have neither field). */
-export interface ScannedRow {
-  hit?: boolean;
-  at_budget?: boolean;
-}
-
-/**
- * Where a page of `propertyScanSql` rows (fetched with LIMIT `limit + 1`) ends, when its scan
- * reached PROPERTY_SCAN_ITEMS before the page was full: its items (the last row read, unless it
- * is a match, left out) and that row, for the cursor. Undefined otherwise: the page is cut as
- * any other.
- */
-export function scanEndOf<T extends ScannedRow>(rows: T[], limit: number): { page: T[]; last: T } | undefined {
-  const last = rows.at(-1);
-  if (!last?.at_budget) return undefined;
-  if (!last.hit) return { page: rows.slice(0, -1), last };
-  return rows.length <= limit ? { page: rows, last } : undefined;
 }

@@ -9,6 +9,7 @@ import { Injectable } from '@nestjs/common';
 import { isDeepStrictEqual } from 'node:util';
 import type { EntityManager } from 'typeorm';
 import { tenantWide } from '../auth/permissions';
+import { WRITE_INSTANT } from '../common/db-clock';
 import type { Principal } from '../auth/principal';
 import { EdgesService } from '../edges/edges.service';
 import type { EventSubject } from '../events/event-catalogue';
@@ -31,15 +32,6 @@ const CHANGEABLE: Record<string, string> = {
 
 export type ItemChanges = Partial<Pick<ItemRow, keyof typeof CHANGEABLE & keyof ItemRow>>;
 
-/**
- * The instant a write stamps on an item (`created_at`, `updated_at`, a defaulted `timestamp`).
- * One clock for inserts and updates, whichever instance writes: the database's. The statement's
- * time, not the transaction's: an upsert that waited for a racing insert of its natural key
- * updates after that insert, though its transaction may have begun before it, and `updated_at`
- * must not come before `created_at`. To the millisecond, the precision of the API and of list
- * cursors.
- */
-export const WRITE_INSTANT = `date_trunc('milliseconds', statement_timestamp())`;
 
 /**
  * Most characters of items' JSON one statement carries in its parameter. PostgreSQL refuses a

@@ -13,6 +13,7 @@ import { canEdgeType, canExtension, canMetadata } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { AppConfig, sizeBytes } from '../config/app-config';
+import { WRITE_INSTANT } from '../common/db-clock';
 import { BlobsService } from '../blobs/blobs.service';
 import type { FetchedOutgoingEdge } from '../edges/edge-rules';
 import { EdgesService } from '../edges/edges.service';
@@ -20,17 +21,17 @@ import { EdgeTypesService } from '../edges/edge-types.service';
 import { BATCH_PATTERN_BUDGET_MS, withPatternBudget } from '../types/pattern-check';
 import { newId } from '../common/ids';
 import { inputIssues } from '../common/input-policy';
-import { Bounded, byteBoundedPage, cutShort, pageWith } from '../common/pagination';
+import { Bounded, byteBoundedPage, cutShort, pageWith, ScannedRow, scanEndOf } from '../common/pagination';
 import { isDottedName } from '../common/type-pattern';
 import { plainToDto, validationError, validationIssues } from '../common/validation';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
 import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooLarge, tooManyTags, typeNotPermitted } from './item-changes';
 import { Item, ITEM_BYTES, ITEM_COLUMNS, ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
-import { ItemChanges, ItemWriter, WRITE_INSTANT } from './item-writer';
+import { ItemChanges, ItemWriter } from './item-writer';
 import {
   assertTypePattern, EdgeClause, edgeMatchesSql, FEW_EDGE_MATCHES, FEW_WINDOW_ITEMS, ItemFilter, itemWhere, parseEdgeClauses, parseTags, propertyScanSql,
-  ScannedRow, scanEndOf, selectsNothing, Window, windowedItemsSql, windowItemsSql, windowsOf,
+  selectsNothing, Window, windowedItemsSql, windowItemsSql, windowsOf,
 } from './item-filter';
 import {
   afterSql, cursorAfter, isDigest, ListingOrder, listingOrder, ListingPosition, longValuePosition, orderBy, positionOf, positionValueSql,

@@ -6,7 +6,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * edge_type, created_at DESC, id DESC) is it for one edge type (`type=acme.depends_on`), which
  * would otherwise walk the tenant's edges of every type to find a page of a rare one. A pattern
  * (`acme.*`) walks the first and tests each edge's type. The cursor's row comparison is each
- * index's condition, so a page at any depth reads about a page (test/list-indexes.e2e-spec.ts).
+ * index's condition, so an admin's page at any depth reads about a page; a member's tests the
+ * edges in that order, at most MEMBER_SCAN_EDGES a page (test/list-indexes.e2e-spec.ts).
  *
  * Built CONCURRENTLY, as migration 4400's, so that writes go on while they build; a build that
  * failed half way leaves an invalid index, dropped here before building again.
