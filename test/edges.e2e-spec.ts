@@ -8,6 +8,7 @@ import { Client } from 'pg';
 import { MAX_OUTGOING_EDGES } from '../src/edges/edges.service';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { expectLocation, expectReplayed } from './support/created';
+import { withClockSkew } from './support/clock';
 import { badFields, expectError } from './support/envelope';
 import { waitFor } from './support/wait';
 
@@ -601,6 +602,18 @@ describe('edges (e2e)', () => {
       const itemCursor = (await get(own.key, `/items/${note1}/edges?limit=1`).expect(200)).body.next_cursor;
       const res = await t.http.get('/edges').query({ cursor: itemCursor }).set(bearer(own.key)).expect(400);
       expect([code(res), badFields(res)]).toEqual(['validation_error', ['cursor']]);
+    });
+
+    it('stamps created_at by the database\'s clock, whatever the server\'s own says, so since= selects alike on every instance', async () => {
+      const [source, target] = [await item(own.key), await item(own.key)];
+      const [{ before }] = await t.sql<{ before: Date }>(`SELECT date_trunc('milliseconds', now()) AS before`);
+      const made = await withClockSkew(-120_000, () => link('l.relates', source, target, own.key));
+      expect(made.status).toBe(201);
+      const [{ after }] = await t.sql<{ after: Date }>(`SELECT now() AS after`);
+      const at = Date.parse(made.body.created_at);
+      expect([at >= before.getTime(), at <= after.getTime()]).toEqual([true, true]);
+      expect((await all(own.key, { since: before.toISOString() })).ids).toEqual([made.body.id]);
+      await del(own.key, `/edges/${made.body.id}`).expect(200);
     });
 
     it('is in /openapi.json', async () => {
