@@ -12,6 +12,7 @@ import { Browser, chromium, Page } from 'playwright-core';
 import request from 'supertest';
 import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
 import { browse as browseOn, field } from './support/browse';
+import { pollIntervalPassed } from './support/device-flow';
 import { expectError } from './support/envelope';
 import { Receiver } from './support/receiver';
 
@@ -679,7 +680,7 @@ describe('OAuth pages over plain HTTP: tenants, device answers, sessions, paths'
     expect((await poll(device)).body.error).toBe('authorization_pending');
     const denied = await answerDevice(device, { email: 'ann@a.example', password, decision: 'deny' });
     expect([denied.res.status, /<h1>([^<]*)<\/h1>/.exec(denied.res.text)?.[1]]).toEqual([200, 'Not connected']);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await pollIntervalPassed(t, device.device_code);
     expect((await poll(device)).body.error).toBe('access_denied');
   });
 

@@ -23,6 +23,7 @@ import { Receiver } from './support/receiver';
 import { SseClient } from './support/sse';
 import { waitFor } from './support/wait';
 import { bearer, bootstrapAdmin, createKey, createTenant, REDIS_URL, startApp, TestApp } from './support/app';
+import { pollIntervalPassed } from './support/device-flow';
 import { badFields, expectError } from './support/envelope';
 
 /** The oidc_models rows (model and where) that hold any of `values` as they are, in the id or anywhere in the payload. */
@@ -2434,8 +2435,8 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     expect(device.interval).toBe(1);
     expect((await poll(device.device_code)).body.error).toBe('authorization_pending');
     expect((await poll(device.device_code)).body.error).toBe('slow_down');
-    // Past the first interval since the poll accepted: on time, had the interval not grown (by 5 s: to 6 s).
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // 1.5 s on: past the first interval, on time had it not grown (by 5 s: to 6 s).
+    await t.sql(`UPDATE oauth_device_polls SET last_poll = last_poll - interval '1.5 seconds' WHERE device_code = $1`, [storedTokenId(device.device_code)]);
     expect((await poll(device.device_code)).body.error).toBe('slow_down');
   });
 
@@ -2627,7 +2628,7 @@ describe('OAuth provider: device authorization grant (RFC 8628)', () => {
     const tokens = await poll(device.device_code);
     expect(tokens.status).toBe(200);
     const [{ grant_id: grantId }] = await t.sql<{ grant_id: string }>(`SELECT grant_id FROM oidc_models WHERE id = $1`, [storedTokenId(device.device_code)]);
-    await new Promise((resolve) => setTimeout(resolve, 1_200)); // the poll interval
+    await pollIntervalPassed(t, device.device_code);
     expect((await poll(device.device_code)).body.error).toBe('invalid_grant');
     expectError(await t.http.get('/items').set(bearer(tokens.body.access_token)), 401, 'unauthorized');
     const [{ id: owner }] = await t.sql<{ id: string }>(`SELECT id::text FROM users WHERE email = 'tv@example.com'`);
@@ -2945,7 +2946,7 @@ describe('the device page under the sign-in throttle per client address', () => 
     // The owner, from elsewhere, still connects the device with the same code.
     const approved = await answer('203.0.113.2', 'a long tv password');
     expect([approved.status, /<h1>([^<]*)<\/h1>/.exec(approved.text)?.[1]]).toEqual([200, 'Device connected']);
-    await new Promise((resolve) => setTimeout(resolve, 1_200)); // the poll interval
+    await pollIntervalPassed(t, device.device_code);
     expect((await poll()).body.access_token).toMatch(/^svc_at_/);
   });
 });

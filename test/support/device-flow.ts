@@ -1,5 +1,6 @@
 /** A user connects a device-flow client through the real pages: its tokens, as the device polls them. */
 import request from 'supertest';
+import { storedTokenId } from '../../src/oidc/oidc-adapter';
 import type { TestApp } from './app';
 import { waitFor } from './wait';
 
@@ -19,4 +20,12 @@ export async function deviceTokens(t: TestApp, clientId: string, user: { email: 
     const res = await t.http.post('/auth/device/token').type('form').send({ grant_type: DEVICE_GRANT, device_code: device.device_code, client_id: clientId });
     return res.status === 200 && res.body;
   }, 'the device\'s tokens', 15_000, 1100);
+}
+
+/**
+ * As if the device's poll interval had passed since its last poll: its last poll moved that far
+ * back, where the test would otherwise sleep the interval away.
+ */
+export async function pollIntervalPassed(t: TestApp, deviceCode: string): Promise<void> {
+  await t.sql(`UPDATE oauth_device_polls SET last_poll = last_poll - make_interval(secs => interval_s) WHERE device_code = $1`, [storedTokenId(deviceCode)]);
 }
