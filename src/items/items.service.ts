@@ -463,10 +463,7 @@ export class ItemsService {
 
   async version(p: Principal, id: string, version: number): Promise<ItemVersion> {
     await this.findVisible(this.db.manager, p, id);
-    const [row]: VersionRow[] = await this.db.query(
-      `SELECT version, snapshot, changed_by, created_at FROM item_versions WHERE tenant_id = $1 AND item_id = $2 AND version = $3`,
-      [p.tenantId, id, version],
-    );
+    const row = await this.revision(this.db.manager, p.tenantId, id, version);
     if (!row) throw noSuchVersion(version);
     return toVersion(p, row);
   }
@@ -587,12 +584,17 @@ export class ItemsService {
     return rows[0];
   }
 
-  private async snapshot(m: EntityManager, tenantId: string, id: string, version: number): Promise<ItemRow | undefined> {
-    const rows: Array<{ snapshot: ItemRow }> = await m.query(
-      `SELECT snapshot FROM item_versions WHERE tenant_id = $1 AND item_id = $2 AND version = $3`,
+  /** Revision `version` of the item, or undefined when it has none. */
+  private async revision(m: EntityManager, tenantId: string, id: string, version: number): Promise<VersionRow | undefined> {
+    const rows: VersionRow[] = await m.query(
+      `SELECT version, snapshot, changed_by, created_at FROM item_versions WHERE tenant_id = $1 AND item_id = $2 AND version = $3`,
       [tenantId, id, version],
     );
-    return rows[0]?.snapshot;
+    return rows[0];
+  }
+
+  private async snapshot(m: EntityManager, tenantId: string, id: string, version: number): Promise<ItemRow | undefined> {
+    return (await this.revision(m, tenantId, id, version))?.snapshot;
   }
 
   private async present(p: Principal, row: ItemRow, m?: EntityManager): Promise<Item> {
