@@ -8,6 +8,7 @@ import 'reflect-metadata';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '../src/config/app-config';
+import { buildIndexConcurrently } from '../src/database/concurrent-index';
 import { dataSourceOptions, ensureDatabase, MigrationDataSource, migrationDataSourceOptions } from '../src/database/data-source-options';
 import { migrations } from '../src/database/migrations';
 import { parseSearch } from '../src/search/search-query';
@@ -523,6 +524,28 @@ describe('migrations', () => {
     } finally {
       await Promise.all(runners.map((r) => (r.isInitialized ? r.destroy() : undefined)));
       await dropDatabase(`${name}_together`);
+    }
+  });
+
+  it('an index built CONCURRENTLY is built again when a run left it invalid, and kept when it is valid', async () => {
+    ds = await open([]);
+    const q = ds.createQueryRunner();
+    const indexOf = async (n: string): Promise<{ oid: number; valid: boolean } | undefined> =>
+      (await q.query(`SELECT indexrelid::int AS oid, indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass($1)`, [n]))[0];
+    try {
+      await q.query(`CREATE TABLE test_concurrent (v int)`);
+      await q.query(`INSERT INTO test_concurrent VALUES (1), (1)`);
+      // A build that failed half way, as a cancelled start-up leaves one: PostgreSQL keeps it, invalid.
+      await expect(q.query(`CREATE UNIQUE INDEX CONCURRENTLY test_concurrent_v ON test_concurrent (v)`)).rejects.toThrow();
+      expect((await indexOf('test_concurrent_v'))?.valid).toBe(false);
+      await buildIndexConcurrently(q, 'test_concurrent_v', `test_concurrent (v)`);
+      const built = await indexOf('test_concurrent_v');
+      expect(built?.valid).toBe(true);
+      await buildIndexConcurrently(q, 'test_concurrent_v', `test_concurrent (v)`);
+      expect(await indexOf('test_concurrent_v')).toEqual(built);
+    } finally {
+      await q.query(`DROP TABLE IF EXISTS test_concurrent`);
+      await q.release();
     }
   });
 

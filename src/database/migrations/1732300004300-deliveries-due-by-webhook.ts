@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /**
  * The webhook sweeper finds each webhook's oldest due deliveries through an index that leads
@@ -7,8 +8,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * due delivery to share them out in turns: 4-5 s at a million (one dead receiver's backlog),
  * on every instance at every interval; this one reads a few rows per webhook (12 ms).
  *
- * Built CONCURRENTLY, outside a transaction, so that writes go on while it builds on a large
- * table; a build that failed half way leaves an invalid index, dropped here before building.
+ * Built CONCURRENTLY (buildIndexConcurrently), so that writes go on while it builds on a large table.
  * `down` cannot: TypeORM reverts in a transaction whatever the migration says.
  */
 export class DeliveriesDueByWebhook1732300004300 implements MigrationInterface {
@@ -16,10 +16,7 @@ export class DeliveriesDueByWebhook1732300004300 implements MigrationInterface {
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS webhook_deliveries_due_by_webhook`);
-    await q.query(
-      `CREATE INDEX CONCURRENTLY webhook_deliveries_due_by_webhook ON webhook_deliveries (tenant_id, webhook_id, next_attempt_at) WHERE status = 'pending'`,
-    );
+    await buildIndexConcurrently(q, 'webhook_deliveries_due_by_webhook', `webhook_deliveries (tenant_id, webhook_id, next_attempt_at) WHERE status = 'pending'`);
     await q.query(`DROP INDEX CONCURRENTLY IF EXISTS webhook_deliveries_due`);
   }
 

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /**
  * Indexes for four listings that read rows of other tenants, other webhooks or other states to
@@ -27,8 +28,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *   An index on "timestamp" for since/until was measured and left out: the planner keeps to
  *   the created_at order and does not use it.
  *
- * Built CONCURRENTLY, outside a transaction, so that writes go on while they build on large
- * tables; a build that failed half way leaves an invalid index, dropped here before building.
+ * Built CONCURRENTLY (buildIndexConcurrently), so that writes go on while they build on large tables.
  * `down` cannot: TypeORM reverts in a transaction whatever the migration says.
  */
 const INDEXES: Array<[name: string, definition: string]> = [
@@ -44,10 +44,7 @@ export class TenantScopedListIndexes1732300004400 implements MigrationInterface 
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    for (const [name, definition] of INDEXES) {
-      await q.query(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
-      await q.query(`CREATE INDEX CONCURRENTLY ${name} ON ${definition}`);
-    }
+    for (const [name, definition] of INDEXES) await buildIndexConcurrently(q, name, definition);
     await q.query(`DROP INDEX CONCURRENTLY IF EXISTS items_tags`);
   }
 

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /**
  * `GET /tenants` pages newest first by (created_at, id), and tenants had no index in that order:
@@ -11,8 +12,7 @@ export class TenantsByCreated1732300004600 implements MigrationInterface {
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS tenants_by_created`);
-    await q.query(`CREATE INDEX CONCURRENTLY tenants_by_created ON tenants (created_at DESC, id DESC)`);
+    await buildIndexConcurrently(q, 'tenants_by_created', `tenants (created_at DESC, id DESC)`);
   }
 
   async down(q: QueryRunner): Promise<void> {

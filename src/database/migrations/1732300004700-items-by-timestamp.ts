@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /**
  * `items_by_timestamp` (tenant_id, "timestamp") INCLUDE (created_at, id): `GET /items?since=&until=`
@@ -21,8 +22,7 @@ export class ItemsByTimestamp1732300004700 implements MigrationInterface {
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS items_by_timestamp`);
-    await q.query(`CREATE INDEX CONCURRENTLY items_by_timestamp ON items (tenant_id, "timestamp") INCLUDE (created_at, id)`);
+    await buildIndexConcurrently(q, 'items_by_timestamp', `items (tenant_id, "timestamp") INCLUDE (created_at, id)`);
   }
 
   async down(q: QueryRunner): Promise<void> {

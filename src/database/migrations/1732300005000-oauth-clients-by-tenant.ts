@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /**
  * `oidc_models_clients` (tenant, registration time, id) over the Client rows: `GET /auth/clients`
@@ -16,11 +17,8 @@ export class OauthClientsByTenant1732300005000 implements MigrationInterface {
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS oidc_models_clients`);
-    await q.query(
-      `CREATE INDEX CONCURRENTLY oidc_models_clients ON oidc_models
-         ((payload->>'tenant_id'), (COALESCE((payload->>'client_id_issued_at')::bigint, 0)) DESC, id DESC) WHERE model = 'Client'`,
-    );
+    await buildIndexConcurrently(q, 'oidc_models_clients', `oidc_models
+         ((payload->>'tenant_id'), (COALESCE((payload->>'client_id_issued_at')::bigint, 0)) DESC, id DESC) WHERE model = 'Client'`);
   }
 
   async down(q: QueryRunner): Promise<void> {

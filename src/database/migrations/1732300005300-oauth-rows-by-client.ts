@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /**
  * `oidc_models_client` (client id, model) over the rows a client's admin routes look up by
@@ -18,11 +19,8 @@ export class OauthRowsByClient1732300005300 implements MigrationInterface {
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS oidc_models_client`);
-    await q.query(
-      `CREATE INDEX CONCURRENTLY oidc_models_client ON oidc_models ((payload->>'clientId'), model)
-         WHERE model IN ('Grant', 'AuthorizationCode', 'ClientCredentials', 'DeviceCode', 'RegistrationAccessToken')`,
-    );
+    await buildIndexConcurrently(q, 'oidc_models_client', `oidc_models ((payload->>'clientId'), model)
+         WHERE model IN ('Grant', 'AuthorizationCode', 'ClientCredentials', 'DeviceCode', 'RegistrationAccessToken')`);
   }
 
   async down(q: QueryRunner): Promise<void> {

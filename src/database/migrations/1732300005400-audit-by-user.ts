@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /**
  * `audit_events_by_user` (tenant, user, newest first) for a user's own recent events, read by
@@ -12,8 +13,7 @@ export class AuditByUser1732300005400 implements MigrationInterface {
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS audit_events_by_user`);
-    await q.query(`CREATE INDEX CONCURRENTLY audit_events_by_user ON audit_events (tenant_id, user_id, created_at DESC, id DESC) WHERE user_id IS NOT NULL`);
+    await buildIndexConcurrently(q, 'audit_events_by_user', `audit_events (tenant_id, user_id, created_at DESC, id DESC) WHERE user_id IS NOT NULL`);
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 import { withShortLockWaits } from '../short-lock-waits';
 
 /** Rows numbered per statement of the backfill: each is its own short transaction. */
@@ -34,8 +35,7 @@ export class AuditTransactionOrder1732300005500 implements MigrationInterface {
          ALTER COLUMN txid SET DEFAULT pg_current_xact_id(), ALTER COLUMN seq SET DEFAULT nextval('audit_events_seq')`,
     );
     await q.query(`ALTER SEQUENCE audit_events_seq OWNED BY audit_events.seq`);
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS audit_events_unnumbered`);
-    await q.query(`CREATE INDEX CONCURRENTLY audit_events_unnumbered ON audit_events (created_at, id) WHERE txid IS NULL`);
+    await buildIndexConcurrently(q, 'audit_events_unnumbered', `audit_events (created_at, id) WHERE txid IS NULL`);
     // After a run cut short, the rows left are numbered above those done before: still in order.
     const [{ total }]: Array<{ total: number }> = await q.query(`SELECT count(*)::int AS total FROM audit_events WHERE txid IS NULL`);
     for (let done = 0; done < total; ) {
@@ -49,8 +49,7 @@ export class AuditTransactionOrder1732300005500 implements MigrationInterface {
       done += numbered;
     }
     await q.query(`DROP INDEX CONCURRENTLY IF EXISTS audit_events_unnumbered`);
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS audit_events_in_transaction_order`);
-    await q.query(`CREATE INDEX CONCURRENTLY audit_events_in_transaction_order ON audit_events (tenant_id, txid, seq)`);
+    await buildIndexConcurrently(q, 'audit_events_in_transaction_order', `audit_events (tenant_id, txid, seq)`);
   }
 
   async down(q: QueryRunner): Promise<void> {

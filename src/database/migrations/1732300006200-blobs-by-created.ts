@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /** Rows a statement of the backfill makes whole milliseconds at a time (the blobs table may be large). */
 const BATCH = 5000;
@@ -24,8 +25,7 @@ export class BlobsByCreated1732300006200 implements MigrationInterface {
       );
       if (changed < BATCH) break;
     }
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS blobs_by_created`);
-    await q.query(`CREATE INDEX CONCURRENTLY blobs_by_created ON blobs (tenant_id, created_at DESC, hash DESC)`);
+    await buildIndexConcurrently(q, 'blobs_by_created', `blobs (tenant_id, created_at DESC, hash DESC)`);
   }
 
   // Plain: TypeORM reverts inside a transaction, where CONCURRENTLY is refused (as 4600's down()).

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /**
  * A user's grants and provider sessions are listed a page at a time, newest first (`/auth/grants`,
@@ -18,16 +19,10 @@ export class AccountListsByUser1732300006400 implements MigrationInterface {
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS oidc_models_account_grants`);
-    await q.query(
-      `CREATE INDEX CONCURRENTLY oidc_models_account_grants ON oidc_models
-         ((payload->>'accountId'), (COALESCE((payload->>'iat')::bigint, 0)) DESC, id DESC) WHERE model = 'Grant'`,
-    );
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS oidc_models_account_sessions`);
-    await q.query(
-      `CREATE INDEX CONCURRENTLY oidc_models_account_sessions ON oidc_models
-         ((payload->>'accountId'), (COALESCE((payload->>'loginTs')::bigint, (payload->>'iat')::bigint, 0)) DESC) WHERE model = 'Session'`,
-    );
+    await buildIndexConcurrently(q, 'oidc_models_account_grants', `oidc_models
+         ((payload->>'accountId'), (COALESCE((payload->>'iat')::bigint, 0)) DESC, id DESC) WHERE model = 'Grant'`);
+    await buildIndexConcurrently(q, 'oidc_models_account_sessions', `oidc_models
+         ((payload->>'accountId'), (COALESCE((payload->>'loginTs')::bigint, (payload->>'iat')::bigint, 0)) DESC) WHERE model = 'Session'`);
   }
 
   // Plain: TypeORM reverts inside a transaction, where CONCURRENTLY is refused (as 4600's down()).

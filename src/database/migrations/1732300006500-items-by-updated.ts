@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /**
  * `items_by_updated` (tenant_id, updated_at DESC, id DESC): `GET /items?sort=updated_at` (either
@@ -18,16 +19,14 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * update any more (one that left every indexed column as it was could be: a change of tier,
  * extensions, device, the capture place, or of properties outside the search text).
  *
- * Built CONCURRENTLY, as migration 4700's, so that writes go on while it builds; a build that
- * failed half way leaves an invalid index, dropped here before building again.
+ * Built CONCURRENTLY, as migration 4700's, so that writes go on while it builds.
  */
 export class ItemsByUpdated1732300006500 implements MigrationInterface {
   name = 'ItemsByUpdated1732300006500';
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS items_by_updated`);
-    await q.query(`CREATE INDEX CONCURRENTLY items_by_updated ON items (tenant_id, updated_at DESC, id DESC)`);
+    await buildIndexConcurrently(q, 'items_by_updated', `items (tenant_id, updated_at DESC, id DESC)`);
   }
 
   // Plain: TypeORM reverts inside a transaction, where CONCURRENTLY is refused (as 6200's down()).

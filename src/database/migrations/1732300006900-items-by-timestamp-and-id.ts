@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /**
  * `items_by_timestamp` becomes (tenant_id, "timestamp", id) INCLUDE (created_at): migration 4700
@@ -11,15 +12,14 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * column the condition is a bound of the index.
  *
  * Built CONCURRENTLY under another name, then swapped in, so that writes and the window reads go on
- * meanwhile; a build that failed half way leaves an invalid index, dropped here before building again.
+ * meanwhile.
  */
 export class ItemsByTimestampAndId1732300006900 implements MigrationInterface {
   name = 'ItemsByTimestampAndId1732300006900';
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX CONCURRENTLY IF EXISTS items_by_timestamp_and_id`);
-    await q.query(`CREATE INDEX CONCURRENTLY items_by_timestamp_and_id ON items (tenant_id, "timestamp", id) INCLUDE (created_at)`);
+    await buildIndexConcurrently(q, 'items_by_timestamp_and_id', `items (tenant_id, "timestamp", id) INCLUDE (created_at)`);
     await q.query(`DROP INDEX CONCURRENTLY IF EXISTS items_by_timestamp`);
     await q.query(`ALTER INDEX items_by_timestamp_and_id RENAME TO items_by_timestamp`);
   }

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { buildIndexConcurrently } from '../concurrent-index';
 
 /**
  * `GET /edges` (EdgesService.list) pages the tenant's edges newest first: `edges_by_created`
@@ -9,8 +10,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * index's condition, so an admin's page at any depth reads about a page; a member's tests the
  * edges in that order, at most MEMBER_SCAN_EDGES a page (test/list-indexes.e2e-spec.ts).
  *
- * Built CONCURRENTLY, as migration 4400's, so that writes go on while they build; a build that
- * failed half way leaves an invalid index, dropped here before building again.
+ * Built CONCURRENTLY, as migration 4400's, so that writes go on while they build.
  */
 const INDEXES: Array<[name: string, definition: string]> = [
   ['edges_by_created', `edges (tenant_id, created_at DESC, id DESC)`],
@@ -22,10 +22,7 @@ export class EdgesByCreated1732300007000 implements MigrationInterface {
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    for (const [name, definition] of INDEXES) {
-      await q.query(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
-      await q.query(`CREATE INDEX CONCURRENTLY ${name} ON ${definition}`);
-    }
+    for (const [name, definition] of INDEXES) await buildIndexConcurrently(q, name, definition);
   }
 
   // Plain: TypeORM reverts inside a transaction, where CONCURRENTLY is refused (as 6500's down()).
