@@ -198,4 +198,47 @@ describe('key expiry and last use (e2e, two instances)', () => {
     await b.http.get('/items').set(bearer(fresh.key)).expect(200);
     await waitFor(async () => (await keyRow(fresh.id)).last_used_at! > backdated, 'the later use noted');
   });
+
+  it('GET /keys lists by status (expiry by the database\'s clock), role and last use, each page filtered, with 400 for a bad filter', async () => {
+    const t = await createTenant(a, admin, 'key-filters');
+    const ids = async (query: Record<string, string | number>): Promise<string[]> => {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = (await a.http.get('/keys').query({ ...query, limit: 2, ...(cursor && { cursor }) }).set(bearer(t.key)).expect(200)).body;
+        seen.push(...page.keys.map((k: { id: string }) => k.id));
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor);
+      return seen.sort();
+    };
+    const tenantAdmin = (await a.http.get('/keys/current').set(bearer(t.key)).expect(200)).body.id as string;
+    const member = await createKey(a, t.key, { role: 'member' });
+    const revoked = await createKey(a, t.key, { role: 'member' });
+    await a.http.delete(`/keys/${revoked.id}`).set(bearer(t.key)).expect(200);
+    const expiring = await createKey(a, t.key, { role: 'admin', expires_at: inSeconds(3600) });
+    const expired = await createKey(a, t.key, { role: 'member', expires_at: inSeconds(3600) });
+    // Time passes for this one: its expiry moves back rather than being waited for.
+    await a.sql(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);
+    const sorted = (...list: string[]) => list.sort();
+
+    expect(await ids({})).toEqual(sorted(tenantAdmin, member.id, revoked.id, expiring.id, expired.id));
+    expect(await ids({ status: 'active' })).toEqual(sorted(tenantAdmin, member.id, expiring.id));
+    expect(await ids({ status: 'revoked' })).toEqual([revoked.id]);
+    expect(await ids({ status: 'expired' })).toEqual([expired.id]);
+    expect(await ids({ role: 'member' })).toEqual(sorted(member.id, revoked.id, expired.id));
+    expect(await ids({ role: 'admin', status: 'active' })).toEqual(sorted(tenantAdmin, expiring.id));
+    // The server's clock ahead of the database's does not make a key expired.
+    await withClockSkew(2 * 3600_000, async () => expect(await ids({ status: 'expired' })).toEqual([expired.id]));
+
+    const adminUsedAt = await waitFor(async () => (await keyRow(tenantAdmin)).last_used_at ?? undefined, 'the admin key\'s use noted');
+    await a.http.get('/keys/current').set(bearer(member.key)).expect(200);
+    const memberUsedAt = await waitFor(async () => (await keyRow(member.id)).last_used_at ?? undefined, 'the member key\'s use noted');
+    const never = [revoked.id, expiring.id, expired.id];
+    expect(await ids({ last_used_before: adminUsedAt.toISOString() })).toEqual(sorted(...never));
+    expect(await ids({ last_used_before: new Date(memberUsedAt.getTime() + 1).toISOString() })).toEqual(sorted(tenantAdmin, member.id, ...never));
+
+    for (const query of [{ status: 'all' }, { status: '' }, { role: 'owner' }, { last_used_before: 'yesterday' }, { status: ['active', 'revoked'] }]) {
+      expect(badFields(await a.http.get('/keys').query(query).set(bearer(t.key)))).toEqual(Object.keys(query));
+    }
+  });
 });

@@ -4,11 +4,10 @@ import { AllowBootstrap, Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { Created } from '../common/created-location';
 import { ParseIdPipe } from '../common/ids';
-import { PageQuery } from '../common/pagination';
 import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
-import { ApiKeyList, ApiKeyResponse, CreatedApiKeyResponse, CreateKeyDto, UpdateKeyDto } from './keys.dto';
+import { ApiKeyList, ApiKeyResponse, CreatedApiKeyResponse, CreateKeyDto, ListKeysQuery, UpdateKeyDto } from './keys.dto';
 import { KeysService } from './keys.service';
 
 @ApiTags('keys')
@@ -35,11 +34,11 @@ export class KeysController {
 
   @Get()
   @Requires({ admin: true })
-  @ApiOperation({ summary: 'List the tenant\'s keys (admin), newest first; plaintext never included' })
+  @ApiOperation({ summary: 'List the tenant\'s keys (admin), newest first, by status, role or last use; plaintext never included' })
   @ApiOkResponse({ type: ApiKeyList })
   @ApiErrors(400, 401, 403, 429)
-  list(@Caller() caller: Principal, @Query() page: PageQuery): Promise<ApiKeyList> {
-    return this.keys.list(caller.tenantId, page.limit, page.cursor);
+  list(@Caller() caller: Principal, @Query() q: ListKeysQuery): Promise<ApiKeyList> {
+    return this.keys.list(caller.tenantId, q);
   }
 
   @Get('current')

@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Matches, ValidateBy } from 'class-validator';
 import { PATTERN_RE } from '../common/type-pattern';
 import { cutChars } from '../common/input-policy';
+import { PageQuery } from '../common/pagination';
 import { isReadableName, IsOptionalNonNull, IsPermissionMap, IsRfc3339, MaxChars } from '../common/validation';
 import type { PermissionMap, Role, Tier } from './api-key.entity';
 
@@ -141,6 +142,30 @@ export class ApiKeyResponse {
 /** The answer to POST /keys: the only one that carries the plaintext key. */
 export class CreatedApiKeyResponse extends ApiKeyResponse {
   @ApiProperty({ description: 'Plaintext key; only in this response' }) key: string;
+}
+
+export const KEY_STATUSES = ['active', 'revoked', 'expired'] as const;
+export type KeyStatus = (typeof KEY_STATUSES)[number];
+
+/** `GET /keys`: the filters an admin cleaning up keys asks by. */
+export class ListKeysQuery extends PageQuery {
+  @ApiPropertyOptional({
+    enum: KEY_STATUSES,
+    description: '`active`: neither revoked nor expired; `revoked`; `expired`: past `expires_at` and not revoked (by the database\'s clock, as authentication judges it)',
+  })
+  @IsOptionalNonNull() @IsIn(KEY_STATUSES)
+  status?: KeyStatus;
+
+  @ApiPropertyOptional({ enum: ['admin', 'member'] })
+  @IsOptionalNonNull() @IsIn(['admin', 'member'])
+  role?: Role;
+
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description: 'Only keys never used, or last used before this instant (`last_used_at` is written at most once a minute per key)',
+  })
+  @IsOptionalNonNull() @IsRfc3339()
+  last_used_before?: string;
 }
 
 export class ApiKeyList {

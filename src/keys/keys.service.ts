@@ -20,7 +20,7 @@ import type { Principal, Resolution } from '../auth/principal';
 import { insertTenant } from '../tenants/tenant.entity';
 import { ApiKeyEntity, Role } from './api-key.entity';
 import { KeyCache } from './key-cache';
-import { ApiKeyResponse, CreateKeyDto, MAX_KEY_LIFETIME_DAYS, UpdateKeyDto } from './keys.dto';
+import { ApiKeyResponse, CreateKeyDto, KeyStatus, ListKeysQuery, MAX_KEY_LIFETIME_DAYS, UpdateKeyDto } from './keys.dto';
 import { API_KEY_PREFIX, digestsEqual, generateApiKey, hashSecret, keyHint } from './key-secrets';
 
 const BOOTSTRAP_LOCK = 727_001; // pg_advisory_xact_lock id serialising bootstrap attempts
@@ -105,6 +105,13 @@ const PRINCIPAL_SELECT = `
   SELECT k.tenant_id, k.id, k.role, k.source, k.default_tier, k.type_permissions, k.extension_permissions,
          k.edge_permissions, k.key_hash, k.revoked_at, t.is_root, t.deleted_at, ${EXPIRES_IN_MS}
     FROM api_keys k JOIN tenants t ON t.id = k.tenant_id`;
+
+/** `GET /keys?status=`: expiry by the database's clock, as authentication judges it (`unexpired`). */
+const STATUS_CONDITION: Record<KeyStatus, string> = {
+  active: `revoked_at IS NULL AND (expires_at IS NULL OR ${msUntilSql('expires_at')} > 0)`,
+  revoked: `revoked_at IS NOT NULL`,
+  expired: `revoked_at IS NULL AND ${msUntilSql('expires_at')} <= 0`,
+};
 
 /** A key stops working when revoked, from its expiry on, and with its tenant's deletion (its rows purged later). */
 const isLive = (row: Record<string, any>) => !row.revoked_at && !row.deleted_at && unexpired(row as { expires_in_ms: number | null });
@@ -355,10 +362,14 @@ export class KeysService {
    * maps may hold 200 patterns of 200 characters each, and a page of 100 such keys was 12.6 MB.
    * The page is chosen by the keys' sizes first, then read whole.
    */
-  async list(tenantId: string, limit = 50, cursor?: string): Promise<{ keys: ApiKeyResponse[]; next_cursor: string | null }> {
-    const after = decodeCursor(cursor, 'keys');
+  async list(tenantId: string, q: ListKeysQuery = {}): Promise<{ keys: ApiKeyResponse[]; next_cursor: string | null }> {
+    const limit = q.limit ?? 50;
+    const after = decodeCursor(q.cursor, 'keys');
     const params: unknown[] = [tenantId];
-    const where = after ? `AND (created_at, id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.id)}::uuid)` : '';
+    let where = after ? `AND (created_at, id) < ($${params.push(after.createdAt)}::timestamptz, $${params.push(after.id)}::uuid)` : '';
+    if (q.status) where += ` AND ${STATUS_CONDITION[q.status]}`;
+    if (q.role) where += ` AND role = $${params.push(q.role)}`;
+    if (q.last_used_before) where += ` AND (last_used_at IS NULL OR last_used_at < $${params.push(q.last_used_before)}::timestamptz)`;
     params.push(limit + 1);
     const rows: Array<Bounded<{ id: string; created_at: Date }>> = await this.db.query(
       byteBoundedPage(
