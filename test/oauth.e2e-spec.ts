@@ -166,6 +166,13 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     }
     expect(badFields(await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: ['refresh_token'] }))).toEqual(['grant_types']);
     expect(badFields(await t.http.post('/auth/clients').set(bearer(admin)).send({ grant_types: [] }))).toEqual(['grant_types']);
+    // Lists that disagree would show grants the provider does not act on (it corrects them, RFC 7591 2.1).
+    const redirect = { redirect_uris: ['https://app.example.com/cb'] };
+    expect(badFields(await t.http.post('/auth/clients').set(bearer(admin)).send({ ...redirect, grant_types: ['refresh_token'], response_types: ['code'] }))).toEqual(['grant_types']);
+    expect(badFields(await t.http.post('/auth/clients').set(bearer(admin)).send({ ...redirect, grant_types: ['client_credentials'], response_types: ['code'] }))).toEqual(['grant_types']);
+    expect(badFields(await t.http.post('/auth/clients').set(bearer(admin)).send({ ...redirect, grant_types: ['authorization_code', 'client_credentials'], response_types: [] }))).toEqual(['response_types']);
+    const consistent = await t.http.post('/auth/clients').set(bearer(admin)).send({ ...redirect, grant_types: ['authorization_code'], response_types: ['code'] }).expect(201);
+    expect(consistent.body).toMatchObject({ grant_types: ['authorization_code'], response_types: ['code'] });
     // RFC 7592: the configuration URL it answers with can be read with the registration access token, and only with it.
     const { pathname } = new URL(ok.body.registration_client_uri);
     expect((await t.http.get(pathname).set(bearer(ok.body.registration_access_token)).expect(200)).body.client_id).toBe(ok.body.client_id);

@@ -81,3 +81,17 @@ export function uselessClientProblem(metadata: Record<string, unknown>): { field
   }
   return undefined;
 }
+
+/**
+ * POST /auth/clients stores the lists as sent, while the provider acts on them corrected (RFC
+ * 7591 2.1): response type `code` adds the authorization_code grant, and that grant without it is
+ * dropped. So a client whose lists disagree would show grants it does not have, or lack one it
+ * has: refused instead. (Open registration stores the provider's corrected lists.)
+ */
+export function grantResponseMismatch(grantTypes: string[], responseTypes: string[]): { field: string; message: string } | undefined {
+  const code = responseTypes.includes('code');
+  if (code === grantTypes.includes('authorization_code')) return undefined;
+  return code
+    ? { field: 'grant_types', message: 'must include authorization_code when response_types has code' }
+    : { field: 'response_types', message: 'must include code with the authorization_code grant' };
+}

@@ -62,7 +62,7 @@ import {
   RotatedClient,
   UpdateClientDto,
 } from './clients.dto';
-import { repeatedLists, SET_LISTS, URI_LISTS, uselessClientProblem } from './client-registration';
+import { grantResponseMismatch, repeatedLists, SET_LISTS, URI_LISTS, uselessClientProblem } from './client-registration';
 import { clientCredentialId, newClientSecret, proofOf, SECRET_CLAIM, secretClaim } from './client-secret-claim';
 import { OAuthTokenCache } from './oauth-token-cache';
 import { inTransaction, PREVIOUS_SECRET, PREVIOUS_SECRET_ENDS, underConnectionLock } from './oidc-adapter';
@@ -181,8 +181,8 @@ export class ClientsService {
       tenant_id: p.tenantId,
       extension_permissions: dto.extension_permissions ?? {},
     };
-    const useless = uselessClientProblem(metadata);
-    if (useless) throw validationError([useless]);
+    const problem = uselessClientProblem(metadata) ?? grantResponseMismatch(metadata.grant_types, metadata.response_types);
+    if (problem) throw validationError([problem]);
     const provider = await this.oidc.get();
     await validateClient(provider, metadata);
     // In a transaction of its own, so that an Idempotency-Key's claim commits with the client.
