@@ -9,7 +9,7 @@ import { Api, api, createItem, expectError, expectStatus } from './items/helpers
 import { bearer, bootstrapAdmin, createTenant, startApp, TestApp } from './support/app';
 import { DEVICE_GRANT, deviceTokens } from './support/device-flow';
 import { waitFor } from './support/wait';
-import { SCHEMA_CHECK_MAX_ITEMS } from '../src/types/types.service';
+import { SCHEMA_CHECK_MAX_ITEMS } from '../src/types/schema-change-check';
 
 describe('type evolution', () => {
   let t: TestApp;

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { validatorCacheUse } from '../src/types/compiled-validators';
-import { TypesService } from '../src/types/types.service';
+import { TypeCatalogService } from '../src/types/type-catalog';
 import { Api, api, expectError, expectStatus, RFC3339 } from './items/helpers';
 import { bearer, bootstrapAdmin, createKey, createTenant, startApp, TestApp } from './support/app';
 import { appBehindProxy, redisUp } from './support/behind-proxy';
@@ -570,7 +570,7 @@ describe('types', () => {
   });
 
   it("keeps each tenant's catalogue only while it is fresh, so the cache holds the tenants seen within its TTL, not every one since start", async () => {
-    const types = t.app.get(TypesService);
+    const types = t.app.get(TypeCatalogService);
     const cached = () => [...(types as unknown as { catalogs: Map<string, unknown> }).catalogs.keys()];
     const [idle, active] = [randomUUID(), randomUUID()];
     await types.catalog(idle);

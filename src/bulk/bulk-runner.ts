@@ -19,6 +19,7 @@ import { Change, ItemWriter } from '../items/item-writer';
 import { ItemsService } from '../items/items.service';
 import { SearchService } from '../search/search.service';
 import { BATCH_PATTERN_BUDGET_MS, withPatternBudget } from '../types/pattern-check';
+import { TypeCatalogService } from '../types/type-catalog';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { BulkFilter, BulkItemError, BulkSpec, planChange } from './bulk-actions';
 
@@ -79,6 +80,7 @@ const ANY_ITEM: BulkFilter = { items: { state: 'all' } };
 export class BulkRunner {
   constructor(
     private readonly types: TypesService,
+    private readonly typeCatalog: TypeCatalogService,
     private readonly items: ItemsService,
     private readonly writer: ItemWriter,
     private readonly search: SearchService,
@@ -132,7 +134,7 @@ export class BulkRunner {
       const row = found.get(id);
       if (!row) {
         if (!unmatched.has(id)) errors.push({ id, code: 'item_not_found', message: 'The item no longer exists' });
-      } else if (!(await this.types.can(p, row.type, 'write'))) {
+      } else if (!(await this.typeCatalog.can(p, row.type, 'write'))) {
         errors.push(itemError(id, typeNotPermitted(row.type)));
       } else writable.push(row);
     }

@@ -1,7 +1,7 @@
 import { thrownApiError } from '../../test/support/thrown';
 import type { Principal } from '../auth/principal';
 import { assertEdgeWrite, assertSourceWrite, canSeeEdge, endAllowed, lockKey } from './edge-rules';
-import { TypeCatalog } from '../types/types.service';
+import { TypeCatalog } from '../types/type-catalog';
 
 const member = (typePerms: Principal['typePerms'], edgePerms: Principal['edgePerms']): Principal => ({
   tenantId: 't1',

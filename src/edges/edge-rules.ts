@@ -7,7 +7,7 @@ import { canEdgeType, canType } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { matchesPattern, TypeRef } from '../common/type-pattern';
-import type { TypeCatalog } from '../types/types.service';
+import type { TypeCatalog } from '../types/type-catalog';
 import type { Cardinality, EdgeResponse, EdgeTypeResponse } from './edges.dto';
 
 /** Most edges one item write may carry in its `edges` field, all types together. */

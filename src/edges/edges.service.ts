@@ -19,7 +19,7 @@ import { Bounded, byteBoundedPage, decodeCursor, encodeCursor, pageOf, ScannedRo
 import { isDottedName, patternToSql } from '../common/type-pattern';
 import { validationError } from '../common/validation';
 import { EVENTS_PER_STATEMENT, Outbox, RecordedEvent } from '../events/outbox';
-import { TypeCatalog, TypesService } from '../types/types.service';
+import { TypeCatalog, TypeCatalogService } from '../types/type-catalog';
 import {
   assertEdgeWrite,
   assertSourceWrite,
@@ -86,7 +86,7 @@ export class EdgesService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly edgeTypes: EdgeTypesService,
-    private readonly types: TypesService,
+    private readonly typeCatalog: TypeCatalogService,
     private readonly outbox: Outbox,
   ) {}
 
@@ -95,7 +95,7 @@ export class EdgesService {
     const sourceId = bodyId('source_id', dto.source_id);
     const targetId = bodyId('target_id', dto.target_id);
     assertEdgeWrite(p, dto.type);
-    const types = await this.types.catalog(p.tenantId);
+    const types = await this.typeCatalog.catalog(p.tenantId);
     return this.db.transaction(async (m) => {
       const et = (await this.edgeTypes.forWrite(m, p.tenantId, [dto.type])).get(dto.type);
       if (!et) throw edgeErrors.typeNotFound(dto.type);
@@ -112,13 +112,13 @@ export class EdgesService {
   async get(p: Principal, id: string): Promise<EdgeResponse> {
     const rows: EdgeWithEnds[] = await this.db.query(`${EDGE_WITH_ENDS} WHERE e.tenant_id = $1 AND e.id = $2`, [p.tenantId, id]);
     const edge = rows[0];
-    if (!edge || !canSeeEdge(p, edge, await this.types.catalog(p.tenantId))) throw edgeErrors.edgeNotFound(id);
+    if (!edge || !canSeeEdge(p, edge, await this.typeCatalog.catalog(p.tenantId))) throw edgeErrors.edgeNotFound(id);
     return toEdgeResponse(edge);
   }
 
   /** DELETE /edges/{id}: the same dual gate as creation; returns the deleted edge. */
   async remove(p: Principal, id: string): Promise<EdgeResponse> {
-    const types = await this.types.catalog(p.tenantId);
+    const types = await this.typeCatalog.catalog(p.tenantId);
     return this.db.transaction(async (m) => {
       const rows: EdgeWithEnds[] = await m.query(`${EDGE_WITH_ENDS} WHERE e.tenant_id = $1 AND e.id = $2 FOR UPDATE OF e`, [p.tenantId, id]);
       const edge = rows[0];
@@ -196,7 +196,7 @@ export class EdgesService {
     if (isAdmin(p)) {
       page = `SELECT ${columns} FROM edges e WHERE ${where.join(' AND ')} ${inOrder} LIMIT ${param(limit + 1)}`;
     } else {
-      const [edgeTypes, itemTypes] = await Promise.all([this.edgeTypes.readableNames(p), this.types.permittedTypeNames(p, 'read')]);
+      const [edgeTypes, itemTypes] = await Promise.all([this.edgeTypes.readableNames(p), this.typeCatalog.permittedTypeNames(p, 'read')]);
       const readable = param(itemTypes ?? []);
       const visible = (end: 'source_id' | 'target_id') =>
         `EXISTS (SELECT 1 FROM items i WHERE i.tenant_id = e.tenant_id AND i.id = e.${end} AND i.type = ANY(${readable}::text[]))`;
@@ -229,7 +229,7 @@ export class EdgesService {
    */
   async listForItem(p: Principal, itemId: string, q: ItemEdgesQuery): Promise<EdgeList> {
     const [item]: ItemRef[] = await this.db.query(`SELECT id, type FROM items WHERE tenant_id = $1 AND id = $2`, [p.tenantId, itemId]);
-    if (!item || !(await this.types.can(p, item.type, 'read'))) throw edgeErrors.itemNotFound(itemId, 'id');
+    if (!item || !(await this.typeCatalog.can(p, item.type, 'read'))) throw edgeErrors.itemNotFound(itemId, 'id');
     const after = decodeCursor(q.cursor, 'edges');
     const limit = q.limit ?? 50;
     const direction = q.direction ?? 'both';
@@ -238,7 +238,7 @@ export class EdgesService {
     const param = (v: unknown) => `$${params.push(v)}`;
     const where = ['e.tenant_id = $1', ...edgeTypeFilter(q.type, param)];
     if (!isAdmin(p)) {
-      const [edgeTypes, itemTypes] = await Promise.all([this.edgeTypes.readableNames(p), this.types.permittedTypeNames(p, 'read')]);
+      const [edgeTypes, itemTypes] = await Promise.all([this.edgeTypes.readableNames(p), this.typeCatalog.permittedTypeNames(p, 'read')]);
       where.push(`e.edge_type = ANY(${param(edgeTypes ?? [])}::text[])`, `o.type = ANY(${param(itemTypes ?? [])}::text[])`);
     }
     if (after) where.push(`(e.created_at, e.id) < (${param(after.createdAt)}::timestamptz, ${param(after.id)}::uuid)`);
@@ -310,7 +310,7 @@ export class EdgesService {
   private async outgoingFromRows(p: Principal, itemIds: string[], rows: OutgoingEdgeRow[]): Promise<Map<string, Record<string, string[]>>> {
     const out = new Map<string, Record<string, string[]>>(itemIds.map((id) => [id, {}]));
     if (!rows.length) return out;
-    const types = await this.types.catalog(p.tenantId);
+    const types = await this.typeCatalog.catalog(p.tenantId);
     // Decided once per (edge type, target type): a page of 100 items of 1,000 edges each, read
     // with a 200-pattern permission map, matched every pattern against every edge (0.8 s).
     const readable = new Map<string, boolean>();
@@ -343,7 +343,7 @@ export class EdgesService {
     for (const name of names) assertEdgeWrite(p, name);
     const types = await this.edgeTypes.forWrite(m, p.tenantId, names);
     for (const name of names) if (!types.has(name)) throw edgeErrors.typeNotFound(name);
-    const catalog = await this.types.catalog(p.tenantId);
+    const catalog = await this.typeCatalog.catalog(p.tenantId);
     assertSourceWrite(p, catalog.ref(source.type));
     const targetIds = [...new Set([...wanted.values()].flatMap((w) => w.map((x) => x.id)))];
     const items = await this.itemRefs(m, p, targetIds.filter((id) => id !== source.id), catalog);

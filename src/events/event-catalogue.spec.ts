@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal';
-import { TypeCatalog } from '../types/types.service';
+import { TypeCatalog } from '../types/type-catalog';
 import { isEventPattern, lineageTypes, mayReceive, renderBody, selects, StoredEvent } from './event-catalogue';
 
 const member = (over: Partial<Principal>): Principal => ({

@@ -25,7 +25,7 @@ import { matchesPattern } from '../common/type-pattern';
 import { canSeeEdge } from '../edges/edge-rules';
 import { tokenScopesOf } from '../oidc/scopes';
 import type { Item, ItemEdges } from '../items/item.model';
-import { TypeCatalog } from '../types/types.service';
+import { TypeCatalog } from '../types/type-catalog';
 
 export const EVENT_NAMES = [
   'item.created',

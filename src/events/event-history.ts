@@ -11,7 +11,7 @@ import type { Principal } from '../auth/principal';
 import { Bounded, cutShort, decodeSequenceCursor, encodeSequenceCursor } from '../common/pagination';
 import { validationError } from '../common/validation';
 import { AppConfig } from '../config/app-config';
-import { TypesService } from '../types/types.service';
+import { TypeCatalogService } from '../types/type-catalog';
 import { mayReceive, renderBody, selects } from './event-catalogue';
 import type { StreamFilter } from './event-stream';
 import { PublishedEvent, publishedPageSql, replayedNames, resumePoint } from './published-events';
@@ -42,13 +42,13 @@ export class EventHistory {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly config: AppConfig,
-    private readonly types: TypesService,
+    private readonly typeCatalog: TypeCatalogService,
   ) {}
 
   async page(p: Principal, filter: StreamFilter, q: { after?: string; cursor?: string; limit?: number }): Promise<EventHistoryPage> {
     const limit = q.limit ?? 50;
     let position = await this.start(p, q);
-    const types = await this.types.catalog(p.tenantId);
+    const types = await this.typeCatalog.catalog(p.tenantId);
     const events: HistoryEvent[] = [];
     let scanned = 0;
     for (;;) {

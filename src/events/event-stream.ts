@@ -48,7 +48,7 @@ import { Bounded, cutShort } from '../common/pagination';
 import { AppConfig } from '../config/app-config';
 import { CredentialsService } from '../auth/credentials.service';
 import { RedisPubSub } from '../redis/redis.module';
-import { TypesService } from '../types/types.service';
+import { TypeCatalogService } from '../types/type-catalog';
 import { EVENT_COLUMNS, mayReceive, renderBody, selects } from './event-catalogue';
 import { PublishedEvent, REPLAY_PAGE, REPLAY_PAGE_BYTES, REPLAY_PAGE_QUERY, replayedNames, resumePoint } from './published-events';
 import { Backlog, cutOff, endWithin } from './stream-backlog';
@@ -121,7 +121,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly config: AppConfig,
     private readonly pubsub: RedisPubSub,
     private readonly credentials: CredentialsService,
-    private readonly types: TypesService,
+    private readonly typeCatalog: TypeCatalogService,
     private readonly slots: StreamSlots,
   ) {}
 
@@ -453,7 +453,7 @@ export class EventStream implements OnApplicationBootstrap, BeforeApplicationShu
     } catch {
       // the credential as last read; the periodic check decides
     }
-    const types = await this.types.catalog(sub.principal.tenantId);
+    const types = await this.typeCatalog.catalog(sub.principal.tenantId);
     for (const e of events) {
       if (!this.subscribers.has(sub)) return; // closed meanwhile (too far behind): render nothing more
       const servedTo = sub.position;

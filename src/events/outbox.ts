@@ -19,7 +19,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, EntitySubscriberInterface, TransactionCommitEvent } from 'typeorm';
 import type { Principal } from '../auth/principal';
 import { newId } from '../common/ids';
-import { CORE_TENANT } from '../types/types.service';
+import { CORE_TENANT } from '../types/core-types';
 import { Audience, EventName, EventSubject, lineageTypes } from './event-catalogue';
 
 const PENDING = 'svc:eventsRecorded';

@@ -24,6 +24,7 @@ import { inputIssues } from '../common/input-policy';
 import { Bounded, byteBoundedPage, cutShort, pageWith, ScannedRow, scanEndOf } from '../common/pagination';
 import { isDottedName } from '../common/type-pattern';
 import { plainToDto, validationError, validationIssues } from '../common/validation';
+import { TypeCatalogService } from '../types/type-catalog';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
 import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooLarge, tooManyTags, typeNotPermitted } from './item-changes';
@@ -87,6 +88,7 @@ export class ItemsService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly types: TypesService,
+    private readonly typeCatalog: TypeCatalogService,
     private readonly edges: EdgesService,
     private readonly edgeTypes: EdgeTypesService,
     private readonly blobs: BlobsService,
@@ -234,7 +236,7 @@ export class ItemsService {
   ): Promise<ItemRow> {
     // A source can be shared by credentials that read different types (an OAuth client's grants):
     // an item the caller may not read is not named (SPEC 7 rule 4), only the key's being taken.
-    const visible = existing.type === type.name || (await this.types.can(p, existing.type, 'read'));
+    const visible = existing.type === type.name || (await this.typeCatalog.can(p, existing.type, 'read'));
     if (mode === 'create_only') {
       throw ApiError.conflict('duplicate_source', `An item with source_id "${dto.source_id}" already exists for this source`, {
         ...(visible ? { id: existing.id } : {}),
@@ -290,7 +292,7 @@ export class ItemsService {
 
   /** A PATCH of `current`, locked in this transaction by lockVisible. */
   private async patchLocked(m: EntityManager, p: Principal, current: ItemRow, dto: PatchItemDto): Promise<ItemRow> {
-    if (!(await this.types.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
+    if (!(await this.typeCatalog.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
     const { version, ...changes } = dto;
     const touched = touchedFields(changes);
     this.assertMetadataWrite(p, changes.tags, changes.extensions);
@@ -342,7 +344,7 @@ export class ItemsService {
   async trash(p: Principal, id: string): Promise<Item> {
     return this.writeAndPresent(p, async (m) => {
       const current = await this.lockVisible(m, p, id);
-      if (!(await this.types.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
+      if (!(await this.typeCatalog.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
       assertTransition(current, 'trashed');
       return this.writer.update(m, p, current, { state: 'trashed' });
     });
@@ -353,7 +355,7 @@ export class ItemsService {
       const current = await this.lockVisible(m, p, id);
       // Tags and extensions are part of the item: changing them needs write on its type, as a
       // PATCH does, whatever the credential (and for tags, metadata:write; for an extension, its namespace).
-      if (!(await this.types.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
+      if (!(await this.typeCatalog.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
       const touchesTags = dto.tags !== undefined || dto.add_tags !== undefined || dto.remove_tags !== undefined;
       this.assertMetadataWrite(p, touchesTags ? [] : undefined, dto.extensions);
       const tags = changeTags(dto.tags ?? current.tags, dto.add_tags, dto.remove_tags);
@@ -390,9 +392,9 @@ export class ItemsService {
     const tags = parseTags(q.tags);
     // Which items carry a tag says what their tags are: filtering by tags reads them.
     if (tags?.length && !canMetadata(p, 'read')) throw ApiError.forbidden('Filtering by tags needs the metadata:read scope');
-    const permittedTypes = await this.types.permittedTypeNames(p, access);
+    const permittedTypes = await this.typeCatalog.permittedTypeNames(p, access);
     return {
-      types: q.type === undefined || q.type === '*' ? undefined : (await this.types.catalog(p.tenantId)).matching(q.type),
+      types: q.type === undefined || q.type === '*' ? undefined : (await this.typeCatalog.catalog(p.tenantId)).matching(q.type),
       state: q.state,
       tier: q.tier,
       tags,
@@ -407,7 +409,7 @@ export class ItemsService {
       backrefs,
       properties: parsePropertyClauses('property', q.property),
       permittedTypes,
-      readableTypes: edges.length || backrefs.length ? (access === 'read' ? permittedTypes : await this.types.permittedTypeNames(p, 'read')) : undefined,
+      readableTypes: edges.length || backrefs.length ? (access === 'read' ? permittedTypes : await this.typeCatalog.permittedTypeNames(p, 'read')) : undefined,
     };
   }
 
@@ -476,8 +478,8 @@ export class ItemsService {
    */
   private async writableType(m: EntityManager, p: Principal, name: string): Promise<ResolvedType> {
     const type = await this.types.forWrite(p.tenantId, name, m);
-    if (!type || !(await this.types.can(p, name, 'read'))) throw ApiError.badRequest('invalid_type', `Unknown type "${name}"`, { type: name });
-    if (!(await this.types.can(p, name, 'write'))) throw typeNotPermitted(name);
+    if (!type || !(await this.typeCatalog.can(p, name, 'read'))) throw ApiError.badRequest('invalid_type', `Unknown type "${name}"`, { type: name });
+    if (!(await this.typeCatalog.can(p, name, 'write'))) throw typeNotPermitted(name);
     return type;
   }
 
@@ -572,7 +574,7 @@ export class ItemsService {
   /** An item the caller can see; 404 item_not_found also when its type is unreadable. */
   private async findVisible(m: EntityManager, p: Principal, id: string, lock: '' | typeof ITEM_WRITE_LOCK = ''): Promise<ItemRow> {
     const rows: ItemRow[] = await m.query(`SELECT ${ITEM_COLUMNS} FROM items WHERE tenant_id = $1 AND id = $2${lock}`, [p.tenantId, id]);
-    if (!rows[0] || !(await this.types.can(p, rows[0].type, 'read'))) throw notFound();
+    if (!rows[0] || !(await this.typeCatalog.can(p, rows[0].type, 'read'))) throw notFound();
     return rows[0];
   }
 

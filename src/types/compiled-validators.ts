@@ -100,6 +100,12 @@ function keep(cacheKey: string, entry: Cached, validators: Compiled | undefined)
 }
 
 /**
+ * What each cache key of a type's validators begins with (the rest changes with its schema), so
+ * that forgetValidators drops them all.
+ */
+export const validatorPrefix = (tenantId: string, name: string) => `${tenantId}:${name}:`;
+
+/**
  * Drops what is cached under keys starting with `prefix` (a type's `tenant:name:`), when the
  * type is deleted or changed: those keys never come back, and would wait to be pushed out. A
  * write still holding the old schema compiles it again; only this thread's cache is told.

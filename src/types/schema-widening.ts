@@ -1,7 +1,7 @@
 /**
  * Whether one JSON Schema provably accepts everything another accepts (a *widening*): what lets
  * PATCH /types/{name} change the schema of a type that has items without reading them
- * (types.service.ts). Structural and conservative: it answers true only where the subset of
+ * (schema-change-check.ts). Structural and conservative: it answers true only where the subset of
  * JSON Schema a type may use (type-schema.ts) makes the proof plain, and false ("not proven",
  * not "narrowing") for everything else, which the caller then settles by checking the items.
  */

@@ -7,7 +7,8 @@ import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
 import { ApiOAuth } from '../openapi/api-oauth.decorator';
 import { CreateTypeDto, ListTypesQuery, TypeList, TypeResponse, UpdateTypeDto } from './types.dto';
-import { SCHEMA_CHECK_MAX_ITEMS, TypesService } from './types.service';
+import { SCHEMA_CHECK_MAX_ITEMS } from './schema-change-check';
+import { TypesService } from './types.service';
 
 const TYPE_WRITE = { scope: 'metadata.types:write' } as const;
 

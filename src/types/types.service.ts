@@ -1,43 +1,30 @@
 /**
  * Owns item types: the seeded core types (immutable) and each tenant's own, with schema
  * inheritance, merge policies, the validators items are checked against, and which schema
- * changes a type that has items or subtypes may take.
+ * changes a type that has items or subtypes may take (whether its items still fit:
+ * schema-change-check.ts). Which types exist, as permissions see them: type-catalog.ts.
  */
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { DataSource, EntityManager } from 'typeorm';
-import { canType, isAdmin } from '../auth/permissions';
+import { canType } from '../auth/permissions';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { validationError } from '../common/validation';
 import { Bounded, byteBoundedPage, decodeCursor, pageOf } from '../common/pagination';
-import { isDottedName, matchesPattern, TypeRef } from '../common/type-pattern';
-import { orTimeout } from '../common/timeout';
-import { RedisPubSub, REDIS_WAIT_MS } from '../redis/redis.module';
+import { isDottedName } from '../common/type-pattern';
 import { CreateTypeDto, ListTypesQuery, TypeList, TypeResponse, UpdateTypeDto } from './types.dto';
 import { assertValidSchema, JsonSchema } from './type-schema';
 import { SCHEMA_LIMITS } from './schema-limits';
 import { resolveSubtypeSchema } from './subtype-schema';
-import { assertUsableSchema, forgetValidators } from './compiled-validators';
+import { assertUsableSchema, forgetValidators, validatorPrefix } from './compiled-validators';
 import { PropertiesValidator, validatorFor } from './property-validation';
-import { propertyIssues } from './property-issues';
 import { MergePolicy, resolveMergePolicy } from './merge-policy';
-import { addedProperties, isWidening } from './schema-widening';
 import { sameSearchView } from './search-view';
-
-export const CORE_TENANT = '00000000-0000-0000-0000-000000000000';
-/** Names under it are core types' (reserved to them). */
-const CORE_PREFIX = 'core.';
-/**
- * The advisory lock of a tenant's type catalogue, until the transaction ends: exclusive to
- * change it, shared to write items (forWrite).
- */
-function lockCatalogue(m: EntityManager, tenantId: string, mode: 'exclusive' | 'shared'): Promise<unknown> {
-  const fn = mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
-  return m.query(`SELECT ${fn}(hashtext($1))`, [`types:${tenantId}`]);
-}
+import { CORE_PREFIX, CORE_TENANT } from './core-types';
+import { lineageIn, lockCatalogue, TypeCatalog, TypeCatalogService } from './type-catalog';
+import { assertItemsStayValid } from './schema-change-check';
 
 interface TypeRow {
   tenant_id: string;
@@ -62,87 +49,12 @@ export interface ResolvedType {
 }
 
 /**
- * The tenant's types (core ones included) with their parent chains, so that patterns and
- * permissions can see subtypes. Lookups are synchronous once the catalog is loaded.
- */
-export class TypeCatalog {
-  private readonly refs = new Map<string, TypeRef>();
-
-  constructor(rows: Array<{ name: string; parent: string | null }>) {
-    const parents = new Map(rows.map((r) => [r.name, r.parent]));
-    for (const { name } of rows) {
-      const ancestors: string[] = [];
-      for (let up = parents.get(name); up && !ancestors.includes(up); up = parents.get(up)) ancestors.push(up);
-      this.refs.set(name, { name, ancestors });
-    }
-  }
-
-  /** The type as patterns see it; an unknown name has no ancestors. */
-  ref(name: string): TypeRef {
-    return this.refs.get(name) ?? { name, ancestors: [] };
-  }
-
-  names(): string[] {
-    return [...this.refs.keys()];
-  }
-
-  has(name: string): boolean {
-    return this.refs.has(name);
-  }
-
-  /** Names of the types a pattern covers, subtypes included. */
-  matching(pattern: string): string[] {
-    return [...this.refs.values()].filter((r) => matchesPattern(pattern, r)).map((r) => r.name);
-  }
-}
-
-const CATALOG_CHANNEL = 'types:changed';
-const CATALOG_TTL_MS = 60_000;
-/** Tenants whose catalogue one instance keeps at once, as the credential cache bounds its keys. */
-const MAX_CATALOGS = 10_000;
-
-/**
- * The most items a PATCH of a type in use reads to check a schema change that isWidening cannot
- * prove safe (the type's and its subtypes' together): the tenant's writes of tenant-type items
- * wait while it runs (update). Above it, such a change is refused unread.
- */
-export const SCHEMA_CHECK_MAX_ITEMS = 10_000;
-/** Items read at a time during that check. */
-const SCHEMA_CHECK_PAGE = 500;
-/** Items a refusal names at most; the check stops once it has found them. */
-const SCHEMA_CHECK_MAX_REPORTED = 10;
-/** Problems named per item. */
-const SCHEMA_CHECK_FIELDS_REPORTED = 5;
-
-/**
  * Whether the next UPDATE of a resolved schema in this transaction reindexes the type's items for
  * search (migration 1732300005800): not when what search reads of the schema stays (search-view.ts),
  * which spares a rewrite of every item row of a type in use for, say, a new property.
  */
 function searchReindex(m: EntityManager, unchanged: boolean): Promise<unknown> {
   return m.query(`SELECT set_config('svc.search_reindex', $1, true)`, [unchanged ? 'off' : 'on']);
-}
-
-interface InvalidItem {
-  id: string;
-  type: string;
-  fields: Array<{ field: string; message: string }>;
-}
-
-/** Why `properties` do not fit: fields named as an item write names them (`properties.<field>`); [] when they fit. */
-async function itemIssues(validate: PropertiesValidator, properties: Record<string, unknown>): Promise<Array<{ field: string; message: string }>> {
-  let errors;
-  try {
-    errors = await validate(properties);
-  } catch (err) {
-    // The schema cannot check them (a time limit): not shown to fit, so counted against the change.
-    if (err instanceof ApiError) return [{ field: 'properties', message: err.message }];
-    throw err;
-  }
-  if (!errors.length) return [];
-  const { missing, invalid } = propertyIssues(errors);
-  const at = (field: string) => (field === '' ? 'properties' : `properties.${field}`);
-  return [...missing.map((field) => ({ field: at(field), message: 'is required' })), ...invalid.map((i) => ({ field: at(i.field), message: i.message }))];
 }
 
 const parentNotFound = (name: string) => ApiError.notFound('type_not_found', `Parent type "${name}" does not exist`);
@@ -153,7 +65,6 @@ const COLUMNS = 'tenant_id, name, parent, schema, resolved_schema, merge_policy,
  * What a type's validators are cached under (compiled-validators.ts): a key that changes with the
  * schema, beginning with the type's `tenant:name:` (validatorPrefix).
  */
-const validatorPrefix = (tenantId: string, name: string) => `${tenantId}:${name}:`;
 const validatorKey = (r: TypeRow) => `${validatorPrefix(r.tenant_id, r.name)}${r.version}:${r.updated_at.getTime()}`;
 
 function toResponse(r: TypeRow): TypeResponse {
@@ -171,74 +82,11 @@ function toResponse(r: TypeRow): TypeResponse {
 }
 
 @Injectable()
-export class TypesService implements OnModuleInit {
-  private readonly logger = new Logger('Types');
-  private readonly catalogs = new Map<string, { catalog: Promise<TypeCatalog>; expires: number }>();
-
+export class TypesService {
   constructor(
     @InjectDataSource() private readonly db: DataSource,
-    private readonly pubsub: RedisPubSub,
+    private readonly typeCatalog: TypeCatalogService,
   ) {}
-
-  async onModuleInit(): Promise<void> {
-    await this.pubsub.subscribe(CATALOG_CHANNEL, (tenantId) => this.catalogs.delete(tenantId));
-    // Notices sent while the subscription was away are lost: whatever is cached may be stale.
-    this.pubsub.onResubscribed(() => this.catalogs.clear());
-  }
-
-  /**
-   * The tenant's type catalog, cached per instance. A type's parent never changes, so the
-   * cache only goes stale when types are added or removed; those changes invalidate it on
-   * every instance through Redis, and the TTL bounds a lost message.
-   */
-  catalog(tenantId: string): Promise<TypeCatalog> {
-    const now = Date.now();
-    const hit = this.catalogs.get(tenantId);
-    if (hit && hit.expires > now) return hit.catalog;
-    // Each catalogue is set anew at the newest end, so the map is in the order its entries
-    // expire: those past their TTL go from the front, and the cache holds only the tenants seen
-    // within it (not every tenant seen since the process started), MAX_CATALOGS at most.
-    for (const [id, entry] of this.catalogs) {
-      if (entry.expires > now && this.catalogs.size < MAX_CATALOGS) break;
-      this.catalogs.delete(id);
-    }
-    const catalog = this.rows(tenantId).then((rows) => new TypeCatalog(rows));
-    catalog.catch(() => this.catalogs.delete(tenantId));
-    this.catalogs.set(tenantId, { catalog, expires: now + CATALOG_TTL_MS });
-    return catalog;
-  }
-
-  /** An item type as the permission check needs it. */
-  async ref(tenantId: string, name: string): Promise<TypeRef> {
-    return (await this.catalog(tenantId)).ref(name);
-  }
-
-  /** canType with the type's lineage: `parent.*` grants cover subtypes whatever their names. */
-  async can(p: Principal, typeName: string, access: 'read' | 'write'): Promise<boolean> {
-    return isAdmin(p) || canType(p, await this.ref(p.tenantId, typeName), access);
-  }
-
-  /**
-   * After a change has committed: this instance's catalogue is dropped, and the others are told
-   * through Redis. The change stands whatever Redis does, so the answer must not depend on it
-   * (a 503 would say nothing was kept; a silent Redis held the answer until its connection
-   * reset): the notice is waited for at most REDIS_WAIT_MS, and an instance that misses it
-   * reads the change once its catalogue expires (CATALOG_TTL_MS).
-   */
-  private async changed(tenantId: string): Promise<void> {
-    this.catalogs.delete(tenantId);
-    await orTimeout(this.pubsub.publish(CATALOG_CHANNEL, tenantId), REDIS_WAIT_MS, 'type catalogue notice').catch((err: unknown) =>
-      this.logger.warn({ err, tenantId }, 'other instances not told of a type change; their catalogues catch up when they expire'),
-    );
-  }
-
-  /**
-   * Every type of the tenant, core ones included, as the catalogue needs it: names and parents
-   * only (150 types at the schema limits were 28 MB of JSON a read). GET /types reads a page of its own.
-   */
-  private async rows(tenantId: string, m: EntityManager = this.db.manager): Promise<Array<{ name: string; parent: string | null }>> {
-    return m.query(`SELECT name, parent FROM item_types WHERE tenant_id IN ($1, $2) ORDER BY core DESC, name`, [tenantId, CORE_TENANT]);
-  }
 
   private async row(tenantId: string, name: string, m: EntityManager = this.db.manager): Promise<TypeRow | undefined> {
     const rows: TypeRow[] = await m.query(`SELECT ${COLUMNS} FROM item_types WHERE tenant_id IN ($1, $2) AND name = $3`, [
@@ -258,7 +106,7 @@ export class TypesService implements OnModuleInit {
   async list(p: Principal, q: ListTypesQuery): Promise<TypeList> {
     const limit = q.limit ?? 50;
     const after = decodeCursor(q.cursor, 'types', isDottedName);
-    const readable = await this.permittedTypeNames(p, 'read');
+    const readable = await this.typeCatalog.permittedTypeNames(p, 'read');
     const params: unknown[] = [p.tenantId, CORE_TENANT];
     const param = (v: unknown) => `$${params.push(v)}`;
     const where = ['tenant_id IN ($1, $2)'];
@@ -282,7 +130,7 @@ export class TypesService implements OnModuleInit {
 
   async get(p: Principal, name: string): Promise<TypeResponse> {
     const r = await this.row(p.tenantId, name);
-    if (!r || !(await this.can(p, name, 'read'))) throw ApiError.notFound('type_not_found', `No type named "${name}"`);
+    if (!r || !(await this.typeCatalog.can(p, name, 'read'))) throw ApiError.notFound('type_not_found', `No type named "${name}"`);
     return toResponse(r);
   }
 
@@ -299,7 +147,7 @@ export class TypesService implements OnModuleInit {
     const created = await this.db.transaction(async (m) => {
       // Serialise type changes per tenant so parent checks and in-use checks cannot race.
       await lockCatalogue(m, p.tenantId, 'exclusive');
-      const lineage = await this.lineage(p.tenantId, m);
+      const lineage = await lineageIn(m, p.tenantId);
       // Before anything else is answered about that name: a 409 must tell nothing of a type it may not read.
       if (!this.mayCreate(p, dto.name, dto.parent ?? null, lineage)) {
         throw ApiError.forbidden(`This credential may not create a type named "${dto.name}": it could not read it`);
@@ -319,7 +167,7 @@ export class TypesService implements OnModuleInit {
       );
       return toResponse(row);
     });
-    await this.changed(p.tenantId);
+    await this.typeCatalog.changed(p.tenantId);
     return created;
   }
 
@@ -361,11 +209,11 @@ export class TypesService implements OnModuleInit {
         // A PATCH that changes nothing makes no version, as an item's does: items carry the version they were checked against.
         if (isDeepStrictEqual(schema, current.schema) && isDeepStrictEqual(mergePolicy, current.merge_policy)) return toResponse(current);
         // A refusal names only the subtypes and items the caller may read (a type's writer need not read its subtypes).
-        const permitted = await this.permittedTypeNames(p, 'read');
+        const permitted = await this.typeCatalog.permittedTypeNames(p, 'read');
         const readable = (type: string) => permitted === undefined || permitted.includes(type);
         const affected = isDeepStrictEqual(resolved, current.resolved_schema) ? [] : await this.resolvedAnew(p.tenantId, current, resolved, readable, m);
         changed.push(name, ...affected.map((a) => a.row.name));
-        await this.assertItemsStayValid(p.tenantId, [{ row: current, resolved }, ...affected], readable, m);
+        await assertItemsStayValid(p.tenantId, [{ row: current, resolved }, ...affected], readable, m);
         await searchReindex(m, sameSearchView(current.resolved_schema, resolved));
         // TypeORM answers UPDATE ... RETURNING with [rows, affected].
         const [[row]]: [TypeRow[], number] = await m.query(
@@ -398,7 +246,7 @@ export class TypesService implements OnModuleInit {
       return toResponse(current);
     });
     forgetValidators(validatorPrefix(p.tenantId, name));
-    await this.changed(p.tenantId);
+    await this.typeCatalog.changed(p.tenantId);
     return removed;
   }
 
@@ -422,21 +270,10 @@ export class TypesService implements OnModuleInit {
     };
   }
 
-  /**
-   * Names of the tenant's types the caller may access, for narrowing item queries in SQL;
-   * undefined means all (admins). Resolved against the real type list so that the
-   * most-specific-pattern rule applies exactly as in canType.
-   */
-  async permittedTypeNames(p: Principal, access: 'read' | 'write'): Promise<string[] | undefined> {
-    if (isAdmin(p)) return undefined;
-    const catalog = await this.catalog(p.tenantId);
-    return catalog.names().filter((name) => canType(p, catalog.ref(name), access));
-  }
-
   /** The tenant type `name` for a change: 404 when the caller cannot read it, 403 for a core type. */
   private async changeable(p: Principal, name: string, m: EntityManager): Promise<TypeRow> {
     const current = await this.row(p.tenantId, name, m);
-    if (!current || !(await this.can(p, name, 'read'))) throw ApiError.notFound('type_not_found', `No type named "${name}"`);
+    if (!current || !(await this.typeCatalog.can(p, name, 'read'))) throw ApiError.notFound('type_not_found', `No type named "${name}"`);
     if (current.core) throw new ApiError(403, 'core_type_immutable', 'Core types cannot be changed or deleted');
     return current;
   }
@@ -471,7 +308,7 @@ export class TypesService implements OnModuleInit {
     readable: (type: string) => boolean,
     m: EntityManager,
   ): Promise<Array<{ row: TypeRow; resolved: JsonSchema }>> {
-    const lineage = await this.lineage(tenantId, m);
+    const lineage = await lineageIn(m, tenantId);
     const names = lineage.names().filter((n) => lineage.ref(n).ancestors.includes(type.name));
     if (!names.length) return [];
     const rows: TypeRow[] = await m.query(`SELECT ${COLUMNS} FROM item_types WHERE tenant_id = $1 AND name = ANY($2::text[])`, [tenantId, names]);
@@ -499,92 +336,6 @@ export class TypesService implements OnModuleInit {
   }
 
   /**
-   * Refuses (409 `type_in_use`) a change of resolved schemas that could leave an item invalid.
-   * Where isWidening proves the new schema accepts all the old one did (provenWidening), no item is validated; the
-   * items of the other types are counted (at most SCHEMA_CHECK_MAX_ITEMS, or refused unread)
-   * and checked against their type's new schema, in pages by id. Every state counts: an item
-   * in the trash can be restored as it is.
-   */
-  private async assertItemsStayValid(
-    tenantId: string,
-    changes: Array<{ row: TypeRow; resolved: JsonSchema }>,
-    readable: (type: string) => boolean,
-    m: EntityManager,
-  ): Promise<void> {
-    const unproven: Array<{ row: TypeRow; resolved: JsonSchema }> = [];
-    for (const c of changes) if (!(await this.provenWidening(tenantId, c.row, c.resolved, m))) unproven.push(c);
-    if (!unproven.length) return;
-    const names = unproven.map((c) => c.row.name);
-    const [{ n }]: Array<{ n: number }> = await m.query(
-      `SELECT count(*)::int AS n FROM (SELECT 1 FROM items WHERE tenant_id = $1 AND type = ANY($2::text[]) LIMIT $3) held`,
-      [tenantId, names, SCHEMA_CHECK_MAX_ITEMS + 1],
-    );
-    if (n > SCHEMA_CHECK_MAX_ITEMS) {
-      throw ApiError.conflict(
-        'type_in_use',
-        `The change may not fit every existing item, and the type${names.length > 1 ? ' and its subtypes hold' : ' holds'} more than ${SCHEMA_CHECK_MAX_ITEMS} items, more than are checked`,
-        { reason: 'too_many_items', types: names.filter(readable), max_checked_items: SCHEMA_CHECK_MAX_ITEMS },
-      );
-    }
-    const invalid: InvalidItem[] = [];
-    for (const { row, resolved } of unproven) {
-      if (invalid.length >= SCHEMA_CHECK_MAX_REPORTED) break;
-      await this.checkItems(tenantId, row.name, validatorFor(`${validatorPrefix(tenantId, row.name)}check:${randomUUID()}`, resolved, tenantId), invalid, m);
-    }
-    if (invalid.length) {
-      const shown = invalid.filter((i) => readable(i.type));
-      const [first] = shown;
-      const message = first
-        ? `Item ${first.id} of type "${first.type}" would not fit the new schema (${first.fields[0]?.field} ${first.fields[0]?.message})`
-        : 'Items of a subtype this credential may not read would not fit the new schema';
-      throw ApiError.conflict('type_in_use', message, {
-        reason: 'items_invalid',
-        invalid_items: shown,
-        ...(shown.length < invalid.length ? { unreadable_items: invalid.length - shown.length } : {}),
-      });
-    }
-  }
-
-  /**
-   * Whether `type`'s items all fit `resolved` by isWidening alone, given which of the top-level
-   * properties it adds no item of the type holds. A property added to an open schema (no
-   * `additionalProperties: false`) constrains a key items could already hold, with any value;
-   * when none holds it, the change is proven all the same. Finding that out reads the key sets
-   * of all the type's items in SQL (no validation, no bound: it costs less than the search
-   * reindex the change may bring), which is what lets a type of any size gain a property.
-   */
-  private async provenWidening(tenantId: string, type: TypeRow, resolved: JsonSchema, m: EntityManager): Promise<boolean> {
-    if (isWidening(type.resolved_schema, resolved)) return true;
-    const added = addedProperties(type.resolved_schema, resolved);
-    if (!added.length || !isWidening(type.resolved_schema, resolved, new Set(added))) return false;
-    const held: Array<{ key: string }> = await m.query(
-      `SELECT k AS key FROM unnest($3::text[]) k WHERE EXISTS (SELECT 1 FROM items WHERE tenant_id = $1 AND type = $2 AND properties ? k)`,
-      [tenantId, type.name, added],
-    );
-    if (!held.length) return true;
-    const heldKeys = new Set(held.map((h) => h.key));
-    return isWidening(type.resolved_schema, resolved, new Set(added.filter((k) => !heldKeys.has(k))));
-  }
-
-  /** Adds to `invalid` the items of `type` that `validate` refuses, reading them in pages by id, until it holds SCHEMA_CHECK_MAX_REPORTED. */
-  private async checkItems(tenantId: string, type: string, validate: PropertiesValidator, invalid: InvalidItem[], m: EntityManager): Promise<void> {
-    for (let after: string | null = null; ; ) {
-      const page: Array<{ id: string; properties: Record<string, unknown> }> = await m.query(
-        `SELECT id, properties FROM items WHERE tenant_id = $1 AND type = $2 AND ($3::uuid IS NULL OR id > $3::uuid) ORDER BY id LIMIT $4`,
-        [tenantId, type, after, SCHEMA_CHECK_PAGE],
-      );
-      for (const item of page) {
-        const fields = await itemIssues(validate, item.properties);
-        if (!fields.length) continue;
-        invalid.push({ id: item.id, type, fields: fields.slice(0, SCHEMA_CHECK_FIELDS_REPORTED) });
-        if (invalid.length >= SCHEMA_CHECK_MAX_REPORTED) return;
-      }
-      if (page.length < SCHEMA_CHECK_PAGE) return;
-      after = page[page.length - 1].id;
-    }
-  }
-
-  /**
    * The schema items of a type with this parent and schema are validated against, checked to be
    * usable (compiled: 400 invalid_schema), and its merge policy.
    */
@@ -603,7 +354,7 @@ export class TypesService implements OnModuleInit {
     const parent = await this.row(tenantId, parentName, m);
     if (!parent) throw parentNotFound(parentName);
     // Each generation copies its parent's rules, so resolved schemas grow with the square of depth.
-    const chain = (await this.lineage(tenantId, m)).ref(parentName).ancestors.length + 2;
+    const chain = (await lineageIn(m, tenantId)).ref(parentName).ancestors.length + 2;
     if (chain > SCHEMA_LIMITS.typeDepth) {
       throw ApiError.badRequest('inheritance_violation', `A chain of parent types holds at most ${SCHEMA_LIMITS.typeDepth} types`, {
         fields: [{ field: 'parent', message: `has ${chain - 2} ancestors, so its subtype would have ${chain - 1}; a type has at most ${SCHEMA_LIMITS.typeDepth - 1}` }],
@@ -623,10 +374,5 @@ export class TypesService implements OnModuleInit {
   private mayCreate(p: Principal, name: string, parent: string | null, lineage: TypeCatalog): boolean {
     const ancestors = parent === null ? [] : [parent, ...lineage.ref(parent).ancestors];
     return canType(p, { name, ancestors }, 'read') && (!lineage.has(name) || canType(p, lineage.ref(name), 'read'));
-  }
-
-  /** The tenant's type lineage as it stands inside the transaction `m`. */
-  private async lineage(tenantId: string, m: EntityManager): Promise<TypeCatalog> {
-    return new TypeCatalog(await m.query('SELECT name, parent FROM item_types WHERE tenant_id IN ($1, $2)', [tenantId, CORE_TENANT]));
   }
 }

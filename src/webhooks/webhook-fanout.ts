@@ -18,7 +18,7 @@ import { BookkeepingDb } from '../database/bookkeeping-db';
 import { Audience, EVENT_COLUMNS, mayReceive, renderBody, selects, StoredEvent } from '../events/event-catalogue';
 import { CredentialsService } from '../auth/credentials.service';
 import { withinTokenScopes } from '../oidc/scopes';
-import { TypeCatalog, TypesService } from '../types/types.service';
+import { TypeCatalog, TypeCatalogService } from '../types/type-catalog';
 import { PREVIOUS_SECRET } from './signature';
 import { WebhookChanges } from './webhook-changes';
 import type { Prepared } from './webhook-dispatcher';
@@ -136,7 +136,7 @@ export class WebhookFanout {
   constructor(
     private readonly db: BookkeepingDb,
     private readonly credentials: CredentialsService,
-    private readonly types: TypesService,
+    private readonly typeCatalog: TypeCatalogService,
     private readonly changes: WebhookChanges,
   ) {}
 
@@ -160,7 +160,7 @@ export class WebhookFanout {
     for (const e of events) {
       const mine = subscriptions.filter((s) => s.tenant_id === e.tenant_id);
       if (!mine.length) continue;
-      const types = await this.types.catalog(e.tenant_id);
+      const types = await this.typeCatalog.catalog(e.tenant_id);
       const bodies = new Map<string, Buffer>(); // webhooks of one owner get the same body, one Buffer
       for (const s of mine) {
         if (!selects(s.events, s.type_filter, e, types) || recorded.has(`${e.id}:${s.id}`)) continue;
@@ -217,7 +217,7 @@ export class WebhookFanout {
     const now = await this.credentials.principalById(tenantId, credentialId);
     const owner = now ? withinTokenScopes(now, credentialScopes) : null;
     if (!owner) return null;
-    const types = await this.types.catalog(tenantId);
+    const types = await this.typeCatalog.catalog(tenantId);
     const { result, shared } = this.recentBodies.share(`${tenantId}\n${eventId}\n${grantsOf(owner)}`, types, async () => {
       const [event] = await sql<StoredEvent>(`SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id = $2`, [tenantId, eventId]);
       if (!event) return undefined;
@@ -244,7 +244,7 @@ export class WebhookFanout {
     event: { name: string; itemType: string | null; audience: Audience | null },
   ): Promise<boolean> {
     const audience = event.audience ?? (event.itemType === null ? {} : { item_type: event.itemType });
-    return selects(events, typeFilter, { name: event.name, audience } as StoredEvent, await this.types.catalog(tenantId));
+    return selects(events, typeFilter, { name: event.name, audience } as StoredEvent, await this.typeCatalog.catalog(tenantId));
   }
 
   /**
