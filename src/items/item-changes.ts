@@ -8,7 +8,8 @@ import { FieldIssue, validationError } from '../common/validation';
 import type { ResolvedType } from '../types/types.service';
 import { propertyIssues } from '../types/type-schema';
 import type { ItemRow } from './item.model';
-import { MAX_TAGS } from './items.dto';
+import type { ItemChanges } from './item-writer';
+import { MAX_TAGS, PatchItemDto } from './items.dto';
 
 export type ExtensionsPatch = Record<string, Record<string, unknown> | null>;
 
@@ -46,6 +47,36 @@ export function mergeExtensions(current: ItemRow['extensions'], patch: Extension
     else out[ns] = value;
   }
   return out;
+}
+
+/** The fields of a write's body that stand for the item's own when sent (an upsert's, a PATCH's). */
+type SentFields = Pick<PatchItemDto, 'tags' | 'tier' | 'state' | 'timestamp' | 'device' | 'capture_latitude' | 'capture_longitude' | 'extensions'>;
+
+/** A nullable field's next value: absent keeps the current one, `null` clears it. */
+const given = <T>(sent: T | undefined, current: T): T => (sent !== undefined ? sent : current);
+
+/**
+ * An item's next values when a body of item fields updates it (a natural key's re-post, a PATCH):
+ * each field sent, else the item's; extensions patched (mergeExtensions). The properties and the
+ * schema version are the caller's, because there the two writes differ: a re-post replaces the
+ * properties and always stamps its type's version; a PATCH merges them (mergeProperties) and
+ * stamps the type's version only when it sends properties.
+ */
+export function nextValues(
+  current: ItemRow, sent: SentFields, { properties, schema_version }: Required<Pick<ItemChanges, 'properties' | 'schema_version'>>,
+): ItemChanges {
+  return {
+    properties,
+    tags: sent.tags ?? current.tags,
+    tier: sent.tier ?? current.tier,
+    state: sent.state ?? current.state,
+    timestamp: sent.timestamp ?? current.timestamp,
+    device: given(sent.device, current.device),
+    capture_latitude: given(sent.capture_latitude, current.capture_latitude),
+    capture_longitude: given(sent.capture_longitude, current.capture_longitude),
+    extensions: mergeExtensions(current.extensions, sent.extensions),
+    schema_version,
+  };
 }
 
 /** Shallow merge of properties: a key set to null is removed. */

@@ -27,7 +27,9 @@ import { plainToDto, validationError, validationIssues } from '../common/validat
 import { TypeCatalogService } from '../types/type-catalog';
 import { ResolvedType, TypesService } from '../types/types.service';
 import { conflictingFields, mergeTags, onlyAutoMerged, touchedFields } from './conflict';
-import { blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, propertiesError, tooLarge, tooManyTags, typeNotPermitted } from './item-changes';
+import {
+  blobReferences, changeTags, ExtensionsPatch, mergeExtensions, mergeProperties, nextValues, propertiesError, tooLarge, tooManyTags, typeNotPermitted,
+} from './item-changes';
 import { Item, ITEM_BYTES, ITEM_COLUMNS, ITEM_COLUMNS_I, ITEM_WRITE_LOCK, ItemRow, toItem } from './item.model';
 import { ItemChanges, ItemWriter } from './item-writer';
 import {
@@ -61,9 +63,6 @@ const toVersion = (p: Principal, r: VersionRow): ItemVersion => ({
   changed_by: r.changed_by,
   created_at: r.created_at.toISOString(),
 });
-
-/** A nullable field's next value: absent keeps the current one, `null` clears it. */
-const given = <T>(sent: T | undefined, current: T): T => (sent !== undefined ? sent : current);
 
 /** Natural keys in code-unit order, elements without one after all that have one. */
 const compareNaturalKeys = (a: string | undefined, b: string | undefined): number =>
@@ -259,18 +258,7 @@ export class ItemsService {
     if (dto.state !== undefined) assertTransition(existing, dto.state);
     // Edges of an upsert are additive: ones that already exist are kept as they are.
     if (dto.edges) await this.edges.createMany(m, p, existing, dto.edges);
-    return this.change(m, p, existing, {
-      properties: dto.properties ?? existing.properties,
-      tags: dto.tags ?? existing.tags,
-      tier: dto.tier ?? existing.tier,
-      state: dto.state ?? existing.state,
-      timestamp: dto.timestamp ?? existing.timestamp,
-      device: given(dto.device, existing.device),
-      capture_latitude: given(dto.capture_latitude, existing.capture_latitude),
-      capture_longitude: given(dto.capture_longitude, existing.capture_longitude),
-      extensions: mergeExtensions(existing.extensions, dto.extensions),
-      schema_version: type.version,
-    });
+    return this.change(m, p, existing, nextValues(existing, dto, { properties: dto.properties ?? existing.properties, schema_version: type.version }));
   }
 
   async patch(p: Principal, id: string, dto: PatchItemDto): Promise<Item> {
@@ -326,18 +314,7 @@ export class ItemsService {
       await this.assertBlobsExist(p, changes.properties, m);
       schemaVersion = type.version;
     }
-    return this.change(m, p, current, {
-      properties,
-      tags: tags ?? current.tags,
-      tier: changes.tier ?? current.tier,
-      state: changes.state ?? current.state,
-      timestamp: changes.timestamp ?? current.timestamp,
-      device: given(changes.device, current.device),
-      capture_latitude: given(changes.capture_latitude, current.capture_latitude),
-      capture_longitude: given(changes.capture_longitude, current.capture_longitude),
-      extensions: mergeExtensions(current.extensions, changes.extensions),
-      schema_version: schemaVersion,
-    });
+    return this.change(m, p, current, nextValues(current, { ...changes, tags }, { properties, schema_version: schemaVersion }));
   }
 
   /** DELETE /items/{id}: moves the item to trash (idempotent). */
