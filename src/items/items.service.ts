@@ -520,7 +520,7 @@ export class ItemsService {
   private async listingPosition(p: Principal, filter: ItemFilter, order: ListingOrder, cursor: string | undefined): Promise<ListingPosition | undefined> {
     const position = positionOf(order, cursor);
     if (!position || !order.path || !isDigest(position.value)) return position;
-    const current = await longValuePosition(position, async (sql, params) => (await this.db.query(sql, params))[0]?.value, order, p.tenantId, filter.permittedTypes);
+    const current = await longValuePosition(this.db.manager, position, order, p.tenantId, filter.permittedTypes);
     if (!current) {
       throw ApiError.conflict('conflict', 'The item this cursor ends at has changed its sort value since (or is gone): list again from the first page', {
         field: 'cursor',

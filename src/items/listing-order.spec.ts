@@ -125,11 +125,14 @@ describe('listing order', () => {
       const position = positionOf(order, cursorAfter(order, { ...row, position_value: long }))!;
       expect(position.value).toMatch(/^sha256:[0-9a-f]{64}$/);
       const seen: unknown[][] = [];
-      const valueIs = (value: string | undefined) => async (sql: string, params: unknown[]) => (seen.push([sql, params]), value);
-      expect(await longValuePosition(position, valueIs(long), order, 'tenant-1')).toEqual({ value: long, id });
+      // The item's row as the statement reads it: none when it is gone (or not readable).
+      const valueIs = (value: string | null | undefined) => ({
+        query: async <T>(sql: string, params?: unknown[]) => (seen.push([sql, params]), (value === undefined ? [] : [{ value }]) as T),
+      });
+      expect(await longValuePosition(valueIs(long), position, order, 'tenant-1')).toEqual({ value: long, id });
       expect(seen[0]).toEqual([`SELECT (nullif(i.properties #> '{"a"}'::text[], 'null'::jsonb))::text AS value FROM items i WHERE i.tenant_id = $1 AND i.id = $2`, ['tenant-1', id]]);
-      for (const now of [`${long} `, '"short"', undefined]) expect(await longValuePosition(position, valueIs(now), order, 'tenant-1')).toBeUndefined();
-      await longValuePosition(position, valueIs(long), order, 'tenant-1', ['core.note']);
+      for (const now of [`${long} `, '"short"', null, undefined]) expect(await longValuePosition(valueIs(now), position, order, 'tenant-1')).toBeUndefined();
+      await longValuePosition(valueIs(long), position, order, 'tenant-1', ['core.note']);
       expect(seen.at(-1)).toEqual([expect.stringMatching(/ AND i\.id = \$2 AND i\.type = ANY\(\$3::text\[\]\)$/), ['tenant-1', id, ['core.note']]]);
     });
   });

@@ -23,6 +23,7 @@
  * group without a value, or for a value too long for a URL its digest (`longValuePosition`).
  */
 import { createHash } from 'node:crypto';
+import type { EntityManager } from 'typeorm';
 import { inputIssues } from '../common/input-policy';
 import {
   decodeCursor, decodeInstantCursor, decodeValueCursor, encodeCursor, encodeInstantCursor, encodeValueCursor, ListName,
@@ -183,19 +184,18 @@ export function positionOf(o: ListingOrder, cursor: string | undefined): Listing
 }
 
 /**
- * The position of a cursor carrying a digest (`isDigest`): its item's value now, when that is
- * still the value whose digest it carries; undefined otherwise (the item changed or is gone: the
- * walk no longer knows where it was, or of a type not among `readableTypes` when given). `valueOf`
- * runs the lookup (a statement, its parameters) and gives its `value`.
+ * The position of a cursor carrying a digest (`isDigest`): its item's value now, read through `m`,
+ * when that is still the value whose digest it carries; undefined otherwise (the item changed or
+ * is gone: the walk no longer knows where it was, or of a type not among `readableTypes` when given).
  */
 export async function longValuePosition(
-  position: ListingPosition, valueOf: (sql: string, params: unknown[]) => Promise<string | undefined>, o: ListingOrder, tenantId: string,
-  readableTypes?: string[],
+  m: Pick<EntityManager, 'query'>, position: ListingPosition, o: ListingOrder, tenantId: string, readableTypes?: string[],
 ): Promise<ListingPosition | undefined> {
   const readable = readableTypes ? ' AND i.type = ANY($3::text[])' : '';
-  const value = await valueOf(
+  const rows: Array<{ value: string | null }> = await m.query(
     `SELECT ${positionValueSql(o, 'i')} AS value FROM items i WHERE i.tenant_id = $1 AND i.id = $2${readable}`,
     [tenantId, position.id, ...(readableTypes ? [readableTypes] : [])],
   );
+  const value = rows[0]?.value;
   return value !== undefined && value !== null && digestOf(value) === position.value ? { value, id: position.id } : undefined;
 }
