@@ -4,9 +4,9 @@
  */
 import type { ErrorObject } from 'ajv';
 import { ApiError } from '../common/api-error';
-import { FieldIssue, validationError } from '../common/validation';
+import { validationError } from '../common/validation';
 import type { ResolvedType } from '../types/types.service';
-import { propertyIssues } from '../types/type-schema';
+import { propertyFieldIssues, propertyIssues } from '../types/property-issues';
 import type { ItemRow } from './item.model';
 import type { ItemChanges } from './item-writer';
 import { MAX_TAGS, PatchItemDto } from './items.dto';
@@ -140,12 +140,9 @@ export async function propertiesError(type: ResolvedType, properties: Record<str
     throw err;
   }
   if (!errors.length) return undefined;
-  const { missing, invalid } = propertyIssues(errors);
-  const at = (field: string) => (field === '' ? 'properties' : `properties.${field}`);
-  const fields = [
-    ...missing.map((field): FieldIssue => ({ field: at(field), message: 'is required' })),
-    ...invalid.map((i): FieldIssue => ({ field: at(i.field), message: i.message })),
-  ];
+  const issues = propertyIssues(errors);
+  const { missing, invalid } = issues;
+  const fields = propertyFieldIssues(issues);
   if (missing.length) {
     const others = invalid.length ? ` (and ${invalid.length} other problem${invalid.length > 1 ? 's' : ''} in details.fields)` : '';
     return ApiError.badRequest('missing_required_field', `Missing required properties: ${missing.join(', ')}${others}`, { fields });

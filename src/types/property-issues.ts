@@ -29,3 +29,12 @@ export function propertyIssues(errors: ErrorObject[]): { missing: string[]; inva
   const seen = new Set<string>();
   return { missing: [...new Set(missing)], invalid: invalid.filter((i) => !seen.has(`${i.field}\n${i.message}`) && seen.add(`${i.field}\n${i.message}`)) };
 }
+
+/**
+ * The same as the API's `details.fields`, each named as an item write names it
+ * (`properties.<field>`, `properties` for the whole): required ones first ("is required").
+ */
+export function propertyFieldIssues(issues: ReturnType<typeof propertyIssues>): Array<{ field: string; message: string }> {
+  const at = (field: string) => (field === '' ? 'properties' : `properties.${field}`);
+  return [...issues.missing.map((field) => ({ field: at(field), message: 'is required' })), ...issues.invalid.map((i) => ({ field: at(i.field), message: i.message }))];
+}

@@ -9,7 +9,7 @@ import { EntityManager } from 'typeorm';
 import { ApiError } from '../common/api-error';
 import { validatorPrefix } from './compiled-validators';
 import { PropertiesValidator, validatorFor } from './property-validation';
-import { propertyIssues } from './property-issues';
+import { propertyFieldIssues, propertyIssues } from './property-issues';
 import { addedProperties, isWidening } from './schema-widening';
 import type { JsonSchema } from './type-schema';
 
@@ -49,9 +49,7 @@ async function itemIssues(validate: PropertiesValidator, properties: Record<stri
     throw err;
   }
   if (!errors.length) return [];
-  const { missing, invalid } = propertyIssues(errors);
-  const at = (field: string) => (field === '' ? 'properties' : `properties.${field}`);
-  return [...missing.map((field) => ({ field: at(field), message: 'is required' })), ...invalid.map((i) => ({ field: at(i.field), message: i.message }))];
+  return propertyFieldIssues(propertyIssues(errors));
 }
 
 /**
