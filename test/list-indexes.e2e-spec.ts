@@ -1,6 +1,6 @@
 /**
- * Listings that must read about a page, not every row of the tenant, the webhook, the hub or the
- * user (migrations 4400, 4600, 4700, 6400, 6500, 6900 and 7000): each request's own statement, caught on its way to PostgreSQL, explained
+ * Listings that must read about a page, not every row of the tenant, the webhook, the hub, the
+ * user or the OAuth client (migrations 4400, 4600, 4700, 6400, 6500, 6900, 7000 and 7100): each request's own statement, caught on its way to PostgreSQL, explained
  * with the statistics autovacuum would have gathered (this machine runs without it). Plus what
  * the edge listing's rewrite (one branch per direction) must keep: order, cursor, both
  * directions, a self-edge once.
@@ -308,6 +308,43 @@ describe('listings read about a page', () => {
       expect([path, deep.rows.length]).toEqual([path, 10]);
       expect(deep.read).toBeLessThan(40);
     }
+  });
+
+  it("a client's grants (GET /auth/clients/{client_id}/grants) read about a page, at a cursor too, not every one of the client's (migration 7100)", async () => {
+    const client = (
+      await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: 'popular', grant_types: ['client_credentials'], scope: 'core.note:read' }).expect(201)
+    ).body as { client_id: string };
+    const users: string[] = [];
+    for (const name of ['one', 'two', 'three']) {
+      users.push((await t.http.post('/users').set(bearer(admin)).send({ email: `${name}@popular.example`, password: 'a long enough password', name }).expect(201)).body.id);
+    }
+    const stranger = (await t.http.post('/users').set(bearer(small.key)).send({ email: 'stranger@popular.example', password: 'a long enough password', name: 'S' }).expect(201))
+      .body.id as string;
+    // 400 grants of the client, one in ten a user of another tenant's, and as many of other clients'.
+    await t.sql(
+      `INSERT INTO oidc_models (model, id, payload, expires_at)
+       SELECT 'Grant', 'popular' || c || '-' || n, jsonb_build_object('kind', 'Grant', 'jti', 'popular' || c || '-' || n,
+                'accountId', CASE WHEN n % 10 = 0 THEN $2 ELSE ($1::text[])[1 + n % 3] END,
+                'clientId', CASE c WHEN 0 THEN $3 ELSE 'elsewhere' || n END, 'iat', 1700000000 + n, 'exp', 1900000000), now() + interval '1 day'
+         FROM generate_series(1, 400) n, generate_series(0, 1) c`,
+      [users, stranger, client.client_id],
+    );
+    await t.sql(`ANALYZE oidc_models`);
+    const page = async (limit: number, cursor?: string) => {
+      caught.length = 0;
+      const body = (await t.http.get(`/auth/clients/${client.client_id}/grants`).query({ limit, ...(cursor ? { cursor } : {}) }).set(bearer(admin)).expect(200)).body;
+      const plan = await explain(statementOf(/AS user_id, /));
+      return { grants: body.grants as Array<{ user_id: string }>, next: body.next_cursor as string, read: rowsRead(plan, 'oidc_models') };
+    };
+    const first = await page(5);
+    expect(first.grants).toHaveLength(5);
+    expect(first.read).toBeLessThan(20);
+    let at = first;
+    for (let i = 0; i < 3; i++) at = await page(50, at.next);
+    const deep = await page(5, at.next);
+    expect(deep.grants).toHaveLength(5);
+    expect(deep.grants.every((g) => users.includes(g.user_id))).toBe(true);
+    expect(deep.read).toBeLessThan(20);
   });
 
   it("the tenant's edges (GET /edges) read about a page, at a deep cursor and for a rare edge type too (migration 7000)", async () => {

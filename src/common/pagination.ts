@@ -53,7 +53,7 @@ export interface Position {
  * name a position among rows it never came from.
  */
 export type ListName =
-  | 'audit' | 'audit_export' | 'blobs' | 'blocked_clients' | 'bulk_jobs' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges' | 'events' | 'grants'
+  | 'audit' | 'audit_export' | 'blobs' | 'blocked_clients' | 'bulk_jobs' | 'client_grants' | 'clients' | 'connections' | 'deliveries' | 'edge_types' | 'edges' | 'events' | 'grants'
   | 'integrations' | 'items' | 'keys' | 'sessions' | 'tenant_edges' | 'tenants' | 'types' | 'users' | 'webhooks'
   // An item listing in another order than the default (items/listing-order.ts): a list of its own per order.
   | `items?sort=${string}`;

@@ -1,6 +1,6 @@
-/** The JSON answers of the account pages (account.controller.ts) to a caller that asks for JSON, and of an admin's /users/{id}/grants. */
+/** The JSON answers of the account pages (account.controller.ts) to a caller that asks for JSON, and of an admin's /users/{id}/grants and /auth/clients/{client_id}/grants. */
 import { ApiProperty } from '@nestjs/swagger';
-import type { GrantView, SessionView } from './grants.service';
+import type { ClientGrantView, GrantView, SessionView } from './grants.service';
 
 export class AccountGrant implements GrantView {
   @ApiProperty() id: string;
@@ -13,6 +13,16 @@ export class AccountGrant implements GrantView {
 
 export class AccountGrantList {
   @ApiProperty({ type: [AccountGrant], description: 'Newest first' }) grants: AccountGrant[];
+  @ApiProperty({ nullable: true, type: String }) next_cursor: string | null;
+}
+
+/** A grant as its client's admins list it: with the user who gave it. */
+export class ClientGrant extends AccountGrant implements ClientGrantView {
+  @ApiProperty({ format: 'uuid', description: 'The user of the tenant who connected the app' }) user_id: string;
+}
+
+export class ClientGrantList {
+  @ApiProperty({ type: [ClientGrant], description: 'Newest first' }) grants: ClientGrant[];
   @ApiProperty({ nullable: true, type: String }) next_cursor: string | null;
 }
 

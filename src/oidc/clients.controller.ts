@@ -3,18 +3,24 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Caller, Requires } from '../auth/decorators';
 import type { Principal } from '../auth/principal';
 import { Created } from '../common/created-location';
+import { PageQuery } from '../common/pagination';
 import { NoStore } from '../common/security-headers';
 import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ApiErrors } from '../openapi/api-errors.decorator';
+import { ClientGrantList } from './account.dto';
 import { ListClientsQuery, OAuthClient, OAuthClientList, ParseClientIdPipe, RegisteredClient, RegisterClientDto, RotateClientSecretDto, RotatedClient, UpdateClientDto } from './clients.dto';
 import { ClientsService } from './clients.service';
+import { GrantsService } from './grants.service';
 
 const WHO_MANAGES = 'Admins manage their tenant\'s clients; a root-tenant admin also manages clients made by open registration (RFC 7591), which have no tenant. Any other client is 404 `not_found`.';
 
 @ApiTags('oauth')
 @Controller('auth/clients')
 export class ClientsController {
-  constructor(private readonly clients: ClientsService) {}
+  constructor(
+    private readonly clients: ClientsService,
+    private readonly grants: GrantsService,
+  ) {}
 
   @Post()
   @Requires({ admin: true })
@@ -49,6 +55,22 @@ export class ClientsController {
   @ApiErrors(400, 401, 403, 404, 429)
   get(@Caller() p: Principal, @Param('client_id', ParseClientIdPipe) clientId: string): Promise<OAuthClient> {
     return this.clients.get(p, clientId);
+  }
+
+  @Get(':client_id/grants')
+  @Requires({ admin: true })
+  @ApiOperation({
+    summary: 'The users of the caller\'s tenant who connected an OAuth client, newest first: its grants, with the scopes each holds (admin); paged',
+    description:
+      'The grants the client holds from the caller\'s tenant\'s users only, also for an openly registered client that serves every tenant\'s users; ' +
+      'expired ones are left out. Revoke one at `DELETE /users/{id}/grants/{grant_id}`. ' +
+      WHO_MANAGES,
+  })
+  @ApiOkResponse({ type: ClientGrantList })
+  @ApiErrors(400, 401, 403, 404, 429)
+  async listGrants(@Caller() p: Principal, @Param('client_id', ParseClientIdPipe) clientId: string, @Query() query: PageQuery): Promise<ClientGrantList> {
+    await this.clients.get(p, clientId);
+    return this.grants.clientPage(p.tenantId, clientId, query.limit, query.cursor);
   }
 
   @Patch(':client_id')

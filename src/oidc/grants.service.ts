@@ -1,6 +1,6 @@
 /**
  * A user's OAuth grants (SPEC 5.8) and provider sessions: what the account pages list, a page at
- * a time, newest first, and revoke. Revoking a grant deletes it with every token and code it
+ * a time, newest first, and revoke; and a client's grants from one tenant's users, for its admins. Revoking a grant deletes it with every token and code it
  * issued (at once: each API request reads its token's row; a used refresh token stays a
  * tombstone, so presenting it is still `token_reuse_detected`) and leaves an
  * `auth.grant.revoked` audit row.
@@ -10,6 +10,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import type { Grant } from 'oidc-provider';
 import { DataSource } from 'typeorm';
 import { AuditActor, AuditService } from '../audit/audit.service';
 import { decodeSecondsCursor, pageOf } from '../common/pagination';
@@ -29,6 +30,11 @@ export interface GrantView {
   expires_at: string | null;
 }
 
+/** A grant as its client's admins see it (`/auth/clients/{client_id}/grants`): with the user who gave it. */
+export interface ClientGrantView extends GrantView {
+  user_id: string;
+}
+
 export interface SessionView {
   /** A digest of the session's id (SESSION_VIEW_ID). */
   id: string;
@@ -38,9 +44,17 @@ export interface SessionView {
 
 /**
  * When a grant was issued, in whole seconds; lists are newest first. Migration 6400's index
- * (oidc_models_account_grants) is on this very expression, which must stay equal to it.
+ * (oidc_models_account_grants) and 7100's (oidc_models_client_grants) are on this very
+ * expression, which must stay equal to it.
  */
 const GRANT_IAT = `COALESCE((payload->>'iat')::bigint, 0)`;
+
+/**
+ * The grant's user as a uuid, to look up by the users' id index (a text comparison would read
+ * every user of the tenant for each grant); null, matching no user, for an account id that is no
+ * user id, which a cast would make a 500. Lower case only, as `users.id::text` prints.
+ */
+const GRANT_USER_ID = `(CASE WHEN oidc_models.payload->>'accountId' ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN oidc_models.payload->>'accountId' END)::uuid`;
 
 /** When a session signed in (a new sign-in in it moves it), in whole seconds; as GRANT_IAT, migration 6400 indexes this very expression. */
 const SESSION_SIGNED_IN = `COALESCE((payload->>'loginTs')::bigint, (payload->>'iat')::bigint, 0)`;
@@ -81,6 +95,42 @@ export class GrantsService {
     return { grants: views.filter((v): v is GrantView => v !== undefined), next_cursor };
   }
 
+  /**
+   * A page of one client's grants given by users of `tenantId`, newest first: which of the
+   * tenant's users connected the app (`/auth/clients/{client_id}/grants`; the caller may read
+   * the client). An openly registered client serves every tenant's users; the others' grants are
+   * their tenants' to see, so each listing keeps to its own tenant's, whichever client.
+   */
+  async clientPage(tenantId: string, clientId: string, limit = 50, cursor?: string): Promise<{ grants: ClientGrantView[]; next_cursor: string | null }> {
+    const position = decodeSecondsCursor(cursor, 'client_grants', isClientId);
+    // The user's tenant is tested grant by grant, as a boolean subquery: PostgreSQL can know
+    // neither how many grants a client holds (its indexes are partial, their statistics unused)
+    // nor how many are the tenant's, and planned as a join (or `= $2`) it guessed so few that it
+    // read and sorted every grant of the client for a page; a subquery it takes to keep half, so
+    // a page walks migration 7100's index in its order and stops at the page's end.
+    const rows: Array<{ id: string; user_id: string; iat: string }> = await this.db.query(
+      `SELECT id, payload->>'accountId' AS user_id, ${GRANT_IAT} AS iat FROM oidc_models
+        WHERE model = 'Grant' AND payload->>'clientId' = $1 AND (expires_at IS NULL OR expires_at > now())
+          AND ($3::bigint IS NULL OR (${GRANT_IAT}, id) < ($3, $4::text))
+          AND (SELECT tenant_id = $2 FROM users WHERE id = ${GRANT_USER_ID})
+        ORDER BY ${GRANT_IAT} DESC, id DESC LIMIT $5`,
+      [clientId, tenantId, position?.seconds ?? null, position?.id ?? null, limit + 1],
+    );
+    const { page, next_cursor } = pageOf(rows, limit, (r) => new Date(Number(r.iat) * 1000), 'client_grants');
+    const provider = await this.oidc.get();
+    const client = await provider.Client.find(clientId);
+    // As page(): a grant revoked since the page was read is left out.
+    const views = await Promise.all(
+      page.map(async (r): Promise<ClientGrantView | undefined> => {
+        const grant = await provider.Grant.find(r.id);
+        if (!grant || grant.clientId !== clientId || grant.accountId !== r.user_id) return undefined;
+        const { id, client_id, client_name, scope, created_at, expires_at } = this.view(r.id, grant, client?.clientName);
+        return { id, client_id, client_name, user_id: r.user_id, scope, created_at, expires_at };
+      }),
+    );
+    return { grants: views.filter((v): v is ClientGrantView => v !== undefined), next_cursor };
+  }
+
   /** Display names of clients by id, for activity lists; a client gone since shows its id. */
   async clientNames(clientIds: Array<string | null>): Promise<Map<string, string>> {
     const provider = await this.oidc.get();
@@ -94,11 +144,15 @@ export class GrantsService {
     const grant = await provider.Grant.find(id);
     if (!grant || grant.accountId !== userId) return undefined;
     const client = await provider.Client.find(grant.clientId!);
+    return this.view(id, grant, client?.clientName);
+  }
+
+  private view(id: string, grant: Grant, clientName: string | undefined): GrantView {
     const scope = [grant.getOIDCScope(), grant.getResourceScope(this.config.baseUrl)].filter(Boolean).join(' ');
     return {
       id,
       client_id: grant.clientId!,
-      client_name: client?.clientName ?? grant.clientId!,
+      client_name: clientName ?? grant.clientId!,
       scope,
       created_at: iso(grant.iat)!,
       expires_at: iso(grant.exp),

@@ -53,6 +53,7 @@ export const OPERATION_IDS: Record<string, string> = {
   'BlobsController.metadata': 'getBlobMetadata',
   'SearchController.find': 'searchItems',
   'WebhooksController.deliveries': 'listWebhookDeliveries',
+  'ClientsController.listGrants': 'listClientGrants',
   'WebhooksController.delivery': 'getWebhookDelivery',
   'WebhooksController.retry': 'retryWebhookDelivery',
   'EventsController.open': 'streamEvents',

@@ -66,6 +66,7 @@ import { UsersDisabledReason1732300006600 } from './1732300006600-users-disabled
 import { UsersDisabledUntil1732300006800 } from './1732300006800-users-disabled-until';
 import { ItemsByTimestampAndId1732300006900 } from './1732300006900-items-by-timestamp-and-id';
 import { EdgesByCreated1732300007000 } from './1732300007000-edges-by-created';
+import { GrantsByClient1732300007100 } from './1732300007100-grants-by-client';
 
 export const migrations = [
   TenantsAndKeys1732300000000,
@@ -135,4 +136,5 @@ export const migrations = [
   UsersDisabledUntil1732300006800,
   ItemsByTimestampAndId1732300006900,
   EdgesByCreated1732300007000,
+  GrantsByClient1732300007100,
 ];
