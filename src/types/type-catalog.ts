@@ -58,7 +58,11 @@ export class TypeCatalog {
   }
 }
 
-/** The tenant's type lineage as it stands inside the transaction `m`. */
+/**
+ * The tenant's type lineage, core types included, as it stands inside `m` (a transaction, or the
+ * pool for the cache): names and parents only (150 types at the schema limits were 28 MB of JSON a
+ * read). GET /types reads a page of its own.
+ */
 export async function lineageIn(m: EntityManager, tenantId: string): Promise<TypeCatalog> {
   return new TypeCatalog(await m.query('SELECT name, parent FROM item_types WHERE tenant_id IN ($1, $2)', [tenantId, CORE_TENANT]));
 }
@@ -100,7 +104,7 @@ export class TypeCatalogService implements OnModuleInit {
       if (entry.expires > now && this.catalogs.size < MAX_CATALOGS) break;
       this.catalogs.delete(id);
     }
-    const catalog = this.rows(tenantId).then((rows) => new TypeCatalog(rows));
+    const catalog = lineageIn(this.db.manager, tenantId);
     catalog.catch(() => this.catalogs.delete(tenantId));
     this.catalogs.set(tenantId, { catalog, expires: now + CATALOG_TTL_MS });
     return catalog;
@@ -141,11 +145,4 @@ export class TypeCatalogService implements OnModuleInit {
     );
   }
 
-  /**
-   * Every type of the tenant, core ones included, as the catalogue needs it: names and parents
-   * only (150 types at the schema limits were 28 MB of JSON a read). GET /types reads a page of its own.
-   */
-  private async rows(tenantId: string, m: EntityManager = this.db.manager): Promise<Array<{ name: string; parent: string | null }>> {
-    return m.query(`SELECT name, parent FROM item_types WHERE tenant_id IN ($1, $2) ORDER BY core DESC, name`, [tenantId, CORE_TENANT]);
-  }
 }

@@ -15,8 +15,6 @@ import { meta, metaSchemaProblems, refuse } from './schema-ajv';
 import { SCHEMA_LIMITS } from './schema-limits';
 import { eachSchema, pointerOf } from './schema-walk';
 
-// item-changes.ts imports it from here.
-export { propertyIssues } from './property-issues';
 
 export type JsonSchema = Record<string, any>;
 

@@ -176,7 +176,7 @@ export class TypesService {
    * in use takes a new schema only when every item it and its subtypes hold stays valid: proven
    * from the schemas alone (isWidening: the old resolved schema against the new, for the type
    * and for each subtype, whose resolved schema is computed again on the new parent), or else
-   * found by reading the items (checkItems, at most SCHEMA_CHECK_MAX_ITEMS of them); otherwise
+   * found by reading the items (assertItemsStayValid in schema-change-check.ts, at most SCHEMA_CHECK_MAX_ITEMS of them); otherwise
    * 409 `type_in_use`. The merge policy alone changes freely: it is read only when an item is
    * next written, and no stored item depends on it (a subtype keeps the copy it took when it
    * was created). Changed types (subtypes included) each get a new version; items keep the
