@@ -274,12 +274,17 @@ export class ItemsService {
       const current = await this.lockVisible(m, p, id);
       const revision = await this.snapshot(m, p.tenantId, id, version);
       if (!revision) throw noSuchVersion(version);
-      return this.patchLocked(m, p, current, { version: dto.version, ...restoringPatch(p, current, revision) });
+      const patch = restoringPatch(p, current, revision);
+      // The revision's properties as they were: the PATCH's merge would drop a top-level null it holds.
+      return this.patchLocked(m, p, current, { version: dto.version, ...patch }, patch.properties && revision.properties);
     });
   }
 
-  /** A PATCH of `current`, locked in this transaction by lockVisible. */
-  private async patchLocked(m: EntityManager, p: Principal, current: ItemRow, dto: PatchItemDto): Promise<ItemRow> {
+  /**
+   * A PATCH of `current`, locked in this transaction by lockVisible. `exactProperties`, when the
+   * PATCH sends properties, are the item's next properties as they are, in place of the merge.
+   */
+  private async patchLocked(m: EntityManager, p: Principal, current: ItemRow, dto: PatchItemDto, exactProperties?: Record<string, unknown>): Promise<ItemRow> {
     if (!(await this.typeCatalog.can(p, current.type, 'write'))) throw typeNotPermitted(current.type);
     const { version, ...changes } = dto;
     const touched = touchedFields(changes);

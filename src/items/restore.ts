@@ -6,8 +6,9 @@
  *
  * Not restored: the lifecycle state (a move of its own, with its own rules), edges (not
  * versioned), and what the caller may not write: extension namespaces outside its write
- * permissions, and tags without `metadata:write`; those stay as they are. Properties merge
- * shallowly in a PATCH, so a top-level property the revision held as `null` comes back absent.
+ * permissions, and tags without `metadata:write`; those stay as they are. The properties are the
+ * revision's as they were (ItemsService.restore), a top-level `null` included, which the PATCH's
+ * shallow merge would remove.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { canExtension, canMetadata } from '../auth/permissions';

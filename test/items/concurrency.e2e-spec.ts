@@ -427,6 +427,23 @@ describe('items: versions and conflicts', () => {
       expect([forward.body.version, content(forward.body)]).toEqual([4, content(changed.body)]);
     });
 
+    it('brings back a top-level property the revision held as null, as null (a PATCH\'s null would remove it)', async () => {
+      const ty = await admin.post('/types', { name: 'acme.nullable', schema: { properties: { n: { type: 'integer' }, note: { type: ['string', 'null'] } } } });
+      expectStatus(ty, 201);
+      const item = await createItem(admin, { type: 'acme.nullable', properties: { n: 1, note: null } });
+      expect(item.properties).toEqual({ n: 1, note: null });
+      expectStatus(await admin.patch(`/items/${item.id}`, { version: 1, properties: { note: 'set' } }), 200);
+      const fromSet = await restore(item.id, 1, 2);
+      expectStatus(fromSet, 200);
+      expect(fromSet.body.properties).toEqual({ n: 1, note: null });
+      // From an item that lacks the key altogether.
+      expectStatus(await admin.patch(`/items/${item.id}`, { version: 3, properties: { note: null, n: 2 } }), 200);
+      const fromAbsent = await restore(item.id, 1, 4);
+      expectStatus(fromAbsent, 200);
+      expect([fromAbsent.body.version, fromAbsent.body.properties]).toEqual([5, { n: 1, note: null }]);
+      expect((await admin.get(`/items/${item.id}`)).body.properties).toEqual({ n: 1, note: null });
+    });
+
     it('a restore to what the item holds changes nothing: no new version', async () => {
       const item = await createItem(admin, doc({ title: 'same' }));
       const res = await restore(item.id, 1, 1);
