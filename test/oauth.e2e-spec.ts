@@ -173,6 +173,9 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
     expect(badFields(await t.http.post('/auth/clients').set(bearer(admin)).send({ ...redirect, grant_types: ['authorization_code', 'client_credentials'], response_types: [] }))).toEqual(['response_types']);
     const consistent = await t.http.post('/auth/clients').set(bearer(admin)).send({ ...redirect, grant_types: ['authorization_code'], response_types: ['code'] }).expect(201);
     expect(consistent.body).toMatchObject({ grant_types: ['authorization_code'], response_types: ['code'] });
+    // Open registration answers with the lists the provider acts on, corrected.
+    const corrected = await t.http.post('/auth/oauth2/register').send({ ...redirect, grant_types: ['refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' });
+    expect([corrected.status, [...corrected.body.grant_types].sort(), corrected.body.response_types]).toEqual([201, ['authorization_code', 'refresh_token'], ['code']]);
     // RFC 7592: the configuration URL it answers with can be read with the registration access token, and only with it.
     const { pathname } = new URL(ok.body.registration_client_uri);
     expect((await t.http.get(pathname).set(bearer(ok.body.registration_access_token)).expect(200)).body.client_id).toBe(ok.body.client_id);
