@@ -239,6 +239,14 @@ describe('OAuth provider: discovery, clients, client credentials, introspection,
       const res = await ask(scope);
       expect([scope, res.status, res.body.error, res.body.error_description]).toEqual([scope, 400, 'invalid_scope', expect.any(String)]);
     }
+    // An OIDC scope the client registered is refused even beside a usable API scope: its tokens would carry none.
+    const oidcToo = (
+      await t.http.post('/auth/clients').set(bearer(admin)).send({ client_name: 'worker', grant_types: ['client_credentials'], scope: 'openid email core.note:read' }).expect(201)
+    ).body;
+    for (const scope of ['openid core.note:read', 'core.note:read email']) {
+      const res = await t.http.post('/auth/oauth2/token').auth(oidcToo.client_id, oidcToo.client_secret).type('form').send({ grant_type: 'client_credentials', scope });
+      expect([scope, res.status, res.body.error, res.body.scope]).toEqual([scope, 400, 'invalid_scope', scope.includes('openid') ? 'openid' : 'email']);
+    }
     // Part of it granted: the response says which part.
     const partial = await ask('core.note:read foo');
     expect([partial.status, partial.body.scope]).toEqual([200, 'core.note:read']);

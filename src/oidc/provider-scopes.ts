@@ -6,7 +6,7 @@
 import type { Provider as ProviderType, KoaContextWithOIDC } from 'oidc-provider';
 import type { UsersService } from '../users/users.service';
 import { providerInternals } from './provider-internals';
-import { isApiScope, registeredScopes, withinUserRole } from './scopes';
+import { isApiScope, OIDC_SCOPES, registeredScopes, withinUserRole } from './scopes';
 
 /**
  * The API's scopes, as a resource server, for this request: those asked for (an authorization
@@ -40,7 +40,10 @@ export function refuseUnusableScope(ctx: KoaContextWithOIDC, client: { scope?: s
   if (route === 'authorization' || route === 'device_authorization') {
     if (api || ctx.oidc.requestParamOIDCScopes.size) return;
   } else if (route === 'token' && params?.grant_type === 'client_credentials') {
-    // Its tokens carry API scopes only (the resource server's): an OIDC scope gives them nothing.
+    // Its tokens carry API scopes only (the resource server's): an OIDC scope gives them nothing,
+    // and is refused even beside usable ones rather than dropped, so that the client learns it.
+    const oidc = String(params.scope ?? '').split(' ').find((s) => (OIDC_SCOPES as readonly string[]).includes(s));
+    if (oidc) throw new errors.InvalidScope('client credentials take API scopes such as core.note:read, no OIDC scope', oidc);
     if (api || !params.scope) return;
   } else {
     return;
