@@ -1895,6 +1895,15 @@ describe('OAuth provider: authorization code with PKCE, sign-in and partial cons
     expect(nativeAsks.status).toBe(400);
   });
 
+  it('takes no authorization request without redirect_uri, even from a client with one registered, and sends nobody there (OIDC Core 3.1.2.1)', async () => {
+    const app = await registerApp('Single redirect', 'openid core.note:read', [redirectUri]);
+    const params = { response_type: 'code', client_id: app.clientMetadata().client_id, scope: 'openid', state: 'st', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' };
+    const without = await t.http.get(`/auth/authorize?${new URLSearchParams(params)}`);
+    expect([without.status, without.headers.location]).toEqual([400, undefined]);
+    const withIt = await t.http.get(`/auth/authorize?${new URLSearchParams({ ...params, redirect_uri: redirectUri })}`);
+    expect([withIt.status, withIt.headers.location?.startsWith('/auth/?interaction=')]).toEqual([303, true]);
+  });
+
   /**
    * Ada, in the browser `agent` (signing in when it is not), asks `app` for `scope`: the consent
    * page when one is shown, else where the browser left to; `decide` answers the page as it posts

@@ -81,6 +81,9 @@ export async function createProvider(deps: ProviderDeps): Promise<ProviderType> 
     claims: { openid: ['sub'], profile: ['name', 'preferred_username', 'picture'], email: ['email', 'email_verified'] },
     responseTypes: ['code'],
     pkce: { required: () => true },
+    // Every authorization request and code exchange names its redirect_uri (SPEC 5, OIDC Core
+    // 3.1.2.1), even for a client with one registered: the provider's default filled it in.
+    allowOmittingSingleRegisteredRedirectUri: false,
     clientDefaults: { grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic', id_token_signed_response_alg: 'RS256' },
     extraClientMetadata: extraClientMetadata(errors),
     clockTolerance: CLOCK_TOLERANCE_S,
