@@ -310,7 +310,7 @@ export class ItemsService {
       }
     }
     if (changes.state !== undefined) assertTransition(current, changes.state);
-    const properties = mergeProperties(current.properties, changes.properties);
+    const properties = (changes.properties && exactProperties) ?? mergeProperties(current.properties, changes.properties);
     let schemaVersion = current.schema_version;
     if (changes.properties !== undefined) {
       const type = await this.types.forWrite(p.tenantId, current.type, m);
