@@ -276,7 +276,7 @@ export class ItemsService {
       if (!revision) throw noSuchVersion(version);
       const patch = restoringPatch(p, current, revision);
       // The revision's properties as they were: the PATCH's merge would drop a top-level null it holds.
-      return this.patchLocked(m, p, current, { version: dto.version, ...patch }, patch.properties && revision.properties);
+      return this.patchLocked(m, p, current, { version: dto.version, ...patch }, revision.properties);
     });
   }
 
